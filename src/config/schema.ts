@@ -1,0 +1,124 @@
+/**
+ * The gateway's configuration: one zod schema declares every key and its default once (DESIGN.md §1).
+ * Unknown keys are errors at every level, so a typo never silently changes routing.
+ */
+import { z } from 'zod';
+
+const positive = z.number().positive();
+const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "." or "-"');
+const httpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ''));
+
+export const backendSchema = z
+  .strictObject({
+    url: httpUrl.optional(),
+    urls: z.array(httpUrl).min(1).optional(),
+    timeout_s: positive.default(360),
+    connect_timeout_s: positive.default(5),
+    /** Concurrent sub-requests per replica, across all gateway replicas when Redis is configured. */
+    max_in_flight: z.number().int().positive().optional(),
+    /** How long an excess sub-request may wait for a permit; default: as long as the batch deadline allows. */
+    queue_timeout_s: positive.optional(),
+    headers: z.record(z.string(), z.string()).default({}),
+    /** Consecutive probe or request failures that eject a replica. */
+    eject_after_failures: z.number().int().positive().default(3),
+  })
+  .refine((b) => (b.url === undefined) !== (b.urls === undefined), {
+    message: 'a backend needs exactly one of "url" or "urls"',
+  })
+  .transform((b) => ({ ...b, urls: b.urls ?? [b.url as string] }));
+
+/** A match condition: a plain value means equality; an object with one operator key means that operator. */
+export const conditionSchema = z.union([
+  z.strictObject({ in: z.array(z.unknown()) }),
+  z.strictObject({ glob: z.string() }),
+  z.strictObject({ exists: z.boolean() }),
+  z.strictObject({ contains: z.unknown() }),
+  z.strictObject({ not: z.unknown() }),
+  z.strictObject({ regex: z.string() }),
+  z.string(),
+  z.number(),
+  z.boolean(),
+  z.null(),
+]);
+
+const MATCH_KEY = /^(instruction_type|tools|robots|(attributes|extra_keys|memory)\.[^\s]+|header\.[A-Za-z0-9-]+)$/;
+
+export const routeSchema = z
+  .strictObject({
+    name,
+    match: z
+      .record(z.string().regex(MATCH_KEY, 'unknown match key'), conditionSchema)
+      .optional(),
+    backend: name.optional(),
+    split: z.record(name, positive).optional(),
+    ensemble: z.record(name, positive).optional(),
+    fallback: z.array(name).default([]),
+    shadow: z.array(name).default([]),
+    sticky: z.boolean().default(true),
+  })
+  .refine((r) => [r.backend, r.split, r.ensemble].filter((x) => x !== undefined).length === 1, {
+    message: 'a route needs exactly one of "backend", "split" or "ensemble"',
+  });
+
+export const configSchema = z.strictObject({
+  server: z
+    .strictObject({
+      host: z.string().default('127.0.0.1'),
+      port: z.number().int().min(0).max(65535).default(8888),
+      body_limit_mb: positive.default(64),
+      /** Cap on num_outputs per input: one request cannot make the gateway build unbounded candidate arrays. */
+      max_outputs_per_input: z.number().int().positive().default(1024),
+    })
+    .prefault({}),
+  agent: z
+    .strictObject({
+      agent_id: z.string().min(1).default('magma-gateway'),
+      agent_version: z.string().min(1).optional(),
+    })
+    .prefault({}),
+  memory_key: z.string().min(1).default('_gateway'),
+  request_timeout_s: positive.default(600),
+  probe_interval_s: positive.default(5),
+  probe_timeout_s: positive.default(2),
+  /** Longest ejection; the backoff doubles from probe_interval_s up to this. */
+  eject_max_s: positive.default(300),
+  /** Never eject more than this share of a backend's replicas by failures alone. */
+  max_ejected_share: z.number().min(0).max(1).default(0.5),
+  shadow_max_in_flight: z.number().int().min(0).default(16),
+  retry_budget: z
+    .strictObject({
+      ratio: z.number().min(0).max(1).default(0.2),
+      min: z.number().int().min(0).default(3),
+    })
+    .prefault({}),
+  admin: z
+    .strictObject({
+      token: z.string().optional(),
+      protect_metrics: z.boolean().default(false),
+    })
+    .prefault({}),
+  state: z
+    .strictObject({
+      redis: z
+        .strictObject({
+          url: z.string().min(1),
+          key_prefix: z.string().default('magma-gw:'),
+          /** Passed to ioredis as is (sentinels, name, tls, ...). */
+          options: z.record(z.string(), z.unknown()).default({}),
+        })
+        .optional(),
+      replay_ttl_s: positive.default(600),
+      replay_max_bytes: z.number().int().positive().default(16 * 1024 * 1024),
+      lease_s: positive.default(30),
+    })
+    .prefault({}),
+  log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  backends: z.record(name, backendSchema).refine((b) => Object.keys(b).length > 0, 'at least one backend'),
+  routes: z.array(routeSchema).min(1),
+});
+
+export type ConfigInput = z.input<typeof configSchema>;
+export type GatewayConfig = z.output<typeof configSchema>;
+export type BackendConfig = GatewayConfig['backends'][string];
+export type RouteConfig = GatewayConfig['routes'][number];
+export type Condition = z.output<typeof conditionSchema>;
