@@ -1,0 +1,72 @@
+/**
+ * Builds the gateway's Fastify app without listening (house style: the entry point listens).
+ */
+import { readFileSync } from 'node:fs';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { GatewayConfig } from './config/schema.js';
+import gatewayPlugin from './plugins/gateway.js';
+import { identityRoutes } from './routes/identity.js';
+import { metricsRoute } from './routes/metrics.js';
+import { responsesRoute } from './routes/responses.js';
+
+export const PACKAGE_VERSION: string = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+export interface BuildOptions {
+  config: GatewayConfig;
+  configPath?: string;
+  logger?: FastifyServerOptions['logger'];
+  probeOnStart?: boolean;
+  defaultMetrics?: boolean;
+}
+
+export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
+  const { config } = opts;
+  const app = Fastify({
+    logger: opts.logger ?? { level: config.log_level },
+    bodyLimit: Math.floor(config.server.body_limit_mb * 1024 * 1024),
+    disableRequestLogging: true,
+    // Let clients send keep-alive batches minutes apart (BENCH waits for a whole simulator step).
+    keepAliveTimeout: 72_000,
+    requestTimeout: 0,
+    return503OnClosing: true,
+  });
+
+  // Bodies stay text: the exact JSON codec parses them (numbers kept exactly), and a non-JSON or missing
+  // content type is still answered with a 422 naming the problem rather than fastify's 415.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
+    const status = err.statusCode ?? 500;
+    if (status === 413) {
+      return reply.code(413).send({
+        detail: `request body exceeds server.body_limit_mb (${config.server.body_limit_mb} MiB)`,
+      });
+    }
+    if (status >= 500) req.log.error({ err }, 'internal error');
+    return reply.code(status).send({ detail: status >= 500 ? 'internal gateway error' : err.message });
+  });
+  app.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `Not Found: ${req.method} ${req.url}` }));
+
+  await app.register(gatewayPlugin, {
+    config,
+    version: PACKAGE_VERSION,
+    configPath: opts.configPath,
+    probeOnStart: opts.probeOnStart,
+    defaultMetrics: opts.defaultMetrics,
+  });
+
+  // Cross-cutting: every answer counted and timed by endpoint.
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    app.gateway.metrics.httpRequests.inc({ route, status_code: String(reply.statusCode) });
+    app.gateway.metrics.httpDuration.observe({ route }, reply.elapsedTime / 1000);
+  });
+
+  await app.register(identityRoutes);
+  await app.register(responsesRoute);
+  await app.register(metricsRoute);
+  return app;
+}

@@ -1,0 +1,259 @@
+/**
+ * Executing a batch plan (DESIGN.md §2 steps 4-6, §5): legs grouped per backend and sharded over its replicas,
+ * one sub-request per replica, all in parallel; answers mapped back onto (input, candidate) slots; failures
+ * moved along the route's fallback list while the deadline allows, then turned into error candidates in place.
+ * Nothing here throws for a backend's sake: the batch always completes.
+ */
+import { performance } from 'node:perf_hooks';
+import type { FastifyBaseLogger } from 'fastify';
+import type { AttemptFailure } from '../errors.js';
+import type { GatewayMetrics } from '../metrics.js';
+import { parseExact, stringifyExact } from '../protocol/exact-json.js';
+import { checkSubResponse } from '../protocol/response-check.js';
+import type { AgentInput, AgentOutput, AgentRequest, JsonObject } from '../protocol/types.js';
+import type { BatchPlan, MemoryTag } from '../routing/plan.js';
+import { postResponses } from '../upstream/backend-call.js';
+import type { Replica } from '../upstream/replica.js';
+import type { Upstreams } from '../upstream/upstreams.js';
+import { errorCandidate, fromBackend, stripMemoryKey } from './candidates.js';
+
+export interface DispatchDeps {
+  upstreams: Upstreams;
+  metrics: GatewayMetrics;
+  log: FastifyBaseLogger;
+  memoryKey: string;
+}
+
+export interface BatchContext {
+  /** Epoch ms by which every attempt and fallback must be over (request_timeout_s). */
+  deadline: number;
+  /** Headers passed to every backend (x-request-id, traceparent). */
+  headers: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** One leg of one input on its way to a backend. */
+interface Item {
+  input: number;
+  backend: string;
+  count: number;
+  offset: number;
+  fallbacks: string[];
+  route: string;
+  arm?: string;
+  /** Replicas of `backend` already tried for this item (a connect failure retries on another). */
+  tried?: Set<Replica>;
+}
+
+export interface BatchResult {
+  outputs: AgentOutput[];
+  /** True when some value holds number markers: serialize with stringifyExact. */
+  marked: boolean;
+  /** Milliseconds of the gateway's own work inside dispatch (bodies built, answers parsed and checked). */
+  workMs: number;
+  backends: Record<string, number>;
+  errorCodes: Record<string, number>;
+}
+
+export async function runBatch(
+  deps: DispatchDeps,
+  request: AgentRequest,
+  plan: BatchPlan,
+  ctx: BatchContext,
+  requestMarked: boolean,
+): Promise<BatchResult> {
+  const { upstreams, metrics, memoryKey } = deps;
+  const inputs = request.inputs;
+  const stripped: JsonObject[] = inputs.map((inp) => stripMemoryKey(inp.memory, memoryKey));
+  const slots: AgentOutput[][] = inputs.map((inp) => new Array<AgentOutput>(inp.num_outputs as number));
+  const result: BatchResult = { outputs: [], marked: requestMarked, workMs: 0, backends: {}, errorCodes: {} };
+
+  const tagOf = (it: Item): MemoryTag =>
+    it.arm === undefined ? { backend: it.backend, route: it.route } : { backend: it.backend, route: it.route, arm: it.arm };
+
+  const fail = (items: Item[], f: AttemptFailure): void => {
+    for (const it of items) {
+      const input = inputs[it.input]!;
+      for (let c = 0; c < it.count; c++) {
+        slots[it.input]![it.offset + c] = errorCandidate(
+          request.request_id, input, it.offset + c, f.code, f.message, it.backend, memoryKey, tagOf(it),
+        );
+      }
+      count(result.errorCodes, f.code, it.count);
+      metrics.candidates.inc({ route: it.route, backend: it.backend, status: 'error' }, it.count);
+      metrics.candidateErrors.inc({ backend: it.backend, code: f.code }, it.count);
+    }
+  };
+
+  /** Move failed items to their next fallback backend, or fill error candidates. */
+  const failOver = async (items: Item[], f: AttemptFailure): Promise<void> => {
+    const next: Item[] = [];
+    const final: Item[] = [];
+    for (const it of items) {
+      if (it.fallbacks.length > 0 && Date.now() < ctx.deadline && ctx.signal?.aborted !== true) {
+        const [to, ...rest] = it.fallbacks as [string, ...string[]];
+        metrics.fallbacks.inc({ route: it.route, from: it.backend, to });
+        next.push({ ...it, backend: to, fallbacks: rest, tried: undefined });
+      } else final.push(it);
+    }
+    if (final.length > 0) fail(final, f);
+    if (next.length > 0) await dispatch(next);
+  };
+
+  const send = async (replica: Replica, items: Item[]): Promise<void> => {
+    const t0 = performance.now();
+    const body = stringifyExact(
+      {
+        request_id: request.request_id,
+        inputs: items.map((it) => forwarded(inputs[it.input]!, stripped[it.input]!, it.count)),
+      },
+      requestMarked,
+    );
+    result.workMs += performance.now() - t0;
+    const remaining = ctx.deadline - Date.now();
+    if (remaining <= 0) {
+      await failOver(items, { code: 'gateway_backend_timeout', message: 'the batch deadline (request_timeout_s) ran out' });
+      return;
+    }
+    const timeoutMs = Math.min(upstreams.timeoutMs(replica.backend), remaining);
+    const nInputs = items.length;
+    replica.inFlightInputs += nInputs;
+    replica.inFlightRequests++;
+    metrics.backendInFlight.inc({ backend: replica.backend });
+    const started = performance.now();
+    const res = await postResponses(replica, body, ctx.headers, timeoutMs, ctx.signal);
+    replica.inFlightInputs -= nInputs;
+    replica.inFlightRequests--;
+    metrics.backendInFlight.dec({ backend: replica.backend });
+    metrics.backendDuration.observe({ backend: replica.backend }, (performance.now() - started) / 1000);
+    count(result.backends, replica.backend, nInputs);
+
+    if (!res.ok) {
+      metrics.backendRequests.inc({ backend: replica.backend, outcome: res.failure.code });
+      if (res.failure.code !== 'gateway_backend_rejected') upstreams.recordFailure(replica, res.failure.message);
+      deps.log.warn(
+        { backend: replica.backend, replica: replica.id, code: res.failure.code, reason: res.failure.message, inputs: nInputs },
+        'backend sub-request failed',
+      );
+      if (res.failure.notSent) {
+        // Nothing reached the backend: another replica of the same backend may take it before falling back.
+        const tried = new Set(items[0]?.tried ?? []).add(replica);
+        const other = upstreams.routable(replica.backend).find((r) => !tried.has(r));
+        if (other !== undefined && Date.now() < ctx.deadline) {
+          metrics.retries.inc({ backend: replica.backend });
+          await send(other, items.map((it) => ({ ...it, tried })));
+          return;
+        }
+      }
+      await failOver(items, res.failure);
+      return;
+    }
+
+    const t1 = performance.now();
+    let answer: unknown;
+    let invalid: string | undefined;
+    try {
+      const parsed = parseExact(res.text);
+      answer = parsed.value;
+      if (parsed.nonFinite) invalid = 'the answer holds a non-finite number';
+      if (parsed.marked) result.marked = true;
+    } catch (err) {
+      invalid = `the answer is not JSON: ${(err as Error).message}`;
+    }
+    const check = invalid === undefined
+      ? checkSubResponse(answer, {
+          requestId: request.request_id,
+          inputs: items.map((it) => ({ id: inputs[it.input]!.id, count: it.count })),
+        })
+      : { ok: false as const, reason: invalid };
+    if (!check.ok) {
+      result.workMs += performance.now() - t1;
+      metrics.backendRequests.inc({ backend: replica.backend, outcome: 'gateway_backend_invalid_response' });
+      upstreams.recordFailure(replica, check.reason);
+      deps.log.warn({ backend: replica.backend, replica: replica.id, reason: check.reason }, 'backend answer invalid');
+      await failOver(items, { code: 'gateway_backend_invalid_response', message: check.reason });
+      return;
+    }
+    metrics.backendRequests.inc({ backend: replica.backend, outcome: 'ok' });
+    upstreams.recordSuccess(replica);
+    items.forEach((it, k) => {
+      const input = inputs[it.input]!;
+      const tag = tagOf(it);
+      const row = check.slots[k]!;
+      for (let c = 0; c < it.count; c++) {
+        const slot = row[c]!;
+        const idx = it.offset + c;
+        let out: AgentOutput;
+        if (slot.ok) {
+          out = fromBackend(request.request_id, input, idx, slot.candidate, memoryKey, tag);
+        } else {
+          out = errorCandidate(
+            request.request_id, input, idx, 'gateway_backend_invalid_response', slot.reason, it.backend, memoryKey, tag,
+          );
+        }
+        slots[it.input]![idx] = out;
+        metrics.candidates.inc({ route: it.route, backend: it.backend, status: out.status });
+        if (out.error) {
+          count(result.errorCodes, out.error.code, 1);
+          metrics.candidateErrors.inc({ backend: it.backend, code: metrics.codeLabel(it.backend, out.error.code) });
+        }
+      }
+    });
+    result.workMs += performance.now() - t1;
+  };
+
+  const dispatch = async (items: Item[]): Promise<void> => {
+    const byBackend = new Map<string, Item[]>();
+    for (const it of items) {
+      const list = byBackend.get(it.backend);
+      if (list) list.push(it);
+      else byBackend.set(it.backend, [it]);
+    }
+    const jobs: Promise<void>[] = [];
+    for (const [backend, group] of byBackend) {
+      const shards = upstreams.shard(backend, group.length);
+      if (shards.length === 0) {
+        jobs.push(failOver(group, { code: 'gateway_no_backend', message: `backend "${backend}" has no ready replica` }));
+        continue;
+      }
+      let at = 0;
+      for (const { replica, count: n } of shards) {
+        jobs.push(send(replica, group.slice(at, at + n)));
+        at += n;
+      }
+    }
+    await Promise.all(jobs);
+  };
+
+  const items: Item[] = [];
+  for (const p of plan.inputs) {
+    for (const leg of p.legs) {
+      metrics.inputs.inc({ route: p.route, backend: leg.backend });
+      items.push({
+        input: p.index, backend: leg.backend, count: leg.count, offset: leg.offset, fallbacks: leg.fallbacks,
+        route: p.route, arm: p.arm ?? (p.legs.length > 1 ? leg.backend : undefined),
+      });
+    }
+  }
+  await dispatch(items);
+
+  for (const row of slots) for (const o of row) result.outputs.push(o);
+  return result;
+}
+
+/** The input as a backend sees it: the gateway's memory key removed, num_outputs set to this leg's count. */
+function forwarded(input: AgentInput, memory: JsonObject, count: number): object {
+  return {
+    id: input.id,
+    instruction: input.instruction,
+    tools: input.tools,
+    attributes: input.attributes,
+    memory,
+    num_outputs: count,
+    extra_keys: input.extra_keys,
+  };
+}
+
+function count(map: Record<string, number>, key: string, n: number): void {
+  map[key] = (map[key] ?? 0) + n;
+}

@@ -1,0 +1,64 @@
+/**
+ * Building the candidates the gateway returns: a backend's candidate re-addressed to the client's request, or
+ * an error candidate in its normal position (DESIGN.md §5; contract "Agent and HTTP errors": an error candidate
+ * keeps complete memory). Every candidate carries the memory tag of DESIGN.md §3.
+ */
+import type { GatewayErrorCode } from '../errors.js';
+import type { AgentOutputParsed } from '../protocol/schemas.js';
+import type { AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
+import type { MemoryTag } from '../routing/plan.js';
+
+/** memory without the gateway's key, the same object when the key is absent (the common case: no copy). */
+export function stripMemoryKey(memory: JsonObject, key: string): JsonObject {
+  if (!Object.prototype.hasOwnProperty.call(memory, key)) return memory;
+  // Rest-spread defines own data properties, so a "__proto__" key in memory stays ordinary data.
+  const { [key]: _dropped, ...rest } = memory;
+  return rest;
+}
+
+export function tagMemory(memory: JsonObject, key: string, tag: MemoryTag): JsonObject {
+  // A computed key in a literal defines an own property, even for "__proto__".
+  return { ...memory, [key]: tag };
+}
+
+export function fromBackend(
+  requestId: string,
+  input: AgentInput,
+  candidateIndex: number,
+  cand: AgentOutputParsed,
+  memoryKey: string,
+  tag: MemoryTag,
+): AgentOutput {
+  return {
+    request_id: requestId,
+    source_id: input.id,
+    candidate_index: candidateIndex,
+    status: cand.status,
+    memory: tagMemory(cand.memory, memoryKey, tag),
+    internal_steps: cand.internal_steps,
+    output: cand.output,
+    error: cand.error,
+  };
+}
+
+export function errorCandidate(
+  requestId: string,
+  input: AgentInput,
+  candidateIndex: number,
+  code: GatewayErrorCode,
+  message: string,
+  backend: string,
+  memoryKey: string,
+  tag: MemoryTag,
+): AgentOutput {
+  return {
+    request_id: requestId,
+    source_id: input.id,
+    candidate_index: candidateIndex,
+    status: 'error',
+    memory: tagMemory(stripMemoryKey(input.memory, memoryKey), memoryKey, tag),
+    internal_steps: [],
+    output: null,
+    error: { code, message: message || code, component: backend },
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * The gateway's infrastructure as one named Fastify plugin: the frozen config, metrics registry, upstream
+ * pools and prober (through GatewayRuntime). Pools are created here at start and closed on shutdown.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { GatewayConfig } from '../config/schema.js';
+import { GatewayMetrics } from '../metrics.js';
+import { GatewayRuntime } from '../runtime.js';
+
+export interface GatewayState {
+  current: GatewayRuntime;
+  metrics: GatewayMetrics;
+  version: string;
+  configPath: string | undefined;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    gateway: GatewayState;
+  }
+}
+
+export interface GatewayPluginOptions {
+  config: GatewayConfig;
+  version: string;
+  configPath?: string;
+  /** Wait for the first probe round before serving (tests and the CLI do; it makes /health truthful at once). */
+  probeOnStart?: boolean;
+  defaultMetrics?: boolean;
+}
+
+async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): Promise<void> {
+  const metrics = new GatewayMetrics({ defaultMetrics: opts.defaultMetrics });
+  const state: GatewayState = {
+    current: new GatewayRuntime(opts.config, metrics, app.log),
+    metrics,
+    version: opts.version,
+    configPath: opts.configPath,
+  };
+  app.decorate('gateway', state);
+  app.addHook('onReady', async () => {
+    const first = state.current.start();
+    if (opts.probeOnStart !== false) await first;
+  });
+  app.addHook('onClose', async () => {
+    await state.current.close();
+  });
+}
+
+export default fp(gatewayPlugin, { name: 'magma-gateway', fastify: '5.x' });

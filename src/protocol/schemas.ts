@@ -1,0 +1,138 @@
+/**
+ * zod schemas for every object of the contract (agent-http-contract.txt), as strict as the reference pydantic
+ * models (ecosystem-facts.md, "Strictness of the reference models"): unknown fields rejected at every protocol
+ * level, strict integers, case-exact literals, real booleans. Free-form objects (tools, attributes, memory,
+ * extra_keys, internal_steps) are checked for their type only and kept by reference: JSON.parse already proved
+ * they are JSON, and exact-json proved their numbers finite, so walking them again would only cost time.
+ */
+import { z } from 'zod';
+import { isNumberMark, isStrictInt } from './exact-json.js';
+import type { IntValue, JsonObject } from './types.js';
+
+export function isJsonObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** A protocol string; a number marker is a number in the source, never a string. */
+export const protoString = z.custom<string>((v) => typeof v === 'string' && !isNumberMark(v), {
+  error: 'Input should be a valid string',
+  params: { type: 'string_type' },
+});
+const nonEmptyString = protoString.refine((v) => v.length > 0, {
+  error: 'String should have at least 1 character',
+  params: { type: 'string_too_short' },
+});
+export const strictInt = z.custom<IntValue>(isStrictInt, {
+  error: 'Input should be a valid integer',
+  params: { type: 'int_type' },
+});
+const strictBool = z.custom<boolean>((v) => typeof v === 'boolean', {
+  error: 'Input should be a valid boolean',
+  params: { type: 'bool_type' },
+});
+export const jsonObject = z.custom<JsonObject>(isJsonObject, {
+  error: 'Input should be a valid dictionary',
+  params: { type: 'dict_type' },
+});
+const list = <T extends z.ZodType>(item: T) =>
+  z.array(item, { error: 'Input should be a valid list' });
+
+export const agentHealthSchema = z.strictObject({ status: z.literal('ready').default('ready') });
+
+/** Strict AgentInfo, for what the gateway serves (contract "Health and identity"). */
+export const agentInfoSchema = z.strictObject({
+  protocol_version: protoString.default('2.0'),
+  agent_id: protoString,
+  agent_version: protoString,
+  capabilities: z.record(z.string(), strictBool),
+  specialized_coaching: list(protoString).default([]),
+  coaching_resume: strictBool.default(false),
+  coaching_unavailable_reason: protoString.nullable().default(null),
+});
+
+/** Backends' info is read leniently (DESIGN.md §6): older cores add fields such as coaching_session_version. */
+export const backendInfoSchema = agentInfoSchema.loose();
+
+export const agentInstructionSchema = z.strictObject({
+  type: z.enum(['user', 'env'], { error: "Input should be 'user' or 'env'" }),
+  content: protoString,
+});
+
+export const agentInputSchema = z.strictObject({
+  id: strictInt,
+  instruction: agentInstructionSchema,
+  tools: list(jsonObject).default([]),
+  attributes: jsonObject.default({}),
+  memory: jsonObject.default({}),
+  num_outputs: strictInt
+    .refine((v) => typeof v === 'number' && v > 0 ? true : typeof v === 'string' && !v.includes('-'), {
+      error: 'Input should be greater than 0',
+      params: { type: 'greater_than' },
+    })
+    .default(1),
+  extra_keys: jsonObject.default({}),
+});
+
+export const agentRequestSchema = z.strictObject({
+  request_id: nonEmptyString,
+  inputs: list(agentInputSchema),
+});
+
+export const toolCallSchema = z.strictObject({
+  name: nonEmptyString,
+  arguments: jsonObject.default({}),
+  target_robot_name: nonEmptyString,
+});
+
+export const agentDecisionSchema = z.strictObject({
+  say: protoString.default(''),
+  tool_calls: list(toolCallSchema).default([]),
+});
+
+export const agentErrorSchema = z.strictObject({
+  code: nonEmptyString,
+  message: nonEmptyString,
+  component: protoString.nullable().default(null),
+});
+
+const nonNegativeInt = strictInt.refine((v) => (typeof v === 'number' ? v >= 0 : !v.includes('-')), {
+  error: 'Input should be greater than or equal to 0',
+  params: { type: 'greater_than_equal' },
+});
+
+export const agentOutputSchema = z
+  .strictObject({
+    request_id: nonEmptyString,
+    source_id: strictInt,
+    candidate_index: nonNegativeInt,
+    status: z.enum(['completed', 'error'], { error: "Input should be 'completed' or 'error'" }),
+    memory: jsonObject,
+    internal_steps: list(jsonObject).default([]),
+    output: agentDecisionSchema.nullable().default(null),
+    error: agentErrorSchema.nullable().default(null),
+  })
+  .superRefine((o, ctx) => {
+    // Contract "Response fields and ordering": completed needs a decision and no error; error the reverse.
+    if (o.status === 'completed' && (o.output === null || o.error !== null)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'a completed candidate requires a non-null output and no error',
+        params: { type: 'value_error' },
+        path: [o.output === null ? 'output' : 'error'],
+      });
+    }
+    if (o.status === 'error' && (o.error === null || o.output !== null)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'an error candidate requires a non-null error and no output',
+        params: { type: 'value_error' },
+        path: [o.error === null ? 'error' : 'output'],
+      });
+    }
+  });
+
+export const agentResponseSchema = list(agentOutputSchema);
+
+export type AgentInputParsed = z.output<typeof agentInputSchema>;
+export type AgentOutputParsed = z.output<typeof agentOutputSchema>;
+export type AgentInfoParsed = z.output<typeof agentInfoSchema>;

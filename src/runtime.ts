@@ -1,0 +1,63 @@
+/**
+ * Everything built from one config: compiled routes, upstream pools, the prober. A batch takes the runtime
+ * current when it starts and finishes on it, so a reload (issue 4) swaps in a new runtime without touching
+ * batches in flight; the old one closes its pools once they drain.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { GatewayConfig } from './config/schema.js';
+import type { GatewayMetrics } from './metrics.js';
+import { compileRoutes, type CompiledRoutes } from './routing/plan.js';
+import { Prober } from './upstream/prober.js';
+import { Upstreams } from './upstream/upstreams.js';
+
+export class GatewayRuntime {
+  readonly routes: CompiledRoutes;
+  readonly upstreams: Upstreams;
+  readonly prober: Prober;
+  private active = 0;
+  private drained: (() => void) | undefined;
+
+  constructor(
+    readonly config: GatewayConfig,
+    metrics: GatewayMetrics,
+    log: FastifyBaseLogger,
+  ) {
+    this.routes = compileRoutes(config);
+    this.upstreams = new Upstreams(config, metrics);
+    this.prober = new Prober(this.upstreams, config, metrics, log);
+  }
+
+  /** Backends a route can use: its backend, split or ensemble members, and fallbacks (DESIGN.md §6). */
+  routeBackends(routeName: string): string[] {
+    const r = this.config.routes.find((x) => x.name === routeName);
+    if (r === undefined) return [];
+    const primary = r.backend !== undefined ? [r.backend] : Object.keys(r.split ?? r.ensemble ?? {});
+    return [...new Set([...primary, ...r.fallback])];
+  }
+
+  /** Every backend reachable through some route (shadows only observe, so they do not count). */
+  reachableBackends(): string[] {
+    return [...new Set(this.config.routes.flatMap((r) => this.routeBackends(r.name)))];
+  }
+
+  /** Count a batch in flight on this runtime. */
+  enter(): void {
+    this.active++;
+  }
+
+  leave(): void {
+    this.active--;
+    if (this.active === 0 && this.drained) this.drained();
+  }
+
+  start(): Promise<void> {
+    return this.prober.start();
+  }
+
+  /** Stop probing, wait for batches in flight on this runtime, then close its pools. */
+  async close(): Promise<void> {
+    this.prober.stop();
+    if (this.active > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+    await this.upstreams.close();
+  }
+}

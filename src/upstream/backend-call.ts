@@ -1,0 +1,94 @@
+/**
+ * One HTTP call to a backend replica with explicit timeouts, its outcome classified into the gateway's error
+ * codes (DESIGN.md §5). Nothing here throws: a failed call is a value the dispatcher can route on.
+ */
+import { errors } from 'undici';
+import { codeForStatus, type AttemptFailure } from '../errors.js';
+import type { Replica } from './replica.js';
+
+export type CallResult = { ok: true; status: number; text: string } | { ok: false; failure: AttemptFailure };
+
+export interface CallOptions {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  path: string;
+  body?: string;
+  headers?: Record<string, string>;
+  timeoutMs: number;
+  /** Aborts the call (client went away, deadline); reported as a timeout. */
+  signal?: AbortSignal;
+}
+
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function errorCode(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+export function classifyError(err: unknown, timedOut: boolean, timeoutMs: number): AttemptFailure {
+  if (timedOut) return { code: 'gateway_backend_timeout', message: `no answer within ${Math.round(timeoutMs)} ms` };
+  const code = errorCode(err);
+  const msg = err instanceof Error ? err.message : String(err);
+  if (code !== undefined && CONNECT_CODES.has(code)) {
+    return { code: 'gateway_backend_unreachable', message: `cannot connect: ${code}`, notSent: true };
+  }
+  if (err instanceof errors.RequestAbortedError) return { code: 'gateway_backend_timeout', message: 'aborted' };
+  return { code: 'gateway_backend_unreachable', message: `connection failed: ${code ?? msg}` };
+}
+
+/** Raw call: any HTTP status comes back as ok:true with its text; only transport failures are failures. */
+export async function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
+  const ac = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ac.abort();
+  }, Math.max(1, opts.timeoutMs));
+  const onAbort = (): void => ac.abort();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  if (opts.signal?.aborted) ac.abort();
+  try {
+    const res = await replica.pool.request({
+      method: opts.method,
+      path: replica.path(opts.path),
+      headers: { ...replica.headers, ...opts.headers },
+      body: opts.body,
+      signal: ac.signal,
+    });
+    const text = await res.body.text();
+    return { ok: true, status: res.statusCode, text };
+  } catch (err) {
+    return { ok: false, failure: classifyError(err, timedOut || opts.signal?.aborted === true, opts.timeoutMs) };
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** A POST /v1/responses call: non-2xx statuses become failures with their DESIGN §5 codes. */
+export async function postResponses(
+  replica: Replica,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<CallResult> {
+  const r = await callReplica(replica, {
+    method: 'POST',
+    path: '/v1/responses',
+    body,
+    headers: { 'content-type': 'application/json', ...headers },
+    timeoutMs,
+    signal,
+  });
+  if (!r.ok || (r.status >= 200 && r.status < 300)) return r;
+  return {
+    ok: false,
+    failure: { code: codeForStatus(r.status), message: `HTTP ${r.status}: ${r.text.slice(0, 200)}` },
+  };
+}

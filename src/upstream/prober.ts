@@ -1,0 +1,97 @@
+/**
+ * Probes every replica's /health and /v1/info at start and every probe_interval_s (DESIGN.md §6), so /health
+ * tells the truth and incompatible agents are never routed to.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { GatewayConfig } from '../config/schema.js';
+import type { GatewayMetrics } from '../metrics.js';
+import { parseExact } from '../protocol/exact-json.js';
+import { backendInfoSchema } from '../protocol/schemas.js';
+import { callReplica } from './backend-call.js';
+import type { Replica } from './replica.js';
+import type { Upstreams } from './upstreams.js';
+
+export class Prober {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly upstreams: Upstreams,
+    private readonly config: GatewayConfig,
+    private readonly metrics: GatewayMetrics,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  start(): Promise<void> {
+    const first = this.probeAll();
+    this.timer = setInterval(() => {
+      if (this.running === undefined) void this.probeAll();
+    }, this.config.probe_interval_s * 1000);
+    this.timer.unref();
+    return first;
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  async probeAll(): Promise<void> {
+    const run = Promise.all(this.upstreams.all().map((r) => this.probe(r))).then(() => undefined);
+    this.running = run;
+    try {
+      await run;
+    } finally {
+      this.running = undefined;
+    }
+  }
+
+  async probe(r: Replica, now = Date.now()): Promise<void> {
+    const timeoutMs = this.config.probe_timeout_s * 1000;
+    r.lastProbeAt = now;
+    const health = await callReplica(r, { method: 'GET', path: '/health', timeoutMs });
+    if (!health.ok || health.status < 200 || health.status >= 300) {
+      const why = health.ok ? `/health answered ${health.status}` : `/health: ${health.failure.message}`;
+      this.fail(r, why);
+      return;
+    }
+    const info = await callReplica(r, { method: 'GET', path: '/v1/info', timeoutMs });
+    if (!info.ok || info.status !== 200) {
+      this.fail(r, info.ok ? `/v1/info answered ${info.status}` : `/v1/info: ${info.failure.message}`);
+      return;
+    }
+    let parsed;
+    try {
+      parsed = backendInfoSchema.safeParse(parseExact(info.text).value);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed?.success) {
+      this.fail(r, '/v1/info is not a valid AgentInfo');
+      return;
+    }
+    r.info = parsed.data;
+    if (parsed.data.protocol_version !== '2.0' || parsed.data.capabilities.inference !== true) {
+      if (r.state !== 'incompatible') {
+        this.log.warn(
+          { backend: r.backend, replica: r.id, protocol_version: parsed.data.protocol_version },
+          'backend replica is incompatible (needs protocol 2.0 and inference: true); it will not be routed to',
+        );
+      }
+      r.lastError = 'incompatible: needs protocol_version "2.0" and capabilities.inference true';
+      this.upstreams.setState(r, 'incompatible');
+      return;
+    }
+    this.upstreams.recordSuccess(r);
+    if (r.state === 'ejected' && now < r.ejectedUntil) return; // healthy again, but the backoff is not over
+    if (r.state !== 'ready') this.log.info({ backend: r.backend, replica: r.id }, 'backend replica ready');
+    this.upstreams.setState(r, 'ready');
+  }
+
+  private fail(r: Replica, why: string): void {
+    this.metrics.probeFailures.inc({ backend: r.backend, replica: r.id });
+    const wasReady = r.state === 'ready';
+    this.upstreams.recordFailure(r, why);
+    if (r.state !== 'ejected') this.upstreams.setState(r, 'not_ready');
+    if (wasReady) this.log.warn({ backend: r.backend, replica: r.id, reason: why }, 'backend replica not ready');
+  }
+}

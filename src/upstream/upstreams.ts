@@ -1,0 +1,111 @@
+/**
+ * Every backend's replicas, built from config at start. Answers the planner's question "can this backend serve?"
+ * and the dispatcher's "which replicas take these inputs?", and keeps the failure/ejection bookkeeping
+ * (DESIGN.md §6; issue 4: N consecutive failures eject with a doubling backoff, never more than a share).
+ */
+import type { GatewayConfig } from '../config/schema.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { RoutingSnapshot } from '../routing/plan.js';
+import { Replica } from './replica.js';
+
+export interface BackendUpstream {
+  name: string;
+  replicas: Replica[];
+  timeoutMs: number;
+  ejectAfter: number;
+}
+
+export class Upstreams implements RoutingSnapshot {
+  readonly backends = new Map<string, BackendUpstream>();
+
+  constructor(
+    private readonly config: GatewayConfig,
+    private readonly metrics: GatewayMetrics,
+  ) {
+    for (const [name, b] of Object.entries(config.backends)) {
+      const replicas = b.urls.map(
+        (url, index) =>
+          new Replica({ backend: name, index, url, connectTimeoutMs: b.connect_timeout_s * 1000, headers: b.headers }),
+      );
+      this.backends.set(name, { name, replicas, timeoutMs: b.timeout_s * 1000, ejectAfter: b.eject_after_failures });
+      for (const r of replicas) metrics.backendUp.set({ backend: name, replica: r.id }, 0);
+    }
+  }
+
+  /** Replicas that may take traffic now. Before the first probe answers, unknown replicas count as routable. */
+  routable(backend: string): Replica[] {
+    const b = this.backends.get(backend);
+    if (b === undefined) return [];
+    const ready = b.replicas.filter((r) => r.state === 'ready');
+    return ready.length > 0 ? ready : b.replicas.filter((r) => r.state === 'unknown');
+  }
+
+  canServe(backend: string): boolean {
+    return this.routable(backend).length > 0;
+  }
+
+  /** Backend answered ready and compatible on its last probe (for /health: "ready", not optimistic). */
+  isReady(backend: string): boolean {
+    return this.backends.get(backend)?.replicas.some((r) => r.state === 'ready') ?? false;
+  }
+
+  /**
+   * Divide `n` inputs among the routable replicas, least loaded first (by inputs in flight plus those just
+   * assigned), so 32 inputs over 4 idle replicas become 8 each. Returns per replica how many inputs it takes,
+   * in replica order; the caller keeps the inputs' relative order within each replica.
+   */
+  shard(backend: string, n: number): { replica: Replica; count: number }[] {
+    const rs = this.routable(backend);
+    if (rs.length === 0) return [];
+    const load = rs.map((r) => r.inFlightInputs);
+    const take = rs.map(() => 0);
+    for (let k = 0; k < n; k++) {
+      let best = 0;
+      for (let i = 1; i < rs.length; i++) if (load[i]! < load[best]!) best = i;
+      load[best]!++;
+      take[best]!++;
+    }
+    return rs.map((replica, i) => ({ replica, count: take[i]! })).filter((x) => x.count > 0);
+  }
+
+  timeoutMs(backend: string): number {
+    return this.backends.get(backend)?.timeoutMs ?? 60_000;
+  }
+
+  /** A request or probe succeeded on this replica. */
+  recordSuccess(r: Replica): void {
+    r.consecutiveFailures = 0;
+  }
+
+  /** A request or probe failed on this replica: eject after N in a row, within the share allowed. */
+  recordFailure(r: Replica, reason: string, now = Date.now()): void {
+    r.lastError = reason;
+    r.consecutiveFailures++;
+    const b = this.backends.get(r.backend);
+    if (b === undefined || r.state === 'ejected' || r.state === 'incompatible') return;
+    if (r.consecutiveFailures < b.ejectAfter) return;
+    const ejected = b.replicas.filter((x) => x.state === 'ejected').length;
+    // Never eject more than the configured share by failures alone (at least one may go when there are several),
+    // so a shared cause (the gateway's own network) cannot empty a backend.
+    const allowed = Math.max(b.replicas.length > 1 ? 1 : 0, Math.floor(b.replicas.length * this.config.max_ejected_share));
+    if (ejected >= allowed) return;
+    r.ejections++;
+    const backoffS = Math.min(this.config.eject_max_s, this.config.probe_interval_s * 2 ** (r.ejections - 1));
+    r.ejectedUntil = now + backoffS * 1000;
+    this.setState(r, 'ejected');
+    this.metrics.ejections.inc({ backend: r.backend, replica: r.id });
+  }
+
+  setState(r: Replica, state: Replica['state']): void {
+    r.state = state;
+    this.metrics.backendUp.set({ backend: r.backend, replica: r.id }, state === 'ready' ? 1 : 0);
+  }
+
+  all(): Replica[] {
+    return [...this.backends.values()].flatMap((b) => b.replicas);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.all().map((r) => r.close()));
+  }
+}
