@@ -95,7 +95,10 @@ function freePort(): Promise<number> {
   });
 }
 
-/** The demo's gateway config: config/gateway.yaml's semantics, pointed at this run's agents. */
+/**
+ * The demo's gateway config: config/gateway.yaml's routes and backends, pointed at this run's agents, with quieter
+ * logs and faster probes so the demo starts in about a second.
+ */
 function gatewayConfig(port: number, talker: string, actor: string): string {
   return `# Written by demo/run-demo.ts for one run; deleted when the demo ends.
 server: { host: 127.0.0.1, port: ${port} }
@@ -111,9 +114,10 @@ routes:
     match: { extra_keys.ensemble: true }
     ensemble: { talker: 1, actor: 1 }
     sticky: false
+    fallback: [talker, actor]   # a failing member's candidates go to the other one
   - name: ab                    # catch-all A/B test, sticky per trajectory
     split: { talker: 50, actor: 50 }
-    fallback: [talker, actor]
+    fallback: [talker, actor]   # a leg's own backend is skipped: each arm falls back to the other
 `;
 }
 
