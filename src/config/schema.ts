@@ -4,8 +4,15 @@
  */
 import { z } from 'zod';
 
-const positive = z.number().positive();
-const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "." or "-"');
+const positive = z.number().positive('must be greater than 0');
+/**
+ * Backend and route names. All-digit names are refused: JS objects list integer-like keys first, which would
+ * silently reorder `split`/`ensemble` members, and member order fixes ensemble tie-breaks and candidate order.
+ */
+const name = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "." or "-"')
+  .refine((s) => !/^\d+$/.test(s), 'a name needs at least one non-digit character');
 const httpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ''));
 
 export const backendSchema = z
@@ -27,31 +34,55 @@ export const backendSchema = z
   })
   .transform((b) => ({ ...b, urls: b.urls ?? [b.url as string] }));
 
-/** A match condition: a plain value means equality; an object with one operator key means that operator. */
-export const conditionSchema = z.union([
-  z.strictObject({ in: z.array(z.unknown()) }),
-  z.strictObject({ glob: z.string() }),
-  z.strictObject({ exists: z.boolean() }),
-  z.strictObject({ contains: z.unknown() }),
-  z.strictObject({ not: z.unknown() }),
-  z.strictObject({ regex: z.string() }),
-  z.string(),
-  z.number(),
-  z.boolean(),
-  z.null(),
-]);
+const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()], {
+  error: 'expected a string, number, boolean or null',
+});
 
-const MATCH_KEY = /^(instruction_type|tools|robots|(attributes|extra_keys|memory)\.[^\s]+|header\.[A-Za-z0-9-]+)$/;
+/**
+ * A match condition: a plain scalar means equality; an object of operator keys means those operators, all of
+ * which must hold (one YAML map cannot repeat a key, so `{ glob: "a*", not: "ab" }` is how two are combined).
+ */
+export const operatorsSchema = z
+  .strictObject({
+    in: z.array(scalar).optional(),
+    glob: z.string().optional(),
+    exists: z.boolean().optional(),
+    contains: scalar.optional(),
+    not: scalar.optional(),
+    regex: z.string().optional(),
+  })
+  .refine((o) => Object.values(o).some((v) => v !== undefined), {
+    message: 'an operator object needs at least one of in, glob, exists, contains, not, regex',
+  });
+
+export const conditionSchema = z.union([z.string(), z.number(), z.boolean(), z.null(), operatorsSchema], {
+  error: 'expected a plain value (string, number, boolean, null) or an operator object (in, glob, exists, contains, not, regex)',
+});
+
+const MATCH_KEY = /^(instruction_type|tools|robots|(attributes|extra_keys|memory)(\.[^\s.]+)+|header\.[A-Za-z0-9_-]+)$/;
+
+/** Weighted members of a split or an ensemble, in file order. */
+const members = z
+  .record(name, positive)
+  .refine((m) => Object.keys(m).length > 0, 'needs at least one member');
 
 export const routeSchema = z
   .strictObject({
     name,
     match: z
-      .record(z.string().regex(MATCH_KEY, 'unknown match key'), conditionSchema)
+      .record(
+        z
+          .string()
+          .regex(
+            MATCH_KEY,
+            'unknown match key: use instruction_type, tools, robots, attributes.<path>, extra_keys.<path>, memory.<path> or header.<name>',
+          ),
+        conditionSchema,
+      )
       .optional(),
     backend: name.optional(),
-    split: z.record(name, positive).optional(),
-    ensemble: z.record(name, positive).optional(),
+    split: members.optional(),
+    ensemble: members.optional(),
     fallback: z.array(name).default([]),
     shadow: z.array(name).default([]),
     sticky: z.boolean().default(true),
@@ -122,3 +153,5 @@ export type GatewayConfig = z.output<typeof configSchema>;
 export type BackendConfig = GatewayConfig['backends'][string];
 export type RouteConfig = GatewayConfig['routes'][number];
 export type Condition = z.output<typeof conditionSchema>;
+export type Operators = z.output<typeof operatorsSchema>;
+export type Scalar = string | number | boolean | null;

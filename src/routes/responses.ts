@@ -45,10 +45,12 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       const headers = backendHeaders(req);
       reply.header('x-request-id', headers['x-request-id']!);
       const ac = new AbortController();
+      // The response stream closing before we wrote it means the client went away: stop the backends' work.
+      // (The request stream's own 'close' fires as soon as its body is read, so it cannot tell us that.)
       const onClose = (): void => {
-        if (!reply.sent) ac.abort();
+        if (!reply.raw.writableEnded) ac.abort();
       };
-      req.raw.once('close', onClose);
+      reply.raw.once('close', onClose);
       const beforeDispatch = performance.now();
       const deadline = Date.now() + config.request_timeout_s * 1000;
       const result = await runBatch(
@@ -58,7 +60,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
         { deadline, headers, signal: ac.signal },
         parsed.marked,
       );
-      req.raw.off('close', onClose);
+      reply.raw.off('close', onClose);
       const t2 = performance.now();
       // Checked against the request before it is sent, every time (DESIGN.md §2 step 6).
       const problem = validateAgainstRequest(request, result.outputs);

@@ -1,0 +1,68 @@
+/**
+ * Start a real gateway (buildApp + listen on 127.0.0.1:0) from a config object, as the CLI would from YAML.
+ */
+import type { FastifyInstance } from 'fastify';
+import { stringify } from 'yaml';
+import { buildApp } from '../../src/app.js';
+import { parseConfigText } from '../../src/config/load.js';
+
+export interface TestGateway {
+  url: string;
+  app: FastifyInstance;
+  close(): Promise<void>;
+  post(body: string | object, headers?: Record<string, string>): Promise<{ status: number; text: string; json: unknown; headers: Headers }>;
+}
+
+export async function startGateway(config: Record<string, unknown>): Promise<TestGateway> {
+  const cfg = parseConfigText(stringify(config), 'test-config.yaml', {});
+  const app = await buildApp({ config: cfg, logger: false, defaultMetrics: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    app,
+    close: () => app.close(),
+    async post(body, headers = {}) {
+      const res = await fetch(`${url}/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      const text = await res.text();
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status: res.status, text, json, headers: res.headers };
+    },
+  };
+}
+
+/** A contract-valid input with defaults; override any field. */
+export function mkInput(id: number | string, over: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    id,
+    instruction: { type: 'user', content: `task for ${id}` },
+    tools: [],
+    attributes: {},
+    memory: {},
+    num_outputs: 1,
+    extra_keys: {},
+    ...over,
+  };
+}
+
+export interface Cand {
+  request_id: string;
+  source_id: number;
+  candidate_index: number;
+  status: 'completed' | 'error';
+  memory: Record<string, unknown> & { _gateway?: { backend: string; route: string; arm?: string } };
+  internal_steps: unknown[];
+  output: { say: string; tool_calls: unknown[] } | null;
+  error: { code: string; message: string; component: string | null } | null;
+}
