@@ -1,0 +1,162 @@
+/**
+ * The `POST /v1/responses` checks of `magma-gateway check` (agent-http-contract.txt, "Inference input",
+ * "Response fields and ordering", "Memory and internal records"; ecosystem-facts.md, strictness).
+ *
+ * Requests are built as contract objects with number markers for the integers JS cannot hold and written with
+ * stringifyExact, so the agent receives `99999999999999999999` and `1.0` as digits; answers are read as raw
+ * text with parseExact, so a number the agent rounded is seen rounded.
+ */
+import { intKey, jsonNumberText, numberMark, stringifyExact } from '../protocol/exact-json.js';
+import { validateAgainstRequest } from '../protocol/response-check.js';
+import { agentOutputSchema, isJsonObject, type AgentOutputParsed } from '../protocol/schemas.js';
+import type { AgentInput, AgentRequest, IntValue, JsonObject } from '../protocol/types.js';
+import {
+  excerpt,
+  exchange,
+  parseBodyExact,
+  require2xx,
+  requestId,
+  type Exchange,
+  type ProbeTarget,
+} from './check-http.js';
+import { issuesText } from './check-probes.js';
+
+export const BIG_ID = '99999999999999999999';
+/** The memory of the round-trip check, as JSON text: every number here is one JS would rewrite. */
+export const MEMORY_EXPECT: [path: string[], text: string][] = [
+  [['big'], '12345678901234567890'],
+  [['f'], '1.0'],
+  [['nested', 'neg'], '-99999999999999999999'],
+];
+
+function input(id: IntValue, numOutputs: number, memory: JsonObject = {}): AgentInput {
+  return {
+    id,
+    instruction: { type: 'user', content: 'Conformance probe: say hello.' },
+    tools: [],
+    attributes: {},
+    memory,
+    num_outputs: numOutputs,
+    // BENCH always sends it; deterministic decoding keeps a model-backed agent's probe cheap and stable.
+    extra_keys: { inference_mode: true },
+  };
+}
+
+function post(t: ProbeTarget, request: AgentRequest): Promise<Exchange> {
+  return exchange(t, 'POST', '/v1/responses', stringifyExact(request));
+}
+
+/** Parse an answer into schema-valid candidates, or throw naming the first problems. */
+function candidates(ex: Exchange): AgentOutputParsed[] {
+  require2xx(ex, 'POST /v1/responses');
+  const body = parseBodyExact(ex, 'the answer');
+  if (!Array.isArray(body)) throw new Error(`the answer is not a JSON array of AgentOutput: ${excerpt(ex.text)}`);
+  const out: AgentOutputParsed[] = [];
+  const bad: string[] = [];
+  body.forEach((raw: unknown, i) => {
+    const p = agentOutputSchema.safeParse(raw);
+    if (p.success) out.push(p.data);
+    else bad.push(`candidate [${i}] ${issuesText(p.error.issues, 2)}`);
+  });
+  if (bad.length > 0) throw new Error(bad.slice(0, 3).join(' | '));
+  return out;
+}
+
+/** Error candidates are valid in their slot (contract), but a probe answered with errors deserves a mention. */
+function errorNote(outs: AgentOutputParsed[]): string {
+  const errs = outs.filter((o) => o.status === 'error');
+  if (errs.length === 0) return '';
+  const codes = [...new Set(errs.map((o) => o.error?.code ?? '?'))].join(', ');
+  return `; note: ${errs.length} of ${outs.length} candidates are error candidates (${codes})`;
+}
+
+function pairs(outs: AgentOutputParsed[]): string {
+  return outs.map((o) => `(${intKey(o.source_id)},${intKey(o.candidate_index)})`).join(' ');
+}
+
+/** Schema-valid candidates in exactly the contract's order for `request`; throws otherwise. */
+function ordered(request: AgentRequest, ex: Exchange): AgentOutputParsed[] {
+  const outs = candidates(ex);
+  const problem = validateAgainstRequest(request, outs);
+  if (problem !== undefined) throw new Error(`${problem}; got ${pairs(outs) || 'no candidates'}`);
+  return outs;
+}
+
+/** The contract's own example: ids 7 and 3 asking 2 and 1 candidates → (7,0) (7,1) (3,0). */
+export async function checkOrdering(t: ProbeTarget): Promise<string> {
+  const request: AgentRequest = { request_id: requestId('order'), inputs: [input(7, 2), input(3, 1)] };
+  const outs = ordered(request, await post(t, request));
+  return `${pairs(outs)}${errorNote(outs)}`;
+}
+
+const BIG_SOURCE_RE = new RegExp(`"source_id"\\s*:\\s*${BIG_ID}(?![\\d.eE])`);
+
+/** A BENCH/GEN-like batch: several inputs, several candidates, a negative id and an id beyond 2^64. */
+export async function checkBatch(t: ProbeTarget): Promise<string> {
+  const request: AgentRequest = {
+    request_id: requestId('batch'),
+    inputs: [input(11, 1), input(-5, 3), input(numberMark(BIG_ID), 1), input(4, 2)],
+  };
+  const ex = await post(t, request);
+  // The raw text is the evidence: a JS agent using JSON.parse writes 100000000000000000000 back.
+  const verbatim = BIG_SOURCE_RE.test(ex.text);
+  let outs: AgentOutputParsed[];
+  try {
+    outs = ordered(request, ex);
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    if (ex.status >= 200 && ex.status < 300 && !verbatim) {
+      throw new Error(`${why}; source_id ${BIG_ID} is not in the raw body verbatim (precision lost?)`, {
+        cause: err,
+      });
+    }
+    throw err;
+  }
+  if (!verbatim) throw new Error(`source_id ${BIG_ID} is not in the raw body verbatim`);
+  return `${outs.length} candidates in order, ids -5 and ${BIG_ID} echoed exactly${errorNote(outs)}`;
+}
+
+/** An empty inputs list is valid and expects exactly `[]`. */
+export async function checkEmpty(t: ProbeTarget): Promise<string> {
+  const ex = await post(t, { request_id: requestId('empty'), inputs: [] });
+  require2xx(ex, 'POST /v1/responses');
+  const body = parseBodyExact(ex, 'the answer');
+  if (!Array.isArray(body) || body.length !== 0) throw new Error(`expected [], got ${excerpt(ex.text)}`);
+  return `HTTP ${ex.status} []`;
+}
+
+function at(obj: unknown, path: string[]): unknown {
+  let v = obj;
+  for (const k of path) v = isJsonObject(v) ? v[k] : undefined;
+  return v;
+}
+
+/**
+ * Memory is agent-owned state handed back as a complete replacement per candidate: numbers must come back as
+ * written (big integers, `1.0`) and the rules list kept. Order is left to the ordering rows; here only every
+ * candidate's memory is judged, error candidates included (they must retain complete memory too).
+ */
+export async function checkMemory(t: ProbeTarget): Promise<string> {
+  const memory: JsonObject = {
+    big: numberMark('12345678901234567890'),
+    f: numberMark('1.0'),
+    nested: { neg: numberMark('-99999999999999999999') },
+    memory_list: ['rule'],
+  };
+  const request: AgentRequest = { request_id: requestId('memory'), inputs: [input(1, 2, memory)] };
+  const outs = candidates(await post(t, request));
+  if (outs.length !== 2) throw new Error(`asked 2 candidates, got ${outs.length}`);
+  const problems: string[] = [];
+  for (const o of outs) {
+    const who = `candidate (${intKey(o.source_id)},${intKey(o.candidate_index)})`;
+    for (const [path, want] of MEMORY_EXPECT) {
+      const got = at(o.memory, path);
+      const text = jsonNumberText(got) ?? (got === undefined ? 'missing' : JSON.stringify(got));
+      if (text !== want) problems.push(`${who} memory.${path.join('.')}: sent ${want}, got ${text}`);
+    }
+    const rules = o.memory.memory_list;
+    if (!Array.isArray(rules) || !rules.includes('rule')) problems.push(`${who} lost memory.memory_list ["rule"]`);
+  }
+  if (problems.length > 0) throw new Error(problems.slice(0, 4).join('; '));
+  return `2 candidates kept big, f=1.0, nested.neg and memory_list exactly${errorNote(outs)}`;
+}

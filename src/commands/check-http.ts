@@ -1,0 +1,122 @@
+/**
+ * HTTP plumbing for `magma-gateway check`: one exchange with a deadline, the raw body text kept as received.
+ *
+ * The probe must judge the agent's bytes, not a JS re-reading of them: big integers and `1.0` in memory only
+ * survive when the body is read as text and parsed with the exact codec (src/protocol/exact-json.ts).
+ * undici's `request`, not fetch: WHATWG fetch refuses "bad ports" (6000, 6665-6669, 10080 ...), and an agent
+ * may well listen there. An AbortSignal.timeout bounds the whole exchange (headers and body) like BENCH's single
+ * `requests` timeout; undici's headers/body timeouts are inactivity timers only, kept as a backstop.
+ */
+import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'undici';
+import { JsonSyntaxError, parseExact } from '../protocol/exact-json.js';
+import { isJsonObject } from '../protocol/schemas.js';
+
+/** No HTTP answer at all (refused, DNS, reset, timeout): every later check would fail the same way. */
+export class TransportError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'TransportError';
+  }
+}
+
+export interface Exchange {
+  status: number;
+  /** The body exactly as received (UTF-8). */
+  text: string;
+}
+
+export interface ProbeTarget {
+  /** Base URL without a trailing slash (BENCH strips it the same way). */
+  base: string;
+  timeoutMs: number;
+  /** A connection pool of this run only, closed when it ends: no idle socket outlives the probe. */
+  dispatcher: Agent;
+}
+
+export function openTarget(base: string, timeoutMs: number): ProbeTarget {
+  const dispatcher = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connect: { timeout: timeoutMs } });
+  return { base, timeoutMs, dispatcher };
+}
+
+/** Errno of an error or of its causes (undici may nest them); DOMExceptions' numeric codes don't count. */
+function errnoOf(err: Error): string | undefined {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    const code: unknown = (e as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && code !== 'UND_ERR_ABORTED') return code;
+  }
+  return undefined;
+}
+
+/** The most useful words of a transport failure: the errno (ECONNREFUSED, ENOTFOUND ...) and its message. */
+export function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause: unknown = err.cause;
+  if (err.name === 'TimeoutError' || (cause instanceof Error && cause.name === 'TimeoutError')) return 'timed out';
+  const msg = err.message || err.name;
+  const code = errnoOf(err);
+  return code !== undefined && !msg.includes(code) ? `${code}: ${msg}` : msg;
+}
+
+/** One request; a transport failure becomes a TransportError naming the endpoint. */
+export async function exchange(
+  t: ProbeTarget,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: string,
+): Promise<Exchange> {
+  const signal = AbortSignal.timeout(t.timeoutMs);
+  try {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await request(`${t.base}${path}`, { method, headers, body, signal, dispatcher: t.dispatcher });
+    // Reading the body is under the same signal, so a stalled body also ends at the deadline.
+    return { status: res.statusCode, text: await res.body.text() };
+  } catch (err) {
+    const why = describeError(err);
+    throw new TransportError(`${method} ${path}: ${why === 'timed out' ? `no answer within ${t.timeoutMs} ms` : why}`, {
+      cause: err,
+    });
+  }
+}
+
+/** A short, one-line excerpt of a body for failure details. */
+export function excerpt(text: string, max = 160): string {
+  const one = text.replace(/\s+/g, ' ').trim();
+  if (one.length === 0) return '(empty body)';
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+}
+
+/** Parse a body exactly (big integers become number markers); throw a readable reason otherwise. */
+export function parseBodyExact(ex: Exchange, what: string): unknown {
+  let parsed;
+  try {
+    parsed = parseExact(ex.text);
+  } catch (err) {
+    const msg = err instanceof JsonSyntaxError ? err.message : describeError(err);
+    throw new Error(`${what} is not JSON (${msg}): ${excerpt(ex.text)}`, { cause: err });
+  }
+  // The contract requires finite numbers: `1e400` parses but is not a valid contract value.
+  if (parsed.nonFinite) throw new Error(`${what} holds a non-finite number (e.g. 1e400)`);
+  return parsed.value;
+}
+
+/** Require a 2xx status; the reason quotes the body, where FastAPI-style servers explain themselves. */
+export function require2xx(ex: Exchange, what: string): void {
+  if (ex.status < 200 || ex.status > 299) throw new Error(`${what}: HTTP ${ex.status}: ${excerpt(ex.text)}`);
+}
+
+/** True when a 422 body looks like FastAPI's: a JSON object with a `detail` member. */
+export function hasDetail(text: string): boolean {
+  try {
+    const v = parseExact(text).value;
+    return isJsonObject(v) && 'detail' in v;
+  } catch {
+    return false;
+  }
+}
+
+/** A fresh request_id per request, uuid4-hex-like as BENCH sends, so a cached or replayed answer shows. */
+export function requestId(tag: string): string {
+  return `check-${tag}-${randomBytes(8).toString('hex')}`;
+}

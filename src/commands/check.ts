@@ -1,0 +1,176 @@
+/**
+ * `magma-gateway check <agent-url>`: a conformance probe of any agent against the MAGMA Agent HTTP contract
+ * v2.0, run by teams before an agent goes behind the gateway. Each check is one row of a PASS/FAIL table; the
+ * exit code is 0 only when every row passes, so CI can gate on it.
+ *
+ * A check that throws is a FAIL row carrying the reason: the probe exists to describe broken agents, so nothing
+ * an agent does (garbage, resets, hangs up to the timeout) may crash it. Checks run one at a time, like BENCH
+ * sends one request at a time, so a single-worker agent is judged on its contract, not on its concurrency.
+ */
+import { parseArgs } from 'node:util';
+import { checkBatch, checkEmpty, checkMemory, checkOrdering } from './check-cases.js';
+import { describeError, openTarget, TransportError, type ProbeTarget } from './check-http.js';
+import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } from './check-probes.js';
+
+export interface CheckResult {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+export interface CheckOptions {
+  /** Deadline of each HTTP exchange (headers and body), default DEFAULT_TIMEOUT_MS. */
+  timeoutMs?: number;
+}
+
+/** Per request. BENCH waits 360 s; a probe asks for a few candidates of a trivial prompt, a minute is plenty. */
+export const DEFAULT_TIMEOUT_MS = 60_000;
+
+interface CheckSpec {
+  name: string;
+  /** Resolves to the PASS detail, or to ready-made rows (the info check may add a note row); throws to FAIL. */
+  run: (t: ProbeTarget) => Promise<string | CheckResult[]>;
+}
+
+const SPECS: CheckSpec[] = [
+  { name: HEALTH, run: checkHealth },
+  { name: INFO, run: checkInfo },
+  { name: 'ordering 7x2 3x1', run: checkOrdering },
+  { name: 'batch 4 inputs 1+3+1+2', run: checkBatch },
+  { name: 'empty inputs', run: checkEmpty },
+  { name: 'memory round trip', run: checkMemory },
+  ...INVALID_BODIES.map((b) => ({ name: b.name, run: (t: ProbeTarget) => checkInvalid(t, b.body()) })),
+];
+
+/** Names of the rows every run reports, in order (the legacy-info note row is added only when it applies). */
+export const CHECK_NAMES: readonly string[] = SPECS.map((s) => s.name);
+
+/** The agent's base URL as BENCH uses it (trailing `/` stripped); throws a readable error when unusable. */
+export function agentBase(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new Error(`not a URL: "${url}"`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`not an http(s) URL: "${url}"`);
+  if (u.search !== '' || u.hash !== '') throw new Error(`the agent URL takes no query or fragment: "${url}"`);
+  // A path prefix is kept: agents behind a reverse proxy may live under /some/prefix.
+  return u.href.replace(/\/+$/, '');
+}
+
+/** Run every check against the agent at `url`; never rejects because of the agent. */
+export async function runChecks(url: string, opts: CheckOptions = {}): Promise<CheckResult[]> {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`timeoutMs must be > 0, got ${timeoutMs}`);
+  let base: string;
+  try {
+    base = agentBase(url);
+  } catch (err) {
+    const why = describeError(err);
+    return SPECS.map((s) => ({ name: s.name, ok: false, detail: `not run: ${why}` }));
+  }
+  const target = openTarget(base, timeoutMs);
+  try {
+    return await runAll(target);
+  } finally {
+    await target.dispatcher.destroy();
+  }
+}
+
+async function runAll(target: ProbeTarget): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  let unreachable: string | undefined;
+  for (const spec of SPECS) {
+    if (unreachable !== undefined) {
+      // Health got no HTTP answer at all: every other request would wait for the same refusal or timeout.
+      results.push({ name: spec.name, ok: false, detail: `not run: agent unreachable (${unreachable})` });
+      continue;
+    }
+    try {
+      const r = await spec.run(target);
+      if (typeof r === 'string') results.push({ name: spec.name, ok: true, detail: r });
+      else results.push(...r);
+    } catch (err) {
+      // Our own errors carry the judgement in their message (their cause is only the evidence).
+      results.push({ name: spec.name, ok: false, detail: err instanceof Error ? err.message : String(err) });
+      if (spec.name === HEALTH && err instanceof TransportError) unreachable = err.message;
+    }
+  }
+  return results;
+}
+
+/** One table cell: one line, and no control characters (an agent's body must not drive the terminal). */
+function cell(text: string): string {
+  return text.replace(/\s+/g, ' ').replace(/\p{Cc}/gu, '?').trim();
+}
+
+/** Aligned CHECK / RESULT / DETAIL columns, then "N passed, M failed". */
+export function formatTable(results: readonly CheckResult[]): string {
+  const head = { name: 'CHECK', result: 'RESULT', detail: 'DETAIL' };
+  const rows = results.map((r) => ({ name: cell(r.name), result: r.ok ? 'PASS' : 'FAIL', detail: cell(r.detail) }));
+  const w1 = Math.max(head.name.length, ...rows.map((r) => r.name.length));
+  const w2 = head.result.length;
+  const line = (r: typeof head): string => `${r.name.padEnd(w1)}  ${r.result.padEnd(w2)}  ${r.detail}`.trimEnd();
+  const passed = results.filter((r) => r.ok).length;
+  return [line(head), ...rows.map(line), '', `${passed} passed, ${results.length - passed} failed`].join('\n');
+}
+
+export interface CheckIo {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const processIo: CheckIo = {
+  out: (t) => void process.stdout.write(t),
+  err: (t) => void process.stderr.write(t),
+};
+
+export const CHECK_USAGE = `usage: magma-gateway check <agent-url> [--timeout <seconds>] [--json]
+  Tests an agent against the MAGMA Agent HTTP contract v2.0 and prints a PASS/FAIL table.
+  --timeout <s>  deadline of each request (default ${DEFAULT_TIMEOUT_MS / 1000})
+  --json         print the results as JSON instead of a table
+  exit code: 0 all checks pass, 1 some fail, 2 usage error
+`;
+
+/** The `check` subcommand; `argv` is what follows `check`. Returns the exit code. */
+export async function checkCommand(argv: string[], io: CheckIo = processIo): Promise<number> {
+  let values: { timeout?: string; json?: boolean; help?: boolean };
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { timeout: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    }));
+  } catch (err) {
+    io.err(`magma-gateway check: ${describeError(err)}\n${CHECK_USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    io.out(CHECK_USAGE);
+    return 0;
+  }
+  const usage = (why: string): number => {
+    io.err(`magma-gateway check: ${why}\n${CHECK_USAGE}`);
+    return 2;
+  };
+  if (positionals.length !== 1) return usage(positionals.length === 0 ? 'missing <agent-url>' : 'one <agent-url> only');
+  const seconds = values.timeout === undefined ? DEFAULT_TIMEOUT_MS / 1000 : Number(values.timeout);
+  if (values.timeout?.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
+    return usage(`--timeout must be a positive number of seconds, got "${values.timeout}"`);
+  }
+  let base: string;
+  try {
+    base = agentBase(positionals[0]!);
+  } catch (err) {
+    return usage(describeError(err));
+  }
+
+  const results = await runChecks(base, { timeoutMs: Math.ceil(seconds * 1000) });
+  const passed = results.filter((r) => r.ok).length;
+  const failed = results.length - passed;
+  if (values.json) io.out(`${JSON.stringify({ agent: base, passed, failed, results }, null, 2)}\n`);
+  else io.out(`magma-gateway check ${base}\n\n${formatTable(results)}\n`);
+  return failed === 0 ? 0 : 1;
+}
