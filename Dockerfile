@@ -1,0 +1,33 @@
+# syntax=docker/dockerfile:1
+# magma-gateway image. The same image runs the gateway (default) and the demo agents:
+#   docker run -p 8888:8888 magma-gateway                                  # gateway, config/gateway.docker.yaml
+#   docker run -p 8888:8888 -v $PWD/my.yaml:/app/config/my.yaml magma-gateway --config config/my.yaml
+#   docker run --entrypoint node magma-gateway dist/demo/agents/talker.js --host 0.0.0.0 --port 8101
+# docker-compose.yml wires it up with Redis, the demo agents, Prometheus and Grafana.
+
+# ---- build: compile TypeScript (tsc -> dist/) with the dev dependencies ----
+FROM node:20-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+# Everything tsconfig.json compiles (src, demo, test, bench); .dockerignore keeps node_modules/ and dist/ out.
+COPY . .
+RUN npm run build
+
+# ---- runtime: production dependencies and compiled JavaScript only ----
+FROM node:20-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# package.json stays next to dist/: the gateway reads its version from it (agent_version in /v1/info).
+COPY --from=build /app/dist ./dist
+COPY config ./config
+# Files stay owned by root (read-only for the process); the process runs as the image's unprivileged user.
+USER node
+EXPOSE 8888
+# Ready = every route has a ready backend (GET /health answers 200). Demo agent containers override this.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8888/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["node", "dist/src/cli.js"]
+CMD ["--config", "config/gateway.docker.yaml"]

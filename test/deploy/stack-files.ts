@@ -1,0 +1,431 @@
+/**
+ * Helpers for the monitoring stack test: reading the compose file, the Dockerfile, Prometheus and Grafana files
+ * as plain data (no Docker engine needed), and a small PromQL checker that names every metric and label an
+ * expression uses so they can be compared with what the gateway really exports.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { isAbsolute, join, posix } from 'node:path';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { parse as parseYaml } from 'yaml';
+import { GatewayMetrics } from '../../src/metrics.js';
+
+/** The tests run from the repo root (`npm test`, `node --test dist/test/...`). */
+export const ROOT = process.cwd();
+
+export type Obj = Record<string, unknown>;
+
+export function repoPath(rel: string): string {
+  return isAbsolute(rel) ? rel : join(ROOT, rel);
+}
+
+export function readText(rel: string): string {
+  return readFileSync(repoPath(rel), 'utf8');
+}
+
+export function readYaml(rel: string): unknown {
+  return parseYaml(readText(rel)) as unknown;
+}
+
+export function isObj(v: unknown): v is Obj {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+export function obj(v: unknown, what: string): Obj {
+  if (!isObj(v)) throw new Error(`${what}: expected a mapping, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+export function arr(v: unknown, what: string): unknown[] {
+  if (!Array.isArray(v)) throw new Error(`${what}: expected a list, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+export function str(v: unknown, what: string): string {
+  if (typeof v !== 'string') throw new Error(`${what}: expected a string, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+export function exists(rel: string): boolean {
+  return existsSync(repoPath(rel));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// docker-compose.yml
+
+export interface Mount {
+  source: string;
+  target: string;
+  /** A bind mount of a repo path (`./x:/y`), as opposed to a named volume. */
+  bind: boolean;
+}
+
+/** Short (`./src:/dst:ro`, `name:/dst`) and long (`{type, source, target}`) volume syntax. */
+export function mounts(service: Obj): Mount[] {
+  const out: Mount[] = [];
+  for (const v of (service.volumes as unknown[] | undefined) ?? []) {
+    if (typeof v === 'string') {
+      const [source = '', target = ''] = v.split(':');
+      out.push({ source, target, bind: /^[./~]/.test(source) });
+    } else {
+      const m = obj(v, 'volume');
+      out.push({ source: str(m.source, 'volume source'), target: str(m.target, 'volume target'), bind: m.type === 'bind' });
+    }
+  }
+  return out;
+}
+
+export interface PortMapping {
+  published: number | undefined;
+  container: number;
+}
+
+/** `"8888:8888"`, `"127.0.0.1:8888:8888/tcp"`, `"8888"`, or the long syntax. */
+export function ports(service: Obj): PortMapping[] {
+  return ((service.ports as unknown[] | undefined) ?? []).map((p) => {
+    if (isObj(p)) return { published: p.published === undefined ? undefined : Number(p.published), container: Number(p.target) };
+    const parts = String(p).replace(/\/(tcp|udp)$/, '').split(':');
+    const container = Number(parts[parts.length - 1]);
+    return { published: parts.length > 1 ? Number(parts[parts.length - 2]) : undefined, container };
+  });
+}
+
+export function dependsOn(service: Obj): Map<string, string> {
+  const d = service.depends_on;
+  const out = new Map<string, string>();
+  if (Array.isArray(d)) for (const name of d) out.set(String(name), 'service_started');
+  else if (isObj(d)) {
+    for (const [name, spec] of Object.entries(d)) {
+      out.set(name, isObj(spec) && typeof spec.condition === 'string' ? spec.condition : 'service_started');
+    }
+  }
+  return out;
+}
+
+export function environment(service: Obj): Record<string, string> {
+  const e = service.environment;
+  const out: Record<string, string> = {};
+  if (Array.isArray(e)) {
+    for (const item of e) {
+      const s = String(item);
+      const i = s.indexOf('=');
+      if (i > 0) out[s.slice(0, i)] = s.slice(i + 1);
+    }
+  } else if (isObj(e)) for (const [k, v] of Object.entries(e)) out[k] = v === null ? '' : String(v);
+  return out;
+}
+
+/** `command`/`entrypoint` in exec form (a list) or shell form (split on blanks, enough for these files). */
+export function argv(v: unknown): string[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (Array.isArray(v)) return v.map(String);
+  return String(v).trim().split(/\s+/);
+}
+
+/** The value of `--name value` or `--name=value` in an argument list. */
+export function flagValue(args: readonly string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  if (i !== -1) return args[i + 1];
+  return args.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+}
+
+/** The port of the first `http://host:port/health` in a healthcheck's test command. */
+export function healthcheckPort(test: unknown): number | undefined {
+  const text = Array.isArray(test) ? test.join(' ') : String(test ?? '');
+  const m = /https?:\/\/[^/:\s'"]+:(\d+)\/health/.exec(text);
+  return m === null ? undefined : Number(m[1]);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Dockerfile
+
+export interface Instruction {
+  keyword: string;
+  /** The text after the keyword, continuation lines joined. */
+  rest: string;
+}
+
+export interface Stage {
+  base: string;
+  name: string | undefined;
+  instructions: Instruction[];
+}
+
+/** Stages of a Dockerfile: comments dropped, `\` continuations joined. Enough for this repo's Dockerfile. */
+export function parseDockerfile(text: string): Stage[] {
+  const logical: string[] = [];
+  let current = '';
+  for (const raw of text.split(/\r?\n/)) {
+    if (/^\s*#/.test(raw)) continue;
+    const line = raw.trimEnd();
+    if (line.endsWith('\\')) {
+      current += line.slice(0, -1) + ' ';
+      continue;
+    }
+    current += line;
+    if (current.trim() !== '') logical.push(current.trim());
+    current = '';
+  }
+  if (current.trim() !== '') logical.push(current.trim());
+
+  const stages: Stage[] = [];
+  for (const line of logical) {
+    const m = /^(\S+)\s*(.*)$/.exec(line);
+    if (m === null) continue;
+    const keyword = m[1]!.toUpperCase();
+    const rest = m[2]!.trim();
+    if (keyword === 'FROM') {
+      const f = /^(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?$/i.exec(rest);
+      stages.push({ base: f?.[1] ?? rest, name: f?.[2], instructions: [] });
+    } else if (stages.length > 0) {
+      stages[stages.length - 1]!.instructions.push({ keyword, rest });
+    }
+  }
+  return stages;
+}
+
+/** JSON (exec) form of CMD/ENTRYPOINT/HEALTHCHECK CMD, or undefined for shell form. */
+export function execForm(rest: string): string[] | undefined {
+  const t = rest.trim();
+  if (!t.startsWith('[')) return undefined;
+  const v = JSON.parse(t) as unknown;
+  return Array.isArray(v) ? v.map(String) : undefined;
+}
+
+export interface Copy {
+  from: string | undefined;
+  sources: string[];
+  dest: string;
+}
+
+export function copies(stage: Stage): Copy[] {
+  return stage.instructions
+    .filter((i) => i.keyword === 'COPY' || i.keyword === 'ADD')
+    .map((i) => {
+      const words = execForm(i.rest) ?? i.rest.split(/\s+/);
+      const from = words.find((w) => w.startsWith('--from='))?.slice('--from='.length);
+      const paths = words.filter((w) => !w.startsWith('--'));
+      return { from, sources: paths.slice(0, -1), dest: paths[paths.length - 1] ?? '' };
+    });
+}
+
+export function workdir(stage: Stage): string {
+  let dir = '/';
+  for (const i of stage.instructions) if (i.keyword === 'WORKDIR') dir = posix.resolve(dir, i.rest.trim());
+  return dir;
+}
+
+/**
+ * Whether `.dockerignore` keeps `path` (a repo-relative path) out of the build context. Patterns are matched the
+ * way Docker does for the simple forms this repo uses: a path or glob matches the path itself and everything
+ * under it; `**` spans directories; a `!` line re-includes.
+ */
+export function dockerIgnored(patterns: readonly string[], path: string): boolean {
+  let ignored = false;
+  const clean = path.replace(/^\.\//, '').replace(/\/+$/, '');
+  for (const raw of patterns) {
+    const negate = raw.startsWith('!');
+    const pattern = (negate ? raw.slice(1) : raw).replace(/^\.?\//, '').replace(/\/+$/, '');
+    if (pattern === '') continue;
+    const re = new RegExp(
+      '^' +
+        pattern
+          .split('**')
+          .map((part) => part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]'))
+          .join('.*')
+          .replace(/\.\*\//g, '(?:.*/)?') +
+        '(?:/.*)?$',
+    );
+    if (re.test(clean)) ignored = !negate;
+  }
+  return ignored;
+}
+
+export function dockerignorePatterns(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Grafana dashboard
+
+export interface Panel {
+  id?: number;
+  type?: string;
+  title?: string;
+  datasource?: unknown;
+  gridPos?: { h: number; w: number; x: number; y: number };
+  targets?: { expr?: string; refId?: string; datasource?: unknown }[];
+  panels?: Panel[];
+}
+
+/** Every panel, rows' nested (collapsed) panels included. */
+export function allPanels(panels: readonly Panel[]): Panel[] {
+  return panels.flatMap((p) => [p, ...allPanels(p.panels ?? [])]);
+}
+
+export function datasourceUid(ds: unknown): string | undefined {
+  if (typeof ds === 'string') return ds; // legacy: a name or uid as a string
+  return isObj(ds) && typeof ds.uid === 'string' ? ds.uid : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// What the gateway exports
+
+export interface MetricInfo {
+  type: string;
+  labels: readonly string[];
+}
+
+async function catalogOf(registry: Registry): Promise<Map<string, MetricInfo>> {
+  const out = new Map<string, MetricInfo>();
+  for (const m of await registry.getMetricsAsJSON()) {
+    // prom-client keeps a metric's label names on the instance (not in its public typings).
+    const labels = (registry.getSingleMetric(m.name) as unknown as { labelNames?: readonly string[] }).labelNames ?? [];
+    out.set(m.name, { type: String(m.type), labels });
+  }
+  return out;
+}
+
+/** Every metric the gateway's registry exports (its own and prom-client's defaults), with type and labels. */
+export async function gatewayCatalog(): Promise<Map<string, MetricInfo>> {
+  const metrics = new GatewayMetrics();
+  try {
+    return await catalogOf(metrics.registry);
+  } finally {
+    metrics.registry.clear();
+  }
+}
+
+/** prom-client's default process and Node.js metrics on this platform. */
+export async function defaultMetricNames(): Promise<Set<string>> {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  try {
+    return new Set((await catalogOf(registry)).keys());
+  } finally {
+    registry.clear();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// PromQL: which metrics, labels and dashboard variables an expression uses
+
+const KEYWORDS = new Set([
+  'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset',
+  'atan2', 'inf', 'nan', 'Inf', 'NaN',
+]);
+const CLAUSE = /\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g;
+const SELECTOR = /([A-Za-z_:][A-Za-z0-9_:]*)?\s*\{([^}]*)\}/g;
+const MATCHER_LABEL = /([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)/g;
+
+/** The expression with every string literal emptied, so label values never look like names. */
+export function stripStrings(expr: string): string {
+  return expr.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, '""');
+}
+
+/**
+ * The series names an expression selects: identifiers that are not functions (followed by `(`), keywords,
+ * label names (inside `{...}` or a `by (...)`-like clause) or durations (inside `[...]`).
+ */
+export function seriesNames(expr: string): string[] {
+  const text = stripStrings(expr)
+    .replace(CLAUSE, ' ')
+    .replace(/\{[^}]*\}/g, ' ')
+    .replace(/\[[^\]]*\]/g, ' ')
+    .replace(/\b(group_left|group_right)\b/g, ' ');
+  const out = new Set<string>();
+  for (const m of text.matchAll(/(?<![A-Za-z0-9_:$.])([A-Za-z_:][A-Za-z0-9_:]*)(?![A-Za-z0-9_:])(?!\s*\()/g)) {
+    const name = m[1]!;
+    if (!KEYWORDS.has(name) && !/^\d/.test(name)) out.add(name);
+  }
+  return [...out];
+}
+
+/** The brief's extractor: gateway metric names in an expression, histogram/summary suffixes removed. */
+export function gatewayMetricNames(expr: string): string[] {
+  const names = stripStrings(expr).match(/magma_gateway_[a-z0-9_]+/g) ?? [];
+  return [...new Set(names.map((n) => n.replace(/_(bucket|sum|count)$/, '')))];
+}
+
+/** Dashboard variables an expression refers to (`$route`, `${backend}`, `${backend:regex}`), built-ins excluded. */
+export function variablesUsed(expr: string): string[] {
+  const out = new Set<string>();
+  for (const m of expr.matchAll(/\$\{?([A-Za-z_][A-Za-z0-9_]*)/g)) if (!m[1]!.startsWith('__')) out.add(m[1]!);
+  return [...out];
+}
+
+/** A series name resolved to the metric that exports it (`x_bucket` -> histogram `x`), with the labels it has. */
+export function resolveSeries(
+  series: string,
+  catalog: ReadonlyMap<string, MetricInfo>,
+): { metric: string; labels: readonly string[] } | undefined {
+  const direct = catalog.get(series);
+  if (direct !== undefined && direct.type !== 'histogram') {
+    return { metric: series, labels: direct.type === 'summary' ? [...direct.labels, 'quantile'] : direct.labels };
+  }
+  const m = /^(.*)_(bucket|sum|count)$/.exec(series);
+  if (m === null) return undefined;
+  const base = catalog.get(m[1]!);
+  if (base === undefined) return undefined;
+  if (base.type === 'histogram') return { metric: m[1]!, labels: m[2] === 'bucket' ? [...base.labels, 'le'] : base.labels };
+  if (base.type === 'summary' && m[2] !== 'bucket') return { metric: m[1]!, labels: base.labels };
+  return undefined;
+}
+
+/**
+ * Problems with one expression against what is exported: unknown series (a made-up name, `_bucket` on a counter,
+ * a histogram used without a suffix), selector labels the series does not have, and grouping labels
+ * (`by`, `on`, ...) that not every series of the expression has. `targetLabels` are the labels Prometheus adds
+ * (`job`, `instance`, static target labels).
+ */
+export function expressionProblems(
+  expr: string,
+  catalog: ReadonlyMap<string, MetricInfo>,
+  targetLabels: ReadonlySet<string>,
+): string[] {
+  const problems: string[] = [];
+  const resolved = new Map<string, readonly string[]>();
+  const names = seriesNames(expr);
+  if (names.length === 0) problems.push(`no metric in "${expr}"`);
+  for (const name of names) {
+    const r = resolveSeries(name, catalog);
+    if (r === undefined) problems.push(`unknown series ${name}`);
+    else resolved.set(name, r.labels);
+  }
+  const text = stripStrings(expr);
+  for (const m of text.matchAll(SELECTOR)) {
+    const name = m[1];
+    if (name === undefined || KEYWORDS.has(name)) {
+      problems.push(`selector without a metric name: {${m[2]}}`);
+      continue;
+    }
+    const labels = resolved.get(name);
+    if (labels === undefined) continue; // already reported
+    for (const l of m[2]!.matchAll(MATCHER_LABEL)) {
+      const label = l[1]!;
+      if (label !== '__name__' && !labels.includes(label) && !targetLabels.has(label)) {
+        problems.push(`${name} has no label "${label}" (it has: ${labels.join(', ') || 'none'})`);
+      }
+    }
+  }
+  for (const m of text.matchAll(CLAUSE)) {
+    for (const label of m[2]!.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+      if (targetLabels.has(label)) continue;
+      for (const [name, labels] of resolved) {
+        if (!labels.includes(label)) problems.push(`${m[1]} (${label}): ${name} has no label "${label}"`);
+      }
+    }
+  }
+  return problems;
+}
+
+/** `label_values(metric, label)` in a dashboard variable: the metric must exist and have the label. */
+export function labelValuesProblems(query: string, catalog: ReadonlyMap<string, MetricInfo>): string[] {
+  const m = /^\s*label_values\(\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{[^}]*\})?\s*,\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$/.exec(query);
+  if (m === null) return [`unsupported variable query "${query}" (expected label_values(metric, label))`];
+  const r = resolveSeries(m[1]!, catalog);
+  if (r === undefined) return [`unknown series ${m[1]}`];
+  return r.labels.includes(m[2]!) ? [] : [`${m[1]} has no label "${m[2]}"`];
+}
