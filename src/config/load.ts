@@ -1,0 +1,253 @@
+/**
+ * Loading the gateway config: YAML -> `${VAR}` substitution -> `configSchema` -> route cross-checks -> frozen.
+ *
+ * A bad file must stop the start with every problem at once, each naming the file, the path in the file and
+ * the line:column (DESIGN.md §1), so the loader keeps YAML's node tree to map any path back to a source position.
+ * The value handed to the rest of the gateway is deep-frozen: routing compiles it once and relies on it not
+ * changing under it.
+ */
+import { readFileSync } from 'node:fs';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import type { z } from 'zod';
+import { configSchema, type GatewayConfig } from './schema.js';
+import { formatPath, routeProblems, type PathSegment, type Problem } from '../routing/validate.js';
+
+export type Env = Record<string, string | undefined>;
+
+export interface ConfigIssue {
+  /** Where in the file, e.g. `routes[1].split.qwenx`; `(root)` for the whole document. */
+  path: string;
+  line: number;
+  column: number;
+  message: string;
+}
+
+/** The message lists every problem as `file:line:col: path: what`, one per line, in file order. */
+export class ConfigError extends Error {
+  constructor(
+    readonly source: string,
+    readonly issues: readonly ConfigIssue[],
+    detail?: string,
+    options?: ErrorOptions,
+  ) {
+    const n = issues.length;
+    const lines = issues.map((i) => `\n  ${source}:${i.line}:${i.column}: ${i.path}: ${i.message}`);
+    super(detail ?? `invalid config file ${source} (${n} problem${n === 1 ? '' : 's'}):${lines.join('')}`, options);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Freeze a value and everything reachable from it; returns the same value. */
+export function deepFreeze<T>(value: T, seen: WeakSet<object> = new WeakSet()): T {
+  if (value === null || typeof value !== 'object' || seen.has(value)) return value;
+  seen.add(value);
+  for (const key of Reflect.ownKeys(value)) deepFreeze((value as Record<PropertyKey, unknown>)[key], seen);
+  return Object.freeze(value);
+}
+
+export function loadConfigFile(path: string, env: Env = process.env): GatewayConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(path, [], `cannot read config file ${path}: ${(err as Error).message}`, { cause: err });
+  }
+  return parseConfigText(text, path, env);
+}
+
+export function parseConfigText(text: string, sourceName: string, env: Env = process.env): GatewayConfig {
+  const lineCounter = new LineCounter();
+  // prettyErrors off: messages stay one line, positions come from the LineCounter like every other issue.
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  const at = (offset: number): { line: number; column: number } => {
+    const { line, col } = lineCounter.linePos(offset);
+    return { line, column: col };
+  };
+  if (doc.errors.length > 0) throw new ConfigError(sourceName, syntaxIssues(doc, text, at));
+  if (doc.contents === null) {
+    const message = 'the file is empty: a config needs at least "backends" and "routes"';
+    throw new ConfigError(sourceName, [{ path: '(root)', line: 1, column: 1, message }]);
+  }
+
+  const problems: Problem[] = [];
+  const substituted: Substitution[] = [];
+  substituteEnv(doc.contents, [], env, problems, substituted);
+  const envPaths = problems.map((p) => formatPath(p.path));
+  const raw: unknown = doc.toJS({ maxAliasCount: 100 });
+
+  let parsed = configSchema.safeParse(raw);
+  if (!parsed.success && coerceSubstituted(raw, parsed.error.issues, substituted)) parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    for (const p of flattenZodIssues(parsed.error.issues, [])) {
+      // A value whose variable is missing fails validation too; the missing variable is the real problem.
+      const path = formatPath(p.path);
+      if (!envPaths.some((e) => path === e || path.startsWith(e + '.') || path.startsWith(e + '['))) problems.push(p);
+    }
+  }
+  // Cross-checks read the raw value leniently, so they are reported alongside schema problems, not after a fix.
+  problems.push(...routeProblems(raw, memoryKeyOf(raw)));
+
+  if (problems.length > 0 || !parsed.success) {
+    const issues = problems
+      .map((p) => ({ path: formatPath(p.path), ...at(locate(doc, p.path, p.atKey === true)), message: p.message }))
+      .sort((a, b) => a.line - b.line || a.column - b.column);
+    throw new ConfigError(sourceName, dedupe(issues));
+  }
+  return deepFreeze(parsed.data);
+}
+
+/**
+ * YAML syntax errors. After the first structural error the parser reports every following token as unexpected:
+ * those are echoes and are dropped; errors of other kinds (duplicate keys, bad escapes) are independent and kept.
+ */
+function syntaxIssues(doc: Document, text: string, at: (offset: number) => Omit<ConfigIssue, 'path' | 'message'>): ConfigIssue[] {
+  return doc.errors
+    .filter((e, i) => i === 0 || e.code !== 'UNEXPECTED_TOKEN')
+    .map((e) => {
+      const offset = e.pos[0];
+      // `${VAR}` unquoted inside `{ }` or `[ ]` reads as a nested flow map: say so, the parser's words do not.
+      const quote = text.slice(Math.max(offset - 1, 0), offset + 1) === '${';
+      const hint = quote ? ' (inside { } or [ ], write "${VAR}" in quotes)' : '';
+      return { path: '(yaml)', ...at(offset), message: e.message + hint };
+    });
+}
+
+function memoryKeyOf(raw: unknown): string {
+  const mk = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>).memory_key : undefined;
+  return typeof mk === 'string' ? mk : (configSchema.shape.memory_key.parse(undefined) as string);
+}
+
+function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
+  const seen = new Set<string>();
+  return issues.filter((i) => !seen.has(`${i.path}\n${i.message}`) && seen.add(`${i.path}\n${i.message}`));
+}
+
+/**
+ * Source offset of the node at `path`: the key when `atKey` or when the value is a collection (its key is the
+ * line a reader looks for), else the value. A path that leaves the tree (a missing key) stops at the deepest
+ * existing node, which is where the missing key belongs.
+ */
+function locate(doc: Document, path: readonly PathSegment[], atKey: boolean): number {
+  const start = (n: unknown): number | undefined =>
+    n !== null && typeof n === 'object' && 'range' in n && Array.isArray(n.range) ? (n.range[0] as number) : undefined;
+  let node: unknown = doc.contents;
+  let offset = start(node) ?? 0;
+  for (let i = 0; i < path.length; i++) {
+    if (isAlias(node)) node = node.resolve(doc);
+    const seg = path[i]!;
+    const last = i === path.length - 1;
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(seg));
+      if (pair === undefined) return offset;
+      node = pair.value;
+      if (last && (atKey || isMap(node) || isSeq(node) || start(node) === undefined)) return start(pair.key) ?? offset;
+    } else if (isSeq(node) && typeof seg === 'number' && seg < node.items.length) {
+      node = node.items[seg];
+    } else return offset;
+    offset = start(node) ?? offset;
+  }
+  return offset;
+}
+
+const VAR_REF = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$\{/g;
+
+/** A string value that came (at least partly) from the environment. */
+interface Substitution {
+  path: PathSegment[];
+  text: string;
+}
+
+/**
+ * Replace `${VAR}` / `${VAR:-default}` in string values (never keys); `$${` is a literal `${`. `:-` applies the
+ * default when the variable is unset or empty, as in the shell. The result is a string; where the schema wants a
+ * number or a boolean, coerceSubstituted reads it as one, so `port: "${PORT}"` works quoted or not.
+ * Messages never include a variable's value: they are often secrets.
+ */
+function substituteEnv(node: unknown, path: PathSegment[], env: Env, problems: Problem[], out: Substitution[]): void {
+  if (isMap(node)) {
+    for (const pair of node.items) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : '?';
+      substituteEnv(pair.value, [...path, key], env, problems, out);
+    }
+  } else if (isSeq(node)) {
+    node.items.forEach((item, i) => substituteEnv(item, [...path, i], env, problems, out));
+  } else if (isScalar(node) && typeof node.value === 'string' && node.value.includes('${')) {
+    const errors: string[] = [];
+    const text = node.value.replace(VAR_REF, (m: string, name: string | undefined, dflt: string | undefined) => {
+      if (m === '$${') return '${';
+      if (name === undefined) {
+        errors.push('malformed "${" reference: write ${NAME} or ${NAME:-default}, or $${ for a literal "${"');
+        return m;
+      }
+      if (dflt?.includes('${')) {
+        errors.push(`nested reference in the default of \${${name}:-...} is not supported`);
+        return m;
+      }
+      const value = env[name];
+      if (dflt !== undefined) return value === undefined || value === '' ? dflt : value;
+      if (value === undefined) errors.push(`environment variable ${name} is not set (use \${${name}:-default} for a default)`);
+      return value ?? m;
+    });
+    for (const message of errors) problems.push({ path, message });
+    if (errors.length > 0) return;
+    node.value = text;
+    out.push({ path, text });
+  }
+}
+
+const NUMBER_TEXT = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
+const BOOLEAN_TEXT: Record<string, boolean> = { true: true, True: true, TRUE: true, false: false, False: false, FALSE: false };
+
+/**
+ * Where the schema expected a number or a boolean and found a substituted string, replace the string in `raw`
+ * by what its text says. Returns whether anything changed (then the caller validates again).
+ */
+function coerceSubstituted(raw: unknown, issues: readonly z.core.$ZodIssue[], substituted: readonly Substitution[]): boolean {
+  let changed = false;
+  for (const issue of issues) {
+    if (issue.code !== 'invalid_type' || (issue.expected !== 'number' && issue.expected !== 'boolean')) continue;
+    const key = formatPath(segments(issue.path));
+    const sub = substituted.find((s) => formatPath(s.path) === key);
+    if (sub === undefined) continue;
+    const text = sub.text.trim();
+    const value = issue.expected === 'number' ? (NUMBER_TEXT.test(text) ? Number(text) : undefined) : BOOLEAN_TEXT[text];
+    if (value === undefined) continue;
+    const parent = sub.path.slice(0, -1).reduce<unknown>((o, seg) => (o as Record<PropertyKey, unknown>)[seg], raw);
+    (parent as Record<PropertyKey, unknown>)[sub.path[sub.path.length - 1]!] = value;
+    changed = true;
+  }
+  return changed;
+}
+
+function segments(path: readonly PropertyKey[]): PathSegment[] {
+  return path.map((s) => (typeof s === 'number' ? s : String(s)));
+}
+
+/** zod issues as located problems: one per unknown key, unions reduced to the alternative the value was meant for. */
+function flattenZodIssues(issues: readonly z.core.$ZodIssue[], prefix: PathSegment[]): Problem[] {
+  const out: Problem[] = [];
+  // An object with an unknown key usually lacks the key that was meant: its refinement failing says it twice.
+  const unknownAt = new Set(issues.filter((i) => i.code === 'unrecognized_keys').map((i) => i.path.join('\0')));
+  for (const issue of issues) {
+    if (issue.code === 'custom' && unknownAt.has(issue.path.join('\0'))) continue;
+    const path = [...prefix, ...segments(issue.path)];
+    switch (issue.code) {
+      case 'unrecognized_keys':
+        for (const key of issue.keys) out.push({ path: [...path, key], atKey: true, message: `unknown key "${key}"` });
+        break;
+      case 'invalid_key':
+        out.push({ path, atKey: true, message: issue.issues.map((i) => i.message).join('; ') });
+        break;
+      case 'invalid_union': {
+        // An alternative that failed only because the value has another type was not the one meant.
+        const meant = issue.errors.filter((alt) => !alt.every((i) => i.code === 'invalid_type' && i.path.length === 0));
+        if (meant.length === 1) out.push(...flattenZodIssues(meant[0]!, path));
+        else out.push({ path, message: issue.message });
+        break;
+      }
+      default:
+        out.push({ path, message: issue.message.replace(/^Invalid input: /, '') });
+    }
+  }
+  return out;
+}

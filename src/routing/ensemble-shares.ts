@@ -1,0 +1,70 @@
+/**
+ * Dividing an input's `num_outputs` among ensemble members (DESIGN.md §4).
+ *
+ * Largest remainder (Hamilton): each member gets the floor of its exact quota, and the candidates left over go
+ * one each to the largest fractional parts, ties to the member listed first. Unlike rounding each quota, the
+ * counts always add up to the total; unlike proportional sampling, the same input always splits the same way.
+ * Examples: 8 over 1:1 -> 4, 4; 5 over 2:1 -> 3, 2; 1 over 1:1 -> 1, 0; 7 over 1:1:1 -> 3, 2, 2.
+ */
+import type { Member } from './routes.js';
+
+/**
+ * Quotas are floats (shares need not be integers): two quotas this close are the same quota written with
+ * rounding error, e.g. 3 * (0.1 / 0.3), and must tie rather than depend on the last bit.
+ */
+const EPSILON = 1e-9;
+
+/** Counts per share, in share order; they sum to `total`. Shares must be positive and finite. */
+export function allocateShares(total: number, shares: readonly number[]): number[] {
+  if (!Number.isInteger(total) || total < 0) throw new Error(`cannot allocate ${total} candidates`);
+  if (shares.length === 0) throw new Error('an ensemble needs at least one member');
+  let sum = 0;
+  for (const s of shares) {
+    if (!(s > 0) || !Number.isFinite(s)) throw new Error(`invalid ensemble share ${s}`);
+    sum += s;
+  }
+  const counts: number[] = [];
+  const fractions: number[] = [];
+  let given = 0;
+  for (const s of shares) {
+    const quota = (total * s) / sum;
+    const near = Math.round(quota);
+    // A quota within EPSILON of an integer is that integer: its fraction must not compete for a leftover.
+    const whole = Math.abs(quota - near) < EPSILON ? near : Math.floor(quota);
+    counts.push(whole);
+    // Quantized, so equal-up-to-rounding fractions compare equal and the sort below is a proper total order.
+    fractions.push(Math.round(Math.max(quota - whole, 0) / EPSILON));
+    given += whole;
+  }
+  // Leftovers: at most one per member, so a stable order by fraction (descending) is all that is needed.
+  const order = shares.map((_, i) => i);
+  order.sort((a, b) => fractions[b]! - fractions[a]! || a - b);
+  for (let k = 0; given < total; k = (k + 1) % order.length) {
+    counts[order[k]!]!++;
+    given++;
+  }
+  return counts;
+}
+
+/** One member's part of an input's candidates: `offset` is the first candidate index it produces. */
+export interface ShareLeg {
+  backend: string;
+  count: number;
+  offset: number;
+}
+
+/**
+ * The members that get at least one candidate, in member order, with cumulative offsets: the candidates are
+ * renumbered 0..n-1 in member order (DESIGN.md §4).
+ */
+export function ensembleLegs(total: number, members: readonly Member[]): ShareLeg[] {
+  const counts = allocateShares(total, members.map((m) => m.weight));
+  const legs: ShareLeg[] = [];
+  let offset = 0;
+  members.forEach((m, i) => {
+    const count = counts[i]!;
+    if (count > 0) legs.push({ backend: m.name, count, offset });
+    offset += count;
+  });
+  return legs;
+}

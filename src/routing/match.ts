@@ -1,0 +1,129 @@
+/**
+ * Route matching: which input a route's `match` selects (DESIGN.md §1).
+ *
+ * A match is compiled once per config into a closure: each key becomes a resolver (where in the input the
+ * value lives) paired with a predicate (conditions.ts). Matching one input against one route then costs a few
+ * property reads and no parsing, which matters because it runs for every input of every batch.
+ *
+ * Keys:
+ * - `instruction_type`: `instruction.type` ("user" or "env");
+ * - `attributes.<path>`, `extra_keys.<path>`, `memory.<path>`: a dot path into nested objects; a digit segment
+ *   also indexes a list (`attributes.known_robots.0`);
+ * - `tools`: the names of the input's tools (absent when it has none, so `tools: { exists: false }` works);
+ * - `robots`: `attributes.known_robots`;
+ * - `header.<name>`: a request header, name case-insensitive; a repeated header is a list.
+ * The gateway's own memory key is never visible to `memory.<path>`: routing reads it only as a sticky tag.
+ */
+import type { Condition } from '../config/schema.js';
+import type { AgentInput, JsonObject } from '../protocol/types.js';
+import { compileCondition, type Predicate } from './conditions.js';
+
+export type Headers = Record<string, string | string[] | undefined>;
+export type Matcher = (input: AgentInput, headers: Headers) => boolean;
+type Resolver = (input: AgentInput, headers: Headers) => unknown;
+export type MatchSpec = Readonly<Record<string, Condition>>;
+
+/** Default memory key (config's `memory_key`), for callers of matchesRoute that do not pass one. */
+const DEFAULT_MEMORY_KEY = '_gateway';
+
+function isObject(v: unknown): v is JsonObject {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Walk a dot path; own properties only, so `constructor` or `__proto__` never resolve to prototype members. */
+function walk(root: unknown, segments: readonly string[]): unknown {
+  let cur = root;
+  for (const seg of segments) {
+    if (Array.isArray(cur) && /^\d+$/.test(seg)) cur = cur[Number(seg)];
+    else if (isObject(cur) && Object.hasOwn(cur, seg)) cur = cur[seg];
+    else return undefined;
+  }
+  return cur;
+}
+
+/** Case-insensitive header lookup; Node already lowercases incoming names, so the scan is only a fallback. */
+function header(headers: Headers, lower: string): string | string[] | undefined {
+  const direct = headers[lower];
+  if (direct !== undefined) return direct;
+  for (const name of Object.keys(headers)) {
+    if (name.toLowerCase() === lower) return headers[name];
+  }
+  return undefined;
+}
+
+function toolNames(input: AgentInput): string[] | undefined {
+  const tools = input.tools;
+  if (!Array.isArray(tools) || tools.length === 0) return undefined;
+  const names: string[] = [];
+  for (const t of tools) if (isObject(t) && typeof t.name === 'string') names.push(t.name);
+  return names;
+}
+
+/** Where a match key reads from; throws on a key the schema would have refused. */
+export function compileKey(key: string, memoryKey: string = DEFAULT_MEMORY_KEY): { resolve: Resolver; textual: boolean } {
+  if (key === 'instruction_type') return { resolve: (i) => i.instruction.type, textual: false };
+  if (key === 'tools') return { resolve: toolNames, textual: false };
+  if (key === 'robots') return { resolve: (i) => walk(i.attributes, ['known_robots']), textual: false };
+  const dot = key.indexOf('.');
+  const head = dot === -1 ? key : key.slice(0, dot);
+  const rest = key.slice(dot + 1);
+  if (dot !== -1 && head === 'header' && rest !== '') {
+    const lower = rest.toLowerCase();
+    return { resolve: (_i, h) => header(h, lower), textual: true };
+  }
+  const segments = rest.split('.');
+  if (dot === -1 || segments.some((s) => s === '')) throw new Error(`unknown match key "${key}"`);
+  switch (head) {
+    case 'attributes':
+      return { resolve: (i) => walk(i.attributes, segments), textual: false };
+    case 'extra_keys':
+      return { resolve: (i) => walk(i.extra_keys, segments), textual: false };
+    case 'memory':
+      if (segments[0] === memoryKey) throw new Error(`"${key}" reads the gateway's own memory key`);
+      return { resolve: (i) => walk(i.memory, segments), textual: false };
+    default:
+      throw new Error(`unknown match key "${key}"`);
+  }
+}
+
+const ALWAYS: Matcher = () => true;
+
+/**
+ * Compile a route's `match`: all conditions must hold. No match (or an empty one) selects every input.
+ * Throws on an unknown key or an invalid glob/regex.
+ */
+export function compileMatch(match: MatchSpec | undefined, memoryKey: string = DEFAULT_MEMORY_KEY): Matcher {
+  if (match === undefined) return ALWAYS;
+  const tests: { resolve: Resolver; test: Predicate }[] = [];
+  for (const [key, cond] of Object.entries(match)) {
+    const { resolve, textual } = compileKey(key, memoryKey);
+    tests.push({ resolve, test: compileCondition(cond, { textual }) });
+  }
+  if (tests.length === 0) return ALWAYS;
+  return (input, headers) => {
+    for (const t of tests) if (!t.test(t.resolve(input, headers))) return false;
+    return true;
+  };
+}
+
+/** Compiled matchers per match object: configs are frozen, so identity is a safe cache key. */
+const cache = new WeakMap<object, { memoryKey: string; matcher: Matcher }>();
+
+/**
+ * Whether `input` (with request `headers`) satisfies `match`. Compiles on first use per match object and
+ * memory key and reuses it after, so calling it per input stays cheap; planBatch uses compileRoutes instead.
+ */
+export function matchesRoute(
+  match: MatchSpec | undefined,
+  input: AgentInput,
+  headers: Headers,
+  memoryKey: string = DEFAULT_MEMORY_KEY,
+): boolean {
+  if (match === undefined) return true;
+  let entry = cache.get(match);
+  if (entry === undefined || entry.memoryKey !== memoryKey) {
+    entry = { memoryKey, matcher: compileMatch(match, memoryKey) };
+    cache.set(match, entry);
+  }
+  return entry.matcher(input, headers);
+}

@@ -1,0 +1,183 @@
+/**
+ * Planning a batch (DESIGN.md §2 step 3): for each input, which route, which backends produce which of its
+ * candidates, where to fall back, what to shadow. Pure: the only view of the world is a RoutingSnapshot taken
+ * by the caller, so a plan is reproducible in tests and never waits on I/O.
+ *
+ * Per input:
+ * 1. The first route whose match holds, evaluated on the input as the client sent it (`memory.<path>` works,
+ *    the gateway's own memory key excepted).
+ * 2. Coaching: an input with `extra_keys.coaching` whose memory tag names a configured backend that can serve
+ *    goes back to that backend, whatever the route says: coaching state is agent-specific and means nothing to
+ *    another implementation.
+ * 3. Stickiness (DESIGN.md §3): on a sticky route, a tag naming one of the route's backends that can serve
+ *    continues there with all candidates, so a trajectory never switches agent implementation mid-way.
+ * 4. Otherwise the route assigns: `backend` one leg; `split` a weighted arm, deterministic per
+ *    (request_id, input id); `ensemble` one leg per member with a share of the candidates.
+ */
+import type { AgentInput, AgentRequest, JsonObject } from '../protocol/types.js';
+import { ensembleLegs } from './ensemble-shares.js';
+import type { Headers } from './match.js';
+import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
+import { chooseArm } from './split.js';
+
+// The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
+export { compileRoutes, routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
+
+/** What the upstream layer knows right now. */
+export interface RoutingSnapshot {
+  /** The backend has a ready, compatible replica. */
+  canServe(backend: string): boolean;
+}
+
+export interface PlanContext {
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/**
+ * The gateway's entry in a candidate's memory (`memory[memory_key]`). `arm` is the split arm the trajectory was
+ * assigned, kept when a fallback produced the candidate, so A/B accounting follows the assignment.
+ */
+export interface MemoryTag {
+  backend: string;
+  route: string;
+  arm?: string;
+}
+
+/** `count` candidates of one input from `backend`, numbered from `offset` in the input's output. */
+export interface Leg {
+  backend: string;
+  count: number;
+  offset: number;
+  /** The route's fallbacks in order, without this leg's own backend. */
+  fallbacks: string[];
+}
+
+export interface InputPlan {
+  /** Position of the input in the request. */
+  index: number;
+  route: string;
+  /** The split arm (a backend name), for split routes. */
+  arm?: string;
+  /** The route's `sticky` setting. */
+  sticky: boolean;
+  /** The input continues its trajectory on the backend of its memory tag (stickiness or coaching). */
+  continued: boolean;
+  /** In candidate order: offsets ascend and counts sum to num_outputs. */
+  legs: Leg[];
+  shadows: string[];
+  /** The tag the input arrived with; absent for a new trajectory. */
+  tag?: MemoryTag;
+}
+
+export interface BatchPlan {
+  inputs: InputPlan[];
+}
+
+function isObject(v: unknown): v is JsonObject {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/**
+ * The tag in `memory`, or undefined when absent or malformed: memory comes from clients, and a damaged tag must
+ * only cost stickiness, never the request.
+ */
+export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag | undefined {
+  if (!isObject(memory) || !Object.hasOwn(memory, memoryKey)) return undefined;
+  const raw = memory[memoryKey];
+  if (!isObject(raw) || typeof raw.backend !== 'string' || raw.backend === '' || typeof raw.route !== 'string') {
+    return undefined;
+  }
+  const tag: MemoryTag = { backend: raw.backend, route: raw.route };
+  if (typeof raw.arm === 'string') tag.arm = raw.arm;
+  return tag;
+}
+
+/** The tag to write on a candidate of `plan` produced by `backend` (which may be a fallback). */
+export function tagFor(plan: InputPlan, backend: string): MemoryTag {
+  const tag: MemoryTag = { backend, route: plan.route };
+  if (plan.arm !== undefined) tag.arm = plan.arm;
+  return tag;
+}
+
+function hasCoaching(input: AgentInput): boolean {
+  const c = isObject(input.extra_keys) ? input.extra_keys.coaching : undefined;
+  return c !== undefined && c !== null && c !== false;
+}
+
+function fallbacksFor(route: CompiledRoute, backend: string): string[] {
+  return route.fallback.filter((b) => b !== backend);
+}
+
+function isMember(route: CompiledRoute, name: string | undefined): name is string {
+  return name !== undefined && route.members.some((m) => m.name === name);
+}
+
+export function planBatch(
+  request: AgentRequest,
+  compiled: CompiledRoutes,
+  snapshot: RoutingSnapshot,
+  ctx: PlanContext,
+): BatchPlan {
+  const headers: Headers = ctx.headers;
+  const inputs = request.inputs.map((input, index) =>
+    planInput(request.request_id, input, index, compiled, snapshot, headers),
+  );
+  return { inputs };
+}
+
+function planInput(
+  requestId: string,
+  input: AgentInput,
+  index: number,
+  compiled: CompiledRoutes,
+  snapshot: RoutingSnapshot,
+  headers: Headers,
+): InputPlan {
+  const route = selectRoute(compiled, input, headers);
+  const tag = readMemoryTag(input.memory, compiled.memoryKey);
+  const n = input.num_outputs;
+  const plan: InputPlan = {
+    index,
+    route: route.name,
+    sticky: route.sticky,
+    continued: false,
+    legs: [],
+    shadows: [...route.shadow],
+  };
+  if (tag !== undefined) plan.tag = tag;
+
+  if (tag !== undefined) {
+    const coaching = hasCoaching(input) && compiled.backends.has(tag.backend);
+    const sticky = route.sticky && route.backends.has(tag.backend);
+    if ((coaching || sticky) && snapshot.canServe(tag.backend)) {
+      plan.continued = true;
+      plan.legs.push({ backend: tag.backend, count: n, offset: 0, fallbacks: fallbacksFor(route, tag.backend) });
+      if (route.kind === 'split') {
+        // The assigned arm outlives fallbacks; a tag without one was written by its arm's own backend.
+        const arm = isMember(route, tag.arm) ? tag.arm : isMember(route, tag.backend) ? tag.backend : undefined;
+        if (arm !== undefined) plan.arm = arm;
+      }
+      return plan;
+    }
+  }
+
+  switch (route.kind) {
+    case 'backend': {
+      const backend = route.members[0]!.name;
+      plan.legs.push({ backend, count: n, offset: 0, fallbacks: fallbacksFor(route, backend) });
+      break;
+    }
+    case 'split': {
+      const arm = chooseArm(requestId, input.id, route.members, (b) => snapshot.canServe(b));
+      plan.arm = arm;
+      plan.legs.push({ backend: arm, count: n, offset: 0, fallbacks: fallbacksFor(route, arm) });
+      break;
+    }
+    case 'ensemble':
+      for (const share of ensembleLegs(n, route.members)) {
+        plan.legs.push({ ...share, fallbacks: fallbacksFor(route, share.backend) });
+      }
+      break;
+  }
+  return plan;
+}

@@ -1,0 +1,91 @@
+/**
+ * The config's routes compiled once for the hot path: matchers built, members in file order, each route's set
+ * of backends precomputed. A compiled config is immutable and shared by every request.
+ */
+import type { GatewayConfig, RouteConfig } from '../config/schema.js';
+import type { AgentInput } from '../protocol/types.js';
+import { compileMatch, type Headers, type Matcher } from './match.js';
+import { formatPath, isCatchAll, routeProblems } from './validate.js';
+
+/** A split arm or an ensemble member: a backend and its weight (split) or candidate share (ensemble). */
+export interface Member {
+  readonly name: string;
+  readonly weight: number;
+}
+
+export interface CompiledRoute {
+  readonly name: string;
+  readonly index: number;
+  readonly matches: Matcher;
+  readonly catchAll: boolean;
+  readonly sticky: boolean;
+  readonly kind: 'backend' | 'split' | 'ensemble';
+  /** `backend`: one member of weight 1; `split`: the arms; `ensemble`: the members. In file order. */
+  readonly members: readonly Member[];
+  /** Members then fallbacks: the backends a trajectory of this route may stick to (DESIGN.md §3, §6). */
+  readonly backends: ReadonlySet<string>;
+  readonly fallback: readonly string[];
+  readonly shadow: readonly string[];
+}
+
+export interface CompiledRoutes {
+  readonly routes: readonly CompiledRoute[];
+  readonly memoryKey: string;
+  /** Every configured backend name. */
+  readonly backends: ReadonlySet<string>;
+}
+
+function members(route: RouteConfig): Member[] {
+  if (route.backend !== undefined) return [{ name: route.backend, weight: 1 }];
+  const weighted = route.split ?? route.ensemble ?? {};
+  return Object.entries(weighted).map(([name, weight]) => ({ name, weight }));
+}
+
+/**
+ * A route's backends: its `backend`, `split` or `ensemble` members, then its `fallback` list, without duplicates.
+ * /health needs one of them ready per route; a sticky trajectory may continue on any of them.
+ */
+export function routeBackends(route: RouteConfig): string[] {
+  return [...new Set([...members(route).map((m) => m.name), ...route.fallback])];
+}
+
+/**
+ * Compile the routes of a validated config. Throws when the route invariants (validate.ts) do not hold, which
+ * loadConfigFile has already ruled out with located messages; this guards configs built in code (tests, tools).
+ */
+export function compileRoutes(config: GatewayConfig): CompiledRoutes {
+  const problems = routeProblems(config, config.memory_key);
+  if (problems.length > 0) {
+    const lines = problems.map((p) => `${formatPath(p.path)}: ${p.message}`);
+    throw new Error(`invalid routes:\n  ${lines.join('\n  ')}`);
+  }
+  const routes = config.routes.map(
+    (route, index): CompiledRoute =>
+      Object.freeze({
+        name: route.name,
+        index,
+        matches: compileMatch(route.match, config.memory_key),
+        catchAll: isCatchAll(route),
+        sticky: route.sticky,
+        kind: route.backend !== undefined ? 'backend' : route.split !== undefined ? 'split' : 'ensemble',
+        members: Object.freeze(members(route)),
+        backends: new Set(routeBackends(route)),
+        fallback: Object.freeze([...route.fallback]),
+        shadow: Object.freeze([...route.shadow]),
+      }),
+  );
+  return Object.freeze({
+    routes: Object.freeze(routes),
+    memoryKey: config.memory_key,
+    backends: new Set(Object.keys(config.backends)),
+  });
+}
+
+/** The first route whose match holds; the catch-all is last, so there always is one. */
+export function selectRoute(compiled: CompiledRoutes, input: AgentInput, headers: Headers): CompiledRoute {
+  const routes = compiled.routes;
+  for (let i = 0; i < routes.length - 1; i++) {
+    if (routes[i]!.matches(input, headers)) return routes[i]!;
+  }
+  return routes[routes.length - 1]!;
+}

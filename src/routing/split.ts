@@ -1,0 +1,73 @@
+/**
+ * Weighted A/B assignment of a new trajectory (DESIGN.md §3).
+ *
+ * The choice must be the same every time the same (request_id, input id) is planned, on any gateway replica and
+ * after a restart, so a replayed request is routed the same way: it is a pure function of a hash of that pair.
+ * FNV-1a is cheap and has no state, but its high bits mix poorly for keys that differ only in their last
+ * characters (sequential ids), so its result goes through murmur3's 32-bit finalizer before being scaled to
+ * [0, 1) and laid onto the cumulative weights.
+ */
+import { intKey } from '../protocol/exact-json.js';
+import type { Member } from './routes.js';
+
+const TWO_32 = 2 ** 32;
+
+/** FNV-1a over UTF-16 code units, then murmur3 fmix32: an unsigned 32-bit hash with good avalanche. */
+export function hash32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/**
+ * The point in [0, 1) for one input of one request. The id goes through intKey so `7`, a marker for
+ * `7` and big integers give one canonical text.
+ */
+export function splitPoint(requestId: string, inputId: unknown): number {
+  return hash32(`${requestId}:${intKey(inputId)}`) / TWO_32;
+}
+
+/** The member whose slice of the cumulative weights holds `u`, and where in that slice `u` fell (in [0, 1)). */
+export function pickWeighted(u: number, arms: readonly Member[]): { arm: Member; within: number } {
+  let total = 0;
+  for (const a of arms) total += a.weight;
+  const target = u * total;
+  let start = 0;
+  for (const a of arms) {
+    const end = start + a.weight;
+    if (target < end) return { arm: a, within: (target - start) / a.weight };
+    start = end;
+  }
+  // Only reachable through rounding at the top edge.
+  const last = arms[arms.length - 1]!;
+  return { arm: last, within: 1 - Number.EPSILON };
+}
+
+/**
+ * The arm for (requestId, inputId). When the chosen arm cannot serve, the choice moves to the servable arms by
+ * their renormalized weights. The second draw reuses where the point fell inside the first arm's slice: that is
+ * uniform and independent of which arm was hit, so the unservable arm's traffic spreads over the others in
+ * proportion to their weights, instead of all landing on its neighbour. When no arm can serve, the first choice
+ * stands, and dispatch applies the route's fallbacks.
+ */
+export function chooseArm(
+  requestId: string,
+  inputId: unknown,
+  arms: readonly Member[],
+  canServe: (backend: string) => boolean = () => true,
+): string {
+  if (arms.length === 0) throw new Error('a split needs at least one arm');
+  const first = pickWeighted(splitPoint(requestId, inputId), arms);
+  if (arms.length === 1 || canServe(first.arm.name)) return first.arm.name;
+  const servable = arms.filter((a) => a !== first.arm && canServe(a.name));
+  if (servable.length === 0) return first.arm.name;
+  return pickWeighted(first.within, servable).arm.name;
+}

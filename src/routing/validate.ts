@@ -1,0 +1,136 @@
+/**
+ * The route invariants a schema cannot express, because they relate parts of the config to each other:
+ * - every backend a route names (`backend`, `split`, `ensemble`, `fallback`, `shadow`) is defined;
+ * - route names are unique (they are metric labels and memory tags);
+ * - a catch-all route (no `match`, or an empty one) exists and is the last route: first match wins, so a route
+ *   after it could never be chosen, and without one an input could have no route at all;
+ * - a fallback or shadow list names a backend once;
+ * - globs and regexes compile; no match key reads the gateway's own memory key.
+ *
+ * It reads the config leniently (the raw YAML value, before or after the schema), so the loader reports these
+ * problems together with schema problems, and compileRoutes checks the same invariants for configs built in code.
+ */
+import { compileRegex, globToRegExp } from './conditions.js';
+
+export type PathSegment = string | number;
+
+export interface Problem {
+  path: PathSegment[];
+  message: string;
+  /** The problem is the key itself (unknown or misplaced), not its value. */
+  atKey?: boolean;
+}
+
+/** `routes[1].split.qwenx`; keys that are not plain identifiers are quoted: `match["attributes.scenario"]`. */
+export function formatPath(path: readonly PathSegment[]): string {
+  if (path.length === 0) return '(root)';
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_-]*$/.test(seg)) out += out === '' ? seg : `.${seg}`;
+    else out += `[${JSON.stringify(seg)}]`;
+  }
+  return out;
+}
+
+type Obj = Record<string, unknown>;
+
+function isObject(v: unknown): v is Obj {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+export function isCatchAll(route: { match?: unknown }): boolean {
+  const m = route.match;
+  // `match:` left empty is a schema error of its own; counting it as a catch-all avoids a second, misleading one.
+  return m === undefined || m === null || (isObject(m) && Object.keys(m).length === 0);
+}
+
+export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
+  const out: Problem[] = [];
+  if (!isObject(raw) || !Array.isArray(raw.routes)) return out;
+  const routes: unknown[] = raw.routes;
+  const defined = isObject(raw.backends) ? Object.keys(raw.backends) : undefined;
+  const known = new Set(defined);
+
+  const ref = (name: unknown, path: PathSegment[], atKey = false): void => {
+    // Without a backends map the schema already reports it; every reference would only repeat that.
+    if (defined === undefined || typeof name !== 'string' || known.has(name)) return;
+    out.push({ path, atKey, message: `unknown backend "${name}" (defined: ${defined.join(', ') || 'none'})` });
+  };
+
+  const names = new Map<string, number>();
+  const catchAlls: number[] = [];
+  routes.forEach((route, i) => {
+    if (!isObject(route)) return;
+    const at = (...p: PathSegment[]): PathSegment[] => ['routes', i, ...p];
+    if (typeof route.name === 'string') {
+      const prev = names.get(route.name);
+      if (prev === undefined) names.set(route.name, i);
+      else out.push({ path: at('name'), message: `route name "${route.name}" is already used by routes[${prev}]` });
+    }
+    ref(route.backend, at('backend'));
+    for (const kind of ['split', 'ensemble'] as const) {
+      const members = route[kind];
+      if (isObject(members)) for (const m of Object.keys(members)) ref(m, at(kind, m), true);
+    }
+    for (const kind of ['fallback', 'shadow'] as const) {
+      const list = route[kind];
+      if (!Array.isArray(list)) continue;
+      const seen = new Set<unknown>();
+      list.forEach((b: unknown, j) => {
+        ref(b, at(kind, j));
+        if (seen.has(b)) out.push({ path: at(kind, j), message: `backend "${String(b)}" is listed twice` });
+        seen.add(b);
+      });
+    }
+    if (isCatchAll(route)) catchAlls.push(i);
+    else if (isObject(route.match)) out.push(...matchProblems(route.match, at('match'), memoryKey));
+  });
+
+  if (routes.length === 0) return out; // the schema reports an empty list
+  const first = catchAlls[0];
+  if (first === undefined) {
+    out.push({
+      path: ['routes'],
+      atKey: true,
+      message: 'no catch-all route: the last route must have no "match", so that every input has a route',
+    });
+  } else {
+    const label = `"${String((routes[first] as Obj).name)}" (routes[${first}])`;
+    for (let k = first + 1; k < routes.length; k++) {
+      out.push({
+        path: ['routes', k],
+        message: `unreachable: the catch-all route ${label} before it takes every input; the catch-all must be the last route`,
+      });
+    }
+  }
+  return out;
+}
+
+function matchProblems(match: Obj, at: PathSegment[], memoryKey: string): Problem[] {
+  const out: Problem[] = [];
+  const own = `memory.${memoryKey}`;
+  for (const [key, cond] of Object.entries(match)) {
+    if (key === own || key.startsWith(own + '.')) {
+      out.push({
+        path: [...at, key],
+        atKey: true,
+        message: `"${key}" reads the gateway's own memory key "${memoryKey}", which routing uses for stickiness; match on another key`,
+      });
+    }
+    if (!isObject(cond)) continue;
+    for (const [op, compile] of [
+      ['glob', globToRegExp],
+      ['regex', compileRegex],
+    ] as const) {
+      const source = cond[op];
+      if (typeof source !== 'string') continue;
+      try {
+        compile(source);
+      } catch (err) {
+        out.push({ path: [...at, key, op], message: err instanceof Error ? err.message : String(err) });
+      }
+    }
+  }
+  return out;
+}
