@@ -191,7 +191,7 @@ function describeDecision(o: AgentOutput): string {
   if (calls.length > 0) {
     return calls.map((c) => `${c.target_robot_name}.${c.name}(${stringifyExact(c.arguments)})`).join('; ');
   }
-  return `say: ${JSON.stringify(o.output?.say ?? '')}`;
+  return `say: ${o.output?.say ?? ''}`;
 }
 
 function gatewayTag(o: AgentOutput): { backend: string; route: string } {
@@ -274,7 +274,7 @@ async function playEpisode(base: string): Promise<number> {
       backendsSeen.set(id, seen);
       if (o.status === 'error') errors++;
       const switched = seen.length > 1 && seen[seen.length - 2] !== backend ? ' (switched!)' : '';
-      return [String(id), '0', backend + switched, route, clip(describeDecision(o), 90)];
+      return [String(id), '0', backend + switched, route, clip(describeDecision(o), 100)];
     });
     printTable(`${step.title}  (request_id ${requestId})`, rows);
     prev = outs;
@@ -302,7 +302,7 @@ async function playEnsemble(base: string): Promise<number> {
   checkOrder(requestId, inputs, outs);
   const rows = outs.map((o) => {
     const { backend, route } = gatewayTag(o);
-    return ['0', String(jsonNumberText(o.candidate_index)), backend, route, clip(describeDecision(o), 90)];
+    return ['0', String(jsonNumberText(o.candidate_index)), backend, route, clip(describeDecision(o), 100)];
   });
   printTable(`ensemble step: 1 input, num_outputs 4  (request_id ${requestId})`, rows);
   return outs.filter((o) => o.status === 'error').length;

@@ -38,10 +38,11 @@ export function talkerDecide(input: AgentInput, ctx: DecideContext): DecideResul
   const text =
     input.instruction.type === 'env'
       ? commentOnEnv(input.instruction.content)
-      : `You asked: "${clip(input.instruction.content)}". I will talk it through rather than act.`;
+      : `You asked "${clip(input.instruction.content, 60)}"; let's talk it through.`;
   // Several candidates of one input should differ a little, like sampled answers would.
-  const variant = ctx.candidateIndex > 0 ? ` (variant ${ctx.candidateIndex})` : '';
-  return { say: `[turn ${turn}] ${text}${variant}`, tool_calls: [] };
+  // Marked up front so it stays visible when a table clips the text.
+  const variant = ctx.candidateIndex > 0 ? ` v${ctx.candidateIndex}` : '';
+  return { say: `[turn ${turn}${variant}] ${text}`, tool_calls: [] };
 }
 
 export function startTalker(o: { port?: number; host?: string } = {}): Promise<AgentServer> {
