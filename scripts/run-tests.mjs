@@ -13,7 +13,8 @@ function find(dir, out) {
 }
 
 const filter = process.argv.slice(2);
-let files = find('dist/test', []).sort();
+// Tests live under test/ (mirroring src/) and beside the demo agents they check.
+let files = [...find('dist/test', []), ...find('dist/demo', [])].sort();
 if (filter.length) files = files.filter((f) => filter.some((x) => f.includes(x)));
 if (files.length === 0) {
   console.error('no test files found');

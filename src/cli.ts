@@ -4,13 +4,16 @@
  * everything else is built by buildApp.
  *
  *   magma-gateway [--config FILE] [--host H] [--port P]   serve (config also from MAGMA_GATEWAY_CONFIG)
+ *   magma-gateway check <agent-url>                       contract conformance probe of an agent
  */
 import { parseArgs } from 'node:util';
 import { buildApp } from './app.js';
+import { checkCommand } from './commands/check.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 
 const USAGE = `usage:
   magma-gateway [--config FILE] [--host HOST] [--port PORT]   run the gateway (config: --config or MAGMA_GATEWAY_CONFIG)
+  magma-gateway check <agent-url> [--timeout S] [--json]     test an agent against the MAGMA v2.0 contract
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -64,9 +67,14 @@ async function serve(argv: string[]): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const argv = process.argv.slice(2);
-  const code = await serve(argv);
-  if (code >= 0) process.exit(code);
+  const [sub, ...rest] = process.argv.slice(2);
+  // exitCode rather than exit(): a piped table must be flushed before the process ends.
+  if (sub === 'check') {
+    process.exitCode = await checkCommand(rest);
+    return;
+  }
+  const code = await serve(process.argv.slice(2));
+  if (code >= 0) process.exitCode = code;
 }
 
 main().catch((err: unknown) => {

@@ -6,6 +6,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { GatewayConfig } from './config/schema.js';
 import type { GatewayMetrics } from './metrics.js';
+import { RetryBudget } from './dispatch/retry-budget.js';
+import { ShadowLimiter } from './dispatch/shadow.js';
 import { compileRoutes, type CompiledRoutes } from './routing/plan.js';
 import { Prober } from './upstream/prober.js';
 import { Upstreams } from './upstream/upstreams.js';
@@ -14,6 +16,8 @@ export class GatewayRuntime {
   readonly routes: CompiledRoutes;
   readonly upstreams: Upstreams;
   readonly prober: Prober;
+  readonly budget: RetryBudget;
+  readonly shadows: ShadowLimiter;
   private active = 0;
   private drained: (() => void) | undefined;
 
@@ -25,6 +29,8 @@ export class GatewayRuntime {
     this.routes = compileRoutes(config);
     this.upstreams = new Upstreams(config, metrics);
     this.prober = new Prober(this.upstreams, config, metrics, log);
+    this.budget = new RetryBudget(config.retry_budget.ratio, config.retry_budget.min);
+    this.shadows = new ShadowLimiter(config.shadow_max_in_flight);
   }
 
   /** Backends a route can use: its backend, split or ensemble members, and fallbacks (DESIGN.md §6). */

@@ -16,9 +16,11 @@ import { postResponses } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import { errorCandidate, fromBackend, stripMemoryKey } from './candidates.js';
+import type { RetryBudget } from './retry-budget.js';
 
 export interface DispatchDeps {
   upstreams: Upstreams;
+  budget: RetryBudget;
   metrics: GatewayMetrics;
   log: FastifyBaseLogger;
   memoryKey: string;
@@ -43,7 +45,12 @@ interface Item {
   arm?: string;
   /** Replicas of `backend` already tried for this item (a connect failure retries on another). */
   tried?: Set<Replica>;
+  /** A retry or fallback attempt (counted against the retry budget, not as a first attempt). */
+  retry?: boolean;
 }
+
+/** Below this much time left, no new attempt starts: it could not finish. */
+const MIN_ATTEMPT_MS = 50;
 
 export interface BatchResult {
   outputs: AgentOutput[];
@@ -53,6 +60,17 @@ export interface BatchResult {
   workMs: number;
   backends: Record<string, number>;
   errorCodes: Record<string, number>;
+  /** Per leg that got an answer (or a final failure): who served it and how long its sub-request took. */
+  legs: LegOutcome[];
+}
+
+export interface LegOutcome {
+  input: number;
+  backend: string;
+  route: string;
+  arm?: string;
+  /** Wall time of the sub-request that answered this leg; undefined when no request was made. */
+  ms?: number;
 }
 
 export async function runBatch(
@@ -66,14 +84,15 @@ export async function runBatch(
   const inputs = request.inputs;
   const stripped: JsonObject[] = inputs.map((inp) => stripMemoryKey(inp.memory, memoryKey));
   const slots: AgentOutput[][] = inputs.map((inp) => new Array<AgentOutput>(inp.num_outputs as number));
-  const result: BatchResult = { outputs: [], marked: requestMarked, workMs: 0, backends: {}, errorCodes: {} };
+  const result: BatchResult = { outputs: [], marked: requestMarked, workMs: 0, backends: {}, errorCodes: {}, legs: [] };
 
   const tagOf = (it: Item): MemoryTag =>
     it.arm === undefined ? { backend: it.backend, route: it.route } : { backend: it.backend, route: it.route, arm: it.arm };
 
-  const fail = (items: Item[], f: AttemptFailure): void => {
+  const fail = (items: Item[], f: AttemptFailure, ms?: number): void => {
     for (const it of items) {
       const input = inputs[it.input]!;
+      result.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
       for (let c = 0; c < it.count; c++) {
         slots[it.input]![it.offset + c] = errorCandidate(
           request.request_id, input, it.offset + c, f.code, f.message, it.backend, memoryKey, tagOf(it),
@@ -85,19 +104,44 @@ export async function runBatch(
     }
   };
 
-  /** Move failed items to their next fallback backend, or fill error candidates. */
+  /**
+   * Move failed items to their next fallback backend, or fill error candidates. A fallback starts only when
+   * the batch deadline leaves at least the fallback backend's usual latency (issue 3: one deadline covers every
+   * attempt) and the retry budget has room; otherwise the failure stands at once.
+   */
   const failOver = async (items: Item[], f: AttemptFailure): Promise<void> => {
-    const next: Item[] = [];
+    const next = new Map<string, { from: Item; moved: Item }[]>();
     const final: Item[] = [];
+    let lateMsg: string | undefined;
     for (const it of items) {
-      if (it.fallbacks.length > 0 && Date.now() < ctx.deadline && ctx.signal?.aborted !== true) {
-        const [to, ...rest] = it.fallbacks as [string, ...string[]];
-        metrics.fallbacks.inc({ route: it.route, from: it.backend, to });
-        next.push({ ...it, backend: to, fallbacks: rest, tried: undefined });
-      } else final.push(it);
+      const to = it.fallbacks[0];
+      if (to === undefined || ctx.signal?.aborted === true) {
+        final.push(it);
+        continue;
+      }
+      const remaining = ctx.deadline - Date.now();
+      if (remaining <= Math.max(MIN_ATTEMPT_MS, upstreams.expectedMs(to))) {
+        lateMsg = `${f.message}; no fallback: ${Math.max(0, Math.round(remaining))} ms left of the batch deadline`;
+        final.push(it);
+        continue;
+      }
+      const pair = { from: it, moved: { ...it, backend: to, fallbacks: it.fallbacks.slice(1), tried: undefined, retry: true } };
+      const list = next.get(to);
+      if (list) list.push(pair);
+      else next.set(to, [pair]);
     }
-    if (final.length > 0) fail(final, f);
-    if (next.length > 0) await dispatch(next);
+    if (final.length > 0) fail(final, lateMsg === undefined ? f : { ...f, message: lateMsg });
+    const jobs: Promise<void>[] = [];
+    for (const [to, group] of next) {
+      if (!deps.budget.tryRetry()) {
+        metrics.retryBudgetExhausted.inc({ backend: to });
+        fail(group.map((p) => p.from), { ...f, message: `${f.message}; no fallback: retry budget exhausted` });
+        continue;
+      }
+      for (const p of group) metrics.fallbacks.inc({ route: p.from.route, from: p.from.backend, to });
+      jobs.push(dispatch(group.map((p) => p.moved)).finally(() => deps.budget.retryDone()));
+    }
+    await Promise.all(jobs);
   };
 
   const send = async (replica: Replica, items: Item[]): Promise<void> => {
@@ -117,15 +161,19 @@ export async function runBatch(
     }
     const timeoutMs = Math.min(upstreams.timeoutMs(replica.backend), remaining);
     const nInputs = items.length;
+    const first = items[0]?.retry !== true;
+    if (first) deps.budget.begin();
     replica.inFlightInputs += nInputs;
     replica.inFlightRequests++;
     metrics.backendInFlight.inc({ backend: replica.backend });
     const started = performance.now();
     const res = await postResponses(replica, body, ctx.headers, timeoutMs, ctx.signal);
+    const ms = performance.now() - started;
+    if (first) deps.budget.end();
     replica.inFlightInputs -= nInputs;
     replica.inFlightRequests--;
     metrics.backendInFlight.dec({ backend: replica.backend });
-    metrics.backendDuration.observe({ backend: replica.backend }, (performance.now() - started) / 1000);
+    metrics.backendDuration.observe({ backend: replica.backend }, ms / 1000);
     count(result.backends, replica.backend, nInputs);
 
     if (!res.ok) {
@@ -140,9 +188,16 @@ export async function runBatch(
         const tried = new Set(items[0]?.tried ?? []).add(replica);
         const other = upstreams.routable(replica.backend).find((r) => !tried.has(r));
         if (other !== undefined && Date.now() < ctx.deadline) {
-          metrics.retries.inc({ backend: replica.backend });
-          await send(other, items.map((it) => ({ ...it, tried })));
-          return;
+          if (deps.budget.tryRetry()) {
+            metrics.retries.inc({ backend: replica.backend });
+            try {
+              await send(other, items.map((it) => ({ ...it, tried, retry: true })));
+            } finally {
+              deps.budget.retryDone();
+            }
+            return;
+          }
+          metrics.retryBudgetExhausted.inc({ backend: replica.backend });
         }
       }
       await failOver(items, res.failure);
@@ -175,10 +230,11 @@ export async function runBatch(
       return;
     }
     metrics.backendRequests.inc({ backend: replica.backend, outcome: 'ok' });
-    upstreams.recordSuccess(replica);
+    upstreams.recordSuccess(replica, ms);
     items.forEach((it, k) => {
       const input = inputs[it.input]!;
       const tag = tagOf(it);
+      result.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
       const row = check.slots[k]!;
       for (let c = 0; c < it.count; c++) {
         const slot = row[c]!;

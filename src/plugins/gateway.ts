@@ -5,14 +5,20 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { GatewayConfig } from '../config/schema.js';
+import { Experiments } from '../experiments/recorder.js';
 import { GatewayMetrics } from '../metrics.js';
 import { GatewayRuntime } from '../runtime.js';
+import { createStore, type Store } from '../state/index.js';
 
 export interface GatewayState {
   current: GatewayRuntime;
   metrics: GatewayMetrics;
   version: string;
   configPath: string | undefined;
+  /** Shared state (DESIGN.md §8): in memory by default, Redis when `state.redis` is configured. */
+  store: Store;
+  /** A/B and ensemble accounting into the store's counters (issues 5, 6). */
+  experiments: Experiments;
 }
 
 declare module 'fastify' {
@@ -37,7 +43,11 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     metrics,
     version: opts.version,
     configPath: opts.configPath,
+    store: createStore(opts.config.state, app.log),
+    experiments: new Experiments(() => state, app.log),
   };
+  metrics.storeUp.set(state.store.isUp() ? 1 : 0);
+  state.store.onUpChange((up) => metrics.storeUp.set(up ? 1 : 0));
   app.decorate('gateway', state);
   app.addHook('onReady', async () => {
     const first = state.current.start();
@@ -45,6 +55,7 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
   });
   app.addHook('onClose', async () => {
     await state.current.close();
+    await state.store.close();
   });
 }
 

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { runBatch } from '../dispatch/batch.js';
+import { startShadows } from '../dispatch/shadow.js';
 import { stringifyExact } from '../protocol/exact-json.js';
 import { parseAgentRequest } from '../protocol/request.js';
 import { validateAgainstRequest } from '../protocol/response-check.js';
@@ -53,13 +54,25 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       reply.raw.once('close', onClose);
       const beforeDispatch = performance.now();
       const deadline = Date.now() + config.request_timeout_s * 1000;
-      const result = await runBatch(
-        { upstreams: runtime.upstreams, metrics: app.gateway.metrics, log: req.log, memoryKey: config.memory_key },
+      const batch = runBatch(
+        { upstreams: runtime.upstreams, budget: runtime.budget, metrics: app.gateway.metrics, log: req.log, memoryKey: config.memory_key },
         request,
         plan,
         { deadline, headers, signal: ac.signal },
         parsed.marked,
       );
+      if (plan.inputs.some((p) => p.shadows.length > 0)) {
+        // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
+        void startShadows(
+          { upstreams: runtime.upstreams, metrics: app.gateway.metrics, log: req.log, memoryKey: config.memory_key, limiter: runtime.shadows },
+          request,
+          plan,
+          parsed.marked,
+          batch.then((r) => r.outputs),
+        );
+      }
+      const result = await batch;
+      app.gateway.experiments.recordBatch(request, plan, result);
       reply.raw.off('close', onClose);
       const t2 = performance.now();
       // Checked against the request before it is sent, every time (DESIGN.md §2 step 6).

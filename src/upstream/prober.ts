@@ -1,6 +1,7 @@
 /**
  * Probes every replica's /health and /v1/info at start and every probe_interval_s (DESIGN.md §6), so /health
- * tells the truth and incompatible agents are never routed to.
+ * tells the truth and incompatible agents are never routed to. Ejected replicas are probed too: that is how they
+ * come back, on the first successful probe once their backoff is over.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { GatewayConfig } from '../config/schema.js';
@@ -11,9 +12,20 @@ import { callReplica } from './backend-call.js';
 import type { Replica } from './replica.js';
 import type { Upstreams } from './upstreams.js';
 
+/** The outcome of a replica's last finished probe, for the admin API. */
+export interface ProbeRecord {
+  /** Date.now() when the probe started. */
+  at: number;
+  ok: boolean;
+  ms: number;
+  error?: string;
+}
+
 export class Prober {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  // Kept here rather than on Replica: only the prober writes it and only the admin API reads it.
+  private readonly records = new WeakMap<Replica, ProbeRecord>();
 
   constructor(
     private readonly upstreams: Upstreams,
@@ -35,6 +47,10 @@ export class Prober {
     if (this.timer) clearInterval(this.timer);
   }
 
+  lastProbe(r: Replica): ProbeRecord | undefined {
+    return this.records.get(r);
+  }
+
   async probeAll(): Promise<void> {
     const run = Promise.all(this.upstreams.all().map((r) => this.probe(r))).then(() => undefined);
     this.running = run;
@@ -46,18 +62,21 @@ export class Prober {
   }
 
   async probe(r: Replica, now = Date.now()): Promise<void> {
-    const timeoutMs = this.config.probe_timeout_s * 1000;
     r.lastProbeAt = now;
+    const error = await this.check(r, now);
+    this.records.set(r, { at: now, ok: error === undefined, ms: Date.now() - now, ...(error === undefined ? {} : { error }) });
+  }
+
+  /** One probe round trip for one replica; returns why it failed, or undefined when it answered well. */
+  private async check(r: Replica, now: number): Promise<string | undefined> {
+    const timeoutMs = this.config.probe_timeout_s * 1000;
     const health = await callReplica(r, { method: 'GET', path: '/health', timeoutMs });
     if (!health.ok || health.status < 200 || health.status >= 300) {
-      const why = health.ok ? `/health answered ${health.status}` : `/health: ${health.failure.message}`;
-      this.fail(r, why);
-      return;
+      return this.fail(r, health.ok ? `/health answered ${health.status}` : `/health: ${health.failure.message}`);
     }
     const info = await callReplica(r, { method: 'GET', path: '/v1/info', timeoutMs });
     if (!info.ok || info.status !== 200) {
-      this.fail(r, info.ok ? `/v1/info answered ${info.status}` : `/v1/info: ${info.failure.message}`);
-      return;
+      return this.fail(r, info.ok ? `/v1/info answered ${info.status}` : `/v1/info: ${info.failure.message}`);
     }
     let parsed;
     try {
@@ -65,10 +84,7 @@ export class Prober {
     } catch {
       parsed = undefined;
     }
-    if (!parsed?.success) {
-      this.fail(r, '/v1/info is not a valid AgentInfo');
-      return;
-    }
+    if (!parsed?.success) return this.fail(r, '/v1/info is not a valid AgentInfo');
     r.info = parsed.data;
     if (parsed.data.protocol_version !== '2.0' || parsed.data.capabilities.inference !== true) {
       if (r.state !== 'incompatible') {
@@ -79,19 +95,28 @@ export class Prober {
       }
       r.lastError = 'incompatible: needs protocol_version "2.0" and capabilities.inference true';
       this.upstreams.setState(r, 'incompatible');
-      return;
+      return r.lastError;
     }
     this.upstreams.recordSuccess(r);
-    if (r.state === 'ejected' && now < r.ejectedUntil) return; // healthy again, but the backoff is not over
-    if (r.state !== 'ready') this.log.info({ backend: r.backend, replica: r.id }, 'backend replica ready');
+    if (r.state === 'ejected' && now < r.ejectedUntil) return undefined; // healthy again, but the backoff is not over
+    if (r.state === 'ejected') {
+      this.log.info({ backend: r.backend, replica: r.id, ejections: r.ejections }, 'backend replica back after ejection');
+      // From here, ejectedUntil marks the start of the healthy period that forgive() measures.
+      r.ejectedUntil = now;
+    } else if (r.state !== 'ready') {
+      this.log.info({ backend: r.backend, replica: r.id }, 'backend replica ready');
+    }
     this.upstreams.setState(r, 'ready');
+    this.upstreams.forgive(r, now);
+    return undefined;
   }
 
-  private fail(r: Replica, why: string): void {
+  private fail(r: Replica, why: string): string {
     this.metrics.probeFailures.inc({ backend: r.backend, replica: r.id });
     const wasReady = r.state === 'ready';
     this.upstreams.recordFailure(r, why);
     if (r.state !== 'ejected') this.upstreams.setState(r, 'not_ready');
     if (wasReady) this.log.warn({ backend: r.backend, replica: r.id, reason: why }, 'backend replica not ready');
+    return why;
   }
 }

@@ -13,6 +13,8 @@ export interface BackendUpstream {
   replicas: Replica[];
   timeoutMs: number;
   ejectAfter: number;
+  /** Smoothed latency of successful sub-requests: what a fallback to this backend is expected to take. */
+  ewmaMs: number;
 }
 
 export class Upstreams implements RoutingSnapshot {
@@ -27,7 +29,7 @@ export class Upstreams implements RoutingSnapshot {
         (url, index) =>
           new Replica({ backend: name, index, url, connectTimeoutMs: b.connect_timeout_s * 1000, headers: b.headers }),
       );
-      this.backends.set(name, { name, replicas, timeoutMs: b.timeout_s * 1000, ejectAfter: b.eject_after_failures });
+      this.backends.set(name, { name, replicas, timeoutMs: b.timeout_s * 1000, ejectAfter: b.eject_after_failures, ewmaMs: 0 });
       for (const r of replicas) metrics.backendUp.set({ backend: name, replica: r.id }, 0);
     }
   }
@@ -72,9 +74,18 @@ export class Upstreams implements RoutingSnapshot {
     return this.backends.get(backend)?.timeoutMs ?? 60_000;
   }
 
-  /** A request or probe succeeded on this replica. */
-  recordSuccess(r: Replica): void {
+  /** Expected latency of a sub-request to this backend (0 until one has succeeded). */
+  expectedMs(backend: string): number {
+    return this.backends.get(backend)?.ewmaMs ?? 0;
+  }
+
+  /** A request (with its latency) or probe succeeded on this replica. */
+  recordSuccess(r: Replica, latencyMs?: number): void {
     r.consecutiveFailures = 0;
+    const b = this.backends.get(r.backend);
+    if (b !== undefined && latencyMs !== undefined) {
+      b.ewmaMs = b.ewmaMs === 0 ? latencyMs : 0.8 * b.ewmaMs + 0.2 * latencyMs;
+    }
   }
 
   /** A request or probe failed on this replica: eject after N in a row, within the share allowed. */
@@ -90,10 +101,26 @@ export class Upstreams implements RoutingSnapshot {
     const allowed = Math.max(b.replicas.length > 1 ? 1 : 0, Math.floor(b.replicas.length * this.config.max_ejected_share));
     if (ejected >= allowed) return;
     r.ejections++;
-    const backoffS = Math.min(this.config.eject_max_s, this.config.probe_interval_s * 2 ** (r.ejections - 1));
-    r.ejectedUntil = now + backoffS * 1000;
+    r.ejectedUntil = now + this.backoffMs(r.ejections);
     this.setState(r, 'ejected');
     this.metrics.ejections.inc({ backend: r.backend, replica: r.id });
+  }
+
+  /** The n-th ejection in a row lasts probe_interval_s doubled n-1 times, capped at eject_max_s. */
+  backoffMs(n: number): number {
+    return Math.min(this.config.eject_max_s, this.config.probe_interval_s * 2 ** Math.max(0, n - 1)) * 1000;
+  }
+
+  /**
+   * A ready replica that has stayed healthy for as long as its last backoff forgets one ejection, so a replica
+   * that flapped once last week is not ejected for eject_max_s at its next hiccup. `ejectedUntil` doubles as
+   * the start of the healthy period (Replica has no other field for it, and it is not read while ready).
+   */
+  forgive(r: Replica, now = Date.now()): void {
+    if (r.state !== 'ready' || r.ejections === 0) return;
+    if (now - r.ejectedUntil < this.backoffMs(r.ejections)) return;
+    r.ejections--;
+    r.ejectedUntil = now;
   }
 
   setState(r: Replica, state: Replica['state']): void {

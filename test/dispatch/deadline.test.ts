@@ -1,0 +1,69 @@
+/**
+ * One deadline per batch and a retry budget (issue 3): failover cannot run past request_timeout_s nor snowball.
+ */
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { startFakeAgent } from '../helpers/fake-agent.js';
+import { mkInput, startGateway, type Cand } from '../helpers/gateway.js';
+
+const cleanup: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const c of cleanup.reverse()) await c();
+});
+
+test('the batch deadline cuts a fallback chain: no fallback starts once time is up', async () => {
+  const slow1 = await startFakeAgent({ name: 's1', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 5000 } : {}) });
+  const slow2 = await startFakeAgent({ name: 's2', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 5000 } : {}) });
+  const last = await startFakeAgent({ name: 'last' });
+  const gw = await startGateway({
+    probe_interval_s: 3600,
+    request_timeout_s: 0.6,
+    backends: {
+      s1: { url: slow1.url, timeout_s: 0.4, eject_after_failures: 100 },
+      s2: { url: slow2.url, timeout_s: 0.4, eject_after_failures: 100 },
+      last: { url: last.url },
+    },
+    routes: [{ name: 'default', backend: 's1', fallback: ['s2', 'last'] }],
+  });
+  cleanup.push(async () => {
+    await gw.close();
+    slow1.kill();
+    slow2.kill();
+    await last.close();
+  });
+  const t0 = Date.now();
+  const res = await gw.post({ request_id: 'd', inputs: [mkInput(1)] });
+  const took = Date.now() - t0;
+  const [c] = res.json as Cand[];
+  assert.equal(res.status, 200);
+  assert.equal(c!.status, 'error');
+  assert.equal(c!.error!.code, 'gateway_backend_timeout');
+  assert.ok(took < 1500, `answered within the deadline (+slack), took ${took} ms`);
+  assert.equal(last.requestsTo('/v1/responses').length, 0, 'the last fallback never started');
+});
+
+test('over the retry budget, failures become error candidates at once and are counted', async () => {
+  const bad = await startFakeAgent({ name: 'bad', behaviour: (r) => (r.path === '/v1/responses' ? { status: 500, delayMs: 50 } : {}) });
+  const good = await startFakeAgent({ name: 'good', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 300 } : {}) });
+  const gw = await startGateway({
+    probe_interval_s: 3600,
+    retry_budget: { ratio: 0, min: 2 },
+    backends: { bad: { url: bad.url, eject_after_failures: 1000 }, good: { url: good.url } },
+    routes: [{ name: 'default', backend: 'bad', fallback: ['good'] }],
+  });
+  cleanup.push(async () => {
+    await gw.close();
+    await Promise.all([bad.close(), good.close()]);
+  });
+  // A burst of 8 concurrent batches all failing on `bad`: at most 2 fallbacks may be in flight at once.
+  const results = await Promise.all(Array.from({ length: 8 }, (_, i) => gw.post({ request_id: `b${i}`, inputs: [mkInput(i)] })));
+  const cands = results.map((r) => (r.json as Cand[])[0]!);
+  assert.ok(results.every((r) => r.status === 200));
+  const fellBack = cands.filter((c) => c.status === 'completed').length;
+  const refused = cands.filter((c) => c.status === 'error');
+  assert.ok(fellBack >= 2 && fellBack < 8, `some fell back (${fellBack}), not all`);
+  assert.ok(refused.every((c) => c.error!.code === 'gateway_backend_http_error' && /retry budget/.test(c.error!.message)));
+  assert.ok(good.maxInFlight <= 2, `fallbacks in flight stayed within the budget (${good.maxInFlight})`);
+  const m = await (await fetch(`${gw.url}/metrics`)).text();
+  assert.match(m, new RegExp(`magma_gateway_retry_budget_exhausted_total\\{backend="good"\\} ${refused.length}`));
+});
