@@ -69,5 +69,6 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(identityRoutes);
   await app.register(responsesRoute);
   await app.register(metricsRoute);
+  await app.register(import('./routes/coaching.js'));
   return app;
 }

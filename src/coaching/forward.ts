@@ -1,0 +1,105 @@
+/**
+ * One coaching call to a backend replica. Unlike `callReplica` (backend-call.ts), the answer keeps its
+ * content-type and its bytes: `POST /v1/coaching` passes the backend's SpecializedCoachingResponse back unchanged
+ * (status, content-type, body), so nothing is decoded or re-encoded on the way. Never throws: a transport failure
+ * becomes the HTTP status the gateway answers for it (502 unreachable, 504 timeout), classified by the same
+ * rules as inference sub-requests (DESIGN.md §5).
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { classifyError } from '../upstream/backend-call.js';
+import type { Replica } from '../upstream/replica.js';
+
+export type ForwardResult =
+  | { ok: true; status: number; contentType: string | undefined; body: Buffer }
+  | { ok: false; status: 502 | 504; message: string };
+
+export interface ForwardOptions {
+  method: 'PUT' | 'DELETE' | 'POST';
+  path: string;
+  body?: string;
+  headers: Record<string, string>;
+  /** The backend's timeout_s: coaching calls can run a model, so they get the same budget as inference. */
+  timeoutMs: number;
+  /** The client went away: stop waiting (reported as a timeout, nobody reads it). */
+  signal: AbortSignal;
+}
+
+export async function forward(replica: Replica, opts: ForwardOptions): Promise<ForwardResult> {
+  const ac = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ac.abort();
+  }, Math.max(1, opts.timeoutMs));
+  const onAbort = (): void => ac.abort();
+  opts.signal.addEventListener('abort', onAbort, { once: true });
+  if (opts.signal.aborted) ac.abort();
+  try {
+    const res = await replica.pool.request({
+      method: opts.method,
+      path: replica.path(opts.path),
+      // Config headers (authorization) first, then what the gateway sends on the client's behalf.
+      headers: { ...replica.headers, ...opts.headers },
+      body: opts.body,
+      signal: ac.signal,
+    });
+    const body = Buffer.from(await res.body.arrayBuffer());
+    const ct = res.headers['content-type'];
+    return { ok: true, status: res.statusCode, contentType: Array.isArray(ct) ? ct[0] : ct, body };
+  } catch (err) {
+    const failure = classifyError(err, timedOut || opts.signal.aborted, opts.timeoutMs);
+    const status = failure.code === 'gateway_backend_timeout' ? 504 : 502;
+    return { ok: false, status, message: failure.message };
+  } finally {
+    clearTimeout(timer);
+    opts.signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The short reason a backend's answer gives: its JSON `detail` when it is a string, else the text's start. */
+export function answerDetail(r: ForwardResult): string {
+  if (!r.ok) return r.message;
+  if (r.body.length === 0) return `HTTP ${r.status}`;
+  const text = r.body.toString('utf8', 0, Math.min(r.body.length, 64 * 1024));
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed !== null && typeof parsed === 'object' && 'detail' in parsed && typeof parsed.detail === 'string') {
+      return parsed.detail.slice(0, 200);
+    }
+  } catch {
+    // not JSON: fall through to the raw text
+  }
+  return text.slice(0, 200);
+}
+
+/**
+ * Headers sent with every coaching call: the client's content-type (the body is forwarded as it came), and
+ * the request id and trace context, as for inference sub-requests, so a call can be followed across logs.
+ */
+export function coachingHeaders(req: FastifyRequest, withBody: boolean): Record<string, string> {
+  const h: Record<string, string> = {};
+  const rid = req.headers['x-request-id'];
+  h['x-request-id'] = typeof rid === 'string' && rid.length > 0 ? rid : randomUUID();
+  const tp = req.headers['traceparent'];
+  if (typeof tp === 'string') h['traceparent'] = tp;
+  if (withBody) {
+    const ct = req.headers['content-type'];
+    h['content-type'] = typeof ct === 'string' && ct.length > 0 ? ct : 'application/json';
+  }
+  return h;
+}
+
+/**
+ * An AbortSignal that fires when the client goes away before the answer is written: the response stream
+ * closing unfinished, as in responses.ts (the request stream closes as soon as its body is read, so it cannot
+ * tell). Call `done` once the answer is ready.
+ */
+export function clientGone(reply: FastifyReply): { signal: AbortSignal; done: () => void } {
+  const ac = new AbortController();
+  const onClose = (): void => {
+    if (!reply.raw.writableEnded) ac.abort();
+  };
+  reply.raw.once('close', onClose);
+  return { signal: ac.signal, done: () => reply.raw.off('close', onClose) };
+}

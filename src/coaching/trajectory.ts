@@ -1,0 +1,145 @@
+/**
+ * Reading a SpecializedCoachingRequest just enough to route it (ecosystem-facts.md "Coaching": run_id,
+ * request_id, target_step_id, trajectory[steps with `input` (an AgentInput), output, error, internal_steps,
+ * execution], ...). The backends validate the request strictly; the gateway is lenient and only needs the
+ * target step's input, so an unexpected shape costs at most a less precise route, never a rejection the
+ * backend would not have made itself.
+ */
+import { intKey, isNumberMark, isStrictInt, numberMarkText } from '../protocol/exact-json.js';
+import type { AgentInput, IntValue, JsonObject, ValidationIssue } from '../protocol/types.js';
+import type { Headers } from '../routing/match.js';
+import { readMemoryTag, type MemoryTag } from '../routing/plan.js';
+import type { CompiledRoutes } from '../routing/routes.js';
+import { selectRoute } from '../routing/routes.js';
+import { chooseArm } from '../routing/split.js';
+
+export function isObject(v: unknown): v is JsonObject {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+export interface CoachingTarget {
+  /** Position of the target step in `trajectory`. */
+  stepIndex: number;
+  /** The step's input with the contract's defaults filled in (for route matching). */
+  input: AgentInput;
+  /** The gateway tag of that step: on its input's memory, else on its output's memory when it has one. */
+  tag: MemoryTag | undefined;
+}
+
+/** A step or target id as comparable text: `3`, `"3"` and a big-integer marker for 3 are the same id. */
+function idText(v: unknown): string | undefined {
+  if (typeof v === 'string') return isNumberMark(v) ? intKey(v) : v;
+  if (typeof v === 'number') return Number.isInteger(v) ? intKey(v) : String(v);
+  return undefined;
+}
+
+function stepId(step: JsonObject): unknown {
+  return step.step_id ?? step.id;
+}
+
+/**
+ * The target step: the one whose `step_id` (or `id`) equals `target_step_id`; else the step at that index when
+ * it is one; else the last step. Only steps with an `input` object count. A 422 issue when there is none:
+ * without an input nothing says where the trajectory ran.
+ */
+export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget | ValidationIssue {
+  const steps = Array.isArray(body.trajectory) ? body.trajectory : undefined;
+  const usable: number[] = [];
+  steps?.forEach((s, i) => {
+    if (isObject(s) && isObject(s.input)) usable.push(i);
+  });
+  if (steps === undefined || usable.length === 0) {
+    return {
+      type: 'value_error',
+      loc: ['body', 'trajectory'],
+      msg: 'the gateway needs at least one trajectory step with an input to route a coaching request',
+      input: body.trajectory ?? null,
+    };
+  }
+  const target = idText(body.target_step_id);
+  let index = usable.find((i) => target !== undefined && idText(stepId(steps[i] as JsonObject)) === target);
+  if (index === undefined && target !== undefined && /^\d+$/.test(target) && usable.includes(Number(target))) {
+    index = Number(target);
+  }
+  index ??= usable[usable.length - 1]!;
+  const step = steps[index] as JsonObject;
+  const rawInput = step.input as JsonObject;
+  const output = step.output;
+  const tag =
+    (isObject(rawInput.memory) ? readMemoryTag(rawInput.memory, memoryKey) : undefined) ??
+    (isObject(output) && isObject(output.memory) ? readMemoryTag(output.memory, memoryKey) : undefined);
+  return { stepIndex: index, input: normalizeInput(rawInput), tag };
+}
+
+/** An AgentInput with the contract's defaults, whatever the step carried (route matchers read these fields). */
+export function normalizeInput(raw: JsonObject): AgentInput {
+  const ins = isObject(raw.instruction) ? raw.instruction : {};
+  const type = ins.type === 'env' ? 'env' : 'user';
+  return {
+    id: isStrictInt(raw.id) ? (raw.id as IntValue) : 0,
+    instruction: { type, content: typeof ins.content === 'string' ? ins.content : '' },
+    tools: Array.isArray(raw.tools) ? raw.tools.filter(isObject) : [],
+    attributes: isObject(raw.attributes) ? raw.attributes : {},
+    memory: isObject(raw.memory) ? raw.memory : {},
+    num_outputs: 1,
+    extra_keys: isObject(raw.extra_keys) ? raw.extra_keys : {},
+  };
+}
+
+/**
+ * The backend the rules give an untagged input, as a new trajectory (DESIGN.md §3): the route's backend; a
+ * split's arm, deterministic for (request_id, input id) like planBatch; an ensemble's first member that offers
+ * coaching (its candidates came from several members, and only some can coach), else its first member.
+ */
+export function ruleBackend(
+  compiled: CompiledRoutes,
+  input: AgentInput,
+  requestId: string,
+  headers: Headers,
+  canServe: (backend: string) => boolean,
+  coaches: (backend: string) => boolean,
+): { backend: string; route: string } {
+  const route = selectRoute(compiled, input, headers);
+  const first = route.members[0]!.name;
+  switch (route.kind) {
+    case 'backend':
+      return { backend: first, route: route.name };
+    case 'split':
+      return { backend: chooseArm(requestId, input.id, route.members, canServe), route: route.name };
+    case 'ensemble':
+      return { backend: route.members.find((m) => coaches(m.name))?.name ?? first, route: route.name };
+  }
+}
+
+/**
+ * Remove the gateway's key from every `memory` object anywhere in the body, in place (DESIGN.md §3: backends
+ * never see it; a trajectory carries it on each step's input and possibly on outputs). Iterative, so a deeply
+ * nested body cannot overflow the stack. Returns how many tags were removed (for the log line).
+ */
+export function stripGatewayTags(root: unknown, memoryKey: string): number {
+  let stripped = 0;
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (Array.isArray(v)) {
+      for (const x of v) if (x !== null && typeof x === 'object') stack.push(x);
+    } else if (isObject(v)) {
+      for (const [k, child] of Object.entries(v)) {
+        if (k === 'memory' && isObject(child) && Object.hasOwn(child, memoryKey)) {
+          delete child[memoryKey];
+          stripped++;
+        }
+        if (child !== null && typeof child === 'object') stack.push(child);
+      }
+    }
+  }
+  return stripped;
+}
+
+/** The run_id of a coaching request as a session key; undefined when absent or not a string/integer. */
+export function runIdOf(body: JsonObject): string | undefined {
+  const v = body.run_id;
+  if (typeof v === 'string') return isNumberMark(v) ? numberMarkText(v) : v;
+  if (typeof v === 'number') return String(v);
+  return undefined;
+}

@@ -1,0 +1,162 @@
+/**
+ * The coaching endpoints through the gateway (ecosystem-facts.md "Coaching"; DESIGN.md §3 memory tag, §6).
+ *
+ * - `PUT` / `DELETE /v1/coaching/sessions/{run_id}` go to every coaching-capable backend (coaching/backends.ts),
+ *   one replica each (the one holding the run's session). A session must exist on every backend a trajectory
+ *   of the run may be coached on, and the gateway cannot know in advance which those are. All 2xx -> 204;
+ *   otherwise the highest status among the failures (unreachable 502, timeout 504, no ready replica 503) with
+ *   `{"detail": "...", "backends": [{backend, status, detail}]}` naming every backend, so the caller sees which
+ *   sessions do exist. Successful ones are not rolled back: a DELETE could remove a session an identical
+ *   earlier PUT had created, and the caller can DELETE the run itself.
+ * - `POST /v1/coaching` goes to the backend that ran the target step: the memory tag on that step's input (or
+ *   on its output's memory); coaching state is agent-specific, like `extra_keys.coaching` in /v1/responses
+ *   (plan.ts). Untagged: the backend the rules give that input as a new trajectory. The gateway's tags are
+ *   removed from every memory in the body, numbers kept exactly (exact-json.ts), and the backend's answer
+ *   comes back unchanged: status, content-type, bytes. Unreachable: 502; no answer within timeout_s: 504.
+ * - No coaching-capable backend, or the chosen backend does not coach: 503 `{"detail": ...}`.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { aggregate, coachingBackends, isSuccess, SessionAffinity, type BackendOutcome } from '../coaching/backends.js';
+import { answerDetail, clientGone, coachingHeaders, forward } from '../coaching/forward.js';
+import { findTarget, isObject, ruleBackend, runIdOf, stripGatewayTags } from '../coaching/trajectory.js';
+import { JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/exact-json.js';
+import type { GatewayRuntime } from '../runtime.js';
+import { send422 } from './responses.js';
+
+const NO_COACHING = 'no coaching-capable backend';
+
+export async function coachingRoutes(app: FastifyInstance): Promise<void> {
+  // Per gateway process, across config reloads (replicas are remembered by url): see coaching/backends.ts.
+  const affinity = new SessionAffinity();
+
+  async function session(
+    runtime: GatewayRuntime,
+    req: FastifyRequest<{ Params: { run_id: string } }>,
+    reply: FastifyReply,
+    method: 'PUT' | 'DELETE',
+  ): Promise<FastifyReply> {
+    const backends = coachingBackends(runtime);
+    if (backends.length === 0) return reply.code(503).send({ detail: NO_COACHING });
+    const runId = req.params.run_id;
+    // The session config is the agent's business: forwarded as the exact text that came.
+    const body = method === 'PUT' ? (typeof req.body === 'string' ? req.body : '') : undefined;
+    const headers = coachingHeaders(req, method === 'PUT');
+    const gone = clientGone(reply);
+    const outcomes = await Promise.all(
+      backends.map(async (backend): Promise<BackendOutcome> => {
+        const replica = affinity.pick(runtime, backend, runId);
+        if (replica === undefined) return { backend, status: 503, detail: 'no ready replica offers coaching' };
+        const r = await forward(replica, {
+          method,
+          path: `/v1/coaching/sessions/${encodeURIComponent(runId)}`,
+          body,
+          headers,
+          timeoutMs: runtime.upstreams.timeoutMs(backend),
+          signal: gone.signal,
+        });
+        if (method === 'PUT' && r.ok && isSuccess(r.status)) affinity.remember(backend, runId, replica);
+        // A session deleted (or already unknown) there: nothing left to stick to.
+        if (method === 'DELETE' && r.ok && (isSuccess(r.status) || r.status === 404)) affinity.forget(backend, runId);
+        return r.ok && isSuccess(r.status) ? { backend, status: r.status } : { backend, status: r.status, detail: answerDetail(r) };
+      }),
+    );
+    gone.done();
+    const answer = aggregate(method, runId, outcomes);
+    req.log.info(
+      { run_id: runId, method, backends: Object.fromEntries(outcomes.map((o) => [o.backend, o.status])) },
+      'coaching session',
+    );
+    reply.header('x-request-id', headers['x-request-id']!);
+    if (answer.body === undefined) return reply.code(204).send();
+    return reply.code(answer.status).send(answer.body);
+  }
+
+  async function coach(runtime: GatewayRuntime, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const { memory_key: memoryKey } = runtime.config;
+    const text = typeof req.body === 'string' ? req.body : '';
+    let parsed: ExactParse;
+    try {
+      parsed = parseExact(text);
+    } catch (err) {
+      const msg = err instanceof JsonSyntaxError ? err.message : 'invalid JSON';
+      const pos = err instanceof JsonSyntaxError ? err.position : 0;
+      return send422(reply, [{ type: 'json_invalid', loc: ['body', pos], msg: `JSON decode error: ${msg}`, input: {} }]);
+    }
+    const body = parsed.value;
+    if (!isObject(body)) {
+      return send422(reply, [{ type: 'dict_type', loc: ['body'], msg: 'Input should be a valid dictionary', input: null }]);
+    }
+    const target = findTarget(body, memoryKey);
+    if ('loc' in target) return send422(reply, [target]);
+    const capable = coachingBackends(runtime);
+    if (capable.length === 0) return reply.code(503).send({ detail: NO_COACHING });
+
+    // A tag naming a backend the config no longer has cannot be followed: the rules decide, as in plan.ts.
+    const tagged = target.tag !== undefined && runtime.routes.backends.has(target.tag.backend) ? target.tag : undefined;
+    const requestId = typeof body.request_id === 'string' ? body.request_id : '';
+    const chosen =
+      tagged ??
+      ruleBackend(
+        runtime.routes,
+        target.input,
+        requestId,
+        req.headers,
+        (b) => runtime.upstreams.canServe(b),
+        (b) => capable.includes(b),
+      );
+    const backend = chosen.backend;
+    const via = tagged !== undefined ? 'memory tag' : `route ${chosen.route}`;
+    if (!capable.includes(backend)) {
+      return reply.code(503).send({ detail: `backend ${backend} (chosen by ${via}) does not offer coaching` });
+    }
+    const runId = runIdOf(body);
+    const replica = affinity.pick(runtime, backend, runId);
+    if (replica === undefined) {
+      return reply.code(503).send({ detail: `backend ${backend} (chosen by ${via}) has no ready replica offering coaching` });
+    }
+
+    const stripped = stripGatewayTags(body, memoryKey);
+    const headers = coachingHeaders(req, true);
+    const gone = clientGone(reply);
+    const r = await forward(replica, {
+      method: 'POST',
+      path: '/v1/coaching',
+      body: stringifyExact(body, parsed.marked),
+      headers,
+      timeoutMs: runtime.upstreams.timeoutMs(backend),
+      signal: gone.signal,
+    });
+    gone.done();
+    req.log.info(
+      { run_id: runId, backend, replica: replica.id, via, target_step: target.stepIndex, tags_stripped: stripped, status: r.status },
+      'coaching request',
+    );
+    reply.header('x-request-id', headers['x-request-id']!);
+    if (!r.ok) return reply.code(r.status).send({ detail: `backend ${backend}: ${r.message}` });
+    reply.code(r.status);
+    if (r.contentType !== undefined) reply.header('content-type', r.contentType);
+    return reply.send(r.body);
+  }
+
+  // Each call counts as in flight on the runtime it started on, so a config reload drains it (runtime.ts).
+  async function onRuntime<T>(fn: (runtime: GatewayRuntime) => Promise<T>): Promise<T> {
+    const runtime = app.gateway.current;
+    runtime.enter();
+    try {
+      return await fn(runtime);
+    } finally {
+      runtime.leave();
+    }
+  }
+
+  app.put<{ Params: { run_id: string } }>('/v1/coaching/sessions/:run_id', (req, reply) =>
+    onRuntime((rt) => session(rt, req, reply, 'PUT')),
+  );
+  app.delete<{ Params: { run_id: string } }>('/v1/coaching/sessions/:run_id', (req, reply) =>
+    onRuntime((rt) => session(rt, req, reply, 'DELETE')),
+  );
+  app.post('/v1/coaching', (req, reply) => onRuntime((rt) => coach(rt, req, reply)));
+}
+
+// Default export so app.ts can register it with one `app.register(import(...))` line.
+export default coachingRoutes;
