@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { GatewayConfig } from './config/schema.js';
 import gatewayPlugin from './plugins/gateway.js';
+import { experimentsRoute } from './routes/experiments.js';
 import { identityRoutes } from './routes/identity.js';
 import { metricsRoute } from './routes/metrics.js';
 import { responsesRoute } from './routes/responses.js';
@@ -70,5 +71,6 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(responsesRoute);
   await app.register(metricsRoute);
   await app.register(import('./routes/coaching.js'));
+  await app.register(experimentsRoute);
   return app;
 }

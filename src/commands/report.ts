@@ -1,0 +1,198 @@
+/**
+ * `magma-gateway report --url http://host:port`: the experiment report of a running gateway
+ * (GET /gateway/experiments, issue 6) as tables a person reads in a terminal, one per split or ensemble route,
+ * then for two-arm splits the difference in tool success rate with its interval and p-value.
+ * `--json` prints the endpoint's JSON unchanged, for scripts.
+ */
+import { parseArgs } from 'node:util';
+import type { ArmReport, ExperimentsReport, RouteReport } from '../experiments/report.js';
+
+export interface ReportIo {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const processIo: ReportIo = {
+  out: (t) => void process.stdout.write(t),
+  err: (t) => void process.stderr.write(t),
+};
+
+export const REPORT_USAGE = `usage: magma-gateway report --url <gateway-url> [--token <token>] [--json] [--timeout <seconds>]
+  Prints the A/B and ensemble report of a running gateway (GET /gateway/experiments).
+  --url <url>     the gateway, e.g. http://127.0.0.1:8888
+  --token <t>     admin bearer token for /gateway/* (default: env GATEWAY_ADMIN_TOKEN)
+  --json          print the report as JSON
+  --timeout <s>   request deadline (default 30)
+  exit code: 0 printed, 1 the gateway could not be read, 2 usage error
+`;
+
+/** One table cell: one line, no control characters (error codes come from backends and reach the terminal). */
+function cell(text: string): string {
+  return text.replace(/\s+/g, ' ').replace(/\p{Cc}/gu, '?').trim();
+}
+
+function pct(x: number): string {
+  return `${(x * 100).toFixed(1)}%`;
+}
+
+function ms(x: number | null): string {
+  return x === null ? '-' : x >= 100 ? String(Math.round(x)) : x.toFixed(1);
+}
+
+function toolCell(a: ArmReport): string {
+  const t = a.tool_success;
+  if (t.rate === null || t.ci95 === null) return '-';
+  return `${pct(t.rate)} [${pct(t.ci95[0])}, ${pct(t.ci95[1])}]`;
+}
+
+function topCodes(codes: Record<string, number>, n = 3): string {
+  const entries = Object.entries(codes).sort((x, y) => y[1] - x[1]);
+  if (entries.length === 0) return '-';
+  const shown = entries.slice(0, n).map(([c, k]) => `${c} ${k}`);
+  return entries.length > n ? `${shown.join(', ')}, +${entries.length - n} more` : shown.join(', ');
+}
+
+const HEAD = ['ARM', 'TRAJ', 'STEPS', 'DONE', 'ERR', 'TOOLS OK/FAIL', 'TOOL SUCCESS [95% CI]',
+  'ENV ERR', 'FAIL REASON', 'UNPARSED', 'P50 MS', 'P95 MS', 'TOP ERROR CODES'];
+/** Columns of counts and numbers are right-aligned; names and free text left-aligned. */
+const RIGHT = [false, true, true, true, true, true, true, true, true, true, true, true, false];
+
+function armRow(a: ArmReport): string[] {
+  const f = a.feedback;
+  return [
+    a.member ? a.arm : `${a.arm} (fallback)`,
+    String(a.trajectories_started),
+    String(a.steps),
+    String(a.candidates.completed),
+    String(a.candidates.error),
+    `${a.tool_success.succeeded}/${a.tool_success.failed}`,
+    toolCell(a),
+    String(f.env_error),
+    String(f.failure_reason),
+    String(f.unparsed),
+    ms(a.latency_ms.p50),
+    ms(a.latency_ms.p95),
+    topCodes(a.error_codes),
+  ].map(cell);
+}
+
+function table(rows: string[][]): string[] {
+  const widths = HEAD.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]): string =>
+    r.map((c, i) => (RIGHT[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(HEAD), ...rows.map(line)];
+}
+
+function signedPts(x: number): string {
+  const v = (x * 100).toFixed(1);
+  return x > 0 ? `+${v}` : v;
+}
+
+/** The B - A line of a two-arm split. */
+function comparisonLine(r: RouteReport): string | undefined {
+  const c = r.comparison;
+  if (c === null) return undefined;
+  const what = `${cell(c.b)} - ${cell(c.a)} tool success rate`;
+  if (c.difference === null || c.ci95 === null || c.p_value === null) {
+    return `${what}: n/a (an arm has no tool outcome yet)`;
+  }
+  const z = c.z === null ? 'z n/a' : `z = ${c.z.toFixed(2)}`;
+  const p = c.p_value < 0.001 ? 'p < 0.001' : `p = ${c.p_value.toFixed(3)}`;
+  return `${what}: ${signedPts(c.difference)} pts [95% CI ${signedPts(c.ci95[0])}, ${signedPts(c.ci95[1])}], ${z}, ${p} (${c.test})`;
+}
+
+/** The whole report as text: a header, one block per route, the latency note. */
+export function formatReport(report: ExperimentsReport): string {
+  const out: string[] = [`experiments (store: ${report.store}, at ${report.generated_at})`, ''];
+  if (report.routes.length === 0) out.push('no route with a split or an ensemble in the current config', '');
+  for (const r of report.routes) {
+    const members = Object.entries(r.members).map(([m, w]) => `${m} ${w}`).join(', ');
+    out.push(`route ${cell(r.route)}: ${r.kind} ${cell(members)}${r.sticky ? '' : ' (not sticky)'}`);
+    out.push(...table(r.arms.map(armRow)));
+    const cmp = comparisonLine(r);
+    if (cmp !== undefined) out.push(cmp);
+    out.push('');
+  }
+  out.push(`TRAJ = trajectories started; tool success = robot lines that succeeded / (succeeded + failed).`);
+  out.push(`latency: ${report.latency_note}.`);
+  return `${out.join('\n')}\n`;
+}
+
+function isReport(v: unknown): v is ExperimentsReport {
+  if (v === null || typeof v !== 'object') return false;
+  const r = v as Record<string, unknown>;
+  return Array.isArray(r.routes) && typeof r.store === 'string' && typeof r.generated_at === 'string';
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = (err as Error & { cause?: unknown }).cause;
+    return cause instanceof Error ? `${err.message}: ${cause.message}` : err.message;
+  }
+  return String(err);
+}
+
+/** The `report` subcommand; `argv` is what follows `report`. Returns the exit code. */
+export async function reportCommand(argv: string[], io: ReportIo = processIo): Promise<number> {
+  let values: { url?: string; token?: string; json?: boolean; timeout?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        url: { type: 'string' },
+        token: { type: 'string' },
+        json: { type: 'boolean' },
+        timeout: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    io.err(`magma-gateway report: ${describe(err)}\n${REPORT_USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    io.out(REPORT_USAGE);
+    return 0;
+  }
+  const usage = (why: string): number => {
+    io.err(`magma-gateway report: ${why}\n${REPORT_USAGE}`);
+    return 2;
+  };
+  if (values.url === undefined) return usage('missing --url');
+  let base: URL;
+  try {
+    base = new URL(values.url);
+  } catch {
+    return usage(`not a URL: "${values.url}"`);
+  }
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') return usage(`not an http(s) URL: "${values.url}"`);
+  const seconds = values.timeout === undefined ? 30 : Number(values.timeout);
+  if (values.timeout?.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
+    return usage(`--timeout must be a positive number of seconds, got "${values.timeout}"`);
+  }
+  const endpoint = `${base.href.replace(/\/+$/, '')}/gateway/experiments`;
+  const token = values.token ?? process.env.GATEWAY_ADMIN_TOKEN;
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
+
+  let body: unknown;
+  try {
+    const res = await fetch(endpoint, { headers, signal: AbortSignal.timeout(Math.ceil(seconds * 1000)) });
+    const text = await res.text();
+    if (!res.ok) {
+      const hint = res.status === 401 || res.status === 403 ? ' (pass --token or set GATEWAY_ADMIN_TOKEN)' : '';
+      io.err(`magma-gateway report: ${endpoint} answered HTTP ${res.status}${hint}: ${cell(text).slice(0, 200)}\n`);
+      return 1;
+    }
+    body = JSON.parse(text);
+  } catch (err) {
+    io.err(`magma-gateway report: cannot read ${endpoint}: ${describe(err)}\n`);
+    return 1;
+  }
+  if (!isReport(body)) {
+    io.err(`magma-gateway report: ${endpoint} did not answer an experiments report\n`);
+    return 1;
+  }
+  io.out(values.json ? `${JSON.stringify(body, null, 2)}\n` : formatReport(body));
+  return 0;
+}

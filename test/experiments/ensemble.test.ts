@@ -1,0 +1,116 @@
+/**
+ * Arms beyond the plain split: ensemble members (the arm is the backend that produced the candidate), a split
+ * arm served by a fallback (accounting follows the assignment, the metric names the producing backend), and a
+ * fallback that served an ensemble's single leg (an arm of its own, flagged member: false).
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { ArmReport, ExperimentsReport, RouteReport } from '../../src/experiments/report.js';
+import { chooseArm } from '../../src/routing/split.js';
+import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
+import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+
+let a: FakeAgent;
+let b: FakeAgent;
+let c: FakeAgent;
+let gw: TestGateway;
+let report: ExperimentsReport;
+let metricsText: string;
+
+async function post(requestId: string, inputs: object[]): Promise<Cand[]> {
+  const res = await gw.post({ request_id: requestId, inputs });
+  assert.equal(res.status, 200, res.text);
+  return res.json as Cand[];
+}
+
+function env(id: number, content: string, memory: Record<string, unknown>, mode: string, n = 1): object {
+  return mkInput(id, { instruction: { type: 'env', content }, memory, extra_keys: { mode }, num_outputs: n });
+}
+
+before(async () => {
+  [a, b, c] = await Promise.all(['a', 'b', 'c'].map((name) => startFakeAgent({ name })));
+  gw = await startGateway({
+    probe_interval_s: 3600,
+    backends: { a: { url: a!.url }, b: { url: b!.url }, c: { url: c!.url } },
+    routes: [
+      { name: 'gen', match: { 'extra_keys.mode': 'gen' }, ensemble: { a: 1, b: 1 }, sticky: false },
+      { name: 'ab', match: { 'extra_keys.mode': 'ab' }, split: { a: 1, b: 1 }, fallback: ['c'] },
+      { name: 'gen1', match: { 'extra_keys.mode': 'gen1' }, ensemble: { b: 1, a: 1 }, fallback: ['c'] },
+      { name: 'default', backend: 'a' },
+    ],
+  });
+
+  // An ensemble of two candidates, then the environment's answer to b's candidate, ensembled again.
+  const g1 = await post('g1', [mkInput(0, { extra_keys: { mode: 'gen' }, num_outputs: 2 })]);
+  assert.deepEqual(g1.map((x) => x.memory._gateway?.backend), ['a', 'b']);
+  const g2 = await post('g2', [env(0, '{"infos": "r: pick succeed with message: ok"}', g1[1]!.memory, 'gen', 2)]);
+  assert.deepEqual(g2.map((x) => x.memory._gateway?.backend), ['a', 'b']);
+
+  // b is down: a split trajectory assigned to b is served by the fallback c, and so is gen1's single leg on b.
+  b!.setBehaviour({ status: 500 });
+  let rid = 'f0';
+  for (let k = 0; chooseArm(rid, 1, [{ name: 'a', weight: 1 }, { name: 'b', weight: 1 }]) !== 'b'; k++) rid = `f${k}`;
+  const f1 = await post(rid, [mkInput(1, { extra_keys: { mode: 'ab' } }), mkInput(2, { extra_keys: { mode: 'gen1' } })]);
+  assert.deepEqual(f1.map((x) => x.memory._gateway), [{ backend: 'c', route: 'ab', arm: 'b' }, { backend: 'c', route: 'gen1' }]);
+  b!.setBehaviour({});
+  // The env answer to the fallback's decision: sticky, so it continues on c.
+  await post('f2', [env(1, '{"infos": "r: place failed with message: no"}', f1[0]!.memory, 'ab')]);
+
+  report = (await (await fetch(`${gw.url}/gateway/experiments`)).json()) as ExperimentsReport;
+  metricsText = await (await fetch(`${gw.url}/metrics`)).text();
+});
+
+after(async () => {
+  await gw?.close();
+  await Promise.all([a, b, c].map((x) => x?.close()));
+});
+
+function route(name: string): RouteReport {
+  const r = report.routes.find((x) => x.route === name);
+  assert.ok(r, `no route ${name}`);
+  return r;
+}
+
+function summary(x: ArmReport): unknown[] {
+  return [x.arm, x.member, x.trajectories_started, x.steps, x.candidates.completed, x.candidates.error,
+    x.feedback.tool_succeeded, x.feedback.tool_failed, x.latency_ms.samples];
+}
+
+test('the report lists split and ensemble routes in config order, not the plain route', () => {
+  assert.deepEqual(report.routes.map((r) => [r.route, r.kind, r.sticky]), [
+    ['gen', 'ensemble', false], ['ab', 'split', true], ['gen1', 'ensemble', true],
+  ]);
+});
+
+test('ensemble members: one step each per ensembled input; a non-sticky step is not a new trajectory', () => {
+  const r = route('gen');
+  assert.equal(r.comparison, null);
+  // [arm, member, started, steps, completed, error, succeeded, failed, latency samples]
+  assert.deepEqual(r.arms.map(summary), [
+    ['a', true, 1, 2, 2, 0, 0, 0, 2],
+    ['b', true, 1, 2, 2, 0, 1, 0, 2],
+  ]);
+});
+
+test('a split arm served by its fallback is still that arm; the metric names the producing backend', () => {
+  const r = route('ab');
+  assert.deepEqual(r.arms.map(summary), [
+    ['a', true, 0, 0, 0, 0, 0, 0, 0],
+    ['b', true, 1, 2, 2, 0, 0, 1, 2],
+  ]);
+  // a has no tool outcome yet: the comparison exists but has nothing to compare.
+  assert.deepEqual(
+    [r.comparison?.a, r.comparison?.b, r.comparison?.difference, r.comparison?.p_value],
+    ['a', 'b', null, null],
+  );
+  assert.match(metricsText, /magma_gateway_execution_feedback_total\{[^}]*route="ab"[^}]*backend="c"[^}]*\} 1|magma_gateway_execution_feedback_total\{[^}]*backend="c"[^}]*route="ab"[^}]*\} 1/);
+});
+
+test('a fallback that served an ensemble leg without an arm shows as its own non-member arm', () => {
+  const r = route('gen1');
+  assert.deepEqual(r.arms.map(summary), [
+    ['b', true, 1, 1, 0, 0, 0, 0, 0],
+    ['a', true, 0, 0, 0, 0, 0, 0, 0],
+    ['c', false, 0, 0, 1, 0, 0, 0, 1],
+  ]);
+});

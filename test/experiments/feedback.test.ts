@@ -1,0 +1,113 @@
+/**
+ * Parsing env feedback (spec/ecosystem-facts.md "Environment feedback"): every shape seen in the ecosystem,
+ * multi-robot steps, and content that is not JSON or not the JSON we know, which must count, never throw.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { emptyFeedback, parseEnvFeedback, parseInfos, type FeedbackCounts } from '../../src/experiments/feedback.js';
+
+/** Python json.dumps output: ", " and ": " separators, as the simulator writes it. */
+function pyDumps(v: unknown): string {
+  return JSON.stringify(v).replace(/","/g, '", "').replace(/":/g, '": ').replace(/},"/g, '}, "');
+}
+
+function counts(over: Partial<FeedbackCounts>): FeedbackCounts {
+  return { ...emptyFeedback(), ...over };
+}
+
+const PICK = { dish_robot: { name: 'pick', arguments: { object: 'plate_1' } } };
+
+test('a robot line that succeeded: one tool_succeeded', () => {
+  const content = pyDumps({ infos: 'dish_robot: pick succeed with message: plate_1 grasped', previous_tool_call: PICK });
+  assert.ok(content.includes('", "previous_tool_call": {'), content);
+  assert.deepEqual(parseEnvFeedback(content), counts({ tool_succeeded: 1 }));
+});
+
+test('"The action has completed." has no tool outcome: other (not a metric outcome), not unparsed', () => {
+  const content = pyDumps({ infos: 'The action has completed.', previous_tool_call: PICK });
+  assert.deepEqual(parseEnvFeedback(content), counts({ other: 1 }));
+});
+
+test('{"error": ...} is one env_error', () => {
+  assert.deepEqual(parseEnvFeedback('{"error": "the simulator lost the robot"}'), counts({ env_error: 1 }));
+});
+
+test('a failed place with a failure_reason: one tool_failed and one failure_reason', () => {
+  const content = pyDumps({
+    infos: 'table_robot: place failed with message: the table is out of reach',
+    previous_tool_call: { table_robot: { name: 'place', arguments: { object: 'plate_1' } } },
+    failure_reason: 'out of reach',
+  });
+  assert.deepEqual(parseEnvFeedback(content), counts({ tool_failed: 1, failure_reason: 1 }));
+});
+
+test('multi-robot infos: one outcome per robot line, free-text lines skipped', () => {
+  const infos = [
+    'dish_robot: pick succeed with message: plate_1 grasped',
+    'table_robot: place failed with message: blocked: a cup is in the way',
+    'Both robots acted.',
+    'wash_robot: wash succeed with message: clean',
+  ].join('\n');
+  assert.deepEqual(parseEnvFeedback(pyDumps({ infos, previous_tool_call: PICK })), counts({ tool_succeeded: 2, tool_failed: 1 }));
+  assert.deepEqual(parseInfos(infos), [
+    { robot: 'dish_robot', tool: 'pick', ok: true },
+    { robot: 'table_robot', tool: 'place', ok: false },
+    { robot: 'wash_robot', tool: 'wash', ok: true },
+  ]);
+  // CRLF line ends and the "succeeded" tense read the same.
+  assert.deepEqual(parseInfos('a: x succeeded with message: ok\r\nb: y failed with message: no'), [
+    { robot: 'a', tool: 'x', ok: true },
+    { robot: 'b', tool: 'y', ok: false },
+  ]);
+});
+
+test('a message mentioning "failed" does not count twice; a line starting with free text is not a robot line', () => {
+  assert.deepEqual(parseInfos('dish_robot: pick succeed with message: previous attempt failed'), [
+    { robot: 'dish_robot', tool: 'pick', ok: true },
+  ]);
+  assert.deepEqual(parseInfos('note: the gripper failed'), []);
+  assert.deepEqual(parseInfos(''), []);
+});
+
+test('ASCII escapes from json.dumps decode before the lines are read', () => {
+  const content = '{"infos": "dish_robot: pick succeed with message: caf\\u00e9\\ntable_robot: place failed with message: x"}';
+  assert.deepEqual(parseEnvFeedback(content), counts({ tool_succeeded: 1, tool_failed: 1 }));
+});
+
+test('content that is not JSON, or JSON we cannot read, is unparsed and never throws', () => {
+  for (const content of [
+    'not json at all',
+    '',
+    '   ',
+    'dish_robot: pick succeed with message: plain text, not JSON',
+    '{"infos": "dish_robot: pick succeed with message: cut',
+    '{bad json}',
+    '[1, 2, 3]',
+    '"a JSON string"',
+    '42',
+    'null',
+    '{}',
+    '{"previous_tool_call": {"dish_robot": {"name": "pick"}}}',
+    '{"infos": 42}',
+  ]) {
+    assert.deepEqual(parseEnvFeedback(content), counts({ unparsed: 1 }), JSON.stringify(content));
+  }
+});
+
+test('null or empty error / failure_reason mean nothing to report', () => {
+  const content = '{"infos": "dish_robot: pick succeed with message: ok", "error": null, "failure_reason": ""}';
+  assert.deepEqual(parseEnvFeedback(content), counts({ tool_succeeded: 1 }));
+  assert.deepEqual(parseEnvFeedback('{"error": null}'), counts({ other: 1 }));
+});
+
+test('an error together with robot lines counts both; surrounding whitespace is tolerated', () => {
+  const content = '\n {"infos": "a: pick failed with message: x\\nb: place succeed with message: y", "error": "sim hiccup"} \n';
+  assert.deepEqual(parseEnvFeedback(content), counts({ tool_succeeded: 1, tool_failed: 1, env_error: 1 }));
+});
+
+test('infos as a list of lines is read too', () => {
+  assert.deepEqual(
+    parseEnvFeedback('{"infos": ["a: pick succeed with message: x", "b: place failed with message: y", 7]}'),
+    counts({ tool_succeeded: 1, tool_failed: 1 }),
+  );
+});
