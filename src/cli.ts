@@ -5,15 +5,19 @@
  *
  *   magma-gateway [--config FILE] [--host H] [--port P]   serve (config also from MAGMA_GATEWAY_CONFIG)
  *   magma-gateway check <agent-url>                       contract conformance probe of an agent
+ *   magma-gateway report --url <gateway-url>              the A/B experiment report as a table
  */
 import { parseArgs } from 'node:util';
 import { buildApp } from './app.js';
 import { checkCommand } from './commands/check.js';
+import { reportCommand } from './commands/report.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
+import { reloadGateway } from './reload.js';
 
 const USAGE = `usage:
   magma-gateway [--config FILE] [--host HOST] [--port PORT]   run the gateway (config: --config or MAGMA_GATEWAY_CONFIG)
   magma-gateway check <agent-url> [--timeout S] [--json]     test an agent against the MAGMA v2.0 contract
+  magma-gateway report --url URL [--token T] [--json]        print the experiment report of a running gateway
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -63,6 +67,8 @@ async function serve(argv: string[]): Promise<number> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // Re-read the config file; reloadGateway logs the outcome and never throws (a bad file keeps the old config).
+  process.on('SIGHUP', () => void reloadGateway(app, 'signal'));
   return -1; // keep running
 }
 
@@ -71,6 +77,10 @@ async function main(): Promise<void> {
   // exitCode rather than exit(): a piped table must be flushed before the process ends.
   if (sub === 'check') {
     process.exitCode = await checkCommand(rest);
+    return;
+  }
+  if (sub === 'report') {
+    process.exitCode = await reportCommand(rest);
     return;
   }
   const code = await serve(process.argv.slice(2));

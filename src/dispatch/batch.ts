@@ -17,10 +17,13 @@ import type { Replica } from '../upstream/replica.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import { errorCandidate, fromBackend, stripMemoryKey } from './candidates.js';
 import type { RetryBudget } from './retry-budget.js';
+import type { Permit, Store } from '../state/index.js';
 
 export interface DispatchDeps {
   upstreams: Upstreams;
   budget: RetryBudget;
+  /** Concurrency permits for backends with max_in_flight (cluster-wide with Redis). */
+  store: Store;
   metrics: GatewayMetrics;
   log: FastifyBaseLogger;
   memoryKey: string;
@@ -145,6 +148,36 @@ export async function runBatch(
   };
 
   const send = async (replica: Replica, items: Item[]): Promise<void> => {
+    if (ctx.deadline - Date.now() <= 0) {
+      await failOver(items, { code: 'gateway_backend_timeout', message: 'the batch deadline (request_timeout_s) ran out' });
+      return;
+    }
+    // max_in_flight (issue 5): wait in line for a permit of this replica, as long as the queue timeout and
+    // the batch deadline allow; no permit in time means the backend is overloaded for these inputs.
+    let permit: Permit | undefined;
+    const limit = upstreams.limitOf(replica.backend);
+    if (limit !== undefined) {
+      permit = await deps.store.acquire(`permit:${replica.backend}:${replica.url}`, limit.max, {
+        signal: ctx.signal,
+        timeoutMs: Math.min(limit.queueMs ?? Infinity, Math.max(0, ctx.deadline - Date.now() - MIN_ATTEMPT_MS)),
+      });
+      if (permit === undefined) {
+        metrics.backendRequests.inc({ backend: replica.backend, outcome: 'gateway_overloaded' });
+        await failOver(items, {
+          code: 'gateway_overloaded',
+          message: `replica ${replica.id} is at max_in_flight ${limit.max} and no permit came free in time`,
+        });
+        return;
+      }
+    }
+    try {
+      await attempt(replica, items);
+    } finally {
+      permit?.release();
+    }
+  };
+
+  const attempt = async (replica: Replica, items: Item[]): Promise<void> => {
     const t0 = performance.now();
     const body = stringifyExact(
       {
@@ -155,10 +188,6 @@ export async function runBatch(
     );
     result.workMs += performance.now() - t0;
     const remaining = ctx.deadline - Date.now();
-    if (remaining <= 0) {
-      await failOver(items, { code: 'gateway_backend_timeout', message: 'the batch deadline (request_timeout_s) ran out' });
-      return;
-    }
     const timeoutMs = Math.min(upstreams.timeoutMs(replica.backend), remaining);
     const nInputs = items.length;
     const first = items[0]?.retry !== true;

@@ -2,7 +2,7 @@
  * POST /v1/responses: AgentRequest -> AgentResponse through the gateway (DESIGN.md §2).
  * Only an invalid request gets an HTTP error (422); backend failures become error candidates (§5).
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { runBatch } from '../dispatch/batch.js';
@@ -12,6 +12,7 @@ import { parseAgentRequest } from '../protocol/request.js';
 import { validateAgainstRequest } from '../protocol/response-check.js';
 import type { ValidationIssue } from '../protocol/types.js';
 import { planBatch } from '../routing/plan.js';
+import { hashBody, type ReplayLease } from '../state/index.js';
 
 export function send422(reply: FastifyReply, detail: ValidationIssue[]): FastifyReply {
   return reply.code(422).header('content-type', 'application/json').send(stringifyExact({ detail }));
@@ -21,9 +22,17 @@ function backendHeaders(req: FastifyRequest): Record<string, string> {
   const h: Record<string, string> = {};
   const rid = req.headers['x-request-id'];
   h['x-request-id'] = typeof rid === 'string' && rid.length > 0 ? rid : randomUUID();
+  // W3C trace context: a valid incoming traceparent is passed on, otherwise the batch starts a trace of its own.
   const tp = req.headers['traceparent'];
-  if (typeof tp === 'string') h['traceparent'] = tp;
+  h['traceparent'] = typeof tp === 'string' && TRACEPARENT.test(tp) ? tp : newTraceparent();
   return h;
+}
+
+/** Version (not ff), trace id and parent id (neither all zeros), flags: https://www.w3.org/TR/trace-context/ */
+const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+function newTraceparent(): string {
+  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
 }
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
@@ -31,6 +40,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
     const t0 = performance.now();
     const runtime = app.gateway.current;
     const { config } = runtime;
+    const { metrics, store } = app.gateway;
     const text = typeof req.body === 'string' ? req.body : '';
     const parsed = parseAgentRequest(text, { maxOutputsPerInput: config.server.max_outputs_per_input });
     if (!parsed.ok) {
@@ -40,22 +50,49 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
     const { request } = parsed;
     if (request.inputs.length === 0) return reply.header('content-type', 'application/json').send('[]');
 
+    const headers = backendHeaders(req);
+    reply.header('x-request-id', headers['x-request-id']!);
+    const deadline = Date.now() + config.request_timeout_s * 1000;
+    const ac = new AbortController();
+    // The response stream closing before we wrote it means the client went away: stop the backends' work.
+    // (The request stream's own 'close' fires as soon as its body is read, so it cannot tell us that.)
+    const onClose = (): void => {
+      if (!reply.raw.writableEnded) ac.abort();
+    };
+    reply.raw.once('close', onClose);
+
+    // Idempotent replay (issue 5): a re-sent identical batch is answered from the stored response, and one
+    // still being computed (here or on another gateway replica) is waited for instead of computed twice.
+    let lease: ReplayLease | undefined;
+    if (config.state.replay_ttl_s > 0) {
+      const waitSignal = AbortSignal.any([ac.signal, AbortSignal.timeout(Math.max(1, deadline - Date.now()))]);
+      const begin = await store.replayBegin(request.request_id, hashBody(text), waitSignal);
+      if (begin.kind === 'hit') {
+        metrics.replay.inc({ outcome: 'hit' });
+        reply.raw.off('close', onClose);
+        req.log.info({ request_id: request.request_id, inputs: request.inputs.length }, 'batch replayed');
+        return reply.header('content-type', 'application/json').header('x-gateway-replay', 'hit').send(begin.body);
+      }
+      if (begin.kind === 'conflict') metrics.replayConflicts.inc();
+      if (begin.kind === 'compute') {
+        metrics.replay.inc({ outcome: 'miss' });
+        lease = begin.lease;
+      }
+    }
+
     runtime.enter();
     try {
       const plan = planBatch(request, runtime.routes, runtime.upstreams, { headers: req.headers });
-      const headers = backendHeaders(req);
-      reply.header('x-request-id', headers['x-request-id']!);
-      const ac = new AbortController();
-      // The response stream closing before we wrote it means the client went away: stop the backends' work.
-      // (The request stream's own 'close' fires as soon as its body is read, so it cannot tell us that.)
-      const onClose = (): void => {
-        if (!reply.raw.writableEnded) ac.abort();
-      };
-      reply.raw.once('close', onClose);
       const beforeDispatch = performance.now();
-      const deadline = Date.now() + config.request_timeout_s * 1000;
       const batch = runBatch(
-        { upstreams: runtime.upstreams, budget: runtime.budget, metrics: app.gateway.metrics, log: req.log, memoryKey: config.memory_key },
+        {
+          upstreams: runtime.upstreams,
+          budget: runtime.budget,
+          store,
+          metrics,
+          log: req.log,
+          memoryKey: config.memory_key,
+        },
         request,
         plan,
         { deadline, headers, signal: ac.signal },
@@ -64,7 +101,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       if (plan.inputs.some((p) => p.shadows.length > 0)) {
         // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
         void startShadows(
-          { upstreams: runtime.upstreams, metrics: app.gateway.metrics, log: req.log, memoryKey: config.memory_key, limiter: runtime.shadows },
+          { upstreams: runtime.upstreams, metrics, log: req.log, memoryKey: config.memory_key, limiter: runtime.shadows },
           request,
           plan,
           parsed.marked,
@@ -80,7 +117,14 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       if (problem !== undefined) throw new Error(`assembled response violates the contract order: ${problem}`);
       const body = stringifyExact(result.outputs, result.marked);
       const overheadMs = beforeDispatch - t0 + result.workMs + (performance.now() - t2);
-      app.gateway.metrics.overhead.observe(overheadMs / 1000);
+      metrics.overhead.observe(overheadMs / 1000);
+      if (lease !== undefined) {
+        if (body.length > config.state.replay_max_bytes) metrics.replay.inc({ outcome: 'too_large' });
+        // Stored in the background: the client's answer never waits on the store.
+        const done = lease;
+        lease = undefined;
+        done.finish(body).catch((err: unknown) => req.log.warn({ err }, 'replay store failed'));
+      }
       req.log.info(
         {
           request_id: request.request_id,
@@ -101,6 +145,8 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
         .send(body);
     } finally {
       runtime.leave();
+      // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
+      if (lease !== undefined) void lease.abandon().catch(() => undefined);
     }
   });
 }

@@ -70,6 +70,13 @@ export class Upstreams implements RoutingSnapshot {
     return rs.map((replica, i) => ({ replica, count: take[i]! })).filter((x) => x.count > 0);
   }
 
+  /** Per-replica concurrency limit (max_in_flight) and how long an excess sub-request may queue. */
+  limitOf(backend: string): { max: number; queueMs: number | undefined } | undefined {
+    const b = this.config.backends[backend];
+    if (b?.max_in_flight === undefined) return undefined;
+    return { max: b.max_in_flight, queueMs: b.queue_timeout_s === undefined ? undefined : b.queue_timeout_s * 1000 };
+  }
+
   timeoutMs(backend: string): number {
     return this.backends.get(backend)?.timeoutMs ?? 60_000;
   }

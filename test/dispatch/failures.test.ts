@@ -9,6 +9,7 @@ import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/g
 
 let agent: FakeAgent;
 let gw: TestGateway;
+let seq = 0;
 
 before(async () => {
   agent = await startFakeAgent({ name: 'solo' });
@@ -25,7 +26,8 @@ after(async () => {
 
 async function batchWith(b: FakeBehaviour, inputs = [mkInput(1, { num_outputs: 2, memory: { keep: 12345678901234567890n.toString() } }), mkInput(2)]) {
   agent.setBehaviour((r) => (r.path === '/v1/responses' ? b : {}));
-  const res = await gw.post({ request_id: 'rq', inputs });
+  // A fresh request_id per batch, as BENCH sends: an identical re-sent batch would be a replay.
+  const res = await gw.post({ request_id: `rq-${++seq}`, inputs });
   agent.setBehaviour({});
   assert.equal(res.status, 200, res.text);
   const cands = res.json as Cand[];

@@ -194,9 +194,13 @@ test('split assignment is deterministic for the same (request_id, input id)', as
     backends: { a: { url: a!.url }, b: { url: b!.url } },
     routes: [{ name: 'ab', split: { a: 50, b: 50 } }],
   });
-  const body = { request_id: 'same', inputs: Array.from({ length: 12 }, (_, i) => mkInput(i)) };
-  const one = ((await gw.post(body)).json as Cand[]).map((c) => c.memory._gateway!.backend);
-  const two = ((await gw.post(body)).json as Cand[]).map((c) => c.memory._gateway!.backend);
+  // Same request_id, a different body (so not a replay): the arms must still be the same.
+  const body = (content: string) => ({
+    request_id: 'same',
+    inputs: Array.from({ length: 12 }, (_, i) => mkInput(i, { instruction: { type: 'user', content } })),
+  });
+  const one = ((await gw.post(body('first'))).json as Cand[]).map((c) => c.memory._gateway!.backend);
+  const two = ((await gw.post(body('second'))).json as Cand[]).map((c) => c.memory._gateway!.backend);
   assert.deepEqual(one, two);
 });
 
