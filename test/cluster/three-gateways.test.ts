@@ -1,0 +1,171 @@
+/**
+ * Issue 5: three gateway processes, started as a user starts them (CLI + YAML), sharing one real Redis.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
+import { mkInput, type Cand } from '../helpers/gateway.js';
+import { deleteKeys, freePort, killHard, REDIS_URL, startRedisServer, uniquePrefix } from '../state/helpers.js';
+
+const CLI = join(process.cwd(), 'dist/src/cli.js');
+const dir = mkdtempSync(join(tmpdir(), 'mgw-cluster-'));
+const procs: ChildProcess[] = [];
+const prefix = uniquePrefix();
+
+interface Gw {
+  url: string;
+  child: ChildProcess;
+}
+
+async function waitHealthy(url: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(`${url}/health`)).status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${url} never became healthy`);
+}
+
+async function startGatewayProcess(agentUrl: string, redisUrl: string, keyPrefix: string, extra = ''): Promise<Gw> {
+  const port = await freePort();
+  const path = join(dir, `gw-${port}.yaml`);
+  writeFileSync(
+    path,
+    [
+      `server: { port: ${port} }`,
+      'log_level: warn',
+      'probe_interval_s: 1',
+      `state: { redis: { url: "${redisUrl}", key_prefix: "${keyPrefix}" }, lease_s: 2 }`,
+      'backends:',
+      `  gpu: { url: "${agentUrl}", max_in_flight: 2, timeout_s: 30, eject_after_failures: 1000 }`,
+      'routes:',
+      '  - name: default',
+      '    backend: gpu',
+      extra,
+    ].join('\n'),
+  );
+  const child = spawn(process.execPath, [CLI, '--config', path], { stdio: ['ignore', 'ignore', 'inherit'] });
+  procs.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await waitHealthy(url);
+  return { url, child };
+}
+
+async function post(url: string, body: object): Promise<{ status: number; cands: Cand[]; replay: string | null }> {
+  const res = await fetch(`${url}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, cands: res.status === 200 ? (JSON.parse(text) as Cand[]) : [], replay: res.headers.get('x-gateway-replay') };
+}
+
+let agent: FakeAgent;
+let gws: Gw[] = [];
+
+before(async () => {
+  agent = await startFakeAgent({ name: 'gpu', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 60 } : {}) });
+  gws = await Promise.all([0, 1, 2].map(() => startGatewayProcess(agent.url, REDIS_URL, prefix)));
+});
+
+after(async () => {
+  for (const p of procs) p.kill('SIGKILL');
+  await agent.close();
+  await deleteKeys(prefix);
+});
+
+test('max_in_flight 2 holds across three gateways under load from all three', async () => {
+  agent.reset();
+  const jobs = Array.from({ length: 30 }, (_, i) => post(gws[i % 3]!.url, { request_id: `load-${i}`, inputs: [mkInput(i)] }));
+  const results = await Promise.all(jobs);
+  assert.ok(results.every((r) => r.status === 200 && r.cands[0]!.status === 'completed'));
+  assert.equal(agent.requestsTo('/v1/responses').length, 30);
+  assert.ok(agent.maxInFlight <= 2, `the backend saw ${agent.maxInFlight} concurrent sub-requests`);
+  assert.equal(agent.maxInFlight, 2, 'the limit was reached, so the test measured something');
+});
+
+test('a replay sent to a different gateway reaches no backend', async () => {
+  const body = { request_id: 'replay-1', inputs: [mkInput(1, { memory: { n: 1 } })] };
+  const first = await post(gws[0]!.url, body);
+  assert.equal(first.status, 200);
+  const before = agent.requestsTo('/v1/responses').length;
+  const again = await post(gws[1]!.url, body);
+  assert.equal(again.replay, 'hit');
+  assert.deepEqual(again.cands, first.cands);
+  assert.equal(agent.requestsTo('/v1/responses').length, before);
+});
+
+test('a duplicate sent while the first is in flight is computed once', async () => {
+  agent.setBehaviour((r) => (r.path === '/v1/responses' ? { delayMs: 400 } : {}));
+  try {
+    const body = { request_id: 'dup-1', inputs: [mkInput(1)] };
+    const before = agent.requestsTo('/v1/responses').length;
+    const a = post(gws[0]!.url, body);
+    await new Promise((r) => setTimeout(r, 100));
+    const [ra, rb] = await Promise.all([a, post(gws[2]!.url, body)]);
+    assert.deepEqual(ra.cands, rb.cands);
+    assert.equal(agent.requestsTo('/v1/responses').length - before, 1);
+  } finally {
+    agent.setBehaviour((r) => (r.path === '/v1/responses' ? { delayMs: 60 } : {}));
+  }
+});
+
+test('a killed gateway gives its permits back within the lease time', async () => {
+  agent.setBehaviour((r) => (r.path === '/v1/responses' ? { delayMs: (r.body as { request_id: string }).request_id.startsWith('hold') ? 20_000 : 60 } : {}));
+  try {
+    const victim = gws[2]!;
+    // Two batches hold both permits through the victim, then it dies without releasing them.
+    void post(victim.url, { request_id: 'hold-1', inputs: [mkInput(1)] }).catch(() => undefined);
+    void post(victim.url, { request_id: 'hold-2', inputs: [mkInput(2)] }).catch(() => undefined);
+    for (let i = 0; i < 100 && agent.inFlight < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(agent.inFlight, 2);
+    await killHard(victim.child);
+    const t0 = Date.now();
+    const res = await post(gws[0]!.url, { request_id: 'after-kill', inputs: [mkInput(3)] });
+    assert.equal(res.cands[0]!.status, 'completed');
+    assert.ok(Date.now() - t0 < 8000, `permits came back after ${Date.now() - t0} ms (lease_s 2)`);
+  } finally {
+    agent.setBehaviour((r) => (r.path === '/v1/responses' ? { delayMs: 60 } : {}));
+  }
+});
+
+test('Redis killed and restarted mid-load loses no batch', async () => {
+  const port = await freePort();
+  let redis = await startRedisServer(port);
+  const url = `redis://127.0.0.1:${port}`;
+  const gw = await startGatewayProcess(agent.url, url, uniquePrefix());
+  try {
+    let stop = false;
+    const statuses: string[] = [];
+    const loader = (async () => {
+      for (let i = 0; !stop; i++) {
+        const r = await post(gw.url, { request_id: `rk-${i}`, inputs: [mkInput(i)] });
+        statuses.push(r.status === 200 ? r.cands[0]!.status : `http-${r.status}`);
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    await killHard(redis);
+    await new Promise((r) => setTimeout(r, 1000));
+    const metricsDown = await (await fetch(`${gw.url}/metrics`)).text();
+    redis = await startRedisServer(port);
+    await new Promise((r) => setTimeout(r, 2500));
+    stop = true;
+    await loader;
+    const metricsUp = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.ok(statuses.length > 10, `load kept flowing (${statuses.length} batches)`);
+    assert.deepEqual([...new Set(statuses)], ['completed']);
+    assert.match(metricsDown, /^magma_gateway_store_up 0$/m);
+    assert.match(metricsUp, /^magma_gateway_store_up 1$/m);
+  } finally {
+    gw.child.kill('SIGKILL');
+    await killHard(redis);
+  }
+});
