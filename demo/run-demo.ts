@@ -6,7 +6,7 @@
  * 2. Spawns the gateway as a user would (`node dist/src/cli.js --config <file>`) and waits for GET /health = 200.
  * 3. Plays a 3-step episode for 4 trajectories in one batch per step (BENCH-like), carrying each candidate's
  *    memory forward, then one ensemble step (GEN-like, 4 candidates of one input), printing who answered what.
- * 4. Prints GET /gateway/experiments when the gateway has it, stops everything, exits 0.
+ * 4. Prints the experiment report (the `report` subcommand's table), stops everything, exits 0.
  * Any HTTP error, invalid answer, error candidate or lost big integer exits 1; the whole demo is capped at 60 s.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jsonNumberText, numberMark, parseExact, stringifyExact } from '../src/protocol/exact-json.js';
 import type { AgentOutput, JsonObject, ToolCall } from '../src/protocol/types.js';
+import { reportCommand } from '../src/commands/report.js';
 
 const DEMO_TIMEOUT_MS = 60_000;
 const READY_TIMEOUT_MS = 20_000;
@@ -308,22 +309,11 @@ async function playEnsemble(base: string): Promise<number> {
   return outs.filter((o) => o.status === 'error').length;
 }
 
+/** The experiment report as an operator reads it: `magma-gateway report --url <gateway>`. */
 async function printExperiments(base: string): Promise<void> {
-  const res = await fetch(`${base}/gateway/experiments`, { signal: AbortSignal.timeout(5000) });
-  const text = await res.text();
-  if (res.status === 404) {
-    log('\nGET /gateway/experiments: not available in this gateway build (404)');
-    return;
-  }
-  if (res.status !== 200) throw new DemoError(`GET /gateway/experiments answered HTTP ${res.status}: ${text.slice(0, 300)}`);
-  log('\nGET /gateway/experiments:');
-  let pretty = text;
-  try {
-    pretty = JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    // Shown as received: printing is all the demo does with it.
-  }
-  log(pretty);
+  log('\nmagma-gateway report --url ' + base);
+  const code = await reportCommand(['--url', base]);
+  if (code !== 0) throw new DemoError(`the report command exited ${code}`);
 }
 
 // ---------------------------------------------------------------------------------------------- main
