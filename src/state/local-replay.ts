@@ -1,0 +1,129 @@
+/**
+ * Per-process idempotent replay: the memory store's, and the Redis store's fallback while Redis is unavailable.
+ * One entry per request_id: in progress (with the callers waiting for it) or done (the response, kept for
+ * replay_ttl_s). Stored bodies are bounded in total so a burst of large responses cannot exhaust the process.
+ */
+import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
+import { onAbort } from './util.js';
+
+interface Pending {
+  state: 'pending';
+  hash: string;
+  waiters: Set<() => void>;
+}
+
+interface Done {
+  state: 'done';
+  hash: string;
+  body: string;
+  bytes: number;
+  timer: NodeJS.Timeout;
+}
+
+export interface LocalReplayLimits {
+  ttlMs: number;
+  /** replay_max_bytes: larger responses are not stored. */
+  maxBytes: number;
+  /** Total bytes of stored responses; the oldest are dropped beyond it. */
+  capBytes: number;
+}
+
+export class LocalReplay {
+  private readonly entries = new Map<string, Pending | Done>();
+  /** Done request ids, oldest first (insertion order), for eviction. */
+  private readonly doneOrder = new Set<string>();
+  private bytes = 0;
+
+  constructor(
+    private readonly limits: LocalReplayLimits,
+    private readonly stats: StoreStats,
+  ) {}
+
+  async begin(requestId: string, bodyHash: string, signal?: AbortSignal): Promise<ReplayBegin> {
+    let waited = false;
+    for (;;) {
+      if (signal?.aborted) return { kind: 'aborted' };
+      const entry = this.entries.get(requestId);
+      if (entry === undefined) return { kind: 'compute', lease: this.start(requestId, bodyHash) };
+      if (entry.hash !== bodyHash) {
+        this.stats.replayConflicts++;
+        return { kind: 'conflict' };
+      }
+      if (entry.state === 'done') {
+        this.stats.replayHits++;
+        return { kind: 'hit', body: entry.body };
+      }
+      if (!waited) this.stats.replayWaits++;
+      waited = true;
+      // Woken by finish/abandon, then look again: an abandoned entry is gone and this caller may compute.
+      await new Promise<void>((resolve) => {
+        let unlisten = (): void => {};
+        const wake = (): void => {
+          entry.waiters.delete(wake);
+          unlisten();
+          resolve();
+        };
+        entry.waiters.add(wake);
+        unlisten = onAbort(signal, wake);
+      });
+    }
+  }
+
+  /** Abandons every computation in progress (close): waiters compute themselves. */
+  abandonAll(): void {
+    for (const [rid, entry] of this.entries) if (entry.state === 'pending') this.settle(rid, entry, undefined);
+  }
+
+  /** Drops every stored response and its timer (close). */
+  clear(): void {
+    this.abandonAll();
+    for (const entry of this.entries.values()) if (entry.state === 'done') clearTimeout(entry.timer);
+    this.entries.clear();
+    this.doneOrder.clear();
+    this.bytes = 0;
+  }
+
+  private start(requestId: string, hash: string): ReplayLease {
+    const entry: Pending = { state: 'pending', hash, waiters: new Set() };
+    this.entries.set(requestId, entry);
+    return {
+      finish: async (body) => this.settle(requestId, entry, body),
+      abandon: async () => this.settle(requestId, entry, undefined),
+    };
+  }
+
+  /** Ends a computation once (later calls, e.g. after close, do nothing) and wakes its waiters. */
+  private settle(requestId: string, entry: Pending, body: string | undefined): void {
+    if (this.entries.get(requestId) !== entry) return;
+    this.entries.delete(requestId);
+    if (body !== undefined) {
+      const bytes = Buffer.byteLength(body);
+      if (bytes > this.limits.maxBytes) this.stats.replayTooLarge++;
+      else this.store(requestId, entry.hash, body, bytes);
+    }
+    for (const wake of [...entry.waiters]) wake();
+  }
+
+  private store(requestId: string, hash: string, body: string, bytes: number): void {
+    const timer = setTimeout(() => this.drop(requestId), this.limits.ttlMs);
+    timer.unref(); // a stored response must not keep the process alive
+    this.entries.set(requestId, { state: 'done', hash, body, bytes, timer });
+    this.doneOrder.add(requestId);
+    this.bytes += bytes;
+    this.stats.replayStored++;
+    for (const oldest of this.doneOrder) {
+      if (this.bytes <= this.limits.capBytes) break;
+      this.drop(oldest);
+      this.stats.replayEvicted++;
+    }
+  }
+
+  private drop(requestId: string): void {
+    const entry = this.entries.get(requestId);
+    if (entry?.state !== 'done') return;
+    clearTimeout(entry.timer);
+    this.entries.delete(requestId);
+    this.doneOrder.delete(requestId);
+    this.bytes -= entry.bytes;
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * Per-process counting semaphores, one per key, with an exact FIFO queue. The memory store's limits, and the
+ * Redis store's fallback while Redis is unavailable (it also counts the Redis permits this process holds, so
+ * that during an outage the limit covers everything this process has in flight).
+ */
+import type { AcquireOptions, Permit, StoreStats } from './types.js';
+import { abortableDelay, onAbort } from './util.js';
+
+interface Slot {
+  held: number;
+  limit: number;
+  /** Waiters in arrival order (a Map iterates in insertion order and deletes in O(1)). */
+  queue: Map<number, () => void>;
+}
+
+/**
+ * Wraps a release function into an idempotent Permit that also releases itself when `signal` aborts, so a
+ * cancelled request cannot leak its slot even if its caller never reaches `release()`.
+ */
+export function makePermit(onRelease: () => void, signal?: AbortSignal): Permit {
+  let released = false;
+  let unlisten = (): void => {};
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    unlisten();
+    onRelease();
+  };
+  unlisten = onAbort(signal, release); // runs `release` at once if the signal has already aborted
+  return { release };
+}
+
+export class LocalSemaphores {
+  private readonly slots = new Map<string, Slot>();
+  private seq = 0;
+
+  constructor(private readonly stats: StoreStats) {}
+
+  acquire(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined> {
+    const { signal, timeoutMs } = opts;
+    if (signal?.aborted) {
+      this.stats.acquireAborts++;
+      return Promise.resolve(undefined);
+    }
+    const slot = this.slot(key);
+    slot.limit = limit;
+    this.pump(slot); // the limit may have been raised since the last call
+    // Nobody barges past a queued waiter: a free slot goes to the queue's head first.
+    if (slot.queue.size === 0 && slot.held < limit) {
+      slot.held++;
+      return Promise.resolve(this.permit(key, slot, signal));
+    }
+    if (!(timeoutMs > 0)) {
+      this.stats.acquireTimeouts++;
+      return Promise.resolve(undefined);
+    }
+    return new Promise((resolve) => {
+      const id = ++this.seq;
+      const wait = abortableDelay(timeoutMs, signal);
+      const settle = (granted: boolean): void => {
+        wait.cancel();
+        slot.queue.delete(id);
+        // Granted in the same tick the signal aborted: give the slot straight back (the permit would release
+        // itself anyway) and report the abort.
+        if (granted && !signal?.aborted) return resolve(this.permit(key, slot, signal));
+        if (granted) this.releaseOne(key, slot);
+        if (signal?.aborted) this.stats.acquireAborts++;
+        else this.stats.acquireTimeouts++;
+        this.gc(key, slot);
+        resolve(undefined);
+      };
+      slot.queue.set(id, () => settle(true));
+      // When the wait ends first the waiter is still queued: remove it. If it was granted meanwhile, `settle`
+      // already ran and the queue no longer has it.
+      void wait.promise.then(() => {
+        if (slot.queue.has(id)) settle(false);
+      });
+    });
+  }
+
+  /**
+   * Counts a permit granted elsewhere (by Redis) without checking the limit; returns its release. Keeps the
+   * per-process count complete, so a fallback acquire during an outage cannot exceed the limit locally.
+   */
+  hold(key: string): () => void {
+    const slot = this.slot(key);
+    slot.held++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.releaseOne(key, slot);
+    };
+  }
+
+  /** Permits held now for `key` (tests, metrics). */
+  heldCount(key: string): number {
+    return this.slots.get(key)?.held ?? 0;
+  }
+
+  private permit(key: string, slot: Slot, signal: AbortSignal | undefined): Permit {
+    return makePermit(() => this.releaseOne(key, slot), signal);
+  }
+
+  private releaseOne(key: string, slot: Slot): void {
+    slot.held--;
+    this.pump(slot);
+    this.gc(key, slot);
+  }
+
+  /** Grants free slots to queued waiters in order; synchronous, so no newcomer can take a slot in between. */
+  private pump(slot: Slot): void {
+    while (slot.held < slot.limit && slot.queue.size > 0) {
+      const [id, grant] = slot.queue.entries().next().value as [number, () => void];
+      slot.queue.delete(id);
+      slot.held++;
+      grant();
+    }
+  }
+
+  private slot(key: string): Slot {
+    let slot = this.slots.get(key);
+    if (slot === undefined) {
+      slot = { held: 0, limit: 0, queue: new Map() };
+      this.slots.set(key, slot);
+    }
+    return slot;
+  }
+
+  /** Forgets idle keys so a long-running process does not accumulate them. */
+  private gc(key: string, slot: Slot): void {
+    if (slot.held === 0 && slot.queue.size === 0 && this.slots.get(key) === slot) this.slots.delete(key);
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * The default store: everything in this process, no dependency. Limits hold per gateway process; replay,
+ * counters and shared values are this process's own.
+ */
+import { LocalReplay } from './local-replay.js';
+import { LocalSemaphores } from './local-semaphore.js';
+import {
+  emptyStats,
+  type AcquireOptions,
+  type Permit,
+  type ReplayBegin,
+  type StateConfig,
+  type StateLog,
+  type Store,
+  type StoreStats,
+} from './types.js';
+import { Listeners } from './util.js';
+
+/**
+ * Total bytes of stored replay responses a process keeps: enough for many typical responses, and never less
+ * than a few of the largest allowed, without letting a burst of large responses exhaust memory.
+ */
+export function replayCapBytes(maxBytes: number): number {
+  return Math.max(256 * 1024 * 1024, 4 * maxBytes);
+}
+
+export class MemoryStore implements Store {
+  readonly kind = 'memory' as const;
+  private readonly counts = emptyStats();
+  private readonly semaphores = new LocalSemaphores(this.counts);
+  private readonly replay: LocalReplay;
+  private readonly counters = new Map<string, Map<string, number>>();
+  private readonly shared = new Map<string, { value: string; expiresAt: number }>();
+  private readonly sharedListeners: Listeners<[string, string | undefined]>;
+
+  constructor(config: StateConfig, log: StateLog) {
+    this.replay = new LocalReplay(
+      {
+        ttlMs: config.replay_ttl_s * 1000,
+        maxBytes: config.replay_max_bytes,
+        capBytes: replayCapBytes(config.replay_max_bytes),
+      },
+      this.counts,
+    );
+    this.sharedListeners = new Listeners((err) => log.warn({ err }, 'state: shared-value listener threw'));
+  }
+
+  isUp(): boolean {
+    return true;
+  }
+
+  onUpChange(_listener: (up: boolean) => void): () => void {
+    return () => {}; // always up: nothing to announce
+  }
+
+  replayBegin(requestId: string, bodyHash: string, signal?: AbortSignal): Promise<ReplayBegin> {
+    return this.replay.begin(requestId, bodyHash, signal);
+  }
+
+  acquire(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined> {
+    return this.semaphores.acquire(key, limit, opts);
+  }
+
+  incr(key: string, field: string, by = 1): void {
+    let fields = this.counters.get(key);
+    if (fields === undefined) this.counters.set(key, (fields = new Map()));
+    fields.set(field, (fields.get(field) ?? 0) + by);
+  }
+
+  async readCounters(key: string): Promise<Record<string, number>> {
+    return Object.fromEntries(this.counters.get(key) ?? []);
+  }
+
+  async flush(): Promise<void> {}
+
+  async setShared(key: string, value: string, ttlMs: number): Promise<void> {
+    this.shared.set(key, { value, expiresAt: Date.now() + ttlMs });
+    this.sharedListeners.emit(key, value);
+  }
+
+  async deleteShared(key: string): Promise<void> {
+    if (this.shared.delete(key)) this.sharedListeners.emit(key, undefined);
+  }
+
+  async getShared(key: string): Promise<string | undefined> {
+    const entry = this.shared.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.expiresAt > Date.now()) return entry.value;
+    this.shared.delete(key); // expired: forget it on the way
+    return undefined;
+  }
+
+  onSharedChange(listener: (key: string, value: string | undefined) => void): () => void {
+    return this.sharedListeners.add(listener);
+  }
+
+  stats(): StoreStats {
+    return { ...this.counts };
+  }
+
+  async close(): Promise<void> {
+    this.replay.clear();
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * The Redis connection of the Redis store: builds the ioredis client (standalone, Sentinel or Cluster), tracks
+ * whether Redis is usable ("up"), runs commands and scripts so that none can outlast a short timeout, and
+ * delivers the store's pub/sub messages.
+ *
+ * Failure model: commands are never queued while disconnected (`enableOfflineQueue: false`), commands in
+ * flight when the connection drops fail at once (`maxRetriesPerRequest: 0`), and any command fails after
+ * `commandTimeout`. A failure that is not a plain command error marks Redis down; while down, `run` fails
+ * without touching the network so callers fall back to local state at once. ioredis reconnects by itself;
+ * 'ready' (or a probe PING succeeding, for a server that was only slow) marks it up again.
+ */
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { LuaScript } from './redis-scripts.js';
+import type { StateConfig, StateLog } from './types.js';
+import { Listeners } from './util.js';
+
+type Client = Redis | Cluster;
+export type RedisConfig = NonNullable<StateConfig['redis']>;
+
+/** Thrown by `run` while Redis is down: the caller falls back to local state. */
+export class RedisUnavailable extends Error {
+  constructor() {
+    super('redis unavailable');
+    this.name = 'RedisUnavailable';
+  }
+}
+
+/** Server replies that mean "not serving right now" rather than "this command is wrong". */
+const TRANSIENT_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS)\b/;
+
+function isCommandError(err: unknown): boolean {
+  return err instanceof Error && err.name === 'ReplyError' && !TRANSIENT_REPLY.test(err.message);
+}
+
+/** How often a down link checks whether a server that was only slow answers in time again. */
+const PROBE_MS = 250;
+
+/**
+ * Defaults that keep every command short; `state.redis.options` may override any of them (e.g. a larger
+ * commandTimeout for a distant Redis).
+ */
+const DEFAULTS: RedisOptions = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  autoResendUnfulfilledCommands: false,
+  commandTimeout: 500,
+  connectTimeout: 1000,
+  // Reconnect soon after Redis returns; the cap keeps a long outage from turning into a tight loop.
+  retryStrategy: (times: number) => Math.min(100 * times, 1000),
+};
+
+export class RedisLink {
+  readonly client: Client;
+  private readonly sub: Client;
+  private up = false;
+  /** Whether up/down has been decided once: the first "down" (Redis unreachable at start) is logged too. */
+  private known = false;
+  private closed = false;
+  private probeTimer: NodeJS.Timeout | undefined;
+  private lastError: string | undefined;
+  private readonly upListeners: Listeners<[boolean]>;
+  private lastCommandErrorLog = 0;
+
+  constructor(
+    config: RedisConfig,
+    readonly channel: string,
+    private readonly log: StateLog,
+    onMessage: (message: string) => void,
+  ) {
+    this.upListeners = new Listeners((err) => log.warn({ err }, 'state: up-change listener threw'));
+    // `cluster` is this store's own key in the options: true or ioredis ClusterOptions selects Redis Cluster,
+    // with `url` as the seed node; every other key is an ioredis option passed as is.
+    const { cluster, ...rest } = config.options;
+    const options = { ...DEFAULTS, ...rest } as RedisOptions;
+    // The subscriber sends one SUBSCRIBE, queued until connected and renewed by ioredis on every reconnect.
+    const subOverride = { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined };
+    if (cluster !== undefined && cluster !== false) {
+      const { retryStrategy, ...nodeOptions } = options;
+      const clusterOptions: ClusterOptions = {
+        enableOfflineQueue: false,
+        clusterRetryStrategy: retryStrategy ?? null,
+        ...(typeof cluster === 'object' ? (cluster as ClusterOptions) : {}),
+        redisOptions: nodeOptions,
+      };
+      this.client = new Cluster([config.url], clusterOptions);
+      this.sub = new Cluster([config.url], {
+        ...clusterOptions,
+        ...subOverride,
+        redisOptions: { ...nodeOptions, ...subOverride },
+      });
+    } else {
+      this.client = new Redis(config.url, options);
+      this.sub = new Redis(config.url, { ...options, ...subOverride });
+    }
+    // The first "up" also waits for the subscription (or its failure), so that once up, this replica hears
+    // every announcement; later reconnects resubscribe by themselves (ioredis autoResubscribe).
+    const subscribed = this.sub.subscribe(channel).then(
+      () => {},
+      (err: unknown) => {
+        if (!this.closed) log.warn({ err }, 'state: subscribing to redis failed; other replicas are seen by polling');
+      },
+    );
+    this.client.on('ready', () => void subscribed.then(() => this.setUp(this.client.status === 'ready')));
+    this.client.on('close', () => this.setUp(false));
+    this.client.on('end', () => this.setUp(false));
+    this.client.on('error', (err: Error) => {
+      this.lastError = err.message; // reported with the next transition, not once per reconnect attempt
+    });
+    this.sub.on('error', () => {}); // its state follows the client's; without a listener ioredis prints each
+    this.sub.on('message', (ch: string, message: string) => {
+      if (ch === channel) onMessage(message);
+    });
+  }
+
+  isUp(): boolean {
+    return this.up;
+  }
+
+  onUpChange(listener: (up: boolean) => void): () => void {
+    return this.upListeners.add(listener);
+  }
+
+  /** Runs a command while up; throws RedisUnavailable while down, and marks down on a transport failure. */
+  async run<T>(op: (client: Client) => Promise<T>): Promise<T> {
+    if (!this.up) throw new RedisUnavailable();
+    try {
+      return await op(this.client);
+    } catch (err) {
+      if (isCommandError(err)) {
+        // A bug or a server limit (e.g. OOM), not an outage: this call falls back; log at most once a minute.
+        if (Date.now() - this.lastCommandErrorLog > 60_000) {
+          this.lastCommandErrorLog = Date.now();
+          this.log.warn({ err }, 'state: redis command failed; answering from local state');
+        }
+      } else {
+        this.lastError = err instanceof Error ? err.message : String(err);
+        this.setUp(false);
+      }
+      throw err;
+    }
+  }
+
+  /** EVALSHA, loading the script on first use (NOSCRIPT) — also after a restart or failover emptied the cache. */
+  script(s: LuaScript, keys: string[], args: (string | number)[]): Promise<unknown> {
+    return this.run(async (c) => {
+      try {
+        return await c.evalsha(s.sha, keys.length, ...keys, ...args);
+      } catch (err) {
+        if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
+          return c.eval(s.lua, keys.length, ...keys, ...args);
+        }
+        throw err;
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return; // a second disconnect would leave ioredis's 2 s disconnect timer holding the process
+    this.closed = true;
+    clearInterval(this.probeTimer);
+    this.up = false;
+    // disconnect, not quit: quit would wait on a server that may be the reason we are closing.
+    this.client.disconnect();
+    this.sub.disconnect();
+  }
+
+  private setUp(up: boolean): void {
+    if (this.closed) return;
+    if (!up) this.startProbe();
+    else {
+      clearInterval(this.probeTimer);
+      this.probeTimer = undefined;
+    }
+    if (up === this.up && this.known) return;
+    const changed = up !== this.up;
+    this.known = true;
+    this.up = up;
+    if (up) this.log.info({}, 'state: redis available; limits, replay and counters are shared again');
+    else {
+      this.log.warn(
+        { error: this.lastError },
+        'state: redis unavailable; limits and replay fall back to this process until it returns',
+      );
+    }
+    if (changed) this.upListeners.emit(up);
+  }
+
+  /**
+   * While down with the connection still open (Redis was slow, not gone), PINGs until Redis answers within the
+   * command timeout; a closed connection comes back through ioredis's reconnect and 'ready' instead.
+   */
+  private startProbe(): void {
+    if (this.probeTimer !== undefined) return;
+    let inFlight = false;
+    this.probeTimer = setInterval(() => {
+      if (inFlight || this.client.status !== 'ready') return;
+      inFlight = true;
+      this.client
+        .ping()
+        .then(() => this.setUp(true))
+        .catch(() => {})
+        .finally(() => {
+          inFlight = false;
+        });
+    }, PROBE_MS);
+    this.probeTimer.unref(); // never keeps the process alive on its own
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * Idempotent replay shared through Redis: one hash per request_id holding the body hash and either "pending"
+ * (with the owner's token, expiring after a lease the owner renews while it computes) or "done" (the response,
+ * kept for replay_ttl_s). REPLAY_BEGIN decides atomically who computes; identical batches on any replica wait,
+ * woken by pub/sub when the owner ends and polling as a safety net. An owner that dies stops renewing, the
+ * entry expires within the lease, and a waiter takes over.
+ *
+ * While Redis is unavailable, replay uses this process's local replay (same semantics within the process).
+ */
+import { createHash } from 'node:crypto';
+import type { LocalReplay } from './local-replay.js';
+import type { RedisLink } from './redis-link.js';
+import { REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
+import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
+import { GAVE_UP, newId, raceAbort, Wakers } from './util.js';
+
+/** Safety-net poll of a waiter (a lapsed owner lease announces nothing). */
+const WAIT_POLL_MS = 200;
+
+export interface ReplayOptions {
+  prefix: string;
+  ttlMs: number;
+  maxBytes: number;
+  leaseMs: number;
+}
+
+interface Owned {
+  key: string;
+  token: string;
+}
+
+export class RedisReplay {
+  /** This process's waiters, woken when an owner's end is announced. */
+  private readonly waiters = new Wakers();
+  /** Computations this process owns, by token: renewed while running, abandoned on close. */
+  private readonly owned = new Map<string, Owned>();
+  private readonly renewTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly link: RedisLink,
+    private readonly local: LocalReplay,
+    private readonly stats: StoreStats,
+    private readonly opts: ReplayOptions,
+  ) {
+    this.renewTimer = setInterval(() => void this.renew(), Math.max(10, opts.leaseMs / 3));
+    this.renewTimer.unref();
+  }
+
+  async begin(requestId: string, bodyHash: string, signal?: AbortSignal): Promise<ReplayBegin> {
+    const key = this.key(requestId);
+    let waited = false;
+    for (;;) {
+      if (signal?.aborted) return { kind: 'aborted' };
+      if (!this.link.isUp()) return this.fallback(requestId, bodyHash, signal);
+      const token = newId();
+      const attempt = this.link.script(REPLAY_BEGIN, [key], [bodyHash, token, this.opts.leaseMs]);
+      let reply: unknown;
+      try {
+        reply = await raceAbort(attempt, Infinity, signal);
+      } catch {
+        return this.fallback(requestId, bodyHash, signal);
+      }
+      if (reply === GAVE_UP) {
+        // Aborted with the attempt in flight: if it made us the owner, let go at once so nobody waits on us.
+        attempt
+          .then((r) => ((r as string[])[0] === 'compute' ? this.lease(key, token).abandon() : undefined))
+          .catch(() => {});
+        return { kind: 'aborted' };
+      }
+      const [kind, body] = reply as [string, string | undefined];
+      if (kind === 'compute') return { kind: 'compute', lease: this.lease(key, token) };
+      if (kind === 'hit') {
+        this.stats.replayHits++;
+        return { kind: 'hit', body: body ?? '' };
+      }
+      if (kind === 'conflict') {
+        this.stats.replayConflicts++;
+        return { kind: 'conflict' };
+      }
+      if (!waited) this.stats.replayWaits++;
+      waited = true;
+      await this.waiters.nap(key, WAIT_POLL_MS, signal);
+    }
+  }
+
+  /** Wakes this process's waiters for a replay key (its owner ended). */
+  wake(key: string): void {
+    this.waiters.wake(key);
+  }
+
+  /** Abandons what this process still computes, so waiters elsewhere take over now rather than after the lease. */
+  async close(): Promise<void> {
+    clearInterval(this.renewTimer);
+    await Promise.allSettled([...this.owned.values()].map((o) => this.end(o.key, o.token, undefined)));
+  }
+
+  private fallback(requestId: string, bodyHash: string, signal: AbortSignal | undefined): Promise<ReplayBegin> {
+    this.stats.fallbacks++;
+    return this.local.begin(requestId, bodyHash, signal);
+  }
+
+  private lease(key: string, token: string): ReplayLease {
+    this.owned.set(token, { key, token });
+    return {
+      finish: async (body) => {
+        if (Buffer.byteLength(body) > this.opts.maxBytes) {
+          this.stats.replayTooLarge++;
+          return this.end(key, token, undefined);
+        }
+        return this.end(key, token, body);
+      },
+      abandon: () => this.end(key, token, undefined),
+    };
+  }
+
+  /**
+   * Stores the body (or abandons) if this token still owns the entry. A failure is not reported to the caller:
+   * the entry then lapses with its lease and a waiter computes, which is the same outcome as an abandon.
+   */
+  private async end(key: string, token: string, body: string | undefined): Promise<void> {
+    if (!this.owned.delete(token)) return; // ended already (finish after close, or twice)
+    const mode = body === undefined ? 'abandon' : 'finish';
+    const message = JSON.stringify({ t: 'replay', k: key });
+    try {
+      const args = [token, mode, body ?? '', this.opts.ttlMs, this.link.channel, message];
+      const stored = await this.link.script(REPLAY_END, [key], args);
+      if (stored === 1 && body !== undefined) this.stats.replayStored++;
+    } catch {
+      // Redis unavailable: see above.
+    }
+  }
+
+  private async renew(): Promise<void> {
+    if (!this.link.isUp()) return;
+    const renewals = [...this.owned.values()].map((o) =>
+      this.link.script(REPLAY_RENEW, [o.key], [o.token, this.opts.leaseMs]),
+    );
+    await Promise.allSettled(renewals);
+  }
+
+  private key(requestId: string): string {
+    // request_id comes from clients: a very long one is hashed so that keys stay small.
+    const id = requestId.length > 200 ? createHash('sha256').update(requestId).digest('hex') : requestId;
+    return `${this.opts.prefix}replay:{${id}}`;
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * The Redis store: state shared by every gateway replica configured with the same Redis and key_prefix.
+ * Composes the connection (redis-link.ts), cluster-wide semaphores, replay, counters and shared values, each
+ * with a per-process fallback used while Redis is unavailable (see each module). Key layout, all under
+ * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, and one pub/sub channel
+ * `events` carrying wake-ups and shared-value changes.
+ */
+import { LocalReplay } from './local-replay.js';
+import { LocalSemaphores } from './local-semaphore.js';
+import { replayCapBytes } from './memory-store.js';
+import { RedisCounters } from './redis-counters.js';
+import { RedisLink } from './redis-link.js';
+import { RedisReplay } from './redis-replay.js';
+import { RedisSemaphores } from './redis-semaphore.js';
+import { RedisShared, type SharedMessage } from './redis-shared.js';
+import {
+  emptyStats,
+  type AcquireOptions,
+  type Permit,
+  type ReplayBegin,
+  type StateConfig,
+  type StateLog,
+  type Store,
+  type StoreStats,
+} from './types.js';
+import { Listeners, newId } from './util.js';
+
+type Message = { t: 'sem'; k: string } | { t: 'replay'; k: string } | SharedMessage;
+
+function parseMessage(raw: string): Message | undefined {
+  try {
+    const m = JSON.parse(raw) as { t?: unknown; k?: unknown; o?: unknown; v?: unknown };
+    if (typeof m.k !== 'string') return undefined;
+    if (m.t === 'sem' || m.t === 'replay') return { t: m.t, k: m.k };
+    if (m.t === 'shared' && typeof m.o === 'string' && (m.v === undefined || typeof m.v === 'string')) {
+      return m as SharedMessage;
+    }
+  } catch {
+    // not ours (someone else publishing on the channel): ignored
+  }
+  return undefined;
+}
+
+export class RedisStore implements Store {
+  readonly kind = 'redis' as const;
+  private readonly counts = emptyStats();
+  private readonly link: RedisLink;
+  private readonly semaphores: RedisSemaphores;
+  private readonly replay: RedisReplay;
+  private readonly localReplay: LocalReplay;
+  private readonly counters: RedisCounters;
+  private readonly shared: RedisShared;
+  private readonly sharedListeners: Listeners<[string, string | undefined]>;
+  private closing: Promise<void> | undefined;
+
+  constructor(config: StateConfig, log: StateLog) {
+    const redis = config.redis;
+    if (redis === undefined) throw new Error('RedisStore needs state.redis');
+    const prefix = redis.key_prefix;
+    const origin = newId(); // tells this instance's own announcements apart
+    const leaseMs = config.lease_s * 1000;
+    this.link = new RedisLink(redis, `${prefix}events`, log, (raw) => this.onMessage(raw));
+    this.semaphores = new RedisSemaphores(this.link, new LocalSemaphores(this.counts), this.counts, {
+      prefix,
+      leaseMs,
+    });
+    const ttlMs = config.replay_ttl_s * 1000;
+    const maxBytes = config.replay_max_bytes;
+    this.localReplay = new LocalReplay({ ttlMs, maxBytes, capBytes: replayCapBytes(maxBytes) }, this.counts);
+    this.replay = new RedisReplay(this.link, this.localReplay, this.counts, { prefix, ttlMs, maxBytes, leaseMs });
+    this.counters = new RedisCounters(this.link, this.counts, prefix, origin);
+    this.sharedListeners = new Listeners((err) => log.warn({ err }, 'state: shared-value listener threw'));
+    this.shared = new RedisShared(this.link, this.counts, this.sharedListeners, prefix, origin);
+    this.link.onUpChange((up) => {
+      if (!up) return;
+      this.semaphores.onUp();
+      this.shared.onUp();
+      void this.counters.flush();
+    });
+  }
+
+  isUp(): boolean {
+    return this.link.isUp();
+  }
+
+  onUpChange(listener: (up: boolean) => void): () => void {
+    return this.link.onUpChange(listener);
+  }
+
+  replayBegin(requestId: string, bodyHash: string, signal?: AbortSignal): Promise<ReplayBegin> {
+    return this.replay.begin(requestId, bodyHash, signal);
+  }
+
+  acquire(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined> {
+    return this.semaphores.acquire(key, limit, opts);
+  }
+
+  incr(key: string, field: string, by = 1): void {
+    this.counters.incr(key, field, by);
+  }
+
+  readCounters(key: string): Promise<Record<string, number>> {
+    return this.counters.read(key);
+  }
+
+  flush(): Promise<void> {
+    return this.counters.flush();
+  }
+
+  setShared(key: string, value: string, ttlMs: number): Promise<void> {
+    return this.shared.set(key, value, ttlMs);
+  }
+
+  deleteShared(key: string): Promise<void> {
+    return this.shared.set(key, undefined, 0);
+  }
+
+  getShared(key: string): Promise<string | undefined> {
+    return this.shared.get(key);
+  }
+
+  onSharedChange(listener: (key: string, value: string | undefined) => void): () => void {
+    return this.sharedListeners.add(listener);
+  }
+
+  stats(): StoreStats {
+    return { ...this.counts };
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    await Promise.allSettled([this.semaphores.close(), this.replay.close(), this.counters.close()]);
+    this.localReplay.clear();
+    await this.link.close();
+  }
+
+  private onMessage(raw: string): void {
+    const m = parseMessage(raw);
+    if (m === undefined) return;
+    if (m.t === 'sem') this.semaphores.wake(m.k);
+    else if (m.t === 'replay') this.replay.wake(m.k);
+    else this.shared.onMessage(m);
+  }
+}

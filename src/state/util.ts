@@ -1,0 +1,131 @@
+/** Small helpers shared by both stores. */
+
+/**
+ * One 'abort' listener per signal, shared by every callback registered on it. A request's signal is handed to
+ * many waits and permits at once (one per sub-request); listening once keeps Node's "possible EventTarget
+ * memory leak" warning (over 10 listeners) from firing on normal fan-out.
+ */
+const abortCallbacks = new WeakMap<AbortSignal, Set<() => void>>();
+
+/** Calls `fn` once when `signal` aborts (at once if it already has); returns the unregister function. */
+export function onAbort(signal: AbortSignal | undefined, fn: () => void): () => void {
+  if (signal === undefined) return () => {};
+  if (signal.aborted) {
+    fn();
+    return () => {};
+  }
+  let fns = abortCallbacks.get(signal);
+  if (fns === undefined) {
+    const set = new Set<() => void>();
+    fns = set;
+    abortCallbacks.set(signal, set);
+    signal.addEventListener(
+      'abort',
+      () => {
+        abortCallbacks.delete(signal);
+        for (const f of set) f();
+      },
+      { once: true },
+    );
+  }
+  const entry = (): void => fn(); // a distinct entry per registration, even for the same fn
+  fns.add(entry);
+  return () => {
+    fns.delete(entry);
+  };
+}
+
+/** setTimeout's largest delay; longer waits are "until the signal aborts". */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Resolves after `ms` (never for a non-finite or huge `ms`), or as soon as `signal` aborts. `cancel()` drops
+ * the timer and the listener, so a settled wait leaves nothing attached to a long-lived request signal.
+ */
+export function abortableDelay(ms: number, signal?: AbortSignal): { promise: Promise<void>; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let unlisten = (): void => {};
+  const promise = new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    if (Number.isFinite(ms) && ms <= MAX_TIMER_MS) timer = setTimeout(resolve, Math.max(0, ms));
+    unlisten = onAbort(signal, resolve);
+  });
+  return {
+    promise,
+    cancel: () => {
+      if (timer !== undefined) clearTimeout(timer);
+      unlisten();
+    },
+  };
+}
+
+/** A listener list whose listeners cannot break the store: one that throws is reported and skipped. */
+export class Listeners<A extends unknown[]> {
+  private readonly fns = new Set<(...args: A) => void>();
+
+  constructor(private readonly onError: (err: unknown) => void) {}
+
+  add(fn: (...args: A) => void): () => void {
+    this.fns.add(fn);
+    return () => {
+      this.fns.delete(fn);
+    };
+  }
+
+  emit(...args: A): void {
+    for (const fn of [...this.fns]) {
+      try {
+        fn(...args);
+      } catch (err) {
+        this.onError(err);
+      }
+    }
+  }
+}
+
+/** A random id for permits, leases and store instances (unique across gateway replicas). */
+export { randomUUID as newId } from 'node:crypto';
+
+/** What raceAbort returns when the signal or the time limit won. */
+export const GAVE_UP = Symbol('gave up');
+
+/**
+ * Waits for `p`, but no longer than `ms` or until `signal` aborts: a Redis round trip in flight never holds a
+ * caller past its deadline. The caller undoes whatever `p` may still do (see the callers).
+ */
+export async function raceAbort<T>(p: Promise<T>, ms: number, signal?: AbortSignal): Promise<T | typeof GAVE_UP> {
+  const wait = abortableDelay(ms, signal);
+  try {
+    return await Promise.race([p, wait.promise.then((): typeof GAVE_UP => GAVE_UP)]);
+  } finally {
+    wait.cancel();
+  }
+}
+
+/**
+ * Waiters of this process, per key, that a pub/sub message can wake early. `nap` sleeps until `wake(key)`,
+ * `ms` passes or the signal aborts, whichever comes first.
+ */
+export class Wakers {
+  private readonly byKey = new Map<string, Set<() => void>>();
+
+  wake(key: string): void {
+    for (const wake of this.byKey.get(key) ?? []) wake();
+  }
+
+  async nap(key: string, ms: number, signal?: AbortSignal): Promise<void> {
+    let set = this.byKey.get(key);
+    if (set === undefined) this.byKey.set(key, (set = new Set()));
+    const wait = abortableDelay(ms, signal);
+    let wake = (): void => {};
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    set.add(wake);
+    try {
+      await Promise.race([wait.promise, woken]);
+    } finally {
+      wait.cancel();
+      set.delete(wake);
+      if (set.size === 0) this.byKey.delete(key);
+    }
+  }
+}

@@ -1,0 +1,234 @@
+/**
+ * The store contract, run against both the memory and the Redis store (memory.test.ts, redis.test.ts): the
+ * same behaviour is promised whichever is configured.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { hashBody, type Permit, type StateConfig, type Store } from '../../src/state/index.js';
+import { eventually } from './helpers.js';
+
+export interface Harness {
+  /** A fresh store for one test, ready to use (Redis: connected). */
+  make(over?: Partial<StateConfig>): Promise<Store>;
+  /** Checks that the semaphore `key` holds nothing and queues nobody anymore (Redis: its keys are empty). */
+  assertIdle(key: string): Promise<void>;
+  /** Frees the resources of the stores made so far. */
+  cleanup(): Promise<void>;
+}
+
+function uniqueKey(): string {
+  return `backend-${randomUUID()}`;
+}
+
+/** Holds a permit for `ms`, tracking the number held at once in `gauge`. */
+async function hold(permit: Permit, gauge: { now: number; max: number }, ms: number): Promise<void> {
+  gauge.now++;
+  gauge.max = Math.max(gauge.max, gauge.now);
+  await sleep(ms);
+  gauge.now--;
+  permit.release();
+}
+
+export function contractSuite(name: string, harness: Harness): void {
+  describe(`${name} store contract`, { timeout: 30_000 }, () => {
+    after(() => harness.cleanup());
+
+    it('never exceeds the limit under 50 concurrent acquirers', async () => {
+      const store = await harness.make();
+      const key = uniqueKey();
+      const gauge = { now: 0, max: 0 };
+      const results = await Promise.all(
+        Array.from({ length: 50 }, async () => {
+          const permit = await store.acquire(key, 2, { timeoutMs: 10_000 });
+          if (permit === undefined) return false;
+          await hold(permit, gauge, 3);
+          return true;
+        }),
+      );
+      assert.equal(results.filter(Boolean).length, 50);
+      assert.equal(gauge.max, 2);
+      await harness.assertIdle(key);
+    });
+
+    it('grants waiters in FIFO order', async () => {
+      const store = await harness.make();
+      const key = uniqueKey();
+      const first = await store.acquire(key, 1, { timeoutMs: 0 });
+      assert.ok(first);
+      const order: number[] = [];
+      const waiters = Array.from({ length: 6 }, (_, i) =>
+        store.acquire(key, 1, { timeoutMs: 10_000 }).then(async (p) => {
+          assert.ok(p);
+          order.push(i);
+          await sleep(2);
+          p.release();
+        }),
+      );
+      await sleep(50); // every waiter is queued
+      first.release();
+      await Promise.all(waiters);
+      assert.deepEqual(order, [0, 1, 2, 3, 4, 5]);
+      await harness.assertIdle(key);
+    });
+
+    it('grants a free permit with timeoutMs 0 and refuses a busy one at once', async () => {
+      const store = await harness.make();
+      const key = uniqueKey();
+      const p = await store.acquire(key, 1, { timeoutMs: 0 });
+      assert.ok(p);
+      const t0 = Date.now();
+      assert.equal(await store.acquire(key, 1, { timeoutMs: 0 }), undefined);
+      assert.ok(Date.now() - t0 < 300);
+      p.release();
+      await harness.assertIdle(key);
+    });
+
+    it('times out a waiter with undefined and counts it', async () => {
+      const store = await harness.make();
+      const key = uniqueKey();
+      const p = await store.acquire(key, 1, { timeoutMs: 0 });
+      assert.ok(p);
+      const t0 = Date.now();
+      assert.equal(await store.acquire(key, 1, { timeoutMs: 150 }), undefined);
+      const waited = Date.now() - t0;
+      assert.ok(waited >= 140 && waited < 600, `waited ${waited} ms`);
+      assert.equal(store.stats().acquireTimeouts, 1);
+      p.release();
+      await harness.assertIdle(key);
+    });
+
+    it('an aborted waiter leaves with undefined and takes nothing; an aborted holder gives its permit back', async () => {
+      const store = await harness.make();
+      const key = uniqueKey();
+      const p = await store.acquire(key, 1, { timeoutMs: 0 });
+      assert.ok(p);
+      const ac = new AbortController();
+      const waiting = store.acquire(key, 1, { signal: ac.signal, timeoutMs: 10_000 });
+      await sleep(30);
+      const t0 = Date.now();
+      ac.abort();
+      assert.equal(await waiting, undefined);
+      assert.ok(Date.now() - t0 < 200);
+      assert.equal(store.stats().acquireAborts, 1);
+      p.release();
+      p.release(); // idempotent: must not free a second slot
+      const again = new AbortController();
+      const q = await store.acquire(key, 1, { signal: again.signal, timeoutMs: 0 });
+      assert.ok(q, 'the slot is free: the aborted waiter took nothing');
+      assert.equal(await store.acquire(key, 1, { timeoutMs: 0 }), undefined, 'double release freed nothing');
+      again.abort(); // releases q by itself
+      assert.ok(await store.acquire(key, 1, { timeoutMs: 1000 }).then((r) => (r?.release(), r)));
+      assert.equal(await store.acquire(key, 1, { signal: AbortSignal.abort(), timeoutMs: 0 }), undefined);
+      await harness.assertIdle(key);
+    });
+
+    it('replay: compute, then hit with the stored body', async () => {
+      const store = await harness.make();
+      const rid = randomUUID();
+      const h = hashBody('{"a":1}');
+      const first = await store.replayBegin(rid, h);
+      assert.equal(first.kind, 'compute');
+      if (first.kind === 'compute') await first.lease.finish('[1]');
+      assert.deepEqual(await store.replayBegin(rid, h), { kind: 'hit', body: '[1]' });
+      assert.equal(store.stats().replayHits, 1);
+      assert.equal(store.stats().replayStored, 1);
+    });
+
+    it('replay: a duplicate waits for the first and gets its result', async () => {
+      const store = await harness.make();
+      const rid = randomUUID();
+      const first = await store.replayBegin(rid, 'h');
+      assert.equal(first.kind, 'compute');
+      const second = store.replayBegin(rid, 'h');
+      await sleep(30);
+      if (first.kind === 'compute') await first.lease.finish('answer');
+      assert.deepEqual(await second, { kind: 'hit', body: 'answer' });
+      assert.equal(store.stats().replayWaits, 1);
+    });
+
+    it('replay: same request_id with another body is a conflict, computed and counted', async () => {
+      const store = await harness.make();
+      const rid = randomUUID();
+      const first = await store.replayBegin(rid, 'h1');
+      assert.deepEqual(await store.replayBegin(rid, 'h2'), { kind: 'conflict' });
+      if (first.kind === 'compute') await first.lease.finish('x');
+      assert.deepEqual(await store.replayBegin(rid, 'h2'), { kind: 'conflict' });
+      assert.equal(store.stats().replayConflicts, 2);
+    });
+
+    it('replay: an abandoned computation hands over to one waiter', async () => {
+      const store = await harness.make();
+      const rid = randomUUID();
+      const first = await store.replayBegin(rid, 'h');
+      const a = store.replayBegin(rid, 'h');
+      const b = store.replayBegin(rid, 'h');
+      await sleep(30);
+      if (first.kind === 'compute') await first.lease.abandon();
+      const next = await Promise.race([a, b]);
+      assert.equal(next.kind, 'compute');
+      if (next.kind === 'compute') await next.lease.finish('second try');
+      const results = await Promise.all([a, b]);
+      assert.deepEqual(
+        results.map((r) => r.kind).sort(),
+        ['compute', 'hit'],
+        'exactly one waiter computed, the other replayed',
+      );
+    });
+
+    it('replay: a waiter whose signal aborts leaves with "aborted"', async () => {
+      const store = await harness.make();
+      const rid = randomUUID();
+      const first = await store.replayBegin(rid, 'h');
+      const ac = new AbortController();
+      const waiting = store.replayBegin(rid, 'h', ac.signal);
+      await sleep(30);
+      ac.abort();
+      assert.deepEqual(await waiting, { kind: 'aborted' });
+      if (first.kind === 'compute') await first.lease.abandon();
+    });
+
+    it('replay: a response over replay_max_bytes is not stored, and counted', async () => {
+      const store = await harness.make({ replay_max_bytes: 10 });
+      const rid = randomUUID();
+      const first = await store.replayBegin(rid, 'h');
+      if (first.kind === 'compute') await first.lease.finish('x'.repeat(11));
+      assert.equal((await store.replayBegin(rid, 'h')).kind, 'compute');
+      assert.equal(store.stats().replayTooLarge, 1);
+    });
+
+    it('counters add up', async () => {
+      const store = await harness.make();
+      const key = `exp-${randomUUID()}`;
+      store.incr(key, 'qwen');
+      store.incr(key, 'qwen', 2);
+      store.incr(key, 'gpt', 0.5);
+      assert.deepEqual(await store.readCounters(key), { qwen: 3, gpt: 0.5 });
+      await store.flush();
+      assert.deepEqual(await store.readCounters(key), { qwen: 3, gpt: 0.5 });
+      assert.deepEqual(await store.readCounters(`none-${randomUUID()}`), {});
+    });
+
+    it('shared values: set, get, announce, delete, expire', async () => {
+      const store = await harness.make();
+      const key = `eject:${randomUUID()}`;
+      const seen: [string, string | undefined][] = [];
+      const off = store.onSharedChange((k, v) => {
+        if (k === key) seen.push([k, v]);
+      });
+      await store.setShared(key, 'ejected', 10_000);
+      assert.equal(await store.getShared(key), 'ejected');
+      await store.deleteShared(key);
+      assert.equal(await store.getShared(key), undefined);
+      await store.setShared(key, 'briefly', 60);
+      assert.ok(await eventually(async () => (await store.getShared(key)) === undefined, 1500), 'expired');
+      off();
+      assert.deepEqual(seen, [
+        [key, 'ejected'],
+        [key, undefined],
+        [key, 'briefly'],
+      ]);
+    });
+  });
+}

@@ -1,0 +1,127 @@
+/** Test helpers for the state stores: configs, a recording logger, a private redis-server, key cleanup. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import type { StateConfig, StateLog } from '../../src/state/index.js';
+
+export const REDIS_URL = 'redis://127.0.0.1:6379';
+
+export interface LogLine {
+  level: 'info' | 'warn';
+  msg: string;
+}
+
+/** A logger that records what the store logs, so tests can check "logged once". */
+export function recordingLog(): StateLog & { lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  return {
+    lines,
+    info: (_obj, msg) => void lines.push({ level: 'info', msg }),
+    warn: (_obj, msg) => void lines.push({ level: 'warn', msg }),
+  };
+}
+
+export function uniquePrefix(): string {
+  return `magma-gw-test:${randomUUID()}:`;
+}
+
+export function memoryConfig(over: Partial<StateConfig> = {}): StateConfig {
+  return { replay_ttl_s: 600, replay_max_bytes: 1024, lease_s: 1, ...over };
+}
+
+export function redisConfig(prefix: string, url = REDIS_URL, over: Partial<StateConfig> = {}): StateConfig {
+  return memoryConfig({ redis: { url, key_prefix: prefix, options: {} }, ...over });
+}
+
+/** Deletes every key under `prefix` (tests share the CI Redis). */
+export async function deleteKeys(prefix: string, url = REDIS_URL): Promise<void> {
+  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await r.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length > 0) await r.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Keys under `prefix` that still exist (leak checks). */
+export async function listKeys(prefix: string, url = REDIS_URL): Promise<string[]> {
+  const r = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    return await r.keys(`${prefix}*`);
+  } finally {
+    r.disconnect();
+  }
+}
+
+export async function redisCall(url: string, ...args: (string | number)[]): Promise<unknown> {
+  const r = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    const [cmd, ...rest] = args;
+    return await r.call(String(cmd), ...rest);
+  } finally {
+    r.disconnect();
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A throwaway redis-server on `port` (no persistence), started and answering PING when this resolves. */
+export async function startRedisServer(port: number, extra: string[] = []): Promise<ChildProcess> {
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra],
+    { stdio: 'ignore' },
+  );
+  const url = `redis://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    r.on('error', () => {});
+    try {
+      await r.connect();
+      await r.ping();
+      return child;
+    } catch {
+      await sleep(50);
+    } finally {
+      r.disconnect();
+    }
+  }
+  child.kill('SIGKILL');
+  throw new Error(`redis-server on port ${port} did not start`);
+}
+
+/** kill -9 and wait for the process to be gone. */
+export async function killHard(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+/** Polls `cond` every 20 ms until true or `ms` passes; returns whether it became true. */
+export async function eventually(cond: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return true;
+    await sleep(20);
+  }
+  return cond();
+}

@@ -1,0 +1,27 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import pino from 'pino';
+import { createStore, type StateLog, type Store } from '../../src/state/index.js';
+import { contractSuite } from './contract.js';
+import { memoryConfig, recordingLog } from './helpers.js';
+
+const stores: Store[] = [];
+
+contractSuite('memory', {
+  make: async (over) => {
+    const store = createStore(memoryConfig(over), recordingLog());
+    stores.push(store);
+    return store;
+  },
+  assertIdle: async () => {}, // nothing outlives a permit in memory; the contract's own checks cover leaks
+  cleanup: async () => {
+    await Promise.all(stores.map((s) => s.close()));
+  },
+});
+
+it('memory store: is always up, and a pino logger is a StateLog', () => {
+  const log: StateLog = pino({ level: 'silent' });
+  const store = createStore(memoryConfig(), log);
+  assert.equal(store.kind, 'memory');
+  assert.equal(store.isUp(), true);
+});

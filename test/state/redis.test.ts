@@ -1,0 +1,208 @@
+/**
+ * The Redis store against the Redis at 127.0.0.1:6379 (CI starts one): the shared contract, then what only
+ * sharing adds: several store instances (= gateway replicas) see one limit, one replay, one set of counters
+ * and shared values, and a replica killed with -9 gives its permits and replay leases back within the lease.
+ */
+import assert from 'node:assert/strict';
+import { fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createStore, waitUntilUp, type StateConfig, type Store } from '../../src/state/index.js';
+import { contractSuite } from './contract.js';
+import { deleteKeys, eventually, killHard, listKeys, recordingLog, redisConfig, uniquePrefix } from './helpers.js';
+
+const prefixes: string[] = [];
+const stores: Store[] = [];
+
+/** Stores sharing one prefix, i.e. replicas of one gateway deployment. */
+function deployment(over: Partial<StateConfig> = {}): { prefix: string; replica(): Promise<Store> } {
+  const prefix = uniquePrefix();
+  prefixes.push(prefix);
+  return {
+    prefix,
+    replica: async () => {
+      const store = createStore(redisConfig(prefix, undefined, over), recordingLog());
+      stores.push(store);
+      assert.ok(await waitUntilUp(store, 3000), 'redis at 127.0.0.1:6379 is reachable');
+      return store;
+    },
+  };
+}
+
+async function cleanup(): Promise<void> {
+  for (const s of stores) assert.equal(s.stats().fallbacks, 0, 'every call was served by redis, not the fallback');
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+  await Promise.all(prefixes.splice(0).map((p) => deleteKeys(p)));
+}
+
+let current = deployment();
+contractSuite('redis', {
+  make: async (over) => {
+    current = deployment(over);
+    return current.replica();
+  },
+  assertIdle: async (key) => {
+    // Releases travel asynchronously: give them a moment; then nothing of the semaphore may remain.
+    const idle = await eventually(async () => {
+      const keys = await listKeys(`${current.prefix}sem:{${key}}:`);
+      return keys.every((k) => k.endsWith(':ticket'));
+    }, 1000);
+    assert.ok(idle, 'no permit or waiter left in redis');
+  },
+  cleanup,
+});
+
+describe('redis store across replicas', { timeout: 30_000 }, () => {
+  after(cleanup);
+
+  it('holds one limit across replicas, FIFO across them', async () => {
+    const d = deployment();
+    const replicas = await Promise.all([d.replica(), d.replica(), d.replica()]);
+    const key = `b-${randomUUID()}`;
+    const gauge = { now: 0, max: 0 };
+    const got = await Promise.all(
+      Array.from({ length: 30 }, async (_, i) => {
+        const permit = await replicas[i % 3]!.acquire(key, 2, { timeoutMs: 10_000 });
+        if (permit === undefined) return 0;
+        gauge.max = Math.max(gauge.max, ++gauge.now);
+        await sleep(3);
+        gauge.now--;
+        permit.release();
+        return 1;
+      }),
+    );
+    assert.equal(got.reduce((a: number, b) => a + b, 0), 30);
+    assert.equal(gauge.max, 2);
+
+    // FIFO across replicas: waiters queued alternately on two replicas are served in arrival order.
+    const first = await replicas[0]!.acquire(key, 1, { timeoutMs: 0 });
+    assert.ok(first);
+    const order: number[] = [];
+    const waiters: Promise<void>[] = [];
+    for (let i = 0; i < 6; i++) {
+      waiters.push(
+        replicas[1 + (i % 2)]!.acquire(key, 1, { timeoutMs: 10_000 }).then((p) => {
+          order.push(i);
+          p?.release();
+        }),
+      );
+      await sleep(15); // arrival order across two connections is only defined with some time between
+    }
+    first.release();
+    await Promise.all(waiters);
+    assert.deepEqual(order, [0, 1, 2, 3, 4, 5]);
+  });
+
+  it('replays a batch computed on another replica, and waits for one in progress there', async () => {
+    const d = deployment();
+    const [a, b] = await Promise.all([d.replica(), d.replica()]);
+    const rid = randomUUID();
+    const first = await a.replayBegin(rid, 'h');
+    assert.equal(first.kind, 'compute');
+    const t0 = Date.now();
+    const waiting = b.replayBegin(rid, 'h');
+    await sleep(50);
+    if (first.kind === 'compute') await first.lease.finish('{"ok":true}');
+    assert.deepEqual(await waiting, { kind: 'hit', body: '{"ok":true}' });
+    assert.ok(Date.now() - t0 < 150, 'woken by pub/sub, not by the poll');
+    assert.deepEqual(await b.replayBegin(rid, 'h'), { kind: 'hit', body: '{"ok":true}' });
+    assert.deepEqual(await b.replayBegin(rid, 'other'), { kind: 'conflict' });
+  });
+
+  it('counters of two replicas add up to cluster totals', async () => {
+    const d = deployment();
+    const [a, b] = await Promise.all([d.replica(), d.replica()]);
+    const key = `exp-${randomUUID()}`;
+    for (let i = 0; i < 100; i++) {
+      a.incr(key, 'qwen');
+      b.incr(key, 'qwen');
+    }
+    b.incr(key, 'gpt', 7);
+    await Promise.all([a.flush(), b.flush()]);
+    assert.deepEqual(await a.readCounters(key), { qwen: 200, gpt: 7 });
+    assert.deepEqual(await b.readCounters(key), { qwen: 200, gpt: 7 });
+    // Without an explicit flush, increments still reach the others within the flush period.
+    a.incr(key, 'gpt');
+    assert.ok(await eventually(async () => (await b.readCounters(key)).gpt === 8, 1000));
+  });
+
+  it('shows shared values set on one replica to the others, at once through the announcement', async () => {
+    const d = deployment();
+    const [a, b] = await Promise.all([d.replica(), d.replica()]);
+    const key = `eject:${randomUUID()}`;
+    assert.equal(await b.getShared(key), undefined); // cached as absent...
+    const seen: (string | undefined)[] = [];
+    b.onSharedChange((k, v) => k === key && seen.push(v));
+    await a.setShared(key, 'until-later', 10_000);
+    assert.ok(await eventually(() => seen.length === 1, 500), 'announced to the other replica');
+    assert.equal(await b.getShared(key), 'until-later'); // ...and updated by the announcement
+    await a.deleteShared(key);
+    assert.ok(await eventually(() => seen.length === 2, 500));
+    assert.deepEqual(seen, ['until-later', undefined]);
+    assert.equal(await b.getShared(key), undefined);
+    const c = await d.replica(); // a replica started later reads the current state
+    await a.setShared(key, 'again', 10_000);
+    assert.equal(await c.getShared(key), 'again');
+  });
+
+  it('a replica killed with -9 gives back its permit and its replay computation within the lease', async () => {
+    const d = deployment();
+    const store = await d.replica();
+    const key = `b-${randomUUID()}`;
+    const rid = randomUUID();
+    const holderPath = fileURLToPath(new URL('./fixtures/holder.js', import.meta.url));
+    const child = fork(holderPath, [d.prefix, key, rid], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    try {
+      // The child's report, or a failure if it exits or hangs first (never an endless wait).
+      const ready = await Promise.race([
+        once(child, 'message').then(([m]) => m as { permit: boolean; replay: string }),
+        once(child, 'exit').then(([code]) => Promise.reject(new Error(`holder exited with ${String(code)}`))),
+        sleep(10_000, undefined, { ref: false }).then(() => Promise.reject(new Error('holder did not report within 10 s'))),
+      ]);
+      assert.deepEqual(ready, { permit: true, replay: 'compute' });
+      assert.equal(await store.acquire(key, 1, { timeoutMs: 0 }), undefined, 'the child holds the only permit');
+      const waiting = store.replayBegin(rid, 'h');
+      await sleep(100);
+      await killHard(child);
+      const t0 = Date.now();
+      const permit = await store.acquire(key, 1, { timeoutMs: 5000 });
+      assert.ok(permit, 'the dead replica’s permit came back');
+      assert.ok(Date.now() - t0 < 1500, `within the 1 s lease (took ${Date.now() - t0} ms)`);
+      permit.release();
+      const took = await waiting;
+      assert.equal(took.kind, 'compute', 'a waiter took over the dead replica’s computation');
+      if (took.kind === 'compute') await took.lease.finish('done');
+    } finally {
+      await killHard(child);
+    }
+  });
+
+  it('renews leases while held: a permit held past its lease stays exclusive', async () => {
+    const d = deployment();
+    const [a, b] = await Promise.all([d.replica(), d.replica()]);
+    const key = `b-${randomUUID()}`;
+    const p = await a.acquire(key, 1, { timeoutMs: 0 });
+    assert.ok(p);
+    assert.equal(await b.acquire(key, 1, { timeoutMs: 1600 }), undefined, 'still held after 1.6 leases');
+    p.release();
+    assert.ok(await b.acquire(key, 1, { timeoutMs: 500 }).then((q) => (q?.release(), q)));
+    assert.equal(a.stats().leasesLost, 0);
+  });
+
+  it('close releases this replica’s permits at once', async () => {
+    const d = deployment();
+    const [a, b] = await Promise.all([d.replica(), d.replica()]);
+    const key = `b-${randomUUID()}`;
+    assert.ok(await a.acquire(key, 1, { timeoutMs: 0 }));
+    const waiting = b.acquire(key, 1, { timeoutMs: 5000 });
+    const t0 = Date.now();
+    await a.close();
+    const p = await waiting;
+    assert.ok(p);
+    assert.ok(Date.now() - t0 < 500, 'not after the lease');
+    p.release();
+  });
+});
