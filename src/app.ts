@@ -4,7 +4,9 @@
 import { readFileSync } from 'node:fs';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { GatewayConfig } from './config/schema.js';
+import authPlugin from './plugins/auth.js';
 import gatewayPlugin from './plugins/gateway.js';
+import { adminRoutes } from './routes/admin.js';
 import { experimentsRoute } from './routes/experiments.js';
 import { identityRoutes } from './routes/identity.js';
 import { metricsRoute } from './routes/metrics.js';
@@ -60,6 +62,9 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     defaultMetrics: opts.defaultMetrics,
   });
 
+  // Before any route: the admin token guards every /gateway/* path whichever plugin registers it.
+  await app.register(authPlugin);
+
   // Cross-cutting: every answer counted and timed by endpoint.
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unmatched';
@@ -70,6 +75,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(identityRoutes);
   await app.register(responsesRoute);
   await app.register(metricsRoute);
+  await app.register(adminRoutes);
   await app.register(import('./routes/coaching.js'));
   await app.register(experimentsRoute);
   return app;

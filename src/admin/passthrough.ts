@@ -1,0 +1,107 @@
+/**
+ * `/gateway/backends/{name}/...` forwarded to a replica of that backend (issue 4), so an operator reaches any
+ * agent's own endpoints (its /health, /v1/info, a debug page) through the gateway without opening its port.
+ *
+ * One @fastify/http-proxy registration serves every backend: its prefix carries `:name`, and the replica is
+ * chosen per request from the runtime current at that moment, so backends added or removed by a reload are
+ * reachable (or 404) at once without registering routes on a running server. The prefix up to the name is
+ * stripped; the replica's own path prefix (a url like http://host/agent) is put in front of the rest.
+ *
+ * Headers: the operator's `authorization` (the admin token) never reaches the agent; the backend's configured
+ * `headers` are added, as on every gateway call. `x-gateway-replica: <index>` pins a replica in any state
+ * (to look at an ejected one); the answer says which replica served it in the same header.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import httpProxy from '@fastify/http-proxy';
+import type { FastifyInstance } from 'fastify';
+import type { GatewayRuntime } from '../runtime.js';
+import type { Replica } from '../upstream/replica.js';
+
+export const REPLICA_HEADER = 'x-gateway-replica';
+
+/** Request headers that belong to the gateway hop, never to the agent. */
+const HOP_HEADERS = ['authorization', 'proxy-authorization', REPLICA_HEADER];
+
+type Pick = { replica: Replica } | { status: 404 | 503; detail: string };
+
+/**
+ * The replica for a request: the pinned one, else the routable replicas in turn (round robin per backend;
+ * proxied calls are rare and short, so load-aware choice would buy nothing).
+ */
+export function pickReplica(runtime: GatewayRuntime, name: string, pin: string | undefined, turn: Map<string, number>): Pick {
+  const backend = runtime.upstreams.backends.get(name);
+  if (backend === undefined) return { status: 404, detail: `unknown backend "${name}"` };
+  if (pin !== undefined) {
+    const replica = /^\d+$/.test(pin) ? backend.replicas[Number(pin)] : undefined;
+    if (replica === undefined) return { status: 404, detail: `backend "${name}" has no replica ${pin}` };
+    return { replica };
+  }
+  const routable = runtime.upstreams.routable(name);
+  if (routable.length === 0) return { status: 503, detail: `backend "${name}" has no ready replica` };
+  const n = turn.get(name) ?? 0;
+  turn.set(name, n + 1);
+  return { replica: routable[n % routable.length]! };
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export async function passthrough(app: FastifyInstance): Promise<void> {
+  // Bodies go to the agent as the byte stream they came as: http-proxy adds its streaming parsers in its own
+  // context; the gateway's text parser (for exact JSON) must not be inherited there.
+  app.removeAllContentTypeParsers();
+  // Keyed by the request object: reply-from's hooks type requests for any server kind (http2 too).
+  const picked = new WeakMap<object, { replica: Replica; timeoutMs: number }>();
+  const turn = new Map<string, number>();
+  const chosen = (req: object): { replica: Replica; timeoutMs: number } => {
+    const c = picked.get(req);
+    if (c === undefined) throw new Error('passthrough: no replica chosen for this request');
+    return c;
+  };
+
+  await app.register(httpProxy, {
+    // No fixed upstream: getUpstream answers per request with the chosen replica's origin.
+    upstream: '',
+    prefix: '/gateway/backends/:name',
+    internalRewriteLocationHeader: false,
+    disableRequestLogging: true,
+    undici: { connect: { timeout: 5_000 } },
+    // reply-from's own connection pool (not the replicas' pools, which reloads close): released on shutdown.
+    destroyAgent: true,
+    preHandler(req, reply, done) {
+      const runtime = app.gateway.current;
+      const name = (req.params as { name?: string }).name ?? '';
+      const pick = pickReplica(runtime, name, headerValue(req.headers[REPLICA_HEADER]), turn);
+      if ('status' in pick) {
+        void reply.code(pick.status).send({ detail: pick.detail });
+        return;
+      }
+      picked.set(req, { replica: pick.replica, timeoutMs: runtime.upstreams.timeoutMs(name) });
+      done();
+    },
+    handler(req, reply, dest, options) {
+      const { replica, timeoutMs } = chosen(req);
+      return reply.from(replica.basePath + dest, { ...options, timeout: timeoutMs });
+    },
+    replyOptions: {
+      getUpstream: (req) => chosen(req).replica.origin,
+      rewriteRequestHeaders(req, headers) {
+        const out: IncomingHttpHeaders = { ...headers };
+        for (const h of HOP_HEADERS) delete out[h];
+        return { ...out, ...chosen(req).replica.headers };
+      },
+      rewriteHeaders(headers, req) {
+        return req === undefined ? headers : { ...headers, [REPLICA_HEADER]: chosen(req).replica.id };
+      },
+      // A proxy for looking at agents must show what the agent said: no retries (reply-from retries GETs on 503).
+      retryDelay: () => null,
+      onError(reply, { error }) {
+        const { replica } = chosen(reply.request);
+        const status = (error as Error & { statusCode?: number }).statusCode === 504 ? 504 : 502;
+        reply.request.log.warn({ replica: replica.id, err: error.message }, 'passthrough to backend failed');
+        void reply.code(status).send({ detail: `backend replica ${replica.id} did not answer: ${error.message}` });
+      },
+    },
+  });
+}

@@ -1,0 +1,72 @@
+/**
+ * The config as `GET /gateway/config` shows it: everything an operator needs to see what is running, nothing an
+ * operator's screen share could leak. Redacted: `admin.token`, every backend `headers` value (they carry API
+ * keys), passwords in URLs (Redis, and backend URLs with user info), and Redis `options` values whose key
+ * names a secret (ioredis takes `password`, `sentinelPassword`, TLS keys there).
+ */
+import type { GatewayConfig } from '../config/schema.js';
+
+export const REDACTED = 'REDACTED';
+
+/** Keys of free-form option objects whose values are treated as secrets. */
+const SECRET_KEY = /pass|secret|token|auth|cred|^key$|private/i;
+
+/** A URL with its password (and a user name standing alone as a token) replaced; other parts kept. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = REDACTED;
+    // `redis://token@host`: a lone user name is how some providers pass the secret.
+    else if (u.username !== '' && u.protocol.startsWith('redis')) u.username = REDACTED;
+    else return url;
+    // The serializer adds "/" to an empty path; keep the URL as written otherwise.
+    const out = u.toString();
+    return out.endsWith('/') && !url.endsWith('/') ? out.slice(0, -1) : out;
+  } catch {
+    // Not a URL the WHATWG parser takes: blank whatever sits between "//" and "@".
+    return url.replace(/\/\/[^/@]*@/, `//${REDACTED}@`);
+  }
+}
+
+function redactOptions(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactOptions);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? REDACTED : redactOptions(v);
+  return out;
+}
+
+export type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state'> & {
+  admin: { token: string | null; protect_metrics: boolean };
+  backends: Record<string, Omit<GatewayConfig['backends'][string], 'headers'> & { headers: Record<string, string> }>;
+  state: Omit<GatewayConfig['state'], 'redis'> & {
+    redis?: { url: string; key_prefix: string; options: unknown };
+  };
+};
+
+/** A redacted copy; the running config (deep-frozen) is not touched. */
+export function redactConfig(config: GatewayConfig): RedactedConfig {
+  const backends: RedactedConfig['backends'] = {};
+  for (const [name, b] of Object.entries(config.backends)) {
+    const headers: Record<string, string> = {};
+    for (const h of Object.keys(b.headers)) headers[h] = REDACTED;
+    backends[name] = {
+      ...b,
+      ...(b.url === undefined ? {} : { url: redactUrl(b.url) }),
+      urls: b.urls.map(redactUrl),
+      headers,
+    };
+  }
+  const { redis, ...state } = config.state;
+  return {
+    ...config,
+    admin: { token: config.admin.token === undefined ? null : REDACTED, protect_metrics: config.admin.protect_metrics },
+    backends,
+    state: {
+      ...state,
+      ...(redis === undefined
+        ? {}
+        : { redis: { url: redactUrl(redis.url), key_prefix: redis.key_prefix, options: redactOptions(redis.options) } }),
+    },
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * What `GET /gateway/backends` and `GET /gateway/routes` show: the live view of one runtime (the one current
+ * when the request came), built from the upstreams and the prober without changing either. Times are ISO 8601
+ * strings, absent values are null (never omitted), so the shape is the same for every replica.
+ */
+import type { AgentInfoParsed } from '../protocol/schemas.js';
+import type { GatewayRuntime } from '../runtime.js';
+import type { Replica, ReplicaState } from '../upstream/replica.js';
+import { redactUrl } from './redact.js';
+
+export interface ReplicaView {
+  id: string;
+  index: number;
+  url: string;
+  state: ReplicaState;
+  /** Whether the dispatcher would send it inputs now. */
+  routable: boolean;
+  last_probe: { at: string; ok: boolean; ms: number; error: string | null } | null;
+  /** The agent's /v1/info as last read (lenient: extra fields kept), null before a probe got it. */
+  info: AgentInfoParsed | null;
+  in_flight: { requests: number; inputs: number };
+  last_error: string | null;
+  consecutive_failures: number;
+  ejections: number;
+  /** When the current ejection's backoff ends (it returns on the first good probe after). */
+  ejected_until: string | null;
+}
+
+export interface BackendView {
+  name: string;
+  /** Some replica answered ready and compatible on its last probe. */
+  ready: boolean;
+  /** The routes that can send it inputs (members or fallbacks). */
+  routes: string[];
+  timeout_s: number;
+  max_in_flight: number | null;
+  replicas: ReplicaView[];
+}
+
+export interface RouteView {
+  name: string;
+  kind: 'backend' | 'split' | 'ensemble';
+  match: Record<string, unknown> | null;
+  members: { backend: string; weight: number }[];
+  fallback: string[];
+  shadow: string[];
+  sticky: boolean;
+  /** Members then fallbacks, each with whether it is ready: /health needs one per route (DESIGN.md §6). */
+  backends: { name: string; ready: boolean }[];
+  ready: boolean;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+function replicaView(runtime: GatewayRuntime, r: Replica): ReplicaView {
+  const probe = runtime.prober.lastProbe(r);
+  const routable = runtime.upstreams.routable(r.backend).includes(r);
+  return {
+    id: r.id,
+    index: r.index,
+    url: redactUrl(r.url),
+    state: r.state,
+    routable,
+    last_probe: probe === undefined ? null : { at: iso(probe.at), ok: probe.ok, ms: probe.ms, error: probe.error ?? null },
+    info: r.info ?? null,
+    in_flight: { requests: r.inFlightRequests, inputs: r.inFlightInputs },
+    last_error: r.lastError ?? null,
+    consecutive_failures: r.consecutiveFailures,
+    ejections: r.ejections,
+    ejected_until: r.state === 'ejected' ? iso(r.ejectedUntil) : null,
+  };
+}
+
+export function backendsView(runtime: GatewayRuntime): BackendView[] {
+  const { config, upstreams } = runtime;
+  return [...upstreams.backends.values()].map((b) => ({
+    name: b.name,
+    ready: upstreams.isReady(b.name),
+    routes: config.routes.filter((r) => runtime.routeBackends(r.name).includes(b.name)).map((r) => r.name),
+    timeout_s: b.timeoutMs / 1000,
+    max_in_flight: config.backends[b.name]?.max_in_flight ?? null,
+    replicas: b.replicas.map((r) => replicaView(runtime, r)),
+  }));
+}
+
+export function routesView(runtime: GatewayRuntime): RouteView[] {
+  const { upstreams } = runtime;
+  return runtime.routes.routes.map((route) => {
+    const source = runtime.config.routes[route.index];
+    const backends = [...route.backends].map((name) => ({ name, ready: upstreams.isReady(name) }));
+    return {
+      name: route.name,
+      kind: route.kind,
+      match: source?.match ?? null,
+      members: route.members.map((m) => ({ backend: m.name, weight: m.weight })),
+      fallback: [...route.fallback],
+      shadow: [...route.shadow],
+      sticky: route.sticky,
+      backends,
+      ready: backends.some((b) => b.ready),
+    };
+  });
+}

@@ -1,0 +1,194 @@
+/**
+ * Hot reload (issue 5): SIGHUP or `POST /gateway/reload` re-reads the config file. A valid file becomes a new
+ * GatewayRuntime, probed once before it takes traffic, then swapped in as `app.gateway.current`: batches that
+ * started on the old runtime finish on it (they hold it from their first line), and the old runtime closes its
+ * pools once they drain. An invalid file is refused with the loader's message and the old config keeps serving.
+ *
+ * Settings fixed when the server was built cannot change here: `server.host`, `server.port`,
+ * `server.body_limit_mb` (the listening socket and fastify's body limit) and `state` (the store is shared by
+ * every runtime and holds leases and replays). When the file changes them, the reload still applies everything
+ * else, keeps their running values and lists them in `restart_required`: refusing would hold back a routing fix
+ * for a port edit that only a restart can apply anyway.
+ */
+import type { FastifyInstance } from 'fastify';
+import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
+import type { GatewayConfig } from './config/schema.js';
+import { routesLackingBackend } from './routes/identity.js';
+import { GatewayRuntime } from './runtime.js';
+import type { GatewayState } from './plugins/gateway.js';
+import type { Upstreams } from './upstream/upstreams.js';
+
+export type ReloadTrigger = 'api' | 'signal';
+
+export interface ReloadReport {
+  reloaded: true;
+  trigger: ReloadTrigger;
+  config_path: string;
+  backends: { added: string[]; removed: string[]; changed: string[] };
+  routes: string[];
+  /** Changed in the file but kept at the running value until a restart. */
+  restart_required: string[];
+  warnings: string[];
+  /** Routes without a ready backend after the new config's first probes (/health says 503 for them). */
+  not_ready_routes: string[];
+}
+
+export type ReloadOutcome = { ok: true; report: ReloadReport } | { ok: false; status: 400 | 409 | 503; detail: string };
+
+interface Bookkeeping {
+  /** The reload in progress (reloads run one at a time, in arrival order). */
+  chain: Promise<unknown>;
+  /** Old runtimes still draining. */
+  retiring: Set<Promise<void>>;
+  closing: boolean;
+}
+
+// Keyed by the gateway state: it is the one object every encapsulated context shares.
+const books = new WeakMap<GatewayState, Bookkeeping>();
+
+function bookkeeping(state: GatewayState): Bookkeeping {
+  let b = books.get(state);
+  if (b === undefined) {
+    b = { chain: Promise.resolve(), retiring: new Set(), closing: false };
+    books.set(state, b);
+  }
+  return b;
+}
+
+/** Stable JSON (sorted keys) so two configs compare by content, not by key order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
+/** The file's config with the restart-only settings put back to their running values. */
+function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config: GatewayConfig; kept: string[] } {
+  const kept: string[] = [];
+  for (const key of ['host', 'port', 'body_limit_mb'] as const) {
+    if (running.server[key] !== next.server[key]) {
+      kept.push(`server.${key}: ${String(next.server[key])} in the file, ${String(running.server[key])} until a restart`);
+    }
+  }
+  if (canonical(running.state) !== canonical(next.state)) kept.push('state: changed in the file, kept until a restart');
+  if (kept.length === 0) return { config: next, kept };
+  const server = { ...next.server, host: running.server.host, port: running.server.port, body_limit_mb: running.server.body_limit_mb };
+  return { config: deepFreeze({ ...next, server, state: running.state }), kept };
+}
+
+/**
+ * A replica at the same url of the same backend keeps its history (ejections and their backoff, last info),
+ * so a reload does not hand a flapping replica a clean slate. Its state is confirmed by the first probe.
+ */
+function inheritHistory(from: Upstreams, to: Upstreams): void {
+  const old = new Map(from.all().map((r) => [`${r.backend}\n${r.url}`, r]));
+  for (const r of to.all()) {
+    const prev = old.get(`${r.backend}\n${r.url}`);
+    if (prev === undefined) continue;
+    r.info = prev.info;
+    r.lastError = prev.lastError;
+    r.consecutiveFailures = prev.consecutiveFailures;
+    r.ejections = prev.ejections;
+    r.ejectedUntil = prev.ejectedUntil;
+    to.setState(r, prev.state);
+  }
+}
+
+function diffBackends(a: GatewayConfig, b: GatewayConfig): ReloadReport['backends'] {
+  const before = Object.keys(a.backends);
+  const after = Object.keys(b.backends);
+  return {
+    added: after.filter((n) => !before.includes(n)),
+    removed: before.filter((n) => !after.includes(n)),
+    changed: after.filter((n) => before.includes(n) && canonical(a.backends[n]) !== canonical(b.backends[n])),
+  };
+}
+
+/** Close a replaced runtime in the background once its batches are done, then forget its replicas' series. */
+function retire(app: FastifyInstance, books: Bookkeeping, old: GatewayRuntime): void {
+  const done = old
+    .close()
+    .then(() => {
+      const live = new Set(app.gateway.current.upstreams.all().map((r) => r.id));
+      for (const r of old.upstreams.all()) {
+        if (!live.has(r.id)) app.gateway.metrics.backendUp.remove({ backend: r.backend, replica: r.id });
+      }
+      app.log.info('previous config drained: its batches finished and its pools are closed');
+    })
+    .catch((err: unknown) => app.log.error({ err }, 'error while closing the previous config'))
+    .finally(() => books.retiring.delete(done));
+  books.retiring.add(done);
+}
+
+async function reloadOnce(app: FastifyInstance, trigger: ReloadTrigger): Promise<ReloadOutcome> {
+  const state = app.gateway;
+  const books = bookkeeping(state);
+  const refuse = (status: 400 | 409 | 503, detail: string): ReloadOutcome => {
+    state.metrics.reloads.inc({ result: 'refused' });
+    app.log.error({ trigger, detail }, 'config reload refused; the running config keeps serving');
+    return { ok: false, status, detail };
+  };
+  if (books.closing) return refuse(503, 'the gateway is shutting down');
+  const path = state.configPath;
+  if (path === undefined) return refuse(409, 'the gateway was started without a config file: nothing to reload');
+
+  const running = state.current;
+  let next: GatewayRuntime;
+  let kept: string[];
+  try {
+    const loaded = keepRestartOnly(running.config, loadConfigFile(path));
+    kept = loaded.kept;
+    next = new GatewayRuntime(loaded.config, state.metrics, app.log);
+  } catch (err) {
+    return refuse(400, err instanceof ConfigError || err instanceof Error ? err.message : String(err));
+  }
+  inheritHistory(running.upstreams, next.upstreams);
+  await next.start();
+  if (books.closing) {
+    await next.close();
+    return refuse(503, 'the gateway is shutting down');
+  }
+  // The swap: from this line every new batch takes the new runtime.
+  state.current = next;
+  if (next.config.log_level !== running.config.log_level) app.log.level = next.config.log_level;
+  retire(app, books, running);
+
+  const warnings: string[] = [];
+  if (next.config.memory_key !== running.config.memory_key) {
+    warnings.push('memory_key changed: trajectories tagged under the old key start over (no stickiness for them)');
+  }
+  const report: ReloadReport = {
+    reloaded: true,
+    trigger,
+    config_path: path,
+    backends: diffBackends(running.config, next.config),
+    routes: next.config.routes.map((r) => r.name),
+    restart_required: kept,
+    warnings,
+    not_ready_routes: routesLackingBackend(next),
+  };
+  state.metrics.reloads.inc({ result: 'ok' });
+  app.log.info({ ...report }, 'config reloaded');
+  return { ok: true, report };
+}
+
+/** Reload the config file; never throws. Concurrent calls run one after the other. */
+export function reloadGateway(app: FastifyInstance, trigger: ReloadTrigger): Promise<ReloadOutcome> {
+  const books = bookkeeping(app.gateway);
+  const run = books.chain.then(() => reloadOnce(app, trigger));
+  books.chain = run.catch(() => undefined);
+  return run.catch((err: unknown) => {
+    app.log.error({ err }, 'config reload failed');
+    return { ok: false, status: 400, detail: err instanceof Error ? err.message : String(err) };
+  });
+}
+
+/** For shutdown: refuse new reloads, then wait for the one in progress and for old runtimes to drain. */
+export async function settleReloads(state: GatewayState): Promise<void> {
+  const books = bookkeeping(state);
+  books.closing = true;
+  await books.chain;
+  await Promise.all([...books.retiring]);
+}

@@ -1,0 +1,104 @@
+/**
+ * A gateway started from a YAML file on disk, as the CLI starts it, so tests can rewrite the file and reload
+ * (`POST /gateway/reload` or SIGHUP) the way an operator would. Also small HTTP helpers for the admin API.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { stringify } from 'yaml';
+import { buildApp } from '../../src/app.js';
+import { loadConfigFile } from '../../src/config/load.js';
+
+export interface ConfigFile {
+  readonly path: string;
+  /** Replace the file with this config (as YAML). */
+  write(config: Record<string, unknown>): void;
+  /** Replace the file with this exact text (for invalid files). */
+  writeText(text: string): void;
+  remove(): void;
+}
+
+export function configFile(config: Record<string, unknown>): ConfigFile {
+  const dir = mkdtempSync(join(tmpdir(), 'magma-gw-test-'));
+  const path = join(dir, 'gateway.yaml');
+  const file: ConfigFile = {
+    path,
+    write: (c) => writeFileSync(path, stringify(c)),
+    writeText: (t) => writeFileSync(path, t),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+  file.write(config);
+  return file;
+}
+
+export interface HttpAnswer {
+  status: number;
+  text: string;
+  json: unknown;
+  headers: Headers;
+}
+
+export async function http(
+  url: string,
+  init: { method?: string; body?: string | object; headers?: Record<string, string> } = {},
+): Promise<HttpAnswer> {
+  const body = init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
+  const headers = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers };
+  const res = await fetch(url, { method: init.method ?? 'GET', headers, body });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, text, json, headers: res.headers };
+}
+
+export interface FileGateway {
+  url: string;
+  app: FastifyInstance;
+  file: ConfigFile;
+  /** GET/POST a gateway path, e.g. `call('/gateway/backends')`. */
+  call(path: string, init?: Parameters<typeof http>[1]): Promise<HttpAnswer>;
+  /** POST /v1/responses. */
+  post(body: object, headers?: Record<string, string>): Promise<HttpAnswer>;
+  /** Rewrite the file, then POST /gateway/reload. */
+  reload(config?: Record<string, unknown>, headers?: Record<string, string>): Promise<HttpAnswer>;
+  close(): Promise<void>;
+}
+
+/** Write `config` to a temp file, build the gateway from that file (configPath set) and listen on port 0. */
+export async function startGatewayFromFile(config: Record<string, unknown>): Promise<FileGateway> {
+  const file = configFile(config);
+  const app = await buildApp({ config: loadConfigFile(file.path, {}), configPath: file.path, logger: false, defaultMetrics: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  const url = `http://127.0.0.1:${typeof addr === 'object' && addr !== null ? addr.port : 0}`;
+  const call: FileGateway['call'] = (path, init) => http(url + path, init);
+  return {
+    url,
+    app,
+    file,
+    call,
+    post: (body, headers) => call('/v1/responses', { method: 'POST', body, headers }),
+    reload(next, headers) {
+      if (next !== undefined) file.write(next);
+      return call('/gateway/reload', { method: 'POST', headers });
+    },
+    async close() {
+      await app.close();
+      file.remove();
+    },
+  };
+}
+
+/** Poll `check` every 20 ms until it returns true; fails with `what` after `timeoutMs`. */
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * The operator API under /gateway/ (issue 4) against real loopback agents: the backends/routes/config views,
+ * redaction, the bearer token on every /gateway/* path (and /metrics when asked), and the passthrough.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, test } from 'node:test';
+import { stringify } from 'yaml';
+import { REDACTED, redactConfig } from '../../src/admin/redact.js';
+import type { BackendView, RouteView } from '../../src/admin/views.js';
+import { buildApp } from '../../src/app.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { http, waitFor } from '../helpers/config-file.js';
+import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
+import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
+
+const TOKEN = 's3cret-admin-token';
+const cleanup: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const c of cleanup.reverse()) await c();
+});
+
+async function agent(name: string): Promise<FakeAgent> {
+  const a = await startFakeAgent({ name });
+  cleanup.push(() => a.close());
+  return a;
+}
+
+async function gateway(config: Record<string, unknown>): Promise<TestGateway> {
+  const gw = await startGateway({ probe_interval_s: 0.1, ...config });
+  cleanup.push(() => gw.close());
+  return gw;
+}
+
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+test('GET /gateway/backends and /gateway/routes show replicas, probes, in-flight work and readiness', async () => {
+  const a = await agent('a');
+  const gw = await gateway({
+    backends: { a: { url: a.url }, gone: { url: 'http://127.0.0.1:9', timeout_s: 7 } },
+    routes: [{ name: 'side', match: { 'extra_keys.side': true }, backend: 'gone' }, { name: 'default', backend: 'a', fallback: ['gone'] }],
+  });
+  a.setBehaviour((r) => (r.path === '/v1/responses' ? { delayMs: 300 } : {}));
+  const slow = gw.post({ request_id: 'slow', inputs: [mkInput(1), mkInput(2)] });
+  let seen: BackendView[] = [];
+  await waitFor('a batch in flight', async () => {
+    seen = ((await http(`${gw.url}/gateway/backends`)).json as { backends: BackendView[] }).backends;
+    return seen[0]!.replicas[0]!.in_flight.requests === 1;
+  });
+  assert.equal((await slow).status, 200);
+  const [ra] = seen[0]!.replicas;
+  assert.deepEqual(
+    { id: ra!.id, url: ra!.url, state: ra!.state, routable: ra!.routable, inputs: ra!.in_flight.inputs, err: ra!.last_error },
+    { id: 'a#0', url: a.url, state: 'ready', routable: true, inputs: 2, err: null },
+  );
+  assert.equal(ra!.last_probe?.ok, true);
+  assert.equal(ra!.info?.agent_id, 'fake-a');
+  const gone = seen[1]!;
+  assert.deepEqual([gone.name, gone.ready, gone.timeout_s, gone.routes], ['gone', false, 7, ['side', 'default']]);
+  assert.equal(gone.replicas[0]!.state, 'not_ready');
+  assert.match(gone.replicas[0]!.last_probe?.error ?? '', /health/);
+
+  const routes = ((await http(`${gw.url}/gateway/routes`)).json as { routes: RouteView[] }).routes;
+  assert.deepEqual(routes.map((r) => [r.name, r.kind, r.ready, r.backends]), [
+    ['side', 'backend', false, [{ name: 'gone', ready: false }]],
+    ['default', 'backend', true, [{ name: 'a', ready: true }, { name: 'gone', ready: false }]],
+  ]);
+});
+
+test('GET /gateway/config redacts the admin token, backend header values and URL passwords', async () => {
+  const a = await agent('c');
+  const secretUrl = a.url.replace('http://', 'http://user:url-password@');
+  const gw = await gateway({
+    admin: { token: TOKEN },
+    backends: { c: { url: secretUrl, headers: { 'x-api-key': 'header-secret' } } },
+    routes: [{ name: 'default', backend: 'c' }],
+  });
+  const res = await http(`${gw.url}/gateway/config`, { headers: auth });
+  assert.equal(res.status, 200);
+  for (const secret of [TOKEN, 'header-secret', 'url-password']) assert.ok(!res.text.includes(secret), secret);
+  const { config } = res.json as { config: { admin: { token: string }; backends: { c: { headers: object; urls: string[] } } } };
+  assert.equal(config.admin.token, REDACTED);
+  assert.deepEqual(config.backends.c.headers, { 'x-api-key': REDACTED });
+  assert.equal(config.backends.c.urls[0], a.url.replace('http://', `http://user:${REDACTED}@`));
+  assert.ok(!(await http(`${gw.url}/gateway/backends`, { headers: auth })).text.includes('url-password'));
+
+  // The Redis URL's password and secret-looking Redis options (no Redis is started for this).
+  const withRedis = parseConfigText(
+    stringify({
+      state: { redis: { url: 'redis://:redis-pass@10.0.0.1:6379/0', options: { sentinelPassword: 'p2', db: 1 } } },
+      backends: { c: { url: a.url } },
+      routes: [{ name: 'default', backend: 'c' }],
+    }),
+    't.yaml',
+    {},
+  );
+  const red = redactConfig(withRedis);
+  assert.equal(red.state.redis?.url, `redis://:${REDACTED}@10.0.0.1:6379/0`);
+  assert.deepEqual(red.state.redis?.options, { sentinelPassword: REDACTED, db: 1 });
+  assert.equal(withRedis.state.redis?.url, 'redis://:redis-pass@10.0.0.1:6379/0', 'the running config is untouched');
+});
+
+test('the admin token guards every /gateway/* path (and /metrics when asked); missing and wrong look alike', async () => {
+  const a = await agent('t');
+  const config = (protect: boolean) =>
+    parseConfigText(
+      stringify({
+        admin: { token: '${GATEWAY_ADMIN_TOKEN}', protect_metrics: protect },
+        backends: { t: { url: a.url } },
+        routes: [{ name: 'default', backend: 't' }],
+      }),
+      't.yaml',
+      { GATEWAY_ADMIN_TOKEN: TOKEN },
+    );
+  const app = await buildApp({ config: config(false), logger: false, defaultMetrics: false });
+  // A route another plugin adds later under /gateway/ is covered without knowing about the auth plugin.
+  app.get('/gateway/other-plugin', async () => ({ secret: 'data' }));
+  cleanup.push(() => app.close());
+  const get = (url: string, headers: Record<string, string> = {}) => app.inject({ method: 'GET', url, headers });
+
+  for (const url of ['/gateway/backends', '/gateway/routes', '/gateway/config', '/gateway/experiments',
+    '/gateway/other-plugin', '/gateway/backends/t/health', '/gateway/nope', '/%67ateway/backends', '/GATEWAY/backends']) {
+    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong' }, { authorization: TOKEN }, { authorization: `Basic ${TOKEN}` }];
+    for (const headers of attempts) {
+      const res = await get(url, headers);
+      assert.ok(res.statusCode === 401 || res.statusCode === 404, `${url} ${JSON.stringify(headers)}: ${res.statusCode}`);
+      if (res.statusCode === 401) {
+        assert.deepEqual(res.json(), { detail: 'unauthorized' });
+        assert.equal(res.headers['www-authenticate'], 'Bearer realm="magma-gateway"');
+      }
+    }
+  }
+  const posted = await app.inject({ method: 'POST', url: '/gateway/reload' });
+  assert.equal(posted.statusCode, 401);
+  assert.equal(a.requestsTo('/health').length, 1, 'the passthrough never reached the agent (only the start probe did)');
+
+  assert.equal((await get('/gateway/backends', auth)).statusCode, 200);
+  assert.equal((await get('/gateway/other-plugin', { authorization: `bearer ${TOKEN}` })).statusCode, 200);
+  assert.equal((await get('/gateway/nope', auth)).statusCode, 404);
+  for (const open of ['/health', '/v1/info', '/metrics']) assert.equal((await get(open)).statusCode, 200, open);
+  const batch = await app.inject({ method: 'POST', url: '/v1/responses', payload: { request_id: 'r', inputs: [mkInput(1)] } });
+  assert.equal(batch.statusCode, 200);
+
+  const strict = await buildApp({ config: config(true), logger: false, defaultMetrics: false });
+  cleanup.push(() => strict.close());
+  assert.equal((await strict.inject({ method: 'GET', url: '/metrics' })).statusCode, 401);
+  assert.equal((await strict.inject({ method: 'GET', url: '/metrics', headers: auth })).statusCode, 200);
+  assert.equal((await strict.inject({ method: 'GET', url: '/health' })).statusCode, 200);
+});
+
+/** A plain HTTP backend mounted under /agent that echoes what it received (path, query, headers, body). */
+async function echoServer(): Promise<{ url: string; seen: { url: string; headers: IncomingHttpHeaders; body: string }[] }> {
+  const seen: { url: string; headers: IncomingHttpHeaders; body: string }[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      if (req.url === '/agent/health') res.end('{"status":"ready"}');
+      else if (req.url === '/agent/v1/info') {
+        res.end(JSON.stringify({ protocol_version: '2.0', agent_id: 'echo', agent_version: '1', capabilities: { inference: true } }));
+      } else {
+        seen.push({ url: req.url ?? '', headers: req.headers, body });
+        res.writeHead(201, { 'content-type': 'text/plain', 'x-from-agent': 'yes' }).end(`echo ${req.method} ${req.url}`);
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  cleanup.push(() => new Promise((r) => server.close(() => r())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/agent`, seen };
+}
+
+test('/gateway/backends/{name}/... forwards to a replica: prefix stripped, body exact, admin token not forwarded', async () => {
+  const echo = await echoServer();
+  const [p0, p1] = [await agent('p0'), await agent('p1')];
+  const gw = await gateway({
+    admin: { token: TOKEN },
+    backends: { echo: { url: echo.url, headers: { 'x-api-key': 'backend-key' } }, pool: { urls: [p0.url, p1.url] } },
+    routes: [{ name: 'default', backend: 'echo', fallback: ['pool'] }],
+  });
+  const body = '{"n": 123456789012345678901234567890, "x": 1.50}';
+  const res = await http(`${gw.url}/gateway/backends/echo/some/path?q=1&r=two`, {
+    method: 'POST', body, headers: { ...auth, 'content-type': 'application/json', 'x-request-id': 'rid-7' },
+  });
+  assert.equal(res.status, 201);
+  assert.equal(res.text, 'echo POST /agent/some/path?q=1&r=two');
+  assert.equal(res.headers.get('x-from-agent'), 'yes');
+  assert.equal(res.headers.get('x-gateway-replica'), 'echo#0');
+  const got = echo.seen[0]!;
+  assert.equal(got.body, body, 'the body reaches the agent byte for byte');
+  assert.equal(got.headers.authorization, undefined, 'the admin token stays at the gateway');
+  assert.equal(got.headers['x-api-key'], 'backend-key');
+  assert.equal(got.headers['x-request-id'], 'rid-7');
+
+  const info = await http(`${gw.url}/gateway/backends/pool/v1/info`, { headers: auth });
+  assert.equal((info.json as { agent_id: string }).agent_id.startsWith('fake-p'), true);
+  const served = new Set<string | null>();
+  for (let i = 0; i < 4; i++) served.add((await http(`${gw.url}/gateway/backends/pool/health`, { headers: auth })).headers.get('x-gateway-replica'));
+  assert.deepEqual(served, new Set(['pool#0', 'pool#1']), 'ready replicas take turns');
+
+  const poolStates = async (): Promise<string[]> =>
+    ((await http(`${gw.url}/gateway/backends`, { headers: auth })).json as { backends: BackendView[] }).backends[1]!.replicas.map((r) => r.state);
+  p1.setBehaviour({ health: 503 });
+  await waitFor('pool#1 not ready', async () => (await poolStates())[1] === 'not_ready');
+  const pin = { ...auth, 'x-gateway-replica': '1', 'x-request-id': 'pinned' };
+  const pinned = await http(`${gw.url}/gateway/backends/pool/health`, { headers: pin });
+  assert.deepEqual([pinned.status, pinned.json], [503, { detail: 'not ready' }], "a pinned replica's own answer");
+  const proxied = p1.requestsTo('/health').filter((r) => r.headers['x-request-id'] === 'pinned');
+  assert.equal(proxied.length, 1, 'a 503 is passed through, not retried');
+  assert.equal(proxied[0]!.headers['x-gateway-replica'], undefined, 'the pin header stays at the gateway');
+
+  const unknown = await http(`${gw.url}/gateway/backends/nope/health`, { headers: auth });
+  assert.deepEqual([unknown.status, unknown.json], [404, { detail: 'unknown backend "nope"' }]);
+  p0.setBehaviour({ health: 503 });
+  await waitFor('pool has no ready replica', async () => (await poolStates())[0] === 'not_ready');
+  const none = await http(`${gw.url}/gateway/backends/pool/v1/info`, { headers: auth });
+  assert.deepEqual([none.status, none.json], [503, { detail: 'backend "pool" has no ready replica' }]);
+  p0.kill();
+  const dead = await http(`${gw.url}/gateway/backends/pool/health`, { headers: { ...auth, 'x-gateway-replica': '0' } });
+  assert.equal(dead.status, 502);
+  assert.match((dead.json as { detail: string }).detail, /pool#0/);
+});
