@@ -140,7 +140,7 @@ async function reloadOnce(app: FastifyInstance, trigger: ReloadTrigger): Promise
   try {
     const loaded = keepRestartOnly(running.config, loadConfigFile(path));
     kept = loaded.kept;
-    next = new GatewayRuntime(loaded.config, state.metrics, app.log);
+    next = new GatewayRuntime(loaded.config, state.metrics, app.log, state.store);
   } catch (err) {
     return refuse(400, err instanceof ConfigError || err instanceof Error ? err.message : String(err));
   }

@@ -10,7 +10,9 @@ import { RetryBudget } from './dispatch/retry-budget.js';
 import { ShadowLimiter } from './dispatch/shadow.js';
 import { compileRoutes, type CompiledRoutes } from './routing/plan.js';
 import { Prober } from './upstream/prober.js';
+import { SharedEjections } from './upstream/shared-ejections.js';
 import { Upstreams } from './upstream/upstreams.js';
+import type { Store } from './state/index.js';
 
 export class GatewayRuntime {
   readonly routes: CompiledRoutes;
@@ -18,6 +20,7 @@ export class GatewayRuntime {
   readonly prober: Prober;
   readonly budget: RetryBudget;
   readonly shadows: ShadowLimiter;
+  private readonly ejections: SharedEjections | undefined;
   private active = 0;
   private drained: (() => void) | undefined;
 
@@ -25,9 +28,11 @@ export class GatewayRuntime {
     readonly config: GatewayConfig,
     metrics: GatewayMetrics,
     log: FastifyBaseLogger,
+    store?: Store,
   ) {
     this.routes = compileRoutes(config);
     this.upstreams = new Upstreams(config, metrics);
+    this.ejections = store === undefined ? undefined : new SharedEjections(this.upstreams, store, log);
     this.prober = new Prober(this.upstreams, config, metrics, log);
     this.budget = new RetryBudget(config.retry_budget.ratio, config.retry_budget.min);
     this.shadows = new ShadowLimiter(config.shadow_max_in_flight);
@@ -56,13 +61,15 @@ export class GatewayRuntime {
     if (this.active === 0 && this.drained) this.drained();
   }
 
-  start(): Promise<void> {
-    return this.prober.start();
+  async start(): Promise<void> {
+    await this.ejections?.start();
+    await this.prober.start();
   }
 
   /** Stop probing, wait for batches in flight on this runtime, then close its pools. */
   async close(): Promise<void> {
     this.prober.stop();
+    this.ejections?.stop();
     if (this.active > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     await this.upstreams.close();
   }

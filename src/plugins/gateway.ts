@@ -38,12 +38,13 @@ export interface GatewayPluginOptions {
 
 async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): Promise<void> {
   const metrics = new GatewayMetrics({ defaultMetrics: opts.defaultMetrics });
+  const store = createStore(opts.config.state, app.log);
   const state: GatewayState = {
-    current: new GatewayRuntime(opts.config, metrics, app.log),
+    current: new GatewayRuntime(opts.config, metrics, app.log, store),
     metrics,
     version: opts.version,
     configPath: opts.configPath,
-    store: createStore(opts.config.state, app.log),
+    store,
     experiments: new Experiments(() => state, app.log),
   };
   metrics.storeUp.set(state.store.isUp() ? 1 : 0);

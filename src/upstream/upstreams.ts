@@ -19,6 +19,8 @@ export interface BackendUpstream {
 
 export class Upstreams implements RoutingSnapshot {
   readonly backends = new Map<string, BackendUpstream>();
+  /** Told of every ejection decided here, so other gateway replicas can learn of it (shared-ejections.ts). */
+  onEject: ((r: Replica) => void) | undefined;
 
   constructor(
     private readonly config: GatewayConfig,
@@ -102,15 +104,33 @@ export class Upstreams implements RoutingSnapshot {
     const b = this.backends.get(r.backend);
     if (b === undefined || r.state === 'ejected' || r.state === 'incompatible') return;
     if (r.consecutiveFailures < b.ejectAfter) return;
-    const ejected = b.replicas.filter((x) => x.state === 'ejected').length;
-    // Never eject more than the configured share by failures alone (at least one may go when there are several),
-    // so a shared cause (the gateway's own network) cannot empty a backend.
-    const allowed = Math.max(b.replicas.length > 1 ? 1 : 0, Math.floor(b.replicas.length * this.config.max_ejected_share));
-    if (ejected >= allowed) return;
+    if (!this.mayEject(b)) return;
     r.ejections++;
     r.ejectedUntil = now + this.backoffMs(r.ejections);
     this.setState(r, 'ejected');
     this.metrics.ejections.inc({ backend: r.backend, replica: r.id });
+    this.onEject?.(r);
+  }
+
+  /**
+   * Never eject more than the configured share by failures alone (at least one may go when there are several),
+   * so a shared cause (the gateway's own network) cannot empty a backend.
+   */
+  private mayEject(b: BackendUpstream): boolean {
+    const ejected = b.replicas.filter((x) => x.state === 'ejected').length;
+    const allowed = Math.max(b.replicas.length > 1 ? 1 : 0, Math.floor(b.replicas.length * this.config.max_ejected_share));
+    return ejected < allowed;
+  }
+
+  /** Another gateway replica ejected this replica until `until` (epoch ms): follow it, within the same share. */
+  applyRemoteEjection(r: Replica, until: number, now = Date.now()): boolean {
+    const b = this.backends.get(r.backend);
+    if (b === undefined || until <= now || r.state === 'ejected' || r.state === 'incompatible') return false;
+    if (!this.mayEject(b)) return false;
+    r.ejectedUntil = until;
+    r.lastError = 'ejected by another gateway replica';
+    this.setState(r, 'ejected');
+    return true;
   }
 
   /** The n-th ejection in a row lasts probe_interval_s doubled n-1 times, capped at eject_max_s. */

@@ -1,0 +1,77 @@
+/**
+ * Issue 5.4: ejections and experiment counts are shared by gateway replicas through Redis.
+ */
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { startFakeAgent } from '../helpers/fake-agent.js';
+import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { deleteKeys, eventually, REDIS_URL, uniquePrefix } from '../state/helpers.js';
+
+const prefix = uniquePrefix();
+const cleanup: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const c of cleanup.reverse()) await c();
+  await deleteKeys(prefix);
+});
+
+interface ReplicaView {
+  url: string;
+  state: string;
+}
+
+async function replicaStates(gw: TestGateway): Promise<ReplicaView[]> {
+  const body = (await (await fetch(`${gw.url}/gateway/backends`)).json()) as { backends: { replicas: ReplicaView[] }[] };
+  return body.backends.flatMap((b) => b.replicas);
+}
+
+test('a replica ejected by one gateway is ejected on the other within a probe interval', async () => {
+  const good = await startFakeAgent({ name: 'good' });
+  const flaky = await startFakeAgent({ name: 'flaky' });
+  const config = {
+    probe_interval_s: 1,
+    state: { redis: { url: REDIS_URL, key_prefix: prefix } },
+    backends: { b: { urls: [good.url, flaky.url], eject_after_failures: 1 } },
+    routes: [{ name: 'default', backend: 'b' }],
+  };
+  const a = await startGateway(config);
+  const b = await startGateway(config);
+  cleanup.push(async () => {
+    await Promise.all([a.close(), b.close()]);
+    await Promise.all([good.close(), flaky.close()]);
+  });
+  flaky.setBehaviour((r) => (r.path === '/v1/responses' ? { status: 500 } : {}));
+  // Two inputs over two idle replicas: one lands on the flaky one, fails once, and is ejected on `a`.
+  await a.post({ request_id: 'ej-1', inputs: [mkInput(1), mkInput(2)] });
+  const flakyOn = async (gw: TestGateway): Promise<string | undefined> =>
+    (await replicaStates(gw)).find((r) => r.url === flaky.url)?.state;
+  assert.equal(await flakyOn(a), 'ejected');
+  assert.ok(await eventually(async () => (await flakyOn(b)) === 'ejected', 900), 'b follows the ejection');
+  // On b, traffic now avoids the flaky replica although b itself never saw it fail.
+  flaky.reset();
+  await b.post({ request_id: 'ej-2', inputs: [mkInput(1), mkInput(2), mkInput(3)] });
+  assert.equal(flaky.requestsTo('/v1/responses').length, 0);
+});
+
+test('experiment counts are cluster totals: the report is the same on every gateway replica', async () => {
+  const x = await startFakeAgent({ name: 'x' });
+  const y = await startFakeAgent({ name: 'y' });
+  const config = {
+    probe_interval_s: 3600,
+    state: { redis: { url: REDIS_URL, key_prefix: `${prefix}exp:` } },
+    backends: { x: { url: x.url }, y: { url: y.url } },
+    routes: [{ name: 'ab', split: { x: 50, y: 50 } }],
+  };
+  const a = await startGateway(config);
+  const b = await startGateway(config);
+  cleanup.push(async () => {
+    await Promise.all([a.close(), b.close()]);
+    await Promise.all([x.close(), y.close()]);
+  });
+  await a.post({ request_id: 'e1', inputs: [mkInput(1), mkInput(2), mkInput(3)] });
+  await b.post({ request_id: 'e2', inputs: [mkInput(4), mkInput(5)] });
+  const steps = async (gw: TestGateway): Promise<number> => {
+    const rep = (await (await fetch(`${gw.url}/gateway/experiments`)).json()) as { routes: { arms: { steps: number }[] }[] };
+    return rep.routes[0]!.arms.reduce((n, arm) => n + arm.steps, 0);
+  };
+  assert.ok(await eventually(async () => (await steps(a)) === 5 && (await steps(b)) === 5, 3000), 'both see all 5 steps');
+});
