@@ -47,6 +47,8 @@ export interface ProfileSummary {
   top: HotFunction[];
   /** Self time per area: gateway src, a node_modules package, node internals, GC, ... */
   areas: { area: string; selfMs: number; selfPct: number }[];
+  /** Gateway functions (dist/src) by inclusive time: the time spent in them and everything they call. */
+  inclusive: HotFunction[];
 }
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -131,6 +133,26 @@ export function summarize(file: string, top = 25): ProfileSummary {
     else funcs.set(key, { name: cf.functionName || '(anonymous)', location, us });
   }
   const busy = total - idle;
+
+  // Inclusive time of gateway source functions: each sample counts once for every distinct gateway frame on its stack.
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const incl = new Map<string, { name: string; location: string; us: number }>();
+  for (const [id, us] of self) {
+    if (areaOf(byId.get(id)!.callFrame) === 'idle') continue;
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const cf = byId.get(cur)!.callFrame;
+      if (areaOf(cf) !== 'gateway src') continue;
+      const location = locate(cf);
+      const key = `${cf.functionName}@${location}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const f = incl.get(key);
+      if (f) f.us += us;
+      else incl.set(key, { name: cf.functionName || '(anonymous)', location, us });
+    }
+  }
   const pct = (us: number): number => (busy > 0 ? (100 * us) / busy : 0);
   return {
     file,
@@ -143,6 +165,10 @@ export function summarize(file: string, top = 25): ProfileSummary {
     areas: [...areas.entries()]
       .sort((a, b) => b[1] - a[1])
       .map(([area, us]) => ({ area, selfMs: us / 1000, selfPct: pct(us) })),
+    inclusive: [...incl.values()]
+      .sort((a, b) => b.us - a.us)
+      .slice(0, top)
+      .map((f) => ({ name: f.name, location: f.location, selfMs: f.us / 1000, selfPct: pct(f.us) })),
   };
 }
 
@@ -153,6 +179,10 @@ export function formatSummary(s: ProfileSummary): string {
   for (const f of s.top) lines.push(`| ${f.selfPct.toFixed(1)} | ${f.selfMs.toFixed(0)} | \`${f.name}\` | ${f.location} |`);
   lines.push('', '| area | self % | self ms |', '|---|---:|---:|');
   for (const a of s.areas.slice(0, 15)) lines.push(`| ${a.area} | ${a.selfPct.toFixed(1)} | ${a.selfMs.toFixed(0)} |`);
+  if (s.inclusive.length > 0) {
+    lines.push('', '| inclusive % | inclusive ms | gateway function | location |', '|---:|---:|---|---|');
+    for (const f of s.inclusive) lines.push(`| ${f.selfPct.toFixed(1)} | ${f.selfMs.toFixed(0)} | \`${f.name}\` | ${f.location} |`);
+  }
   return lines.join('\n');
 }
 

@@ -12,6 +12,8 @@
  *     --no-nginx           skip the nginx baseline even when nginx is installed
  *     --log-level L        the gateway's log_level (default warn)
  *     --cpu-prof           run the gateway under `node --cpu-prof` and summarize the hot functions
+ *     --gateway-node-args="ARGS"  extra node flags for the gateway process (note the =)
+ *     --gateway-extra JSON top-level keys merged into every gateway config, e.g. '{"state":{"replay_max_bytes":1}}'
  *     --out DIR            results directory (default bench/results)
  *
  * Exit code: 1 when the harness could not measure something (a target failed to start or answered wrongly);
@@ -69,6 +71,8 @@ const { values: args } = parseArgs({
     'no-nginx': { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'warn' },
     'cpu-prof': { type: 'boolean', default: false },
+    'gateway-extra': { type: 'string' },
+    'gateway-node-args': { type: 'string' },
     out: { type: 'string' },
     'keep-tmp': { type: 'boolean', default: false },
   },
@@ -96,6 +100,8 @@ const ctx: ServerContext = {
   gatewayCli: join(ROOT, 'dist', 'src', 'cli.js'),
   gatewayLogLevel: args['log-level'],
   cpuProfDir: args['cpu-prof'] ? join(tmp, 'profiles') : undefined,
+  nodeArgs: (args['gateway-node-args'] ?? '').split(' ').filter((a) => a !== ''),
+  extraConfig: args['gateway-extra'] !== undefined ? (JSON.parse(args['gateway-extra']) as Record<string, unknown>) : {},
   children: new Set<Child>(),
 };
 const nginxPath = args['no-nginx'] ? undefined : which('nginx');
@@ -714,6 +720,8 @@ async function main(): Promise<number> {
       warmupS,
       rounds,
       gatewayLogLevel: ctx.gatewayLogLevel,
+      gatewayExtra: ctx.extraConfig,
+      gatewayNodeArgs: ctx.nodeArgs,
       nginx: nginxPath ?? null,
       loadAvgStart: loadStart,
       loadAvgEnd: loadavg(),

@@ -55,7 +55,9 @@ export function renderMarkdown(r: BenchResults): string {
   lines.push('# magma-gateway bench results', '');
   lines.push(
     `${m.date} · commit ${m.commit}${m.dirty ? ' (dirty tree)' : ''} · node ${m.node} · ${m.cpus} CPU (${m.cpuModel}) · ${f(m.memGb, 0)} GB · ` +
-      `mode ${m.mode} · ${m.rounds} round(s) × ${m.durationS} s (+${m.warmupS} s warm-up) per target · gateway log_level ${m.gatewayLogLevel} · ` +
+      `mode ${m.mode} · ${m.rounds} round(s) × ${m.durationS} s (+${m.warmupS} s warm-up) per target · gateway log_level ${m.gatewayLogLevel}` +
+      `${Object.keys(m.gatewayExtra).length > 0 ? ` + ${JSON.stringify(m.gatewayExtra)}` : ''}` +
+      `${m.gatewayNodeArgs.length > 0 ? ` (node ${m.gatewayNodeArgs.join(' ')})` : ''} · ` +
       `nginx ${m.nginx ?? 'not installed'} · load avg ${m.loadAvgStart.map((x) => x.toFixed(2)).join('/')} → ${m.loadAvgEnd.map((x) => x.toFixed(2)).join('/')} · ${f(m.wallS, 0)} s`,
     '',
   );

@@ -17,6 +17,10 @@ export interface ServerContext {
   gatewayLogLevel: string;
   /** Directory for `node --cpu-prof` profiles of the gateway; undefined: no profiling. */
   cpuProfDir?: string;
+  /** Extra node flags for the gateway process. */
+  nodeArgs: string[];
+  /** Top-level keys merged into every gateway config (experiments with gateway settings). */
+  extraConfig: Record<string, unknown>;
   /** Every child started, so a failure anywhere can stop them all. */
   children: Set<Child>;
 }
@@ -134,9 +138,10 @@ export async function startGateway(
     server: { host: '127.0.0.1', port, body_limit_mb: 64 },
     log_level: ctx.gatewayLogLevel,
     ...config,
+    ...ctx.extraConfig,
   };
   writeFileSync(file, stringify(full));
-  const args: string[] = [];
+  const args: string[] = [...ctx.nodeArgs];
   if (ctx.cpuProfDir !== undefined) args.push('--cpu-prof', `--cpu-prof-dir=${ctx.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`);
   args.push(ctx.gatewayCli, '--config', file, '--host', '127.0.0.1', '--port', String(port));
   const child = spawnTracked(ctx, name, process.execPath, args);

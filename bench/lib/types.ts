@@ -116,6 +116,8 @@ export interface BenchResults {
     warmupS: number;
     rounds: number;
     gatewayLogLevel: string;
+    gatewayExtra: Record<string, unknown>;
+    gatewayNodeArgs: string[];
     nginx: string | null;
     loadAvgStart: number[];
     loadAvgEnd: number[];
