@@ -60,16 +60,18 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       if (!reply.raw.writableEnded) ac.abort();
     };
     reply.raw.once('close', onClose);
+    // The batch deadline aborts whatever is still waiting (a replay wait, a permit queue, backend calls).
+    const deadlineTimer = setTimeout(() => ac.abort(), deadline - Date.now());
 
     // Idempotent replay (issue 5): a re-sent identical batch is answered from the stored response, and one
     // still being computed (here or on another gateway replica) is waited for instead of computed twice.
     let lease: ReplayLease | undefined;
     if (config.state.replay_ttl_s > 0) {
-      const waitSignal = AbortSignal.any([ac.signal, AbortSignal.timeout(Math.max(1, deadline - Date.now()))]);
-      const begin = await store.replayBegin(request.request_id, hashBody(text), waitSignal);
+      const begin = await store.replayBegin(request.request_id, hashBody(text), ac.signal);
       if (begin.kind === 'hit') {
         metrics.replay.inc({ outcome: 'hit' });
         reply.raw.off('close', onClose);
+        clearTimeout(deadlineTimer);
         req.log.info({ request_id: request.request_id, inputs: request.inputs.length }, 'batch replayed');
         return reply.header('content-type', 'application/json').header('x-gateway-replay', 'hit').send(begin.body);
       }
@@ -144,6 +146,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
         .header('x-gateway-overhead-ms', overheadMs.toFixed(2))
         .send(body);
     } finally {
+      clearTimeout(deadlineTimer);
       runtime.leave();
       // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
       if (lease !== undefined) void lease.abandon().catch(() => undefined);

@@ -20,8 +20,9 @@ import { Listeners } from './util.js';
  * Total bytes of stored replay responses a process keeps: enough for many typical responses, and never less
  * than a few of the largest allowed, without letting a burst of large responses exhaust memory.
  */
-export function replayCapBytes(maxBytes: number): number {
-  return Math.max(256 * 1024 * 1024, 4 * maxBytes);
+/** The process's budget for stored responses (state.replay_cache_mb). */
+export function replayCapBytes(config: StateConfig): number {
+  return Math.floor(config.replay_cache_mb * 1024 * 1024);
 }
 
 export class MemoryStore implements Store {
@@ -38,7 +39,7 @@ export class MemoryStore implements Store {
       {
         ttlMs: config.replay_ttl_s * 1000,
         maxBytes: config.replay_max_bytes,
-        capBytes: replayCapBytes(config.replay_max_bytes),
+        capBytes: replayCapBytes(config),
       },
       this.counts,
     );
@@ -62,6 +63,7 @@ export class MemoryStore implements Store {
   }
 
   incr(key: string, field: string, by = 1): void {
+    if (!Number.isFinite(by)) return; // as the Redis store: a NaN would poison the total for good
     let fields = this.counters.get(key);
     if (fields === undefined) this.counters.set(key, (fields = new Map()));
     fields.set(field, (fields.get(field) ?? 0) + by);

@@ -58,15 +58,16 @@ export class RedisStore implements Store {
     if (redis === undefined) throw new Error('RedisStore needs state.redis');
     const prefix = redis.key_prefix;
     const origin = newId(); // tells this instance's own announcements apart
-    const leaseMs = config.lease_s * 1000;
+    // Whole milliseconds: Redis's PEXPIRE and SET PX take integers only.
+    const leaseMs = Math.ceil(config.lease_s * 1000);
     this.link = new RedisLink(redis, `${prefix}events`, log, (raw) => this.onMessage(raw));
     this.semaphores = new RedisSemaphores(this.link, new LocalSemaphores(this.counts), this.counts, {
       prefix,
       leaseMs,
     });
-    const ttlMs = config.replay_ttl_s * 1000;
+    const ttlMs = Math.ceil(config.replay_ttl_s * 1000);
     const maxBytes = config.replay_max_bytes;
-    this.localReplay = new LocalReplay({ ttlMs, maxBytes, capBytes: replayCapBytes(maxBytes) }, this.counts);
+    this.localReplay = new LocalReplay({ ttlMs, maxBytes, capBytes: replayCapBytes(config) }, this.counts);
     this.replay = new RedisReplay(this.link, this.localReplay, this.counts, { prefix, ttlMs, maxBytes, leaseMs });
     this.counters = new RedisCounters(this.link, this.counts, prefix, origin);
     this.sharedListeners = new Listeners((err) => log.warn({ err }, 'state: shared-value listener threw'));
@@ -74,6 +75,7 @@ export class RedisStore implements Store {
     this.link.onUpChange((up) => {
       if (!up) return;
       this.semaphores.onUp();
+      this.replay.onUp();
       this.shared.onUp();
       void this.counters.flush();
     });

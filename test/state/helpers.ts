@@ -28,11 +28,16 @@ export function uniquePrefix(): string {
 }
 
 export function memoryConfig(over: Partial<StateConfig> = {}): StateConfig {
-  return { replay_ttl_s: 600, replay_max_bytes: 1024, lease_s: 1, ...over };
+  return { replay_ttl_s: 600, replay_max_bytes: 1024, replay_cache_mb: 64, lease_s: 1, ...over };
 }
 
-export function redisConfig(prefix: string, url = REDIS_URL, over: Partial<StateConfig> = {}): StateConfig {
-  return memoryConfig({ redis: { url, key_prefix: prefix, options: {} }, ...over });
+export function redisConfig(
+  prefix: string,
+  url = REDIS_URL,
+  over: Partial<StateConfig> = {},
+  options: Record<string, unknown> = {},
+): StateConfig {
+  return memoryConfig({ redis: { url, key_prefix: prefix, options }, ...over });
 }
 
 /** Deletes every key under `prefix` (tests share the CI Redis). */
@@ -43,7 +48,8 @@ export async function deleteKeys(prefix: string, url = REDIS_URL): Promise<void>
     let cursor = '0';
     do {
       const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length > 0) await r.del(...keys);
+      // One key per DEL: on Redis Cluster a multi-key DEL across slots is refused.
+      await Promise.all(keys.map((k) => r.del(k)));
       cursor = next;
     } while (cursor !== '0');
   } finally {
@@ -106,6 +112,27 @@ export async function startRedisServer(port: number, extra: string[] = []): Prom
   }
   child.kill('SIGKILL');
   throw new Error(`redis-server on port ${port} did not start`);
+}
+
+/**
+ * A one-node Redis Cluster owning every slot: enough to prove the store's keys and scripts are Cluster-safe
+ * (Redis rejects a multi-key command or script whose keys span slots even on one node).
+ */
+export async function startRedisClusterNode(port: number, dir: string): Promise<ChildProcess> {
+  const child = await startRedisServer(port, [
+    '--cluster-enabled', 'yes',
+    '--cluster-config-file', `${dir}/nodes-${port}.conf`,
+    // Without it a lone node announces an empty address in CLUSTER SLOTS, which clients cannot follow.
+    '--cluster-announce-ip', '127.0.0.1',
+  ]);
+  const url = `redis://127.0.0.1:${port}`;
+  await redisCall(url, 'CLUSTER', 'ADDSLOTSRANGE', 0, 16383);
+  for (let i = 0; i < 100; i++) {
+    if (String(await redisCall(url, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return child;
+    await sleep(50);
+  }
+  await killHard(child);
+  throw new Error(`redis cluster node on port ${port} did not become ok`);
 }
 
 /** kill -9 and wait for the process to be gone. */
