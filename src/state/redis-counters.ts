@@ -5,7 +5,7 @@
  * While Redis is unavailable increments keep accumulating here and reads answer the last totals read plus
  * this process's unsent increments.
  */
-import type { RedisLink } from './redis-link.js';
+import { isCommandError, type RedisLink } from './redis-link.js';
 import { COUNTERS_ADD } from './redis-scripts.js';
 import type { StoreStats } from './types.js';
 
@@ -39,6 +39,7 @@ export class RedisCounters {
   }
 
   incr(key: string, field: string, by: number): void {
+    if (!Number.isFinite(by)) return; // Redis would refuse the whole batch, and every later one of this key
     let state = this.keys.get(key);
     if (state === undefined) this.keys.set(key, (state = { pending: new Map() }));
     state.pending.set(field, (state.pending.get(field) ?? 0) + by);
@@ -91,8 +92,14 @@ export class RedisCounters {
     }
     const args: (string | number)[] = [this.origin, batch.seq, SEQ_TTL_MS];
     for (const [field, by] of batch.deltas) args.push(field, String(by));
-    await this.link.script(COUNTERS_ADD, [this.hashKey(key), this.seqKey(key)], args);
-    state.unconfirmed = undefined; // only after Redis confirmed; a failure above keeps it for the next flush
+    try {
+      await this.link.script(COUNTERS_ADD, [this.hashKey(key), this.seqKey(key)], args);
+    } catch (err) {
+      // Redis unavailable: keep the batch for the next flush. Refused (e.g. the key holds another type):
+      // retrying cannot help, and would hold back every later increment of this key.
+      if (!isCommandError(err)) throw err;
+    }
+    state.unconfirmed = undefined;
   }
 
   private hashKey(key: string): string {

@@ -28,7 +28,8 @@ export class RedisUnavailable extends Error {
 /** Server replies that mean "not serving right now" rather than "this command is wrong". */
 const TRANSIENT_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS)\b/;
 
-function isCommandError(err: unknown): boolean {
+/** A reply error about the command itself (a bug, a wrong type, OOM), as opposed to Redis not serving. */
+export function isCommandError(err: unknown): boolean {
   return err instanceof Error && err.name === 'ReplyError' && !TRANSIENT_REPLY.test(err.message);
 }
 
@@ -175,7 +176,7 @@ export class RedisLink {
     const changed = up !== this.up;
     this.known = true;
     this.up = up;
-    if (up) this.log.info({}, 'state: redis available; limits, replay and counters are shared again');
+    if (up) this.log.info({}, 'state: redis available; limits, replay, counters and shared values are cluster-wide');
     else {
       this.log.warn(
         { error: this.lastError },

@@ -24,16 +24,16 @@ export interface ReplayOptions {
   leaseMs: number;
 }
 
-interface Owned {
-  key: string;
-  token: string;
-}
-
 export class RedisReplay {
   /** This process's waiters, woken when an owner's end is announced. */
   private readonly waiters = new Wakers();
-  /** Computations this process owns, by token: renewed while running, abandoned on close. */
-  private readonly owned = new Map<string, Owned>();
+  /** Redis keys of the computations this process owns, by token: renewed while running, abandoned on close. */
+  private readonly owned = new Map<string, string>();
+  /**
+   * Entries Redis may hold for this process but no one renews or ends (a begin whose answer was lost, an end
+   * that failed): abandoned once Redis is back, so identical batches need not wait for the lease to lapse.
+   */
+  private readonly orphans = new Map<string, string>();
   private readonly renewTimer: NodeJS.Timeout;
 
   constructor(
@@ -58,13 +58,14 @@ export class RedisReplay {
       try {
         reply = await raceAbort(attempt, Infinity, signal);
       } catch {
+        this.orphans.set(token, key); // the script may still have run and made us the owner
         return this.fallback(requestId, bodyHash, signal);
       }
       if (reply === GAVE_UP) {
         // Aborted with the attempt in flight: if it made us the owner, let go at once so nobody waits on us.
         attempt
           .then((r) => ((r as string[])[0] === 'compute' ? this.lease(key, token).abandon() : undefined))
-          .catch(() => {});
+          .catch(() => this.orphans.set(token, key));
         return { kind: 'aborted' };
       }
       const [kind, body] = reply as [string, string | undefined];
@@ -88,10 +89,20 @@ export class RedisReplay {
     this.waiters.wake(key);
   }
 
+  /** Redis is back: abandons the entries left without an owner meanwhile. */
+  onUp(): void {
+    for (const [token, key] of this.orphans) {
+      this.orphans.delete(token);
+      void this.abandon(key, token);
+    }
+  }
+
   /** Abandons what this process still computes, so waiters elsewhere take over now rather than after the lease. */
   async close(): Promise<void> {
     clearInterval(this.renewTimer);
-    await Promise.allSettled([...this.owned.values()].map((o) => this.end(o.key, o.token, undefined)));
+    const ends = [...this.owned].map(([token, key]) => this.end(key, token, undefined));
+    const orphans = [...this.orphans].map(([token, key]) => this.abandon(key, token));
+    await Promise.allSettled([...ends, ...orphans]);
   }
 
   private fallback(requestId: string, bodyHash: string, signal: AbortSignal | undefined): Promise<ReplayBegin> {
@@ -100,7 +111,7 @@ export class RedisReplay {
   }
 
   private lease(key: string, token: string): ReplayLease {
-    this.owned.set(token, { key, token });
+    this.owned.set(token, key);
     return {
       finish: async (body) => {
         if (Buffer.byteLength(body) > this.opts.maxBytes) {
@@ -115,25 +126,34 @@ export class RedisReplay {
 
   /**
    * Stores the body (or abandons) if this token still owns the entry. A failure is not reported to the caller:
-   * the entry then lapses with its lease and a waiter computes, which is the same outcome as an abandon.
+   * the entry is abandoned once Redis is back (or lapses with its lease) and a waiter computes, the same
+   * outcome as an abandon.
    */
   private async end(key: string, token: string, body: string | undefined): Promise<void> {
     if (!this.owned.delete(token)) return; // ended already (finish after close, or twice)
-    const mode = body === undefined ? 'abandon' : 'finish';
+    if (body === undefined) return this.abandon(key, token);
     const message = JSON.stringify({ t: 'replay', k: key });
     try {
-      const args = [token, mode, body ?? '', this.opts.ttlMs, this.link.channel, message];
-      const stored = await this.link.script(REPLAY_END, [key], args);
-      if (stored === 1 && body !== undefined) this.stats.replayStored++;
+      const args = [token, 'finish', body, this.opts.ttlMs, this.link.channel, message];
+      if ((await this.link.script(REPLAY_END, [key], args)) === 1) this.stats.replayStored++;
     } catch {
-      // Redis unavailable: see above.
+      this.orphans.set(token, key);
+    }
+  }
+
+  private async abandon(key: string, token: string): Promise<void> {
+    const message = JSON.stringify({ t: 'replay', k: key });
+    try {
+      await this.link.script(REPLAY_END, [key], [token, 'abandon', '', 0, this.link.channel, message]);
+    } catch {
+      this.orphans.set(token, key);
     }
   }
 
   private async renew(): Promise<void> {
     if (!this.link.isUp()) return;
-    const renewals = [...this.owned.values()].map((o) =>
-      this.link.script(REPLAY_RENEW, [o.key], [o.token, this.opts.leaseMs]),
+    const renewals = [...this.owned].map(([token, key]) =>
+      this.link.script(REPLAY_RENEW, [key], [token, this.opts.leaseMs]),
     );
     await Promise.allSettled(renewals);
   }

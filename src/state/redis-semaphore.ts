@@ -140,7 +140,7 @@ export class RedisSemaphores {
   }
 
   private release(held: Held): Promise<void> {
-    this.held.delete(held.id);
+    if (!this.held.delete(held.id)) return Promise.resolve(); // released already (by close, or twice)
     held.releaseLocal();
     return held.inRedis ? this.sendRelease(held.key, held.id) : Promise.resolve();
   }

@@ -119,11 +119,13 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
     const port = await freePort();
     const url = `redis://127.0.0.1:${port}`;
     servers.push(await startRedisServer(port, ['--enable-debug-command', 'yes']));
-    const store = createStore(redisConfig(uniquePrefix(), url), recordingLog());
+    const store = createStore(redisConfig(uniquePrefix(), url, { lease_s: 5 }), recordingLog());
     stores.push(store);
     assert.ok(await waitUntilUp(store, 3000));
     const busy = await store.acquire('k', 1, { timeoutMs: 0 });
     assert.ok(busy);
+    const warm = await store.replayBegin('warm', 'h'); // loads the replay scripts, so Redis runs them later
+    if (warm.kind === 'compute') await warm.lease.abandon();
 
     const sleeping = redisCall(url, 'DEBUG', 'SLEEP', '1.5'); // the server answers nothing for 1.5 s
     await sleep(50);
@@ -142,6 +144,10 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
     assert.equal(store.isUp(), false);
     await sleeping;
     assert.ok(await eventually(() => store.isUp(), 2000), 'up again once redis answers in time');
+    // The replay entry Redis created for the abandoned begin was cleaned up on reconnect, not left to its lease.
+    const again = await quick('replayBegin after recovery', () => store.replayBegin('r', 'h'), 300);
+    assert.equal(again.kind, 'compute');
+    if (again.kind === 'compute') await again.lease.abandon();
     p.release();
     busy.release();
   });

@@ -10,53 +10,18 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createStore, waitUntilUp, type StateConfig, type Store } from '../../src/state/index.js';
+import type { StateConfig } from '../../src/state/index.js';
 import { contractSuite } from './contract.js';
-import { deleteKeys, eventually, killHard, listKeys, recordingLog, redisConfig, uniquePrefix } from './helpers.js';
+import { eventually, killHard, REDIS_URL } from './helpers.js';
+import { RedisDeployments, type Deployment } from './redis-harness.js';
 
-const prefixes: string[] = [];
-const stores: Store[] = [];
+const redis = new RedisDeployments(REDIS_URL);
+const deployment = (over?: Partial<StateConfig>): Deployment => redis.deployment(over);
 
-/** Stores sharing one prefix, i.e. replicas of one gateway deployment. */
-function deployment(over: Partial<StateConfig> = {}): { prefix: string; replica(): Promise<Store> } {
-  const prefix = uniquePrefix();
-  prefixes.push(prefix);
-  return {
-    prefix,
-    replica: async () => {
-      const store = createStore(redisConfig(prefix, undefined, over), recordingLog());
-      stores.push(store);
-      assert.ok(await waitUntilUp(store, 3000), 'redis at 127.0.0.1:6379 is reachable');
-      return store;
-    },
-  };
-}
-
-async function cleanup(): Promise<void> {
-  for (const s of stores) assert.equal(s.stats().fallbacks, 0, 'every call was served by redis, not the fallback');
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await Promise.all(prefixes.splice(0).map((p) => deleteKeys(p)));
-}
-
-let current = deployment();
-contractSuite('redis', {
-  make: async (over) => {
-    current = deployment(over);
-    return current.replica();
-  },
-  assertIdle: async (key) => {
-    // Releases travel asynchronously: give them a moment; then nothing of the semaphore may remain.
-    const idle = await eventually(async () => {
-      const keys = await listKeys(`${current.prefix}sem:{${key}}:`);
-      return keys.every((k) => k.endsWith(':ticket'));
-    }, 1000);
-    assert.ok(idle, 'no permit or waiter left in redis');
-  },
-  cleanup,
-});
+contractSuite('redis', redis.harness());
 
 describe('redis store across replicas', { timeout: 30_000 }, () => {
-  after(cleanup);
+  after(() => redis.cleanup());
 
   it('holds one limit across replicas, FIFO across them', async () => {
     const d = deployment();
