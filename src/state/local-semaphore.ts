@@ -52,6 +52,7 @@ export class LocalSemaphores {
     }
     if (!(timeoutMs > 0)) {
       this.stats.acquireTimeouts++;
+      this.gc(key, slot);
       return Promise.resolve(undefined);
     }
     return new Promise((resolve) => {
@@ -91,11 +92,6 @@ export class LocalSemaphores {
       done = true;
       this.releaseOne(key, slot);
     };
-  }
-
-  /** Permits held now for `key` (tests, metrics). */
-  heldCount(key: string): number {
-    return this.slots.get(key)?.held ?? 0;
   }
 
   private permit(key: string, slot: Slot, signal: AbortSignal | undefined): Permit {

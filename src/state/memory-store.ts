@@ -17,10 +17,9 @@ import {
 import { Listeners } from './util.js';
 
 /**
- * Total bytes of stored replay responses a process keeps: enough for many typical responses, and never less
- * than a few of the largest allowed, without letting a burst of large responses exhaust memory.
+ * Total bytes of stored replay responses this process keeps (state.replay_cache_mb), oldest dropped first, so
+ * a burst of large responses cannot exhaust its memory.
  */
-/** The process's budget for stored responses (state.replay_cache_mb). */
 export function replayCapBytes(config: StateConfig): number {
   return Math.floor(config.replay_cache_mb * 1024 * 1024);
 }

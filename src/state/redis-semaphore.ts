@@ -166,13 +166,12 @@ export class RedisSemaphores {
     held.inRedis = true; // from now on a release must reach Redis, even if this call's answer is lost
     const [holders] = this.keys(held.key);
     const valid = await this.link.script(SEM_HOLD, [holders], [held.id, this.opts.leaseMs, this.keyTtlMs]);
-    // Still held in this process: re-registered either way, but a lapsed lease means the limit may have been
-    // exceeded meanwhile (a long stall), which metrics should show.
+    // Still held in this process: re-registered either way, but a lapsed lease (a long stall, or Redis lost
+    // its data) means the limit may have been exceeded meanwhile, which metrics should show.
     if (valid === 0 && wasInRedis && this.held.has(held.id)) this.stats.leasesLost++;
     // A release that raced with this call ran after it on the same connection; nothing to undo.
   }
 
-  /** Sleeps until a release is announced on `key`, `ms` passes, or the signal aborts. */
   private keys(key: string): [string, string, string, string] {
     // One {hash tag} per semaphore so its keys share a Cluster slot.
     const base = `${this.opts.prefix}sem:{${key}}:`;
