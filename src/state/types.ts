@@ -59,7 +59,7 @@ export interface StoreStats {
   replayStored: number;
   /** Responses over replay_max_bytes, not stored. */
   replayTooLarge: number;
-  /** Memory store only: stored responses dropped early to bound the process's memory. */
+  /** Stored responses dropped early from the per-process cache (replay_cache_mb): memory store, or fallback. */
   replayEvicted: number;
   acquireTimeouts: number;
   acquireAborts: number;
