@@ -134,7 +134,7 @@ export const configSchema = z.strictObject({
         .strictObject({
           url: z.string().min(1),
           key_prefix: z.string().default('magma-gw:'),
-          /** Passed to ioredis as is (sentinels, name, tls, ...). */
+          /** Passed to ioredis (sentinels, name, tls, commandTimeout, ...); `cluster: true | ClusterOptions` selects Redis Cluster. */
           options: z.record(z.string(), z.unknown()).default({}),
         })
         .optional(),

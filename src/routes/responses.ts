@@ -121,7 +121,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       const overheadMs = beforeDispatch - t0 + result.workMs + (performance.now() - t2);
       metrics.overhead.observe(overheadMs / 1000);
       if (lease !== undefined) {
-        if (body.length > config.state.replay_max_bytes) metrics.replay.inc({ outcome: 'too_large' });
+        if (utf8Over(body, config.state.replay_max_bytes)) metrics.replay.inc({ outcome: 'too_large' });
         // Stored in the background: the client's answer never waits on the store.
         const done = lease;
         lease = undefined;
@@ -152,6 +152,13 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       if (lease !== undefined) void lease.abandon().catch(() => undefined);
     }
   });
+}
+
+/** Whether the UTF-8 size of `s` exceeds `max`, counting bytes only when the length alone cannot tell. */
+function utf8Over(s: string, max: number): boolean {
+  if (s.length > max) return true;
+  if (s.length * 3 <= max) return false;
+  return Buffer.byteLength(s, 'utf8') > max;
 }
 
 function countBy(xs: string[]): Record<string, number> {
