@@ -34,7 +34,12 @@ export interface BatchContext {
   deadline: number;
   /** Headers passed to every backend (x-request-id, traceparent). */
   headers: Record<string, string>;
+  /** Aborted when the client goes away or the deadline passes. */
   signal?: AbortSignal;
+  /** True once the client closed its connection (the signal then says nothing of the backend). */
+  clientGone?: () => boolean;
+  /** The client's request body as received, forwarded as is when a sub-request is the whole request. */
+  requestText?: string;
 }
 
 /** One leg of one input on its way to a backend. */
@@ -177,15 +182,27 @@ export async function runBatch(
     }
   };
 
+  /**
+   * A sub-request that is the whole client request unchanged (one replica takes every input, in order, with
+   * all its candidates, and no memory carries the gateway's key) is the client's own body: forwarding that text
+   * saves serializing megabytes again.
+   */
+  const isWholeRequest = (items: Item[]): boolean =>
+    ctx.requestText !== undefined &&
+    items.length === inputs.length &&
+    items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs && stripped[k] === inputs[k]!.memory);
+
   const attempt = async (replica: Replica, items: Item[]): Promise<void> => {
     const t0 = performance.now();
-    const body = stringifyExact(
-      {
-        request_id: request.request_id,
-        inputs: items.map((it) => forwarded(inputs[it.input]!, stripped[it.input]!, it.count)),
-      },
-      requestMarked,
-    );
+    const body = isWholeRequest(items)
+      ? ctx.requestText!
+      : stringifyExact(
+          {
+            request_id: request.request_id,
+            inputs: items.map((it) => forwarded(inputs[it.input]!, stripped[it.input]!, it.count)),
+          },
+          requestMarked,
+        );
     result.workMs += performance.now() - t0;
     const remaining = ctx.deadline - Date.now();
     const timeoutMs = Math.min(upstreams.timeoutMs(replica.backend), remaining);
@@ -205,6 +222,18 @@ export async function runBatch(
     metrics.backendDuration.observe({ backend: replica.backend }, ms / 1000);
     count(result.backends, replica.backend, nInputs);
 
+    if (!res.ok && ctx.signal?.aborted === true) {
+      // Aborted by us, not failed by the backend: the client went away (nobody will read these candidates, and
+      // the replica must not be blamed) or the batch deadline ran out (the backend was too slow for it).
+      const gone = ctx.clientGone?.() === true;
+      metrics.backendRequests.inc({ backend: replica.backend, outcome: gone ? 'cancelled' : 'gateway_backend_timeout' });
+      if (!gone) upstreams.recordFailure(replica, 'the batch deadline ran out');
+      fail(items, {
+        code: 'gateway_backend_timeout',
+        message: gone ? 'cancelled: the client closed the connection' : 'the batch deadline (request_timeout_s) ran out',
+      }, ms);
+      return;
+    }
     if (!res.ok) {
       metrics.backendRequests.inc({ backend: replica.backend, outcome: res.failure.code });
       if (res.failure.code !== 'gateway_backend_rejected') upstreams.recordFailure(replica, res.failure.message);

@@ -4,7 +4,7 @@
  * replay_ttl_s). Stored bodies are bounded in total so a burst of large responses cannot exhaust the process.
  */
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
-import { onAbort } from './util.js';
+import { onAbort, utf8Exceeds } from './util.js';
 
 interface Pending {
   state: 'pending';
@@ -97,9 +97,9 @@ export class LocalReplay {
     if (this.entries.get(requestId) !== entry) return;
     this.entries.delete(requestId);
     if (body !== undefined) {
-      const bytes = Buffer.byteLength(body);
-      if (bytes > this.limits.maxBytes) this.stats.replayTooLarge++;
-      else this.store(requestId, entry.hash, body, bytes);
+      // Memory accounting by length: what a one-byte string costs, and cheap to read.
+      if (utf8Exceeds(body, this.limits.maxBytes)) this.stats.replayTooLarge++;
+      else this.store(requestId, entry.hash, body, body.length);
     }
     for (const wake of [...entry.waiters]) wake();
   }

@@ -129,3 +129,13 @@ export class Wakers {
     }
   }
 }
+
+/**
+ * Whether the UTF-8 size of `s` exceeds `max`, without encoding it when the length alone tells (a string of
+ * n UTF-16 units takes between n and 3n UTF-8 bytes): replayed responses are megabytes, checked per batch.
+ */
+export function utf8Exceeds(s: string, max: number): boolean {
+  if (s.length > max) return true;
+  if (s.length * 3 <= max) return false;
+  return Buffer.byteLength(s, 'utf8') > max;
+}
