@@ -138,13 +138,14 @@ export const configSchema = z.strictObject({
           options: z.record(z.string(), z.unknown()).default({}),
         })
         .optional(),
-      replay_ttl_s: positive.default(600),
+      /** 0 turns idempotent replay off. */
+      replay_ttl_s: z.number().min(0).default(600),
       replay_max_bytes: z.number().int().positive().default(16 * 1024 * 1024),
       /**
        * Memory this process may spend on stored responses (the memory store, and the Redis store's local
        * fallback); the oldest go first. Redis itself holds the shared copies.
        */
-      replay_cache_mb: z.number().positive().default(64),
+      replay_cache_mb: z.number().positive().default(16),
       lease_s: positive.default(30),
     })
     .prefault({}),

@@ -41,32 +41,29 @@ export function classifyError(err: unknown, timedOut: boolean, timeoutMs: number
   return { code: 'gateway_backend_unreachable', message: `connection failed: ${code ?? msg}` };
 }
 
-/** Raw call: any HTTP status comes back as ok:true with its text; only transport failures are failures. */
+/**
+ * Raw call: any HTTP status comes back as ok:true with its text; only transport failures are failures.
+ * The timeout is undici's own (headers, then each body chunk): no AbortController or timer per call on the hot
+ * path. The caller's signal (client gone, batch deadline) bounds the whole call.
+ */
 export async function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
-  const ac = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    ac.abort();
-  }, Math.max(1, opts.timeoutMs));
-  const onAbort = (): void => ac.abort();
-  opts.signal?.addEventListener('abort', onAbort, { once: true });
-  if (opts.signal?.aborted) ac.abort();
+  const timeoutMs = Math.max(1, Math.floor(opts.timeoutMs));
   try {
     const res = await replica.pool.request({
       method: opts.method,
       path: replica.path(opts.path),
       headers: { ...replica.headers, ...opts.headers },
       body: opts.body,
-      signal: ac.signal,
+      signal: opts.signal,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
     });
     const text = await res.body.text();
     return { ok: true, status: res.statusCode, text };
   } catch (err) {
-    return { ok: false, failure: classifyError(err, timedOut || opts.signal?.aborted === true, opts.timeoutMs) };
-  } finally {
-    clearTimeout(timer);
-    opts.signal?.removeEventListener('abort', onAbort);
+    const timedOut =
+      err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || opts.signal?.aborted === true;
+    return { ok: false, failure: classifyError(err, timedOut, opts.timeoutMs) };
   }
 }
 
