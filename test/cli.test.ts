@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { startFakeAgent } from './helpers/fake-agent.js';
+import { waitHealthy } from './helpers/wait.js';
 import { mkInput } from './helpers/gateway.js';
 
 const CLI = join(process.cwd(), 'dist/src/cli.js');
@@ -25,18 +26,6 @@ function run(args: string[]): { child: ChildProcess; out: () => string; exit: Pr
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, out: () => out, exit };
-}
-
-async function waitHealthy(url: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(`${url}/health`)).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.fail('gateway never became healthy');
 }
 
 test('an invalid config file stops the start with exit code 2 and names the place in the file', async () => {

@@ -1,13 +1,13 @@
 /**
- * One coaching call to a backend replica. Unlike `callReplica` (backend-call.ts), the answer keeps its
- * content-type and its bytes: `POST /v1/coaching` passes the backend's SpecializedCoachingResponse back unchanged
+ * One coaching call to a backend replica: `callReplica` in raw mode, so the answer keeps its content-type and
+ * its bytes: `POST /v1/coaching` passes the backend's SpecializedCoachingResponse back unchanged
  * (status, content-type, body), so nothing is decoded or re-encoded on the way. Never throws: a transport failure
  * becomes the HTTP status the gateway answers for it (502 unreachable, 504 timeout), classified by the same
  * rules as inference sub-requests (DESIGN.md §5).
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { classifyError } from '../upstream/backend-call.js';
+import { callReplica } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 
 export type ForwardResult =
@@ -26,35 +26,11 @@ export interface ForwardOptions {
 }
 
 export async function forward(replica: Replica, opts: ForwardOptions): Promise<ForwardResult> {
-  const ac = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    ac.abort();
-  }, Math.max(1, opts.timeoutMs));
-  const onAbort = (): void => ac.abort();
-  opts.signal.addEventListener('abort', onAbort, { once: true });
-  if (opts.signal.aborted) ac.abort();
-  try {
-    const res = await replica.pool.request({
-      method: opts.method,
-      path: replica.path(opts.path),
-      // Config headers (authorization) first, then what the gateway sends on the client's behalf.
-      headers: { ...replica.headers, ...opts.headers },
-      body: opts.body,
-      signal: ac.signal,
-    });
-    const body = Buffer.from(await res.body.arrayBuffer());
-    const ct = res.headers['content-type'];
-    return { ok: true, status: res.statusCode, contentType: Array.isArray(ct) ? ct[0] : ct, body };
-  } catch (err) {
-    const failure = classifyError(err, timedOut || opts.signal.aborted, opts.timeoutMs);
-    const status = failure.code === 'gateway_backend_timeout' ? 504 : 502;
-    return { ok: false, status, message: failure.message };
-  } finally {
-    clearTimeout(timer);
-    opts.signal.removeEventListener('abort', onAbort);
+  const r = await callReplica(replica, { ...opts, raw: true });
+  if (!r.ok) {
+    return { ok: false, status: r.failure.code === 'gateway_backend_timeout' ? 504 : 502, message: r.failure.message };
   }
+  return { ok: true, status: r.status, contentType: r.contentType, body: r.bytes ?? Buffer.alloc(0) };
 }
 
 /** The short reason a backend's answer gives: its JSON `detail` when it is a string, else the text's start. */

@@ -6,7 +6,9 @@ import { errors } from 'undici';
 import { codeForStatus, type AttemptFailure } from '../errors.js';
 import type { Replica } from './replica.js';
 
-export type CallResult = { ok: true; status: number; text: string } | { ok: false; failure: AttemptFailure };
+export type CallResult =
+  | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string }
+  | { ok: false; failure: AttemptFailure };
 
 export interface CallOptions {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -16,6 +18,8 @@ export interface CallOptions {
   timeoutMs: number;
   /** Aborts the call (client went away, deadline); reported as a timeout. */
   signal?: AbortSignal;
+  /** Keep the answer's bytes and content type undecoded (passed back unchanged: coaching), `text` stays empty. */
+  raw?: boolean;
 }
 
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -58,6 +62,11 @@ export async function callReplica(replica: Replica, opts: CallOptions): Promise<
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
+    if (opts.raw === true) {
+      const bytes = Buffer.from(await res.body.arrayBuffer());
+      const ct = res.headers['content-type'];
+      return { ok: true, status: res.statusCode, text: '', bytes, contentType: Array.isArray(ct) ? ct[0] : ct };
+    }
     const text = await res.body.text();
     return { ok: true, status: res.statusCode, text };
   } catch (err) {

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
+import { waitHealthy } from '../helpers/wait.js';
 import { mkInput, type Cand } from '../helpers/gateway.js';
 import { deleteKeys, freePort, killHard, REDIS_URL, startRedisServer, uniquePrefix } from '../state/helpers.js';
 
@@ -19,18 +20,6 @@ const prefix = uniquePrefix();
 interface Gw {
   url: string;
   child: ChildProcess;
-}
-
-async function waitHealthy(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(`${url}/health`)).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${url} never became healthy`);
 }
 
 async function startGatewayProcess(agentUrl: string, redisUrl: string, keyPrefix: string, extra = ''): Promise<Gw> {
