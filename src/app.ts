@@ -72,6 +72,14 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     app.gateway.metrics.httpDuration.observe({ route }, reply.elapsedTime / 1000);
   });
 
+  // Every answer says how long the gateway itself spent on it. /v1/responses sets its own figure (its time minus
+  // the backends'); elsewhere the whole handling time is the gateway's (for the coaching and passthrough
+  // proxies it includes the backend's time, which the gateway cannot separate from a streamed answer).
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (!reply.hasHeader('x-gateway-overhead-ms')) reply.header('x-gateway-overhead-ms', reply.elapsedTime.toFixed(2));
+    return payload;
+  });
+
   await app.register(identityRoutes);
   await app.register(responsesRoute);
   await app.register(metricsRoute);
