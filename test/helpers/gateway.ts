@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { stringify } from 'yaml';
 import { buildApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
+import { http } from './config-file.js';
 
 export interface TestGateway {
   url: string;
@@ -24,20 +25,8 @@ export async function startGateway(config: Record<string, unknown>): Promise<Tes
     url,
     app,
     close: () => app.close(),
-    async post(body, headers = {}) {
-      const res = await fetch(`${url}/v1/responses`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
-        body: typeof body === 'string' ? body : JSON.stringify(body),
-      });
-      const text = await res.text();
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-      return { status: res.status, text, json, headers: res.headers };
+    post(body, headers = {}) {
+      return http(`${url}/v1/responses`, { method: 'POST', body, headers });
     },
   };
 }

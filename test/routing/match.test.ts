@@ -8,19 +8,9 @@ import type { AgentInput } from '../../src/protocol/types.js';
 import { numberMark } from '../../src/protocol/exact-json.js';
 import { compileKey, compileMatch, matchesRoute, type Headers } from '../../src/routing/match.js';
 import { globToRegExp } from '../../src/routing/conditions.js';
+import { agentInput } from '../helpers/inputs.js';
 
-function input(over: Partial<AgentInput> = {}): AgentInput {
-  return {
-    id: 1,
-    instruction: { type: 'user', content: 'hi' },
-    tools: [],
-    attributes: {},
-    memory: {},
-    num_outputs: 1,
-    extra_keys: {},
-    ...over,
-  };
-}
+const input = agentInput;
 
 function m(match: Record<string, Condition>, inp: AgentInput, headers: Headers = {}): boolean {
   return matchesRoute(match, inp, headers);

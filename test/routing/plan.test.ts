@@ -15,6 +15,7 @@ import {
   type BatchPlan,
   type RoutingSnapshot,
 } from '../../src/routing/plan.js';
+import { agentInput } from '../helpers/inputs.js';
 
 const CONFIG = parseConfigText(
   [
@@ -53,18 +54,7 @@ const without =
   (...down: string[]): RoutingSnapshot =>
   ({ canServe: (b) => !down.includes(b) });
 
-function input(over: Partial<AgentInput> = {}): AgentInput {
-  return {
-    id: 1,
-    instruction: { type: 'user', content: 'hi' },
-    tools: [],
-    attributes: {},
-    memory: {},
-    num_outputs: 1,
-    extra_keys: {},
-    ...over,
-  };
-}
+const input = agentInput;
 
 function tagged(backend: string, route: string, extra: JsonObject = {}): JsonObject {
   return { history: ['x'], _gateway: { backend, route, ...extra } };
