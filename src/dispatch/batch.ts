@@ -39,7 +39,7 @@ export interface BatchContext {
   /** True once the client closed its connection (the signal then says nothing of the backend). */
   clientGone?: () => boolean;
   /** The client's request body as received, forwarded as is when a sub-request is the whole request. */
-  requestText?: string;
+  requestBody?: Buffer;
 }
 
 /** One leg of one input on its way to a backend. */
@@ -188,14 +188,14 @@ export async function runBatch(
    * saves serializing megabytes again.
    */
   const isWholeRequest = (items: Item[]): boolean =>
-    ctx.requestText !== undefined &&
+    ctx.requestBody !== undefined &&
     items.length === inputs.length &&
     items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs && stripped[k] === inputs[k]!.memory);
 
   const attempt = async (replica: Replica, items: Item[]): Promise<void> => {
     const t0 = performance.now();
     const body = isWholeRequest(items)
-      ? ctx.requestText!
+      ? ctx.requestBody!
       : stringifyExact(
           {
             request_id: request.request_id,

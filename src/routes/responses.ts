@@ -40,12 +40,18 @@ function newTraceparent(): string {
 }
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
+  // In this route's scope the body stays raw bytes: hashed for replay and, when a sub-request is the whole
+  // request, forwarded as is, so megabytes are never re-encoded. It is decoded once for parsing.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
   app.post('/v1/responses', async (req, reply) => {
     const t0 = performance.now();
     const runtime = app.gateway.current;
     const { config } = runtime;
     const { metrics, store } = app.gateway;
-    const text = typeof req.body === 'string' ? req.body : '';
+    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    const text = raw.toString('utf8');
     const parsed = parseAgentRequest(text, { maxOutputsPerInput: config.server.max_outputs_per_input });
     if (!parsed.ok) {
       req.log.info({ problems: parsed.detail.length, first: parsed.detail[0]?.loc }, 'invalid AgentRequest');
@@ -74,7 +80,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
     // still being computed (here or on another gateway replica) is waited for instead of computed twice.
     let lease: ReplayLease | undefined;
     if (config.state.replay_ttl_s > 0) {
-      const begin = await store.replayBegin(request.request_id, hashBody(text), ac.signal);
+      const begin = await store.replayBegin(request.request_id, hashBody(raw), ac.signal);
       if (begin.kind === 'hit') {
         metrics.replay.inc({ outcome: 'hit' });
         reply.raw.off('close', onClose);
@@ -104,7 +110,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
         },
         request,
         plan,
-        { deadline, headers, signal: ac.signal, clientGone: () => clientGone, requestText: text },
+        { deadline, headers, signal: ac.signal, clientGone: () => clientGone, requestBody: raw },
         parsed.marked,
       );
       if (plan.inputs.some((p) => p.shadows.length > 0)) {
@@ -144,7 +150,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
           error_codes: result.errorCodes,
           duration_ms: Math.round(performance.now() - t0),
           overhead_ms: Math.round(overheadMs * 100) / 100,
-          body_bytes: text.length,
+          body_bytes: raw.length,
         },
         'batch',
       );

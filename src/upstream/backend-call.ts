@@ -13,7 +13,7 @@ export type CallResult =
 export interface CallOptions {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
-  body?: string;
+  body?: string | Buffer;
   headers?: Record<string, string>;
   timeoutMs: number;
   /** Aborts the call (client went away, deadline); reported as a timeout. */
@@ -79,7 +79,7 @@ export async function callReplica(replica: Replica, opts: CallOptions): Promise<
 /** A POST /v1/responses call: non-2xx statuses become failures with their DESIGN §5 codes. */
 export async function postResponses(
   replica: Replica,
-  body: string,
+  body: string | Buffer,
   headers: Record<string, string>,
   timeoutMs: number,
   signal?: AbortSignal,
