@@ -9,7 +9,6 @@
  * instruction and the agent's reply. A `decide` function only chooses the decision.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { stringifyExact } from '../../src/protocol/exact-json.js';
 import type {
   AgentDecision,
@@ -23,6 +22,7 @@ import type {
 import {
   BodyError,
   candidateSlots,
+  listenOn,
   parseBody,
   readBody,
   send422,
@@ -203,14 +203,7 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
   server.keepAliveTimeout = 5000;
 
   const host = opts.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenOn(server, opts.port ?? 0, host);
   const urlHost = host.includes(':') ? `[${host}]` : host;
   return {
     url: `http://${urlHost}:${port}`,

@@ -7,7 +7,8 @@
  * Only the lossless codec (exact-json) and the plain protocol types are shared, because without the codec a JS
  * server cannot round-trip `12345678901234567890` in memory at all.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { isStrictInt, jsonNumberText, parseExact, stringifyExact } from '../../src/protocol/exact-json.js';
 import type {
   AgentInput,
@@ -220,3 +221,15 @@ export function candidateSlots(request: AgentRequest): { input: AgentInput; inde
 }
 
 export type { AgentOutput };
+
+/** Listen on host:port (0: the OS picks) and resolve with the port actually bound. */
+export async function listenOn(server: Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return (server.address() as AddressInfo).port;
+}

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import type { ArmReport, ExperimentsReport, RouteReport } from '../../src/experiments/report.js';
 import { chooseArm } from '../../src/routing/split.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { mkInput, startGateway, type Cand, type TestGateway, postOk } from '../helpers/gateway.js';
 
 let a: FakeAgent;
 let b: FakeAgent;
@@ -17,11 +17,7 @@ let gw: TestGateway;
 let report: ExperimentsReport;
 let metricsText: string;
 
-async function post(requestId: string, inputs: object[]): Promise<Cand[]> {
-  const res = await gw.post({ request_id: requestId, inputs });
-  assert.equal(res.status, 200, res.text);
-  return res.json as Cand[];
-}
+const post = (requestId: string, inputs: object[]): Promise<Cand[]> => postOk(gw, requestId, inputs);
 
 function env(id: number, content: string, memory: Record<string, unknown>, mode: string, n = 1): object {
   return mkInput(id, { instruction: { type: 'env', content }, memory, extra_keys: { mode }, num_outputs: n });

@@ -10,7 +10,7 @@ import type { ExperimentsReport } from '../../src/experiments/report.js';
 import type { AgentInput } from '../../src/protocol/types.js';
 import { chooseArm } from '../../src/routing/split.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { mkInput, startGateway, type Cand, type TestGateway, postOk } from '../helpers/gateway.js';
 
 const ARMS = [{ name: 'a', weight: 1 }, { name: 'b', weight: 1 }];
 const AB = { experiment: 'ab' };
@@ -35,11 +35,7 @@ let gw: TestGateway;
 let report: ExperimentsReport;
 let metricsText: string;
 
-async function post(requestId: string, inputs: object[]): Promise<Cand[]> {
-  const res = await gw.post({ request_id: requestId, inputs });
-  assert.equal(res.status, 200, res.text);
-  return res.json as Cand[];
-}
+const post = (requestId: string, inputs: object[]): Promise<Cand[]> => postOk(gw, requestId, inputs);
 
 before(async () => {
   a = await startFakeAgent({ name: 'a', behaviour: { delayMs: 10 } });

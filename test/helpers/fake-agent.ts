@@ -7,7 +7,7 @@
  * Bodies are read and written with the exact JSON codec so big integers in memory round-trip digit for digit.
  */
 import { createServer, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { stringifyExact } from '../../src/protocol/exact-json.js';
 import type { AgentError, AgentInput, AgentOutput, AgentRequest, JsonObject } from '../../src/protocol/types.js';
 import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
@@ -15,6 +15,7 @@ import {
   candidateSlots,
   idText,
   isJsonObject,
+  listenOn,
   parseBody,
   readBody,
   send422,
@@ -362,14 +363,7 @@ export async function startFakeAgent(opts: FakeAgentOptions = {}): Promise<FakeA
   });
 
   const host = opts.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenOn(server, opts.port ?? 0, host);
   const closed = new Promise<void>((resolve) => server.once('close', () => resolve()));
   let stopping = false;
   const stop = (): void => {

@@ -6,6 +6,7 @@ import { stringify } from 'yaml';
 import { buildApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { http } from './config-file.js';
+import { agentInput } from './inputs.js';
 
 export interface TestGateway {
   url: string;
@@ -31,18 +32,16 @@ export async function startGateway(config: Record<string, unknown>): Promise<Tes
   };
 }
 
-/** A contract-valid input with defaults; override any field. */
+/** A contract-valid input as JSON, with defaults; override any field. */
 export function mkInput(id: number | string, over: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    id,
-    instruction: { type: 'user', content: `task for ${id}` },
-    tools: [],
-    attributes: {},
-    memory: {},
-    num_outputs: 1,
-    extra_keys: {},
-    ...over,
-  };
+  return { ...agentInput({ id, instruction: { type: 'user', content: `task for ${id}` } }), ...over };
+}
+
+/** POST a batch that must answer 200; its candidates. */
+export async function postOk(gw: TestGateway, requestId: string, inputs: object[]): Promise<Cand[]> {
+  const res = await gw.post({ request_id: requestId, inputs });
+  if (res.status !== 200) throw new Error(`expected 200, got ${res.status}: ${res.text}`);
+  return res.json as Cand[];
 }
 
 export interface Cand {
