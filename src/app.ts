@@ -10,6 +10,7 @@ import { adminRoutes } from './routes/admin.js';
 import { experimentsRoute } from './routes/experiments.js';
 import { identityRoutes } from './routes/identity.js';
 import { metricsRoute } from './routes/metrics.js';
+import { createFrontServer, type FrontHost } from './routes/batch-front.js';
 import { responsesRoute } from './routes/responses.js';
 
 export const PACKAGE_VERSION: string = (
@@ -26,15 +27,25 @@ export interface BuildOptions {
 
 export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   const { config } = opts;
+  const bodyLimit = Math.floor(config.server.body_limit_mb * 1024 * 1024);
+  // Let clients send keep-alive batches minutes apart (BENCH waits for a whole simulator step).
+  const timeouts = { keepAliveTimeout: 72_000, requestTimeout: 0 };
+  // Filled in once every route is registered (below); until then the front leaves everything to fastify.
+  const front: { host?: FrontHost } = {};
+  let closing = false;
   const app = Fastify({
     logger: opts.logger ?? { level: config.log_level },
-    bodyLimit: Math.floor(config.server.body_limit_mb * 1024 * 1024),
+    bodyLimit,
     // One log line per batch is written by the route itself; per-request lines would double it.
     logController: new LogController({ disableRequestLogging: true }),
-    // Let clients send keep-alive batches minutes apart (BENCH waits for a whole simulator step).
-    keepAliveTimeout: 72_000,
-    requestTimeout: 0,
+    ...timeouts,
     return503OnClosing: true,
+    // POST /v1/responses is answered before fastify (routes/batch-front.ts); the rest goes to fastify.
+    serverFactory: (handler) => createFrontServer(handler, () => front.host, timeouts),
+  });
+  // From here on the front leaves every request to fastify, which answers 503 while closing.
+  app.addHook('preClose', async () => {
+    closing = true;
   });
 
   // Bodies stay text: the exact JSON codec parses them (numbers kept exactly), and a non-JSON or missing
@@ -86,5 +97,6 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(adminRoutes);
   await app.register(import('./routes/coaching.js'));
   await app.register(experimentsRoute);
+  front.host = { gateway: app.gateway, log: app.log, bodyLimit, bodyLimitMb: config.server.body_limit_mb, closing: () => closing };
   return app;
 }

@@ -4,6 +4,7 @@
  * moved along the route's fallback list while the deadline allows, then turned into error candidates in place.
  * Nothing here throws for a backend's sake: the batch always completes.
  */
+import type { AbortLike } from '../abort.js';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AttemptFailure } from '../errors.js';
@@ -35,7 +36,7 @@ export interface BatchContext {
   /** Headers passed to every backend (x-request-id, traceparent). */
   headers: Record<string, string>;
   /** Aborted when the client goes away or the deadline passes. */
-  signal?: AbortSignal;
+  signal?: AbortLike;
   /** True once the client closed its connection (the signal then says nothing of the backend). */
   clientGone?: () => boolean;
   /** The client's request body as received, forwarded as is when a sub-request is the whole request. */

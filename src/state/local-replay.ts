@@ -3,6 +3,7 @@
  * One entry per request_id: in progress (with the callers waiting for it) or done (the response, kept for
  * replay_ttl_s). Stored bodies are bounded in total so a burst of large responses cannot exhaust the process.
  */
+import type { AbortLike } from '../abort.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
 import { onAbort, utf8Exceeds } from './util.js';
 
@@ -17,7 +18,8 @@ interface Done {
   hash: string;
   body: string;
   bytes: number;
-  timer: NodeJS.Timeout;
+  /** Date.now() after which the entry is gone. No timer per entry: see expire(). */
+  expiresAt: number;
 }
 
 export interface LocalReplayLimits {
@@ -39,10 +41,11 @@ export class LocalReplay {
     private readonly stats: StoreStats,
   ) {}
 
-  async begin(requestId: string, bodyHash: string, signal?: AbortSignal): Promise<ReplayBegin> {
+  async begin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin> {
     let waited = false;
     for (;;) {
       if (signal?.aborted) return { kind: 'aborted' };
+      this.expire();
       const entry = this.entries.get(requestId);
       if (entry === undefined) return { kind: 'compute', lease: this.start(requestId, bodyHash) };
       if (entry.hash !== bodyHash) {
@@ -74,10 +77,9 @@ export class LocalReplay {
     for (const [rid, entry] of this.entries) if (entry.state === 'pending') this.settle(rid, entry, undefined);
   }
 
-  /** Drops every stored response and its timer (close). */
+  /** Drops every stored response (close). */
   clear(): void {
     this.abandonAll();
-    for (const entry of this.entries.values()) if (entry.state === 'done') clearTimeout(entry.timer);
     this.entries.clear();
     this.doneOrder.clear();
     this.bytes = 0;
@@ -105,9 +107,8 @@ export class LocalReplay {
   }
 
   private store(requestId: string, hash: string, body: string, bytes: number): void {
-    const timer = setTimeout(() => this.drop(requestId), this.limits.ttlMs);
-    timer.unref(); // a stored response must not keep the process alive
-    this.entries.set(requestId, { state: 'done', hash, body, bytes, timer });
+    this.expire();
+    this.entries.set(requestId, { state: 'done', hash, body, bytes, expiresAt: Date.now() + this.limits.ttlMs });
     this.doneOrder.add(requestId);
     this.bytes += bytes;
     this.stats.replayStored++;
@@ -118,10 +119,24 @@ export class LocalReplay {
     }
   }
 
+  /**
+   * Drops the expired entries. Every entry lives the same ttl, so the oldest stored expires first: the sweep
+   * stops at the first live one. Why not a timer per entry: at thousands of small batches a second that is
+   * thousands of live timers, each one more object for the GC to carry (issue 6, S1).
+   */
+  private expire(): void {
+    const now = Date.now();
+    for (const rid of this.doneOrder) {
+      const entry = this.entries.get(rid);
+      if (entry?.state !== 'done') this.doneOrder.delete(rid);
+      else if (entry.expiresAt > now) break;
+      else this.drop(rid);
+    }
+  }
+
   private drop(requestId: string): void {
     const entry = this.entries.get(requestId);
     if (entry?.state !== 'done') return;
-    clearTimeout(entry.timer);
     this.entries.delete(requestId);
     this.doneOrder.delete(requestId);
     this.bytes -= entry.bytes;

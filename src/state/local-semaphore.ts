@@ -3,6 +3,7 @@
  * Redis store's fallback while Redis is unavailable (it also counts the Redis permits this process holds, so
  * that during an outage the limit covers everything this process has in flight).
  */
+import type { AbortLike } from '../abort.js';
 import type { AcquireOptions, Permit, StoreStats } from './types.js';
 import { abortableDelay, onAbort } from './util.js';
 
@@ -17,7 +18,7 @@ interface Slot {
  * Wraps a release function into an idempotent Permit that also releases itself when `signal` aborts, so a
  * cancelled request cannot leak its slot even if its caller never reaches `release()`.
  */
-export function makePermit(onRelease: () => void, signal?: AbortSignal): Permit {
+export function makePermit(onRelease: () => void, signal?: AbortLike): Permit {
   let released = false;
   let unlisten = (): void => {};
   const release = (): void => {
@@ -94,7 +95,7 @@ export class LocalSemaphores {
     };
   }
 
-  private permit(key: string, slot: Slot, signal: AbortSignal | undefined): Permit {
+  private permit(key: string, slot: Slot, signal: AbortLike | undefined): Permit {
     return makePermit(() => this.releaseOne(key, slot), signal);
   }
 

@@ -2,6 +2,7 @@
  * The default store: everything in this process, no dependency. Limits hold per gateway process; replay,
  * counters and shared values are this process's own.
  */
+import type { AbortLike } from '../abort.js';
 import { LocalReplay } from './local-replay.js';
 import { LocalSemaphores } from './local-semaphore.js';
 import {
@@ -53,7 +54,7 @@ export class MemoryStore implements Store {
     return () => {}; // always up: nothing to announce
   }
 
-  replayBegin(requestId: string, bodyHash: string, signal?: AbortSignal): Promise<ReplayBegin> {
+  replayBegin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin> {
     return this.replay.begin(requestId, bodyHash, signal);
   }
 

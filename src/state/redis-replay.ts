@@ -7,6 +7,7 @@
  *
  * While Redis is unavailable, replay uses this process's local replay (same semantics within the process).
  */
+import type { AbortLike } from '../abort.js';
 import { createHash } from 'node:crypto';
 import type { LocalReplay } from './local-replay.js';
 import type { RedisLink } from './redis-link.js';
@@ -46,7 +47,7 @@ export class RedisReplay {
     this.renewTimer.unref();
   }
 
-  async begin(requestId: string, bodyHash: string, signal?: AbortSignal): Promise<ReplayBegin> {
+  async begin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin> {
     const key = this.key(requestId);
     let waited = false;
     for (;;) {
@@ -105,7 +106,7 @@ export class RedisReplay {
     await Promise.allSettled([...ends, ...orphans]);
   }
 
-  private fallback(requestId: string, bodyHash: string, signal: AbortSignal | undefined): Promise<ReplayBegin> {
+  private fallback(requestId: string, bodyHash: string, signal: AbortLike | undefined): Promise<ReplayBegin> {
     this.stats.fallbacks++;
     return this.local.begin(requestId, bodyHash, signal);
   }

@@ -12,6 +12,7 @@
  * on its own. Permits granted locally are registered in Redis (SEM_HOLD) as soon as it is back, so the
  * cluster-wide count includes them until they are released.
  */
+import type { AbortLike } from '../abort.js';
 import type { LocalSemaphores } from './local-semaphore.js';
 import { makePermit } from './local-semaphore.js';
 import type { RedisLink } from './redis-link.js';
@@ -125,12 +126,12 @@ export class RedisSemaphores {
     return this.grant(held, opts.signal);
   }
 
-  private grant(held: Held, signal: AbortSignal | undefined): Permit {
+  private grant(held: Held, signal: AbortLike | undefined): Permit {
     this.held.set(held.id, held);
     return makePermit(() => void this.release(held), signal);
   }
 
-  private giveUp(key: string, id: string, signal: AbortSignal | undefined): undefined {
+  private giveUp(key: string, id: string, signal: AbortLike | undefined): undefined {
     // The withdrawal runs after any attempt still in flight on the same connection, so it also undoes a grant
     // that arrived too late.
     this.sendRelease(key, id);

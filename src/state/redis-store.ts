@@ -5,6 +5,7 @@
  * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, and one pub/sub channel
  * `events` carrying wake-ups and shared-value changes.
  */
+import type { AbortLike } from '../abort.js';
 import { LocalReplay } from './local-replay.js';
 import { LocalSemaphores } from './local-semaphore.js';
 import { replayCapBytes } from './memory-store.js';
@@ -89,7 +90,7 @@ export class RedisStore implements Store {
     return this.link.onUpChange(listener);
   }
 
-  replayBegin(requestId: string, bodyHash: string, signal?: AbortSignal): Promise<ReplayBegin> {
+  replayBegin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin> {
     return this.replay.begin(requestId, bodyHash, signal);
   }
 

@@ -6,6 +6,7 @@
  * Redis store answers from per-process state (see redis-store.ts), so a request never waits on Redis past its
  * deadline.
  */
+import type { AbortLike } from '../abort.js';
 import type { GatewayConfig } from '../config/schema.js';
 
 export type StateConfig = GatewayConfig['state'];
@@ -27,7 +28,7 @@ export interface AcquireOptions {
    * The request's signal. Aborted while queued: the wait ends with `undefined`. Aborted while held: the permit
    * is released, so a cancelled request can never keep a slot.
    */
-  signal?: AbortSignal;
+  signal?: AbortLike;
   /** Longest time in the queue (queue_timeout_s); `Infinity` waits until the signal aborts. 0 = no waiting. */
   timeoutMs: number;
 }
@@ -80,7 +81,7 @@ export interface Store {
    * Idempotent replay of a batch: `bodyHash` from hashBody(). Waits (until `signal` aborts) while an identical
    * batch is being computed by any replica; if that one is abandoned or its replica dies, one waiter computes.
    */
-  replayBegin(requestId: string, bodyHash: string, signal?: AbortSignal): Promise<ReplayBegin>;
+  replayBegin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin>;
 
   /**
    * A permit of a per-key limit (key = a backend replica), FIFO across all gateway replicas sharing Redis.

@@ -1,14 +1,15 @@
 /** Small helpers shared by both stores. */
+import type { AbortLike } from '../abort.js';
 
 /**
  * One 'abort' listener per signal, shared by every callback registered on it. A request's signal is handed to
  * many waits and permits at once (one per sub-request); listening once keeps Node's "possible EventTarget
  * memory leak" warning (over 10 listeners) from firing on normal fan-out.
  */
-const abortCallbacks = new WeakMap<AbortSignal, Set<() => void>>();
+const abortCallbacks = new WeakMap<AbortLike, Set<() => void>>();
 
 /** Calls `fn` once when `signal` aborts (at once if it already has); returns the unregister function. */
-export function onAbort(signal: AbortSignal | undefined, fn: () => void): () => void {
+export function onAbort(signal: AbortLike | undefined, fn: () => void): () => void {
   if (signal === undefined) return () => {};
   if (signal.aborted) {
     fn();
@@ -42,7 +43,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * Resolves after `ms` (never for a non-finite or huge `ms`), or as soon as `signal` aborts. `cancel()` drops
  * the timer and the listener, so a settled wait leaves nothing attached to a long-lived request signal.
  */
-export function abortableDelay(ms: number, signal?: AbortSignal): { promise: Promise<void>; cancel(): void } {
+export function abortableDelay(ms: number, signal?: AbortLike): { promise: Promise<void>; cancel(): void } {
   let timer: NodeJS.Timeout | undefined;
   let unlisten = (): void => {};
   const promise = new Promise<void>((resolve) => {
@@ -93,7 +94,7 @@ export const GAVE_UP = Symbol('gave up');
  * Waits for `p`, but no longer than `ms` or until `signal` aborts: a Redis round trip in flight never holds a
  * caller past its deadline. The caller undoes whatever `p` may still do (see the callers).
  */
-export async function raceAbort<T>(p: Promise<T>, ms: number, signal?: AbortSignal): Promise<T | typeof GAVE_UP> {
+export async function raceAbort<T>(p: Promise<T>, ms: number, signal?: AbortLike): Promise<T | typeof GAVE_UP> {
   const wait = abortableDelay(ms, signal);
   try {
     return await Promise.race([p, wait.promise.then((): typeof GAVE_UP => GAVE_UP)]);
@@ -113,7 +114,7 @@ export class Wakers {
     for (const wake of this.byKey.get(key) ?? []) wake();
   }
 
-  async nap(key: string, ms: number, signal?: AbortSignal): Promise<void> {
+  async nap(key: string, ms: number, signal?: AbortLike): Promise<void> {
     let set = this.byKey.get(key);
     if (set === undefined) this.byKey.set(key, (set = new Set()));
     const wait = abortableDelay(ms, signal);

@@ -2,7 +2,9 @@
  * One HTTP call to a backend replica with explicit timeouts, its outcome classified into the gateway's error
  * codes (DESIGN.md §5). Nothing here throws: a failed call is a value the dispatcher can route on.
  */
+import { StringDecoder } from 'node:string_decoder';
 import { errors } from 'undici';
+import type { AbortLike } from '../abort.js';
 import { codeForStatus, type AttemptFailure } from '../errors.js';
 import type { Replica } from './replica.js';
 
@@ -17,7 +19,7 @@ export interface CallOptions {
   headers?: Record<string, string>;
   timeoutMs: number;
   /** Aborts the call (client went away, deadline); reported as a timeout. */
-  signal?: AbortSignal;
+  signal?: AbortLike;
   /** Keep the answer's bytes and content type undecoded (passed back unchanged: coaching), `text` stays empty. */
   raw?: boolean;
 }
@@ -49,30 +51,120 @@ export function classifyError(err: unknown, timedOut: boolean, timeoutMs: number
  * Raw call: any HTTP status comes back as ok:true with its text; only transport failures are failures.
  * The timeout is undici's own (headers, then each body chunk): no AbortController or timer per call on the hot
  * path. The caller's signal (client gone, batch deadline) bounds the whole call.
+ *
+ * Why a dispatch handler and not `pool.request()`: request() wraps every answer in a Readable stream and
+ * parses its headers into an object, and listens on an AbortSignal; here the answer is collected straight into
+ * bytes, only content-type is read (raw mode), and a cancel just calls undici's own abort (issue 6, S1).
  */
-export async function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
+export function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
   const timeoutMs = Math.max(1, Math.floor(opts.timeoutMs));
-  try {
-    const res = await replica.pool.request({
-      method: opts.method,
-      path: replica.path(opts.path),
-      headers: { ...replica.headers, ...opts.headers },
-      body: opts.body,
-      signal: opts.signal,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-    });
-    if (opts.raw === true) {
-      const bytes = Buffer.from(await res.body.arrayBuffer());
-      const ct = res.headers['content-type'];
-      return { ok: true, status: res.statusCode, text: '', bytes, contentType: Array.isArray(ct) ? ct[0] : ct };
+  return new Promise<CallResult>((resolve) => {
+    const handler = new CollectHandler(opts, resolve);
+    if (handler.settled) return;
+    replica.pool.dispatch(
+      {
+        method: opts.method,
+        path: replica.path(opts.path),
+        headers: opts.headers === undefined ? replica.headers : { ...replica.headers, ...opts.headers },
+        body: opts.body,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      },
+      handler,
+    );
+  });
+}
+
+const UTF8_BOM = 0xfeff;
+
+/** undici's handler interface (onConnect, onHeaders, onData, onComplete, onError): collects one answer. */
+class CollectHandler {
+  settled = false;
+  private abortFn: ((err: Error) => void) | undefined;
+  private status = 0;
+  private contentType: string | undefined;
+  /** Raw mode: every chunk. Text mode: the first chunk, until a second one arrives. */
+  private readonly chunks: Buffer[] = [];
+  /** Text mode, answers of more than one chunk: decoded as they arrive (see onData). */
+  private decoder: StringDecoder | undefined;
+  private text = '';
+  private readonly onSignal: (() => void) | undefined;
+
+  constructor(
+    private readonly opts: CallOptions,
+    private readonly resolve: (r: CallResult) => void,
+  ) {
+    const { signal } = opts;
+    if (signal === undefined) return;
+    if (signal.aborted) {
+      this.settle({ ok: false, failure: classifyError(new errors.RequestAbortedError(), true, opts.timeoutMs) });
+      return;
     }
-    const text = await res.body.text();
-    return { ok: true, status: res.statusCode, text };
-  } catch (err) {
+    this.onSignal = (): void => {
+      // Queued calls have no abort function yet: the call is answered now and aborted once undici starts it.
+      this.abortFn?.(new errors.RequestAbortedError());
+      this.settle({ ok: false, failure: classifyError(new errors.RequestAbortedError(), true, opts.timeoutMs) });
+    };
+    signal.addEventListener('abort', this.onSignal, { once: true });
+  }
+
+  onConnect(abort: (err: Error) => void): void {
+    if (this.settled) abort(new errors.RequestAbortedError());
+    else this.abortFn = abort;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    if (statusCode < 200) return true; // 1xx: informational, the real answer follows
+    this.status = statusCode;
+    if (this.opts.raw === true) {
+      for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+        if (rawHeaders[i]!.toString('latin1').toLowerCase() === 'content-type') {
+          this.contentType = rawHeaders[i + 1]!.toString('latin1');
+          break;
+        }
+      }
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.opts.raw === true || (this.chunks.length === 0 && this.decoder === undefined)) {
+      this.chunks.push(chunk);
+      return true;
+    }
+    // A multi-chunk answer (S2: megabytes) is decoded chunk by chunk rather than joined into one Buffer and
+    // decoded at the end: one large allocation fewer per answer, and each chunk can be freed at once.
+    if (this.decoder === undefined) {
+      this.decoder = new StringDecoder('utf8');
+      this.text = this.decoder.write(this.chunks.pop()!);
+    }
+    this.text += this.decoder.write(chunk);
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.opts.raw === true) {
+      const bytes = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+      this.settle({ ok: true, status: this.status, text: '', bytes, contentType: this.contentType });
+      return;
+    }
+    // Decoded like undici's body.text(): UTF-8, a leading byte order mark dropped.
+    let text = this.decoder !== undefined ? this.text + this.decoder.end() : (this.chunks[0]?.toString('utf8') ?? '');
+    if (text.charCodeAt(0) === UTF8_BOM) text = text.slice(1);
+    this.settle({ ok: true, status: this.status, text });
+  }
+
+  onError(err: Error): void {
     const timedOut =
-      err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || opts.signal?.aborted === true;
-    return { ok: false, failure: classifyError(err, timedOut, opts.timeoutMs) };
+      err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || this.opts.signal?.aborted === true;
+    this.settle({ ok: false, failure: classifyError(err, timedOut, this.opts.timeoutMs) });
+  }
+
+  private settle(r: CallResult): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.onSignal !== undefined) this.opts.signal?.removeEventListener('abort', this.onSignal);
+    this.resolve(r);
   }
 }
 
@@ -82,7 +174,7 @@ export async function postResponses(
   body: string | Buffer,
   headers: Record<string, string>,
   timeoutMs: number,
-  signal?: AbortSignal,
+  signal?: AbortLike,
 ): Promise<CallResult> {
   const r = await callReplica(replica, {
     method: 'POST',

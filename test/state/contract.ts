@@ -136,6 +136,19 @@ export function contractSuite(name: string, harness: Harness): void {
       assert.equal(store.stats().replayStored, 1);
     });
 
+    it('replay: a stored response is gone after replay_ttl_s, and the batch is computed again', async () => {
+      const store = await harness.make({ replay_ttl_s: 0.3 });
+      const rid = randomUUID();
+      const first = await store.replayBegin(rid, 'h');
+      if (first.kind === 'compute') await first.lease.finish('[1]');
+      assert.equal((await store.replayBegin(rid, 'h')).kind, 'hit');
+      await sleep(500);
+      const again = await store.replayBegin(rid, 'h');
+      assert.equal(again.kind, 'compute');
+      if (again.kind === 'compute') await again.lease.finish('[2]');
+      assert.deepEqual(await store.replayBegin(rid, 'h'), { kind: 'hit', body: '[2]' });
+    });
+
     it('replay: a duplicate waits for the first and gets its result', async () => {
       const store = await harness.make();
       const rid = randomUUID();

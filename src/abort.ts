@@ -1,0 +1,56 @@
+/**
+ * A batch's cancellation (client gone, batch deadline) without an AbortController.
+ *
+ * Why not AbortController: on Node 20 creating one costs about 3 µs and each add/remove listener pair about
+ * 2 µs more (`node dist/bench/primitives.js`), paid by every batch and every sub-request of it, on a path whose
+ * whole budget is a few tens of µs (issue 6, S1). A batch is cancelled rarely, so its signal only needs to be a
+ * flag and a short list of callbacks. Everything that waits on a batch (backend calls, replay waits, permit
+ * queues) accepts `AbortLike`, which a real AbortSignal satisfies too.
+ */
+
+/** The part of AbortSignal the gateway uses: a flag and 'abort' listeners. */
+export interface AbortLike {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+export class BatchSignal implements AbortLike {
+  private abortedFlag = false;
+  private listeners: (() => void)[] | undefined;
+
+  get aborted(): boolean {
+    return this.abortedFlag;
+  }
+
+  /** Listeners run once, when the signal aborts; one added after that never runs (as with AbortSignal). */
+  addEventListener(_type: 'abort', listener: () => void): void {
+    if (this.abortedFlag) return;
+    (this.listeners ??= []).push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const list = this.listeners;
+    if (list === undefined) return;
+    const i = list.lastIndexOf(listener);
+    if (i >= 0) list.splice(i, 1);
+  }
+
+  abort(): void {
+    if (this.abortedFlag) return;
+    this.abortedFlag = true;
+    const list = this.listeners;
+    this.listeners = undefined;
+    if (list === undefined) return;
+    // A listener that throws must not keep the others (other sub-requests, waits) from being cancelled.
+    let failure: unknown;
+    for (const fn of list) {
+      try {
+        fn();
+      } catch (err) {
+        failure ??= err;
+      }
+    }
+    if (failure !== undefined) throw failure;
+  }
+}

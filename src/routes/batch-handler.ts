@@ -1,0 +1,175 @@
+/**
+ * One AgentRequest -> AgentResponse through the gateway (DESIGN.md §2), independent of the HTTP layer: the raw
+ * front (routes/batch-front.ts, the hot path) and the fastify route (routes/responses.ts) both call it.
+ * Only an invalid request gets an HTTP error (422); backend failures become error candidates (§5).
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { FastifyBaseLogger } from 'fastify';
+import { BatchSignal } from '../abort.js';
+import { runBatch } from '../dispatch/batch.js';
+import { startShadows } from '../dispatch/shadow.js';
+import type { GatewayState } from '../plugins/gateway.js';
+import { stringifyExact } from '../protocol/exact-json.js';
+import { parseAgentRequest } from '../protocol/request.js';
+import { validateAgainstRequest } from '../protocol/response-check.js';
+import { planBatch } from '../routing/plan.js';
+import { hashBody, type ReplayLease } from '../state/index.js';
+import { utf8Exceeds } from '../state/util.js';
+
+/** What the HTTP layer hands over: the body as received, the headers, and how to learn the client left. */
+export interface BatchExchange {
+  body: Buffer;
+  headers: IncomingHttpHeaders;
+  log: FastifyBaseLogger;
+  /** Calls `fn` if the client closes the connection before the answer is written; returns the unregister. */
+  onClientGone(fn: () => void): () => void;
+}
+
+export interface BatchAnswer {
+  status: 200 | 422;
+  /** JSON text. */
+  body: string;
+  requestId?: string;
+  /** The gateway's own time on this batch (its time minus the backends'), set on 200 answers. */
+  overheadMs?: number;
+  replayHit?: boolean;
+}
+
+/** Version (not ff), trace id and parent id (neither all zeros), flags: https://www.w3.org/TR/trace-context/ */
+const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+function backendHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const rid = headers['x-request-id'];
+  const tp = headers['traceparent'];
+  return {
+    'x-request-id': typeof rid === 'string' && rid.length > 0 ? rid : randomUUID(),
+    // W3C trace context: a valid incoming traceparent is passed on, otherwise the batch starts a trace of its own.
+    traceparent: typeof tp === 'string' && TRACEPARENT.test(tp) ? tp : newTraceparent(),
+  };
+}
+
+/** randomUUID draws from a buffered entropy pool: much cheaper per batch than two randomBytes calls. */
+function newTraceparent(): string {
+  const trace = randomUUID().replace(/-/g, '');
+  const span = randomUUID().replace(/-/g, '').slice(0, 16);
+  return `00-${trace}-${span}-01`;
+}
+
+export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
+  const t0 = performance.now();
+  const runtime = gw.current;
+  const { config } = runtime;
+  const { metrics, store } = gw;
+  const raw = ex.body;
+  const parsed = parseAgentRequest(raw.toString('utf8'), { maxOutputsPerInput: config.server.max_outputs_per_input });
+  if (!parsed.ok) {
+    ex.log.info({ problems: parsed.detail.length, first: parsed.detail[0]?.loc }, 'invalid AgentRequest');
+    return { status: 422, body: stringifyExact({ detail: parsed.detail }) };
+  }
+  const { request } = parsed;
+  if (request.inputs.length === 0) return { status: 200, body: '[]' };
+
+  const headers = backendHeaders(ex.headers);
+  const requestId = headers['x-request-id'];
+  const deadline = Date.now() + config.request_timeout_s * 1000;
+  // Not an AbortController: see src/abort.ts.
+  const signal = new BatchSignal();
+  let clientGone = false;
+  const unlistenGone = ex.onClientGone(() => {
+    clientGone = true;
+    signal.abort();
+  });
+  // The batch deadline aborts whatever is still waiting (a replay wait, a permit queue, backend calls).
+  const deadlineTimer = setTimeout(() => signal.abort(), deadline - Date.now());
+
+  // Idempotent replay (issue 5): a re-sent identical batch is answered from the stored response, and one
+  // still being computed (here or on another gateway replica) is waited for instead of computed twice.
+  let lease: ReplayLease | undefined;
+  try {
+    if (config.state.replay_ttl_s > 0) {
+      const begin = await store.replayBegin(request.request_id, hashBody(raw), signal);
+      if (begin.kind === 'hit') {
+        metrics.replay.inc({ outcome: 'hit' });
+        if (logsInfo(ex.log)) ex.log.info({ request_id: request.request_id, inputs: request.inputs.length }, 'batch replayed');
+        return { status: 200, body: begin.body, requestId, replayHit: true };
+      }
+      if (begin.kind === 'conflict') metrics.replayConflicts.inc();
+      if (begin.kind === 'compute') {
+        metrics.replay.inc({ outcome: 'miss' });
+        lease = begin.lease;
+      }
+    }
+
+    runtime.enter();
+    try {
+      const plan = planBatch(request, runtime.routes, runtime.upstreams, { headers: ex.headers });
+      const beforeDispatch = performance.now();
+      const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, memoryKey: config.memory_key };
+      const batch = runBatch(
+        { ...deps, budget: runtime.budget, store },
+        request,
+        plan,
+        { deadline, headers, signal, clientGone: () => clientGone, requestBody: raw },
+        parsed.marked,
+      );
+      if (plan.inputs.some((p) => p.shadows.length > 0)) {
+        // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
+        void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs));
+      }
+      const result = await batch;
+      gw.experiments.recordBatch(request, plan, result);
+      const t2 = performance.now();
+      // Checked against the request before it is sent, every time (DESIGN.md §2 step 6).
+      const problem = validateAgainstRequest(request, result.outputs);
+      if (problem !== undefined) throw new Error(`assembled response violates the contract order: ${problem}`);
+      const body = stringifyExact(result.outputs, result.marked);
+      const overheadMs = beforeDispatch - t0 + result.workMs + (performance.now() - t2);
+      metrics.overhead.observe(overheadMs / 1000);
+      if (lease !== undefined) {
+        if (utf8Exceeds(body, config.state.replay_max_bytes)) metrics.replay.inc({ outcome: 'too_large' });
+        // Stored in the background: the client's answer never waits on the store.
+        const done = lease;
+        lease = undefined;
+        done.finish(body).catch((err: unknown) => ex.log.warn({ err }, 'replay store failed'));
+      }
+      // Guarded: building the line (route counts, rounding) costs time even when the level drops it.
+      if (logsInfo(ex.log)) {
+        ex.log.info(
+          {
+            request_id: request.request_id,
+            inputs: request.inputs.length,
+            candidates: result.outputs.length,
+            routes: countBy(plan.inputs.map((p) => p.route)),
+            backends: result.backends,
+            error_codes: result.errorCodes,
+            duration_ms: Math.round(performance.now() - t0),
+            overhead_ms: Math.round(overheadMs * 100) / 100,
+            body_bytes: raw.length,
+          },
+          'batch',
+        );
+      }
+      return { status: 200, body, requestId, overheadMs };
+    } finally {
+      runtime.leave();
+    }
+  } finally {
+    clearTimeout(deadlineTimer);
+    unlistenGone();
+    // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
+    if (lease !== undefined) void lease.abandon().catch(() => undefined);
+  }
+}
+
+/** pino's isLevelEnabled, which FastifyBaseLogger's type does not declare. */
+function logsInfo(log: FastifyBaseLogger): boolean {
+  return log.level === 'info' || log.level === 'debug' || log.level === 'trace';
+}
+
+function countBy(xs: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const x of xs) out[x] = (out[x] ?? 0) + 1;
+  return out;
+}

@@ -1,0 +1,109 @@
+/**
+ * The raw front for POST /v1/responses (routes/batch-front.ts): it must do what fastify and the app's hooks did
+ * for that path, and leave everything else to fastify.
+ */
+import assert from 'node:assert/strict';
+import type { RequestListener } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { after, test } from 'node:test';
+import { request } from 'undici';
+import { createFrontServer, type FrontHost } from '../../src/routes/batch-front.js';
+import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
+import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+
+const cleanup: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const c of cleanup.reverse()) await c();
+});
+
+async function agentAndGateway(extra: Record<string, unknown> = {}): Promise<{ a: FakeAgent; gw: TestGateway }> {
+  const a = await startFakeAgent({ name: 'a' });
+  const gw = await startGateway({
+    probe_interval_s: 3600,
+    backends: { a: { url: a.url } },
+    routes: [{ name: 'default', backend: 'a' }],
+    ...extra,
+  });
+  cleanup.push(async () => {
+    await gw.close();
+    await a.close();
+  });
+  return { a, gw };
+}
+
+function metricValue(text: string, line: string): number | undefined {
+  const row = text.split('\n').find((l) => l.startsWith(line + ' '));
+  return row === undefined ? undefined : Number(row.slice(line.length + 1));
+}
+
+test('a batch on the raw front carries x-request-id and x-gateway-overhead-ms and is counted in the HTTP metrics', async () => {
+  const { gw } = await agentAndGateway();
+  const res = await gw.post({ request_id: 'f1', inputs: [mkInput(1)] }, { 'x-request-id': 'rid-front-1' });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-request-id'), 'rid-front-1');
+  assert.equal(res.headers.get('content-type'), 'application/json');
+  assert.match(res.headers.get('x-gateway-overhead-ms') ?? '', /^\d+\.\d\d$/);
+  const bad = await gw.post('{"request_id":"f2"}');
+  assert.equal(bad.status, 422);
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  assert.equal(metricValue(metrics, 'magma_gateway_http_requests_total{route="/v1/responses",status_code="200"}'), 1);
+  assert.equal(metricValue(metrics, 'magma_gateway_http_requests_total{route="/v1/responses",status_code="422"}'), 1);
+  assert.equal(metricValue(metrics, 'magma_gateway_http_request_duration_seconds_count{route="/v1/responses"}'), 2);
+});
+
+test('a chunked body (no content-length) over body_limit_mb is 413 with a JSON detail', async () => {
+  const { a, gw } = await agentAndGateway({ server: { body_limit_mb: 0.01 } });
+  a.reset();
+  const big = JSON.stringify({ request_id: 'r', inputs: [mkInput(1, { memory: { blob: 'x'.repeat(30_000) } })] });
+  const chunks = [big.slice(0, 8000), big.slice(8000, 16000), big.slice(16000)];
+  const res = await request(`${gw.url}/v1/responses`, { method: 'POST', body: Readable.from(chunks) });
+  const text = await res.body.text();
+  assert.equal(res.statusCode, 413);
+  assert.match((JSON.parse(text) as { detail: string }).detail, /body_limit_mb \(0\.01 MiB\)/);
+  assert.equal(a.requestsTo('/v1/responses').length, 0);
+});
+
+test('a batch path with a query string is served by the fastify route with the same answer', async () => {
+  const { gw } = await agentAndGateway();
+  const res = await fetch(`${gw.url}/v1/responses?via=fastify`, {
+    method: 'POST',
+    body: JSON.stringify({ request_id: 'q1', inputs: [mkInput(4, { num_outputs: 2 })] }),
+  });
+  assert.equal(res.status, 200);
+  const cands = (await res.json()) as Cand[];
+  assert.deepEqual(cands.map((c) => [c.source_id, c.candidate_index, c.status]), [[4, 0, 'completed'], [4, 1, 'completed']]);
+  assert.match(res.headers.get('x-gateway-overhead-ms') ?? '', /^\d+\.\d\d$/);
+});
+
+/** A front whose "fastify" answers `fastify` and whose host says whether it is closing. */
+async function frontWith(closing: boolean): Promise<string> {
+  const fastifyStub: RequestListener = (_req, res) => {
+    res.end('fastify');
+  };
+  const host = { closing: () => closing } as FrontHost;
+  const server = createFrontServer(fastifyStub, () => (closing ? host : undefined), { keepAliveTimeout: 1000, requestTimeout: 0 });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanup.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+test('while the app closes, the front leaves batches to fastify (which answers 503)', async () => {
+  const url = await frontWith(true);
+  const res = await fetch(`${url}/v1/responses`, { method: 'POST', body: '{}' });
+  assert.equal(await res.text(), 'fastify');
+});
+
+test('other paths and methods, and a front with no app yet, go to fastify', async () => {
+  const url = await frontWith(false);
+  for (const [method, path] of [['GET', '/v1/responses'], ['POST', '/v1/info'], ['POST', '/v1/responses']] as const) {
+    const res = await fetch(`${url}${path}`, { method, body: method === 'POST' ? '{}' : undefined });
+    assert.equal(await res.text(), 'fastify', `${method} ${path}`);
+  }
+});
+
+test('the server keeps connections alive for the configured time, like the server fastify builds', async () => {
+  const { gw } = await agentAndGateway();
+  assert.equal(gw.app.server.keepAliveTimeout, 72_000);
+  assert.equal(gw.app.server.requestTimeout, 0);
+});
