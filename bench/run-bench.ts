@@ -35,6 +35,7 @@ import {
   startBackend,
   startGateway,
   startNginx,
+  startNaiveProxy,
   startPassthrough,
   type Running,
   type ServerContext,
@@ -368,6 +369,7 @@ async function setupProxyScenario(id: 'S1' | 'S2', body: BenchRequest, connectio
   const up = backend.urls[0]!;
   const backendPids = (): number[] => [backend.child.pid];
   const proxy = await tryStart('passthrough', () => startPassthrough(ctx, `${name}-passthrough`, up));
+  const naive = await tryStart('naive proxy', () => startNaiveProxy(ctx, `${name}-naive`, up));
   const nginx = nginxPath === undefined ? undefined : await tryStart('nginx', () => startNginx(ctx, `${name}-nginx`, nginxPath, up));
   const gateway = await tryStart('gateway', () =>
     startGateway(ctx, `${name}-gateway`, {
@@ -384,6 +386,7 @@ async function setupProxyScenario(id: 'S1' | 'S2', body: BenchRequest, connectio
     else targets.push({ id: tid, label, role, url: r.url, body, front: r.pids, backend: backendPids });
   };
   add('passthrough', '@fastify/http-proxy passthrough', 'baseline', proxy);
+  add('naive', 'naive JSON proxy (reference)', 'baseline', naive);
   add('nginx', 'nginx (1 worker)', 'baseline', nginx);
   add('gateway', 'magma-gateway', 'gateway', gateway);
   const gw = typeof gateway === 'string' ? undefined : gateway;
@@ -402,11 +405,14 @@ async function setupProxyScenario(id: 'S1' | 'S2', body: BenchRequest, connectio
       const p = byId(res, 'passthrough')?.median;
       const ng = byId(res, 'nginx')?.median;
       const d = byId(res, 'direct')?.median;
+      const nv = byId(res, 'naive')?.median;
       const gm = g?.median;
       res.extra.ratios = {
         'gateway/passthrough req/s': ratio(gm?.rps, p?.rps),
         'gateway/nginx req/s': ratio(gm?.rps, ng?.rps),
         'gateway/direct req/s': ratio(gm?.rps, d?.rps),
+        'gateway/naive proxy req/s': ratio(gm?.rps, nv?.rps),
+        'naive proxy/passthrough req/s': ratio(nv?.rps, p?.rps),
         'gateway/passthrough p99': ratio(gm?.p99, p?.p99),
         'gateway/nginx p99': ratio(gm?.p99, ng?.p99),
         'gateway/passthrough CPU per batch': ratio(gm?.frontCpuMsPerBatch, p?.frontCpuMsPerBatch),
@@ -416,6 +422,7 @@ async function setupProxyScenario(id: 'S1' | 'S2', body: BenchRequest, connectio
       stopAll([
         backend.child,
         typeof proxy === 'string' ? undefined : proxy.child,
+        typeof naive === 'string' ? undefined : naive.child,
         nginx === undefined || typeof nginx === 'string' ? undefined : nginx.child,
         gw?.child,
       ]),

@@ -67,11 +67,21 @@ export async function startBackend(
   return { child, urls: ports.map((p) => `http://127.0.0.1:${p}`) };
 }
 
-export async function startPassthrough(ctx: ServerContext, name: string, upstream: string): Promise<Running> {
-  const child = spawnTracked(ctx, name, process.execPath, [join(ctx.benchDir, 'passthrough.js'), '--upstream', upstream]);
+/** A bench proxy script (passthrough.js, naive-proxy.js) in front of `upstream`; it prints `{"port":N}`. */
+async function startProxyScript(ctx: ServerContext, name: string, script: string, upstream: string): Promise<Running> {
+  const child = spawnTracked(ctx, name, process.execPath, [join(ctx.benchDir, script), '--upstream', upstream]);
   const line = await child.waitLine((l) => l.startsWith('{"port"'), 15_000);
   const { port } = JSON.parse(line) as { port: number };
   return { child, url: `http://127.0.0.1:${port}`, pids: () => [child.pid] };
+}
+
+export function startPassthrough(ctx: ServerContext, name: string, upstream: string): Promise<Running> {
+  return startProxyScript(ctx, name, 'passthrough.js', upstream);
+}
+
+/** The naive JSON proxy (bench/naive-proxy.ts): the cheapest proxy that reads what it forwards. */
+export function startNaiveProxy(ctx: ServerContext, name: string, upstream: string): Promise<Running> {
+  return startProxyScript(ctx, name, 'naive-proxy.js', upstream);
 }
 
 /** nginx with one worker (like the single-threaded gateway), keep-alive upstream, bodies kept in memory. */
