@@ -3,7 +3,7 @@
  * front (routes/batch-front.ts, the hot path) and the fastify route (routes/responses.ts) both call it.
  * Only an invalid request gets an HTTP error (422); backend failures become error candidates (§5).
  */
-import { randomUUID } from 'node:crypto';
+import { randomFillSync, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
@@ -50,11 +50,22 @@ function backendHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   };
 }
 
-/** randomUUID draws from a buffered entropy pool: much cheaper per batch than two randomBytes calls. */
+/**
+ * Random hex for generated trace ids, cut from a pool refilled 4 KiB at a time: one small string per batch
+ * instead of two UUIDs, two regex replaces and a slice (about 2 KB of garbage per small batch, issue 6 S1).
+ */
+const TRACE_POOL = Buffer.alloc(4096);
+let tracePoolAt = TRACE_POOL.length;
+
 function newTraceparent(): string {
-  const trace = randomUUID().replace(/-/g, '');
-  const span = randomUUID().replace(/-/g, '').slice(0, 16);
-  return `00-${trace}-${span}-01`;
+  if (tracePoolAt + 24 > TRACE_POOL.length) {
+    randomFillSync(TRACE_POOL);
+    tracePoolAt = 0;
+  }
+  // 16 bytes of trace id then 8 of parent id; neither can be all zeros except with probability 2^-64.
+  const hex = TRACE_POOL.toString('hex', tracePoolAt, tracePoolAt + 24);
+  tracePoolAt += 24;
+  return `00-${hex.slice(0, 32)}-${hex.slice(32)}-01`;
 }
 
 export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
