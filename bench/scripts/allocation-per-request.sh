@@ -8,21 +8,17 @@ cd "$(dirname "$0")/../.."
 TARGET=${1:?gateway or naive}; N=${2:-20000}
 TMP=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
-node dist/bench/backend-agent.js > "$TMP/backend.out" &
-for _ in $(seq 50); do [ -s "$TMP/backend.out" ] && break; sleep 0.1; done
-BPORT=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")).ports[0])' "$TMP/backend.out")
-PORT=$(node -e 'const s=require("net").createServer().listen(0,()=>{console.log(s.address().port);s.close()})')
+source bench/scripts/common.sh
+start_backend
+PORT=$(free_port)
 if [ "$TARGET" = naive ]; then
   node --trace-gc-nvp dist/bench/naive-proxy.js --upstream "http://127.0.0.1:$BPORT" --port "$PORT" > "$TMP/gc.out" 2>&1 &
 else
-  printf 'server: { host: 127.0.0.1, port: %s }\nlog_level: warn\nbackends: { agent: { url: "http://127.0.0.1:%s" } }\nroutes: [ { name: default, backend: agent } ]\n' "$PORT" "$BPORT" > "$TMP/gw.yaml"
+  gateway_config "$PORT"
   node --trace-gc-nvp dist/src/cli.js --config "$TMP/gw.yaml" > "$TMP/gc.out" 2>&1 &
 fi
-for _ in $(seq 100); do curl -s -m 1 "http://127.0.0.1:$PORT/health" > /dev/null && break; sleep 0.2; done
-node --input-type=module -e '
-  import { writeFileSync } from "node:fs";
-  import { smallRequest, bodyText } from "./dist/bench/lib/bodies.js";
-  writeFileSync(process.argv[1], bodyText(smallRequest("[<id>]")));' "$TMP/body.json"
+wait_health "$PORT" 100
+s1_body
 AC=(node_modules/.bin/autocannon -c 32 -m POST -H content-type=application/json -i "$TMP/body.json" -I -a "$N")
 "${AC[@]}" "http://127.0.0.1:$PORT/v1/responses" > /dev/null 2>&1 # warm-up
 FROM=$(wc -l < "$TMP/gc.out")
