@@ -24,7 +24,8 @@ function run(args: string[]): { child: ChildProcess; out: () => string; exit: Pr
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': it comes once stdout and stderr are drained too, so out() holds everything printed.
+  const exit = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   return { child, out: () => out, exit };
 }
 
