@@ -8,6 +8,8 @@
  * queues) accepts `AbortLike`, which a real AbortSignal satisfies too.
  */
 
+import type { ServerResponse } from 'node:http';
+
 /** The part of AbortSignal the gateway uses: a flag and 'abort' listeners. */
 export interface AbortLike {
   readonly aborted: boolean;
@@ -53,4 +55,17 @@ export class BatchSignal implements AbortLike {
     }
     if (failure !== undefined) throw failure;
   }
+}
+
+/**
+ * Calls `fn` if the client goes away before its answer is written: the response stream closing unfinished.
+ * (The request stream's own 'close' fires as soon as its body is read, so it cannot tell.) Returns the
+ * unregister function, to call once the answer is ready.
+ */
+export function onClientGone(res: ServerResponse, fn: () => void): () => void {
+  const onClose = (): void => {
+    if (!res.writableEnded) fn();
+  };
+  res.once('close', onClose);
+  return () => res.off('close', onClose);
 }

@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { BatchSignal, onClientGone, type AbortLike } from '../abort.js';
 import { callReplica } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 
@@ -22,7 +23,7 @@ export interface ForwardOptions {
   /** The backend's timeout_s: coaching calls can run a model, so they get the same budget as inference. */
   timeoutMs: number;
   /** The client went away: stop waiting (reported as a timeout, nobody reads it). */
-  signal: AbortSignal;
+  signal: AbortLike;
 }
 
 export async function forward(replica: Replica, opts: ForwardOptions): Promise<ForwardResult> {
@@ -66,16 +67,8 @@ export function coachingHeaders(req: FastifyRequest, withBody: boolean): Record<
   return h;
 }
 
-/**
- * An AbortSignal that fires when the client goes away before the answer is written: the response stream
- * closing unfinished, as in responses.ts (the request stream closes as soon as its body is read, so it cannot
- * tell). Call `done` once the answer is ready.
- */
-export function clientGone(reply: FastifyReply): { signal: AbortSignal; done: () => void } {
-  const ac = new AbortController();
-  const onClose = (): void => {
-    if (!reply.raw.writableEnded) ac.abort();
-  };
-  reply.raw.once('close', onClose);
-  return { signal: ac.signal, done: () => reply.raw.off('close', onClose) };
+/** A signal that aborts when the client goes away before the answer is written (see onClientGone). */
+export function clientGone(reply: FastifyReply): { signal: AbortLike; done: () => void } {
+  const signal = new BatchSignal();
+  return { signal, done: onClientGone(reply.raw, () => signal.abort()) };
 }

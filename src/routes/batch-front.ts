@@ -12,9 +12,9 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
+import { onClientGone } from '../abort.js';
 import type { GatewayState } from '../plugins/gateway.js';
-import { handleBatch, type BatchAnswer } from './batch-handler.js';
-import { answerHeaders } from './responses.js';
+import { answerHeaders, handleBatch, type BatchAnswer } from './batch-handler.js';
 
 export const BATCH_PATH = '/v1/responses';
 
@@ -86,16 +86,6 @@ function serveBatch(h: FrontHost, req: IncomingMessage, res: ServerResponse): vo
       },
     );
   });
-}
-
-function onClientGone(res: ServerResponse, fn: () => void): () => void {
-  // The response closing before it was written means the client went away (the request stream's own 'close'
-  // fires as soon as its body is read, so it cannot tell).
-  const onClose = (): void => {
-    if (!res.writableEnded) fn();
-  };
-  res.once('close', onClose);
-  return () => res.off('close', onClose);
 }
 
 function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, t0: number): void {

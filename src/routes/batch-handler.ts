@@ -37,6 +37,16 @@ export interface BatchAnswer {
   replayHit?: boolean;
 }
 
+/** The answer's headers besides content-type and content-length, the same on both fronts. */
+export function answerHeaders(a: BatchAnswer, elapsedMs: number): Record<string, string> {
+  const h: Record<string, string> = {
+    'x-gateway-overhead-ms': (a.overheadMs ?? elapsedMs).toFixed(2),
+  };
+  if (a.requestId !== undefined) h['x-request-id'] = a.requestId;
+  if (a.replayHit === true) h['x-gateway-replay'] = 'hit';
+  return h;
+}
+
 /** Version (not ff), trace id and parent id (neither all zeros), flags: https://www.w3.org/TR/trace-context/ */
 const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
 

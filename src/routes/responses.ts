@@ -7,20 +7,11 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { stringifyExact } from '../protocol/exact-json.js';
 import type { ValidationIssue } from '../protocol/types.js';
-import { handleBatch, type BatchAnswer } from './batch-handler.js';
+import { onClientGone } from '../abort.js';
+import { answerHeaders, handleBatch } from './batch-handler.js';
 
 export function send422(reply: FastifyReply, detail: ValidationIssue[]): FastifyReply {
   return reply.code(422).header('content-type', 'application/json').send(stringifyExact({ detail }));
-}
-
-/** The answer's headers besides content-type and content-length, the same on both fronts. */
-export function answerHeaders(a: BatchAnswer, elapsedMs: number): Record<string, string> {
-  const h: Record<string, string> = {
-    'x-gateway-overhead-ms': (a.overheadMs ?? elapsedMs).toFixed(2),
-  };
-  if (a.requestId !== undefined) h['x-request-id'] = a.requestId;
-  if (a.replayHit === true) h['x-gateway-replay'] = 'hit';
-  return h;
 }
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
@@ -34,15 +25,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
       headers: req.headers,
       log: req.log,
-      onClientGone(fn) {
-        // The response stream closing before we wrote it means the client went away. (The request stream's
-        // own 'close' fires as soon as its body is read, so it cannot tell us that.)
-        const onClose = (): void => {
-          if (!reply.raw.writableEnded) fn();
-        };
-        reply.raw.once('close', onClose);
-        return () => reply.raw.off('close', onClose);
-      },
+      onClientGone: (fn) => onClientGone(reply.raw, fn),
     });
     return reply
       .code(a.status)

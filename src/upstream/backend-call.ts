@@ -96,14 +96,15 @@ class CollectHandler {
   ) {
     const { signal } = opts;
     if (signal === undefined) return;
+    const aborted: CallResult = { ok: false, failure: classifyError(undefined, true, opts.timeoutMs) };
     if (signal.aborted) {
-      this.settle({ ok: false, failure: classifyError(new errors.RequestAbortedError(), true, opts.timeoutMs) });
+      this.settle(aborted);
       return;
     }
     this.onSignal = (): void => {
       // Queued calls have no abort function yet: the call is answered now and aborted once undici starts it.
       this.abortFn?.(new errors.RequestAbortedError());
-      this.settle({ ok: false, failure: classifyError(new errors.RequestAbortedError(), true, opts.timeoutMs) });
+      this.settle(aborted);
     };
     signal.addEventListener('abort', this.onSignal, { once: true });
   }
