@@ -1,5 +1,5 @@
 // Runs every compiled test file with node's test runner. Node 20's --test takes no globs, so list them here.
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
@@ -13,8 +13,11 @@ function find(dir, out) {
 }
 
 const filter = process.argv.slice(2);
-// Tests live under test/ (mirroring src/) and beside the demo agents they check.
-let files = [...find('dist/test', []), ...find('dist/demo', [])].sort();
+// Tests live under test/ (mirroring src/) and beside the demo agents they check. Builds are incremental, so a
+// test whose source was deleted may still have its compiled file in dist/: only files with a source run.
+let files = [...find('dist/test', []), ...find('dist/demo', [])]
+  .filter((f) => existsSync(f.replace(/^dist[\\/]/, '').replace(/\.js$/, '.ts')))
+  .sort();
 if (filter.length) files = files.filter((f) => filter.some((x) => f.includes(x)));
 if (files.length === 0) {
   console.error('no test files found');
