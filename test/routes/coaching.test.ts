@@ -184,7 +184,7 @@ test('backend failures: timeout is 504, unreachable is 502; a body without a ste
   });
   const timeout = await call(gw, 'POST', '/v1/coaching', coachingBody('r', [{ input: mkInput(1) }], 's0'));
   assert.equal(timeout.status, 504);
-  assert.match(timeout.text, /backend slow: no answer within 200 ms/);
+  assert.match(timeout.text, /backend slow: no complete answer within 200 ms \(timeout_s\)/);
   gone.kill();
   const down = await call(gw, 'POST', '/v1/coaching', coachingBody('r', [{ input: mkInput(1, { attributes: { x: 1 } }) }], 's0'));
   assert.equal(down.status, 502);
