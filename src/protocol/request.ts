@@ -49,11 +49,15 @@ export function parseAgentRequest(text: string, limits: RequestLimits): RequestP
       detail: [{ type: 'json_invalid', loc: ['body', e.position], msg: `JSON decode error: ${e.message}`, input: {} }],
     };
   }
-  const detail: ValidationIssue[] = [];
-  if (parsed.nonFinite) findNonFinite(parsed.value, ['body'], detail);
-
   const result = agentRequestSchema.safeParse(parsed.value, { reportInput: true });
-  if (!result.success) detail.push(...zodToDetail(result.error));
+  const detail: ValidationIssue[] = result.success ? [] : zodToDetail(result.error);
+  if (parsed.nonFinite) {
+    // 1e400 where a string belongs is already string_type there: one problem per location, as pydantic says.
+    const seen = new Set(detail.map((d) => JSON.stringify(d.loc)));
+    const infinite: ValidationIssue[] = [];
+    findNonFinite(parsed.value, ['body'], infinite);
+    detail.unshift(...infinite.filter((d) => !seen.has(JSON.stringify(d.loc))));
+  }
   if (!result.success || detail.length > 0) return { ok: false, detail };
 
   const request = result.data as AgentRequest;
