@@ -54,8 +54,12 @@ export const agentInfoSchema = z.strictObject({
   coaching_unavailable_reason: jsonString.nullable().default(null),
 });
 
-/** Backends' info is read leniently (DESIGN.md §6): older cores add fields such as coaching_session_version. */
-export const backendInfoSchema = agentInfoSchema.loose();
+/**
+ * Backends' info is read leniently (README.md, "Probing and ejection"): older cores add fields such as
+ * coaching_session_version. Unknown fields are accepted and dropped, not kept: the admin API shows this value
+ * with plain JSON, where a number marker in an unknown field would leak as a string.
+ */
+export const backendInfoSchema = z.object(agentInfoSchema.shape);
 
 export const agentInstructionSchema = z.strictObject({
   type: z.enum(['user', 'env'], { error: "Input should be 'user' or 'env'" }),
