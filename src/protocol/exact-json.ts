@@ -1,8 +1,7 @@
 /**
  * Exact JSON: parse and serialize at native JSON.parse / JSON.stringify speed without losing a number.
  *
- * The contract (agent-http-contract.txt, "Typed protocol objects ... JSON numbers must be finite", and
- * ecosystem-facts.md "Strictness of the reference models") requires integers of any size and every number in
+ * The contract (README.md, "Exact JSON") requires integers of any size and every number in
  * the free-form objects to round-trip exactly. JS numbers cannot hold `12345678901234567890`, `1.0` or `-0` as
  * written, and a lossless parser is ~80x slower than JSON.parse on this machine.
  *
@@ -30,7 +29,13 @@ const MARK_LEN = NUMBER_MARK.length;
  */
 const RISKY_RE =
   /[:,[][ \t\r\n]*-?\d(?:(?<=-0)(?![.\deE])|[\d.]{15}|\d*(?:\.\d+)?[eE]|\d*\.\d*0(?!\d)|(?<=0)\.000000)/;
-/** A number-like token right after a structural `[`, `:` or `,`; in-string look-alikes only cost a slow path. */
+/**
+ * A number-like token right after a structural `[`, `:` or `,`; in-string look-alikes only cost a slow path.
+ *
+ * Both regexes run on client and backend text and are linear: each attempt starts at a `[`, `:` or `,`, its
+ * whitespace run ends at the next other character, and its digits span at most one token (one `.` at most
+ * inside `\d*\.\d*`), so attempts never re-read more than the token after their own start character.
+ */
 const CANDIDATE_RE = /[[:,]\s*(-?\d[\d.eE+-]*)/g;
 /** The JSON number grammar, whole token. */
 const NUMBER_RE = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;

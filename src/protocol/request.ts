@@ -1,5 +1,5 @@
 /**
- * Parse and validate a `POST /v1/responses` body as the contract's AgentRequest (DESIGN.md §2 steps 1-2).
+ * Parse and validate a `POST /v1/responses` body as the contract's AgentRequest (README.md, "What happens to a batch").
  * Invalid bodies become FastAPI-style 422 details naming every problem's location.
  */
 import { intKey, isNumberMark, JsonDepthError, JsonSyntaxError, numberMarkText, parseExact } from './exact-json.js';

@@ -1,6 +1,6 @@
 /**
  * Checking backend answers and our own answer against the contract's ordering rule
- * (agent-http-contract.txt, "Response fields and ordering"; AgentResponse.validate_request).
+ * (the contract's AgentResponse.validate_request: input order, then ascending candidate_index).
  */
 import { describePath, describeValue, safeReason } from './describe.js';
 import { intKey, isNumberMark } from './exact-json.js';

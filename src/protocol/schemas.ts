@@ -1,6 +1,6 @@
 /**
- * zod schemas for every object of the contract (agent-http-contract.txt), as strict as the reference pydantic
- * models (ecosystem-facts.md, "Strictness of the reference models"): unknown fields rejected at every protocol
+ * zod schemas for every object of the MAGMA Agent HTTP contract v2.0, as strict as the reference
+ * pydantic models in strict mode: unknown fields rejected at every protocol
  * level, strict integers, case-exact literals, real booleans. Free-form objects (tools, attributes, memory,
  * extra_keys, internal_steps) are checked for their type only and kept by reference: JSON.parse already proved
  * they are JSON, and exact-json proved their numbers finite, so walking them again would only cost time.

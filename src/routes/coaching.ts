@@ -1,5 +1,5 @@
 /**
- * The coaching endpoints through the gateway (ecosystem-facts.md "Coaching"; DESIGN.md §3 memory tag, §6).
+ * The coaching endpoints through the gateway (README.md, "Coaching routing").
  *
  * - `PUT` / `DELETE /v1/coaching/sessions/{run_id}` go to every coaching-capable backend (coaching/backends.ts),
  *   one replica each (the one holding the run's session). A session must exist on every backend a trajectory
