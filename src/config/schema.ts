@@ -3,6 +3,7 @@
  * Unknown keys are errors at every level, so a typo never silently changes routing.
  */
 import { z } from 'zod';
+import { DEFAULT_MAX_JSON_DEPTH, MAX_JSON_DEPTH_CEILING } from '../protocol/json-depth.js';
 
 const positive = z.number().positive('must be greater than 0');
 /**
@@ -28,6 +29,8 @@ export const backendSchema = z
     headers: z.record(z.string(), z.string()).default({}),
     /** Consecutive probe or request failures that eject a replica. */
     eject_after_failures: z.number().int().positive().default(3),
+    /** Bytes of one answer (inference, shadow, coaching) kept before the call is aborted. */
+    max_response_mb: positive.default(256),
   })
   .refine((b) => (b.url === undefined) !== (b.urls === undefined), {
     message: 'a backend needs exactly one of "url" or "urls"',
@@ -99,6 +102,8 @@ export const configSchema = z.strictObject({
       body_limit_mb: positive.default(64),
       /** Cap on num_outputs per input: one request cannot make the gateway build unbounded candidate arrays. */
       max_outputs_per_input: z.number().int().positive().default(1024),
+      /** Deepest JSON nesting accepted from clients and backends; deeper would overflow recursive walks. */
+      max_json_depth: z.number().int().positive().max(MAX_JSON_DEPTH_CEILING).default(DEFAULT_MAX_JSON_DEPTH),
     })
     .prefault({}),
   agent: z
@@ -111,6 +116,8 @@ export const configSchema = z.strictObject({
   request_timeout_s: positive.default(600),
   probe_interval_s: positive.default(5),
   probe_timeout_s: positive.default(2),
+  /** Bytes of a probe answer (/health, /v1/info) kept before the probe fails. */
+  probe_max_response_kb: positive.default(1024),
   /** Longest ejection; the backoff doubles from probe_interval_s up to this. */
   eject_max_s: positive.default(300),
   /** Never eject more than this share of a backend's replicas by failures alone. */

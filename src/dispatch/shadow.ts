@@ -1,5 +1,5 @@
 /**
- * Shadow traffic (issue 3): a copy of each routed input goes to the route's shadow backends so a team can try
+ * Shadow traffic (README.md, "Shadow traffic"): a copy of each routed input goes to the route's shadow backends so a team can try
  * a new agent on live traffic without it answering anyone. The client's answer never waits for a shadow, never
  * changes because of one and never fails because of one: shadows run detached, bounded by
  * shadow_max_in_flight (past it they are dropped and counted, never queued), and every error is swallowed into
@@ -29,7 +29,10 @@ export interface ShadowDeps {
   limiter: ShadowLimiter;
 }
 
-/** Same say and same tool calls (arguments compared as data). */
+/**
+ * Same say and same tool calls (arguments compared as data). isDeepStrictEqual recurses: both decisions come
+ * from answers postResponses checked against server.max_json_depth, far below where it would overflow.
+ */
 export function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | null | undefined): boolean {
   if (a == null || b == null) return a == null && b == null;
   return a.say === b.say && isDeepStrictEqual(a.tool_calls, b.tool_calls);

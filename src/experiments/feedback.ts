@@ -1,7 +1,7 @@
 /**
- * Reading environment feedback (`instruction.type == "env"`, spec/ecosystem-facts.md "Environment feedback")
+ * Reading environment feedback (`instruction.type == "env"`, README.md "Execution feedback and the experiment report")
  * into outcome counts, so the gateway can attribute execution results to the backend whose decision the
- * environment is reporting on (issue 5).
+ * environment is reporting on.
  *
  * The content is usually a string of JSON written by Python `json.dumps`:
  *   {"infos": "<robot>: <tool> succeed|failed with message: <text>\n...", "previous_tool_call": {...}}
@@ -36,11 +36,11 @@ export function emptyFeedback(): FeedbackCounts {
 }
 
 /**
- * One robot line: `<robot>: <tool> succeed|failed with message: <text>`. The robot is everything before the
- * first colon (robot names hold no colon); `succeeded` is accepted too since simulators differ on the tense.
- * Anchored at the line start so a message mentioning "failed" later in the line cannot count twice.
+ * Env feedback content longer than this many characters is counted as `unparsed` without being read: real
+ * contents are a few hundred bytes, and this bounds the work one input can cost on the request path
+ * (README.md, "Limits").
  */
-const ROBOT_LINE = /^\s*([^:\s][^:]*?)\s*:\s*(\S+)\s+(succeed|succeeded|failed)\b/;
+export const FEEDBACK_MAX_CHARS = 64 * 1024;
 
 export interface ToolLine {
   robot: string;
@@ -48,12 +48,70 @@ export interface ToolLine {
   ok: boolean;
 }
 
-/** The robot lines of an `infos` text; lines that are not one (free text) are skipped. */
+/** JavaScript's `\s`: what the grammar below calls whitespace. */
+function isSpace(c: number): boolean {
+  return (
+    c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  );
+}
+
+/** `\w`, for the word boundary after the verb. */
+function isWordChar(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
+}
+
+const VERBS = ['succeeded', 'succeed', 'failed'] as const;
+
+/**
+ * One robot line, `<robot>: <tool> succeed|succeeded|failed ...`, read by one pass over [from, to): optional
+ * whitespace, the robot (everything before the first colon, trimmed, not empty), the colon, optional
+ * whitespace, the tool (a run of non-whitespace), whitespace, then the verb as a whole word. The robot is
+ * before the first colon because robot names hold no colon; `succeeded` is accepted since simulators differ on
+ * the tense. Only the line start is read, so a message mentioning "failed" later cannot count twice.
+ *
+ * Hand-written rather than a regex: the equivalent regex backtracks quadratically on a long line without a
+ * colon, and this text comes from clients.
+ */
+function robotLine(text: string, from: number, to: number): ToolLine | undefined {
+  let i = from;
+  while (i < to && isSpace(text.charCodeAt(i))) i++;
+  if (i >= to || text.charCodeAt(i) === 58) return undefined;
+  // Not indexOf: it would run past the line's end, and over many colon-free lines that adds up quadratically.
+  let colon = i;
+  while (colon < to && text.charCodeAt(colon) !== 58) colon++;
+  if (colon >= to) return undefined;
+  let robotEnd = colon;
+  while (robotEnd > i && isSpace(text.charCodeAt(robotEnd - 1))) robotEnd--;
+  let j = colon + 1;
+  while (j < to && isSpace(text.charCodeAt(j))) j++;
+  const toolStart = j;
+  while (j < to && !isSpace(text.charCodeAt(j))) j++;
+  if (j === toolStart) return undefined;
+  const toolEnd = j;
+  while (j < to && isSpace(text.charCodeAt(j))) j++;
+  if (j === toolEnd) return undefined;
+  for (const verb of VERBS) {
+    const end = j + verb.length;
+    if (end <= to && text.startsWith(verb, j) && (end === to || !isWordChar(text.charCodeAt(end)))) {
+      return { robot: text.slice(i, robotEnd), tool: text.slice(toolStart, toolEnd), ok: verb !== 'failed' };
+    }
+  }
+  return undefined;
+}
+
+/** The robot lines of an `infos` text (lines split at `\n` or `\r\n`); lines that are not one are skipped. */
 export function parseInfos(infos: string): ToolLine[] {
   const out: ToolLine[] = [];
-  for (const line of infos.split(/\r?\n/)) {
-    const m = ROBOT_LINE.exec(line);
-    if (m !== null) out.push({ robot: m[1]!, tool: m[2]!, ok: m[3] !== 'failed' });
+  let start = 0;
+  while (start <= infos.length) {
+    const nl = infos.indexOf('\n', start);
+    const lineEnd = nl === -1 ? infos.length : nl;
+    const to = lineEnd > start && infos.charCodeAt(lineEnd - 1) === 13 ? lineEnd - 1 : lineEnd;
+    const t = robotLine(infos, start, to);
+    if (t !== undefined) out.push(t);
+    if (nl === -1) break;
+    start = nl + 1;
   }
   return out;
 }
@@ -73,6 +131,10 @@ function present(v: unknown): boolean {
  */
 export function parseEnvFeedback(content: string): FeedbackCounts {
   const counts = emptyFeedback();
+  if (content.length > FEEDBACK_MAX_CHARS) {
+    counts.unparsed = 1;
+    return counts;
+  }
   const text = content.trim();
   let value: unknown;
   if (text.startsWith('{')) {

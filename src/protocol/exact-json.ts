@@ -1,8 +1,7 @@
 /**
  * Exact JSON: parse and serialize at native JSON.parse / JSON.stringify speed without losing a number.
  *
- * The contract (agent-http-contract.txt, "Typed protocol objects ... JSON numbers must be finite", and
- * ecosystem-facts.md "Strictness of the reference models") requires integers of any size and every number in
+ * The contract (README.md, "Exact JSON") requires integers of any size and every number in
  * the free-form objects to round-trip exactly. JS numbers cannot hold `12345678901234567890`, `1.0` or `-0` as
  * written, and a lossless parser is ~80x slower than JSON.parse on this machine.
  *
@@ -14,6 +13,7 @@
  * bits drawn at start, never sent anywhere, so no client string can collide with a marker.
  */
 import { randomBytes } from 'node:crypto';
+import { exceedsDepth, MAX_JSON_DEPTH_CEILING, tooDeepMessage } from './json-depth.js';
 
 const NONCE = randomBytes(16).toString('hex');
 /** Prefix of a string that stands for a JSON number kept as its source text. */
@@ -29,7 +29,13 @@ const MARK_LEN = NUMBER_MARK.length;
  */
 const RISKY_RE =
   /[:,[][ \t\r\n]*-?\d(?:(?<=-0)(?![.\deE])|[\d.]{15}|\d*(?:\.\d+)?[eE]|\d*\.\d*0(?!\d)|(?<=0)\.000000)/;
-/** A number-like token right after a structural `[`, `:` or `,`; in-string look-alikes only cost a slow path. */
+/**
+ * A number-like token right after a structural `[`, `:` or `,`; in-string look-alikes only cost a slow path.
+ *
+ * Both regexes run on client and backend text and are linear: each attempt starts at a `[`, `:` or `,`, its
+ * whitespace run ends at the next other character, and its digits span at most one token (one `.` at most
+ * inside `\d*\.\d*`), so attempts never re-read more than the token after their own start character.
+ */
 const CANDIDATE_RE = /[[:,]\s*(-?\d[\d.eE+-]*)/g;
 /** The JSON number grammar, whole token. */
 const NUMBER_RE = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
@@ -42,6 +48,25 @@ export class JsonSyntaxError extends Error {
     super(message);
     this.name = 'JsonSyntaxError';
   }
+}
+
+/** The text nests deeper than the limit: refused before JSON.parse, so nothing recursive ever sees it. */
+export class JsonDepthError extends JsonSyntaxError {
+  constructor(
+    readonly maxDepth: number,
+    position: number,
+  ) {
+    super(tooDeepMessage(maxDepth), position);
+    this.name = 'JsonDepthError';
+  }
+}
+
+export interface ExactParseOptions {
+  /**
+   * Deepest nesting accepted (server.max_json_depth); never more than MAX_JSON_DEPTH_CEILING, which is also the
+   * bound when none is given, so no caller can hand an unbounded value to a recursive walk.
+   */
+  maxDepth?: number;
 }
 
 export interface ExactParse {
@@ -126,8 +151,14 @@ function rewrite(text: string): { text: string; marked: boolean; nonFinite: bool
   return { text: parts.join(''), marked, nonFinite };
 }
 
-/** Parse JSON text, keeping every number exactly. Throws JsonSyntaxError on invalid JSON. */
-export function parseExact(text: string): ExactParse {
+/**
+ * Parse JSON text, keeping every number exactly. Throws JsonSyntaxError on invalid JSON, JsonDepthError (a
+ * JsonSyntaxError) on text nested deeper than the limit.
+ */
+export function parseExact(text: string, opts: ExactParseOptions = {}): ExactParse {
+  const maxDepth = Math.min(opts.maxDepth ?? MAX_JSON_DEPTH_CEILING, MAX_JSON_DEPTH_CEILING);
+  const deepAt = exceedsDepth(text, maxDepth);
+  if (deepAt !== -1) throw new JsonDepthError(maxDepth, deepAt);
   let src = text;
   let marked = false;
   let nonFinite = false;
@@ -149,28 +180,58 @@ function toSyntaxError(err: unknown, text: string): JsonSyntaxError {
   const pos = /position (\d+)/.exec(msg);
   // Positions refer to the rewritten text when markers were inserted; they are a hint, the message says what.
   const position = pos ? Number(pos[1]) : text.length;
-  return new JsonSyntaxError(msg.replace(/\uE000[0-9a-f]{32}/g, ''), position);
+  // V8 quotes a snippet of the text, which may cut a marker anywhere: drop every prefix piece it shows.
+  return new JsonSyntaxError(msg.replace(/\uE000[0-9a-f]{0,32}/g, ''), position);
 }
 
-/** Serialize a value produced by parseExact (or built from such values) back to exact JSON text. */
+/**
+ * Serialize a value produced by parseExact (or built from such values) back to exact JSON text.
+ *
+ * Only a marker that is a whole JSON string value becomes a number again: in JSON.stringify's output (no
+ * whitespace) its opening quote follows a structural `[`, `,` or `:` (or starts the text), the number text
+ * follows the prefix, and the closing quote comes right after it, followed by `,`, `]`, `}` or the end (never
+ * `:`: that is an object key). A marker anywhere else, e.g. copied into a message the gateway built, is data:
+ * it stays a string and only its secret prefix is dropped, so the text stays valid JSON and the nonce never
+ * leaves the process.
+ */
 export function stringifyExact(value: unknown, marked = true): string {
   const s = JSON.stringify(value);
   if (!marked) return s;
-  let at = s.indexOf('\uE000');
+  let at = s.indexOf(NUMBER_MARK);
   if (at === -1) return s;
-  // Markers are whole JSON strings `"\uE000<nonce><digits>"`: drop the quotes and the prefix, keep the digits.
   // String concatenation builds a rope that is flattened once on write; Array#join would copy the whole text.
   let out = '';
   let last = 0;
   while (at !== -1) {
-    if (s.charCodeAt(at - 1) === 34 && s.startsWith(NUMBER_MARK, at)) {
-      const close = s.indexOf('"', at);
-      out += s.slice(last, at - 1) + s.slice(at + MARK_LEN, close);
-      last = close + 1;
-      at = s.indexOf('\uE000', last);
-    } else at = s.indexOf('\uE000', at + 1);
+    const numEnd = wholeMarkerEnd(s, at);
+    if (numEnd !== -1) {
+      out += s.slice(last, at - 1) + s.slice(at + MARK_LEN, numEnd);
+      last = numEnd + 1; // past the closing quote
+    } else {
+      out += s.slice(last, at);
+      last = at + MARK_LEN;
+    }
+    at = s.indexOf(NUMBER_MARK, last);
   }
   return out + s.slice(last);
+}
+
+/** For a marker at `at` in JSON.stringify output: the index of its closing quote when it is a whole value, else -1. */
+function wholeMarkerEnd(s: string, at: number): number {
+  if (s.charCodeAt(at - 1) !== 34) return -1;
+  const before = at >= 2 ? s.charCodeAt(at - 2) : -1;
+  if (before !== -1 && before !== 91 && before !== 44 && before !== 58) return -1; // [ , :
+  let e = at + MARK_LEN;
+  while (e < s.length && isNumberChar(s.charCodeAt(e))) e++;
+  if (e === at + MARK_LEN || s.charCodeAt(e) !== 34) return -1;
+  const after = e + 1 < s.length ? s.charCodeAt(e + 1) : -1;
+  if (after !== -1 && after !== 44 && after !== 93 && after !== 125) return -1; // , ] }
+  return NUMBER_RE.test(s.slice(at + MARK_LEN, e)) ? e : -1;
+}
+
+/** Text with every number marker replaced by its number text: safe to log or to put in a message. */
+export function scrubMarkers(text: string): string {
+  return text.includes(NUMBER_MARK) ? text.split(NUMBER_MARK).join('') : text;
 }
 
 /** A number kept as source text (big integer, `1.0`, `-0`, `1e400`, ...). */
@@ -207,7 +268,12 @@ export function isStrictInt(v: unknown): boolean {
 /** A normalized decimal key for a strict integer (so `-0` and `0` are the same id). */
 export function intKey(v: unknown): string {
   if (typeof v === 'number') return String(v === 0 ? 0 : v);
-  if (isNumberMark(v)) return BigInt(numberMarkText(v)).toString();
+  // The JSON grammar allows no leading zeros, so the text is already the decimal form except for `-0`; BigInt
+  // would take quadratic time on a million-digit id.
+  if (isNumberMark(v)) {
+    const t = numberMarkText(v);
+    return t === '-0' ? '0' : t;
+  }
   return String(v);
 }
 

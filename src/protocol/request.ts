@@ -1,8 +1,9 @@
 /**
- * Parse and validate a `POST /v1/responses` body as the contract's AgentRequest (DESIGN.md §2 steps 1-2).
+ * Parse and validate a `POST /v1/responses` body as the contract's AgentRequest (README.md, "What happens to a batch").
  * Invalid bodies become FastAPI-style 422 details naming every problem's location.
  */
-import { intKey, isNumberMark, JsonSyntaxError, numberMarkText, parseExact } from './exact-json.js';
+import { intKey, isNumberMark, JsonDepthError, JsonSyntaxError, numberMarkText, parseExact } from './exact-json.js';
+import { DEFAULT_MAX_JSON_DEPTH } from './json-depth.js';
 import { agentRequestSchema } from './schemas.js';
 import type { AgentRequest, ValidationIssue } from './types.js';
 import { zodToDetail } from './validation-errors.js';
@@ -13,9 +14,14 @@ export type RequestParse =
 
 export interface RequestLimits {
   maxOutputsPerInput: number;
+  /** server.max_json_depth: deeper bodies are refused before anything walks them. */
+  maxJsonDepth?: number;
 }
 
-/** Locations of numbers that overflow to infinity (`1e400`): the contract requires finite numbers. */
+/**
+ * Locations of numbers that overflow to infinity (`1e400`): the contract requires finite numbers. Recursive,
+ * which is safe because parseExact refused anything deeper than server.max_json_depth.
+ */
 function findNonFinite(v: unknown, loc: (string | number)[], out: ValidationIssue[]): void {
   if (isNumberMark(v)) {
     const text = numberMarkText(v);
@@ -32,19 +38,26 @@ function findNonFinite(v: unknown, loc: (string | number)[], out: ValidationIssu
 export function parseAgentRequest(text: string, limits: RequestLimits): RequestParse {
   let parsed;
   try {
-    parsed = parseExact(text);
+    parsed = parseExact(text, { maxDepth: limits.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH });
   } catch (err) {
+    if (err instanceof JsonDepthError) {
+      return { ok: false, detail: [{ type: 'json_invalid', loc: ['body'], msg: err.message, input: {} }] };
+    }
     const e = err as JsonSyntaxError;
     return {
       ok: false,
       detail: [{ type: 'json_invalid', loc: ['body', e.position], msg: `JSON decode error: ${e.message}`, input: {} }],
     };
   }
-  const detail: ValidationIssue[] = [];
-  if (parsed.nonFinite) findNonFinite(parsed.value, ['body'], detail);
-
   const result = agentRequestSchema.safeParse(parsed.value, { reportInput: true });
-  if (!result.success) detail.push(...zodToDetail(result.error));
+  const detail: ValidationIssue[] = result.success ? [] : zodToDetail(result.error);
+  if (parsed.nonFinite) {
+    // 1e400 where a string belongs is already string_type there: one problem per location, as pydantic says.
+    const seen = new Set(detail.map((d) => JSON.stringify(d.loc)));
+    const infinite: ValidationIssue[] = [];
+    findNonFinite(parsed.value, ['body'], infinite);
+    detail.unshift(...infinite.filter((d) => !seen.has(JSON.stringify(d.loc))));
+  }
   if (!result.success || detail.length > 0) return { ok: false, detail };
 
   const request = result.data as AgentRequest;

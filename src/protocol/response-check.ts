@@ -1,8 +1,9 @@
 /**
  * Checking backend answers and our own answer against the contract's ordering rule
- * (agent-http-contract.txt, "Response fields and ordering"; AgentResponse.validate_request).
+ * (the contract's AgentResponse.validate_request: input order, then ascending candidate_index).
  */
-import { intKey } from './exact-json.js';
+import { describePath, describeValue, safeReason } from './describe.js';
+import { intKey, isNumberMark } from './exact-json.js';
 import { agentOutputSchema, isJsonObject, type AgentOutputParsed } from './schemas.js';
 import type { AgentOutput, AgentRequest, IntValue } from './types.js';
 
@@ -46,8 +47,14 @@ export function checkSubResponse(body: unknown, shape: SubRequestShape): SubResp
   for (let n = 0; n < body.length; n++) {
     const raw: unknown = body[n];
     const obj = isJsonObject(raw) ? raw : undefined;
-    if (obj && typeof obj.request_id === 'string' && obj.request_id !== shape.requestId) {
-      return { ok: false, reason: `candidate [${n}] answers request_id "${obj.request_id}", not "${shape.requestId}"` };
+    // Only a real string naming another request condemns the whole answer; a marker (`1.0`) or any other type
+    // is a malformed candidate, reported by the schema below for its own slot.
+    const rid = obj?.request_id;
+    if (typeof rid === 'string' && !isNumberMark(rid) && rid !== shape.requestId) {
+      return {
+        ok: false,
+        reason: `candidate [${n}] answers request_id ${describeValue(rid)}, not ${describeValue(shape.requestId)}`,
+      };
     }
     const key = obj ? slotKey(obj.source_id, obj.candidate_index) : undefined;
     const where = key === undefined ? undefined : wanted.get(key);
@@ -65,9 +72,10 @@ export function checkSubResponse(body: unknown, shape: SubRequestShape): SubResp
       ? { ok: true, candidate: parsed.data }
       : {
           ok: false,
-          reason: `candidate ${key} is malformed: ${parsed.error.issues
-            .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
-            .join('; ')}`,
+          // zod's messages are fixed text except unrecognized keys, which name the backend's keys: bounded.
+          reason: safeReason(
+            `candidate ${key} is malformed: ${parsed.error.issues.map((i) => `${describePath(i.path)}: ${i.message}`).join('; ')}`,
+          ),
         };
   }
   const filled = slots.map((row, i) =>

@@ -1,6 +1,6 @@
 /**
- * zod schemas for every object of the contract (agent-http-contract.txt), as strict as the reference pydantic
- * models (ecosystem-facts.md, "Strictness of the reference models"): unknown fields rejected at every protocol
+ * zod schemas for every object of the MAGMA Agent HTTP contract v2.0, as strict as the reference
+ * pydantic models in strict mode: unknown fields rejected at every protocol
  * level, strict integers, case-exact literals, real booleans. Free-form objects (tools, attributes, memory,
  * extra_keys, internal_steps) are checked for their type only and kept by reference: JSON.parse already proved
  * they are JSON, and exact-json proved their numbers finite, so walking them again would only cost time.
@@ -13,12 +13,16 @@ export function isJsonObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** A protocol string; a number marker is a number in the source, never a string. */
-export const protoString = z.custom<string>((v) => typeof v === 'string' && !isNumberMark(v), {
+/**
+ * Every string-typed protocol field. A number marker (exact-json.ts) is a JS string standing for a JSON number
+ * such as `1.0` or `12345678901234567890`: pydantic would refuse that number where a string is wanted, and so
+ * does this, with pydantic's type and message. Never use z.string() for a field of client or backend data.
+ */
+export const jsonString = z.custom<string>((v) => typeof v === 'string' && !isNumberMark(v), {
   error: 'Input should be a valid string',
   params: { type: 'string_type' },
 });
-const nonEmptyString = protoString.refine((v) => v.length > 0, {
+const nonEmptyString = jsonString.refine((v) => v.length > 0, {
   error: 'String should have at least 1 character',
   params: { type: 'string_too_short' },
 });
@@ -41,21 +45,25 @@ export const agentHealthSchema = z.strictObject({ status: z.literal('ready').def
 
 /** Strict AgentInfo, for what the gateway serves (contract "Health and identity"). */
 export const agentInfoSchema = z.strictObject({
-  protocol_version: protoString.default('2.0'),
-  agent_id: protoString,
-  agent_version: protoString,
+  protocol_version: jsonString.default('2.0'),
+  agent_id: jsonString,
+  agent_version: jsonString,
   capabilities: z.record(z.string(), strictBool),
-  specialized_coaching: list(protoString).default([]),
+  specialized_coaching: list(jsonString).default([]),
   coaching_resume: strictBool.default(false),
-  coaching_unavailable_reason: protoString.nullable().default(null),
+  coaching_unavailable_reason: jsonString.nullable().default(null),
 });
 
-/** Backends' info is read leniently (DESIGN.md §6): older cores add fields such as coaching_session_version. */
-export const backendInfoSchema = agentInfoSchema.loose();
+/**
+ * Backends' info is read leniently (README.md, "Probing and ejection"): older cores add fields such as
+ * coaching_session_version. Unknown fields are accepted and dropped, not kept: the admin API shows this value
+ * with plain JSON, where a number marker in an unknown field would leak as a string.
+ */
+export const backendInfoSchema = z.object(agentInfoSchema.shape);
 
 export const agentInstructionSchema = z.strictObject({
   type: z.enum(['user', 'env'], { error: "Input should be 'user' or 'env'" }),
-  content: protoString,
+  content: jsonString,
 });
 
 export const agentInputSchema = z.strictObject({
@@ -85,14 +93,14 @@ export const toolCallSchema = z.strictObject({
 });
 
 export const agentDecisionSchema = z.strictObject({
-  say: protoString.default(''),
+  say: jsonString.default(''),
   tool_calls: list(toolCallSchema).default([]),
 });
 
 export const agentErrorSchema = z.strictObject({
   code: nonEmptyString,
   message: nonEmptyString,
-  component: protoString.nullable().default(null),
+  component: jsonString.nullable().default(null),
 });
 
 const nonNegativeInt = strictInt.refine((v) => (typeof v === 'number' ? v >= 0 : !v.includes('-')), {

@@ -84,7 +84,10 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
   const { config } = runtime;
   const { metrics, store } = gw;
   const raw = ex.body;
-  const parsed = parseAgentRequest(raw.toString('utf8'), { maxOutputsPerInput: config.server.max_outputs_per_input });
+  const parsed = parseAgentRequest(raw.toString('utf8'), {
+    maxOutputsPerInput: config.server.max_outputs_per_input,
+    maxJsonDepth: config.server.max_json_depth,
+  });
   if (!parsed.ok) {
     ex.log.info({ problems: parsed.detail.length, first: parsed.detail[0]?.loc }, 'invalid AgentRequest');
     return { status: 422, body: stringifyExact({ detail: parsed.detail }) };

@@ -1,5 +1,5 @@
 /**
- * The coaching endpoints through the gateway (ecosystem-facts.md "Coaching"; DESIGN.md §3 memory tag, §6).
+ * The coaching endpoints through the gateway (README.md, "Coaching routing").
  *
  * - `PUT` / `DELETE /v1/coaching/sessions/{run_id}` go to every coaching-capable backend (coaching/backends.ts),
  *   one replica each (the one holding the run's session). A session must exist on every backend a trajectory
@@ -19,7 +19,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { aggregate, coachingBackends, isSuccess, SessionAffinity, type BackendOutcome } from '../coaching/backends.js';
 import { answerDetail, clientGone, coachingHeaders, forward } from '../coaching/forward.js';
 import { findTarget, isObject, ruleBackend, runIdOf, stripGatewayTags } from '../coaching/trajectory.js';
-import { JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/exact-json.js';
+import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/exact-json.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { send422 } from './responses.js';
 
@@ -76,8 +76,12 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     const text = typeof req.body === 'string' ? req.body : '';
     let parsed: ExactParse;
     try {
-      parsed = parseExact(text);
+      // Bounded before stripGatewayTags, findTarget and stringifyExact walk it (README.md, "Limits").
+      parsed = parseExact(text, { maxDepth: runtime.config.server.max_json_depth });
     } catch (err) {
+      if (err instanceof JsonDepthError) {
+        return send422(reply, [{ type: 'json_invalid', loc: ['body'], msg: err.message, input: {} }]);
+      }
       const msg = err instanceof JsonSyntaxError ? err.message : 'invalid JSON';
       const pos = err instanceof JsonSyntaxError ? err.position : 0;
       return send422(reply, [{ type: 'json_invalid', loc: ['body', pos], msg: `JSON decode error: ${msg}`, input: {} }]);

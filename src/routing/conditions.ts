@@ -1,5 +1,5 @@
 /**
- * One match condition (DESIGN.md §1) compiled into a predicate over the value its key resolved to.
+ * One match condition (README.md, "Routes") compiled into a predicate over the value its key resolved to.
  *
  * Compiling happens once per config: globs and regexes become RegExp objects here, so the per-input hot path
  * only runs predicates. A predicate receives `undefined` when the key is absent in the input.
@@ -25,6 +25,17 @@ export interface ConditionOptions {
 /** A string that is text, not a number marker standing for a JSON number. */
 function isText(v: unknown): v is string {
   return typeof v === 'string' && !isNumberMark(v);
+}
+
+/**
+ * `glob` and `regex` only test strings up to this many characters; a longer one never matches them. Globs with
+ * several `*` and operators' own regexes can take polynomial (a careless regex: exponential) time in the text's
+ * length, and the text comes from clients (README.md, "Routes").
+ */
+export const PATTERN_MAX_CHARS = 4096;
+
+function isPatternText(v: unknown): v is string {
+  return isText(v) && v.length <= PATTERN_MAX_CHARS;
 }
 
 /** Holds for the value itself, or for some element when the value is a list; never for an absent value. */
@@ -110,11 +121,11 @@ export function compileCondition(cond: Condition, opts: ConditionOptions = {}): 
   }
   if (cond.glob !== undefined) {
     const re = globToRegExp(cond.glob);
-    checks.push((v) => some(v, (e) => isText(e) && re.test(e)));
+    checks.push((v) => some(v, (e) => isPatternText(e) && re.test(e)));
   }
   if (cond.regex !== undefined) {
     const re = compileRegex(cond.regex);
-    checks.push((v) => some(v, (e) => isText(e) && re.test(e)));
+    checks.push((v) => some(v, (e) => isPatternText(e) && re.test(e)));
   }
   if (cond.exists !== undefined) {
     const want = cond.exists;

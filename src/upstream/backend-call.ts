@@ -1,11 +1,13 @@
 /**
- * One HTTP call to a backend replica with explicit timeouts, its outcome classified into the gateway's error
- * codes (DESIGN.md §5). Nothing here throws: a failed call is a value the dispatcher can route on.
+ * One HTTP call to a backend replica, bounded in time and bytes, its outcome classified into the gateway's error
+ * codes (README.md, "Failure codes"). Nothing here throws: a failed call is a value the dispatcher can route on.
  */
 import { StringDecoder } from 'node:string_decoder';
-import { errors } from 'undici';
+import { errors, type Dispatcher } from 'undici';
 import type { AbortLike } from '../abort.js';
 import { codeForStatus, type AttemptFailure } from '../errors.js';
+import { safeReason } from '../protocol/describe.js';
+import { exceedsDepth, tooDeepMessage } from '../protocol/json-depth.js';
 import type { Replica } from './replica.js';
 
 export type CallResult =
@@ -17,11 +19,21 @@ export interface CallOptions {
   path: string;
   body?: string | Buffer;
   headers?: Record<string, string>;
+  /** Bounds the whole attempt: connect, headers and every byte of the body. */
   timeoutMs: number;
+  /** The config key of timeoutMs, named in the failure message; default `timeout_s`. */
+  timeoutKey?: string;
   /** Aborts the call (client went away, deadline); reported as a timeout. */
   signal?: AbortLike;
   /** Keep the answer's bytes and content type undecoded (passed back unchanged: coaching), `text` stays empty. */
   raw?: boolean;
+  /**
+   * Bytes of the answer kept; one byte more aborts the call at once (nothing more is buffered) as
+   * gateway_backend_invalid_response. Default: the replica's backends.<name>.max_response_mb.
+   */
+  maxBytes?: number;
+  /** The config key of maxBytes, named in the failure message; default `backends.<name>.max_response_mb`. */
+  maxBytesKey?: string;
 }
 
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -36,30 +48,35 @@ function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
-export function classifyError(err: unknown, timedOut: boolean, timeoutMs: number): AttemptFailure {
-  if (timedOut) return { code: 'gateway_backend_timeout', message: `no answer within ${Math.round(timeoutMs)} ms` };
+function timeoutFailure(timeoutMs: number, key: string): AttemptFailure {
+  return { code: 'gateway_backend_timeout', message: `no complete answer within ${Math.round(timeoutMs)} ms (${key})` };
+}
+
+export function classifyError(err: unknown, timedOut: boolean, timeoutMs: number, timeoutKey = 'timeout_s'): AttemptFailure {
+  if (timedOut) return timeoutFailure(timeoutMs, timeoutKey);
   const code = errorCode(err);
   const msg = err instanceof Error ? err.message : String(err);
   if (code !== undefined && CONNECT_CODES.has(code)) {
     return { code: 'gateway_backend_unreachable', message: `cannot connect: ${code}`, notSent: true };
   }
   if (err instanceof errors.RequestAbortedError) return { code: 'gateway_backend_timeout', message: 'aborted' };
-  return { code: 'gateway_backend_unreachable', message: `connection failed: ${code ?? msg}` };
+  return { code: 'gateway_backend_unreachable', message: safeReason(`connection failed: ${code ?? msg}`) };
 }
 
 /**
- * Raw call: any HTTP status comes back as ok:true with its text; only transport failures are failures.
- * The timeout is undici's own (headers, then each body chunk): no AbortController or timer per call on the hot
- * path. The caller's signal (client gone, batch deadline) bounds the whole call.
+ * Raw call: any HTTP status comes back as ok:true with its text; only transport failures and the bounds are
+ * failures. One timer per call bounds the whole attempt (undici's own headers/body timeouts only bound the
+ * silence between bytes, so a backend trickling one byte a second would never trip them); the caller's signal
+ * (client gone, batch deadline) can end it sooner.
  *
  * Why a dispatch handler and not `pool.request()`: request() wraps every answer in a Readable stream and
- * parses its headers into an object, and listens on an AbortSignal; here the answer is collected straight into
- * bytes, only content-type is read (raw mode), and a cancel just calls undici's own abort (issue 6, S1).
+ * listens on an AbortSignal; here the answer is collected straight into bytes and a cancel just calls the
+ * dispatch controller's abort.
  */
 export function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
   const timeoutMs = Math.max(1, Math.floor(opts.timeoutMs));
   return new Promise<CallResult>((resolve) => {
-    const handler = new CollectHandler(opts, resolve);
+    const handler = new CollectHandler(replica, opts, timeoutMs, resolve);
     if (handler.settled) return;
     replica.pool.dispatch(
       {
@@ -67,6 +84,7 @@ export function callReplica(replica: Replica, opts: CallOptions): Promise<CallRe
         path: replica.path(opts.path),
         headers: opts.headers === undefined ? replica.headers : { ...replica.headers, ...opts.headers },
         body: opts.body,
+        // Also undici's idle timeouts: a silent backend is then noticed by undici itself, as before.
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       },
@@ -77,73 +95,95 @@ export function callReplica(replica: Replica, opts: CallOptions): Promise<CallRe
 
 const UTF8_BOM = 0xfeff;
 
-/** undici's handler interface (onConnect, onHeaders, onData, onComplete, onError): collects one answer. */
-class CollectHandler {
+/**
+ * undici's dispatch-controller handler (onRequestStart, onResponseStart, onResponseData, onResponseEnd,
+ * onResponseError; undici 7 adapts it, undici 8 calls it directly): collects one answer. The only owner of
+ * the call's state; `settle` resolves once, and whatever ends the call first (answer, error, timer, signal,
+ * byte bound) wins.
+ */
+class CollectHandler implements Dispatcher.DispatchHandler {
   settled = false;
-  private abortFn: ((err: Error) => void) | undefined;
+  private controller: Dispatcher.DispatchController | undefined;
   private status = 0;
   private contentType: string | undefined;
+  private received = 0;
+  private readonly maxBytes: number;
   /** Raw mode: every chunk. Text mode: the first chunk, until a second one arrives. */
   private readonly chunks: Buffer[] = [];
-  /** Text mode, answers of more than one chunk: decoded as they arrive (see onData). */
+  /** Text mode, answers of more than one chunk: decoded as they arrive (see onResponseData). */
   private decoder: StringDecoder | undefined;
   private text = '';
   private readonly onSignal: (() => void) | undefined;
+  private readonly timer: NodeJS.Timeout | undefined;
 
   constructor(
+    private readonly replica: Replica,
     private readonly opts: CallOptions,
+    private readonly timeoutMs: number,
     private readonly resolve: (r: CallResult) => void,
   ) {
+    this.maxBytes = opts.maxBytes ?? replica.maxResponseBytes;
     const { signal } = opts;
-    if (signal === undefined) return;
-    const aborted: CallResult = { ok: false, failure: classifyError(undefined, true, opts.timeoutMs) };
-    if (signal.aborted) {
-      this.settle(aborted);
+    if (signal?.aborted === true) {
+      this.settle({ ok: false, failure: { code: 'gateway_backend_timeout', message: 'cancelled before the call started' } });
       return;
     }
+    this.timer = setTimeout(() => this.stop(timeoutFailure(this.timeoutMs, opts.timeoutKey ?? 'timeout_s')), timeoutMs);
+    if (signal === undefined) return;
     this.onSignal = (): void => {
-      // Queued calls have no abort function yet: the call is answered now and aborted once undici starts it.
-      this.abortFn?.(new errors.RequestAbortedError());
-      this.settle(aborted);
+      this.stop({ code: 'gateway_backend_timeout', message: 'cancelled before the answer was complete' });
     };
     signal.addEventListener('abort', this.onSignal, { once: true });
   }
 
-  onConnect(abort: (err: Error) => void): void {
-    if (this.settled) abort(new errors.RequestAbortedError());
-    else this.abortFn = abort;
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    // Settled while queued in the pool (timer, signal): the request is dropped before a byte is sent.
+    if (this.settled) controller.abort(new errors.RequestAbortedError());
+    else this.controller = controller;
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
-    if (statusCode < 200) return true; // 1xx: informational, the real answer follows
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    if (this.settled) return;
+    if (statusCode < 200) return; // 1xx: informational, the real answer follows
     this.status = statusCode;
-    if (this.opts.raw === true) {
-      for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-        if (rawHeaders[i]!.toString('latin1').toLowerCase() === 'content-type') {
-          this.contentType = rawHeaders[i + 1]!.toString('latin1');
-          break;
-        }
-      }
+    const length = headers['content-length'];
+    // A declared length over the bound fails before the first byte of the body is read.
+    if (typeof length === 'string' && Number(length) > this.maxBytes) {
+      this.tooLarge(controller);
+      return;
     }
-    return true;
+    if (this.opts.raw === true) {
+      const ct = headers['content-type'];
+      this.contentType = Array.isArray(ct) ? ct[0] : ct;
+    }
   }
 
-  onData(chunk: Buffer): boolean {
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    this.received += chunk.length;
+    if (this.received > this.maxBytes) {
+      this.tooLarge(controller);
+      return;
+    }
     if (this.opts.raw === true || (this.chunks.length === 0 && this.decoder === undefined)) {
       this.chunks.push(chunk);
-      return true;
+      return;
     }
-    // A multi-chunk answer (S2: megabytes) is decoded chunk by chunk rather than joined into one Buffer and
+    // A multi-chunk answer (megabytes) is decoded chunk by chunk rather than joined into one Buffer and
     // decoded at the end: one large allocation fewer per answer, and each chunk can be freed at once.
     if (this.decoder === undefined) {
       this.decoder = new StringDecoder('utf8');
       this.text = this.decoder.write(this.chunks.pop()!);
     }
     this.text += this.decoder.write(chunk);
-    return true;
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
+    if (this.settled) return;
     if (this.opts.raw === true) {
       const bytes = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
       this.settle({ ok: true, status: this.status, text: '', bytes, contentType: this.contentType });
@@ -155,21 +195,44 @@ class CollectHandler {
     this.settle({ ok: true, status: this.status, text });
   }
 
-  onError(err: Error): void {
-    const timedOut =
-      err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || this.opts.signal?.aborted === true;
-    this.settle({ ok: false, failure: classifyError(err, timedOut, this.opts.timeoutMs) });
+  /** `controller` is null when undici 8 fails a dispatch before the request started. */
+  onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
+    if (this.settled) return;
+    const timedOut = err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
+    this.settle({ ok: false, failure: classifyError(err, timedOut, this.timeoutMs, this.opts.timeoutKey) });
+  }
+
+  private tooLarge(controller: Dispatcher.DispatchController): void {
+    const key = this.opts.maxBytesKey ?? `backends.${this.replica.backend}.max_response_mb`;
+    this.controller = controller;
+    this.stop({
+      code: 'gateway_backend_invalid_response',
+      message: `the answer is larger than ${this.maxBytes} bytes (${key})`,
+    });
+  }
+
+  /** End the call now with `failure`: answered first, then undici is told to drop the connection's request. */
+  private stop(failure: AttemptFailure): void {
+    if (this.settled) return;
+    this.settle({ ok: false, failure });
+    this.chunks.length = 0;
+    this.text = '';
+    this.controller?.abort(new errors.RequestAbortedError());
   }
 
   private settle(r: CallResult): void {
     if (this.settled) return;
     this.settled = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
     if (this.onSignal !== undefined) this.opts.signal?.removeEventListener('abort', this.onSignal);
     this.resolve(r);
   }
 }
 
-/** A POST /v1/responses call: non-2xx statuses become failures with their DESIGN §5 codes. */
+/**
+ * A POST /v1/responses call: non-2xx statuses become failures with their codes, and a 2xx answer nested deeper
+ * than server.max_json_depth is gateway_backend_invalid_response before anything parses it.
+ */
 export async function postResponses(
   replica: Replica,
   body: string | Buffer,
@@ -185,9 +248,13 @@ export async function postResponses(
     timeoutMs,
     signal,
   });
-  if (!r.ok || (r.status >= 200 && r.status < 300)) return r;
+  if (!r.ok) return r;
+  if (r.status >= 200 && r.status < 300) {
+    if (exceedsDepth(r.text, replica.maxJsonDepth) === -1) return r;
+    return { ok: false, failure: { code: 'gateway_backend_invalid_response', message: `the answer is ${tooDeepMessage(replica.maxJsonDepth)}` } };
+  }
   return {
     ok: false,
-    failure: { code: codeForStatus(r.status), message: `HTTP ${r.status}: ${r.text.slice(0, 200)}` },
+    failure: { code: codeForStatus(r.status), message: safeReason(`HTTP ${r.status}: ${r.text.slice(0, 200)}`) },
   };
 }

@@ -70,17 +70,20 @@ export class Prober {
   /** One probe round trip for one replica; returns why it failed, or undefined when it answered well. */
   private async check(r: Replica, now: number): Promise<string | undefined> {
     const timeoutMs = this.config.probe_timeout_s * 1000;
-    const health = await callReplica(r, { method: 'GET', path: '/health', timeoutMs });
+    const bounds = {
+      timeoutMs, timeoutKey: 'probe_timeout_s', maxBytes: this.config.probe_max_response_kb * 1024, maxBytesKey: 'probe_max_response_kb',
+    };
+    const health = await callReplica(r, { method: 'GET', path: '/health', ...bounds });
     if (!health.ok || health.status < 200 || health.status >= 300) {
       return this.fail(r, health.ok ? `/health answered ${health.status}` : `/health: ${health.failure.message}`);
     }
-    const info = await callReplica(r, { method: 'GET', path: '/v1/info', timeoutMs });
+    const info = await callReplica(r, { method: 'GET', path: '/v1/info', ...bounds });
     if (!info.ok || info.status !== 200) {
       return this.fail(r, info.ok ? `/v1/info answered ${info.status}` : `/v1/info: ${info.failure.message}`);
     }
     let parsed;
     try {
-      parsed = backendInfoSchema.safeParse(parseExact(info.text).value);
+      parsed = backendInfoSchema.safeParse(parseExact(info.text, { maxDepth: this.config.server.max_json_depth }).value);
     } catch {
       parsed = undefined;
     }

@@ -3,6 +3,7 @@
  * request outcomes see it, and the inputs it has in flight (the sharding balance, DESIGN.md §2 step 4).
  */
 import { Pool } from 'undici';
+import { DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-depth.js';
 import type { AgentInfoParsed } from '../protocol/schemas.js';
 
 export type ReplicaState =
@@ -22,7 +23,14 @@ export interface ReplicaOptions {
   url: string;
   connectTimeoutMs: number;
   headers: Record<string, string>;
+  /** backends.<name>.max_response_mb in bytes; default DEFAULT_MAX_RESPONSE_BYTES. */
+  maxResponseBytes?: number;
+  /** server.max_json_depth; default DEFAULT_MAX_JSON_DEPTH. */
+  maxJsonDepth?: number;
 }
+
+/** backends.<name>.max_response_mb's default (256 MiB), for replicas built without a config. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
 export class Replica {
   readonly backend: string;
@@ -32,6 +40,9 @@ export class Replica {
   /** Path prefix of the url (a backend mounted under /agent), prepended to every contract path. */
   readonly basePath: string;
   readonly headers: Record<string, string>;
+  /** What this replica's answers may be: bytes kept (backend-call.ts) and JSON nesting accepted. */
+  readonly maxResponseBytes: number;
+  readonly maxJsonDepth: number;
   readonly pool: Pool;
 
   state: ReplicaState = 'unknown';
@@ -52,6 +63,8 @@ export class Replica {
     this.origin = u.origin;
     this.basePath = u.pathname.replace(/\/+$/, '');
     this.headers = opts.headers;
+    this.maxResponseBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.maxJsonDepth = opts.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
     this.pool = new Pool(this.origin, {
       // Keep-alive connections reused across batches; enough of them for sub-requests of concurrent batches.
       connections: 64,

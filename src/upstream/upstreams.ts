@@ -29,7 +29,10 @@ export class Upstreams implements RoutingSnapshot {
     for (const [name, b] of Object.entries(config.backends)) {
       const replicas = b.urls.map(
         (url, index) =>
-          new Replica({ backend: name, index, url, connectTimeoutMs: b.connect_timeout_s * 1000, headers: b.headers }),
+          new Replica({
+            backend: name, index, url, connectTimeoutMs: b.connect_timeout_s * 1000, headers: b.headers,
+            maxResponseBytes: Math.floor(b.max_response_mb * 1024 * 1024), maxJsonDepth: config.server.max_json_depth,
+          }),
       );
       this.backends.set(name, { name, replicas, timeoutMs: b.timeout_s * 1000, ejectAfter: b.eject_after_failures, ewmaMs: 0 });
       for (const r of replicas) metrics.backendUp.set({ backend: name, replica: r.id }, 0);

@@ -73,7 +73,7 @@ test('a malformed ${ reference is an error with a hint', () => {
 
 test('defaults fill every key a minimal file leaves out', () => {
   const c = parseConfigText(MINIMAL, 't.yaml', {});
-  assert.deepEqual(c.server, { host: '127.0.0.1', port: 8888, body_limit_mb: 64, max_outputs_per_input: 1024 });
+  assert.deepEqual(c.server, { host: '127.0.0.1', port: 8888, body_limit_mb: 64, max_outputs_per_input: 1024, max_json_depth: 128 });
   assert.equal(c.agent.agent_id, 'magma-gateway');
   assert.equal(c.memory_key, '_gateway');
   assert.equal(c.request_timeout_s, 600);

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { emptyFeedback, parseEnvFeedback, parseInfos, type FeedbackCounts } from '../../src/experiments/feedback.js';
+import { emptyFeedback, FEEDBACK_MAX_CHARS, parseEnvFeedback, parseInfos, type FeedbackCounts } from '../../src/experiments/feedback.js';
 
 /** Python json.dumps output: ", " and ": " separators, as the simulator writes it. */
 function pyDumps(v: unknown): string {
@@ -110,4 +110,66 @@ test('infos as a list of lines is read too', () => {
     parseEnvFeedback('{"infos": ["a: pick succeed with message: x", "b: place failed with message: y", 7]}'),
     counts({ tool_succeeded: 1, tool_failed: 1 }),
   );
+});
+
+test('1 MB of adversarial infos is read in linear time (under 50 ms each)', () => {
+  const MB = 1024 * 1024;
+  const texts = [
+    'a' + ' '.repeat(MB), // one long line, no colon
+    ' '.repeat(MB) + 'x', // leading whitespace, no colon
+    ':'.repeat(MB), // only colons
+    'a:'.repeat(MB / 2), // a colon-rich line
+    'robot: '.repeat(MB / 7), // colons and spaces, never a verb
+    'r' + ' '.repeat(MB / 2) + ': pick' + ' '.repeat(MB / 2) + 'succeedx', // long runs around the parts
+    'a\n'.repeat(MB / 2) + ':', // many colon-free lines, one colon at the very end
+    'r: pick succeeded\n'.repeat(MB / 18),
+  ];
+  for (const text of texts) {
+    const t0 = performance.now();
+    const lines = parseInfos(text);
+    const ms = performance.now() - t0;
+    assert.ok(ms < 50, `${ms.toFixed(1)} ms for ${JSON.stringify(text.slice(0, 20))}...`);
+    if (!text.startsWith('r: pick')) assert.deepEqual(lines, []);
+    else assert.equal(lines.length, Math.floor(MB / 18));
+  }
+});
+
+test('the scanner reads the same grammar as before: whitespace, trimmed robot, tenses, word boundary', () => {
+  assert.deepEqual(parseInfos('  arm 1 \t:  pick   succeed'), [{ robot: 'arm 1', tool: 'pick', ok: true }]);
+  assert.deepEqual(parseInfos('arm: pick succeeded.\r\nb: place failed, with message: x: y failed'), [
+    { robot: 'arm', tool: 'pick', ok: true },
+    { robot: 'b', tool: 'place', ok: false },
+  ]);
+  for (const no of [': pick succeed', 'arm: pick succeeds', 'arm: pick failedx', 'arm:pick', 'arm: succeed', 'arm pick succeed', '']) {
+    assert.deepEqual(parseInfos(no), [], no);
+  }
+  assert.deepEqual(parseInfos('arm: a:b failed_not'), []);
+  assert.deepEqual(parseInfos('arm: a:b failed-now'), [{ robot: 'arm', tool: 'a:b', ok: false }]);
+});
+
+test(`env content longer than FEEDBACK_MAX_CHARS (${FEEDBACK_MAX_CHARS}) is unparsed without being read`, () => {
+  const long = JSON.stringify({ infos: 'r: pick succeed\n' + ' '.repeat(FEEDBACK_MAX_CHARS) });
+  assert.equal(parseEnvFeedback(long).unparsed, 1);
+  assert.equal(parseEnvFeedback(long).tool_succeeded, 0);
+});
+
+test('the scanner agrees with the regex it replaced on 20,000 random short texts', () => {
+  // The former grammar, kept here as the reference (it is only slow on long lines, not wrong).
+  const ROBOT_LINE = /^\s*([^:\s][^:]*?)\s*:\s*(\S+)\s+(succeed|succeeded|failed)\b/;
+  const reference = (text: string) =>
+    text.split(/\r?\n/).flatMap((line) => {
+      const m = ROBOT_LINE.exec(line);
+      return m === null ? [] : [{ robot: m[1]!, tool: m[2]!, ok: m[3] !== 'failed' }];
+    });
+  const parts = [' ', '\t', ':', 'a', 'r1', '_', '.', '\n', '\r\n', '\r', 'succeed', 'succeeded', 'failed', 'x', '\u00a0', 'é'];
+  let seed = 42;
+  const rnd = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  for (let k = 0; k < 20_000; k++) {
+    let text = '';
+    for (let n = rnd(12); n > 0; n--) text += parts[rnd(parts.length)];
+    assert.deepEqual(parseInfos(text), reference(text), JSON.stringify(text));
+  }
 });

@@ -5,10 +5,12 @@ import {
   isNumberMark,
   isStrictInt,
   JsonSyntaxError,
+  numberMark,
   numberMarkText,
   parseExact,
   stringifyExact,
 } from '../../src/protocol/exact-json.js';
+import { describeValue, safeReason } from '../../src/protocol/describe.js';
 
 function roundTrip(text: string): string {
   const p = parseExact(text);
@@ -108,4 +110,64 @@ test('a random corpus of numbers round-trips exactly', () => {
   }
   const text = `{"xs":[${toks.join(',')}]}`;
   assert.equal(roundTrip(text), text);
+});
+
+test('stringifyExact: a marker embedded inside another string stays text, without its secret prefix', () => {
+  const m = numberMark('1.0');
+  const value = {
+    message: `candidate answers request_id "${m}", not "r1"`,
+    quoted: `"${m}"`,
+    list: [`${m}`, `x${m}`, `${m}x`, `${m}"`],
+    n: m,
+  };
+  const out = stringifyExact(value);
+  assert.ok(!out.includes('\uE000'), out);
+  assert.deepEqual(JSON.parse(out), {
+    message: 'candidate answers request_id "1.0", not "r1"',
+    quoted: '"1.0"',
+    list: [1, 'x1.0', '1.0x', '1.0"'],
+    n: 1,
+  });
+  // Only the whole values became numbers, written as they were.
+  assert.ok(out.includes('"list":[1.0,"x1.0"') && out.endsWith('"n":1.0}'), out);
+});
+
+test('stringifyExact: a marker used as an object key is text, never a bare number', () => {
+  const m = numberMark('12345678901234567890');
+  const out = stringifyExact({ [m]: m, a: [m, { [m]: 1 }] });
+  assert.ok(!out.includes('\uE000'), out);
+  assert.equal(out, '{"12345678901234567890":12345678901234567890,"a":[12345678901234567890,{"12345678901234567890":1}]}');
+  assert.doesNotThrow(() => JSON.parse(out));
+});
+
+test('stringifyExact: a whole string that only starts like a marker (not a number after it) stays a string', () => {
+  const out = stringifyExact([numberMark('1.0 and more'), numberMark(''), numberMark('1.0.0')]);
+  assert.deepEqual(JSON.parse(out), ['1.0 and more', '', '1.0.0']);
+});
+
+test('a top-level marker and markers at every structural position come back as numbers', () => {
+  assert.equal(stringifyExact(numberMark('-0')), '-0');
+  assert.equal(roundTrip('[1.0,[2.50],{"a":1e5,"b":[-0]}]'), '[1.0,[2.50],{"a":1e5,"b":[-0]}]');
+});
+
+test('syntax errors never quote a marker, even cut in the middle', () => {
+  for (const text of ['{"a":1.0,"b":}', '[1.0 2]', '{"a":[12345678901234567890 x]}']) {
+    assert.throws(() => parseExact(text), (err: unknown) => err instanceof JsonSyntaxError && !err.message.includes('\uE000'));
+  }
+});
+
+test('describeValue: markers as their number text, strings cut and JSON-escaped, containers named', () => {
+  assert.equal(describeValue(numberMark('1.0')), '1.0');
+  assert.equal(describeValue('a "b"\n'), '"a \\"b\\"\\n"');
+  assert.equal(describeValue('x'.repeat(1000)), JSON.stringify('x'.repeat(80) + '…'));
+  assert.equal(describeValue({ a: 1 }), 'an object');
+  assert.equal(describeValue([1]), 'a list');
+  assert.equal(describeValue(undefined), 'nothing');
+  assert.equal(safeReason(`bad ${numberMark('7.0')}`), 'bad 7.0');
+});
+
+test('intKey of a million-digit integer is its text (no BigInt round trip)', () => {
+  const digits = '9'.repeat(1_000_000);
+  assert.equal(intKey(numberMark(digits)), digits);
+  assert.equal(intKey(numberMark('-0')), '0');
 });

@@ -125,3 +125,32 @@ test('a 422 detail shows big numbers as written, never an internal marker', () =
   assert.ok(text.includes('"input":1e0'), text);
   assert.ok(!text.includes('\uE000'));
 });
+
+test('numbers where strings belong are string_type, as pydantic says, even when kept as markers', () => {
+  const cases: [string, string][] = [
+    [body(input(), '1.0'), 'body.request_id'],
+    [body(input(), '12345678901234567890'), 'body.request_id'],
+    [body(input({ instruction: '{"type":"user","content":1e400}' })), 'body.inputs.0.instruction.content'],
+    [body(input({ instruction: '{"type":"user","content":1.0}' })), 'body.inputs.0.instruction.content'],
+  ];
+  for (const [text, loc] of cases) {
+    const r = parseAgentRequest(text, LIMITS);
+    assert.equal(r.ok, false, text);
+    if (r.ok) continue;
+    const issue = r.detail.find((d) => d.loc.join('.') === loc);
+    assert.ok(issue, `${text}: ${JSON.stringify(r.detail)}`);
+    assert.equal(issue.type, 'string_type');
+    assert.equal(issue.msg, 'Input should be a valid string');
+  }
+  // instruction.type is a literal: a number is refused there too.
+  assert.deepEqual(locs(body(input({ instruction: '{"type":1.0,"content":"x"}' }))), ['body.inputs.0.instruction.type']);
+  // The 422 body is valid JSON and echoes the number as sent.
+  const r = parseAgentRequest(body(input(), '1.0'), LIMITS);
+  assert.ok(!r.ok);
+  if (!r.ok) {
+    const text = stringifyExact({ detail: r.detail });
+    assert.ok(!text.includes('\uE000'));
+    assert.ok(text.includes('"input":1.0'), text);
+    assert.doesNotThrow(() => JSON.parse(text));
+  }
+});

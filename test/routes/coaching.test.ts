@@ -184,7 +184,7 @@ test('backend failures: timeout is 504, unreachable is 502; a body without a ste
   });
   const timeout = await call(gw, 'POST', '/v1/coaching', coachingBody('r', [{ input: mkInput(1) }], 's0'));
   assert.equal(timeout.status, 504);
-  assert.match(timeout.text, /backend slow: no answer within 200 ms/);
+  assert.match(timeout.text, /backend slow: no complete answer within 200 ms \(timeout_s\)/);
   gone.kill();
   const down = await call(gw, 'POST', '/v1/coaching', coachingBody('r', [{ input: mkInput(1, { attributes: { x: 1 } }) }], 's0'));
   assert.equal(down.status, 502);
@@ -194,4 +194,23 @@ test('backend failures: timeout is 504, unreachable is 502; a body without a ste
     assert.equal(res.status, 422, bad);
     assert.equal((JSON.parse(res.text) as { detail: { loc: unknown[] }[] }).detail[0]!.loc[0], 'body');
   }
+});
+
+test('a coaching body nested deeper than server.max_json_depth is 422 naming the key, and the gateway keeps serving', async () => {
+  const a = await agent('a', { info: COACHING, coaching: { requireSession: false } });
+  const gw = await gateway({ server: { max_json_depth: 64 }, backends: { a: { url: a.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const deep = '{"x":'.repeat(10_000) + '1' + '}'.repeat(10_000);
+  for (const body of [
+    coachingBody('deep', [{ input: mkInput(1, { memory: { d: 'DEEP' } }) }], 's0').replace('"DEEP"', deep),
+    `{"run_id":"r","trajectory":${'['.repeat(100_000)}`,
+  ]) {
+    const res = await call(gw, 'POST', '/v1/coaching', body);
+    assert.equal(res.status, 422, res.text.slice(0, 200));
+    const detail = (JSON.parse(res.text) as { detail: { type: string; loc: unknown[]; msg: string }[] }).detail;
+    assert.deepEqual(detail.map((d) => [d.type, d.loc]), [['json_invalid', ['body']]]);
+    assert.match(detail[0]!.msg, /deeper than 64 levels \(server\.max_json_depth\)/);
+  }
+  assert.equal(a.requestsTo('/v1/coaching').length, 0);
+  const fine = await call(gw, 'POST', '/v1/coaching', coachingBody('ok', [{ input: mkInput(1) }], 's0'));
+  assert.equal(fine.status, 200, fine.text);
 });

@@ -1,0 +1,148 @@
+/**
+ * A whole gateway against backends that never finish their answer: a trickling primary falls back in time,
+ * an endless primary becomes error candidates (or the fallback's), an endless shadow counts a failure, and the
+ * process keeps serving. Backends are real loopback servers.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, test } from 'node:test';
+import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
+import { waitFor } from '../helpers/config-file.js';
+import { startFakeAgent } from '../helpers/fake-agent.js';
+import { mkInput, startGateway, type Cand } from '../helpers/gateway.js';
+
+const cleanup: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const c of cleanup.reverse()) await c();
+});
+
+/** A backend that passes probes and answers /v1/responses with `answer`. */
+async function rawBackend(answer: (res: ServerResponse) => void): Promise<{ url: string; closes: () => number }> {
+  let closes = 0;
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/health') return void res.end('{"status":"ready"}');
+      if (req.url === '/v1/info') return void res.end(JSON.stringify(inferenceOnlyInfo('raw')));
+      res.on('close', () => closes++);
+      answer(res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanup.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, closes: () => closes };
+}
+
+function endless(res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  const chunk = Buffer.alloc(64 * 1024, 0x20);
+  const pump = (): void => {
+    while (!res.destroyed) {
+      if (!res.write(chunk)) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+  };
+  res.write('[');
+  pump();
+}
+
+function trickle(res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  const timer = setInterval(() => res.write(' '), 150);
+  res.on('close', () => clearInterval(timer));
+}
+
+async function metricsOf(url: string): Promise<string> {
+  return (await fetch(`${url}/metrics`)).text();
+}
+
+test('a primary trickling one byte every 150 ms is cut at timeout_s and the fallback answers', async () => {
+  const slow = await rawBackend(trickle);
+  const good = await startFakeAgent({ name: 'good' });
+  const gw = await startGateway({
+    probe_interval_s: 3600,
+    backends: { slow: { url: slow.url, timeout_s: 0.5 }, good: { url: good.url } },
+    routes: [{ name: 'default', backend: 'slow', fallback: ['good'] }],
+  });
+  cleanup.push(async () => {
+    await gw.close();
+    await good.close();
+  });
+  const res = await gw.post({ request_id: 'trickle-1', inputs: [mkInput(1, { num_outputs: 2 }), mkInput(2)] });
+  assert.equal(res.status, 200, res.text);
+  const cands = res.json as Cand[];
+  assert.deepEqual(cands.map((c) => [c.status, c.memory._gateway?.backend]), [
+    ['completed', 'good'],
+    ['completed', 'good'],
+    ['completed', 'good'],
+  ]);
+  assert.equal(good.requestsTo('/v1/responses').length, 1);
+});
+
+test('an endless chunked primary: error candidates naming max_response_mb, then the fallback; the process survives', async () => {
+  const huge = await rawBackend(endless);
+  const good = await startFakeAgent({ name: 'good' });
+  const gw = await startGateway({
+    probe_interval_s: 3600,
+    backends: { huge: { url: huge.url, max_response_mb: 1 }, alone: { url: huge.url, max_response_mb: 2 }, good: { url: good.url } },
+    routes: [
+      { name: 'fb', match: { 'attributes.kind': 'fb' }, backend: 'huge', fallback: ['good'] },
+      { name: 'default', backend: 'alone' },
+    ],
+  });
+  cleanup.push(async () => {
+    await gw.close();
+    await good.close();
+  });
+  // Without a fallback: error candidates in place, memory kept, and the key in the message.
+  for (let i = 0; i < 4; i++) {
+    const res = await gw.post({ request_id: `endless-${i}`, inputs: [mkInput(1, { memory: { keep: 7 } }), mkInput(2)] });
+    assert.equal(res.status, 200, res.text);
+    const cands = res.json as Cand[];
+    for (const c of cands) {
+      assert.equal(c.status, 'error');
+      assert.equal(c.error?.code, 'gateway_backend_invalid_response');
+      assert.match(c.error?.message ?? '', /larger than 2097152 bytes \(backends\.alone\.max_response_mb\)/);
+    }
+    assert.equal(cands[0]!.memory.keep, 7);
+  }
+  // With a fallback: its candidates.
+  const res = await gw.post({ request_id: 'endless-fb', inputs: [mkInput(1, { attributes: { kind: 'fb' } })] });
+  assert.equal(res.status, 200, res.text);
+  assert.deepEqual((res.json as Cand[]).map((c) => [c.status, c.memory._gateway?.backend]), [['completed', 'good']]);
+  // Every endless answer was aborted (its connection closed), none left streaming.
+  await waitFor('every endless answer closed', () => huge.closes() === 5);
+  const health = await fetch(`${gw.url}/health`);
+  assert.equal(health.status, 200);
+});
+
+test('an endless shadow: clients get their answers, the shadow counts a failure, the process keeps serving', async () => {
+  const huge = await rawBackend(endless);
+  const prim = await startFakeAgent({ name: 'prim' });
+  const gw = await startGateway({
+    probe_interval_s: 3600,
+    backends: { prim: { url: prim.url }, huge: { url: huge.url, max_response_mb: 1 } },
+    routes: [{ name: 'default', backend: 'prim', shadow: ['huge'] }],
+  });
+  cleanup.push(async () => {
+    await gw.close();
+    await prim.close();
+  });
+  for (let i = 0; i < 3; i++) {
+    const res = await gw.post({ request_id: `shadow-${i}`, inputs: [mkInput(1), mkInput(2)] });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual((res.json as Cand[]).map((c) => c.memory._gateway?.backend), ['prim', 'prim']);
+  }
+  await waitFor('three shadow failures counted', async () =>
+    /magma_gateway_shadow_requests_total\{route="default",backend="huge",outcome="failed"\} 3/.test(await metricsOf(gw.url)),
+  );
+  await waitFor('every shadow answer closed', () => huge.closes() === 3);
+  const res = await gw.post({ request_id: 'shadow-after', inputs: [mkInput(1)] });
+  assert.equal(res.status, 200);
+});
