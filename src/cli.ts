@@ -8,6 +8,7 @@
  *   magma-gateway report --url <gateway-url>              the A/B experiment report as a table
  */
 import { parseArgs } from 'node:util';
+import { listenAdmin } from './admin-app.js';
 import { buildApp } from './app.js';
 import { checkCommand } from './commands/check.js';
 import { reportCommand } from './commands/report.js';
@@ -50,6 +51,9 @@ async function serve(argv: string[]): Promise<number> {
   const host = values.host ?? config.server.host;
   const port = values.port !== undefined ? Number(values.port) : config.server.port;
   await app.listen({ host, port });
+  // The admin API on its own socket (admin.listen), when configured.
+  const adminUrl = await listenAdmin(app);
+  if (adminUrl !== undefined) app.log.info({ url: adminUrl }, 'admin listener: /gateway/* and the backend passthrough');
 
   let stopping = false;
   const stop = (signal: string): void => {
