@@ -5,7 +5,7 @@
  *
  *   magma-gateway [--config FILE] [--host H] [--port P]   serve (config also from MAGMA_GATEWAY_CONFIG)
  *   magma-gateway check <agent-url>                       contract conformance probe of an agent
- *   magma-gateway report --url <gateway-url>              the A/B experiment report as a table
+ *   magma-gateway report [--url <admin-url>]              the A/B experiment report as a table
  */
 import { parseArgs } from 'node:util';
 import { listenAdmin } from './admin-app.js';
@@ -18,7 +18,7 @@ import { reloadGateway } from './reload.js';
 const USAGE = `usage:
   magma-gateway [--config FILE] [--host HOST] [--port PORT]   run the gateway (config: --config or MAGMA_GATEWAY_CONFIG)
   magma-gateway check <agent-url> [--timeout S] [--json]     test an agent against the MAGMA v2.0 contract
-  magma-gateway report --url URL [--token T] [--json]        print the experiment report of a running gateway
+  magma-gateway report [--url ADMIN-URL] [--token T] [--json] print the experiment report (admin listener)
 `;
 
 async function serve(argv: string[]): Promise<number> {

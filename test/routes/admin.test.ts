@@ -1,6 +1,7 @@
 /**
- * The operator API under /gateway/ (issue 4) against real loopback agents: the backends/routes/config views,
- * redaction, the bearer token on every /gateway/* path (and /metrics when asked), and the passthrough.
+ * The operator API on the admin listener against real loopback agents: the backends/routes/config views and the
+ * index, redaction, the bearer token on every admin request (and /metrics when asked), not served on the agent
+ * port, refused beyond loopback without a token, 405 with Allow, and the passthrough.
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -10,8 +11,9 @@ import { stringify } from 'yaml';
 import { REDACTED, redactConfig } from '../../src/admin/redact.js';
 import type { BackendView, RouteView } from '../../src/admin/views.js';
 import { buildApp } from '../../src/app.js';
-import { ConfigError, parseConfigText } from '../../src/config/load.js';
-import { http, waitFor } from '../helpers/config-file.js';
+import { ConfigError, loadConfigFile, parseConfigText } from '../../src/config/load.js';
+import { reloadGateway } from '../../src/reload.js';
+import { configFile, http, waitFor } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -321,4 +323,29 @@ test('/gateway/backends/{name}/... forwards to a replica: prefix stripped, body 
   const dead = await http(`${gw.adminUrl}/gateway/backends/pool/health`, { headers: { ...auth, 'x-gateway-replica': '0' } });
   assert.equal(dead.status, 502);
   assert.match((dead.json as { detail: string }).detail, /pool#0/);
+});
+
+test('a reload keeps admin.listen until a restart, and refuses a file that would leave it open without a token', async () => {
+  const a = await agent('k');
+  const base = { probe_interval_s: 3600, backends: { k: { url: a.url } }, routes: [{ name: 'default', backend: 'k' }] };
+  const file = configFile({ ...base, admin: { listen: '0.0.0.0:9901', token: TOKEN } });
+  cleanup.push(async () => file.remove());
+  // Built, never listening: the refusal is decided on the config, no socket beyond loopback is opened here.
+  const app = await buildApp({ config: loadConfigFile(file.path, {}), configPath: file.path, logger: false, defaultMetrics: false });
+  cleanup.push(() => app.close());
+  await app.ready();
+
+  file.write({ ...base, admin: { listen: '127.0.0.1:9901' } });
+  const refused = await reloadGateway(app, 'api');
+  assert.ok(!refused.ok);
+  assert.equal(refused.status, 400);
+  assert.match(refused.detail, /admin\.token: the admin listener on 0\.0\.0\.0:9901 stays until a restart/);
+  assert.equal(app.gateway.current.config.admin.token, TOKEN, 'the running config keeps serving');
+
+  file.write({ ...base, admin: { listen: '127.0.0.1:9901', token: 'next-token' } });
+  const kept = await reloadGateway(app, 'api');
+  assert.ok(kept.ok);
+  assert.deepEqual(kept.report.restart_required, ['admin.listen: 127.0.0.1:9901 in the file, 0.0.0.0:9901 until a restart']);
+  assert.equal(app.gateway.current.config.admin.listen, '0.0.0.0:9901');
+  assert.equal(app.gateway.current.config.admin.token, 'next-token', 'the token changes at once');
 });
