@@ -23,6 +23,8 @@ export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInsta
   const { config } = main.gateway.current;
   const admin = Fastify({
     loggerInstance: main.log.child({ listener: 'admin' }),
+    // The same limit as the agent port (a batch posted through the passthrough), so the 413 names the right key.
+    bodyLimit: Math.floor(config.server.body_limit_mb * 1024 * 1024),
     logController: new LogController({ disableRequestLogging: true }),
     // Passthrough answers can take as long as a backend call; the same keep-alive as the agent port.
     keepAliveTimeout: 72_000,
