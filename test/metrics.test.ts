@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
 import { PACKAGE_VERSION } from '../src/app.js';
 import { parseConfigText } from '../src/config/load.js';
@@ -273,4 +274,35 @@ test('while Redis is unreachable the store exports its fallback: active 1, local
   assert.equal(sample(text, 'magma_gateway_store_fallback_active'), 1);
   assert.ok((sample(text, 'magma_gateway_store_fallbacks_total') ?? 0) >= 1, 'the batch\'s replay lookup was answered locally');
   assert.equal(sample(text, 'magma_gateway_store_leases_lost_total'), 0);
+});
+
+test('a permit whose Redis lease vanished while held is counted in magma_gateway_store_leases_lost_total', async () => {
+  const prefix = `metrics-lease-${process.pid}-${Date.now()}:`;
+  const agent = await startFakeAgent({ name: 'l', behaviour: (r) => (r.path === '/v1/responses' ? { hang: true } : {}) });
+  const gw = await startGateway({
+    probe_interval_s: 3600,
+    state: { redis: { url: 'redis://127.0.0.1:6379', key_prefix: prefix }, lease_s: 0.3 },
+    backends: { l: { url: agent.url, max_in_flight: 1 } },
+    routes: [{ name: 'd', backend: 'l' }],
+  });
+  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true });
+  await redis.connect();
+  cleanup.push(async () => {
+    await gw.close();
+    await agent.close();
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  });
+  await waitFor('the store up', () => gw.app.gateway.store.isUp());
+  const held = gw.post({ request_id: 'held', inputs: [mkInput(1)] });
+  await waitFor('the batch at the agent, its permit held in Redis', () => agent.inFlight === 1);
+  const holders = await redis.keys(`${prefix}sem:*:holders`);
+  assert.equal(holders.length, 1, holders.join(', '));
+  // What Redis losing its data looks like to the holder: the next renewal finds no lease.
+  await redis.del(holders[0]!);
+  const lost = async (): Promise<number> => sample(await (await fetch(`${gw.url}/metrics`)).text(), 'magma_gateway_store_leases_lost_total') ?? 0;
+  await waitFor('the lost lease counted', async () => (await lost()) === 1);
+  agent.kill();
+  assert.equal((await held).status, 200);
 });
