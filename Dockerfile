@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # magma-gateway image. The same image runs the gateway (default) and the demo agents:
-#   docker run -p 8888:8888 magma-gateway                                  # gateway, config/gateway.docker.yaml
+#   docker run -p 8888:8888 -e GATEWAY_ADMIN_TOKEN=... magma-gateway      # gateway, config/gateway.docker.yaml
 #   docker run -p 8888:8888 -v $PWD/my.yaml:/app/config/my.yaml magma-gateway --config config/my.yaml
 #   docker run --entrypoint node magma-gateway dist/demo/agents/talker.js --host 0.0.0.0 --port 8101
 # docker-compose.yml wires it up with Redis, the demo agents, Prometheus and Grafana.
@@ -25,7 +25,8 @@ COPY --from=build /app/dist ./dist
 COPY config ./config
 # Files stay owned by root (read-only for the process); the process runs as the image's unprivileged user.
 USER node
-EXPOSE 8888
+# 8888: the agent port; 9901: the admin listener (admin.listen in config/gateway.docker.yaml).
+EXPOSE 8888 9901
 # Ready = every route has a ready backend (GET /health answers 200). Demo agent containers override this.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8888/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]

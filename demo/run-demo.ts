@@ -6,7 +6,8 @@
  * 2. Spawns the gateway as a user would (`node dist/src/cli.js --config <file>`) and waits for GET /health = 200.
  * 3. Plays a 3-step episode for 4 trajectories in one batch per step (BENCH-like), carrying each candidate's
  *    memory forward, then one ensemble step (GEN-like, 4 candidates of one input), printing who answered what.
- * 4. Prints the experiment report (the `report` subcommand's table), stops everything, exits 0.
+ * 4. Prints the experiment report (the `report` subcommand's table, read from the gateway's admin listener),
+ *    stops everything, exits 0.
  * Any HTTP error, invalid answer, error candidate or lost big integer exits 1; the whole demo is capped at 60 s.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -100,9 +101,10 @@ function freePort(): Promise<number> {
  * The demo's gateway config: config/gateway.yaml's routes and backends, pointed at this run's agents, with quieter
  * logs and faster probes so the demo starts in about a second.
  */
-function gatewayConfig(port: number, talker: string, actor: string): string {
+function gatewayConfig(port: number, adminPort: number, talker: string, actor: string): string {
   return `# Written by demo/run-demo.ts for one run; deleted when the demo ends.
 server: { host: 127.0.0.1, port: ${port} }
+admin: { listen: "127.0.0.1:${adminPort}" }   # the admin API (/gateway/*), on loopback: no token needed
 agent: { agent_id: magma-gateway-demo }
 log_level: warn
 request_timeout_s: 30
@@ -309,10 +311,10 @@ async function playEnsemble(base: string): Promise<number> {
   return outs.filter((o) => o.status === 'error').length;
 }
 
-/** The experiment report as an operator reads it: `magma-gateway report --url <gateway>`. */
-async function printExperiments(base: string): Promise<void> {
-  log('\nmagma-gateway report --url ' + base);
-  const code = await reportCommand(['--url', base]);
+/** The experiment report as an operator reads it: `magma-gateway report --url <admin listener>`. */
+async function printExperiments(adminBase: string): Promise<void> {
+  log('\nmagma-gateway report --url ' + adminBase);
+  const code = await reportCommand(['--url', adminBase]);
   if (code !== 0) throw new DemoError(`the report command exited ${code}`);
 }
 
@@ -324,10 +326,11 @@ async function main(): Promise<void> {
   log(`talker agent: ${talker}`);
   log(`actor agent:  ${actor}`);
 
-  const port = await freePort();
+  // Both held open at once, so they differ.
+  const [port, adminPort] = await Promise.all([freePort(), freePort()]);
   tmpDir = mkdtempSync(join(tmpdir(), 'magma-gateway-demo-'));
   const configPath = join(tmpDir, 'gateway.yaml');
-  writeFileSync(configPath, gatewayConfig(port, talker, actor));
+  writeFileSync(configPath, gatewayConfig(port, adminPort, talker, actor));
   const gateway = spawn(process.execPath, [GATEWAY_CLI, '--config', configPath], {
     cwd: REPO,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -335,12 +338,14 @@ async function main(): Promise<void> {
   children.push(gateway);
   relay(gateway, 'gateway');
   const base = `http://127.0.0.1:${port}`;
+  const adminBase = `http://127.0.0.1:${adminPort}`;
   log(`gateway:      ${base}  (node dist/src/cli.js --config ${configPath})`);
+  log(`admin:        ${adminBase}/gateway/`);
   await waitReady(base, gateway);
   log('gateway ready: GET /health = 200');
 
   const errors = (await playEpisode(base)) + (await playEnsemble(base));
-  await printExperiments(base);
+  await printExperiments(adminBase);
   if (errors > 0) throw new DemoError(`${errors} candidate(s) came back as errors`);
   log('\ndemo finished: every step answered, in order, by the agents the routes chose.');
 }

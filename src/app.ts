@@ -3,11 +3,12 @@
  */
 import { readFileSync } from 'node:fs';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { buildAdminApp } from './admin-app.js';
 import type { GatewayConfig } from './config/schema.js';
 import authPlugin from './plugins/auth.js';
 import gatewayPlugin from './plugins/gateway.js';
-import { adminRoutes } from './routes/admin.js';
-import { experimentsRoute } from './routes/experiments.js';
+import { installHttpErrors } from './plugins/http-errors.js';
+import { settleReloads } from './reload.js';
 import { identityRoutes } from './routes/identity.js';
 import { metricsRoute } from './routes/metrics.js';
 import { createFrontServer, type FrontHost } from './routes/batch-front.js';
@@ -53,17 +54,8 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
-    const status = err.statusCode ?? 500;
-    if (status === 413) {
-      return reply.code(413).send({
-        detail: `request body exceeds server.body_limit_mb (${config.server.body_limit_mb} MiB)`,
-      });
-    }
-    if (status >= 500) req.log.error({ err }, 'internal error');
-    return reply.code(status).send({ detail: status >= 500 ? 'internal gateway error' : err.message });
-  });
-  app.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `Not Found: ${req.method} ${req.url}` }));
+  // 404, 405 with Allow, 413 and 500 as JSON; before any route, so every route's path is known to the 405 check.
+  installHttpErrors(app, config.server.body_limit_mb);
 
   await app.register(gatewayPlugin, {
     config,
@@ -73,30 +65,43 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     defaultMetrics: opts.defaultMetrics,
   });
 
-  // Before any route: the admin token guards every /gateway/* path whichever plugin registers it.
-  await app.register(authPlugin);
+  // Before any route: /metrics needs the admin token when admin.protect_metrics is set.
+  await app.register(authPlugin, { listener: 'agent' });
 
-  // Cross-cutting: every answer counted and timed by endpoint.
+  // Cross-cutting: every answer counted and timed by endpoint (the URL path pattern).
   app.addHook('onResponse', async (req, reply) => {
-    const route = req.routeOptions.url ?? 'unmatched';
-    app.gateway.metrics.httpRequests.inc({ route, status_code: String(reply.statusCode) });
-    app.gateway.metrics.httpDuration.observe({ route }, reply.elapsedTime / 1000);
-  });
-
-  // Every answer says how long the gateway itself spent on it. /v1/responses sets its own figure (its time minus
-  // the backends'); elsewhere the whole handling time is the gateway's (for the coaching and passthrough
-  // proxies it includes the backend's time, which the gateway cannot separate from a streamed answer).
-  app.addHook('onSend', async (_req, reply, payload) => {
-    if (!reply.hasHeader('x-gateway-overhead-ms')) reply.header('x-gateway-overhead-ms', reply.elapsedTime.toFixed(2));
-    return payload;
+    const endpoint = req.routeOptions.url ?? 'unmatched';
+    app.gateway.metrics.httpRequests.inc({ endpoint, status_code: String(reply.statusCode) });
+    app.gateway.metrics.httpDuration.observe({ endpoint }, reply.elapsedTime / 1000);
   });
 
   await app.register(identityRoutes);
   await app.register(responsesRoute);
   await app.register(metricsRoute);
-  await app.register(adminRoutes);
   await app.register(import('./routes/coaching.js'));
-  await app.register(experimentsRoute);
+
+  // By the time onClose hooks run the server has stopped and its requests are answered; a reload in progress
+  // (SIGHUP or the admin API) must not swap in a runtime after the gateway plugin closed the current one, and
+  // replaced runtimes must have closed their pools before the process exits. (In a child context, so it runs
+  // before the gateway plugin's onClose.)
+  await app.register(async (child) => {
+    child.addHook('onClose', async () => {
+      await settleReloads(app.gateway);
+    });
+  });
+
+  // The admin API and passthrough live on their own listener (admin-app.ts), or nowhere.
+  const admin = config.admin.listen === undefined ? null : await buildAdminApp(app);
+  app.decorate('adminApp', admin);
+  if (admin !== null) {
+    app.addHook('onReady', async () => {
+      await admin.ready();
+    });
+    // First: admin requests (a reload, a passthrough) finish while the agent port still serves its batches.
+    app.addHook('preClose', async () => {
+      await admin.close();
+    });
+  }
   front.host = { gateway: app.gateway, log: app.log, bodyLimit, bodyLimitMb: config.server.body_limit_mb, closing: () => closing };
   return app;
 }

@@ -5,9 +5,10 @@
  *
  *   magma-gateway [--config FILE] [--host H] [--port P]   serve (config also from MAGMA_GATEWAY_CONFIG)
  *   magma-gateway check <agent-url>                       contract conformance probe of an agent
- *   magma-gateway report --url <gateway-url>              the A/B experiment report as a table
+ *   magma-gateway report [--url <admin-url>]              the A/B experiment report as a table
  */
 import { parseArgs } from 'node:util';
+import { listenAdmin } from './admin-app.js';
 import { buildApp } from './app.js';
 import { checkCommand } from './commands/check.js';
 import { reportCommand } from './commands/report.js';
@@ -17,7 +18,7 @@ import { reloadGateway } from './reload.js';
 const USAGE = `usage:
   magma-gateway [--config FILE] [--host HOST] [--port PORT]   run the gateway (config: --config or MAGMA_GATEWAY_CONFIG)
   magma-gateway check <agent-url> [--timeout S] [--json]     test an agent against the MAGMA v2.0 contract
-  magma-gateway report --url URL [--token T] [--json]        print the experiment report of a running gateway
+  magma-gateway report [--url ADMIN-URL] [--token T] [--json] print the experiment report (admin listener)
 `;
 
 async function serve(argv: string[]): Promise<number> {
@@ -50,6 +51,9 @@ async function serve(argv: string[]): Promise<number> {
   const host = values.host ?? config.server.host;
   const port = values.port !== undefined ? Number(values.port) : config.server.port;
   await app.listen({ host, port });
+  // The admin API on its own socket (admin.listen), when configured.
+  const adminUrl = await listenAdmin(app);
+  if (adminUrl !== undefined) app.log.info({ url: adminUrl }, 'admin listener: /gateway/* and the backend passthrough');
 
   let stopping = false;
   const stop = (signal: string): void => {

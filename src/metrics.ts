@@ -1,12 +1,20 @@
 /**
- * Prometheus metrics (DESIGN.md §7). One registry per app instance, so tests can run several gateways in one
+ * Prometheus metrics (README "Metrics"). One registry per app instance, so tests can run several gateways in one
  * process. Label values are bounded: backend, replica and route names come from config, and error codes are
  * capped per backend (a backend that invents a new code per request cannot grow the series without bound).
+ *
+ * `route` is always a routing rule; the HTTP series say `endpoint` for the URL path. Every series whose label
+ * values come from config exists at 0 from the start (initSeries), so a dashboard shows 0 for an event that has
+ * not happened yet rather than "no data", and `rate()` sees the first event as an increase.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { DEFAULT_LATENCY_BUCKETS_S, type GatewayConfig } from './config/schema.js';
+import { GATEWAY_ERROR_CODES } from './errors.js';
+import { METRIC_OUTCOMES } from './experiments/feedback.js';
+import type { StoreStats } from './state/types.js';
 
-/** Agent calls take from milliseconds (a cache) to minutes (a reasoning model): 10 ms .. 600 s. */
-export const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+/** The default of `metrics.latency_buckets_s`: 1 ms .. 600 s. */
+export const LATENCY_BUCKETS: readonly number[] = DEFAULT_LATENCY_BUCKETS_S;
 const OVERHEAD_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 export const MAX_CODES_PER_BACKEND = 50;
 
@@ -33,26 +41,47 @@ export const METRIC_NAMES = [
   'magma_gateway_replay_total',
   'magma_gateway_replay_conflicts_total',
   'magma_gateway_store_up',
+  'magma_gateway_store_fallback_active',
+  'magma_gateway_store_fallbacks_total',
+  'magma_gateway_store_leases_lost_total',
+  'magma_gateway_permit_timeouts_total',
   'magma_gateway_config_reloads_total',
+  'magma_gateway_build_info',
 ] as const;
+
+/** The batch endpoint, as the HTTP series' `endpoint` label names it. */
+export const BATCH_ENDPOINT = '/v1/responses';
+
+/** What the store metrics read at each scrape (the store counts; the registry only exports). */
+export interface StoreHealth {
+  readonly kind: 'memory' | 'redis';
+  isUp(): boolean;
+  stats(): StoreStats;
+}
+
+export interface MetricsOptions {
+  defaultMetrics?: boolean;
+  /** `metrics.latency_buckets_s`. */
+  latencyBucketsS?: readonly number[];
+  /** The package version, for magma_gateway_build_info. */
+  version?: string;
+}
+
+/** Sub-request outcomes (magma_gateway_backend_requests_total): ok, cancelled, or a failure code. */
+const BACKEND_OUTCOMES = ['ok', 'cancelled', ...GATEWAY_ERROR_CODES.filter((c) => c !== 'gateway_no_backend')];
+const SHADOW_OUTCOMES = ['ok', 'failed', 'invalid', 'dropped', 'no_backend'];
+const REPLAY_OUTCOMES = ['hit', 'miss', 'too_large'];
 
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly codes = new Map<string, Set<string>>();
+  /** Histogram series already zeroed: zero() resets, so a series is zeroed once, before its first observation. */
+  private readonly zeroed = new Set<string>();
+  private store: StoreHealth | undefined;
+  private readonly latencyBuckets: number[];
 
-  readonly httpRequests = new Counter({
-    name: 'magma_gateway_http_requests_total',
-    help: 'HTTP requests answered by the gateway, by endpoint and status code.',
-    labelNames: ['route', 'status_code'] as const,
-    registers: [this.registry],
-  });
-  readonly httpDuration = new Histogram({
-    name: 'magma_gateway_http_request_duration_seconds',
-    help: 'Time to answer an HTTP request (a whole batch for /v1/responses).',
-    labelNames: ['route'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly httpRequests: Counter<'endpoint' | 'status_code'>;
+  readonly httpDuration: Histogram<'endpoint'>;
   readonly inputs = new Counter({
     name: 'magma_gateway_inputs_total',
     help: 'Inputs routed, by routing rule and backend.',
@@ -77,13 +106,7 @@ export class GatewayMetrics {
     labelNames: ['backend', 'outcome'] as const,
     registers: [this.registry],
   });
-  readonly backendDuration = new Histogram({
-    name: 'magma_gateway_backend_request_duration_seconds',
-    help: 'Backend sub-request latency.',
-    labelNames: ['backend'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly backendDuration: Histogram<'backend'>;
   readonly backendInFlight = new Gauge({
     name: 'magma_gateway_backend_in_flight',
     help: 'Sub-requests in flight per backend.',
@@ -166,16 +189,144 @@ export class GatewayMetrics {
     help: '1 while the shared state store (Redis) is reachable, or for the in-memory store.',
     registers: [this.registry],
   });
+  readonly storeFallbackActive = new Gauge({
+    name: 'magma_gateway_store_fallback_active',
+    help: '1 while the Redis store answers from per-process state because Redis is unavailable; 0 otherwise.',
+    registers: [this.registry],
+    collect: () => {
+      const s = this.store;
+      this.storeFallbackActive.set(s !== undefined && s.kind === 'redis' && !s.isUp() ? 1 : 0);
+    },
+  });
+  readonly storeFallbacks = this.storeCounter(
+    'magma_gateway_store_fallbacks_total',
+    'Store operations answered from per-process state because Redis was unavailable.',
+    'fallbacks',
+  );
+  readonly storeLeasesLost = this.storeCounter(
+    'magma_gateway_store_leases_lost_total',
+    'Permits whose Redis lease was dropped while still held (a long stall or an outage).',
+    'leasesLost',
+  );
+  readonly permitTimeouts = this.storeCounter(
+    'magma_gateway_permit_timeouts_total',
+    'Sub-requests that waited queue_timeout_s for a max_in_flight permit and got none.',
+    'acquireTimeouts',
+  );
   readonly reloads = new Counter({
     name: 'magma_gateway_config_reloads_total',
     help: 'Config reloads, by result (ok, refused).',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly buildInfo = new Gauge({
+    name: 'magma_gateway_build_info',
+    help: 'Always 1; the version label says which gateway build is running.',
+    labelNames: ['version'] as const,
+    registers: [this.registry],
+  });
 
-  constructor(opts: { defaultMetrics?: boolean } = {}) {
+  constructor(opts: MetricsOptions = {}) {
+    this.latencyBuckets = [...(opts.latencyBucketsS ?? LATENCY_BUCKETS)];
+    this.httpRequests = new Counter({
+      name: 'magma_gateway_http_requests_total',
+      help: 'HTTP requests answered by the gateway, by endpoint (URL path pattern) and status code.',
+      labelNames: ['endpoint', 'status_code'] as const,
+      registers: [this.registry],
+    });
+    this.httpDuration = new Histogram({
+      name: 'magma_gateway_http_request_duration_seconds',
+      help: 'Time to answer an HTTP request, by endpoint (a whole batch for /v1/responses).',
+      labelNames: ['endpoint'] as const,
+      buckets: this.latencyBuckets,
+      registers: [this.registry],
+    });
+    this.backendDuration = new Histogram({
+      name: 'magma_gateway_backend_request_duration_seconds',
+      help: 'Backend sub-request latency.',
+      labelNames: ['backend'] as const,
+      buckets: this.latencyBuckets,
+      registers: [this.registry],
+    });
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
     this.storeUp.set(1);
+    this.buildInfo.set({ version: opts.version ?? 'unknown' }, 1);
+    // The batch endpoint's success series exist before the first batch: the dashboard's batch panels read them.
+    this.httpRequests.inc({ endpoint: BATCH_ENDPOINT, status_code: '200' }, 0);
+    this.zeroHistogram(this.httpDuration, { endpoint: BATCH_ENDPOINT });
+  }
+
+  /** The store whose health figures are exported (read at each scrape). */
+  bindStore(store: StoreHealth): void {
+    this.store = store;
+  }
+
+  /** A counter that mirrors one of the store's monotonic counts at each scrape. */
+  private storeCounter(name: string, help: string, field: keyof StoreStats): Counter {
+    const counter: Counter = new Counter({
+      name,
+      help,
+      registers: [this.registry],
+      collect: () => {
+        const v = this.store?.stats()[field] ?? 0;
+        counter.reset();
+        counter.inc(v);
+      },
+    });
+    return counter;
+  }
+
+  private zeroHistogram<L extends string>(h: Histogram<L>, labels: Record<L, string>): void {
+    const key = `${h === this.httpDuration ? 'http' : 'backend'}\n${JSON.stringify(labels)}`;
+    if (this.zeroed.has(key)) return;
+    this.zeroed.add(key);
+    h.zero(labels);
+  }
+
+  /**
+   * Every series whose label values the config fixes, at 0 (adding 0 leaves a live series as it is). Called for
+   * each runtime, so a reload that adds a backend or a route adds its series too.
+   */
+  initSeries(config: GatewayConfig): void {
+    const routeBackends = (r: GatewayConfig['routes'][number]): string[] => {
+      const primary = r.backend !== undefined ? [r.backend] : Object.keys(r.split ?? r.ensemble ?? {});
+      return [...new Set([...primary, ...r.fallback])];
+    };
+    for (const [backend, b] of Object.entries(config.backends)) {
+      for (const outcome of BACKEND_OUTCOMES) this.backendRequests.inc({ backend, outcome }, 0);
+      for (const code of GATEWAY_ERROR_CODES) this.candidateErrors.inc({ backend, code }, 0);
+      this.zeroHistogram(this.backendDuration, { backend });
+      this.backendInFlight.inc({ backend }, 0);
+      this.retries.inc({ backend }, 0);
+      this.retryBudgetExhausted.inc({ backend }, 0);
+      // Replica ids as Replica.id spells them: `<backend>#<index>`.
+      for (let i = 0; i < b.urls.length; i++) {
+        const replica = `${backend}#${i}`;
+        this.ejections.inc({ backend, replica }, 0);
+        this.probeFailures.inc({ backend, replica }, 0);
+      }
+    }
+    for (const r of config.routes) {
+      const route = r.name;
+      const backends = routeBackends(r);
+      for (const backend of backends) {
+        this.inputs.inc({ route, backend }, 0);
+        for (const status of ['completed', 'error']) this.candidates.inc({ route, backend, status }, 0);
+        for (const outcome of METRIC_OUTCOMES) this.executionFeedback.inc({ route, backend, outcome }, 0);
+        // A leg of `backend` falls back along the route's fallbacks without itself (routing/plan.ts).
+        let from = backend;
+        for (const to of r.fallback.filter((f) => f !== backend)) {
+          this.fallbacks.inc({ route, from, to }, 0);
+          from = to;
+        }
+      }
+      for (const backend of r.shadow) {
+        for (const outcome of SHADOW_OUTCOMES) this.shadowRequests.inc({ route, backend, outcome }, 0);
+        for (const agreed of ['true', 'false']) this.shadowAgreement.inc({ route, backend, agreed }, 0);
+      }
+    }
+    for (const outcome of REPLAY_OUTCOMES) this.replay.inc({ outcome }, 0);
+    for (const result of ['ok', 'refused']) this.reloads.inc({ result }, 0);
   }
 
   /** The code label for a backend's error code: the first MAX_CODES_PER_BACKEND distinct codes, then `other`. */

@@ -5,14 +5,14 @@
  * pools once they drain. An invalid file is refused with the loader's message and the old config keeps serving.
  *
  * Settings fixed when the server was built cannot change here: `server.host`, `server.port`,
- * `server.body_limit_mb` (the listening socket and fastify's body limit) and `state` (the store is shared by
- * every runtime and holds leases and replays). When the file changes them, the reload still applies everything
+ * `server.body_limit_mb` (the listening socket and fastify's body limit), `admin.listen` (the admin socket),
+ * `metrics` (histogram buckets) and `state` (the store is shared by every runtime and holds leases and replays). When the file changes them, the reload still applies everything
  * else, keeps their running values and lists them in `restart_required`: refusing would hold back a routing fix
  * for a port edit that only a restart can apply anyway.
  */
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
-import type { GatewayConfig } from './config/schema.js';
+import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
 import { routesLackingBackend } from './routes/identity.js';
 import { GatewayRuntime } from './runtime.js';
 import type { GatewayState } from './plugins/gateway.js';
@@ -73,9 +73,21 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
     }
   }
   if (canonical(running.state) !== canonical(next.state)) kept.push('state: changed in the file, kept until a restart');
+  // The admin socket is bound and the histograms' buckets are fixed at start.
+  if (running.admin.listen !== next.admin.listen) {
+    kept.push(`admin.listen: ${next.admin.listen ?? 'none'} in the file, ${running.admin.listen ?? 'none'} until a restart`);
+  }
+  if (canonical(running.metrics) !== canonical(next.metrics)) kept.push('metrics: changed in the file, kept until a restart');
   if (kept.length === 0) return { config: next, kept };
   const server = { ...next.server, host: running.server.host, port: running.server.port, body_limit_mb: running.server.body_limit_mb };
-  return { config: deepFreeze({ ...next, server, state: running.state }), kept };
+  const admin = { ...next.admin, listen: running.admin.listen };
+  const at = admin.listen === undefined ? undefined : parseHostPort(admin.listen);
+  if (at !== undefined && !isLoopback(at.host) && (admin.token === undefined || admin.token === '')) {
+    // The file alone was valid (its admin.listen differs), but the socket bound at start stays open beyond
+    // this host until a restart: it keeps needing a token.
+    throw new Error(`admin.token: the admin listener on ${admin.listen} stays until a restart and needs a non-empty admin.token`);
+  }
+  return { config: deepFreeze({ ...next, server, admin, state: running.state, metrics: running.metrics }), kept };
 }
 
 /**

@@ -31,6 +31,7 @@ export class GatewayRuntime {
     store?: Store,
   ) {
     this.routes = compileRoutes(config);
+    metrics.initSeries(config);
     this.upstreams = new Upstreams(config, metrics);
     this.ejections = store === undefined ? undefined : new SharedEjections(this.upstreams, store, log);
     this.prober = new Prober(this.upstreams, config, metrics, log);

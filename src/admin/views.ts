@@ -19,6 +19,7 @@ export interface ReplicaView {
   /** The agent's /v1/info as last read (lenient: extra fields kept), null before a probe got it. */
   info: AgentInfoParsed | null;
   in_flight: { requests: number; inputs: number };
+  /** The last failure while the replica is not ready or failing; null once it is ready and has succeeded again. */
   last_error: string | null;
   consecutive_failures: number;
   ejections: number;
@@ -64,7 +65,9 @@ function replicaView(runtime: GatewayRuntime, r: Replica): ReplicaView {
     last_probe: probe === undefined ? null : { at: iso(probe.at), ok: probe.ok, ms: probe.ms, error: probe.error ?? null },
     info: r.info ?? null,
     in_flight: { requests: r.inFlightRequests, inputs: r.inFlightInputs },
-    last_error: r.lastError ?? null,
+    // The last failure explains a state other than ready, or the failures counted since the last success. Once
+    // the replica is ready and has succeeded again, the old error would only mislead (the upstream keeps it).
+    last_error: r.state === 'ready' && r.consecutiveFailures === 0 ? null : (r.lastError ?? null),
     consecutive_failures: r.consecutiveFailures,
     ejections: r.ejections,
     ejected_until: r.state === 'ejected' ? iso(r.ejectedUntil) : null,

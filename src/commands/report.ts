@@ -1,5 +1,6 @@
 /**
- * `magma-gateway report --url http://host:port`: the experiment report of a running gateway
+ * `magma-gateway report [--url http://host:port]`: the experiment report of a running gateway, read from its
+ * admin listener (admin.listen; DEFAULT_ADMIN_URL when --url is not given)
  * (GET /gateway/experiments, issue 6) as tables a person reads in a terminal, one per split or ensemble route,
  * then for two-arm splits the difference in tool success rate with its interval and p-value.
  * `--json` prints the endpoint's JSON unchanged, for scripts.
@@ -17,9 +18,12 @@ const processIo: ReportIo = {
   err: (t) => void process.stderr.write(t),
 };
 
-export const REPORT_USAGE = `usage: magma-gateway report --url <gateway-url> [--token <token>] [--json] [--timeout <seconds>]
-  Prints the A/B and ensemble report of a running gateway (GET /gateway/experiments).
-  --url <url>     the gateway, e.g. http://127.0.0.1:8888
+/** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
+export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
+
+export const REPORT_USAGE = `usage: magma-gateway report [--url <admin-url>] [--token <token>] [--json] [--timeout <seconds>]
+  Prints the A/B and ensemble report of a running gateway (GET /gateway/experiments on its admin listener).
+  --url <url>     the gateway's admin listener (admin.listen), default ${DEFAULT_ADMIN_URL}
   --token <t>     admin bearer token for /gateway/* (default: env GATEWAY_ADMIN_TOKEN)
   --json          print the report as JSON
   --timeout <s>   request deadline (default 30)
@@ -158,7 +162,7 @@ export async function reportCommand(argv: string[], io: ReportIo = processIo): P
     io.err(`magma-gateway report: ${why}\n${REPORT_USAGE}`);
     return 2;
   };
-  if (values.url === undefined) return usage('missing --url');
+  values.url ??= DEFAULT_ADMIN_URL;
   let base: URL;
   try {
     base = new URL(values.url);

@@ -16,6 +16,27 @@ const name = z
   .refine((s) => !/^\d+$/.test(s), 'a name needs at least one non-digit character');
 const httpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ''));
 
+/**
+ * Default latency buckets: agent calls take from a millisecond (a cache, a stub agent) to minutes (a reasoning
+ * model), so 1 ms .. 600 s, about three buckets per decade.
+ */
+export const DEFAULT_LATENCY_BUCKETS_S = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
+];
+
+/** `host:port` or `[v6]:port`, else undefined. */
+export function parseHostPort(s: string): { host: string; port: number } | undefined {
+  const m = /^\[([0-9A-Fa-f:.]+)\]:(\d{1,5})$/.exec(s) ?? /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(s);
+  if (m === null) return undefined;
+  const port = Number(m[2]);
+  return port <= 65535 ? { host: m[1]!, port } : undefined;
+}
+
+/** Loopback only: `localhost`, 127.0.0.0/8, `::1`. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
 export const backendSchema = z
   .strictObject({
     url: httpUrl.optional(),
@@ -131,8 +152,36 @@ export const configSchema = z.strictObject({
     .prefault({}),
   admin: z
     .strictObject({
+      /**
+       * `host:port` (`[::1]:9901` for IPv6) of the admin listener: the admin API and the backend passthrough
+       * are served there and nowhere else; absent = not served at all.
+       */
+      listen: z
+        .string()
+        .refine((s) => parseHostPort(s) !== undefined, 'expected "host:port" (e.g. 127.0.0.1:9901, [::1]:9901), port 0-65535')
+        .optional(),
       token: z.string().optional(),
       protect_metrics: z.boolean().default(false),
+    })
+    .superRefine((a, ctx) => {
+      const at = a.listen === undefined ? undefined : parseHostPort(a.listen);
+      if (at !== undefined && !isLoopback(at.host) && (a.token === undefined || a.token === '')) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['listen'],
+          message: `admin.listen ${a.listen} is reachable beyond this host: set a non-empty admin.token, or listen on 127.0.0.1`,
+        });
+      }
+    })
+    .prefault({}),
+  metrics: z
+    .strictObject({
+      /** Upper bounds of every duration histogram (batches, backend calls), seconds, ascending. */
+      latency_buckets_s: z
+        .array(positive)
+        .min(1)
+        .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), 'must be strictly ascending')
+        .default(() => [...DEFAULT_LATENCY_BUCKETS_S]),
     })
     .prefault({}),
   state: z

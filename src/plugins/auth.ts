@@ -1,11 +1,12 @@
 /**
- * Optional bearer token for the operator surface (issue 4): every `/gateway/*` path, whoever registers it
- * (admin, experiments, the passthrough), and `/metrics` when `admin.protect_metrics` is set. The contract's own
- * endpoints (/health, /v1/info, /v1/responses) are never protected: BENCH and GEN do not send a token.
+ * The optional bearer token (`admin.token`, README "Admin listener"). On the admin listener it guards every
+ * request, whatever the path: a route another plugin adds there later is covered without knowing about this
+ * file, and an unknown path gets the same 401 as a known one, so a client without the token learns nothing
+ * about which admin paths exist. On the agent listener it guards `/metrics` when `admin.protect_metrics` is set;
+ * the contract's own endpoints (/health, /v1/info, /v1/responses) are never protected: BENCH and GEN send no token.
  *
- * One root onRequest hook (fastify-plugin, so it is not encapsulated) rather than a hook per admin plugin: a
- * route added later under /gateway/ by another plugin is covered without knowing about this file. The token is
- * read from the runtime current at each request, so a reload can set, change or remove it.
+ * One root onRequest hook (fastify-plugin, so it is not encapsulated). The token is read from the runtime
+ * current at each request, so a reload can set, change or remove it.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -31,17 +32,11 @@ export function bearerToken(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
-function underGateway(path: string): boolean {
-  return path === '/gateway' || path.startsWith('/gateway/');
-}
-
 /**
- * Whether a request needs the token. The matched route pattern is the authority (the router has already
- * decoded `%67ateway` and friends into it); the raw path is checked as well so an unmatched /gateway/ URL gets
- * the same 401 as a matched one and does not reveal which admin paths exist.
+ * Whether an agent-listener request is `/metrics`. The matched route pattern is the authority (the router has
+ * already decoded `%6detrics` into it); the raw and decoded paths are checked as well so no spelling slips by.
  */
-export function isProtected(req: FastifyRequest, protectMetrics: boolean): boolean {
-  const pattern = req.routeOptions.url;
+export function isMetricsPath(req: FastifyRequest): boolean {
   const rawPath = req.url.split('?', 1)[0]!;
   let decoded = rawPath;
   try {
@@ -49,23 +44,27 @@ export function isProtected(req: FastifyRequest, protectMetrics: boolean): boole
   } catch {
     // An undecodable path cannot match a route; the raw form is checked alone.
   }
-  const paths = [pattern, rawPath, decoded].filter((p): p is string => p !== undefined).map((p) => p.toLowerCase());
-  if (paths.some(underGateway)) return true;
-  return protectMetrics && paths.includes('/metrics');
+  return [req.routeOptions.url, rawPath, decoded].some((p) => p?.toLowerCase() === '/metrics');
 }
 
-async function authPlugin(app: FastifyInstance): Promise<void> {
+export interface AuthOptions {
+  /** `admin`: every request needs the token; `agent`: only /metrics, and only with admin.protect_metrics. */
+  listener: 'admin' | 'agent';
+}
+
+async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void> {
   let warnedEmpty = false;
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     const { admin } = app.gateway.current.config;
+    if (opts.listener === 'agent' && !(admin.protect_metrics && isMetricsPath(req))) return;
     if (admin.token === undefined) return;
     if (admin.token === '') {
-      // `${GATEWAY_ADMIN_TOKEN:-}` with the variable empty: the operator chose no token; say so once.
-      if (!warnedEmpty) app.log.warn('admin.token is empty: /gateway/* is not protected');
+      // `${GATEWAY_ADMIN_TOKEN:-}` with the variable empty on a loopback admin listener (config validation
+      // refuses it elsewhere): the operator chose no token; say so once.
+      if (!warnedEmpty) app.log.warn('admin.token is empty: the admin listener is not protected');
       warnedEmpty = true;
       return;
     }
-    if (!isProtected(req, admin.protect_metrics)) return;
     const given = bearerToken(req.headers.authorization);
     if (given !== undefined && tokenMatches(given, admin.token)) return;
     req.log.warn({ path: req.routeOptions.url ?? 'unmatched', method: req.method }, 'admin request refused: bad or missing token');
@@ -73,4 +72,4 @@ async function authPlugin(app: FastifyInstance): Promise<void> {
   });
 }
 
-export default fp(authPlugin, { name: 'magma-gateway-auth', fastify: '5.x', dependencies: ['magma-gateway'] });
+export default fp(authPlugin, { name: 'magma-gateway-auth', fastify: '5.x', decorators: { fastify: ['gateway'] } });

@@ -37,8 +37,13 @@ export interface GatewayPluginOptions {
 }
 
 async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): Promise<void> {
-  const metrics = new GatewayMetrics({ defaultMetrics: opts.defaultMetrics });
+  const metrics = new GatewayMetrics({
+    defaultMetrics: opts.defaultMetrics,
+    latencyBucketsS: opts.config.metrics.latency_buckets_s,
+    version: opts.version,
+  });
   const store = createStore(opts.config.state, app.log);
+  metrics.bindStore(store);
   const state: GatewayState = {
     current: new GatewayRuntime(opts.config, metrics, app.log, store),
     metrics,

@@ -1,21 +1,42 @@
 /**
- * The operator API under /gateway/ (issue 4). Read-only views of the runtime current at the request, the reload
- * trigger, and the passthrough to backends. Protection (the optional bearer token) is the auth plugin's job: it
- * covers every /gateway/* path, these and any other plugin's.
+ * The operator API under /gateway/, served on the admin listener only (admin-app.ts, README "Admin listener").
+ * Read-only views of the runtime current at the request, the reload trigger, and the passthrough to backends.
+ * Protection (the optional bearer token) is the auth plugin's job: it covers every request of the listener.
  *
+ *   GET  /gateway/                      an index of these endpoints
  *   GET  /gateway/backends              each replica: url, state, last probe, info, in flight, last error
  *   GET  /gateway/routes                the routes as compiled, with which of their backends are ready
  *   GET  /gateway/config                the running config, secrets redacted (admin/redact.ts)
  *   POST /gateway/reload                re-read the config file: 200 {"reloaded": true, ...} or 400 with the reason
+ *   GET  /gateway/experiments           the A/B and ensemble report (routes/experiments.ts)
  *   ANY  /gateway/backends/{name}/...   forwarded to a ready replica of that backend (admin/passthrough.ts)
  */
 import type { FastifyInstance } from 'fastify';
 import { passthrough } from '../admin/passthrough.js';
 import { redactConfig } from '../admin/redact.js';
 import { backendsView, routesView } from '../admin/views.js';
-import { reloadGateway, settleReloads } from '../reload.js';
+import { reloadGateway } from '../reload.js';
 
-export async function adminRoutes(app: FastifyInstance): Promise<void> {
+/** What GET /gateway/ lists: every admin endpoint, so an operator (or a script) can find them from the root. */
+export const ADMIN_ENDPOINTS = [
+  { method: 'GET', path: '/gateway/backends', what: 'every replica: url, state, last probe, info, in flight, last error' },
+  { method: 'GET', path: '/gateway/routes', what: 'each route, its backends and whether it can serve' },
+  { method: 'GET', path: '/gateway/config', what: 'the running config, secrets redacted' },
+  { method: 'POST', path: '/gateway/reload', what: 're-read the config file' },
+  { method: 'GET', path: '/gateway/experiments', what: 'the A/B and ensemble experiment report' },
+  { method: 'ANY', path: '/gateway/backends/{name}/...', what: 'passthrough to a ready replica of that backend' },
+] as const;
+
+export interface AdminRoutesOptions {
+  /** The agent app: a reload swaps its runtime and sets its log level (the admin app logs through a child). */
+  main: FastifyInstance;
+}
+
+export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions): Promise<void> {
+  const index = async (): Promise<{ endpoints: typeof ADMIN_ENDPOINTS }> => ({ endpoints: ADMIN_ENDPOINTS });
+  app.get('/gateway', index);
+  app.get('/gateway/', index);
+
   app.get('/gateway/backends', async () => ({ backends: backendsView(app.gateway.current) }));
 
   app.get('/gateway/routes', async () => ({ routes: routesView(app.gateway.current) }));
@@ -26,16 +47,9 @@ export async function adminRoutes(app: FastifyInstance): Promise<void> {
   }));
 
   app.post('/gateway/reload', async (_req, reply) => {
-    const outcome = await reloadGateway(app, 'api');
+    const outcome = await reloadGateway(opts.main, 'api');
     if (outcome.ok) return outcome.report;
     return reply.code(outcome.status).send({ reloaded: false, detail: outcome.detail });
-  });
-
-  // By the time onClose hooks run the server has stopped and its requests are answered; a reload in progress
-  // must not swap in a runtime after the gateway plugin closed the current one, and replaced runtimes must
-  // have closed their pools before the process exits. (Registered after the gateway plugin, so it runs first.)
-  app.addHook('onClose', async () => {
-    await settleReloads(app.gateway);
   });
 
   await app.register(passthrough);

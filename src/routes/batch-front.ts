@@ -111,6 +111,6 @@ function reply(
   res.end(body);
   // What the app's onResponse hook records for fastify's routes.
   const { metrics } = h.gateway;
-  metrics.httpRequests.inc({ route: BATCH_PATH, status_code: String(status) });
-  metrics.httpDuration.observe({ route: BATCH_PATH }, (performance.now() - t0) / 1000);
+  metrics.httpRequests.inc({ endpoint: BATCH_PATH, status_code: String(status) });
+  metrics.httpDuration.observe({ endpoint: BATCH_PATH }, (performance.now() - t0) / 1000);
 }

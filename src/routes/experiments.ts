@@ -1,7 +1,7 @@
 /**
- * GET /gateway/experiments: the A/B and ensemble report (issue 6) as JSON, for people (through
+ * GET /gateway/experiments (admin listener): the A/B and ensemble report as JSON, for people (through
  * `magma-gateway report`) and for scripts. Counts come from the store, so with Redis every replica answers
- * the same cluster-wide numbers. Protection of /gateway/* (admin.token) is applied by the admin hook, not here.
+ * the same cluster-wide numbers. Protection (admin.token) is applied by the auth plugin, not here.
  */
 import type { FastifyInstance } from 'fastify';
 import { experimentsReport } from '../experiments/report.js';

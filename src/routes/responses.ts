@@ -20,6 +20,12 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
+  // Only batch answers carry the gateway's own time; this covers the ones handleBatch does not make (413).
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (!reply.hasHeader('x-gateway-overhead-ms')) reply.header('x-gateway-overhead-ms', reply.elapsedTime.toFixed(2));
+    return payload;
+  });
+
   app.post('/v1/responses', async (req, reply) => {
     const a = await handleBatch(app.gateway, {
       body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),

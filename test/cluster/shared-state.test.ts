@@ -20,7 +20,7 @@ interface ReplicaView {
 }
 
 async function replicaStates(gw: TestGateway): Promise<ReplicaView[]> {
-  const body = (await (await fetch(`${gw.url}/gateway/backends`)).json()) as { backends: { replicas: ReplicaView[] }[] };
+  const body = (await (await fetch(`${gw.adminUrl}/gateway/backends`)).json()) as { backends: { replicas: ReplicaView[] }[] };
   return body.backends.flatMap((b) => b.replicas);
 }
 
@@ -70,7 +70,7 @@ test('experiment counts are cluster totals: the report is the same on every gate
   await a.post({ request_id: 'e1', inputs: [mkInput(1), mkInput(2), mkInput(3)] });
   await b.post({ request_id: 'e2', inputs: [mkInput(4), mkInput(5)] });
   const steps = async (gw: TestGateway): Promise<number> => {
-    const rep = (await (await fetch(`${gw.url}/gateway/experiments`)).json()) as { routes: { arms: { steps: number }[] }[] };
+    const rep = (await (await fetch(`${gw.adminUrl}/gateway/experiments`)).json()) as { routes: { arms: { steps: number }[] }[] };
     return rep.routes[0]!.arms.reduce((n, arm) => n + arm.steps, 0);
   };
   assert.ok(await eventually(async () => (await steps(a)) === 5 && (await steps(b)) === 5, 3000), 'both see all 5 steps');

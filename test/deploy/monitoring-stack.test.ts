@@ -225,11 +225,26 @@ describe('monitoring stack files', () => {
     const port = gatewayConfig().server.port;
     const portFlag = flagValue(gatewayArgs, '--port');
     assert.equal(portFlag === undefined ? port : Number(portFlag), port);
-    assert.deepEqual(ports(service('gateway')), [{ published: 8888, container: port }]);
+    const admin = gatewayConfig().admin;
+    assert.ok(admin.listen, 'the compose gateway serves the admin API on admin.listen');
+    const adminPort = Number(admin.listen.slice(admin.listen.lastIndexOf(':') + 1));
+    assert.deepEqual(ports(service('gateway')), [
+      { published: 8888, container: port },
+      { published: adminPort, container: adminPort },
+    ]);
+    // Published on the host's loopback only; inside the container it listens beyond loopback, with a token.
     assert.ok(
-      runtime.instructions.some((i) => i.keyword === 'EXPOSE' && i.rest.split(/\s+/).includes(String(port))),
-      `the Dockerfile exposes ${port}`,
+      arr(service('gateway').ports, 'ports').map(String).includes(`127.0.0.1:${adminPort}:${adminPort}`),
+      'the admin port is published on 127.0.0.1 only',
     );
+    assert.ok(admin.token !== undefined && admin.token !== '', 'admin.token is set (from GATEWAY_ADMIN_TOKEN)');
+    assert.ok(!admin.protect_metrics, 'Prometheus scrapes /metrics without a token');
+    for (const p of [port, adminPort]) {
+      assert.ok(
+        runtime.instructions.some((i) => i.keyword === 'EXPOSE' && i.rest.split(/\s+/).includes(String(p))),
+        `the Dockerfile exposes ${p}`,
+      );
+    }
     const imageCheck = runtime.instructions.find((i) => i.keyword === 'HEALTHCHECK');
     assert.equal(healthcheckPort(imageCheck?.rest), port, 'the image HEALTHCHECK probes server.port');
     assert.equal(healthcheckPort(obj(service('gateway').healthcheck, 'healthcheck').test), port);
@@ -411,7 +426,11 @@ describe('monitoring stack files', () => {
     it('covers batches, backends, candidates, errors, fallbacks, replicas up and feedback per arm', () => {
       const all = expressions.map((e) => e.expr).join('\n');
       for (const needle of [
-        'magma_gateway_http_request_duration_seconds_bucket{route="/v1/responses"}',
+        'magma_gateway_http_request_duration_seconds_bucket{endpoint="/v1/responses"}',
+        'magma_gateway_store_fallback_active',
+        'magma_gateway_store_leases_lost_total',
+        'magma_gateway_permit_timeouts_total',
+        'magma_gateway_build_info',
         'magma_gateway_backend_request_duration_seconds_bucket',
         'magma_gateway_candidates_total',
         'magma_gateway_candidate_errors_total',

@@ -52,7 +52,7 @@ before(async () => {
   // The env answer to the fallback's decision: sticky, so it continues on c.
   await post('f2', [env(1, '{"infos": "r: place failed with message: no"}', f1[0]!.memory, 'ab')]);
 
-  report = (await (await fetch(`${gw.url}/gateway/experiments`)).json()) as ExperimentsReport;
+  report = (await (await fetch(`${gw.adminUrl}/gateway/experiments`)).json()) as ExperimentsReport;
   metricsText = await (await fetch(`${gw.url}/metrics`)).text();
 });
 

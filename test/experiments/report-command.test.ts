@@ -176,7 +176,11 @@ test('HTTP errors and non-reports exit 1 with a readable reason', async () => {
 });
 
 test('usage errors exit 2; --help exits 0', async () => {
-  for (const argv of [[], ['--url', 'nope'], ['--url', 'ftp://x'], ['--url', url, '--timeout', '0'], ['--bogus']]) {
+  // Without --url the report reads the default admin listener (config/gateway.yaml's admin.listen).
+  const dflt = await run([]);
+  assert.notEqual(dflt.code, 2, dflt.err);
+  if (dflt.code !== 0) assert.ok(dflt.err.includes('http://127.0.0.1:9901/gateway/experiments'), dflt.err);
+  for (const argv of [['--url', 'nope'], ['--url', 'ftp://x'], ['--url', url, '--timeout', '0'], ['--bogus']]) {
     const r = await run(argv);
     assert.equal(r.code, 2, argv.join(' '));
     assert.match(r.err, /usage: magma-gateway report/);

@@ -7,8 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { stringify } from 'yaml';
+import { listenAdmin } from '../../src/admin-app.js';
 import { buildApp } from '../../src/app.js';
 import { loadConfigFile } from '../../src/config/load.js';
+import { withAdminListener } from './gateway.js';
 
 export interface ConfigFile {
   readonly path: string;
@@ -58,34 +60,45 @@ export async function http(
 
 export interface FileGateway {
   url: string;
+  /** The admin listener (admin.listen is 127.0.0.1:0 unless the config sets it). */
+  adminUrl: string;
   app: FastifyInstance;
   file: ConfigFile;
-  /** GET/POST a gateway path, e.g. `call('/gateway/backends')`. */
+  /** GET/POST an agent-port path, e.g. `call('/metrics')`. */
   call(path: string, init?: Parameters<typeof http>[1]): Promise<HttpAnswer>;
+  /** GET/POST an admin path, e.g. `admin('/gateway/backends')`. */
+  admin(path: string, init?: Parameters<typeof http>[1]): Promise<HttpAnswer>;
   /** POST /v1/responses. */
   post(body: object, headers?: Record<string, string>): Promise<HttpAnswer>;
-  /** Rewrite the file, then POST /gateway/reload. */
+  /** Rewrite the file (admin.listen added as at start), then POST /gateway/reload on the admin listener. */
   reload(config?: Record<string, unknown>, headers?: Record<string, string>): Promise<HttpAnswer>;
   close(): Promise<void>;
 }
 
-/** Write `config` to a temp file, build the gateway from that file (configPath set) and listen on port 0. */
+/**
+ * Write `config` to a temp file, build the gateway from that file (configPath set) and listen on port 0, the
+ * admin listener too.
+ */
 export async function startGatewayFromFile(config: Record<string, unknown>): Promise<FileGateway> {
-  const file = configFile(config);
+  const file = configFile(withAdminListener(config));
   const app = await buildApp({ config: loadConfigFile(file.path, {}), configPath: file.path, logger: false, defaultMetrics: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const url = `http://127.0.0.1:${typeof addr === 'object' && addr !== null ? addr.port : 0}`;
+  const adminUrl = (await listenAdmin(app)) ?? '';
   const call: FileGateway['call'] = (path, init) => http(url + path, init);
+  const admin: FileGateway['admin'] = (path, init) => http(adminUrl + path, init);
   return {
     url,
+    adminUrl,
     app,
     file,
     call,
+    admin,
     post: (body, headers) => call('/v1/responses', { method: 'POST', body, headers }),
     reload(next, headers) {
-      if (next !== undefined) file.write(next);
-      return call('/gateway/reload', { method: 'POST', headers });
+      if (next !== undefined) file.write(withAdminListener(next));
+      return admin('/gateway/reload', { method: 'POST', headers });
     },
     async close() {
       await app.close();

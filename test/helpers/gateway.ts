@@ -1,8 +1,10 @@
 /**
  * Start a real gateway (buildApp + listen on 127.0.0.1:0) from a config object, as the CLI would from YAML.
+ * Unless told otherwise (or the config sets admin.listen itself) the admin listener runs on 127.0.0.1:0 too.
  */
 import type { FastifyInstance } from 'fastify';
 import { stringify } from 'yaml';
+import { listenAdmin } from '../../src/admin-app.js';
 import { buildApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { http } from './config-file.js';
@@ -10,20 +12,33 @@ import { agentInput } from './inputs.js';
 
 export interface TestGateway {
   url: string;
+  /** The admin listener's URL (/gateway/*); empty when started with `{ admin: false }`. */
+  adminUrl: string;
   app: FastifyInstance;
   close(): Promise<void>;
   post(body: string | object, headers?: Record<string, string>): Promise<{ status: number; text: string; json: unknown; headers: Headers }>;
 }
 
-export async function startGateway(config: Record<string, unknown>): Promise<TestGateway> {
-  const cfg = parseConfigText(stringify(config), 'test-config.yaml', {});
-  const app = await buildApp({ config: cfg, logger: false, defaultMetrics: false });
+/** The config with `admin.listen: 127.0.0.1:0` added unless it has one or `admin` is false. */
+export function withAdminListener(config: Record<string, unknown>, admin = true): Record<string, unknown> {
+  const block = (config.admin ?? {}) as Record<string, unknown>;
+  if (!admin || block.listen !== undefined) return config;
+  return { ...config, admin: { ...block, listen: '127.0.0.1:0' } };
+}
+
+export async function startGateway(
+  config: Record<string, unknown>,
+  opts: { admin?: boolean; defaultMetrics?: boolean } = {},
+): Promise<TestGateway> {
+  const cfg = parseConfigText(stringify(withAdminListener(config, opts.admin)), 'test-config.yaml', {});
+  const app = await buildApp({ config: cfg, logger: false, defaultMetrics: opts.defaultMetrics ?? false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
+    adminUrl: (await listenAdmin(app)) ?? '',
     app,
     close: () => app.close(),
     post(body, headers = {}) {

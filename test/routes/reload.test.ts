@@ -102,22 +102,22 @@ test('reload under load: no failed or lost batch, in-flight batches finish on th
 test('an invalid file is refused with the reason and the old config keeps serving', async () => {
   const a = await agent('a');
   const gw = await gateway(single(a.url));
-  const before = (await gw.call('/gateway/config')).text;
+  const before = (await gw.admin('/gateway/config')).text;
 
   gw.file.writeText('probe_interval_s: 0.1\nbackends:\n  svc: { url: "http://127.0.0.1:1" }\nroutes:\n  - name: default\n    backend: nope\n');
-  const bad = await gw.call('/gateway/reload', { method: 'POST' });
+  const bad = await gw.admin('/gateway/reload', { method: 'POST' });
   assert.equal(bad.status, 400);
   const { reloaded, detail } = bad.json as { reloaded: boolean; detail: string };
   assert.equal(reloaded, false);
   assert.match(detail, /gateway\.yaml:6:\d+: routes\[0\]\.backend: .*nope/);
 
   gw.file.writeText('backends: [unclosed\n');
-  assert.equal((await gw.call('/gateway/reload', { method: 'POST' })).status, 400);
+  assert.equal((await gw.admin('/gateway/reload', { method: 'POST' })).status, 400);
   gw.file.remove();
-  const missing = await gw.call('/gateway/reload', { method: 'POST' });
+  const missing = await gw.admin('/gateway/reload', { method: 'POST' });
   assert.match((missing.json as { detail: string }).detail, /cannot read config file/);
 
-  assert.equal((await gw.call('/gateway/config')).text, before);
+  assert.equal((await gw.admin('/gateway/config')).text, before);
   assert.deepEqual(await batch(gw, 'still'), ['a', 'a', 'a', 'a']);
   assert.match((await gw.call('/metrics')).text, /magma_gateway_config_reloads_total\{result="refused"\} 3/);
 });
@@ -138,17 +138,17 @@ test('restart-only settings are kept and reported; the token, routes and backend
   assert.deepEqual(report.restart_required.map((s) => s.split(':', 1)[0]), ['server.port', 'server.body_limit_mb', 'state']);
   assert.deepEqual([report.backends.added, report.routes], [['extra'], ['x', 'default']]);
 
-  assert.equal((await gw.call('/gateway/config')).status, 401, 'the new token applies at once');
+  assert.equal((await gw.admin('/gateway/config')).status, 401, 'the new token applies at once');
   const auth = { authorization: 'Bearer new-token' };
-  const cfg = (await gw.call('/gateway/config', { headers: auth })).json as { config: { server: { port: number; body_limit_mb: number } } };
+  const cfg = (await gw.admin('/gateway/config', { headers: auth })).json as { config: { server: { port: number; body_limit_mb: number } } };
   assert.deepEqual([cfg.config.server.port, cfg.config.server.body_limit_mb], [8888, 64]);
-  const viaProxy = await gw.call('/gateway/backends/extra/v1/info', { headers: auth });
+  const viaProxy = await gw.admin('/gateway/backends/extra/v1/info', { headers: auth });
   assert.equal((viaProxy.json as { agent_id: string }).agent_id, 'fake-b', 'a backend added by reload is reachable');
   const x = await gw.post({ request_id: 'x', inputs: [mkInput(1, { extra_keys: { x: true } })] });
   assert.equal((x.json as Cand[])[0]!.memory.seen_by, 'b');
 
   assert.equal((await gw.reload(single(a.url), auth)).status, 200);
-  assert.equal((await gw.call('/gateway/backends/extra/health')).status, 404, 'a removed backend is gone');
+  assert.equal((await gw.admin('/gateway/backends/extra/health')).status, 404, 'a removed backend is gone');
 });
 
 test('closing the gateway waits for a replaced config to drain, then its pools are closed', async () => {
@@ -167,7 +167,8 @@ test('closing the gateway waits for a replaced config to drain, then its pools a
 
 test('SIGHUP makes the running CLI re-read its config file', async () => {
   const [a, b] = [await agent('a'), await agent('b')];
-  const file = configFile({ ...single(a.url), server: { port: 0 }, log_level: 'info' });
+  const admin = { listen: '127.0.0.1:0' };
+  const file = configFile({ ...single(a.url), server: { port: 0 }, admin, log_level: 'info' });
   cleanup.push(async () => file.remove());
   const cli = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
   const child = spawn(process.execPath, [cli, '--config', file.path], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -177,12 +178,14 @@ test('SIGHUP makes the running CLI re-read its config file', async () => {
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   await waitFor('the CLI listening', () => /listening at (http:\/\/127\.0\.0\.1:\d+)/.test(out), 10_000);
-  const url = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)![1]!;
+  const adminLine = /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"admin listener/;
+  await waitFor('the admin listener', () => adminLine.test(out), 10_000);
+  const url = adminLine.exec(out)![1]!;
   const backendUrls = async (): Promise<string[]> =>
     ((await http(`${url}/gateway/config`)).json as { config: { backends: Record<string, { urls: string[] }> } }).config.backends.svc!.urls;
   assert.deepEqual(await backendUrls(), [a.url]);
 
-  file.write({ ...single(b.url), server: { port: 0 }, log_level: 'info' });
+  file.write({ ...single(b.url), server: { port: 0 }, admin, log_level: 'info' });
   child.kill('SIGHUP');
   await waitFor('the new config serving', async () => (await backendUrls())[0] === b.url, 10_000);
   // The log line travels through a pipe: it may arrive after the HTTP answer that shows the new config.

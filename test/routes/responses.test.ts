@@ -235,7 +235,7 @@ test('a connect failure is retried on another replica of the same backend', asyn
   assert.match(metrics, /magma_gateway_retries_total\{backend="rep"\} 1/);
 });
 
-test('every answer carries x-gateway-overhead-ms and the batch is validated before it is sent', async () => {
+test('a batch answer carries x-gateway-overhead-ms and the batch is validated before it is sent', async () => {
   const [a] = await agents('a');
   const gw = await gateway({ backends: { a: { url: a!.url } }, routes: [{ name: 'default', backend: 'a' }] });
   const res = await gw.post({ request_id: 'o', inputs: [mkInput(1)] });

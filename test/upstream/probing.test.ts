@@ -28,7 +28,7 @@ async function gateway(config: Record<string, unknown>): Promise<TestGateway> {
 }
 
 async function states(gw: TestGateway, backend: string): Promise<string[]> {
-  const res = await http(`${gw.url}/gateway/backends`);
+  const res = await http(`${gw.adminUrl}/gateway/backends`);
   const b = (res.json as { backends: BackendView[] }).backends.find((x) => x.name === backend);
   return b?.replicas.map((r) => r.state) ?? [];
 }
@@ -53,7 +53,7 @@ test('a killed replica is ejected, traffic moves with no failed batch, and it co
   // Between the kill and the ejection, a connect failure is retried on the other replica.
   for (let i = 0; i < 3; i++) assert.deepEqual(new Set(await batch(gw, 4, `during-${i}`)), new Set(['b']));
   await waitFor('replica a ejected', async () => (await states(gw, 'pool'))[0] === 'ejected');
-  const view = (await http(`${gw.url}/gateway/backends`)).json as { backends: BackendView[] };
+  const view = (await http(`${gw.adminUrl}/gateway/backends`)).json as { backends: BackendView[] };
   const ra = view.backends[0]!.replicas[0]!;
   assert.equal(ra.routable, false);
   assert.ok(ra.ejected_until !== null && ra.ejections === 1);

@@ -1,0 +1,78 @@
+/**
+ * The JSON error answers every gateway listener gives outside its handlers: 404 for a path no route serves,
+ * 405 with `Allow` for a known path asked with another method (`GET /v1/responses`, `POST /health`), 413 over
+ * the body limit, and a bare 500 that never shows internals. Used by the agent app and the admin app alike.
+ *
+ * Known paths are collected from the routes as they are registered (onRoute), so the 405 check needs no list
+ * kept by hand: a route added anywhere later is covered. Matching a request path against the patterns is a
+ * walk over its segments, linear in the path's length whatever a client sends.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+
+interface PathPattern {
+  /** Literal segments, `:param` (one non-empty segment) or a trailing `*` (the rest, possibly empty). */
+  segments: string[];
+  methods: Set<string>;
+}
+
+function segmentsOf(path: string): string[] {
+  return path.split('/').slice(1);
+}
+
+/** Whether a concrete path matches a fastify route pattern (`/a/:b`, `/a/:b/*`). */
+export function pathMatches(pattern: readonly string[], path: readonly string[]): boolean {
+  for (let i = 0; i < pattern.length; i++) {
+    const p = pattern[i]!;
+    if (p === '*' && i === pattern.length - 1) return true;
+    const s = path[i];
+    if (s === undefined) return false;
+    if (p.startsWith(':') ? s === '' : p !== s) return false;
+  }
+  return pattern.length === path.length;
+}
+
+/** The methods the app serves on `path` (sorted), empty when no route has that path. */
+export function allowedMethods(patterns: readonly PathPattern[], rawUrl: string): string[] {
+  const path = segmentsOf(rawUrl.split('?', 1)[0]!);
+  const out = new Set<string>();
+  for (const p of patterns) if (pathMatches(p.segments, path)) for (const m of p.methods) out.add(m);
+  return [...out].sort();
+}
+
+/**
+ * Installs the error and not-found handlers. Call before any route is registered: only routes registered after
+ * the onRoute hook are known to the 405 check.
+ */
+export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number): void {
+  const patterns = new Map<string, PathPattern>();
+  app.addHook('onRoute', (route) => {
+    let p = patterns.get(route.url);
+    if (p === undefined) {
+      p = { segments: segmentsOf(route.url), methods: new Set() };
+      patterns.set(route.url, p);
+    }
+    for (const m of Array.isArray(route.method) ? route.method : [route.method]) p.methods.add(m);
+    // fastify answers HEAD on every GET route by itself (exposeHeadRoutes).
+    if (p.methods.has('GET')) p.methods.add('HEAD');
+  });
+
+  app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
+    const status = err.statusCode ?? 500;
+    if (status === 413) {
+      return reply.code(413).send({ detail: `request body exceeds server.body_limit_mb (${bodyLimitMb} MiB)` });
+    }
+    if (status >= 500) req.log.error({ err }, 'internal error');
+    return reply.code(status).send({ detail: status >= 500 ? 'internal gateway error' : err.message });
+  });
+
+  app.setNotFoundHandler((req: FastifyRequest, reply) => {
+    const allowed = allowedMethods([...patterns.values()], req.url);
+    if (allowed.length > 0) {
+      return reply
+        .code(405)
+        .header('allow', allowed.join(', '))
+        .send({ detail: `Method Not Allowed: ${req.method} ${req.url.split('?', 1)[0]} (allowed: ${allowed.join(', ')})` });
+    }
+    return reply.code(404).send({ detail: `Not Found: ${req.method} ${req.url}` });
+  });
+}
