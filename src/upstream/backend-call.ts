@@ -22,6 +22,8 @@ export interface CallOptions {
   signal?: AbortLike;
   /** Keep the answer's bytes and content type undecoded (passed back unchanged: coaching), `text` stays empty. */
   raw?: boolean;
+  /** Largest answer accepted, in bytes. */
+  maxBytes?: number;
 }
 
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
