@@ -109,7 +109,9 @@ export const configSchema = z.strictObject({
     .prefault({}),
   memory_key: z.string().min(1).default('_gateway'),
   request_timeout_s: positive.default(600),
+  /** Each replica is probed this long after its previous probe started. */
   probe_interval_s: positive.default(5),
+  /** Bounds one whole probe (/health then /v1/info), however slowly the answer comes. */
   probe_timeout_s: positive.default(2),
   /** Longest ejection; the backoff doubles from probe_interval_s up to this. */
   eject_max_s: positive.default(300),
