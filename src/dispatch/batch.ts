@@ -1,8 +1,8 @@
 /**
- * Executing a batch plan (DESIGN.md §2 steps 4-6, §5): legs grouped per backend and sharded over its replicas,
- * one sub-request per replica, all in parallel; answers mapped back onto (input, candidate) slots; failures
- * moved along the route's fallback list while the deadline allows, then turned into error candidates in place.
- * Nothing here throws for a backend's sake: the batch always completes.
+ * Executing a batch plan (README "What happens to a batch"): legs grouped per backend and sharded over its
+ * replicas, one sub-request per replica, all in parallel; answers mapped back onto (input, candidate) slots;
+ * failures moved along the route's fallback list while the deadline allows, then turned into error candidates in
+ * place. Nothing here throws for a backend's sake: the batch always completes.
  */
 import type { AbortLike } from '../abort.js';
 import { performance } from 'node:perf_hooks';
@@ -53,6 +53,13 @@ interface Item {
   route: string;
   arm?: string;
 }
+
+/**
+ * Why a sub-request left its items unserved. `failed`: the backend received them and failed, so moving them on
+ * is a retry. `refused`: no connection could be made. `unsent`: no permit came free. Neither of the last two
+ * reached a backend, so moving their items on is no retry.
+ */
+type Unserved = { kind: 'failed' | 'refused' | 'unsent'; failure: AttemptFailure };
 
 /** Below this much time left, no new attempt starts: it could not finish. */
 const MIN_ATTEMPT_MS = 50;
@@ -151,8 +158,6 @@ export async function runBatch(
     await Promise.all(jobs);
   };
 
-  const failOver = (items: Item[], f: AttemptFailure): Promise<void> => moveOn(items, f, true);
-
   /**
    * Items bound for `backend`, sharded over its routable replicas not in `tried`. With none left, the backend
    * is not attempted: the items move straight on, which is not a retry. `cause` is why earlier replicas were
@@ -175,41 +180,42 @@ export async function runBatch(
 
   const send = async (replica: Replica, items: Item[], tried: ReadonlySet<Replica> | undefined): Promise<void> => {
     if (ctx.deadline - Date.now() <= 0) {
-      await failOver(items, { code: 'gateway_backend_timeout', message: 'the batch deadline (request_timeout_s) ran out' });
+      // No time for this attempt, hence none for a fallback either: the items fail here.
+      await moveOn(items, { code: 'gateway_backend_timeout', message: 'the batch deadline (request_timeout_s) ran out' }, false);
       return;
     }
-    deps.budget.attemptStarted();
-    try {
-      await queueAndAttempt(replica, items, tried);
-    } finally {
-      deps.budget.attemptEnded();
-    }
+    const next = await subRequest(replica, items);
+    // Moving on happens here, after the sub-request's permit and budget slot are given back.
+    if (next === undefined) return;
+    if (next.kind === 'refused') await toBackend(replica.backend, items, new Set(tried).add(replica), next.failure);
+    else await moveOn(items, next.failure, next.kind === 'failed');
   };
 
-  /** Wait for a permit when the backend has max_in_flight, then make the attempt. */
-  const queueAndAttempt = async (replica: Replica, items: Item[], tried: ReadonlySet<Replica> | undefined): Promise<void> => {
-    // max_in_flight (issue 5): wait in line for a permit of this replica, as long as the queue timeout and
-    // the batch deadline allow; no permit in time means the backend is overloaded for these inputs.
+  /**
+   * One sub-request, counted in flight for the retry budget from the moment it waits for a permit
+   * (max_in_flight: as long as the queue timeout and the batch deadline allow) until its answer is handled.
+   * Returns how it failed, if it did, for the caller to move its items on.
+   */
+  const subRequest = async (replica: Replica, items: Item[]): Promise<Unserved | undefined> => {
+    deps.budget.attemptStarted();
     let permit: Permit | undefined;
-    const limit = upstreams.limitOf(replica.backend);
-    if (limit !== undefined) {
-      permit = await deps.store.acquire(`permit:${replica.backend}:${replica.url}`, limit.max, {
-        signal: ctx.signal,
-        timeoutMs: Math.min(limit.queueMs ?? Infinity, Math.max(0, ctx.deadline - Date.now() - MIN_ATTEMPT_MS)),
-      });
-      if (permit === undefined) {
-        metrics.backendRequests.inc({ backend: replica.backend, outcome: 'gateway_overloaded' });
-        await failOver(items, {
-          code: 'gateway_overloaded',
-          message: `replica ${replica.id} is at max_in_flight ${limit.max} and no permit came free in time`,
-        });
-        return;
-      }
-    }
     try {
-      await attempt(replica, items, tried);
+      const limit = upstreams.limitOf(replica.backend);
+      if (limit !== undefined) {
+        permit = await deps.store.acquire(`permit:${replica.backend}:${replica.url}`, limit.max, {
+          signal: ctx.signal,
+          timeoutMs: Math.min(limit.queueMs ?? Infinity, Math.max(0, ctx.deadline - Date.now() - MIN_ATTEMPT_MS)),
+        });
+        if (permit === undefined) {
+          metrics.backendRequests.inc({ backend: replica.backend, outcome: 'gateway_overloaded' });
+          const message = `replica ${replica.id} is at max_in_flight ${limit.max} and no permit came free in time`;
+          return { kind: 'unsent', failure: { code: 'gateway_overloaded', message } };
+        }
+      }
+      return await attempt(replica, items);
     } finally {
       permit?.release();
+      deps.budget.attemptEnded();
     }
   };
 
@@ -223,7 +229,7 @@ export async function runBatch(
     items.length === inputs.length &&
     items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs && stripped[k] === inputs[k]!.memory);
 
-  const attempt = async (replica: Replica, items: Item[], tried: ReadonlySet<Replica> | undefined): Promise<void> => {
+  const attempt = async (replica: Replica, items: Item[]): Promise<Unserved | undefined> => {
     const t0 = performance.now();
     const body = isWholeRequest(items)
       ? ctx.requestBody!
@@ -256,7 +262,7 @@ export async function runBatch(
         code: 'gateway_backend_timeout',
         message: gone ? 'cancelled: the client closed the connection' : 'the batch deadline (request_timeout_s) ran out',
       }, ms);
-      return;
+      return undefined;
     }
     if (!res.ok) {
       metrics.backendRequests.inc({ backend: replica.backend, outcome: res.failure.code });
@@ -268,12 +274,10 @@ export async function runBatch(
         // Nothing reached the backend: the replica leaves rotation at once, and the inputs go to the backend's
         // other replicas, else on down the fallbacks. No load was added anywhere, so this is no retry.
         upstreams.recordConnectFailure(replica, res.failure.message);
-        await toBackend(replica.backend, items, new Set(tried).add(replica), res.failure);
-        return;
+        return { kind: 'refused', failure: res.failure };
       }
       if (res.failure.code !== 'gateway_backend_rejected') upstreams.recordFailure(replica, res.failure.message);
-      await failOver(items, res.failure);
-      return;
+      return { kind: 'failed', failure: res.failure };
     }
 
     const t1 = performance.now();
@@ -298,8 +302,7 @@ export async function runBatch(
       metrics.backendRequests.inc({ backend: replica.backend, outcome: 'gateway_backend_invalid_response' });
       upstreams.recordFailure(replica, check.reason);
       deps.log.warn({ backend: replica.backend, replica: replica.id, reason: check.reason }, 'backend answer invalid');
-      await failOver(items, { code: 'gateway_backend_invalid_response', message: check.reason });
-      return;
+      return { kind: 'failed', failure: { code: 'gateway_backend_invalid_response', message: check.reason } };
     }
     metrics.backendRequests.inc({ backend: replica.backend, outcome: 'ok' });
     upstreams.recordSuccess(replica, ms);
@@ -328,6 +331,7 @@ export async function runBatch(
       }
     });
     result.workMs += performance.now() - t1;
+    return undefined;
   };
 
   const dispatch = async (items: Item[]): Promise<void> => {

@@ -142,3 +142,28 @@ test('with no fallback, a refused connection answers gateway_backend_unreachable
   }
   assert.deepEqual(codes, ['gateway_backend_unreachable', 'gateway_no_backend']);
 });
+
+test('inputs that got no max_in_flight permit move to the fallback without the retry budget; real failures need it', async () => {
+  const busy = await startFakeAgent({ name: 'busy', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 1000 } : {}) });
+  const fallback = await fallbackAgent();
+  cleanup.push(() => busy.close());
+  const gw = await gateway(busy.url, fallback.url, {
+    retry_budget: { ratio: 0, min: 0 },
+    backends: { primary: { url: busy.url, max_in_flight: 1, queue_timeout_s: 0.05 }, fallback: { url: fallback.url } },
+  });
+  const results = await Promise.all(Array.from({ length: 8 }, (_, i) => gw.post({ request_id: `ov-${i}`, inputs: [mkInput(i)] })));
+  const served = results.map((r) => {
+    assert.equal(r.status, 200);
+    const [c] = r.json as Cand[];
+    assert.equal(c!.status, 'completed', JSON.stringify(c!.error));
+    return String(c!.memory.seen_by);
+  });
+  assert.equal(served.filter((s) => s === 'busy').length, 1, 'one permit, one sub-request on the primary');
+  assert.equal(served.filter((s) => s === 'fallback').length, 7);
+
+  // The same budget (none) refuses a fallback after a failure the backend answered.
+  busy.setBehaviour((r) => (r.path === '/v1/responses' ? { status: 500 } : {}));
+  const [c] = (await gw.post({ request_id: 'ov-500', inputs: [mkInput(9)] })).json as Cand[];
+  assert.equal(c!.error?.code, 'gateway_backend_http_error');
+  assert.match(c!.error?.message ?? '', /retry budget exhausted/);
+});
