@@ -12,13 +12,15 @@ import type { RoutingSnapshot } from '../routing/plan.js';
 import { freshRecord, Replica, type ReplicaRecord, type ReplicaState } from './replica.js';
 
 export interface BackendUpstream {
-  name: string;
-  replicas: Replica[];
-  timeoutMs: number;
-  ejectAfter: number;
+  readonly name: string;
+  readonly replicas: readonly Replica[];
+  readonly timeoutMs: number;
+  readonly ejectAfter: number;
   /** Smoothed latency of successful sub-requests: what a fallback to this backend is expected to take. */
-  ewmaMs: number;
+  readonly ewmaMs: number;
 }
+
+type MutableBackend = { -readonly [K in keyof BackendUpstream]: BackendUpstream[K] };
 
 /** What one finished probe found. */
 export type ProbeOutcome =
@@ -34,7 +36,7 @@ export interface Transition {
 }
 
 export class Upstreams implements RoutingSnapshot {
-  readonly backends = new Map<string, BackendUpstream>();
+  private readonly byName = new Map<string, MutableBackend>();
   /** Told of every ejection decided here, so other gateway replicas can learn of it (shared-ejections.ts). */
   onEject: ((r: Replica) => void) | undefined;
   private readonly records = new Map<Replica, ReplicaRecord>();
@@ -55,9 +57,14 @@ export class Upstreams implements RoutingSnapshot {
         this.records.set(r, record);
         return r;
       });
-      this.backends.set(name, { name, replicas, timeoutMs: b.timeout_s * 1000, ejectAfter: b.eject_after_failures, ewmaMs: 0 });
+      this.byName.set(name, { name, replicas, timeoutMs: b.timeout_s * 1000, ejectAfter: b.eject_after_failures, ewmaMs: 0 });
       for (const r of replicas) metrics.backendUp.set({ backend: name, replica: r.id }, 0);
     }
+  }
+
+  /** Every backend by name, read-only: what changes is written here only. */
+  get backends(): ReadonlyMap<string, BackendUpstream> {
+    return this.byName;
   }
 
   /**
@@ -134,7 +141,7 @@ export class Upstreams implements RoutingSnapshot {
   /** A sub-request succeeded on this replica in `latencyMs`. */
   recordSuccess(r: Replica, latencyMs: number): void {
     this.rec(r).consecutiveFailures = 0;
-    const b = this.backends.get(r.backend);
+    const b = this.byName.get(r.backend);
     if (b !== undefined) b.ewmaMs = b.ewmaMs === 0 ? latencyMs : 0.8 * b.ewmaMs + 0.2 * latencyMs;
   }
 

@@ -21,7 +21,7 @@ const DOWN: ProbeOutcome = { kind: 'failed', reason: '/health answered 503' };
 
 interface Fixture {
   u: Upstreams;
-  rs: Replica[];
+  rs: readonly Replica[];
   metrics: GatewayMetrics;
   clock: { t: number };
 }
