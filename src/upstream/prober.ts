@@ -87,7 +87,7 @@ export class Prober {
   }
 
   /** One probe of one replica, bounded as a whole by probe_timeout_s; `signal` cancels it early. */
-  async probe(r: Replica, signal = new BatchSignal()): Promise<void> {
+  private async probe(r: Replica, signal: BatchSignal): Promise<void> {
     const at = Date.now();
     const timeoutMs = this.config.probe_timeout_s * 1000;
     const timer = setTimeout(() => signal.abort(), timeoutMs);
