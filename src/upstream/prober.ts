@@ -28,10 +28,10 @@ export interface ProbeRecord {
 /** A probe answer is a small JSON object; anything bigger is not a healthy agent. */
 const PROBE_MAX_BYTES = 1024 * 1024;
 
-/** One replica's schedule: the probe running now (at most one) and the timer of the next. */
+/** One replica's schedule: the signal of the probe running now (at most one) and the timer of the next. */
 interface Schedule {
   timer: NodeJS.Timeout | undefined;
-  running: { signal: BatchSignal; done: Promise<void> } | undefined;
+  running: BatchSignal | undefined;
 }
 
 export class Prober {
@@ -62,7 +62,7 @@ export class Prober {
     this.stopped = true;
     for (const s of this.schedules.values()) {
       if (s.timer !== undefined) clearTimeout(s.timer);
-      s.running?.signal.abort();
+      s.running?.abort();
     }
   }
 
@@ -75,15 +75,17 @@ export class Prober {
     s.timer = undefined;
     const started = Date.now();
     const signal = new BatchSignal();
-    const done = this.probe(r, signal).finally(() => {
-      s.running = undefined;
-      if (this.stopped) return;
-      const wait = Math.max(0, started + this.config.probe_interval_s * 1000 - Date.now());
-      s.timer = setTimeout(() => void this.run(r, s), wait);
-      s.timer.unref();
-    });
-    s.running = { signal, done };
-    return done;
+    s.running = signal;
+    return this.probe(r, signal)
+      // A bug here must not end this replica's probing nor reach the process as an unhandled rejection.
+      .catch((err: unknown) => this.log.error({ err, backend: r.backend, replica: r.id }, 'probe failed unexpectedly'))
+      .finally(() => {
+        s.running = undefined;
+        if (this.stopped) return;
+        const wait = Math.max(0, started + this.config.probe_interval_s * 1000 - Date.now());
+        s.timer = setTimeout(() => void this.run(r, s), wait);
+        s.timer.unref();
+      });
   }
 
   /** One probe of one replica, bounded as a whole by probe_timeout_s; `signal` cancels it early. */
