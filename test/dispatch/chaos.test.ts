@@ -22,7 +22,7 @@ after(async () => {
 const CLIENTS = 10;
 const CYCLES = 8;
 /** Batches answered per phase (replica up, replica down): the schedule follows progress, not the clock. */
-const PHASE_BATCHES = 120;
+const PHASE_BATCHES = 160;
 /** A safety bound on each client's loop, far above what the schedule needs. */
 const MAX_BATCHES_PER_CLIENT = 5_000;
 const INPUTS = 4;
