@@ -16,7 +16,6 @@ import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.j
 import { routesLackingBackend } from './routes/identity.js';
 import { GatewayRuntime } from './runtime.js';
 import type { GatewayState } from './plugins/gateway.js';
-import type { Upstreams } from './upstream/upstreams.js';
 
 export type ReloadTrigger = 'api' | 'signal';
 
@@ -90,24 +89,6 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
   return { config: deepFreeze({ ...next, server, admin, state: running.state, metrics: running.metrics }), kept };
 }
 
-/**
- * A replica at the same url of the same backend keeps its history (ejections and their backoff, last info),
- * so a reload does not hand a flapping replica a clean slate. Its state is confirmed by the first probe.
- */
-function inheritHistory(from: Upstreams, to: Upstreams): void {
-  const old = new Map(from.all().map((r) => [`${r.backend}\n${r.url}`, r]));
-  for (const r of to.all()) {
-    const prev = old.get(`${r.backend}\n${r.url}`);
-    if (prev === undefined) continue;
-    r.info = prev.info;
-    r.lastError = prev.lastError;
-    r.consecutiveFailures = prev.consecutiveFailures;
-    r.ejections = prev.ejections;
-    r.ejectedUntil = prev.ejectedUntil;
-    to.setState(r, prev.state);
-  }
-}
-
 function diffBackends(a: GatewayConfig, b: GatewayConfig): ReloadReport['backends'] {
   const before = Object.keys(a.backends);
   const after = Object.keys(b.backends);
@@ -156,7 +137,8 @@ async function reloadOnce(app: FastifyInstance, trigger: ReloadTrigger): Promise
   } catch (err) {
     return refuse(400, err instanceof ConfigError || err instanceof Error ? err.message : String(err));
   }
-  inheritHistory(running.upstreams, next.upstreams);
+  // Replicas at the same url keep their failure history (Upstreams.inherit says what carries over).
+  next.upstreams.inherit(running.upstreams);
   await next.start();
   if (books.closing) {
     await next.close();

@@ -135,7 +135,9 @@ export const configSchema = z.strictObject({
     .prefault({}),
   memory_key: z.string().min(1).default('_gateway'),
   request_timeout_s: positive.default(600),
+  /** Each replica is probed this long after its previous probe started. */
   probe_interval_s: positive.default(5),
+  /** Bounds one whole probe (/health then /v1/info), however slowly the answer comes. */
   probe_timeout_s: positive.default(2),
   /** Bytes of a probe answer (/health, /v1/info) kept before the probe fails. */
   probe_max_response_kb: positive.default(1024),

@@ -1,8 +1,8 @@
 /**
- * Executing a batch plan (DESIGN.md §2 steps 4-6, §5): legs grouped per backend and sharded over its replicas,
- * one sub-request per replica, all in parallel; answers mapped back onto (input, candidate) slots; failures
- * moved along the route's fallback list while the deadline allows, then turned into error candidates in place.
- * Nothing here throws for a backend's sake: the batch always completes.
+ * Executing a batch plan (README "What happens to a batch"): legs grouped per backend and sharded over its
+ * replicas, one sub-request per replica, all in parallel; answers mapped back onto (input, candidate) slots;
+ * failures moved along the route's fallback list while the deadline allows, then turned into error candidates in
+ * place. Nothing here throws for a backend's sake: the batch always completes.
  */
 import type { AbortLike } from '../abort.js';
 import { performance } from 'node:perf_hooks';
@@ -52,11 +52,14 @@ interface Item {
   fallbacks: string[];
   route: string;
   arm?: string;
-  /** Replicas of `backend` already tried for this item (a connect failure retries on another). */
-  tried?: Set<Replica>;
-  /** A retry or fallback attempt (counted against the retry budget, not as a first attempt). */
-  retry?: boolean;
 }
+
+/**
+ * Why a sub-request left its items unserved. `failed`: the backend received them and failed, so moving them on
+ * is a retry. `refused`: no connection could be made. `unsent`: no permit came free. Neither of the last two
+ * reached a backend, so moving their items on is no retry.
+ */
+type Unserved = { kind: 'failed' | 'refused' | 'unsent'; failure: AttemptFailure };
 
 /** Below this much time left, no new attempt starts: it could not finish. */
 const MIN_ATTEMPT_MS = 50;
@@ -114,11 +117,12 @@ export async function runBatch(
   };
 
   /**
-   * Move failed items to their next fallback backend, or fill error candidates. A fallback starts only when
-   * the batch deadline leaves at least the fallback backend's usual latency (issue 3: one deadline covers every
-   * attempt) and the retry budget has room; otherwise the failure stands at once.
+   * Move items to their next fallback backend, or fill error candidates with `f`. A fallback starts only when
+   * the batch deadline leaves at least the fallback backend's usual latency (one deadline covers every attempt,
+   * README "Deadline and retry budget"). `retry`: the items failed on a backend that received them, so moving
+   * them is a retry and needs the retry budget; otherwise (their backend had no replica to take them) it is not.
    */
-  const failOver = async (items: Item[], f: AttemptFailure): Promise<void> => {
+  const moveOn = async (items: Item[], f: AttemptFailure, retry: boolean): Promise<void> => {
     const next = new Map<string, { from: Item; moved: Item }[]>();
     const final: Item[] = [];
     let lateMsg: string | undefined;
@@ -134,7 +138,7 @@ export async function runBatch(
         final.push(it);
         continue;
       }
-      const pair = { from: it, moved: { ...it, backend: to, fallbacks: it.fallbacks.slice(1), tried: undefined, retry: true } };
+      const pair = { from: it, moved: { ...it, backend: to, fallbacks: it.fallbacks.slice(1) } };
       const list = next.get(to);
       if (list) list.push(pair);
       else next.set(to, [pair]);
@@ -142,44 +146,76 @@ export async function runBatch(
     if (final.length > 0) fail(final, lateMsg === undefined ? f : { ...f, message: lateMsg });
     const jobs: Promise<void>[] = [];
     for (const [to, group] of next) {
-      if (!deps.budget.tryRetry()) {
+      if (retry && !deps.budget.tryRetry()) {
         metrics.retryBudgetExhausted.inc({ backend: to });
         fail(group.map((p) => p.from), { ...f, message: `${f.message}; no fallback: retry budget exhausted` });
         continue;
       }
       for (const p of group) metrics.fallbacks.inc({ route: p.from.route, from: p.from.backend, to });
-      jobs.push(dispatch(group.map((p) => p.moved)).finally(() => deps.budget.retryDone()));
+      const moved = dispatch(group.map((p) => p.moved));
+      jobs.push(retry ? moved.finally(() => deps.budget.retryDone()) : moved);
     }
     await Promise.all(jobs);
   };
 
-  const send = async (replica: Replica, items: Item[]): Promise<void> => {
+  /**
+   * Items bound for `backend`, sharded over its routable replicas not in `tried`. With none left, the backend
+   * is not attempted: the items move straight on, which is not a retry. `cause` is why earlier replicas were
+   * left (a refused connection), the answer when nothing else can take the items.
+   */
+  const toBackend = (backend: string, items: Item[], tried?: ReadonlySet<Replica>, cause?: AttemptFailure): Promise<void> => {
+    const shards = upstreams.shard(backend, items.length, tried);
+    if (shards.length === 0) {
+      return moveOn(items, cause ?? { code: 'gateway_no_backend', message: `backend "${backend}" has no ready replica` }, false);
+    }
+    const jobs: Promise<void>[] = [];
+    let at = 0;
+    for (const { replica, count: n } of shards) {
+      if (tried !== undefined) metrics.retries.inc({ backend });
+      jobs.push(send(replica, items.slice(at, at + n), tried));
+      at += n;
+    }
+    return Promise.all(jobs).then(() => undefined);
+  };
+
+  const send = async (replica: Replica, items: Item[], tried: ReadonlySet<Replica> | undefined): Promise<void> => {
     if (ctx.deadline - Date.now() <= 0) {
-      await failOver(items, { code: 'gateway_backend_timeout', message: 'the batch deadline (request_timeout_s) ran out' });
+      // No time for this attempt, hence none for a fallback either: the items fail here.
+      await moveOn(items, { code: 'gateway_backend_timeout', message: 'the batch deadline (request_timeout_s) ran out' }, false);
       return;
     }
-    // max_in_flight (issue 5): wait in line for a permit of this replica, as long as the queue timeout and
-    // the batch deadline allow; no permit in time means the backend is overloaded for these inputs.
+    const next = await subRequest(replica, items);
+    // Moving on happens here, after the sub-request's permit and budget slot are given back.
+    if (next === undefined) return;
+    if (next.kind === 'refused') await toBackend(replica.backend, items, new Set(tried).add(replica), next.failure);
+    else await moveOn(items, next.failure, next.kind === 'failed');
+  };
+
+  /**
+   * One sub-request, counted in flight for the retry budget from the moment it waits for a permit
+   * (max_in_flight: as long as the queue timeout and the batch deadline allow) until its answer is handled.
+   * Returns how it failed, if it did, for the caller to move its items on.
+   */
+  const subRequest = async (replica: Replica, items: Item[]): Promise<Unserved | undefined> => {
+    deps.budget.attemptStarted();
     let permit: Permit | undefined;
-    const limit = upstreams.limitOf(replica.backend);
-    if (limit !== undefined) {
-      permit = await deps.store.acquire(`permit:${replica.backend}:${replica.url}`, limit.max, {
-        signal: ctx.signal,
-        timeoutMs: Math.min(limit.queueMs ?? Infinity, Math.max(0, ctx.deadline - Date.now() - MIN_ATTEMPT_MS)),
-      });
-      if (permit === undefined) {
-        metrics.backendRequests.inc({ backend: replica.backend, outcome: 'gateway_overloaded' });
-        await failOver(items, {
-          code: 'gateway_overloaded',
-          message: `replica ${replica.id} is at max_in_flight ${limit.max} and no permit came free in time`,
-        });
-        return;
-      }
-    }
     try {
-      await attempt(replica, items);
+      const limit = upstreams.limitOf(replica.backend);
+      if (limit !== undefined) {
+        permit = await deps.store.acquire(`permit:${replica.backend}:${replica.url}`, limit.max, {
+          signal: ctx.signal,
+          timeoutMs: Math.min(limit.queueMs ?? Infinity, Math.max(0, ctx.deadline - Date.now() - MIN_ATTEMPT_MS)),
+        });
+        if (permit === undefined) {
+          metrics.backendRequests.inc({ backend: replica.backend, outcome: 'gateway_overloaded' });
+          const message = `replica ${replica.id} is at max_in_flight ${limit.max} and no permit came free in time`;
+          return { kind: 'unsent', failure: { code: 'gateway_overloaded', message } };
+        }
+      }
+      return await attempt(replica, items);
     } finally {
       permit?.release();
+      deps.budget.attemptEnded();
     }
   };
 
@@ -193,7 +229,7 @@ export async function runBatch(
     items.length === inputs.length &&
     items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs && stripped[k] === inputs[k]!.memory);
 
-  const attempt = async (replica: Replica, items: Item[]): Promise<void> => {
+  const attempt = async (replica: Replica, items: Item[]): Promise<Unserved | undefined> => {
     const t0 = performance.now();
     const body = isWholeRequest(items)
       ? ctx.requestBody!
@@ -208,18 +244,11 @@ export async function runBatch(
     const remaining = ctx.deadline - Date.now();
     const timeoutMs = Math.min(upstreams.timeoutMs(replica.backend), remaining);
     const nInputs = items.length;
-    const first = items[0]?.retry !== true;
-    if (first) deps.budget.begin();
-    replica.inFlightInputs += nInputs;
-    replica.inFlightRequests++;
-    metrics.backendInFlight.inc({ backend: replica.backend });
+    upstreams.attemptStarted(replica, nInputs);
     const started = performance.now();
     const res = await postResponses(replica, body, ctx.headers, timeoutMs, ctx.signal);
     const ms = performance.now() - started;
-    if (first) deps.budget.end();
-    replica.inFlightInputs -= nInputs;
-    replica.inFlightRequests--;
-    metrics.backendInFlight.dec({ backend: replica.backend });
+    upstreams.attemptEnded(replica, nInputs);
     metrics.backendDuration.observe({ backend: replica.backend }, ms / 1000);
     count(result.backends, replica.backend, nInputs);
 
@@ -233,34 +262,22 @@ export async function runBatch(
         code: 'gateway_backend_timeout',
         message: gone ? 'cancelled: the client closed the connection' : 'the batch deadline (request_timeout_s) ran out',
       }, ms);
-      return;
+      return undefined;
     }
     if (!res.ok) {
       metrics.backendRequests.inc({ backend: replica.backend, outcome: res.failure.code });
-      if (res.failure.code !== 'gateway_backend_rejected') upstreams.recordFailure(replica, res.failure.message);
       deps.log.warn(
         { backend: replica.backend, replica: replica.id, code: res.failure.code, reason: res.failure.message, inputs: nInputs },
         'backend sub-request failed',
       );
       if (res.failure.notSent) {
-        // Nothing reached the backend: another replica of the same backend may take it before falling back.
-        const tried = new Set(items[0]?.tried ?? []).add(replica);
-        const other = upstreams.routable(replica.backend).find((r) => !tried.has(r));
-        if (other !== undefined && Date.now() < ctx.deadline) {
-          if (deps.budget.tryRetry()) {
-            metrics.retries.inc({ backend: replica.backend });
-            try {
-              await send(other, items.map((it) => ({ ...it, tried, retry: true })));
-            } finally {
-              deps.budget.retryDone();
-            }
-            return;
-          }
-          metrics.retryBudgetExhausted.inc({ backend: replica.backend });
-        }
+        // Nothing reached the backend: the replica leaves rotation at once, and the inputs go to the backend's
+        // other replicas, else on down the fallbacks. No load was added anywhere, so this is no retry.
+        upstreams.recordConnectFailure(replica, res.failure.message);
+        return { kind: 'refused', failure: res.failure };
       }
-      await failOver(items, res.failure);
-      return;
+      if (res.failure.code !== 'gateway_backend_rejected') upstreams.recordFailure(replica, res.failure.message);
+      return { kind: 'failed', failure: res.failure };
     }
 
     const t1 = performance.now();
@@ -285,8 +302,7 @@ export async function runBatch(
       metrics.backendRequests.inc({ backend: replica.backend, outcome: 'gateway_backend_invalid_response' });
       upstreams.recordFailure(replica, check.reason);
       deps.log.warn({ backend: replica.backend, replica: replica.id, reason: check.reason }, 'backend answer invalid');
-      await failOver(items, { code: 'gateway_backend_invalid_response', message: check.reason });
-      return;
+      return { kind: 'failed', failure: { code: 'gateway_backend_invalid_response', message: check.reason } };
     }
     metrics.backendRequests.inc({ backend: replica.backend, outcome: 'ok' });
     upstreams.recordSuccess(replica, ms);
@@ -315,6 +331,7 @@ export async function runBatch(
       }
     });
     result.workMs += performance.now() - t1;
+    return undefined;
   };
 
   const dispatch = async (items: Item[]): Promise<void> => {
@@ -324,20 +341,7 @@ export async function runBatch(
       if (list) list.push(it);
       else byBackend.set(it.backend, [it]);
     }
-    const jobs: Promise<void>[] = [];
-    for (const [backend, group] of byBackend) {
-      const shards = upstreams.shard(backend, group.length);
-      if (shards.length === 0) {
-        jobs.push(failOver(group, { code: 'gateway_no_backend', message: `backend "${backend}" has no ready replica` }));
-        continue;
-      }
-      let at = 0;
-      for (const { replica, count: n } of shards) {
-        jobs.push(send(replica, group.slice(at, at + n)));
-        at += n;
-      }
-    }
-    await Promise.all(jobs);
+    await Promise.all([...byBackend].map(([backend, group]) => toBackend(backend, group)));
   };
 
   const items: Item[] = [];

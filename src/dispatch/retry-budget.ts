@@ -1,7 +1,11 @@
 /**
- * A retry budget like Envoy's (issue 3): retries and fallbacks in flight may not exceed a share of the
- * sub-requests in flight (ratio, default 20%), with a floor (min, default 3) so a quiet gateway can still fail
- * over. When a backend dies under load, this keeps failover from doubling the load on the survivors.
+ * A retry budget like Envoy's (README "Deadline and retry budget"): retries of failed sub-requests in progress
+ * may not exceed `ratio` of every sub-request in flight, retries included (Envoy's budget_percent of active
+ * requests), with a floor of `min` (min_retry_concurrency) so a quiet gateway can still fail over. When a
+ * backend fails under load, this keeps failover from doubling the load on the survivors.
+ *
+ * What is not a retry, and never asks here: inputs moved on because their backend had no ready replica, or
+ * because a connection was refused (nothing was sent, so moving them adds no load anywhere).
  */
 export class RetryBudget {
   private active = 0;
@@ -12,16 +16,16 @@ export class RetryBudget {
     private readonly min: number,
   ) {}
 
-  /** A first-attempt sub-request starts/ends. */
-  begin(): void {
+  /** A sub-request (first attempt or retry) is in flight, from the moment it waits for a replica. */
+  attemptStarted(): void {
     this.active++;
   }
 
-  end(): void {
+  attemptEnded(): void {
     this.active--;
   }
 
-  /** Take a slot for a retry or fallback; false when the budget is spent (then fail at once). */
+  /** Take a slot for a retry; false when the budget is spent (then fail at once). */
   tryRetry(): boolean {
     const allowed = Math.max(this.min, Math.floor(this.active * this.ratio));
     if (this.retrying >= allowed) return false;
@@ -29,6 +33,7 @@ export class RetryBudget {
     return true;
   }
 
+  /** The retry that took a slot is over, fallbacks of it included. */
   retryDone(): void {
     this.retrying--;
   }

@@ -1,16 +1,20 @@
 /**
- * Probes every replica's /health and /v1/info at start and every probe_interval_s (DESIGN.md §6), so /health
- * tells the truth and incompatible agents are never routed to. Ejected replicas are probed too: that is how they
- * come back, on the first successful probe once their backoff is over.
+ * Probes every replica's /health and /v1/info at start and every probe_interval_s (README "Probing and
+ * ejection"), so /health tells the truth and incompatible agents are never routed to. Ejected replicas are probed
+ * too: that is how they come back, on the first good probe once their backoff is over.
+ *
+ * Each replica has its own schedule, and each probe (both calls together) is bounded by probe_timeout_s: a
+ * replica that trickles its answer or never answers delays nobody's probe but its own.
  */
 import type { FastifyBaseLogger } from 'fastify';
+import { BatchSignal } from '../abort.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { parseExact } from '../protocol/exact-json.js';
 import { backendInfoSchema } from '../protocol/schemas.js';
 import { callReplica } from './backend-call.js';
 import type { Replica } from './replica.js';
-import type { Upstreams } from './upstreams.js';
+import type { ProbeOutcome, Upstreams } from './upstreams.js';
 
 /** The outcome of a replica's last finished probe, for the admin API. */
 export interface ProbeRecord {
@@ -21,9 +25,15 @@ export interface ProbeRecord {
   error?: string;
 }
 
+/** One replica's schedule: the signal of the probe running now (at most one) and the timer of the next. */
+interface Schedule {
+  timer: NodeJS.Timeout | undefined;
+  running: BatchSignal | undefined;
+}
+
 export class Prober {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private stopped = false;
+  private readonly schedules = new Map<Replica, Schedule>();
   // Kept here rather than on Replica: only the prober writes it and only the admin API reads it.
   private readonly records = new WeakMap<Replica, ProbeRecord>();
 
@@ -34,52 +44,92 @@ export class Prober {
     private readonly log: FastifyBaseLogger,
   ) {}
 
+  /** Start every replica's schedule; resolves when each has finished its first probe (at most probe_timeout_s). */
   start(): Promise<void> {
-    const first = this.probeAll();
-    this.timer = setInterval(() => {
-      if (this.running === undefined) void this.probeAll();
-    }, this.config.probe_interval_s * 1000);
-    this.timer.unref();
-    return first;
+    const firsts = this.upstreams.all().map((r) => {
+      const s: Schedule = { timer: undefined, running: undefined };
+      this.schedules.set(r, s);
+      return this.run(r, s);
+    });
+    return Promise.all(firsts).then(() => undefined);
   }
 
+  /** Stop every schedule; a probe in flight is cancelled and its outcome dropped (the pools are closing). */
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.stopped = true;
+    for (const s of this.schedules.values()) {
+      if (s.timer !== undefined) clearTimeout(s.timer);
+      s.running?.abort();
+    }
   }
 
   lastProbe(r: Replica): ProbeRecord | undefined {
     return this.records.get(r);
   }
 
-  async probeAll(): Promise<void> {
-    const run = Promise.all(this.upstreams.all().map((r) => this.probe(r))).then(() => undefined);
-    this.running = run;
-    try {
-      await run;
-    } finally {
-      this.running = undefined;
-    }
+  /** Probe now, then again probe_interval_s after this probe started (at once if it took longer). */
+  private run(r: Replica, s: Schedule): Promise<void> {
+    s.timer = undefined;
+    const started = Date.now();
+    const signal = new BatchSignal();
+    s.running = signal;
+    return this.probe(r, signal)
+      // A bug here must not end this replica's probing nor reach the process as an unhandled rejection.
+      .catch((err: unknown) => this.log.error({ err, backend: r.backend, replica: r.id }, 'probe failed unexpectedly'))
+      .finally(() => {
+        s.running = undefined;
+        if (this.stopped) return;
+        const wait = Math.max(0, started + this.config.probe_interval_s * 1000 - Date.now());
+        s.timer = setTimeout(() => void this.run(r, s), wait);
+        s.timer.unref();
+      });
   }
 
-  async probe(r: Replica, now = Date.now()): Promise<void> {
-    r.lastProbeAt = now;
-    const error = await this.check(r, now);
-    this.records.set(r, { at: now, ok: error === undefined, ms: Date.now() - now, ...(error === undefined ? {} : { error }) });
-  }
-
-  /** One probe round trip for one replica; returns why it failed, or undefined when it answered well. */
-  private async check(r: Replica, now: number): Promise<string | undefined> {
+  /** One probe of one replica, bounded as a whole by probe_timeout_s; `signal` cancels it early. */
+  private async probe(r: Replica, signal: BatchSignal): Promise<void> {
+    const at = Date.now();
     const timeoutMs = this.config.probe_timeout_s * 1000;
-    const bounds = {
-      timeoutMs, timeoutKey: 'probe_timeout_s', maxBytes: this.config.probe_max_response_kb * 1024, maxBytesKey: 'probe_max_response_kb',
-    };
-    const health = await callReplica(r, { method: 'GET', path: '/health', ...bounds });
-    if (!health.ok || health.status < 200 || health.status >= 300) {
-      return this.fail(r, health.ok ? `/health answered ${health.status}` : `/health: ${health.failure.message}`);
+    const timer = setTimeout(() => signal.abort(), timeoutMs);
+    let outcome: ProbeOutcome;
+    try {
+      outcome = await this.check(r, at + timeoutMs, signal);
+    } finally {
+      clearTimeout(timer);
     }
-    const info = await callReplica(r, { method: 'GET', path: '/v1/info', ...bounds });
+    if (this.stopped) return;
+    const error = outcome.kind === 'ok' ? undefined : outcome.reason;
+    this.records.set(r, { at, ok: error === undefined, ms: Date.now() - at, ...(error === undefined ? {} : { error }) });
+    if (outcome.kind === 'failed') this.metrics.probeFailures.inc({ backend: r.backend, replica: r.id });
+    const { from, to } = this.upstreams.recordProbe(r, outcome);
+    if (from === to) return;
+    const who = { backend: r.backend, replica: r.id };
+    if (to === 'incompatible') {
+      this.log.warn(
+        { ...who, protocol_version: r.info?.protocol_version },
+        'backend replica is incompatible (needs protocol 2.0 and inference: true); it will not be routed to',
+      );
+    } else if (to === 'ready') {
+      if (from === 'ejected') this.log.info({ ...who, ejections: r.ejections }, 'backend replica back after ejection');
+      else this.log.info(who, 'backend replica ready');
+    } else if (from === 'ready') {
+      this.log.warn({ ...who, reason: error }, 'backend replica not ready');
+    }
+  }
+
+  /** What one probe round trip finds; `end` is the epoch ms by which both calls must be over. */
+  private async check(r: Replica, end: number, signal: BatchSignal): Promise<ProbeOutcome> {
+    const call = (path: string) =>
+      callReplica(r, { method: 'GET', path, timeoutMs: Math.max(1, end - Date.now()), signal,
+        timeoutKey: 'probe_timeout_s', maxBytes: this.config.probe_max_response_kb * 1024, maxBytesKey: 'probe_max_response_kb' });
+    const why = (path: string, failure: { message: string }): string =>
+      signal.aborted ? `${path}: no whole answer within probe_timeout_s (${this.config.probe_timeout_s} s)` : `${path}: ${failure.message}`;
+    const health = await call('/health');
+    if (!health.ok || health.status < 200 || health.status >= 300) {
+      return { kind: 'failed', reason: health.ok ? `/health answered ${health.status}` : why('/health', health.failure) };
+    }
+    const info = await call('/v1/info');
     if (!info.ok || info.status !== 200) {
-      return this.fail(r, info.ok ? `/v1/info answered ${info.status}` : `/v1/info: ${info.failure.message}`);
+      return { kind: 'failed', reason: info.ok ? `/v1/info answered ${info.status}` : why('/v1/info', info.failure) };
     }
     let parsed;
     try {
@@ -87,39 +137,14 @@ export class Prober {
     } catch {
       parsed = undefined;
     }
-    if (!parsed?.success) return this.fail(r, '/v1/info is not a valid AgentInfo');
-    r.info = parsed.data;
+    if (!parsed?.success) return { kind: 'failed', reason: '/v1/info is not a valid AgentInfo' };
     if (parsed.data.protocol_version !== '2.0' || parsed.data.capabilities.inference !== true) {
-      if (r.state !== 'incompatible') {
-        this.log.warn(
-          { backend: r.backend, replica: r.id, protocol_version: parsed.data.protocol_version },
-          'backend replica is incompatible (needs protocol 2.0 and inference: true); it will not be routed to',
-        );
-      }
-      r.lastError = 'incompatible: needs protocol_version "2.0" and capabilities.inference true';
-      this.upstreams.setState(r, 'incompatible');
-      return r.lastError;
+      return {
+        kind: 'incompatible',
+        info: parsed.data,
+        reason: 'incompatible: needs protocol_version "2.0" and capabilities.inference true',
+      };
     }
-    this.upstreams.recordSuccess(r);
-    if (r.state === 'ejected' && now < r.ejectedUntil) return undefined; // healthy again, but the backoff is not over
-    if (r.state === 'ejected') {
-      this.log.info({ backend: r.backend, replica: r.id, ejections: r.ejections }, 'backend replica back after ejection');
-      // From here, ejectedUntil marks the start of the healthy period that forgive() measures.
-      r.ejectedUntil = now;
-    } else if (r.state !== 'ready') {
-      this.log.info({ backend: r.backend, replica: r.id }, 'backend replica ready');
-    }
-    this.upstreams.setState(r, 'ready');
-    this.upstreams.forgive(r, now);
-    return undefined;
-  }
-
-  private fail(r: Replica, why: string): string {
-    this.metrics.probeFailures.inc({ backend: r.backend, replica: r.id });
-    const wasReady = r.state === 'ready';
-    this.upstreams.recordFailure(r, why);
-    if (r.state !== 'ejected') this.upstreams.setState(r, 'not_ready');
-    if (wasReady) this.log.warn({ backend: r.backend, replica: r.id, reason: why }, 'backend replica not ready');
-    return why;
+    return { kind: 'ok', info: parsed.data };
   }
 }

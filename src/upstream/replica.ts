@@ -1,6 +1,7 @@
 /**
- * One backend replica: its undici Pool (created at start, closed on shutdown), its readiness as the prober and
- * request outcomes see it, and the inputs it has in flight (the sharding balance, DESIGN.md §2 step 4).
+ * One backend replica: its undici Pool (created at start, closed on shutdown) and a read-only view of its state
+ * (readiness, failure history, inputs in flight). Upstreams creates each replica with the record it alone
+ * writes (upstreams.ts); everything else reads the state here and reports outcomes to Upstreams.
  */
 import { Pool } from 'undici';
 import { DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-depth.js';
@@ -10,12 +11,42 @@ export type ReplicaState =
   /** Not probed yet: routed to optimistically only if no replica of the backend is known ready. */
   | 'unknown'
   | 'ready'
-  /** /health failed or answered non-2xx. */
+  /** /health failed or answered non-2xx, or a connection to it was refused: out of rotation until a probe succeeds. */
   | 'not_ready'
   /** Failed consecutive probes or requests: out of rotation until a probe succeeds and the backoff ends. */
   | 'ejected'
-  /** Answers, but not protocol 2.0 or no `inference: true` (DESIGN.md §6): never routed to. */
+  /** Answers, but not protocol 2.0 or no `inference: true` (README "Probing and ejection"): never routed to. */
   | 'incompatible';
+
+/** Everything about a replica that changes while the gateway runs. Written only by Upstreams. */
+export interface ReplicaRecord {
+  state: ReplicaState;
+  info: AgentInfoParsed | undefined;
+  lastError: string | undefined;
+  consecutiveFailures: number;
+  /** Ejections not yet forgiven: the next one lasts probe_interval_s doubled this many times. */
+  ejections: number;
+  /** Epoch ms when the current ejection ends (meaningful while ejected). */
+  ejectedUntil: number;
+  /** Epoch ms when the replica last came back from an ejection: forgiveness counts healthy time from here. */
+  healthySince: number;
+  inFlightInputs: number;
+  inFlightRequests: number;
+}
+
+export function freshRecord(): ReplicaRecord {
+  return {
+    state: 'unknown',
+    info: undefined,
+    lastError: undefined,
+    consecutiveFailures: 0,
+    ejections: 0,
+    ejectedUntil: 0,
+    healthySince: 0,
+    inFlightInputs: 0,
+    inFlightRequests: 0,
+  };
+}
 
 export interface ReplicaOptions {
   backend: string;
@@ -45,17 +76,11 @@ export class Replica {
   readonly maxJsonDepth: number;
   readonly pool: Pool;
 
-  state: ReplicaState = 'unknown';
-  info: AgentInfoParsed | undefined;
-  lastProbeAt: number | undefined;
-  lastError: string | undefined;
-  consecutiveFailures = 0;
-  ejections = 0;
-  ejectedUntil = 0;
-  inFlightInputs = 0;
-  inFlightRequests = 0;
-
-  constructor(opts: ReplicaOptions) {
+  /** `record` is read here and written by its creator only (Upstreams); a replica made alone gets its own. */
+  constructor(
+    opts: ReplicaOptions,
+    private readonly record: Readonly<ReplicaRecord> = freshRecord(),
+  ) {
     this.backend = opts.backend;
     this.index = opts.index;
     this.url = opts.url;
@@ -83,9 +108,42 @@ export class Replica {
     return `${this.backend}#${this.index}`;
   }
 
-  /** Routable now: probed ready (or never probed yet) and not ejected. */
-  get routable(): boolean {
-    return this.state === 'ready' || this.state === 'unknown';
+  get state(): ReplicaState {
+    return this.record.state;
+  }
+
+  /** The AgentInfo of its last good probe. */
+  get info(): AgentInfoParsed | undefined {
+    return this.record.info;
+  }
+
+  get lastError(): string | undefined {
+    return this.record.lastError;
+  }
+
+  get consecutiveFailures(): number {
+    return this.record.consecutiveFailures;
+  }
+
+  get ejections(): number {
+    return this.record.ejections;
+  }
+
+  get ejectedUntil(): number {
+    return this.record.ejectedUntil;
+  }
+
+  get healthySince(): number {
+    return this.record.healthySince;
+  }
+
+  /** Inputs in its sub-requests in flight: the sharding balance. */
+  get inFlightInputs(): number {
+    return this.record.inFlightInputs;
+  }
+
+  get inFlightRequests(): number {
+    return this.record.inFlightRequests;
   }
 
   path(p: string): string {
@@ -94,9 +152,5 @@ export class Replica {
 
   async close(): Promise<void> {
     await this.pool.close();
-  }
-
-  async destroy(): Promise<void> {
-    await this.pool.destroy();
   }
 }

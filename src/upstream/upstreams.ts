@@ -1,50 +1,85 @@
 /**
- * Every backend's replicas, built from config at start. Answers the planner's question "can this backend serve?"
- * and the dispatcher's "which replicas take these inputs?", and keeps the failure/ejection bookkeeping
- * (DESIGN.md §6; issue 4: N consecutive failures eject with a doubling backoff, never more than a share).
+ * Every backend's replicas, built from config at start, and the one writer of their state (README "Probing and
+ * ejection"). Answers the planner's question "can this backend serve?" and the dispatcher's "which replicas take
+ * these inputs?"; learns from probes (recordProbe), sub-requests (recordSuccess, recordFailure,
+ * recordConnectFailure, attemptStarted/attemptEnded), other gateway replicas (applyRemoteEjection) and the
+ * runtime a reload replaces (inherit). Ejection, return and forgiveness each happen in one method here.
  */
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
+import type { AgentInfoParsed } from '../protocol/schemas.js';
 import type { RoutingSnapshot } from '../routing/plan.js';
-import { Replica } from './replica.js';
+import { freshRecord, Replica, type ReplicaRecord, type ReplicaState } from './replica.js';
 
 export interface BackendUpstream {
-  name: string;
-  replicas: Replica[];
-  timeoutMs: number;
-  ejectAfter: number;
+  readonly name: string;
+  readonly replicas: readonly Replica[];
+  readonly timeoutMs: number;
+  readonly ejectAfter: number;
   /** Smoothed latency of successful sub-requests: what a fallback to this backend is expected to take. */
-  ewmaMs: number;
+  readonly ewmaMs: number;
+}
+
+type MutableBackend = { -readonly [K in keyof BackendUpstream]: BackendUpstream[K] };
+
+/** What one finished probe found. */
+export type ProbeOutcome =
+  | { kind: 'ok'; info: AgentInfoParsed }
+  /** Answered, but not protocol 2.0 or without `inference: true`. */
+  | { kind: 'incompatible'; info: AgentInfoParsed; reason: string }
+  | { kind: 'failed'; reason: string };
+
+/** A replica's state before and after an event, for the caller's log lines. */
+export interface Transition {
+  from: ReplicaState;
+  to: ReplicaState;
 }
 
 export class Upstreams implements RoutingSnapshot {
-  readonly backends = new Map<string, BackendUpstream>();
+  private readonly byName = new Map<string, MutableBackend>();
   /** Told of every ejection decided here, so other gateway replicas can learn of it (shared-ejections.ts). */
   onEject: ((r: Replica) => void) | undefined;
+  private readonly records = new Map<Replica, ReplicaRecord>();
 
   constructor(
     private readonly config: GatewayConfig,
     private readonly metrics: GatewayMetrics,
+    /** Epoch ms; injected by tests so backoffs and forgiveness run on a fake clock. */
+    private readonly clock: () => number = Date.now,
   ) {
     for (const [name, b] of Object.entries(config.backends)) {
-      const replicas = b.urls.map(
-        (url, index) =>
-          new Replica({
+      const replicas = b.urls.map((url, index) => {
+        const record = freshRecord();
+        const r = new Replica(
+          {
             backend: name, index, url, connectTimeoutMs: b.connect_timeout_s * 1000, headers: b.headers,
             maxResponseBytes: Math.floor(b.max_response_mb * 1024 * 1024), maxJsonDepth: config.server.max_json_depth,
-          }),
-      );
-      this.backends.set(name, { name, replicas, timeoutMs: b.timeout_s * 1000, ejectAfter: b.eject_after_failures, ewmaMs: 0 });
+          },
+          record,
+        );
+        this.records.set(r, record);
+        return r;
+      });
+      this.byName.set(name, { name, replicas, timeoutMs: b.timeout_s * 1000, ejectAfter: b.eject_after_failures, ewmaMs: 0 });
       for (const r of replicas) metrics.backendUp.set({ backend: name, replica: r.id }, 0);
     }
   }
 
-  /** Replicas that may take traffic now. Before the first probe answers, unknown replicas count as routable. */
-  routable(backend: string): Replica[] {
+  /** Every backend by name, read-only: what changes is written here only. */
+  get backends(): ReadonlyMap<string, BackendUpstream> {
+    return this.byName;
+  }
+
+  /**
+   * Replicas that may take traffic now, minus `exclude`. Before the first probe answers, unknown replicas count
+   * as routable.
+   */
+  routable(backend: string, exclude?: ReadonlySet<Replica>): Replica[] {
     const b = this.backends.get(backend);
     if (b === undefined) return [];
-    const ready = b.replicas.filter((r) => r.state === 'ready');
-    return ready.length > 0 ? ready : b.replicas.filter((r) => r.state === 'unknown');
+    const rs = exclude === undefined ? b.replicas : b.replicas.filter((r) => !exclude.has(r));
+    const ready = rs.filter((r) => r.state === 'ready');
+    return ready.length > 0 ? ready : rs.filter((r) => r.state === 'unknown');
   }
 
   canServe(backend: string): boolean {
@@ -57,12 +92,12 @@ export class Upstreams implements RoutingSnapshot {
   }
 
   /**
-   * Divide `n` inputs among the routable replicas, least loaded first (by inputs in flight plus those just
-   * assigned), so 32 inputs over 4 idle replicas become 8 each. Returns per replica how many inputs it takes,
-   * in replica order; the caller keeps the inputs' relative order within each replica.
+   * Divide `n` inputs among the routable replicas not in `exclude`, least loaded first (by inputs in flight plus
+   * those just assigned), so 32 inputs over 4 idle replicas become 8 each. Returns per replica how many inputs
+   * it takes, in replica order; the caller keeps the inputs' relative order within each replica.
    */
-  shard(backend: string, n: number): { replica: Replica; count: number }[] {
-    const rs = this.routable(backend);
+  shard(backend: string, n: number, exclude?: ReadonlySet<Replica>): { replica: Replica; count: number }[] {
+    const rs = this.routable(backend, exclude);
     if (rs.length === 0) return [];
     const load = rs.map((r) => r.inFlightInputs);
     const take = rs.map(() => 0);
@@ -91,71 +126,120 @@ export class Upstreams implements RoutingSnapshot {
     return this.backends.get(backend)?.ewmaMs ?? 0;
   }
 
-  /** A request (with its latency) or probe succeeded on this replica. */
-  recordSuccess(r: Replica, latencyMs?: number): void {
-    r.consecutiveFailures = 0;
-    const b = this.backends.get(r.backend);
-    if (b !== undefined && latencyMs !== undefined) {
-      b.ewmaMs = b.ewmaMs === 0 ? latencyMs : 0.8 * b.ewmaMs + 0.2 * latencyMs;
-    }
+  /** A sub-request of `inputs` inputs starts on this replica (the sharding balance counts them). */
+  attemptStarted(r: Replica, inputs: number): void {
+    const rec = this.rec(r);
+    rec.inFlightInputs += inputs;
+    rec.inFlightRequests++;
+    this.metrics.backendInFlight.inc({ backend: r.backend });
   }
 
-  /** A request or probe failed on this replica: eject after N in a row, within the share allowed. */
-  recordFailure(r: Replica, reason: string, now = Date.now()): void {
-    r.lastError = reason;
-    r.consecutiveFailures++;
+  attemptEnded(r: Replica, inputs: number): void {
+    const rec = this.rec(r);
+    rec.inFlightInputs -= inputs;
+    rec.inFlightRequests--;
+    this.metrics.backendInFlight.dec({ backend: r.backend });
+  }
+
+  /** A sub-request succeeded on this replica in `latencyMs`. */
+  recordSuccess(r: Replica, latencyMs: number): void {
+    this.rec(r).consecutiveFailures = 0;
+    const b = this.byName.get(r.backend);
+    if (b !== undefined) b.ewmaMs = b.ewmaMs === 0 ? latencyMs : 0.8 * b.ewmaMs + 0.2 * latencyMs;
+  }
+
+  /** A sub-request failed on this replica after reaching it: eject after N in a row, within the share allowed. */
+  recordFailure(r: Replica, reason: string): void {
+    const rec = this.rec(r);
+    rec.lastError = reason;
+    rec.consecutiveFailures++;
     const b = this.backends.get(r.backend);
-    if (b === undefined || r.state === 'ejected' || r.state === 'incompatible') return;
-    if (r.consecutiveFailures < b.ejectAfter) return;
-    if (!this.mayEject(b)) return;
-    r.ejections++;
-    r.ejectedUntil = now + this.backoffMs(r.ejections);
-    this.setState(r, 'ejected');
+    if (b === undefined || rec.state === 'ejected' || rec.state === 'incompatible') return;
+    if (rec.consecutiveFailures < b.ejectAfter || !this.mayEject(b)) return;
+    this.eject(r, rec, this.clock() + this.backoffMs(rec.ejections + 1));
+    rec.ejections++;
     this.metrics.ejections.inc({ backend: r.backend, replica: r.id });
     this.onEject?.(r);
   }
 
   /**
-   * Never eject more than the configured share by failures alone (at least one may go when there are several),
-   * so a shared cause (the gateway's own network) cannot empty a backend.
+   * A connection to this replica was refused or could not be made: nothing was sent. Out of rotation at once
+   * (not_ready until its next good probe), whatever max_ejected_share says: README "Probing and ejection" says
+   * why. It also counts as a failure towards ejection.
    */
-  private mayEject(b: BackendUpstream): boolean {
-    const ejected = b.replicas.filter((x) => x.state === 'ejected').length;
-    const allowed = Math.max(b.replicas.length > 1 ? 1 : 0, Math.floor(b.replicas.length * this.config.max_ejected_share));
-    return ejected < allowed;
+  recordConnectFailure(r: Replica, reason: string): void {
+    this.recordFailure(r, reason);
+    const rec = this.rec(r);
+    if (rec.state === 'ready' || rec.state === 'unknown') this.setState(r, rec, 'not_ready');
+  }
+
+  /**
+   * A probe finished. Good: ready, unless an ejection's backoff is still running; a replica back from an
+   * ejection starts a healthy period, and one healthy for as long as its last backoff forgets an ejection (so a
+   * replica that flapped once last week is not ejected for eject_max_s at its next hiccup). Failed: counts
+   * towards ejection, otherwise not_ready.
+   */
+  recordProbe(r: Replica, outcome: ProbeOutcome): Transition {
+    const rec = this.rec(r);
+    const from = rec.state;
+    const now = this.clock();
+    if (outcome.kind === 'failed') {
+      this.recordFailure(r, outcome.reason);
+      if (rec.state !== 'ejected') this.setState(r, rec, 'not_ready');
+      return { from, to: rec.state };
+    }
+    rec.info = outcome.info;
+    if (outcome.kind === 'incompatible') {
+      rec.lastError = outcome.reason;
+      this.setState(r, rec, 'incompatible');
+      return { from, to: rec.state };
+    }
+    rec.consecutiveFailures = 0;
+    if (from === 'ejected' && now < rec.ejectedUntil) return { from, to: from }; // healthy, but the backoff runs
+    if (from !== 'ready') rec.healthySince = now;
+    this.setState(r, rec, 'ready');
+    if (rec.ejections > 0 && now - rec.healthySince >= this.backoffMs(rec.ejections)) {
+      rec.ejections--;
+      rec.healthySince = now;
+    }
+    return { from, to: 'ready' };
   }
 
   /** Another gateway replica ejected this replica until `until` (epoch ms): follow it, within the same share. */
-  applyRemoteEjection(r: Replica, until: number, now = Date.now()): boolean {
+  applyRemoteEjection(r: Replica, until: number): boolean {
+    const rec = this.rec(r);
     const b = this.backends.get(r.backend);
-    if (b === undefined || until <= now || r.state === 'ejected' || r.state === 'incompatible') return false;
+    if (b === undefined || until <= this.clock() || rec.state === 'ejected' || rec.state === 'incompatible') return false;
     if (!this.mayEject(b)) return false;
-    r.ejectedUntil = until;
-    r.lastError = 'ejected by another gateway replica';
-    this.setState(r, 'ejected');
+    rec.lastError = 'ejected by another gateway replica';
+    this.eject(r, rec, until);
     return true;
+  }
+
+  /**
+   * Reload carry-over: a replica at the same url of the same backend in `from` (the runtime being replaced)
+   * keeps its history (state, ejections and their backoff, last info), so a reload does not hand a flapping
+   * replica a clean slate. In-flight counts stay with the old pools. The first probe confirms the state.
+   */
+  inherit(from: Upstreams): void {
+    const old = new Map(from.all().map((r) => [`${r.backend}\n${r.url}`, from.rec(r)]));
+    for (const r of this.all()) {
+      const prev = old.get(`${r.backend}\n${r.url}`);
+      if (prev === undefined) continue;
+      const rec = this.rec(r);
+      rec.info = prev.info;
+      rec.lastError = prev.lastError;
+      rec.consecutiveFailures = prev.consecutiveFailures;
+      rec.ejections = prev.ejections;
+      rec.ejectedUntil = prev.ejectedUntil;
+      rec.healthySince = prev.healthySince;
+      this.setState(r, rec, prev.state);
+    }
   }
 
   /** The n-th ejection in a row lasts probe_interval_s doubled n-1 times, capped at eject_max_s. */
   backoffMs(n: number): number {
     return Math.min(this.config.eject_max_s, this.config.probe_interval_s * 2 ** Math.max(0, n - 1)) * 1000;
-  }
-
-  /**
-   * A ready replica that has stayed healthy for as long as its last backoff forgets one ejection, so a replica
-   * that flapped once last week is not ejected for eject_max_s at its next hiccup. `ejectedUntil` doubles as
-   * the start of the healthy period (Replica has no other field for it, and it is not read while ready).
-   */
-  forgive(r: Replica, now = Date.now()): void {
-    if (r.state !== 'ready' || r.ejections === 0) return;
-    if (now - r.ejectedUntil < this.backoffMs(r.ejections)) return;
-    r.ejections--;
-    r.ejectedUntil = now;
-  }
-
-  setState(r: Replica, state: Replica['state']): void {
-    r.state = state;
-    this.metrics.backendUp.set({ backend: r.backend, replica: r.id }, state === 'ready' ? 1 : 0);
   }
 
   all(): Replica[] {
@@ -164,5 +248,32 @@ export class Upstreams implements RoutingSnapshot {
 
   async close(): Promise<void> {
     await Promise.all(this.all().map((r) => r.close()));
+  }
+
+  private eject(r: Replica, rec: ReplicaRecord, until: number): void {
+    rec.ejectedUntil = until;
+    this.setState(r, rec, 'ejected');
+  }
+
+  /**
+   * Never eject more than the configured share by failures alone (at least one may go when there are several),
+   * so a shared cause (the gateway's own network) cannot empty a backend for eject_max_s.
+   */
+  private mayEject(b: BackendUpstream): boolean {
+    const ejected = b.replicas.filter((x) => x.state === 'ejected').length;
+    const allowed = Math.max(b.replicas.length > 1 ? 1 : 0, Math.floor(b.replicas.length * this.config.max_ejected_share));
+    return ejected < allowed;
+  }
+
+  private setState(r: Replica, rec: ReplicaRecord, state: ReplicaState): void {
+    rec.state = state;
+    this.metrics.backendUp.set({ backend: r.backend, replica: r.id }, state === 'ready' ? 1 : 0);
+  }
+
+  private rec(r: Replica): ReplicaRecord {
+    const rec = this.records.get(r);
+    // A replica of another Upstreams (an old runtime's) is a programming error, not a backend's doing.
+    if (rec === undefined) throw new Error(`replica ${r.id} does not belong to these upstreams`);
+    return rec;
   }
 }

@@ -1,0 +1,91 @@
+/**
+ * Probes are bounded as a whole by probe_timeout_s and run per replica (upstream/prober.ts): a backend whose
+ * /health trickles one byte per second forever (which no per-chunk timeout ever ends) delays no other
+ * replica's probes, so a recovered backend becomes ready within a few probe intervals and /health follows.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type ServerResponse } from 'node:http';
+import { after, test } from 'node:test';
+import type { BackendView } from '../../src/admin/views.js';
+import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
+import { listenOn } from '../../demo/agents/protocol.js';
+import { http, waitFor } from '../helpers/config-file.js';
+import { startFakeAgent } from '../helpers/fake-agent.js';
+import { startGateway } from '../helpers/gateway.js';
+
+const cleanup: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const c of cleanup.reverse()) await c();
+});
+
+/** A real agent whose /health, once `trickle` is on, sends its headers and then one byte per second forever. */
+async function tricklingAgent(): Promise<{ url: string; trickle: () => void; open: () => { start: number; end?: number }[] }> {
+  let trickling = false;
+  const windows: { start: number; end?: number }[] = [];
+  const info = JSON.stringify(inferenceOnlyInfo('fake-trickle', '0.0.0-test'));
+  const server = createServer((req, res: ServerResponse) => {
+    req.resume();
+    if (req.url === '/health' && trickling) {
+      const w: { start: number; end?: number } = { start: Date.now() };
+      windows.push(w);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const timer = setInterval(() => res.write(' '), 1000);
+      res.write(' ');
+      res.once('close', () => {
+        clearInterval(timer);
+        w.end = Date.now();
+      });
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(req.url === '/v1/info' ? info : '{"status":"ready"}');
+  });
+  const port = await listenOn(server, 0, '127.0.0.1');
+  cleanup.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { url: `http://127.0.0.1:${port}`, trickle: () => (trickling = true), open: () => windows };
+}
+
+test("a backend trickling /health forever does not freeze another backend's probes", async () => {
+  const a = await startFakeAgent({ name: 'a', behaviour: { health: 503 } });
+  cleanup.push(() => a.close());
+  const b = await tricklingAgent();
+  const gw = await startGateway({
+    probe_interval_s: 0.1,
+    probe_timeout_s: 3,
+    backends: { a: { url: a.url }, b: { url: b.url } },
+    // /health is ready exactly when `a` is: route ra needs it, rb can fall back to it.
+    routes: [
+      { name: 'rb', match: { 'header.x-route': 'b' }, backend: 'b', fallback: ['a'] },
+      { name: 'ra', backend: 'a' },
+    ],
+  });
+  cleanup.push(() => gw.close());
+  const state = async (name: string): Promise<BackendView['replicas'][number]> => {
+    const view = (await http(`${gw.url}/gateway/backends`)).json as { backends: BackendView[] };
+    return view.backends.find((x) => x.name === name)!.replicas[0]!;
+  };
+  assert.equal((await state('a')).state, 'not_ready');
+  assert.equal((await state('b')).state, 'ready');
+  assert.equal((await http(`${gw.url}/health`)).status, 503);
+
+  b.trickle();
+  await waitFor("b's probe hanging on its trickling /health", () => b.open().some((w) => w.end === undefined));
+  a.setBehaviour({});
+  await waitFor('a ready while b hangs', async () => (await state('a')).state === 'ready', 2_000);
+  const readyAt = Date.now();
+  assert.ok(
+    b.open().some((w) => w.start < readyAt && (w.end === undefined || w.end >= readyAt)),
+    "a became ready while one of b's probes was still hanging",
+  );
+  assert.equal((await http(`${gw.url}/health`)).status, 200, '/health follows a');
+
+  // b's probe ends at probe_timeout_s as a whole, however steadily bytes keep coming.
+  await waitFor('b not ready', async () => (await state('b')).state === 'not_ready', 6_000);
+  const rb = await state('b');
+  assert.match(rb.last_probe?.error ?? '', /probe_timeout_s \(3 s\)/);
+  assert.ok((rb.last_probe?.ms ?? Infinity) < 4_000, `the probe was cut at its timeout, took ${rb.last_probe?.ms} ms`);
+  assert.ok(b.open().filter((w) => w.end !== undefined).every((w) => w.end! - w.start < 4_000));
+});
