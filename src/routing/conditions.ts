@@ -14,6 +14,7 @@
  */
 import type { Condition, Scalar } from '../config/schema.js';
 import { isNumberMark, numericValue } from '../protocol/exact-json.js';
+import { compileGlob } from './glob.js';
 
 export type Predicate = (value: unknown) => boolean;
 
@@ -28,9 +29,9 @@ function isText(v: unknown): v is string {
 }
 
 /**
- * `glob` and `regex` only test strings up to this many characters; a longer one never matches them. Globs with
- * several `*` and operators' own regexes can take polynomial (a careless regex: exponential) time in the text's
- * length, and the text comes from clients (README.md, "Routes").
+ * `glob` and `regex` only test strings up to this many characters; a longer one never matches them. Globs are
+ * matched in O(text x glob) time (glob.ts), but an operator's own regex can take polynomial (a careless one:
+ * exponential) time in the text's length, and the text comes from clients (README.md, "Routes").
  */
 export const PATTERN_MAX_CHARS = 4096;
 
@@ -50,53 +51,7 @@ function equals(expected: Scalar): Predicate {
   return (a) => a === expected;
 }
 
-/**
- * A shell-style glob, anchored at both ends: `*` any run of characters (also empty, also newlines), `?` one
- * character, `[abc]`, `[a-z]`, `[!abc]` / `[^abc]` a character class, `\x` a literal `x`. Throws on a malformed
- * glob so the config loader can report it with its position.
- */
-export function globToRegExp(glob: string): RegExp {
-  const chars = Array.from(glob); // code points, so `?` is one character even outside the BMP
-  let re = '^';
-  for (let i = 0; i < chars.length; i++) {
-    const c = chars[i]!;
-    if (c === '*') {
-      while (chars[i + 1] === '*') i++; // `**` is `*`: runs of `.*` only add backtracking
-      re += '.*';
-    } else if (c === '?') re += '.';
-    else if (c === '\\') {
-      if (i + 1 >= chars.length) throw new Error('invalid glob: it ends with a lone "\\"');
-      re += escapeChar(chars[++i]!);
-    } else if (c === '[') {
-      let j = i + 1;
-      let cls = '';
-      if (chars[j] === '!' || chars[j] === '^') {
-        cls = '^';
-        j++;
-      }
-      const first = j;
-      // A `]` right after `[` or `[!` is a member, as in shells.
-      while (j < chars.length && (chars[j] !== ']' || j === first)) {
-        const m = chars[j] === '\\' && j + 1 < chars.length ? chars[++j]! : chars[j]!;
-        cls += m === '-' && chars[j - 1] !== '\\' ? '-' : escapeChar(m, true);
-        j++;
-      }
-      if (j >= chars.length) throw new Error(`invalid glob: the "[" at character ${i + 1} is never closed`);
-      re += `[${cls}]`;
-      i = j;
-    } else re += escapeChar(c);
-  }
-  try {
-    return new RegExp(re + '$', 'su');
-  } catch (err) {
-    throw new Error(`invalid glob: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  }
-}
-
-/** Escape for a `u` regex, where escaping anything but syntax characters is an error (`\-` only in a class). */
-function escapeChar(c: string, inClass = false): string {
-  return /[\\^$.*+?()[\]{}|/]/.test(c) || (inClass && c === '-') ? '\\' + c : c;
-}
+export { globToRegExp } from './glob.js';
 
 /** A JavaScript regular expression, unanchored (use `^...$` to anchor), without flags. */
 export function compileRegex(source: string): RegExp {
@@ -120,8 +75,8 @@ export function compileCondition(cond: Condition, opts: ConditionOptions = {}): 
     checks.push((v) => some(v, (e) => eqs.some((eq) => eq(e))));
   }
   if (cond.glob !== undefined) {
-    const re = globToRegExp(cond.glob);
-    checks.push((v) => some(v, (e) => isPatternText(e) && re.test(e)));
+    const matches = compileGlob(cond.glob);
+    checks.push((v) => some(v, (e) => isPatternText(e) && matches(e)));
   }
   if (cond.regex !== undefined) {
     const re = compileRegex(cond.regex);

@@ -214,3 +214,38 @@ test('a coaching body nested deeper than server.max_json_depth is 422 naming the
   const fine = await call(gw, 'POST', '/v1/coaching', coachingBody('ok', [{ input: mkInput(1) }], 's0'));
   assert.equal(fine.status, 200, fine.text);
 });
+
+test('an endless coaching answer is cut at max_response_mb: 502 naming the key, the gateway keeps serving', async () => {
+  const { createServer } = await import('node:http');
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/health') return void res.end('{"status":"ready"}');
+      if (req.url === '/v1/info') {
+        return void res.end(JSON.stringify({ protocol_version: '2.0', agent_id: 'raw', agent_version: '1', ...COACHING }));
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const pump = (): void => {
+        while (!res.destroyed) if (!res.write(chunk)) return void res.once('drain', pump);
+      };
+      pump();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanup.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const port = (server.address() as { port: number }).port;
+  const gw = await gateway({
+    backends: { raw: { url: `http://127.0.0.1:${port}`, max_response_mb: 1 } },
+    routes: [{ name: 'default', backend: 'raw' }],
+  });
+  for (let i = 0; i < 3; i++) {
+    const res = await call(gw, 'POST', '/v1/coaching', coachingBody(`r${i}`, [{ input: mkInput(1) }], 's0'));
+    assert.equal(res.status, 502);
+    assert.match(res.text, /larger than 1048576 bytes \(backends\.raw\.max_response_mb\)/);
+  }
+  assert.equal((await fetch(`${gw.url}/v1/info`)).status, 200);
+});

@@ -18,13 +18,16 @@ after(async () => {
 });
 
 /** A backend that passes probes and answers /v1/responses with `answer`. */
-async function rawBackend(answer: (res: ServerResponse) => void): Promise<{ url: string; closes: () => number }> {
+async function rawBackend(
+  answer: (res: ServerResponse) => void,
+  info: (res: ServerResponse) => void = (res) => res.end(JSON.stringify(inferenceOnlyInfo('raw'))),
+): Promise<{ url: string; closes: () => number }> {
   let closes = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     req.resume();
     req.on('end', () => {
       if (req.url === '/health') return void res.end('{"status":"ready"}');
-      if (req.url === '/v1/info') return void res.end(JSON.stringify(inferenceOnlyInfo('raw')));
+      if (req.url === '/v1/info') return void info(res);
       res.on('close', () => closes++);
       answer(res);
     });
@@ -145,4 +148,26 @@ test('an endless shadow: clients get their answers, the shadow counts a failure,
   await waitFor('every shadow answer closed', () => huge.closes() === 3);
   const res = await gw.post({ request_id: 'shadow-after', inputs: [mkInput(1)] });
   assert.equal(res.status, 200);
+});
+
+test('an endless /v1/info fails the probe at probe_max_response_kb: the backend is not ready, the gateway serves /health', async () => {
+  const huge = await rawBackend((res) => res.end('[]'), endless);
+  const gw = await startGateway({
+    probe_interval_s: 3600,
+    probe_max_response_kb: 64,
+    backends: { huge: { url: huge.url } },
+    routes: [{ name: 'default', backend: 'huge' }],
+  });
+  cleanup.push(() => gw.close());
+  await waitFor('the first probe finished', async () => {
+    const view = (await (await fetch(`${gw.url}/gateway/backends`)).json()) as { backends: { replicas: { last_probe: unknown }[] }[] };
+    return view.backends[0]!.replicas[0]!.last_probe !== null;
+  });
+  const view = (await (await fetch(`${gw.url}/gateway/backends`)).json()) as {
+    backends: { replicas: { state: string; last_probe: { ok: boolean; error: string } }[] }[];
+  };
+  const replica = view.backends[0]!.replicas[0]!;
+  assert.equal(replica.last_probe.ok, false);
+  assert.match(replica.last_probe.error, /larger than 65536 bytes \(probe_max_response_kb\)/);
+  assert.equal((await fetch(`${gw.url}/health`)).status, 503);
 });
