@@ -34,6 +34,9 @@ export const METRIC_NAMES = [
   'magma_gateway_replay_conflicts_total',
   'magma_gateway_store_up',
   'magma_gateway_config_reloads_total',
+  'magma_gateway_request_bytes_in_flight',
+  'magma_gateway_admission_waiting',
+  'magma_gateway_admission_wait_seconds',
 ] as const;
 
 export class GatewayMetrics {
@@ -170,6 +173,26 @@ export class GatewayMetrics {
     name: 'magma_gateway_config_reloads_total',
     help: 'Config reloads, by result (ok, refused).',
     labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  /** The admission counts (src/admission.ts), read at scrape time: nothing is written per batch. */
+  admissionSource: { readonly bytesInFlight: number; readonly waiting: number } | undefined;
+  readonly requestBytesInFlight: Gauge = new Gauge({
+    name: 'magma_gateway_request_bytes_in_flight',
+    help: 'Request body bytes held by batches not yet answered (bounded by server.max_bytes_in_flight_mb).',
+    registers: [this.registry],
+    collect: (): void => this.requestBytesInFlight.set(this.admissionSource?.bytesInFlight ?? 0),
+  });
+  readonly admissionWaiting: Gauge = new Gauge({
+    name: 'magma_gateway_admission_waiting',
+    help: 'Batches waiting for room under server.max_bytes_in_flight_mb.',
+    registers: [this.registry],
+    collect: (): void => this.admissionWaiting.set(this.admissionSource?.waiting ?? 0),
+  });
+  readonly admissionWait = new Histogram({
+    name: 'magma_gateway_admission_wait_seconds',
+    help: 'How long batches that had to wait for room under server.max_bytes_in_flight_mb waited.',
+    buckets: [0.001, ...LATENCY_BUCKETS],
     registers: [this.registry],
   });
 

@@ -47,8 +47,14 @@ export function gatewayInfo(runtime: GatewayRuntime, agentVersion: string): Agen
   };
 }
 
-export async function identityRoutes(app: FastifyInstance): Promise<void> {
+export interface IdentityOptions {
+  /** True while the gateway drains for shutdown: not ready, so load balancers and BENCH stop sending. */
+  draining?: () => boolean;
+}
+
+export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions): Promise<void> {
   app.get('/health', async (_req, reply) => {
+    if (opts.draining?.() === true) return reply.code(503).send({ detail: 'shutting down: finishing the batches in flight' });
     const lacking = routesLackingBackend(app.gateway.current);
     if (lacking.length > 0) {
       return reply.code(503).send({ detail: `not ready: no ready, compatible backend for route(s) ${lacking.join(', ')}` });
