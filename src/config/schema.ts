@@ -105,7 +105,7 @@ export const configSchema = z.strictObject({
        * Cap on the answer a batch can produce, estimated before any backend is called: every candidate (an
        * error candidate too) carries its input's memory, so a small request can ask for a huge answer.
        */
-      max_answer_mb: positive.default(256),
+      max_answer_mb: positive.default(128),
       /** Request body bytes held at once across batches; a new batch over it waits (FIFO) for room. */
       max_bytes_in_flight_mb: positive.default(512),
       /** Time to receive a request's headers; 408 after it. */
