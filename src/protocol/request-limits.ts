@@ -35,12 +35,14 @@ export function memoryBytes(memory: JsonObject): number {
 }
 
 /**
- * Problems with the batch's size as 422 details (empty when within limits). `memorySize(i)` gives the byte
- * size of input i's memory; it is called at most once per input and not at all when the candidate count is
- * already over its limit, and it stops as soon as the answer estimate is over, so an oversized request costs
- * no more than the memory it sent. `memoryBound`, when given, is a size no input's memory exceeds (for a body
- * whose numbers are all canonical, the body's byte length: re-serialized memory is never longer than its text
- * in the body); when even that bound fits, nothing is measured, which is the common case (a BENCH batch).
+ * Problems with the batch's size as 422 details (empty when within limits).
+ *
+ * `memorySize(i)` gives the byte size of input i's memory. It is called at most once per input, not at all
+ * when the candidate count is already over its limit, and no more once the estimate is over. `memoryBound`,
+ * when given, bounds the memories of all inputs together: for a body whose numbers are all canonical, the
+ * body's byte length (re-serialized memory is never longer than its text in the body). With it, nothing is
+ * measured when even the bound fits (a BENCH batch: one candidate per input), and inputs asking one
+ * candidate are measured only when the bound for them together does not fit.
  */
 export function checkBatchLimits(
   inputs: readonly Pick<AgentInput, 'num_outputs'>[],
@@ -49,7 +51,11 @@ export function checkBatchLimits(
   memoryBound?: number,
 ): ValidationIssue[] {
   let candidates = 0;
-  for (const input of inputs) candidates += input.num_outputs;
+  let most = 0;
+  for (const input of inputs) {
+    candidates += input.num_outputs;
+    if (input.num_outputs > most) most = input.num_outputs;
+  }
   if (candidates > limits.maxCandidates) {
     return [
       {
@@ -60,23 +66,36 @@ export function checkBatchLimits(
       },
     ];
   }
-  // No memory is larger than a bound known without measuring (the whole body): nothing to measure then.
-  if (memoryBound !== undefined && candidates * (memoryBound + CANDIDATE_OVERHEAD_BYTES) <= limits.maxAnswerBytes) return [];
-  let answer = 0;
+  const max = limits.maxAnswerBytes;
+  let answer = candidates * CANDIDATE_OVERHEAD_BYTES;
+  // The sum of num_outputs x memory is at most the largest num_outputs x all memories together.
+  if (memoryBound !== undefined && answer + most * memoryBound <= max) return [];
+  let singles = false;
   for (let i = 0; i < inputs.length; i++) {
-    answer += inputs[i]!.num_outputs * (memorySize(i) + CANDIDATE_OVERHEAD_BYTES);
-    if (answer > limits.maxAnswerBytes) {
-      return [
-        {
-          type: 'too_long',
-          loc: ['body', 'inputs'],
-          msg:
-            `the answer to this batch would exceed ${limits.maxAnswerMb} MiB (server.max_answer_mb): every candidate ` +
-            `carries its input's memory (num_outputs x memory size, summed over inputs, is over the limit by inputs[${i}])`,
-          input: Math.ceil(answer / (1024 * 1024)),
-        },
-      ];
+    const n = inputs[i]!.num_outputs;
+    if (n === 1) {
+      singles = true;
+      continue;
     }
+    answer += n * memorySize(i);
+    if (answer > max) return [answerTooBig(limits, answer, i)];
+  }
+  if (!singles || (memoryBound !== undefined && answer + memoryBound <= max)) return [];
+  for (let i = 0; i < inputs.length; i++) {
+    if (inputs[i]!.num_outputs !== 1) continue;
+    answer += memorySize(i);
+    if (answer > max) return [answerTooBig(limits, answer, i)];
   }
   return [];
+}
+
+function answerTooBig(limits: BatchLimits, answer: number, index: number): ValidationIssue {
+  return {
+    type: 'too_long',
+    loc: ['body', 'inputs'],
+    msg:
+      `the answer to this batch would exceed ${limits.maxAnswerMb} MiB (server.max_answer_mb): every candidate ` +
+      `carries its input's memory (num_outputs x memory size, summed over inputs, is over the limit by inputs[${index}])`,
+    input: Math.ceil(answer / (1024 * 1024)),
+  };
 }

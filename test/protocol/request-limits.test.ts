@@ -42,6 +42,23 @@ test('a memory bound that fits skips measuring; one that does not fit measures',
   assert.equal(detail.length, 1);
 });
 
+test('inputs asking one candidate are measured only when the bound for them together does not fit', () => {
+  const seen: number[] = [];
+  // The largest num_outputs x the bound is over 1 MiB, so input 3 is measured; the three single inputs
+  // together are bounded by 100,000 bytes, which fits with it.
+  assert.deepEqual(checkBatchLimits(outputs(1, 1, 1, 20), (i) => (seen.push(i), 1000), limits, 100_000), []);
+  assert.deepEqual(seen, [3]);
+  seen.length = 0;
+  // Here they do not fit together by the bound: measured, and within the limit.
+  assert.deepEqual(checkBatchLimits(outputs(1, 1, 1, 20), (i) => (seen.push(i), i === 3 ? 50_000 : 1000), limits, 900_000), []);
+  assert.deepEqual(seen, [3, 0, 1, 2]);
+  seen.length = 0;
+  // Without a bound every input is measured, and a single input can be the one that goes over.
+  const detail = checkBatchLimits(outputs(2, 1), (i) => (seen.push(i), i === 0 ? 10 : 2_000_000), limits);
+  assert.match(detail[0]!.msg, /inputs\[1\]/);
+  assert.deepEqual(seen, [0, 1]);
+});
+
 test('memoryBytes counts UTF-8 bytes of the JSON text', () => {
   assert.equal(memoryBytes({}), 2);
   assert.equal(memoryBytes({ s: 'é' }), Buffer.byteLength('{"s":"é"}'));
