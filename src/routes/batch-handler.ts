@@ -1,7 +1,8 @@
 /**
- * One AgentRequest -> AgentResponse through the gateway (DESIGN.md §2), independent of the HTTP layer: the raw
- * front (routes/batch-front.ts, the hot path) and the fastify route (routes/responses.ts) both call it.
- * Only an invalid request gets an HTTP error (422); backend failures become error candidates (§5).
+ * One AgentRequest -> AgentResponse through the gateway (README "What happens to a batch"), independent of the
+ * HTTP layer: the raw front (routes/batch-front.ts, the hot path) and the fastify route (routes/responses.ts)
+ * both call it. Only an invalid request gets an HTTP error (422); backend failures become error candidates
+ * (README "Failures").
  */
 import { randomFillSync, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -67,7 +68,8 @@ function backendHeaders(headers: IncomingHttpHeaders): Record<string, string> {
 
 /**
  * Random hex for generated trace ids, cut from a pool refilled 4 KiB at a time: one small string per batch
- * instead of two UUIDs, two regex replaces and a slice (about 2 KB of garbage per small batch, issue 6 S1).
+ * instead of two UUIDs, two regex replaces and a slice (about 2 KB of garbage per small batch; README
+ * "Performance", S1).
  */
 const TRACE_POOL = Buffer.alloc(4096);
 let tracePoolAt = TRACE_POOL.length;
@@ -131,8 +133,9 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
   // The batch deadline aborts whatever is still waiting (a replay wait, a permit queue, backend calls).
   const deadlineTimer = setTimeout(() => signal.abort(), deadline - Date.now());
 
-  // Idempotent replay (issue 5): a re-sent identical batch is answered from the stored response, and one
-  // still being computed (here or on another gateway replica) is waited for instead of computed twice.
+  // Idempotent replay (README "Several gateway replicas"): a re-sent identical batch is answered from the stored
+  // response, and one still being computed (here or on another gateway replica) is waited for instead of
+  // computed twice.
   let lease: ReplayLease | undefined;
   try {
     if (config.state.replay_ttl_s > 0) {
@@ -166,7 +169,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
     const result = await batch;
     gw.experiments.recordBatch(request, plan, result);
     const t2 = performance.now();
-    // Checked against the request before it is sent, every time (DESIGN.md §2 step 6).
+    // Checked against the request before it is sent, every time (README "What happens to a batch", step 4).
     const problem = validateAgainstRequest(request, result.outputs);
     if (problem !== undefined) throw new Error(`assembled response violates the contract order: ${problem}`);
     const body = stringifyExact(result.outputs, result.marked);

@@ -1,6 +1,7 @@
 /**
- * GET /health and GET /v1/info, as DESIGN.md §6 fixes them: ready only when every route has a ready, compatible
- * backend; capabilities other than inference true only when every backend reachable through routes has them.
+ * GET /health and GET /v1/info, as README "Point BENCH at the gateway" and "Coaching routing" describe them:
+ * ready only when every route has a ready, compatible backend (and not while draining for shutdown);
+ * capabilities other than inference true only when every backend reachable through routes has them.
  */
 import type { FastifyInstance } from 'fastify';
 import type { AgentInfo } from '../protocol/types.js';
