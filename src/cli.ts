@@ -59,10 +59,12 @@ async function serve(argv: string[]): Promise<number> {
     // Drain (src/shutdown.ts): stop accepting, finish batches in flight, close each connection after its last
     // answer, close backend pools, then exit; server.drain_timeout_s bounds it all.
     app.log.info({ signal }, 'stopping: finishing batches in flight');
-    shutdownGateway(app, config.server.drain_timeout_s).then(
+    // The running config's: a reload may have changed it.
+    const drainTimeoutS = app.gateway.current.config.server.drain_timeout_s;
+    shutdownGateway(app, drainTimeoutS).then(
       (outcome) => {
         if (outcome === 'timed_out') {
-          app.log.warn({ drain_timeout_s: config.server.drain_timeout_s }, 'server.drain_timeout_s ran out: remaining connections closed');
+          app.log.warn({ drain_timeout_s: drainTimeoutS }, 'server.drain_timeout_s ran out: remaining connections closed');
         }
         process.exit(outcome === 'drained' ? 0 : 1);
       },

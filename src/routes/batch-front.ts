@@ -44,10 +44,24 @@ export type FrontServerOptions = Pick<
   'keep_alive_timeout_s' | 'headers_timeout_s' | 'body_timeout_s' | 'max_connections'
 >;
 
-/** What one front server keeps: its receive clock and the options it was built with. */
+/** What one front server keeps: its receive clock and the options in force (replaced after a reload). */
 interface Front {
+  server: Server;
   deadlines: ReceiveDeadlines;
   opts: FrontServerOptions;
+}
+
+/**
+ * Put the server's bounds in force. Node reads these properties per connection or per check, so a reload's
+ * values apply to what comes next; only the checking interval is fixed at start (at most a second).
+ */
+function apply(front: Front, opts: FrontServerOptions): void {
+  front.opts = opts;
+  front.server.keepAliveTimeout = ms(opts.keep_alive_timeout_s);
+  front.server.headersTimeout = ms(opts.headers_timeout_s);
+  // Over it node closes a new connection at once: it never waits behind, or slows, the others.
+  front.server.maxConnections = opts.max_connections;
+  front.deadlines.timeoutMs = ms(opts.body_timeout_s);
 }
 
 const ms = (s: number): number => Math.max(1, Math.round(s * 1000));
@@ -59,7 +73,6 @@ export function createFrontServer(
   opts: FrontServerOptions,
 ): Server {
   const deadlines = new ReceiveDeadlines(ms(opts.body_timeout_s));
-  const front: Front = { deadlines, opts };
   const headersTimeout = ms(opts.headers_timeout_s);
   const server = createServer(
     {
@@ -72,7 +85,12 @@ export function createFrontServer(
     },
     (req, res) => {
       const h = host();
-      if (h !== undefined && h.draining()) res.shouldKeepAlive = false;
+      if (h !== undefined) {
+        // A reload replaced the config: its server bounds apply from this request on.
+        const current = h.gateway.current.config.server;
+        if (current !== front.opts) apply(front, current);
+        if (h.draining()) res.shouldKeepAlive = false;
+      }
       if (h === undefined || h.closing() || req.method !== 'POST' || req.url !== BATCH_PATH) {
         deadlines.track(req, res, () => bodyTimedOut(front, h, req, res));
         fastifyHandler(req, res);
@@ -81,13 +99,11 @@ export function createFrontServer(
       serveBatch(front, h, req, res);
     },
   );
-  // What fastify sets on the server it creates itself (it does not when given a serverFactory).
-  server.keepAliveTimeout = ms(opts.keep_alive_timeout_s);
-  server.headersTimeout = headersTimeout;
+  const front: Front = { server, deadlines, opts };
+  // What fastify sets on the server it creates itself (it does not when given a serverFactory), and more.
+  apply(front, opts);
   server.requestTimeout = 0;
-  // Over it node closes a new connection at once: it never waits behind, or slows, the others.
-  server.maxConnections = opts.max_connections;
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => clientError(opts, err, socket));
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => clientError(front.opts, err, socket));
   server.on('listening', () => deadlines.start());
   server.on('close', () => deadlines.stop());
   return server;

@@ -19,9 +19,10 @@ export class ReceiveDeadlines {
   private readonly receiving = new Map<IncomingMessage, Receiving>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly timeoutMs: number) {}
+  /** @param timeoutMs the body timeout; may be changed (a reload), for requests tracked from then on */
+  constructor(public timeoutMs: number) {}
 
-  /** How often the sweep runs: the deadline is honoured within this (at most a second late). */
+  /** How often the sweep runs, fixed at start: a deadline is honoured within this (at most a second late). */
   get intervalMs(): number {
     return Math.max(1, Math.min(1000, Math.floor(this.timeoutMs / 2)));
   }

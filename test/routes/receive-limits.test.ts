@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, test } from 'node:test';
 import { startAgentServer } from '../../demo/agents/agent-server.js';
-import { waitFor } from '../helpers/config-file.js';
+import { startGatewayFromFile, waitFor } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
 
@@ -208,4 +208,25 @@ test('over server.max_bytes_in_flight_mb new batches wait in order; one that lea
   assert.deepEqual(seen, ['first', 'second'], 'the batch whose client left was never computed');
   assert.equal(await metric('magma_gateway_admission_wait_seconds_count'), 1);
   assert.equal(await metric('magma_gateway_request_bytes_in_flight'), 0);
+});
+
+test('a reload changes the receive bounds from the next request on', async () => {
+  const a = await startFakeAgent({ name: 'a' });
+  const config = (server: Record<string, unknown>): Record<string, unknown> => ({
+    server,
+    probe_interval_s: 3600,
+    backends: { a: { url: a.url } },
+    routes: [{ name: 'default', backend: 'a' }],
+  });
+  const gw = await startGatewayFromFile(config({ headers_timeout_s: 600 }));
+  cleanup.push(async () => {
+    await gw.close();
+    await a.close();
+  });
+  assert.equal((await gw.reload(config({ headers_timeout_s: 0.4 }))).status, 200);
+  assert.equal((await gw.call('/health')).status, 200);
+  const t = trickle(Number(new URL(gw.url).port), 'POST /v1/responses HTTP/1.1\r\nHost: x\r\n', 'x-slow: ' + 'a'.repeat(1000));
+  const answer = parseAnswer(await t.closed);
+  assert.equal(answer.status, 408);
+  assert.match((answer.body as { detail: string }).detail, /server\.headers_timeout_s \(0\.4 s\)/);
 });
