@@ -33,6 +33,11 @@ export class ReceiveDeadlines {
     this.receiving.set(req, { res, deadline: Date.now() + this.timeoutMs, expire });
   }
 
+  /** The body is complete: forget the request now rather than at the next sweep (it may hold megabytes). */
+  done(req: IncomingMessage): void {
+    this.receiving.delete(req);
+  }
+
   start(): void {
     if (this.timer !== undefined) return;
     this.timer = setInterval(() => this.sweep(), this.intervalMs);
