@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { buildAdminApp } from './admin-app.js';
+import { Admission } from './admission.js';
 import type { GatewayConfig } from './config/schema.js';
 import authPlugin from './plugins/auth.js';
 import gatewayPlugin from './plugins/gateway.js';
@@ -13,6 +14,7 @@ import { identityRoutes } from './routes/identity.js';
 import { metricsRoute } from './routes/metrics.js';
 import { createFrontServer, type FrontHost } from './routes/batch-front.js';
 import { responsesRoute } from './routes/responses.js';
+import { Drain } from './shutdown.js';
 
 export const PACKAGE_VERSION: string = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -29,11 +31,13 @@ export interface BuildOptions {
 export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   const { config } = opts;
   const bodyLimit = Math.floor(config.server.body_limit_mb * 1024 * 1024);
-  // Let clients send keep-alive batches minutes apart (BENCH waits for a whole simulator step).
-  const timeouts = { keepAliveTimeout: 72_000, requestTimeout: 0 };
+  // The server's own bounds (receive time, idle time, connections) are set on the front server
+  // (routes/batch-front.ts); these are what fastify would set on a server it created itself.
+  const timeouts = { keepAliveTimeout: Math.round(config.server.keep_alive_timeout_s * 1000), requestTimeout: 0 };
   // Filled in once every route is registered (below); until then the front leaves everything to fastify.
   const front: { host?: FrontHost } = {};
   let closing = false;
+  const drain = new Drain();
   const app = Fastify({
     logger: opts.logger ?? { level: config.log_level },
     bodyLimit,
@@ -42,8 +46,9 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     ...timeouts,
     return503OnClosing: true,
     // POST /v1/responses is answered before fastify (routes/batch-front.ts); the rest goes to fastify.
-    serverFactory: (handler) => createFrontServer(handler, () => front.host, timeouts),
+    serverFactory: (handler) => createFrontServer(handler, () => front.host, config.server),
   });
+  app.decorate('drain', drain);
   // From here on the front leaves every request to fastify, which answers 503 while closing.
   app.addHook('preClose', async () => {
     closing = true;
@@ -75,7 +80,13 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     app.gateway.metrics.httpDuration.observe({ endpoint }, reply.elapsedTime / 1000);
   });
 
-  await app.register(identityRoutes);
+  // Draining for shutdown (src/shutdown.ts): the connection ends with this answer.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (drain.draining) reply.header('connection', 'close');
+    return payload;
+  });
+
+  await app.register(identityRoutes, { draining: () => drain.draining });
   await app.register(responsesRoute);
   await app.register(metricsRoute);
   await app.register(import('./routes/coaching.js'));
@@ -102,6 +113,20 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
       await admin.close();
     });
   }
-  front.host = { gateway: app.gateway, log: app.log, bodyLimit, bodyLimitMb: config.server.body_limit_mb, closing: () => closing };
+  // The budget is read from the running config at each decision, so a reload changes it.
+  const admission = new Admission(
+    () => app.gateway.current.config.server.max_bytes_in_flight_mb * 1024 * 1024,
+    (seconds) => app.gateway.metrics.admissionWait.observe(seconds),
+  );
+  app.gateway.metrics.admissionSource = admission;
+  front.host = {
+    gateway: app.gateway,
+    log: app.log,
+    bodyLimit,
+    bodyLimitMb: config.server.body_limit_mb,
+    admission,
+    closing: () => closing,
+    draining: () => drain.draining,
+  };
   return app;
 }

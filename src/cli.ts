@@ -14,6 +14,7 @@ import { checkCommand } from './commands/check.js';
 import { reportCommand } from './commands/report.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 import { reloadGateway } from './reload.js';
+import { shutdownGateway } from './shutdown.js';
 
 const USAGE = `usage:
   magma-gateway [--config FILE] [--host HOST] [--port PORT]   run the gateway (config: --config or MAGMA_GATEWAY_CONFIG)
@@ -59,10 +60,18 @@ async function serve(argv: string[]): Promise<number> {
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    // Stop accepting, let batches in flight finish, close backend pools, then exit.
+    // Drain (src/shutdown.ts): stop accepting, finish batches in flight, close each connection after its last
+    // answer, close backend pools, then exit; server.drain_timeout_s bounds it all.
     app.log.info({ signal }, 'stopping: finishing batches in flight');
-    app.close().then(
-      () => process.exit(0),
+    // The running config's: a reload may have changed it.
+    const drainTimeoutS = app.gateway.current.config.server.drain_timeout_s;
+    shutdownGateway(app, drainTimeoutS).then(
+      (outcome) => {
+        if (outcome === 'timed_out') {
+          app.log.warn({ drain_timeout_s: drainTimeoutS }, 'server.drain_timeout_s ran out: remaining connections closed');
+        }
+        process.exit(outcome === 'drained' ? 0 : 1);
+      },
       (err: unknown) => {
         app.log.error({ err }, 'error while stopping');
         process.exit(1);

@@ -47,6 +47,9 @@ export const METRIC_NAMES = [
   'magma_gateway_permit_timeouts_total',
   'magma_gateway_config_reloads_total',
   'magma_gateway_build_info',
+  'magma_gateway_request_bytes_in_flight',
+  'magma_gateway_admission_waiting',
+  'magma_gateway_admission_wait_seconds',
 ] as const;
 
 /** The batch endpoint, as the HTTP series' `endpoint` label names it. */
@@ -225,9 +228,31 @@ export class GatewayMetrics {
     labelNames: ['version'] as const,
     registers: [this.registry],
   });
+  /** The admission counts (src/admission.ts), read at scrape time: nothing is written per batch. */
+  admissionSource: { readonly bytesInFlight: number; readonly waiting: number } | undefined;
+  readonly requestBytesInFlight: Gauge = new Gauge({
+    name: 'magma_gateway_request_bytes_in_flight',
+    help: 'Request body bytes held by batches not yet answered (bounded by server.max_bytes_in_flight_mb).',
+    registers: [this.registry],
+    collect: (): void => this.requestBytesInFlight.set(this.admissionSource?.bytesInFlight ?? 0),
+  });
+  readonly admissionWaiting: Gauge = new Gauge({
+    name: 'magma_gateway_admission_waiting',
+    help: 'Batches waiting for room under server.max_bytes_in_flight_mb.',
+    registers: [this.registry],
+    collect: (): void => this.admissionWaiting.set(this.admissionSource?.waiting ?? 0),
+  });
+  /** Built in the constructor: its buckets are metrics.latency_buckets_s, as for every duration histogram. */
+  readonly admissionWait: Histogram;
 
   constructor(opts: MetricsOptions = {}) {
     this.latencyBuckets = [...(opts.latencyBucketsS ?? LATENCY_BUCKETS)];
+    this.admissionWait = new Histogram({
+      name: 'magma_gateway_admission_wait_seconds',
+      help: 'How long batches that had to wait for room under server.max_bytes_in_flight_mb waited.',
+      buckets: this.latencyBuckets,
+      registers: [this.registry],
+    });
     this.httpRequests = new Counter({
       name: 'magma_gateway_http_requests_total',
       help: 'HTTP requests answered by the gateway, by endpoint (URL path pattern) and status code.',

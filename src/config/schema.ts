@@ -125,6 +125,25 @@ export const configSchema = z.strictObject({
       max_outputs_per_input: z.number().int().positive().default(1024),
       /** Deepest JSON nesting accepted from clients and backends; deeper would overflow recursive walks. */
       max_json_depth: z.number().int().positive().max(MAX_JSON_DEPTH_CEILING).default(DEFAULT_MAX_JSON_DEPTH),
+      /** Cap on the candidates one batch asks for (sum of num_outputs): each becomes an object in memory. */
+      max_candidates_per_batch: z.number().int().positive().default(4096),
+      /**
+       * Cap on the answer a batch can produce, estimated before any backend is called: every candidate (an
+       * error candidate too) carries its input's memory, so a small request can ask for a huge answer.
+       */
+      max_answer_mb: positive.default(128),
+      /** Request body bytes held at once across batches; a new batch over it waits (FIFO) for room. */
+      max_bytes_in_flight_mb: positive.default(512),
+      /** Time to receive a request's headers; 408 after it. */
+      headers_timeout_s: positive.default(60),
+      /** Time to receive a whole request body (from when it starts being read); 408 after it. */
+      body_timeout_s: positive.default(300),
+      /** An idle keep-alive connection is closed after this (BENCH sends batches minutes apart). */
+      keep_alive_timeout_s: positive.default(72),
+      /** Open client connections; new ones beyond it are closed at once. */
+      max_connections: z.number().int().positive().default(1024),
+      /** Longest a shutdown waits for batches in flight before closing every connection. */
+      drain_timeout_s: positive.default(30),
     })
     .prefault({}),
   agent: z

@@ -2,19 +2,27 @@
  * The raw front of the hot path: `POST /v1/responses` is answered on node:http directly, every other request
  * goes to fastify (installed through fastify's `serverFactory`, see app.ts).
  *
- * Why (issue 6, S1): the small-batch target leaves no room for per-request work that does nothing for the
- * batch. Every batch would otherwise go through fastify's request and reply objects, its async hooks and its
- * send pipeline, which cost about 10 µs a request in front of a bare JSON proxy here. This front does for this
+ * Why (README "Performance", S1): the small-batch target leaves no room for per-request work that does nothing
+ * for the batch. Every batch would otherwise go through fastify's request and reply objects, its async hooks
+ * and its send pipeline, which cost about 10 µs a request in front of a bare JSON proxy here. This front does for this
  * one path what fastify and the app's hooks did: body limit (413), HTTP metrics, `x-gateway-overhead-ms`, JSON
  * errors. Requests it does not take (another path or method, a query string, a gateway that is closing and
  * must answer 503) are left to fastify unchanged.
+ *
+ * The server itself is bounded here for every path (README "Limits and timeouts"): headers and body receive
+ * time (408 with a JSON detail), idle keep-alive time, open connections, and the body bytes batches hold at
+ * once (src/admission.ts). While the gateway drains for shutdown every answer closes its connection.
  */
-import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { onClientGone } from '../abort.js';
+import type { Admission } from '../admission.js';
+import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayState } from '../plugins/gateway.js';
 import { answerHeaders, handleBatch, type BatchAnswer } from './batch-handler.js';
+import { ReceiveDeadlines } from './receive-deadlines.js';
 
 export const BATCH_PATH = '/v1/responses';
 
@@ -24,14 +32,39 @@ export interface FrontHost {
   log: FastifyBaseLogger;
   bodyLimit: number;
   bodyLimitMb: number;
+  admission: Admission;
   /** True from the moment `app.close()` starts: fastify then answers 503 (return503OnClosing). */
   closing(): boolean;
+  /** True while the gateway drains for shutdown (src/shutdown.ts): every answer closes its connection. */
+  draining(): boolean;
 }
 
-export interface FrontServerOptions {
-  keepAliveTimeout: number;
-  requestTimeout: number;
+export type FrontServerOptions = Pick<
+  GatewayConfig['server'],
+  'keep_alive_timeout_s' | 'headers_timeout_s' | 'body_timeout_s' | 'max_connections'
+>;
+
+/** What one front server keeps: its receive clock and the options in force (replaced after a reload). */
+interface Front {
+  server: Server;
+  deadlines: ReceiveDeadlines;
+  opts: FrontServerOptions;
 }
+
+/**
+ * Put the server's bounds in force. Node reads these properties per connection or per check, so a reload's
+ * values apply to what comes next; only the checking interval is fixed at start (at most a second).
+ */
+function apply(front: Front, opts: FrontServerOptions): void {
+  front.opts = opts;
+  front.server.keepAliveTimeout = ms(opts.keep_alive_timeout_s);
+  front.server.headersTimeout = ms(opts.headers_timeout_s);
+  // Over it node closes a new connection at once: it never waits behind, or slows, the others.
+  front.server.maxConnections = opts.max_connections;
+  front.deadlines.timeoutMs = ms(opts.body_timeout_s);
+}
+
+const ms = (s: number): number => Math.max(1, Math.round(s * 1000));
 
 /** fastify's serverFactory: a node:http server whose listener takes the batch path before fastify. */
 export function createFrontServer(
@@ -39,45 +72,133 @@ export function createFrontServer(
   host: () => FrontHost | undefined,
   opts: FrontServerOptions,
 ): Server {
-  const server = createServer((req, res) => {
-    const h = req.method === 'POST' && req.url === BATCH_PATH ? host() : undefined;
-    if (h === undefined || h.closing()) {
-      fastifyHandler(req, res);
-      return;
-    }
-    serveBatch(h, req, res);
-  });
-  // What fastify sets on the server it creates itself (it does not when given a serverFactory).
-  server.keepAliveTimeout = opts.keepAliveTimeout;
-  server.requestTimeout = opts.requestTimeout;
+  const deadlines = new ReceiveDeadlines(ms(opts.body_timeout_s));
+  const headersTimeout = ms(opts.headers_timeout_s);
+  const server = createServer(
+    {
+      keepAliveTimeout: ms(opts.keep_alive_timeout_s),
+      headersTimeout,
+      // The body clock is ours (receive-deadlines.ts): node's would also run while a batch waits for admission.
+      requestTimeout: 0,
+      // Node checks its headers deadline this often: within about a second, as for the body.
+      connectionsCheckingInterval: Math.max(1, Math.min(1000, Math.floor(headersTimeout / 2))),
+    },
+    (req, res) => {
+      const h = host();
+      if (h !== undefined) {
+        // A reload replaced the config: its server bounds apply from this request on.
+        const current = h.gateway.current.config.server;
+        if (current !== front.opts) apply(front, current);
+        if (h.draining()) res.shouldKeepAlive = false;
+      }
+      if (h === undefined || h.closing() || req.method !== 'POST' || req.url !== BATCH_PATH) {
+        deadlines.track(req, res, () => bodyTimedOut(front, h, req, res));
+        fastifyHandler(req, res);
+        return;
+      }
+      serveBatch(front, h, req, res);
+    },
+  );
+  const front: Front = { server, deadlines, opts };
+  // What fastify sets on the server it creates itself (it does not when given a serverFactory), and more.
+  apply(front, opts);
+  server.requestTimeout = 0;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => clientError(front.opts, err, socket));
+  server.on('listening', () => deadlines.start());
+  server.on('close', () => deadlines.stop());
   return server;
 }
 
-function serveBatch(h: FrontHost, req: IncomingMessage, res: ServerResponse): void {
+/** Errors before a request exists (node's headers timeout, a malformed request): a JSON answer, then close. */
+function clientError(opts: FrontServerOptions, err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const detail =
+    status === 408
+      ? `request headers not received within server.headers_timeout_s (${opts.headers_timeout_s} s)`
+      : status === 431
+        ? 'request headers too large'
+        : 'malformed HTTP request';
+  const body = JSON.stringify({ detail });
+  const head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
+  // Destroyed once written: the client may never close its side (a trickler), and a half-open socket would
+  // keep its file descriptor.
+  socket.end(head + body, () => socket.destroy());
+}
+
+function bodyDetail(front: Front): string {
+  return JSON.stringify({ detail: `request body not received within server.body_timeout_s (${front.opts.body_timeout_s} s)` });
+}
+
+/** A body still incomplete at its deadline: 408, and the connection closes after it. */
+function bodyTimedOut(front: Front, h: FrontHost | undefined, req: IncomingMessage, res: ServerResponse): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = bodyDetail(front);
+  if (h !== undefined && req.url === BATCH_PATH) {
+    reply(h, res, 408, body, { connection: 'close' }, performance.now());
+    return;
+  }
+  res.writeHead(408, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' });
+  res.end(body);
+}
+
+function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: ServerResponse): void {
   const t0 = performance.now();
   const declared = Number(req.headers['content-length']);
   if (declared > h.bodyLimit) {
     tooLarge(h, req, res, t0);
     return;
   }
+  // A body of unknown length (chunked) is counted as it arrives and never waits: its size is not known
+  // until it has been read.
+  const known = Number.isFinite(declared);
+  const hold = h.admission.acquire(known ? declared : 0, (held) => receive(front, h, req, res, t0, known ? undefined : held));
+  // 'close' comes once, answered or not: the bytes are given back, or a client that left frees its place.
+  res.once('close', () => hold.release());
+}
+
+function receive(
+  front: Front,
+  h: FrontHost,
+  req: IncomingMessage,
+  res: ServerResponse,
+  t0: number,
+  growing: { grow(bytes: number): void } | undefined,
+): void {
+  if (res.destroyed) return;
   const chunks: Buffer[] = [];
   let size = 0;
-  let over = false;
+  // Set once the request is answered before its body was read whole (413, 408): the rest is dropped.
+  let stopped = false;
+  front.deadlines.track(req, res, () => {
+    stopped = true;
+    chunks.length = 0;
+    bodyTimedOut(front, h, req, res);
+  });
   req.on('data', (chunk: Buffer) => {
-    if (over) return;
+    if (stopped) return;
     size += chunk.length;
     if (size > h.bodyLimit) {
-      over = true;
+      stopped = true;
       chunks.length = 0;
       tooLarge(h, req, res, t0);
       return;
     }
+    growing?.grow(chunk.length);
     chunks.push(chunk);
   });
   req.on('error', () => undefined); // a client that resets mid-body: nothing to answer, 'close' cleans up
   req.on('end', () => {
-    if (over) return;
+    front.deadlines.done(req);
+    if (stopped) return;
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+    chunks.length = 0;
     handleBatch(h.gateway, { body, headers: req.headers, log: h.log, onClientGone: (fn) => onClientGone(res, fn) }).then(
       (a) => reply(h, res, a.status, a.body, answerHeaders(a, performance.now() - t0), t0),
       (err: unknown) => {
@@ -98,7 +219,7 @@ function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, t0: n
 function reply(
   h: FrontHost,
   res: ServerResponse,
-  status: BatchAnswer['status'] | 413 | 500,
+  status: BatchAnswer['status'] | 408 | 413 | 500,
   body: string,
   headers: Record<string, string>,
   t0: number,
@@ -107,6 +228,8 @@ function reply(
   headers['content-type'] = 'application/json';
   headers['content-length'] = String(Buffer.byteLength(body));
   headers['x-gateway-overhead-ms'] ??= (performance.now() - t0).toFixed(2);
+  // Draining for shutdown: the client learns the connection ends here rather than finding it closed later.
+  if (h.draining()) headers.connection = 'close';
   res.writeHead(status, headers);
   res.end(body);
   // What the app's onResponse hook records for fastify's routes.

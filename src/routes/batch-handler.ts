@@ -1,7 +1,8 @@
 /**
- * One AgentRequest -> AgentResponse through the gateway (DESIGN.md §2), independent of the HTTP layer: the raw
- * front (routes/batch-front.ts, the hot path) and the fastify route (routes/responses.ts) both call it.
- * Only an invalid request gets an HTTP error (422); backend failures become error candidates (§5).
+ * One AgentRequest -> AgentResponse through the gateway (README "What happens to a batch"), independent of the
+ * HTTP layer: the raw front (routes/batch-front.ts, the hot path) and the fastify route (routes/responses.ts)
+ * both call it. Only an invalid request gets an HTTP error (422); backend failures become error candidates
+ * (README "Failures").
  */
 import { randomFillSync, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -13,10 +14,15 @@ import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from '../plugins/gateway.js';
 import { stringifyExact } from '../protocol/exact-json.js';
 import { parseAgentRequest } from '../protocol/request.js';
+import { checkBatchLimits, memoryBytes } from '../protocol/request-limits.js';
 import { validateAgainstRequest } from '../protocol/response-check.js';
 import { planBatch } from '../routing/plan.js';
+import type { GatewayRuntime } from '../runtime.js';
 import { hashBody, type ReplayLease } from '../state/index.js';
 import { utf8Exceeds } from '../state/util.js';
+
+/** Every code the gateway itself writes in a candidate starts so (src/errors.ts). */
+const GATEWAY_CODE_PREFIX = 'gateway_';
 
 /** What the HTTP layer hands over: the body as received, the headers, and how to learn the client left. */
 export interface BatchExchange {
@@ -62,7 +68,8 @@ function backendHeaders(headers: IncomingHttpHeaders): Record<string, string> {
 
 /**
  * Random hex for generated trace ids, cut from a pool refilled 4 KiB at a time: one small string per batch
- * instead of two UUIDs, two regex replaces and a slice (about 2 KB of garbage per small batch, issue 6 S1).
+ * instead of two UUIDs, two regex replaces and a slice (about 2 KB of garbage per small batch; README
+ * "Performance", S1).
  */
 const TRACE_POOL = Buffer.alloc(4096);
 let tracePoolAt = TRACE_POOL.length;
@@ -79,8 +86,19 @@ function newTraceparent(): string {
 }
 
 export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
-  const t0 = performance.now();
   const runtime = gw.current;
+  // Held from the first line, before any await: a reload while this batch waits (on the store, on a replay)
+  // must not close the pools the batch is about to use.
+  runtime.enter();
+  try {
+    return await batchOn(runtime, gw, ex);
+  } finally {
+    runtime.leave();
+  }
+}
+
+async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
+  const t0 = performance.now();
   const { config } = runtime;
   const { metrics, store } = gw;
   const raw = ex.body;
@@ -94,6 +112,16 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
   }
   const { request } = parsed;
   if (request.inputs.length === 0) return { status: 200, body: '[]' };
+  const { inputs } = request;
+  const tooBig = checkBatchLimits(inputs, (i) => memoryBytes(inputs[i]!.memory), {
+    maxCandidates: config.server.max_candidates_per_batch,
+    maxAnswerBytes: config.server.max_answer_mb * 1024 * 1024,
+    maxAnswerMb: config.server.max_answer_mb,
+  }, parsed.marked ? undefined : raw.length);
+  if (tooBig.length > 0) {
+    ex.log.info({ inputs: inputs.length, problem: tooBig[0]!.msg }, 'batch over its limits');
+    return { status: 422, body: stringifyExact({ detail: tooBig }) };
+  }
 
   const headers = backendHeaders(ex.headers);
   const requestId = headers['x-request-id'];
@@ -108,8 +136,9 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
   // The batch deadline aborts whatever is still waiting (a replay wait, a permit queue, backend calls).
   const deadlineTimer = setTimeout(() => signal.abort(), deadline - Date.now());
 
-  // Idempotent replay (issue 5): a re-sent identical batch is answered from the stored response, and one
-  // still being computed (here or on another gateway replica) is waited for instead of computed twice.
+  // Idempotent replay (README "Several gateway replicas"): a re-sent identical batch is answered from the stored
+  // response, and one still being computed (here or on another gateway replica) is waited for instead of
+  // computed twice.
   let lease: ReplayLease | undefined;
   try {
     if (config.state.replay_ttl_s > 0) {
@@ -126,65 +155,68 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
       }
     }
 
-    runtime.enter();
-    try {
-      const plan = planBatch(request, runtime.routes, runtime.upstreams, { headers: ex.headers });
-      const beforeDispatch = performance.now();
-      const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, memoryKey: config.memory_key };
-      const batch = runBatch(
-        { ...deps, budget: runtime.budget, store },
-        request,
-        plan,
-        { deadline, headers, signal, clientGone: () => clientGone, requestBody: raw },
-        parsed.marked,
-      );
-      if (plan.inputs.some((p) => p.shadows.length > 0)) {
-        // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
-        void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs));
-      }
-      const result = await batch;
-      gw.experiments.recordBatch(request, plan, result);
-      const t2 = performance.now();
-      // Checked against the request before it is sent, every time (DESIGN.md §2 step 6).
-      const problem = validateAgainstRequest(request, result.outputs);
-      if (problem !== undefined) throw new Error(`assembled response violates the contract order: ${problem}`);
-      const body = stringifyExact(result.outputs, result.marked);
-      const overheadMs = beforeDispatch - t0 + result.workMs + (performance.now() - t2);
-      metrics.overhead.observe(overheadMs / 1000);
-      if (lease !== undefined) {
-        if (utf8Exceeds(body, config.state.replay_max_bytes)) metrics.replay.inc({ outcome: 'too_large' });
-        // Stored in the background: the client's answer never waits on the store.
-        const done = lease;
-        lease = undefined;
-        done.finish(body).catch((err: unknown) => ex.log.warn({ err }, 'replay store failed'));
-      }
-      // Guarded: building the line (route counts, rounding) costs time even when the level drops it.
-      if (logsInfo(ex.log)) {
-        ex.log.info(
-          {
-            request_id: request.request_id,
-            inputs: request.inputs.length,
-            candidates: result.outputs.length,
-            routes: countBy(plan.inputs.map((p) => p.route)),
-            backends: result.backends,
-            error_codes: result.errorCodes,
-            duration_ms: Math.round(performance.now() - t0),
-            overhead_ms: Math.round(overheadMs * 100) / 100,
-            body_bytes: raw.length,
-          },
-          'batch',
-        );
-      }
-      return { status: 200, body, requestId, overheadMs };
-    } finally {
-      runtime.leave();
+    const plan = planBatch(request, runtime.routes, runtime.upstreams, { headers: ex.headers });
+    const beforeDispatch = performance.now();
+    const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, memoryKey: config.memory_key };
+    const batch = runBatch(
+      { ...deps, budget: runtime.budget, store },
+      request,
+      plan,
+      { deadline, headers, signal, clientGone: () => clientGone, requestBody: raw },
+      parsed.marked,
+    );
+    if (plan.inputs.some((p) => p.shadows.length > 0)) {
+      // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
+      void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs));
     }
+    const result = await batch;
+    gw.experiments.recordBatch(request, plan, result);
+    const t2 = performance.now();
+    // Checked against the request before it is sent, every time (README "What happens to a batch", step 4).
+    const problem = validateAgainstRequest(request, result.outputs);
+    if (problem !== undefined) throw new Error(`assembled response violates the contract order: ${problem}`);
+    const body = stringifyExact(result.outputs, result.marked);
+    const overheadMs = beforeDispatch - t0 + result.workMs + (performance.now() - t2);
+    metrics.overhead.observe(overheadMs / 1000);
+    // An answer holding the gateway's own failures is not stored: replaying it would serve a transient
+    // failure (a backend restarting) to a retry made after the backend recovered. The lease is abandoned
+    // below, so a duplicate waiting for it computes instead.
+    if (lease !== undefined && !hasGatewayError(result.errorCodes)) {
+      if (utf8Exceeds(body, config.state.replay_max_bytes)) metrics.replay.inc({ outcome: 'too_large' });
+      // Stored in the background: the client's answer never waits on the store.
+      const done = lease;
+      lease = undefined;
+      done.finish(body).catch((err: unknown) => ex.log.warn({ err }, 'replay store failed'));
+    }
+    // Guarded: building the line (route counts, rounding) costs time even when the level drops it.
+    if (logsInfo(ex.log)) {
+      ex.log.info(
+        {
+          request_id: request.request_id,
+          inputs: request.inputs.length,
+          candidates: result.outputs.length,
+          routes: countBy(plan.inputs.map((p) => p.route)),
+          backends: result.backends,
+          error_codes: result.errorCodes,
+          duration_ms: Math.round(performance.now() - t0),
+          overhead_ms: Math.round(overheadMs * 100) / 100,
+          body_bytes: raw.length,
+        },
+        'batch',
+      );
+    }
+    return { status: 200, body, requestId, overheadMs };
   } finally {
     clearTimeout(deadlineTimer);
     unlistenGone();
     // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
     if (lease !== undefined) void lease.abandon().catch(() => undefined);
   }
+}
+
+function hasGatewayError(codes: Record<string, number>): boolean {
+  for (const code in codes) if (code.startsWith(GATEWAY_CODE_PREFIX)) return true;
+  return false;
 }
 
 /** pino's isLevelEnabled, which FastifyBaseLogger's type does not declare. */

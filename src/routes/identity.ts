@@ -1,6 +1,7 @@
 /**
- * GET /health and GET /v1/info, as DESIGN.md §6 fixes them: ready only when every route has a ready, compatible
- * backend; capabilities other than inference true only when every backend reachable through routes has them.
+ * GET /health and GET /v1/info, as README "Point BENCH at the gateway" and "Coaching routing" describe them:
+ * ready only when every route has a ready, compatible backend (and not while draining for shutdown);
+ * capabilities other than inference true only when every backend reachable through routes has them.
  */
 import type { FastifyInstance } from 'fastify';
 import type { AgentInfo } from '../protocol/types.js';
@@ -47,8 +48,14 @@ export function gatewayInfo(runtime: GatewayRuntime, agentVersion: string): Agen
   };
 }
 
-export async function identityRoutes(app: FastifyInstance): Promise<void> {
+export interface IdentityOptions {
+  /** True while the gateway drains for shutdown: not ready, so load balancers and BENCH stop sending. */
+  draining?: () => boolean;
+}
+
+export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions): Promise<void> {
   app.get('/health', async (_req, reply) => {
+    if (opts.draining?.() === true) return reply.code(503).send({ detail: 'shutting down: finishing the batches in flight' });
     const lacking = routesLackingBackend(app.gateway.current);
     if (lacking.length > 0) {
       return reply.code(503).send({ detail: `not ready: no ready, compatible backend for route(s) ${lacking.join(', ')}` });

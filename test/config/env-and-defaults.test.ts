@@ -73,7 +73,21 @@ test('a malformed ${ reference is an error with a hint', () => {
 
 test('defaults fill every key a minimal file leaves out', () => {
   const c = parseConfigText(MINIMAL, 't.yaml', {});
-  assert.deepEqual(c.server, { host: '127.0.0.1', port: 8888, body_limit_mb: 64, max_outputs_per_input: 1024, max_json_depth: 128 });
+  assert.deepEqual(c.server, {
+    host: '127.0.0.1',
+    port: 8888,
+    body_limit_mb: 64,
+    max_outputs_per_input: 1024,
+    max_json_depth: 128,
+    max_candidates_per_batch: 4096,
+    max_answer_mb: 128,
+    max_bytes_in_flight_mb: 512,
+    headers_timeout_s: 60,
+    body_timeout_s: 300,
+    keep_alive_timeout_s: 72,
+    max_connections: 1024,
+    drain_timeout_s: 30,
+  });
   assert.equal(c.agent.agent_id, 'magma-gateway');
   assert.equal(c.memory_key, '_gateway');
   assert.equal(c.request_timeout_s, 600);

@@ -81,8 +81,11 @@ async function frontWith(closing: boolean): Promise<string> {
   const fastifyStub: RequestListener = (_req, res) => {
     res.end('fastify');
   };
-  const host = { closing: () => closing } as FrontHost;
-  const server = createFrontServer(fastifyStub, () => (closing ? host : undefined), { keepAliveTimeout: 1000, requestTimeout: 0 });
+  const serverOpts = { keep_alive_timeout_s: 1, headers_timeout_s: 60, body_timeout_s: 300, max_connections: 100 };
+  // Cast: of a host it leaves every request from, the front reads only closing(), draining() and the server
+  // options of the running config.
+  const host = { closing: () => closing, draining: () => false, gateway: { current: { config: { server: serverOpts } } } } as unknown as FrontHost;
+  const server = createFrontServer(fastifyStub, () => (closing ? host : undefined), serverOpts);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   cleanup.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

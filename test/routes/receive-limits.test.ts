@@ -1,0 +1,232 @@
+/**
+ * The server's receive bounds (README "Limits and timeouts") with real sockets: a request whose headers or
+ * body trickle in is answered 408 with a JSON detail naming the key and its connection closed; trickling
+ * connections held open do not keep normal batches from being served; connections over max_connections are
+ * closed at once; body bytes over max_bytes_in_flight_mb make new batches wait in order, and a waiting
+ * client that leaves frees its place.
+ */
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { after, test } from 'node:test';
+import { startAgentServer } from '../../demo/agents/agent-server.js';
+import { startGatewayFromFile, waitFor } from '../helpers/config-file.js';
+import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
+import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+
+const cleanup: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const c of cleanup.reverse()) await c();
+});
+
+async function setup(server: Record<string, unknown>): Promise<{ a: FakeAgent; gw: TestGateway; port: number }> {
+  const a = await startFakeAgent({ name: 'a' });
+  const gw = await startGateway({
+    server,
+    probe_interval_s: 3600,
+    backends: { a: { url: a.url } },
+    routes: [{ name: 'default', backend: 'a' }],
+  });
+  cleanup.push(async () => {
+    await gw.close();
+    await a.close();
+  });
+  return { a, gw, port: Number(new URL(gw.url).port) };
+}
+
+interface Trickler {
+  socket: Socket;
+  /** Everything the server sent, once it closed the connection. */
+  closed: Promise<string>;
+  stop(): void;
+}
+
+/** Connect, send `head` at once, then one byte of `rest` every `everyMs` for as long as the socket is open. */
+function trickle(port: number, head: string, rest: string, everyMs = 100): Trickler {
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (d: Buffer) => (received += d.toString()));
+  socket.on('error', () => undefined);
+  let i = 0;
+  const timer = setInterval(() => {
+    if (i < rest.length && socket.writable) socket.write(rest[i++]!);
+  }, everyMs);
+  socket.write(head);
+  const closed = new Promise<string>((resolve) =>
+    socket.on('close', () => {
+      clearInterval(timer);
+      resolve(received);
+    }),
+  );
+  return {
+    socket,
+    closed,
+    stop: () => {
+      clearInterval(timer);
+      socket.destroy();
+    },
+  };
+}
+
+function parseAnswer(raw: string): { status: number; headers: string; body: unknown } {
+  const sep = raw.indexOf('\r\n\r\n');
+  const headers = raw.slice(0, sep);
+  return { status: Number(headers.split(' ')[1]), headers: headers.toLowerCase(), body: JSON.parse(raw.slice(sep + 4)) };
+}
+
+const batchJson = JSON.stringify({ request_id: 'slow', inputs: [mkInput(1)] });
+
+test('headers trickled past server.headers_timeout_s: 408 with a JSON detail naming the key, then close', async () => {
+  const { a, port } = await setup({ headers_timeout_s: 0.4 });
+  const t = trickle(port, 'POST /v1/responses HTTP/1.1\r\nHost: x\r\n', 'x-slow: ' + 'a'.repeat(1000));
+  const answer = parseAnswer(await t.closed);
+  assert.equal(answer.status, 408);
+  assert.match(answer.headers, /content-type: application\/json/);
+  assert.match(answer.headers, /connection: close/);
+  assert.match((answer.body as { detail: string }).detail, /server\.headers_timeout_s \(0\.4 s\)/);
+  assert.equal(a.requestsTo('/v1/responses').length, 0);
+});
+
+test('a body trickled past server.body_timeout_s: 408 with a JSON detail naming the key, then close', async () => {
+  const { a, gw, port } = await setup({ body_timeout_s: 0.4 });
+  const head = `POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${batchJson.length}\r\n\r\n`;
+  const t = trickle(port, head, batchJson);
+  const answer = parseAnswer(await t.closed);
+  assert.equal(answer.status, 408);
+  assert.match(answer.headers, /connection: close/);
+  assert.match((answer.body as { detail: string }).detail, /server\.body_timeout_s \(0\.4 s\)/);
+  assert.equal(a.requestsTo('/v1/responses').length, 0);
+  // Other paths are bounded the same way (their bodies are read by fastify).
+  const other = trickle(port, `PUT /v1/coaching/sessions/r1 HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n`, 'x'.repeat(100));
+  assert.equal(parseAnswer(await other.closed).status, 408);
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  assert.match(metrics, /magma_gateway_http_requests_total\{route="\/v1\/responses",status_code="408"\} 1/);
+});
+
+test('a body that keeps arriving within server.body_timeout_s is served', async () => {
+  const { port } = await setup({ body_timeout_s: 10 });
+  const body = JSON.stringify({ request_id: 'chunks', inputs: [mkInput(1, { memory: { blob: 'y'.repeat(200_000) } })] });
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (d: Buffer) => (received += d.toString()));
+  const done = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  socket.write(`POST /v1/responses HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`);
+  // Ten pieces, each sent once the previous one has been written out.
+  const step = Math.ceil(body.length / 10);
+  for (let i = 0; i < body.length; i += step) {
+    await new Promise<void>((resolve) => socket.write(body.slice(i, i + step), () => setTimeout(resolve, 20)));
+  }
+  await done;
+  assert.equal(Number(received.split(' ')[1]), 200);
+  const cands = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)) as Cand[];
+  assert.equal(cands[0]!.status, 'completed');
+});
+
+test('trickling connections held open do not keep normal batches from being served', async () => {
+  const { gw, port } = await setup({ body_timeout_s: 120, headers_timeout_s: 120, max_connections: 100 });
+  const head = `POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: ${batchJson.length}\r\n\r\n`;
+  const tricklers = Array.from({ length: 40 }, (_, i) =>
+    i % 2 === 0 ? trickle(port, head, batchJson, 200) : trickle(port, 'POST /v1/responses HTTP/1.1\r\n', 'x-a: b\r\n', 200),
+  );
+  try {
+    await waitFor('the trickling connections open', async () => (await connections(gw)) >= 40);
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => gw.post({ request_id: `n${i}`, inputs: [mkInput(i)] })));
+    assert.deepEqual(answers.map((r) => r.status), Array(30).fill(200));
+    assert.ok(tricklers.every((t) => !t.socket.destroyed), 'the tricklers are still connected');
+  } finally {
+    for (const t of tricklers) t.stop();
+  }
+});
+
+function connections(gw: TestGateway): Promise<number> {
+  return new Promise((resolve, reject) => gw.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+}
+
+test('over server.max_connections a new connection is closed at once; a freed slot serves again', async () => {
+  const { gw, port } = await setup({ max_connections: 3 });
+  const held = Array.from({ length: 3 }, () => trickle(port, 'POST /v1/responses HTTP/1.1\r\n', 'x-a: ' + 'b'.repeat(1000), 200));
+  try {
+    await waitFor('3 connections held', async () => (await connections(gw)) === 3);
+    const extra = trickle(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n', '');
+    assert.equal(await extra.closed, '', 'closed without an answer');
+  } finally {
+    for (const t of held) t.stop();
+  }
+  await waitFor('the held connections gone', async () => (await connections(gw)) === 0);
+  assert.equal((await gw.post({ request_id: 'ok', inputs: [mkInput(1)] })).status, 200);
+});
+
+test('over server.max_bytes_in_flight_mb new batches wait in order; one that leaves frees its place', async () => {
+  // A real agent whose answers the test releases one at a time.
+  const gates: (() => void)[] = [];
+  const seen: string[] = [];
+  const agent = await startAgentServer({
+    info: { agent_id: 'gated' },
+    decide: async (_input, ctx) => {
+      seen.push(ctx.requestId);
+      await new Promise<void>((resolve) => gates.push(resolve));
+      return { say: 'done' };
+    },
+  });
+  const gw = await startGateway({
+    // About 1 KB: each of these batches alone fills it.
+    server: { max_bytes_in_flight_mb: 0.001 },
+    probe_interval_s: 3600,
+    backends: { g: { url: agent.url } },
+    routes: [{ name: 'default', backend: 'g' }],
+  });
+  cleanup.push(async () => {
+    await gw.close();
+    await agent.close();
+  });
+  const metric = async (name: string): Promise<number> => {
+    const text = await (await fetch(`${gw.url}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(name + ' '));
+    return Number(line?.slice(name.length + 1));
+  };
+  const body = (id: string): string => JSON.stringify({ request_id: id, inputs: [mkInput(1, { memory: { pad: 'p'.repeat(900) } })] });
+
+  const first = gw.post(body('first'));
+  await waitFor('the first batch at the backend', () => seen.length === 1);
+  assert.ok((await metric('magma_gateway_request_bytes_in_flight')) > 900);
+  const leaver = new AbortController();
+  const leaving = fetch(`${gw.url}/v1/responses`, { method: 'POST', body: body('leaver'), signal: leaver.signal }).catch((e: unknown) => e);
+  await waitFor('one batch waiting', async () => (await metric('magma_gateway_admission_waiting')) === 1);
+  const second = gw.post(body('second'));
+  await waitFor('two batches waiting', async () => (await metric('magma_gateway_admission_waiting')) === 2);
+  leaver.abort();
+  await leaving;
+  await waitFor('the one that left no longer waits', async () => (await metric('magma_gateway_admission_waiting')) === 1);
+  assert.deepEqual(seen, ['first'], 'nothing after the first reached the backend while it held the budget');
+
+  gates.shift()!();
+  assert.equal((await first).status, 200);
+  await waitFor('the second batch at the backend', () => seen.length === 2);
+  gates.shift()!();
+  const res = await second;
+  assert.equal(res.status, 200, 'waited, not refused');
+  assert.equal((res.json as Cand[])[0]!.status, 'completed');
+  assert.deepEqual(seen, ['first', 'second'], 'the batch whose client left was never computed');
+  assert.equal(await metric('magma_gateway_admission_wait_seconds_count'), 1);
+  assert.equal(await metric('magma_gateway_request_bytes_in_flight'), 0);
+});
+
+test('a reload changes the receive bounds from the next request on', async () => {
+  const a = await startFakeAgent({ name: 'a' });
+  const config = (server: Record<string, unknown>): Record<string, unknown> => ({
+    server,
+    probe_interval_s: 3600,
+    backends: { a: { url: a.url } },
+    routes: [{ name: 'default', backend: 'a' }],
+  });
+  const gw = await startGatewayFromFile(config({ headers_timeout_s: 600 }));
+  cleanup.push(async () => {
+    await gw.close();
+    await a.close();
+  });
+  assert.equal((await gw.reload(config({ headers_timeout_s: 0.4 }))).status, 200);
+  assert.equal((await gw.call('/health')).status, 200);
+  const t = trickle(Number(new URL(gw.url).port), 'POST /v1/responses HTTP/1.1\r\nHost: x\r\n', 'x-slow: ' + 'a'.repeat(1000));
+  const answer = parseAnswer(await t.closed);
+  assert.equal(answer.status, 408);
+  assert.match((answer.body as { detail: string }).detail, /server\.headers_timeout_s \(0\.4 s\)/);
+});

@@ -1,0 +1,165 @@
+/**
+ * Shutdown (src/shutdown.ts) with the real CLI and a keep-alive client: on SIGTERM the batch in flight is
+ * answered with `Connection: close`, idle keep-alive connections are closed, and the process exits once the
+ * last batch is answered instead of waiting for keep_alive_timeout_s; server.drain_timeout_s bounds a drain
+ * that cannot finish. /health answers 503 while draining.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { Agent, request, type IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { stringify } from 'yaml';
+import { startAgentServer, type AgentServer } from '../demo/agents/agent-server.js';
+import { buildApp } from '../src/app.js';
+import { parseConfigText } from '../src/config/load.js';
+import { mkInput } from './helpers/gateway.js';
+import { waitHealthy } from './helpers/wait.js';
+
+const CLI = join(process.cwd(), 'dist/src/cli.js');
+const dir = mkdtempSync(join(tmpdir(), 'mgw-shutdown-'));
+const children: ChildProcess[] = [];
+const cleanup: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const c of children) c.kill('SIGKILL');
+  for (const c of cleanup.reverse()) await c();
+});
+
+/** A real agent that answers each batch only when the test opens its gate. */
+async function gatedAgent(): Promise<{ agent: AgentServer; arrived: Promise<void>; open(): void }> {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let arrivedNow!: () => void;
+  const arrived = new Promise<void>((resolve) => (arrivedNow = resolve));
+  const agent = await startAgentServer({
+    info: { agent_id: 'gated' },
+    decide: async () => {
+      arrivedNow();
+      await gate;
+      return { say: 'done' };
+    },
+  });
+  cleanup.push(() => agent.close());
+  return { agent, arrived, open };
+}
+
+interface Cli {
+  child: ChildProcess;
+  url: string;
+  exit: Promise<number | null>;
+  /** Resolves once the output has contained `text`. */
+  printed(text: string): Promise<void>;
+}
+
+async function startCli(agentUrl: string, server: Record<string, unknown>): Promise<Cli> {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const path = join(dir, `gw-${port}.yaml`);
+  writeFileSync(
+    path,
+    stringify({
+      server: { port, ...server },
+      log_level: 'info',
+      backends: { g: { url: agentUrl } },
+      routes: [{ name: 'default', backend: 'g' }],
+    }),
+  );
+  const child = spawn(process.execPath, [CLI, '--config', path], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  const waiters: { text: string; resolve: () => void }[] = [];
+  const onData = (d: Buffer): void => {
+    out += d.toString();
+    for (const w of waiters) if (out.includes(w.text)) w.resolve();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  await waitHealthy(url);
+  return {
+    child,
+    url,
+    exit,
+    printed: (text) => new Promise<void>((resolve) => (out.includes(text) ? resolve() : waiters.push({ text, resolve }))),
+  };
+}
+
+function post(url: string, agent: Agent, body: string): Promise<{ res: IncomingMessage; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/responses`, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ res, text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function get(url: string, agent: Agent): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/health`, { agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('SIGTERM with a keep-alive batch in flight: answered with Connection: close, then the process exits at once', { timeout: 60_000 }, async () => {
+  const { agent, arrived, open } = await gatedAgent();
+  // Far longer than the test may take: an exit that waited for it would time the test out.
+  const cli = await startCli(agent.url, { keep_alive_timeout_s: 600, drain_timeout_s: 600 });
+  const busy = new Agent({ keepAlive: true, maxSockets: 1 });
+  const idle = new Agent({ keepAlive: true, maxSockets: 1 });
+  cleanup.push(async () => {
+    busy.destroy();
+    idle.destroy();
+  });
+  // An idle keep-alive connection: answered once, then left open.
+  assert.equal((await get(cli.url, idle)).statusCode, 200);
+  const idleSocket = Object.values(idle.freeSockets).flat()[0]!;
+  const idleClosed = new Promise<void>((resolve) => idleSocket.once('close', () => resolve()));
+
+  const pending = post(cli.url, busy, JSON.stringify({ request_id: 'term', inputs: [mkInput(1)] }));
+  await arrived;
+  cli.child.kill('SIGTERM');
+  await cli.printed('stopping: finishing batches in flight');
+  await idleClosed;
+  open();
+  const { res, text } = await pending;
+  assert.equal(res.statusCode, 200);
+  assert.equal(res.headers.connection, 'close');
+  assert.equal((JSON.parse(text) as { status: string }[])[0]!.status, 'completed');
+  assert.equal(await cli.exit, 0, 'exited after the last answer, long before keep_alive_timeout_s');
+});
+
+test('a drain that cannot finish is cut at server.drain_timeout_s: connections destroyed, the process exits', { timeout: 60_000 }, async () => {
+  const { agent, arrived } = await gatedAgent();
+  const cli = await startCli(agent.url, { keep_alive_timeout_s: 600, drain_timeout_s: 0.5 });
+  const busy = new Agent({ keepAlive: true });
+  cleanup.push(async () => busy.destroy());
+  const pending = post(cli.url, busy, JSON.stringify({ request_id: 'stuck', inputs: [mkInput(1)] })).then(
+    () => 'answered',
+    (err: NodeJS.ErrnoException) => err.code,
+  );
+  await arrived;
+  cli.child.kill('SIGTERM');
+  assert.equal(await cli.exit, 1, 'exit code 1: the drain timed out');
+  assert.equal(await pending, 'ECONNRESET', 'the batch that never finished had its connection closed');
+});
+
+test('while draining, /health answers 503 with a JSON detail', async () => {
+  const cfg = parseConfigText(stringify({ backends: { g: { url: 'http://127.0.0.1:9' } }, routes: [{ name: 'default', backend: 'g' }] }), 'x.yaml', {});
+  const app = await buildApp({ config: cfg, logger: false, defaultMetrics: false, probeOnStart: false });
+  cleanup.push(() => app.close());
+  await app.ready();
+  app.drain.begin();
+  const res = await app.inject({ method: 'GET', url: '/health' });
+  assert.equal(res.statusCode, 503);
+  assert.match((res.json() as { detail: string }).detail, /shutting down/);
+  assert.equal(res.headers.connection, 'close');
+});
