@@ -42,8 +42,9 @@ export function parseCommandLine(argv: readonly string[], options: Options, maxP
       throw new UsageError(`unknown option ${opt ?? ''}${near === undefined ? '' : ` (did you mean --${near}?)`}`);
     }
     if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-      // "Option '--port <value>' argument missing" or "Option '--json' does not take an argument".
-      const flag = (opt ?? '').split(' ')[0];
+      // "Option '-p, --port <value>' argument missing" or "Option '--json' does not take an argument".
+      const words = (opt ?? '').split(' ');
+      const flag = words.find((w) => w.startsWith('--')) ?? words[0];
       throw new UsageError(message.includes('missing') ? `${flag} needs a value` : `${flag} takes no value`);
     }
     throw new UsageError(message.split('.')[0] ?? message);
