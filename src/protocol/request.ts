@@ -1,11 +1,11 @@
 /**
- * Parse and validate a `POST /v1/responses` body as the contract's AgentRequest (DESIGN.md §2 steps 1-2).
+ * Parse and validate a `POST /v1/responses` body as the contract's AgentRequest (README "What happens to a batch", steps 1-2).
  * Invalid bodies become FastAPI-style 422 details naming every problem's location.
  */
 import { intKey, isNumberMark, JsonSyntaxError, numberMarkText, parseExact } from './exact-json.js';
 import { agentRequestSchema } from './schemas.js';
 import type { AgentRequest, ValidationIssue } from './types.js';
-import { zodToDetail } from './validation-errors.js';
+import { boundInput, jsonInvalidDetail, zodToDetail } from './validation-errors.js';
 
 export type RequestParse =
   | { ok: true; request: AgentRequest; marked: boolean }
@@ -35,16 +35,13 @@ export function parseAgentRequest(text: string, limits: RequestLimits): RequestP
     parsed = parseExact(text);
   } catch (err) {
     const e = err as JsonSyntaxError;
-    return {
-      ok: false,
-      detail: [{ type: 'json_invalid', loc: ['body', e.position], msg: `JSON decode error: ${e.message}`, input: {} }],
-    };
+    return { ok: false, detail: [jsonInvalidDetail(text, e)] };
   }
   const detail: ValidationIssue[] = [];
   if (parsed.nonFinite) findNonFinite(parsed.value, ['body'], detail);
 
   const result = agentRequestSchema.safeParse(parsed.value, { reportInput: true });
-  if (!result.success) detail.push(...zodToDetail(result.error));
+  if (!result.success) detail.push(...zodToDetail(result.error, parsed.value));
   if (!result.success || detail.length > 0) return { ok: false, detail };
 
   const request = result.data as AgentRequest;
@@ -57,7 +54,7 @@ export function parseAgentRequest(text: string, limits: RequestLimits): RequestP
         type: 'value_error',
         loc: ['body', 'inputs', i, 'id'],
         msg: `Value error, duplicate input id ${key} (also inputs[${first}].id); ids must be unique within a request`,
-        input: key,
+        input: boundInput(input.id),
       });
     } else seen.set(key, i);
     if (typeof input.num_outputs !== 'number' || input.num_outputs > limits.maxOutputsPerInput) {

@@ -79,4 +79,6 @@ export interface ValidationIssue {
   loc: (string | number)[];
   msg: string;
   input?: unknown;
+  /** pydantic's error context (`{"min_length": 1}`, `{"error": "Expecting value"}`), when it has one. */
+  ctx?: Record<string, unknown>;
 }
