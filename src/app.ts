@@ -4,6 +4,8 @@
 import { readFileSync } from 'node:fs';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { GatewayConfig } from './config/schema.js';
+import { loggerOptions } from './logging.js';
+import accessLogPlugin from './plugins/access-log.js';
 import authPlugin from './plugins/auth.js';
 import gatewayPlugin from './plugins/gateway.js';
 import { adminRoutes } from './routes/admin.js';
@@ -34,7 +36,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   const front: { host?: FrontHost } = {};
   let closing = false;
   const app = Fastify({
-    logger: opts.logger ?? { level: config.log_level },
+    logger: opts.logger ?? loggerOptions(config.log_level),
     bodyLimit,
     // One log line per batch is written by the route itself; per-request lines would double it.
     logController: new LogController({ disableRequestLogging: true }),
@@ -75,6 +77,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
 
   // Before any route: the admin token guards every /gateway/* path whichever plugin registers it.
   await app.register(authPlugin);
+  await app.register(accessLogPlugin);
 
   // Cross-cutting: every answer counted and timed by endpoint.
   app.addHook('onResponse', async (req, reply) => {
