@@ -1,5 +1,6 @@
 /**
- * Prometheus metrics (DESIGN.md §7). One registry per app instance, so tests can run several gateways in one
+ * Prometheus metrics (README "Metrics", docs/gateway-behaviour.md "Metrics"). One registry per app instance, so tests
+ * can run several gateways in one
  * process. Label values are bounded: backend, replica and route names come from config, and error codes are
  * capped per backend (a backend that invents a new code per request cannot grow the series without bound).
  */

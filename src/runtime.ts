@@ -1,6 +1,7 @@
 /**
  * Everything built from one config: compiled routes, upstream pools, the prober. A batch takes the runtime
- * current when it starts and finishes on it, so a reload (issue 4) swaps in a new runtime without touching
+ * current when it starts and finishes on it, so a reload (docs/gateway-behaviour.md, "Hot reload") swaps in a new
+ * runtime without touching
  * batches in flight; the old one closes its pools once they drain.
  */
 import type { FastifyBaseLogger } from 'fastify';
@@ -38,7 +39,10 @@ export class GatewayRuntime {
     this.shadows = new ShadowLimiter(config.shadow_max_in_flight);
   }
 
-  /** Backends a route can use: its backend, split or ensemble members, and fallbacks (DESIGN.md §6). */
+  /**
+   * Backends a route can use: its backend, split or ensemble members, and fallbacks (docs/gateway-behaviour.md,
+   * "Health and identity").
+   */
   routeBackends(routeName: string): string[] {
     const r = this.config.routes.find((x) => x.name === routeName);
     if (r === undefined) return [];

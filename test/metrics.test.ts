@@ -1,5 +1,5 @@
 /**
- * DESIGN.md §7 / issue 4: label values stay bounded, and every answer says the gateway's own time.
+ * README "Metrics": label values stay bounded, and every answer says the gateway's own time.
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';

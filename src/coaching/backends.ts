@@ -1,6 +1,7 @@
 /**
- * Which backends take coaching calls, and which of their replicas (ecosystem-facts.md "Coaching";
- * DESIGN.md §6: the gateway reads each backend's /v1/info and only counts backends reachable through routes).
+ * Which backends take coaching calls, and which of their replicas (docs/agent-contract.md "Coaching";
+ * docs/gateway-behaviour.md "Health and identity": the gateway reads each backend's /v1/info and only counts backends
+ * reachable through routes).
  *
  * Session affinity: a coaching session (`PUT /v1/coaching/sessions/{run_id}`) is state inside one agent
  * process, so every later call for that run_id must reach the same replica of each backend. Two mechanisms:

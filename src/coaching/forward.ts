@@ -3,7 +3,7 @@
  * its bytes: `POST /v1/coaching` passes the backend's SpecializedCoachingResponse back unchanged
  * (status, content-type, body), so nothing is decoded or re-encoded on the way. Never throws: a transport failure
  * becomes the HTTP status the gateway answers for it (502 unreachable, 504 timeout), classified by the same
- * rules as inference sub-requests (DESIGN.md §5).
+ * rules as inference sub-requests (docs/gateway-behaviour.md, "Failures and error codes").
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';

@@ -1,5 +1,5 @@
 /**
- * Reading a SpecializedCoachingRequest just enough to route it (ecosystem-facts.md "Coaching": run_id,
+ * Reading a SpecializedCoachingRequest just enough to route it (docs/agent-contract.md "Coaching": run_id,
  * request_id, target_step_id, trajectory[steps with `input` (an AgentInput), output, error, internal_steps,
  * execution], ...). The backends validate the request strictly; the gateway is lenient and only needs the
  * target step's input, so an unexpected shape costs at most a less precise route, never a rejection the
@@ -87,7 +87,8 @@ export function normalizeInput(raw: JsonObject): AgentInput {
 }
 
 /**
- * The backend the rules give an untagged input, as a new trajectory (DESIGN.md §3): the route's backend; a
+ * The backend the rules give an untagged input, as a new trajectory (docs/gateway-behaviour.md, "The memory tag"):
+ * the route's backend; a
  * split's arm, deterministic for (request_id, input id) like planBatch; an ensemble's first member that offers
  * coaching (its candidates came from several members, and only some can coach), else its first member.
  */
@@ -112,7 +113,8 @@ export function ruleBackend(
 }
 
 /**
- * Remove the gateway's key from every `memory` object anywhere in the body, in place (DESIGN.md §3: backends
+ * Remove the gateway's key from every `memory` object anywhere in the body, in place (docs/gateway-behaviour.md, "The
+ * memory tag": backends
  * never see it; a trajectory carries it on each step's input and possibly on outputs). Iterative, so a deeply
  * nested body cannot overflow the stack. Returns how many tags were removed (for the log line).
  */

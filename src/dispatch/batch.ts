@@ -1,5 +1,6 @@
 /**
- * Executing a batch plan (DESIGN.md §2 steps 4-6, §5): legs grouped per backend and sharded over its replicas,
+ * Executing a batch plan (docs/gateway-behaviour.md, "The path of a batch" steps 4-6, "Failures"): legs grouped per
+ * backend and sharded over its replicas,
  * one sub-request per replica, all in parallel; answers mapped back onto (input, candidate) slots; failures
  * moved along the route's fallback list while the deadline allows, then turned into error candidates in place.
  * Nothing here throws for a backend's sake: the batch always completes.
@@ -115,7 +116,8 @@ export async function runBatch(
 
   /**
    * Move failed items to their next fallback backend, or fill error candidates. A fallback starts only when
-   * the batch deadline leaves at least the fallback backend's usual latency (issue 3: one deadline covers every
+   * the batch deadline leaves at least the fallback backend's usual latency (docs/gateway-behaviour.md "Deadline and
+   * retry budget": one deadline covers every
    * attempt) and the retry budget has room; otherwise the failure stands at once.
    */
   const failOver = async (items: Item[], f: AttemptFailure): Promise<void> => {
@@ -158,7 +160,8 @@ export async function runBatch(
       await failOver(items, { code: 'gateway_backend_timeout', message: 'the batch deadline (request_timeout_s) ran out' });
       return;
     }
-    // max_in_flight (issue 5): wait in line for a permit of this replica, as long as the queue timeout and
+    // max_in_flight (README "Several gateway replicas"): wait in line for a permit of this replica, as long as the
+    // queue timeout and
     // the batch deadline allow; no permit in time means the backend is overloaded for these inputs.
     let permit: Permit | undefined;
     const limit = upstreams.limitOf(replica.backend);

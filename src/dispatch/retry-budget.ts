@@ -1,5 +1,6 @@
 /**
- * A retry budget like Envoy's (issue 3): retries and fallbacks in flight may not exceed a share of the
+ * A retry budget like Envoy's (docs/gateway-behaviour.md, "Deadline and retry budget"): retries and fallbacks in
+ * flight may not exceed a share of the
  * sub-requests in flight (ratio, default 20%), with a floor (min, default 3) so a quiet gateway can still fail
  * over. When a backend dies under load, this keeps failover from doubling the load on the survivors.
  */

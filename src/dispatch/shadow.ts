@@ -1,5 +1,6 @@
 /**
- * Shadow traffic (issue 3): a copy of each routed input goes to the route's shadow backends so a team can try
+ * Shadow traffic (docs/gateway-behaviour.md, "Shadow traffic"): a copy of each routed input goes to the route's
+ * shadow backends so a team can try
  * a new agent on live traffic without it answering anyone. The client's answer never waits for a shadow, never
  * changes because of one and never fails because of one: shadows run detached, bounded by
  * shadow_max_in_flight (past it they are dropped and counted, never queued), and every error is swallowed into

@@ -1,7 +1,7 @@
 /**
- * Reading environment feedback (`instruction.type == "env"`, spec/ecosystem-facts.md "Environment feedback")
+ * Reading environment feedback (`instruction.type == "env"`, docs/agent-contract.md "Environment feedback")
  * into outcome counts, so the gateway can attribute execution results to the backend whose decision the
- * environment is reporting on (issue 5).
+ * environment is reporting on (docs/gateway-behaviour.md, "Execution feedback and the experiment report").
  *
  * The content is usually a string of JSON written by Python `json.dumps`:
  *   {"infos": "<robot>: <tool> succeed|failed with message: <text>\n...", "previous_tool_call": {...}}

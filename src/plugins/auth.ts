@@ -1,5 +1,5 @@
 /**
- * Optional bearer token for the operator surface (issue 4): every `/gateway/*` path, whoever registers it
+ * Optional bearer token for the operator surface (README "Admin API"): every `/gateway/*` path, whoever registers it
  * (admin, experiments, the passthrough), and `/metrics` when `admin.protect_metrics` is set. The contract's own
  * endpoints (/health, /v1/info, /v1/responses) are never protected: BENCH and GEN do not send a token.
  *

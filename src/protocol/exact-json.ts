@@ -1,8 +1,8 @@
 /**
  * Exact JSON: parse and serialize at native JSON.parse / JSON.stringify speed without losing a number.
  *
- * The contract (agent-http-contract.txt, "Typed protocol objects ... JSON numbers must be finite", and
- * ecosystem-facts.md "Strictness of the reference models") requires integers of any size and every number in
+ * The contract (docs/agent-contract.md, "Inference input": JSON numbers must be finite, and
+ * "Strictness") requires integers of any size and every number in
  * the free-form objects to round-trip exactly. JS numbers cannot hold `12345678901234567890`, `1.0` or `-0` as
  * written, and a lossless parser is ~80x slower than JSON.parse on this machine.
  *

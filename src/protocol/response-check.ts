@@ -1,6 +1,6 @@
 /**
  * Checking backend answers and our own answer against the contract's ordering rule
- * (agent-http-contract.txt, "Response fields and ordering"; AgentResponse.validate_request).
+ * (docs/agent-contract.md, "Response fields and ordering"; AgentResponse.validate_request).
  */
 import { intKey } from './exact-json.js';
 import { agentOutputSchema, isJsonObject, type AgentOutputParsed } from './schemas.js';

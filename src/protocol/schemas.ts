@@ -1,6 +1,6 @@
 /**
- * zod schemas for every object of the contract (agent-http-contract.txt), as strict as the reference pydantic
- * models (ecosystem-facts.md, "Strictness of the reference models"): unknown fields rejected at every protocol
+ * zod schemas for every object of the contract (docs/agent-contract.md), as strict as the reference pydantic
+ * models (docs/agent-contract.md, "Strictness"): unknown fields rejected at every protocol
  * level, strict integers, case-exact literals, real booleans. Free-form objects (tools, attributes, memory,
  * extra_keys, internal_steps) are checked for their type only and kept by reference: JSON.parse already proved
  * they are JSON, and exact-json proved their numbers finite, so walking them again would only cost time.
@@ -50,7 +50,10 @@ export const agentInfoSchema = z.strictObject({
   coaching_unavailable_reason: protoString.nullable().default(null),
 });
 
-/** Backends' info is read leniently (DESIGN.md §6): older cores add fields such as coaching_session_version. */
+/**
+ * Backends' info is read leniently (docs/agent-contract.md, "Health and identity"): older cores add fields such as
+ * coaching_session_version.
+ */
 export const backendInfoSchema = agentInfoSchema.loose();
 
 export const agentInstructionSchema = z.strictObject({

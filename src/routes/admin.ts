@@ -1,5 +1,6 @@
 /**
- * The operator API under /gateway/ (issue 4). Read-only views of the runtime current at the request, the reload
+ * The operator API under /gateway/ (README "Admin API"). Read-only views of the runtime current at the request, the
+ * reload
  * trigger, and the passthrough to backends. Protection (the optional bearer token) is the auth plugin's job: it
  * covers every /gateway/* path, these and any other plugin's.
  *

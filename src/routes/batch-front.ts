@@ -2,7 +2,8 @@
  * The raw front of the hot path: `POST /v1/responses` is answered on node:http directly, every other request
  * goes to fastify (installed through fastify's `serverFactory`, see app.ts).
  *
- * Why (issue 6, S1): the small-batch target leaves no room for per-request work that does nothing for the
+ * Why (S1, docs/gateway-behaviour.md "Performance targets"): the small-batch target leaves no room for per-request
+ * work that does nothing for the
  * batch. Every batch would otherwise go through fastify's request and reply objects, its async hooks and its
  * send pipeline, which cost about 10 µs a request in front of a bare JSON proxy here. This front does for this
  * one path what fastify and the app's hooks did: body limit (413), HTTP metrics, `x-gateway-overhead-ms`, JSON

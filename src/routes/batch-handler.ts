@@ -1,5 +1,6 @@
 /**
- * One AgentRequest -> AgentResponse through the gateway (DESIGN.md §2), independent of the HTTP layer: the raw
+ * One AgentRequest -> AgentResponse through the gateway (docs/gateway-behaviour.md, "The path of a batch"),
+ * independent of the HTTP layer: the raw
  * front (routes/batch-front.ts, the hot path) and the fastify route (routes/responses.ts) both call it.
  * Only an invalid request gets an HTTP error (422); backend failures become error candidates (§5).
  */
@@ -62,7 +63,8 @@ function backendHeaders(headers: IncomingHttpHeaders): Record<string, string> {
 
 /**
  * Random hex for generated trace ids, cut from a pool refilled 4 KiB at a time: one small string per batch
- * instead of two UUIDs, two regex replaces and a slice (about 2 KB of garbage per small batch, issue 6 S1).
+ * instead of two UUIDs, two regex replaces and a slice (about 2 KB of garbage per small batch, S1 of
+ * docs/gateway-behaviour.md "Performance targets").
  */
 const TRACE_POOL = Buffer.alloc(4096);
 let tracePoolAt = TRACE_POOL.length;
@@ -105,7 +107,8 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
   // The batch deadline aborts whatever is still waiting (a replay wait, a permit queue, backend calls).
   const deadlineTimer = setTimeout(() => signal.abort(), deadline - Date.now());
 
-  // Idempotent replay (issue 5): a re-sent identical batch is answered from the stored response, and one
+  // Idempotent replay (README "Several gateway replicas"): a re-sent identical batch is answered from the stored
+  // response, and one
   // still being computed (here or on another gateway replica) is waited for instead of computed twice.
   let lease: ReplayLease | undefined;
   try {
@@ -142,7 +145,8 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
       const result = await batch;
       gw.experiments.recordBatch(request, plan, result);
       const t2 = performance.now();
-      // Checked against the request before it is sent, every time (DESIGN.md §2 step 6).
+      // Checked against the request before it is sent, every time (docs/gateway-behaviour.md, "The path of a batch"
+      // step 6).
       const problem = validateAgainstRequest(request, result.outputs);
       if (problem !== undefined) throw new Error(`assembled response violates the contract order: ${problem}`);
       const body = stringifyExact(result.outputs, result.marked);

@@ -1,5 +1,6 @@
 /**
- * The coaching endpoints through the gateway (ecosystem-facts.md "Coaching"; DESIGN.md §3 memory tag, §6).
+ * The coaching endpoints through the gateway (docs/agent-contract.md "Coaching"; docs/gateway-behaviour.md "The
+ * memory tag", "Health and identity").
  *
  * - `PUT` / `DELETE /v1/coaching/sessions/{run_id}` go to every coaching-capable backend (coaching/backends.ts),
  *   one replica each (the one holding the run's session). A session must exist on every backend a trajectory

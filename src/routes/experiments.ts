@@ -1,5 +1,6 @@
 /**
- * GET /gateway/experiments: the A/B and ensemble report (issue 6) as JSON, for people (through
+ * GET /gateway/experiments: the A/B and ensemble report (README "Execution feedback and the experiment report") as
+ * JSON, for people (through
  * `magma-gateway report`) and for scripts. Counts come from the store, so with Redis every replica answers
  * the same cluster-wide numbers. Protection of /gateway/* (admin.token) is applied by the admin hook, not here.
  */

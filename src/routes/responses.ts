@@ -1,5 +1,6 @@
 /**
- * POST /v1/responses as a fastify route (DESIGN.md §2). The listening server answers this path on its raw
+ * POST /v1/responses as a fastify route (docs/gateway-behaviour.md, "The path of a batch"). The listening server
+ * answers this path on its raw
  * front (routes/batch-front.ts) without entering fastify; this route serves what reaches fastify anyway:
  * `app.inject()`, and requests the front leaves to fastify (a query string, a gateway that is closing).
  * Both call the same handleBatch.

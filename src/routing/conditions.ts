@@ -1,5 +1,5 @@
 /**
- * One match condition (DESIGN.md §1) compiled into a predicate over the value its key resolved to.
+ * One match condition (README "Routes") compiled into a predicate over the value its key resolved to.
  *
  * Compiling happens once per config: globs and regexes become RegExp objects here, so the per-input hot path
  * only runs predicates. A predicate receives `undefined` when the key is absent in the input.

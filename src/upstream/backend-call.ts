@@ -1,6 +1,7 @@
 /**
  * One HTTP call to a backend replica with explicit timeouts, its outcome classified into the gateway's error
- * codes (DESIGN.md §5). Nothing here throws: a failed call is a value the dispatcher can route on.
+ * codes (docs/gateway-behaviour.md, "Failures and error codes"). Nothing here throws: a failed call is a value the
+ * dispatcher can route on.
  */
 import { StringDecoder } from 'node:string_decoder';
 import { errors } from 'undici';
@@ -54,7 +55,8 @@ export function classifyError(err: unknown, timedOut: boolean, timeoutMs: number
  *
  * Why a dispatch handler and not `pool.request()`: request() wraps every answer in a Readable stream and
  * parses its headers into an object, and listens on an AbortSignal; here the answer is collected straight into
- * bytes, only content-type is read (raw mode), and a cancel just calls undici's own abort (issue 6, S1).
+ * bytes, only content-type is read (raw mode), and a cancel just calls undici's own abort (S1,
+ * docs/gateway-behaviour.md "Performance targets").
  */
 export function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
   const timeoutMs = Math.max(1, Math.floor(opts.timeoutMs));
@@ -169,7 +171,10 @@ class CollectHandler {
   }
 }
 
-/** A POST /v1/responses call: non-2xx statuses become failures with their DESIGN §5 codes. */
+/**
+ * A POST /v1/responses call: non-2xx statuses become failures with their codes (docs/gateway-behaviour.md, "Failures
+ * and error codes").
+ */
 export async function postResponses(
   replica: Replica,
   body: string | Buffer,

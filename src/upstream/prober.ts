@@ -1,5 +1,6 @@
 /**
- * Probes every replica's /health and /v1/info at start and every probe_interval_s (DESIGN.md §6), so /health
+ * Probes every replica's /health and /v1/info at start and every probe_interval_s (docs/gateway-behaviour.md,
+ * "Probing and ejection"), so /health
  * tells the truth and incompatible agents are never routed to. Ejected replicas are probed too: that is how they
  * come back, on the first successful probe once their backoff is over.
  */

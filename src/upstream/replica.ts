@@ -1,6 +1,7 @@
 /**
  * One backend replica: its undici Pool (created at start, closed on shutdown), its readiness as the prober and
- * request outcomes see it, and the inputs it has in flight (the sharding balance, DESIGN.md §2 step 4).
+ * request outcomes see it, and the inputs it has in flight (the sharding balance, docs/gateway-behaviour.md "The path
+ * of a batch" step 4).
  */
 import { Pool } from 'undici';
 import type { AgentInfoParsed } from '../protocol/schemas.js';
@@ -13,7 +14,10 @@ export type ReplicaState =
   | 'not_ready'
   /** Failed consecutive probes or requests: out of rotation until a probe succeeds and the backoff ends. */
   | 'ejected'
-  /** Answers, but not protocol 2.0 or no `inference: true` (DESIGN.md §6): never routed to. */
+  /**
+   * Answers, but not protocol 2.0 or no `inference: true` (docs/agent-contract.md, "Health and identity"): never
+   * routed to.
+   */
   | 'incompatible';
 
 export interface ReplicaOptions {

@@ -1,7 +1,8 @@
 /**
  * Every backend's replicas, built from config at start. Answers the planner's question "can this backend serve?"
  * and the dispatcher's "which replicas take these inputs?", and keeps the failure/ejection bookkeeping
- * (DESIGN.md §6; issue 4: N consecutive failures eject with a doubling backoff, never more than a share).
+ * (docs/gateway-behaviour.md, "Probing and ejection": N consecutive failures eject with a doubling backoff,
+ * never more than a share).
  */
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';

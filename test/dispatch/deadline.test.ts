@@ -1,5 +1,6 @@
 /**
- * One deadline per batch and a retry budget (issue 3): failover cannot run past request_timeout_s nor snowball.
+ * One deadline per batch and a retry budget (docs/gateway-behaviour.md, "Deadline and retry budget"): failover cannot
+ * run past request_timeout_s nor snowball.
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';

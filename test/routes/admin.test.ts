@@ -1,5 +1,6 @@
 /**
- * The operator API under /gateway/ (issue 4) against real loopback agents: the backends/routes/config views,
+ * The operator API under /gateway/ (README "Admin API") against real loopback agents: the backends/routes/config
+ * views,
  * redaction, the bearer token on every /gateway/* path (and /metrics when asked), and the passthrough.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,6 @@
 /**
- * Ejection bookkeeping (issue 1) on Upstreams itself, with an injected clock: N consecutive failures eject, the
+ * Ejection bookkeeping (docs/gateway-behaviour.md, "Probing and ejection") on Upstreams itself, with an injected
+ * clock: N consecutive failures eject, the
  * backoff doubles from probe_interval_s up to eject_max_s, failures alone never eject more than
  * max_ejected_share of a backend, and a replica healthy for long enough forgets an ejection.
  * No traffic is sent: pools are created but never connect.

@@ -1,5 +1,6 @@
 /**
- * Probing and ejection against real loopback agents (issue 1, DESIGN.md §6): a killed replica is ejected and
+ * Probing and ejection against real loopback agents (docs/gateway-behaviour.md, "Probing and ejection", "Health and
+ * identity"): a killed replica is ejected and
  * traffic moves without a failed candidate, the restarted replica comes back; /health follows the backends
  * (503 and back to 200); /v1/info capabilities change with them; an incompatible replica is never routed to.
  */
