@@ -134,6 +134,9 @@ async function run(args: string[]): Promise<number> {
   if (first === 'validate') return validateCommand(rest, { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) }, process.env);
   if (first === 'serve') return serve(rest);
   if (first === undefined || first.startsWith('-')) return serve(args);
+  if (first.endsWith('.yaml') || first.endsWith('.yml')) {
+    return usageError(`unknown command "${first}" (to run with this config file: --config ${first})`);
+  }
   const near = closest(first, COMMANDS);
   return usageError(`unknown command "${first}"${near === undefined ? '' : ` (did you mean "${near}"?)`}`);
 }

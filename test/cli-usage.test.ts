@@ -57,6 +57,12 @@ test('a mistyped command is one line with a suggestion, exit 2', async () => {
   assertUsageError(r.stderr(), /^magma-gateway: unknown command "chek" \(did you mean "check"\?\)$/);
 });
 
+test('a config file given as a command is told to use --config, exit 2', async () => {
+  const r = runCli(['gateway.yaml']);
+  assert.equal(await r.exit, 2);
+  assertUsageError(r.stderr(), /^magma-gateway: unknown command "gateway\.yaml" \(to run with this config file: --config gateway\.yaml\)$/);
+});
+
 test('an unknown option is one line naming it, exit 2', async () => {
   const r = runCli(['--config', VALID, '--prot', '9']);
   assert.equal(await r.exit, 2);
