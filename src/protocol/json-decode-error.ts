@@ -6,7 +6,7 @@
  * JSON.parse only says that a body is invalid (and, depending on the Node version, not always where); this
  * scanner runs only after JSON.parse refused a body. It is one pass with an explicit stack (no recursion, so
  * any nesting depth is safe) and constant work per character. Positions are counted in code points, as
- * Python indexes a decoded str. Messages follow CPython 3.12's C scanner. One deliberate difference: Python
+ * Python indexes a decoded str. Messages follow CPython 3.11 and 3.12 (3.13 words trailing commas differently). One deliberate difference: Python
  * accepts `NaN`, `Infinity` and `-Infinity`; the contract requires finite numbers, so they are "Expecting
  * value" here.
  */
