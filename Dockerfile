@@ -1,9 +1,11 @@
 # syntax=docker/dockerfile:1
 # magma-gateway image. The same image runs the gateway (default) and the demo agents:
-#   docker run -p 8888:8888 -e GATEWAY_ADMIN_TOKEN=... magma-gateway      # gateway, config/gateway.docker.yaml
-#   docker run -p 8888:8888 -v $PWD/my.yaml:/app/config/my.yaml magma-gateway --config config/my.yaml
+#   docker run -p 8888:8888 -e AGENT_URL=http://host.docker.internal:8101 \
+#     --add-host host.docker.internal:host-gateway magma-gateway    # one backend, config/gateway.standalone.yaml
+#   docker run -p 8888:8888 -v $PWD/my.yaml:/app/config/my.yaml:ro magma-gateway --config config/my.yaml
 #   docker run --entrypoint node magma-gateway dist/demo/agents/talker.js --host 0.0.0.0 --port 8101
-# docker-compose.yml wires it up with Redis, the demo agents, Prometheus and Grafana.
+# docker-compose.yml wires it up with Redis, the demo agents, Prometheus and Grafana (config/gateway.docker.yaml).
+# The entrypoint is node itself (no npm, no shell), so SIGTERM reaches the gateway and it drains before exiting.
 
 # ---- build: compile TypeScript (tsc -> dist/) with the dev dependencies ----
 FROM node:20-slim AS build
@@ -31,4 +33,4 @@ EXPOSE 8888 9901
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8888/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["node", "dist/src/cli.js"]
-CMD ["--config", "config/gateway.docker.yaml"]
+CMD ["--config", "config/gateway.standalone.yaml"]

@@ -400,7 +400,7 @@ async function setupProxyScenario(id: 'S1' | 'S2', body: BenchRequest, connectio
       const tags = g?.check?.tags;
       if (tags !== undefined) res.extra.gatewayMemoryTags = tags;
       if (g?.check?.ok === true && Object.keys(tags ?? {}).length === 0) {
-        res.notes.push(`the gateway's answer carries no memory.${MEMORY_KEY} tag (DESIGN.md §3)`);
+        res.notes.push(`the gateway's answer carries no memory.${MEMORY_KEY} tag (docs/gateway-behaviour.md, "The memory tag")`);
       }
       const p = byId(res, 'passthrough')?.median;
       const ng = byId(res, 'nginx')?.median;

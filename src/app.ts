@@ -6,6 +6,8 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import { buildAdminApp } from './admin-app.js';
 import { Admission } from './admission.js';
 import type { GatewayConfig } from './config/schema.js';
+import { loggerOptions } from './logging.js';
+import accessLogPlugin from './plugins/access-log.js';
 import authPlugin from './plugins/auth.js';
 import gatewayPlugin from './plugins/gateway.js';
 import { installHttpErrors } from './plugins/http-errors.js';
@@ -39,7 +41,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   let closing = false;
   const drain = new Drain();
   const app = Fastify({
-    logger: opts.logger ?? { level: config.log_level },
+    logger: opts.logger ?? loggerOptions(config.log_level),
     bodyLimit,
     // One log line per batch is written by the route itself; per-request lines would double it.
     logController: new LogController({ disableRequestLogging: true }),
@@ -72,6 +74,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
 
   // Before any route: /metrics needs the admin token when admin.protect_metrics is set.
   await app.register(authPlugin, { listener: 'agent' });
+  await app.register(accessLogPlugin);
 
   // Cross-cutting: every answer counted and timed by endpoint (the URL path pattern).
   app.addHook('onResponse', async (req, reply) => {

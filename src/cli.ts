@@ -1,46 +1,89 @@
 #!/usr/bin/env node
 /**
- * The `magma-gateway` command. The entry point only loads config, listens and handles signals (house style);
- * everything else is built by buildApp.
+ * The `magma-gateway` command. The entry point only reads its arguments, loads config, listens and handles
+ * signals (house style); everything else is built by buildApp. Every mistake on the command line (an unknown
+ * option or command, a bad value, a port already in use) is one line plus the usage and exit code 2, never a
+ * stack trace (README "Command line").
  *
- *   magma-gateway [--config FILE] [--host H] [--port P]   serve (config also from MAGMA_GATEWAY_CONFIG)
- *   magma-gateway check <agent-url>                       contract conformance probe of an agent
- *   magma-gateway report [--url <admin-url>]              the A/B experiment report as a table
+ *   magma-gateway [serve] [--config FILE] [--host H] [--port P] [--log-level L]   serve
+ *   magma-gateway validate [--config FILE]                                       check a config, do not start
+ *   magma-gateway check <agent-url>                                              contract probe of an agent
+ *   magma-gateway report [<admin-url>]                                           the A/B experiment report
+ *   magma-gateway --version | help [command]
  */
-import { parseArgs } from 'node:util';
+import type { FastifyInstance } from 'fastify';
 import { listenAdmin } from './admin-app.js';
-import { buildApp } from './app.js';
-import { checkCommand } from './commands/check.js';
-import { reportCommand } from './commands/report.js';
+import { buildApp, PACKAGE_VERSION } from './app.js';
+import { UsageError } from './commands/args.js';
+import { CHECK_USAGE, checkCommand } from './commands/check.js';
+import { REPORT_USAGE, reportCommand } from './commands/report.js';
+import { parseServeArgs } from './commands/serve-args.js';
+import { VALIDATE_USAGE, validateCommand } from './commands/validate.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
+import { parseHostPort } from './config/schema.js';
+import { closest } from './config/nearest-name.js';
+import { loggerOptions } from './logging.js';
 import { reloadGateway } from './reload.js';
 import { shutdownGateway } from './shutdown.js';
 
 const USAGE = `usage:
-  magma-gateway [--config FILE] [--host HOST] [--port PORT]   run the gateway (config: --config or MAGMA_GATEWAY_CONFIG)
-  magma-gateway check <agent-url> [--timeout S] [--json]     test an agent against the MAGMA v2.0 contract
-  magma-gateway report [--url ADMIN-URL] [--token T] [--json] print the experiment report (admin listener)
+  magma-gateway [serve] [--config FILE] [--host HOST] [--port PORT] [--log-level LEVEL]
+      run the gateway (config: --config or MAGMA_GATEWAY_CONFIG; log level also MAGMA_GATEWAY_LOG_LEVEL)
+  magma-gateway validate [--config FILE]                 check a config file without starting
+  magma-gateway check <agent-url> [--timeout S] [--json] test an agent against the MAGMA v2.0 contract
+  magma-gateway report [<admin-url>] [--token T] [--json] print the experiment report (admin listener,
+      default http://127.0.0.1:9901)
+  magma-gateway --version                                print the version
+  magma-gateway help [COMMAND]                           this text, or a command's
+  (check and report take their URL as the argument or as --url URL)
 `;
 
+const SUBCOMMAND_USAGE: Record<string, string> = {
+  serve: USAGE,
+  validate: VALIDATE_USAGE,
+  check: CHECK_USAGE,
+  report: REPORT_USAGE,
+};
+const COMMANDS = ['serve', 'validate', 'check', 'report', 'help', 'version'];
+
+function usageError(message: string, usage = USAGE): number {
+  process.stderr.write(`magma-gateway: ${message}\n${usage}`);
+  return 2;
+}
+
+/** A listen failure the operator can fix (port taken, not allowed, no such address): one line, not a crash. */
+function listenProblem(err: unknown, host: string, port: number): string | undefined {
+  const code = (err as { code?: string }).code;
+  const where = `${host}:${port}`;
+  if (code === 'EADDRINUSE') return `cannot listen on ${where}: the address is already in use (change server.port or --port)`;
+  if (code === 'EACCES') return `cannot listen on ${where}: permission denied (ports below 1024 need privileges)`;
+  if (code === 'EADDRNOTAVAIL') return `cannot listen on ${where}: no such local address (change server.host or --host)`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `cannot listen on ${where}: unknown host name (change server.host or --host)`;
+  return undefined;
+}
+
+/** Listen; false (after closing the app and saying why) when the address cannot be used. */
+async function listenOrExplain(app: FastifyInstance, host: string, port: number): Promise<boolean> {
+  try {
+    await app.listen({ host, port });
+    return true;
+  } catch (err) {
+    const problem = listenProblem(err, host, port);
+    if (problem === undefined) throw err;
+    await app.close();
+    usageError(problem);
+    return false;
+  }
+}
+
 async function serve(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string', short: 'c' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
+  const opts = parseServeArgs(argv, process.env);
+  if (opts.help) {
     process.stdout.write(USAGE);
     return 0;
   }
-  const path = values.config ?? process.env.MAGMA_GATEWAY_CONFIG;
-  if (path === undefined) {
-    process.stderr.write(`magma-gateway: no config file given\n${USAGE}`);
-    return 2;
-  }
+  const path = opts.configPath;
+  if (path === undefined) return usageError('no config file given (--config FILE or MAGMA_GATEWAY_CONFIG)');
   let config;
   try {
     config = loadConfigFile(path);
@@ -48,12 +91,21 @@ async function serve(argv: string[]): Promise<number> {
     process.stderr.write(`magma-gateway: ${err instanceof ConfigError ? err.message : String(err)}\n`);
     return 2;
   }
-  const app = await buildApp({ config, configPath: path });
-  const host = values.host ?? config.server.host;
-  const port = values.port !== undefined ? Number(values.port) : config.server.port;
-  await app.listen({ host, port });
+  const app = await buildApp({ config, configPath: path, logger: loggerOptions(opts.logLevel ?? config.log_level) });
+  const host = opts.host ?? config.server.host;
+  const port = opts.port ?? config.server.port;
+  if (!(await listenOrExplain(app, host, port))) return 2;
   // The admin API on its own socket (admin.listen), when configured.
-  const adminUrl = await listenAdmin(app);
+  let adminUrl: string | undefined;
+  try {
+    adminUrl = await listenAdmin(app);
+  } catch (err) {
+    const at = parseHostPort(app.gateway.current.config.admin.listen ?? '');
+    const problem = at === undefined ? undefined : listenProblem(err, at.host, at.port);
+    if (problem === undefined) throw err;
+    await app.close();
+    return usageError(`admin.listen: ${problem}`);
+  }
   if (adminUrl !== undefined) app.log.info({ url: adminUrl }, 'admin listener: /gateway/* and the backend passthrough');
 
   let stopping = false;
@@ -85,22 +137,46 @@ async function serve(argv: string[]): Promise<number> {
   return -1; // keep running
 }
 
-async function main(): Promise<void> {
-  const [sub, ...rest] = process.argv.slice(2);
+/** The exit code of one command line; -1 while the gateway keeps serving. */
+async function run(args: string[]): Promise<number> {
+  const [first, ...rest] = args;
+  if (first === '--version' || first === '-V' || first === 'version') {
+    if (first === 'version' && rest.length > 0) return usageError(`"version" takes no arguments`);
+    process.stdout.write(`magma-gateway ${PACKAGE_VERSION}\n`);
+    return 0;
+  }
+  if (first === 'help' || first === '--help' || first === '-h') {
+    const topic = rest[0];
+    if (topic === undefined) process.stdout.write(USAGE);
+    else if (SUBCOMMAND_USAGE[topic] !== undefined) process.stdout.write(SUBCOMMAND_USAGE[topic]);
+    else return usageError(`no help for unknown command "${topic}"`);
+    return 0;
+  }
   // exitCode rather than exit(): a piped table must be flushed before the process ends.
-  if (sub === 'check') {
-    process.exitCode = await checkCommand(rest);
-    return;
+  if (first === 'check') return checkCommand(rest);
+  if (first === 'report') return reportCommand(rest);
+  if (first === 'validate') return validateCommand(rest, { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) }, process.env);
+  if (first === 'serve') return serve(rest);
+  if (first === undefined || first.startsWith('-')) return serve(args);
+  if (first.endsWith('.yaml') || first.endsWith('.yml')) {
+    return usageError(`unknown command "${first}" (to run with this config file: --config ${first})`);
   }
-  if (sub === 'report') {
-    process.exitCode = await reportCommand(rest);
-    return;
-  }
-  const code = await serve(process.argv.slice(2));
-  if (code >= 0) process.exitCode = code;
+  const near = closest(first, COMMANDS);
+  return usageError(`unknown command "${first}"${near === undefined ? '' : ` (did you mean "${near}"?)`}`);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`magma-gateway: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
-  process.exit(1);
-});
+run(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError) {
+      process.exitCode = usageError(err.message);
+      return;
+    }
+    // Anything else is the gateway's own fault: one line for the operator, the stack only when asked for.
+    const detail = err instanceof Error ? (process.env.MAGMA_GATEWAY_DEBUG ? (err.stack ?? err.message) : err.message) : String(err);
+    process.stderr.write(`magma-gateway: ${detail}\n`);
+    process.exit(1);
+  },
+);

@@ -1,6 +1,7 @@
 /**
  * The one registry of error codes the gateway itself produces inside error candidates
- * (DESIGN.md §5; contract "Agent and HTTP errors": an AgentError has a nonempty code and message,
+ * (docs/gateway-behaviour.md "Failures and error codes"; docs/agent-contract.md "Agent and HTTP errors": an
+ * AgentError has a nonempty code and message,
  * component names the backend). Every code here is documented in the README; a test checks it.
  */
 export const GATEWAY_ERRORS = {

@@ -1,5 +1,6 @@
 /**
- * Hot reload (issue 5): SIGHUP or `POST /gateway/reload` re-reads the config file. A valid file becomes a new
+ * Hot reload (docs/gateway-behaviour.md, "Hot reload"): SIGHUP or `POST /gateway/reload` re-reads the config file. A
+ * valid file becomes a new
  * GatewayRuntime, probed once before it takes traffic, then swapped in as `app.gateway.current`: batches that
  * started on the old runtime finish on it (they hold it from their first line), and the old runtime closes its
  * pools once they drain. An invalid file is refused with the loader's message and the old config keeps serving.

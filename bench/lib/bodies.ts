@@ -1,6 +1,7 @@
 /**
  * Request bodies of the bench scenarios, generated deterministically (seeded) so every run sends the same bytes.
- * Shapes follow spec/ecosystem-facts.md: full-history memory (`history` of `{author, content}` + `memory_list`),
+ * Shapes follow docs/agent-contract.md ("Payload sizes", "Environment feedback"): full-history memory (`history` of
+ * `{author, content}` + `memory_list`),
  * env instructions holding Python-`json.dumps`-style JSON strings, tool descriptions, `known_robots`.
  */
 

@@ -17,7 +17,8 @@ function idLikeToken(text: string): string | undefined {
 
 /**
  * A value for one declared parameter. Types are MAGMA conventions (`str`, `int`, ...), not JSON Schema
- * (agent-http-contract.txt, "Tool descriptions"); unknown types get a string, the most common kind.
+ * (docs/agent-contract.md, "Tool descriptions and private options"); unknown types get a string, the most common
+ * kind.
  */
 function valueFor(name: string, spec: unknown, instruction: string, first: boolean): unknown {
   const type = isJsonObject(spec) && typeof spec.type === 'string' ? spec.type.toLowerCase() : 'str';

@@ -15,7 +15,10 @@ function clip(s: string, n = 80): string {
   return one.length > n ? `${one.slice(0, n - 1)}…` : one;
 }
 
-/** Comment on execution feedback; the payload is a convention, never guaranteed to parse (ecosystem-facts.md). */
+/**
+ * Comment on execution feedback; the payload is a convention, never guaranteed to parse (docs/agent-contract.md,
+ * "Environment feedback").
+ */
 function commentOnEnv(content: string): string {
   let payload: unknown;
   try {

@@ -1,5 +1,6 @@
 /**
- * `/gateway/backends/{name}/...` forwarded to a replica of that backend (issue 4), so an operator reaches any
+ * `/gateway/backends/{name}/...` forwarded to a replica of that backend (README "Admin API"), so an operator reaches
+ * any
  * agent's own endpoints (its /health, /v1/info, a debug page) through the gateway without opening its port.
  *
  * One @fastify/http-proxy registration serves every backend: its prefix carries `:name`, and the replica is

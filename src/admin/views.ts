@@ -46,7 +46,10 @@ export interface RouteView {
   fallback: string[];
   shadow: string[];
   sticky: boolean;
-  /** Members then fallbacks, each with whether it is ready: /health needs one per route (DESIGN.md §6). */
+  /**
+   * Members then fallbacks, each with whether it is ready: /health needs one per route (docs/gateway-behaviour.md,
+   * "Health and identity").
+   */
   backends: { name: string; ready: boolean }[];
   ready: boolean;
 }

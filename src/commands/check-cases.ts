@@ -1,6 +1,6 @@
 /**
- * The `POST /v1/responses` checks of `magma-gateway check` (agent-http-contract.txt, "Inference input",
- * "Response fields and ordering", "Memory and internal records"; ecosystem-facts.md, strictness).
+ * The `POST /v1/responses` checks of `magma-gateway check` (docs/agent-contract.md, "Inference input",
+ * "Response fields and ordering", "Memory and internal records", "Strictness").
  *
  * Requests are built as contract objects with number markers for the integers JS cannot hold and written with
  * stringifyExact, so the agent receives `99999999999999999999` and `1.0` as digits; answers are read as raw

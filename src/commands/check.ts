@@ -7,7 +7,7 @@
  * an agent does (garbage, resets, hangs up to the timeout) may crash it. Checks run one at a time, like BENCH
  * sends one request at a time, so a single-worker agent is judged on its contract, not on its concurrency.
  */
-import { parseArgs } from 'node:util';
+import { parseCommandLine, secondsOption, UsageError, urlArgument } from './args.js';
 import { checkBatch, checkEmpty, checkMemory, checkOrdering } from './check-cases.js';
 import { describeError, openTarget, TransportError, type ProbeTarget } from './check-http.js';
 import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } from './check-probes.js';
@@ -127,50 +127,50 @@ const processIo: CheckIo = {
 };
 
 export const CHECK_USAGE = `usage: magma-gateway check <agent-url> [--timeout <seconds>] [--json]
+       magma-gateway check --url <agent-url> [--timeout <seconds>] [--json]
   Tests an agent against the MAGMA Agent HTTP contract v2.0 and prints a PASS/FAIL table.
+  --url <url>    the agent, e.g. http://127.0.0.1:8001 (or give it as the argument)
   --timeout <s>  deadline of each request (default ${DEFAULT_TIMEOUT_MS / 1000})
   --json         print the results as JSON instead of a table
   exit code: 0 all checks pass, 1 some fail, 2 usage error
 `;
 
+const CHECK_FLAGS = {
+  url: { type: 'string' },
+  timeout: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 /** The `check` subcommand; `argv` is what follows `check`. Returns the exit code. */
 export async function checkCommand(argv: string[], io: CheckIo = processIo): Promise<number> {
-  let values: { timeout?: string; json?: boolean; help?: boolean };
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: { timeout: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    }));
-  } catch (err) {
-    io.err(`magma-gateway check: ${describeError(err)}\n${CHECK_USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    io.out(CHECK_USAGE);
-    return 0;
-  }
-  const usage = (why: string): number => {
-    io.err(`magma-gateway check: ${why}\n${CHECK_USAGE}`);
-    return 2;
-  };
-  if (positionals.length !== 1) return usage(positionals.length === 0 ? 'missing <agent-url>' : 'one <agent-url> only');
-  const seconds = values.timeout === undefined ? DEFAULT_TIMEOUT_MS / 1000 : Number(values.timeout);
-  if (values.timeout?.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
-    return usage(`--timeout must be a positive number of seconds, got "${values.timeout}"`);
-  }
   let base: string;
+  let seconds: number;
+  let json: boolean;
   try {
-    base = agentBase(positionals[0]!);
+    const parsed = parseCommandLine(argv, CHECK_FLAGS, 1);
+    if (parsed.values.help === true) {
+      io.out(CHECK_USAGE);
+      return 0;
+    }
+    seconds = secondsOption(parsed.values.timeout, '--timeout', DEFAULT_TIMEOUT_MS / 1000);
+    json = parsed.values.json === true;
+    const url = urlArgument(parsed, 'agent URL');
+    try {
+      base = agentBase(url);
+    } catch (err) {
+      throw new UsageError(describeError(err));
+    }
   } catch (err) {
-    return usage(describeError(err));
+    if (!(err instanceof UsageError)) throw err;
+    io.err(`magma-gateway check: ${err.message}\n${CHECK_USAGE}`);
+    return 2;
   }
 
   const results = await runChecks(base, { timeoutMs: Math.ceil(seconds * 1000) });
   const passed = results.filter((r) => r.ok).length;
   const failed = results.length - passed;
-  if (values.json) io.out(`${JSON.stringify({ agent: base, passed, failed, results }, null, 2)}\n`);
+  if (json) io.out(`${JSON.stringify({ agent: base, passed, failed, results }, null, 2)}\n`);
   else io.out(`magma-gateway check ${base}\n\n${formatTable(results)}\n`);
   return failed === 0 ? 0 : 1;
 }

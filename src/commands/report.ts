@@ -1,11 +1,11 @@
 /**
- * `magma-gateway report [--url http://host:port]`: the experiment report of a running gateway, read from its
- * admin listener (admin.listen; DEFAULT_ADMIN_URL when --url is not given)
- * (GET /gateway/experiments, issue 6) as tables a person reads in a terminal, one per split or ensemble route,
+ * `magma-gateway report http://host:port` (or `--url`; default the admin listener of the example configs): the
+ * experiment report of a running gateway (GET /gateway/experiments on its admin listener, README "Execution
+ * feedback and the experiment report") as tables a person reads in a terminal, one per split or ensemble route,
  * then for two-arm splits the difference in tool success rate with its interval and p-value.
  * `--json` prints the endpoint's JSON unchanged, for scripts.
  */
-import { parseArgs } from 'node:util';
+import { parseCommandLine, secondsOption, UsageError, urlArgument, type Parsed } from './args.js';
 import type { ArmReport, ExperimentsReport, RouteReport } from '../experiments/report.js';
 
 export interface ReportIo {
@@ -21,14 +21,23 @@ const processIo: ReportIo = {
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
 
-export const REPORT_USAGE = `usage: magma-gateway report [--url <admin-url>] [--token <token>] [--json] [--timeout <seconds>]
+export const REPORT_USAGE = `usage: magma-gateway report [<admin-url>] [--token <token>] [--json] [--timeout <seconds>]
+       magma-gateway report [--url <admin-url>] [--token <token>] [--json] [--timeout <seconds>]
   Prints the A/B and ensemble report of a running gateway (GET /gateway/experiments on its admin listener).
-  --url <url>     the gateway's admin listener (admin.listen), default ${DEFAULT_ADMIN_URL}
+  --url <url>     the gateway's admin listener (admin.listen), default ${DEFAULT_ADMIN_URL} (or give it as the argument)
   --token <t>     admin bearer token for /gateway/* (default: env GATEWAY_ADMIN_TOKEN)
   --json          print the report as JSON
   --timeout <s>   request deadline (default 30)
   exit code: 0 printed, 1 the gateway could not be read, 2 usage error
 `;
+
+const REPORT_FLAGS = {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  json: { type: 'boolean' },
+  timeout: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
 
 /** One table cell: one line, no control characters (error codes come from backends and reach the terminal). */
 function cell(text: string): string {
@@ -138,44 +147,32 @@ function describe(err: unknown): string {
 
 /** The `report` subcommand; `argv` is what follows `report`. Returns the exit code. */
 export async function reportCommand(argv: string[], io: ReportIo = processIo): Promise<number> {
-  let values: { url?: string; token?: string; json?: boolean; timeout?: string; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        url: { type: 'string' },
-        token: { type: 'string' },
-        json: { type: 'boolean' },
-        timeout: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (err) {
-    io.err(`magma-gateway report: ${describe(err)}\n${REPORT_USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    io.out(REPORT_USAGE);
-    return 0;
-  }
-  const usage = (why: string): number => {
-    io.err(`magma-gateway report: ${why}\n${REPORT_USAGE}`);
-    return 2;
-  };
-  values.url ??= DEFAULT_ADMIN_URL;
   let base: URL;
+  let seconds: number;
+  let values: Parsed['values'];
   try {
-    base = new URL(values.url);
-  } catch {
-    return usage(`not a URL: "${values.url}"`);
-  }
-  if (base.protocol !== 'http:' && base.protocol !== 'https:') return usage(`not an http(s) URL: "${values.url}"`);
-  const seconds = values.timeout === undefined ? 30 : Number(values.timeout);
-  if (values.timeout?.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
-    return usage(`--timeout must be a positive number of seconds, got "${values.timeout}"`);
+    const parsed = parseCommandLine(argv, REPORT_FLAGS, 1);
+    values = parsed.values;
+    if (values.help === true) {
+      io.out(REPORT_USAGE);
+      return 0;
+    }
+    const url =
+      parsed.positionals[0] === undefined && typeof values.url !== 'string' ? DEFAULT_ADMIN_URL : urlArgument(parsed, 'admin URL');
+    try {
+      base = new URL(url);
+    } catch {
+      throw new UsageError(`not a URL: "${url}"`);
+    }
+    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new UsageError(`not an http(s) URL: "${url}"`);
+    seconds = secondsOption(values.timeout, '--timeout', 30);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.err(`magma-gateway report: ${err.message}\n${REPORT_USAGE}`);
+    return 2;
   }
   const endpoint = `${base.href.replace(/\/+$/, '')}/gateway/experiments`;
-  const token = values.token ?? process.env.GATEWAY_ADMIN_TOKEN;
+  const token = typeof values.token === 'string' ? values.token : process.env.GATEWAY_ADMIN_TOKEN;
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
 

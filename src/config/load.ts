@@ -2,13 +2,15 @@
  * Loading the gateway config: YAML -> `${VAR}` substitution -> `configSchema` -> route cross-checks -> frozen.
  *
  * A bad file must stop the start with every problem at once, each naming the file, the path in the file and
- * the line:column (DESIGN.md §1), so the loader keeps YAML's node tree to map any path back to a source position.
+ * the line:column (README "Configuration"), so the loader keeps YAML's node tree to map any path back to a source position.
  * The value handed to the rest of the gateway is deep-frozen: routing compiles it once and relies on it not
  * changing under it.
  */
 import { readFileSync } from 'node:fs';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
+import { knownKeysAt } from './known-keys.js';
+import { closest } from './nearest-name.js';
 import { configSchema, type GatewayConfig } from './schema.js';
 import { formatPath, routeProblems, type PathSegment, type Problem } from '../routing/validate.js';
 
@@ -223,6 +225,13 @@ function segments(path: readonly PropertyKey[]): PathSegment[] {
   return path.map((s) => (typeof s === 'number' ? s : String(s)));
 }
 
+/** `unknown key "timeout" (did you mean "timeout_s"?)`, the suggestion only when one is close. */
+function unknownKeyMessage(path: readonly PathSegment[], key: string): string {
+  const known = knownKeysAt(path);
+  const near = closest(key, known);
+  return `unknown key "${key}"${near === undefined ? '' : ` (did you mean "${near}"?)`}`;
+}
+
 /** zod issues as located problems: one per unknown key, unions reduced to the alternative the value was meant for. */
 function flattenZodIssues(issues: readonly z.core.$ZodIssue[], prefix: PathSegment[]): Problem[] {
   const out: Problem[] = [];
@@ -233,7 +242,7 @@ function flattenZodIssues(issues: readonly z.core.$ZodIssue[], prefix: PathSegme
     const path = [...prefix, ...segments(issue.path)];
     switch (issue.code) {
       case 'unrecognized_keys':
-        for (const key of issue.keys) out.push({ path: [...path, key], atKey: true, message: `unknown key "${key}"` });
+        for (const key of issue.keys) out.push({ path: [...path, key], atKey: true, message: unknownKeyMessage(path, key) });
         break;
       case 'invalid_key':
         out.push({ path, atKey: true, message: issue.issues.map((i) => i.message).join('; ') });

@@ -1,5 +1,5 @@
 /**
- * The gateway's configuration: one zod schema declares every key and its default once (DESIGN.md §1).
+ * The gateway's configuration: one zod schema declares every key and its default once (README "Configuration").
  * Unknown keys are errors at every level, so a typo never silently changes routing.
  */
 import { z } from 'zod';
@@ -14,7 +14,13 @@ const name = z
   .string()
   .regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "." or "-"')
   .refine((s) => !/^\d+$/.test(s), 'a name needs at least one non-digit character');
-const httpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ''));
+const httpUrl = z
+  .url({
+    protocol: /^https?$/,
+    error: (iss) =>
+      iss.code === 'invalid_type' ? 'expected a URL string' : 'must be an http:// or https:// URL, e.g. http://127.0.0.1:8001',
+  })
+  .transform((u) => u.replace(/\/+$/, ''));
 
 /**
  * Default latency buckets: agent calls take from a millisecond (a cache, a stub agent) to minutes (a reasoning

@@ -1,7 +1,8 @@
 /**
  * Building the candidates the gateway returns: a backend's candidate re-addressed to the client's request, or
- * an error candidate in its normal position (DESIGN.md §5; contract "Agent and HTTP errors": an error candidate
- * keeps complete memory). Every candidate carries the memory tag of DESIGN.md §3.
+ * an error candidate in its normal position (docs/gateway-behaviour.md "Failures"; docs/agent-contract.md "Agent and
+ * HTTP errors": an error candidate
+ * keeps complete memory). Every candidate carries the memory tag (docs/gateway-behaviour.md, "The memory tag").
  */
 import type { GatewayErrorCode } from '../errors.js';
 import type { AgentOutputParsed } from '../protocol/schemas.js';

@@ -1,5 +1,6 @@
 /**
- * The experiment report (issue 6, `GET /gateway/experiments`): the counters recorder.ts keeps, read back per
+ * The experiment report (`GET /gateway/experiments`, README "Execution feedback and the experiment report"): the
+ * counters recorder.ts keeps, read back per
  * route that has a split or an ensemble in the CURRENT config, per arm, with the statistics of stats.ts.
  *
  * Tool success rate = tool_succeeded / (tool_succeeded + tool_failed), counted over robot lines of env

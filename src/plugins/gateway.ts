@@ -9,15 +9,16 @@ import { Experiments } from '../experiments/recorder.js';
 import { GatewayMetrics } from '../metrics.js';
 import { GatewayRuntime } from '../runtime.js';
 import { createStore, type Store } from '../state/index.js';
+import { logStartSummary } from './start-summary.js';
 
 export interface GatewayState {
   current: GatewayRuntime;
   metrics: GatewayMetrics;
   version: string;
   configPath: string | undefined;
-  /** Shared state (DESIGN.md §8): in memory by default, Redis when `state.redis` is configured. */
+  /** Shared state (README "Several gateway replicas (Redis)"): in memory by default, Redis when `state.redis` is configured. */
   store: Store;
-  /** A/B and ensemble accounting into the store's counters (issues 5, 6). */
+  /** A/B and ensemble accounting into the store's counters (README "Execution feedback and the experiment report"). */
   experiments: Experiments;
 }
 
@@ -59,6 +60,8 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     const first = state.current.start();
     if (opts.probeOnStart !== false) await first;
   });
+  // Once listening (the address is known), after the first probe round: the start-up summary and warnings.
+  app.addHook('onListen', async () => logStartSummary(app, opts.probeOnStart !== false));
   app.addHook('onClose', async () => {
     await state.current.close();
     await state.store.close();

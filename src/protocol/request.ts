@@ -6,7 +6,7 @@ import { intKey, isNumberMark, JsonDepthError, JsonSyntaxError, numberMarkText, 
 import { DEFAULT_MAX_JSON_DEPTH } from './json-depth.js';
 import { agentRequestSchema } from './schemas.js';
 import type { AgentRequest, ValidationIssue } from './types.js';
-import { zodToDetail } from './validation-errors.js';
+import { boundInput, jsonInvalidDetail, zodToDetail } from './validation-errors.js';
 
 export type RequestParse =
   | { ok: true; request: AgentRequest; marked: boolean }
@@ -44,13 +44,10 @@ export function parseAgentRequest(text: string, limits: RequestLimits): RequestP
       return { ok: false, detail: [{ type: 'json_invalid', loc: ['body'], msg: err.message, input: {} }] };
     }
     const e = err as JsonSyntaxError;
-    return {
-      ok: false,
-      detail: [{ type: 'json_invalid', loc: ['body', e.position], msg: `JSON decode error: ${e.message}`, input: {} }],
-    };
+    return { ok: false, detail: [jsonInvalidDetail(text, e)] };
   }
   const result = agentRequestSchema.safeParse(parsed.value, { reportInput: true });
-  const detail: ValidationIssue[] = result.success ? [] : zodToDetail(result.error);
+  const detail: ValidationIssue[] = result.success ? [] : zodToDetail(result.error, parsed.value);
   if (parsed.nonFinite) {
     // 1e400 where a string belongs is already string_type there: one problem per location, as pydantic says.
     const seen = new Set(detail.map((d) => JSON.stringify(d.loc)));
@@ -70,7 +67,7 @@ export function parseAgentRequest(text: string, limits: RequestLimits): RequestP
         type: 'value_error',
         loc: ['body', 'inputs', i, 'id'],
         msg: `Value error, duplicate input id ${key} (also inputs[${first}].id); ids must be unique within a request`,
-        input: key,
+        input: boundInput(input.id),
       });
     } else seen.set(key, i);
     if (typeof input.num_outputs !== 'number' || input.num_outputs > limits.maxOutputsPerInput) {

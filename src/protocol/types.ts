@@ -1,6 +1,6 @@
 /**
  * The contract's objects as the gateway holds them after parseExact + validation
- * (agent-http-contract.txt, "Inference input", "Response fields and ordering").
+ * (docs/agent-contract.md, "Inference input", "Response fields and ordering").
  *
  * Integers of any size arrive either as JS numbers or as number markers (see exact-json.ts): `IntValue`.
  * Free-form objects (tools, attributes, memory, extra_keys, internal_steps) are kept by reference, unchanged.
@@ -79,4 +79,6 @@ export interface ValidationIssue {
   loc: (string | number)[];
   msg: string;
   input?: unknown;
+  /** pydantic's error context (`{"min_length": 1}`, `{"error": "Expecting value"}`), when it has one. */
+  ctx?: Record<string, unknown>;
 }

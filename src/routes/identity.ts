@@ -13,6 +13,28 @@ export function routesLackingBackend(runtime: GatewayRuntime): string[] {
     .map((r) => r.name);
 }
 
+/** The plural or singular verb for a list of backend names. */
+function verb(names: readonly string[], one: string, many: string): string {
+  return `${names.join(', ')} ${names.length === 1 ? one : many}`;
+}
+
+/**
+ * Why coaching is off, naming the backends: a client deciding whether to use coaching (and an operator reading
+ * /v1/info) needs to know which backend to fix, and whether it is only not probed yet.
+ */
+function coachingOffReason(infos: readonly { backend: string; info: AgentInfo | undefined }[]): string {
+  const unknown = infos.filter(({ info }) => info === undefined).map((x) => x.backend);
+  const lacking = infos.filter(({ info }) => info !== undefined && info.capabilities.coaching !== true).map((x) => x.backend);
+  const some = infos.some(({ info }) => info?.capabilities.coaching === true);
+  const parts: string[] = [];
+  if (lacking.length > 0) parts.push(some ? verb(lacking, 'does not', 'do not') : verb(lacking, 'does not advertise it', 'do not advertise it'));
+  if (unknown.length > 0) parts.push(`${verb(unknown, 'has', 'have')} not answered /v1/info yet`);
+  if (infos.length === 0) return 'no backend is reachable through the routes';
+  return some
+    ? `coaching needs every routed backend to support it; ${parts.join('; ')}`
+    : `no backend reachable through the routes supports coaching: ${parts.join('; ')}`;
+}
+
 export function gatewayInfo(runtime: GatewayRuntime, agentVersion: string): AgentInfo {
   const backends = runtime.reachableBackends();
   const infos = backends.map((b) => {
@@ -31,12 +53,7 @@ export function gatewayInfo(runtime: GatewayRuntime, agentVersion: string): Agen
     const lists = infos.map(({ info }) => new Set(info?.specialized_coaching ?? []));
     specialized = [...(lists[0] ?? [])].filter((k) => lists.every((l) => l.has(k)));
   }
-  const withCoaching = infos.filter(({ info }) => info?.capabilities.coaching === true).map((x) => x.backend);
-  const without = infos.filter(({ info }) => info?.capabilities.coaching !== true).map((x) => x.backend);
-  const reason =
-    !coaching && withCoaching.length > 0
-      ? `coaching needs every routed backend to support it; ${without.join(', ')} ${without.length === 1 ? 'does' : 'do'} not`
-      : null;
+  const reason = coaching ? null : coachingOffReason(infos);
   return {
     protocol_version: '2.0',
     agent_id: runtime.config.agent.agent_id,

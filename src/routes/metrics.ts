@@ -1,4 +1,4 @@
-/** GET /metrics: Prometheus text format (DESIGN.md §7). */
+/** GET /metrics: Prometheus text format (README "Metrics"). */
 import type { FastifyInstance } from 'fastify';
 
 export async function metricsRoute(app: FastifyInstance): Promise<void> {

@@ -1,5 +1,6 @@
 /**
- * Planning a batch (DESIGN.md §2 step 3): for each input, which route, which backends produce which of its
+ * Planning a batch (docs/gateway-behaviour.md, "The path of a batch" step 3): for each input, which route, which
+ * backends produce which of its
  * candidates, where to fall back, what to shadow. Pure: the only view of the world is a RoutingSnapshot taken
  * by the caller, so a plan is reproducible in tests and never waits on I/O.
  *
@@ -9,7 +10,8 @@
  * 2. Coaching: an input with `extra_keys.coaching` whose memory tag names a configured backend that can serve
  *    goes back to that backend, whatever the route says: coaching state is agent-specific and means nothing to
  *    another implementation.
- * 3. Stickiness (DESIGN.md §3): on a sticky route, a tag naming one of the route's backends that can serve
+ * 3. Stickiness (docs/gateway-behaviour.md, "The memory tag and stickiness"): on a sticky route, a tag naming one of
+ * the route's backends that can serve
  *    continues there with all candidates, so a trajectory never switches agent implementation mid-way.
  * 4. Otherwise the route assigns: `backend` one leg; `split` a weighted arm, deterministic per
  *    (request_id, input id); `ensemble` one leg per member with a share of the candidates.

@@ -22,7 +22,10 @@ export interface CompiledRoute {
   readonly kind: 'backend' | 'split' | 'ensemble';
   /** `backend`: one member of weight 1; `split`: the arms; `ensemble`: the members. In file order. */
   readonly members: readonly Member[];
-  /** Members then fallbacks: the backends a trajectory of this route may stick to (DESIGN.md §3, §6). */
+  /**
+   * Members then fallbacks: the backends a trajectory of this route may stick to (docs/gateway-behaviour.md, "The
+   * memory tag", "Health and identity").
+   */
   readonly backends: ReadonlySet<string>;
   readonly fallback: readonly string[];
   readonly shadow: readonly string[];

@@ -1,5 +1,6 @@
 /**
- * Shared state of the gateway (DESIGN.md §1 `state`): createStore picks the in-memory store, or the Redis store
+ * Shared state of the gateway (the `state` config key, README "Several gateway replicas (Redis)"): createStore picks
+ * the in-memory store, or the Redis store
  * when `state.redis` is configured. Callers see one interface (types.ts) either way.
  */
 import { createHash } from 'node:crypto';

@@ -1,5 +1,6 @@
 /**
- * Issue 5.4: ejections and experiment counts are shared by gateway replicas through Redis.
+ * README "Several gateway replicas (Redis)": ejections and experiment counts are shared by gateway replicas through
+ * Redis.
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';

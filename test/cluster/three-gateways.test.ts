@@ -1,5 +1,6 @@
 /**
- * Issue 5: three gateway processes, started as a user starts them (CLI + YAML), sharing one real Redis.
+ * README "Several gateway replicas (Redis)": three gateway processes, started as a user starts them (CLI + YAML),
+ * sharing one real Redis.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -1,5 +1,6 @@
 /**
- * Ensembles (DESIGN.md §4): candidates of one input drawn from several agents, renumbered in member order.
+ * Ensembles (docs/gateway-behaviour.md, "Ensembles"): candidates of one input drawn from several agents, renumbered
+ * in member order.
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';

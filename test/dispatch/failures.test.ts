@@ -1,5 +1,6 @@
 /**
- * DESIGN.md §5: the batch never fails because a backend did. Each misbehaviour of a real loopback backend
+ * docs/gateway-behaviour.md "Failures and error codes": the batch never fails because a backend did. Each
+ * misbehaviour of a real loopback backend
  * becomes error candidates in place (memory kept) or is repaired (order), never an HTTP error.
  */
 import assert from 'node:assert/strict';

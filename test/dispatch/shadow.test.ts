@@ -1,5 +1,6 @@
 /**
- * Shadow traffic (issue 3): copies to shadow backends never delay, change or fail the client's answer.
+ * Shadow traffic (docs/gateway-behaviour.md, "Shadow traffic"): copies to shadow backends never delay, change or fail
+ * the client's answer.
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';

@@ -1,9 +1,11 @@
 /**
  * A real HTTP agent on loopback for the gateway's tests: correct by default, misbehaving on demand.
  *
- * DESIGN.md §8 asks for backends that are real HTTP servers, never mocks of the gateway's own code, so this is a
+ * docs/gateway-behaviour.md ("Tests") asks for backends that are real HTTP servers, never mocks of the gateway's own
+ * code, so this is a
  * node:http server (independent of the gateway's fastify/undici stack) speaking the MAGMA v2.0 contract, and
- * every failure mode the gateway must survive (DESIGN.md §5) can be switched on per test or per request.
+ * every failure mode the gateway must survive (docs/gateway-behaviour.md, "Failures and error codes") can be switched
+ * on per test or per request.
  * Bodies are read and written with the exact JSON codec so big integers in memory round-trip digit for digit.
  */
 import { createServer, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';

@@ -1,6 +1,6 @@
 /**
  * The coaching endpoints through a real gateway in front of real loopback agents
- * (ecosystem-facts.md "Coaching"; DESIGN.md §3 memory tag, §6 capabilities).
+ * (docs/agent-contract.md "Coaching"; docs/gateway-behaviour.md "The memory tag", "Health and identity").
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';

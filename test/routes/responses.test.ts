@@ -1,5 +1,6 @@
 /**
- * POST /v1/responses through a real gateway in front of real loopback agents (DESIGN.md §2, §3).
+ * POST /v1/responses through a real gateway in front of real loopback agents (docs/gateway-behaviour.md, "The path of
+ * a batch", "The memory tag").
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';

@@ -1,5 +1,6 @@
 /**
- * Batch planning: route choice, stickiness, coaching, split arms, ensemble legs (DESIGN.md §2-§4).
+ * Batch planning: route choice, stickiness, coaching, split arms, ensemble legs (docs/gateway-behaviour.md, "The path
+ * of a batch" to "Ensembles").
  * Pure: a config string, a request and a snapshot in, a plan out.
  */
 import { test } from 'node:test';

@@ -1,5 +1,6 @@
 /**
- * Ensemble candidate allocation: largest remainder, deterministic, ties in member order (DESIGN.md §4).
+ * Ensemble candidate allocation: largest remainder, deterministic, ties in member order (docs/gateway-behaviour.md,
+ * "Ensembles").
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

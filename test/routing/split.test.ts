@@ -1,5 +1,6 @@
 /**
- * Split assignment: a weighted choice that is a pure function of (request_id, input id) (DESIGN.md §3).
+ * Split assignment: a weighted choice that is a pure function of (request_id, input id) (docs/gateway-behaviour.md,
+ * "The memory tag and stickiness").
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -109,7 +109,7 @@ test('/v1/info capabilities follow the routed backends as they change', async ()
   type Info = { capabilities: Record<string, boolean>; specialized_coaching: string[]; coaching_unavailable_reason: string | null };
   const info = async (): Promise<Info> => (await http(`${gw.url}/v1/info`)).json as Info;
   assert.equal((await info()).capabilities.coaching, false);
-  assert.equal((await info()).coaching_unavailable_reason, null);
+  assert.equal((await info()).coaching_unavailable_reason, 'no backend reachable through the routes supports coaching: x, y do not advertise it');
 
   const coaching = (kinds: string[]) => ({
     info: { capabilities: { inference: true, coaching: true }, specialized_coaching: kinds, coaching_resume: true },

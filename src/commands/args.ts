@@ -1,0 +1,82 @@
+/**
+ * Argument handling shared by every `magma-gateway` subcommand, so all of them answer a mistake the same way:
+ * one line naming it, then the usage, exit code 2 (README "Command line"). node:util's parseArgs does the
+ * parsing; its errors are reworded here because they are long and suggest `--` tricks nobody needs.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { closest } from '../config/nearest-name.js';
+
+/** A mistake in the command line: the CLI prints `magma-gateway <cmd>: <message>` and the usage, exit 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+export interface Parsed {
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+}
+
+/** Text between the first pair of single quotes of parseArgs' message: the option it complains about. */
+function quoted(message: string): string | undefined {
+  const a = message.indexOf("'");
+  const b = a < 0 ? -1 : message.indexOf("'", a + 1);
+  return b > a ? message.slice(a + 1, b) : undefined;
+}
+
+/** parseArgs, strict, with its errors turned into one-line UsageErrors. */
+export function parseCommandLine(argv: readonly string[], options: Options, maxPositionals: number): Parsed {
+  let parsed: Parsed;
+  try {
+    const r = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
+    parsed = { values: r.values as Parsed['values'], positionals: r.positionals };
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    const message = err instanceof Error ? err.message : String(err);
+    const opt = quoted(message);
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      const known = Object.keys(options);
+      const name = (opt ?? '').replace(/^-+/, '');
+      const near = closest(name, known);
+      throw new UsageError(`unknown option ${opt ?? ''}${near === undefined ? '' : ` (did you mean --${near}?)`}`);
+    }
+    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+      // "Option '-p, --port <value>' argument missing" or "Option '--json' does not take an argument".
+      const words = (opt ?? '').split(' ');
+      const flag = words.find((w) => w.startsWith('--')) ?? words[0];
+      throw new UsageError(message.includes('missing') ? `${flag} needs a value` : `${flag} takes no value`);
+    }
+    throw new UsageError(message.split('.')[0] ?? message);
+  }
+  if (parsed.positionals.length > maxPositionals) {
+    const extra = parsed.positionals[maxPositionals]!;
+    throw new UsageError(maxPositionals === 0 ? `unexpected argument "${extra}"` : `unexpected extra argument "${extra}"`);
+  }
+  return parsed;
+}
+
+/**
+ * The one convention for a URL argument (`check`, `report`): positional or `--url`, not two different ones.
+ * `what` names the URL in messages, e.g. "agent URL".
+ */
+export function urlArgument(parsed: Parsed, what: string): string {
+  const flag = parsed.values.url;
+  const positional = parsed.positionals[0];
+  if (typeof flag === 'string' && positional !== undefined && flag !== positional) {
+    throw new UsageError(`two different ${what}s given ("${positional}" and --url "${flag}")`);
+  }
+  const url = typeof flag === 'string' ? flag : positional;
+  if (url === undefined) throw new UsageError(`missing the ${what} (give it as the argument or with --url)`);
+  return url;
+}
+
+/** A positive number of seconds from a flag value, or the default. */
+export function secondsOption(value: string | boolean | undefined, flag: string, dflt: number): number {
+  if (value === undefined) return dflt;
+  const s = Number(value);
+  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(s) || s <= 0) {
+    throw new UsageError(`${flag} must be a positive number of seconds, got "${String(value)}"`);
+  }
+  return s;
+}

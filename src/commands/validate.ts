@@ -1,0 +1,54 @@
+/**
+ * `magma-gateway validate [--config FILE]`: load a config exactly as the gateway would at start, without
+ * listening or probing anything, so a change can be checked in CI or before a SIGHUP reload.
+ * Exit 0 when valid (warnings are printed but do not fail it), 2 with every problem listed.
+ */
+import { ConfigError, loadConfigFile, type Env } from '../config/load.js';
+import { formatSummary } from '../config/summary.js';
+import { configWarnings, formatWarning } from '../config/warnings.js';
+import { parseCommandLine, UsageError } from './args.js';
+
+export interface CommandIo {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export const VALIDATE_USAGE = `usage: magma-gateway validate [--config FILE]
+  Checks a config file as the gateway would at start (without starting) and prints what it would run.
+  --config FILE   the file (default: env MAGMA_GATEWAY_CONFIG); may also be given as the argument
+  exit code: 0 valid (warnings are printed), 2 invalid or usage error
+`;
+
+export function validateCommand(argv: readonly string[], io: CommandIo, env: Env): number {
+  let path: string | undefined;
+  try {
+    const { values, positionals } = parseCommandLine(argv, { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } }, 1);
+    if (values.help === true) {
+      io.out(VALIDATE_USAGE);
+      return 0;
+    }
+    const flag = typeof values.config === 'string' ? values.config : undefined;
+    if (flag !== undefined && positionals[0] !== undefined && flag !== positionals[0]) {
+      throw new UsageError(`two different config files given ("${positionals[0]}" and --config "${flag}")`);
+    }
+    path = flag ?? positionals[0] ?? (env.MAGMA_GATEWAY_CONFIG === '' ? undefined : env.MAGMA_GATEWAY_CONFIG);
+    if (path === undefined) throw new UsageError('no config file given (--config FILE or MAGMA_GATEWAY_CONFIG)');
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.err(`magma-gateway validate: ${err.message}\n${VALIDATE_USAGE}`);
+    return 2;
+  }
+  let config;
+  try {
+    config = loadConfigFile(path, env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.err(`magma-gateway validate: ${err.message}\n`);
+    return 2;
+  }
+  const warnings = configWarnings(config);
+  io.out(`${path}: valid${warnings.length > 0 ? ` (${warnings.length} warning${warnings.length === 1 ? '' : 's'})` : ''}\n`);
+  io.out(`${formatSummary(config)}\n`);
+  for (const w of warnings) io.out(`warning: ${path}: ${formatWarning(w)}\n`);
+  return 0;
+}

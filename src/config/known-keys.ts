@@ -1,0 +1,56 @@
+/**
+ * The keys the config schema allows at a path in the file, read from the one zod schema itself (so a key
+ * another change adds is known here at once). Used for "did you mean ...?" on an unknown key.
+ *
+ * It walks zod's public definition objects (`_zod.def`): wrappers (default, prefault, optional, nullable,
+ * pipe) are unwrapped; records and arrays step into their values; unions offer the keys of their object
+ * alternatives.
+ */
+import type { z } from 'zod';
+import { configSchema } from './schema.js';
+import type { PathSegment } from '../routing/validate.js';
+
+interface Def {
+  type: string;
+  innerType?: z.core.$ZodType;
+  in?: z.core.$ZodType;
+  valueType?: z.core.$ZodType;
+  element?: z.core.$ZodType;
+  options?: readonly z.core.$ZodType[];
+  shape?: Record<string, z.core.$ZodType>;
+}
+
+function defOf(s: z.core.$ZodType): Def {
+  // The def's exact type differs per schema kind; only the fields read below matter, each checked before use.
+  return s._zod.def as unknown as Def;
+}
+
+/** The schemas a value at this level may be checked against (several for a union). */
+function unwrap(s: z.core.$ZodType, depth = 0): z.core.$ZodType[] {
+  if (depth > 20) return [];
+  const d = defOf(s);
+  const inner = d.innerType ?? (d.type === 'pipe' ? d.in : undefined);
+  if (inner !== undefined) return unwrap(inner, depth + 1);
+  if (d.type === 'union' && d.options !== undefined) return d.options.flatMap((o) => unwrap(o, depth + 1));
+  return [s];
+}
+
+function step(s: z.core.$ZodType, seg: PathSegment): z.core.$ZodType[] {
+  const d = defOf(s);
+  if (d.type === 'object' && typeof seg === 'string' && d.shape?.[seg] !== undefined) return [d.shape[seg]];
+  if (d.type === 'record' && d.valueType !== undefined) return [d.valueType];
+  if (d.type === 'array' && d.element !== undefined && typeof seg === 'number') return [d.element];
+  return [];
+}
+
+/** Keys allowed in the object at `path` (empty when the path leads nowhere known). */
+export function knownKeysAt(path: readonly PathSegment[]): string[] {
+  let level = unwrap(configSchema);
+  for (const seg of path) level = level.flatMap((s) => step(s, seg)).flatMap((s) => unwrap(s));
+  const keys = new Set<string>();
+  for (const s of level) {
+    const d = defOf(s);
+    if (d.type === 'object' && d.shape !== undefined) for (const k of Object.keys(d.shape)) keys.add(k);
+  }
+  return [...keys];
+}

@@ -1,0 +1,74 @@
+/**
+ * A config in a few lines an operator can check at a glance, the way Envoy prints its listeners and clusters
+ * at start: each route with the backends it sends to, each backend with its replicas, the state store.
+ * Used by the start-up log line and by `magma-gateway validate`. Secrets never appear (URL passwords are
+ * masked; header values are not shown at all).
+ */
+import type { GatewayConfig, RouteConfig } from './schema.js';
+
+/** The URL with any user info masked: a summary is printed to terminals and logs. */
+function safeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.username === '' && u.password === '') return url;
+    u.username = '***';
+    u.password = '';
+    const out = u.toString();
+    return out.endsWith('/') && !url.endsWith('/') ? out.slice(0, -1) : out;
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+function members(m: Record<string, number>): string {
+  return Object.entries(m)
+    .map(([b, w]) => `${b} ${w}`)
+    .join(', ');
+}
+
+/** `default -> qwen (fallback gpt; shadow gpt-next)`, `ab -> split qwen 90, gpt 10`. */
+export function describeRoute(r: RouteConfig): string {
+  const target =
+    r.backend !== undefined ? r.backend : r.split !== undefined ? `split ${members(r.split)}` : `ensemble ${members(r.ensemble ?? {})}`;
+  const extras: string[] = [];
+  if (r.fallback.length > 0) extras.push(`fallback ${r.fallback.join(', ')}`);
+  if (r.shadow.length > 0) extras.push(`shadow ${r.shadow.join(', ')}`);
+  if (!r.sticky) extras.push('not sticky');
+  if (r.match === undefined) extras.push('catch-all');
+  return `${r.name} -> ${target}${extras.length > 0 ? ` (${extras.join('; ')})` : ''}`;
+}
+
+export interface ConfigSummary {
+  routes: string[];
+  /** Backend name -> its replica URLs, in config order. */
+  backends: Record<string, string[]>;
+  replicas: number;
+  store: string;
+}
+
+export function summarizeConfig(config: GatewayConfig): ConfigSummary {
+  const backends: Record<string, string[]> = {};
+  let replicas = 0;
+  for (const [name, b] of Object.entries(config.backends)) {
+    backends[name] = b.urls.map(safeUrl);
+    replicas += b.urls.length;
+  }
+  const redis = config.state.redis;
+  const store = redis === undefined ? 'memory' : `redis ${safeUrl(redis.url)} (key prefix "${redis.key_prefix}")`;
+  return { routes: config.routes.map(describeRoute), backends, replicas, store };
+}
+
+/** The summary as indented lines for a terminal (`validate`). */
+export function formatSummary(config: GatewayConfig): string {
+  const s = summarizeConfig(config);
+  const names = Object.keys(s.backends);
+  const lines = [
+    `  listen   ${config.server.host}:${config.server.port}`,
+    `  store    ${s.store}`,
+    `  backends ${names.length} (${s.replicas} replica${s.replicas === 1 ? '' : 's'})`,
+    ...names.map((n) => `    ${n}: ${s.backends[n]!.join(', ')}`),
+    `  routes   ${s.routes.length} (first match wins)`,
+    ...s.routes.map((r) => `    ${r}`),
+  ];
+  return lines.join('\n');
+}

@@ -1,0 +1,46 @@
+/**
+ * What an operator checks first after a start, in the log, the way Envoy prints its listeners and clusters:
+ * one line with the listen address, each route and its backends, the replicas and the store; then a warning
+ * for each config warning, each replica that is not ready after the first probe (with why), and each route
+ * that cannot serve (so /health answers 503). Later state changes are logged by the prober.
+ */
+import type { FastifyInstance } from 'fastify';
+import { summarizeConfig } from '../config/summary.js';
+import { configWarnings, formatWarning } from '../config/warnings.js';
+
+function listenUrls(app: FastifyInstance): string[] {
+  return app
+    .addresses()
+    .map((a) => (typeof a === 'string' ? a : `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`));
+}
+
+export function logStartSummary(app: FastifyInstance, probed: boolean): void {
+  const { current: runtime, version } = app.gateway;
+  const config = runtime.config;
+  const s = summarizeConfig(config);
+  const listen = listenUrls(app);
+  const backends = Object.keys(s.backends).length;
+  app.log.info(
+    { listen, version, routes: s.routes, backends: s.backends, replicas: s.replicas, store: s.store },
+    `magma-gateway ${version} serving on ${listen.join(', ')}: ${s.routes.length} route${s.routes.length === 1 ? '' : 's'}, ` +
+      `${backends} backend${backends === 1 ? '' : 's'} (${s.replicas} replica${s.replicas === 1 ? '' : 's'}), store ${s.store}`,
+  );
+  for (const w of configWarnings(config)) app.log.warn({ path: w.path }, `config warning: ${formatWarning(w)}`);
+  if (!probed) return;
+  for (const [name, b] of runtime.upstreams.backends) {
+    for (const r of b.replicas) {
+      if (r.state === 'ready') continue;
+      app.log.warn(
+        { backend: name, replica: r.id, url: s.backends[name]?.[r.index], state: r.state, reason: r.lastError ?? null },
+        `backend replica ${r.id} is not ready at start (${r.state}${r.lastError ? `: ${r.lastError}` : ''})`,
+      );
+    }
+  }
+  for (const route of config.routes) {
+    if (runtime.routeBackends(route.name).some((b) => runtime.upstreams.isReady(b))) continue;
+    app.log.warn(
+      { route: route.name, backends: runtime.routeBackends(route.name) },
+      `route ${route.name} has no ready backend at start: /health answers 503 until one is`,
+    );
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * Where and why a body is not JSON, in the words and positions of Python's `json` module (what FastAPI puts
+ * in its `json_invalid` 422: `loc: ["body", <char index>]`, `ctx.error`), so a client sees the same answer
+ * from the gateway as from a reference agent (docs/agent-contract.md, "Errors").
+ *
+ * JSON.parse only says that a body is invalid (and, depending on the Node version, not always where); this
+ * scanner runs only after JSON.parse refused a body. It is one pass with an explicit stack (no recursion, so
+ * any nesting depth is safe) and constant work per character. Positions are counted in code points, as
+ * Python indexes a decoded str. Messages follow CPython 3.11 and 3.12 (3.13 words trailing commas differently). One deliberate difference: Python
+ * accepts `NaN`, `Infinity` and `-Infinity`; the contract requires finite numbers, so they are "Expecting
+ * value" here.
+ */
+
+export interface JsonDecodeError {
+  /** Python's character position (code points from the start of the body). */
+  pos: number;
+  /** Python's `JSONDecodeError.msg`, e.g. "Expecting value". */
+  msg: string;
+}
+
+const WS = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+const DIGIT = (c: number): boolean => c >= 0x30 && c <= 0x39;
+const HEX = (c: number): boolean => DIGIT(c) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+/** Characters allowed after a backslash (besides `u`). */
+const SIMPLE_ESCAPES = new Set(['"', '\\', '/', 'b', 'f', 'n', 'r', 't'].map((c) => c.charCodeAt(0)));
+
+class Fail {
+  constructor(
+    readonly at: number,
+    readonly msg: string,
+  ) {}
+}
+
+/** UTF-16 index -> code point index (a surrogate pair is one character for Python). */
+function codePoints(s: string, index: number): number {
+  let n = index;
+  for (let i = 1; i < index; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xdc00 && c <= 0xdfff) {
+      const p = s.charCodeAt(i - 1);
+      if (p >= 0xd800 && p <= 0xdbff) n--;
+    }
+  }
+  return n;
+}
+
+/** Index just past the string whose opening quote is at `begin`. */
+function scanString(s: string, begin: number): number {
+  let i = begin + 1;
+  for (;;) {
+    if (i >= s.length) throw new Fail(begin, 'Unterminated string starting at');
+    const c = s.charCodeAt(i);
+    if (c === 0x22) return i + 1;
+    if (c < 0x20) throw new Fail(i, 'Invalid control character at');
+    if (c !== 0x5c) {
+      i++;
+      continue;
+    }
+    if (i + 1 >= s.length) throw new Fail(begin, 'Unterminated string starting at');
+    const e = s.charCodeAt(i + 1);
+    if (e === 0x75) {
+      // `\u` needs four hex digits and something after them (CPython reports at the `u`).
+      if (i + 6 >= s.length) throw new Fail(i + 1, 'Invalid \\uXXXX escape');
+      for (let k = i + 2; k < i + 6; k++) if (!HEX(s.charCodeAt(k))) throw new Fail(i + 1, 'Invalid \\uXXXX escape');
+      i += 6;
+    } else if (SIMPLE_ESCAPES.has(e)) {
+      i += 2;
+    } else throw new Fail(i, 'Invalid \\escape');
+  }
+}
+
+/** Index just past the number at `i`, or a Fail when no number starts there. */
+function scanNumber(s: string, start: number): number {
+  let i = start;
+  if (s.charCodeAt(i) === 0x2d) i++;
+  if (s.charCodeAt(i) === 0x30) i++;
+  else if (DIGIT(s.charCodeAt(i))) while (DIGIT(s.charCodeAt(i))) i++;
+  else throw new Fail(start, 'Expecting value');
+  // A fraction or exponent without digits is not part of the number: what follows it is the error.
+  if (s.charCodeAt(i) === 0x2e && DIGIT(s.charCodeAt(i + 1))) {
+    i += 2;
+    while (DIGIT(s.charCodeAt(i))) i++;
+  }
+  const e = s.charCodeAt(i);
+  if (e === 0x65 || e === 0x45) {
+    let k = i + 1;
+    const sign = s.charCodeAt(k);
+    if (sign === 0x2b || sign === 0x2d) k++;
+    if (DIGIT(s.charCodeAt(k))) {
+      while (DIGIT(s.charCodeAt(k))) k++;
+      i = k;
+    }
+  }
+  return i;
+}
+
+function skipWs(s: string, i: number): number {
+  while (i < s.length && WS(s.charCodeAt(i))) i++;
+  return i;
+}
+
+/** After `{` or `,` in an object: a key and its colon; returns where the value starts. */
+function scanKey(s: string, i: number): number {
+  if (s.charCodeAt(i) !== 0x22) throw new Fail(i, 'Expecting property name enclosed in double quotes');
+  i = skipWs(s, scanString(s, i));
+  if (s.charCodeAt(i) !== 0x3a) throw new Fail(i, "Expecting ':' delimiter");
+  return skipWs(s, i + 1);
+}
+
+const OBJECT = 1;
+const ARRAY = 2;
+
+function scan(s: string): void {
+  const stack: number[] = [];
+  let i = skipWs(s, 0);
+  for (;;) {
+    // A value starts at i.
+    if (i >= s.length) throw new Fail(i, 'Expecting value');
+    const c = s.charCodeAt(i);
+    let opened = false;
+    if (c === 0x22) i = scanString(s, i);
+    else if (c === 0x7b) {
+      i = skipWs(s, i + 1);
+      if (s.charCodeAt(i) === 0x7d) i++;
+      else {
+        stack.push(OBJECT);
+        i = scanKey(s, i);
+        opened = true;
+      }
+    } else if (c === 0x5b) {
+      i = skipWs(s, i + 1);
+      if (s.charCodeAt(i) === 0x5d) i++;
+      else {
+        stack.push(ARRAY);
+        opened = true;
+      }
+    } else if (s.startsWith('null', i) || s.startsWith('true', i)) i += 4;
+    else if (s.startsWith('false', i)) i += 5;
+    else i = scanNumber(s, i);
+    if (opened) continue;
+    // A value ended at i: close containers until one expects another value.
+    for (;;) {
+      const top = stack[stack.length - 1];
+      if (top === undefined) {
+        i = skipWs(s, i);
+        if (i !== s.length) throw new Fail(i, 'Extra data');
+        return;
+      }
+      i = skipWs(s, i);
+      const d = s.charCodeAt(i);
+      if (d === (top === OBJECT ? 0x7d : 0x5d)) {
+        stack.pop();
+        i++;
+        continue;
+      }
+      if (d !== 0x2c) throw new Fail(i, "Expecting ',' delimiter");
+      i = skipWs(s, i + 1);
+      if (top === OBJECT) i = scanKey(s, i);
+      break;
+    }
+  }
+}
+
+/** Python's error for a body JSON.parse refused; undefined when Python would accept it (see the file comment). */
+export function pythonJsonError(text: string): JsonDecodeError | undefined {
+  try {
+    scan(text);
+    return undefined;
+  } catch (err) {
+    if (!(err instanceof Fail)) throw err;
+    return { pos: codePoints(text, err.at), msg: err.msg };
+  }
+}

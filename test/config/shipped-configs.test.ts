@@ -1,0 +1,26 @@
+/**
+ * The config files shipped in config/ load as the gateway loads them, so the README's and the Dockerfile's
+ * commands work as written: the demo's, compose's, the single-container default (with and without AGENT_URL)
+ * and the annotated example.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { loadConfigFile } from '../../src/config/load.js';
+import { configWarnings } from '../../src/config/warnings.js';
+
+test('every shipped config loads without problems or warnings', () => {
+  for (const file of ['config/gateway.yaml', 'config/gateway.docker.yaml', 'config/gateway.standalone.yaml']) {
+    const config = loadConfigFile(file, {});
+    assert.deepEqual(configWarnings(config), [], file);
+  }
+  assert.ok(loadConfigFile('config/examples/full.yaml', { GATEWAY_ADMIN_TOKEN: 't', QWEN_TOKEN: 'q' }));
+});
+
+test('the single-container config reads its backend from AGENT_URL, with a default for docker run alone', () => {
+  const dflt = loadConfigFile('config/gateway.standalone.yaml', {});
+  assert.deepEqual(dflt.backends.agent!.urls, ['http://host.docker.internal:8101']);
+  assert.equal(dflt.server.host, '0.0.0.0');
+  assert.equal(dflt.state.redis, undefined, 'no Redis needed');
+  const set = loadConfigFile('config/gateway.standalone.yaml', { AGENT_URL: 'http://10.0.0.5:8001/' });
+  assert.deepEqual(set.backends.agent!.urls, ['http://10.0.0.5:8001']);
+});
