@@ -1,5 +1,5 @@
 /**
- * `report` takes the gateway URL the same way `check` takes the agent URL: as the argument or as --url, with
+ * `report` takes the admin listener's URL the same way `check` takes the agent URL: as the argument or as --url, with
  * the same table either way (README "Command line"), against a real gateway.
  */
 import assert from 'node:assert/strict';
@@ -22,6 +22,11 @@ after(async () => {
   await Promise.all([a.close(), b.close()]);
 });
 
+function admin(): string {
+  assert.notEqual(gw.adminUrl, '', 'the test gateway has an admin listener');
+  return gw.adminUrl;
+}
+
 async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
@@ -30,15 +35,15 @@ async function run(argv: string[]): Promise<{ code: number; out: string; err: st
 }
 
 test('report <url> and report --url <url> print the same report', async () => {
-  const positional = await run([gw.url, '--json']);
-  const flag = await run(['--url', gw.url, '--json']);
+  const positional = await run([admin(), '--json']);
+  const flag = await run(['--url', admin(), '--json']);
   assert.equal(positional.code, 0, positional.err);
   assert.equal(flag.code, 0, flag.err);
   const routes = (JSON.parse(positional.out) as { routes: { route: string }[] }).routes.map((r) => r.route);
   assert.deepEqual(routes, ['ab']);
   const strip = (text: string): unknown => ({ ...(JSON.parse(text) as object), generated_at: null });
   assert.deepEqual(strip(positional.out), strip(flag.out));
-  const same = await run([gw.url, '--url', gw.url, '--json']);
+  const same = await run([admin(), '--url', admin(), '--json']);
   assert.equal(same.code, 0, 'the same URL twice is not a conflict');
 });
 
