@@ -20,7 +20,7 @@ before(async () => {
   const config = parseConfigText(
     stringify({
       server: { body_limit_mb: 0.001 },
-      admin: { token: 't0ken' },
+      admin: { token: 't0ken', protect_metrics: true },
       backends: { a: { url: 'http://127.0.0.1:1' } },
       routes: [{ name: 'd', backend: 'a' }],
     }),
@@ -71,10 +71,10 @@ test('a 413 on a fastify route and a 401 are logged the same way; a 200 is not',
   await big.text();
   assert.equal((await lineFor(413, '/v1/coaching')).method, 'POST');
 
-  const denied = await fetch(`${url}/gateway/backends`);
+  const denied = await fetch(`${url}/metrics`);
   assert.equal(denied.status, 401);
   await denied.text();
-  assert.equal((await lineFor(401, '/gateway/backends')).route, '/gateway/backends');
+  assert.equal((await lineFor(401, '/metrics')).route, '/metrics');
 
   const before = clientErrors().length;
   const ok = await fetch(`${url}/v1/info`);

@@ -160,10 +160,10 @@ test('an endless /v1/info fails the probe at probe_max_response_kb: the backend 
   });
   cleanup.push(() => gw.close());
   await waitFor('the first probe finished', async () => {
-    const view = (await (await fetch(`${gw.url}/gateway/backends`)).json()) as { backends: { replicas: { last_probe: unknown }[] }[] };
+    const view = (await (await fetch(`${gw.adminUrl}/gateway/backends`)).json()) as { backends: { replicas: { last_probe: unknown }[] }[] };
     return view.backends[0]!.replicas[0]!.last_probe !== null;
   });
-  const view = (await (await fetch(`${gw.url}/gateway/backends`)).json()) as {
+  const view = (await (await fetch(`${gw.adminUrl}/gateway/backends`)).json()) as {
     backends: { replicas: { state: string; last_probe: { ok: boolean; error: string } }[] }[];
   };
   const replica = view.backends[0]!.replicas[0]!;

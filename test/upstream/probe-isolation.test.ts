@@ -64,7 +64,7 @@ test("a backend trickling /health forever does not freeze another backend's prob
   });
   cleanup.push(() => gw.close());
   const state = async (name: string): Promise<BackendView['replicas'][number]> => {
-    const view = (await http(`${gw.url}/gateway/backends`)).json as { backends: BackendView[] };
+    const view = (await http(`${gw.adminUrl}/gateway/backends`)).json as { backends: BackendView[] };
     return view.backends.find((x) => x.name === name)!.replicas[0]!;
   };
   assert.equal((await state('a')).state, 'not_ready');
