@@ -6,6 +6,7 @@
  *
  * The run owns its deadline, its slots (through BatchSlots) and its totals; attempts only report back.
  */
+import { performance } from 'node:perf_hooks';
 import type { AgentRequest } from '../protocol/types.js';
 import type { BatchPlan } from '../routing/plan.js';
 import type { Replica } from '../upstream/replica.js';
@@ -94,8 +95,12 @@ export class BatchRun {
     const r = await attempt.run();
     this.account(replica, items.length, r);
     // Moving on happens here, after the attempt gave its permit and its budget slot back.
-    if (r.kind === 'answered') this.slots.answer(items, r.rows, r.ms);
-    else if (r.kind === 'aborted') this.slots.fail(items, abortedFailure(r.clientGone), r.ms);
+    if (r.kind === 'answered') {
+      // Building the candidates is the gateway's own work too (x-gateway-overhead-ms).
+      const t0 = performance.now();
+      this.slots.answer(items, r.rows, r.ms);
+      this.workMs += performance.now() - t0;
+    } else if (r.kind === 'aborted') this.slots.fail(items, abortedFailure(r.clientGone), r.ms);
     else await this.settle(items, r.why);
   }
 
