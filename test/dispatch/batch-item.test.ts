@@ -1,7 +1,6 @@
 /**
  * The planner decides each leg's arm (docs/gateway-behaviour.md, "The memory tag and stickiness" and "Ensembles"):
- * dispatch only carries it into the items
- * and the memory tag.
+ * dispatch only carries it into the items and the memory tag.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
