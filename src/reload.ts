@@ -16,6 +16,7 @@ import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
 import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
 import { routesLackingBackend } from './routes/identity.js';
 import { GatewayRuntime } from './runtime.js';
+import { prepareServerTlsReload } from './tls.js';
 import type { GatewayState } from './plugins/gateway.js';
 
 export type ReloadTrigger = 'api' | 'signal';
@@ -131,9 +132,13 @@ async function reloadOnce(app: FastifyInstance, trigger: ReloadTrigger): Promise
   const running = state.current;
   let next: GatewayRuntime;
   let kept: string[];
+  let applyTls: (server: unknown) => void;
   try {
     const loaded = keepRestartOnly(running.config, loadConfigFile(path));
-    kept = loaded.kept;
+    // The certificate files are re-read now: one that cannot be read refuses the reload (README "TLS").
+    const tls = prepareServerTlsReload(running.config.server.tls, loaded.config.server.tls);
+    kept = [...loaded.kept, ...tls.kept];
+    applyTls = tls.apply;
     next = new GatewayRuntime(loaded.config, state.metrics, app.log, state.store);
   } catch (err) {
     return refuse(400, err instanceof ConfigError || err instanceof Error ? err.message : String(err));
@@ -147,6 +152,7 @@ async function reloadOnce(app: FastifyInstance, trigger: ReloadTrigger): Promise
   }
   // The swap: from this line every new batch takes the new runtime.
   state.current = next;
+  applyTls(app.server);
   if (next.config.log_level !== running.config.log_level) app.log.level = next.config.log_level;
   retire(app, books, running);
 

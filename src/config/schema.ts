@@ -43,6 +43,32 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
+/** backends.<name>.tls: how the gateway connects to an agent behind HTTPS (README "TLS"). */
+export const backendTlsSchema = z.strictObject({
+  /** PEM file of the CA(s) that signed the agent's certificate; absent = the system's trusted CAs. */
+  ca: z.string().min(1).optional(),
+  /** PEM files of the gateway's client certificate and key, for an agent that requires one. */
+  cert: z.string().min(1).optional(),
+  key: z.string().min(1).optional(),
+  /** Name checked against the agent's certificate (SNI too); default: the url's host name. */
+  servername: z.string().min(1).optional(),
+  /** false accepts any certificate (a test lab only). */
+  reject_unauthorized: z.boolean().default(true),
+}).refine((t) => (t.cert === undefined) === (t.key === undefined), { message: 'set both "cert" and "key", or neither' });
+
+/** server.tls: the agent port serves HTTPS (README "TLS"). */
+export const serverTlsSchema = z.strictObject({
+  /** PEM file of the server certificate (with its chain), and of its private key. */
+  cert: z.string().min(1),
+  key: z.string().min(1),
+  /** PEM file of the CA(s) whose client certificates are accepted; with request_cert clients are asked for one. */
+  ca: z.string().min(1).optional(),
+  /** Ask each client for a certificate (verified against `ca`). */
+  request_cert: z.boolean().default(false),
+  /** With request_cert: refuse a client without a valid certificate (false: accept it, unverified). */
+  reject_unauthorized: z.boolean().default(true),
+}).refine((t) => !t.request_cert || t.ca !== undefined, { message: 'request_cert needs "ca" (the CA client certificates are checked against)', path: ['ca'] });
+
 export const backendSchema = z
   .strictObject({
     url: httpUrl.optional(),
@@ -58,6 +84,7 @@ export const backendSchema = z
     eject_after_failures: z.number().int().positive().default(3),
     /** Bytes of one answer (inference, shadow, coaching) kept before the call is aborted. */
     max_response_mb: positive.default(256),
+    tls: backendTlsSchema.optional(),
   })
   .refine((b) => (b.url === undefined) !== (b.urls === undefined), {
     message: 'a backend needs exactly one of "url" or "urls"',
@@ -153,6 +180,8 @@ export const configSchema = z.strictObject({
       max_connections: z.number().int().positive().default(1024),
       /** Longest a shutdown waits for batches in flight before closing every connection. */
       drain_timeout_s: positive.default(30),
+      /** Serve HTTPS on the agent port; absent = plain HTTP. Files are re-read on every reload. */
+      tls: serverTlsSchema.optional(),
     })
     .prefault({}),
   agent: z

@@ -14,6 +14,7 @@
  * once (src/admission.ts). While the gateway drains for shutdown every answer closes its connection.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
@@ -24,6 +25,7 @@ import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayState } from '../plugins/gateway.js';
 import { answerHeaders, handleBatch, type BatchAnswer } from './batch-handler.js';
 import { clientConnectionCap } from '../fd-limit.js';
+import { readServerTls } from '../tls.js';
 import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 
@@ -44,7 +46,7 @@ export interface FrontHost {
 
 export type FrontServerOptions = Pick<
   GatewayConfig['server'],
-  'keep_alive_timeout_s' | 'headers_timeout_s' | 'body_timeout_s' | 'max_connections'
+  'keep_alive_timeout_s' | 'headers_timeout_s' | 'body_timeout_s' | 'max_connections' | 'tls'
 >;
 
 /** What one front server keeps: its receive clock and the options in force (replaced after a reload). */
@@ -70,7 +72,10 @@ function apply(front: Front, opts: FrontServerOptions): void {
 
 const ms = (s: number): number => Math.max(1, Math.round(s * 1000));
 
-/** fastify's serverFactory: a node:http server whose listener takes the batch path before fastify. */
+/**
+ * fastify's serverFactory: a node:http server (node:https with server.tls, README "TLS") whose listener takes
+ * the batch path before fastify. Both serve the same HTTP/1.1 contract with the same bounds.
+ */
 export function createFrontServer(
   fastifyHandler: RequestListener,
   host: () => FrontHost | undefined,
@@ -78,36 +83,40 @@ export function createFrontServer(
 ): Server {
   const deadlines = new ReceiveDeadlines(ms(opts.body_timeout_s));
   const headersTimeout = ms(opts.headers_timeout_s);
-  const server = createServer(
-    {
-      keepAliveTimeout: ms(opts.keep_alive_timeout_s),
-      headersTimeout,
-      // The body clock is ours (receive-deadlines.ts): node's would also run while a batch waits for admission.
-      requestTimeout: 0,
-      // Node checks its headers deadline this often: within about a second, as for the body.
-      connectionsCheckingInterval: Math.max(1, Math.min(1000, Math.floor(headersTimeout / 2))),
-    },
-    (req, res) => {
-      const socket = req.socket;
-      slots.busy(socket);
-      res.once('close', () => slots.done(socket));
-      const h = host();
-      if (h !== undefined) {
-        // A reload replaced the config: its server bounds apply from this request on.
-        const current = h.gateway.current.config.server;
-        if (current !== front.opts) apply(front, current);
-        if (h.draining()) res.shouldKeepAlive = false;
-      }
-      if (h === undefined || h.closing() || req.method !== 'POST' || req.url !== BATCH_PATH) {
-        deadlines.track(req, res, () => bodyTimedOut(front, h, req, res));
-        fastifyHandler(req, res);
-        return;
-      }
-      serveBatch(front, h, req, res);
-    },
-  );
+  const httpOptions = {
+    keepAliveTimeout: ms(opts.keep_alive_timeout_s),
+    headersTimeout,
+    // The body clock is ours (receive-deadlines.ts): node's would also run while a batch waits for admission.
+    requestTimeout: 0,
+    // Node checks its headers deadline this often: within about a second, as for the body.
+    connectionsCheckingInterval: Math.max(1, Math.min(1000, Math.floor(headersTimeout / 2))),
+  };
+  const listener: RequestListener = (req, res) => {
+    const socket = req.socket;
+    slots.busy(socket);
+    res.once('close', () => slots.done(socket));
+    const h = host();
+    if (h !== undefined) {
+      // A reload replaced the config: its server bounds apply from this request on.
+      const current = h.gateway.current.config.server;
+      if (current !== front.opts) apply(front, current);
+      if (h.draining()) res.shouldKeepAlive = false;
+    }
+    if (h === undefined || h.closing() || req.method !== 'POST' || req.url !== BATCH_PATH) {
+      deadlines.track(req, res, () => bodyTimedOut(front, h, req, res));
+      fastifyHandler(req, res);
+      return;
+    }
+    serveBatch(front, h, req, res);
+  };
+  // https.Server is an http.Server for everything the front and fastify use (listen, close, the request events).
+  const server: Server =
+    opts.tls === undefined
+      ? createServer(httpOptions, listener)
+      : createHttpsServer({ ...httpOptions, ...readServerTls(opts.tls) }, listener);
   const slots = new ConnectionSlots(clientConnectionCap(opts.max_connections));
-  server.on('connection', (socket: Socket) => slots.admit(socket));
+  // Over TLS the requests' socket is the TLS socket, which exists once the handshake is done.
+  server.on(opts.tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => slots.admit(socket));
   const front: Front = { server, deadlines, slots, opts };
   // What fastify sets on the server it creates itself (it does not when given a serverFactory), and more.
   apply(front, opts);

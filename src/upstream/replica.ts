@@ -6,6 +6,7 @@
 import { Pool } from 'undici';
 import { DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-depth.js';
 import type { AgentInfoParsed } from '../protocol/schemas.js';
+import type { BackendTlsOptions } from '../tls.js';
 
 export type ReplicaState =
   /** Not probed yet: routed to optimistically only if no replica of the backend is known ready. */
@@ -58,6 +59,8 @@ export interface ReplicaOptions {
   maxResponseBytes?: number;
   /** server.max_json_depth; default DEFAULT_MAX_JSON_DEPTH. */
   maxJsonDepth?: number;
+  /** backends.<name>.tls, its files already read (src/tls.ts): for an agent behind HTTPS. */
+  tls?: BackendTlsOptions;
 }
 
 /** backends.<name>.max_response_mb's default (256 MiB), for replicas built without a config. */
@@ -96,7 +99,7 @@ export class Replica {
       pipelining: 1,
       keepAliveTimeout: 30_000,
       keepAliveMaxTimeout: 600_000,
-      connect: { timeout: opts.connectTimeoutMs },
+      connect: { timeout: opts.connectTimeoutMs, ...opts.tls },
       // Per-request timeouts are set by each call from the backend's timeout_s and the batch deadline.
       headersTimeout: 0,
       bodyTimeout: 0,

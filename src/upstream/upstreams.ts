@@ -8,6 +8,7 @@
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { AgentInfoParsed } from '../protocol/schemas.js';
+import { readBackendTls } from '../tls.js';
 import type { RoutingSnapshot } from '../routing/plan.js';
 import { freshRecord, Replica, type ReplicaRecord, type ReplicaState } from './replica.js';
 
@@ -48,12 +49,14 @@ export class Upstreams implements RoutingSnapshot {
     private readonly clock: () => number = Date.now,
   ) {
     for (const [name, b] of Object.entries(config.backends)) {
+      const tls = readBackendTls(name, b.tls);
       const replicas = b.urls.map((url, index) => {
         const record = freshRecord();
         const r = new Replica(
           {
             backend: name, index, url, connectTimeoutMs: b.connect_timeout_s * 1000, headers: b.headers,
             maxResponseBytes: Math.floor(b.max_response_mb * 1024 * 1024), maxJsonDepth: config.server.max_json_depth,
+            ...(tls === undefined ? {} : { tls }),
           },
           record,
         );
