@@ -8,6 +8,7 @@
  * on per test or per request.
  * Bodies are read and written with the exact JSON codec so big integers in memory round-trip digit for digit.
  */
+import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
 import { createServer, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { stringifyExact } from '../../src/protocol/exact-json.js';
@@ -117,6 +118,8 @@ export interface FakeAgentOptions {
   /** Default 127.0.0.1. */
   host?: string;
   behaviour?: FakeBehaviour | BehaviourFn;
+  /** Serve HTTPS with these options (cert, key, ...); the url is then https://. */
+  https?: HttpsOptions;
 }
 
 export interface FakeAgent {
@@ -346,7 +349,7 @@ export async function startFakeAgent(opts: FakeAgentOptions = {}): Promise<FakeA
     sendJson(res, 404, { detail: 'Not Found' });
   }
 
-  const server = createServer((req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
     const counted = req.url?.split('?')[0] === '/v1/responses';
     if (counted) {
       inFlight++;
@@ -358,7 +361,8 @@ export async function startFakeAgent(opts: FakeAgentOptions = {}): Promise<FakeA
       if (!res.headersSent) sendJson(res, 500, { detail: 'Internal Server Error' });
       else res.destroy();
     });
-  });
+  };
+  const server = opts.https === undefined ? createServer(listener) : createHttpsServer(opts.https, listener);
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
@@ -376,7 +380,7 @@ export async function startFakeAgent(opts: FakeAgentOptions = {}): Promise<FakeA
   };
 
   return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    url: `${opts.https === undefined ? 'http' : 'https'}://${host.includes(':') ? `[${host}]` : host}:${port}`,
     port,
     name,
     requests,
