@@ -153,6 +153,11 @@ describe('server.tls and backends.<name>.tls', () => {
       assert.match(bad.text, /server\.tls\.cert: cannot read .*missing\.pem/);
       // The running certificate keeps serving.
       assert.equal(await peerFingerprint(port, { ca: readFileSync(second.cert) }), fingerprintOf(second.cert));
+
+      // A backend's TLS file is read on reload too: unreadable, the reload is refused naming its key.
+      const badBackend = await gw.reload(baseConfig(agent.url, { cert, key }, { ca: join(dir, 'no-ca.pem') }));
+      assert.equal(badBackend.status, 400);
+      assert.match(badBackend.text, /backends\.a\.tls\.ca: cannot read .*no-ca\.pem/);
     } finally {
       await gw.close();
     }
