@@ -9,9 +9,10 @@ import { summarizeConfig } from '../config/summary.js';
 import { configWarnings, formatWarning } from '../config/warnings.js';
 
 function listenUrls(app: FastifyInstance): string[] {
+  const scheme = app.gateway.current.config.server.tls === undefined ? 'http' : 'https';
   return app
     .addresses()
-    .map((a) => (typeof a === 'string' ? a : `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`));
+    .map((a) => (typeof a === 'string' ? a : `${scheme}://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`));
 }
 
 export function logStartSummary(app: FastifyInstance, probed: boolean): void {
