@@ -5,10 +5,14 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { closest } from '../config/nearest-name.js';
+import { GatewayError } from '../errors.js';
 
 /** A mistake in the command line: the CLI prints `magma-gateway <cmd>: <message>` and the usage, exit 2. */
-export class UsageError extends Error {
-  override name = 'UsageError';
+export class UsageError extends GatewayError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('GATEWAY_ERR_USAGE', message, options);
+    this.name = 'UsageError';
+  }
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;

@@ -20,6 +20,7 @@ import {
   type ProbeTarget,
 } from './check-http.js';
 import { issuesText } from './check-probes.js';
+import { GatewayError } from '../errors.js';
 
 export const BIG_ID = '99999999999999999999';
 /** The memory of the round-trip check, as JSON text: every number here is one JS would rewrite. */
@@ -50,7 +51,7 @@ function post(t: ProbeTarget, request: AgentRequest): Promise<Exchange> {
 function candidates(ex: Exchange): AgentOutputParsed[] {
   require2xx(ex, 'POST /v1/responses');
   const body = parseBodyExact(ex, 'the answer');
-  if (!Array.isArray(body)) throw new Error(`the answer is not a JSON array of AgentOutput: ${excerpt(ex.text)}`);
+  if (!Array.isArray(body)) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `the answer is not a JSON array of AgentOutput: ${excerpt(ex.text)}`);
   const out: AgentOutputParsed[] = [];
   const bad: string[] = [];
   body.forEach((raw: unknown, i) => {
@@ -58,7 +59,7 @@ function candidates(ex: Exchange): AgentOutputParsed[] {
     if (p.success) out.push(p.data);
     else bad.push(`candidate [${i}] ${issuesText(p.error.issues, 2)}`);
   });
-  if (bad.length > 0) throw new Error(bad.slice(0, 3).join(' | '));
+  if (bad.length > 0) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', bad.slice(0, 3).join(' | '));
   return out;
 }
 
@@ -78,7 +79,7 @@ function pairs(outs: AgentOutputParsed[]): string {
 function ordered(request: AgentRequest, ex: Exchange): AgentOutputParsed[] {
   const outs = candidates(ex);
   const problem = validateAgainstRequest(request, outs);
-  if (problem !== undefined) throw new Error(`${problem}; got ${pairs(outs) || 'no candidates'}`);
+  if (problem !== undefined) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `${problem}; got ${pairs(outs) || 'no candidates'}`);
   return outs;
 }
 
@@ -106,13 +107,13 @@ export async function checkBatch(t: ProbeTarget): Promise<string> {
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     if (ex.status >= 200 && ex.status < 300 && !verbatim) {
-      throw new Error(`${why}; source_id ${BIG_ID} is not in the raw body verbatim (precision lost?)`, {
+      throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `${why}; source_id ${BIG_ID} is not in the raw body verbatim (precision lost?)`, {
         cause: err,
       });
     }
     throw err;
   }
-  if (!verbatim) throw new Error(`source_id ${BIG_ID} is not in the raw body verbatim`);
+  if (!verbatim) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `source_id ${BIG_ID} is not in the raw body verbatim`);
   return `${outs.length} candidates in order, ids -5 and ${BIG_ID} echoed exactly${errorNote(outs)}`;
 }
 
@@ -121,7 +122,7 @@ export async function checkEmpty(t: ProbeTarget): Promise<string> {
   const ex = await post(t, { request_id: requestId('empty'), inputs: [] });
   require2xx(ex, 'POST /v1/responses');
   const body = parseBodyExact(ex, 'the answer');
-  if (!Array.isArray(body) || body.length !== 0) throw new Error(`expected [], got ${excerpt(ex.text)}`);
+  if (!Array.isArray(body) || body.length !== 0) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `expected [], got ${excerpt(ex.text)}`);
   return `HTTP ${ex.status} []`;
 }
 
@@ -145,7 +146,7 @@ export async function checkMemory(t: ProbeTarget): Promise<string> {
   };
   const request: AgentRequest = { request_id: requestId('memory'), inputs: [input(1, 2, memory)] };
   const outs = candidates(await post(t, request));
-  if (outs.length !== 2) throw new Error(`asked 2 candidates, got ${outs.length}`);
+  if (outs.length !== 2) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `asked 2 candidates, got ${outs.length}`);
   const problems: string[] = [];
   for (const o of outs) {
     const who = `candidate (${intKey(o.source_id)},${intKey(o.candidate_index)})`;
@@ -157,6 +158,6 @@ export async function checkMemory(t: ProbeTarget): Promise<string> {
     const rules = o.memory.memory_list;
     if (!Array.isArray(rules) || !rules.includes('rule')) problems.push(`${who} lost memory.memory_list ["rule"]`);
   }
-  if (problems.length > 0) throw new Error(problems.slice(0, 4).join('; '));
+  if (problems.length > 0) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', problems.slice(0, 4).join('; '));
   return `2 candidates kept big, f=1.0, nested.neg and memory_list exactly${errorNote(outs)}`;
 }

@@ -13,6 +13,7 @@ import { knownKeysAt } from './known-keys.js';
 import { closest } from './nearest-name.js';
 import { configSchema, type GatewayConfig } from './schema.js';
 import { formatPath, routeProblems, type PathSegment, type Problem } from '../routing/validate.js';
+import { GatewayError } from '../errors.js';
 
 export type Env = Record<string, string | undefined>;
 
@@ -25,7 +26,7 @@ export interface ConfigIssue {
 }
 
 /** The message lists every problem as `file:line:col: path: what`, one per line, in file order. */
-export class ConfigError extends Error {
+export class ConfigError extends GatewayError {
   constructor(
     readonly source: string,
     readonly issues: readonly ConfigIssue[],
@@ -34,7 +35,7 @@ export class ConfigError extends Error {
   ) {
     const n = issues.length;
     const lines = issues.map((i) => `\n  ${source}:${i.line}:${i.column}: ${i.path}: ${i.message}`);
-    super(detail ?? `invalid config file ${source} (${n} problem${n === 1 ? '' : 's'}):${lines.join('')}`, options);
+    super('GATEWAY_ERR_CONFIG_INVALID', detail ?? `invalid config file ${source} (${n} problem${n === 1 ? '' : 's'}):${lines.join('')}`, options);
     this.name = 'ConfigError';
   }
 }

@@ -11,9 +11,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { errorBody } from '../errors.js';
 
 /** What a client without the right token learns: nothing about why (missing, malformed and wrong look alike). */
-const DENIED = { detail: 'unauthorized' };
+const DENIED = errorBody('GATEWAY_ERR_UNAUTHORIZED', 'unauthorized');
 
 /**
  * Constant-time comparison. Hashing first gives both sides the same length (timingSafeEqual needs it), so

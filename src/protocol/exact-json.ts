@@ -14,6 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { exceedsDepth, MAX_JSON_DEPTH_CEILING, tooDeepMessage } from './json-depth.js';
+import { GatewayError } from '../errors.js';
 
 const NONCE = randomBytes(16).toString('hex');
 /** Prefix of a string that stands for a JSON number kept as its source text. */
@@ -40,12 +41,12 @@ const CANDIDATE_RE = /[[:,]\s*(-?\d[\d.eE+-]*)/g;
 /** The JSON number grammar, whole token. */
 const NUMBER_RE = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
-export class JsonSyntaxError extends Error {
+export class JsonSyntaxError extends GatewayError {
   constructor(
     message: string,
     readonly position: number,
   ) {
-    super(message);
+    super('GATEWAY_ERR_JSON_INVALID', message);
     this.name = 'JsonSyntaxError';
   }
 }

@@ -7,6 +7,7 @@
  * in order, the first at the start and the last at the end, and taking each middle piece at its leftmost place
  * is always right. The regex form stays for validation and for anyone who wants to see the glob as a regex.
  */
+import { GatewayError } from '../errors.js';
 
 type Atom = { kind: 'lit'; cp: string } | { kind: 'any' } | { kind: 'class'; re: RegExp };
 type Token = Atom | { kind: 'star' };
@@ -26,7 +27,7 @@ function compile(source: string): RegExp {
   try {
     return new RegExp(source, 'su');
   } catch (err) {
-    throw new Error(`invalid glob: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid glob: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
 }
 
@@ -49,7 +50,7 @@ function parse(glob: string): Parsed {
       tokens.push({ kind: 'any' });
       source += '.';
     } else if (c === '\\') {
-      if (i + 1 >= chars.length) throw new Error('invalid glob: it ends with a lone "\\"');
+      if (i + 1 >= chars.length) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'invalid glob: it ends with a lone "\\"');
       const lit = chars[++i]!;
       tokens.push({ kind: 'lit', cp: lit });
       source += escapeChar(lit);
@@ -66,7 +67,7 @@ function parse(glob: string): Parsed {
         cls += m === '-' && chars[j - 1] !== '\\' ? '-' : escapeChar(m, true);
         j++;
       }
-      if (j >= chars.length) throw new Error(`invalid glob: the "[" at character ${i + 1} is never closed`);
+      if (j >= chars.length) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid glob: the "[" at character ${i + 1} is never closed`);
       // One class alone never backtracks: testing one code point against it is constant time.
       tokens.push({ kind: 'class', re: compile(`^[${cls}]$`) });
       source += `[${cls}]`;

@@ -13,14 +13,15 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { LuaScript } from './redis-scripts.js';
 import type { StateConfig, StateLog } from './types.js';
 import { Listeners } from './util.js';
+import { GatewayError } from '../errors.js';
 
 type Client = Redis | Cluster;
 export type RedisConfig = NonNullable<StateConfig['redis']>;
 
 /** Thrown by `run` while Redis is down: the caller falls back to local state. */
-export class RedisUnavailable extends Error {
+export class RedisUnavailable extends GatewayError {
   constructor() {
-    super('redis unavailable');
+    super('GATEWAY_ERR_STATE_UNAVAILABLE', 'redis unavailable');
     this.name = 'RedisUnavailable';
   }
 }

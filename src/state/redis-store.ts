@@ -25,6 +25,7 @@ import {
   type StoreStats,
 } from './types.js';
 import { Listeners, newId } from './util.js';
+import { GatewayError } from '../errors.js';
 
 type Message = { t: 'sem'; k: string } | { t: 'replay'; k: string } | SharedMessage;
 
@@ -56,7 +57,7 @@ export class RedisStore implements Store {
 
   constructor(config: StateConfig, log: StateLog) {
     const redis = config.redis;
-    if (redis === undefined) throw new Error('RedisStore needs state.redis');
+    if (redis === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'RedisStore needs state.redis');
     const prefix = redis.key_prefix;
     const origin = newId(); // tells this instance's own announcements apart
     // Whole milliseconds: Redis's PEXPIRE and SET PX take integers only.

@@ -10,6 +10,7 @@ import type { GatewayMetrics } from '../metrics.js';
 import type { AgentInfoParsed } from '../protocol/schemas.js';
 import type { RoutingSnapshot } from '../routing/plan.js';
 import { freshRecord, Replica, type ReplicaRecord, type ReplicaState } from './replica.js';
+import { GatewayError } from '../errors.js';
 
 export interface BackendUpstream {
   readonly name: string;
@@ -273,7 +274,7 @@ export class Upstreams implements RoutingSnapshot {
   private rec(r: Replica): ReplicaRecord {
     const rec = this.records.get(r);
     // A replica of another Upstreams (an old runtime's) is a programming error, not a backend's doing.
-    if (rec === undefined) throw new Error(`replica ${r.id} does not belong to these upstreams`);
+    if (rec === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `replica ${r.id} does not belong to these upstreams`);
     return rec;
   }
 }
