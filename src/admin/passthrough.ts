@@ -42,7 +42,7 @@ export function pickReplica(runtime: GatewayRuntime, name: string, pin: string |
   if (routable.length === 0) return { status: 503, code: 'GATEWAY_ERR_NO_READY_REPLICA', detail: `backend "${name}" has no ready replica` };
   const n = turn.get(name) ?? 0;
   turn.set(name, n + 1);
-  return { replica: routable[n % routable.length]! };
+  return { replica: routable[n % routable.length]! }; // index taken modulo a non-empty array's length
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {
@@ -73,7 +73,7 @@ export async function passthrough(app: FastifyInstance): Promise<void> {
     destroyAgent: true,
     preHandler(req, reply, done) {
       const runtime = app.gateway.current;
-      const name = (req.params as { name?: string }).name ?? '';
+      const name = (req.params as { name?: string }).name ?? ''; // fastify types params per route; this prefix declares :name
       const pick = pickReplica(runtime, name, headerValue(req.headers[REPLICA_HEADER]), turn);
       if ('status' in pick) {
         void reply.code(pick.status).send(errorBody(pick.code, pick.detail));
@@ -100,7 +100,7 @@ export async function passthrough(app: FastifyInstance): Promise<void> {
       retryDelay: () => null,
       onError(reply, { error }) {
         const { replica } = chosen(reply.request);
-        const status = (error as Error & { statusCode?: number }).statusCode === 504 ? 504 : 502;
+        const status = (error as Error & { statusCode?: number }).statusCode === 504 ? 504 : 502; // undici errors carry statusCode without declaring it
         reply.request.log.warn({ replica: replica.id, err: error.message }, 'passthrough to backend failed');
         void reply
           .code(status)

@@ -81,7 +81,7 @@ export class SessionAffinity {
     const known = this.byBackend.get(backend)?.get(key);
     const held = known === undefined ? undefined : eligible.find((r) => r.url === known);
     if (held !== undefined) return held;
-    let best = eligible[0]!;
+    let best = eligible[0]!; // eligible is non-empty here (checked above)
     let bestScore = -1;
     for (const r of eligible) {
       const score = hash32(`${key}\n${r.url}`);

@@ -8,7 +8,8 @@
  */
 import { intKey, jsonNumberText, numberMark, stringifyExact } from '../protocol/exact-json.js';
 import { validateAgainstRequest } from '../protocol/response-check.js';
-import { agentOutputSchema, isJsonObject, type AgentOutputParsed } from '../protocol/schemas.js';
+import { agentOutputSchema, isJsonObject } from '../protocol/schemas.js';
+import type { AgentOutput } from '../protocol/types.js';
 import type { AgentInput, AgentRequest, IntValue, JsonObject } from '../protocol/types.js';
 import {
   excerpt,
@@ -48,11 +49,11 @@ function post(t: ProbeTarget, request: AgentRequest): Promise<Exchange> {
 }
 
 /** Parse an answer into schema-valid candidates, or throw naming the first problems. */
-function candidates(ex: Exchange): AgentOutputParsed[] {
+function candidates(ex: Exchange): AgentOutput[] {
   require2xx(ex, 'POST /v1/responses');
   const body = parseBodyExact(ex, 'the answer');
   if (!Array.isArray(body)) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `the answer is not a JSON array of AgentOutput: ${excerpt(ex.text)}`);
-  const out: AgentOutputParsed[] = [];
+  const out: AgentOutput[] = [];
   const bad: string[] = [];
   body.forEach((raw: unknown, i) => {
     const p = agentOutputSchema.safeParse(raw);
@@ -64,19 +65,19 @@ function candidates(ex: Exchange): AgentOutputParsed[] {
 }
 
 /** Error candidates are valid in their slot (contract), but a probe answered with errors deserves a mention. */
-function errorNote(outs: AgentOutputParsed[]): string {
+function errorNote(outs: AgentOutput[]): string {
   const errs = outs.filter((o) => o.status === 'error');
   if (errs.length === 0) return '';
   const codes = [...new Set(errs.map((o) => o.error?.code ?? '?'))].join(', ');
   return `; note: ${errs.length} of ${outs.length} candidates are error candidates (${codes})`;
 }
 
-function pairs(outs: AgentOutputParsed[]): string {
+function pairs(outs: AgentOutput[]): string {
   return outs.map((o) => `(${intKey(o.source_id)},${intKey(o.candidate_index)})`).join(' ');
 }
 
 /** Schema-valid candidates in exactly the contract's order for `request`; throws otherwise. */
-function ordered(request: AgentRequest, ex: Exchange): AgentOutputParsed[] {
+function ordered(request: AgentRequest, ex: Exchange): AgentOutput[] {
   const outs = candidates(ex);
   const problem = validateAgainstRequest(request, outs);
   if (problem !== undefined) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `${problem}; got ${pairs(outs) || 'no candidates'}`);
@@ -101,7 +102,7 @@ export async function checkBatch(t: ProbeTarget): Promise<string> {
   const ex = await post(t, request);
   // The raw text is the evidence: a JS agent using JSON.parse writes 100000000000000000000 back.
   const verbatim = BIG_SOURCE_RE.test(ex.text);
-  let outs: AgentOutputParsed[];
+  let outs: AgentOutput[];
   try {
     outs = ordered(request, ex);
   } catch (err) {

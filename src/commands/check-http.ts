@@ -43,7 +43,7 @@ export function openTarget(base: string, timeoutMs: number): ProbeTarget {
 /** Errno of an error or of its causes (undici may nest them); DOMExceptions' numeric codes don't count. */
 function errnoOf(err: Error): string | undefined {
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    const code: unknown = (e as NodeJS.ErrnoException).code;
+    const code: unknown = (e as NodeJS.ErrnoException).code; // undici errors are ErrnoException-shaped without declaring it
     if (typeof code === 'string' && code !== 'UND_ERR_ABORTED') return code;
   }
   return undefined;

@@ -38,7 +38,7 @@ export function bearerToken(header: string | undefined): string | undefined {
  * already decoded `%6detrics` into it); the raw and decoded paths are checked as well so no spelling slips by.
  */
 export function isMetricsPath(req: FastifyRequest): boolean {
-  const rawPath = req.url.split('?', 1)[0]!;
+  const rawPath = req.url.split('?', 1)[0]!; // split always returns at least one element
   let decoded = rawPath;
   try {
     decoded = decodeURIComponent(rawPath);

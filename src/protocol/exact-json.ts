@@ -93,7 +93,7 @@ function needsRewrite(text: string): boolean {
   CANDIDATE_RE.lastIndex = 0;
   let m: RegExpExecArray | null;
   while ((m = CANDIDATE_RE.exec(text)) !== null) {
-    if (!isCanonical(m[1]!)) return true;
+    if (!isCanonical(m[1]!)) return true; // the regex has one capture group, always set on a match
   }
   return false;
 }

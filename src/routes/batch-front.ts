@@ -200,7 +200,7 @@ function receive(
   req.on('end', () => {
     front.deadlines.done(req);
     if (stopped) return;
-    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size); // chunks.length === 1 on this branch
     chunks.length = 0;
     handleBatch(h.gateway, { body, headers: req.headers, log: h.log, onClientGone: (fn) => onClientGone(res, fn) }).then(
       (a) => reply(h, res, a.status, a.body, answerHeaders(a, performance.now() - t0), t0),

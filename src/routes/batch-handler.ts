@@ -114,7 +114,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
   const { request } = parsed;
   if (request.inputs.length === 0) return { status: 200, body: '[]' };
   const { inputs } = request;
-  const tooBig = checkBatchLimits(inputs, (i) => memoryBytes(inputs[i]!.memory), {
+  const tooBig = checkBatchLimits(inputs, (i) => memoryBytes(inputs[i]!.memory), { // checkBatchLimits only calls back with indexes of inputs
     maxCandidates: config.server.max_candidates_per_batch,
     maxAnswerBytes: config.server.max_answer_mb * 1024 * 1024,
     maxAnswerMb: config.server.max_answer_mb,

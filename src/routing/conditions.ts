@@ -97,6 +97,6 @@ export function compileCondition(cond: Condition, opts: ConditionOptions = {}): 
     const eq = equals(norm(cond.not));
     checks.push((v) => !some(v, eq));
   }
-  if (checks.length === 1) return checks[0]!;
+  if (checks.length === 1) return checks[0]!; // checks.length === 1 on this branch
   return (v) => checks.every((check) => check(v));
 }

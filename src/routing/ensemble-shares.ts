@@ -39,9 +39,9 @@ export function allocateShares(total: number, shares: readonly number[]): number
   }
   // Leftovers: at most one per member, so a stable order by fraction (descending) is all that is needed.
   const order = shares.map((_, i) => i);
-  order.sort((a, b) => fractions[b]! - fractions[a]! || a - b);
+  order.sort((a, b) => fractions[b]! - fractions[a]! || a - b); // order holds indexes of fractions
   for (let k = 0; given < total; k = (k + 1) % order.length) {
-    counts[order[k]!]!++;
+    counts[order[k]!]!++; // k < order.length and order holds indexes of counts
     given++;
   }
   return counts;
@@ -63,7 +63,7 @@ export function ensembleLegs(total: number, members: readonly Member[]): ShareLe
   const legs: ShareLeg[] = [];
   let offset = 0;
   members.forEach((m, i) => {
-    const count = counts[i]!;
+    const count = counts[i]!; // i < counts.length (loop bound)
     if (count > 0) legs.push({ backend: m.name, count, offset });
     offset += count;
   });

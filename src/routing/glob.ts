@@ -41,7 +41,7 @@ function parse(glob: string): Parsed {
   const tokens: Token[] = [];
   let source = '^';
   for (let i = 0; i < chars.length; i++) {
-    const c = chars[i]!;
+    const c = chars[i]!; // i < chars.length (loop bound)
     if (c === '*') {
       while (chars[i + 1] === '*') i++; // `**` is `*`
       tokens.push({ kind: 'star' });
@@ -51,7 +51,7 @@ function parse(glob: string): Parsed {
       source += '.';
     } else if (c === '\\') {
       if (i + 1 >= chars.length) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'invalid glob: it ends with a lone "\\"');
-      const lit = chars[++i]!;
+      const lit = chars[++i]!; // i + 1 < chars.length, checked above
       tokens.push({ kind: 'lit', cp: lit });
       source += escapeChar(lit);
     } else if (c === '[') {
@@ -63,7 +63,7 @@ function parse(glob: string): Parsed {
       }
       const first = j;
       while (j < chars.length && (chars[j] !== ']' || j === first)) {
-        const m = chars[j] === '\\' && j + 1 < chars.length ? chars[++j]! : chars[j]!;
+        const m = chars[j] === '\\' && j + 1 < chars.length ? chars[++j]! : chars[j]!; // j < chars.length, checked above
         cls += m === '-' && chars[j - 1] !== '\\' ? '-' : escapeChar(m, true);
         j++;
       }
@@ -93,7 +93,7 @@ function atomMatches(a: Atom, cp: string): boolean {
 
 /** `piece` matches the code points of `text` starting at `at`. */
 function pieceAt(piece: Atom[], text: string[], at: number): boolean {
-  for (let k = 0; k < piece.length; k++) if (!atomMatches(piece[k]!, text[at + k]!)) return false;
+  for (let k = 0; k < piece.length; k++) if (!atomMatches(piece[k]!, text[at + k]!)) return false; // k < piece.length and at + piece.length <= text.length
   return true;
 }
 
@@ -104,10 +104,10 @@ export function compileGlob(glob: string): (text: string) => boolean {
   const pieces: Atom[][] = [[]];
   for (const t of tokens) {
     if (t.kind === 'star') pieces.push([]);
-    else pieces[pieces.length - 1]!.push(t);
+    else pieces[pieces.length - 1]!.push(t); // pieces is non-empty (split returns at least one)
   }
-  const head = pieces[0]!;
-  const tail = pieces[pieces.length - 1]!;
+  const head = pieces[0]!; // pieces is non-empty (split returns at least one)
+  const tail = pieces[pieces.length - 1]!; // pieces is non-empty (split returns at least one)
   const middle = pieces.slice(1, -1);
   return (input) => {
     const text = Array.from(input);

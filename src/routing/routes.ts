@@ -89,7 +89,7 @@ export function compileRoutes(config: GatewayConfig): CompiledRoutes {
 export function selectRoute(compiled: CompiledRoutes, input: AgentInput, headers: Headers): CompiledRoute {
   const routes = compiled.routes;
   for (let i = 0; i < routes.length - 1; i++) {
-    if (routes[i]!.matches(input, headers)) return routes[i]!;
+    if (routes[i]!.matches(input, headers)) return routes[i]!; // i < routes.length (loop bound)
   }
-  return routes[routes.length - 1]!;
+  return routes[routes.length - 1]!; // routes is non-empty here (checked above)
 }

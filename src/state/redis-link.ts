@@ -73,7 +73,7 @@ export class RedisLink {
     // `cluster` is this store's own key in the options: true or ioredis ClusterOptions selects Redis Cluster,
     // with `url` as the seed node; every other key is an ioredis option passed as is.
     const { cluster, ...rest } = config.options;
-    const options = { ...DEFAULTS, ...rest } as RedisOptions;
+    const options = { ...DEFAULTS, ...rest } as RedisOptions; // ioredis' options type does not accept our defaults' narrower literal types
     // The subscriber sends one SUBSCRIBE, queued until connected and renewed by ioredis on every reconnect.
     const subOverride = { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined };
     if (cluster !== undefined && cluster !== false) {
@@ -81,7 +81,7 @@ export class RedisLink {
       const clusterOptions: ClusterOptions = {
         enableOfflineQueue: false,
         clusterRetryStrategy: retryStrategy ?? null,
-        ...(typeof cluster === 'object' ? (cluster as ClusterOptions) : {}),
+        ...(typeof cluster === 'object' ? (cluster as ClusterOptions) : {}), // ioredis' cluster options type does not accept our narrower literal types
         redisOptions: nodeOptions,
       };
       this.client = new Cluster([config.url], clusterOptions);

@@ -31,11 +31,11 @@ type Message = { t: 'sem'; k: string } | { t: 'replay'; k: string } | SharedMess
 
 function parseMessage(raw: string): Message | undefined {
   try {
-    const m = JSON.parse(raw) as { t?: unknown; k?: unknown; o?: unknown; v?: unknown };
+    const m = JSON.parse(raw) as { t?: unknown; k?: unknown; o?: unknown; v?: unknown }; // JSON.parse returns unknown data; each field is checked below
     if (typeof m.k !== 'string') return undefined;
     if (m.t === 'sem' || m.t === 'replay') return { t: m.t, k: m.k };
     if (m.t === 'shared' && typeof m.o === 'string' && (m.v === undefined || typeof m.v === 'string')) {
-      return m as SharedMessage;
+      return m as SharedMessage; // every field was checked above
     }
   } catch {
     // not ours (someone else publishing on the channel): ignored
