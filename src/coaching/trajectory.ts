@@ -6,7 +6,7 @@
  * backend would not have made itself.
  */
 import { intKey, isNumberMark, isStrictInt, numberMarkText } from '../protocol/exact-json.js';
-import type { AgentInput, IntValue, JsonObject, ValidationIssue } from '../protocol/types.js';
+import type { AgentInput, JsonObject, ValidationIssue } from '../protocol/types.js';
 import type { Headers } from '../routing/match.js';
 import { readMemoryTag, type MemoryTag } from '../routing/plan.js';
 import type { CompiledRoutes } from '../routing/routes.js';
@@ -76,7 +76,7 @@ export function normalizeInput(raw: JsonObject): AgentInput {
   const ins = isObject(raw.instruction) ? raw.instruction : {};
   const type = ins.type === 'env' ? 'env' : 'user';
   return {
-    id: isStrictInt(raw.id) ? (raw.id as IntValue) : 0, // isStrictInt was checked above
+    id: isStrictInt(raw.id) ? raw.id : 0,
     instruction: { type, content: typeof ins.content === 'string' ? ins.content : '' },
     tools: Array.isArray(raw.tools) ? raw.tools.filter(isObject) : [],
     attributes: isObject(raw.attributes) ? raw.attributes : {},

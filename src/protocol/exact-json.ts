@@ -15,6 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { exceedsDepth, MAX_JSON_DEPTH_CEILING, tooDeepMessage } from './json-depth.js';
 import { GatewayError } from '../errors.js';
+import type { IntValue } from './json-values.js';
 
 const NONCE = randomBytes(16).toString('hex');
 /** Prefix of a string that stands for a JSON number kept as its source text. */
@@ -261,7 +262,7 @@ export function jsonNumberText(v: unknown): string | undefined {
  * never `1.0`, `1e0`, `true` or `"1"`. Canonical JS numbers below 1e21 print as plain digits, so an integral
  * number here came from an integer literal; larger ones print with an exponent and were written that way.
  */
-export function isStrictInt(v: unknown): boolean {
+export function isStrictInt(v: unknown): v is IntValue {
   if (typeof v === 'number') return Number.isInteger(v) && Math.abs(v) < 1e21;
   return isNumberMark(v) && /^-?\d+$/.test(numberMarkText(v));
 }

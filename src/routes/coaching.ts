@@ -67,7 +67,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
       { run_id: runId, method, backends: Object.fromEntries(outcomes.map((o) => [o.backend, o.status])) },
       'coaching session',
     );
-    reply.header('x-request-id', headers['x-request-id']!); // coachingHeaders always sets x-request-id
+    reply.header('x-request-id', headers['x-request-id']);
     if (answer.body === undefined) return reply.code(204).send();
     return reply.code(answer.status).send(answer.body);
   }
@@ -138,7 +138,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
       { run_id: runId, backend, replica: replica.id, via, target_step: target.stepIndex, tags_stripped: stripped, status: r.status },
       'coaching request',
     );
-    reply.header('x-request-id', headers['x-request-id']!); // coachingHeaders always sets x-request-id
+    reply.header('x-request-id', headers['x-request-id']);
     if (!r.ok) return reply.code(r.status).send(errorBody('GATEWAY_ERR_COACHING_BACKEND', `backend ${backend}: ${r.message}`));
     reply.code(r.status);
     if (r.contentType !== undefined) reply.header('content-type', r.contentType);
