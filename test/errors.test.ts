@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { describeError } from '../src/commands/check-http.js';
 import { codeForStatus, errorBody, GATEWAY_ERR_CODES, GATEWAY_ERROR_CODES, GatewayError, statusOf } from '../src/errors.js';
 
 const readme = readFileSync('README.md', 'utf8');
@@ -106,4 +107,10 @@ test('every HTTP error body in src is built by errorBody (detail + code), but th
     if (/const \w+ = \{ detail:/.test(text)) bad.push(`${path}: a { detail } body constant`);
   }
   assert.deepEqual(bad, []);
+});
+
+test("a GatewayError's code is not mistaken for a transport errno when the check command describes a failure", () => {
+  assert.equal(describeError(new GatewayError('GATEWAY_ERR_USAGE', 'not a URL: "x"')), 'not a URL: "x"');
+  const refused = Object.assign(new Error('connect failed'), { code: 'ECONNREFUSED' });
+  assert.equal(describeError(new GatewayError('GATEWAY_ERR_CHECK_TRANSPORT', 'GET /health', { cause: refused })), 'ECONNREFUSED: GET /health');
 });

@@ -44,7 +44,8 @@ export function openTarget(base: string, timeoutMs: number): ProbeTarget {
 function errnoOf(err: Error): string | undefined {
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
     const code: unknown = (e as NodeJS.ErrnoException).code; // undici errors are ErrnoException-shaped without declaring it
-    if (typeof code === 'string' && code !== 'UND_ERR_ABORTED') return code;
+    // A GatewayError's code names the gateway's own error, not the transport's errno.
+    if (typeof code === 'string' && code !== 'UND_ERR_ABORTED' && !(e instanceof GatewayError)) return code;
   }
   return undefined;
 }
