@@ -116,7 +116,7 @@ export class Admission implements AdmissionStats {
   /** Admit from the head while the head fits; a later, smaller body never overtakes (no starvation). */
   private drain(): void {
     while (this.head < this.queue.length) {
-      const next = this.queue[this.head]!;
+      const next = this.queue[this.head]!; // head < queue.length: the loop condition
       if (next.released) {
         this.head++;
         continue;

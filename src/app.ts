@@ -19,7 +19,7 @@ import { responsesRoute } from './routes/responses.js';
 import { Drain } from './shutdown.js';
 
 export const PACKAGE_VERSION: string = (
-  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string } // JSON.parse returns unknown data; package.json is ours
 ).version;
 
 export interface BuildOptions {

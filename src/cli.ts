@@ -53,7 +53,7 @@ function usageError(message: string, usage = USAGE): number {
 
 /** A listen failure the operator can fix (port taken, not allowed, no such address): one line, not a crash. */
 function listenProblem(err: unknown, host: string, port: number): string | undefined {
-  const code = (err as { code?: string }).code;
+  const code = (err as { code?: string }).code; // node errors carry code without a declared type
   const where = `${host}:${port}`;
   if (code === 'EADDRINUSE') return `cannot listen on ${where}: the address is already in use (change server.port or --port)`;
   if (code === 'EACCES') return `cannot listen on ${where}: permission denied (ports below 1024 need privileges)`;

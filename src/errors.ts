@@ -18,7 +18,7 @@ export const GATEWAY_ERRORS = {
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
 
-export const GATEWAY_ERROR_CODES = Object.keys(GATEWAY_ERRORS) as GatewayErrorCode[];
+export const GATEWAY_ERROR_CODES = Object.keys(GATEWAY_ERRORS) as GatewayErrorCode[]; // Object.keys types its result string[]
 
 /** An HTTP status answered by a backend, mapped to the candidate error code it becomes. */
 export function codeForStatus(status: number): GatewayErrorCode {
@@ -34,4 +34,108 @@ export interface AttemptFailure {
   message: string;
   /** True when nothing reached the backend (connect refused): safe to retry on another replica. */
   notSent?: boolean;
+}
+
+/**
+ * The one registry of every other error the gateway raises: thrown errors (config, CLI usage, state, internal
+ * invariants) and the HTTP error answers of every listener, whose JSON body is `{"detail": ..., "code": ...}`.
+ * Named like fastify's FST_ERR_* and undici's UND_ERR_*; each is documented in README ("Error codes"), and a
+ * test checks that every `throw` in src uses a code from here. `status` is the HTTP status the code is answered
+ * with, where it is an HTTP answer.
+ */
+export const GATEWAY_ERR = {
+  GATEWAY_ERR_CONFIG_INVALID: {
+    meaning: 'The config file cannot be read, is not YAML, or fails the schema; the message lists every problem with file:line:col.',
+  },
+  GATEWAY_ERR_ROUTES_INVALID: {
+    meaning: 'The routes section is valid YAML but not a valid route table (unknown backend, bad match key, glob or regex, empty split or ensemble).',
+  },
+  GATEWAY_ERR_RELOAD_REFUSED: {
+    meaning: 'A config reload was refused (invalid file, a change that needs a restart, or a reload already running); POST /gateway/reload answers 400, 409 or 503 and the running config keeps serving.',
+  },
+  GATEWAY_ERR_USAGE: { meaning: 'A mistake in the command line (unknown option, missing value, bad URL or number); exit status 2.' },
+  GATEWAY_ERR_CHECK_FAILED: { meaning: '`magma-gateway check`: the agent under test answered, but not as the contract requires.' },
+  GATEWAY_ERR_CHECK_TRANSPORT: { meaning: '`magma-gateway check`: the agent under test could not be reached or did not answer in time.' },
+  GATEWAY_ERR_STATE_UNAVAILABLE: { meaning: 'Redis is down or not serving; the caller falls back to local state (never seen by a client).' },
+  GATEWAY_ERR_JSON_INVALID: {
+    meaning: 'A body is not valid JSON or nests deeper than server.max_json_depth; in a request it becomes a 422 detail, from a backend gateway_backend_invalid_response.',
+  },
+  GATEWAY_ERR_INVALID_REQUEST: {
+    meaning: 'The AgentRequest is invalid or over a batch limit. The 422 body keeps FastAPI\'s exact shape `{"detail": [...]}` with no `code` field (BENCH and GEN parse it); the code is in the log line.',
+    status: 422,
+  },
+  GATEWAY_ERR_BAD_REQUEST: {
+    meaning: 'A malformed HTTP request (400), or any other 4xx fastify answers before a handler, with its status (e.g. 415 for a Content-Type it does not parse).',
+    status: 400,
+  },
+  GATEWAY_ERR_UNAUTHORIZED: { meaning: 'The admin listener (or a protected path) was asked without the right bearer token.', status: 401 },
+  GATEWAY_ERR_NOT_FOUND: { meaning: 'No route serves this path, or an admin path names an unknown backend or replica.', status: 404 },
+  GATEWAY_ERR_METHOD_NOT_ALLOWED: { meaning: 'The path exists but not with this method; the `Allow` header lists the methods.', status: 405 },
+  GATEWAY_ERR_REQUEST_TIMEOUT: {
+    meaning: 'The request headers or body were not received within server.headers_timeout_s / server.body_timeout_s; the connection closes.',
+    status: 408,
+  },
+  GATEWAY_ERR_BODY_TOO_LARGE: { meaning: 'The request body exceeds server.body_limit_mb; the connection closes.', status: 413 },
+  GATEWAY_ERR_HEADERS_TOO_LARGE: { meaning: 'The request headers exceed node\'s header size limit.', status: 431 },
+  GATEWAY_ERR_NOT_READY: {
+    meaning: 'GET /health: no ready, compatible backend for some route, or the gateway is shutting down and finishing its batches.',
+    status: 503,
+  },
+  GATEWAY_ERR_COACHING_UNAVAILABLE: {
+    meaning: 'No backend offers coaching, or the backend chosen for the session does not or has no ready replica that does.',
+    status: 503,
+  },
+  GATEWAY_ERR_COACHING_BACKEND: {
+    meaning: 'A coaching request failed on one or more backends; the status is the backend\'s (or 502), and `backends` names each outcome.',
+  },
+  GATEWAY_ERR_NO_READY_REPLICA: { meaning: 'Admin passthrough: the backend has no ready replica to ask.', status: 503 },
+  GATEWAY_ERR_BACKEND_UNANSWERED: { meaning: 'Admin passthrough: the replica did not answer (502) or not in time (504).', status: 502 },
+  GATEWAY_ERR_RESPONSE_ORDER: {
+    meaning: 'Internal invariant: the assembled AgentResponse is not in the contract order (inputs order, then candidate_index); answered 500.',
+    status: 500,
+  },
+  GATEWAY_ERR_INTERNAL: {
+    meaning: 'Any other internal invariant broken (a bug): logged with its stack, answered 500 `internal gateway error` without internals.',
+    status: 500,
+  },
+} as const satisfies Record<string, ErrSpec>;
+
+interface ErrSpec {
+  meaning: string;
+  status?: number;
+}
+
+export type GatewayErrCode = keyof typeof GATEWAY_ERR;
+
+export const GATEWAY_ERR_CODES = Object.keys(GATEWAY_ERR) as GatewayErrCode[]; // Object.keys types its result string[]
+
+/** The HTTP status a code is answered with; undefined for a code that is never an HTTP answer. */
+export function statusOf(code: GatewayErrCode): number | undefined {
+  const spec: ErrSpec = GATEWAY_ERR[code];
+  return spec.status;
+}
+
+/** An error the gateway raises: a registered code, a message, and the HTTP status when it is answered over HTTP. */
+export class GatewayError extends Error {
+  readonly statusCode: number | undefined;
+
+  constructor(
+    readonly code: GatewayErrCode,
+    message: string,
+    options?: ErrorOptions & { statusCode?: number },
+  ) {
+    super(message, options);
+    this.name = 'GatewayError';
+    this.statusCode = options?.statusCode ?? statusOf(code);
+  }
+}
+
+/** The JSON body of every HTTP error answer but the 422 for an invalid AgentRequest. */
+export function errorBody(code: GatewayErrCode, detail: string): { detail: string; code: GatewayErrCode } {
+  return { detail, code };
+}
+
+/** The code a 500 answer names: the thrown error's own when it is a GatewayError, else GATEWAY_ERR_INTERNAL. */
+export function internalCode(err: unknown): GatewayErrCode {
+  return err instanceof GatewayError ? err.code : 'GATEWAY_ERR_INTERNAL';
 }

@@ -18,6 +18,7 @@ import { routesLackingBackend } from './routes/identity.js';
 import { GatewayRuntime } from './runtime.js';
 import { prepareServerTlsReload } from './tls.js';
 import type { GatewayState } from './plugins/gateway.js';
+import { GatewayError } from './errors.js';
 
 export type ReloadTrigger = 'api' | 'signal';
 
@@ -86,7 +87,7 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
   if (at !== undefined && !isLoopback(at.host) && (admin.token === undefined || admin.token === '')) {
     // The file alone was valid (its admin.listen differs), but the socket bound at start stays open beyond
     // this host until a restart: it keeps needing a token.
-    throw new Error(`admin.token: the admin listener on ${admin.listen} stays until a restart and needs a non-empty admin.token`);
+    throw new GatewayError('GATEWAY_ERR_RELOAD_REFUSED', `admin.token: the admin listener on ${admin.listen} stays until a restart and needs a non-empty admin.token`);
   }
   return { config: deepFreeze({ ...next, server, admin, state: running.state, metrics: running.metrics }), kept };
 }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { codeForStatus, GATEWAY_ERROR_CODES } from '../src/errors.js';
+import { describeError } from '../src/commands/check-http.js';
+import { codeForStatus, errorBody, GATEWAY_ERR_CODES, GATEWAY_ERROR_CODES, GatewayError, statusOf } from '../src/errors.js';
 
 const readme = readFileSync('README.md', 'utf8');
 
@@ -22,4 +24,93 @@ test('HTTP statuses map to the documented codes', () => {
   assert.equal(codeForStatus(502), 'gateway_backend_http_error');
   assert.equal(codeForStatus(422), 'gateway_backend_rejected');
   assert.equal(codeForStatus(429), 'gateway_backend_rejected');
+});
+
+test('every GATEWAY_ERR_* code is documented in the README table with its status, and no other is', () => {
+  for (const code of GATEWAY_ERR_CODES) {
+    const status = String(statusOf(code) ?? '—');
+    assert.match(readme, new RegExp(`^\\| \`${code}\` \\| ${status} \\| .+ \\|$`, 'm'), `${code} missing from the README table`);
+  }
+  const documented = [...readme.matchAll(/^\| `(GATEWAY_ERR_[A-Z_]+)` \|/gm)].map((m) => m[1]);
+  assert.deepEqual([...new Set(documented)].sort(), [...GATEWAY_ERR_CODES].sort());
+  assert.equal(documented.length, GATEWAY_ERR_CODES.length, 'a code is documented twice');
+});
+
+test('a GatewayError carries its code and the status its code is answered with', () => {
+  const err = new GatewayError('GATEWAY_ERR_BODY_TOO_LARGE', 'too big');
+  assert.equal(err.code, 'GATEWAY_ERR_BODY_TOO_LARGE');
+  assert.equal(err.statusCode, 413);
+  assert.equal(new GatewayError('GATEWAY_ERR_CONFIG_INVALID', 'x').statusCode, undefined);
+  assert.equal(new GatewayError('GATEWAY_ERR_COACHING_BACKEND', 'x', { statusCode: 409 }).statusCode, 409);
+  assert.deepEqual(errorBody('GATEWAY_ERR_NOT_FOUND', 'gone'), { detail: 'gone', code: 'GATEWAY_ERR_NOT_FOUND' });
+});
+
+function* sources(dir: string): Generator<string> {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) yield* sources(path);
+    else if (name.endsWith('.ts')) yield path;
+  }
+}
+
+const srcFiles = [...sources('src')].map((path) => ({ path, text: readFileSync(path, 'utf8') }));
+
+/** Classes in src that are GatewayError or extend one (transitively). */
+function gatewayErrorClasses(): Set<string> {
+  const parents = new Map<string, string>();
+  for (const { text } of srcFiles) {
+    for (const m of text.matchAll(/class (\w+) extends (\w+)/g)) parents.set(m[1]!, m[2]!);
+  }
+  const out = new Set(['GatewayError']);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const [child, parent] of parents) {
+      if (out.has(parent) && !out.has(child)) {
+        out.add(child);
+        grew = true;
+      }
+    }
+  }
+  return out;
+}
+
+test('every throw in src raises a GatewayError (so a registered code); a plain Error fails this test', () => {
+  const ours = gatewayErrorClasses();
+  for (const c of ['ConfigError', 'UsageError', 'RedisUnavailable', 'JsonSyntaxError', 'JsonDepthError', 'TransportError']) {
+    assert.ok(ours.has(c), `${c} should extend GatewayError`);
+  }
+  // The JSON decoder's private control-flow token: caught inside json-decode-error.ts, never leaves it.
+  const allowed = new Set(['Fail']);
+  const bad: string[] = [];
+  for (const { path, text } of srcFiles) {
+    for (const m of text.matchAll(/throw new (\w+)\(/g)) {
+      if (!ours.has(m[1]!) && !allowed.has(m[1]!)) bad.push(`${path}: throw new ${m[1]}(`);
+    }
+    for (const m of text.matchAll(/new GatewayError\('(\w+)'/g)) {
+      if (!(GATEWAY_ERR_CODES as string[]).includes(m[1]!)) bad.push(`${path}: unregistered code ${m[1]}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+test('every HTTP error body in src is built by errorBody (detail + code), but the FastAPI-shaped 422', () => {
+  // The 422 for an invalid AgentRequest keeps FastAPI's exact `{"detail": [...]}` (README "Error codes").
+  const fastApi422 = new Set([join('src', 'routes', 'responses.ts'), join('src', 'routes', 'batch-handler.ts')]);
+  const bad: string[] = [];
+  for (const { path, text } of srcFiles) {
+    if (path === join('src', 'errors.ts')) continue;
+    for (const m of text.matchAll(/(send|stringify|stringifyExact)\(\{ (reloaded: false, )?detail\b/g)) {
+      const is422 = fastApi422.has(path) && /^stringifyExact\(\{ detail \}\)|^stringifyExact\(\{ detail: (parsed\.detail|tooBig) \}\)/.test(text.slice(m.index));
+      if (!is422) bad.push(`${path}: ${m[0]}`);
+    }
+    if (/const \w+ = \{ detail:/.test(text)) bad.push(`${path}: a { detail } body constant`);
+  }
+  assert.deepEqual(bad, []);
+});
+
+test("a GatewayError's code is not mistaken for a transport errno when the check command describes a failure", () => {
+  assert.equal(describeError(new GatewayError('GATEWAY_ERR_USAGE', 'not a URL: "x"')), 'not a URL: "x"');
+  const refused = Object.assign(new Error('connect failed'), { code: 'ECONNREFUSED' });
+  assert.equal(describeError(new GatewayError('GATEWAY_ERR_CHECK_TRANSPORT', 'GET /health', { cause: refused })), 'ECONNREFUSED: GET /health');
 });

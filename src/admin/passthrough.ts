@@ -17,13 +17,14 @@ import httpProxy from '@fastify/http-proxy';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Replica } from '../upstream/replica.js';
+import { errorBody, GatewayError, type GatewayErrCode } from '../errors.js';
 
 export const REPLICA_HEADER = 'x-gateway-replica';
 
 /** Request headers that belong to the gateway hop, never to the agent. */
 const HOP_HEADERS = ['authorization', 'proxy-authorization', REPLICA_HEADER];
 
-type Pick = { replica: Replica } | { status: 404 | 503; detail: string };
+type Pick = { replica: Replica } | { status: 404 | 503; code: GatewayErrCode; detail: string };
 
 /**
  * The replica for a request: the pinned one, else the routable replicas in turn (round robin per backend;
@@ -31,17 +32,17 @@ type Pick = { replica: Replica } | { status: 404 | 503; detail: string };
  */
 export function pickReplica(runtime: GatewayRuntime, name: string, pin: string | undefined, turn: Map<string, number>): Pick {
   const backend = runtime.upstreams.backends.get(name);
-  if (backend === undefined) return { status: 404, detail: `unknown backend "${name}"` };
+  if (backend === undefined) return { status: 404, code: 'GATEWAY_ERR_NOT_FOUND', detail: `unknown backend "${name}"` };
   if (pin !== undefined) {
     const replica = /^\d+$/.test(pin) ? backend.replicas[Number(pin)] : undefined;
-    if (replica === undefined) return { status: 404, detail: `backend "${name}" has no replica ${pin}` };
+    if (replica === undefined) return { status: 404, code: 'GATEWAY_ERR_NOT_FOUND', detail: `backend "${name}" has no replica ${pin}` };
     return { replica };
   }
   const routable = runtime.upstreams.routable(name);
-  if (routable.length === 0) return { status: 503, detail: `backend "${name}" has no ready replica` };
+  if (routable.length === 0) return { status: 503, code: 'GATEWAY_ERR_NO_READY_REPLICA', detail: `backend "${name}" has no ready replica` };
   const n = turn.get(name) ?? 0;
   turn.set(name, n + 1);
-  return { replica: routable[n % routable.length]! };
+  return { replica: routable[n % routable.length]! }; // index taken modulo a non-empty array's length
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {
@@ -57,7 +58,7 @@ export async function passthrough(app: FastifyInstance): Promise<void> {
   const turn = new Map<string, number>();
   const chosen = (req: object): { replica: Replica; timeoutMs: number } => {
     const c = picked.get(req);
-    if (c === undefined) throw new Error('passthrough: no replica chosen for this request');
+    if (c === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'passthrough: no replica chosen for this request');
     return c;
   };
 
@@ -72,10 +73,10 @@ export async function passthrough(app: FastifyInstance): Promise<void> {
     destroyAgent: true,
     preHandler(req, reply, done) {
       const runtime = app.gateway.current;
-      const name = (req.params as { name?: string }).name ?? '';
+      const name = (req.params as { name?: string }).name ?? ''; // fastify types params per route; this prefix declares :name
       const pick = pickReplica(runtime, name, headerValue(req.headers[REPLICA_HEADER]), turn);
       if ('status' in pick) {
-        void reply.code(pick.status).send({ detail: pick.detail });
+        void reply.code(pick.status).send(errorBody(pick.code, pick.detail));
         return;
       }
       picked.set(req, { replica: pick.replica, timeoutMs: runtime.upstreams.timeoutMs(name) });
@@ -99,9 +100,11 @@ export async function passthrough(app: FastifyInstance): Promise<void> {
       retryDelay: () => null,
       onError(reply, { error }) {
         const { replica } = chosen(reply.request);
-        const status = (error as Error & { statusCode?: number }).statusCode === 504 ? 504 : 502;
+        const status = (error as Error & { statusCode?: number }).statusCode === 504 ? 504 : 502; // undici errors carry statusCode without declaring it
         reply.request.log.warn({ replica: replica.id, err: error.message }, 'passthrough to backend failed');
-        void reply.code(status).send({ detail: `backend replica ${replica.id} did not answer: ${error.message}` });
+        void reply
+          .code(status)
+          .send(errorBody('GATEWAY_ERR_BACKEND_UNANSWERED', `backend replica ${replica.id} did not answer: ${error.message}`));
       },
     },
   });

@@ -3,7 +3,7 @@
  * when the request came), built from the upstreams and the prober without changing either. Times are ISO 8601
  * strings, absent values are null (never omitted), so the shape is the same for every replica.
  */
-import type { AgentInfoParsed } from '../protocol/schemas.js';
+import type { AgentInfo } from '../protocol/types.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Replica, ReplicaState } from '../upstream/replica.js';
 import { redactUrl } from './redact.js';
@@ -17,7 +17,7 @@ export interface ReplicaView {
   routable: boolean;
   last_probe: { at: string; ok: boolean; ms: number; error: string | null } | null;
   /** The agent's /v1/info as last read (lenient: extra fields kept), null before a probe got it. */
-  info: AgentInfoParsed | null;
+  info: AgentInfo | null;
   in_flight: { requests: number; inputs: number };
   /** The last failure while the replica is not ready or failing; null once it is ready and has succeeded again. */
   last_error: string | null;

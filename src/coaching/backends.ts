@@ -14,6 +14,7 @@
 import type { GatewayRuntime } from '../runtime.js';
 import type { Replica } from '../upstream/replica.js';
 import { hash32 } from '../routing/split.js';
+import { errorBody } from '../errors.js';
 
 /** Sessions remembered per backend; older ones fall back to hashing, which picks the same replica when stable. */
 const MAX_SESSIONS_PER_BACKEND = 10_000;
@@ -63,7 +64,7 @@ export function aggregate(method: string, runId: string, outcomes: BackendOutcom
   const names = failed.map((o) => `${o.backend} (${o.status}${o.detail ? `: ${o.detail}` : ''})`).join('; ');
   const ok = outcomes.filter((o) => isSuccess(o.status)).map((o) => o.backend);
   const rest = ok.length > 0 ? `; succeeded on ${ok.join(', ')}` : '';
-  return { status, body: { detail: `${method} coaching session ${runId} failed on ${names}${rest}`, backends: outcomes } };
+  return { status, body: { ...errorBody('GATEWAY_ERR_COACHING_BACKEND', `${method} coaching session ${runId} failed on ${names}${rest}`), backends: outcomes } };
 }
 
 export class SessionAffinity {
@@ -80,7 +81,7 @@ export class SessionAffinity {
     const known = this.byBackend.get(backend)?.get(key);
     const held = known === undefined ? undefined : eligible.find((r) => r.url === known);
     if (held !== undefined) return held;
-    let best = eligible[0]!;
+    let best = eligible[0]!; // eligible is non-empty here (checked above)
     let bestScore = -1;
     for (const r of eligible) {
       const score = hash32(`${key}\n${r.url}`);

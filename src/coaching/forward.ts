@@ -54,10 +54,11 @@ export function answerDetail(r: ForwardResult): string {
  * Headers sent with every coaching call: the client's content-type (the body is forwarded as it came), and
  * the request id and trace context, as for inference sub-requests, so a call can be followed across logs.
  */
-export function coachingHeaders(req: FastifyRequest, withBody: boolean): Record<string, string> {
-  const h: Record<string, string> = {};
+export function coachingHeaders(req: FastifyRequest, withBody: boolean): Record<string, string> & { 'x-request-id': string } {
   const rid = req.headers['x-request-id'];
-  h['x-request-id'] = typeof rid === 'string' && rid.length > 0 ? rid : randomUUID();
+  const h: Record<string, string> & { 'x-request-id': string } = {
+    'x-request-id': typeof rid === 'string' && rid.length > 0 ? rid : randomUUID(),
+  };
   const tp = req.headers['traceparent'];
   if (typeof tp === 'string') h['traceparent'] = tp;
   if (withBody) {

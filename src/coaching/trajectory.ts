@@ -6,7 +6,7 @@
  * backend would not have made itself.
  */
 import { intKey, isNumberMark, isStrictInt, numberMarkText } from '../protocol/exact-json.js';
-import type { AgentInput, IntValue, JsonObject, ValidationIssue } from '../protocol/types.js';
+import type { AgentInput, JsonObject, ValidationIssue } from '../protocol/types.js';
 import type { Headers } from '../routing/match.js';
 import { readMemoryTag, type MemoryTag } from '../routing/plan.js';
 import type { CompiledRoutes } from '../routing/routes.js';
@@ -57,13 +57,13 @@ export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget 
     };
   }
   const target = idText(body.target_step_id);
-  let index = usable.find((i) => target !== undefined && idText(stepId(steps[i] as JsonObject)) === target);
+  let index = usable.find((i) => target !== undefined && idText(stepId(steps[i] as JsonObject)) === target); // isJsonObject was checked for every step above
   if (index === undefined && target !== undefined && /^\d+$/.test(target) && usable.includes(Number(target))) {
     index = Number(target);
   }
-  index ??= usable[usable.length - 1]!;
-  const step = steps[index] as JsonObject;
-  const rawInput = step.input as JsonObject;
+  index ??= usable[usable.length - 1]!; // usable is non-empty here (checked above)
+  const step = steps[index] as JsonObject; // isJsonObject was checked for every step above
+  const rawInput = step.input as JsonObject; // input was checked to be an object above
   const output = step.output;
   const tag =
     (isObject(rawInput.memory) ? readMemoryTag(rawInput.memory, memoryKey) : undefined) ??
@@ -76,7 +76,7 @@ export function normalizeInput(raw: JsonObject): AgentInput {
   const ins = isObject(raw.instruction) ? raw.instruction : {};
   const type = ins.type === 'env' ? 'env' : 'user';
   return {
-    id: isStrictInt(raw.id) ? (raw.id as IntValue) : 0,
+    id: isStrictInt(raw.id) ? raw.id : 0,
     instruction: { type, content: typeof ins.content === 'string' ? ins.content : '' },
     tools: Array.isArray(raw.tools) ? raw.tools.filter(isObject) : [],
     attributes: isObject(raw.attributes) ? raw.attributes : {},
@@ -100,7 +100,7 @@ export function ruleBackend(
   coaches: (backend: string) => boolean,
 ): { backend: string; route: string } {
   const route = selectRoute(compiled, input, headers);
-  const first = route.members[0]!.name;
+  const first = route.members[0]!.name; // a route has at least one member (config schema)
   switch (route.kind) {
     case 'backend':
       return { backend: first, route: route.name };

@@ -5,10 +5,14 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { closest } from '../config/nearest-name.js';
+import { GatewayError } from '../errors.js';
 
 /** A mistake in the command line: the CLI prints `magma-gateway <cmd>: <message>` and the usage, exit 2. */
-export class UsageError extends Error {
-  override name = 'UsageError';
+export class UsageError extends GatewayError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('GATEWAY_ERR_USAGE', message, options);
+    this.name = 'UsageError';
+  }
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -30,9 +34,9 @@ export function parseCommandLine(argv: readonly string[], options: Options, maxP
   let parsed: Parsed;
   try {
     const r = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
-    parsed = { values: r.values as Parsed['values'], positionals: r.positionals };
+    parsed = { values: r.values as Parsed['values'], positionals: r.positionals }; // parseArgs types values by the options given; ours are strings and booleans
   } catch (err) {
-    const code = (err as { code?: string }).code;
+    const code = (err as { code?: string }).code; // node's parseArgs errors carry code without a declared type
     const message = err instanceof Error ? err.message : String(err);
     const opt = quoted(message);
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
@@ -50,7 +54,7 @@ export function parseCommandLine(argv: readonly string[], options: Options, maxP
     throw new UsageError(message.split('.')[0] ?? message);
   }
   if (parsed.positionals.length > maxPositionals) {
-    const extra = parsed.positionals[maxPositionals]!;
+    const extra = parsed.positionals[maxPositionals]!; // positionals.length > maxPositionals, checked above
     throw new UsageError(maxPositionals === 0 ? `unexpected argument "${extra}"` : `unexpected extra argument "${extra}"`);
   }
   return parsed;

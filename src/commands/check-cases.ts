@@ -8,7 +8,8 @@
  */
 import { intKey, jsonNumberText, numberMark, stringifyExact } from '../protocol/exact-json.js';
 import { validateAgainstRequest } from '../protocol/response-check.js';
-import { agentOutputSchema, isJsonObject, type AgentOutputParsed } from '../protocol/schemas.js';
+import { agentOutputSchema, isJsonObject } from '../protocol/schemas.js';
+import type { AgentOutput } from '../protocol/types.js';
 import type { AgentInput, AgentRequest, IntValue, JsonObject } from '../protocol/types.js';
 import {
   excerpt,
@@ -20,6 +21,7 @@ import {
   type ProbeTarget,
 } from './check-http.js';
 import { issuesText } from './check-probes.js';
+import { GatewayError } from '../errors.js';
 
 export const BIG_ID = '99999999999999999999';
 /** The memory of the round-trip check, as JSON text: every number here is one JS would rewrite. */
@@ -47,38 +49,38 @@ function post(t: ProbeTarget, request: AgentRequest): Promise<Exchange> {
 }
 
 /** Parse an answer into schema-valid candidates, or throw naming the first problems. */
-function candidates(ex: Exchange): AgentOutputParsed[] {
+function candidates(ex: Exchange): AgentOutput[] {
   require2xx(ex, 'POST /v1/responses');
   const body = parseBodyExact(ex, 'the answer');
-  if (!Array.isArray(body)) throw new Error(`the answer is not a JSON array of AgentOutput: ${excerpt(ex.text)}`);
-  const out: AgentOutputParsed[] = [];
+  if (!Array.isArray(body)) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `the answer is not a JSON array of AgentOutput: ${excerpt(ex.text)}`);
+  const out: AgentOutput[] = [];
   const bad: string[] = [];
   body.forEach((raw: unknown, i) => {
     const p = agentOutputSchema.safeParse(raw);
     if (p.success) out.push(p.data);
     else bad.push(`candidate [${i}] ${issuesText(p.error.issues, 2)}`);
   });
-  if (bad.length > 0) throw new Error(bad.slice(0, 3).join(' | '));
+  if (bad.length > 0) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', bad.slice(0, 3).join(' | '));
   return out;
 }
 
 /** Error candidates are valid in their slot (contract), but a probe answered with errors deserves a mention. */
-function errorNote(outs: AgentOutputParsed[]): string {
+function errorNote(outs: AgentOutput[]): string {
   const errs = outs.filter((o) => o.status === 'error');
   if (errs.length === 0) return '';
   const codes = [...new Set(errs.map((o) => o.error?.code ?? '?'))].join(', ');
   return `; note: ${errs.length} of ${outs.length} candidates are error candidates (${codes})`;
 }
 
-function pairs(outs: AgentOutputParsed[]): string {
+function pairs(outs: AgentOutput[]): string {
   return outs.map((o) => `(${intKey(o.source_id)},${intKey(o.candidate_index)})`).join(' ');
 }
 
 /** Schema-valid candidates in exactly the contract's order for `request`; throws otherwise. */
-function ordered(request: AgentRequest, ex: Exchange): AgentOutputParsed[] {
+function ordered(request: AgentRequest, ex: Exchange): AgentOutput[] {
   const outs = candidates(ex);
   const problem = validateAgainstRequest(request, outs);
-  if (problem !== undefined) throw new Error(`${problem}; got ${pairs(outs) || 'no candidates'}`);
+  if (problem !== undefined) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `${problem}; got ${pairs(outs) || 'no candidates'}`);
   return outs;
 }
 
@@ -100,19 +102,19 @@ export async function checkBatch(t: ProbeTarget): Promise<string> {
   const ex = await post(t, request);
   // The raw text is the evidence: a JS agent using JSON.parse writes 100000000000000000000 back.
   const verbatim = BIG_SOURCE_RE.test(ex.text);
-  let outs: AgentOutputParsed[];
+  let outs: AgentOutput[];
   try {
     outs = ordered(request, ex);
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     if (ex.status >= 200 && ex.status < 300 && !verbatim) {
-      throw new Error(`${why}; source_id ${BIG_ID} is not in the raw body verbatim (precision lost?)`, {
+      throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `${why}; source_id ${BIG_ID} is not in the raw body verbatim (precision lost?)`, {
         cause: err,
       });
     }
     throw err;
   }
-  if (!verbatim) throw new Error(`source_id ${BIG_ID} is not in the raw body verbatim`);
+  if (!verbatim) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `source_id ${BIG_ID} is not in the raw body verbatim`);
   return `${outs.length} candidates in order, ids -5 and ${BIG_ID} echoed exactly${errorNote(outs)}`;
 }
 
@@ -121,7 +123,7 @@ export async function checkEmpty(t: ProbeTarget): Promise<string> {
   const ex = await post(t, { request_id: requestId('empty'), inputs: [] });
   require2xx(ex, 'POST /v1/responses');
   const body = parseBodyExact(ex, 'the answer');
-  if (!Array.isArray(body) || body.length !== 0) throw new Error(`expected [], got ${excerpt(ex.text)}`);
+  if (!Array.isArray(body) || body.length !== 0) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `expected [], got ${excerpt(ex.text)}`);
   return `HTTP ${ex.status} []`;
 }
 
@@ -145,7 +147,7 @@ export async function checkMemory(t: ProbeTarget): Promise<string> {
   };
   const request: AgentRequest = { request_id: requestId('memory'), inputs: [input(1, 2, memory)] };
   const outs = candidates(await post(t, request));
-  if (outs.length !== 2) throw new Error(`asked 2 candidates, got ${outs.length}`);
+  if (outs.length !== 2) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `asked 2 candidates, got ${outs.length}`);
   const problems: string[] = [];
   for (const o of outs) {
     const who = `candidate (${intKey(o.source_id)},${intKey(o.candidate_index)})`;
@@ -157,6 +159,6 @@ export async function checkMemory(t: ProbeTarget): Promise<string> {
     const rules = o.memory.memory_list;
     if (!Array.isArray(rules) || !rules.includes('rule')) problems.push(`${who} lost memory.memory_list ["rule"]`);
   }
-  if (problems.length > 0) throw new Error(problems.slice(0, 4).join('; '));
+  if (problems.length > 0) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', problems.slice(0, 4).join('; '));
   return `2 candidates kept big, f=1.0, nested.neg and memory_list exactly${errorNote(outs)}`;
 }

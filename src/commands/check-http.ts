@@ -11,11 +11,12 @@ import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { JsonSyntaxError, parseExact } from '../protocol/exact-json.js';
 import { isJsonObject } from '../protocol/schemas.js';
+import { GatewayError } from '../errors.js';
 
 /** No HTTP answer at all (refused, DNS, reset, timeout): every later check would fail the same way. */
-export class TransportError extends Error {
+export class TransportError extends GatewayError {
   constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
+    super('GATEWAY_ERR_CHECK_TRANSPORT', message, options);
     this.name = 'TransportError';
   }
 }
@@ -42,8 +43,9 @@ export function openTarget(base: string, timeoutMs: number): ProbeTarget {
 /** Errno of an error or of its causes (undici may nest them); DOMExceptions' numeric codes don't count. */
 function errnoOf(err: Error): string | undefined {
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    const code: unknown = (e as NodeJS.ErrnoException).code;
-    if (typeof code === 'string' && code !== 'UND_ERR_ABORTED') return code;
+    const code: unknown = (e as NodeJS.ErrnoException).code; // undici errors are ErrnoException-shaped without declaring it
+    // A GatewayError's code names the gateway's own error, not the transport's errno.
+    if (typeof code === 'string' && code !== 'UND_ERR_ABORTED' && !(e instanceof GatewayError)) return code;
   }
   return undefined;
 }
@@ -94,16 +96,16 @@ export function parseBodyExact(ex: Exchange, what: string): unknown {
     parsed = parseExact(ex.text);
   } catch (err) {
     const msg = err instanceof JsonSyntaxError ? err.message : describeError(err);
-    throw new Error(`${what} is not JSON (${msg}): ${excerpt(ex.text)}`, { cause: err });
+    throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `${what} is not JSON (${msg}): ${excerpt(ex.text)}`, { cause: err });
   }
   // The contract requires finite numbers: `1e400` parses but is not a valid contract value.
-  if (parsed.nonFinite) throw new Error(`${what} holds a non-finite number (e.g. 1e400)`);
+  if (parsed.nonFinite) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `${what} holds a non-finite number (e.g. 1e400)`);
   return parsed.value;
 }
 
 /** Require a 2xx status; the reason quotes the body, where FastAPI-style servers explain themselves. */
 export function require2xx(ex: Exchange, what: string): void {
-  if (ex.status < 200 || ex.status > 299) throw new Error(`${what}: HTTP ${ex.status}: ${excerpt(ex.text)}`);
+  if (ex.status < 200 || ex.status > 299) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `${what}: HTTP ${ex.status}: ${excerpt(ex.text)}`);
 }
 
 /** True when a 422 body looks like FastAPI's: a JSON object with a `detail` member. */

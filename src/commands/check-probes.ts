@@ -8,6 +8,7 @@
 import { agentInfoSchema, isJsonObject } from '../protocol/schemas.js';
 import { excerpt, exchange, hasDetail, parseBodyExact, require2xx, requestId, type ProbeTarget } from './check-http.js';
 import type { CheckResult } from './check.js';
+import { GatewayError } from '../errors.js';
 
 export const HEALTH = 'health';
 export const INFO = 'info strict';
@@ -27,7 +28,7 @@ export async function checkHealth(t: ProbeTarget): Promise<string> {
   require2xx(ex, 'GET /health');
   const body = parseBodyExact(ex, 'the /health body');
   const exact = isJsonObject(body) && Object.keys(body).length === 1 && body.status === 'ready';
-  if (!exact) throw new Error(`expected exactly {"status":"ready"}, got ${excerpt(ex.text)}`);
+  if (!exact) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `expected exactly {"status":"ready"}, got ${excerpt(ex.text)}`);
   return `HTTP ${ex.status} {"status":"ready"}`;
 }
 
@@ -39,7 +40,7 @@ export async function checkInfo(t: ProbeTarget): Promise<CheckResult[]> {
   const ex = await exchange(t, 'GET', '/v1/info');
   require2xx(ex, 'GET /v1/info');
   const body = parseBodyExact(ex, 'the /v1/info body');
-  if (!isJsonObject(body)) throw new Error(`expected a JSON object, got ${excerpt(ex.text)}`);
+  if (!isJsonObject(body)) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `expected a JSON object, got ${excerpt(ex.text)}`);
 
   const problems: string[] = [];
   let summary = '';
@@ -89,9 +90,9 @@ export const INVALID_BODIES: { name: string; body: () => string }[] = [
 export async function checkInvalid(t: ProbeTarget, body: string): Promise<string> {
   const ex = await exchange(t, 'POST', '/v1/responses', body);
   if (ex.status === 422) {
-    if (!hasDetail(ex.text)) throw new Error(`HTTP 422 without a JSON "detail": ${excerpt(ex.text)}`);
+    if (!hasDetail(ex.text)) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `HTTP 422 without a JSON "detail": ${excerpt(ex.text)}`);
     return 'HTTP 422 with detail';
   }
-  if (ex.status >= 200 && ex.status < 300) throw new Error(`HTTP ${ex.status}: accepted an invalid body`);
-  throw new Error(`HTTP ${ex.status} instead of 422: ${excerpt(ex.text)}`);
+  if (ex.status >= 200 && ex.status < 300) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `HTTP ${ex.status}: accepted an invalid body`);
+  throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `HTTP ${ex.status} instead of 422: ${excerpt(ex.text)}`);
 }

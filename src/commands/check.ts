@@ -11,6 +11,7 @@ import { parseCommandLine, secondsOption, UsageError, urlArgument } from './args
 import { checkBatch, checkEmpty, checkMemory, checkOrdering } from './check-cases.js';
 import { describeError, openTarget, TransportError, type ProbeTarget } from './check-http.js';
 import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } from './check-probes.js';
+import { GatewayError } from '../errors.js';
 
 export interface CheckResult {
   name: string;
@@ -51,10 +52,10 @@ export function agentBase(url: string): string {
   try {
     u = new URL(url);
   } catch {
-    throw new Error(`not a URL: "${url}"`);
+    throw new GatewayError('GATEWAY_ERR_USAGE', `not a URL: "${url}"`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`not an http(s) URL: "${url}"`);
-  if (u.search !== '' || u.hash !== '') throw new Error(`the agent URL takes no query or fragment: "${url}"`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new GatewayError('GATEWAY_ERR_USAGE', `not an http(s) URL: "${url}"`);
+  if (u.search !== '' || u.hash !== '') throw new GatewayError('GATEWAY_ERR_USAGE', `the agent URL takes no query or fragment: "${url}"`);
   // A path prefix is kept: agents behind a reverse proxy may live under /some/prefix.
   return u.href.replace(/\/+$/, '');
 }
@@ -62,7 +63,7 @@ export function agentBase(url: string): string {
 /** Run every check against the agent at `url`; never rejects because of the agent. */
 export async function runChecks(url: string, opts: CheckOptions = {}): Promise<CheckResult[]> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`timeoutMs must be > 0, got ${timeoutMs}`);
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new GatewayError('GATEWAY_ERR_USAGE', `timeoutMs must be > 0, got ${timeoutMs}`);
   let base: string;
   try {
     base = agentBase(url);

@@ -90,9 +90,9 @@ function armRow(a: ArmReport): string[] {
 }
 
 function table(rows: string[][]): string[] {
-  const widths = HEAD.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const widths = HEAD.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length))); // every row has one cell per column
   const line = (r: string[]): string =>
-    r.map((c, i) => (RIGHT[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+    r.map((c, i) => (RIGHT[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd(); // widths has one entry per column
   return [line(HEAD), ...rows.map(line)];
 }
 
@@ -133,13 +133,13 @@ export function formatReport(report: ExperimentsReport): string {
 
 function isReport(v: unknown): v is ExperimentsReport {
   if (v === null || typeof v !== 'object') return false;
-  const r = v as Record<string, unknown>;
+  const r = v as Record<string, unknown>; // checked to be a non-null object above
   return Array.isArray(r.routes) && typeof r.store === 'string' && typeof r.generated_at === 'string';
 }
 
 function describe(err: unknown): string {
   if (err instanceof Error) {
-    const cause = (err as Error & { cause?: unknown }).cause;
+    const cause = (err as Error & { cause?: unknown }).cause; // cause is not declared on Error in the lib target
     return cause instanceof Error ? `${err.message}: ${cause.message}` : err.message;
   }
   return String(err);

@@ -13,6 +13,7 @@ import { knownKeysAt } from './known-keys.js';
 import { closest } from './nearest-name.js';
 import { configSchema, type GatewayConfig } from './schema.js';
 import { formatPath, routeProblems, type PathSegment, type Problem } from '../routing/validate.js';
+import { GatewayError } from '../errors.js';
 
 export type Env = Record<string, string | undefined>;
 
@@ -25,7 +26,7 @@ export interface ConfigIssue {
 }
 
 /** The message lists every problem as `file:line:col: path: what`, one per line, in file order. */
-export class ConfigError extends Error {
+export class ConfigError extends GatewayError {
   constructor(
     readonly source: string,
     readonly issues: readonly ConfigIssue[],
@@ -34,7 +35,7 @@ export class ConfigError extends Error {
   ) {
     const n = issues.length;
     const lines = issues.map((i) => `\n  ${source}:${i.line}:${i.column}: ${i.path}: ${i.message}`);
-    super(detail ?? `invalid config file ${source} (${n} problem${n === 1 ? '' : 's'}):${lines.join('')}`, options);
+    super('GATEWAY_ERR_CONFIG_INVALID', detail ?? `invalid config file ${source} (${n} problem${n === 1 ? '' : 's'}):${lines.join('')}`, options);
     this.name = 'ConfigError';
   }
 }
@@ -43,7 +44,7 @@ export class ConfigError extends Error {
 export function deepFreeze<T>(value: T, seen: WeakSet<object> = new WeakSet()): T {
   if (value === null || typeof value !== 'object' || seen.has(value)) return value;
   seen.add(value);
-  for (const key of Reflect.ownKeys(value)) deepFreeze((value as Record<PropertyKey, unknown>)[key], seen);
+  for (const key of Reflect.ownKeys(value)) deepFreeze((value as Record<PropertyKey, unknown>)[key], seen); // checked to be a non-null object above
   return Object.freeze(value);
 }
 
@@ -52,7 +53,7 @@ export function loadConfigFile(path: string, env: Env = process.env): GatewayCon
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(path, [], `cannot read config file ${path}: ${(err as Error).message}`, { cause: err });
+    throw new ConfigError(path, [], `cannot read config file ${path}: ${(err as Error).message}`, { cause: err }); // fs errors are always Error instances
   }
   return parseConfigText(text, path, env);
 }
@@ -115,8 +116,8 @@ function syntaxIssues(doc: Document, text: string, at: (offset: number) => Omit<
 }
 
 function memoryKeyOf(raw: unknown): string {
-  const mk = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>).memory_key : undefined;
-  return typeof mk === 'string' ? mk : (configSchema.shape.memory_key.parse(undefined) as string);
+  const mk = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>).memory_key : undefined; // checked to be a plain object above
+  return typeof mk === 'string' ? mk : (configSchema.shape.memory_key.parse(undefined) as string); // the schema default of memory_key is a string
 }
 
 function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
@@ -131,12 +132,12 @@ function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
  */
 function locate(doc: Document, path: readonly PathSegment[], atKey: boolean): number {
   const start = (n: unknown): number | undefined =>
-    n !== null && typeof n === 'object' && 'range' in n && Array.isArray(n.range) ? (n.range[0] as number) : undefined;
+    n !== null && typeof n === 'object' && 'range' in n && Array.isArray(n.range) ? (n.range[0] as number) : undefined; // yaml nodes with a range always have its start
   let node: unknown = doc.contents;
   let offset = start(node) ?? 0;
   for (let i = 0; i < path.length; i++) {
     if (isAlias(node)) node = node.resolve(doc);
-    const seg = path[i]!;
+    const seg = path[i]!; // i < path.length (loop bound)
     const last = i === path.length - 1;
     if (isMap(node)) {
       const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(seg));
@@ -214,8 +215,8 @@ function coerceSubstituted(raw: unknown, issues: readonly z.core.$ZodIssue[], su
     const text = sub.text.trim();
     const value = issue.expected === 'number' ? (NUMBER_TEXT.test(text) ? Number(text) : undefined) : BOOLEAN_TEXT[text];
     if (value === undefined) continue;
-    const parent = sub.path.slice(0, -1).reduce<unknown>((o, seg) => (o as Record<PropertyKey, unknown>)[seg], raw);
-    (parent as Record<PropertyKey, unknown>)[sub.path[sub.path.length - 1]!] = value;
+    const parent = sub.path.slice(0, -1).reduce<unknown>((o, seg) => (o as Record<PropertyKey, unknown>)[seg], raw); // walked values are the parsed YAML objects
+    (parent as Record<PropertyKey, unknown>)[sub.path[sub.path.length - 1]!] = value; // the path of an issue at this level is non-empty
     changed = true;
   }
   return changed;
@@ -250,7 +251,7 @@ function flattenZodIssues(issues: readonly z.core.$ZodIssue[], prefix: PathSegme
       case 'invalid_union': {
         // An alternative that failed only because the value has another type was not the one meant.
         const meant = issue.errors.filter((alt) => !alt.every((i) => i.code === 'invalid_type' && i.path.length === 0));
-        if (meant.length === 1) out.push(...flattenZodIssues(meant[0]!, path));
+        if (meant.length === 1) out.push(...flattenZodIssues(meant[0]!, path)); // meant is non-empty here (checked above)
         else out.push({ path, message: issue.message });
         break;
       }

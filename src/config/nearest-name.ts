@@ -16,8 +16,8 @@ export function editDistance(a: string, b: string, max: number): number {
     const cur = [i];
     let best = i;
     for (let j = 1; j <= b.length; j++) {
-      let v = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, before[j - 2]! + 1);
+      let v = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)); // rows are b.length + 1 long and j <= b.length
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, before[j - 2]! + 1); // j >= 2 here, rows are b.length + 1 long
       cur.push(v);
       if (v < best) best = v;
     }
@@ -25,7 +25,7 @@ export function editDistance(a: string, b: string, max: number): number {
     before = prev;
     prev = cur;
   }
-  return prev[b.length]!;
+  return prev[b.length]!; // rows are b.length + 1 long
 }
 
 /**

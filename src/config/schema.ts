@@ -35,7 +35,7 @@ export function parseHostPort(s: string): { host: string; port: number } | undef
   const m = /^\[([0-9A-Fa-f:.]+)\]:(\d{1,5})$/.exec(s) ?? /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(s);
   if (m === null) return undefined;
   const port = Number(m[2]);
-  return port <= 65535 ? { host: m[1]!, port } : undefined;
+  return port <= 65535 ? { host: m[1]!, port } : undefined; // the regex has one capture group, always set on a match
 }
 
 /** Loopback only: `localhost`, 127.0.0.0/8, `::1`. */
@@ -89,7 +89,7 @@ export const backendSchema = z
   .refine((b) => (b.url === undefined) !== (b.urls === undefined), {
     message: 'a backend needs exactly one of "url" or "urls"',
   })
-  .transform((b) => ({ ...b, urls: b.urls ?? [b.url as string] }));
+  .transform((b) => ({ ...b, urls: b.urls ?? [b.url as string] })); // the schema checked url to be a string before this refinement
 
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()], {
   error: 'expected a string, number, boolean or null',
@@ -239,7 +239,7 @@ export const configSchema = z.strictObject({
       latency_buckets_s: z
         .array(positive)
         .min(1)
-        .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), 'must be strictly ascending')
+        .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), 'must be strictly ascending') // i >= 1 and i < b.length (loop bound)
         .default(() => [...DEFAULT_LATENCY_BUCKETS_S]),
     })
     .prefault({}),

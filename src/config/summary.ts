@@ -66,7 +66,7 @@ export function formatSummary(config: GatewayConfig): string {
     `  listen   ${config.server.host}:${config.server.port}`,
     `  store    ${s.store}`,
     `  backends ${names.length} (${s.replicas} replica${s.replicas === 1 ? '' : 's'})`,
-    ...names.map((n) => `    ${n}: ${s.backends[n]!.join(', ')}`),
+    ...names.map((n) => `    ${n}: ${s.backends[n]!.join(', ')}`), // n comes from s.backends' own keys
     `  routes   ${s.routes.length} (first match wins)`,
     ...s.routes.map((r) => `    ${r}`),
   ];

@@ -5,7 +5,6 @@
  * keeps complete memory). Every candidate carries the memory tag (docs/gateway-behaviour.md, "The memory tag").
  */
 import type { GatewayErrorCode } from '../errors.js';
-import type { AgentOutputParsed } from '../protocol/schemas.js';
 import type { AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
 import type { MemoryTag } from '../routing/plan.js';
 
@@ -26,7 +25,7 @@ export function fromBackend(
   requestId: string,
   input: AgentInput,
   candidateIndex: number,
-  cand: AgentOutputParsed,
+  cand: AgentOutput,
   memoryKey: string,
   tag: MemoryTag,
 ): AgentOutput {

@@ -89,7 +89,7 @@ async function runShadow(
     metrics.shadowRequests.inc({ ...labels, outcome: 'no_backend' });
     return;
   }
-  const inputs = g.inputs.map((i) => request.inputs[i]!);
+  const inputs = g.inputs.map((i) => request.inputs[i]!); // i indexes request.inputs (loop bound)
   const body = stringifyExact(
     {
       request_id: request.request_id,
@@ -111,7 +111,7 @@ async function runShadow(
   }
   const check = checkSubResponse(answer, {
     requestId: request.request_id,
-    inputs: inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs as number })),
+    inputs: inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })),
   });
   if (!check.ok || check.slots.some((row) => row.some((s) => !s.ok))) {
     metrics.shadowRequests.inc({ ...labels, outcome: 'invalid' });
@@ -125,11 +125,11 @@ async function runShadow(
   let at = 0;
   for (const inp of request.inputs) {
     offsets.push(at);
-    at += inp.num_outputs as number;
+    at += inp.num_outputs;
   }
   g.inputs.forEach((inputIndex, k) => {
-    check.slots[k]!.forEach((slot, c) => {
-      const mine = outputs[offsets[inputIndex]! + c];
+    check.slots[k]!.forEach((slot, c) => { // k indexes check.slots (loop bound)
+      const mine = outputs[offsets[inputIndex]! + c]; // offsets has one entry per input
       if (!slot.ok || mine === undefined || mine.status !== 'completed') return; // nothing to compare against
       const agreed = slot.candidate.status === 'completed' && sameDecision(mine.output, slot.candidate.output);
       metrics.shadowAgreement.inc({ ...labels, agreed: String(agreed) });

@@ -161,7 +161,7 @@ export class Experiments {
     if (!isExperiment(route)) return;
     const arm = armOf(route, tag);
     if (arm === undefined) return;
-    for (const [outcome, n] of Object.entries(counts) as [FeedbackOutcome, number][]) {
+    for (const [outcome, n] of Object.entries(counts) as [FeedbackOutcome, number][]) { // Object.entries types keys as string; counts is keyed by FeedbackOutcome
       if (n > 0) incr(route.name, field.feedback(arm, outcome), n);
     }
   }

@@ -94,7 +94,7 @@ export function parseCounters(counters: Record<string, number>): Map<string, Arm
     else if (rest === 'completed') a.completed += n;
     else if (rest === 'error') a.error += n;
     else if (rest.startsWith('code|')) a.codes.set(rest.slice(5), (a.codes.get(rest.slice(5)) ?? 0) + n);
-    else if (rest.startsWith('fb|') && OUTCOMES.has(rest.slice(3))) a.feedback[rest.slice(3) as FeedbackOutcome] += n;
+    else if (rest.startsWith('fb|') && OUTCOMES.has(rest.slice(3))) a.feedback[rest.slice(3) as FeedbackOutcome] += n; // the recorder writes only FeedbackOutcome names there
     else if (rest.startsWith('lat|')) {
       const b = Number(rest.slice(4));
       if (Number.isInteger(b) && b >= 0) a.latency.set(b, (a.latency.get(b) ?? 0) + n);
@@ -172,7 +172,7 @@ export function routeReport(route: CompiledRoute, counters: Record<string, numbe
     sticky: route.sticky,
     members: Object.fromEntries(route.members.map((m) => [m.name, m.weight])),
     arms,
-    comparison: kind === 'split' && memberNames.length === 2 ? comparison(arms[0]!, arms[1]!) : null,
+    comparison: kind === 'split' && memberNames.length === 2 ? comparison(arms[0]!, arms[1]!) : null, // exactly two arms here (checked above)
   };
 }
 
@@ -184,6 +184,6 @@ export async function experimentsReport(host: ExperimentsHost): Promise<Experime
     generated_at: new Date().toISOString(),
     store: host.store.kind,
     latency_note: LATENCY_NOTE,
-    routes: experiments.map((r, i) => routeReport(r, counters[i]!)),
+    routes: experiments.map((r, i) => routeReport(r, counters[i]!)), // i < counters.length (loop bound)
   };
 }

@@ -114,12 +114,12 @@ export function bucketQuantile(buckets: ReadonlyMap<number, number>, q: number):
     const n = buckets.get(i) ?? 0;
     if (n <= 0) continue;
     if (below + n >= rank) {
-      if (i === LATENCY_BOUNDS_MS.length) return LATENCY_BOUNDS_MS[i - 1]!;
-      const lo = i === 0 ? 0 : LATENCY_BOUNDS_MS[i - 1]!;
-      const hi = LATENCY_BOUNDS_MS[i]!;
+      if (i === LATENCY_BOUNDS_MS.length) return LATENCY_BOUNDS_MS[i - 1]!; // 1 <= i < LATENCY_BOUNDS_MS.length (loop bound)
+      const lo = i === 0 ? 0 : LATENCY_BOUNDS_MS[i - 1]!; // 1 <= i < LATENCY_BOUNDS_MS.length (loop bound)
+      const hi = LATENCY_BOUNDS_MS[i]!; // 1 <= i < LATENCY_BOUNDS_MS.length (loop bound)
       return lo + ((hi - lo) * (rank - below)) / n;
     }
     below += n;
   }
-  return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]!;
+  return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]!; // LATENCY_BOUNDS_MS is a non-empty constant
 }

@@ -11,9 +11,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { errorBody } from '../errors.js';
 
 /** What a client without the right token learns: nothing about why (missing, malformed and wrong look alike). */
-const DENIED = { detail: 'unauthorized' };
+const DENIED = errorBody('GATEWAY_ERR_UNAUTHORIZED', 'unauthorized');
 
 /**
  * Constant-time comparison. Hashing first gives both sides the same length (timingSafeEqual needs it), so
@@ -37,7 +38,7 @@ export function bearerToken(header: string | undefined): string | undefined {
  * already decoded `%6detrics` into it); the raw and decoded paths are checked as well so no spelling slips by.
  */
 export function isMetricsPath(req: FastifyRequest): boolean {
-  const rawPath = req.url.split('?', 1)[0]!;
+  const rawPath = req.url.split('?', 1)[0]!; // split always returns at least one element
   let decoded = rawPath;
   try {
     decoded = decodeURIComponent(rawPath);

@@ -8,6 +8,7 @@
  * walk over its segments, linear in the path's length whatever a client sends.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { errorBody, GatewayError, internalCode, type GatewayErrCode } from '../errors.js';
 
 interface PathPattern {
   /** Literal segments, `:param` (one non-empty segment) or a trailing `*` (the rest, possibly empty). */
@@ -22,7 +23,7 @@ function segmentsOf(path: string): string[] {
 /** Whether a concrete path matches a fastify route pattern (`/a/:b`, `/a/:b/*`). */
 export function pathMatches(pattern: readonly string[], path: readonly string[]): boolean {
   for (let i = 0; i < pattern.length; i++) {
-    const p = pattern[i]!;
+    const p = pattern[i]!; // i < pattern.length (loop bound)
     if (p === '*' && i === pattern.length - 1) return true;
     const s = path[i];
     if (s === undefined) return false;
@@ -33,10 +34,18 @@ export function pathMatches(pattern: readonly string[], path: readonly string[])
 
 /** The methods the app serves on `path` (sorted), empty when no route has that path. */
 export function allowedMethods(patterns: readonly PathPattern[], rawUrl: string): string[] {
-  const path = segmentsOf(rawUrl.split('?', 1)[0]!);
+  const path = segmentsOf(rawUrl.split('?', 1)[0]!); // split always returns at least one element
   const out = new Set<string>();
   for (const p of patterns) if (pathMatches(p.segments, path)) for (const m of p.methods) out.add(m);
   return [...out].sort();
+}
+
+/** The code of a 4xx raised before a handler: the error's own, else what its status means (fastify's FST_ERR_*). */
+function clientErrorCode(err: Error, status: number): GatewayErrCode {
+  if (err instanceof GatewayError) return err.code;
+  if (status === 404) return 'GATEWAY_ERR_NOT_FOUND';
+  if (status === 408) return 'GATEWAY_ERR_REQUEST_TIMEOUT';
+  return 'GATEWAY_ERR_BAD_REQUEST';
 }
 
 /**
@@ -59,10 +68,15 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number): vo
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     const status = err.statusCode ?? 500;
     if (status === 413) {
-      return reply.code(413).send({ detail: `request body exceeds server.body_limit_mb (${bodyLimitMb} MiB)` });
+      return reply
+        .code(413)
+        .send(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', `request body exceeds server.body_limit_mb (${bodyLimitMb} MiB)`));
     }
-    if (status >= 500) req.log.error({ err }, 'internal error');
-    return reply.code(status).send({ detail: status >= 500 ? 'internal gateway error' : err.message });
+    if (status >= 500) {
+      req.log.error({ err }, 'internal error');
+      return reply.code(status).send(errorBody(internalCode(err), 'internal gateway error'));
+    }
+    return reply.code(status).send(errorBody(clientErrorCode(err, status), err.message));
   });
 
   app.setNotFoundHandler((req: FastifyRequest, reply) => {
@@ -71,8 +85,13 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number): vo
       return reply
         .code(405)
         .header('allow', allowed.join(', '))
-        .send({ detail: `Method Not Allowed: ${req.method} ${req.url.split('?', 1)[0]} (allowed: ${allowed.join(', ')})` });
+        .send(
+          errorBody(
+            'GATEWAY_ERR_METHOD_NOT_ALLOWED',
+            `Method Not Allowed: ${req.method} ${req.url.split('?', 1)[0]} (allowed: ${allowed.join(', ')})`,
+          ),
+        );
     }
-    return reply.code(404).send({ detail: `Not Found: ${req.method} ${req.url}` });
+    return reply.code(404).send(errorBody('GATEWAY_ERR_NOT_FOUND', `Not Found: ${req.method} ${req.url}`));
   });
 }

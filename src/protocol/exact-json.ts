@@ -14,6 +14,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { exceedsDepth, MAX_JSON_DEPTH_CEILING, tooDeepMessage } from './json-depth.js';
+import { GatewayError } from '../errors.js';
+import type { IntValue } from './json-values.js';
 
 const NONCE = randomBytes(16).toString('hex');
 /** Prefix of a string that stands for a JSON number kept as its source text. */
@@ -40,12 +42,12 @@ const CANDIDATE_RE = /[[:,]\s*(-?\d[\d.eE+-]*)/g;
 /** The JSON number grammar, whole token. */
 const NUMBER_RE = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
-export class JsonSyntaxError extends Error {
+export class JsonSyntaxError extends GatewayError {
   constructor(
     message: string,
     readonly position: number,
   ) {
-    super(message);
+    super('GATEWAY_ERR_JSON_INVALID', message);
     this.name = 'JsonSyntaxError';
   }
 }
@@ -92,7 +94,7 @@ function needsRewrite(text: string): boolean {
   CANDIDATE_RE.lastIndex = 0;
   let m: RegExpExecArray | null;
   while ((m = CANDIDATE_RE.exec(text)) !== null) {
-    if (!isCanonical(m[1]!)) return true;
+    if (!isCanonical(m[1]!)) return true; // the regex has one capture group, always set on a match
   }
   return false;
 }
@@ -260,7 +262,7 @@ export function jsonNumberText(v: unknown): string | undefined {
  * never `1.0`, `1e0`, `true` or `"1"`. Canonical JS numbers below 1e21 print as plain digits, so an integral
  * number here came from an integer literal; larger ones print with an exponent and were written that way.
  */
-export function isStrictInt(v: unknown): boolean {
+export function isStrictInt(v: unknown): v is IntValue {
   if (typeof v === 'number') return Number.isInteger(v) && Math.abs(v) < 1e21;
   return isNumberMark(v) && /^-?\d+$/.test(numberMarkText(v));
 }

@@ -72,7 +72,7 @@ export function checkBatchLimits(
   if (memoryBound !== undefined && answer + most * memoryBound <= max) return [];
   let singles = false;
   for (let i = 0; i < inputs.length; i++) {
-    const n = inputs[i]!.num_outputs;
+    const n = inputs[i]!.num_outputs; // i < inputs.length (loop bound)
     if (n === 1) {
       singles = true;
       continue;
@@ -82,7 +82,7 @@ export function checkBatchLimits(
   }
   if (!singles || (memoryBound !== undefined && answer + memoryBound <= max)) return [];
   for (let i = 0; i < inputs.length; i++) {
-    if (inputs[i]!.num_outputs !== 1) continue;
+    if (inputs[i]!.num_outputs !== 1) continue; // i < inputs.length (loop bound)
     answer += memorySize(i);
     if (answer > max) return [answerTooBig(limits, answer, i)];
   }

@@ -31,7 +31,7 @@ function findNonFinite(v: unknown, loc: (string | number)[], out: ValidationIssu
   } else if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) findNonFinite(v[i], [...loc, i], out);
   } else if (typeof v === 'object' && v !== null) {
-    for (const k of Object.keys(v)) findNonFinite((v as Record<string, unknown>)[k], [...loc, k], out);
+    for (const k of Object.keys(v)) findNonFinite((v as Record<string, unknown>)[k], [...loc, k], out); // checked to be a non-null object above
   }
 }
 
@@ -43,7 +43,7 @@ export function parseAgentRequest(text: string, limits: RequestLimits): RequestP
     if (err instanceof JsonDepthError) {
       return { ok: false, detail: [{ type: 'json_invalid', loc: ['body'], msg: err.message, input: {} }] };
     }
-    const e = err as JsonSyntaxError;
+    const e = err as JsonSyntaxError; // parseExact throws only JsonSyntaxError (depth handled above)
     return { ok: false, detail: [jsonInvalidDetail(text, e)] };
   }
   const result = agentRequestSchema.safeParse(parsed.value, { reportInput: true });
@@ -57,7 +57,7 @@ export function parseAgentRequest(text: string, limits: RequestLimits): RequestP
   }
   if (!result.success || detail.length > 0) return { ok: false, detail };
 
-  const request = result.data as AgentRequest;
+  const request = result.data as AgentRequest; // AgentInput narrows num_outputs to number: the loop below refuses any other before the request is returned
   const seen = new Map<string, number>();
   request.inputs.forEach((input, i) => {
     const key = intKey(input.id);

@@ -4,7 +4,7 @@
  */
 import { describePath, describeValue, safeReason } from './describe.js';
 import { intKey, isNumberMark } from './exact-json.js';
-import { agentOutputSchema, isJsonObject, type AgentOutputParsed } from './schemas.js';
+import { agentOutputSchema, isJsonObject } from './schemas.js';
 import type { AgentOutput, AgentRequest, IntValue } from './types.js';
 
 /** What one sub-request asked of a backend: per input, its id and how many candidates. */
@@ -13,7 +13,7 @@ export interface SubRequestShape {
   inputs: { id: IntValue; count: number }[];
 }
 
-export type SlotResult = { ok: true; candidate: AgentOutputParsed } | { ok: false; reason: string };
+export type SlotResult = { ok: true; candidate: AgentOutput } | { ok: false; reason: string };
 
 export type SubResponseCheck =
   /** The whole answer is unusable (not an array, or it names another request): the sub-request failed. */
@@ -62,13 +62,13 @@ export function checkSubResponse(body: unknown, shape: SubRequestShape): SubResp
       extras++;
       continue;
     }
-    const prev = slots[where.input]![where.index];
+    const prev = slots[where.input]![where.index]; // where.input indexes the request's inputs, one slot each
     if (prev !== undefined) {
-      slots[where.input]![where.index] = { ok: false, reason: `candidate ${key} appears more than once` };
+      slots[where.input]![where.index] = { ok: false, reason: `candidate ${key} appears more than once` }; // where.input indexes the request's inputs, one slot each
       continue;
     }
     const parsed = agentOutputSchema.safeParse(raw);
-    slots[where.input]![where.index] = parsed.success
+    slots[where.input]![where.index] = parsed.success // where.input indexes the request's inputs, one slot each
       ? { ok: true, candidate: parsed.data }
       : {
           ok: false,
@@ -79,7 +79,7 @@ export function checkSubResponse(body: unknown, shape: SubRequestShape): SubResp
         };
   }
   const filled = slots.map((row, i) =>
-    Array.from(row, (s, c): SlotResult => s ?? { ok: false, reason: `candidate ${intKey(shape.inputs[i]!.id)}/${c} is missing` }),
+    Array.from(row, (s, c): SlotResult => s ?? { ok: false, reason: `candidate ${intKey(shape.inputs[i]!.id)}/${c} is missing` }), // i < shape.inputs.length (loop bound)
   );
   return { ok: true, slots: filled, extras };
 }
@@ -92,7 +92,7 @@ export function validateAgainstRequest(request: AgentRequest, outputs: AgentOutp
   let n = 0;
   for (const input of request.inputs) {
     const id = intKey(input.id);
-    for (let c = 0; c < (input.num_outputs as number); c++, n++) {
+    for (let c = 0; c < (input.num_outputs); c++, n++) {
       const o = outputs[n];
       if (o === undefined) return `missing candidate ${id}/${c} at position ${n}`;
       if (o.request_id !== request.request_id) return `position ${n}: request_id does not match`;

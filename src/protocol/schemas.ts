@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { isNumberMark, isStrictInt } from './exact-json.js';
-import type { IntValue, JsonObject } from './types.js';
+import type { IntValue, JsonObject } from './json-values.js';
 
 export function isJsonObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -141,6 +141,3 @@ export const agentOutputSchema = z
 
 export const agentResponseSchema = list(agentOutputSchema);
 
-export type AgentInputParsed = z.output<typeof agentInputSchema>;
-export type AgentOutputParsed = z.output<typeof agentOutputSchema>;
-export type AgentInfoParsed = z.output<typeof agentInfoSchema>;

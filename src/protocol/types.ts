@@ -1,77 +1,41 @@
 /**
- * The contract's objects as the gateway holds them after parseExact + validation
- * (docs/agent-contract.md, "Inference input", "Response fields and ordering").
- *
- * Integers of any size arrive either as JS numbers or as number markers (see exact-json.ts): `IntValue`.
- * Free-form objects (tools, attributes, memory, extra_keys, internal_steps) are kept by reference, unchanged.
+ * The contract's objects as the gateway holds them after parseExact + validation (docs/agent-contract.md,
+ * "Inference input", "Response fields and ordering"): each is inferred from its zod schema (schemas.ts), so
+ * there is one declaration of every field. Only what has no schema is declared here.
  */
-export type JsonObject = { [key: string]: unknown };
-/** A strict integer: a JS number, or a number marker string for integers JS cannot hold exactly. */
-export type IntValue = number | string;
+import type { z } from 'zod';
+import type { IntValue, JsonObject } from './json-values.js';
+import type {
+  agentDecisionSchema,
+  agentErrorSchema,
+  agentHealthSchema,
+  agentInfoSchema,
+  agentInputSchema,
+  agentInstructionSchema,
+  agentOutputSchema,
+  toolCallSchema,
+} from './schemas.js';
 
-export interface AgentInstruction {
-  type: 'user' | 'env';
-  content: string;
-}
+export type { IntValue, JsonObject };
 
-export interface AgentInput {
-  id: IntValue;
-  instruction: AgentInstruction;
-  tools: JsonObject[];
-  attributes: JsonObject;
-  memory: JsonObject;
-  num_outputs: number;
-  extra_keys: JsonObject;
-}
-
+export type AgentInstruction = z.output<typeof agentInstructionSchema>;
+/**
+ * An input of a validated request. The schema lets num_outputs be a number marker (a huge integer);
+ * parseAgentRequest then refuses any num_outputs over server.max_outputs_per_input, so a validated input's
+ * is always a JS number.
+ */
+export type AgentInput = Omit<z.output<typeof agentInputSchema>, 'num_outputs'> & { num_outputs: number };
 export interface AgentRequest {
   request_id: string;
   inputs: AgentInput[];
 }
-
-export interface ToolCall {
-  name: string;
-  arguments: JsonObject;
-  target_robot_name: string;
-}
-
-export interface AgentDecision {
-  say: string;
-  tool_calls: ToolCall[];
-}
-
-export interface AgentError {
-  code: string;
-  message: string;
-  component: string | null;
-}
-
-export interface AgentOutput {
-  request_id: string;
-  source_id: IntValue;
-  candidate_index: IntValue;
-  status: 'completed' | 'error';
-  memory: JsonObject;
-  internal_steps: JsonObject[];
-  output?: AgentDecision | null;
-  error?: AgentError | null;
-}
-
+export type ToolCall = z.output<typeof toolCallSchema>;
+export type AgentDecision = z.output<typeof agentDecisionSchema>;
+export type AgentError = z.output<typeof agentErrorSchema>;
+export type AgentOutput = z.output<typeof agentOutputSchema>;
 export type AgentResponse = AgentOutput[];
-
-export interface AgentHealth {
-  status: 'ready';
-}
-
-export interface AgentInfo {
-  protocol_version: string;
-  agent_id: string;
-  agent_version: string;
-  capabilities: Record<string, boolean>;
-  specialized_coaching: string[];
-  coaching_resume: boolean;
-  coaching_unavailable_reason: string | null;
-}
+export type AgentHealth = z.output<typeof agentHealthSchema>;
+export type AgentInfo = z.output<typeof agentInfoSchema>;
 
 /** FastAPI's validation error item: `{"detail": [{type, loc, msg, input}]}`. */
 export interface ValidationIssue {

@@ -16,6 +16,7 @@ import { passthrough } from '../admin/passthrough.js';
 import { redactConfig } from '../admin/redact.js';
 import { backendsView, routesView } from '../admin/views.js';
 import { reloadGateway } from '../reload.js';
+import { errorBody } from '../errors.js';
 
 /** What GET /gateway/ lists: every admin endpoint, so an operator (or a script) can find them from the root. */
 export const ADMIN_ENDPOINTS = [
@@ -49,7 +50,7 @@ export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions
   app.post('/gateway/reload', async (_req, reply) => {
     const outcome = await reloadGateway(opts.main, 'api');
     if (outcome.ok) return outcome.report;
-    return reply.code(outcome.status).send({ reloaded: false, detail: outcome.detail });
+    return reply.code(outcome.status).send({ reloaded: false, ...errorBody('GATEWAY_ERR_RELOAD_REFUSED', outcome.detail) });
   });
 
   await app.register(passthrough);

@@ -28,6 +28,7 @@ import { clientConnectionCap } from '../fd-limit.js';
 import { readServerTls } from '../tls.js';
 import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
+import { errorBody, internalCode } from '../errors.js';
 
 export const BATCH_PATH = '/v1/responses';
 
@@ -134,13 +135,13 @@ function clientError(opts: FrontServerOptions, err: NodeJS.ErrnoException, socke
     return;
   }
   const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-  const detail =
+  const body = JSON.stringify(
     status === 408
-      ? `request headers not received within server.headers_timeout_s (${opts.headers_timeout_s} s)`
+      ? errorBody('GATEWAY_ERR_REQUEST_TIMEOUT', `request headers not received within server.headers_timeout_s (${opts.headers_timeout_s} s)`)
       : status === 431
-        ? 'request headers too large'
-        : 'malformed HTTP request';
-  const body = JSON.stringify({ detail });
+        ? errorBody('GATEWAY_ERR_HEADERS_TOO_LARGE', 'request headers too large')
+        : errorBody('GATEWAY_ERR_BAD_REQUEST', 'malformed HTTP request'),
+  );
   const head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
   // Destroyed once written: the client may never close its side (a trickler), and a half-open socket would
   // keep its file descriptor.
@@ -148,7 +149,9 @@ function clientError(opts: FrontServerOptions, err: NodeJS.ErrnoException, socke
 }
 
 function bodyDetail(front: Front): string {
-  return JSON.stringify({ detail: `request body not received within server.body_timeout_s (${front.opts.body_timeout_s} s)` });
+  return JSON.stringify(
+    errorBody('GATEWAY_ERR_REQUEST_TIMEOUT', `request body not received within server.body_timeout_s (${front.opts.body_timeout_s} s)`),
+  );
 }
 
 /** A body still incomplete at its deadline: 408, and the connection closes after it. */
@@ -217,13 +220,13 @@ function receive(
     front.deadlines.done(req);
     front.slots.bodyDone(req.socket);
     if (stopped) return;
-    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size); // chunks.length === 1 on this branch
     chunks.length = 0;
     handleBatch(h.gateway, { body, headers: req.headers, log: h.log, onClientGone: (fn) => onClientGone(res, fn) }).then(
       (a) => reply(h, res, a.status, a.body, answerHeaders(a, performance.now() - t0), t0),
       (err: unknown) => {
         h.log.error({ err }, 'internal error');
-        reply(h, res, 500, '{"detail":"internal gateway error"}', {}, t0);
+        reply(h, res, 500, JSON.stringify(errorBody(internalCode(err), 'internal gateway error')), {}, t0);
       },
     );
   });
@@ -232,7 +235,7 @@ function receive(
 function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, t0: number): void {
   const detail = `request body exceeds server.body_limit_mb (${h.bodyLimitMb} MiB)`;
   // The rest of the body is not read: the connection closes after the answer.
-  reply(h, res, 413, JSON.stringify({ detail }), { connection: 'close' }, t0);
+  reply(h, res, 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0);
   req.resume();
 }
 

@@ -20,6 +20,7 @@ import { planBatch } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { hashBody, type ReplayLease } from '../state/index.js';
 import { utf8Exceeds } from '../state/util.js';
+import { GatewayError } from '../errors.js';
 
 /** Every code the gateway itself writes in a candidate starts so (src/errors.ts). */
 const GATEWAY_CODE_PREFIX = 'gateway_';
@@ -107,19 +108,19 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
     maxJsonDepth: config.server.max_json_depth,
   });
   if (!parsed.ok) {
-    ex.log.info({ problems: parsed.detail.length, first: parsed.detail[0]?.loc }, 'invalid AgentRequest');
+    ex.log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', problems: parsed.detail.length, first: parsed.detail[0]?.loc }, 'invalid AgentRequest');
     return { status: 422, body: stringifyExact({ detail: parsed.detail }) };
   }
   const { request } = parsed;
   if (request.inputs.length === 0) return { status: 200, body: '[]' };
   const { inputs } = request;
-  const tooBig = checkBatchLimits(inputs, (i) => memoryBytes(inputs[i]!.memory), {
+  const tooBig = checkBatchLimits(inputs, (i) => memoryBytes(inputs[i]!.memory), { // checkBatchLimits only calls back with indexes of inputs
     maxCandidates: config.server.max_candidates_per_batch,
     maxAnswerBytes: config.server.max_answer_mb * 1024 * 1024,
     maxAnswerMb: config.server.max_answer_mb,
   }, parsed.marked ? undefined : raw.length);
   if (tooBig.length > 0) {
-    ex.log.info({ inputs: inputs.length, problem: tooBig[0]!.msg }, 'batch over its limits');
+    ex.log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', inputs: inputs.length, problem: tooBig[0]?.msg }, 'batch over its limits');
     return { status: 422, body: stringifyExact({ detail: tooBig }) };
   }
 
@@ -174,7 +175,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
     const t2 = performance.now();
     // Checked against the request before it is sent, every time (README "What happens to a batch", step 4).
     const problem = validateAgainstRequest(request, result.outputs);
-    if (problem !== undefined) throw new Error(`assembled response violates the contract order: ${problem}`);
+    if (problem !== undefined) throw new GatewayError('GATEWAY_ERR_RESPONSE_ORDER', `assembled response violates the contract order: ${problem}`);
     const body = stringifyExact(result.outputs, result.marked);
     const overheadMs = beforeDispatch - t0 + result.workMs + (performance.now() - t2);
     metrics.overhead.observe(overheadMs / 1000);

@@ -22,6 +22,7 @@ import { findTarget, isObject, ruleBackend, runIdOf, stripGatewayTags } from '..
 import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/exact-json.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { send422 } from './responses.js';
+import { errorBody } from '../errors.js';
 
 const NO_COACHING = 'no coaching-capable backend';
 
@@ -36,7 +37,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     method: 'PUT' | 'DELETE',
   ): Promise<FastifyReply> {
     const backends = coachingBackends(runtime);
-    if (backends.length === 0) return reply.code(503).send({ detail: NO_COACHING });
+    if (backends.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
     const runId = req.params.run_id;
     // The session config is the agent's business: forwarded as the exact text that came.
     const body = method === 'PUT' ? (typeof req.body === 'string' ? req.body : '') : undefined;
@@ -66,7 +67,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
       { run_id: runId, method, backends: Object.fromEntries(outcomes.map((o) => [o.backend, o.status])) },
       'coaching session',
     );
-    reply.header('x-request-id', headers['x-request-id']!);
+    reply.header('x-request-id', headers['x-request-id']);
     if (answer.body === undefined) return reply.code(204).send();
     return reply.code(answer.status).send(answer.body);
   }
@@ -93,7 +94,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     const target = findTarget(body, memoryKey);
     if ('loc' in target) return send422(reply, [target]);
     const capable = coachingBackends(runtime);
-    if (capable.length === 0) return reply.code(503).send({ detail: NO_COACHING });
+    if (capable.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
 
     // A tag naming a backend the config no longer has cannot be followed: the rules decide, as in plan.ts.
     const tagged = target.tag !== undefined && runtime.routes.backends.has(target.tag.backend) ? target.tag : undefined;
@@ -111,12 +112,14 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     const backend = chosen.backend;
     const via = tagged !== undefined ? 'memory tag' : `route ${chosen.route}`;
     if (!capable.includes(backend)) {
-      return reply.code(503).send({ detail: `backend ${backend} (chosen by ${via}) does not offer coaching` });
+      return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', `backend ${backend} (chosen by ${via}) does not offer coaching`));
     }
     const runId = runIdOf(body);
     const replica = affinity.pick(runtime, backend, runId);
     if (replica === undefined) {
-      return reply.code(503).send({ detail: `backend ${backend} (chosen by ${via}) has no ready replica offering coaching` });
+      return reply
+        .code(503)
+        .send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', `backend ${backend} (chosen by ${via}) has no ready replica offering coaching`));
     }
 
     const stripped = stripGatewayTags(body, memoryKey);
@@ -135,8 +138,8 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
       { run_id: runId, backend, replica: replica.id, via, target_step: target.stepIndex, tags_stripped: stripped, status: r.status },
       'coaching request',
     );
-    reply.header('x-request-id', headers['x-request-id']!);
-    if (!r.ok) return reply.code(r.status).send({ detail: `backend ${backend}: ${r.message}` });
+    reply.header('x-request-id', headers['x-request-id']);
+    if (!r.ok) return reply.code(r.status).send(errorBody('GATEWAY_ERR_COACHING_BACKEND', `backend ${backend}: ${r.message}`));
     reply.code(r.status);
     if (r.contentType !== undefined) reply.header('content-type', r.contentType);
     return reply.send(r.body);

@@ -6,6 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AgentInfo } from '../protocol/types.js';
 import type { GatewayRuntime } from '../runtime.js';
+import { errorBody } from '../errors.js';
 
 export function routesLackingBackend(runtime: GatewayRuntime): string[] {
   return runtime.config.routes
@@ -72,10 +73,12 @@ export interface IdentityOptions {
 
 export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions): Promise<void> {
   app.get('/health', async (_req, reply) => {
-    if (opts.draining?.() === true) return reply.code(503).send({ detail: 'shutting down: finishing the batches in flight' });
+    if (opts.draining?.() === true) return reply.code(503).send(errorBody('GATEWAY_ERR_NOT_READY', 'shutting down: finishing the batches in flight'));
     const lacking = routesLackingBackend(app.gateway.current);
     if (lacking.length > 0) {
-      return reply.code(503).send({ detail: `not ready: no ready, compatible backend for route(s) ${lacking.join(', ')}` });
+      return reply
+        .code(503)
+        .send(errorBody('GATEWAY_ERR_NOT_READY', `not ready: no ready, compatible backend for route(s) ${lacking.join(', ')}`));
     }
     return { status: 'ready' };
   });

@@ -15,6 +15,7 @@
 import type { Condition, Scalar } from '../config/schema.js';
 import { isNumberMark, numericValue } from '../protocol/exact-json.js';
 import { compileGlob } from './glob.js';
+import { GatewayError } from '../errors.js';
 
 export type Predicate = (value: unknown) => boolean;
 
@@ -58,7 +59,7 @@ export function compileRegex(source: string): RegExp {
   try {
     return new RegExp(source);
   } catch (err) {
-    throw new Error(`invalid regex: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid regex: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
 }
 
@@ -96,6 +97,6 @@ export function compileCondition(cond: Condition, opts: ConditionOptions = {}): 
     const eq = equals(norm(cond.not));
     checks.push((v) => !some(v, eq));
   }
-  if (checks.length === 1) return checks[0]!;
+  if (checks.length === 1) return checks[0]!; // checks.length === 1 on this branch
   return (v) => checks.every((check) => check(v));
 }

@@ -7,6 +7,7 @@
  * Examples: 8 over 1:1 -> 4, 4; 5 over 2:1 -> 3, 2; 1 over 1:1 -> 1, 0; 7 over 1:1:1 -> 3, 2, 2.
  */
 import type { Member } from './routes.js';
+import { GatewayError } from '../errors.js';
 
 /**
  * Quotas are floats (shares need not be integers): two quotas this close are the same quota written with
@@ -16,11 +17,11 @@ const EPSILON = 1e-9;
 
 /** Counts per share, in share order; they sum to `total`. Shares must be positive and finite. */
 export function allocateShares(total: number, shares: readonly number[]): number[] {
-  if (!Number.isInteger(total) || total < 0) throw new Error(`cannot allocate ${total} candidates`);
-  if (shares.length === 0) throw new Error('an ensemble needs at least one member');
+  if (!Number.isInteger(total) || total < 0) throw new GatewayError('GATEWAY_ERR_INTERNAL', `cannot allocate ${total} candidates`);
+  if (shares.length === 0) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'an ensemble needs at least one member');
   let sum = 0;
   for (const s of shares) {
-    if (!(s > 0) || !Number.isFinite(s)) throw new Error(`invalid ensemble share ${s}`);
+    if (!(s > 0) || !Number.isFinite(s)) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid ensemble share ${s}`);
     sum += s;
   }
   const counts: number[] = [];
@@ -38,9 +39,9 @@ export function allocateShares(total: number, shares: readonly number[]): number
   }
   // Leftovers: at most one per member, so a stable order by fraction (descending) is all that is needed.
   const order = shares.map((_, i) => i);
-  order.sort((a, b) => fractions[b]! - fractions[a]! || a - b);
+  order.sort((a, b) => fractions[b]! - fractions[a]! || a - b); // order holds indexes of fractions
   for (let k = 0; given < total; k = (k + 1) % order.length) {
-    counts[order[k]!]!++;
+    counts[order[k]!]!++; // k < order.length and order holds indexes of counts
     given++;
   }
   return counts;
@@ -62,7 +63,7 @@ export function ensembleLegs(total: number, members: readonly Member[]): ShareLe
   const legs: ShareLeg[] = [];
   let offset = 0;
   members.forEach((m, i) => {
-    const count = counts[i]!;
+    const count = counts[i]!; // i < counts.length (loop bound)
     if (count > 0) legs.push({ backend: m.name, count, offset });
     offset += count;
   });

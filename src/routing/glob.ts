@@ -7,6 +7,7 @@
  * in order, the first at the start and the last at the end, and taking each middle piece at its leftmost place
  * is always right. The regex form stays for validation and for anyone who wants to see the glob as a regex.
  */
+import { GatewayError } from '../errors.js';
 
 type Atom = { kind: 'lit'; cp: string } | { kind: 'any' } | { kind: 'class'; re: RegExp };
 type Token = Atom | { kind: 'star' };
@@ -26,7 +27,7 @@ function compile(source: string): RegExp {
   try {
     return new RegExp(source, 'su');
   } catch (err) {
-    throw new Error(`invalid glob: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid glob: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
 }
 
@@ -40,7 +41,7 @@ function parse(glob: string): Parsed {
   const tokens: Token[] = [];
   let source = '^';
   for (let i = 0; i < chars.length; i++) {
-    const c = chars[i]!;
+    const c = chars[i]!; // i < chars.length (loop bound)
     if (c === '*') {
       while (chars[i + 1] === '*') i++; // `**` is `*`
       tokens.push({ kind: 'star' });
@@ -49,8 +50,8 @@ function parse(glob: string): Parsed {
       tokens.push({ kind: 'any' });
       source += '.';
     } else if (c === '\\') {
-      if (i + 1 >= chars.length) throw new Error('invalid glob: it ends with a lone "\\"');
-      const lit = chars[++i]!;
+      if (i + 1 >= chars.length) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'invalid glob: it ends with a lone "\\"');
+      const lit = chars[++i]!; // i + 1 < chars.length, checked above
       tokens.push({ kind: 'lit', cp: lit });
       source += escapeChar(lit);
     } else if (c === '[') {
@@ -62,11 +63,11 @@ function parse(glob: string): Parsed {
       }
       const first = j;
       while (j < chars.length && (chars[j] !== ']' || j === first)) {
-        const m = chars[j] === '\\' && j + 1 < chars.length ? chars[++j]! : chars[j]!;
+        const m = chars[j] === '\\' && j + 1 < chars.length ? chars[++j]! : chars[j]!; // j < chars.length, checked above
         cls += m === '-' && chars[j - 1] !== '\\' ? '-' : escapeChar(m, true);
         j++;
       }
-      if (j >= chars.length) throw new Error(`invalid glob: the "[" at character ${i + 1} is never closed`);
+      if (j >= chars.length) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid glob: the "[" at character ${i + 1} is never closed`);
       // One class alone never backtracks: testing one code point against it is constant time.
       tokens.push({ kind: 'class', re: compile(`^[${cls}]$`) });
       source += `[${cls}]`;
@@ -92,7 +93,7 @@ function atomMatches(a: Atom, cp: string): boolean {
 
 /** `piece` matches the code points of `text` starting at `at`. */
 function pieceAt(piece: Atom[], text: string[], at: number): boolean {
-  for (let k = 0; k < piece.length; k++) if (!atomMatches(piece[k]!, text[at + k]!)) return false;
+  for (let k = 0; k < piece.length; k++) if (!atomMatches(piece[k]!, text[at + k]!)) return false; // k < piece.length and at + piece.length <= text.length
   return true;
 }
 
@@ -103,10 +104,10 @@ export function compileGlob(glob: string): (text: string) => boolean {
   const pieces: Atom[][] = [[]];
   for (const t of tokens) {
     if (t.kind === 'star') pieces.push([]);
-    else pieces[pieces.length - 1]!.push(t);
+    else pieces[pieces.length - 1]!.push(t); // pieces is non-empty (split returns at least one)
   }
-  const head = pieces[0]!;
-  const tail = pieces[pieces.length - 1]!;
+  const head = pieces[0]!; // pieces is non-empty (split returns at least one)
+  const tail = pieces[pieces.length - 1]!; // pieces is non-empty (split returns at least one)
   const middle = pieces.slice(1, -1);
   return (input) => {
     const text = Array.from(input);

@@ -17,6 +17,7 @@
 import type { Condition } from '../config/schema.js';
 import type { AgentInput, JsonObject } from '../protocol/types.js';
 import { compileCondition, type Predicate } from './conditions.js';
+import { GatewayError } from '../errors.js';
 
 export type Headers = Record<string, string | string[] | undefined>;
 export type Matcher = (input: AgentInput, headers: Headers) => boolean;
@@ -72,17 +73,17 @@ export function compileKey(key: string, memoryKey: string = DEFAULT_MEMORY_KEY):
     return { resolve: (_i, h) => header(h, lower), textual: true };
   }
   const segments = rest.split('.');
-  if (dot === -1 || segments.some((s) => s === '')) throw new Error(`unknown match key "${key}"`);
+  if (dot === -1 || segments.some((s) => s === '')) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `unknown match key "${key}"`);
   switch (head) {
     case 'attributes':
       return { resolve: (i) => walk(i.attributes, segments), textual: false };
     case 'extra_keys':
       return { resolve: (i) => walk(i.extra_keys, segments), textual: false };
     case 'memory':
-      if (segments[0] === memoryKey) throw new Error(`"${key}" reads the gateway's own memory key`);
+      if (segments[0] === memoryKey) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `"${key}" reads the gateway's own memory key`);
       return { resolve: (i) => walk(i.memory, segments), textual: false };
     default:
-      throw new Error(`unknown match key "${key}"`);
+      throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `unknown match key "${key}"`);
   }
 }
 

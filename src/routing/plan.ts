@@ -174,7 +174,7 @@ function planInput(
 
   switch (route.kind) {
     case 'backend': {
-      const backend = route.members[0]!.name;
+      const backend = route.members[0]!.name; // a route has at least one member (config schema)
       plan.legs.push({ backend, count: n, offset: 0, fallbacks: fallbacksFor(route, backend) });
       break;
     }

@@ -6,6 +6,7 @@ import type { GatewayConfig, RouteConfig } from '../config/schema.js';
 import type { AgentInput } from '../protocol/types.js';
 import { compileMatch, type Headers, type Matcher } from './match.js';
 import { formatPath, isCatchAll, routeProblems } from './validate.js';
+import { GatewayError } from '../errors.js';
 
 /** A split arm or an ensemble member: a backend and its weight (split) or candidate share (ensemble). */
 export interface Member {
@@ -60,7 +61,7 @@ export function compileRoutes(config: GatewayConfig): CompiledRoutes {
   const problems = routeProblems(config, config.memory_key);
   if (problems.length > 0) {
     const lines = problems.map((p) => `${formatPath(p.path)}: ${p.message}`);
-    throw new Error(`invalid routes:\n  ${lines.join('\n  ')}`);
+    throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid routes:\n  ${lines.join('\n  ')}`);
   }
   const routes = config.routes.map(
     (route, index): CompiledRoute =>
@@ -88,7 +89,7 @@ export function compileRoutes(config: GatewayConfig): CompiledRoutes {
 export function selectRoute(compiled: CompiledRoutes, input: AgentInput, headers: Headers): CompiledRoute {
   const routes = compiled.routes;
   for (let i = 0; i < routes.length - 1; i++) {
-    if (routes[i]!.matches(input, headers)) return routes[i]!;
+    if (routes[i]!.matches(input, headers)) return routes[i]!; // i < routes.length (loop bound)
   }
-  return routes[routes.length - 1]!;
+  return routes[routes.length - 1]!; // routes is non-empty here (checked above)
 }

@@ -9,6 +9,7 @@
  */
 import { intKey } from '../protocol/exact-json.js';
 import type { Member } from './routes.js';
+import { GatewayError } from '../errors.js';
 
 const TWO_32 = 2 ** 32;
 
@@ -64,7 +65,7 @@ export function chooseArm(
   arms: readonly Member[],
   canServe: (backend: string) => boolean = () => true,
 ): string {
-  if (arms.length === 0) throw new Error('a split needs at least one arm');
+  if (arms.length === 0) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'a split needs at least one arm');
   const first = pickWeighted(splitPoint(requestId, inputId), arms);
   if (arms.length === 1 || canServe(first.arm.name)) return first.arm.name;
   const servable = arms.filter((a) => a !== first.arm && canServe(a.name));

@@ -96,7 +96,7 @@ export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
       message: 'no catch-all route: the last route must have no "match", so that every input has a route',
     });
   } else {
-    const label = `"${String((routes[first] as Obj).name)}" (routes[${first}])`;
+    const label = `"${String((routes[first] as Obj).name)}" (routes[${first}])`; // routes[first] was checked to be an object above
     for (let k = first + 1; k < routes.length; k++) {
       out.push({
         path: ['routes', k],

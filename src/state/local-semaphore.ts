@@ -108,7 +108,7 @@ export class LocalSemaphores {
   /** Grants free slots to queued waiters in order; synchronous, so no newcomer can take a slot in between. */
   private pump(slot: Slot): void {
     while (slot.held < slot.limit && slot.queue.size > 0) {
-      const [id, grant] = slot.queue.entries().next().value as [number, () => void];
+      const [id, grant] = slot.queue.entries().next().value as [number, () => void]; // the queue is non-empty here (checked above)
       slot.queue.delete(id);
       slot.held++;
       grant();

@@ -13,14 +13,15 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { LuaScript } from './redis-scripts.js';
 import type { StateConfig, StateLog } from './types.js';
 import { Listeners } from './util.js';
+import { GatewayError } from '../errors.js';
 
 type Client = Redis | Cluster;
 export type RedisConfig = NonNullable<StateConfig['redis']>;
 
 /** Thrown by `run` while Redis is down: the caller falls back to local state. */
-export class RedisUnavailable extends Error {
+export class RedisUnavailable extends GatewayError {
   constructor() {
-    super('redis unavailable');
+    super('GATEWAY_ERR_STATE_UNAVAILABLE', 'redis unavailable');
     this.name = 'RedisUnavailable';
   }
 }
@@ -72,7 +73,7 @@ export class RedisLink {
     // `cluster` is this store's own key in the options: true or ioredis ClusterOptions selects Redis Cluster,
     // with `url` as the seed node; every other key is an ioredis option passed as is.
     const { cluster, ...rest } = config.options;
-    const options = { ...DEFAULTS, ...rest } as RedisOptions;
+    const options = { ...DEFAULTS, ...rest } as RedisOptions; // ioredis' options type does not accept our defaults' narrower literal types
     // The subscriber sends one SUBSCRIBE, queued until connected and renewed by ioredis on every reconnect.
     const subOverride = { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined };
     if (cluster !== undefined && cluster !== false) {
@@ -80,7 +81,7 @@ export class RedisLink {
       const clusterOptions: ClusterOptions = {
         enableOfflineQueue: false,
         clusterRetryStrategy: retryStrategy ?? null,
-        ...(typeof cluster === 'object' ? (cluster as ClusterOptions) : {}),
+        ...(typeof cluster === 'object' ? (cluster as ClusterOptions) : {}), // ioredis' cluster options type does not accept our narrower literal types
         redisOptions: nodeOptions,
       };
       this.client = new Cluster([config.url], clusterOptions);

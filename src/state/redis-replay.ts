@@ -65,11 +65,11 @@ export class RedisReplay {
       if (reply === GAVE_UP) {
         // Aborted with the attempt in flight: if it made us the owner, let go at once so nobody waits on us.
         attempt
-          .then((r) => ((r as string[])[0] === 'compute' ? this.lease(key, token).abandon() : undefined))
+          .then((r) => ((r as string[])[0] === 'compute' ? this.lease(key, token).abandon() : undefined)) // the Lua script returns an array of strings
           .catch(() => this.orphans.set(token, key));
         return { kind: 'aborted' };
       }
-      const [kind, body] = reply as [string, string | undefined];
+      const [kind, body] = reply as [string, string | undefined]; // the Lua script returns [state, body?]
       if (kind === 'compute') return { kind: 'compute', lease: this.lease(key, token) };
       if (kind === 'hit') {
         this.stats.replayHits++;

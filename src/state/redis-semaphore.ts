@@ -86,7 +86,7 @@ export class RedisSemaphores {
         return this.acquireLocal(key, limit, { signal, timeoutMs: deadline - Date.now() });
       }
       if (reply === GAVE_UP) return this.giveUp(key, id, signal);
-      const [granted, rank] = reply as [number, number];
+      const [granted, rank] = reply as [number, number]; // the Lua script returns [granted, count]
       if (granted === 1) {
         if (signal?.aborted) return this.giveUp(key, id, signal);
         return this.grant({ id, key, inRedis: true, releaseLocal: this.local.hold(key) }, signal);

@@ -51,7 +51,7 @@ export class RedisShared {
     const cached = this.cache.get(key);
     if (cached !== undefined && (cached.dirty || Date.now() - cached.fetchedAt < FRESH_MS)) return this.valid(key);
     try {
-      const [value, pttl] = (await this.link.script(SHARED_GET, [this.redisKey(key)], [])) as [string | null, number];
+      const [value, pttl] = (await this.link.script(SHARED_GET, [this.redisKey(key)], [])) as [string | null, number]; // the Lua script returns [value, ttl]
       const now = Date.now();
       // PTTL is -2 for a missing key; a value never expires only if set by hand (-1).
       const expiresAt = value === null ? now + FRESH_MS : pttl < 0 ? Infinity : now + pttl;

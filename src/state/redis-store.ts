@@ -25,16 +25,17 @@ import {
   type StoreStats,
 } from './types.js';
 import { Listeners, newId } from './util.js';
+import { GatewayError } from '../errors.js';
 
 type Message = { t: 'sem'; k: string } | { t: 'replay'; k: string } | SharedMessage;
 
 function parseMessage(raw: string): Message | undefined {
   try {
-    const m = JSON.parse(raw) as { t?: unknown; k?: unknown; o?: unknown; v?: unknown };
+    const m = JSON.parse(raw) as { t?: unknown; k?: unknown; o?: unknown; v?: unknown }; // JSON.parse returns unknown data; each field is checked below
     if (typeof m.k !== 'string') return undefined;
     if (m.t === 'sem' || m.t === 'replay') return { t: m.t, k: m.k };
     if (m.t === 'shared' && typeof m.o === 'string' && (m.v === undefined || typeof m.v === 'string')) {
-      return m as SharedMessage;
+      return m as SharedMessage; // every field was checked above
     }
   } catch {
     // not ours (someone else publishing on the channel): ignored
@@ -56,7 +57,7 @@ export class RedisStore implements Store {
 
   constructor(config: StateConfig, log: StateLog) {
     const redis = config.redis;
-    if (redis === undefined) throw new Error('RedisStore needs state.redis');
+    if (redis === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'RedisStore needs state.redis');
     const prefix = redis.key_prefix;
     const origin = newId(); // tells this instance's own announcements apart
     // Whole milliseconds: Redis's PEXPIRE and SET PX take integers only.

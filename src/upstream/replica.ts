@@ -5,7 +5,7 @@
  */
 import { Pool } from 'undici';
 import { DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-depth.js';
-import type { AgentInfoParsed } from '../protocol/schemas.js';
+import type { AgentInfo } from '../protocol/types.js';
 import type { BackendTlsOptions } from '../tls.js';
 
 export type ReplicaState =
@@ -22,7 +22,7 @@ export type ReplicaState =
 /** Everything about a replica that changes while the gateway runs. Written only by Upstreams. */
 export interface ReplicaRecord {
   state: ReplicaState;
-  info: AgentInfoParsed | undefined;
+  info: AgentInfo | undefined;
   lastError: string | undefined;
   consecutiveFailures: number;
   /** Ejections not yet forgiven: the next one lasts probe_interval_s doubled this many times. */
@@ -116,7 +116,7 @@ export class Replica {
   }
 
   /** The AgentInfo of its last good probe. */
-  get info(): AgentInfoParsed | undefined {
+  get info(): AgentInfo | undefined {
     return this.record.info;
   }
 

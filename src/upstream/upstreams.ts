@@ -7,10 +7,11 @@
  */
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
-import type { AgentInfoParsed } from '../protocol/schemas.js';
+import type { AgentInfo } from '../protocol/types.js';
 import { readBackendTls } from '../tls.js';
 import type { RoutingSnapshot } from '../routing/plan.js';
 import { freshRecord, Replica, type ReplicaRecord, type ReplicaState } from './replica.js';
+import { GatewayError } from '../errors.js';
 
 export interface BackendUpstream {
   readonly name: string;
@@ -25,9 +26,9 @@ type MutableBackend = { -readonly [K in keyof BackendUpstream]: BackendUpstream[
 
 /** What one finished probe found. */
 export type ProbeOutcome =
-  | { kind: 'ok'; info: AgentInfoParsed }
+  | { kind: 'ok'; info: AgentInfo }
   /** Answered, but not protocol 2.0 or without `inference: true`. */
-  | { kind: 'incompatible'; info: AgentInfoParsed; reason: string }
+  | { kind: 'incompatible'; info: AgentInfo; reason: string }
   | { kind: 'failed'; reason: string };
 
 /** A replica's state before and after an event, for the caller's log lines. */
@@ -106,11 +107,11 @@ export class Upstreams implements RoutingSnapshot {
     const take = rs.map(() => 0);
     for (let k = 0; k < n; k++) {
       let best = 0;
-      for (let i = 1; i < rs.length; i++) if (load[i]! < load[best]!) best = i;
-      load[best]!++;
-      take[best]!++;
+      for (let i = 1; i < rs.length; i++) if (load[i]! < load[best]!) best = i; // i and best index load (loop bound)
+      load[best]!++; // best indexes load
+      take[best]!++; // best indexes take
     }
-    return rs.map((replica, i) => ({ replica, count: take[i]! })).filter((x) => x.count > 0);
+    return rs.map((replica, i) => ({ replica, count: take[i]! })).filter((x) => x.count > 0); // i indexes take (loop bound)
   }
 
   /** Per-replica concurrency limit (max_in_flight) and how long an excess sub-request may queue. */
@@ -276,7 +277,7 @@ export class Upstreams implements RoutingSnapshot {
   private rec(r: Replica): ReplicaRecord {
     const rec = this.records.get(r);
     // A replica of another Upstreams (an old runtime's) is a programming error, not a backend's doing.
-    if (rec === undefined) throw new Error(`replica ${r.id} does not belong to these upstreams`);
+    if (rec === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `replica ${r.id} does not belong to these upstreams`);
     return rec;
   }
 }

@@ -24,7 +24,7 @@ function env(id: number, content: string, memory: Record<string, unknown>, mode:
 }
 
 before(async () => {
-  [a, b, c] = await Promise.all(['a', 'b', 'c'].map((name) => startFakeAgent({ name })));
+  [a, b, c] = await Promise.all([startFakeAgent({ name: 'a' }), startFakeAgent({ name: 'b' }), startFakeAgent({ name: 'c' })]);
   gw = await startGateway({
     probe_interval_s: 3600,
     backends: { a: { url: a!.url }, b: { url: b!.url }, c: { url: c!.url } },

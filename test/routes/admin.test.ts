@@ -129,7 +129,7 @@ test('the admin token guards every path of the admin listener (and /metrics when
     for (const headers of attempts) {
       const res = await get(url, headers);
       assert.equal(res.statusCode, 401, `${url} ${JSON.stringify(headers)}`);
-      assert.deepEqual(res.json(), { detail: 'unauthorized' });
+      assert.deepEqual(res.json(), { detail: 'unauthorized', code: 'GATEWAY_ERR_UNAUTHORIZED' });
       assert.equal(res.headers['www-authenticate'], 'Bearer realm="magma-gateway"');
     }
   }
@@ -229,7 +229,11 @@ test('a wrong method on a known path is 405 with Allow and a JSON detail, on bot
     const res = await http(`${base}${path}?q=1`, { method });
     assert.equal(res.status, 405, line);
     assert.equal(res.headers.get('allow'), allow, line);
-    assert.deepEqual(res.json, { detail: `Method Not Allowed: ${method} ${path} (allowed: ${allow})` }, line);
+    assert.deepEqual(
+      res.json,
+      { detail: `Method Not Allowed: ${method} ${path} (allowed: ${allow})`, code: 'GATEWAY_ERR_METHOD_NOT_ALLOWED' },
+      line,
+    );
   }
   for (const [base, path] of [[gw.url, '/v1/responsesX'], [gw.url, '/v1/coaching/sessions'], [gw.adminUrl, '/gateway/nope']] as const) {
     const res = await http(`${base}${path}`);
@@ -314,11 +318,11 @@ test('/gateway/backends/{name}/... forwards to a replica: prefix stripped, body 
   assert.equal(proxied[0]!.headers['x-gateway-replica'], undefined, 'the pin header stays at the gateway');
 
   const unknown = await http(`${gw.adminUrl}/gateway/backends/nope/health`, { headers: auth });
-  assert.deepEqual([unknown.status, unknown.json], [404, { detail: 'unknown backend "nope"' }]);
+  assert.deepEqual([unknown.status, unknown.json], [404, { detail: 'unknown backend "nope"', code: 'GATEWAY_ERR_NOT_FOUND' }]);
   p0.setBehaviour({ health: 503 });
   await waitFor('pool has no ready replica', async () => (await poolStates())[0] === 'not_ready');
   const none = await http(`${gw.adminUrl}/gateway/backends/pool/v1/info`, { headers: auth });
-  assert.deepEqual([none.status, none.json], [503, { detail: 'backend "pool" has no ready replica' }]);
+  assert.deepEqual([none.status, none.json], [503, { detail: 'backend "pool" has no ready replica', code: 'GATEWAY_ERR_NO_READY_REPLICA' }]);
   p0.kill();
   const dead = await http(`${gw.adminUrl}/gateway/backends/pool/health`, { headers: { ...auth, 'x-gateway-replica': '0' } });
   assert.equal(dead.status, 502);

@@ -112,7 +112,7 @@ test('no coaching-capable backend: 503 with a detail', async () => {
   for (const [m, p, body] of [['PUT', '/v1/coaching/sessions/r', '{}'], ['POST', '/v1/coaching', coachingBody('r', [{ input: mkInput(1) }], 's0')]] as const) {
     const res = await call(gw, m, p, body);
     assert.equal(res.status, 503);
-    assert.deepEqual(JSON.parse(res.text), { detail: 'no coaching-capable backend' });
+    assert.deepEqual(JSON.parse(res.text), { detail: 'no coaching-capable backend', code: 'GATEWAY_ERR_COACHING_UNAVAILABLE' });
   }
 });
 

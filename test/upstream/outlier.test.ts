@@ -10,12 +10,13 @@ import { test } from 'node:test';
 import { stringify } from 'yaml';
 import { parseConfigText } from '../../src/config/load.js';
 import { GatewayMetrics } from '../../src/metrics.js';
-import { backendInfoSchema, type AgentInfoParsed } from '../../src/protocol/schemas.js';
+import { backendInfoSchema } from '../../src/protocol/schemas.js';
+import type { AgentInfo } from '../../src/protocol/types.js';
 import type { Replica } from '../../src/upstream/replica.js';
 import { Upstreams, type ProbeOutcome } from '../../src/upstream/upstreams.js';
 import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 
-const info: AgentInfoParsed = backendInfoSchema.parse(inferenceOnlyInfo('fake', '0.0.0-test'));
+const info: AgentInfo = backendInfoSchema.parse(inferenceOnlyInfo('fake', '0.0.0-test'));
 const OK: ProbeOutcome = { kind: 'ok', info };
 const DOWN: ProbeOutcome = { kind: 'failed', reason: '/health answered 503' };
 
