@@ -12,10 +12,7 @@ import { readMemoryTag, type MemoryTag } from '../routing/plan.js';
 import type { CompiledRoutes } from '../routing/routes.js';
 import { selectRoute } from '../routing/routes.js';
 import { chooseArm } from '../routing/split.js';
-
-export function isObject(v: unknown): v is JsonObject {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
+import { isJsonObject } from '../protocol/schemas.js';
 
 export interface CoachingTarget {
   /** Position of the target step in `trajectory`. */
@@ -46,7 +43,7 @@ export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget 
   const steps = Array.isArray(body.trajectory) ? body.trajectory : undefined;
   const usable: number[] = [];
   steps?.forEach((s, i) => {
-    if (isObject(s) && isObject(s.input)) usable.push(i);
+    if (isJsonObject(s) && isJsonObject(s.input)) usable.push(i);
   });
   if (steps === undefined || usable.length === 0) {
     return {
@@ -66,23 +63,23 @@ export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget 
   const rawInput = step.input as JsonObject;
   const output = step.output;
   const tag =
-    (isObject(rawInput.memory) ? readMemoryTag(rawInput.memory, memoryKey) : undefined) ??
-    (isObject(output) && isObject(output.memory) ? readMemoryTag(output.memory, memoryKey) : undefined);
+    (isJsonObject(rawInput.memory) ? readMemoryTag(rawInput.memory, memoryKey) : undefined) ??
+    (isJsonObject(output) && isJsonObject(output.memory) ? readMemoryTag(output.memory, memoryKey) : undefined);
   return { stepIndex: index, input: normalizeInput(rawInput), tag };
 }
 
 /** An AgentInput with the contract's defaults, whatever the step carried (route matchers read these fields). */
 export function normalizeInput(raw: JsonObject): AgentInput {
-  const ins = isObject(raw.instruction) ? raw.instruction : {};
+  const ins = isJsonObject(raw.instruction) ? raw.instruction : {};
   const type = ins.type === 'env' ? 'env' : 'user';
   return {
     id: isStrictInt(raw.id) ? (raw.id as IntValue) : 0,
     instruction: { type, content: typeof ins.content === 'string' ? ins.content : '' },
-    tools: Array.isArray(raw.tools) ? raw.tools.filter(isObject) : [],
-    attributes: isObject(raw.attributes) ? raw.attributes : {},
-    memory: isObject(raw.memory) ? raw.memory : {},
+    tools: Array.isArray(raw.tools) ? raw.tools.filter(isJsonObject) : [],
+    attributes: isJsonObject(raw.attributes) ? raw.attributes : {},
+    memory: isJsonObject(raw.memory) ? raw.memory : {},
     num_outputs: 1,
-    extra_keys: isObject(raw.extra_keys) ? raw.extra_keys : {},
+    extra_keys: isJsonObject(raw.extra_keys) ? raw.extra_keys : {},
   };
 }
 
@@ -123,9 +120,9 @@ export function stripGatewayTags(root: unknown, memoryKey: string): number {
     const v = stack.pop();
     if (Array.isArray(v)) {
       for (const x of v) if (x !== null && typeof x === 'object') stack.push(x);
-    } else if (isObject(v)) {
+    } else if (isJsonObject(v)) {
       for (const [k, child] of Object.entries(v)) {
-        if (k === 'memory' && isObject(child) && Object.hasOwn(child, memoryKey)) {
+        if (k === 'memory' && isJsonObject(child) && Object.hasOwn(child, memoryKey)) {
           delete child[memoryKey];
           stripped++;
         }

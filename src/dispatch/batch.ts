@@ -6,7 +6,8 @@
  */
 import type { AbortLike } from '../abort.js';
 import { performance } from 'node:perf_hooks';
-import type { FastifyBaseLogger } from 'fastify';
+// Aliased so this file's body is unchanged: any logger with pino's methods (src/logging.ts).
+import type { Logger as FastifyBaseLogger } from '../logging.js';
 import type { AttemptFailure } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { parseExact, stringifyExact } from '../protocol/exact-json.js';

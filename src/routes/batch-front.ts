@@ -21,7 +21,7 @@ import { onClientGone } from '../abort.js';
 import type { Admission } from '../admission.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayState } from '../plugins/gateway.js';
-import { answerHeaders, handleBatch, type BatchAnswer } from './batch-handler.js';
+import { answerHeaders, handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 
 export const BATCH_PATH = '/v1/responses';

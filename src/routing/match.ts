@@ -15,8 +15,9 @@
  * The gateway's own memory key is never visible to `memory.<path>`: routing reads it only as a sticky tag.
  */
 import type { Condition } from '../config/schema.js';
-import type { AgentInput, JsonObject } from '../protocol/types.js';
+import type { AgentInput } from '../protocol/types.js';
 import { compileCondition, type Predicate } from './conditions.js';
+import { isJsonObject } from '../protocol/schemas.js';
 
 export type Headers = Record<string, string | string[] | undefined>;
 export type Matcher = (input: AgentInput, headers: Headers) => boolean;
@@ -26,16 +27,12 @@ export type MatchSpec = Readonly<Record<string, Condition>>;
 /** Default memory key (config's `memory_key`), for callers of matchesRoute that do not pass one. */
 const DEFAULT_MEMORY_KEY = '_gateway';
 
-function isObject(v: unknown): v is JsonObject {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 /** Walk a dot path; own properties only, so `constructor` or `__proto__` never resolve to prototype members. */
 function walk(root: unknown, segments: readonly string[]): unknown {
   let cur = root;
   for (const seg of segments) {
     if (Array.isArray(cur) && /^\d+$/.test(seg)) cur = cur[Number(seg)];
-    else if (isObject(cur) && Object.hasOwn(cur, seg)) cur = cur[seg];
+    else if (isJsonObject(cur) && Object.hasOwn(cur, seg)) cur = cur[seg];
     else return undefined;
   }
   return cur;
@@ -55,7 +52,7 @@ function toolNames(input: AgentInput): string[] | undefined {
   const tools = input.tools;
   if (!Array.isArray(tools) || tools.length === 0) return undefined;
   const names: string[] = [];
-  for (const t of tools) if (isObject(t) && typeof t.name === 'string') names.push(t.name);
+  for (const t of tools) if (isJsonObject(t) && typeof t.name === 'string') names.push(t.name);
   return names;
 }
 

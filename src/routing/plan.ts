@@ -21,6 +21,7 @@ import { ensembleLegs } from './ensemble-shares.js';
 import type { Headers } from './match.js';
 import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
 import { chooseArm } from './split.js';
+import { isJsonObject } from '../protocol/schemas.js';
 
 // The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
 export { compileRoutes, routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
@@ -75,18 +76,14 @@ export interface BatchPlan {
   inputs: InputPlan[];
 }
 
-function isObject(v: unknown): v is JsonObject {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 /**
  * The tag in `memory`, or undefined when absent or malformed: memory comes from clients, and a damaged tag must
  * only cost stickiness, never the request.
  */
 export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag | undefined {
-  if (!isObject(memory) || !Object.hasOwn(memory, memoryKey)) return undefined;
+  if (!isJsonObject(memory) || !Object.hasOwn(memory, memoryKey)) return undefined;
   const raw = memory[memoryKey];
-  if (!isObject(raw) || typeof raw.backend !== 'string' || raw.backend === '' || typeof raw.route !== 'string') {
+  if (!isJsonObject(raw) || typeof raw.backend !== 'string' || raw.backend === '' || typeof raw.route !== 'string') {
     return undefined;
   }
   const tag: MemoryTag = { backend: raw.backend, route: raw.route };
@@ -102,7 +99,7 @@ export function tagFor(plan: InputPlan, backend: string): MemoryTag {
 }
 
 function hasCoaching(input: AgentInput): boolean {
-  const c = isObject(input.extra_keys) ? input.extra_keys.coaching : undefined;
+  const c = isJsonObject(input.extra_keys) ? input.extra_keys.coaching : undefined;
   return c !== undefined && c !== null && c !== false;
 }
 

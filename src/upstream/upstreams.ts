@@ -8,7 +8,6 @@
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { AgentInfoParsed } from '../protocol/schemas.js';
-import type { RoutingSnapshot } from '../routing/plan.js';
 import { freshRecord, Replica, type ReplicaRecord, type ReplicaState } from './replica.js';
 
 export interface BackendUpstream {
@@ -35,7 +34,8 @@ export interface Transition {
   to: ReplicaState;
 }
 
-export class Upstreams implements RoutingSnapshot {
+// Satisfies routing's RoutingSnapshot structurally: the planner's view of upstreams, declared where it is read.
+export class Upstreams {
   private readonly byName = new Map<string, MutableBackend>();
   /** Told of every ejection decided here, so other gateway replicas can learn of it (shared-ejections.ts). */
   onEject: ((r: Replica) => void) | undefined;

@@ -7,7 +7,7 @@ import type { Condition } from '../../src/config/schema.js';
 import type { AgentInput } from '../../src/protocol/types.js';
 import { numberMark } from '../../src/protocol/exact-json.js';
 import { compileKey, compileMatch, matchesRoute, type Headers } from '../../src/routing/match.js';
-import { globToRegExp } from '../../src/routing/conditions.js';
+import { globToRegExp } from '../../src/patterns/glob.js';
 import { agentInput } from '../helpers/inputs.js';
 
 const input = agentInput;
