@@ -76,7 +76,6 @@ const REPLAY_OUTCOMES = ['hit', 'miss', 'too_large'];
 
 /** The outcomes of `magma_gateway_execution_feedback_total`, in the order the report lists them (experiments/feedback.ts). */
 export const METRIC_OUTCOMES = ['tool_succeeded', 'tool_failed', 'env_error', 'failure_reason', 'unparsed'] as const;
-export type MetricOutcome = (typeof METRIC_OUTCOMES)[number];
 
 export class GatewayMetrics {
   readonly registry = new Registry();

@@ -14,7 +14,7 @@
  * - `header.<name>`: a request header, name case-insensitive; a repeated header is a list.
  * The gateway's own memory key is never visible to `memory.<path>`: routing reads it only as a sticky tag.
  */
-import type { Condition } from '../config/schema.js';
+import { DEFAULT_MEMORY_KEY, type Condition } from '../config/schema.js';
 import type { AgentInput } from '../protocol/types.js';
 import { compileCondition, type Predicate } from './conditions.js';
 import { isJsonObject } from '../protocol/schemas.js';
@@ -24,8 +24,6 @@ export type Matcher = (input: AgentInput, headers: Headers) => boolean;
 type Resolver = (input: AgentInput, headers: Headers) => unknown;
 export type MatchSpec = Readonly<Record<string, Condition>>;
 
-/** Default memory key (config's `memory_key`), for callers of matchesRoute that do not pass one. */
-const DEFAULT_MEMORY_KEY = '_gateway';
 
 /** Walk a dot path; own properties only, so `constructor` or `__proto__` never resolve to prototype members. */
 function walk(root: unknown, segments: readonly string[]): unknown {
@@ -103,24 +101,3 @@ export function compileMatch(match: MatchSpec | undefined, memoryKey: string = D
   };
 }
 
-/** Compiled matchers per match object: configs are frozen, so identity is a safe cache key. */
-const cache = new WeakMap<object, { memoryKey: string; matcher: Matcher }>();
-
-/**
- * Whether `input` (with request `headers`) satisfies `match`. Compiles on first use per match object and
- * memory key and reuses it after, so calling it per input stays cheap; planBatch uses compileRoutes instead.
- */
-export function matchesRoute(
-  match: MatchSpec | undefined,
-  input: AgentInput,
-  headers: Headers,
-  memoryKey: string = DEFAULT_MEMORY_KEY,
-): boolean {
-  if (match === undefined) return true;
-  let entry = cache.get(match);
-  if (entry === undefined || entry.memoryKey !== memoryKey) {
-    entry = { memoryKey, matcher: compileMatch(match, memoryKey) };
-    cache.set(match, entry);
-  }
-  return entry.matcher(input, headers);
-}

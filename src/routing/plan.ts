@@ -91,13 +91,6 @@ export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag 
   return tag;
 }
 
-/** The tag to write on a candidate of `plan` produced by `backend` (which may be a fallback). */
-export function tagFor(plan: InputPlan, backend: string): MemoryTag {
-  const tag: MemoryTag = { backend, route: plan.route };
-  if (plan.arm !== undefined) tag.arm = plan.arm;
-  return tag;
-}
-
 function hasCoaching(input: AgentInput): boolean {
   const c = isJsonObject(input.extra_keys) ? input.extra_keys.coaching : undefined;
   return c !== undefined && c !== null && c !== false;
