@@ -8,10 +8,9 @@
 import { intKey, isNumberMark, isStrictInt, numberMarkText } from '../protocol/exact-json.js';
 import type { AgentInput, IntValue, JsonObject, ValidationIssue } from '../protocol/types.js';
 import type { Headers } from '../routing/match.js';
-import { readMemoryTag, type MemoryTag } from '../routing/plan.js';
+import { newTrajectoryBackend, readMemoryTag, type MemoryTag } from '../routing/plan.js';
 import type { CompiledRoutes } from '../routing/routes.js';
 import { selectRoute } from '../routing/routes.js';
-import { chooseArm } from '../routing/split.js';
 import { isJsonObject } from '../protocol/schemas.js';
 
 export interface CoachingTarget {
@@ -84,9 +83,9 @@ export function normalizeInput(raw: JsonObject): AgentInput {
 }
 
 /**
- * The backend the rules give an untagged input, as a new trajectory (README.md, "The memory key and stickiness"): the route's backend; a
- * split's arm, deterministic for (request_id, input id) like planBatch; an ensemble's first member that offers
- * coaching (its candidates came from several members, and only some can coach), else its first member.
+ * The backend the rules give an untagged input, as a new trajectory (README.md, "The memory key and
+ * stickiness"): the planner's choice (routing/plan.ts newTrajectoryBackend); for an ensemble, whose candidates
+ * came from several members and only some can coach, its first member that offers coaching, else its first.
  */
 export function ruleBackend(
   compiled: CompiledRoutes,
@@ -97,15 +96,11 @@ export function ruleBackend(
   coaches: (backend: string) => boolean,
 ): { backend: string; route: string } {
   const route = selectRoute(compiled, input, headers);
-  const first = route.members[0]!.name;
-  switch (route.kind) {
-    case 'backend':
-      return { backend: first, route: route.name };
-    case 'split':
-      return { backend: chooseArm(requestId, input.id, route.members, canServe), route: route.name };
-    case 'ensemble':
-      return { backend: route.members.find((m) => coaches(m.name))?.name ?? first, route: route.name };
-  }
+  const backend =
+    newTrajectoryBackend(route, requestId, input, canServe) ??
+    route.members.find((m) => coaches(m.name))?.name ??
+    route.members[0]!.name;
+  return { backend, route: route.name };
 }
 
 /**

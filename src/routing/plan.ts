@@ -104,6 +104,27 @@ function isMember(route: CompiledRoute, name: string | undefined): name is strin
   return name !== undefined && route.members.some((m) => m.name === name);
 }
 
+/**
+ * The one backend a new trajectory of `input` starts on by the rules: a single-backend route's backend, or a
+ * split's arm, deterministic for (request_id, input id). Undefined for an ensemble, whose candidates come from
+ * several members. planBatch and coaching (which must reach the backend a step ran on) both decide with it.
+ */
+export function newTrajectoryBackend(
+  route: CompiledRoute,
+  requestId: string,
+  input: AgentInput,
+  canServe: (backend: string) => boolean,
+): string | undefined {
+  switch (route.kind) {
+    case 'backend':
+      return route.members[0]!.name;
+    case 'split':
+      return chooseArm(requestId, input.id, route.members, canServe);
+    case 'ensemble':
+      return undefined;
+  }
+}
+
 export function planBatch(
   request: AgentRequest,
   compiled: CompiledRoutes,
@@ -153,23 +174,14 @@ function planInput(
     }
   }
 
-  switch (route.kind) {
-    case 'backend': {
-      const backend = route.members[0]!.name;
-      plan.legs.push({ backend, count: n, offset: 0, fallbacks: fallbacksFor(route, backend) });
-      break;
-    }
-    case 'split': {
-      const arm = chooseArm(requestId, input.id, route.members, (b) => snapshot.canServe(b));
-      plan.arm = arm;
-      plan.legs.push({ backend: arm, count: n, offset: 0, fallbacks: fallbacksFor(route, arm) });
-      break;
-    }
-    case 'ensemble':
-      for (const share of ensembleLegs(n, route.members)) {
-        plan.legs.push({ ...share, fallbacks: fallbacksFor(route, share.backend) });
-      }
-      break;
+  const backend = newTrajectoryBackend(route, requestId, input, (b) => snapshot.canServe(b));
+  if (backend !== undefined) {
+    if (route.kind === 'split') plan.arm = backend;
+    plan.legs.push({ backend, count: n, offset: 0, fallbacks: fallbacksFor(route, backend) });
+    return plan;
+  }
+  for (const share of ensembleLegs(n, route.members)) {
+    plan.legs.push({ ...share, fallbacks: fallbacksFor(route, share.backend) });
   }
   return plan;
 }
