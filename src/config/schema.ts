@@ -145,8 +145,11 @@ export const configSchema = z.strictObject({
       max_bytes_in_flight_mb: positive.default(512),
       /** Time to receive a request's headers; 408 after it. */
       headers_timeout_s: positive.default(60),
-      /** Time to receive a whole request body (from when it starts being read); 408 after it. */
-      body_timeout_s: positive.default(300),
+      /**
+       * Time to receive a whole request body (from when it starts being read); 408 after it. A minute moves the
+       * default 64 MiB body at about 1 MiB/s, and frees a connection held by a client trickling bytes.
+       */
+      body_timeout_s: positive.default(60),
       /** An idle keep-alive connection is closed after this (BENCH sends batches minutes apart). */
       keep_alive_timeout_s: positive.default(72),
       /** Open client connections; new ones beyond it are closed at once. */

@@ -14,6 +14,7 @@
  * once (src/admission.ts). While the gateway drains for shutdown every answer closes its connection.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
@@ -22,6 +23,8 @@ import type { Admission } from '../admission.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayState } from '../plugins/gateway.js';
 import { answerHeaders, handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
+import { clientConnectionCap } from '../fd-limit.js';
+import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 
 export const BATCH_PATH = '/v1/responses';
@@ -48,6 +51,7 @@ export type FrontServerOptions = Pick<
 interface Front {
   server: Server;
   deadlines: ReceiveDeadlines;
+  slots: ConnectionSlots;
   opts: FrontServerOptions;
 }
 
@@ -59,8 +63,8 @@ function apply(front: Front, opts: FrontServerOptions): void {
   front.opts = opts;
   front.server.keepAliveTimeout = ms(opts.keep_alive_timeout_s);
   front.server.headersTimeout = ms(opts.headers_timeout_s);
-  // Over it node closes a new connection at once: it never waits behind, or slows, the others.
-  front.server.maxConnections = opts.max_connections;
+  // Capped below the open-file limit so that backend connections, Redis and probes always find a descriptor.
+  front.slots.cap = clientConnectionCap(opts.max_connections);
   front.deadlines.timeoutMs = ms(opts.body_timeout_s);
 }
 
@@ -84,6 +88,9 @@ export function createFrontServer(
       connectionsCheckingInterval: Math.max(1, Math.min(1000, Math.floor(headersTimeout / 2))),
     },
     (req, res) => {
+      const socket = req.socket;
+      slots.busy(socket);
+      res.once('close', () => slots.done(socket));
       const h = host();
       if (h !== undefined) {
         // A reload replaced the config: its server bounds apply from this request on.
@@ -99,7 +106,9 @@ export function createFrontServer(
       serveBatch(front, h, req, res);
     },
   );
-  const front: Front = { server, deadlines, opts };
+  const slots = new ConnectionSlots(clientConnectionCap(opts.max_connections));
+  server.on('connection', (socket: Socket) => slots.admit(socket));
+  const front: Front = { server, deadlines, slots, opts };
   // What fastify sets on the server it creates itself (it does not when given a serverFactory), and more.
   apply(front, opts);
   server.requestTimeout = 0;
@@ -176,6 +185,7 @@ function receive(
   let size = 0;
   // Set once the request is answered before its body was read whole (413, 408): the rest is dropped.
   let stopped = false;
+  front.slots.receivingBody(req.socket);
   front.deadlines.track(req, res, () => {
     stopped = true;
     chunks.length = 0;
@@ -196,6 +206,7 @@ function receive(
   req.on('error', () => undefined); // a client that resets mid-body: nothing to answer, 'close' cleans up
   req.on('end', () => {
     front.deadlines.done(req);
+    front.slots.bodyDone(req.socket);
     if (stopped) return;
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
     chunks.length = 0;

@@ -91,6 +91,15 @@ export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag 
   return tag;
 }
 
+/**
+ * The arm a leg's candidates are accounted to (written in their memory tag, kept through fallbacks): the split arm
+ * the input was assigned, else, when an ensemble divides the input, the member that leg is for; a single-leg
+ * input on a plain backend route has none. Decided here so dispatch only carries it.
+ */
+export function legArm(plan: InputPlan, leg: Leg): string | undefined {
+  return plan.arm ?? (plan.legs.length > 1 ? leg.backend : undefined);
+}
+
 function hasCoaching(input: AgentInput): boolean {
   const c = isJsonObject(input.extra_keys) ? input.extra_keys.coaching : undefined;
   return c !== undefined && c !== null && c !== false;

@@ -83,7 +83,7 @@ test('defaults fill every key a minimal file leaves out', () => {
     max_answer_mb: 128,
     max_bytes_in_flight_mb: 512,
     headers_timeout_s: 60,
-    body_timeout_s: 300,
+    body_timeout_s: 60,
     keep_alive_timeout_s: 72,
     max_connections: 1024,
     drain_timeout_s: 30,

@@ -1,8 +1,8 @@
 /**
  * The server's receive bounds (README "Limits and timeouts") with real sockets: a request whose headers or
  * body trickle in is answered 408 with a JSON detail naming the key and its connection closed; trickling
- * connections held open do not keep normal batches from being served; connections over max_connections are
- * closed at once; body bytes over max_bytes_in_flight_mb make new batches wait in order, and a waiting
+ * connections held open do not keep normal batches from being served; at max_connections a new connection
+ * takes the slot of the oldest idle one, and is closed only when every connection is serving a batch; body bytes over max_bytes_in_flight_mb make new batches wait in order, and a waiting
  * client that leaves frees its place.
  */
 import assert from 'node:assert/strict';
@@ -99,7 +99,7 @@ test('a body trickled past server.body_timeout_s: 408 with a JSON detail naming 
   const other = trickle(port, `PUT /v1/coaching/sessions/r1 HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n`, 'x'.repeat(100));
   assert.equal(parseAnswer(await other.closed).status, 408);
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-  assert.match(metrics, /magma_gateway_http_requests_total\{route="\/v1\/responses",status_code="408"\} 1/);
+  assert.match(metrics, /magma_gateway_http_requests_total\{endpoint="\/v1\/responses",status_code="408"\} 1/);
 });
 
 test('a body that keeps arriving within server.body_timeout_s is served', async () => {
@@ -141,18 +141,69 @@ function connections(gw: TestGateway): Promise<number> {
   return new Promise((resolve, reject) => gw.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
 }
 
-test('over server.max_connections a new connection is closed at once; a freed slot serves again', async () => {
-  const { gw, port } = await setup({ max_connections: 3 });
-  const held = Array.from({ length: 3 }, () => trickle(port, 'POST /v1/responses HTTP/1.1\r\n', 'x-a: ' + 'b'.repeat(1000), 200));
+test('at server.max_connections a new connection takes the slot of the oldest idle or trickling one', async () => {
+  const { gw, port } = await setup({ max_connections: 3, headers_timeout_s: 120, body_timeout_s: 120 });
+  const head = `POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: ${batchJson.length}\r\n\r\n`;
+  const oldest = trickle(port, 'POST /v1/responses HTTP/1.1\r\n', 'x-a: ' + 'b'.repeat(1000), 200);
+  await waitFor('the first connection open', async () => (await connections(gw)) === 1);
+  const body = trickle(port, head, batchJson, 200);
+  const headers = trickle(port, 'POST /v1/responses HTTP/1.1\r\n', 'x-a: ' + 'b'.repeat(1000), 200);
   try {
     await waitFor('3 connections held', async () => (await connections(gw)) === 3);
-    const extra = trickle(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n', '');
-    assert.equal(await extra.closed, '', 'closed without an answer');
+    // A fourth connection (a normal batch) closes the oldest connection that holds no work, and is served.
+    assert.equal((await gw.post({ request_id: 'in', inputs: [mkInput(1)] })).status, 200);
+    assert.equal(await oldest.closed, '', 'the oldest idle connection was closed without an answer');
+    assert.ok(!body.socket.destroyed && !headers.socket.destroyed, 'the newer ones keep their slots');
   } finally {
-    for (const t of held) t.stop();
+    for (const t of [oldest, body, headers]) t.stop();
   }
-  await waitFor('the held connections gone', async () => (await connections(gw)) === 0);
-  assert.equal((await gw.post({ request_id: 'ok', inputs: [mkInput(1)] })).status, 200);
+});
+
+test('at server.max_connections with every connection serving a batch, a new connection is closed at once', async () => {
+  const gates: (() => void)[] = [];
+  let released = false;
+  const agent = await startAgentServer({
+    info: { agent_id: 'gated' },
+    decide: async () => {
+      if (!released) await new Promise<void>((resolve) => gates.push(resolve));
+      return { say: 'done' };
+    },
+  });
+  const gw = await startGateway({
+    server: { max_connections: 2 },
+    probe_interval_s: 3600,
+    backends: { g: { url: agent.url } },
+    routes: [{ name: 'default', backend: 'g' }],
+  });
+  cleanup.push(async () => {
+    await gw.close();
+    await agent.close();
+  });
+  const port = Number(new URL(gw.url).port);
+  const held = [0, 1].map((i) => gw.post({ request_id: `held${i}`, inputs: [mkInput(i)] }));
+  await waitFor('both batches at the agent', () => gates.length === 2);
+  const extra = trickle(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n', '');
+  assert.equal(await extra.closed, '', 'closed without an answer: no slot holds work that could be given up');
+  released = true;
+  for (const g of gates) g();
+  assert.deepEqual((await Promise.all(held)).map((r) => r.status), [200, 200], 'the batches being served were never cut');
+  assert.equal((await gw.post({ request_id: 'after', inputs: [mkInput(3)] })).status, 200, 'a freed slot serves again');
+});
+
+test('100 connections that send nothing do not keep normal batches out of a 16-connection gateway', async () => {
+  const { gw, port } = await setup({ max_connections: 16, headers_timeout_s: 120, body_timeout_s: 120 });
+  const silent = Array.from({ length: 100 }, () => trickle(port, '', ''));
+  try {
+    let closed = 0;
+    for (const t of silent) void t.closed.then(() => closed++);
+    // Each connection past the 16th took the slot of an older silent one.
+    await waitFor('84 silent connections closed to make room', () => closed === 84);
+    assert.ok((await connections(gw)) <= 16);
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => gw.post({ request_id: `s${i}`, inputs: [mkInput(i)] })));
+    assert.deepEqual(answers.map((r) => r.status), Array(30).fill(200));
+  } finally {
+    for (const t of silent) t.stop();
+  }
 });
 
 test('over server.max_bytes_in_flight_mb new batches wait in order; one that leaves frees its place', async () => {

@@ -1,0 +1,197 @@
+/**
+ * One sub-request: the items bound for one replica, sent once (README "What happens to a batch", step 3). Like
+ * undici's RetryHandler or Envoy's UpstreamRequest, the attempt keeps its own state (permit, timings, the work it
+ * did) and reports how it ended; it never writes a candidate. The batch that started it fills the slots and
+ * decides where unserved items go (failover.ts).
+ *
+ * Counted in flight for the retry budget from the moment it waits for a max_in_flight permit until its answer is
+ * handled, so a failover that follows starts after the permit and the budget slot are given back.
+ */
+import { performance } from 'node:perf_hooks';
+import { parseExact, stringifyExact } from '../protocol/exact-json.js';
+import { checkSubResponse, type SlotResult } from '../protocol/response-check.js';
+import type { AgentInput, AgentRequest, JsonObject } from '../protocol/types.js';
+import { postResponses } from '../upstream/backend-call.js';
+import type { Replica } from '../upstream/replica.js';
+import type { Permit } from '../state/index.js';
+import type { BatchContext, DispatchDeps } from './batch-types.js';
+import type { BatchObserver } from './batch-observer.js';
+import type { Item } from './batch-item.js';
+import { MIN_ATTEMPT_MS, type Unserved } from './failover.js';
+
+/** What an attempt reads of its batch, written once when the batch starts. */
+export interface BatchInputs {
+  readonly request: AgentRequest;
+  /** Per input, its memory without the gateway's key (the same object when the key was absent). */
+  readonly stripped: readonly JsonObject[];
+  /** The client's body as received, when it may be forwarded whole. */
+  readonly requestBody: Buffer | undefined;
+  /** The request holds number markers: bodies built from it need stringifyExact's marked mode. */
+  readonly requestMarked: boolean;
+}
+
+export type AttemptResult = {
+  /** Milliseconds of the gateway's own work (body built, answer parsed and checked). */
+  workMs: number;
+  /** The answer holds number markers: the batch must be serialized with stringifyExact. */
+  marked: boolean;
+} & (
+  /** Per item, per candidate: a valid candidate or why that one failed. */
+  | { kind: 'answered'; ms: number; rows: SlotResult[][] }
+  /** Aborted by the gateway, not failed by the backend: the client went away, or the batch deadline ran out. */
+  | { kind: 'aborted'; ms: number; clientGone: boolean }
+  | { kind: 'unserved'; why: Unserved<Replica> }
+);
+
+export class Attempt {
+  private workMs = 0;
+  private marked = false;
+
+  constructor(
+    private readonly deps: Pick<DispatchDeps, 'upstreams' | 'budget' | 'store' | 'log'>,
+    private readonly observer: BatchObserver,
+    private readonly batch: BatchInputs,
+    private readonly ctx: BatchContext,
+    readonly replica: Replica,
+    readonly items: readonly Item[],
+    /** Replicas of this backend already refused for these items (this one excluded). */
+    private readonly tried: ReadonlySet<Replica> | undefined,
+  ) {}
+
+  async run(): Promise<AttemptResult> {
+    const { upstreams, budget, store } = this.deps;
+    const replica = this.replica;
+    budget.attemptStarted();
+    let permit: Permit | undefined;
+    try {
+      const limit = upstreams.limitOf(replica.backend);
+      if (limit !== undefined) {
+        permit = await store.acquire(`permit:${replica.backend}:${replica.url}`, limit.max, {
+          signal: this.ctx.signal,
+          timeoutMs: Math.min(limit.queueMs ?? Infinity, Math.max(0, this.ctx.deadline - Date.now() - MIN_ATTEMPT_MS)),
+        });
+        if (permit === undefined) {
+          this.observer.attemptEnded(replica.backend, 'gateway_overloaded');
+          const message = `replica ${replica.id} is at max_in_flight ${limit.max} and no permit came free in time`;
+          return this.unserved({ kind: 'unsent', failure: { code: 'gateway_overloaded', message } });
+        }
+      }
+      return await this.send();
+    } finally {
+      permit?.release();
+      budget.attemptEnded();
+    }
+  }
+
+  private unserved(why: Unserved<Replica>): AttemptResult {
+    return { kind: 'unserved', why, workMs: this.workMs, marked: this.marked };
+  }
+
+  private async send(): Promise<AttemptResult> {
+    const { upstreams, log } = this.deps;
+    const { replica, items, ctx } = this;
+    const t0 = performance.now();
+    const body = this.body();
+    this.workMs += performance.now() - t0;
+    const timeoutMs = Math.min(upstreams.timeoutMs(replica.backend), ctx.deadline - Date.now());
+    const nInputs = items.length;
+    upstreams.attemptStarted(replica, nInputs);
+    const started = performance.now();
+    const res = await postResponses(replica, body, ctx.headers, timeoutMs, ctx.signal);
+    const ms = performance.now() - started;
+    upstreams.attemptEnded(replica, nInputs);
+
+    if (!res.ok && ctx.signal?.aborted === true) {
+      // Nobody will read these candidates if the client went away, and the replica must not be blamed for it;
+      // a deadline that ran out means the backend was too slow for it.
+      const gone = ctx.clientGone?.() === true;
+      this.observer.attemptEnded(replica.backend, gone ? 'cancelled' : 'gateway_backend_timeout', ms);
+      if (!gone) upstreams.recordFailure(replica, 'the batch deadline ran out');
+      return { kind: 'aborted', ms, clientGone: gone, workMs: this.workMs, marked: this.marked };
+    }
+    if (!res.ok) {
+      this.observer.attemptEnded(replica.backend, res.failure.code, ms);
+      log.warn(
+        { backend: replica.backend, replica: replica.id, code: res.failure.code, reason: res.failure.message, inputs: nInputs },
+        'backend sub-request failed',
+      );
+      if (res.failure.notSent) {
+        // Nothing reached the backend: the replica leaves rotation at once, and no load was added anywhere.
+        upstreams.recordConnectFailure(replica, res.failure.message);
+        const tried = new Set(this.tried).add(replica);
+        return this.unserved({ kind: 'refused', failure: res.failure, backend: replica.backend, tried });
+      }
+      if (res.failure.code !== 'gateway_backend_rejected') upstreams.recordFailure(replica, res.failure.message);
+      return this.unserved({ kind: 'failed', failure: res.failure });
+    }
+
+    const t1 = performance.now();
+    const rows = this.check(res.text);
+    this.workMs += performance.now() - t1;
+    if (!rows.ok) {
+      this.observer.attemptEnded(replica.backend, 'gateway_backend_invalid_response', ms);
+      upstreams.recordFailure(replica, rows.reason);
+      log.warn({ backend: replica.backend, replica: replica.id, reason: rows.reason }, 'backend answer invalid');
+      return this.unserved({ kind: 'failed', failure: { code: 'gateway_backend_invalid_response', message: rows.reason } });
+    }
+    this.observer.attemptEnded(replica.backend, 'ok', ms);
+    upstreams.recordSuccess(replica, ms);
+    return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs, marked: this.marked };
+  }
+
+  /**
+   * The request body. A sub-request that is the whole client request unchanged (one replica takes every input,
+   * in order, with all its candidates, and no memory carries the gateway's key) is the client's own body:
+   * forwarding that text saves serializing megabytes again.
+   */
+  private body(): string | Buffer {
+    const { request, stripped, requestBody, requestMarked } = this.batch;
+    const inputs = request.inputs;
+    const items = this.items;
+    const whole =
+      requestBody !== undefined &&
+      items.length === inputs.length &&
+      items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs && stripped[k] === inputs[k]!.memory);
+    if (whole) return requestBody;
+    return stringifyExact(
+      {
+        request_id: request.request_id,
+        inputs: items.map((it) => forwarded(inputs[it.input]!, stripped[it.input]!, it.count)),
+      },
+      requestMarked,
+    );
+  }
+
+  /** The answer parsed exactly and checked against what this sub-request asked for. */
+  private check(text: string): { ok: true; slots: SlotResult[][] } | { ok: false; reason: string } {
+    const { request } = this.batch;
+    let answer: unknown;
+    try {
+      const parsed = parseExact(text);
+      if (parsed.marked) this.marked = true;
+      if (parsed.nonFinite) return { ok: false, reason: 'the answer holds a non-finite number' };
+      answer = parsed.value;
+    } catch (err) {
+      // parseExact throws only Error (SyntaxError or its own bound errors).
+      return { ok: false, reason: `the answer is not JSON: ${(err as Error).message}` };
+    }
+    const check = checkSubResponse(answer, {
+      requestId: request.request_id,
+      inputs: this.items.map((it) => ({ id: request.inputs[it.input]!.id, count: it.count })),
+    });
+    return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
+  }
+}
+
+/** The input as a backend sees it: the gateway's memory key removed, num_outputs set to this leg's count. */
+function forwarded(input: AgentInput, memory: JsonObject, count: number): object {
+  return {
+    id: input.id,
+    instruction: input.instruction,
+    tools: input.tools,
+    attributes: input.attributes,
+    memory,
+    num_outputs: count,
+    extra_keys: input.extra_keys,
+  };
+}

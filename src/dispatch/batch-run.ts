@@ -1,0 +1,150 @@
+/**
+ * One batch on its way through the backends (README "What happens to a batch", "Failures", "Deadline and retry
+ * budget"): legs grouped per backend and sharded over its replicas, one Attempt per replica, all in parallel;
+ * answers and failures written to the batch's slots; unserved items sent where the failover decisions say
+ * (failover.ts) while the deadline allows. Nothing here throws for a backend's sake: the batch always completes.
+ *
+ * The run owns its deadline, its slots (through BatchSlots) and its totals; attempts only report back.
+ */
+import { performance } from 'node:perf_hooks';
+import type { AgentRequest } from '../protocol/types.js';
+import type { BatchPlan } from '../routing/plan.js';
+import type { Replica } from '../upstream/replica.js';
+import type { AttemptFailure } from '../errors.js';
+import { Attempt, type AttemptResult, type BatchInputs } from './attempt.js';
+import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
+import { groupBy, itemsOf, type Item } from './batch-item.js';
+import type { BatchObserver } from './batch-observer.js';
+import { BatchSlots, count } from './batch-slots.js';
+import { stripMemoryKey } from './candidates.js';
+import { abortedFailure, decideFailover, resolveMove, type FailoverView, type Unserved } from './failover.js';
+
+export class BatchRun {
+  private readonly inputs: BatchInputs;
+  private readonly slots: BatchSlots;
+  private readonly deadline: number;
+  private workMs = 0;
+  private marked: boolean;
+  private readonly backends: Record<string, number> = {};
+
+  constructor(
+    private readonly deps: DispatchDeps,
+    private readonly observer: BatchObserver,
+    request: AgentRequest,
+    private readonly plan: BatchPlan,
+    private readonly ctx: BatchContext,
+    requestMarked: boolean,
+  ) {
+    this.deadline = ctx.deadline;
+    this.marked = requestMarked;
+    this.inputs = {
+      request,
+      stripped: request.inputs.map((inp) => stripMemoryKey(inp.memory, deps.memoryKey)),
+      requestBody: ctx.requestBody,
+      requestMarked,
+    };
+    this.slots = new BatchSlots(request, deps.memoryKey, observer);
+  }
+
+  async run(): Promise<BatchResult> {
+    const items = itemsOf(this.plan);
+    for (const it of items) this.observer.legRouted(it.route, it.backend);
+    await this.dispatch(items);
+    return {
+      outputs: this.slots.outputs(),
+      marked: this.marked,
+      workMs: this.workMs,
+      backends: this.backends,
+      errorCodes: this.slots.errorCodes,
+      legs: this.slots.legs,
+    };
+  }
+
+  private async dispatch(items: Item[]): Promise<void> {
+    const byBackend = groupBy(items, (it) => it.backend);
+    await Promise.all([...byBackend].map(([backend, group]) => this.toBackend(backend, group)));
+  }
+
+  /**
+   * Items bound for `backend`, sharded over its routable replicas not in `tried`. With none left, the backend
+   * is not attempted: the items move straight on. `cause` is why earlier replicas were left (a refused
+   * connection), the answer when nothing else can take the items.
+   */
+  private async toBackend(backend: string, items: Item[], tried?: ReadonlySet<Replica>, cause?: AttemptFailure): Promise<void> {
+    const shards = this.deps.upstreams.shard(backend, items.length, tried);
+    if (shards.length === 0) {
+      await this.settle(items, cause === undefined ? { kind: 'no-replica', backend } : { kind: 'no-replica', backend, cause });
+      return;
+    }
+    const jobs: Promise<void>[] = [];
+    let at = 0;
+    for (const { replica, count: n } of shards) {
+      if (tried !== undefined) this.observer.replicaRetry(backend);
+      jobs.push(this.send(replica, items.slice(at, at + n), tried));
+      at += n;
+    }
+    await Promise.all(jobs);
+  }
+
+  private async send(replica: Replica, items: Item[], tried: ReadonlySet<Replica> | undefined): Promise<void> {
+    if (this.deadline - Date.now() <= 0) {
+      await this.settle(items, { kind: 'no-time' });
+      return;
+    }
+    const attempt = new Attempt(this.deps, this.observer, this.inputs, this.ctx, replica, items, tried);
+    const r = await attempt.run();
+    this.account(replica, items.length, r);
+    // Moving on happens here, after the attempt gave its permit and its budget slot back.
+    if (r.kind === 'answered') {
+      // Building the candidates is the gateway's own work too (x-gateway-overhead-ms).
+      const t0 = performance.now();
+      this.slots.answer(items, r.rows, r.ms);
+      this.workMs += performance.now() - t0;
+    } else if (r.kind === 'aborted') this.slots.fail(items, abortedFailure(r.clientGone), r.ms);
+    else await this.settle(items, r.why);
+  }
+
+  private account(replica: Replica, nInputs: number, r: AttemptResult): void {
+    this.workMs += r.workMs;
+    if (r.marked) this.marked = true;
+    // Counted once the sub-request was on the wire, whatever its answer; not when it waited for a permit in vain.
+    if (r.kind !== 'unserved' || r.why.kind !== 'unsent') count(this.backends, replica.backend, nInputs);
+  }
+
+  /** Carry out the failover decision for items left unserved. */
+  private async settle(items: Item[], why: Unserved<Replica>): Promise<void> {
+    const decision = decideFailover(items, why, this.view());
+    if (decision.sameBackend !== undefined) {
+      const s = decision.sameBackend;
+      await this.toBackend(s.backend, s.items, s.exclude, s.cause);
+      return;
+    }
+    if (decision.final !== undefined) this.slots.fail(decision.final.items, decision.final.failure);
+    const { budget } = this.deps;
+    const jobs: Promise<void>[] = [];
+    for (const d of decision.destinations) {
+      // Asked per destination right before its sub-requests start, which count in flight for the next one.
+      const granted = decision.retry && budget.tryRetry();
+      const step = resolveMove(decision, d, granted);
+      if (step.kind === 'exhausted') {
+        this.observer.budgetExhausted(step.to);
+        this.slots.fail(step.items, step.failure);
+        continue;
+      }
+      for (const from of step.from) this.observer.fallback(from.route, from.backend, step.to);
+      const moved = this.dispatch(step.moved);
+      jobs.push(step.consumesBudget ? moved.finally(() => budget.retryDone()) : moved);
+    }
+    await Promise.all(jobs);
+  }
+
+  private view(): FailoverView<Replica> {
+    const { upstreams } = this.deps;
+    return {
+      timeLeftMs: this.deadline - Date.now(),
+      aborted: this.ctx.signal?.aborted === true,
+      expectedMs: (b) => upstreams.expectedMs(b),
+      hasReplica: (b, exclude) => upstreams.routable(b, exclude).length > 0,
+    };
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * The (input, candidate) slots of one batch and what was said about them (README "What happens to a batch",
+ * step 4): every candidate lands in its normal position whether a backend produced it or the gateway failed it,
+ * with the input's memory kept. The only writer of the slots, the error counts and the leg outcomes.
+ */
+import type { AttemptFailure } from '../errors.js';
+import type { SlotResult } from '../protocol/response-check.js';
+import type { AgentOutput, AgentRequest } from '../protocol/types.js';
+import type { LegOutcome } from './batch-types.js';
+import type { BatchObserver } from './batch-observer.js';
+import { tagOf, type Item } from './batch-item.js';
+import { errorCandidate, fromBackend } from './candidates.js';
+
+export class BatchSlots {
+  private readonly slots: AgentOutput[][];
+  readonly errorCodes: Record<string, number> = {};
+  readonly legs: LegOutcome[] = [];
+
+  constructor(
+    private readonly request: AgentRequest,
+    private readonly memoryKey: string,
+    private readonly observer: BatchObserver,
+  ) {
+    this.slots = request.inputs.map((inp) => new Array<AgentOutput>(inp.num_outputs as number));
+  }
+
+  /** Every candidate of `items` becomes an error candidate with `f`. `ms`: the sub-request's time, if one ran. */
+  fail(items: readonly Item[], f: AttemptFailure, ms?: number): void {
+    const { request, memoryKey } = this;
+    for (const it of items) {
+      const input = request.inputs[it.input]!;
+      this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
+      for (let c = 0; c < it.count; c++) {
+        this.slots[it.input]![it.offset + c] = errorCandidate(
+          request.request_id, input, it.offset + c, f.code, f.message, it.backend, memoryKey, tagOf(it),
+        );
+      }
+      count(this.errorCodes, f.code, it.count);
+      this.observer.candidatesFilled(it.route, it.backend, 'error', it.count);
+      this.observer.gatewayErrors(it.backend, f.code, it.count);
+    }
+  }
+
+  /**
+   * A checked answer: per item, per candidate, the backend's candidate re-addressed to the client's request, or
+   * an error candidate for the one slot that was malformed or missing (it fails only itself).
+   */
+  answer(items: readonly Item[], rows: SlotResult[][], ms: number): void {
+    const { request, memoryKey } = this;
+    items.forEach((it, k) => {
+      const input = request.inputs[it.input]!;
+      const tag = tagOf(it);
+      this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
+      const row = rows[k]!;
+      for (let c = 0; c < it.count; c++) {
+        const slot = row[c]!;
+        const idx = it.offset + c;
+        const out = slot.ok
+          ? fromBackend(request.request_id, input, idx, slot.candidate, memoryKey, tag)
+          : errorCandidate(
+              request.request_id, input, idx, 'gateway_backend_invalid_response', slot.reason, it.backend, memoryKey, tag,
+            );
+        this.slots[it.input]![idx] = out;
+        this.observer.candidatesFilled(it.route, it.backend, out.status, 1);
+        if (out.error) {
+          count(this.errorCodes, out.error.code, 1);
+          this.observer.backendError(it.backend, out.error.code);
+        }
+      }
+    });
+  }
+
+  /** The candidates in input order, then ascending candidate_index. */
+  outputs(): AgentOutput[] {
+    const out: AgentOutput[] = [];
+    for (const row of this.slots) for (const o of row) out.push(o);
+    return out;
+  }
+}
+
+export function count(map: Record<string, number>, key: string, n: number): void {
+  map[key] = (map[key] ?? 0) + n;
+}

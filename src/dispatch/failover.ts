@@ -1,0 +1,142 @@
+/**
+ * Where items go after a failure (README "Failures" and "Deadline and retry budget"), as pure decisions: no I/O,
+ * no clock, no metrics. The caller passes what it knows right now (time left, whether the batch was aborted, the
+ * upstream view) and carries out the decision; tests drive these functions with made-up views.
+ *
+ * Two steps, because the retry budget is asked once per destination, right before that destination's
+ * sub-requests start (and are counted in flight): `decideFailover` sorts the items, then `resolveMove` turns each
+ * destination into a move or, when the budget refused it, error candidates.
+ */
+import type { AttemptFailure } from '../errors.js';
+import { groupBy, movedTo, type Item } from './batch-item.js';
+
+/** Below this much time left, no new attempt starts: it could not finish. */
+export const MIN_ATTEMPT_MS = 50;
+
+/**
+ * Why items were left unserved. `failed`: a backend received them and failed, so moving them on is a retry.
+ * `refused`: no connection could be made to one replica (`tried` holds every replica of this backend already
+ * refused, that one included). `unsent`: no max_in_flight permit came free. `no-replica`: the backend has no
+ * routable replica left (`cause`: why the earlier ones were left). `no-time`: the batch deadline ran out before
+ * the attempt started. Only `failed` reached a backend; the others move on without asking the retry budget.
+ */
+export type Unserved<R> =
+  | { kind: 'failed'; failure: AttemptFailure }
+  | { kind: 'refused'; failure: AttemptFailure; backend: string; tried: ReadonlySet<R> }
+  | { kind: 'unsent'; failure: AttemptFailure }
+  | { kind: 'no-replica'; backend: string; cause?: AttemptFailure }
+  | { kind: 'no-time' };
+
+/** What the batch knows at the moment of the decision. */
+export interface FailoverView<R> {
+  /** Milliseconds until the batch deadline (may be negative). */
+  timeLeftMs: number;
+  /** The batch was aborted (client gone or deadline passed): nothing starts any more. */
+  aborted: boolean;
+  /** Usual latency of a sub-request to `backend` (0 when unknown). */
+  expectedMs(backend: string): number;
+  /** `backend` has a routable replica not in `exclude`. */
+  hasReplica(backend: string, exclude: ReadonlySet<R>): boolean;
+}
+
+/** Items bound for `to`, each one step further down its fallbacks; `from` are the same items as they failed. */
+export interface Destination {
+  to: string;
+  from: Item[];
+  moved: Item[];
+}
+
+export interface FailoverDecision<R> {
+  /** Try the same backend's other replicas (a refused connection, and the backend has more). */
+  sameBackend?: { backend: string; items: Item[]; exclude: ReadonlySet<R>; cause: AttemptFailure };
+  /** Items that end here as error candidates with this failure. */
+  final?: { items: Item[]; failure: AttemptFailure };
+  /** Next fallback backends, in first-seen order; each asks the budget when `retry`. */
+  destinations: Destination[];
+  /** Moving the items on is a retry (they reached a backend): each destination needs a retry budget slot. */
+  retry: boolean;
+  /** The failure the items carry on (for the messages of a later refusal). */
+  failure: AttemptFailure;
+}
+
+export const DEADLINE_RAN_OUT = 'the batch deadline (request_timeout_s) ran out';
+
+/** The failure of items whose sub-request the gateway aborted: the client went away, or the deadline ran out. */
+export function abortedFailure(clientGone: boolean): AttemptFailure {
+  return clientGone
+    ? { code: 'gateway_backend_timeout', message: 'cancelled: the client closed the connection' }
+    : { code: 'gateway_backend_timeout', message: DEADLINE_RAN_OUT };
+}
+
+/** Where `items`, left unserved by `why`, go next. */
+export function decideFailover<R>(items: Item[], why: Unserved<R>, view: FailoverView<R>): FailoverDecision<R> {
+  switch (why.kind) {
+    case 'refused':
+      if (view.hasReplica(why.backend, why.tried)) {
+        return {
+          sameBackend: { backend: why.backend, items, exclude: why.tried, cause: why.failure },
+          destinations: [], retry: false, failure: why.failure,
+        };
+      }
+      return moveOn(items, why.failure, false, view);
+    case 'no-replica':
+      return moveOn(
+        items, why.cause ?? { code: 'gateway_no_backend', message: `backend "${why.backend}" has no ready replica` }, false, view,
+      );
+    case 'no-time':
+      // No time for this attempt, hence none for a fallback either (moveOn finds so and says how much was left).
+      return moveOn(items, { code: 'gateway_backend_timeout', message: DEADLINE_RAN_OUT }, false, view);
+    case 'unsent':
+      return moveOn(items, why.failure, false, view);
+    case 'failed':
+      return moveOn(items, why.failure, true, view);
+  }
+}
+
+/**
+ * Items to their next fallback backend, or error candidates with `f`. A fallback starts only when the batch
+ * deadline leaves more than the fallback backend's usual latency (one deadline covers every attempt); when some
+ * item was held back for that, the final message says how much time was left.
+ */
+function moveOn<R>(items: Item[], f: AttemptFailure, retry: boolean, view: FailoverView<R>): FailoverDecision<R> {
+  const onward: { to: string; it: Item }[] = [];
+  const final: Item[] = [];
+  let lateMsg: string | undefined;
+  for (const it of items) {
+    const to = it.fallbacks[0];
+    if (to === undefined || view.aborted) {
+      final.push(it);
+      continue;
+    }
+    if (view.timeLeftMs <= Math.max(MIN_ATTEMPT_MS, view.expectedMs(to))) {
+      lateMsg = `${f.message}; no fallback: ${Math.max(0, Math.round(view.timeLeftMs))} ms left of the batch deadline`;
+      final.push(it);
+      continue;
+    }
+    onward.push({ to, it });
+  }
+  const destinations = [...groupBy(onward, (o) => o.to)].map(([to, group]) => ({
+    to,
+    from: group.map((o) => o.it),
+    moved: group.map((o) => movedTo(o.it, to)),
+  }));
+  const decision: FailoverDecision<R> = { destinations, retry, failure: f };
+  if (final.length > 0) decision.final = { items: final, failure: lateMsg === undefined ? f : { ...f, message: lateMsg } };
+  return decision;
+}
+
+export type Resolved =
+  | { kind: 'move'; to: string; from: Item[]; moved: Item[]; consumesBudget: boolean }
+  | { kind: 'exhausted'; to: string; items: Item[]; failure: AttemptFailure };
+
+/**
+ * One destination of `decision`, given whether the retry budget granted it a slot (ignored when moving on is
+ * no retry). Refused: the items end here, their message saying why.
+ */
+export function resolveMove<R>(decision: FailoverDecision<R>, d: Destination, granted: boolean): Resolved {
+  if (decision.retry && !granted) {
+    const failure = { ...decision.failure, message: `${decision.failure.message}; no fallback: retry budget exhausted` };
+    return { kind: 'exhausted', to: d.to, items: d.from, failure };
+  }
+  return { kind: 'move', to: d.to, from: d.from, moved: d.moved, consumesBudget: decision.retry };
+}

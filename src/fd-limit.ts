@@ -1,0 +1,31 @@
+/**
+ * The process's open-file limit, so that `server.max_connections` never lets client connections take every
+ * descriptor: at the limit, accept() fails for everyone and so do the gateway's own backend connections, Redis
+ * and probes, which would turn a flood of idle clients into failed batches for all (README "Limits and timeouts").
+ */
+import { readFileSync } from 'node:fs';
+
+/** The soft "Max open files" limit from /proc/self/limits (Linux); undefined elsewhere or when unlimited. */
+export function openFileLimit(limitsText?: string): number | undefined {
+  let text = limitsText;
+  if (text === undefined) {
+    try {
+      text = readFileSync('/proc/self/limits', 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('Max open files')) continue;
+    const soft = line.slice('Max open files'.length).trim().split(/\s+/)[0];
+    const n = Number(soft);
+    return Number.isInteger(n) && n > 0 ? n : undefined;
+  }
+  return undefined;
+}
+
+/** Client connections allowed: the configured cap, at most three quarters of the open-file limit. */
+export function clientConnectionCap(configured: number, fileLimit: number | undefined = openFileLimit()): number {
+  if (fileLimit === undefined) return configured;
+  return Math.max(1, Math.min(configured, Math.floor(fileLimit * 0.75)));
+}

@@ -1,0 +1,51 @@
+/**
+ * The planner decides each leg's arm (docs/gateway-behaviour.md, "The memory tag and stickiness" and "Ensembles"):
+ * dispatch only carries it into the items and the memory tag.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { itemsOf, movedTo, tagOf } from '../../src/dispatch/batch-item.js';
+import { legArm, type BatchPlan, type InputPlan } from '../../src/routing/plan.js';
+
+function input(index: number, extra: Partial<InputPlan>): InputPlan {
+  return { index, route: 'r', sticky: false, continued: false, legs: [], shadows: [], ...extra };
+}
+
+const plan: BatchPlan = {
+  inputs: [
+    input(0, { legs: [{ backend: 'a', count: 3, offset: 0, fallbacks: ['b'] }] }),
+    input(1, { route: 'ab', arm: 'b', legs: [{ backend: 'c', count: 2, offset: 0, fallbacks: [] }] }),
+    input(2, {
+      route: 'ens',
+      legs: [
+        { backend: 'a', count: 2, offset: 0, fallbacks: ['b'] },
+        { backend: 'b', count: 1, offset: 2, fallbacks: ['a'] },
+      ],
+    }),
+  ],
+};
+
+test('a plain backend leg has no arm, a split keeps its assigned arm on any backend, an ensemble leg is its member', () => {
+  assert.equal(legArm(plan.inputs[0]!, plan.inputs[0]!.legs[0]!), undefined);
+  assert.equal(legArm(plan.inputs[1]!, plan.inputs[1]!.legs[0]!), 'b');
+  assert.deepEqual(plan.inputs[2]!.legs.map((l) => legArm(plan.inputs[2]!, l)), ['a', 'b']);
+});
+
+test('items follow the plan in input then candidate order, with counts, offsets and arms as planned', () => {
+  assert.deepEqual(
+    itemsOf(plan).map((i) => [i.input, i.backend, i.count, i.offset, i.route, i.arm]),
+    [[0, 'a', 3, 0, 'r', undefined], [1, 'c', 2, 0, 'ab', 'b'], [2, 'a', 2, 0, 'ens', 'a'], [2, 'b', 1, 2, 'ens', 'b']],
+  );
+});
+
+test('a moved item is tagged with the backend that produced it and keeps its arm', () => {
+  const [, split] = itemsOf(plan);
+  const first = itemsOf(plan)[0]!;
+  assert.deepEqual(tagOf(first), { backend: 'a', route: 'r' });
+  assert.equal(Object.hasOwn(tagOf(first), 'arm'), false, 'no arm key at all, so the tag round-trips as before');
+  const moved = movedTo(first, 'b');
+  assert.deepEqual(tagOf(moved), { backend: 'b', route: 'r' });
+  assert.deepEqual(moved.fallbacks, []);
+  assert.deepEqual(first.fallbacks, ['b'], 'the original item is unchanged');
+  assert.deepEqual(tagOf(movedTo(split!, 'z')), { backend: 'z', route: 'ab', arm: 'b' });
+});
