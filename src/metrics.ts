@@ -10,7 +10,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { DEFAULT_LATENCY_BUCKETS_S, type GatewayConfig } from './config/schema.js';
 import { GATEWAY_ERROR_CODES } from './errors.js';
-import { METRIC_OUTCOMES } from './experiments/feedback.js';
 import type { StoreStats } from './state/types.js';
 
 /** The default of `metrics.latency_buckets_s`: 1 ms .. 600 s. */
@@ -74,6 +73,9 @@ export interface MetricsOptions {
 const BACKEND_OUTCOMES = ['ok', 'cancelled', ...GATEWAY_ERROR_CODES.filter((c) => c !== 'gateway_no_backend')];
 const SHADOW_OUTCOMES = ['ok', 'failed', 'invalid', 'dropped', 'no_backend'];
 const REPLAY_OUTCOMES = ['hit', 'miss', 'too_large'];
+
+/** The outcomes of `magma_gateway_execution_feedback_total`, in the order the report lists them (experiments/feedback.ts). */
+export const METRIC_OUTCOMES = ['tool_succeeded', 'tool_failed', 'env_error', 'failure_reason', 'unparsed'] as const;
 
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -312,11 +314,7 @@ export class GatewayMetrics {
    * Every series whose label values the config fixes, at 0 (adding 0 leaves a live series as it is). Called for
    * each runtime, so a reload that adds a backend or a route adds its series too.
    */
-  initSeries(config: GatewayConfig): void {
-    const routeBackends = (r: GatewayConfig['routes'][number]): string[] => {
-      const primary = r.backend !== undefined ? [r.backend] : Object.keys(r.split ?? r.ensemble ?? {});
-      return [...new Set([...primary, ...r.fallback])];
-    };
+  initSeries(config: GatewayConfig, routeBackends: (route: GatewayConfig['routes'][number]) => string[]): void {
     for (const [backend, b] of Object.entries(config.backends)) {
       for (const outcome of BACKEND_OUTCOMES) this.backendRequests.inc({ backend, outcome }, 0);
       for (const code of GATEWAY_ERROR_CODES) this.candidateErrors.inc({ backend, code }, 0);

@@ -11,14 +11,21 @@
  * else, keeps their running values and lists them in `restart_required`: refusing would hold back a routing fix
  * for a port edit that only a restart can apply anyway.
  */
-import type { FastifyInstance } from 'fastify';
 import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
 import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
-import { routesLackingBackend } from './routes/identity.js';
 import { GatewayRuntime } from './runtime.js';
 import { prepareServerTlsReload } from './tls.js';
-import type { GatewayState } from './plugins/gateway.js';
 import { GatewayError } from './errors.js';
+import type { GatewayState } from './batch/gateway-state.js';
+import type { Logger } from './logging.js';
+
+/** What a reload needs of the app: fastify's instance satisfies it as it is, and a test or tool can build one. */
+export interface ReloadHost {
+  gateway: GatewayState;
+  log: Logger;
+  /** The agent port's server, whose certificate a reload refreshes (an https.Server when server.tls is set). */
+  server?: unknown;
+}
 
 export type ReloadTrigger = 'api' | 'signal';
 
@@ -103,7 +110,7 @@ function diffBackends(a: GatewayConfig, b: GatewayConfig): ReloadReport['backend
 }
 
 /** Close a replaced runtime in the background once its batches are done, then forget its replicas' series. */
-function retire(app: FastifyInstance, books: Bookkeeping, old: GatewayRuntime): void {
+function retire(app: ReloadHost, books: Bookkeeping, old: GatewayRuntime): void {
   const done = old
     .close()
     .then(() => {
@@ -118,7 +125,7 @@ function retire(app: FastifyInstance, books: Bookkeeping, old: GatewayRuntime): 
   books.retiring.add(done);
 }
 
-async function reloadOnce(app: FastifyInstance, trigger: ReloadTrigger): Promise<ReloadOutcome> {
+async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<ReloadOutcome> {
   const state = app.gateway;
   const books = bookkeeping(state);
   const refuse = (status: 400 | 409 | 503, detail: string): ReloadOutcome => {
@@ -169,7 +176,7 @@ async function reloadOnce(app: FastifyInstance, trigger: ReloadTrigger): Promise
     routes: next.config.routes.map((r) => r.name),
     restart_required: kept,
     warnings,
-    not_ready_routes: routesLackingBackend(next),
+    not_ready_routes: next.routesLackingBackend(),
   };
   state.metrics.reloads.inc({ result: 'ok' });
   app.log.info({ ...report }, 'config reloaded');
@@ -177,7 +184,7 @@ async function reloadOnce(app: FastifyInstance, trigger: ReloadTrigger): Promise
 }
 
 /** Reload the config file; never throws. Concurrent calls run one after the other. */
-export function reloadGateway(app: FastifyInstance, trigger: ReloadTrigger): Promise<ReloadOutcome> {
+export function reloadGateway(app: ReloadHost, trigger: ReloadTrigger): Promise<ReloadOutcome> {
   const books = bookkeeping(app.gateway);
   const run = books.chain.then(() => reloadOnce(app, trigger));
   books.chain = run.catch(() => undefined);

@@ -3,12 +3,12 @@
  * current when it starts and finishes on it, so a reload (README "Hot reload") swaps in a new runtime without touching
  * batches in flight; the old one closes its pools once they drain.
  */
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from './logging.js';
 import type { GatewayConfig } from './config/schema.js';
 import type { GatewayMetrics } from './metrics.js';
 import { RetryBudget } from './dispatch/retry-budget.js';
 import { ShadowLimiter } from './dispatch/shadow.js';
-import { compileRoutes, type CompiledRoutes } from './routing/plan.js';
+import { compileRoutes, routeBackends, type CompiledRoutes } from './routing/plan.js';
 import { Prober } from './upstream/prober.js';
 import { SharedEjections } from './upstream/shared-ejections.js';
 import { Upstreams } from './upstream/upstreams.js';
@@ -27,11 +27,11 @@ export class GatewayRuntime {
   constructor(
     readonly config: GatewayConfig,
     metrics: GatewayMetrics,
-    log: FastifyBaseLogger,
+    log: Logger,
     store?: Store,
   ) {
     this.routes = compileRoutes(config);
-    metrics.initSeries(config);
+    metrics.initSeries(config, routeBackends);
     this.upstreams = new Upstreams(config, metrics);
     this.ejections = store === undefined ? undefined : new SharedEjections(this.upstreams, store, log);
     this.prober = new Prober(this.upstreams, config, metrics, log);
@@ -39,12 +39,15 @@ export class GatewayRuntime {
     this.shadows = new ShadowLimiter(config.shadow_max_in_flight);
   }
 
-  /** Backends a route can use: its backend, split or ensemble members, and fallbacks. */
+  /** Backends a route can use (routing's routeBackends, the one definition), by route name. */
   routeBackends(routeName: string): string[] {
     const r = this.config.routes.find((x) => x.name === routeName);
-    if (r === undefined) return [];
-    const primary = r.backend !== undefined ? [r.backend] : Object.keys(r.split ?? r.ensemble ?? {});
-    return [...new Set([...primary, ...r.fallback])];
+    return r === undefined ? [] : routeBackends(r);
+  }
+
+  /** Routes none of whose backends has a ready replica: /health is not ready while there is one. */
+  routesLackingBackend(): string[] {
+    return this.config.routes.filter((r) => !routeBackends(r).some((b) => this.upstreams.isReady(b))).map((r) => r.name);
   }
 
   /** Every backend reachable through some route (shadows only observe, so they do not count). */

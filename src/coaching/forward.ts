@@ -5,9 +5,9 @@
  * becomes the HTTP status the gateway answers for it (502 unreachable, 504 timeout), classified by the same
  * rules as inference sub-requests (README.md, "Failures").
  */
-import { randomUUID } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { BatchSignal, onClientGone, type AbortLike } from '../abort.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AbortLike } from '../abort.js';
+import { correlationHeaders } from '../protocol/correlation.js';
 import { callReplica } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 
@@ -52,24 +52,14 @@ export function answerDetail(r: ForwardResult): string {
 
 /**
  * Headers sent with every coaching call: the client's content-type (the body is forwarded as it came), and
- * the request id and trace context, as for inference sub-requests, so a call can be followed across logs.
+ * the request id and trace context by the same rule as inference sub-requests (protocol/correlation.ts: valid
+ * ones passed on, others replaced), so a call can be followed across logs.
  */
-export function coachingHeaders(req: FastifyRequest, withBody: boolean): Record<string, string> & { 'x-request-id': string } {
-  const rid = req.headers['x-request-id'];
-  const h: Record<string, string> & { 'x-request-id': string } = {
-    'x-request-id': typeof rid === 'string' && rid.length > 0 ? rid : randomUUID(),
-  };
-  const tp = req.headers['traceparent'];
-  if (typeof tp === 'string') h['traceparent'] = tp;
+export function coachingHeaders(headers: IncomingHttpHeaders, withBody: boolean): Record<string, string> & { 'x-request-id': string } {
+  const h: Record<string, string> & { 'x-request-id': string } = { ...correlationHeaders(headers) };
   if (withBody) {
-    const ct = req.headers['content-type'];
+    const ct = headers['content-type'];
     h['content-type'] = typeof ct === 'string' && ct.length > 0 ? ct : 'application/json';
   }
   return h;
-}
-
-/** A signal that aborts when the client goes away before the answer is written (see onClientGone). */
-export function clientGone(reply: FastifyReply): { signal: AbortLike; done: () => void } {
-  const signal = new BatchSignal();
-  return { signal, done: onClientGone(reply.raw, () => signal.abort()) };
 }

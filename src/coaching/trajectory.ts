@@ -8,14 +8,10 @@
 import { intKey, isNumberMark, isStrictInt, numberMarkText } from '../protocol/exact-json.js';
 import type { AgentInput, JsonObject, ValidationIssue } from '../protocol/types.js';
 import type { Headers } from '../routing/match.js';
-import { readMemoryTag, type MemoryTag } from '../routing/plan.js';
+import { newTrajectoryBackend, readMemoryTag, type MemoryTag } from '../routing/plan.js';
 import type { CompiledRoutes } from '../routing/routes.js';
 import { selectRoute } from '../routing/routes.js';
-import { chooseArm } from '../routing/split.js';
-
-export function isObject(v: unknown): v is JsonObject {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
+import { isJsonObject } from '../protocol/schemas.js';
 
 export interface CoachingTarget {
   /** Position of the target step in `trajectory`. */
@@ -46,7 +42,7 @@ export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget 
   const steps = Array.isArray(body.trajectory) ? body.trajectory : undefined;
   const usable: number[] = [];
   steps?.forEach((s, i) => {
-    if (isObject(s) && isObject(s.input)) usable.push(i);
+    if (isJsonObject(s) && isJsonObject(s.input)) usable.push(i);
   });
   if (steps === undefined || usable.length === 0) {
     return {
@@ -66,30 +62,30 @@ export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget 
   const rawInput = step.input as JsonObject; // input was checked to be an object above
   const output = step.output;
   const tag =
-    (isObject(rawInput.memory) ? readMemoryTag(rawInput.memory, memoryKey) : undefined) ??
-    (isObject(output) && isObject(output.memory) ? readMemoryTag(output.memory, memoryKey) : undefined);
+    (isJsonObject(rawInput.memory) ? readMemoryTag(rawInput.memory, memoryKey) : undefined) ??
+    (isJsonObject(output) && isJsonObject(output.memory) ? readMemoryTag(output.memory, memoryKey) : undefined);
   return { stepIndex: index, input: normalizeInput(rawInput), tag };
 }
 
 /** An AgentInput with the contract's defaults, whatever the step carried (route matchers read these fields). */
 export function normalizeInput(raw: JsonObject): AgentInput {
-  const ins = isObject(raw.instruction) ? raw.instruction : {};
+  const ins = isJsonObject(raw.instruction) ? raw.instruction : {};
   const type = ins.type === 'env' ? 'env' : 'user';
   return {
     id: isStrictInt(raw.id) ? raw.id : 0,
     instruction: { type, content: typeof ins.content === 'string' ? ins.content : '' },
-    tools: Array.isArray(raw.tools) ? raw.tools.filter(isObject) : [],
-    attributes: isObject(raw.attributes) ? raw.attributes : {},
-    memory: isObject(raw.memory) ? raw.memory : {},
+    tools: Array.isArray(raw.tools) ? raw.tools.filter(isJsonObject) : [],
+    attributes: isJsonObject(raw.attributes) ? raw.attributes : {},
+    memory: isJsonObject(raw.memory) ? raw.memory : {},
     num_outputs: 1,
-    extra_keys: isObject(raw.extra_keys) ? raw.extra_keys : {},
+    extra_keys: isJsonObject(raw.extra_keys) ? raw.extra_keys : {},
   };
 }
 
 /**
- * The backend the rules give an untagged input, as a new trajectory (README.md, "The memory key and stickiness"): the route's backend; a
- * split's arm, deterministic for (request_id, input id) like planBatch; an ensemble's first member that offers
- * coaching (its candidates came from several members, and only some can coach), else its first member.
+ * The backend the rules give an untagged input, as a new trajectory (README.md, "The memory key and
+ * stickiness"): the planner's choice (routing/plan.ts newTrajectoryBackend); for an ensemble, whose candidates
+ * came from several members and only some can coach, its first member that offers coaching, else its first.
  */
 export function ruleBackend(
   compiled: CompiledRoutes,
@@ -100,15 +96,11 @@ export function ruleBackend(
   coaches: (backend: string) => boolean,
 ): { backend: string; route: string } {
   const route = selectRoute(compiled, input, headers);
-  const first = route.members[0]!.name; // a route has at least one member (config schema)
-  switch (route.kind) {
-    case 'backend':
-      return { backend: first, route: route.name };
-    case 'split':
-      return { backend: chooseArm(requestId, input.id, route.members, canServe), route: route.name };
-    case 'ensemble':
-      return { backend: route.members.find((m) => coaches(m.name))?.name ?? first, route: route.name };
-  }
+  const backend =
+    newTrajectoryBackend(route, requestId, input, canServe) ??
+    route.members.find((m) => coaches(m.name))?.name ??
+    route.members[0]!.name;
+  return { backend, route: route.name };
 }
 
 /**
@@ -123,9 +115,9 @@ export function stripGatewayTags(root: unknown, memoryKey: string): number {
     const v = stack.pop();
     if (Array.isArray(v)) {
       for (const x of v) if (x !== null && typeof x === 'object') stack.push(x);
-    } else if (isObject(v)) {
+    } else if (isJsonObject(v)) {
       for (const [k, child] of Object.entries(v)) {
-        if (k === 'memory' && isObject(child) && Object.hasOwn(child, memoryKey)) {
+        if (k === 'memory' && isJsonObject(child) && Object.hasOwn(child, memoryKey)) {
           delete child[memoryKey];
           stripped++;
         }

@@ -27,6 +27,13 @@ export interface Exchange {
   text: string;
 }
 
+/** One line of the check table. */
+export interface CheckResult {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
 export interface ProbeTarget {
   /** Base URL without a trailing slash (BENCH strips it the same way). */
   base: string;

@@ -6,8 +6,7 @@
  * request bodies a strict agent must refuse with 422 before any inference.
  */
 import { agentInfoSchema, isJsonObject } from '../protocol/schemas.js';
-import { excerpt, exchange, hasDetail, parseBodyExact, require2xx, requestId, type ProbeTarget } from './check-http.js';
-import type { CheckResult } from './check.js';
+import { excerpt, exchange, hasDetail, parseBodyExact, require2xx, requestId, type CheckResult, type ProbeTarget } from './check-http.js';
 import { GatewayError } from '../errors.js';
 
 export const HEALTH = 'health';

@@ -9,15 +9,11 @@
  */
 import { parseCommandLine, secondsOption, UsageError, urlArgument } from './args.js';
 import { checkBatch, checkEmpty, checkMemory, checkOrdering } from './check-cases.js';
-import { describeError, openTarget, TransportError, type ProbeTarget } from './check-http.js';
+import { describeError, openTarget, TransportError, type CheckResult, type ProbeTarget } from './check-http.js';
 import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } from './check-probes.js';
 import { GatewayError } from '../errors.js';
 
-export interface CheckResult {
-  name: string;
-  ok: boolean;
-  detail: string;
-}
+export type { CheckResult } from './check-http.js';
 
 export interface CheckOptions {
   /** Deadline of each HTTP exchange (headers and body), default DEFAULT_TIMEOUT_MS. */

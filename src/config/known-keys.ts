@@ -8,7 +8,7 @@
  */
 import type { z } from 'zod';
 import { configSchema } from './schema.js';
-import type { PathSegment } from '../routing/validate.js';
+import type { PathSegment } from './route-problems.js';
 
 interface Def {
   type: string;

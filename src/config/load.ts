@@ -12,7 +12,7 @@ import type { z } from 'zod';
 import { knownKeysAt } from './known-keys.js';
 import { closest } from './nearest-name.js';
 import { configSchema, type GatewayConfig } from './schema.js';
-import { formatPath, routeProblems, type PathSegment, type Problem } from '../routing/validate.js';
+import { formatPath, routeProblems, type PathSegment, type Problem } from './route-problems.js';
 import { GatewayError } from '../errors.js';
 
 export type Env = Record<string, string | undefined>;

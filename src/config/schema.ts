@@ -148,6 +148,9 @@ export const routeSchema = z
     message: 'a route needs exactly one of "backend", "split" or "ensemble"',
   });
 
+/** `memory_key`'s default, exported so code that compiles a match without a config uses the same key. */
+export const DEFAULT_MEMORY_KEY = '_gateway';
+
 export const configSchema = z.strictObject({
   server: z
     .strictObject({
@@ -190,7 +193,7 @@ export const configSchema = z.strictObject({
       agent_version: z.string().min(1).optional(),
     })
     .prefault({}),
-  memory_key: z.string().min(1).default('_gateway'),
+  memory_key: z.string().min(1).default(DEFAULT_MEMORY_KEY),
   request_timeout_s: positive.default(600),
   /** Each replica is probed this long after its previous probe started. */
   probe_interval_s: positive.default(5),
@@ -269,10 +272,7 @@ export const configSchema = z.strictObject({
   routes: z.array(routeSchema).min(1),
 });
 
-export type ConfigInput = z.input<typeof configSchema>;
 export type GatewayConfig = z.output<typeof configSchema>;
-export type BackendConfig = GatewayConfig['backends'][string];
 export type RouteConfig = GatewayConfig['routes'][number];
 export type Condition = z.output<typeof conditionSchema>;
-export type Operators = z.output<typeof operatorsSchema>;
 export type Scalar = string | number | boolean | null;

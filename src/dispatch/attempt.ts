@@ -14,7 +14,7 @@ import type { AgentInput, AgentRequest, JsonObject } from '../protocol/types.js'
 import { postResponses } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 import type { Permit } from '../state/index.js';
-import type { BatchContext, DispatchDeps } from './batch.js';
+import type { BatchContext, DispatchDeps } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';
 import type { Item } from './batch-item.js';
 import { MIN_ATTEMPT_MS, type Unserved } from './failover.js';

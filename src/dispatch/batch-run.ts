@@ -12,7 +12,7 @@ import type { BatchPlan } from '../routing/plan.js';
 import type { Replica } from '../upstream/replica.js';
 import type { AttemptFailure } from '../errors.js';
 import { Attempt, type AttemptResult, type BatchInputs } from './attempt.js';
-import type { BatchContext, BatchResult, DispatchDeps } from './batch.js';
+import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
 import { groupBy, itemsOf, type Item } from './batch-item.js';
 import type { BatchObserver } from './batch-observer.js';
 import { BatchSlots, count } from './batch-slots.js';

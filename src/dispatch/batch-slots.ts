@@ -6,7 +6,7 @@
 import type { AttemptFailure } from '../errors.js';
 import type { SlotResult } from '../protocol/response-check.js';
 import type { AgentOutput, AgentRequest } from '../protocol/types.js';
-import type { LegOutcome } from './batch.js';
+import type { LegOutcome } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';
 import { tagOf, type Item } from './batch-item.js';
 import { errorCandidate, fromBackend } from './candidates.js';

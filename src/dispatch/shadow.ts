@@ -6,7 +6,8 @@
  * a metric. Answers are validated and compared with the primary's decision per candidate.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../logging.js';
+import type { CorrelationHeaders } from '../protocol/correlation.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { parseExact, stringifyExact } from '../protocol/exact-json.js';
 import { checkSubResponse } from '../protocol/response-check.js';
@@ -24,7 +25,7 @@ export class ShadowLimiter {
 export interface ShadowDeps {
   upstreams: Upstreams;
   metrics: GatewayMetrics;
-  log: FastifyBaseLogger;
+  log: Logger;
   memoryKey: string;
   limiter: ShadowLimiter;
 }
@@ -40,7 +41,9 @@ export function sameDecision(a: AgentDecision | null | undefined, b: AgentDecisi
 
 /**
  * Start the shadow sub-requests of a batch. `primary` resolves with the client's candidates (in request
- * order) once the batch is answered; comparisons wait for it. Returns a promise for tests; callers ignore it.
+ * order) once the batch is answered; comparisons wait for it. Each shadow call carries the batch's correlation
+ * headers, so a shadow's log lines join the batch's, and `x-magma-gateway-shadow: 1` so the backend can tell
+ * (README "Shadow traffic"). Returns a promise for tests; callers ignore it.
  */
 export function startShadows(
   deps: ShadowDeps,
@@ -48,7 +51,9 @@ export function startShadows(
   plan: BatchPlan,
   marked: boolean,
   primary: Promise<AgentOutput[]>,
+  correlation: CorrelationHeaders,
 ): Promise<void> {
+  const headers = { ...correlation, 'x-magma-gateway-shadow': '1' };
   // Group per (route, shadow backend): one sub-request each, so one batch costs one slot per shadow backend.
   const groups = new Map<string, { route: string; backend: string; inputs: number[] }>();
   for (const p of plan.inputs) {
@@ -67,7 +72,7 @@ export function startShadows(
     }
     deps.limiter.inFlight++;
     jobs.push(
-      runShadow(deps, request, g, marked, primary)
+      runShadow(deps, request, g, marked, primary, headers)
         .catch((err: unknown) => deps.log.debug({ err, backend: g.backend }, 'shadow failed'))
         .finally(() => deps.limiter.inFlight--),
     );
@@ -81,6 +86,7 @@ async function runShadow(
   g: { route: string; backend: string; inputs: number[] },
   marked: boolean,
   primary: Promise<AgentOutput[]>,
+  headers: Record<string, string>,
 ): Promise<void> {
   const { metrics } = deps;
   const labels = { route: g.route, backend: g.backend };
@@ -97,7 +103,7 @@ async function runShadow(
     },
     marked,
   );
-  const res = await postResponses(replica, body, { 'x-magma-gateway-shadow': '1' }, deps.upstreams.timeoutMs(g.backend));
+  const res = await postResponses(replica, body, headers, deps.upstreams.timeoutMs(g.backend));
   if (!res.ok) {
     metrics.shadowRequests.inc({ ...labels, outcome: 'failed' });
     return;

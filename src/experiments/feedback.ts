@@ -21,9 +21,8 @@
  *   fixed (tool_succeeded|tool_failed|env_error|failure_reason|unparsed), so it only shows in the report.
  */
 
-/** The outcomes of `magma_gateway_execution_feedback_total`, in the order the report lists them. */
-export const METRIC_OUTCOMES = ['tool_succeeded', 'tool_failed', 'env_error', 'failure_reason', 'unparsed'] as const;
-export type MetricOutcome = (typeof METRIC_OUTCOMES)[number];
+import { METRIC_OUTCOMES } from '../metrics.js';
+import { isJsonObject } from '../protocol/schemas.js';
 
 /** Every outcome the report counts: the metric's plus `other` (read, but nothing to attribute). */
 export const FEEDBACK_OUTCOMES = [...METRIC_OUTCOMES, 'other'] as const;
@@ -116,10 +115,6 @@ export function parseInfos(infos: string): ToolLine[] {
   return out;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 /** A key the environment filled in: Python writes `null` (or an empty string) for "nothing to report". */
 function present(v: unknown): boolean {
   return v !== undefined && v !== null && v !== '' && v !== false;
@@ -144,7 +139,7 @@ export function parseEnvFeedback(content: string): FeedbackCounts {
       value = undefined;
     }
   }
-  if (!isObject(value)) {
+  if (!isJsonObject(value)) {
     counts.unparsed = 1;
     return counts;
   }

@@ -21,14 +21,14 @@
  * route the env input itself matches now. Tags come from clients, so a tag naming a route or backend that is
  * not configured is ignored: metric labels stay bounded by the config.
  */
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../logging.js';
 import type { BatchResult } from '../dispatch/batch.js';
-import type { GatewayMetrics } from '../metrics.js';
+import { METRIC_OUTCOMES, type GatewayMetrics } from '../metrics.js';
 import type { AgentRequest } from '../protocol/types.js';
 import { readMemoryTag, type BatchPlan, type CompiledRoute, type CompiledRoutes, type MemoryTag } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/types.js';
-import { METRIC_OUTCOMES, parseEnvFeedback, type FeedbackOutcome } from './feedback.js';
+import { parseEnvFeedback, type FeedbackOutcome } from './feedback.js';
 import { latencyBucket } from './stats.js';
 
 /** What the recorder reads from the gateway, late-bound so a config reload is seen at once. */
@@ -81,7 +81,7 @@ export function armOf(route: CompiledRoute, tag: Pick<MemoryTag, 'backend' | 'ar
 export class Experiments {
   constructor(
     private readonly host: () => ExperimentsHost,
-    private readonly log?: Pick<FastifyBaseLogger, 'warn'>,
+    private readonly log?: Pick<Logger, 'warn'>,
   ) {}
 
   /**

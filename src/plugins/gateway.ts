@@ -8,19 +8,12 @@ import type { GatewayConfig } from '../config/schema.js';
 import { Experiments } from '../experiments/recorder.js';
 import { GatewayMetrics } from '../metrics.js';
 import { GatewayRuntime } from '../runtime.js';
-import { createStore, type Store } from '../state/index.js';
+import { createStore } from '../state/index.js';
 import { logStartSummary } from './start-summary.js';
+import type { GatewayState } from '../batch/gateway-state.js';
 
-export interface GatewayState {
-  current: GatewayRuntime;
-  metrics: GatewayMetrics;
-  version: string;
-  configPath: string | undefined;
-  /** Shared state (README "Several gateway replicas (Redis)"): in memory by default, Redis when `state.redis` is configured. */
-  store: Store;
-  /** A/B and ensemble accounting into the store's counters (README "Execution feedback and the experiment report"). */
-  experiments: Experiments;
-}
+export type { GatewayState };
+
 
 declare module 'fastify' {
   interface FastifyInstance {

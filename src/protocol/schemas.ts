@@ -41,8 +41,6 @@ export const jsonObject = z.custom<JsonObject>(isJsonObject, {
 const list = <T extends z.ZodType>(item: T) =>
   z.array(item, { error: 'Input should be a valid list' });
 
-export const agentHealthSchema = z.strictObject({ status: z.literal('ready').default('ready') });
-
 /** Strict AgentInfo, for what the gateway serves (contract "Health and identity"). */
 export const agentInfoSchema = z.strictObject({
   protocol_version: jsonString.default('2.0'),
@@ -138,6 +136,4 @@ export const agentOutputSchema = z
       });
     }
   });
-
-export const agentResponseSchema = list(agentOutputSchema);
 

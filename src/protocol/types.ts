@@ -8,7 +8,6 @@ import type { IntValue, JsonObject } from './json-values.js';
 import type {
   agentDecisionSchema,
   agentErrorSchema,
-  agentHealthSchema,
   agentInfoSchema,
   agentInputSchema,
   agentInstructionSchema,
@@ -34,7 +33,6 @@ export type AgentDecision = z.output<typeof agentDecisionSchema>;
 export type AgentError = z.output<typeof agentErrorSchema>;
 export type AgentOutput = z.output<typeof agentOutputSchema>;
 export type AgentResponse = AgentOutput[];
-export type AgentHealth = z.output<typeof agentHealthSchema>;
 export type AgentInfo = z.output<typeof agentInfoSchema>;
 
 /** FastAPI's validation error item: `{"detail": [{type, loc, msg, input}]}`. */

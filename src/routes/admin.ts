@@ -9,10 +9,10 @@
  *   GET  /gateway/config                the running config, secrets redacted (admin/redact.ts)
  *   POST /gateway/reload                re-read the config file: 200 {"reloaded": true, ...} or 400 with the reason
  *   GET  /gateway/experiments           the A/B and ensemble report (routes/experiments.ts)
- *   ANY  /gateway/backends/{name}/...   forwarded to a ready replica of that backend (admin/passthrough.ts)
+ *   ANY  /gateway/backends/{name}/...   forwarded to a ready replica of that backend (routes/admin-passthrough.ts)
  */
 import type { FastifyInstance } from 'fastify';
-import { passthrough } from '../admin/passthrough.js';
+import { passthrough } from './admin-passthrough.js';
 import { redactConfig } from '../admin/redact.js';
 import { backendsView, routesView } from '../admin/views.js';
 import { reloadGateway } from '../reload.js';

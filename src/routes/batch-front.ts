@@ -23,7 +23,7 @@ import { onClientGone } from '../abort.js';
 import type { Admission } from '../admission.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayState } from '../plugins/gateway.js';
-import { answerHeaders, handleBatch, type BatchAnswer } from './batch-handler.js';
+import { answerHeaders, handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
 import { clientConnectionCap } from '../fd-limit.js';
 import { readServerTls } from '../tls.js';
 import { ConnectionSlots } from './connection-slots.js';

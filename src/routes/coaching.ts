@@ -17,14 +17,22 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { aggregate, coachingBackends, isSuccess, SessionAffinity, type BackendOutcome } from '../coaching/backends.js';
-import { answerDetail, clientGone, coachingHeaders, forward } from '../coaching/forward.js';
-import { findTarget, isObject, ruleBackend, runIdOf, stripGatewayTags } from '../coaching/trajectory.js';
+import { BatchSignal, onClientGone, type AbortLike } from '../abort.js';
+import { answerDetail, coachingHeaders, forward } from '../coaching/forward.js';
+import { findTarget, ruleBackend, runIdOf, stripGatewayTags } from '../coaching/trajectory.js';
 import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/exact-json.js';
+import { isJsonObject } from '../protocol/schemas.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { send422 } from './responses.js';
 import { errorBody } from '../errors.js';
 
 const NO_COACHING = 'no coaching-capable backend';
+
+/** A signal that aborts when the client goes away before the answer is written (see onClientGone). */
+function clientGone(reply: FastifyReply): { signal: AbortLike; done: () => void } {
+  const signal = new BatchSignal();
+  return { signal, done: onClientGone(reply.raw, () => signal.abort()) };
+}
 
 export async function coachingRoutes(app: FastifyInstance): Promise<void> {
   // Per gateway process, across config reloads (replicas are remembered by url): see coaching/backends.ts.
@@ -41,7 +49,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     const runId = req.params.run_id;
     // The session config is the agent's business: forwarded as the exact text that came.
     const body = method === 'PUT' ? (typeof req.body === 'string' ? req.body : '') : undefined;
-    const headers = coachingHeaders(req, method === 'PUT');
+    const headers = coachingHeaders(req.headers, method === 'PUT');
     const gone = clientGone(reply);
     const outcomes = await Promise.all(
       backends.map(async (backend): Promise<BackendOutcome> => {
@@ -88,7 +96,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
       return send422(reply, [{ type: 'json_invalid', loc: ['body', pos], msg: `JSON decode error: ${msg}`, input: {} }]);
     }
     const body = parsed.value;
-    if (!isObject(body)) {
+    if (!isJsonObject(body)) {
       return send422(reply, [{ type: 'dict_type', loc: ['body'], msg: 'Input should be a valid dictionary', input: null }]);
     }
     const target = findTarget(body, memoryKey);
@@ -123,7 +131,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     }
 
     const stripped = stripGatewayTags(body, memoryKey);
-    const headers = coachingHeaders(req, true);
+    const headers = coachingHeaders(req.headers, true);
     const gone = clientGone(reply);
     const r = await forward(replica, {
       method: 'POST',

@@ -8,12 +8,6 @@ import type { AgentInfo } from '../protocol/types.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { errorBody } from '../errors.js';
 
-export function routesLackingBackend(runtime: GatewayRuntime): string[] {
-  return runtime.config.routes
-    .filter((r) => !runtime.routeBackends(r.name).some((b) => runtime.upstreams.isReady(b)))
-    .map((r) => r.name);
-}
-
 /** The plural or singular verb for a list of backend names. */
 function verb(names: readonly string[], one: string, many: string): string {
   return `${names.join(', ')} ${names.length === 1 ? one : many}`;
@@ -74,7 +68,7 @@ export interface IdentityOptions {
 export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions): Promise<void> {
   app.get('/health', async (_req, reply) => {
     if (opts.draining?.() === true) return reply.code(503).send(errorBody('GATEWAY_ERR_NOT_READY', 'shutting down: finishing the batches in flight'));
-    const lacking = routesLackingBackend(app.gateway.current);
+    const lacking = app.gateway.current.routesLackingBackend();
     if (lacking.length > 0) {
       return reply
         .code(503)

@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { stringifyExact } from '../protocol/exact-json.js';
 import type { ValidationIssue } from '../protocol/types.js';
 import { onClientGone } from '../abort.js';
-import { answerHeaders, handleBatch } from './batch-handler.js';
+import { answerHeaders, handleBatch } from '../batch/handle-batch.js';
 
 export function send422(reply: FastifyReply, detail: ValidationIssue[]): FastifyReply {
   return reply.code(422).header('content-type', 'application/json').send(stringifyExact({ detail }));

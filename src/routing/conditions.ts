@@ -14,8 +14,8 @@
  */
 import type { Condition, Scalar } from '../config/schema.js';
 import { isNumberMark, numericValue } from '../protocol/exact-json.js';
-import { compileGlob } from './glob.js';
-import { GatewayError } from '../errors.js';
+import { compileGlob } from '../patterns/glob.js';
+import { compileRegex } from '../patterns/regex.js';
 
 export type Predicate = (value: unknown) => boolean;
 
@@ -52,16 +52,6 @@ function equals(expected: Scalar): Predicate {
   return (a) => a === expected;
 }
 
-export { globToRegExp } from './glob.js';
-
-/** A JavaScript regular expression, unanchored (use `^...$` to anchor), without flags. */
-export function compileRegex(source: string): RegExp {
-  try {
-    return new RegExp(source);
-  } catch (err) {
-    throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid regex: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  }
-}
 
 /** Compile a condition; throws on an invalid glob or regex (the loader reports it at the condition's path). */
 export function compileCondition(cond: Condition, opts: ConditionOptions = {}): Predicate {

@@ -14,29 +14,24 @@
  * - `header.<name>`: a request header, name case-insensitive; a repeated header is a list.
  * The gateway's own memory key is never visible to `memory.<path>`: routing reads it only as a sticky tag.
  */
-import type { Condition } from '../config/schema.js';
-import type { AgentInput, JsonObject } from '../protocol/types.js';
+import { DEFAULT_MEMORY_KEY, type Condition } from '../config/schema.js';
+import type { AgentInput } from '../protocol/types.js';
 import { compileCondition, type Predicate } from './conditions.js';
 import { GatewayError } from '../errors.js';
+import { isJsonObject } from '../protocol/schemas.js';
 
 export type Headers = Record<string, string | string[] | undefined>;
 export type Matcher = (input: AgentInput, headers: Headers) => boolean;
 type Resolver = (input: AgentInput, headers: Headers) => unknown;
 export type MatchSpec = Readonly<Record<string, Condition>>;
 
-/** Default memory key (config's `memory_key`), for callers of matchesRoute that do not pass one. */
-const DEFAULT_MEMORY_KEY = '_gateway';
-
-function isObject(v: unknown): v is JsonObject {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /** Walk a dot path; own properties only, so `constructor` or `__proto__` never resolve to prototype members. */
 function walk(root: unknown, segments: readonly string[]): unknown {
   let cur = root;
   for (const seg of segments) {
     if (Array.isArray(cur) && /^\d+$/.test(seg)) cur = cur[Number(seg)];
-    else if (isObject(cur) && Object.hasOwn(cur, seg)) cur = cur[seg];
+    else if (isJsonObject(cur) && Object.hasOwn(cur, seg)) cur = cur[seg];
     else return undefined;
   }
   return cur;
@@ -56,7 +51,7 @@ function toolNames(input: AgentInput): string[] | undefined {
   const tools = input.tools;
   if (!Array.isArray(tools) || tools.length === 0) return undefined;
   const names: string[] = [];
-  for (const t of tools) if (isObject(t) && typeof t.name === 'string') names.push(t.name);
+  for (const t of tools) if (isJsonObject(t) && typeof t.name === 'string') names.push(t.name);
   return names;
 }
 
@@ -107,24 +102,3 @@ export function compileMatch(match: MatchSpec | undefined, memoryKey: string = D
   };
 }
 
-/** Compiled matchers per match object: configs are frozen, so identity is a safe cache key. */
-const cache = new WeakMap<object, { memoryKey: string; matcher: Matcher }>();
-
-/**
- * Whether `input` (with request `headers`) satisfies `match`. Compiles on first use per match object and
- * memory key and reuses it after, so calling it per input stays cheap; planBatch uses compileRoutes instead.
- */
-export function matchesRoute(
-  match: MatchSpec | undefined,
-  input: AgentInput,
-  headers: Headers,
-  memoryKey: string = DEFAULT_MEMORY_KEY,
-): boolean {
-  if (match === undefined) return true;
-  let entry = cache.get(match);
-  if (entry === undefined || entry.memoryKey !== memoryKey) {
-    entry = { memoryKey, matcher: compileMatch(match, memoryKey) };
-    cache.set(match, entry);
-  }
-  return entry.matcher(input, headers);
-}

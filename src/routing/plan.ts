@@ -21,6 +21,7 @@ import { ensembleLegs } from './ensemble-shares.js';
 import type { Headers } from './match.js';
 import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
 import { chooseArm } from './split.js';
+import { isJsonObject } from '../protocol/schemas.js';
 
 // The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
 export { compileRoutes, routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
@@ -75,29 +76,18 @@ export interface BatchPlan {
   inputs: InputPlan[];
 }
 
-function isObject(v: unknown): v is JsonObject {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 /**
  * The tag in `memory`, or undefined when absent or malformed: memory comes from clients, and a damaged tag must
  * only cost stickiness, never the request.
  */
 export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag | undefined {
-  if (!isObject(memory) || !Object.hasOwn(memory, memoryKey)) return undefined;
+  if (!isJsonObject(memory) || !Object.hasOwn(memory, memoryKey)) return undefined;
   const raw = memory[memoryKey];
-  if (!isObject(raw) || typeof raw.backend !== 'string' || raw.backend === '' || typeof raw.route !== 'string') {
+  if (!isJsonObject(raw) || typeof raw.backend !== 'string' || raw.backend === '' || typeof raw.route !== 'string') {
     return undefined;
   }
   const tag: MemoryTag = { backend: raw.backend, route: raw.route };
   if (typeof raw.arm === 'string') tag.arm = raw.arm;
-  return tag;
-}
-
-/** The tag to write on a candidate of `plan` produced by `backend` (which may be a fallback). */
-export function tagFor(plan: InputPlan, backend: string): MemoryTag {
-  const tag: MemoryTag = { backend, route: plan.route };
-  if (plan.arm !== undefined) tag.arm = plan.arm;
   return tag;
 }
 
@@ -111,7 +101,7 @@ export function legArm(plan: InputPlan, leg: Leg): string | undefined {
 }
 
 function hasCoaching(input: AgentInput): boolean {
-  const c = isObject(input.extra_keys) ? input.extra_keys.coaching : undefined;
+  const c = isJsonObject(input.extra_keys) ? input.extra_keys.coaching : undefined;
   return c !== undefined && c !== null && c !== false;
 }
 
@@ -121,6 +111,27 @@ function fallbacksFor(route: CompiledRoute, backend: string): string[] {
 
 function isMember(route: CompiledRoute, name: string | undefined): name is string {
   return name !== undefined && route.members.some((m) => m.name === name);
+}
+
+/**
+ * The one backend a new trajectory of `input` starts on by the rules: a single-backend route's backend, or a
+ * split's arm, deterministic for (request_id, input id). Undefined for an ensemble, whose candidates come from
+ * several members. planBatch and coaching (which must reach the backend a step ran on) both decide with it.
+ */
+export function newTrajectoryBackend(
+  route: CompiledRoute,
+  requestId: string,
+  input: AgentInput,
+  canServe: (backend: string) => boolean,
+): string | undefined {
+  switch (route.kind) {
+    case 'backend':
+      return route.members[0]!.name;
+    case 'split':
+      return chooseArm(requestId, input.id, route.members, canServe);
+    case 'ensemble':
+      return undefined;
+  }
 }
 
 export function planBatch(
@@ -172,23 +183,14 @@ function planInput(
     }
   }
 
-  switch (route.kind) {
-    case 'backend': {
-      const backend = route.members[0]!.name; // a route has at least one member (config schema)
-      plan.legs.push({ backend, count: n, offset: 0, fallbacks: fallbacksFor(route, backend) });
-      break;
-    }
-    case 'split': {
-      const arm = chooseArm(requestId, input.id, route.members, (b) => snapshot.canServe(b));
-      plan.arm = arm;
-      plan.legs.push({ backend: arm, count: n, offset: 0, fallbacks: fallbacksFor(route, arm) });
-      break;
-    }
-    case 'ensemble':
-      for (const share of ensembleLegs(n, route.members)) {
-        plan.legs.push({ ...share, fallbacks: fallbacksFor(route, share.backend) });
-      }
-      break;
+  const backend = newTrajectoryBackend(route, requestId, input, (b) => snapshot.canServe(b));
+  if (backend !== undefined) {
+    if (route.kind === 'split') plan.arm = backend;
+    plan.legs.push({ backend, count: n, offset: 0, fallbacks: fallbacksFor(route, backend) });
+    return plan;
+  }
+  for (const share of ensembleLegs(n, route.members)) {
+    plan.legs.push({ ...share, fallbacks: fallbacksFor(route, share.backend) });
   }
   return plan;
 }

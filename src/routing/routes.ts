@@ -5,7 +5,7 @@
 import type { GatewayConfig, RouteConfig } from '../config/schema.js';
 import type { AgentInput } from '../protocol/types.js';
 import { compileMatch, type Headers, type Matcher } from './match.js';
-import { formatPath, isCatchAll, routeProblems } from './validate.js';
+import { formatPath, isCatchAll, routeProblems } from '../config/route-problems.js';
 import { GatewayError } from '../errors.js';
 
 /** A split arm or an ensemble member: a backend and its weight (split) or candidate share (ensemble). */

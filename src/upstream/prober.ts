@@ -6,7 +6,7 @@
  * Each replica has its own schedule, and each probe (both calls together) is bounded by probe_timeout_s: a
  * replica that trickles its answer or never answers delays nobody's probe but its own.
  */
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -41,7 +41,7 @@ export class Prober {
     private readonly upstreams: Upstreams,
     private readonly config: GatewayConfig,
     private readonly metrics: GatewayMetrics,
-    private readonly log: FastifyBaseLogger,
+    private readonly log: Logger,
   ) {}
 
   /** Start every replica's schedule; resolves when each has finished its first probe (at most probe_timeout_s). */

@@ -5,7 +5,7 @@
  * Probe results need no sharing: every replica probes every backend each probe_interval_s itself, so a probe
  * outcome reaches every replica within one interval by construction.
  */
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../logging.js';
 import type { Store } from '../state/index.js';
 import type { Replica } from './replica.js';
 import type { Upstreams } from './upstreams.js';
@@ -23,7 +23,7 @@ export class SharedEjections {
   constructor(
     private readonly upstreams: Upstreams,
     private readonly store: Store,
-    private readonly log: FastifyBaseLogger,
+    private readonly log: Logger,
   ) {
     for (const r of upstreams.all()) this.byKey.set(ejectionKey(r), r);
   }

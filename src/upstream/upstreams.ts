@@ -9,7 +9,6 @@ import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { AgentInfo } from '../protocol/types.js';
 import { readBackendTls } from '../tls.js';
-import type { RoutingSnapshot } from '../routing/plan.js';
 import { freshRecord, Replica, type ReplicaRecord, type ReplicaState } from './replica.js';
 import { GatewayError } from '../errors.js';
 
@@ -37,7 +36,8 @@ export interface Transition {
   to: ReplicaState;
 }
 
-export class Upstreams implements RoutingSnapshot {
+// Satisfies routing's RoutingSnapshot structurally: the planner's view of upstreams, declared where it is read.
+export class Upstreams {
   private readonly byName = new Map<string, MutableBackend>();
   /** Told of every ejection decided here, so other gateway replicas can learn of it (shared-ejections.ts). */
   onEject: ((r: Replica) => void) | undefined;

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { compileCondition, PATTERN_MAX_CHARS } from '../../src/routing/conditions.js';
-import { compileGlob, globToRegExp } from '../../src/routing/glob.js';
+import { compileGlob, globToRegExp } from '../../src/patterns/glob.js';
 
 test('glob and regex test strings up to PATTERN_MAX_CHARS; longer ones never match them', () => {
   const glob = compileCondition({ glob: 'a*' });

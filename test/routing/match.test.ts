@@ -6,14 +6,14 @@ import assert from 'node:assert/strict';
 import type { Condition } from '../../src/config/schema.js';
 import type { AgentInput } from '../../src/protocol/types.js';
 import { numberMark } from '../../src/protocol/exact-json.js';
-import { compileKey, compileMatch, matchesRoute, type Headers } from '../../src/routing/match.js';
-import { globToRegExp } from '../../src/routing/conditions.js';
+import { compileKey, compileMatch, type Headers } from '../../src/routing/match.js';
+import { globToRegExp } from '../../src/patterns/glob.js';
 import { agentInput } from '../helpers/inputs.js';
 
 const input = agentInput;
 
 function m(match: Record<string, Condition>, inp: AgentInput, headers: Headers = {}): boolean {
-  return matchesRoute(match, inp, headers);
+  return compileMatch(match)(inp, headers);
 }
 
 test('instruction_type compares the instruction type', () => {
@@ -180,7 +180,7 @@ test('all conditions of a match must hold', () => {
 });
 
 test('no match, or an empty one, selects every input', () => {
-  assert.equal(matchesRoute(undefined, input(), {}), true);
+  assert.equal(compileMatch(undefined)(input(), {}), true);
   assert.equal(m({}, input()), true);
 });
 

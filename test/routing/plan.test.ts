@@ -12,7 +12,6 @@ import {
   compileRoutes,
   planBatch,
   readMemoryTag,
-  tagFor,
   type BatchPlan,
   type RoutingSnapshot,
 } from '../../src/routing/plan.js';
@@ -212,11 +211,6 @@ test('readMemoryTag returns undefined for a missing or malformed tag', () => {
   assert.equal(readMemoryTag({ _gateway: { backend: 7, route: 'ab' } }, '_gateway'), undefined);
   assert.equal(readMemoryTag({ _gateway: ['qwen', 'ab'] }, '_gateway'), undefined);
   assert.deepEqual(readMemoryTag({ _gateway: { backend: 'q', route: 'r', arm: 5 } }, '_gateway'), { backend: 'q', route: 'r' });
-});
-
-test('tagFor tags a candidate with its producer, the route and the arm', () => {
-  const p = one(input({ extra_keys: { experiment: 'ab' }, memory: tagged('gpt', 'ab') }));
-  assert.deepEqual(tagFor(p, 'llama'), { backend: 'llama', route: 'ab', arm: 'gpt' });
 });
 
 test('compileRoutes refuses a config built in code without a catch-all', () => {

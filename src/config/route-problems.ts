@@ -10,7 +10,9 @@
  * It reads the config leniently (the raw YAML value, before or after the schema), so the loader reports these
  * problems together with schema problems, and compileRoutes checks the same invariants for configs built in code.
  */
-import { compileRegex, globToRegExp } from './conditions.js';
+import { globToRegExp } from '../patterns/glob.js';
+import { compileRegex } from '../patterns/regex.js';
+import { isJsonObject } from '../protocol/schemas.js';
 
 export type PathSegment = string | number;
 
@@ -35,21 +37,17 @@ export function formatPath(path: readonly PathSegment[]): string {
 
 type Obj = Record<string, unknown>;
 
-function isObject(v: unknown): v is Obj {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 export function isCatchAll(route: { match?: unknown }): boolean {
   const m = route.match;
   // `match:` left empty is a schema error of its own; counting it as a catch-all avoids a second, misleading one.
-  return m === undefined || m === null || (isObject(m) && Object.keys(m).length === 0);
+  return m === undefined || m === null || (isJsonObject(m) && Object.keys(m).length === 0);
 }
 
 export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
   const out: Problem[] = [];
-  if (!isObject(raw) || !Array.isArray(raw.routes)) return out;
+  if (!isJsonObject(raw) || !Array.isArray(raw.routes)) return out;
   const routes: unknown[] = raw.routes;
-  const defined = isObject(raw.backends) ? Object.keys(raw.backends) : undefined;
+  const defined = isJsonObject(raw.backends) ? Object.keys(raw.backends) : undefined;
   const known = new Set(defined);
 
   const ref = (name: unknown, path: PathSegment[], atKey = false): void => {
@@ -61,7 +59,7 @@ export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
   const names = new Map<string, number>();
   const catchAlls: number[] = [];
   routes.forEach((route, i) => {
-    if (!isObject(route)) return;
+    if (!isJsonObject(route)) return;
     const at = (...p: PathSegment[]): PathSegment[] => ['routes', i, ...p];
     if (typeof route.name === 'string') {
       const prev = names.get(route.name);
@@ -71,7 +69,7 @@ export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
     ref(route.backend, at('backend'));
     for (const kind of ['split', 'ensemble'] as const) {
       const members = route[kind];
-      if (isObject(members)) for (const m of Object.keys(members)) ref(m, at(kind, m), true);
+      if (isJsonObject(members)) for (const m of Object.keys(members)) ref(m, at(kind, m), true);
     }
     for (const kind of ['fallback', 'shadow'] as const) {
       const list = route[kind];
@@ -84,7 +82,7 @@ export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
       });
     }
     if (isCatchAll(route)) catchAlls.push(i);
-    else if (isObject(route.match)) out.push(...matchProblems(route.match, at('match'), memoryKey));
+    else if (isJsonObject(route.match)) out.push(...matchProblems(route.match, at('match'), memoryKey));
   });
 
   if (routes.length === 0) return out; // the schema reports an empty list
@@ -118,7 +116,7 @@ function matchProblems(match: Obj, at: PathSegment[], memoryKey: string): Proble
         message: `"${key}" reads the gateway's own memory key "${memoryKey}", which routing uses for stickiness; match on another key`,
       });
     }
-    if (!isObject(cond)) continue;
+    if (!isJsonObject(cond)) continue;
     for (const [op, compile] of [
       ['glob', globToRegExp],
       ['regex', compileRegex],

@@ -4,14 +4,14 @@
  * both call it. Only an invalid request gets an HTTP error (422); backend failures become error candidates
  * (README "Failures").
  */
-import { randomFillSync, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
 import { runBatch } from '../dispatch/batch.js';
 import { startShadows } from '../dispatch/shadow.js';
-import type { GatewayState } from '../plugins/gateway.js';
+import type { GatewayState } from './gateway-state.js';
+import { correlationHeaders } from '../protocol/correlation.js';
 import { stringifyExact } from '../protocol/exact-json.js';
 import { parseAgentRequest } from '../protocol/request.js';
 import { checkBatchLimits, memoryBytes } from '../protocol/request-limits.js';
@@ -29,7 +29,7 @@ const GATEWAY_CODE_PREFIX = 'gateway_';
 export interface BatchExchange {
   body: Buffer;
   headers: IncomingHttpHeaders;
-  log: FastifyBaseLogger;
+  log: Logger;
   /** Calls `fn` if the client closes the connection before the answer is written; returns the unregister. */
   onClientGone(fn: () => void): () => void;
 }
@@ -52,38 +52,6 @@ export function answerHeaders(a: BatchAnswer, elapsedMs: number): Record<string,
   if (a.requestId !== undefined) h['x-request-id'] = a.requestId;
   if (a.replayHit === true) h['x-gateway-replay'] = 'hit';
   return h;
-}
-
-/** Version (not ff), trace id and parent id (neither all zeros), flags: https://www.w3.org/TR/trace-context/ */
-const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
-
-function backendHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  const rid = headers['x-request-id'];
-  const tp = headers['traceparent'];
-  return {
-    'x-request-id': typeof rid === 'string' && rid.length > 0 ? rid : randomUUID(),
-    // W3C trace context: a valid incoming traceparent is passed on, otherwise the batch starts a trace of its own.
-    traceparent: typeof tp === 'string' && TRACEPARENT.test(tp) ? tp : newTraceparent(),
-  };
-}
-
-/**
- * Random hex for generated trace ids, cut from a pool refilled 4 KiB at a time: one small string per batch
- * instead of two UUIDs, two regex replaces and a slice (about 2 KB of garbage per small batch; README
- * "Performance", S1).
- */
-const TRACE_POOL = Buffer.alloc(4096);
-let tracePoolAt = TRACE_POOL.length;
-
-function newTraceparent(): string {
-  if (tracePoolAt + 24 > TRACE_POOL.length) {
-    randomFillSync(TRACE_POOL);
-    tracePoolAt = 0;
-  }
-  // 16 bytes of trace id then 8 of parent id; neither can be all zeros except with probability 2^-64.
-  const hex = TRACE_POOL.toString('hex', tracePoolAt, tracePoolAt + 24);
-  tracePoolAt += 24;
-  return `00-${hex.slice(0, 32)}-${hex.slice(32)}-01`;
 }
 
 export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
@@ -124,7 +92,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
     return { status: 422, body: stringifyExact({ detail: tooBig }) };
   }
 
-  const headers = backendHeaders(ex.headers);
+  const headers = correlationHeaders(ex.headers);
   const requestId = headers['x-request-id'];
   const deadline = Date.now() + config.request_timeout_s * 1000;
   // Not an AbortController: see src/abort.ts.
@@ -168,7 +136,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
     );
     if (plan.inputs.some((p) => p.shadows.length > 0)) {
       // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
-      void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs));
+      void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs), headers);
     }
     const result = await batch;
     gw.experiments.recordBatch(request, plan, result);
@@ -220,8 +188,8 @@ function hasGatewayError(codes: Record<string, number>): boolean {
   return false;
 }
 
-/** pino's isLevelEnabled, which FastifyBaseLogger's type does not declare. */
-function logsInfo(log: FastifyBaseLogger): boolean {
+/** pino's isLevelEnabled, which the Logger interface does not declare. */
+function logsInfo(log: Logger): boolean {
   return log.level === 'info' || log.level === 'debug' || log.level === 'trace';
 }
 

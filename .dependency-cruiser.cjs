@@ -1,0 +1,68 @@
+/**
+ * The layering README "Development" draws, checked by test/architecture.test.ts (so `npm test` fails on a
+ * cycle or an upward import). Layers, bottom to top; a module may import its own layer and any layer below:
+ *   protocol -> config -> routing -> upstream -> dispatch -> batch core -> HTTP -> app/cli
+ * Infrastructure (state, metrics, logging, errors, abort, patterns, fd-limit) sits beside them: importable from any
+ * layer, importing only protocol, config and other infrastructure.
+ */
+const LAYERS = [
+  { name: 'protocol', path: '^src/protocol/' },
+  { name: 'config', path: '^src/config/' },
+  { name: 'routing', path: '^src/routing/' },
+  { name: 'upstream', path: '^src/upstream/' },
+  { name: 'dispatch', path: '^src/dispatch/' },
+  { name: 'batch', path: '^src/(batch/|coaching/|experiments/|runtime\\.ts$|admission\\.ts$)' },
+  { name: 'http', path: '^src/(routes/|plugins/|admin/|reload\\.ts$)' },
+  { name: 'app', path: '^src/(commands/|app\\.ts$|admin-app\\.ts$|cli\\.ts$|shutdown\\.ts$)' },
+];
+const INFRA = '^src/(state/|patterns/|metrics\\.ts$|logging\\.ts$|errors\\.ts$|abort\\.ts$|fd-limit\\.ts$)';
+
+const upward = LAYERS.slice(0, -1).map((layer, i) => ({
+  name: `layer-${layer.name}-imports-downward-only`,
+  comment: `${layer.name} may import only layers below it (README "Development")`,
+  severity: 'error',
+  from: { path: layer.path },
+  to: { path: LAYERS.slice(i + 1).map((l) => l.path) },
+}));
+
+/* global module -- a CommonJS file: dependency-cruiser loads its config with require() */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'no module imports itself through others',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    ...upward,
+    {
+      name: 'infrastructure-imports-no-layer-above-config',
+      comment: 'state, metrics, logging, errors, abort, patterns import only protocol, config and each other',
+      severity: 'error',
+      from: { path: INFRA },
+      to: { path: LAYERS.slice(2).map((l) => l.path) },
+    },
+    {
+      name: 'fastify-only-in-http-and-app',
+      comment: 'below the HTTP layer, loggers are src/logging.ts Logger; requests and replies stay in routes/',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(routes/|plugins/|app\\.ts$|admin-app\\.ts$|cli\\.ts$|shutdown\\.ts$)' },
+      // Any node_modules folder: the test's scratch tree links to this one, which resolves outside it.
+      to: { path: '(^|/)node_modules/(fastify|fastify-plugin|@fastify/)' },
+    },
+    {
+      name: 'every-module-in-a-layer',
+      comment: 'a new top-level file or folder under src/ is given a layer here, so the rules above cover it',
+      severity: 'error',
+      from: { path: '^src/', pathNot: [INFRA, ...LAYERS.map((l) => l.path)] },
+      to: {},
+    },
+  ],
+  options: {
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^dist/' },
+  },
+};

@@ -1,0 +1,20 @@
+/**
+ * What every batch and every admin view reads: the runtime current now (swapped by a reload, README "Hot
+ * reload"), and the pieces that outlive a reload (metrics, store, experiment accounting). Built by the gateway
+ * plugin (plugins/gateway.ts); defined here so the batch core needs nothing from the HTTP layer.
+ */
+import type { Experiments } from '../experiments/recorder.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { GatewayRuntime } from '../runtime.js';
+import type { Store } from '../state/index.js';
+
+export interface GatewayState {
+  current: GatewayRuntime;
+  metrics: GatewayMetrics;
+  version: string;
+  configPath: string | undefined;
+  /** Shared state (README "Several gateway replicas (Redis)"): in memory by default, Redis when `state.redis` is configured. */
+  store: Store;
+  /** A/B and ensemble accounting into the store's counters (README "Execution feedback and the experiment report"). */
+  experiments: Experiments;
+}

@@ -1,0 +1,56 @@
+/**
+ * The types a batch's dispatch is described by: what it needs (DispatchDeps), what one batch brings
+ * (BatchContext) and what it answers (BatchResult). Apart from batch.ts so batch-run.ts, attempt.ts and
+ * batch-slots.ts, which batch.ts starts, read them without an import cycle.
+ */
+import type { AbortLike } from '../abort.js';
+import type { Logger } from '../logging.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { AgentOutput } from '../protocol/types.js';
+import type { Store } from '../state/index.js';
+import type { Upstreams } from '../upstream/upstreams.js';
+import type { RetryBudget } from './retry-budget.js';
+
+export interface DispatchDeps {
+  upstreams: Upstreams;
+  budget: RetryBudget;
+  /** Concurrency permits for backends with max_in_flight (cluster-wide with Redis). */
+  store: Store;
+  metrics: GatewayMetrics;
+  log: Logger;
+  memoryKey: string;
+}
+
+export interface BatchContext {
+  /** Epoch ms by which every attempt and fallback must be over (request_timeout_s). */
+  deadline: number;
+  /** Headers passed to every backend (x-request-id, traceparent). */
+  headers: Record<string, string>;
+  /** Aborted when the client goes away or the deadline passes. */
+  signal?: AbortLike;
+  /** True once the client closed its connection (the signal then says nothing of the backend). */
+  clientGone?: () => boolean;
+  /** The client's request body as received, forwarded as is when a sub-request is the whole request. */
+  requestBody?: Buffer;
+}
+
+export interface BatchResult {
+  outputs: AgentOutput[];
+  /** True when some value holds number markers: serialize with stringifyExact. */
+  marked: boolean;
+  /** Milliseconds of the gateway's own work inside dispatch (bodies built, answers parsed and checked). */
+  workMs: number;
+  backends: Record<string, number>;
+  errorCodes: Record<string, number>;
+  /** Per leg that got an answer (or a final failure): who served it and how long its sub-request took. */
+  legs: LegOutcome[];
+}
+
+export interface LegOutcome {
+  input: number;
+  backend: string;
+  route: string;
+  arm?: string;
+  /** Wall time of the sub-request that answered this leg; undefined when no request was made. */
+  ms?: number;
+}

@@ -1,0 +1,81 @@
+/**
+ * The layering of README "Development", checked by dependency-cruiser with the repository's own rules
+ * (.dependency-cruiser.cjs): no import cycle (module or folder), layers import downward only, infrastructure
+ * imports no layer above config, fastify only in the HTTP layer and the app. A second test runs the same rules
+ * on a small tree with a deliberate upward import, a cycle and a fastify import, so a config that silently
+ * stopped matching (a renamed folder, a broken pattern) fails here instead of passing everything.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { test } from 'node:test';
+
+const repo = process.cwd();
+const depcruise = join(repo, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
+const config = join(repo, '.dependency-cruiser.cjs');
+
+interface Violation {
+  from: string;
+  to: string;
+  rule: { name: string };
+}
+
+function cruise(cwd: string): Violation[] {
+  const r = spawnSync(process.execPath, [depcruise, 'src', '--config', config, '--output-type', 'json'], {
+    cwd,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  // Exit status is the number of errors: read the JSON either way, and fail on anything else.
+  assert.ok(r.stdout.startsWith('{'), `depcruise printed no JSON (status ${r.status}): ${r.stderr}`);
+  const out = JSON.parse(r.stdout) as { summary: { violations: Violation[]; totalCruised: number } };
+  assert.ok(out.summary.totalCruised > 0, 'depcruise found no module');
+  return out.summary.violations;
+}
+
+function describe(vs: Violation[]): string {
+  return vs.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`).join('\n');
+}
+
+test('src/ has no import cycle and imports downward only (README "Development")', () => {
+  const vs = cruise(repo);
+  assert.deepEqual(vs, [], describe(vs));
+});
+
+test('the rules catch an upward import, a cycle, fastify below HTTP and a module in no layer', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'magma-arch-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // fastify must resolve for the fastify rule to see it as node_modules/fastify.
+  symlinkSync(join(repo, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true } }),
+  );
+  const files: Record<string, string> = {
+    // Upward: protocol (lowest) reads routing.
+    'src/protocol/a.ts': "import { b } from '../routing/b.js';\nexport const a = b;\n",
+    'src/routing/b.ts': 'export const b = 1;\n',
+    // A cycle inside one layer.
+    'src/dispatch/c.ts': "import { d } from './d.js';\nexport const c = () => d;\n",
+    'src/dispatch/d.ts': "import { c } from './c.js';\nexport const d = () => c;\n",
+    // fastify below the HTTP layer.
+    'src/upstream/e.ts': "import type { FastifyBaseLogger } from 'fastify';\nexport type E = FastifyBaseLogger;\n",
+    // Infrastructure reading a layer above config.
+    'src/metrics.ts': "import { b } from './routing/b.js';\nexport const m = b;\n",
+    // A new top-level folder nobody gave a layer.
+    'src/newthing/f.ts': "import { b } from '../routing/b.js';\nexport const f = b;\n",
+  };
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(resolve(dir, path)), { recursive: true });
+    writeFileSync(resolve(dir, path), text);
+  }
+  const vs = cruise(dir);
+  const has = (rule: string, from: string): boolean => vs.some((v) => v.rule.name === rule && v.from === from);
+  assert.ok(has('layer-protocol-imports-downward-only', 'src/protocol/a.ts'), describe(vs));
+  assert.ok(has('no-circular', 'src/dispatch/c.ts'), describe(vs));
+  assert.ok(has('fastify-only-in-http-and-app', 'src/upstream/e.ts'), describe(vs));
+  assert.ok(has('infrastructure-imports-no-layer-above-config', 'src/metrics.ts'), describe(vs));
+  assert.ok(has('every-module-in-a-layer', 'src/newthing/f.ts'), describe(vs));
+});
