@@ -14,7 +14,7 @@
 import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
 import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
 import { GatewayRuntime } from './runtime.js';
-import { prepareServerTlsReload } from './tls.js';
+import { prepareServerTlsReload } from './config/tls-files.js';
 import { GatewayError } from './errors.js';
 import type { GatewayState } from './batch/gateway-state.js';
 import type { Logger } from './logging.js';

@@ -25,7 +25,7 @@ import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayState } from '../plugins/gateway.js';
 import { answerHeaders, handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
 import { clientConnectionCap } from '../fd-limit.js';
-import { readServerTls } from '../tls.js';
+import { readServerTls } from '../config/tls-files.js';
 import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode } from '../errors.js';

@@ -6,7 +6,7 @@
 import { Pool } from 'undici';
 import { DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-depth.js';
 import type { AgentInfo } from '../protocol/types.js';
-import type { BackendTlsOptions } from '../tls.js';
+import type { BackendTlsOptions } from '../config/tls-files.js';
 
 export type ReplicaState =
   /** Not probed yet: routed to optimistically only if no replica of the backend is known ready. */

@@ -8,7 +8,7 @@
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { AgentInfo } from '../protocol/types.js';
-import { readBackendTls } from '../tls.js';
+import { readBackendTls } from '../config/tls-files.js';
 import { freshRecord, Replica, type ReplicaRecord, type ReplicaState } from './replica.js';
 import { GatewayError } from '../errors.js';
 

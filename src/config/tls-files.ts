@@ -6,7 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { createSecureContext, type Server as TlsServer } from 'node:tls';
-import type { GatewayConfig } from './config/schema.js';
+import { GatewayError } from '../errors.js';
+import type { GatewayConfig } from './schema.js';
 
 export type ServerTlsConfig = NonNullable<GatewayConfig['server']['tls']>;
 export type BackendTlsConfig = NonNullable<GatewayConfig['backends'][string]['tls']>;
@@ -29,8 +30,13 @@ export interface BackendTlsOptions {
   rejectUnauthorized: boolean;
 }
 
-export class TlsFileError extends Error {
+/** A TLS file that cannot be read or used: a config problem, named by its key. */
+export class TlsFileError extends GatewayError {
   override name = 'TlsFileError';
+
+  constructor(message: string, opts: ErrorOptions = {}) {
+    super('GATEWAY_ERR_CONFIG_INVALID', message, opts);
+  }
 }
 
 function readPem(key: string, path: string): Buffer {
