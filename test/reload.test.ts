@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { after, test } from 'node:test';
-import type { GatewayRuntime } from '../../src/runtime.js';
-import { configFile, http, startGatewayFromFile, type FileGateway } from '../helpers/config-file.js';
-import { waitFor } from '../helpers/wait.js';
-import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, type Cand } from '../helpers/gateway.js';
+import type { GatewayRuntime } from '../src/runtime.js';
+import { configFile, http, startGatewayFromFile, type FileGateway } from './helpers/config-file.js';
+import { waitFor } from './helpers/wait.js';
+import { startFakeAgent, type FakeAgent } from './helpers/fake-agent.js';
+import { mkInput, type Cand } from './helpers/gateway.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -175,7 +175,7 @@ test('SIGHUP makes the running CLI re-read its config file', async () => {
   const admin = { listen: '127.0.0.1:0' };
   const file = configFile({ ...single(a.url), server: { port: 0 }, admin, log_level: 'info' });
   cleanup.push(async () => file.remove());
-  const cli = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
+  const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
   const child = spawn(process.execPath, [cli, '--config', file.path], { stdio: ['ignore', 'pipe', 'pipe'] });
   cleanup.push(async () => {
     if (child.exitCode === null) child.kill('SIGKILL');
