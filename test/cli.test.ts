@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { startFakeAgent } from './helpers/fake-agent.js';
-import { waitHealthy } from './helpers/wait.js';
+import { waitFor, waitHealthy } from './helpers/wait.js';
 import { mkInput } from './helpers/gateway.js';
 
 const CLI = join(process.cwd(), 'dist/src/cli.js');
@@ -40,22 +40,24 @@ test('an invalid config file stops the start with exit code 2 and names the plac
 
 test('SIGTERM stops accepting, finishes the batch in flight, then exits 0', async () => {
   const agent = await startFakeAgent({ name: 'slow', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 600 } : {}) });
-  const port = 20000 + Math.floor(Math.random() * 20000);
   const path = join(dir, 'ok.yaml');
+  // Port 0: the OS picks a free port, and the CLI logs where it listens (at log_level info).
   writeFileSync(
     path,
-    `server: { port: ${port} }\nlog_level: warn\nbackends:\n  slow: { url: "${agent.url}" }\nroutes:\n  - name: default\n    backend: slow\n`,
+    `server: { port: 0 }\nlog_level: info\nbackends:\n  slow: { url: "${agent.url}" }\nroutes:\n  - name: default\n    backend: slow\n`,
   );
-  const { child, exit } = run(['--config', path]);
-  const url = `http://127.0.0.1:${port}`;
+  const { child, out, exit } = run(['--config', path]);
   try {
+    const listening = /listening at (http:\/\/127\.0\.0\.1:\d+)/;
+    await waitFor('the CLI listening', () => listening.test(out()), { timeoutMs: 10_000, detail: out });
+    const url = listening.exec(out())![1]!;
     await waitHealthy(url);
     const pending = fetch(`${url}/v1/responses`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ request_id: 'term', inputs: [mkInput(1)] }),
     });
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor('the batch at the agent', () => agent.inFlight === 1);
     child.kill('SIGTERM');
     const res = await pending;
     assert.equal(res.status, 200);

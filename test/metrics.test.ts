@@ -12,7 +12,7 @@ import { parseConfigText } from '../src/config/load.js';
 import { DEFAULT_LATENCY_BUCKETS_S } from '../src/config/schema.js';
 import { GATEWAY_ERROR_CODES } from '../src/errors.js';
 import { GatewayMetrics, MAX_CODES_PER_BACKEND } from '../src/metrics.js';
-import { waitFor } from './helpers/config-file.js';
+import { waitFor } from './helpers/wait.js';
 import { startFakeAgent } from './helpers/fake-agent.js';
 import { mkInput, startGateway } from './helpers/gateway.js';
 

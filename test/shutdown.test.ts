@@ -16,7 +16,7 @@ import { startAgentServer, type AgentServer } from '../demo/agents/agent-server.
 import { buildApp } from '../src/app.js';
 import { parseConfigText } from '../src/config/load.js';
 import { mkInput } from './helpers/gateway.js';
-import { waitHealthy } from './helpers/wait.js';
+import { waitFor, waitHealthy } from './helpers/wait.js';
 
 const CLI = join(process.cwd(), 'dist/src/cli.js');
 const dir = mkdtempSync(join(tmpdir(), 'mgw-shutdown-'));
@@ -53,13 +53,14 @@ interface Cli {
   printed(text: string): Promise<void>;
 }
 
+let configs = 0;
+
 async function startCli(agentUrl: string, server: Record<string, unknown>): Promise<Cli> {
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const path = join(dir, `gw-${port}.yaml`);
+  const path = join(dir, `gw-${++configs}.yaml`);
   writeFileSync(
     path,
     stringify({
-      server: { port, ...server },
+      server: { port: 0, ...server }, // the OS picks a free port; the CLI logs it
       log_level: 'info',
       backends: { g: { url: agentUrl } },
       routes: [{ name: 'default', backend: 'g' }],
@@ -76,7 +77,10 @@ async function startCli(agentUrl: string, server: Record<string, unknown>): Prom
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
+  const listening = /listening at (http:\/\/127\.0\.0\.1:\d+)/;
+  await waitFor('the CLI listening', () => listening.test(out) || child.exitCode !== null, { timeoutMs: 10_000, detail: () => out });
+  const url = listening.exec(out)?.[1];
+  if (url === undefined) assert.fail(`the CLI exited before listening:\n${out}`);
   await waitHealthy(url);
   return {
     child,

@@ -1,4 +1,4 @@
-/** Shapes of the bench's results (bench/results/latest.json). */
+/** Shapes of the bench's results (latest.json in the results directory). */
 
 export type ScenarioId = 'S1' | 'S2' | 'S3' | 'S4' | 'S5';
 export type Role = 'direct' | 'baseline' | 'gateway';

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { startFakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
-import { deleteKeys, eventually, REDIS_URL, uniquePrefix } from '../state/helpers.js';
+import { waitFor } from '../helpers/wait.js';
+import { deleteKeys, REDIS_URL, uniquePrefix } from '../state/helpers.js';
 
 const prefix = uniquePrefix();
 const cleanup: (() => Promise<void>)[] = [];
@@ -46,7 +47,7 @@ test('a replica ejected by one gateway is ejected on the other within a probe in
   const flakyOn = async (gw: TestGateway): Promise<string | undefined> =>
     (await replicaStates(gw)).find((r) => r.url === flaky.url)?.state;
   assert.equal(await flakyOn(a), 'ejected');
-  assert.ok(await eventually(async () => (await flakyOn(b)) === 'ejected', 900), 'b follows the ejection');
+  await waitFor('b follows the ejection', async () => (await flakyOn(b)) === 'ejected', { timeoutMs: 900 });
   // On b, traffic now avoids the flaky replica although b itself never saw it fail.
   flaky.reset();
   await b.post({ request_id: 'ej-2', inputs: [mkInput(1), mkInput(2), mkInput(3)] });
@@ -74,5 +75,5 @@ test('experiment counts are cluster totals: the report is the same on every gate
     const rep = (await (await fetch(`${gw.adminUrl}/gateway/experiments`)).json()) as { routes: { arms: { steps: number }[] }[] };
     return rep.routes[0]!.arms.reduce((n, arm) => n + arm.steps, 0);
   };
-  assert.ok(await eventually(async () => (await steps(a)) === 5 && (await steps(b)) === 5, 3000), 'both see all 5 steps');
+  await waitFor('both see all 5 steps', async () => (await steps(a)) === 5 && (await steps(b)) === 5, { timeoutMs: 3000 });
 });

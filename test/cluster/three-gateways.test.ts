@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { waitHealthy } from '../helpers/wait.js';
+import { waitFor, waitHealthy } from '../helpers/wait.js';
 import { mkInput, type Cand } from '../helpers/gateway.js';
 import { deleteKeys, freePort, killHard, REDIS_URL, startRedisServer, uniquePrefix } from '../state/helpers.js';
 
@@ -99,7 +99,7 @@ test('a duplicate sent while the first is in flight is computed once', async () 
     const body = { request_id: 'dup-1', inputs: [mkInput(1)] };
     const before = agent.requestsTo('/v1/responses').length;
     const a = post(gws[0]!.url, body);
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the first at the agent', () => agent.inFlight === 1);
     const [ra, rb] = await Promise.all([a, post(gws[2]!.url, body)]);
     assert.deepEqual(ra.cands, rb.cands);
     assert.equal(agent.requestsTo('/v1/responses').length - before, 1);
@@ -115,8 +115,7 @@ test('a killed gateway gives its permits back within the lease time', async () =
     // Two batches hold both permits through the victim, then it dies without releasing them.
     void post(victim.url, { request_id: 'hold-1', inputs: [mkInput(1)] }).catch(() => undefined);
     void post(victim.url, { request_id: 'hold-2', inputs: [mkInput(2)] }).catch(() => undefined);
-    for (let i = 0; i < 100 && agent.inFlight < 2; i++) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(agent.inFlight, 2);
+    await waitFor('both batches at the agent', () => agent.inFlight === 2);
     await killHard(victim.child);
     const t0 = Date.now();
     const res = await post(gws[0]!.url, { request_id: 'after-kill', inputs: [mkInput(3)] });
@@ -141,12 +140,19 @@ test('Redis killed and restarted mid-load loses no batch', async () => {
         statuses.push(r.status === 200 ? r.cands[0]!.status : `http-${r.status}`);
       }
     })();
-    await new Promise((r) => setTimeout(r, 300));
+    const storeUp = async (): Promise<string> => (await (await fetch(`${gw.url}/metrics`)).text()).match(/^magma_gateway_store_up (\d)$/m)?.[1] ?? '?';
+    const flowed = async (n: number): Promise<void> => {
+      const target = statuses.length + n;
+      await waitFor(`${n} more batches answered`, () => statuses.length >= target, { timeoutMs: 10_000 });
+    };
+    await flowed(5);
     await killHard(redis);
-    await new Promise((r) => setTimeout(r, 1000));
+    await waitFor('the gateway seeing Redis down', async () => (await storeUp()) === '0', { timeoutMs: 10_000 });
+    await flowed(5);
     const metricsDown = await (await fetch(`${gw.url}/metrics`)).text();
     redis = await startRedisServer(port);
-    await new Promise((r) => setTimeout(r, 2500));
+    await waitFor('the gateway seeing Redis back', async () => (await storeUp()) === '1', { timeoutMs: 10_000 });
+    await flowed(5);
     stop = true;
     await loader;
     const metricsUp = await (await fetch(`${gw.url}/metrics`)).text();

@@ -20,6 +20,7 @@ import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
 import { allPanels, arr, isObj, obj, readText, type Panel } from './stack-files.js';
 
 const DASHBOARD = 'config/grafana/dashboards/magma-gateway.json';
@@ -67,14 +68,16 @@ describe('the dashboard against a real Prometheus', () => {
     return (await res.json()) as PromAnswer;
   }
 
-  async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
-    const end = Date.now() + PROMETHEUS_WAIT_MS;
-    for (;;) {
-      if (prom?.exitCode !== null && prom?.exitCode !== undefined) assert.fail(`prometheus exited (${prom.exitCode}):\n${promLog}`);
-      if (await check().catch(() => false)) return;
-      if (Date.now() > end) assert.fail(`timed out waiting for ${what}; prometheus said:\n${promLog}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+  /** Waits for a condition on Prometheus, failing at once if it exited; a failed query is "not yet". */
+  function waitOnProm(what: string, check: () => Promise<boolean>): Promise<void> {
+    return waitFor(
+      what,
+      async () => {
+        if (prom?.exitCode !== null && prom?.exitCode !== undefined) assert.fail(`prometheus exited (${prom.exitCode}):\n${promLog}`);
+        return check().catch(() => false);
+      },
+      { timeoutMs: PROMETHEUS_WAIT_MS, everyMs: 200, detail: () => `prometheus said:\n${promLog}` },
+    );
   }
 
   before(async () => {
@@ -169,9 +172,9 @@ describe('the dashboard against a real Prometheus', () => {
       await exited;
     });
 
-    await waitFor('Prometheus to answer', async () => (await fetch(`${promUrl}/-/ready`)).ok);
+    await waitOnProm('Prometheus to answer', async () => (await fetch(`${promUrl}/-/ready`)).ok);
     // Two scrapes at least: rate() and increase() need two samples in their range.
-    await waitFor('two successful scrapes of the gateway', async () => {
+    await waitOnProm('two successful scrapes of the gateway', async () => {
       const a = await query(`sum_over_time(up{job="${JOB}"}[1m])`);
       return Number(a.data?.result[0]?.value?.[1] ?? 0) >= 2;
     });

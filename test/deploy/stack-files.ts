@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, posix } from 'node:path';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { parse as parseYaml } from 'yaml';
 import { GatewayMetrics } from '../../src/metrics.js';
 
@@ -298,134 +298,41 @@ export async function gatewayCatalog(): Promise<Map<string, MetricInfo>> {
   }
 }
 
-/** prom-client's default process and Node.js metrics on this platform. */
-export async function defaultMetricNames(): Promise<Set<string>> {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  try {
-    return new Set((await catalogOf(registry)).keys());
-  } finally {
-    registry.clear();
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------------------
-// PromQL: which metrics, labels and dashboard variables an expression uses
+// PromQL labels. The real Prometheus run (dashboard-prometheus.test.ts) proves every query parses and returns
+// series; it cannot see a matcher or a grouping on a label the metric lacks: `{arm=~".*"}` and `by (arm)` still
+// return series. This checks exactly that, against the labels the registry declares.
 
-const KEYWORDS = new Set([
-  'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset',
-  'atan2', 'inf', 'nan', 'Inf', 'NaN',
-]);
-const CLAUSE = /\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g;
-const SELECTOR = /([A-Za-z_:][A-Za-z0-9_:]*)?\s*\{([^}]*)\}/g;
+const CLAUSE = /\b(?:by|without|on|ignoring)\s*\(([^)]*)\)/g;
+const SELECTOR = /(magma_gateway_[a-z0-9_]+)\s*\{([^}]*)\}/g;
 const MATCHER_LABEL = /([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)/g;
 
-/** The expression with every string literal emptied, so label values never look like names. */
-export function stripStrings(expr: string): string {
-  return expr.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, '""');
+/** Labels a series has: its metric's, plus `le` for a histogram's buckets and the labels Prometheus adds. */
+function seriesLabels(series: string, catalog: ReadonlyMap<string, MetricInfo>): string[] | undefined {
+  const base = series.replace(/_(bucket|sum|count)$/, '');
+  const info = catalog.get(series) ?? catalog.get(base);
+  if (info === undefined) return undefined; // an unknown metric returns no series: the real run catches it
+  return [...info.labels, ...(series.endsWith('_bucket') ? ['le'] : []), ...(info.type === 'summary' ? ['quantile'] : [])];
 }
 
-/**
- * The series names an expression selects: identifiers that are not functions (followed by `(`), keywords,
- * label names (inside `{...}` or a `by (...)`-like clause) or durations (inside `[...]`).
- */
-export function seriesNames(expr: string): string[] {
-  const text = stripStrings(expr)
-    .replace(CLAUSE, ' ')
-    .replace(/\{[^}]*\}/g, ' ')
-    .replace(/\[[^\]]*\]/g, ' ')
-    .replace(/\b(group_left|group_right)\b/g, ' ');
-  const out = new Set<string>();
-  for (const m of text.matchAll(/(?<![A-Za-z0-9_:$.])([A-Za-z_:][A-Za-z0-9_:]*)(?![A-Za-z0-9_:])(?!\s*\()/g)) {
-    const name = m[1]!;
-    if (!KEYWORDS.has(name) && !/^\d/.test(name)) out.add(name);
-  }
-  return [...out];
-}
-
-/** The brief's extractor: gateway metric names in an expression, histogram/summary suffixes removed. */
-export function gatewayMetricNames(expr: string): string[] {
-  const names = stripStrings(expr).match(/magma_gateway_[a-z0-9_]+/g) ?? [];
-  return [...new Set(names.map((n) => n.replace(/_(bucket|sum|count)$/, '')))];
-}
-
-/** Dashboard variables an expression refers to (`$route`, `${backend}`, `${backend:regex}`), built-ins excluded. */
-export function variablesUsed(expr: string): string[] {
-  const out = new Set<string>();
-  for (const m of expr.matchAll(/\$\{?([A-Za-z_][A-Za-z0-9_]*)/g)) if (!m[1]!.startsWith('__')) out.add(m[1]!);
-  return [...out];
-}
-
-/** A series name resolved to the metric that exports it (`x_bucket` -> histogram `x`), with the labels it has. */
-export function resolveSeries(
-  series: string,
-  catalog: ReadonlyMap<string, MetricInfo>,
-): { metric: string; labels: readonly string[] } | undefined {
-  const direct = catalog.get(series);
-  if (direct !== undefined && direct.type !== 'histogram') {
-    return { metric: series, labels: direct.type === 'summary' ? [...direct.labels, 'quantile'] : direct.labels };
-  }
-  const m = /^(.*)_(bucket|sum|count)$/.exec(series);
-  if (m === null) return undefined;
-  const base = catalog.get(m[1]!);
-  if (base === undefined) return undefined;
-  if (base.type === 'histogram') return { metric: m[1]!, labels: m[2] === 'bucket' ? [...base.labels, 'le'] : base.labels };
-  if (base.type === 'summary' && m[2] !== 'bucket') return { metric: m[1]!, labels: base.labels };
-  return undefined;
-}
-
-/**
- * Problems with one expression against what is exported: unknown series (a made-up name, `_bucket` on a counter,
- * a histogram used without a suffix), selector labels the series does not have, and grouping labels
- * (`by`, `on`, ...) that not every series of the expression has. `targetLabels` are the labels Prometheus adds
- * (`job`, `instance`, static target labels).
- */
-export function expressionProblems(
-  expr: string,
-  catalog: ReadonlyMap<string, MetricInfo>,
-  targetLabels: ReadonlySet<string>,
-): string[] {
+export function labelProblems(expr: string, catalog: ReadonlyMap<string, MetricInfo>, targetLabels: ReadonlySet<string>): string[] {
+  const text = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""'); // label values never look like label names
   const problems: string[] = [];
-  const resolved = new Map<string, readonly string[]>();
-  const names = seriesNames(expr);
-  if (names.length === 0) problems.push(`no metric in "${expr}"`);
-  for (const name of names) {
-    const r = resolveSeries(name, catalog);
-    if (r === undefined) problems.push(`unknown series ${name}`);
-    else resolved.set(name, r.labels);
+  const used = new Map<string, string[]>();
+  for (const name of new Set(text.match(/magma_gateway_[a-z0-9_]+/g) ?? [])) {
+    const labels = seriesLabels(name, catalog);
+    if (labels !== undefined) used.set(name, labels);
   }
-  const text = stripStrings(expr);
   for (const m of text.matchAll(SELECTOR)) {
-    const name = m[1];
-    if (name === undefined || KEYWORDS.has(name)) {
-      problems.push(`selector without a metric name: {${m[2]}}`);
-      continue;
-    }
-    const labels = resolved.get(name);
-    if (labels === undefined) continue; // already reported
     for (const l of m[2]!.matchAll(MATCHER_LABEL)) {
       const label = l[1]!;
-      if (label !== '__name__' && !labels.includes(label) && !targetLabels.has(label)) {
-        problems.push(`${name} has no label "${label}" (it has: ${labels.join(', ') || 'none'})`);
-      }
+      if (!targetLabels.has(label) && !(used.get(m[1]!) ?? [label]).includes(label)) problems.push(`${m[1]} has no label "${label}"`);
     }
   }
   for (const m of text.matchAll(CLAUSE)) {
-    for (const label of m[2]!.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
-      if (targetLabels.has(label)) continue;
-      for (const [name, labels] of resolved) {
-        if (!labels.includes(label)) problems.push(`${m[1]} (${label}): ${name} has no label "${label}"`);
-      }
+    for (const label of m[1]!.split(',').map((x) => x.trim()).filter((x) => x !== '' && !targetLabels.has(x))) {
+      for (const [name, labels] of used) if (!labels.includes(label)) problems.push(`grouping by "${label}": ${name} has no such label`);
     }
   }
   return problems;
-}
-
-/** `label_values(metric, label)` in a dashboard variable: the metric must exist and have the label. */
-export function labelValuesProblems(query: string, catalog: ReadonlyMap<string, MetricInfo>): string[] {
-  const m = /^\s*label_values\(\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{[^}]*\})?\s*,\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$/.exec(query);
-  if (m === null) return [`unsupported variable query "${query}" (expected label_values(metric, label))`];
-  const r = resolveSeries(m[1]!, catalog);
-  if (r === undefined) return [`unknown series ${m[1]}`];
-  return r.labels.includes(m[2]!) ? [] : [`${m[1]} has no label "${m[2]}"`];
 }

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { parseExact, stringifyExact } from '../../src/protocol/exact-json.js';
-import { waitFor } from '../helpers/config-file.js';
+import { waitFor } from '../helpers/wait.js';
 import { startFakeAgent, type FakeAgent, type FakeBehaviour } from '../helpers/fake-agent.js';
 import { mkInput, startGateway } from '../helpers/gateway.js';
 
@@ -105,7 +105,7 @@ test('a replica crashed and restarted 8 times under 10 clients: no HTTP error, a
   };
   const batchesAfter = (more: number): Promise<void> => {
     const target = f.batches + more;
-    return waitFor(`${target} batches answered`, () => f.batches >= target, 20_000);
+    return waitFor(`${target} batches answered`, () => f.batches >= target, { timeoutMs: 20_000 });
   };
 
   const t0 = Date.now();
@@ -119,7 +119,7 @@ test('a replica crashed and restarted 8 times under 10 clients: no HTTP error, a
       await batchesAfter(PHASE_BATCHES);
       p1 = await startFakeAgent({ name: 'p1', port, behaviour });
       const restarted = p1;
-      await waitFor('p1 back in rotation', () => restarted.requestsTo('/v1/responses').length > 0, 20_000);
+      await waitFor('p1 back in rotation', () => restarted.requestsTo('/v1/responses').length > 0, { timeoutMs: 20_000 });
     }
     await batchesAfter(PHASE_BATCHES);
   } finally {

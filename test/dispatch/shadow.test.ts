@@ -7,6 +7,7 @@ import { after, test } from 'node:test';
 import { startFakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway } from '../helpers/gateway.js';
 import type { Cand } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -15,15 +16,6 @@ after(async () => {
 
 async function metricsOf(url: string): Promise<string> {
   return (await fetch(`${url}/metrics`)).text();
-}
-
-async function until(f: () => Promise<boolean>, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await f()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  assert.fail('condition not met in time');
 }
 
 test('shadow answers are compared with the primary decision and counted as agreed or not', async () => {
@@ -41,7 +33,7 @@ test('shadow answers are compared with the primary decision and counted as agree
   });
   const res = await gw.post({ request_id: 'sh', inputs: [mkInput(1, { memory: { _gateway: { backend: 'prim', route: 'default' }, k: 1 } }), mkInput(2)] });
   assert.deepEqual((res.json as Cand[]).map((c) => c.output!.say), ['prim:1:0', 'prim:2:0']);
-  await until(async () => /shadow_agreement_total\{route="default",backend="diff",agreed="false"\} 2/.test(await metricsOf(gw.url)));
+  await waitFor('two disagreements counted', async () => /shadow_agreement_total\{route="default",backend="diff",agreed="false"\} 2/.test(await metricsOf(gw.url)), { timeoutMs: 3000 });
   const m = await metricsOf(gw.url);
   assert.match(m, /magma_gateway_shadow_agreement_total\{route="default",backend="same",agreed="true"\} 2/);
   assert.match(m, /magma_gateway_shadow_requests_total\{route="default",backend="same",outcome="ok"\} 1/);
@@ -89,5 +81,5 @@ test('a failing shadow changes nothing in the answer', async () => {
   });
   const res = await gw.post({ request_id: 'f', inputs: [mkInput(1, { num_outputs: 2 })] });
   assert.deepEqual((res.json as Cand[]).map((c) => c.status), ['completed', 'completed']);
-  await until(async () => /backend="bad",outcome="failed"\} 1/.test(await metricsOf(gw.url)));
+  await waitFor('the failed shadow counted', async () => /backend="bad",outcome="failed"\} 1/.test(await metricsOf(gw.url)), { timeoutMs: 3000 });
 });

@@ -106,12 +106,3 @@ export async function startGatewayFromFile(config: Record<string, unknown>): Pro
     },
   };
 }
-
-/** Poll `check` every 20 ms until it returns true; fails with `what` after `timeoutMs`. */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -5,6 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFakeAgent, type FakeAgent } from './fake-agent.js';
+import { waitFor } from './wait.js';
 
 const BIG = '12345678901234567890';
 
@@ -157,13 +158,12 @@ describe('fake agent', () => {
   test('delayMs: concurrent requests are counted in inFlight/maxInFlight', async () => {
     agent.reset();
     agent.setBehaviour({ delayMs: 150 });
-    const started = Date.now();
-    const all = Promise.all([post(agent), post(agent), post(agent)]);
-    await new Promise((r) => setTimeout(r, 75));
-    assert.equal(agent.inFlight, 3);
+    let answered = false;
+    const all = Promise.all([post(agent), post(agent), post(agent)]).finally(() => (answered = true));
+    await waitFor('three requests in flight', () => agent.inFlight === 3);
+    assert.equal(answered, false, 'all three are held by the delay before any answer');
     const results = await all;
     assert.ok(results.every((r) => r.status === 200));
-    assert.ok(Date.now() - started >= 140);
     assert.equal(agent.maxInFlight, 3);
     await Promise.all(results.map((r) => r.text()));
     assert.equal(agent.inFlight, 0);
@@ -225,7 +225,7 @@ describe('fake agent teardown', () => {
     const agent = await startFakeAgent();
     agent.setBehaviour({ hang: true });
     const pending = post(agent);
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the request hanging', () => agent.inFlight === 1);
     await agent.close();
     await assert.rejects(pending);
   });
@@ -233,8 +233,7 @@ describe('fake agent teardown', () => {
   test('kill() drops in-flight requests and refuses new connections', async () => {
     const agent = await startFakeAgent({ behaviour: { delayMs: 5000 } });
     const pending = post(agent);
-    await new Promise((r) => setTimeout(r, 50));
-    assert.equal(agent.inFlight, 1);
+    await waitFor('the request in flight', () => agent.inFlight === 1);
     agent.kill();
     await assert.rejects(pending);
     await assert.rejects(fetch(`${agent.url}/health`));

@@ -13,7 +13,8 @@ import type { BackendView, RouteView } from '../../src/admin/views.js';
 import { buildApp } from '../../src/app.js';
 import { ConfigError, loadConfigFile, parseConfigText } from '../../src/config/load.js';
 import { reloadGateway } from '../../src/reload.js';
-import { configFile, http, waitFor } from '../helpers/config-file.js';
+import { configFile, http } from '../helpers/config-file.js';
+import { waitFor } from '../helpers/wait.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
 

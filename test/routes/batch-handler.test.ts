@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { startGatewayFromFile, waitFor, type FileGateway } from '../helpers/config-file.js';
+import { startGatewayFromFile, type FileGateway } from '../helpers/config-file.js';
+import { waitFor } from '../helpers/wait.js';
 import { startFakeAgent, type BehaviourFn, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, type Cand } from '../helpers/gateway.js';
 

@@ -7,13 +7,15 @@ import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hashBody, type Permit, type StateConfig, type Store } from '../../src/state/index.js';
-import { eventually } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 export interface Harness {
   /** A fresh store for one test, ready to use (Redis: connected). */
   make(over?: Partial<StateConfig>): Promise<Store>;
   /** Checks that the semaphore `key` holds nothing and queues nobody anymore (Redis: its keys are empty). */
   assertIdle(key: string): Promise<void>;
+  /** Resolves once `n` waiters are queued on the semaphore `key` (Redis: in its queue key). */
+  waitQueued(key: string, n: number): Promise<void>;
   /** Frees the resources of the stores made so far. */
   cleanup(): Promise<void>;
 }
@@ -66,7 +68,7 @@ export function contractSuite(name: string, harness: Harness): void {
           p.release();
         }),
       );
-      await sleep(50); // every waiter is queued
+      await harness.waitQueued(key, 6);
       first.release();
       await Promise.all(waiters);
       assert.deepEqual(order, [0, 1, 2, 3, 4, 5]);
@@ -78,9 +80,8 @@ export function contractSuite(name: string, harness: Harness): void {
       const key = uniqueKey();
       const p = await store.acquire(key, 1, { timeoutMs: 0 });
       assert.ok(p);
-      const t0 = Date.now();
       assert.equal(await store.acquire(key, 1, { timeoutMs: 0 }), undefined);
-      assert.ok(Date.now() - t0 < 300);
+      assert.equal(store.stats().acquireTimeouts, 1, 'refused as a timeout, without queueing');
       p.release();
       await harness.assertIdle(key);
     });
@@ -90,10 +91,11 @@ export function contractSuite(name: string, harness: Harness): void {
       const key = uniqueKey();
       const p = await store.acquire(key, 1, { timeoutMs: 0 });
       assert.ok(p);
-      const t0 = Date.now();
-      assert.equal(await store.acquire(key, 1, { timeoutMs: 150 }), undefined);
-      const waited = Date.now() - t0;
-      assert.ok(waited >= 140 && waited < 600, `waited ${waited} ms`);
+      let settled = false;
+      const waiting = store.acquire(key, 1, { timeoutMs: 150 }).finally(() => (settled = true));
+      await harness.waitQueued(key, 1);
+      assert.equal(settled, false, 'the waiter queued rather than being refused at once');
+      assert.equal(await waiting, undefined);
       assert.equal(store.stats().acquireTimeouts, 1);
       p.release();
       await harness.assertIdle(key);
@@ -106,11 +108,9 @@ export function contractSuite(name: string, harness: Harness): void {
       assert.ok(p);
       const ac = new AbortController();
       const waiting = store.acquire(key, 1, { signal: ac.signal, timeoutMs: 10_000 });
-      await sleep(30);
-      const t0 = Date.now();
+      await harness.waitQueued(key, 1);
       ac.abort();
-      assert.equal(await waiting, undefined);
-      assert.ok(Date.now() - t0 < 200);
+      assert.equal(await waiting, undefined); // long before its 10 s timeout: the test would time out
       assert.equal(store.stats().acquireAborts, 1);
       p.release();
       p.release(); // idempotent: must not free a second slot
@@ -142,9 +142,8 @@ export function contractSuite(name: string, harness: Harness): void {
       const first = await store.replayBegin(rid, 'h');
       if (first.kind === 'compute') await first.lease.finish('[1]');
       assert.equal((await store.replayBegin(rid, 'h')).kind, 'hit');
-      await sleep(500);
-      const again = await store.replayBegin(rid, 'h');
-      assert.equal(again.kind, 'compute');
+      let again = await store.replayBegin(rid, 'h');
+      await waitFor('the stored response to expire', async () => (again = await store.replayBegin(rid, 'h')).kind === 'compute', { timeoutMs: 3000 });
       if (again.kind === 'compute') await again.lease.finish('[2]');
       assert.deepEqual(await store.replayBegin(rid, 'h'), { kind: 'hit', body: '[2]' });
     });
@@ -155,7 +154,7 @@ export function contractSuite(name: string, harness: Harness): void {
       const first = await store.replayBegin(rid, 'h');
       assert.equal(first.kind, 'compute');
       const second = store.replayBegin(rid, 'h');
-      await sleep(30);
+      await waitFor('the duplicate waiting', () => store.stats().replayWaits === 1);
       if (first.kind === 'compute') await first.lease.finish('answer');
       assert.deepEqual(await second, { kind: 'hit', body: 'answer' });
       assert.equal(store.stats().replayWaits, 1);
@@ -177,7 +176,7 @@ export function contractSuite(name: string, harness: Harness): void {
       const first = await store.replayBegin(rid, 'h');
       const a = store.replayBegin(rid, 'h');
       const b = store.replayBegin(rid, 'h');
-      await sleep(30);
+      await waitFor('both duplicates waiting', () => store.stats().replayWaits === 2);
       if (first.kind === 'compute') await first.lease.abandon();
       const next = await Promise.race([a, b]);
       assert.equal(next.kind, 'compute');
@@ -196,7 +195,7 @@ export function contractSuite(name: string, harness: Harness): void {
       const first = await store.replayBegin(rid, 'h');
       const ac = new AbortController();
       const waiting = store.replayBegin(rid, 'h', ac.signal);
-      await sleep(30);
+      await waitFor('the duplicate waiting', () => store.stats().replayWaits === 1);
       ac.abort();
       assert.deepEqual(await waiting, { kind: 'aborted' });
       if (first.kind === 'compute') await first.lease.abandon();
@@ -235,7 +234,7 @@ export function contractSuite(name: string, harness: Harness): void {
       await store.deleteShared(key);
       assert.equal(await store.getShared(key), undefined);
       await store.setShared(key, 'briefly', 60);
-      assert.ok(await eventually(async () => (await store.getShared(key)) === undefined, 1500), 'expired');
+      await waitFor('the shared key to expire', async () => (await store.getShared(key)) === undefined, { timeoutMs: 1500 });
       off();
       assert.deepEqual(seen, [
         [key, 'ejected'],

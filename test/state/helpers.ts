@@ -2,9 +2,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import type { StateConfig, StateLog } from '../../src/state/index.js';
+import { waitFor } from '../helpers/wait.js';
 
 export const REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -97,21 +97,26 @@ export async function startRedisServer(port: number, extra: string[] = []): Prom
     { stdio: 'ignore' },
   );
   const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
+  const answers = async (): Promise<boolean> => {
     const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     r.on('error', () => {});
     try {
       await r.connect();
       await r.ping();
-      return child;
+      return true;
     } catch {
-      await sleep(50);
+      return false;
     } finally {
       r.disconnect();
     }
+  };
+  try {
+    await waitFor(`redis-server on port ${port} answering PING`, answers, { timeoutMs: 5000, everyMs: 50 });
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
   }
-  child.kill('SIGKILL');
-  throw new Error(`redis-server on port ${port} did not start`);
+  return child;
 }
 
 /**
@@ -127,12 +132,13 @@ export async function startRedisClusterNode(port: number, dir: string): Promise<
   ]);
   const url = `redis://127.0.0.1:${port}`;
   await redisCall(url, 'CLUSTER', 'ADDSLOTSRANGE', 0, 16383);
-  for (let i = 0; i < 100; i++) {
-    if (String(await redisCall(url, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return child;
-    await sleep(50);
+  try {
+    await waitFor(`redis cluster node on port ${port} ok`, async () => String(await redisCall(url, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), { timeoutMs: 5000, everyMs: 50 });
+  } catch (err) {
+    await killHard(child);
+    throw err;
   }
-  await killHard(child);
-  throw new Error(`redis cluster node on port ${port} did not become ok`);
+  return child;
 }
 
 /** kill -9 and wait for the process to be gone. */
@@ -141,14 +147,4 @@ export async function killHard(child: ChildProcess): Promise<void> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGKILL');
   await exited;
-}
-
-/** Polls `cond` every 20 ms until true or `ms` passes; returns whether it became true. */
-export async function eventually(cond: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return true;
-    await sleep(20);
-  }
-  return cond();
 }

@@ -14,6 +14,7 @@ contractSuite('memory', {
     return store;
   },
   assertIdle: async () => {}, // nothing outlives a permit in memory; the contract's own checks cover leaks
+  waitQueued: async () => {}, // acquire() queues a waiter before it returns (src/state/local-semaphore.ts)
   cleanup: async () => {
     await Promise.all(stores.map((s) => s.close()));
   },

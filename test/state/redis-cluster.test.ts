@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { contractSuite } from './contract.js';
-import { eventually, freePort, killHard, startRedisClusterNode } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
+import { freePort, killHard, startRedisClusterNode } from './helpers.js';
 import { RedisDeployments } from './redis-harness.js';
 
 const port = await freePort();
@@ -37,7 +38,7 @@ describe('redis cluster across replicas', { timeout: 30_000 }, () => {
     const seen: (string | undefined)[] = [];
     b.onSharedChange((_k, v) => seen.push(v));
     await a.setShared('eject:x', 'yes', 5000);
-    assert.ok(await eventually(() => seen.length === 1, 1000), 'pub/sub works on the cluster');
+    await waitFor('pub/sub works on the cluster', () => seen.length === 1, { timeoutMs: 1000 });
     const rid = randomUUID();
     const first = await a.replayBegin(rid, 'h');
     const waiting = b.replayBegin(rid, 'h');

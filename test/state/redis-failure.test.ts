@@ -8,8 +8,8 @@ import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createStore, waitUntilUp, type Store } from '../../src/state/index.js';
+import { waitFor } from '../helpers/wait.js';
 import {
-  eventually,
   freePort,
   killHard,
   recordingLog,
@@ -55,10 +55,10 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
     const full = await store.acquire(key, 2, { timeoutMs: 0 });
     assert.ok(held && full);
     const waiting = store.acquire(key, 2, { timeoutMs: 10_000 });
-    await sleep(50);
+    await waitFor('the waiter queued in redis', async () => Number(await redisCall(url, 'ZCARD', `${prefix}sem:{${key}}:queue`)) === 1);
 
     await killHard(servers.pop()!);
-    assert.ok(await eventually(() => !store.isUp(), 500), 'down within 0.5 s');
+    await waitFor('down within 0.5 s', () => !store.isUp(), { timeoutMs: 500 });
 
     // Limits: local, with the same limit, counting the Redis permits still held here.
     const other = await quick('acquire (free key)', () => store.acquire('backend-b', 1, { timeoutMs: 0 }));
@@ -97,16 +97,13 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
     const replica = createStore(redisConfig(prefix, url), recordingLog());
     stores.push(replica);
     assert.ok(await waitUntilUp(replica, 3000));
-    assert.ok(await eventually(async () => (await replica.readCounters('exp')).qwen === 5, 2000), 'counters sent');
+    await waitFor('counters sent', async () => (await replica.readCounters('exp')).qwen === 5, { timeoutMs: 2000 });
     assert.equal(await replica.getShared('eject:x'), 'yes');
-    assert.ok(
-      await eventually(async () => {
+    await waitFor('the two permits still held here (one from Redis, one granted locally) count in Redis again', async () => {
         const p = await replica.acquire(key, 2, { timeoutMs: 0 });
         p?.release();
         return p === undefined;
-      }, 2000),
-      'the two permits still held here (one from Redis, one granted locally) count in Redis again',
-    );
+      }, { timeoutMs: 2000 });
     held.release();
     fromQueue.release();
     other.release();
@@ -143,7 +140,7 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
     assert.ok(p);
     assert.equal(store.isUp(), false);
     await sleeping;
-    assert.ok(await eventually(() => store.isUp(), 2000), 'up again once redis answers in time');
+    await waitFor('up again once redis answers in time', () => store.isUp(), { timeoutMs: 2000 });
     // The replay entry Redis created for the abandoned begin was cleaned up on reconnect, not left to its lease.
     const again = await quick('replayBegin after recovery', () => store.replayBegin('r', 'h'), 300);
     assert.equal(again.kind, 'compute');

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { createStore, waitUntilUp, type StateConfig, type Store } from '../../src/state/index.js';
 import type { Harness } from './contract.js';
-import { deleteKeys, eventually, listKeys, recordingLog, redisConfig, uniquePrefix } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
+import { deleteKeys, listKeys, recordingLog, redisCall, redisConfig, uniquePrefix } from './helpers.js';
 
 export interface Deployment {
   prefix: string;
@@ -52,12 +53,15 @@ export class RedisDeployments {
       },
       assertIdle: async (key) => {
         const prefix = current?.prefix ?? '';
-        // Releases travel asynchronously: give them a moment; then nothing of the semaphore may remain.
-        const idle = await eventually(async () => {
+        // Releases travel asynchronously: wait for them; then nothing of the semaphore may remain.
+        await waitFor('no permit or waiter left in redis', async () => {
           const keys = await listKeys(`${prefix}sem:{${key}}:`, this.url);
           return keys.every((k) => k.endsWith(':ticket'));
-        }, 1000);
-        assert.ok(idle, 'no permit or waiter left in redis');
+        }, { timeoutMs: 3000 }); // a loaded machine delays the releases; passing costs no wait
+      },
+      waitQueued: async (key, n) => {
+        const queue = `${current?.prefix ?? ''}sem:{${key}}:queue`;
+        await waitFor(`${n} waiters in ${queue}`, async () => Number(await redisCall(this.url, 'ZCARD', queue)) === n);
       },
       cleanup: () => this.cleanup(),
     };

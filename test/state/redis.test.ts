@@ -12,7 +12,8 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StateConfig } from '../../src/state/index.js';
 import { contractSuite } from './contract.js';
-import { eventually, killHard, REDIS_URL } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
+import { killHard, REDIS_URL, redisCall } from './helpers.js';
 import { RedisDeployments, type Deployment } from './redis-harness.js';
 
 const redis = new RedisDeployments(REDIS_URL);
@@ -54,7 +55,8 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
           p?.release();
         }),
       );
-      await sleep(15); // arrival order across two connections is only defined with some time between
+      // Arrival order across two connections is defined once each waiter is in the queue.
+      await waitFor(`waiter ${i} queued`, async () => Number(await redisCall(REDIS_URL, 'ZCARD', `${d.prefix}sem:{${key}}:queue`)) === i + 1);
     }
     first.release();
     await Promise.all(waiters);
@@ -69,7 +71,7 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     assert.equal(first.kind, 'compute');
     const t0 = Date.now();
     const waiting = b.replayBegin(rid, 'h');
-    await sleep(50);
+    await waitFor('b waiting for the batch in progress on a', () => b.stats().replayWaits === 1);
     if (first.kind === 'compute') await first.lease.finish('{"ok":true}');
     assert.deepEqual(await waiting, { kind: 'hit', body: '{"ok":true}' });
     assert.ok(Date.now() - t0 < 150, 'woken by pub/sub, not by the poll');
@@ -91,7 +93,7 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     assert.deepEqual(await b.readCounters(key), { qwen: 200, gpt: 7 });
     // Without an explicit flush, increments still reach the others within the flush period.
     a.incr(key, 'gpt');
-    assert.ok(await eventually(async () => (await b.readCounters(key)).gpt === 8, 1000));
+    await waitFor('the condition', async () => (await b.readCounters(key)).gpt === 8, { timeoutMs: 1000 });
   });
 
   it('shows shared values set on one replica to the others, at once through the announcement', async () => {
@@ -102,10 +104,10 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     const seen: (string | undefined)[] = [];
     b.onSharedChange((k, v) => k === key && seen.push(v));
     await a.setShared(key, 'until-later', 10_000);
-    assert.ok(await eventually(() => seen.length === 1, 500), 'announced to the other replica');
+    await waitFor('announced to the other replica', () => seen.length === 1, { timeoutMs: 500 });
     assert.equal(await b.getShared(key), 'until-later'); // ...and updated by the announcement
     await a.deleteShared(key);
-    assert.ok(await eventually(() => seen.length === 2, 500));
+    await waitFor('the condition', () => seen.length === 2, { timeoutMs: 500 });
     assert.deepEqual(seen, ['until-later', undefined]);
     assert.equal(await b.getShared(key), undefined);
     const c = await d.replica(); // a replica started later reads the current state
@@ -130,7 +132,7 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
       assert.deepEqual(ready, { permit: true, replay: 'compute' });
       assert.equal(await store.acquire(key, 1, { timeoutMs: 0 }), undefined, 'the child holds the only permit');
       const waiting = store.replayBegin(rid, 'h');
-      await sleep(100);
+      await waitFor('the duplicate waiting for the child', () => store.stats().replayWaits === 1);
       await killHard(child);
       const t0 = Date.now();
       const permit = await store.acquire(key, 1, { timeoutMs: 5000 });

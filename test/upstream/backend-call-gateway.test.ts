@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
-import { waitFor } from '../helpers/config-file.js';
+import { waitFor } from '../helpers/wait.js';
 import { startFakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand } from '../helpers/gateway.js';
 

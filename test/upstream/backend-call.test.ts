@@ -9,6 +9,7 @@ import { after, test } from 'node:test';
 import { BatchSignal } from '../../src/abort.js';
 import { callReplica } from '../../src/upstream/backend-call.js';
 import { Replica } from '../../src/upstream/replica.js';
+import { waitFor } from '../helpers/wait.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -75,10 +76,9 @@ test('raw mode keeps the bytes and the content type untouched', async () => {
 });
 
 test('the batch signal cancels a call waiting for its answer, as a timeout', async () => {
-  const replica = await replicaOf(() => undefined); // never answers
   const signal = new BatchSignal();
+  const replica = await replicaOf(() => signal.abort()); // never answers; the batch is cancelled once it waits
   const call = callReplica(replica, { method: 'GET', path: '/slow', timeoutMs: 60_000, signal });
-  setTimeout(() => signal.abort(), 50);
   const r = await call;
   assert.equal(r.ok, false);
   assert.equal(r.ok ? undefined : r.failure.code, 'gateway_backend_timeout');
@@ -98,20 +98,20 @@ test('a call made with an already aborted signal fails at once without reaching 
 });
 
 test('a signal aborted while the call waits in the pool queue answers at once and never sends it', async () => {
-  let reached = 0;
+  const held: { end: (body: string) => void }[] = [];
   const replica = await replicaOf((res) => {
-    reached++;
-    setTimeout(() => res.end('[]'), 300);
+    held.push(res);
   });
   // 64 connections per replica: the 65th call waits in undici's queue.
   const busy = Array.from({ length: 64 }, () => callReplica(replica, { method: 'GET', path: '/busy', timeoutMs: 5000 }));
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await waitFor('every connection busy', () => held.length === 64);
   const signal = new BatchSignal();
   const queued = callReplica(replica, { method: 'GET', path: '/queued', timeoutMs: 5000, signal });
   signal.abort();
   const r = await queued;
-  assert.equal(r.ok, false);
+  assert.equal(r.ok, false, 'answered while every connection is still busy');
+  for (const res of held) res.end('[]');
   const done = await Promise.all(busy);
   assert.ok(done.every((d) => d.ok));
-  assert.equal(reached, 64);
+  assert.equal(held.length, 64, 'the queued call was never sent');
 });

@@ -9,10 +9,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { after, test } from 'node:test';
-import type { GatewayRuntime } from '../../src/runtime.js';
-import { configFile, http, startGatewayFromFile, waitFor, type FileGateway } from '../helpers/config-file.js';
-import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, type Cand } from '../helpers/gateway.js';
+import type { GatewayRuntime } from '../src/runtime.js';
+import { configFile, http, startGatewayFromFile, type FileGateway } from './helpers/config-file.js';
+import { waitFor } from './helpers/wait.js';
+import { startFakeAgent, type FakeAgent } from './helpers/fake-agent.js';
+import { mkInput, type Cand } from './helpers/gateway.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -65,7 +66,9 @@ test('reload under load: no failed or lost batch, in-flight batches finish on th
     }
   });
   const slow = batch(gw, 'slow');
-  await new Promise((r) => setTimeout(r, 150));
+  await waitFor('the slow batch at the old backend', () =>
+    old.requestsTo('/v1/responses').some((r) => (r.body as { request_id?: string } | undefined)?.request_id === 'slow'),
+  );
 
   const res = await gw.reload(single([n1.url, n2.url]));
   assert.equal(res.status, 200, res.text);
@@ -84,7 +87,8 @@ test('reload under load: no failed or lost batch, in-flight batches finish on th
     const r = await gw.reload(single(i % 2 === 0 ? old.url : [n1.url, n2.url]));
     assert.equal(r.status, 200, r.text);
     runtimes.push(gw.app.gateway.current);
-    await new Promise((resolve) => setTimeout(resolve, 40));
+    const answered = results.length;
+    await waitFor('a batch answered on this config', () => results.length > answered);
   }
   const together = await Promise.all([gw.reload(), gw.reload(), gw.reload()]);
   assert.deepEqual(together.map((r) => r.status), [200, 200, 200]);
@@ -171,16 +175,16 @@ test('SIGHUP makes the running CLI re-read its config file', async () => {
   const admin = { listen: '127.0.0.1:0' };
   const file = configFile({ ...single(a.url), server: { port: 0 }, admin, log_level: 'info' });
   cleanup.push(async () => file.remove());
-  const cli = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
+  const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
   const child = spawn(process.execPath, [cli, '--config', file.path], { stdio: ['ignore', 'pipe', 'pipe'] });
   cleanup.push(async () => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  await waitFor('the CLI listening', () => /listening at (http:\/\/127\.0\.0\.1:\d+)/.test(out), 10_000);
+  await waitFor('the CLI listening', () => /listening at (http:\/\/127\.0\.0\.1:\d+)/.test(out), { timeoutMs: 10_000 });
   const adminLine = /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"admin listener/;
-  await waitFor('the admin listener', () => adminLine.test(out), 10_000);
+  await waitFor('the admin listener', () => adminLine.test(out), { timeoutMs: 10_000 });
   const url = adminLine.exec(out)![1]!;
   const backendUrls = async (): Promise<string[]> =>
     ((await http(`${url}/gateway/config`)).json as { config: { backends: Record<string, { urls: string[] }> } }).config.backends.svc!.urls;
@@ -188,12 +192,12 @@ test('SIGHUP makes the running CLI re-read its config file', async () => {
 
   file.write({ ...single(b.url), server: { port: 0 }, admin, log_level: 'info' });
   child.kill('SIGHUP');
-  await waitFor('the new config serving', async () => (await backendUrls())[0] === b.url, 10_000);
+  await waitFor('the new config serving', async () => (await backendUrls())[0] === b.url, { timeoutMs: 10_000 });
   // The log line travels through a pipe: it may arrive after the HTTP answer that shows the new config.
-  await waitFor('the reload logged', () => /config reloaded/.test(out), 10_000);
+  await waitFor('the reload logged', () => /config reloaded/.test(out), { timeoutMs: 10_000 });
   file.writeText('routes: {');
   child.kill('SIGHUP');
-  await waitFor('the refusal logged', () => /config reload refused/.test(out), 10_000);
+  await waitFor('the refusal logged', () => /config reload refused/.test(out), { timeoutMs: 10_000 });
   assert.deepEqual(await backendUrls(), [b.url]);
 
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

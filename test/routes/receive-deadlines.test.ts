@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, test } from 'node:test';
 import { startAgentServer } from '../../demo/agents/agent-server.js';
-import { startGatewayFromFile, waitFor } from '../helpers/config-file.js';
+import { startGatewayFromFile } from '../helpers/config-file.js';
+import { waitFor } from '../helpers/wait.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
 

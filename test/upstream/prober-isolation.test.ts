@@ -9,7 +9,8 @@ import { after, test } from 'node:test';
 import type { BackendView } from '../../src/admin/views.js';
 import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 import { listenOn } from '../../demo/agents/protocol.js';
-import { http, waitFor } from '../helpers/config-file.js';
+import { http } from '../helpers/config-file.js';
+import { waitFor } from '../helpers/wait.js';
 import { startFakeAgent } from '../helpers/fake-agent.js';
 import { startGateway } from '../helpers/gateway.js';
 
@@ -74,7 +75,7 @@ test("a backend trickling /health forever does not freeze another backend's prob
   b.trickle();
   await waitFor("b's probe hanging on its trickling /health", () => b.open().some((w) => w.end === undefined));
   a.setBehaviour({});
-  await waitFor('a ready while b hangs', async () => (await state('a')).state === 'ready', 2_000);
+  await waitFor('a ready while b hangs', async () => (await state('a')).state === 'ready', { timeoutMs: 2_000 });
   const readyAt = Date.now();
   assert.ok(
     b.open().some((w) => w.start < readyAt && (w.end === undefined || w.end >= readyAt)),
@@ -83,7 +84,7 @@ test("a backend trickling /health forever does not freeze another backend's prob
   assert.equal((await http(`${gw.url}/health`)).status, 200, '/health follows a');
 
   // b's probe ends at probe_timeout_s as a whole, however steadily bytes keep coming.
-  await waitFor('b not ready', async () => (await state('b')).state === 'not_ready', 6_000);
+  await waitFor('b not ready', async () => (await state('b')).state === 'not_ready', { timeoutMs: 6_000 });
   const rb = await state('b');
   assert.match(rb.last_probe?.error ?? '', /probe_timeout_s \(3 s\)/);
   assert.ok((rb.last_probe?.ms ?? Infinity) < 4_000, `the probe was cut at its timeout, took ${rb.last_probe?.ms} ms`);

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import type { BackendView } from '../../src/admin/views.js';
-import { http, waitFor } from '../helpers/config-file.js';
+import { http } from '../helpers/config-file.js';
+import { waitFor } from '../helpers/wait.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
 
@@ -79,7 +80,7 @@ test('failed requests alone eject a replica between probes; it returns on a good
   assert.deepEqual(await states(gw, 'pool'), ['ejected', 'ready'], 'ejected before any probe could see it');
   assert.deepEqual(new Set(await batch(gw, 4, 'moved')), new Set(['rb']));
   a.setBehaviour({});
-  await waitFor('back after the backoff', async () => (await states(gw, 'pool'))[0] === 'ready', 4_000);
+  await waitFor('back after the backoff', async () => (await states(gw, 'pool'))[0] === 'ready', { timeoutMs: 4_000 });
   assert.deepEqual(new Set(await batch(gw, 4, 'back')), new Set(['ra', 'rb']));
 });
 
