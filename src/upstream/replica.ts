@@ -59,7 +59,7 @@ export interface ReplicaOptions {
   maxResponseBytes?: number;
   /** server.max_json_depth; default DEFAULT_MAX_JSON_DEPTH. */
   maxJsonDepth?: number;
-  /** backends.<name>.tls, its files already read (src/tls.ts): for an agent behind HTTPS. */
+  /** backends.<name>.tls, its files already read (src/config/tls-files.ts): for an agent behind HTTPS. */
   tls?: BackendTlsOptions;
 }
 
