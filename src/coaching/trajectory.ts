@@ -99,6 +99,7 @@ export function ruleBackend(
   const backend =
     newTrajectoryBackend(route, requestId, input, canServe) ??
     route.members.find((m) => coaches(m.name))?.name ??
+    // A route has at least one member (the config schema refuses an empty one).
     route.members[0]!.name;
   return { backend, route: route.name };
 }

@@ -151,11 +151,13 @@ export class Attempt {
     const whole =
       requestBody !== undefined &&
       items.length === inputs.length &&
+      // Item input indexes come from the plan of this request: always in range of its inputs.
       items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs && stripped[k] === inputs[k]!.memory);
     if (whole) return requestBody;
     return stringifyExact(
       {
         request_id: request.request_id,
+        // Item input indexes come from the plan of this request: always in range of its inputs.
         inputs: items.map((it) => forwarded(inputs[it.input]!, stripped[it.input]!, it.count)),
       },
       requestMarked,
@@ -177,6 +179,7 @@ export class Attempt {
     }
     const check = checkSubResponse(answer, {
       requestId: request.request_id,
+      // Item input indexes come from the plan of this request: always in range of its inputs.
       inputs: this.items.map((it) => ({ id: request.inputs[it.input]!.id, count: it.count })),
     });
     return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };

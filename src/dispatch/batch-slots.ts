@@ -21,16 +21,18 @@ export class BatchSlots {
     private readonly memoryKey: string,
     private readonly observer: BatchObserver,
   ) {
-    this.slots = request.inputs.map((inp) => new Array<AgentOutput>(inp.num_outputs as number));
+    this.slots = request.inputs.map((inp) => new Array<AgentOutput>(inp.num_outputs));
   }
 
   /** Every candidate of `items` becomes an error candidate with `f`. `ms`: the sub-request's time, if one ran. */
   fail(items: readonly Item[], f: AttemptFailure, ms?: number): void {
     const { request, memoryKey } = this;
     for (const it of items) {
+      // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
       const input = request.inputs[it.input]!;
       this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
       for (let c = 0; c < it.count; c++) {
+        // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
         this.slots[it.input]![it.offset + c] = errorCandidate(
           request.request_id, input, it.offset + c, f.code, f.message, it.backend, memoryKey, tagOf(it),
         );
@@ -48,11 +50,14 @@ export class BatchSlots {
   answer(items: readonly Item[], rows: SlotResult[][], ms: number): void {
     const { request, memoryKey } = this;
     items.forEach((it, k) => {
+      // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
       const input = request.inputs[it.input]!;
       const tag = tagOf(it);
       this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
+      // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
       const row = rows[k]!;
       for (let c = 0; c < it.count; c++) {
+        // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
         const slot = row[c]!;
         const idx = it.offset + c;
         const out = slot.ok
@@ -60,6 +65,7 @@ export class BatchSlots {
           : errorCandidate(
               request.request_id, input, idx, 'gateway_backend_invalid_response', slot.reason, it.backend, memoryKey, tag,
             );
+        // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
         this.slots[it.input]![idx] = out;
         this.observer.candidatesFilled(it.route, it.backend, out.status, 1);
         if (out.error) {

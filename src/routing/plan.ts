@@ -126,6 +126,7 @@ export function newTrajectoryBackend(
 ): string | undefined {
   switch (route.kind) {
     case 'backend':
+      // A route has at least one member (the config schema refuses an empty one).
       return route.members[0]!.name;
     case 'split':
       return chooseArm(requestId, input.id, route.members, canServe);
