@@ -28,12 +28,12 @@ export class BatchSlots {
   fail(items: readonly Item[], f: AttemptFailure, ms?: number): void {
     const { request, memoryKey } = this;
     for (const it of items) {
-      // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
+      // `!` in this method: item inputs index this request's inputs, and offsets + counts fit each input's
+      // num_outputs (the plan built them), so every index is in range.
       const input = request.inputs[it.input]!;
       this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
       for (let c = 0; c < it.count; c++) {
-        // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
-        this.slots[it.input]![it.offset + c] = errorCandidate(
+        this.slots[it.input]![it.offset + c] = errorCandidate( // in range (above)
           request.request_id, input, it.offset + c, f.code, f.message, it.backend, memoryKey, tagOf(it),
         );
       }
@@ -50,23 +50,21 @@ export class BatchSlots {
   answer(items: readonly Item[], rows: SlotResult[][], ms: number): void {
     const { request, memoryKey } = this;
     items.forEach((it, k) => {
-      // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
+      // `!` in this method: item inputs and offsets come from the plan (in range of the request), and the
+      // checked answer has one row per item with one slot per candidate asked (checkSubResponse).
       const input = request.inputs[it.input]!;
       const tag = tagOf(it);
       this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
-      // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
-      const row = rows[k]!;
+      const row = rows[k]!; // one row per item (above)
       for (let c = 0; c < it.count; c++) {
-        // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
-        const slot = row[c]!;
+        const slot = row[c]!; // one slot per candidate (above)
         const idx = it.offset + c;
         const out = slot.ok
           ? fromBackend(request.request_id, input, idx, slot.candidate, memoryKey, tag)
           : errorCandidate(
               request.request_id, input, idx, 'gateway_backend_invalid_response', slot.reason, it.backend, memoryKey, tag,
             );
-        // In range: item inputs index this request's inputs, offsets and counts fit each input's num_outputs (the plan).
-        this.slots[it.input]![idx] = out;
+        this.slots[it.input]![idx] = out; // in range (above)
         this.observer.candidatesFilled(it.route, it.backend, out.status, 1);
         if (out.error) {
           count(this.errorCodes, out.error.code, 1);
