@@ -3,6 +3,7 @@
  * as plain data (no Docker engine needed), and a small PromQL checker that names every metric and label an
  * expression uses so they can be compared with what the gateway really exports.
  */
+import { Copy as CopyInstruction, DockerfileParser, From } from 'dockerfile-ast';
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, posix } from 'node:path';
 import { Registry } from 'prom-client';
@@ -140,8 +141,10 @@ export function healthcheckPort(test: unknown): number | undefined {
 
 export interface Instruction {
   keyword: string;
-  /** The text after the keyword, continuation lines joined. */
+  /** The arguments after the keyword (flags such as --from left out), continuation lines joined. */
   rest: string;
+  /** COPY --from=<stage>. */
+  from?: string;
 }
 
 export interface Stage {
@@ -150,34 +153,17 @@ export interface Stage {
   instructions: Instruction[];
 }
 
-/** Stages of a Dockerfile: comments dropped, `\` continuations joined. Enough for this repo's Dockerfile. */
+/** Stages of a Dockerfile, read by dockerfile-ast (the parser of the Docker language server). */
 export function parseDockerfile(text: string): Stage[] {
-  const logical: string[] = [];
-  let current = '';
-  for (const raw of text.split(/\r?\n/)) {
-    if (/^\s*#/.test(raw)) continue;
-    const line = raw.trimEnd();
-    if (line.endsWith('\\')) {
-      current += line.slice(0, -1) + ' ';
-      continue;
-    }
-    current += line;
-    if (current.trim() !== '') logical.push(current.trim());
-    current = '';
-  }
-  if (current.trim() !== '') logical.push(current.trim());
-
   const stages: Stage[] = [];
-  for (const line of logical) {
-    const m = /^(\S+)\s*(.*)$/.exec(line);
-    if (m === null) continue;
-    const keyword = m[1]!.toUpperCase();
-    const rest = m[2]!.trim();
-    if (keyword === 'FROM') {
-      const f = /^(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?$/i.exec(rest);
-      stages.push({ base: f?.[1] ?? rest, name: f?.[2], instructions: [] });
-    } else if (stages.length > 0) {
-      stages[stages.length - 1]!.instructions.push({ keyword, rest });
+  for (const i of DockerfileParser.parse(text).getInstructions()) {
+    const keyword = i.getKeyword().toUpperCase();
+    if (i instanceof From) {
+      const tag = i.getImageTag();
+      stages.push({ base: i.getImageName() + (tag === undefined ? '' : `:${tag}`), name: i.getBuildStage() ?? undefined, instructions: [] });
+    } else {
+      const from = i instanceof CopyInstruction ? (i.getFromFlag()?.getValue() ?? undefined) : undefined;
+      stages.at(-1)?.instructions.push({ keyword, rest: i.getArgumentsContent() ?? '', ...(from === undefined ? {} : { from }) });
     }
   }
   return stages;
@@ -201,10 +187,8 @@ export function copies(stage: Stage): Copy[] {
   return stage.instructions
     .filter((i) => i.keyword === 'COPY' || i.keyword === 'ADD')
     .map((i) => {
-      const words = execForm(i.rest) ?? i.rest.split(/\s+/);
-      const from = words.find((w) => w.startsWith('--from='))?.slice('--from='.length);
-      const paths = words.filter((w) => !w.startsWith('--'));
-      return { from, sources: paths.slice(0, -1), dest: paths[paths.length - 1] ?? '' };
+      const paths = execForm(i.rest) ?? i.rest.split(/\s+/);
+      return { from: i.from, sources: paths.slice(0, -1), dest: paths[paths.length - 1] ?? '' };
     });
 }
 
