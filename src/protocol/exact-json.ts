@@ -13,7 +13,7 @@
  * bits drawn at start, never sent anywhere, so no client string can collide with a marker.
  */
 import { randomBytes } from 'node:crypto';
-import { exceedsDepth, MAX_JSON_DEPTH_CEILING, tooDeepMessage } from './json-depth.js';
+import { exceedsDepth, MAX_JSON_DEPTH_CEILING, stringEnd, tooDeepMessage } from './json-depth.js';
 import { GatewayError } from '../errors.js';
 import type { IntValue } from './json-values.js';
 
@@ -102,18 +102,6 @@ function needsRewrite(text: string): boolean {
 function isNumberChar(c: number): boolean {
   // 0-9 . e E + -
   return (c >= 48 && c <= 57) || c === 46 || c === 101 || c === 69 || c === 43 || c === 45;
-}
-
-/** Index of the quote that closes the string opened at `open`, or -1. */
-function stringEnd(text: string, open: number): number {
-  let q = text.indexOf('"', open + 1);
-  while (q !== -1) {
-    let bs = 0;
-    for (let k = q - 1; text.charCodeAt(k) === 92; k--) bs++;
-    if ((bs & 1) === 0) return q;
-    q = text.indexOf('"', q + 1);
-  }
-  return -1;
 }
 
 /** Rewrite every non-canonical number token outside strings into a marker string. */

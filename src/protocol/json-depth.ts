@@ -24,7 +24,7 @@ export const MAX_JSON_DEPTH_CEILING = 512;
 export const MAX_JSON_DEPTH_KEY = 'server.max_json_depth';
 
 /** Index of the quote that closes the string opened at `open`, or -1 (unterminated). */
-function stringEnd(text: string, open: number): number {
+export function stringEnd(text: string, open: number): number {
   let q = text.indexOf('"', open + 1);
   while (q !== -1) {
     // A quote preceded by an odd run of backslashes is escaped; each run is counted once, so this stays linear.

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { correlationHeaders, isValidRequestId, isValidTraceparent } from '../../src/protocol/correlation.js';
-import { startFakeAgent, type RecordedRequest } from '../helpers/fake-agent.js';
-import { mkInput, startGateway } from '../helpers/gateway.js';
+import { startFakeAgent, type FakeAgent, type RecordedRequest } from '../helpers/fake-agent.js';
+import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -30,7 +30,8 @@ test('correlationHeaders keeps valid values and replaces invalid ones', () => {
   assert.equal(isValidTraceparent(fresh.traceparent), true, fresh.traceparent);
 });
 
-test('a shadow copy carries the batch x-request-id and traceparent, and x-magma-gateway-shadow: 1', async () => {
+/** A gateway whose route shadows `prim` to `shadow`; resolves with the first batch the shadow receives. */
+async function withShadow(): Promise<{ prim: FakeAgent; gw: TestGateway; shadowSeen: Promise<RecordedRequest> }> {
   const prim = await startFakeAgent({ name: 'prim' });
   let seen: (r: RecordedRequest) => void = () => undefined;
   const shadowSeen = new Promise<RecordedRequest>((resolve) => (seen = resolve));
@@ -50,6 +51,11 @@ test('a shadow copy carries the batch x-request-id and traceparent, and x-magma-
     await gw.close();
     await Promise.all([prim.close(), shadow.close()]);
   });
+  return { prim, gw, shadowSeen };
+}
+
+test('a shadow copy carries the batch x-request-id and traceparent, and x-magma-gateway-shadow: 1', async () => {
+  const { prim, gw, shadowSeen } = await withShadow();
   const res = await gw.post({ request_id: 'corr-1', inputs: [mkInput(1)] }, { 'x-request-id': 'rid-shadow', traceparent: VALID_TP });
   assert.equal(res.status, 200);
   const copy = await shadowSeen;
@@ -63,25 +69,7 @@ test('a shadow copy carries the batch x-request-id and traceparent, and x-magma-
 });
 
 test('a shadow of a batch without correlation headers carries the ones generated for the batch', async () => {
-  const prim = await startFakeAgent({ name: 'prim' });
-  let seen: (r: RecordedRequest) => void = () => undefined;
-  const shadowSeen = new Promise<RecordedRequest>((resolve) => (seen = resolve));
-  const shadow = await startFakeAgent({
-    name: 'shadow',
-    behaviour: (r) => {
-      if (r.path === '/v1/responses') seen(r);
-      return {};
-    },
-  });
-  const gw = await startGateway({
-    probe_interval_s: 3600,
-    backends: { prim: { url: prim.url }, shadow: { url: shadow.url } },
-    routes: [{ name: 'default', backend: 'prim', shadow: ['shadow'] }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await Promise.all([prim.close(), shadow.close()]);
-  });
+  const { prim, gw, shadowSeen } = await withShadow();
   const res = await gw.post({ request_id: 'corr-2', inputs: [mkInput(1)] }, { traceparent: 'not-a-traceparent' });
   const copy = await shadowSeen;
   const primary = prim.requestsTo('/v1/responses')[0]!;
