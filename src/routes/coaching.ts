@@ -23,7 +23,7 @@ import { findTarget, ruleBackend, runIdOf, stripGatewayTags } from '../coaching/
 import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/exact-json.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import type { GatewayRuntime } from '../runtime.js';
-import { send422 } from './responses.js';
+import { send422 } from './validation-answer.js';
 import { errorBody } from '../errors.js';
 
 const NO_COACHING = 'no coaching-capable backend';

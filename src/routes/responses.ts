@@ -4,15 +4,9 @@
  * `app.inject()`, and requests the front leaves to fastify (a query string, a gateway that is closing).
  * Both call the same handleBatch.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { stringifyExact } from '../protocol/exact-json.js';
-import type { ValidationIssue } from '../protocol/types.js';
+import type { FastifyInstance } from 'fastify';
 import { onClientGone } from '../abort.js';
 import { answerHeaders, handleBatch } from '../batch/handle-batch.js';
-
-export function send422(reply: FastifyReply, detail: ValidationIssue[]): FastifyReply {
-  return reply.code(422).header('content-type', 'application/json').send(stringifyExact({ detail }));
-}
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
   // In this route's scope the body stays raw bytes: hashed for replay and, when a sub-request is the whole
