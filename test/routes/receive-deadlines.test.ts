@@ -160,18 +160,26 @@ test('at server.max_connections a new connection takes the slot of the oldest id
   }
 });
 
-test('at server.max_connections with every connection serving a batch, a new connection is closed at once', async () => {
+/**
+ * A gateway on a real agent that holds each batch until the test releases it, one at a time (`gates`) or all
+ * from then on (`open`); `seen` lists the request ids the agent received, in order.
+ */
+async function gatedGateway(
+  server: Record<string, unknown>,
+): Promise<{ gw: TestGateway; gates: (() => void)[]; seen: string[]; open(): void }> {
   const gates: (() => void)[] = [];
+  const seen: string[] = [];
   let released = false;
   const agent = await startAgentServer({
     info: { agent_id: 'gated' },
-    decide: async () => {
+    decide: async (_input, ctx) => {
+      seen.push(ctx.requestId);
       if (!released) await new Promise<void>((resolve) => gates.push(resolve));
       return { say: 'done' };
     },
   });
   const gw = await startGateway({
-    server: { max_connections: 2 },
+    server,
     probe_interval_s: 3600,
     backends: { g: { url: agent.url } },
     routes: [{ name: 'default', backend: 'g' }],
@@ -180,13 +188,21 @@ test('at server.max_connections with every connection serving a batch, a new con
     await gw.close();
     await agent.close();
   });
+  const open = (): void => {
+    released = true;
+    for (const g of gates.splice(0)) g();
+  };
+  return { gw, gates, seen, open };
+}
+
+test('at server.max_connections with every connection serving a batch, a new connection is closed at once', async () => {
+  const { gw, gates, open } = await gatedGateway({ max_connections: 2 });
   const port = Number(new URL(gw.url).port);
   const held = [0, 1].map((i) => gw.post({ request_id: `held${i}`, inputs: [mkInput(i)] }));
   await waitFor('both batches at the agent', () => gates.length === 2);
   const extra = trickle(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n', '');
   assert.equal(await extra.closed, '', 'closed without an answer: no slot holds work that could be given up');
-  released = true;
-  for (const g of gates) g();
+  open();
   assert.deepEqual((await Promise.all(held)).map((r) => r.status), [200, 200], 'the batches being served were never cut');
   assert.equal((await gw.post({ request_id: 'after', inputs: [mkInput(3)] })).status, 200, 'a freed slot serves again');
 });
@@ -208,28 +224,8 @@ test('100 connections that send nothing do not keep normal batches out of a 16-c
 });
 
 test('over server.max_bytes_in_flight_mb new batches wait in order; one that leaves frees its place', async () => {
-  // A real agent whose answers the test releases one at a time.
-  const gates: (() => void)[] = [];
-  const seen: string[] = [];
-  const agent = await startAgentServer({
-    info: { agent_id: 'gated' },
-    decide: async (_input, ctx) => {
-      seen.push(ctx.requestId);
-      await new Promise<void>((resolve) => gates.push(resolve));
-      return { say: 'done' };
-    },
-  });
-  const gw = await startGateway({
-    // About 1 KB: each of these batches alone fills it.
-    server: { max_bytes_in_flight_mb: 0.001 },
-    probe_interval_s: 3600,
-    backends: { g: { url: agent.url } },
-    routes: [{ name: 'default', backend: 'g' }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await agent.close();
-  });
+  // About 1 KB: each of these batches alone fills it.
+  const { gw, gates, seen } = await gatedGateway({ max_bytes_in_flight_mb: 0.001 });
   const metric = async (name: string): Promise<number> => {
     const text = await (await fetch(`${gw.url}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith(name + ' '));
