@@ -2,7 +2,7 @@
  * The layering README "Development" draws, checked by test/architecture.test.ts (so `npm test` fails on a
  * cycle or an upward import). Layers, bottom to top; a module may import its own layer and any layer below:
  *   protocol -> config -> routing -> upstream -> dispatch -> batch core -> HTTP -> app/cli
- * Infrastructure (state, metrics, logging, errors, abort, patterns, fd-limit) sits beside them: importable from any
+ * Infrastructure (state, metrics, logging, tracing, errors, abort, patterns, fd-limit) sits beside them: importable from any
  * layer, importing only protocol, config and other infrastructure.
  */
 const LAYERS = [
@@ -15,7 +15,7 @@ const LAYERS = [
   { name: 'http', path: '^src/(routes/|plugins/|admin/|reload\\.ts$)' },
   { name: 'app', path: '^src/(commands/|app\\.ts$|admin-app\\.ts$|cli\\.ts$|shutdown\\.ts$)' },
 ];
-const INFRA = '^src/(state/|patterns/|metrics\\.ts$|logging\\.ts$|errors\\.ts$|abort\\.ts$|fd-limit\\.ts$)';
+const INFRA = '^src/(state/|patterns/|tracing/|metrics\\.ts$|logging\\.ts$|errors\\.ts$|abort\\.ts$|fd-limit\\.ts$)';
 
 const upward = LAYERS.slice(0, -1).map((layer, i) => ({
   name: `layer-${layer.name}-imports-downward-only`,
@@ -38,7 +38,7 @@ module.exports = {
     ...upward,
     {
       name: 'infrastructure-imports-no-layer-above-config',
-      comment: 'state, metrics, logging, errors, abort, patterns import only protocol, config and each other',
+      comment: 'state, metrics, logging, tracing, errors, abort, patterns import only protocol, config and each other',
       severity: 'error',
       from: { path: INFRA },
       to: { path: LAYERS.slice(2).map((l) => l.path) },

@@ -147,7 +147,7 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
     const tls = prepareServerTlsReload(running.config.server.tls, loaded.config.server.tls);
     kept = [...loaded.kept, ...tls.kept];
     applyTls = tls.apply;
-    next = new GatewayRuntime(loaded.config, state.metrics, app.log, state.store);
+    next = new GatewayRuntime(loaded.config, state.metrics, app.log, state.store, state.version);
   } catch (err) {
     return refuse(400, err instanceof ConfigError || err instanceof Error ? err.message : String(err));
   }

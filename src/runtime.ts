@@ -13,6 +13,8 @@ import { Prober } from './upstream/prober.js';
 import { SharedEjections } from './upstream/shared-ejections.js';
 import { Upstreams } from './upstream/upstreams.js';
 import type { Store } from './state/index.js';
+import { createTracing } from './tracing/otel-tracing.js';
+import type { Tracing } from './tracing/trace-span.js';
 
 export class GatewayRuntime {
   readonly routes: CompiledRoutes;
@@ -20,6 +22,8 @@ export class GatewayRuntime {
   readonly prober: Prober;
   readonly budget: RetryBudget;
   readonly shadows: ShadowLimiter;
+  /** This config's tracing (README "Tracing"): the no-op one unless tracing.otlp_endpoint is set. */
+  readonly tracing: Tracing;
   private readonly ejections: SharedEjections | undefined;
   private active = 0;
   private drained: (() => void) | undefined;
@@ -29,6 +33,8 @@ export class GatewayRuntime {
     metrics: GatewayMetrics,
     log: Logger,
     store?: Store,
+    /** The gateway's version, the traces' service.version. */
+    version = '0.0.0',
   ) {
     this.routes = compileRoutes(config);
     metrics.initSeries(config, routeBackends);
@@ -37,6 +43,7 @@ export class GatewayRuntime {
     this.prober = new Prober(this.upstreams, config, metrics, log);
     this.budget = new RetryBudget(config.retry_budget.ratio, config.retry_budget.min);
     this.shadows = new ShadowLimiter(config.shadow_max_in_flight);
+    this.tracing = createTracing(config.tracing, { version, log });
   }
 
   /** Backends a route can use (routing's routeBackends, the one definition), by route name. */
@@ -70,11 +77,15 @@ export class GatewayRuntime {
     await this.prober.start();
   }
 
-  /** Stop probing, wait for batches in flight on this runtime, then close its pools. */
+  /**
+   * Stop probing, wait for batches in flight on this runtime, close its pools (shadow calls finish first), then
+   * flush its spans and stop its tracing.
+   */
   async close(): Promise<void> {
     this.prober.stop();
     this.ejections?.stop();
     if (this.active > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     await this.upstreams.close();
+    await this.tracing.shutdown();
   }
 }

@@ -1,8 +1,8 @@
 /**
  * The config as `GET /gateway/config` shows it: everything an operator needs to see what is running, nothing an
- * operator's screen share could leak. Redacted: `admin.token`, every backend `headers` value (they carry API
- * keys), passwords in URLs (Redis, and backend URLs with user info), and Redis `options` values whose key
- * names a secret (ioredis takes `password`, `sentinelPassword`, TLS keys there).
+ * operator's screen share could leak. Redacted: `admin.token`, every backend and `tracing.headers` value (they
+ * carry API keys), passwords in URLs (Redis, backend URLs with user info, the OTLP endpoint), and Redis `options`
+ * values whose key names a secret (ioredis takes `password`, `sentinelPassword`, TLS keys there).
  */
 import type { GatewayConfig } from '../config/schema.js';
 
@@ -36,7 +36,8 @@ function redactOptions(value: unknown): unknown {
   return out;
 }
 
-export type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state'> & {
+export type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state' | 'tracing'> & {
+  tracing: Omit<GatewayConfig['tracing'], 'headers'> & { headers: Record<string, string> };
   admin: { token: string | null; protect_metrics: boolean };
   backends: Record<string, Omit<GatewayConfig['backends'][string], 'headers'> & { headers: Record<string, string> }>;
   state: Omit<GatewayConfig['state'], 'redis'> & {
@@ -58,8 +59,16 @@ export function redactConfig(config: GatewayConfig): RedactedConfig {
     };
   }
   const { redis, ...state } = config.state;
+  const tracingHeaders: Record<string, string> = {};
+  for (const h of Object.keys(config.tracing.headers)) tracingHeaders[h] = REDACTED;
+  const endpoint = config.tracing.otlp_endpoint;
   return {
     ...config,
+    tracing: {
+      ...config.tracing,
+      ...(endpoint === undefined ? {} : { otlp_endpoint: redactUrl(endpoint) }),
+      headers: tracingHeaders,
+    },
     admin: { token: config.admin.token === undefined ? null : REDACTED, protect_metrics: config.admin.protect_metrics },
     backends,
     state: {

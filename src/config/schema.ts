@@ -267,6 +267,35 @@ export const configSchema = z.strictObject({
       lease_s: positive.default(30),
     })
     .prefault({}),
+  /** OpenTelemetry traces (README "Tracing"): off unless otlp_endpoint is set. */
+  tracing: z
+    .strictObject({
+      /** The collector's OTLP/HTTP traces URL, e.g. http://jaeger:4318/v1/traces; absent = tracing off. */
+      otlp_endpoint: z
+        .url({
+          protocol: /^https?$/,
+          error: (iss) =>
+            iss.code === 'invalid_type' ? 'expected a URL string' : 'must be an http:// or https:// URL, e.g. http://127.0.0.1:4318/v1/traces',
+        })
+        .optional(),
+      /** Share of new traces recorded; a batch in a client's trace follows that trace's sampled flag. */
+      sample_ratio: z.number().min(0).max(1).default(1),
+      service_name: z.string().min(1).default('magma-gateway'),
+      /** Sent with every export (a collector's API key: `${VAR}`). */
+      headers: z.record(z.string(), z.string()).default({}),
+      /** One export to the collector, its retries included. */
+      export_timeout_s: positive.default(10),
+      /** Ended spans wait at most this long before an export (sooner once max_export_batch_size wait). */
+      export_interval_s: positive.default(5),
+      /** Ended spans waiting for export; past it new spans are dropped. */
+      max_queue_size: z.number().int().positive().default(2048),
+      max_export_batch_size: z.number().int().positive().default(512),
+    })
+    .refine((t) => t.max_export_batch_size <= t.max_queue_size, {
+      message: 'max_export_batch_size must not exceed max_queue_size',
+      path: ['max_export_batch_size'],
+    })
+    .prefault({}),
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   backends: z.record(name, backendSchema).refine((b) => Object.keys(b).length > 0, 'at least one backend'),
   routes: z.array(routeSchema).min(1),

@@ -39,7 +39,7 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
   const store = createStore(opts.config.state, app.log);
   metrics.bindStore(store);
   const state: GatewayState = {
-    current: new GatewayRuntime(opts.config, metrics, app.log, store),
+    current: new GatewayRuntime(opts.config, metrics, app.log, store, opts.version),
     metrics,
     version: opts.version,
     configPath: opts.configPath,

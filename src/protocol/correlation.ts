@@ -3,6 +3,9 @@
  * Computed once per client request, from the client's headers when they are valid, generated otherwise, and
  * passed unchanged to every call the request causes: sub-requests, retries, fallbacks, shadows and coaching
  * calls. One rule, so a call can be followed across the gateway's and the backends' logs.
+ *
+ * With tracing on (README "Tracing") the one difference is the traceparent's parent id: each call carries the
+ * span it runs in (withTraceparent), in the same trace; x-request-id and everything else stay as they are.
  */
 import { randomFillSync, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -43,6 +46,14 @@ export function correlationHeaders(headers: IncomingHttpHeaders): CorrelationHea
     'x-request-id': isValidRequestId(rid) ? rid : randomUUID(),
     traceparent: isValidTraceparent(tp) ? tp : newTraceparent(),
   };
+}
+
+/**
+ * `headers` with the traceparent of the span the call runs in; the same object when there is none (tracing
+ * off), so the call carries the batch's correlation headers exactly as without tracing.
+ */
+export function withTraceparent<H extends Record<string, string>>(headers: H, traceparent: string | undefined): H {
+  return traceparent === undefined ? headers : { ...headers, traceparent };
 }
 
 /**

@@ -1,0 +1,155 @@
+/**
+ * Tracing with the OpenTelemetry JS SDK (README "Tracing"): one TracerProvider per runtime, created with it and
+ * shut down (flushed) when it closes, so a reload with new `tracing` keys gets a provider built from them while
+ * batches still running on the old config end their spans on the old one.
+ *
+ * Nothing global: no registered provider, no context manager, no propagator, no auto-instrumentation. Every
+ * span is started with an explicit parent context, so nothing depends on async context tracking.
+ *
+ * Bounded, and never on the batch's path: ended spans go into the BatchSpanProcessor's queue
+ * (`max_queue_size`; when it is full new spans are dropped), which the OTLP/HTTP exporter sends in the
+ * background, `max_export_batch_size` at a time, each export bounded by `export_timeout_s` retries included. A
+ * dead or slow collector costs dropped spans and one log line, never a batch's time.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
+import { parseTraceParent } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+} from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import type { GatewayConfig } from '../config/schema.js';
+import type { Logger } from '../logging.js';
+import { isValidTraceparent } from '../protocol/correlation.js';
+import { ATTR_ERROR_TYPE } from './attributes.js';
+import { WatchedExporter } from './watched-exporter.js';
+import { NOOP_TRACING, type SpanAttributes, type TraceSpan, type Tracing } from './trace-span.js';
+
+export type TracingConfig = GatewayConfig['tracing'];
+
+/**
+ * Span limits, fixed so no OTEL_* variable changes them: a client's request_id or run_id could be megabytes,
+ * and every attribute is sent to the collector.
+ */
+const SPAN_LIMITS = {
+  attributeValueLengthLimit: 1024,
+  attributeCountLimit: 64,
+  eventCountLimit: 128,
+  attributePerEventCountLimit: 16,
+  linkCountLimit: 0,
+  attributePerLinkCountLimit: 0,
+};
+
+/** The traceparent of a span context (W3C Trace Context, version 00). */
+export function formatTraceparent(sc: SpanContext): string {
+  return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+}
+
+class OtelSpan implements TraceSpan {
+  readonly recording: boolean;
+
+  constructor(
+    private readonly tracer: Tracer,
+    private readonly span: Span,
+  ) {
+    this.recording = span.isRecording();
+  }
+
+  get traceparent(): string {
+    return formatTraceparent(this.span.spanContext());
+  }
+
+  client(name: string, attributes?: SpanAttributes): TraceSpan {
+    const child = this.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, trace.setSpan(ROOT_CONTEXT, this.span));
+    return new OtelSpan(this.tracer, child);
+  }
+
+  set(attributes: SpanAttributes): void {
+    this.span.setAttributes(attributes);
+  }
+
+  event(name: string, attributes?: SpanAttributes): void {
+    this.span.addEvent(name, attributes);
+  }
+
+  fail(code: string, message?: string): void {
+    this.span.setAttribute(ATTR_ERROR_TYPE, code);
+    this.span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message });
+  }
+
+  end(): void {
+    this.span.end();
+  }
+}
+
+export class OtelTracing implements Tracing {
+  readonly enabled = true;
+  private readonly provider: BasicTracerProvider;
+  private readonly tracer: Tracer;
+  private readonly shutdownMs: number;
+
+  constructor(config: TracingConfig & { otlp_endpoint: string }, opts: { version: string; log: Logger }) {
+    const exportTimeoutMs = Math.max(1, Math.round(config.export_timeout_s * 1000));
+    this.shutdownMs = exportTimeoutMs + 1000;
+    const exporter = new WatchedExporter(
+      new OTLPTraceExporter({ url: config.otlp_endpoint, headers: { ...config.headers }, timeoutMillis: exportTimeoutMs }),
+      config.otlp_endpoint,
+      opts.log,
+    );
+    this.provider = new BasicTracerProvider({
+      resource: defaultResource().merge(
+        resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.service_name, [ATTR_SERVICE_VERSION]: opts.version }),
+      ),
+      // Parent-based: a client's sampled (or unsampled) trace is followed; new traces are kept at the ratio.
+      sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sample_ratio) }),
+      spanLimits: SPAN_LIMITS,
+      forceFlushTimeoutMillis: this.shutdownMs,
+      spanProcessors: [
+        new BatchSpanProcessor(exporter, {
+          maxQueueSize: config.max_queue_size,
+          maxExportBatchSize: config.max_export_batch_size,
+          scheduledDelayMillis: Math.max(1, Math.round(config.export_interval_s * 1000)),
+          exportTimeoutMillis: exportTimeoutMs,
+        }),
+      ],
+    });
+    this.tracer = this.provider.getTracer('magma-gateway', opts.version);
+  }
+
+  server(name: string, headers: IncomingHttpHeaders, attributes?: SpanAttributes): TraceSpan {
+    const tp = headers['traceparent'];
+    const parent = isValidTraceparent(tp) ? parseTraceParent(tp) : null;
+    const ctx = parent === null ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, { ...parent, isRemote: true });
+    return new OtelSpan(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, ctx));
+  }
+
+  /** A failed export is not the caller's failure: the watched exporter has logged it. */
+  async flush(): Promise<void> {
+    await this.provider.forceFlush().catch(() => undefined);
+  }
+
+  /** The SDK bounds each export by export_timeout_s; the timer bounds the whole of it besides. */
+  async shutdown(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.shutdownMs);
+      timer.unref();
+    });
+    try {
+      await Promise.race([this.provider.shutdown().catch(() => undefined), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** The tracing `config.tracing` asks for: the no-op one unless `otlp_endpoint` is set. */
+export function createTracing(config: TracingConfig, opts: { version: string; log: Logger }): Tracing {
+  const endpoint = config.otlp_endpoint;
+  return endpoint === undefined ? NOOP_TRACING : new OtelTracing({ ...config, otlp_endpoint: endpoint }, opts);
+}
