@@ -21,6 +21,9 @@ import type { GatewayRuntime } from '../runtime.js';
 import { hashBody, type ReplayLease } from '../state/index.js';
 import { utf8Exceeds } from '../state/util.js';
 import { GatewayError } from '../errors.js';
+import { EVENT_REPLAY_CONFLICT, EVENT_REPLAY_HIT } from '../tracing/attributes.js';
+import type { TraceSpan } from '../tracing/trace-span.js';
+import { BATCH_SPAN_ATTRIBUTES, BATCH_SPAN_NAME, traceAnswer, traceRequest, traceResult, traceThrown } from './batch-span.js';
 
 /** Every code the gateway itself writes in a candidate starts so (src/errors.ts). */
 const GATEWAY_CODE_PREFIX = 'gateway_';
@@ -59,14 +62,22 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
   // Held from the first line, before any await: a reload while this batch waits (on the store, on a replay)
   // must not close the pools the batch is about to use.
   runtime.enter();
+  // The batch's server span (README "Tracing"); tracing off: the no-op span, and nothing is built for it.
+  const span = runtime.tracing.server(BATCH_SPAN_NAME, ex.headers, BATCH_SPAN_ATTRIBUTES);
   try {
-    return await batchOn(runtime, gw, ex);
+    const answer = await batchOn(runtime, gw, ex, span);
+    if (span.recording) traceAnswer(span, answer.status, answer.replayHit);
+    return answer;
+  } catch (err) {
+    if (span.recording) traceThrown(span, err);
+    throw err;
   } finally {
+    span.end();
     runtime.leave();
   }
 }
 
-async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
+async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExchange, span: TraceSpan): Promise<BatchAnswer> {
   const t0 = performance.now();
   const { config } = runtime;
   const { metrics, store } = gw;
@@ -93,6 +104,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
   }
 
   const headers = correlationHeaders(ex.headers);
+  if (span.recording) traceRequest(span, request, headers);
   const requestId = headers['x-request-id'];
   const deadline = Date.now() + config.request_timeout_s * 1000;
   // Not an AbortController: see src/abort.ts.
@@ -114,10 +126,14 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
       const begin = await store.replayBegin(request.request_id, hashBody(raw), signal);
       if (begin.kind === 'hit') {
         metrics.replay.inc({ outcome: 'hit' });
+        span.event(EVENT_REPLAY_HIT);
         if (logsInfo(ex.log)) ex.log.info({ request_id: request.request_id, inputs: request.inputs.length }, 'batch replayed');
         return { status: 200, body: begin.body, requestId, replayHit: true };
       }
-      if (begin.kind === 'conflict') metrics.replayConflicts.inc();
+      if (begin.kind === 'conflict') {
+        metrics.replayConflicts.inc();
+        span.event(EVENT_REPLAY_CONFLICT);
+      }
       if (begin.kind === 'compute') {
         metrics.replay.inc({ outcome: 'miss' });
         lease = begin.lease;
@@ -131,12 +147,12 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
       { ...deps, budget: runtime.budget, store },
       request,
       plan,
-      { deadline, headers, signal, clientGone: () => clientGone, requestBody: raw },
+      { deadline, headers, signal, clientGone: () => clientGone, requestBody: raw, span },
       parsed.marked,
     );
     if (plan.inputs.some((p) => p.shadows.length > 0)) {
       // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
-      void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs), headers);
+      void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs), headers, span);
     }
     const result = await batch;
     gw.experiments.recordBatch(request, plan, result);
@@ -147,6 +163,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
     const body = stringifyExact(result.outputs, result.marked);
     const overheadMs = beforeDispatch - t0 + result.workMs + (performance.now() - t2);
     metrics.overhead.observe(overheadMs / 1000);
+    if (span.recording) traceResult(span, plan, result, overheadMs);
     // An answer holding the gateway's own failures is not stored: replaying it would serve a transient
     // failure (a backend restarting) to a retry made after the backend recovered. The lease is abandoned
     // below, so a duplicate waiting for it computes instead.

@@ -3,13 +3,17 @@
  * its bytes: `POST /v1/coaching` passes the backend's SpecializedCoachingResponse back unchanged
  * (status, content-type, body), so nothing is decoded or re-encoded on the way. Never throws: a transport failure
  * becomes the HTTP status the gateway answers for it (502 unreachable, 504 timeout), classified by the same
- * rules as inference sub-requests (README.md, "Failures").
+ * rules as inference sub-requests (README.md, "Failures"). Traced (README "Tracing"), each call is a client
+ * span under the coaching call's server span, and the backend receives its traceparent.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AbortLike } from '../abort.js';
-import { correlationHeaders } from '../protocol/correlation.js';
+import { endAttemptSpan } from '../dispatch/attempt-span.js';
+import { correlationHeaders, withTraceparent } from '../protocol/correlation.js';
+import { NOOP_SPAN, type TraceSpan } from '../tracing/trace-span.js';
 import { callReplica } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
+import { coachingCallAttributes, coachingOutcome } from './coaching-span.js';
 
 export type ForwardResult =
   | { ok: true; status: number; contentType: string | undefined; body: Buffer }
@@ -26,8 +30,17 @@ export interface ForwardOptions {
   signal: AbortLike;
 }
 
-export async function forward(replica: Replica, opts: ForwardOptions): Promise<ForwardResult> {
-  const r = await callReplica(replica, { ...opts, raw: true });
+/** `parent`: the coaching call's server span (the no-op span when untraced). */
+export async function forward(replica: Replica, opts: ForwardOptions, parent: TraceSpan = NOOP_SPAN): Promise<ForwardResult> {
+  const span = parent.recording
+    ? parent.client(`${opts.method} ${replica.backend}`, coachingCallAttributes(replica, opts.method, opts.path))
+    : undefined;
+  const headers = withTraceparent(opts.headers, (span ?? parent).traceparent);
+  const r = await callReplica(replica, { ...opts, headers, raw: true });
+  if (span !== undefined) {
+    if (r.ok) endAttemptSpan(span, coachingOutcome(r.status, undefined), r.status, undefined);
+    else endAttemptSpan(span, coachingOutcome(r.status, r.failure.code), r.status, r.failure.message);
+  }
   if (!r.ok) {
     return { ok: false, status: r.failure.code === 'gateway_backend_timeout' ? 504 : 502, message: r.failure.message };
   }

@@ -6,14 +6,20 @@
  *
  * Counted in flight for the retry budget from the moment it waits for a max_in_flight permit until its answer is
  * handled, so a failover that follows starts after the permit and the budget slot are given back.
+ *
+ * A traced batch (README "Tracing") gives the attempt a client span for the same time, permit wait included; the
+ * backend receives that span's traceparent.
  */
 import { performance } from 'node:perf_hooks';
+import { withTraceparent } from '../protocol/correlation.js';
 import { parseExact, stringifyExact } from '../protocol/exact-json.js';
 import { checkSubResponse, type SlotResult } from '../protocol/response-check.js';
 import type { AgentInput, AgentRequest, JsonObject } from '../protocol/types.js';
 import { postResponses } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 import type { Permit } from '../state/index.js';
+import type { TraceSpan } from '../tracing/trace-span.js';
+import { attemptAttributes, attemptSpanName, endAttemptSpan } from './attempt-span.js';
 import type { BatchContext, DispatchDeps } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';
 import type { Item } from './batch-item.js';
@@ -43,9 +49,16 @@ export type AttemptResult = {
   | { kind: 'unserved'; why: Unserved<Replica> }
 );
 
+const RESPONSES_PATH = '/v1/responses';
+
 export class Attempt {
   private workMs = 0;
   private marked = false;
+  /** Its own client span, only when the batch's span is recorded; what it ended with, for that span. */
+  private span: TraceSpan | undefined;
+  private outcome: string | undefined;
+  private status: number | undefined;
+  private reason: string | undefined;
 
   constructor(
     private readonly deps: Pick<DispatchDeps, 'upstreams' | 'budget' | 'store' | 'log'>,
@@ -61,6 +74,10 @@ export class Attempt {
   async run(): Promise<AttemptResult> {
     const { upstreams, budget, store } = this.deps;
     const replica = this.replica;
+    const parent = this.ctx.span;
+    if (parent?.recording === true) {
+      this.span = parent.client(attemptSpanName(replica), attemptAttributes(replica, RESPONSES_PATH, this.items, this.tried !== undefined));
+    }
     budget.attemptStarted();
     let permit: Permit | undefined;
     try {
@@ -71,8 +88,8 @@ export class Attempt {
           timeoutMs: Math.min(limit.queueMs ?? Infinity, Math.max(0, this.ctx.deadline - Date.now() - MIN_ATTEMPT_MS)),
         });
         if (permit === undefined) {
-          this.observer.attemptEnded(replica.backend, 'gateway_overloaded');
           const message = `replica ${replica.id} is at max_in_flight ${limit.max} and no permit came free in time`;
+          this.ended('gateway_overloaded', undefined, message);
           return this.unserved({ kind: 'unsent', failure: { code: 'gateway_overloaded', message } });
         }
       }
@@ -80,7 +97,15 @@ export class Attempt {
     } finally {
       permit?.release();
       budget.attemptEnded();
+      if (this.span !== undefined) endAttemptSpan(this.span, this.outcome, this.status, this.reason);
     }
+  }
+
+  /** Reported once, however the attempt ended: to the batch's observer, and kept for the client span. */
+  private ended(outcome: string, ms: number | undefined, reason?: string): void {
+    this.outcome = outcome;
+    this.reason = reason;
+    this.observer.attemptEnded(this.replica.backend, outcome, ms);
   }
 
   private unserved(why: Unserved<Replica>): AttemptResult {
@@ -97,20 +122,23 @@ export class Attempt {
     const nInputs = items.length;
     upstreams.attemptStarted(replica, nInputs);
     const started = performance.now();
-    const res = await postResponses(replica, body, ctx.headers, timeoutMs, ctx.signal);
+    // The batch's correlation headers, with the client span's traceparent when traced (one rule: correlation.ts).
+    const headers = withTraceparent(ctx.headers, (this.span ?? ctx.span)?.traceparent);
+    const res = await postResponses(replica, body, headers, timeoutMs, ctx.signal);
     const ms = performance.now() - started;
     upstreams.attemptEnded(replica, nInputs);
+    this.status = res.status;
 
     if (!res.ok && ctx.signal?.aborted === true) {
       // Nobody will read these candidates if the client went away, and the replica must not be blamed for it;
       // a deadline that ran out means the backend was too slow for it.
       const gone = ctx.clientGone?.() === true;
-      this.observer.attemptEnded(replica.backend, gone ? 'cancelled' : 'gateway_backend_timeout', ms);
+      this.ended(gone ? 'cancelled' : 'gateway_backend_timeout', ms, gone ? 'the client closed the connection' : 'the batch deadline ran out');
       if (!gone) upstreams.recordFailure(replica, 'the batch deadline ran out');
       return { kind: 'aborted', ms, clientGone: gone, workMs: this.workMs, marked: this.marked };
     }
     if (!res.ok) {
-      this.observer.attemptEnded(replica.backend, res.failure.code, ms);
+      this.ended(res.failure.code, ms, res.failure.message);
       log.warn(
         { backend: replica.backend, replica: replica.id, code: res.failure.code, reason: res.failure.message, inputs: nInputs },
         'backend sub-request failed',
@@ -129,12 +157,12 @@ export class Attempt {
     const rows = this.check(res.text);
     this.workMs += performance.now() - t1;
     if (!rows.ok) {
-      this.observer.attemptEnded(replica.backend, 'gateway_backend_invalid_response', ms);
+      this.ended('gateway_backend_invalid_response', ms, rows.reason);
       upstreams.recordFailure(replica, rows.reason);
       log.warn({ backend: replica.backend, replica: replica.id, reason: rows.reason }, 'backend answer invalid');
       return this.unserved({ kind: 'failed', failure: { code: 'gateway_backend_invalid_response', message: rows.reason } });
     }
-    this.observer.attemptEnded(replica.backend, 'ok', ms);
+    this.ended('ok', ms);
     upstreams.recordSuccess(replica, ms);
     return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs, marked: this.marked };
   }

@@ -1,8 +1,19 @@
 /**
  * What a batch reports while it runs, as events; one implementation maps them to the Prometheus series (README
- * "Metrics"), so a batch never names a metric and a test can watch a batch without a registry.
+ * "Metrics"), so a batch never names a metric and a test can watch a batch without a registry. A traced batch
+ * (README "Tracing") also writes its fallbacks and retries as events of its server span.
  */
 import type { GatewayMetrics } from '../metrics.js';
+import {
+  ATTR_BACKEND,
+  ATTR_FROM,
+  ATTR_ROUTE,
+  ATTR_TO,
+  EVENT_BUDGET_EXHAUSTED,
+  EVENT_FALLBACK,
+  EVENT_REPLICA_RETRY,
+} from '../tracing/attributes.js';
+import type { TraceSpan } from '../tracing/trace-span.js';
 
 /** How a sub-request ended: `ok`, `cancelled` (the client went away), or a gateway_* failure code. */
 export type AttemptOutcome = 'ok' | 'cancelled' | string;
@@ -63,4 +74,56 @@ export class MetricsBatchObserver implements BatchObserver {
   budgetExhausted(backend: string): void {
     this.metrics.retryBudgetExhausted.inc({ backend });
   }
+}
+
+/**
+ * The metrics observer plus span events for what moved inputs: fallbacks, retries on another replica, retries
+ * the budget refused. One event per item moved; the span keeps the first 128 events (src/tracing/otel-tracing.ts).
+ */
+export class SpanEventsObserver implements BatchObserver {
+  constructor(
+    private readonly inner: BatchObserver,
+    private readonly span: TraceSpan,
+  ) {}
+
+  legRouted(route: string, backend: string): void {
+    this.inner.legRouted(route, backend);
+  }
+
+  attemptEnded(backend: string, outcome: AttemptOutcome, ms?: number): void {
+    this.inner.attemptEnded(backend, outcome, ms);
+  }
+
+  candidatesFilled(route: string, backend: string, status: string, n: number): void {
+    this.inner.candidatesFilled(route, backend, status, n);
+  }
+
+  gatewayErrors(backend: string, code: string, n: number): void {
+    this.inner.gatewayErrors(backend, code, n);
+  }
+
+  backendError(backend: string, code: string): void {
+    this.inner.backendError(backend, code);
+  }
+
+  fallback(route: string, from: string, to: string): void {
+    this.inner.fallback(route, from, to);
+    this.span.event(EVENT_FALLBACK, { [ATTR_ROUTE]: route, [ATTR_FROM]: from, [ATTR_TO]: to });
+  }
+
+  replicaRetry(backend: string): void {
+    this.inner.replicaRetry(backend);
+    this.span.event(EVENT_REPLICA_RETRY, { [ATTR_BACKEND]: backend });
+  }
+
+  budgetExhausted(backend: string): void {
+    this.inner.budgetExhausted(backend);
+    this.span.event(EVENT_BUDGET_EXHAUSTED, { [ATTR_BACKEND]: backend });
+  }
+}
+
+/** The observer of a batch: its Prometheus series, and its span's events when the span is recorded. */
+export function batchObserver(metrics: GatewayMetrics, span: TraceSpan | undefined): BatchObserver {
+  const m = new MetricsBatchObserver(metrics);
+  return span?.recording === true ? new SpanEventsObserver(m, span) : m;
 }

@@ -9,6 +9,7 @@ import type { GatewayMetrics } from '../metrics.js';
 import type { AgentOutput } from '../protocol/types.js';
 import type { Store } from '../state/index.js';
 import type { Upstreams } from '../upstream/upstreams.js';
+import type { TraceSpan } from '../tracing/trace-span.js';
 import type { RetryBudget } from './retry-budget.js';
 
 export interface DispatchDeps {
@@ -32,6 +33,8 @@ export interface BatchContext {
   clientGone?: () => boolean;
   /** The client's request body as received, forwarded as is when a sub-request is the whole request. */
   requestBody?: Buffer;
+  /** The batch's server span (README "Tracing"): each sub-request gets a client span under it. Absent: none. */
+  span?: TraceSpan;
 }
 
 export interface BatchResult {

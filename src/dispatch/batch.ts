@@ -6,14 +6,14 @@
 import type { AgentRequest } from '../protocol/types.js';
 import type { BatchPlan } from '../routing/plan.js';
 import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
-import { MetricsBatchObserver, type BatchObserver } from './batch-observer.js';
+import { batchObserver, type BatchObserver } from './batch-observer.js';
 import { BatchRun } from './batch-run.js';
 
 export type { BatchContext, BatchResult, DispatchDeps, LegOutcome } from './batch-types.js';
 
 /**
  * Run `plan` for `request` to completion: every candidate slot is filled, by a backend or with an error
- * candidate. `observer` defaults to the gateway's Prometheus series.
+ * candidate. `observer` defaults to the gateway's Prometheus series (and the batch span's events when traced).
  */
 export function runBatch(
   deps: DispatchDeps,
@@ -21,7 +21,7 @@ export function runBatch(
   plan: BatchPlan,
   ctx: BatchContext,
   requestMarked: boolean,
-  observer: BatchObserver = new MetricsBatchObserver(deps.metrics),
+  observer: BatchObserver = batchObserver(deps.metrics, ctx.span),
 ): Promise<BatchResult> {
   return new BatchRun(deps, observer, request, plan, ctx, requestMarked).run();
 }

@@ -4,10 +4,13 @@
  * changes because of one and never fails because of one: shadows run detached, bounded by
  * shadow_max_in_flight (past it they are dropped and counted, never queued), and every error is swallowed into
  * a metric. Answers are validated and compared with the primary's decision per candidate.
+ *
+ * Traced (README "Tracing"): each shadow sub-request is a client span under the batch's span, which may outlive
+ * it (a shadow finishes after the answer went out), with the comparison as a `shadow_agreement` event.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from '../logging.js';
-import type { CorrelationHeaders } from '../protocol/correlation.js';
+import { withTraceparent, type CorrelationHeaders } from '../protocol/correlation.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { parseExact, stringifyExact } from '../protocol/exact-json.js';
 import { checkSubResponse } from '../protocol/response-check.js';
@@ -16,6 +19,23 @@ import type { BatchPlan } from '../routing/plan.js';
 import { postResponses } from '../upstream/backend-call.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import { stripMemoryKey } from './candidates.js';
+import { attemptSpanName, endAttemptSpan, serverOf } from './attempt-span.js';
+import {
+  ATTR_AGREED,
+  ATTR_BACKEND,
+  ATTR_DISAGREED,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_INPUTS,
+  ATTR_REPLICA,
+  ATTR_ROUTE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_URL_FULL,
+  EVENT_SHADOW_AGREEMENT,
+  EVENT_SHADOW_DROPPED,
+} from '../tracing/attributes.js';
+import { NOOP_SPAN, type TraceSpan } from '../tracing/trace-span.js';
+import type { Replica } from '../upstream/replica.js';
 
 export class ShadowLimiter {
   inFlight = 0;
@@ -39,6 +59,9 @@ export function sameDecision(a: AgentDecision | null | undefined, b: AgentDecisi
   return a.say === b.say && isDeepStrictEqual(a.tool_calls, b.tool_calls);
 }
 
+/** The inputs of one route copied to one shadow backend: one sub-request. */
+type Group = { route: string; backend: string; inputs: number[] };
+
 /**
  * Start the shadow sub-requests of a batch. `primary` resolves with the client's candidates (in request
  * order) once the batch is answered; comparisons wait for it. Each shadow call carries the batch's correlation
@@ -52,10 +75,12 @@ export function startShadows(
   marked: boolean,
   primary: Promise<AgentOutput[]>,
   correlation: CorrelationHeaders,
+  /** The batch's server span; the no-op span when untraced. */
+  span: TraceSpan = NOOP_SPAN,
 ): Promise<void> {
   const headers = { ...correlation, 'x-magma-gateway-shadow': '1' };
   // Group per (route, shadow backend): one sub-request each, so one batch costs one slot per shadow backend.
-  const groups = new Map<string, { route: string; backend: string; inputs: number[] }>();
+  const groups = new Map<string, Group>();
   for (const p of plan.inputs) {
     for (const backend of p.shadows) {
       const key = `${p.route}\u0000${backend}`;
@@ -68,11 +93,12 @@ export function startShadows(
   for (const g of groups.values()) {
     if (deps.limiter.inFlight >= deps.limiter.max) {
       deps.metrics.shadowRequests.inc({ route: g.route, backend: g.backend, outcome: 'dropped' });
+      if (span.recording) span.event(EVENT_SHADOW_DROPPED, { [ATTR_ROUTE]: g.route, [ATTR_BACKEND]: g.backend });
       continue;
     }
     deps.limiter.inFlight++;
     jobs.push(
-      runShadow(deps, request, g, marked, primary, headers)
+      runShadow(deps, request, g, marked, primary, headers, span)
         .catch((err: unknown) => deps.log.debug({ err, backend: g.backend }, 'shadow failed'))
         .finally(() => deps.limiter.inFlight--),
     );
@@ -80,21 +106,59 @@ export function startShadows(
   return Promise.all(jobs).then(() => undefined);
 }
 
+/** The shadow's client span, when the batch's span is recorded. */
+function shadowSpan(parent: TraceSpan, g: Group, replica: Replica): TraceSpan | undefined {
+  if (!parent.recording) return undefined;
+  const server = serverOf(replica);
+  return parent.client(`shadow ${attemptSpanName(replica)}`, {
+    [ATTR_ROUTE]: g.route,
+    [ATTR_BACKEND]: g.backend,
+    [ATTR_REPLICA]: replica.id,
+    [ATTR_HTTP_REQUEST_METHOD]: 'POST',
+    [ATTR_URL_FULL]: replica.origin + replica.path('/v1/responses'),
+    [ATTR_SERVER_ADDRESS]: server.address,
+    [ATTR_SERVER_PORT]: server.port,
+    [ATTR_INPUTS]: g.inputs.length,
+  });
+}
+
 async function runShadow(
   deps: ShadowDeps,
   request: AgentRequest,
-  g: { route: string; backend: string; inputs: number[] },
+  g: Group,
   marked: boolean,
   primary: Promise<AgentOutput[]>,
   headers: Record<string, string>,
+  parent: TraceSpan,
+): Promise<void> {
+  const replica = deps.upstreams.shard(g.backend, 1)[0]?.replica;
+  if (replica === undefined) {
+    deps.metrics.shadowRequests.inc({ route: g.route, backend: g.backend, outcome: 'no_backend' });
+    return;
+  }
+  const span = shadowSpan(parent, g, replica);
+  const end: { outcome?: string; status?: number; reason?: string } = {};
+  try {
+    await shadowCall(deps, request, g, marked, primary, withTraceparent(headers, (span ?? parent).traceparent), replica, span, end);
+  } finally {
+    if (span !== undefined) endAttemptSpan(span, end.outcome, end.status, end.reason);
+  }
+}
+
+/** The shadow sub-request and its comparison; `end` gets how it ended, for the span. */
+async function shadowCall(
+  deps: ShadowDeps,
+  request: AgentRequest,
+  g: Group,
+  marked: boolean,
+  primary: Promise<AgentOutput[]>,
+  headers: Record<string, string>,
+  replica: Replica,
+  span: TraceSpan | undefined,
+  end: { outcome?: string; status?: number; reason?: string },
 ): Promise<void> {
   const { metrics } = deps;
   const labels = { route: g.route, backend: g.backend };
-  const replica = deps.upstreams.shard(g.backend, 1)[0]?.replica;
-  if (replica === undefined) {
-    metrics.shadowRequests.inc({ ...labels, outcome: 'no_backend' });
-    return;
-  }
   const inputs = g.inputs.map((i) => request.inputs[i]!); // i indexes request.inputs (loop bound)
   const body = stringifyExact(
     {
@@ -104,15 +168,20 @@ async function runShadow(
     marked,
   );
   const res = await postResponses(replica, body, headers, deps.upstreams.timeoutMs(g.backend));
+  end.status = res.status;
   if (!res.ok) {
     metrics.shadowRequests.inc({ ...labels, outcome: 'failed' });
+    end.outcome = res.failure.code;
+    end.reason = res.failure.message;
     return;
   }
+  end.outcome = 'gateway_backend_invalid_response';
   let answer: unknown;
   try {
     answer = parseExact(res.text).value;
   } catch {
     metrics.shadowRequests.inc({ ...labels, outcome: 'invalid' });
+    end.reason = 'the answer is not JSON';
     return;
   }
   const check = checkSubResponse(answer, {
@@ -121,9 +190,11 @@ async function runShadow(
   });
   if (!check.ok || check.slots.some((row) => row.some((s) => !s.ok))) {
     metrics.shadowRequests.inc({ ...labels, outcome: 'invalid' });
+    end.reason = check.ok ? 'a candidate is malformed' : check.reason;
     return;
   }
   metrics.shadowRequests.inc({ ...labels, outcome: 'ok' });
+  end.outcome = 'ok';
 
   // Candidates of input i start at this offset in the client's answer (input order, then candidate index).
   const outputs = await primary;
@@ -133,12 +204,17 @@ async function runShadow(
     offsets.push(at);
     at += inp.num_outputs;
   }
+  let agreedN = 0;
+  let disagreedN = 0;
   g.inputs.forEach((inputIndex, k) => {
     check.slots[k]!.forEach((slot, c) => { // k indexes check.slots (loop bound)
       const mine = outputs[offsets[inputIndex]! + c]; // offsets has one entry per input
       if (!slot.ok || mine === undefined || mine.status !== 'completed') return; // nothing to compare against
       const agreed = slot.candidate.status === 'completed' && sameDecision(mine.output, slot.candidate.output);
       metrics.shadowAgreement.inc({ ...labels, agreed: String(agreed) });
+      if (agreed) agreedN++;
+      else disagreedN++;
     });
   });
+  span?.event(EVENT_SHADOW_AGREEMENT, { [ATTR_AGREED]: agreedN, [ATTR_DISAGREED]: disagreedN });
 }

@@ -14,12 +14,16 @@
  *   removed from every memory in the body, numbers kept exactly (exact-json.ts), and the backend's answer
  *   comes back unchanged: status, content-type, bytes. Unreachable: 502; no answer within timeout_s: 504.
  * - No coaching-capable backend, or the chosen backend does not coach: 503 `{"detail": ...}`.
+ * - Traced (README "Tracing"): a server span per call, a client span per backend call (coaching/forward.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { aggregate, coachingBackends, isSuccess, SessionAffinity, type BackendOutcome } from '../coaching/backends.js';
 import { BatchSignal, onClientGone, type AbortLike } from '../abort.js';
 import { answerDetail, coachingHeaders, forward } from '../coaching/forward.js';
 import { findTarget, ruleBackend, runIdOf, stripGatewayTags } from '../coaching/trajectory.js';
+import { COACHING_SPANS, traceCoachingStatus, type CoachingSpanStart } from '../coaching/coaching-span.js';
+import { ATTR_BACKEND, ATTR_BACKENDS, ATTR_REQUEST_ID, ATTR_RUN_ID, ATTR_VIA, ATTR_X_REQUEST_ID } from '../tracing/attributes.js';
+import type { TraceSpan } from '../tracing/trace-span.js';
 import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/exact-json.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import type { GatewayRuntime } from '../runtime.js';
@@ -43,6 +47,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     req: FastifyRequest<{ Params: { run_id: string } }>,
     reply: FastifyReply,
     method: 'PUT' | 'DELETE',
+    span: TraceSpan,
   ): Promise<FastifyReply> {
     const backends = coachingBackends(runtime);
     if (backends.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
@@ -50,6 +55,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     // The session config is the agent's business: forwarded as the exact text that came.
     const body = method === 'PUT' ? (typeof req.body === 'string' ? req.body : '') : undefined;
     const headers = coachingHeaders(req.headers, method === 'PUT');
+    if (span.recording) span.set({ [ATTR_RUN_ID]: runId, [ATTR_BACKENDS]: backends, [ATTR_X_REQUEST_ID]: [headers['x-request-id']] });
     const gone = clientGone(reply);
     const outcomes = await Promise.all(
       backends.map(async (backend): Promise<BackendOutcome> => {
@@ -62,7 +68,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
           headers,
           timeoutMs: runtime.upstreams.timeoutMs(backend),
           signal: gone.signal,
-        });
+        }, span);
         if (method === 'PUT' && r.ok && isSuccess(r.status)) affinity.remember(backend, runId, replica);
         // A session deleted (or already unknown) there: nothing left to stick to.
         if (method === 'DELETE' && r.ok && (isSuccess(r.status) || r.status === 404)) affinity.forget(backend, runId);
@@ -80,7 +86,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     return reply.code(answer.status).send(answer.body);
   }
 
-  async function coach(runtime: GatewayRuntime, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  async function coach(runtime: GatewayRuntime, req: FastifyRequest, reply: FastifyReply, span: TraceSpan): Promise<FastifyReply> {
     const { memory_key: memoryKey } = runtime.config;
     const text = typeof req.body === 'string' ? req.body : '';
     let parsed: ExactParse;
@@ -132,6 +138,15 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
 
     const stripped = stripGatewayTags(body, memoryKey);
     const headers = coachingHeaders(req.headers, true);
+    if (span.recording) {
+      span.set({
+        [ATTR_REQUEST_ID]: requestId,
+        [ATTR_RUN_ID]: runId,
+        [ATTR_BACKEND]: backend,
+        [ATTR_VIA]: via,
+        [ATTR_X_REQUEST_ID]: [headers['x-request-id']],
+      });
+    }
     const gone = clientGone(reply);
     const r = await forward(replica, {
       method: 'POST',
@@ -140,7 +155,7 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
       headers,
       timeoutMs: runtime.upstreams.timeoutMs(backend),
       signal: gone.signal,
-    });
+    }, span);
     gone.done();
     req.log.info(
       { run_id: runId, backend, replica: replica.id, via, target_step: target.stepIndex, tags_stripped: stripped, status: r.status },
@@ -153,24 +168,37 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     return reply.send(r.body);
   }
 
-  // Each call counts as in flight on the runtime it started on, so a config reload drains it (runtime.ts).
-  async function onRuntime<T>(fn: (runtime: GatewayRuntime) => Promise<T>): Promise<T> {
+  // Each call counts as in flight on the runtime it started on, so a config reload drains it (runtime.ts), and
+  // is one server span of that runtime's tracing (the no-op span when tracing is off).
+  async function onRuntime(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    start: CoachingSpanStart,
+    fn: (runtime: GatewayRuntime, span: TraceSpan) => Promise<FastifyReply>,
+  ): Promise<FastifyReply> {
     const runtime = app.gateway.current;
     runtime.enter();
+    const span = runtime.tracing.server(start.name, req.headers, start.attributes);
     try {
-      return await fn(runtime);
+      const answered = await fn(runtime, span);
+      if (span.recording) traceCoachingStatus(span, reply.statusCode);
+      return answered;
+    } catch (err) {
+      if (span.recording) traceCoachingStatus(span, 500);
+      throw err;
     } finally {
+      span.end();
       runtime.leave();
     }
   }
 
   app.put<{ Params: { run_id: string } }>('/v1/coaching/sessions/:run_id', (req, reply) =>
-    onRuntime((rt) => session(rt, req, reply, 'PUT')),
+    onRuntime(req, reply, COACHING_SPANS.PUT, (rt, span) => session(rt, req, reply, 'PUT', span)),
   );
   app.delete<{ Params: { run_id: string } }>('/v1/coaching/sessions/:run_id', (req, reply) =>
-    onRuntime((rt) => session(rt, req, reply, 'DELETE')),
+    onRuntime(req, reply, COACHING_SPANS.DELETE, (rt, span) => session(rt, req, reply, 'DELETE', span)),
   );
-  app.post('/v1/coaching', (req, reply) => onRuntime((rt) => coach(rt, req, reply)));
+  app.post('/v1/coaching', (req, reply) => onRuntime(req, reply, COACHING_SPANS.coach, (rt, span) => coach(rt, req, reply, span)));
 }
 
 // Default export so app.ts can register it with one `app.register(import(...))` line.

@@ -12,7 +12,8 @@ import type { Replica } from './replica.js';
 
 export type CallResult =
   | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string }
-  | { ok: false; failure: AttemptFailure };
+  /** `status`: the HTTP status when the backend answered (a non-2xx, or a 2xx refused by a bound). */
+  | { ok: false; failure: AttemptFailure; status?: number };
 
 export interface CallOptions {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -214,7 +215,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   /** End the call now with `failure`: answered first, then undici is told to drop the connection's request. */
   private stop(failure: AttemptFailure): void {
     if (this.settled) return;
-    this.settle({ ok: false, failure });
+    // A status already received (an answer too large or too slow after its headers) goes on the client span.
+    this.settle(this.status > 0 ? { ok: false, failure, status: this.status } : { ok: false, failure });
     this.chunks.length = 0;
     this.text = '';
     this.controller?.abort(new errors.RequestAbortedError());
@@ -251,10 +253,11 @@ export async function postResponses(
   if (!r.ok) return r;
   if (r.status >= 200 && r.status < 300) {
     if (exceedsDepth(r.text, replica.maxJsonDepth) === -1) return r;
-    return { ok: false, failure: { code: 'gateway_backend_invalid_response', message: `the answer is ${tooDeepMessage(replica.maxJsonDepth)}` } };
+    return { ok: false, status: r.status, failure: { code: 'gateway_backend_invalid_response', message: `the answer is ${tooDeepMessage(replica.maxJsonDepth)}` } };
   }
   return {
     ok: false,
+    status: r.status,
     failure: { code: codeForStatus(r.status), message: safeReason(`HTTP ${r.status}: ${r.text.slice(0, 200)}`) },
   };
 }

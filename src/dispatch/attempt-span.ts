@@ -1,0 +1,70 @@
+/**
+ * The client span of one sub-request (README "Tracing"): which backend and replica, how many inputs and
+ * candidates, how it ended. Built only when the batch's span is recorded (attempt.ts checks), so an untraced
+ * batch never builds these attributes.
+ */
+import {
+  ATTR_BACKEND,
+  ATTR_CANDIDATES,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_INPUTS,
+  ATTR_OUTCOME,
+  ATTR_REPLICA,
+  ATTR_ROUTES,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_URL_FULL,
+} from '../tracing/attributes.js';
+import type { SpanAttributes, TraceSpan } from '../tracing/trace-span.js';
+import type { Replica } from '../upstream/replica.js';
+import type { Item } from './batch-item.js';
+
+/** Set when a refused connection sent these inputs to another replica of the same backend. */
+export const ATTR_REPLICA_RETRY = 'magma.replica_retry';
+
+/** `server.address` and `server.port` of a replica (an IPv6 address without its brackets). */
+export function serverOf(replica: Replica): { address: string; port: number } {
+  const u = new URL(replica.origin);
+  const port = u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+  return { address: u.hostname.replace(/^\[(.*)\]$/, '$1'), port };
+}
+
+/** The span's name: its backend, so a trace view lists the sub-requests by who answered them. */
+export function attemptSpanName(replica: Replica): string {
+  return `POST ${replica.backend}`;
+}
+
+export function attemptAttributes(replica: Replica, path: string, items: readonly Item[], replicaRetry: boolean): SpanAttributes {
+  let candidates = 0;
+  const routes: string[] = [];
+  for (const it of items) {
+    candidates += it.count;
+    if (!routes.includes(it.route)) routes.push(it.route);
+  }
+  const server = serverOf(replica);
+  return {
+    [ATTR_BACKEND]: replica.backend,
+    [ATTR_REPLICA]: replica.id,
+    [ATTR_HTTP_REQUEST_METHOD]: 'POST',
+    // The origin carries no user info: a password in a backend url stays out of the trace.
+    [ATTR_URL_FULL]: replica.origin + replica.path(path),
+    [ATTR_SERVER_ADDRESS]: server.address,
+    [ATTR_SERVER_PORT]: server.port,
+    [ATTR_INPUTS]: items.length,
+    [ATTR_CANDIDATES]: candidates,
+    [ATTR_ROUTES]: routes,
+    ...(replicaRetry ? { [ATTR_REPLICA_RETRY]: true } : {}),
+  };
+}
+
+/**
+ * How the sub-request ended, then the end of its span. `outcome`: `ok`, `cancelled` or a gateway_* code (as in
+ * magma_gateway_backend_requests_total); anything but `ok` marks the span failed with it as `error.type`.
+ */
+export function endAttemptSpan(span: TraceSpan, outcome: string | undefined, status: number | undefined, reason: string | undefined): void {
+  span.set({ [ATTR_OUTCOME]: outcome, [ATTR_HTTP_RESPONSE_STATUS_CODE]: status });
+  if (outcome === undefined) span.fail('exception', 'the sub-request ended without an outcome');
+  else if (outcome !== 'ok') span.fail(outcome, reason);
+  span.end();
+}
