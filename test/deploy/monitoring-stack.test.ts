@@ -172,9 +172,9 @@ describe('monitoring stack files', () => {
     }
     assert.deepEqual(
       [...dependsOn(service('gateway'))].sort(),
-      [['actor', 'service_healthy'], ['redis', 'service_healthy'], ['talker', 'service_healthy']],
+      [['actor', 'service_healthy'], ['jaeger', 'service_started'], ['redis', 'service_healthy'], ['talker', 'service_healthy']],
     );
-    for (const required of ['gateway', 'talker', 'actor', 'redis', 'prometheus', 'grafana']) {
+    for (const required of ['gateway', 'talker', 'actor', 'redis', 'prometheus', 'grafana', 'jaeger']) {
       assert.ok(required in services, `service ${required} is missing`);
     }
   });
@@ -258,6 +258,21 @@ describe('monitoring stack files', () => {
     const ru = new URL(redis.url);
     assert.ok(ru.hostname in services && /^redis:/.test(String(service(ru.hostname).image)), `${redis.url} names the redis service`);
     assert.ok(containerPorts(service(ru.hostname)).includes(urlPort(ru)));
+  });
+
+  it("the gateway's tracing endpoint is the compose trace viewer's OTLP/HTTP port, and its UI is published", () => {
+    const endpoint = gatewayConfig().tracing.otlp_endpoint;
+    assert.ok(endpoint, 'the compose gateway exports traces (tracing.otlp_endpoint)');
+    const u = new URL(endpoint);
+    assert.ok(u.hostname in services, `tracing.otlp_endpoint ${endpoint} names no compose service`);
+    const viewer = service(u.hostname);
+    assert.match(String(viewer.image), /^jaegertracing\/all-in-one:\d+\.\d+\.\d+$/, 'Jaeger all-in-one, a pinned version');
+    assert.equal(urlPort(u), 4318, 'OTLP/HTTP');
+    assert.equal(u.pathname, '/v1/traces', "the OTLP/HTTP traces path (the exporter posts to the URL as given)");
+    assert.ok(containerPorts(viewer).includes(urlPort(u)), `${u.hostname} does not declare port ${urlPort(u)}`);
+    assert.equal(environment(viewer).COLLECTOR_OTLP_ENABLED, 'true', 'Jaeger receives OTLP');
+    assert.ok(ports(viewer).some((p) => p.container === 16686 && p.published === 16686), 'the Jaeger UI on :16686');
+    assert.equal(gatewayConfig().tracing.service_name, 'magma-gateway');
   });
 
   it('the demo agents run compiled demo/agents sources on all interfaces, on the ports their healthchecks probe', () => {
