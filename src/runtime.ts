@@ -13,6 +13,7 @@ import { Prober } from './upstream/prober.js';
 import { SharedEjections } from './upstream/shared-ejections.js';
 import { Upstreams } from './upstream/upstreams.js';
 import type { Store } from './state/index.js';
+import { ClientTable } from './clients/client-table.js';
 
 export class GatewayRuntime {
   readonly routes: CompiledRoutes;
@@ -20,6 +21,8 @@ export class GatewayRuntime {
   readonly prober: Prober;
   readonly budget: RetryBudget;
   readonly shadows: ShadowLimiter;
+  /** Client keys (README "Client keys"); undefined without `clients:`, when every agent endpoint is open. */
+  readonly clients: ClientTable | undefined;
   private readonly ejections: SharedEjections | undefined;
   private active = 0;
   private drained: (() => void) | undefined;
@@ -37,6 +40,7 @@ export class GatewayRuntime {
     this.prober = new Prober(this.upstreams, config, metrics, log);
     this.budget = new RetryBudget(config.retry_budget.ratio, config.retry_budget.min);
     this.shadows = new ShadowLimiter(config.shadow_max_in_flight);
+    this.clients = config.clients === undefined ? undefined : new ClientTable(config.clients);
   }
 
   /** Backends a route can use (routing's routeBackends, the one definition), by route name. */

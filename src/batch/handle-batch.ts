@@ -21,6 +21,8 @@ import type { GatewayRuntime } from '../runtime.js';
 import { hashBody, type ReplayLease } from '../state/index.js';
 import { utf8Exceeds } from '../state/util.js';
 import { GatewayError } from '../errors.js';
+import type { Granted } from '../clients/client-limiter.js';
+import { admitClient, overloadedOutputs } from './client-admission.js';
 
 /** Every code the gateway itself writes in a candidate starts so (src/errors.ts). */
 const GATEWAY_CODE_PREFIX = 'gateway_';
@@ -32,6 +34,8 @@ export interface BatchExchange {
   log: Logger;
   /** Calls `fn` if the client closes the connection before the answer is written; returns the unregister. */
   onClientGone(fn: () => void): () => void;
+  /** The client's name when clients are configured (README "Client keys"); its limits apply to this batch. */
+  client?: string | undefined;
 }
 
 export interface BatchAnswer {
@@ -109,6 +113,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
   // response, and one still being computed (here or on another gateway replica) is waited for instead of
   // computed twice.
   let lease: ReplayLease | undefined;
+  let permit: Granted | undefined;
   try {
     if (config.state.replay_ttl_s > 0) {
       const begin = await store.replayBegin(request.request_id, hashBody(raw), signal);
@@ -122,6 +127,20 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
         metrics.replay.inc({ outcome: 'miss' });
         lease = begin.lease;
       }
+    }
+
+    // The client's limits (README "Client keys"): after replay, which costs no backend anything.
+    if (ex.client !== undefined && gw.clients.limited(ex.client)) {
+      const admitted = await admitClient(gw, ex.client, request, deadline, signal);
+      if (!admitted.ok) {
+        const refused = overloadedOutputs(runtime, gw, request, ex.headers, parsed.marked, ex.client, admitted);
+        ex.log.info(
+          { request_id: request.request_id, client: ex.client, limit: admitted.limit, waited_ms: Math.round(admitted.waitedMs), inputs: inputs.length, candidates: refused.outputs.length },
+          'batch over its client limits',
+        );
+        return { status: 200, body: stringifyExact(refused.outputs, refused.marked), requestId };
+      }
+      permit = admitted;
     }
 
     const plan = planBatch(request, runtime.routes, runtime.upstreams, { headers: ex.headers });
@@ -162,6 +181,8 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
       ex.log.info(
         {
           request_id: request.request_id,
+          ...(ex.client === undefined ? {} : { client: ex.client }),
+          ...(permit === undefined || permit.waitedMs === 0 ? {} : { client_wait_ms: Math.round(permit.waitedMs) }),
           inputs: request.inputs.length,
           candidates: result.outputs.length,
           routes: countBy(plan.inputs.map((p) => p.route)),
@@ -176,6 +197,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
     }
     return { status: 200, body, requestId, overheadMs };
   } finally {
+    permit?.release();
     clearTimeout(deadlineTimer);
     unlistenGone();
     // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
