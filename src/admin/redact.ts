@@ -1,7 +1,7 @@
 /**
  * The config as `GET /gateway/config` shows it: everything an operator needs to see what is running, nothing an
- * operator's screen share could leak. Redacted: `admin.token`, every backend `headers` value (they carry API
- * keys), passwords in URLs (Redis, and backend URLs with user info), and Redis `options` values whose key
+ * operator's screen share could leak. Redacted: `admin.token`, every client's `key` (README "Client keys"),
+ * every backend `headers` value (they carry API keys), passwords in URLs (Redis, and backend URLs with user info), and Redis `options` values whose key
  * names a secret (ioredis takes `password`, `sentinelPassword`, TLS keys there).
  */
 import type { GatewayConfig } from '../config/schema.js';
@@ -36,7 +36,8 @@ function redactOptions(value: unknown): unknown {
   return out;
 }
 
-export type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state'> & {
+export type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state' | 'clients'> & {
+  clients?: Record<string, Omit<NonNullable<GatewayConfig['clients']>[string], 'key'> & { key: string }>;
   admin: { token: string | null; protect_metrics: boolean };
   backends: Record<string, Omit<GatewayConfig['backends'][string], 'headers'> & { headers: Record<string, string> }>;
   state: Omit<GatewayConfig['state'], 'redis'> & {
@@ -58,8 +59,14 @@ export function redactConfig(config: GatewayConfig): RedactedConfig {
     };
   }
   const { redis, ...state } = config.state;
+  // Every field of a client as it is, but its key.
+  const clients =
+    config.clients === undefined
+      ? undefined
+      : Object.fromEntries(Object.entries(config.clients).map(([name, c]) => [name, { ...c, key: REDACTED }]));
   return {
     ...config,
+    ...(clients === undefined ? {} : { clients }),
     admin: { token: config.admin.token === undefined ? null : REDACTED, protect_metrics: config.admin.protect_metrics },
     backends,
     state: {
