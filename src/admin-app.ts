@@ -6,6 +6,7 @@
  */
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { parseHostPort } from './config/schema.js';
+import { ANONYMOUS_CLIENT } from './metrics.js';
 import authPlugin from './plugins/auth.js';
 import { installHttpErrors } from './plugins/http-errors.js';
 import { adminRoutes } from './routes/admin.js';
@@ -38,8 +39,9 @@ export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInsta
   await admin.register(authPlugin, { listener: 'admin' });
   admin.addHook('onResponse', async (req, reply) => {
     const endpoint = req.routeOptions.url ?? 'unmatched';
-    admin.gateway.metrics.httpRequests.inc({ endpoint, status_code: String(reply.statusCode) });
-    admin.gateway.metrics.httpDuration.observe({ endpoint }, reply.elapsedTime / 1000);
+    // The admin listener takes no client keys: its requests are anonymous to the client label.
+    admin.gateway.metrics.httpRequests.inc({ endpoint, status_code: String(reply.statusCode), client: ANONYMOUS_CLIENT });
+    admin.gateway.metrics.httpDuration.observe({ endpoint, client: ANONYMOUS_CLIENT }, reply.elapsedTime / 1000);
   });
   await admin.register(adminRoutes, { main });
   await admin.register(experimentsRoute);

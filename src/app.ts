@@ -9,12 +9,14 @@ import type { GatewayConfig } from './config/schema.js';
 import { loggerOptions } from './logging.js';
 import accessLogPlugin from './plugins/access-log.js';
 import authPlugin from './plugins/auth.js';
+import clientKeysPlugin from './plugins/client-keys.js';
 import gatewayPlugin from './plugins/gateway.js';
 import { installHttpErrors } from './plugins/http-errors.js';
 import { settleReloads } from './reload.js';
 import { identityRoutes } from './routes/identity.js';
 import { metricsRoute } from './routes/metrics.js';
 import { createFrontServer, type FrontHost } from './routes/batch-front.js';
+import { clientLabelOf, rewriteKeyUrl } from './routes/request-client.js';
 import { responsesRoute } from './routes/responses.js';
 import { Drain } from './shutdown.js';
 
@@ -49,6 +51,9 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     return503OnClosing: true,
     // POST /v1/responses is answered before fastify (routes/batch-front.ts); the rest goes to fastify.
     serverFactory: (handler) => createFrontServer(handler, () => front.host, config.server),
+    // A client key in the address (`/k/<key>/...`, README "Client keys") is not part of the path fastify
+    // routes; the listening front strips it first, this covers requests that skip the front (app.inject).
+    rewriteUrl: rewriteKeyUrl,
   });
   app.decorate('drain', drain);
   // From here on the front leaves every request to fastify, which answers 503 while closing.
@@ -72,15 +77,18 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     defaultMetrics: opts.defaultMetrics,
   });
 
-  // Before any route: /metrics needs the admin token when admin.protect_metrics is set.
+  // Before any route: client keys on every agent endpoint when clients: is configured, and the admin token
+  // on /metrics when admin.protect_metrics is set.
+  await app.register(clientKeysPlugin);
   await app.register(authPlugin, { listener: 'agent' });
   await app.register(accessLogPlugin);
 
-  // Cross-cutting: every answer counted and timed by endpoint (the URL path pattern).
+  // Cross-cutting: every answer counted and timed by endpoint (the URL path pattern) and client.
   app.addHook('onResponse', async (req, reply) => {
     const endpoint = req.routeOptions.url ?? 'unmatched';
-    app.gateway.metrics.httpRequests.inc({ endpoint, status_code: String(reply.statusCode) });
-    app.gateway.metrics.httpDuration.observe({ endpoint }, reply.elapsedTime / 1000);
+    const client = clientLabelOf(req.raw);
+    app.gateway.metrics.httpRequests.inc({ endpoint, status_code: String(reply.statusCode), client });
+    app.gateway.metrics.httpDuration.observe({ endpoint, client }, reply.elapsedTime / 1000);
   });
 
   // Draining for shutdown (src/shutdown.ts): the connection ends with this answer.

@@ -13,7 +13,8 @@ export const GATEWAY_ERRORS = {
   gateway_backend_invalid_response:
     'The backend answered 2xx with a body that is not a valid AgentResponse for this candidate (not JSON, missing or malformed candidate, wrong request_id).',
   gateway_no_backend: 'No backend of the route can serve the input (all ejected, incompatible or unknown).',
-  gateway_overloaded: 'The backend is at max_in_flight and no permit came free in time, or the retry budget is spent.',
+  gateway_overloaded:
+    'The backend is at max_in_flight and no permit came free in time, the retry budget is spent, or the client stayed over its clients.<name> limits for max_wait_s.',
 } as const;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
@@ -68,8 +69,14 @@ export const GATEWAY_ERR = {
     meaning: 'A malformed HTTP request (400), or any other 4xx fastify answers before a handler, with its status (e.g. 415 for a Content-Type it does not parse).',
     status: 400,
   },
-  GATEWAY_ERR_UNAUTHORIZED: { meaning: 'The admin listener (or a protected path) was asked without the right bearer token.', status: 401 },
-  GATEWAY_ERR_NOT_FOUND: { meaning: 'No route serves this path, or an admin path names an unknown backend or replica.', status: 404 },
+  GATEWAY_ERR_UNAUTHORIZED: {
+    meaning: 'The admin listener (or a protected path) was asked without the right bearer token, or an agent endpoint without a valid client key when clients: is configured.',
+    status: 401,
+  },
+  GATEWAY_ERR_NOT_FOUND: {
+    meaning: 'No route serves this path, an admin path names an unknown backend or replica, or an address carries /k/<key> while no clients: is configured.',
+    status: 404,
+  },
   GATEWAY_ERR_METHOD_NOT_ALLOWED: { meaning: 'The path exists but not with this method; the `Allow` header lists the methods.', status: 405 },
   GATEWAY_ERR_REQUEST_TIMEOUT: {
     meaning: 'The request headers or body were not received within server.headers_timeout_s / server.body_timeout_s; the connection closes.',

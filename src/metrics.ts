@@ -49,10 +49,23 @@ export const METRIC_NAMES = [
   'magma_gateway_request_bytes_in_flight',
   'magma_gateway_admission_waiting',
   'magma_gateway_admission_wait_seconds',
+  'magma_gateway_client_limit_waits_total',
+  'magma_gateway_client_limit_overloaded_total',
+  'magma_gateway_client_limit_wait_seconds',
+  'magma_gateway_client_limit_waiting',
 ] as const;
 
 /** The batch endpoint, as the HTTP series' `endpoint` label names it. */
 export const BATCH_ENDPOINT = '/v1/responses';
+
+/**
+ * The `client` label of a request without a client (no clients configured, a keyless health check, /metrics, the
+ * admin listener). src/clients/access.ts names it ANONYMOUS.
+ */
+export const ANONYMOUS_CLIENT = 'anonymous';
+
+/** The limits a client's batch can wait for (src/clients/client-limiter.ts LimitName). */
+const CLIENT_LIMITS = ['batches_in_flight', 'candidates_per_minute'] as const;
 
 /** What the store metrics read at each scrape (the store counts; the registry only exports). */
 export interface StoreHealth {
@@ -85,8 +98,8 @@ export class GatewayMetrics {
   private store: StoreHealth | undefined;
   private readonly latencyBuckets: number[];
 
-  readonly httpRequests: Counter<'endpoint' | 'status_code'>;
-  readonly httpDuration: Histogram<'endpoint'>;
+  readonly httpRequests: Counter<'endpoint' | 'status_code' | 'client'>;
+  readonly httpDuration: Histogram<'endpoint' | 'client'>;
   readonly inputs = new Counter({
     name: 'magma_gateway_inputs_total',
     help: 'Inputs routed, by routing rule and backend.',
@@ -246,6 +259,33 @@ export class GatewayMetrics {
   });
   /** Built in the constructor: its buckets are metrics.latency_buckets_s, as for every duration histogram. */
   readonly admissionWait: Histogram;
+  readonly clientLimitWaits = new Counter({
+    name: 'magma_gateway_client_limit_waits_total',
+    help: 'Batches that did not fit their client\'s limits at once and waited, by client and the limit in the way.',
+    labelNames: ['client', 'limit'] as const,
+    registers: [this.registry],
+  });
+  readonly clientLimitOverloaded = new Counter({
+    name: 'magma_gateway_client_limit_overloaded_total',
+    help: 'Batches answered with gateway_overloaded candidates because their client stayed over a limit for max_wait_s.',
+    labelNames: ['client', 'limit'] as const,
+    registers: [this.registry],
+  });
+  /** Built in the constructor (latency buckets). */
+  readonly clientLimitWait: Histogram<'client'>;
+  /** Batches waiting for their client's limits now, by client, read at scrape time (src/clients/client-limits.ts). */
+  clientLimitsSource: { waitingByClient(): Map<string, number> } | undefined;
+  readonly clientLimitWaiting: Gauge<'client'> = new Gauge({
+    name: 'magma_gateway_client_limit_waiting',
+    help: 'Batches waiting now for their client\'s max_batches_in_flight or max_candidates_per_minute.',
+    labelNames: ['client'] as const,
+    registers: [this.registry],
+    collect: (): void => {
+      // A client removed by a reload has no series left to report.
+      this.clientLimitWaiting.reset();
+      for (const [client, n] of this.clientLimitsSource?.waitingByClient() ?? []) this.clientLimitWaiting.set({ client }, n);
+    },
+  });
 
   constructor(opts: MetricsOptions = {}) {
     this.latencyBuckets = [...(opts.latencyBucketsS ?? LATENCY_BUCKETS)];
@@ -257,14 +297,21 @@ export class GatewayMetrics {
     });
     this.httpRequests = new Counter({
       name: 'magma_gateway_http_requests_total',
-      help: 'HTTP requests answered by the gateway, by endpoint (URL path pattern) and status code.',
-      labelNames: ['endpoint', 'status_code'] as const,
+      help: 'HTTP requests answered by the gateway, by endpoint (URL path pattern), status code and client (clients: names, anonymous, unauthorized).',
+      labelNames: ['endpoint', 'status_code', 'client'] as const,
       registers: [this.registry],
     });
     this.httpDuration = new Histogram({
       name: 'magma_gateway_http_request_duration_seconds',
-      help: 'Time to answer an HTTP request, by endpoint (a whole batch for /v1/responses).',
-      labelNames: ['endpoint'] as const,
+      help: 'Time to answer an HTTP request, by endpoint (a whole batch for /v1/responses) and client.',
+      labelNames: ['endpoint', 'client'] as const,
+      buckets: this.latencyBuckets,
+      registers: [this.registry],
+    });
+    this.clientLimitWait = new Histogram({
+      name: 'magma_gateway_client_limit_wait_seconds',
+      help: 'How long batches that waited for their client\'s limits waited (served or not).',
+      labelNames: ['client'] as const,
       buckets: this.latencyBuckets,
       registers: [this.registry],
     });
@@ -278,9 +325,6 @@ export class GatewayMetrics {
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
     this.storeUp.set(1);
     this.buildInfo.set({ version: opts.version ?? 'unknown' }, 1);
-    // The batch endpoint's success series exist before the first batch: the dashboard's batch panels read them.
-    this.httpRequests.inc({ endpoint: BATCH_ENDPOINT, status_code: '200' }, 0);
-    this.zeroHistogram(this.httpDuration, { endpoint: BATCH_ENDPOINT });
   }
 
   /** The store whose health figures are exported (read at each scrape). */
@@ -304,7 +348,7 @@ export class GatewayMetrics {
   }
 
   private zeroHistogram<L extends string>(h: Histogram<L>, labels: Record<L, string>): void {
-    const key = `${h === this.httpDuration ? 'http' : 'backend'}\n${JSON.stringify(labels)}`;
+    const key = `${h === this.httpDuration ? 'http' : h === this.clientLimitWait ? 'client' : 'backend'}\n${JSON.stringify(labels)}`;
     if (this.zeroed.has(key)) return;
     this.zeroed.add(key);
     h.zero(labels);
@@ -347,6 +391,22 @@ export class GatewayMetrics {
         for (const outcome of SHADOW_OUTCOMES) this.shadowRequests.inc({ route, backend, outcome }, 0);
         for (const agreed of ['true', 'false']) this.shadowAgreement.inc({ route, backend, agreed }, 0);
       }
+    }
+    // The batch endpoint's success series exist before the first batch, for each client that can send one:
+    // the dashboard's batch panels read them.
+    const clients = config.clients === undefined ? [ANONYMOUS_CLIENT] : Object.keys(config.clients);
+    for (const client of clients) {
+      this.httpRequests.inc({ endpoint: BATCH_ENDPOINT, status_code: '200', client }, 0);
+      this.zeroHistogram(this.httpDuration, { endpoint: BATCH_ENDPOINT, client });
+    }
+    for (const [client, c] of Object.entries(config.clients ?? {})) {
+      const limits = CLIENT_LIMITS.filter((l) => (l === 'batches_in_flight' ? c.max_batches_in_flight : c.max_candidates_per_minute) !== undefined);
+      if (limits.length === 0) continue;
+      for (const limit of limits) {
+        this.clientLimitWaits.inc({ client, limit }, 0);
+        this.clientLimitOverloaded.inc({ client, limit }, 0);
+      }
+      this.zeroHistogram(this.clientLimitWait, { client });
     }
     for (const outcome of REPLAY_OUTCOMES) this.replay.inc({ outcome }, 0);
     for (const result of ['ok', 'refused']) this.reloads.inc({ result }, 0);

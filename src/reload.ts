@@ -34,6 +34,8 @@ export interface ReloadReport {
   trigger: ReloadTrigger;
   config_path: string;
   backends: { added: string[]; removed: string[]; changed: string[] };
+  /** Client names only (README "Client keys"): `changed` is a new key or new limits, never shown. */
+  clients: { added: string[]; removed: string[]; changed: string[] };
   routes: string[];
   /** Changed in the file but kept at the running value until a restart. */
   restart_required: string[];
@@ -99,13 +101,14 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
   return { config: deepFreeze({ ...next, server, admin, state: running.state, metrics: running.metrics }), kept };
 }
 
-function diffBackends(a: GatewayConfig, b: GatewayConfig): ReloadReport['backends'] {
-  const before = Object.keys(a.backends);
-  const after = Object.keys(b.backends);
+/** Names added, removed and changed between two maps of named sections (backends, clients). */
+function diffNamed(a: Record<string, unknown> | undefined, b: Record<string, unknown> | undefined): ReloadReport['backends'] {
+  const before = Object.keys(a ?? {});
+  const after = Object.keys(b ?? {});
   return {
     added: after.filter((n) => !before.includes(n)),
     removed: before.filter((n) => !after.includes(n)),
-    changed: after.filter((n) => before.includes(n) && canonical(a.backends[n]) !== canonical(b.backends[n])),
+    changed: after.filter((n) => before.includes(n) && canonical(a?.[n]) !== canonical(b?.[n])),
   };
 }
 
@@ -160,6 +163,8 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
   }
   // The swap: from this line every new batch takes the new runtime.
   state.current = next;
+  // Keys are read from the runtime; the limiters keep each client's state by name (src/clients/client-limits.ts).
+  state.clients.configure(next.config.clients);
   applyTls(app.server);
   if (next.config.log_level !== running.config.log_level) app.log.level = next.config.log_level;
   retire(app, books, running);
@@ -172,7 +177,8 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
     reloaded: true,
     trigger,
     config_path: path,
-    backends: diffBackends(running.config, next.config),
+    backends: diffNamed(running.config.backends, next.config.backends),
+    clients: diffNamed(running.config.clients, next.config.clients),
     routes: next.config.routes.map((r) => r.name),
     restart_required: kept,
     warnings,

@@ -15,6 +15,7 @@ import { Upstreams } from './upstream/upstreams.js';
 import type { Store } from './state/index.js';
 import { createTracing } from './tracing/otel-tracing.js';
 import type { Tracing } from './tracing/trace-span.js';
+import { ClientTable } from './clients/client-table.js';
 
 export class GatewayRuntime {
   readonly routes: CompiledRoutes;
@@ -24,6 +25,8 @@ export class GatewayRuntime {
   readonly shadows: ShadowLimiter;
   /** This config's tracing (README "Tracing"): the no-op one unless tracing.otlp_endpoint is set. */
   readonly tracing: Tracing;
+  /** Client keys (README "Client keys"); undefined without `clients:`, when every agent endpoint is open. */
+  readonly clients: ClientTable | undefined;
   private readonly ejections: SharedEjections | undefined;
   private active = 0;
   private drained: (() => void) | undefined;
@@ -44,6 +47,7 @@ export class GatewayRuntime {
     this.budget = new RetryBudget(config.retry_budget.ratio, config.retry_budget.min);
     this.shadows = new ShadowLimiter(config.shadow_max_in_flight);
     this.tracing = createTracing(config.tracing, { version, log });
+    this.clients = config.clients === undefined ? undefined : new ClientTable(config.clients);
   }
 
   /** Backends a route can use (routing's routeBackends, the one definition), by route name. */

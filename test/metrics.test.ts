@@ -105,10 +105,10 @@ test('the HTTP series label the URL path `endpoint` (renamed from `route`), on b
   await fetch(`${gw.adminUrl}/gateway/backends`);
   assert.equal((await gw.post({ request_id: 'e1', inputs: [mkInput(1)] })).status, 200);
   const text = await (await fetch(`${gw.url}/metrics`)).text();
-  assert.equal(sample(text, 'magma_gateway_http_requests_total{endpoint="/health",status_code="200"}'), 1);
-  assert.equal(sample(text, 'magma_gateway_http_requests_total{endpoint="/gateway/backends",status_code="200"}'), 1);
-  assert.equal(sample(text, 'magma_gateway_http_requests_total{endpoint="/v1/responses",status_code="200"}'), 1);
-  assert.equal(sample(text, 'magma_gateway_http_request_duration_seconds_count{endpoint="/v1/responses"}'), 1);
+  assert.equal(sample(text, 'magma_gateway_http_requests_total{endpoint="/health",status_code="200",client="anonymous"}'), 1);
+  assert.equal(sample(text, 'magma_gateway_http_requests_total{endpoint="/gateway/backends",status_code="200",client="anonymous"}'), 1);
+  assert.equal(sample(text, 'magma_gateway_http_requests_total{endpoint="/v1/responses",status_code="200",client="anonymous"}'), 1);
+  assert.equal(sample(text, 'magma_gateway_http_request_duration_seconds_count{endpoint="/v1/responses",client="anonymous"}'), 1);
   const http = text.split('\n').filter((l) => l.startsWith('magma_gateway_http_'));
   assert.ok(http.length > 0 && http.every((l) => !l.includes('route=')), 'no HTTP series has a route label');
   // `route` is the routing rule wherever it appears.
@@ -117,14 +117,14 @@ test('the HTTP series label the URL path `endpoint` (renamed from `route`), on b
 
 test('latency buckets start at 1 ms by default: a 5 ms batch is counted at le="0.005", not only at 10 ms', async () => {
   const m = new GatewayMetrics({ defaultMetrics: false });
-  m.httpDuration.observe({ endpoint: '/v1/responses' }, 0.005);
+  m.httpDuration.observe({ endpoint: '/v1/responses', client: 'anonymous' }, 0.005);
   m.backendDuration.observe({ backend: 'x' }, 0.0015);
   const text = await m.registry.metrics();
   const bucket = (name: string, labels: string, le: string): number | undefined => sample(text, `${name}_bucket{le="${le}",${labels}}`);
   const http = 'magma_gateway_http_request_duration_seconds';
-  assert.equal(bucket(http, 'endpoint="/v1/responses"', '0.001'), 0);
-  assert.equal(bucket(http, 'endpoint="/v1/responses"', '0.0025'), 0);
-  assert.equal(bucket(http, 'endpoint="/v1/responses"', '0.005'), 1);
+  assert.equal(bucket(http, 'endpoint="/v1/responses",client="anonymous"', '0.001'), 0);
+  assert.equal(bucket(http, 'endpoint="/v1/responses",client="anonymous"', '0.0025'), 0);
+  assert.equal(bucket(http, 'endpoint="/v1/responses",client="anonymous"', '0.005'), 1);
   assert.equal(bucket('magma_gateway_backend_request_duration_seconds', 'backend="x"', '0.0025'), 1);
   assert.deepEqual(DEFAULT_LATENCY_BUCKETS_S.slice(0, 3), [0.001, 0.0025, 0.005]);
   assert.equal(DEFAULT_LATENCY_BUCKETS_S.at(-1), 600);
@@ -208,8 +208,8 @@ test('every series whose labels the config fixes exists at 0 before anything hap
   zero('magma_gateway_shadow_agreement_total{route="main",backend="s",agreed="false"}');
   zero('magma_gateway_replay_total{outcome="hit"}');
   zero('magma_gateway_config_reloads_total{result="refused"}');
-  zero('magma_gateway_http_requests_total{endpoint="/v1/responses",status_code="200"}');
-  zero('magma_gateway_http_request_duration_seconds_count{endpoint="/v1/responses"}');
+  zero('magma_gateway_http_requests_total{endpoint="/v1/responses",status_code="200",client="anonymous"}');
+  zero('magma_gateway_http_request_duration_seconds_count{endpoint="/v1/responses",client="anonymous"}');
   zero('magma_gateway_store_fallback_active');
   zero('magma_gateway_store_leases_lost_total');
   zero('magma_gateway_permit_timeouts_total');

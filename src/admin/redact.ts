@@ -1,8 +1,9 @@
 /**
  * The config as `GET /gateway/config` shows it: everything an operator needs to see what is running, nothing an
- * operator's screen share could leak. Redacted: `admin.token`, every backend and `tracing.headers` value (they
- * carry API keys), passwords in URLs (Redis, backend URLs with user info, the OTLP endpoint), and Redis `options`
- * values whose key names a secret (ioredis takes `password`, `sentinelPassword`, TLS keys there).
+ * operator's screen share could leak. Redacted: `admin.token`, every client's `key` (README "Client keys"),
+ * every backend and `tracing.headers` value (they carry API keys), passwords in URLs (Redis, backend URLs with
+ * user info, the OTLP endpoint), and Redis `options` values whose key names a secret (ioredis takes `password`,
+ * `sentinelPassword`, TLS keys there).
  */
 import type { GatewayConfig } from '../config/schema.js';
 
@@ -36,8 +37,9 @@ function redactOptions(value: unknown): unknown {
   return out;
 }
 
-export type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state' | 'tracing'> & {
+export type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state' | 'tracing' | 'clients'> & {
   tracing: Omit<GatewayConfig['tracing'], 'headers'> & { headers: Record<string, string> };
+  clients?: Record<string, Omit<NonNullable<GatewayConfig['clients']>[string], 'key'> & { key: string }>;
   admin: { token: string | null; protect_metrics: boolean };
   backends: Record<string, Omit<GatewayConfig['backends'][string], 'headers'> & { headers: Record<string, string> }>;
   state: Omit<GatewayConfig['state'], 'redis'> & {
@@ -62,6 +64,11 @@ export function redactConfig(config: GatewayConfig): RedactedConfig {
   const tracingHeaders: Record<string, string> = {};
   for (const h of Object.keys(config.tracing.headers)) tracingHeaders[h] = REDACTED;
   const endpoint = config.tracing.otlp_endpoint;
+  // Every field of a client as it is, but its key.
+  const clients =
+    config.clients === undefined
+      ? undefined
+      : Object.fromEntries(Object.entries(config.clients).map(([name, c]) => [name, { ...c, key: REDACTED }]));
   return {
     ...config,
     tracing: {
@@ -69,6 +76,7 @@ export function redactConfig(config: GatewayConfig): RedactedConfig {
       ...(endpoint === undefined ? {} : { otlp_endpoint: redactUrl(endpoint) }),
       headers: tracingHeaders,
     },
+    ...(clients === undefined ? {} : { clients }),
     admin: { token: config.admin.token === undefined ? null : REDACTED, protect_metrics: config.admin.protect_metrics },
     backends,
     state: {

@@ -3,6 +3,7 @@
  * reload"), and the pieces that outlive a reload (metrics, store, experiment accounting). Built by the gateway
  * plugin (plugins/gateway.ts); defined here so the batch core needs nothing from the HTTP layer.
  */
+import type { ClientLimits } from '../clients/client-limits.js';
 import type { Experiments } from '../experiments/recorder.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { GatewayRuntime } from '../runtime.js';
@@ -17,4 +18,6 @@ export interface GatewayState {
   store: Store;
   /** A/B and ensemble accounting into the store's counters (README "Execution feedback and the experiment report"). */
   experiments: Experiments;
+  /** Per-client limits (README "Client keys"), by client name, kept across reloads (reload.ts reconfigures it). */
+  clients: ClientLimits;
 }

@@ -24,6 +24,8 @@ import { GatewayError } from '../errors.js';
 import { EVENT_REPLAY_CONFLICT, EVENT_REPLAY_HIT } from '../tracing/attributes.js';
 import type { TraceSpan } from '../tracing/trace-span.js';
 import { BATCH_SPAN_ATTRIBUTES, BATCH_SPAN_NAME, traceAnswer, traceRequest, traceResult, traceThrown } from './batch-span.js';
+import type { Granted } from '../clients/client-limiter.js';
+import { admitClient, overloadedOutputs } from './client-admission.js';
 
 /** Every code the gateway itself writes in a candidate starts so (src/errors.ts). */
 const GATEWAY_CODE_PREFIX = 'gateway_';
@@ -35,6 +37,8 @@ export interface BatchExchange {
   log: Logger;
   /** Calls `fn` if the client closes the connection before the answer is written; returns the unregister. */
   onClientGone(fn: () => void): () => void;
+  /** The client's name when clients are configured (README "Client keys"); its limits apply to this batch. */
+  client?: string | undefined;
 }
 
 export interface BatchAnswer {
@@ -121,6 +125,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
   // response, and one still being computed (here or on another gateway replica) is waited for instead of
   // computed twice.
   let lease: ReplayLease | undefined;
+  let permit: Granted | undefined;
   try {
     if (config.state.replay_ttl_s > 0) {
       const begin = await store.replayBegin(request.request_id, hashBody(raw), signal);
@@ -138,6 +143,20 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
         metrics.replay.inc({ outcome: 'miss' });
         lease = begin.lease;
       }
+    }
+
+    // The client's limits (README "Client keys"): after replay, which costs no backend anything.
+    if (ex.client !== undefined && gw.clients.limited(ex.client)) {
+      const admitted = await admitClient(gw, ex.client, request, deadline, signal);
+      if (!admitted.ok) {
+        const refused = overloadedOutputs(runtime, gw, request, ex.headers, parsed.marked, ex.client, admitted);
+        ex.log.info(
+          { request_id: request.request_id, client: ex.client, limit: admitted.limit, waited_ms: Math.round(admitted.waitedMs), inputs: inputs.length, candidates: refused.outputs.length },
+          'batch over its client limits',
+        );
+        return { status: 200, body: stringifyExact(refused.outputs, refused.marked), requestId };
+      }
+      permit = admitted;
     }
 
     const plan = planBatch(request, runtime.routes, runtime.upstreams, { headers: ex.headers });
@@ -179,6 +198,8 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
       ex.log.info(
         {
           request_id: request.request_id,
+          ...(ex.client === undefined ? {} : { client: ex.client }),
+          ...(permit === undefined || permit.waitedMs === 0 ? {} : { client_wait_ms: Math.round(permit.waitedMs) }),
           inputs: request.inputs.length,
           candidates: result.outputs.length,
           routes: countBy(plan.inputs.map((p) => p.route)),
@@ -193,6 +214,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
     }
     return { status: 200, body, requestId, overheadMs };
   } finally {
+    permit?.release();
     clearTimeout(deadlineTimer);
     unlistenGone();
     // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.

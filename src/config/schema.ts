@@ -148,6 +148,51 @@ export const routeSchema = z
     message: 'a route needs exactly one of "backend", "split" or "ensemble"',
   });
 
+/**
+ * Client names are the `client` label of the request metrics, whose own values for a request without a client
+ * are these two (README "Client keys"): a client may not take them.
+ */
+export const RESERVED_CLIENT_NAMES: readonly string[] = ['anonymous', 'unauthorized'];
+
+/**
+ * clients.<name>: one client (a team, a BENCH or GEN job) and its key (README "Client keys"). Messages never
+ * quote a key: it is a secret.
+ */
+export const clientSchema = z.strictObject({
+  /**
+   * The key (`${TEAM_A_KEY}`, read from the environment). Visible ASCII without spaces: it must travel in an
+   * address (`/k/<key>`) and in a header.
+   */
+  key: z
+    .string({ error: 'expected a string: the key, e.g. "${TEAM_A_KEY}"' })
+    .min(1, 'must not be empty (is its environment variable set and non-empty?)')
+    .regex(/^[\x21-\x7e]+$/, 'use visible ASCII characters without spaces (e.g. the output of: openssl rand -hex 32)'),
+  /** Batches of this client answered at once; more wait in order (FIFO). Absent: no limit. */
+  max_batches_in_flight: z.number().int().positive().optional(),
+  /** Candidates (sum of num_outputs) this client may ask per minute, a token bucket refilled continuously. Absent: no limit. */
+  max_candidates_per_minute: z.number().int().positive().optional(),
+  /** How long a batch over a limit waits for room before it is answered with gateway_overloaded candidates. */
+  max_wait_s: z.number().min(0, 'must be 0 (no waiting) or more').default(30),
+});
+
+/** clients: names (the config's name rule, two reserved) -> keys and limits; absent = no keys asked. */
+const clientsSchema = z.record(name, clientSchema).superRefine((clients, ctx) => {
+  const names = Object.keys(clients);
+  if (names.length === 0) {
+    ctx.addIssue({ code: 'custom', message: 'at least one client (or remove "clients" to serve without keys)' });
+  }
+  const byKey = new Map<string, string>();
+  for (const n of names) {
+    if (RESERVED_CLIENT_NAMES.includes(n)) {
+      ctx.addIssue({ code: 'custom', path: [n], message: `"${n}" is reserved (the metrics' label for requests without a client): choose another name` });
+    }
+    const key = clients[n]!.key; // n is one of the record's own keys
+    const first = byKey.get(key);
+    if (first === undefined) byKey.set(key, n);
+    else ctx.addIssue({ code: 'custom', path: [n, 'key'], message: `the same key as clients.${first}: every client needs its own key` });
+  }
+});
+
 /** `memory_key`'s default, exported so code that compiles a match without a config uses the same key. */
 export const DEFAULT_MEMORY_KEY = '_gateway';
 
@@ -296,6 +341,8 @@ export const configSchema = z.strictObject({
       path: ['max_export_batch_size'],
     })
     .prefault({}),
+  /** Client keys and per-client limits (README "Client keys"); absent = every agent endpoint open, as without it. */
+  clients: clientsSchema.optional(),
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   backends: z.record(name, backendSchema).refine((b) => Object.keys(b).length > 0, 'at least one backend'),
   routes: z.array(routeSchema).min(1),
@@ -304,4 +351,6 @@ export const configSchema = z.strictObject({
 export type GatewayConfig = z.output<typeof configSchema>;
 export type RouteConfig = GatewayConfig['routes'][number];
 export type Condition = z.output<typeof conditionSchema>;
+export type ClientsConfig = NonNullable<GatewayConfig['clients']>;
+export type ClientConfig = ClientsConfig[string];
 export type Scalar = string | number | boolean | null;

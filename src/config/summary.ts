@@ -2,7 +2,7 @@
  * A config in a few lines an operator can check at a glance, the way Envoy prints its listeners and clusters
  * at start: each route with the backends it sends to, each backend with its replicas, the state store.
  * Used by the start-up log line and by `magma-gateway validate`. Secrets never appear (URL passwords are
- * masked; header values are not shown at all).
+ * masked; header values and client keys are not shown at all).
  */
 import type { GatewayConfig, RouteConfig } from './schema.js';
 
@@ -38,8 +38,19 @@ export function describeRoute(r: RouteConfig): string {
   return `${r.name} -> ${target}${extras.length > 0 ? ` (${extras.join('; ')})` : ''}`;
 }
 
+/** `team-a (max 4 batches in flight, 20000 candidates/min, waits up to 30 s)`: a client without its key. */
+export function describeClient(name: string, c: NonNullable<GatewayConfig['clients']>[string]): string {
+  const limits: string[] = [];
+  if (c.max_batches_in_flight !== undefined) limits.push(`max ${c.max_batches_in_flight} batches in flight`);
+  if (c.max_candidates_per_minute !== undefined) limits.push(`${c.max_candidates_per_minute} candidates/min`);
+  if (limits.length > 0) limits.push(`waits up to ${c.max_wait_s} s`);
+  return limits.length === 0 ? `${name} (no limits)` : `${name} (${limits.join(', ')})`;
+}
+
 export interface ConfigSummary {
   routes: string[];
+  /** Client names and limits (never keys); empty without `clients:`. */
+  clients: string[];
   /** Backend name -> its replica URLs, in config order. */
   backends: Record<string, string[]>;
   replicas: number;
@@ -55,7 +66,8 @@ export function summarizeConfig(config: GatewayConfig): ConfigSummary {
   }
   const redis = config.state.redis;
   const store = redis === undefined ? 'memory' : `redis ${safeUrl(redis.url)} (key prefix "${redis.key_prefix}")`;
-  return { routes: config.routes.map(describeRoute), backends, replicas, store };
+  const clients = Object.entries(config.clients ?? {}).map(([name, c]) => describeClient(name, c));
+  return { routes: config.routes.map(describeRoute), clients, backends, replicas, store };
 }
 
 /** The summary as indented lines for a terminal (`validate`). */
@@ -69,6 +81,7 @@ export function formatSummary(config: GatewayConfig): string {
     ...names.map((n) => `    ${n}: ${s.backends[n]!.join(', ')}`), // n comes from s.backends' own keys
     `  routes   ${s.routes.length} (first match wins)`,
     ...s.routes.map((r) => `    ${r}`),
+    ...(s.clients.length === 0 ? [] : [`  clients  ${s.clients.length} (a key on every agent endpoint)`, ...s.clients.map((c) => `    ${c}`)]),
   ];
   return lines.join('\n');
 }

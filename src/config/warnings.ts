@@ -35,6 +35,36 @@ export function configWarnings(config: GatewayConfig): ConfigWarning[] {
       }
     });
   });
+  out.push(...clientKeyWarnings(config));
+  return out;
+}
+
+/** Shorter keys are warned about: a key is all that stands between a port and anyone who can reach it. */
+export const MIN_CLIENT_KEY_CHARS = 16;
+
+/**
+ * What a path segment holds as it is (RFC 3986 pchar without "%"): a key with any other character must be
+ * percent-encoded in an address (the gateway decodes the segment).
+ */
+const PATH_SAFE = /^[A-Za-z0-9._~!$&'()*+,;=:@-]*$/;
+
+/** Keys that work but are weak or awkward in an address. The messages never quote a key. */
+function clientKeyWarnings(config: GatewayConfig): ConfigWarning[] {
+  const out: ConfigWarning[] = [];
+  for (const [name, c] of Object.entries(config.clients ?? {})) {
+    const path = `clients.${name}.key`;
+    if (c.key.length < MIN_CLIENT_KEY_CHARS) {
+      out.push({ path, message: `the key of client "${name}" is shorter than ${MIN_CLIENT_KEY_CHARS} characters: use a long random key (openssl rand -hex 32)` });
+    }
+    if (!PATH_SAFE.test(c.key)) {
+      out.push({
+        path,
+        message:
+          `the key of client "${name}" has characters that must be percent-encoded in an address (/k/<key>): ` +
+          'encode them there, send the key in Authorization: Bearer or x-api-key, or use a key of letters and digits',
+      });
+    }
+  }
   return out;
 }
 

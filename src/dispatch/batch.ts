@@ -3,11 +3,14 @@
  * batch itself is a BatchRun (batch-run.ts), each sub-request an Attempt (attempt.ts), where failed items go a
  * pure decision (failover.ts), and what happens is reported to one BatchObserver (batch-observer.ts).
  */
+import type { AttemptFailure } from '../errors.js';
 import type { AgentRequest } from '../protocol/types.js';
 import type { BatchPlan } from '../routing/plan.js';
 import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
 import { batchObserver, type BatchObserver } from './batch-observer.js';
+import { itemsOf } from './batch-item.js';
 import { BatchRun } from './batch-run.js';
+import { BatchSlots } from './batch-slots.js';
 
 export type { BatchContext, BatchResult, DispatchDeps, LegOutcome } from './batch-types.js';
 
@@ -24,4 +27,22 @@ export function runBatch(
   observer: BatchObserver = batchObserver(deps.metrics, ctx.span),
 ): Promise<BatchResult> {
   return new BatchRun(deps, observer, request, plan, ctx, requestMarked).run();
+}
+
+/**
+ * The plan's every candidate as an error candidate with `failure`, no backend asked: a batch the gateway turns
+ * away whole (a client over its limits, README "Client keys"), answered in contract order with each input's
+ * memory kept and tagged as the plan routes it, so a trajectory keeps its stickiness.
+ */
+export function failBatch(
+  memoryKey: string,
+  request: AgentRequest,
+  plan: BatchPlan,
+  failure: AttemptFailure,
+  requestMarked: boolean,
+  observer: BatchObserver,
+): BatchResult {
+  const slots = new BatchSlots(request, memoryKey, observer);
+  slots.fail(itemsOf(plan), failure);
+  return { outputs: slots.outputs(), marked: requestMarked, workMs: 0, backends: {}, errorCodes: slots.errorCodes, legs: slots.legs };
 }

@@ -2,16 +2,25 @@
  * One info line per 4xx answer that fastify produces (404, 405, 413, 401, a refused coaching call, ...), so an
  * operator sees why a client was turned away: per-request logging is otherwise off (app.ts) and a batch
  * writes its own line. Answers of POST /v1/responses made on the raw front (routes/batch-front.ts) are logged
- * there. Nothing of the body is logged; the path is cut at 256 characters (it comes from the client).
+ * there. Nothing of the body is logged; the path is cut at 256 characters (it comes from the client), and a
+ * client key in it (`/k/<key>`) is written as REDACTED.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import type { IncomingMessage } from 'node:http';
+import { clientLabelOf, loggableUrl } from '../routes/request-client.js';
 
 const MAX_PATH = 256;
 
 function header(v: string | string[] | undefined): string | undefined {
   const s = Array.isArray(v) ? v[0] : v;
   return s === undefined ? undefined : s.slice(0, MAX_PATH);
+}
+
+/** The path as the client sent it, client keys redacted (README "Client keys"), cut to MAX_PATH. */
+function pathOf(raw: IncomingMessage, url: string): string {
+  const path = loggableUrl(raw, url);
+  return path.length > MAX_PATH ? `${path.slice(0, MAX_PATH)}…` : path;
 }
 
 async function accessLog(app: FastifyInstance): Promise<void> {
@@ -22,10 +31,11 @@ async function accessLog(app: FastifyInstance): Promise<void> {
       {
         status,
         method: req.method,
-        path: req.url.length > MAX_PATH ? `${req.url.slice(0, MAX_PATH)}…` : req.url,
+        path: pathOf(req.raw, req.url),
         route: req.routeOptions.url ?? null,
         request_id: header(req.headers['x-request-id']),
         remote: req.ip,
+        client: clientLabelOf(req.raw),
         ms: Number(reply.elapsedTime.toFixed(2)),
       },
       'client error answered',

@@ -3,35 +3,20 @@
  * request, whatever the path: a route another plugin adds there later is covered without knowing about this
  * file, and an unknown path gets the same 401 as a known one, so a client without the token learns nothing
  * about which admin paths exist. On the agent listener it guards `/metrics` when `admin.protect_metrics` is set;
- * the contract's own endpoints (/health, /v1/info, /v1/responses) are never protected: BENCH and GEN send no token.
+ * the contract's own endpoints (/health, /v1/info, /v1/responses) are not its business: they take client keys
+ * when `clients:` is configured (plugins/client-keys.ts, README "Client keys").
  *
  * One root onRequest hook (fastify-plugin, so it is not encapsulated). The token is read from the runtime
  * current at each request, so a reload can set, change or remove it.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+// Shared with client keys: one constant-time comparison, one reading of the header.
+import { bearerToken, tokenMatches } from '../clients/key-compare.js';
 import { errorBody } from '../errors.js';
 
 /** What a client without the right token learns: nothing about why (missing, malformed and wrong look alike). */
 const DENIED = errorBody('GATEWAY_ERR_UNAUTHORIZED', 'unauthorized');
-
-/**
- * Constant-time comparison. Hashing first gives both sides the same length (timingSafeEqual needs it), so
- * neither the token's length nor the position of the first differing byte shows in the timing.
- */
-export function tokenMatches(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
-}
-
-/** The token from `Authorization: Bearer <token>` (scheme case-insensitive, RFC 6750), else undefined. */
-export function bearerToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  return m?.[1];
-}
 
 /**
  * Whether an agent-listener request is `/metrics`. The matched route pattern is the authority (the router has

@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { GatewayConfig } from '../config/schema.js';
+import { ClientLimits } from '../clients/client-limits.js';
 import { Experiments } from '../experiments/recorder.js';
 import { GatewayMetrics } from '../metrics.js';
 import { GatewayRuntime } from '../runtime.js';
@@ -45,7 +46,13 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     configPath: opts.configPath,
     store,
     experiments: new Experiments(() => state, app.log),
+    clients: new ClientLimits(opts.config.clients, {
+      waited: (client, limit) => metrics.clientLimitWaits.inc({ client, limit }),
+      waitEnded: (client, seconds) => metrics.clientLimitWait.observe({ client }, seconds),
+      refused: (client, limit) => metrics.clientLimitOverloaded.inc({ client, limit }),
+    }),
   };
+  metrics.clientLimitsSource = state.clients;
   metrics.storeUp.set(state.store.isUp() ? 1 : 0);
   state.store.onUpChange((up) => metrics.storeUp.set(up ? 1 : 0));
   app.decorate('gateway', state);

@@ -1,6 +1,7 @@
 /**
  * What an operator checks first after a start, in the log, the way Envoy prints its listeners and clusters:
- * one line with the listen address, each route and its backends, the replicas and the store; then a warning
+ * one line with the listen address, each route and its backends, the replicas, the store and the clients (names
+ * and limits, never keys); then a warning
  * for each config warning, each replica that is not ready after the first probe (with why), and each route
  * that cannot serve (so /health answers 503). Later state changes are logged by the prober.
  */
@@ -21,10 +22,12 @@ export function logStartSummary(app: FastifyInstance, probed: boolean): void {
   const s = summarizeConfig(config);
   const listen = listenUrls(app);
   const backends = Object.keys(s.backends).length;
+  // Client names and limits only: keys are never logged (README "Client keys").
+  const clients = s.clients.length === 0 ? '' : `, ${s.clients.length} client${s.clients.length === 1 ? '' : 's'} (keys required)`;
   app.log.info(
-    { listen, version, routes: s.routes, backends: s.backends, replicas: s.replicas, store: s.store },
+    { listen, version, routes: s.routes, backends: s.backends, replicas: s.replicas, store: s.store, ...(s.clients.length === 0 ? {} : { clients: s.clients }) },
     `magma-gateway ${version} serving on ${listen.join(', ')}: ${s.routes.length} route${s.routes.length === 1 ? '' : 's'}, ` +
-      `${backends} backend${backends === 1 ? '' : 's'} (${s.replicas} replica${s.replicas === 1 ? '' : 's'}), store ${s.store}`,
+      `${backends} backend${backends === 1 ? '' : 's'} (${s.replicas} replica${s.replicas === 1 ? '' : 's'}), store ${s.store}${clients}`,
   );
   for (const w of configWarnings(config)) app.log.warn({ path: w.path }, `config warning: ${formatWarning(w)}`);
   if (!probed) return;

@@ -12,6 +12,11 @@
  * The server itself is bounded here for every path (README "Limits and timeouts"): headers and body receive
  * time (408 with a JSON detail), idle keep-alive time, open connections, and the body bytes batches hold at
  * once (src/admission.ts). While the gateway drains for shutdown every answer closes its connection.
+ *
+ * A client key in the address (`/k/<key>/...`, README "Client keys") is stripped from `req.url` first thing,
+ * for every request: what is left is the path served, by this front or by fastify, which gets the key with
+ * the request (routes/request-client.ts). Batches answered here decide the key with the same pure function
+ * as fastify's hook (src/clients/access.ts), before any body byte is read.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -29,6 +34,8 @@ import { readServerTls } from '../config/tls-files.js';
 import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode } from '../errors.js';
+import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/access.js';
+import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
 
 export const BATCH_PATH = '/v1/responses';
 
@@ -93,6 +100,7 @@ export function createFrontServer(
     connectionsCheckingInterval: Math.max(1, Math.min(1000, Math.floor(headersTimeout / 2))),
   };
   const listener: RequestListener = (req, res) => {
+    const pathKey = takeKeyPath(req);
     const socket = req.socket;
     slots.busy(socket);
     res.once('close', () => slots.done(socket));
@@ -104,11 +112,12 @@ export function createFrontServer(
       if (h.draining()) res.shouldKeepAlive = false;
     }
     if (h === undefined || h.closing() || req.method !== 'POST' || req.url !== BATCH_PATH) {
-      deadlines.track(req, res, () => bodyTimedOut(front, h, req, res));
+      if (pathKey !== undefined) rememberPathKey(req, pathKey);
+      deadlines.track(req, res, () => bodyTimedOut(front, h, req, res, clientLabelOf(req)));
       fastifyHandler(req, res);
       return;
     }
-    serveBatch(front, h, req, res);
+    serveBatch(front, h, req, res, pathKey);
   };
   // https.Server is an http.Server for everything the front and fastify use (listen, close, the request events).
   const server: Server =
@@ -155,31 +164,42 @@ function bodyDetail(front: Front): string {
 }
 
 /** A body still incomplete at its deadline: 408, and the connection closes after it. */
-function bodyTimedOut(front: Front, h: FrontHost | undefined, req: IncomingMessage, res: ServerResponse): void {
+function bodyTimedOut(front: Front, h: FrontHost | undefined, req: IncomingMessage, res: ServerResponse, client: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const body = bodyDetail(front);
   if (h !== undefined && req.url === BATCH_PATH) {
-    reply(h, res, 408, body, { connection: 'close' }, performance.now());
+    reply(h, res, 408, body, { connection: 'close' }, performance.now(), client);
     return;
   }
   res.writeHead(408, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' });
   res.end(body);
 }
 
-function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: ServerResponse): void {
+function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: ServerResponse, pathKey: string | undefined): void {
   const t0 = performance.now();
+  const table = h.gateway.current.clients;
+  // Without clients: and without a /k/ address, the one check a batch pays.
+  const access = table === undefined && pathKey === undefined ? undefined : accessFor(table, req, pathKey, 'required');
+  if (access !== undefined && !access.ok) {
+    // For the log line's path: `/k/REDACTED/v1/responses`, as fastify's access log writes it.
+    if (pathKey !== undefined) rememberPathKey(req, pathKey);
+    refused(h, req, res, access, t0);
+    return;
+  }
+  const client = access?.client?.name;
+  const label = client ?? ANONYMOUS;
   const declared = Number(req.headers['content-length']);
   if (declared > h.bodyLimit) {
-    tooLarge(h, req, res, t0);
+    tooLarge(h, req, res, t0, label);
     return;
   }
   // A body of unknown length (chunked) is counted as it arrives and never waits: its size is not known
   // until it has been read.
   const known = Number.isFinite(declared);
-  const hold = h.admission.acquire(known ? declared : 0, (held) => receive(front, h, req, res, t0, known ? undefined : held));
+  const hold = h.admission.acquire(known ? declared : 0, (held) => receive(front, h, req, res, t0, known ? undefined : held, client));
   // 'close' comes once, answered or not: the bytes are given back, or a client that left frees its place.
   res.once('close', () => hold.release());
 }
@@ -191,8 +211,10 @@ function receive(
   res: ServerResponse,
   t0: number,
   growing: { grow(bytes: number): void } | undefined,
+  client: string | undefined,
 ): void {
   if (res.destroyed) return;
+  const label = client ?? ANONYMOUS;
   const chunks: Buffer[] = [];
   let size = 0;
   // Set once the request is answered before its body was read whole (413, 408): the rest is dropped.
@@ -201,7 +223,7 @@ function receive(
   front.deadlines.track(req, res, () => {
     stopped = true;
     chunks.length = 0;
-    bodyTimedOut(front, h, req, res);
+    bodyTimedOut(front, h, req, res, label);
   });
   req.on('data', (chunk: Buffer) => {
     if (stopped) return;
@@ -209,7 +231,7 @@ function receive(
     if (size > h.bodyLimit) {
       stopped = true;
       chunks.length = 0;
-      tooLarge(h, req, res, t0);
+      tooLarge(h, req, res, t0, label);
       return;
     }
     growing?.grow(chunk.length);
@@ -222,30 +244,55 @@ function receive(
     if (stopped) return;
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size); // chunks.length === 1 on this branch
     chunks.length = 0;
-    handleBatch(h.gateway, { body, headers: req.headers, log: h.log, onClientGone: (fn) => onClientGone(res, fn) }).then(
-      (a) => reply(h, res, a.status, a.body, answerHeaders(a, performance.now() - t0), t0),
+    handleBatch(h.gateway, { body, headers: req.headers, log: h.log, onClientGone: (fn) => onClientGone(res, fn), client }).then(
+      (a) => reply(h, res, a.status, a.body, answerHeaders(a, performance.now() - t0), t0, label),
       (err: unknown) => {
         h.log.error({ err }, 'internal error');
-        reply(h, res, 500, JSON.stringify(errorBody(internalCode(err), 'internal gateway error')), {}, t0);
+        reply(h, res, 500, JSON.stringify(errorBody(internalCode(err), 'internal gateway error')), {}, t0, label);
       },
     );
   });
 }
 
-function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, t0: number): void {
+function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, t0: number, client: string): void {
   const detail = `request body exceeds server.body_limit_mb (${h.bodyLimitMb} MiB)`;
   // The rest of the body is not read: the connection closes after the answer.
-  reply(h, res, 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0);
+  reply(h, res, 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0, client);
   req.resume();
+}
+
+/**
+ * A missing, wrong or unexpected client key: what fastify's client-keys hook answers on every other path
+ * (plugins/client-keys.ts), and its access-log line (plugins/access-log.ts), the key redacted.
+ */
+function refused(h: FrontHost, req: IncomingMessage, res: ServerResponse, access: Extract<Access, { ok: false }>, t0: number): void {
+  const label = accessLabel(access);
+  reply(h, res, access.status, JSON.stringify(errorBody(access.code, access.detail)), refusalHeaders(access), t0, label);
+  req.resume();
+  const requestId = req.headers['x-request-id'];
+  h.log.info(
+    {
+      status: access.status,
+      method: req.method,
+      path: loggableUrl(req, req.url ?? '/').slice(0, 256),
+      route: BATCH_PATH,
+      request_id: typeof requestId === 'string' ? requestId.slice(0, 256) : undefined,
+      remote: req.socket.remoteAddress,
+      client: label,
+      ms: Number((performance.now() - t0).toFixed(2)),
+    },
+    'client error answered',
+  );
 }
 
 function reply(
   h: FrontHost,
   res: ServerResponse,
-  status: BatchAnswer['status'] | 408 | 413 | 500,
+  status: BatchAnswer['status'] | 401 | 404 | 408 | 413 | 500,
   body: string,
   headers: Record<string, string>,
   t0: number,
+  client: string,
 ): void {
   if (res.headersSent || res.destroyed) return;
   headers['content-type'] = 'application/json';
@@ -257,6 +304,6 @@ function reply(
   res.end(body);
   // What the app's onResponse hook records for fastify's routes.
   const { metrics } = h.gateway;
-  metrics.httpRequests.inc({ endpoint: BATCH_PATH, status_code: String(status) });
-  metrics.httpDuration.observe({ endpoint: BATCH_PATH }, (performance.now() - t0) / 1000);
+  metrics.httpRequests.inc({ endpoint: BATCH_PATH, status_code: String(status), client });
+  metrics.httpDuration.observe({ endpoint: BATCH_PATH, client }, (performance.now() - t0) / 1000);
 }

@@ -7,6 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import { onClientGone } from '../abort.js';
 import { answerHeaders, handleBatch } from '../batch/handle-batch.js';
+import { clientNameOf } from './request-client.js';
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
   // In this route's scope the body stays raw bytes: hashed for replay and, when a sub-request is the whole
@@ -26,6 +27,8 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       headers: req.headers,
       log: req.log,
       onClientGone: (fn) => onClientGone(reply.raw, fn),
+      // Decided by the client-keys hook (plugins/client-keys.ts) before this handler runs.
+      client: clientNameOf(req.raw),
     });
     return reply
       .code(a.status)

@@ -104,6 +104,25 @@ test('GET /gateway/config redacts the admin token, backend header values and URL
   assert.equal(withRedis.state.redis?.url, 'redis://:redis-pass@10.0.0.1:6379/0', 'the running config is untouched');
 });
 
+test('GET /gateway/config shows each client\'s name and limits, never its key', async () => {
+  const a = await agent('k');
+  const gw = await gateway({
+    admin: { token: TOKEN },
+    clients: { 'team-a': { key: 'client-key-a-0123456789', max_batches_in_flight: 2 }, 'team-b': { key: 'client-key-b-0123456789' } },
+    backends: { k: { url: a.url } },
+    routes: [{ name: 'default', backend: 'k' }],
+  });
+  const res = await http(`${gw.adminUrl}/gateway/config`, { headers: auth });
+  assert.equal(res.status, 200);
+  assert.ok(!res.text.includes('client-key-'), res.text);
+  const { config } = res.json as { config: { clients: Record<string, unknown> } };
+  assert.deepEqual(config.clients, {
+    'team-a': { key: REDACTED, max_batches_in_flight: 2, max_wait_s: 30 },
+    'team-b': { key: REDACTED, max_wait_s: 30 },
+  });
+  assert.equal(gw.app.gateway.current.config.clients?.['team-a']?.key, 'client-key-a-0123456789', 'the running config is untouched');
+});
+
 test('the admin token guards every path of the admin listener (and /metrics when asked); missing and wrong look alike', async () => {
   const a = await agent('t');
   const config = (protect: boolean) =>

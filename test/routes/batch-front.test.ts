@@ -47,9 +47,9 @@ test('a batch on the raw front carries x-request-id and x-gateway-overhead-ms an
   const bad = await gw.post('{"request_id":"f2"}');
   assert.equal(bad.status, 422);
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-  assert.equal(metricValue(metrics, 'magma_gateway_http_requests_total{endpoint="/v1/responses",status_code="200"}'), 1);
-  assert.equal(metricValue(metrics, 'magma_gateway_http_requests_total{endpoint="/v1/responses",status_code="422"}'), 1);
-  assert.equal(metricValue(metrics, 'magma_gateway_http_request_duration_seconds_count{endpoint="/v1/responses"}'), 2);
+  assert.equal(metricValue(metrics, 'magma_gateway_http_requests_total{endpoint="/v1/responses",status_code="200",client="anonymous"}'), 1);
+  assert.equal(metricValue(metrics, 'magma_gateway_http_requests_total{endpoint="/v1/responses",status_code="422",client="anonymous"}'), 1);
+  assert.equal(metricValue(metrics, 'magma_gateway_http_request_duration_seconds_count{endpoint="/v1/responses",client="anonymous"}'), 2);
 });
 
 test('a chunked body (no content-length) over body_limit_mb is 413 with a JSON detail', async () => {

@@ -100,7 +100,7 @@ test('a body trickled past server.body_timeout_s: 408 with a JSON detail naming 
   const other = trickle(port, `PUT /v1/coaching/sessions/r1 HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n`, 'x'.repeat(100));
   assert.equal(parseAnswer(await other.closed).status, 408);
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-  assert.match(metrics, /magma_gateway_http_requests_total\{endpoint="\/v1\/responses",status_code="408"\} 1/);
+  assert.match(metrics, /magma_gateway_http_requests_total\{endpoint="\/v1\/responses",status_code="408",client="anonymous"\} 1/);
 });
 
 test('a body that keeps arriving within server.body_timeout_s is served', async () => {

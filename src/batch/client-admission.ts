@@ -1,0 +1,63 @@
+/**
+ * A client's batch and its limits (README "Client keys"): it waits for its client's slot and candidate tokens
+ * (src/clients/client-limits.ts) for at most `max_wait_s` and the batch deadline; still over a limit, it is
+ * answered, HTTP 200 as always, with a `gateway_overloaded` error candidate for every candidate, in contract
+ * order and with the input's memory kept (README "Failures": a batch never gets an HTTP error for load).
+ */
+import type { AbortLike } from '../abort.js';
+import type { Refused } from '../clients/client-limiter.js';
+import type { Admission } from '../clients/client-limiter.js';
+import { failBatch } from '../dispatch/batch.js';
+import { MetricsBatchObserver } from '../dispatch/batch-observer.js';
+import type { AttemptFailure } from '../errors.js';
+import type { AgentRequest } from '../protocol/types.js';
+import { planBatch } from '../routing/plan.js';
+import type { GatewayRuntime } from '../runtime.js';
+import type { GatewayState } from './gateway-state.js';
+
+/** The config key of each limit, as messages name it. */
+const LIMIT_KEY = { batches_in_flight: 'max_batches_in_flight', candidates_per_minute: 'max_candidates_per_minute' } as const;
+
+/** Candidates the batch asks for: what the candidates-per-minute bucket is charged. */
+export function candidatesAsked(request: AgentRequest): number {
+  let n = 0;
+  for (const input of request.inputs) n += input.num_outputs;
+  return n;
+}
+
+/** Wait for the client's limits; resolves at once for a client without limits. */
+export async function admitClient(
+  gw: GatewayState,
+  client: string,
+  request: AgentRequest,
+  deadline: number,
+  signal: AbortLike,
+): Promise<Admission> {
+  return gw.clients.acquire(client, candidatesAsked(request), Math.max(0, deadline - Date.now()), signal);
+}
+
+/** What every candidate of a refused batch says: the client, the limit and its value, the wait. */
+export function overloadMessage(runtime: GatewayRuntime, client: string, refused: Refused): string {
+  const key = LIMIT_KEY[refused.limit];
+  const value = runtime.config.clients?.[client]?.[key];
+  const limit = `clients.${client}.${key}${value === undefined ? '' : ` (${value})`}`;
+  const waited = `${(refused.waitedMs / 1000).toFixed(1)} s`;
+  return refused.cancelled
+    ? `client ${client}: the batch was cancelled (client gone or request_timeout_s over) after waiting ${waited} for ${limit}`
+    : `client ${client} is over ${limit}: waited ${waited} (clients.${client}.max_wait_s, capped by the batch deadline)`;
+}
+
+/** The whole batch as gateway_overloaded error candidates, counted in the candidate series like any answer. */
+export function overloadedOutputs(
+  runtime: GatewayRuntime,
+  gw: GatewayState,
+  request: AgentRequest,
+  headers: Record<string, string | string[] | undefined>,
+  requestMarked: boolean,
+  client: string,
+  refused: Refused,
+): ReturnType<typeof failBatch> {
+  const plan = planBatch(request, runtime.routes, runtime.upstreams, { headers });
+  const failure: AttemptFailure = { code: 'gateway_overloaded', message: overloadMessage(runtime, client, refused) };
+  return failBatch(runtime.config.memory_key, request, plan, failure, requestMarked, new MetricsBatchObserver(gw.metrics));
+}

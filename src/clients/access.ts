@@ -1,0 +1,89 @@
+/**
+ * Who may ask the agent listener what (README "Client keys", docs/gateway-behaviour.md "Client keys and
+ * limits"): one pure decision for both fronts, the raw batch front (routes/batch-front.ts) and fastify
+ * (plugins/client-keys.ts), which render it the same way. Keys never appear in a message.
+ *
+ * - No `clients:` configured: every request is anonymous, as before; only a `/k/<key>` address is refused
+ *   (404 naming `clients:`), since the key it carries would otherwise be silently ignored.
+ * - Configured: a key may come in the address, in `Authorization: Bearer`, in `x-api-key`; when several come
+ *   they must be the same key, or the request is refused (which one was meant cannot be known). A missing,
+ *   unknown or disagreeing key is 401.
+ * - `optional` paths (the health checks) answer without a key, but a key given there must be valid, so a
+ *   mistyped key fails a run's first call; `ignored` paths (`/metrics`, governed by admin.protect_metrics,
+ *   whose bearer token is the admin token) do not look at keys at all.
+ */
+import type { GatewayErrCode } from '../errors.js';
+import { ANONYMOUS_CLIENT } from '../metrics.js';
+import type { ClientEntry, ClientTable } from './client-table.js';
+import { bearerToken } from './key-compare.js';
+
+/** The `client` label of a request without a client (no clients configured, or a keyless health check). */
+export const ANONYMOUS = ANONYMOUS_CLIENT;
+/** The `client` label of a request refused for its key. */
+export const UNAUTHORIZED = 'unauthorized';
+/** The challenge a 401 for a client key carries (RFC 6750). */
+export const KEY_CHALLENGE = 'Bearer realm="magma-gateway"';
+
+export type KeyRule = 'required' | 'optional' | 'ignored';
+
+/** Where a request may carry its key, as the HTTP layer found them. */
+export interface KeyCarriers {
+  /** From `/k/<key>` (key-path.ts), decoded. */
+  path: string | undefined;
+  authorization: string | undefined;
+  apiKey: string | string[] | undefined;
+}
+
+export type Access =
+  | { readonly ok: true; readonly client: ClientEntry | undefined }
+  | { readonly ok: false; readonly status: 401 | 404; readonly code: GatewayErrCode; readonly detail: string };
+
+const OPEN: Access = { ok: true, client: undefined };
+
+const HOW = 'put it in the address (http://<gateway>/k/<key>), or send Authorization: Bearer <key> or x-api-key: <key>';
+
+const MISSING: Access = { ok: false, status: 401, code: 'GATEWAY_ERR_UNAUTHORIZED', detail: `client key required: ${HOW}` };
+const UNKNOWN: Access = { ok: false, status: 401, code: 'GATEWAY_ERR_UNAUTHORIZED', detail: 'unknown client key' };
+const DISAGREE: Access = {
+  ok: false,
+  status: 401,
+  code: 'GATEWAY_ERR_UNAUTHORIZED',
+  detail: 'the client keys in the address and the headers differ: send one key, or the same key in each',
+};
+const NO_CLIENTS: Access = {
+  ok: false,
+  status: 404,
+  code: 'GATEWAY_ERR_NOT_FOUND',
+  detail: 'this gateway has no client keys (no clients: in its config): remove /k/<key> from the address',
+};
+
+export function decideAccess(table: ClientTable | undefined, keys: KeyCarriers, rule: KeyRule): Access {
+  if (table === undefined) return keys.path === undefined ? OPEN : NO_CLIENTS;
+  if (rule === 'ignored') return OPEN;
+  const bearer = bearerToken(keys.authorization);
+  const apiKey = typeof keys.apiKey === 'string' ? keys.apiKey : keys.apiKey?.join(', ');
+  // The keys given, compared with each other first: all three come from the client, nothing secret is timed.
+  let key: string | undefined;
+  for (const k of [keys.path, bearer, apiKey]) {
+    if (k === undefined) continue;
+    if (key !== undefined && k !== key) return DISAGREE;
+    key = k;
+  }
+  if (key === undefined) return rule === 'optional' ? OPEN : MISSING;
+  const client = table.find(key);
+  return client === undefined ? UNKNOWN : { ok: true, client };
+}
+
+/** The `client` label of the request metrics for a decision. */
+export function accessLabel(access: Access): string {
+  if (access.ok) return access.client?.name ?? ANONYMOUS;
+  return access.status === 401 ? UNAUTHORIZED : ANONYMOUS;
+}
+
+/**
+ * The headers of a refused key, the same on both fronts: the challenge on a 401, and the connection closed
+ * after the answer (a request body, if any, is not read for a client the gateway does not know).
+ */
+export function refusalHeaders(access: Extract<Access, { ok: false }>): Record<string, string> {
+  return access.status === 401 ? { 'www-authenticate': KEY_CHALLENGE, connection: 'close' } : { connection: 'close' };
+}

@@ -1,0 +1,41 @@
+/**
+ * Which client a key belongs to (README "Client keys"), built once per config (runtime.ts), so a reload adds,
+ * changes and removes keys for the next request. The lookup is constant-time in what the caller can learn:
+ * the given key is hashed once and compared with every client's key digest, with no early exit, so neither
+ * the position of the matching client nor how much of a key was right shows in the timing.
+ */
+import type { ClientsConfig } from '../config/schema.js';
+import { digestsEqual, keyDigest } from './key-compare.js';
+
+/** A client as a request carries it: its name (the metrics label, the limiter's key). */
+export interface ClientEntry {
+  readonly name: string;
+}
+
+export class ClientTable {
+  private readonly entries: readonly ClientEntry[];
+  private readonly digests: readonly Buffer[];
+
+  constructor(clients: ClientsConfig) {
+    const names = Object.keys(clients);
+    this.entries = names.map((name) => ({ name }));
+    this.digests = names.map((name) => keyDigest(clients[name]!.key)); // name is one of the record's own keys
+  }
+
+  /** Client names in config order. */
+  get names(): string[] {
+    return this.entries.map((e) => e.name);
+  }
+
+  /** The client whose key this is, or undefined. Every client's digest is compared, whatever matches. */
+  find(key: string): ClientEntry | undefined {
+    const given = keyDigest(key);
+    let found: ClientEntry | undefined;
+    for (let i = 0; i < this.digests.length; i++) {
+      // Evaluated for every client; the assignment is the only branch on the outcome.
+      const equal = digestsEqual(given, this.digests[i]!); // i < digests.length (loop bound)
+      if (equal) found = this.entries[i];
+    }
+    return found;
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * Client keys on the agent listener's fastify routes (README "Client keys"): every request but the raw front's
+ * batches (routes/batch-front.ts, which decides with the same function) goes through this one root onRequest
+ * hook, known paths and unknown ones alike, so a client without a key learns nothing about which paths
+ * exist. The decision is src/clients/access.ts; keys and the rules are read from the runtime current at each
+ * request, so a reload adds, changes and removes clients.
+ *
+ * `/metrics` does not look at client keys (admin.protect_metrics and the admin token govern it: plugins/auth.ts);
+ * the health checks answer without a key but refuse a wrong one.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { refusalHeaders, type KeyRule } from '../clients/access.js';
+import { isHealthPath } from '../clients/key-path.js';
+import { errorBody } from '../errors.js';
+import { accessFor, pathKeyOf, rememberAccess } from '../routes/request-client.js';
+import { isMetricsPath } from './auth.js';
+
+function ruleFor(req: FastifyRequest): KeyRule {
+  if (isMetricsPath(req)) return 'ignored';
+  return isHealthPath(req.url) || isHealthPath(req.routeOptions.url ?? '') ? 'optional' : 'required';
+}
+
+async function clientKeys(app: FastifyInstance): Promise<void> {
+  // Callback style, not async: no promise per request on the paths this hook lets through.
+  app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    const table = app.gateway.current.clients;
+    const pathKey = pathKeyOf(req.raw);
+    // Without clients: and without a /k/ address, the one check a request pays.
+    if (table === undefined && pathKey === undefined) {
+      done();
+      return;
+    }
+    const access = accessFor(table, req.raw, pathKey, ruleFor(req));
+    rememberAccess(req.raw, access);
+    if (access.ok) {
+      done();
+      return;
+    }
+    // Answered here: fastify runs nothing else for the request (done is not called).
+    void reply.code(access.status).headers(refusalHeaders(access)).send(errorBody(access.code, access.detail));
+  });
+}
+
+export default fp(clientKeys, { name: 'magma-gateway-client-keys', fastify: '5.x', decorators: { fastify: ['gateway'] } });
