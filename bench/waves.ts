@@ -54,11 +54,12 @@ export interface WaveResult {
 const COMPLETED = Buffer.from('"status":"completed"');
 const ERROR = Buffer.from('"status":"error"');
 
-function count(buf: Buffer, token: Buffer, from = 0, mustEndAfter = 0): number {
+/** Occurrences of `token` in `buf`; with `across`, only those that start before it and end after it. */
+function count(buf: Buffer, token: Buffer, across?: number): number {
   let n = 0;
-  let i = buf.indexOf(token, from);
+  let i = buf.indexOf(token);
   while (i !== -1) {
-    if (i + token.length > mustEndAfter) n++;
+    if (across === undefined || (i < across && i + token.length > across)) n++;
     i = buf.indexOf(token, i + 1);
   }
   return n;
@@ -79,8 +80,8 @@ class StatusCounter {
     if (this.tail.length > 0) {
       const seam = Buffer.concat([this.tail, chunk.subarray(0, overlap)]);
       // Only tokens that start in the tail and end in the chunk: the others are counted in one of the two.
-      this.completed += count(seam, COMPLETED, 0, this.tail.length);
-      this.errors += count(seam, ERROR, 0, this.tail.length);
+      this.completed += count(seam, COMPLETED, this.tail.length);
+      this.errors += count(seam, ERROR, this.tail.length);
     }
     this.completed += count(chunk, COMPLETED);
     this.errors += count(chunk, ERROR);
