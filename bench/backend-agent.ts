@@ -4,7 +4,7 @@
  * work queue (a replica works on one sub-request at a time, like a model server), so sharding is measurable.
  *
  *   node dist/bench/backend-agent.js [--ports N] [--base-ms MS] [--per-input-ms MS] [--per-candidate-ms MS]
- *                                    [--internal-kb KB] [--step-kb KB]
+ *                                    [--internal-kb KB] [--step-kb KB] [--gate N] [--gate-timeout-ms MS]
  *
  * Prints `{"ports":[...]}` on stdout once listening. Behaviour per input (one candidate per requested
  * (input, candidate), source_id = the input's id, in input order then candidate_index):
@@ -12,12 +12,17 @@
  *   internal_steps record of ~internal-kb KB per candidate; the decision is a tool call.
  * - otherwise (S1/S3/S4): memory echoed, internal_steps [], a short `say`.
  * A sub-request takes base-ms + per-input-ms x inputs + per-candidate-ms x candidates (0: answered at once).
- * GET /bench/stats answers `{requests, inputs, candidates}` served on that port.
+ * --gate N holds every answer until N of them wait (all ports together), then sends them all at once: the
+ * batches a client sends at once are then all in flight in the proxy in front at the same time, and their
+ * answers arrive together. A gate still short of N after --gate-timeout-ms opens anyway (a client that sent
+ * fewer must not hang). Answers too long for one string are written as Buffers, with backpressure.
+ * GET /bench/stats answers `{requests, inputs, candidates, gateOpened, gateTimedOut}`: the first three for that
+ * port, the gate's counts for the process.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
-import { makeResponder } from './lib/agent-response.js';
+import { makeResponder, type Chunked } from './lib/agent-response.js';
 
 const { values } = parseArgs({
   options: {
@@ -27,6 +32,8 @@ const { values } = parseArgs({
     'per-candidate-ms': { type: 'string', default: '0' },
     'internal-kb': { type: 'string', default: '8' },
     'step-kb': { type: 'string', default: '2' },
+    gate: { type: 'string', default: '0' },
+    'gate-timeout-ms': { type: 'string', default: '60000' },
     host: { type: 'string', default: '127.0.0.1' },
   },
 });
@@ -37,6 +44,8 @@ const PER_INPUT_MS = Number(values['per-input-ms']);
 const PER_CANDIDATE_MS = Number(values['per-candidate-ms']);
 const INTERNAL_KB = Number(values['internal-kb']);
 const STEP_KB = Number(values['step-kb']);
+const GATE = Number(values.gate);
+const GATE_TIMEOUT_MS = Number(values['gate-timeout-ms']);
 
 interface Replica {
   freeAt: number;
@@ -45,11 +54,44 @@ interface Replica {
   candidates: number;
 }
 
-const respond = makeResponder({ stepKb: STEP_KB, internalKb: INTERNAL_KB });
+const respond = makeResponder({ stepKb: STEP_KB, internalKb: INTERNAL_KB, maxStringChars: 32 * 1024 * 1024 });
 
 function send(res: ServerResponse, status: number, body: string): void {
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
+}
+
+function sendChunks(res: ServerResponse, answer: Chunked): void {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.bytes });
+  let i = 0;
+  const pump = (): void => {
+    while (i < answer.chunks.length) {
+      if (!res.write(answer.chunks[i++]!)) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+    res.end();
+  };
+  pump();
+}
+
+const gate = { held: [] as (() => void)[], timer: undefined as NodeJS.Timeout | undefined, opened: 0, timedOut: 0 };
+
+function openGate(byTimeout: boolean): void {
+  clearTimeout(gate.timer);
+  gate.timer = undefined;
+  gate.opened++;
+  if (byTimeout) gate.timedOut++;
+  for (const reply of gate.held.splice(0)) reply();
+}
+
+/** Sends at once without a gate; else holds the answer until the gate opens. */
+function gated(reply: () => void): void {
+  if (GATE <= 1) return reply();
+  gate.held.push(reply);
+  if (gate.held.length >= GATE) openGate(false);
+  else gate.timer ??= setTimeout(() => openGate(true), GATE_TIMEOUT_MS);
 }
 
 const HEALTH = '{"status":"ready"}';
@@ -70,7 +112,8 @@ function handler(replica: Replica) {
       if (url === '/health') return send(res, 200, HEALTH);
       if (url === '/v1/info') return send(res, 200, INFO);
       if (url === '/bench/stats') {
-        return send(res, 200, JSON.stringify({ requests: replica.requests, inputs: replica.inputs, candidates: replica.candidates }));
+        const stats = { requests: replica.requests, inputs: replica.inputs, candidates: replica.candidates, gateOpened: gate.opened, gateTimedOut: gate.timedOut };
+        return send(res, 200, JSON.stringify(stats));
       }
       return send(res, 404, '{"detail":"Not Found"}');
     }
@@ -91,15 +134,16 @@ function handler(replica: Replica) {
       replica.inputs += r.inputs;
       replica.candidates += r.candidates;
       const work = BASE_MS + PER_INPUT_MS * r.inputs + PER_CANDIDATE_MS * r.candidates;
+      const reply = 'body' in r ? () => send(res, 200, r.body) : () => sendChunks(res, r);
       if (work <= 0) {
-        send(res, 200, r.body);
+        gated(reply);
         return;
       }
       // One sub-request at a time per replica: this one starts when the previous one is done.
       const now = performance.now();
       const done = Math.max(now, replica.freeAt) + work;
       replica.freeAt = done;
-      setTimeout(() => send(res, 200, r.body), done - now);
+      setTimeout(() => gated(reply), done - now);
     });
   };
 }

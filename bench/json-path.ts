@@ -74,6 +74,7 @@ export function s2Bodies(): { request: string; response: string } {
   const request = bodyText(historyRequest('bench-json-path-0001', 32, 64));
   const answer = makeResponder({ stepKb: 2, internalKb: 8 })(request);
   if ('error' in answer) throw new Error(answer.error);
+  if (!('body' in answer)) throw new Error('the S2 answer was expected as one string');
   return { request, response: answer.body };
 }
 

@@ -7,7 +7,7 @@
  *   npm run bench [-- OPTIONS]
  *     --quick              the scenarios marked quick, short phases, 1 round (CI: proves the harness works)
  *     --full               every scenario and the soak
- *     --scenario S1,S3     only these scenarios (S1..S5, and "soak")
+ *     --scenario S1,S3     only these scenarios (S1..S8, and "soak")
  *     --soak               add the S1+S2 soak (default 180 s, --soak-s N)
  *     --duration S --warmup S --rounds N   per-phase measurement
  *     --no-nginx           skip the nginx baseline even when nginx is installed
@@ -15,6 +15,8 @@
  *     --cpu-prof           run the gateway under `node --cpu-prof` and summarize the hot functions
  *     --gateway-node-args="ARGS"  extra node flags for the gateway process (note the =)
  *     --gateway-extra JSON top-level keys merged into every gateway config, e.g. '{"state":{"replay_max_bytes":1}}'
+ *     --compare FILE       compare with an earlier run's latest.json: per-scenario changes, NO-SLOWER target
+ *     --compare-tolerance P  a change within ±P% is "same" (default 10)
  *     --out DIR            results directory (default bench/results)
  *     --keep-tmp           keep the scratch directory (configs, bodies, process logs)
  *
@@ -23,6 +25,7 @@
  */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { readResults } from './lib/compare.js';
 import { which } from './lib/proc.js';
 import type { BenchOptions } from './lib/run-context.js';
 import { DEFAULT_OUT, runBench, writeResults } from './lib/run.js';
@@ -47,8 +50,14 @@ function parseBenchArgs(argv: string[]): BenchOptions {
       'gateway-node-args': { type: 'string' },
       out: { type: 'string' },
       'keep-tmp': { type: 'boolean', default: false },
+      compare: { type: 'string' },
+      'compare-tolerance': { type: 'string', default: '10' },
     },
   });
+  const tolerancePct = Number(a['compare-tolerance']);
+  if (!Number.isFinite(tolerancePct) || tolerancePct < 0) throw new Error(`--compare-tolerance ${a['compare-tolerance']}: expected a percentage >= 0`);
+  // Read now, before anything runs: a wrong path fails in a second, and --out may overwrite the file later.
+  const compare = a.compare === undefined ? undefined : { file: resolve(a.compare), before: readResults(resolve(a.compare)), tolerancePct };
   const named = a.scenario?.split(',').map((s) => s.trim().toUpperCase());
   const scenarios = named ?? SCENARIOS.filter((s) => !a.quick || s.quick).map((s) => s.id);
   return {
@@ -67,6 +76,7 @@ function parseBenchArgs(argv: string[]): BenchOptions {
     gatewayExtra: a['gateway-extra'] !== undefined ? (JSON.parse(a['gateway-extra']) as Record<string, unknown>) : {},
     outDir: resolve(a.out ?? DEFAULT_OUT),
     keepTmp: a['keep-tmp'],
+    compare,
     argv,
   };
 }

@@ -9,9 +9,57 @@ export interface ResponderOptions {
   stepKb: number;
   /** Size of the internal_steps record of a history-shaped input's candidate, KB. */
   internalKb: number;
+  /**
+   * Answers estimated above this many characters come as Buffers instead of one string: a V8 string holds at
+   * most about 512 MiB, and 1 input x 600 KB memory x 1024 candidates answers more. Default: always a string.
+   */
+  maxStringChars?: number;
 }
 
-export type Answer = { body: string; inputs: number; candidates: number } | { error: string };
+/** A big answer as a list of Buffers: each input's memory part is one Buffer shared by all its candidates. */
+export interface Chunked {
+  chunks: Buffer[];
+  /** Sum of the chunks' lengths (the content-length). */
+  bytes: number;
+}
+
+export type Answer = (({ body: string } | Chunked) & { inputs: number; candidates: number }) | { error: string };
+
+/** The answer's text, per input: each candidate is `pre` + its candidate_index + `mid`. */
+interface Part {
+  pre: string;
+  mid: string;
+  n: number;
+}
+
+function joined(parts: readonly Part[]): string {
+  let body = '[';
+  let first = true;
+  for (const { pre, mid, n } of parts) {
+    for (let k = 0; k < n; k++) {
+      if (!first) body += ',';
+      body += pre + k + mid;
+      first = false;
+    }
+  }
+  return body + ']';
+}
+
+function chunked(parts: readonly Part[]): Chunked {
+  const chunks: Buffer[] = [Buffer.from('[')];
+  let first = true;
+  for (const { pre, mid, n } of parts) {
+    const midBuf = Buffer.from(mid);
+    for (let k = 0; k < n; k++) {
+      chunks.push(Buffer.from((first ? '' : ',') + pre + k), midBuf);
+      first = false;
+    }
+  }
+  chunks.push(Buffer.from(']'));
+  let bytes = 0;
+  for (const c of chunks) bytes += c.length;
+  return { chunks, bytes };
+}
 
 interface Input {
   id: unknown;
@@ -31,6 +79,7 @@ const OUTPUT_SAY = ',"output":{"say":"Hello from the bench agent.","tool_calls":
  * A responder: one candidate per requested (input, candidate) with source_id = the input's id.
  * - memory with a `history` list (S2): memory grown by one agent step, one internal_steps record, a tool call.
  * - otherwise: memory echoed, internal_steps [], a short `say`.
+ * The answer is one string, or Buffers when it would be longer than `maxStringChars`.
  */
 export function makeResponder(opts: ResponderOptions): (text: string) => Answer {
   const step = {
@@ -60,8 +109,9 @@ export function makeResponder(opts: ResponderOptions): (text: string) => Answer 
       return { error: 'not an AgentRequest' };
     }
     const head = '{"request_id":' + JSON.stringify(req.request_id) + ',"source_id":';
-    let body = '[';
+    const parts: Part[] = [];
     let candidates = 0;
+    let chars = 2;
     const inputs = req.inputs as Input[];
     for (let i = 0; i < inputs.length; i++) {
       const input = inputs[i]!;
@@ -78,14 +128,12 @@ export function makeResponder(opts: ResponderOptions): (text: string) => Answer 
         mem = JSON.stringify(memory);
         tail = ',"internal_steps":[]' + OUTPUT_SAY;
       }
-      const pre = head + String(input.id) + ',"candidate_index":';
-      const mid = ',"status":"completed","memory":' + mem + tail;
-      for (let k = 0; k < n; k++) {
-        if (candidates > 0) body += ',';
-        body += pre + k + mid;
-        candidates++;
-      }
+      const part = { pre: head + String(input.id) + ',"candidate_index":', mid: ',"status":"completed","memory":' + mem + tail, n };
+      parts.push(part);
+      candidates += n;
+      chars += n * (part.pre.length + part.mid.length + 6);
     }
-    return { body: body + ']', inputs: inputs.length, candidates };
+    const counts = { inputs: inputs.length, candidates };
+    return chars <= (opts.maxStringChars ?? Infinity) ? { body: joined(parts), ...counts } : { ...chunked(parts), ...counts };
   };
 }

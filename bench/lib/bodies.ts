@@ -127,7 +127,7 @@ export function historyMemory(seed: number, bytes: number): { [key: string]: Jso
 }
 
 /** S2: `inputs` env inputs, each with ~`memoryKb` KB of history-shaped memory (BENCH mid-episode). */
-export function historyRequest(requestId: string, inputs = 32, memoryKb = 64): BenchRequest {
+export function historyRequest(requestId: string, inputs = 32, memoryKb = 64, numOutputs = 1): BenchRequest {
   const list: BenchInput[] = [];
   for (let i = 0; i < inputs; i++) {
     const r = rng(1000 + i);
@@ -137,7 +137,7 @@ export function historyRequest(requestId: string, inputs = 32, memoryKb = 64): B
       tools: TOOLS,
       attributes: ATTRIBUTES,
       memory: historyMemory(2000 + i, memoryKb * 1024),
-      num_outputs: 1,
+      num_outputs: numOutputs,
       extra_keys: { inference_mode: true },
     });
   }

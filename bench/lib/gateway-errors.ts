@@ -24,7 +24,7 @@ export async function errorCandidates(gw: Running | undefined): Promise<number |
 }
 
 /** Error candidates per code from the gateway's metrics, e.g. `{gateway_backend_timeout: 26}`. */
-async function errorCodes(gw: Running | undefined): Promise<Record<string, number>> {
+export async function errorCodes(gw: Running | undefined): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   if (gw === undefined) return out;
   try {

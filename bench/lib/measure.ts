@@ -34,7 +34,36 @@ export interface Setup {
   after?: (res: ScenarioResult) => Promise<void>;
 }
 
-export async function runLoad(
+/**
+ * Runs a driver script (loadgen.js, waves.js) in its own process with its spec as JSON: `onStart` and `onEnd`
+ * when it prints START and END (the measured part), then its `{"result": ...}` line.
+ */
+export async function runDriver<T>(
+  run: RunContext,
+  script: string,
+  spec: object,
+  budgetMs: number,
+  onStart?: (driverPid: number) => void,
+  onEnd?: (driverPid: number) => void,
+): Promise<T> {
+  const name = script.replace(/\.js$/, '');
+  const child = new Child(name, process.execPath, [join(run.server.benchDir, script), JSON.stringify(spec)]);
+  run.server.children.add(child);
+  try {
+    await child.waitLine((l) => l === 'START', budgetMs);
+    onStart?.(child.pid);
+    await child.waitLine((l) => l === 'END', budgetMs);
+    onEnd?.(child.pid);
+    const line = await child.waitLine((l) => l.startsWith('{"result"'), 30_000);
+    // The driver's own result type, written by it as one JSON line.
+    return (JSON.parse(line) as { result: T }).result;
+  } finally {
+    await child.stop(2000);
+    run.server.children.delete(child);
+  }
+}
+
+export function runLoad(
   run: RunContext,
   url: string,
   bodyFile: string,
@@ -45,20 +74,7 @@ export async function runLoad(
   onEnd?: (loadgenPid: number) => void,
 ): Promise<LoadResult> {
   const spec: LoadSpec = { url, bodyFile, connections, durationS: duration, warmupS: warm, timeoutS: 120 };
-  const lg = new Child('loadgen', process.execPath, [join(run.server.benchDir, 'loadgen.js'), JSON.stringify(spec)]);
-  run.server.children.add(lg);
-  try {
-    const budget = (duration + warm) * 1000 + 150_000;
-    await lg.waitLine((l) => l === 'START', budget);
-    onStart?.(lg.pid);
-    await lg.waitLine((l) => l === 'END', budget);
-    onEnd?.(lg.pid);
-    const line = await lg.waitLine((l) => l.startsWith('{"result"'), 30_000);
-    return (JSON.parse(line) as { result: LoadResult }).result;
-  } finally {
-    await lg.stop(2000);
-    run.server.children.delete(lg);
-  }
+  return runDriver<LoadResult>(run, 'loadgen.js', spec, (duration + warm) * 1000 + 150_000, onStart, onEnd);
 }
 
 async function measurePhase(run: RunContext, t: Prepared, bodyFile: string, connections: number, round: number): Promise<PhaseResult> {

@@ -92,11 +92,13 @@ export function memInfo(pids: readonly number[]): MemInfo {
   return { rssMb: rss / 1024, hwmMb: hwm / 1024 };
 }
 
-/** Samples a process tree's RSS on an interval: max and a time series. */
+/** Samples a process tree's RSS on an interval: max and a time series, and the largest VmHWM read. */
 export class RssSampler {
   private timer: NodeJS.Timeout | undefined;
   readonly samples: { t: number; rssMb: number }[] = [];
   maxMb = 0;
+  /** VmHWM is exact (the kernel's own peak); sampling it keeps the figure when the process dies before the end. */
+  maxHwmMb = 0;
 
   constructor(
     private readonly pids: () => readonly number[],
@@ -106,9 +108,10 @@ export class RssSampler {
   start(): this {
     const t0 = Date.now();
     const tick = (): void => {
-      const { rssMb } = memInfo(this.pids());
+      const { rssMb, hwmMb } = memInfo(this.pids());
       this.samples.push({ t: Date.now() - t0, rssMb });
       if (rssMb > this.maxMb) this.maxMb = rssMb;
+      if (hwmMb > this.maxHwmMb) this.maxHwmMb = hwmMb;
     };
     tick();
     this.timer = setInterval(tick, this.everyMs);

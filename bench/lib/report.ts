@@ -1,4 +1,5 @@
 /** Rendering the bench results as Markdown (bench/results/latest.md, also printed). */
+import { renderComparison } from './compare.js';
 import type { BenchResults, ScenarioResult, TargetCheck } from './types.js';
 
 function f(v: number | null | undefined, digits = 1): string {
@@ -11,12 +12,38 @@ function signed(v: number | undefined, digits = 1): string {
   return (v >= 0 ? '+' : '') + v.toFixed(digits);
 }
 
+/** S6-S8: one row per front process, its peak RSS against the bytes it held. */
+function memoryTable(s: ScenarioResult): string[] {
+  const lines = [
+    '| target | peak RSS (VmHWM) MB | max sampled RSS MB | bytes in flight MB | peak / in flight | answers complete | largest answer MB | CPU ms/batch | s/wave |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const t of s.targets) {
+    const m = t.memory;
+    if (m === undefined) {
+      lines.push(`| ${t.label} | not measured: ${(t.error ?? 'no data').split('\n')[0]!.slice(0, 160)} | | | | | | | |`);
+      continue;
+    }
+    lines.push(
+      `| ${t.label} | ${f(m.hwmMb, 0)} | ${f(m.rssMaxMb, 0)} | ${f(m.bytesInFlightMb, 1)} | ${f(m.hwmMb / m.bytesInFlightMb, 2)}x | ` +
+        `${m.answered}/${m.answers} | ${f(m.answerMb, 1)} | ${f(m.cpuMsPerBatch, 1)} | ${f(m.waveS, 2)} |`,
+    );
+  }
+  return lines;
+}
+
 function scenarioTable(s: ScenarioResult): string[] {
   const lines: string[] = [];
   const params = Object.entries(s.params)
     .map(([k, v]) => `${k}=${String(v)}`)
     .join(', ');
   lines.push(`### ${s.id}: ${s.title}`, '', `_${params}_`, '');
+  if (s.kind === 'memory') {
+    lines.push(...memoryTable(s));
+    for (const n of s.notes) lines.push('', `- ${n}`);
+    lines.push('');
+    return lines;
+  }
   lines.push(
     '| target | req/s (min–max) | p50 ms | p99 ms | +p50 vs direct | +p99 vs direct | front CPU ms/batch | backend CPU ms/batch | loadgen CPU ms/batch | front peak RSS MB |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -64,6 +91,7 @@ export function renderMarkdown(r: BenchResults): string {
   lines.push('## Targets', '', '| verdict | id | target | measured | limit | detail |', '|---|---|---|---:|---:|---|');
   for (const t of r.targets) lines.push(targetLine(t));
   lines.push('');
+  if (r.comparison !== undefined) lines.push(...renderComparison(r.comparison));
   if (r.harnessErrors.length > 0) {
     lines.push('## Harness errors', '');
     for (const e of r.harnessErrors) lines.push('```', e.slice(0, 2000), '```');
@@ -114,6 +142,8 @@ export function renderMarkdown(r: BenchResults): string {
     '- "front CPU ms/batch": utime+stime from /proc of the process in front of the backend (gateway, passthrough, nginx ' +
       'master+worker; for direct: the backend itself), divided by the batches completed in the measured phase.',
     '- "front peak RSS": VmHWM of that process over the scenario (a fresh process per scenario).',
+    '- S6-S8 (memory): each front process is fresh for its target; a gated backend holds every batch of a wave in it at once; ' +
+      '"bytes in flight" is the request bytes of one wave; "peak RSS" is VmHWM from start to the last answer.',
     '- All processes share the machine\'s cores; other load on the machine (see load avg) skews the figures.',
     '',
   );

@@ -1,9 +1,10 @@
 /** What every part of one bench run shares: its options, the started processes, the errors that fail the run. */
 import type { Child } from './proc.js';
 import type { ServerContext } from './servers.js';
+import type { BenchResults } from './types.js';
 
 export interface BenchOptions {
-  /** Scenario ids to run (S1..S5). */
+  /** Scenario ids to run (S1..S8). */
   scenarios: string[];
   soak: boolean;
   soakS: number;
@@ -21,6 +22,8 @@ export interface BenchOptions {
   gatewayExtra: Record<string, unknown>;
   outDir: string;
   keepTmp: boolean;
+  /** --compare FILE: an earlier run's results (read before anything runs), and the tolerance in percent. */
+  compare?: { file: string; before: BenchResults; tolerancePct: number };
   /** The command line, recorded in the results. */
   argv: string[];
 }

@@ -8,10 +8,12 @@ import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatSummary, summarize } from '../profile-summary.js';
-import { SCENARIOS, SOAK_THRESHOLDS, type ScenarioSpec } from '../scenarios.js';
+import { COMPARE_THRESHOLDS, SCENARIOS, SOAK_THRESHOLDS, type Measured, type ScenarioSpec } from '../scenarios.js';
+import { compareResults } from './compare.js';
 import { evaluate } from './evaluate.js';
 import { runFloor, runSoakPhase } from './floor-soak.js';
 import { runScenario, type Setup } from './measure.js';
+import { runMemoryScenario } from './memory.js';
 import type { Child } from './proc.js';
 import { renderMarkdown } from './report.js';
 import { errText, log, type BenchOptions, type RunContext } from './run-context.js';
@@ -59,8 +61,20 @@ function copyProfiles(profDir: string, outDir: string): BenchResults['profiles']
 async function measureAll(run: RunContext, selected: Set<string>): Promise<{ scenarios: ScenarioResult[]; floor?: FloorResult & { error?: string }; soak?: SoakResult }> {
   const scenarios: ScenarioResult[] = [];
   for (const spec of SCENARIOS) {
+    if (!selected.has(spec.id)) continue;
+    const p = spec.params;
+    if (p.kind === 'memory') {
+      log(`${spec.id}: ${spec.title}`);
+      try {
+        scenarios.push(await runMemoryScenario(run, spec.id, spec.title, p));
+      } catch (err) {
+        run.harnessErrors.push(`${spec.id}: ${errText(err)}`);
+        log(`${spec.id} failed: ${errText(err)}`);
+      }
+      continue;
+    }
     const setup = setupFor(run, spec);
-    if (!selected.has(spec.id) || setup === undefined) continue;
+    if (setup === undefined) continue;
     log(`${spec.id}: ${spec.title}`);
     let s: Setup | undefined;
     try {
@@ -86,6 +100,14 @@ async function measureAll(run: RunContext, selected: Set<string>): Promise<{ sce
     if (soak.error !== undefined) run.harnessErrors.push(`soak: ${soak.error}`);
   }
   return { scenarios, floor, soak };
+}
+
+/** Every threshold of the table with the scenario it belongs to (the soak's: 'soak'). */
+export function tableThresholds(): { scenario: string; threshold: ScenarioSpec['thresholds'][number] }[] {
+  return [
+    ...SCENARIOS.flatMap((s) => s.thresholds.map((threshold) => ({ scenario: s.id, threshold }))),
+    ...SOAK_THRESHOLDS.map((threshold) => ({ scenario: 'soak', threshold })),
+  ];
 }
 
 /** Runs the bench; resolves to the results. Every child process is stopped before it resolves or rejects. */
@@ -121,7 +143,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResults> {
   try {
     if (run.server.cpuProfDir !== undefined) mkdirSync(run.server.cpuProfDir, { recursive: true });
     const { scenarios, floor, soak } = await measureAll(run, selected);
-    const measured = {
+    const measured: Measured = {
       scenario: (id: string) => scenarios.find((s) => s.id === id),
       floor: floor?.error === undefined ? floor : undefined,
       soak,
@@ -129,6 +151,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchResults> {
       soakS: opts.soakS,
     };
     const targets = evaluate([...SCENARIOS.flatMap((s) => s.thresholds), ...SOAK_THRESHOLDS], measured);
+    if (opts.compare !== undefined) {
+      measured.comparison = compareResults(opts.compare.before, { scenarios, targets, floor }, opts.compare.file, tableThresholds(), opts.compare.tolerancePct);
+      targets.push(...evaluate(COMPARE_THRESHOLDS, measured));
+    }
     const git = gitInfo();
     mkdirSync(opts.outDir, { recursive: true });
     return {
@@ -159,6 +185,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResults> {
       targets,
       harnessErrors: run.harnessErrors,
       profiles: run.server.cpuProfDir !== undefined ? copyProfiles(run.server.cpuProfDir, opts.outDir) : undefined,
+      comparison: measured.comparison,
     };
   } finally {
     process.off('SIGINT', onSignal).off('SIGTERM', onSignal);

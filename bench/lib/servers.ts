@@ -44,6 +44,9 @@ export interface BackendOptions {
   baseMs?: number;
   perInputMs?: number;
   perCandidateMs?: number;
+  /** Hold answers until this many wait (backend-agent.ts `--gate`); 0: answer at once. */
+  gate?: number;
+  gateTimeoutMs?: number;
 }
 
 export async function startBackend(
@@ -61,6 +64,10 @@ export async function startBackend(
     String(opts.perInputMs ?? 0),
     '--per-candidate-ms',
     String(opts.perCandidateMs ?? 0),
+    '--gate',
+    String(opts.gate ?? 0),
+    '--gate-timeout-ms',
+    String(opts.gateTimeoutMs ?? 60_000),
   ]);
   const line = await child.waitLine((l) => l.startsWith('{"ports"'), 15_000);
   const { ports } = JSON.parse(line) as { ports: number[] };
@@ -144,10 +151,12 @@ export async function startGateway(
 ): Promise<Running> {
   const port = await freePort();
   const file = join(ctx.tmp, `${name}.yaml`);
+  // A scenario's own `server` keys (raised limits) go beside the listener's, not instead of them.
+  const { server, ...rest } = config;
   const full = {
-    server: { host: '127.0.0.1', port, body_limit_mb: 64 },
     log_level: ctx.gatewayLogLevel,
-    ...config,
+    ...rest,
+    server: { host: '127.0.0.1', port, body_limit_mb: 64, ...(typeof server === 'object' && server !== null ? server : {}) },
     ...ctx.extraConfig,
   };
   writeFileSync(file, stringify(full));

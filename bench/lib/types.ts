@@ -1,6 +1,6 @@
 /** Shapes of the bench's results (latest.json in the results directory). */
 
-export type ScenarioId = 'S1' | 'S2' | 'S3' | 'S4' | 'S5';
+export type ScenarioId = 'S1' | 'S2' | 'S3' | 'S4' | 'S5' | 'S6' | 'S7' | 'S8';
 export type Role = 'direct' | 'baseline' | 'gateway';
 
 export interface PhaseResult {
@@ -26,6 +26,36 @@ export interface PhaseResult {
   load1: number;
 }
 
+/** A memory scenario's figures for one front process (bench/lib/memory.ts): a fresh process per target. */
+export interface MemoryFigures {
+  /** Peak RSS (VmHWM, the kernel's exact peak) of the front process from its start to the last answer, MB. */
+  hwmMb: number;
+  /** Largest VmRSS sampled every 100 ms during the waves, MB. */
+  rssMaxMb: number;
+  /** Batches sent at once, and the request bytes they hold together, MB. */
+  inFlight: number;
+  bytesInFlightMb: number;
+  waves: number;
+  /** Answers, and those with status 200 and every candidate completed. */
+  answers: number;
+  answered: number;
+  statuses: Record<string, number>;
+  /** Size of the largest answer, MB. */
+  answerMb: number;
+  /** CPU ms of the front process per batch. */
+  cpuMsPerBatch: number;
+  /** Median wall seconds of a wave. */
+  waveS: number;
+  /** Times the backend's gate opened by timeout: fewer batches than `inFlight` were held at once. */
+  gateTimedOut: number;
+  /** Error candidates the gateway counted (its metrics), and per code. */
+  errorCandidates?: number;
+  errorCodes?: Record<string, number>;
+  problems: string[];
+  /** Set when the front process had exited before the end (the peak is then the last sampled VmHWM). */
+  exited?: string;
+}
+
 export interface TargetSummary {
   id: string;
   label: string;
@@ -48,6 +78,8 @@ export interface TargetSummary {
     rpsMin: number;
     rpsMax: number;
   };
+  /** Memory scenarios (S6-S8): these figures instead of rounds. */
+  memory?: MemoryFigures;
   /** p50 / p99 added over the scenario's direct target, ms. */
   addedP50Ms?: number;
   addedP99Ms?: number;
@@ -56,6 +88,8 @@ export interface TargetSummary {
 export interface ScenarioResult {
   id: ScenarioId;
   title: string;
+  /** 'memory': S6-S8, figures per target in `memory` (absent: rounds of load, figures in `median`). */
+  kind?: 'memory';
   params: Record<string, number | string | boolean>;
   targets: TargetSummary[];
   notes: string[];
@@ -129,4 +163,32 @@ export interface BenchResults {
   targets: TargetCheck[];
   harnessErrors: string[];
   profiles?: { scenario: string; file: string; summary: string }[];
+  /** With --compare FILE: this run's figures against that earlier run's. */
+  comparison?: Comparison;
+}
+
+/** One figure of one target (or one threshold's value) in an earlier run and in this one. */
+export interface ComparedFigure {
+  scenario: string;
+  /** A target label, or `target <threshold id>` for a threshold's value. */
+  what: string;
+  figure: string;
+  before: number | null;
+  after: number | null;
+  /** after / before - 1, in percent; null when either is missing. */
+  changePct: number | null;
+  better: 'higher' | 'lower';
+  /** Moved the wrong way (or the right way) by more than the tolerance. */
+  verdict: 'worse' | 'better' | 'same' | 'new' | 'gone';
+  /** A speed figure of the gateway: counts for "no scenario gets slower". */
+  speed: boolean;
+}
+
+export interface Comparison {
+  file: string;
+  before: { date: string; commit: string; dirty: boolean; mode: string; loadAvgStart: number[] };
+  tolerancePct: number;
+  figures: ComparedFigure[];
+  /** Scenarios with a gateway speed figure worse by more than the tolerance. */
+  slower: string[];
 }
