@@ -8,7 +8,7 @@
 import { isNumberMark } from './exact-json.js';
 import { RawJson, type InputSlices } from './raw-json.js';
 import type { InputIndex, RequestIndex, Span } from './request-index.js';
-import type { AgentInput, AgentRequest, JsonObject } from './types.js';
+import type { IndexedAgentInput, IndexedAgentRequest, JsonObject } from './types.js';
 
 const EMPTY_OBJECT = RawJson.of('{}');
 const EMPTY_LIST = RawJson.of('[]');
@@ -17,10 +17,11 @@ function slice(buf: Buffer, span: Span | undefined, absent: RawJson): RawJson {
   return span === undefined ? absent : new RawJson(buf, span.start, span.end);
 }
 
-function inputOf(buf: Buffer, index: InputIndex): AgentInput {
+function inputOf(buf: Buffer, index: InputIndex, memoryKey: string): IndexedAgentInput {
   const raw: InputSlices = {
     buf,
     index,
+    memoryKey,
     tools: slice(buf, index.tools, EMPTY_LIST),
     attributes: slice(buf, index.attributes, EMPTY_OBJECT),
     memory: slice(buf, index.memory, EMPTY_OBJECT),
@@ -46,12 +47,12 @@ function inputOf(buf: Buffer, index: InputIndex): AgentInput {
     },
   };
   Object.defineProperty(input, 'raw', { value: raw, enumerable: false });
-  return input;
+  return input as typeof input & { raw: InputSlices }; // defined just above
 }
 
 /** The request of an index; `marked` when an id is a number marker (serialize answers with stringifyExact). */
-export function indexedRequest(index: RequestIndex): { request: AgentRequest; marked: boolean } {
-  const inputs = index.inputs.map((ii) => inputOf(index.buf, ii));
+export function indexedRequest(index: RequestIndex, memoryKey: string): { request: IndexedAgentRequest; marked: boolean } {
+  const inputs = index.inputs.map((ii) => inputOf(index.buf, ii, memoryKey));
   return { request: { request_id: index.requestId, inputs }, marked: inputs.some((i) => isNumberMark(i.id)) };
 }
 
@@ -94,10 +95,25 @@ export function memoryWithoutTag(raw: InputSlices): Buffer[] {
   return pieces;
 }
 
-/** The byte length of memoryWithoutTag. */
-export function memoryBytesWithoutTag(raw: InputSlices): number {
-  if (raw.index.tagMembers.length === 0) return raw.memory.byteLength;
-  let n = 0;
-  for (const p of memoryWithoutTag(raw)) n += p.length;
-  return n;
+/** Decoded memory members, per input and member index: a route matching on `memory.<key>` twice decodes it once. */
+const memberCache = new WeakMap<InputSlices, Map<number, unknown>>();
+
+/**
+ * The decoded value of memory's top-level member `key` (the last one, as JSON.parse keeps), or undefined when
+ * memory has no such member: `memory.<path>` matches decode only the member they address.
+ */
+export function memoryMember(raw: InputSlices, key: string): unknown {
+  const members = raw.index.memoryMembers;
+  for (let i = members.length - 1; i >= 0; i--) {
+    const m = members[i]!; // i < members.length
+    const token = raw.buf.toString('utf8', m.keyStart, m.keyEnd);
+    // A key token the indexer validated: JSON.parse decodes its escapes; without one its text is between the quotes.
+    const name = token.includes('\\') ? (JSON.parse(token) as string) : token.slice(1, -1);
+    if (name !== key) continue;
+    let cache = memberCache.get(raw);
+    if (cache === undefined) memberCache.set(raw, (cache = new Map()));
+    if (!cache.has(i)) cache.set(i, new RawJson(raw.buf, m.valueStart, m.valueEnd).value());
+    return cache.get(i);
+  }
+  return undefined;
 }

@@ -11,14 +11,15 @@
  * byte. Everything else (punctuation, whitespace, numbers) is short and read byte by byte.
  */
 import { endianness } from 'node:os';
+import { GatewayError } from '../errors.js';
 
 /** Why a scan refused the bytes: the offset of the offending byte and a short reason (never client text). */
-export class IndexReject extends Error {
+export class IndexReject extends GatewayError {
   constructor(
     readonly at: number,
     readonly reason: string,
   ) {
-    super(`${reason} at byte ${at}`);
+    super('GATEWAY_ERR_JSON_INVALID', `${reason} at byte ${at}`);
     this.name = 'IndexReject';
   }
 }

@@ -57,6 +57,8 @@ export class RawJson {
 export interface InputSlices {
   readonly buf: Buffer;
   readonly index: InputIndex;
+  /** The memory_key the tag members were found by (index.tagMembers). */
+  readonly memoryKey: string;
   readonly tools: RawJson;
   readonly attributes: RawJson;
   readonly memory: RawJson;
