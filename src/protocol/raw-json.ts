@@ -7,7 +7,7 @@ import { parseExact } from './exact-json.js';
 import type { InputIndex } from './request-index.js';
 
 export class RawJson {
-  private decoded: { value: unknown; marked: boolean } | undefined;
+  private cache: { value: unknown; marked: boolean } | undefined;
 
   constructor(
     readonly buf: Buffer,
@@ -35,18 +35,23 @@ export class RawJson {
     return this.decode().value;
   }
 
+  /** True once something read the value (the batch path checks that memory is not decoded for nothing). */
+  get decoded(): boolean {
+    return this.cache !== undefined;
+  }
+
   /** True once decoded when the value holds number markers; false before any decode. */
   get marked(): boolean {
-    return this.decoded?.marked === true;
+    return this.cache?.marked === true;
   }
 
   private decode(): { value: unknown; marked: boolean } {
-    if (this.decoded === undefined) {
+    if (this.cache === undefined) {
       // The indexer proved these bytes JSON within server.max_json_depth, so this parse cannot fail.
       const p = parseExact(this.buf.toString('utf8', this.start, this.end));
-      this.decoded = { value: p.value, marked: p.marked };
+      this.cache = { value: p.value, marked: p.marked };
     }
-    return this.decoded;
+    return this.cache;
   }
 }
 
