@@ -69,6 +69,10 @@ export const GATEWAY_ERR = {
     meaning: 'A malformed HTTP request (400), or any other 4xx fastify answers before a handler, with its status (e.g. 415 for a Content-Type it does not parse).',
     status: 400,
   },
+  GATEWAY_ERR_BODY_ENCODING: {
+    meaning: 'A POST /v1/responses body is not valid UTF-8 (FastAPI answers 400 "There was an error parsing the body"); the detail names the offset of the first invalid byte. Nothing is forwarded.',
+    status: 400,
+  },
   GATEWAY_ERR_UNAUTHORIZED: {
     meaning: 'The admin listener (or a protected path) was asked without the right bearer token, or an agent endpoint without a valid client key when clients: is configured.',
     status: 401,

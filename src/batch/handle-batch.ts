@@ -13,14 +13,14 @@ import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from './gateway-state.js';
 import { correlationHeaders } from '../protocol/correlation.js';
 import { stringifyExact } from '../protocol/exact-json.js';
-import { parseAgentRequest } from '../protocol/request.js';
-import { checkBatchLimits, memoryBytes } from '../protocol/request-limits.js';
+import { readAgentRequest } from '../protocol/read-request.js';
+import { checkBatchLimits } from '../protocol/request-limits.js';
 import { validateAgainstRequest } from '../protocol/response-check.js';
 import { planBatch } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { hashBody, type ReplayLease } from '../state/index.js';
 import { utf8Exceeds } from '../state/util.js';
-import { GatewayError } from '../errors.js';
+import { errorBody, GatewayError } from '../errors.js';
 import { EVENT_REPLAY_CONFLICT, EVENT_REPLAY_HIT } from '../tracing/attributes.js';
 import type { TraceSpan } from '../tracing/trace-span.js';
 import { BATCH_SPAN_ATTRIBUTES, BATCH_SPAN_NAME, traceAnswer, traceRequest, traceResult, traceThrown } from './batch-span.js';
@@ -42,7 +42,7 @@ export interface BatchExchange {
 }
 
 export interface BatchAnswer {
-  status: 200 | 422;
+  status: 200 | 400 | 422;
   /** JSON text. */
   body: string;
   requestId?: string;
@@ -86,10 +86,16 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
   const { config } = runtime;
   const { metrics, store } = gw;
   const raw = ex.body;
-  const parsed = parseAgentRequest(raw.toString('utf8'), {
+  // Read by the byte indexer (docs/gateway-behaviour.md, "How a batch is read"): memory stays the client's bytes.
+  const parsed = readAgentRequest(raw, {
     maxOutputsPerInput: config.server.max_outputs_per_input,
     maxJsonDepth: config.server.max_json_depth,
+    memoryKey: config.memory_key,
   });
+  if (!parsed.ok && parsed.status === 400) {
+    ex.log.info({ code: 'GATEWAY_ERR_BODY_ENCODING', offset: parsed.offset }, 'request body is not UTF-8');
+    return { status: 400, body: JSON.stringify(errorBody('GATEWAY_ERR_BODY_ENCODING', parsed.message)) };
+  }
   if (!parsed.ok) {
     ex.log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', problems: parsed.detail.length, first: parsed.detail[0]?.loc }, 'invalid AgentRequest');
     return { status: 422, body: stringifyExact({ detail: parsed.detail }) };
@@ -97,11 +103,12 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
   const { request } = parsed;
   if (request.inputs.length === 0) return { status: 200, body: '[]' };
   const { inputs } = request;
-  const tooBig = checkBatchLimits(inputs, (i) => memoryBytes(inputs[i]!.memory), { // checkBatchLimits only calls back with indexes of inputs
+  // Every memory is a slice of the body: its size is its length, and all of them together fit in the body.
+  const tooBig = checkBatchLimits(inputs, (i) => inputs[i]!.raw.memory.byteLength, { // checkBatchLimits only calls back with indexes of inputs
     maxCandidates: config.server.max_candidates_per_batch,
     maxAnswerBytes: config.server.max_answer_mb * 1024 * 1024,
     maxAnswerMb: config.server.max_answer_mb,
-  }, parsed.marked ? undefined : raw.length);
+  }, raw.length);
   if (tooBig.length > 0) {
     ex.log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', inputs: inputs.length, problem: tooBig[0]?.msg }, 'batch over its limits');
     return { status: 422, body: stringifyExact({ detail: tooBig }) };

@@ -14,6 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { withTraceparent } from '../protocol/correlation.js';
 import { parseExact, stringifyExact } from '../protocol/exact-json.js';
 import { checkSubResponse, type SlotResult } from '../protocol/response-check.js';
+import { subRequestBody, type SubRequestInput } from '../protocol/sub-request.js';
 import type { AgentInput, AgentRequest, JsonObject } from '../protocol/types.js';
 import { postResponses } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
@@ -28,8 +29,11 @@ import { MIN_ATTEMPT_MS, type Unserved } from './failover.js';
 /** What an attempt reads of its batch, written once when the batch starts. */
 export interface BatchInputs {
   readonly request: AgentRequest;
-  /** Per input, its memory without the gateway's key (the same object when the key was absent). */
-  readonly stripped: readonly JsonObject[];
+  /**
+   * Per input, its memory without the gateway's key (the same object when the key was absent); undefined for an
+   * input read by the indexer, which is forwarded from its bytes.
+   */
+  readonly stripped: readonly (JsonObject | undefined)[];
   /** The client's body as received, when it may be forwarded whole. */
   readonly requestBody: Buffer | undefined;
   /** The request holds number markers: bodies built from it need stringifyExact's marked mode. */
@@ -170,23 +174,34 @@ export class Attempt {
   /**
    * The request body. A sub-request that is the whole client request unchanged (one replica takes every input,
    * in order, with all its candidates, and no memory carries the gateway's key) is the client's own body:
-   * forwarding that text saves serializing megabytes again.
+   * forwarding that text saves serializing megabytes again. Otherwise inputs read by the indexer are written
+   * from their bytes (protocol/sub-request.ts), memory exactly as the client sent it minus the tag.
    */
   private body(): string | Buffer {
     const { request, stripped, requestBody, requestMarked } = this.batch;
     const inputs = request.inputs;
     const items = this.items;
+    // Item input indexes come from the plan of this request: always in range of its inputs.
+    const untagged = (k: number): boolean => {
+      const inp = inputs[k]!;
+      return inp.raw === undefined ? stripped[k] === inp.memory : inp.raw.index.tagMembers.length === 0;
+    };
     const whole =
       requestBody !== undefined &&
       items.length === inputs.length &&
-      // Item input indexes come from the plan of this request: always in range of its inputs.
-      items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs && stripped[k] === inputs[k]!.memory);
+      items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs && untagged(k));
     if (whole) return requestBody;
+    const slices: SubRequestInput[] = [];
+    for (const it of items) {
+      const raw = inputs[it.input]!.raw;
+      if (raw === undefined) break;
+      slices.push({ raw, count: it.count });
+    }
+    if (slices.length === items.length) return subRequestBody(Buffer.from(JSON.stringify(request.request_id)), slices);
     return stringifyExact(
       {
         request_id: request.request_id,
-        // Item input indexes come from the plan of this request: always in range of its inputs.
-        inputs: items.map((it) => forwarded(inputs[it.input]!, stripped[it.input]!, it.count)),
+        inputs: items.map((it) => forwarded(inputs[it.input]!, stripped[it.input] ?? inputs[it.input]!.memory, it.count)),
       },
       requestMarked,
     );

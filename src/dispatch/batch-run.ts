@@ -39,7 +39,8 @@ export class BatchRun {
     this.marked = requestMarked;
     this.inputs = {
       request,
-      stripped: request.inputs.map((inp) => stripMemoryKey(inp.memory, deps.memoryKey)),
+      // An input read by the indexer is forwarded from its bytes: its memory is never decoded for that.
+      stripped: request.inputs.map((inp) => (inp.raw === undefined ? stripMemoryKey(inp.memory, deps.memoryKey) : undefined)),
       requestBody: ctx.requestBody,
       requestMarked,
     };
@@ -52,7 +53,8 @@ export class BatchRun {
     await this.dispatch(items);
     return {
       outputs: this.slots.outputs(),
-      marked: this.marked,
+      // An error candidate carries its input's memory, decoded from the body only then: its numbers may be markers.
+      marked: this.marked || this.inputs.request.inputs.some((inp) => inp.raw?.memory.marked === true),
       workMs: this.workMs,
       backends: this.backends,
       errorCodes: this.slots.errorCodes,

@@ -13,6 +13,7 @@ import type { Logger } from '../logging.js';
 import { withTraceparent, type CorrelationHeaders } from '../protocol/correlation.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { parseExact, stringifyExact } from '../protocol/exact-json.js';
+import { subRequestBody } from '../protocol/sub-request.js';
 import { checkSubResponse } from '../protocol/response-check.js';
 import type { AgentDecision, AgentOutput, AgentRequest } from '../protocol/types.js';
 import type { BatchPlan } from '../routing/plan.js';
@@ -160,13 +161,18 @@ async function shadowCall(
   const { metrics } = deps;
   const labels = { route: g.route, backend: g.backend };
   const inputs = g.inputs.map((i) => request.inputs[i]!); // i indexes request.inputs (loop bound)
-  const body = stringifyExact(
-    {
-      request_id: request.request_id,
-      inputs: inputs.map((inp) => ({ ...inp, memory: stripMemoryKey(inp.memory, deps.memoryKey) })),
-    },
-    marked,
-  );
+  // Inputs read by the indexer are written from their bytes, never decoded for a shadow.
+  const slices = inputs.flatMap((inp) => (inp.raw === undefined ? [] : [{ raw: inp.raw, count: inp.num_outputs }]));
+  const body =
+    slices.length === inputs.length
+      ? subRequestBody(Buffer.from(JSON.stringify(request.request_id)), slices)
+      : stringifyExact(
+          {
+            request_id: request.request_id,
+            inputs: inputs.map((inp) => ({ ...inp, memory: stripMemoryKey(inp.memory, deps.memoryKey) })),
+          },
+          marked,
+        );
   const res = await postResponses(replica, body, headers, deps.upstreams.timeoutMs(g.backend));
   end.status = res.status;
   if (!res.ok) {

@@ -71,11 +71,20 @@ export interface ExactParseOptions {
   maxDepth?: number;
 }
 
+/**
+ * A number token that overflows to +-Infinity (`1e400`): the contract requires finite numbers. An integer of any
+ * length is exact and never overflows (README, "Exact JSON"): only a fraction or an exponent can.
+ */
+export function overflows(tok: string): boolean {
+  return !INTEGER_RE.test(tok) && !Number.isFinite(Number(tok));
+}
+const INTEGER_RE = /^-?\d+$/;
+
 export interface ExactParse {
   value: unknown;
   /** True when the value holds number markers: serialize it with stringifyExact. */
   marked: boolean;
-  /** True when some number overflows to +-Infinity (e.g. 1e400): the contract requires finite numbers. */
+  /** True when some number overflows to +-Infinity (e.g. 1e400, never an integer): the contract requires finite numbers. */
   nonFinite: boolean;
 }
 
@@ -126,7 +135,7 @@ function rewrite(text: string): { text: string; marked: boolean; nonFinite: bool
           parts.push(text.slice(last, k), '"', NUMBER_MARK, tok, '"');
           last = e;
           marked = true;
-          if (!Number.isFinite(Number(tok))) nonFinite = true;
+          if (overflows(tok)) nonFinite = true;
         }
         k = e;
       } else k++;

@@ -2,7 +2,7 @@
  * Parse and validate a `POST /v1/responses` body as the contract's AgentRequest (README.md, "What happens to a batch").
  * Invalid bodies become FastAPI-style 422 details naming every problem's location.
  */
-import { intKey, isNumberMark, JsonDepthError, JsonSyntaxError, numberMarkText, parseExact } from './exact-json.js';
+import { intKey, isNumberMark, JsonDepthError, JsonSyntaxError, numberMarkText, overflows, parseExact } from './exact-json.js';
 import { DEFAULT_MAX_JSON_DEPTH } from './json-depth.js';
 import { agentRequestSchema } from './schemas.js';
 import type { AgentRequest, ValidationIssue } from './types.js';
@@ -19,13 +19,12 @@ export interface RequestLimits {
 }
 
 /**
- * Locations of numbers that overflow to infinity (`1e400`): the contract requires finite numbers. Recursive,
+ * Locations of numbers that overflow to infinity (`1e400`; an integer never does): the contract requires finite numbers. Recursive,
  * which is safe because parseExact refused anything deeper than server.max_json_depth.
  */
 function findNonFinite(v: unknown, loc: (string | number)[], out: ValidationIssue[]): void {
   if (isNumberMark(v)) {
-    const text = numberMarkText(v);
-    if (!Number.isFinite(Number(text))) {
+    if (overflows(numberMarkText(v))) {
       out.push({ type: 'finite_number', loc: [...loc], msg: 'Input should be a finite number', input: v });
     }
   } else if (Array.isArray(v)) {

@@ -19,6 +19,7 @@ import type { AgentInput } from '../protocol/types.js';
 import { compileCondition, type Predicate } from './conditions.js';
 import { GatewayError } from '../errors.js';
 import { isJsonObject } from '../protocol/schemas.js';
+import { memoryMember } from '../protocol/indexed-request.js';
 
 export type Headers = Record<string, string | string[] | undefined>;
 export type Matcher = (input: AgentInput, headers: Headers) => boolean;
@@ -74,9 +75,15 @@ export function compileKey(key: string, memoryKey: string = DEFAULT_MEMORY_KEY):
       return { resolve: (i) => walk(i.attributes, segments), textual: false };
     case 'extra_keys':
       return { resolve: (i) => walk(i.extra_keys, segments), textual: false };
-    case 'memory':
-      if (segments[0] === memoryKey) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `"${key}" reads the gateway's own memory key`);
-      return { resolve: (i) => walk(i.memory, segments), textual: false };
+    case 'memory': {
+      const [first, ...below] = segments;
+      if (first === memoryKey) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `"${key}" reads the gateway's own memory key`);
+      // An input read by the indexer decodes only the memory member the key names, not the whole trajectory.
+      return {
+        resolve: (i) => (i.raw !== undefined && first !== undefined ? walk(memoryMember(i.raw, first), below) : walk(i.memory, segments)),
+        textual: false,
+      };
+    }
     default:
       throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `unknown match key "${key}"`);
   }

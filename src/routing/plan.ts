@@ -22,6 +22,7 @@ import type { Headers } from './match.js';
 import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
 import { chooseArm } from './split.js';
 import { isJsonObject } from '../protocol/schemas.js';
+import { memoryTagValue } from '../protocol/indexed-request.js';
 
 // The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
 export { compileRoutes, routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
@@ -82,7 +83,20 @@ export interface BatchPlan {
  */
 export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag | undefined {
   if (!isJsonObject(memory) || !Object.hasOwn(memory, memoryKey)) return undefined;
-  const raw = memory[memoryKey];
+  return tagOfValue(memory[memoryKey]);
+}
+
+/**
+ * The tag of an input. One read by the indexer has its tag member located in its bytes: only that member is
+ * decoded, never the rest of the memory (docs/gateway-behaviour.md, "How a batch is read").
+ */
+export function inputMemoryTag(input: AgentInput, memoryKey: string): MemoryTag | undefined {
+  const raw = input.raw;
+  if (raw === undefined || raw.memoryKey !== memoryKey) return readMemoryTag(input.memory, memoryKey);
+  return raw.index.tagMembers.length === 0 ? undefined : tagOfValue(memoryTagValue(raw));
+}
+
+function tagOfValue(raw: unknown): MemoryTag | undefined {
   if (!isJsonObject(raw) || typeof raw.backend !== 'string' || raw.backend === '' || typeof raw.route !== 'string') {
     return undefined;
   }
@@ -157,7 +171,7 @@ function planInput(
   headers: Headers,
 ): InputPlan {
   const route = selectRoute(compiled, input, headers);
-  const tag = readMemoryTag(input.memory, compiled.memoryKey);
+  const tag = inputMemoryTag(input, compiled.memoryKey);
   const n = input.num_outputs;
   const plan: InputPlan = {
     index,

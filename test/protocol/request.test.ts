@@ -154,3 +154,13 @@ test('numbers where strings belong are string_type, as pydantic says, even when 
     assert.doesNotThrow(() => JSON.parse(text));
   }
 });
+
+test('an integer of 400 digits is valid anywhere and kept digit for digit; only fractions and exponents overflow', () => {
+  const big = '9'.repeat(400);
+  const text = body(input({ id: big, memory: `{"n":-${big}}` }));
+  const r = parseAgentRequest(text, LIMITS);
+  assert.ok(r.ok, JSON.stringify(!r.ok && r.detail));
+  if (!r.ok) return;
+  assert.equal(stringifyExact(r.request.inputs[0]?.memory, r.marked), `{"n":-${big}}`);
+  assert.deepEqual(locs(body(input({ memory: `{"n":${big}.5}` }))), ['body.inputs.0.memory.n']);
+});

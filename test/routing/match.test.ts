@@ -7,6 +7,7 @@ import type { Condition } from '../../src/config/schema.js';
 import type { AgentInput } from '../../src/protocol/types.js';
 import { numberMark } from '../../src/protocol/exact-json.js';
 import { compileKey, compileMatch, type Headers } from '../../src/routing/match.js';
+import { readAgentRequest } from '../../src/protocol/read-request.js';
 import { globToRegExp } from '../../src/patterns/glob.js';
 import { agentInput } from '../helpers/inputs.js';
 
@@ -186,4 +187,17 @@ test('no match, or an empty one, selects every input', () => {
 
 test('a bad glob fails when the match is compiled, not per input', () => {
   assert.throws(() => compileMatch({ 'attributes.s': { glob: 'a[b' } }), /invalid glob/);
+});
+
+test('memory.<path> on an input read by the indexer decodes only the member it names, the last one if repeated', () => {
+  const text =
+    '{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":""},' +
+    '"memory":{"phase":"act","history":[{"big":"' + 'x'.repeat(5000) + '"}],"ph\\u0061se":{"step":"plan"}}}]}';
+  const r = readAgentRequest(Buffer.from(text), { maxOutputsPerInput: 4, maxJsonDepth: 32, memoryKey: '_gateway' });
+  assert.ok(r.ok);
+  const inp = r.request.inputs[0]!;
+  assert.equal(m({ 'memory.phase.step': 'plan' }, inp), true);
+  assert.equal(m({ 'memory.phase': 'act' }, inp), false);
+  assert.equal(m({ 'memory.missing': { exists: false } }, inp), true);
+  assert.equal(inp.raw.memory.decoded, false, 'the whole memory was never decoded');
 });

@@ -16,6 +16,7 @@ import {
   type RoutingSnapshot,
 } from '../../src/routing/plan.js';
 import { agentInput } from '../helpers/inputs.js';
+import { readAgentRequest } from '../../src/protocol/read-request.js';
 
 const CONFIG = parseConfigText(
   [
@@ -216,4 +217,16 @@ test('readMemoryTag returns undefined for a missing or malformed tag', () => {
 test('compileRoutes refuses a config built in code without a catch-all', () => {
   const bad = { ...CONFIG, routes: CONFIG.routes.slice(0, 2) } as GatewayConfig;
   assert.throws(() => compileRoutes(bad), /no catch-all route/);
+});
+
+test('the memory tag of an input read by the indexer is read from its member, the memory left undecoded', () => {
+  const text =
+    '{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":""},' +
+    '"memory":{"history":["x"],"_gateway":{"backend":"gpt","route":"default"}}}]}';
+  const r = readAgentRequest(Buffer.from(text), { maxOutputsPerInput: 4, maxJsonDepth: 32, memoryKey: '_gateway' });
+  assert.ok(r.ok);
+  const plan = planBatch(r.request, ROUTES, ALL, { headers: {} });
+  assert.deepEqual(plan.inputs[0]?.tag, { backend: 'gpt', route: 'default' });
+  assert.deepEqual(plan.inputs[0]?.legs.map((l) => l.backend), ['gpt'], 'sticky on the tagged backend');
+  assert.equal(r.request.inputs[0]?.raw.memory.decoded, false);
 });

@@ -1,0 +1,309 @@
+/**
+ * The grammar layer of the byte indexer (docs/gateway-behaviour.md, "How a batch is read"): a validating scan of
+ * JSON bytes that builds no value. It proves a value is RFC 8259 JSON (strings with valid escapes and no control
+ * characters, numbers as the grammar writes them, `true`/`false`/`null`), no deeper than server.max_json_depth
+ * and free of numbers that overflow to infinity, and says where it ends; request-index.ts reads the protocol
+ * fields around it. UTF-8 validity is checked once for the whole body (buffer.isUtf8) before any scan.
+ *
+ * Nested values are scanned with an explicit stack (no recursion), so any depth up to the limit is safe.
+ * String interiors, most of an agent's memory, are skipped four bytes at a time: one 32-bit word says whether
+ * any of its bytes is a quote, a backslash or a control character, and only such a word is looked at byte by
+ * byte. Everything else (punctuation, whitespace, numbers) is short and read byte by byte.
+ */
+import { endianness } from 'node:os';
+import { GatewayError } from '../errors.js';
+
+/** Why a scan refused the bytes: the offset of the offending byte and a short reason (never client text). */
+export class IndexReject extends GatewayError {
+  constructor(
+    readonly at: number,
+    readonly reason: string,
+  ) {
+    super('GATEWAY_ERR_JSON_INVALID', `${reason} at byte ${at}`);
+    this.name = 'IndexReject';
+  }
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+/** Per byte after a backslash: 1 for a one-character escape, 2 for `u`, 0 for an invalid escape. */
+const ESCAPES = new Uint8Array(256);
+for (const c of '"\\/bfnrt') ESCAPES[c.charCodeAt(0)] = 1;
+ESCAPES[0x75] = 2;
+/** 1 for an ASCII hex digit. */
+const HEX = new Uint8Array(256);
+for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
+
+const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
+
+const OBJECT = 1;
+const ARRAY = 2;
+
+/** What a number token is, for the protocol's integer fields. */
+export interface NumberToken {
+  start: number;
+  end: number;
+  /** No fraction and no exponent: a strict integer in the pydantic sense. */
+  integer: boolean;
+  negative: boolean;
+}
+
+/**
+ * One scan over one body. Positions are byte offsets into `buf`; every method that reads a token takes the
+ * offset where it starts and returns the offset just past it, or throws IndexReject.
+ */
+export class JsonScanner {
+  readonly len: number;
+  /** `buf` as 32-bit words (little-endian hosts); word k holds bytes 4k - base .. 4k - base + 3. */
+  private readonly words: Uint32Array | undefined;
+  private readonly base: number;
+  /** The container kinds of the value being skipped, one per nesting level. */
+  private readonly stack: Uint8Array;
+  /** Set when the last string read held a backslash (its text differs from its bytes). */
+  escaped = false;
+  /** Set when a value skipped since the caller last cleared it held a number that overflows to infinity. */
+  nonFinite = false;
+  /** Where the first such number starts, for the message. */
+  nonFiniteAt = -1;
+
+  constructor(
+    readonly buf: Buffer,
+    readonly maxDepth: number,
+  ) {
+    this.len = buf.length;
+    this.base = buf.byteOffset & 3;
+    this.words = LITTLE_ENDIAN ? new Uint32Array(buf.buffer, buf.byteOffset - this.base, (buf.length + this.base) >>> 2) : undefined;
+    this.stack = new Uint8Array(maxDepth + 2);
+  }
+
+  /** The byte at `p`, or -1 past the end. */
+  at(p: number): number {
+    return p < this.len ? (this.buf[p] ?? -1) : -1;
+  }
+
+  /** The first offset at or after `p` that is not JSON whitespace. */
+  ws(p: number): number {
+    const b = this.buf;
+    const len = this.len;
+    while (p < len) {
+      const c = b[p];
+      if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return p;
+      p++;
+    }
+    return p;
+  }
+
+  /** `c` at `p`, after whitespace; returns the offset past it. */
+  expect(p: number, c: number, what: string): number {
+    const q = this.ws(p);
+    if (this.at(q) !== c) throw new IndexReject(q, `expected ${what}`);
+    return q + 1;
+  }
+
+  /** The string whose opening quote is at `open`: returns the offset past its closing quote. */
+  string(open: number): number {
+    if (this.at(open) !== QUOTE) throw new IndexReject(open, 'expected a string');
+    this.escaped = false;
+    const close = this.words === undefined ? this.stringEndBytes(open + 1) : this.stringEndWords(open + 1);
+    return close + 1;
+  }
+
+  /** Offset of the closing quote of a string whose interior starts at `p`, four bytes at a time. */
+  private stringEndWords(p: number): number {
+    const b = this.buf;
+    const len = this.len;
+    const base = this.base;
+    // The `words` view exists on this path (see string()).
+    const w = this.words as Uint32Array;
+    const kEnd = (len + base) >>> 2;
+    for (;;) {
+      // Byte by byte up to a word boundary.
+      while (((p + base) & 3) !== 0) {
+        if (p >= len) throw new IndexReject(len, 'unterminated string');
+        const c = b[p] ?? -1;
+        if (c === QUOTE) return p;
+        if (c === BACKSLASH) p = this.escape(p);
+        else if (c < 0x20) throw new IndexReject(p, 'control character in a string');
+        else p++;
+      }
+      let k = (p + base) >>> 2;
+      let m = 0;
+      while (k < kEnd) {
+        const x = w[k] ?? 0;
+        const q = x ^ 0x22222222;
+        const s = x ^ 0x5c5c5c5c;
+        // High bit of a byte set: that byte is < 0x20, a quote or a backslash (exact for the lowest such byte).
+        m = (((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((s - 0x01010101) & ~s)) & 0x80808080;
+        if (m !== 0) break;
+        k++;
+      }
+      if (m === 0) {
+        // Past the last whole word: the tail is read byte by byte.
+        p = (k << 2) - base;
+        if (p >= len) throw new IndexReject(len, 'unterminated string');
+        while (p < len) {
+          const c = b[p] ?? -1;
+          if (c === QUOTE) return p;
+          if (c === BACKSLASH) p = this.escape(p);
+          else if (c < 0x20) throw new IndexReject(p, 'control character in a string');
+          else p++;
+        }
+        throw new IndexReject(len, 'unterminated string');
+      }
+      p = (k << 2) - base + ((31 - Math.clz32(m & -m)) >>> 3);
+      const c = b[p] ?? -1;
+      if (c === QUOTE) return p;
+      if (c === BACKSLASH) p = this.escape(p);
+      else throw new IndexReject(p, 'control character in a string');
+    }
+  }
+
+  /** The same on hosts where the word trick does not apply. */
+  private stringEndBytes(p: number): number {
+    const b = this.buf;
+    const len = this.len;
+    while (p < len) {
+      const c = b[p] ?? -1;
+      if (c === QUOTE) return p;
+      if (c === BACKSLASH) p = this.escape(p);
+      else if (c < 0x20) throw new IndexReject(p, 'control character in a string');
+      else p++;
+    }
+    throw new IndexReject(len, 'unterminated string');
+  }
+
+  /** The escape whose backslash is at `p`: returns the offset past it. */
+  private escape(p: number): number {
+    this.escaped = true;
+    const kind = ESCAPES[this.at(p + 1) & 0xff] ?? 0;
+    if (p + 1 >= this.len) throw new IndexReject(this.len, 'unterminated string');
+    if (kind === 1) return p + 2;
+    if (kind === 0) throw new IndexReject(p, 'invalid escape');
+    for (let k = p + 2; k < p + 6; k++) {
+      if (k >= this.len || HEX[this.at(k)] !== 1) throw new IndexReject(p, 'invalid \\u escape');
+    }
+    return p + 6;
+  }
+
+  /** The number starting at `p`, into `tok`; returns the offset past it. */
+  number(p: number, tok: NumberToken): number {
+    const start = p;
+    let c = this.at(p);
+    const negative = c === 0x2d;
+    if (negative) c = this.at(++p);
+    if (c === 0x30) p++;
+    else if (c >= 0x31 && c <= 0x39) {
+      p++;
+      while (isDigit(this.at(p))) p++;
+    } else throw new IndexReject(start, 'expected a value');
+    const intDigits = p - start - (negative ? 1 : 0);
+    let integer = true;
+    let exponent = false;
+    if (this.at(p) === 0x2e) {
+      integer = false;
+      if (!isDigit(this.at(++p))) throw new IndexReject(p, 'expected a digit after the decimal point');
+      while (isDigit(this.at(p))) p++;
+    }
+    c = this.at(p);
+    if (c === 0x65 || c === 0x45) {
+      integer = false;
+      exponent = true;
+      c = this.at(++p);
+      if (c === 0x2b || c === 0x2d) p++;
+      if (!isDigit(this.at(p))) throw new IndexReject(p, 'expected a digit in the exponent');
+      while (isDigit(this.at(p))) p++;
+    }
+    // An integer of any length is exact (README, "Exact JSON"); a fraction overflows only with an exponent or
+    // more than 308 integer digits, the only cases worth converting.
+    if (!integer && (exponent || intDigits > 308) && !Number.isFinite(Number(this.buf.toString('latin1', start, p)))) {
+      if (!this.nonFinite) this.nonFiniteAt = start;
+      this.nonFinite = true;
+    }
+    tok.start = start;
+    tok.end = p;
+    tok.integer = integer;
+    tok.negative = negative;
+    return p;
+  }
+
+  /** `word` (true, false, null) at `p`. */
+  private literal(p: number, word: string): number {
+    for (let k = 0; k < word.length; k++) {
+      if (this.at(p + k) !== word.charCodeAt(k)) throw new IndexReject(p, 'expected a value');
+    }
+    return p + word.length;
+  }
+
+  /**
+   * The key of an object member at `p` (after whitespace) and its colon: returns where the member's value
+   * starts (whitespace skipped). `key` receives the offsets of the key's opening quote and past its closing one.
+   */
+  memberKey(p: number, key: { start: number; end: number }): number {
+    const q = this.ws(p);
+    if (this.at(q) !== QUOTE) throw new IndexReject(q, 'expected a property name in double quotes');
+    key.start = q;
+    key.end = this.string(q);
+    return this.ws(this.expect(key.end, 0x3a, "':'"));
+  }
+
+  private readonly scratch: NumberToken = { start: 0, end: 0, integer: true, negative: false };
+
+  /**
+   * Any JSON value starting at `p` (whitespace skipped), nested at `depth` (the depth of the container it
+   * sits in; the top-level value sits at 0). Returns the offset past it.
+   */
+  value(p: number, depth: number): number {
+    const stack = this.stack;
+    let top = 0;
+    p = this.ws(p);
+    for (;;) {
+      // A value starts at p.
+      const c = this.at(p);
+      if (c === QUOTE) p = this.string(p);
+      else if (c === 0x7b || c === 0x5b) {
+        if (depth + top + 1 > this.maxDepth) throw new IndexReject(p, 'nested too deep');
+        const close = c === 0x7b ? 0x7d : 0x5d;
+        const q = this.ws(p + 1);
+        if (this.at(q) === close) p = q + 1;
+        else {
+          stack[++top] = c === 0x7b ? OBJECT : ARRAY;
+          p = c === 0x7b ? this.memberKey(q, this.keySpan) : q;
+          continue;
+        }
+      } else if (c === 0x74) p = this.literal(p, 'true');
+      else if (c === 0x66) p = this.literal(p, 'false');
+      else if (c === 0x6e) p = this.literal(p, 'null');
+      else p = this.number(p, this.scratch);
+      // A value ended at p: close containers until one expects another value.
+      for (;;) {
+        if (top === 0) return p;
+        p = this.ws(p);
+        const d = this.at(p);
+        const kind = stack[top];
+        if (d === 0x2c) {
+          p = kind === OBJECT ? this.memberKey(p + 1, this.keySpan) : this.ws(p + 1);
+          break;
+        }
+        if (d !== (kind === OBJECT ? 0x7d : 0x5d)) throw new IndexReject(p, kind === OBJECT ? "expected ',' or '}'" : "expected ',' or ']'");
+        top--;
+        p++;
+      }
+    }
+  }
+
+  private readonly keySpan = { start: 0, end: 0 };
+
+  /** The bytes of `buf` from `start` to `end` as latin1 text: exact for ASCII, never equal to an ASCII name otherwise. */
+  latin1(start: number, end: number): string {
+    return this.buf.toString('latin1', start, end);
+  }
+
+  /** The exact text of the string token whose quotes span `start`..`end`. */
+  text(start: number, end: number, escaped: boolean): string {
+    if (!escaped) return this.buf.toString('utf8', start + 1, end - 1);
+    // A validated string token: JSON.parse decodes its escapes exactly (lone surrogates included).
+    return JSON.parse(this.buf.toString('utf8', start, end)) as string;
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * A JSON value kept as the bytes it arrived in: a slice of the body, validated by the indexer
+ * (request-index.ts), decoded exactly (exact-json.ts) only when something reads it, and at most once.
+ * Forwarding it costs a subarray, never a copy (docs/gateway-behaviour.md, "How a batch is read").
+ */
+import { parseExact } from './exact-json.js';
+import type { InputIndex } from './request-index.js';
+
+export class RawJson {
+  private cache: { value: unknown; marked: boolean } | undefined;
+
+  constructor(
+    readonly buf: Buffer,
+    readonly start: number,
+    readonly end: number,
+  ) {}
+
+  /** A value the gateway holds as text (a default such as `{}`), not a slice of a body. */
+  static of(text: string): RawJson {
+    const buf = Buffer.from(text, 'utf8');
+    return new RawJson(buf, 0, buf.length);
+  }
+
+  get byteLength(): number {
+    return this.end - this.start;
+  }
+
+  /** The value's bytes, shared with the body. */
+  bytes(): Buffer {
+    return this.buf.subarray(this.start, this.end);
+  }
+
+  /** The value, numbers exact (number markers where JS cannot hold them: serialize with stringifyExact). */
+  value(): unknown {
+    return this.decode().value;
+  }
+
+  /** True once something read the value (the batch path checks that memory is not decoded for nothing). */
+  get decoded(): boolean {
+    return this.cache !== undefined;
+  }
+
+  /** True once decoded when the value holds number markers; false before any decode. */
+  get marked(): boolean {
+    return this.cache?.marked === true;
+  }
+
+  private decode(): { value: unknown; marked: boolean } {
+    if (this.cache === undefined) {
+      // The indexer proved these bytes JSON within server.max_json_depth, so this parse cannot fail.
+      const p = parseExact(this.buf.toString('utf8', this.start, this.end));
+      this.cache = { value: p.value, marked: p.marked };
+    }
+    return this.cache;
+  }
+}
+
+/**
+ * What the batch path keeps of an input read by the indexer: its index (offsets of every field, memory's
+ * top-level members) and its free-form values as slices, defaults included. Carried by an AgentInput as `raw`.
+ */
+export interface InputSlices {
+  readonly buf: Buffer;
+  readonly index: InputIndex;
+  /** The memory_key the tag members were found by (index.tagMembers). */
+  readonly memoryKey: string;
+  readonly tools: RawJson;
+  readonly attributes: RawJson;
+  readonly memory: RawJson;
+  readonly extraKeys: RawJson;
+}

@@ -1,0 +1,375 @@
+/**
+ * The AgentRequest layer of the byte indexer (docs/gateway-behaviour.md, "How a batch is read"): one pass over
+ * a `POST /v1/responses` body that validates it as strictly as the zod schemas (schemas.ts) and returns where
+ * everything is, decoding only the small protocol fields. The free-form values (tools, attributes, memory,
+ * extra_keys) are proved to be JSON of the right type and kept as offsets; the top level of each memory is
+ * indexed so the gateway's memory tag can be read and cut out as bytes.
+ *
+ * Same verdict as parseAgentRequest (request.ts), which stays the source of every 422 detail: when this scan
+ * refuses a body, request.ts runs on it to say why. Where a key repeats at a protocol level the last one counts,
+ * as JSON.parse and Python's json module do. Protocol levels sit at fixed depths (body 1, inputs 2, an input 3,
+ * its instruction and free-form values 4), so the functions below nest at most that far; anything deeper is
+ * scanned by JsonScanner.value with its own stack.
+ */
+import { numberMark } from './exact-json.js';
+import { IndexReject, JsonScanner, type NumberToken } from './json-index.js';
+import type { IntValue } from './json-values.js';
+
+/** An instruction as the schema's AgentInstruction (types.ts, which imports this file's types) decodes it. */
+export interface IndexedInstruction {
+  type: 'user' | 'env';
+  content: string;
+}
+
+const LBRACE = 0x7b;
+const RBRACE = 0x7d;
+const LBRACKET = 0x5b;
+const RBRACKET = 0x5d;
+const COMMA = 0x2c;
+const QUOTE = 0x22;
+
+export interface IndexLimits {
+  maxOutputsPerInput: number;
+  /** server.max_json_depth */
+  maxJsonDepth: number;
+  /** memory_key: the member of memory that is the gateway's tag. */
+  memoryKey: string;
+}
+
+/** Byte offsets `[start, end)` into the body. */
+export interface Span {
+  readonly start: number;
+  readonly end: number;
+}
+
+/** One top-level member of a memory object: its key token (quotes included) and its value. */
+export interface MemberSpan {
+  readonly keyStart: number;
+  readonly keyEnd: number;
+  readonly valueStart: number;
+  readonly valueEnd: number;
+}
+
+export interface InputIndex {
+  /** The input object, braces included. */
+  readonly span: Span;
+  /** The id as the client wrote it: a JS number when that prints back the same, else a number marker. */
+  readonly id: IntValue;
+  readonly idSpan: Span;
+  /** The id normalized for comparisons (`-0` is `0`), as intKey gives it. */
+  readonly idKey: string;
+  readonly instruction: IndexedInstruction;
+  readonly instructionSpan: Span;
+  /** Absent fields are undefined (the contract's defaults apply). */
+  readonly tools: Span | undefined;
+  readonly attributes: Span | undefined;
+  readonly memory: Span | undefined;
+  readonly extraKeys: Span | undefined;
+  readonly numOutputs: number;
+  readonly numOutputsSpan: Span | undefined;
+  /** memory's top-level members in order (empty when memory is absent or `{}`). */
+  readonly memoryMembers: readonly MemberSpan[];
+  /** Indexes into memoryMembers of the members named memory_key (more than one only if the client repeated it). */
+  readonly tagMembers: readonly number[];
+}
+
+export interface RequestIndex {
+  readonly buf: Buffer;
+  readonly requestId: string;
+  readonly requestIdSpan: Span;
+  readonly inputs: readonly InputIndex[];
+}
+
+export type IndexResult = { ok: true; index: RequestIndex } | { ok: false; reject: IndexReject };
+
+/** A field that may repeat: the last occurrence's verdict counts. */
+interface Slot<T> {
+  ok: boolean;
+  value: T | undefined;
+  span: Span;
+}
+
+function slot<T>(ok: boolean, value: T | undefined, start: number, end: number): Slot<T> {
+  return { ok, value, span: { start, end } };
+}
+
+/** Validate and index `buf` as an AgentRequest. UTF-8 validity is the caller's (one isUtf8 over the body). */
+export function indexAgentRequest(buf: Buffer, limits: IndexLimits): IndexResult {
+  try {
+    return { ok: true, index: new RequestIndexer(buf, limits).run() };
+  } catch (err) {
+    if (err instanceof IndexReject) return { ok: false, reject: err };
+    throw err;
+  }
+}
+
+/** isCanonical of exact-json.ts: the text JSON.stringify would print for the number it parses to. */
+function intValue(text: string): IntValue {
+  return String(Number(text)) === text ? Number(text) : numberMark(text);
+}
+
+class RequestIndexer {
+  private readonly s: JsonScanner;
+  private readonly key = { start: 0, end: 0 };
+  private readonly tok: NumberToken = { start: 0, end: 0, integer: true, negative: false };
+  /** The memory key as it appears between quotes when written without escapes. */
+  private readonly memoryKeyBytes: Buffer;
+
+  constructor(
+    readonly buf: Buffer,
+    readonly limits: IndexLimits,
+  ) {
+    this.s = new JsonScanner(buf, limits.maxJsonDepth);
+    this.memoryKeyBytes = Buffer.from(JSON.stringify(limits.memoryKey).slice(1, -1), 'utf8');
+  }
+
+  run(): RequestIndex {
+    const s = this.s;
+    const p = s.ws(0);
+    if (s.at(p) !== LBRACE) {
+      s.value(p, 0); // a body that is not even JSON is refused for that first
+      throw new IndexReject(p, 'the body is not a JSON object');
+    }
+    let requestId: Slot<string> | undefined;
+    let inputs: Slot<InputIndex[]> | undefined;
+    const end = this.members(p, 1, (name, v) => {
+      if (name === 'request_id') {
+        const e = this.anyValue(v, 1);
+        const text = s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
+        requestId = slot(text !== undefined && text.length > 0, text, v, e);
+        return e;
+      }
+      if (name === 'inputs') {
+        if (s.at(v) !== LBRACKET) return this.invalid<InputIndex[]>(v, 1, (sl) => (inputs = sl));
+        const list: InputIndex[] = [];
+        let ok = true;
+        const e = this.elements(v, 2, (q) => {
+          if (s.at(q) !== LBRACE) {
+            ok = false;
+            return this.anyValue(q, 2);
+          }
+          const r = this.input(q);
+          if (r.input === undefined) ok = false;
+          else list.push(r.input);
+          return r.end;
+        });
+        inputs = slot(ok, list, v, e);
+        return e;
+      }
+      throw new IndexReject(v, `unknown field ${JSON.stringify(name)}`);
+    });
+    if (s.ws(end) !== s.len) throw new IndexReject(s.ws(end), 'extra data after the JSON value');
+    if (requestId === undefined || inputs === undefined) throw new IndexReject(p, 'request_id or inputs missing');
+    if (!requestId.ok || requestId.value === undefined) throw new IndexReject(requestId.span.start, 'request_id is not a non-empty string');
+    if (!inputs.ok || inputs.value === undefined) {
+      if (s.nonFiniteAt !== -1) throw new IndexReject(s.nonFiniteAt, 'a number overflows to infinity (finite_number)');
+      throw new IndexReject(inputs.span.start, 'inputs is not a list of valid AgentInput');
+    }
+    const seen = new Set<string>();
+    for (const input of inputs.value) {
+      if (seen.has(input.idKey)) throw new IndexReject(input.idSpan.start, 'duplicate input id');
+      seen.add(input.idKey);
+    }
+    return { buf: this.buf, requestId: requestId.value, requestIdSpan: requestId.span, inputs: inputs.value };
+  }
+
+  /** Any value at `v` (inside a container at `depth`), its numbers' finiteness ignored: the caller refuses it anyway. */
+  private anyValue(v: number, depth: number): number {
+    return this.s.value(v, depth);
+  }
+
+  /** A field of the wrong JSON type: skipped, its slot invalid. */
+  private invalid<T>(v: number, depth: number, set: (sl: Slot<T>) => void): number {
+    const e = this.s.value(v, depth);
+    set(slot<T>(false, undefined, v, e));
+    return e;
+  }
+
+  /** A free-form value at `v`: true when it holds no number that overflows. */
+  private finite(v: number, depth: number): { end: number; finite: boolean } {
+    const s = this.s;
+    const before = s.nonFinite;
+    s.nonFinite = false;
+    const end = s.value(v, depth);
+    const finite = !s.nonFinite;
+    s.nonFinite = before || s.nonFinite;
+    return { end, finite };
+  }
+
+  /** The container opened at `p` sits at `depth`: refused past server.max_json_depth, as exceedsDepth does. */
+  private open(p: number, depth: number): void {
+    if (depth > this.limits.maxJsonDepth) throw new IndexReject(p, 'nested too deep');
+  }
+
+  /**
+   * The object at `p` (its `{`), at `depth`: `onMember(name, valueStart)` reads each member's value and returns
+   * the offset past it. Returns the offset past the `}`. With `names` false the keys are not decoded (memory:
+   * thousands of keys nobody reads by name) and onMember gets ''.
+   */
+  private members(p: number, depth: number, onMember: (name: string, v: number) => number, names = true): number {
+    const s = this.s;
+    this.open(p, depth);
+    let q = s.ws(p + 1);
+    if (s.at(q) === RBRACE) return q + 1;
+    for (;;) {
+      const v = s.memberKey(q, this.key);
+      const { start, end } = this.key;
+      const name = !names ? '' : s.escaped ? s.text(start, end, true) : s.latin1(start + 1, end - 1);
+      q = s.ws(onMember(name, v));
+      const c = s.at(q);
+      if (c === RBRACE) return q + 1;
+      if (c !== COMMA) throw new IndexReject(q, "expected ',' or '}'");
+      q++;
+    }
+  }
+
+  /** The array at `p` (its `[`), at `depth`: `onElement(start)` reads each element. Returns the offset past `]`. */
+  private elements(p: number, depth: number, onElement: (q: number) => number): number {
+    const s = this.s;
+    this.open(p, depth);
+    let q = s.ws(p + 1);
+    if (s.at(q) === RBRACKET) return q + 1;
+    for (;;) {
+      q = s.ws(onElement(s.ws(q)));
+      const c = s.at(q);
+      if (c === RBRACKET) return q + 1;
+      if (c !== COMMA) throw new IndexReject(q, "expected ',' or ']'");
+      q++;
+    }
+  }
+
+  /** One AgentInput object at `p`: its index, or undefined when some field is invalid. */
+  private input(p: number): { end: number; input: InputIndex | undefined } {
+    const s = this.s;
+    const tok = this.tok;
+    let id: Slot<IntValue> | undefined;
+    let instruction: Slot<IndexedInstruction> | undefined;
+    let tools: Slot<true> | undefined;
+    let attributes: Slot<true> | undefined;
+    let memory: Slot<{ members: MemberSpan[]; tags: number[] }> | undefined;
+    let numOutputs: Slot<number> | undefined;
+    let extraKeys: Slot<true> | undefined;
+    const end = this.members(p, 3, (name, v) => {
+      const c = s.at(v);
+      switch (name) {
+        case 'id': {
+          if (c !== 0x2d && !(c >= 0x30 && c <= 0x39)) return this.invalid<IntValue>(v, 3, (sl) => (id = sl));
+          const e = s.number(v, tok);
+          id = slot(tok.integer, tok.integer ? intValue(s.latin1(v, e)) : undefined, v, e);
+          return e;
+        }
+        case 'num_outputs': {
+          if (c !== 0x2d && !(c >= 0x30 && c <= 0x39)) return this.invalid<number>(v, 3, (sl) => (numOutputs = sl));
+          const e = s.number(v, tok);
+          // Over 15 digits is over any limit the config can set; the 422 detail says by how much.
+          const n = tok.integer && !tok.negative && e - v <= 15 ? Number(s.latin1(v, e)) : 0;
+          numOutputs = slot(n > 0 && n <= this.limits.maxOutputsPerInput, n, v, e);
+          return e;
+        }
+        case 'instruction': {
+          if (c !== LBRACE) return this.invalid<IndexedInstruction>(v, 3, (sl) => (instruction = sl));
+          const r = this.instruction(v);
+          instruction = slot(r.value !== undefined, r.value, v, r.end);
+          return r.end;
+        }
+        case 'tools': {
+          if (c !== LBRACKET) return this.invalid<true>(v, 3, (sl) => (tools = sl));
+          let ok = true;
+          const e = this.elements(v, 4, (q) => {
+            if (s.at(q) !== LBRACE) ok = false;
+            const r = this.finite(q, 4);
+            if (!r.finite) ok = false;
+            return r.end;
+          });
+          tools = slot(ok, true, v, e);
+          return e;
+        }
+        case 'memory': {
+          if (c !== LBRACE) return this.invalid<{ members: MemberSpan[]; tags: number[] }>(v, 3, (sl) => (memory = sl));
+          const r = this.memory(v);
+          memory = slot(r.finite, r, v, r.end);
+          return r.end;
+        }
+        case 'attributes':
+        case 'extra_keys': {
+          const set = (sl: Slot<true>): void => {
+            if (name === 'attributes') attributes = sl;
+            else extraKeys = sl;
+          };
+          if (c !== LBRACE) return this.invalid<true>(v, 3, set);
+          const r = this.finite(v, 3);
+          set(slot(r.finite, true, v, r.end));
+          return r.end;
+        }
+        default:
+          throw new IndexReject(v, `unknown field ${JSON.stringify(name)} in an input`);
+      }
+    });
+    const bad = [id, instruction, tools, attributes, memory, numOutputs, extraKeys].some((f) => f !== undefined && !f.ok);
+    if (bad || id?.value === undefined || instruction?.value === undefined) return { end, input: undefined };
+    const idText = s.latin1(id.span.start, id.span.end);
+    return {
+      end,
+      input: {
+        span: { start: p, end },
+        id: id.value,
+        idSpan: id.span,
+        // intKey of exact-json.ts: the grammar allows no leading zeros, so only `-0` needs normalizing.
+        idKey: idText === '-0' ? '0' : idText,
+        instruction: instruction.value,
+        instructionSpan: instruction.span,
+        tools: tools?.span,
+        attributes: attributes?.span,
+        memory: memory?.span,
+        extraKeys: extraKeys?.span,
+        numOutputs: numOutputs?.value ?? 1,
+        numOutputsSpan: numOutputs?.span,
+        memoryMembers: memory?.value?.members ?? [],
+        tagMembers: memory?.value?.tags ?? [],
+      },
+    };
+  }
+
+  /** An IndexedInstruction object at `p`: its decoded value, or undefined when a field is missing or invalid. */
+  private instruction(p: number): { end: number; value: IndexedInstruction | undefined } {
+    const s = this.s;
+    let type: Slot<'user' | 'env'> | undefined;
+    let content: Slot<string> | undefined;
+    const end = this.members(p, 4, (name, v) => {
+      if (name !== 'type' && name !== 'content') throw new IndexReject(v, `unknown field ${JSON.stringify(name)} in an instruction`);
+      const e = this.anyValue(v, 4);
+      const text = s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
+      if (name === 'type') type = slot(text === 'user' || text === 'env', text === 'user' || text === 'env' ? text : undefined, v, e);
+      else content = slot(text !== undefined, text, v, e);
+      return e;
+    });
+    if (type?.value === undefined || content?.value === undefined || !type.ok || !content.ok) return { end, value: undefined };
+    return { end, value: { type: type.value, content: content.value } };
+  }
+
+  /** A memory object at `p`: its top-level members, which of them are the tag, and whether its numbers are finite. */
+  private memory(p: number): { end: number; finite: boolean; members: MemberSpan[]; tags: number[] } {
+    const s = this.s;
+    const key = this.key;
+    const members: MemberSpan[] = [];
+    const tags: number[] = [];
+    let finite = true;
+    const end = this.members(p, 4, (_name, v) => {
+      const keyStart = key.start;
+      const keyEnd = key.end;
+      const escaped = s.escaped;
+      const r = this.finite(v, 4);
+      if (!r.finite) finite = false;
+      if (this.isMemoryKey(keyStart, keyEnd, escaped)) tags.push(members.length);
+      members.push({ keyStart, keyEnd, valueStart: v, valueEnd: r.end });
+      return r.end;
+    }, false);
+    return { end, finite, members, tags };
+  }
+
+  private isMemoryKey(keyStart: number, keyEnd: number, escaped: boolean): boolean {
+    if (escaped) return this.s.text(keyStart, keyEnd, true) === this.limits.memoryKey;
+    const k = this.memoryKeyBytes;
+    return keyEnd - keyStart - 2 === k.length && this.buf.compare(k, 0, k.length, keyStart + 1, keyEnd - 1) === 0;
+  }
+}

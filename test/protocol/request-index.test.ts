@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { indexAgentRequest, type IndexLimits, type RequestIndex, type Span } from '../../src/protocol/request-index.js';
+
+const LIMITS: IndexLimits = { maxOutputsPerInput: 16, maxJsonDepth: 32, memoryKey: '_gw' };
+
+function index(text: string, limits: IndexLimits = LIMITS): RequestIndex {
+  const r = indexAgentRequest(Buffer.from(text), limits);
+  if (!r.ok) assert.fail(`refused: ${r.reject.message}`);
+  return r.index;
+}
+
+function refused(text: string, limits: IndexLimits = LIMITS): string {
+  const r = indexAgentRequest(Buffer.from(text), limits);
+  assert.equal(r.ok, false, `expected a refusal of ${text}`);
+  return r.ok ? '' : r.reject.reason;
+}
+
+const text = (ix: RequestIndex, s: Span | undefined): string | undefined =>
+  s === undefined ? undefined : ix.buf.toString('utf8', s.start, s.end);
+
+test('every field of an input is indexed at the exact bytes the client sent', () => {
+  const body =
+    '{ "request_id" : "r\\u0031", "inputs" : [ {"id": 12345678901234567890, "instruction": {"type":"env","content":"é\\n"},' +
+    ' "tools": [ {"name":"pick"} ], "attributes": {"scenario": "k"}, "memory": {"b":1,"10":2, "2": [1.0, -0]},' +
+    ' "num_outputs": 3, "extra_keys": {"x": null}} ] }';
+  const ix = index(body);
+  assert.equal(ix.requestId, 'r1');
+  assert.equal(text(ix, ix.requestIdSpan), '"r\\u0031"');
+  const [inp] = ix.inputs;
+  assert.ok(inp);
+  assert.equal(text(ix, inp.idSpan), '12345678901234567890');
+  assert.equal(inp.idKey, '12345678901234567890');
+  assert.deepEqual(inp.instruction, { type: 'env', content: 'é\n' });
+  assert.equal(text(ix, inp.tools), '[ {"name":"pick"} ]');
+  assert.equal(text(ix, inp.attributes), '{"scenario": "k"}');
+  assert.equal(text(ix, inp.memory), '{"b":1,"10":2, "2": [1.0, -0]}');
+  assert.equal(text(ix, inp.extraKeys), '{"x": null}');
+  assert.equal(inp.numOutputs, 3);
+  assert.equal(text(ix, inp.span)?.startsWith('{"id"'), true);
+  assert.equal(text(ix, inp.span)?.endsWith('{"x": null}}'), true);
+  assert.deepEqual(
+    inp.memoryMembers.map((m) => [ix.buf.toString('utf8', m.keyStart, m.keyEnd), ix.buf.toString('utf8', m.valueStart, m.valueEnd)]),
+    [['"b"', '1'], ['"10"', '2'], ['"2"', '[1.0, -0]']],
+  );
+});
+
+test('absent free-form fields and num_outputs are undefined spans with the contract defaults', () => {
+  const ix = index('{"request_id":"r","inputs":[{"id":-0,"instruction":{"type":"user","content":""}}]}');
+  const [inp] = ix.inputs;
+  assert.ok(inp);
+  assert.equal(inp.tools ?? inp.attributes ?? inp.memory ?? inp.extraKeys ?? inp.numOutputsSpan, undefined);
+  assert.equal(inp.numOutputs, 1);
+  assert.equal(inp.idKey, '0');
+});
+
+test('the memory tag members are found by key, escaped or not, and only at the top level of memory', () => {
+  const ix = index(
+    '{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":""},' +
+      '"memory":{"a":{"_gw":1},"_gw":{"backend":"x","route":"y"},"b":2,"\\u005fgw":3}}]}',
+  );
+  const [inp] = ix.inputs;
+  assert.ok(inp);
+  assert.deepEqual(inp.tagMembers, [1, 3]);
+});
+
+test('a protocol field given twice counts once, the last one, as JSON.parse keeps it', () => {
+  const ix = index('{"request_id":5,"inputs":[1],"request_id":"r","inputs":[]}');
+  assert.equal(ix.requestId, 'r');
+  assert.equal(ix.inputs.length, 0);
+  assert.match(refused('{"request_id":"r","request_id":5,"inputs":[]}'), /request_id/);
+});
+
+test('an integer of any length is valid; a number that overflows to infinity is refused', () => {
+  const big = '9'.repeat(400);
+  const ix = index(`{"request_id":"r","inputs":[{"id":${big},"instruction":{"type":"user","content":""},"memory":{"n":-${big}}}]}`);
+  assert.equal(ix.inputs[0]?.idKey, big);
+  assert.match(
+    refused('{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":""},"memory":{"n":[1e400]}}]}'),
+    /infinity/,
+  );
+  assert.match(refused(`{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":""},"memory":{"n":${big}.5}}]}`), /infinity/);
+});
+
+test('nesting up to server.max_json_depth is valid and one level more is refused', () => {
+  const deep = (levels: number): string =>
+    `{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":""},"memory":{"d":${'['.repeat(levels)}${']'.repeat(levels)}}}]}`;
+  // body 1, inputs 2, the input 3, memory 4: memory.d's arrays start at depth 5.
+  index(deep(LIMITS.maxJsonDepth - 4));
+  assert.match(refused(deep(LIMITS.maxJsonDepth - 3)), /deep/);
+  assert.match(refused('{"request_id":"r","inputs":[]}', { ...LIMITS, maxJsonDepth: 1 }), /deep/);
+});
+
+test('strings are refused with a control character, a bad escape or no end; lone surrogate escapes are valid', () => {
+  const rq = (content: string): string => `{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":"${content}"}}]}`;
+  index(rq('\\ud800 \\uDFFF \\" \\\\ \\/ \\b \\f \\n \\r \\t'));
+  assert.match(refused(rq('a\u0001b')), /control/);
+  assert.match(refused(rq('a\\xb')), /escape/);
+  assert.match(refused(rq('a\\u12g4')), /escape/);
+  assert.match(refused('{"request_id":"r'), /unterminated/);
+  // Long strings go through the word-at-a-time path: a control character deep inside one is still seen.
+  const long = 'x'.repeat(1001);
+  index(rq(long));
+  assert.match(refused(rq(`${long}\u001f${long}`)), /control/);
+  assert.match(refused(rq(`${long}\\q${long}`)), /escape/);
+});
+
+test('a body at any byte offset of its ArrayBuffer is scanned the same', () => {
+  const body = `{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":"${'y'.repeat(301)}\\"z"}}]}`;
+  for (let shift = 0; shift < 4; shift++) {
+    const backing = Buffer.alloc(body.length + 8, 0x22);
+    backing.write(body, shift);
+    const r = indexAgentRequest(backing.subarray(shift, shift + body.length), LIMITS);
+    assert.ok(r.ok, `shift ${shift}`);
+    assert.equal(r.index.inputs[0]?.instruction.content, `${'y'.repeat(301)}"z`);
+  }
+});
+
+test('unknown fields, wrong types and broken grammar are refused at every protocol level', () => {
+  const i = (extra: string): string => `{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":""}${extra}}]}`;
+  for (const bad of [
+    '{"request_id":"r","inputs":[],"x":1}',
+    i(',"x":1'),
+    '{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":"","x":1}}]}',
+    '{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"User","content":""}}]}',
+    '{"request_id":"r","inputs":[{"id":1.0,"instruction":{"type":"user","content":""}}]}',
+    '{"request_id":"r","inputs":[{"instruction":{"type":"user","content":""}}]}',
+    i(',"tools":[1]'),
+    i(',"tools":{}'),
+    i(',"memory":[]'),
+    i(',"attributes":null'),
+    i(',"num_outputs":0'),
+    i(',"num_outputs":17'),
+    i(',"num_outputs":true'),
+    '{"request_id":"","inputs":[]}',
+    '{"inputs":[]}',
+    '[]',
+    '{"request_id":"r","inputs":[]} 1',
+    '{"request_id":"r","inputs":[],}',
+    '{"request_id":"r","inputs":[01]}',
+    i(',"memory":{"a":tru}'),
+    i(',"memory":{"a":1.}'),
+    i(',"memory":{"a":NaN}'),
+    '',
+  ]) {
+    refused(bad);
+  }
+});
+
+test('duplicate input ids are refused, -0 and 0 being the same id', () => {
+  const two = (a: string, b: string): string =>
+    `{"request_id":"r","inputs":[{"id":${a},"instruction":{"type":"user","content":""}},{"id":${b},"instruction":{"type":"user","content":""}}]}`;
+  assert.match(refused(two('0', '-0')), /duplicate/);
+  assert.match(refused(two('5', '5')), /duplicate/);
+  assert.equal(index(two('5', '-5')).inputs.length, 2);
+});
