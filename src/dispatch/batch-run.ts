@@ -53,8 +53,7 @@ export class BatchRun {
     await this.dispatch(items);
     return {
       outputs: this.slots.outputs(),
-      // An error candidate carries its input's memory, decoded from the body only then: its numbers may be markers.
-      marked: this.marked || this.inputs.request.inputs.some((inp) => inp.raw?.memory.marked === true),
+      marked: this.slots.marked(this.marked),
       workMs: this.workMs,
       backends: this.backends,
       errorCodes: this.slots.errorCodes,

@@ -24,6 +24,14 @@ export class BatchSlots {
     this.slots = request.inputs.map((inp) => new Array<AgentOutput>(inp.num_outputs));
   }
 
+  /**
+   * Whether the outputs need stringifyExact: the request's ids did (`requestMarked`), or an error candidate
+   * carries an input's memory, decoded from the body only then, whose numbers may be markers.
+   */
+  marked(requestMarked: boolean): boolean {
+    return requestMarked || this.request.inputs.some((inp) => inp.raw?.memory.marked === true);
+  }
+
   /** Every candidate of `items` becomes an error candidate with `f`. `ms`: the sub-request's time, if one ran. */
   fail(items: readonly Item[], f: AttemptFailure, ms?: number): void {
     const { request, memoryKey } = this;

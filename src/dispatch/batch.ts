@@ -44,5 +44,5 @@ export function failBatch(
 ): BatchResult {
   const slots = new BatchSlots(request, memoryKey, observer);
   slots.fail(itemsOf(plan), failure);
-  return { outputs: slots.outputs(), marked: requestMarked, workMs: 0, backends: {}, errorCodes: slots.errorCodes, legs: slots.legs };
+  return { outputs: slots.outputs(), marked: slots.marked(requestMarked), workMs: 0, backends: {}, errorCodes: slots.errorCodes, legs: slots.legs };
 }
