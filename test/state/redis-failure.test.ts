@@ -1,12 +1,11 @@
 /**
  * The Redis store while its Redis fails: a private redis-server is killed (-9), restarted on the same port, or
- * blocked (DEBUG SLEEP). Every call must complete quickly on local state, `up` must follow, and shared state
- * must resume by itself.
+ * stops answering (CLIENT PAUSE ALL). Every call must complete quickly on local state, `up` must follow, and
+ * shared state must resume by itself.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createStore, waitUntilUp, type Store } from '../../src/state/index.js';
 import { waitFor } from '../helpers/wait.js';
 import {
@@ -115,7 +114,7 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
   it('treats a slow redis as down, never waits on it past a deadline, and comes back by itself', async () => {
     const port = await freePort();
     const url = `redis://127.0.0.1:${port}`;
-    servers.push(await startRedisServer(port, ['--enable-debug-command', 'yes']));
+    servers.push(await startRedisServer(port));
     const store = createStore(redisConfig(uniquePrefix(), url, { lease_s: 5 }), recordingLog());
     stores.push(store);
     assert.ok(await waitUntilUp(store, 3000));
@@ -124,8 +123,10 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
     const warm = await store.replayBegin('warm', 'h'); // loads the replay scripts, so Redis runs them later
     if (warm.kind === 'compute') await warm.lease.abandon();
 
-    const sleeping = redisCall(url, 'DEBUG', 'SLEEP', '1.5'); // the server answers nothing for 1.5 s
-    await sleep(50);
+    // The server answers no command for 1.5 s (connections stay open, as with a server stalled on a slow
+    // command); its OK to CLIENT PAUSE says the pause has begun.
+    assert.equal(await redisCall(url, 'CLIENT', 'PAUSE', 1500, 'ALL'), 'OK');
+    const answering = redisCall(url, 'PING'); // answered once the pause is over
     // A deadline shorter than the command timeout ends the call at the deadline.
     assert.equal(
       await quick('acquire with a 100 ms deadline', () => store.acquire('k', 1, { signal: AbortSignal.timeout(100), timeoutMs: 10_000 }), 300),
@@ -139,7 +140,7 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
     const p = await quick('acquire on a slow redis', () => store.acquire('free', 1, { timeoutMs: 5000 }));
     assert.ok(p);
     assert.equal(store.isUp(), false);
-    await sleeping;
+    await answering;
     await waitFor('up again once redis answers in time', () => store.isUp(), { timeoutMs: 2000 });
     // The replay entry Redis created for the abandoned begin was cleaned up on reconnect, not left to its lease.
     const again = await quick('replayBegin after recovery', () => store.replayBegin('r', 'h'), 300);

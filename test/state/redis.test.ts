@@ -34,7 +34,7 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
         const permit = await replicas[i % 3]!.acquire(key, 2, { timeoutMs: 10_000 });
         if (permit === undefined) return 0;
         gauge.max = Math.max(gauge.max, ++gauge.now);
-        await sleep(3);
+        await sleep(3); // the holder's work: it keeps the permit a while, so that holders overlap
         gauge.now--;
         permit.release();
         return 1;
@@ -125,9 +125,11 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     try {
       // The child's report, or a failure if it exits or hangs first (never an endless wait).
       const ready = await Promise.race([
-        once(child, 'message').then(([m]) => m as { permit: boolean; replay: string }),
+        once(child, 'message', { signal: AbortSignal.timeout(10_000) }).then(
+          ([m]) => m as { permit: boolean; replay: string }, // the fixture sends this shape (fixtures/holder.ts)
+          () => Promise.reject(new Error('holder did not report within 10 s')),
+        ),
         once(child, 'exit').then(([code]) => Promise.reject(new Error(`holder exited with ${String(code)}`))),
-        sleep(10_000, undefined, { ref: false }).then(() => Promise.reject(new Error('holder did not report within 10 s'))),
       ]);
       assert.deepEqual(ready, { permit: true, replay: 'compute' });
       assert.equal(await store.acquire(key, 1, { timeoutMs: 0 }), undefined, 'the child holds the only permit');
