@@ -22,7 +22,7 @@ export const PACKAGE_VERSION: string = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string } // JSON.parse returns unknown data; package.json is ours
 ).version;
 
-export interface BuildOptions {
+interface BuildOptions {
   config: GatewayConfig;
   configPath?: string;
   logger?: FastifyServerOptions['logger'];

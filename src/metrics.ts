@@ -13,55 +13,21 @@ import { GATEWAY_ERROR_CODES } from './errors.js';
 import type { StoreStats } from './state/types.js';
 
 /** The default of `metrics.latency_buckets_s`: 1 ms .. 600 s. */
-export const LATENCY_BUCKETS: readonly number[] = DEFAULT_LATENCY_BUCKETS_S;
+const LATENCY_BUCKETS: readonly number[] = DEFAULT_LATENCY_BUCKETS_S;
 const OVERHEAD_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 export const MAX_CODES_PER_BACKEND = 50;
 
-/** Every metric name the gateway exports (the dashboard consistency test reads this list). */
-export const METRIC_NAMES = [
-  'magma_gateway_http_requests_total',
-  'magma_gateway_http_request_duration_seconds',
-  'magma_gateway_inputs_total',
-  'magma_gateway_candidates_total',
-  'magma_gateway_candidate_errors_total',
-  'magma_gateway_backend_requests_total',
-  'magma_gateway_backend_request_duration_seconds',
-  'magma_gateway_backend_in_flight',
-  'magma_gateway_backend_up',
-  'magma_gateway_backend_ejections_total',
-  'magma_gateway_probe_failures_total',
-  'magma_gateway_fallbacks_total',
-  'magma_gateway_retries_total',
-  'magma_gateway_retry_budget_exhausted_total',
-  'magma_gateway_overhead_seconds',
-  'magma_gateway_shadow_requests_total',
-  'magma_gateway_shadow_agreement_total',
-  'magma_gateway_execution_feedback_total',
-  'magma_gateway_replay_total',
-  'magma_gateway_replay_conflicts_total',
-  'magma_gateway_store_up',
-  'magma_gateway_store_fallback_active',
-  'magma_gateway_store_fallbacks_total',
-  'magma_gateway_store_leases_lost_total',
-  'magma_gateway_permit_timeouts_total',
-  'magma_gateway_config_reloads_total',
-  'magma_gateway_build_info',
-  'magma_gateway_request_bytes_in_flight',
-  'magma_gateway_admission_waiting',
-  'magma_gateway_admission_wait_seconds',
-] as const;
-
 /** The batch endpoint, as the HTTP series' `endpoint` label names it. */
-export const BATCH_ENDPOINT = '/v1/responses';
+const BATCH_ENDPOINT = '/v1/responses';
 
 /** What the store metrics read at each scrape (the store counts; the registry only exports). */
-export interface StoreHealth {
+interface StoreHealth {
   readonly kind: 'memory' | 'redis';
   isUp(): boolean;
   stats(): StoreStats;
 }
 
-export interface MetricsOptions {
+interface MetricsOptions {
   defaultMetrics?: boolean;
   /** `metrics.latency_buckets_s`. */
   latencyBucketsS?: readonly number[];

@@ -36,7 +36,7 @@ function redactOptions(value: unknown): unknown {
   return out;
 }
 
-export type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state'> & {
+type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state'> & {
   admin: { token: string | null; protect_metrics: boolean };
   backends: Record<string, Omit<GatewayConfig['backends'][string], 'headers'> & { headers: Record<string, string> }>;
   state: Omit<GatewayConfig['state'], 'redis'> & {

@@ -26,7 +26,7 @@ import { GatewayError } from '../errors.js';
 const GATEWAY_CODE_PREFIX = 'gateway_';
 
 /** What the HTTP layer hands over: the body as received, the headers, and how to learn the client left. */
-export interface BatchExchange {
+interface BatchExchange {
   body: Buffer;
   headers: IncomingHttpHeaders;
   log: Logger;

@@ -11,11 +11,11 @@ import { correlationHeaders } from '../protocol/correlation.js';
 import { callReplica } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 
-export type ForwardResult =
+type ForwardResult =
   | { ok: true; status: number; contentType: string | undefined; body: Buffer }
   | { ok: false; status: 502 | 504; message: string };
 
-export interface ForwardOptions {
+interface ForwardOptions {
   method: 'PUT' | 'DELETE' | 'POST';
   path: string;
   body?: string;

@@ -13,15 +13,13 @@ import { describeError, openTarget, TransportError, type CheckResult, type Probe
 import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } from './check-probes.js';
 import { GatewayError } from '../errors.js';
 
-export type { CheckResult } from './check-http.js';
-
-export interface CheckOptions {
+interface CheckOptions {
   /** Deadline of each HTTP exchange (headers and body), default DEFAULT_TIMEOUT_MS. */
   timeoutMs?: number;
 }
 
 /** Per request. BENCH waits 360 s; a probe asks for a few candidates of a trivial prompt, a minute is plenty. */
-export const DEFAULT_TIMEOUT_MS = 60_000;
+const DEFAULT_TIMEOUT_MS = 60_000;
 
 interface CheckSpec {
   name: string;
@@ -39,11 +37,8 @@ const SPECS: CheckSpec[] = [
   ...INVALID_BODIES.map((b) => ({ name: b.name, run: (t: ProbeTarget) => checkInvalid(t, b.body()) })),
 ];
 
-/** Names of the rows every run reports, in order (the legacy-info note row is added only when it applies). */
-export const CHECK_NAMES: readonly string[] = SPECS.map((s) => s.name);
-
 /** The agent's base URL as BENCH uses it (trailing `/` stripped); throws a readable error when unusable. */
-export function agentBase(url: string): string {
+function agentBase(url: string): string {
   let u: URL;
   try {
     u = new URL(url);

@@ -19,7 +19,7 @@ const processIo: ReportIo = {
 };
 
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
-export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
+const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
 
 export const REPORT_USAGE = `usage: magma-gateway report [<admin-url>] [--token <token>] [--json] [--timeout <seconds>]
        magma-gateway report [--url <admin-url>] [--token <token>] [--json] [--timeout <seconds>]

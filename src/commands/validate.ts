@@ -8,7 +8,7 @@ import { formatSummary } from '../config/summary.js';
 import { configWarnings, formatWarning } from '../config/warnings.js';
 import { parseCommandLine, UsageError } from './args.js';
 
-export interface CommandIo {
+interface CommandIo {
   out(text: string): void;
   err(text: string): void;
 }

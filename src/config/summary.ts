@@ -27,7 +27,7 @@ function members(m: Record<string, number>): string {
 }
 
 /** `default -> qwen (fallback gpt; shadow gpt-next)`, `ab -> split qwen 90, gpt 10`. */
-export function describeRoute(r: RouteConfig): string {
+function describeRoute(r: RouteConfig): string {
   const target =
     r.backend !== undefined ? r.backend : r.split !== undefined ? `split ${members(r.split)}` : `ensemble ${members(r.ensemble ?? {})}`;
   const extras: string[] = [];
@@ -38,7 +38,7 @@ export function describeRoute(r: RouteConfig): string {
   return `${r.name} -> ${target}${extras.length > 0 ? ` (${extras.join('; ')})` : ''}`;
 }
 
-export interface ConfigSummary {
+interface ConfigSummary {
   routes: string[];
   /** Backend name -> its replica URLs, in config order. */
   backends: Record<string, string[]>;

@@ -9,7 +9,7 @@ import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
 import { MetricsBatchObserver, type BatchObserver } from './batch-observer.js';
 import { BatchRun } from './batch-run.js';
 
-export type { BatchContext, BatchResult, DispatchDeps, LegOutcome } from './batch-types.js';
+export type { BatchResult } from './batch-types.js';
 
 /**
  * Run `plan` for `request` to completion: every candidate slot is filled, by a backend or with an error

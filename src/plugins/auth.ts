@@ -20,14 +20,14 @@ const DENIED = errorBody('GATEWAY_ERR_UNAUTHORIZED', 'unauthorized');
  * Constant-time comparison. Hashing first gives both sides the same length (timingSafeEqual needs it), so
  * neither the token's length nor the position of the first differing byte shows in the timing.
  */
-export function tokenMatches(given: string, expected: string): boolean {
+function tokenMatches(given: string, expected: string): boolean {
   const a = createHash('sha256').update(given).digest();
   const b = createHash('sha256').update(expected).digest();
   return timingSafeEqual(a, b);
 }
 
 /** The token from `Authorization: Bearer <token>` (scheme case-insensitive, RFC 6750), else undefined. */
-export function bearerToken(header: string | undefined): string | undefined {
+function bearerToken(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
   return m?.[1];
@@ -37,7 +37,7 @@ export function bearerToken(header: string | undefined): string | undefined {
  * Whether an agent-listener request is `/metrics`. The matched route pattern is the authority (the router has
  * already decoded `%6detrics` into it); the raw and decoded paths are checked as well so no spelling slips by.
  */
-export function isMetricsPath(req: FastifyRequest): boolean {
+function isMetricsPath(req: FastifyRequest): boolean {
   const rawPath = req.url.split('?', 1)[0]!; // split always returns at least one element
   let decoded = rawPath;
   try {
@@ -48,7 +48,7 @@ export function isMetricsPath(req: FastifyRequest): boolean {
   return [req.routeOptions.url, rawPath, decoded].some((p) => p?.toLowerCase() === '/metrics');
 }
 
-export interface AuthOptions {
+interface AuthOptions {
   /** `admin`: every request needs the token; `agent`: only /metrics, and only with admin.protect_metrics. */
   listener: 'admin' | 'agent';
 }

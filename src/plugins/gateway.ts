@@ -21,7 +21,7 @@ declare module 'fastify' {
   }
 }
 
-export interface GatewayPluginOptions {
+interface GatewayPluginOptions {
   config: GatewayConfig;
   version: string;
   configPath?: string;

@@ -30,7 +30,7 @@ import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode } from '../errors.js';
 
-export const BATCH_PATH = '/v1/responses';
+const BATCH_PATH = '/v1/responses';
 
 /** What the front needs of the app, available once the app is built. */
 export interface FrontHost {
@@ -45,7 +45,7 @@ export interface FrontHost {
   draining(): boolean;
 }
 
-export type FrontServerOptions = Pick<
+type FrontServerOptions = Pick<
   GatewayConfig['server'],
   'keep_alive_timeout_s' | 'headers_timeout_s' | 'body_timeout_s' | 'max_connections' | 'tls'
 >;

@@ -18,7 +18,7 @@ import { GAVE_UP, newId, raceAbort, utf8Exceeds, Wakers } from './util.js';
 /** Safety-net poll of a waiter (a lapsed owner lease announces nothing). */
 const WAIT_POLL_MS = 200;
 
-export interface ReplayOptions {
+interface ReplayOptions {
   prefix: string;
   ttlMs: number;
   maxBytes: number;

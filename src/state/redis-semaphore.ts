@@ -36,7 +36,7 @@ interface Held {
   releaseLocal: () => void;
 }
 
-export interface SemaphoreOptions {
+interface SemaphoreOptions {
   prefix: string;
   leaseMs: number;
 }

@@ -49,7 +49,7 @@ export function freshRecord(): ReplicaRecord {
   };
 }
 
-export interface ReplicaOptions {
+interface ReplicaOptions {
   backend: string;
   index: number;
   url: string;
@@ -64,7 +64,7 @@ export interface ReplicaOptions {
 }
 
 /** backends.<name>.max_response_mb's default (256 MiB), for replicas built without a config. */
-export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
 export class Replica {
   readonly backend: string;

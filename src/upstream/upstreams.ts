@@ -12,7 +12,7 @@ import { readBackendTls } from '../config/tls-files.js';
 import { freshRecord, Replica, type ReplicaRecord, type ReplicaState } from './replica.js';
 import { GatewayError } from '../errors.js';
 
-export interface BackendUpstream {
+interface BackendUpstream {
   readonly name: string;
   readonly replicas: readonly Replica[];
   readonly timeoutMs: number;
@@ -31,7 +31,7 @@ export type ProbeOutcome =
   | { kind: 'failed'; reason: string };
 
 /** A replica's state before and after an event, for the caller's log lines. */
-export interface Transition {
+interface Transition {
   from: ReplicaState;
   to: ReplicaState;
 }

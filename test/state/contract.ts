@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { hashBody, type Permit, type StateConfig, type Store } from '../../src/state/index.js';
+import { hashBody, type Permit, type Store } from '../../src/state/index.js';
+import type { StateConfig } from '../../src/state/types.js';
 import { waitFor } from '../helpers/wait.js';
 
 export interface Harness {

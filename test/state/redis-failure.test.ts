@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, it } from 'node:test';
-import { createStore, waitUntilUp, type Store } from '../../src/state/index.js';
+import { createStore, type Store } from '../../src/state/index.js';
 import { waitFor } from '../helpers/wait.js';
 import {
   freePort,
@@ -16,6 +16,7 @@ import {
   redisConfig,
   startRedisServer,
   uniquePrefix,
+  waitUntilUp,
 } from './helpers.js';
 
 /**

@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { StateConfig } from '../../src/state/index.js';
+import type { StateConfig } from '../../src/state/types.js';
 import { contractSuite } from './contract.js';
 import { waitFor } from '../helpers/wait.js';
 import { killHard, REDIS_URL, redisCall } from './helpers.js';
