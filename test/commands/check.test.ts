@@ -11,7 +11,8 @@ import { startActor } from '../../demo/agents/actor.js';
 import type { AgentServer } from '../../demo/agents/agent-server.js';
 import { parseBody, validateAgentRequest } from '../../demo/agents/protocol.js';
 import { startTalker } from '../../demo/agents/talker.js';
-import { checkCommand, formatTable, runChecks, type CheckIo } from '../../src/commands/check.js';
+import { checkCommand, formatTable, runChecks } from '../../src/commands/check.js';
+import type { CommandIo } from '../../src/commands/args.js';
 import type { CheckResult } from '../../src/commands/check-http.js';
 import { stringifyExact } from '../../src/protocol/exact-json.js';
 import { startFakeAgent, type BehaviourFn, type FakeBehaviour } from '../helpers/fake-agent.js';
@@ -40,7 +41,7 @@ function row(results: CheckResult[], name: string): CheckResult {
   return r;
 }
 
-function capture(): CheckIo & { stdout: () => string; stderr: () => string } {
+function capture(): CommandIo & { stdout: () => string; stderr: () => string } {
   let out = '';
   let err = '';
   return { out: (t) => void (out += t), err: (t) => void (err += t), stdout: () => out, stderr: () => err };
