@@ -17,8 +17,8 @@ const LATENCY_BUCKETS: readonly number[] = DEFAULT_LATENCY_BUCKETS_S;
 const OVERHEAD_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 export const MAX_CODES_PER_BACKEND = 50;
 
-/** The batch endpoint, as the HTTP series' `endpoint` label names it. */
-const BATCH_ENDPOINT = '/v1/responses';
+/** The batch endpoint's path, as the HTTP series' `endpoint` label names it. */
+export const BATCH_ENDPOINT = '/v1/responses';
 
 /** What the store metrics read at each scrape (the store counts; the registry only exports). */
 interface StoreHealth {
@@ -247,6 +247,12 @@ export class GatewayMetrics {
     // The batch endpoint's success series exist before the first batch: the dashboard's batch panels read them.
     this.httpRequests.inc({ endpoint: BATCH_ENDPOINT, status_code: '200' }, 0);
     this.zeroHistogram(this.httpDuration, { endpoint: BATCH_ENDPOINT });
+  }
+
+  /** One HTTP answer, counted by endpoint and status and timed by endpoint (fastify's routes and the batch front alike). */
+  observeHttp(endpoint: string, status: number, seconds: number): void {
+    this.httpRequests.inc({ endpoint, status_code: String(status) });
+    this.httpDuration.observe({ endpoint }, seconds);
   }
 
   /** The store whose health figures are exported (read at each scrape). */

@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
+import { mbToBytes } from '../config/schema.js';
 import { runBatch } from '../dispatch/batch.js';
 import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from './gateway-state.js';
@@ -84,7 +85,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
   const { inputs } = request;
   const tooBig = checkBatchLimits(inputs, (i) => memoryBytes(inputs[i]!.memory), { // checkBatchLimits only calls back with indexes of inputs
     maxCandidates: config.server.max_candidates_per_batch,
-    maxAnswerBytes: config.server.max_answer_mb * 1024 * 1024,
+    maxAnswerBytes: mbToBytes(config.server.max_answer_mb),
     maxAnswerMb: config.server.max_answer_mb,
   }, parsed.marked ? undefined : raw.length);
   if (tooBig.length > 0) {

@@ -69,6 +69,14 @@ const serverTlsSchema = z.strictObject({
   reject_unauthorized: z.boolean().default(true),
 }).refine((t) => !t.request_cert || t.ca !== undefined, { message: 'request_cert needs "ca" (the CA client certificates are checked against)', path: ['ca'] });
 
+/** The bytes of a `*_mb` config key (a megabyte of 1024 x 1024 bytes). */
+export function mbToBytes(mb: number): number {
+  return Math.floor(mb * 1024 * 1024);
+}
+
+/** `backends.<name>.max_response_mb`'s default, exported so a replica built without a config keeps the same bound. */
+export const DEFAULT_MAX_RESPONSE_MB = 256;
+
 const backendSchema = z
   .strictObject({
     url: httpUrl.optional(),
@@ -83,7 +91,7 @@ const backendSchema = z
     /** Consecutive probe or request failures that eject a replica. */
     eject_after_failures: z.number().int().positive().default(3),
     /** Bytes of one answer (inference, shadow, coaching) kept before the call is aborted. */
-    max_response_mb: positive.default(256),
+    max_response_mb: positive.default(DEFAULT_MAX_RESPONSE_MB),
     tls: backendTlsSchema.optional(),
   })
   .refine((b) => (b.url === undefined) !== (b.urls === undefined), {
@@ -258,7 +266,7 @@ export const configSchema = z.strictObject({
         .optional(),
       /** 0 turns idempotent replay off. */
       replay_ttl_s: z.number().min(0).default(600),
-      replay_max_bytes: z.number().int().positive().default(16 * 1024 * 1024),
+      replay_max_bytes: z.number().int().positive().default(mbToBytes(16)),
       /**
        * Memory this process may spend on stored responses (the memory store, and the Redis store's local
        * fallback); the oldest go first. Redis itself holds the shared copies.

@@ -29,8 +29,8 @@ import { readServerTls } from '../config/tls-files.js';
 import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode } from '../errors.js';
+import { BATCH_ENDPOINT } from '../metrics.js';
 
-const BATCH_PATH = '/v1/responses';
 
 /** What the front needs of the app, available once the app is built. */
 export interface FrontHost {
@@ -103,7 +103,7 @@ export function createFrontServer(
       if (current !== front.opts) apply(front, current);
       if (h.draining()) res.shouldKeepAlive = false;
     }
-    if (h === undefined || h.closing() || req.method !== 'POST' || req.url !== BATCH_PATH) {
+    if (h === undefined || h.closing() || req.method !== 'POST' || req.url !== BATCH_ENDPOINT) {
       deadlines.track(req, res, () => bodyTimedOut(front, h, req, res));
       fastifyHandler(req, res);
       return;
@@ -161,7 +161,7 @@ function bodyTimedOut(front: Front, h: FrontHost | undefined, req: IncomingMessa
     return;
   }
   const body = bodyDetail(front);
-  if (h !== undefined && req.url === BATCH_PATH) {
+  if (h !== undefined && req.url === BATCH_ENDPOINT) {
     reply(h, res, 408, body, { connection: 'close' }, performance.now());
     return;
   }
@@ -255,8 +255,6 @@ function reply(
   if (h.draining()) headers.connection = 'close';
   res.writeHead(status, headers);
   res.end(body);
-  // What the app's onResponse hook records for fastify's routes.
-  const { metrics } = h.gateway;
-  metrics.httpRequests.inc({ endpoint: BATCH_PATH, status_code: String(status) });
-  metrics.httpDuration.observe({ endpoint: BATCH_PATH }, (performance.now() - t0) / 1000);
+  // What plugins/http-metrics.ts records for fastify's routes.
+  h.gateway.metrics.observeHttp(BATCH_ENDPOINT, status, (performance.now() - t0) / 1000);
 }
