@@ -35,6 +35,14 @@ module.exports = {
       from: {},
       to: { circular: true },
     },
+    {
+      name: 'no-circular-folders',
+      comment: 'no folder imports itself through others (a.ts -> b/x.ts and b/y.ts -> a2.ts is a folder cycle)',
+      severity: 'error',
+      scope: 'folder',
+      from: {},
+      to: { circular: true },
+    },
     ...upward,
     {
       name: 'infrastructure-imports-no-layer-above-config',

@@ -5,10 +5,11 @@
  * started and closed with it (app.ts); the CLI listens on both. Without `admin.listen` none of it is served.
  */
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import { parseHostPort } from './config/schema.js';
+import { mbToBytes, parseHostPort } from './config/schema.js';
 import { ANONYMOUS_CLIENT } from './metrics.js';
 import authPlugin from './plugins/auth.js';
 import { installHttpErrors } from './plugins/http-errors.js';
+import { countAnswers } from './plugins/http-metrics.js';
 import { adminRoutes } from './routes/admin.js';
 import { experimentsRoute } from './routes/experiments.js';
 
@@ -25,7 +26,7 @@ export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInsta
   const admin = Fastify({
     loggerInstance: main.log.child({ listener: 'admin' }),
     // The same limit as the agent port (a batch posted through the passthrough), so the 413 names the right key.
-    bodyLimit: Math.floor(config.server.body_limit_mb * 1024 * 1024),
+    bodyLimit: mbToBytes(config.server.body_limit_mb),
     logController: new LogController({ disableRequestLogging: true }),
     // Passthrough answers can take as long as a backend call; the same keep-alive as the agent port.
     keepAliveTimeout: 72_000,
@@ -37,12 +38,8 @@ export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInsta
   admin.removeAllContentTypeParsers();
   admin.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
   await admin.register(authPlugin, { listener: 'admin' });
-  admin.addHook('onResponse', async (req, reply) => {
-    const endpoint = req.routeOptions.url ?? 'unmatched';
-    // The admin listener takes no client keys: its requests are anonymous to the client label.
-    admin.gateway.metrics.httpRequests.inc({ endpoint, status_code: String(reply.statusCode), client: ANONYMOUS_CLIENT });
-    admin.gateway.metrics.httpDuration.observe({ endpoint, client: ANONYMOUS_CLIENT }, reply.elapsedTime / 1000);
-  });
+  // The admin listener takes no client keys: its requests are anonymous to the client label.
+  countAnswers(admin, () => ANONYMOUS_CLIENT);
   await admin.register(adminRoutes, { main });
   await admin.register(experimentsRoute);
   return admin;

@@ -11,7 +11,7 @@
  * here and nearly all are admitted at once.
  */
 
-export interface AdmissionStats {
+interface AdmissionStats {
   /** Body bytes of admitted batches not yet answered. */
   readonly bytesInFlight: number;
   /** Batches waiting for room. */

@@ -5,13 +5,14 @@ import { readFileSync } from 'node:fs';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { buildAdminApp } from './admin-app.js';
 import { Admission } from './admission.js';
-import type { GatewayConfig } from './config/schema.js';
+import { mbToBytes, type GatewayConfig } from './config/schema.js';
 import { loggerOptions } from './logging.js';
 import accessLogPlugin from './plugins/access-log.js';
 import authPlugin from './plugins/auth.js';
 import clientKeysPlugin from './plugins/client-keys.js';
 import gatewayPlugin from './plugins/gateway.js';
 import { installHttpErrors } from './plugins/http-errors.js';
+import { countAnswers } from './plugins/http-metrics.js';
 import { settleReloads } from './reload.js';
 import { identityRoutes } from './routes/identity.js';
 import { metricsRoute } from './routes/metrics.js';
@@ -24,7 +25,7 @@ export const PACKAGE_VERSION: string = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string } // JSON.parse returns unknown data; package.json is ours
 ).version;
 
-export interface BuildOptions {
+interface BuildOptions {
   config: GatewayConfig;
   configPath?: string;
   logger?: FastifyServerOptions['logger'];
@@ -34,7 +35,7 @@ export interface BuildOptions {
 
 export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   const { config } = opts;
-  const bodyLimit = Math.floor(config.server.body_limit_mb * 1024 * 1024);
+  const bodyLimit = mbToBytes(config.server.body_limit_mb);
   // The server's own bounds (receive time, idle time, connections) are set on the front server
   // (routes/batch-front.ts); these are what fastify would set on a server it created itself.
   const timeouts = { keepAliveTimeout: Math.round(config.server.keep_alive_timeout_s * 1000), requestTimeout: 0 };
@@ -84,12 +85,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(accessLogPlugin);
 
   // Cross-cutting: every answer counted and timed by endpoint (the URL path pattern) and client.
-  app.addHook('onResponse', async (req, reply) => {
-    const endpoint = req.routeOptions.url ?? 'unmatched';
-    const client = clientLabelOf(req.raw);
-    app.gateway.metrics.httpRequests.inc({ endpoint, status_code: String(reply.statusCode), client });
-    app.gateway.metrics.httpDuration.observe({ endpoint, client }, reply.elapsedTime / 1000);
-  });
+  countAnswers(app, (req) => clientLabelOf(req.raw));
 
   // Draining for shutdown (src/shutdown.ts): the connection ends with this answer.
   app.addHook('onSend', async (_req, reply, payload) => {
@@ -126,7 +122,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   }
   // The budget is read from the running config at each decision, so a reload changes it.
   const admission = new Admission(
-    () => app.gateway.current.config.server.max_bytes_in_flight_mb * 1024 * 1024,
+    () => mbToBytes(app.gateway.current.config.server.max_bytes_in_flight_mb),
     (seconds) => app.gateway.metrics.admissionWait.observe(seconds),
   );
   app.gateway.metrics.admissionSource = admission;

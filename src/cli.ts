@@ -14,7 +14,7 @@
 import type { FastifyInstance } from 'fastify';
 import { listenAdmin } from './admin-app.js';
 import { buildApp, PACKAGE_VERSION } from './app.js';
-import { UsageError } from './commands/args.js';
+import { processIo, UsageError } from './commands/args.js';
 import { CHECK_USAGE, checkCommand } from './commands/check.js';
 import { REPORT_USAGE, reportCommand } from './commands/report.js';
 import { parseServeArgs } from './commands/serve-args.js';
@@ -155,7 +155,7 @@ async function run(args: string[]): Promise<number> {
   // exitCode rather than exit(): a piped table must be flushed before the process ends.
   if (first === 'check') return checkCommand(rest);
   if (first === 'report') return reportCommand(rest);
-  if (first === 'validate') return validateCommand(rest, { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) }, process.env);
+  if (first === 'validate') return validateCommand(rest, processIo, process.env);
   if (first === 'serve') return serve(rest);
   if (first === undefined || first.startsWith('-')) return serve(args);
   if (first.endsWith('.yaml') || first.endsWith('.yml')) {

@@ -4,7 +4,7 @@
  * AgentError has a nonempty code and message,
  * component names the backend). Every code here is documented in the README; a test checks it.
  */
-export const GATEWAY_ERRORS = {
+const GATEWAY_ERRORS = {
   gateway_backend_timeout: 'The backend did not answer within its timeout_s (or the batch deadline ran out).',
   gateway_backend_unreachable: 'The gateway could not connect to any replica of the backend, or the connection broke.',
   gateway_backend_not_ready: 'The backend answered HTTP 503 (not ready).',
@@ -117,8 +117,6 @@ interface ErrSpec {
 }
 
 export type GatewayErrCode = keyof typeof GATEWAY_ERR;
-
-export const GATEWAY_ERR_CODES = Object.keys(GATEWAY_ERR) as GatewayErrCode[]; // Object.keys types its result string[]
 
 /** The HTTP status a code is answered with; undefined for a code that is never an HTTP answer. */
 export function statusOf(code: GatewayErrCode): number | undefined {

@@ -20,16 +20,16 @@ import type { GatewayState } from './batch/gateway-state.js';
 import type { Logger } from './logging.js';
 
 /** What a reload needs of the app: fastify's instance satisfies it as it is, and a test or tool can build one. */
-export interface ReloadHost {
+interface ReloadHost {
   gateway: GatewayState;
   log: Logger;
   /** The agent port's server, whose certificate a reload refreshes (an https.Server when server.tls is set). */
   server?: unknown;
 }
 
-export type ReloadTrigger = 'api' | 'signal';
+type ReloadTrigger = 'api' | 'signal';
 
-export interface ReloadReport {
+interface ReloadReport {
   reloaded: true;
   trigger: ReloadTrigger;
   config_path: string;
@@ -44,7 +44,7 @@ export interface ReloadReport {
   not_ready_routes: string[];
 }
 
-export type ReloadOutcome = { ok: true; report: ReloadReport } | { ok: false; status: 400 | 409 | 503; detail: string };
+type ReloadOutcome = { ok: true; report: ReloadReport } | { ok: false; status: 400 | 409 | 503; detail: string };
 
 interface Bookkeeping {
   /** The reload in progress (reloads run one at a time, in arrival order). */

@@ -29,7 +29,7 @@ declare module 'fastify' {
 }
 
 /** How the drain ended: `drained` (every connection closed by itself) or `timed_out` (connections destroyed). */
-export type ShutdownOutcome = 'drained' | 'timed_out';
+type ShutdownOutcome = 'drained' | 'timed_out';
 
 /**
  * Drain, then close the app (backend pools, store). Resolves once both are done, or at `drain_timeout_s`

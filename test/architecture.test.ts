@@ -3,7 +3,8 @@
  * (.dependency-cruiser.cjs): no import cycle (module or folder), layers import downward only, infrastructure
  * imports no layer above config, fastify only in the HTTP layer and the app. A second test runs the same rules
  * on a small tree with a deliberate upward import, a cycle and a fastify import, so a config that silently
- * stopped matching (a renamed folder, a broken pattern) fails here instead of passing everything.
+ * stopped matching (a renamed folder, a broken pattern) fails here instead of passing everything. A folder
+ * cycle needs no module cycle (routes/a -> plugins/b, plugins/c -> routes/d), so it has a rule of its own.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -44,7 +45,7 @@ test('src/ has no import cycle and imports downward only (README "Development")'
   assert.deepEqual(vs, [], describe(vs));
 });
 
-test('the rules catch an upward import, a cycle, fastify below HTTP and a module in no layer', (t) => {
+test('the rules catch an upward import, a module cycle, a folder cycle, fastify below HTTP and a module in no layer', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'magma-arch-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   // fastify must resolve for the fastify rule to see it as node_modules/fastify.
@@ -60,6 +61,11 @@ test('the rules catch an upward import, a cycle, fastify below HTTP and a module
     // A cycle inside one layer.
     'src/dispatch/c.ts': "import { d } from './d.js';\nexport const c = () => d;\n",
     'src/dispatch/d.ts': "import { c } from './c.js';\nexport const d = () => c;\n",
+    // Two folders of one layer importing each other, through modules that form no cycle.
+    'src/routes/g.ts': "import { h } from '../plugins/h.js';\nexport const g = h;\n",
+    'src/plugins/i.ts': "import { j } from '../routes/j.js';\nexport const i = j;\n",
+    'src/plugins/h.ts': 'export const h = 1;\n',
+    'src/routes/j.ts': 'export const j = 1;\n',
     // fastify below the HTTP layer.
     'src/upstream/e.ts': "import type { FastifyBaseLogger } from 'fastify';\nexport type E = FastifyBaseLogger;\n",
     // Infrastructure reading a layer above config.
@@ -75,6 +81,8 @@ test('the rules catch an upward import, a cycle, fastify below HTTP and a module
   const has = (rule: string, from: string): boolean => vs.some((v) => v.rule.name === rule && v.from === from);
   assert.ok(has('layer-protocol-imports-downward-only', 'src/protocol/a.ts'), describe(vs));
   assert.ok(has('no-circular', 'src/dispatch/c.ts'), describe(vs));
+  assert.ok(vs.some((v) => v.rule.name === 'no-circular-folders'), describe(vs));
+  assert.ok(!vs.some((v) => v.rule.name === 'no-circular' && /src\/(routes|plugins)\//.test(v.from)), 'the folder cycle is no module cycle');
   assert.ok(has('fastify-only-in-http-and-app', 'src/upstream/e.ts'), describe(vs));
   assert.ok(has('infrastructure-imports-no-layer-above-config', 'src/metrics.ts'), describe(vs));
   assert.ok(has('every-module-in-a-layer', 'src/newthing/f.ts'), describe(vs));

@@ -4,7 +4,7 @@
  * and the build are exported.
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
 import { PACKAGE_VERSION } from '../src/app.js';
@@ -13,17 +13,13 @@ import { DEFAULT_LATENCY_BUCKETS_S } from '../src/config/schema.js';
 import { GATEWAY_ERROR_CODES } from '../src/errors.js';
 import { GatewayMetrics, MAX_CODES_PER_BACKEND } from '../src/metrics.js';
 import { waitFor } from './helpers/wait.js';
-import { startFakeAgent } from './helpers/fake-agent.js';
-import { mkInput, startGateway } from './helpers/gateway.js';
+import { useFixtures } from './helpers/fixtures.js';
+import { mkInput } from './helpers/gateway.js';
 
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
-
-test('a backend inventing thousands of error codes cannot grow the code series past the cap', async () => {
+test('a backend inventing thousands of error codes cannot grow the code series past the cap', async (t) => {
+  const f = useFixtures(t);
   let n = 0;
-  const agent = await startFakeAgent({
+  const agent = await f.agent({
     name: 'chaos',
     behaviour: {
       candidate: () => ({
@@ -33,14 +29,10 @@ test('a backend inventing thousands of error codes cannot grow the code series p
       }),
     },
   });
-  const gw = await startGateway({
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     backends: { chaos: { url: agent.url } },
     routes: [{ name: 'ab', split: { chaos: 1 } }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await agent.close();
   });
   for (let b = 0; b < 20; b++) {
     const res = await gw.post({ request_id: `codes-${b}`, inputs: Array.from({ length: 100 }, (_, i) => mkInput(i)) });
@@ -64,13 +56,10 @@ test('a backend inventing thousands of error codes cannot grow the code series p
   assert.ok(Object.keys(report.routes[0]!.arms[0]!.error_codes).length <= MAX_CODES_PER_BACKEND + 1);
 });
 
-test('x-gateway-overhead-ms is on batch answers only, not on /health, /metrics, admin paths or 404s', async () => {
-  const agent = await startFakeAgent({ name: 'a' });
-  const gw = await startGateway({ probe_interval_s: 3600, backends: { a: { url: agent.url } }, routes: [{ name: 'd', backend: 'a' }] });
-  cleanup.push(async () => {
-    await gw.close();
-    await agent.close();
-  });
+test('x-gateway-overhead-ms is on batch answers only, not on /health, /metrics, admin paths or 404s', async (t) => {
+  const f = useFixtures(t);
+  const agent = await f.agent({ name: 'a' });
+  const gw = await f.gateway({ probe_interval_s: 3600, backends: { a: { url: agent.url } }, routes: [{ name: 'd', backend: 'a' }] });
   for (const url of ['/health', '/v1/info', '/metrics', '/nope', '/v1/responses'].map((p) => gw.url + p).concat(`${gw.adminUrl}/gateway/routes`)) {
     const res = await fetch(url);
     assert.ok(res.status === 200 || res.status === 404 || res.status === 405, `${url}: ${res.status}`);
@@ -94,13 +83,10 @@ function sample(text: string, series: string): number | undefined {
   return row === undefined ? undefined : Number(row.slice(series.length + 1));
 }
 
-test('the HTTP series label the URL path `endpoint` (renamed from `route`), on both listeners', async () => {
-  const agent = await startFakeAgent({ name: 'e' });
-  const gw = await startGateway({ probe_interval_s: 3600, backends: { e: { url: agent.url } }, routes: [{ name: 'd', backend: 'e' }] });
-  cleanup.push(async () => {
-    await gw.close();
-    await agent.close();
-  });
+test('the HTTP series label the URL path `endpoint` (renamed from `route`), on both listeners', async (t) => {
+  const f = useFixtures(t);
+  const agent = await f.agent({ name: 'e' });
+  const gw = await f.gateway({ probe_interval_s: 3600, backends: { e: { url: agent.url } }, routes: [{ name: 'd', backend: 'e' }] });
   await fetch(`${gw.url}/health`);
   await fetch(`${gw.adminUrl}/gateway/backends`);
   assert.equal((await gw.post({ request_id: 'e1', inputs: [mkInput(1)] })).status, 200);
@@ -130,17 +116,14 @@ test('latency buckets start at 1 ms by default: a 5 ms batch is counted at le="0
   assert.equal(DEFAULT_LATENCY_BUCKETS_S.at(-1), 600);
 });
 
-test('metrics.latency_buckets_s sets the buckets of every duration histogram; a bad list is refused naming the key', async () => {
-  const agent = await startFakeAgent({ name: 'b' });
-  const gw = await startGateway({
+test('metrics.latency_buckets_s sets the buckets of every duration histogram; a bad list is refused naming the key', async (t) => {
+  const f = useFixtures(t);
+  const agent = await f.agent({ name: 'b' });
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     metrics: { latency_buckets_s: [0.002, 0.2, 20] },
     backends: { b: { url: agent.url } },
     routes: [{ name: 'd', backend: 'b' }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await agent.close();
   });
   assert.equal((await gw.post({ request_id: 'b1', inputs: [mkInput(1)] })).status, 200);
   const text = await (await fetch(`${gw.url}/metrics`)).text();
@@ -160,19 +143,16 @@ test('metrics.latency_buckets_s sets the buckets of every duration histogram; a 
   }
 });
 
-test('every series whose labels the config fixes exists at 0 before anything happened', async () => {
-  const [a, b, s] = await Promise.all([startFakeAgent({ name: 'a' }), startFakeAgent({ name: 'b' }), startFakeAgent({ name: 's' })]);
-  const gw = await startGateway({
+test('every series whose labels the config fixes exists at 0 before anything happened', async (t) => {
+  const f = useFixtures(t);
+  const [a, b, s] = await Promise.all([f.agent({ name: 'a' }), f.agent({ name: 'b' }), f.agent({ name: 's' })]);
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     backends: { a: { urls: [a.url, a.url] }, b: { url: b.url }, s: { url: s.url } },
     routes: [
       { name: 'ab', match: { 'extra_keys.ab': true }, split: { a: 1, b: 1 }, fallback: ['a', 'b'] },
       { name: 'main', backend: 'a', fallback: ['b'], shadow: ['s'] },
     ],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await Promise.all([a.close(), b.close(), s.close()]);
   });
   const text = await (await fetch(`${gw.url}/metrics`)).text();
   const zero = (series: string): void => assert.equal(sample(text, series), 0, series);
@@ -221,28 +201,22 @@ test('every series whose labels the config fixes exists at 0 before anything hap
   assert.equal(sample(after, 'magma_gateway_backend_request_duration_seconds_count{backend="a"}'), 1);
 });
 
-test('magma_gateway_build_info{version} is 1, with the package version', async () => {
-  const agent = await startFakeAgent({ name: 'v' });
-  const gw = await startGateway({ probe_interval_s: 3600, backends: { v: { url: agent.url } }, routes: [{ name: 'd', backend: 'v' }] });
-  cleanup.push(async () => {
-    await gw.close();
-    await agent.close();
-  });
+test('magma_gateway_build_info{version} is 1, with the package version', async (t) => {
+  const f = useFixtures(t);
+  const agent = await f.agent({ name: 'v' });
+  const gw = await f.gateway({ probe_interval_s: 3600, backends: { v: { url: agent.url } }, routes: [{ name: 'd', backend: 'v' }] });
   const text = await (await fetch(`${gw.url}/metrics`)).text();
   assert.equal(sample(text, `magma_gateway_build_info{version="${PACKAGE_VERSION}"}`), 1);
   assert.equal(text.split('\n').filter((l) => l.startsWith('magma_gateway_build_info{')).length, 1);
 });
 
-test('a permit that never came free is counted in magma_gateway_permit_timeouts_total', async () => {
-  const agent = await startFakeAgent({ name: 'p', behaviour: (r) => (r.path === '/v1/responses' ? { hang: true } : {}) });
-  const gw = await startGateway({
+test('a permit that never came free is counted in magma_gateway_permit_timeouts_total', async (t) => {
+  const f = useFixtures(t);
+  const agent = await f.agent({ name: 'p', behaviour: (r) => (r.path === '/v1/responses' ? { hang: true } : {}) });
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     backends: { p: { url: agent.url, max_in_flight: 1, queue_timeout_s: 0.05 } },
     routes: [{ name: 'd', backend: 'p' }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await agent.close();
   });
   const held = gw.post({ request_id: 'held', inputs: [mkInput(1)] });
   await waitFor('the first batch at the agent', () => agent.inFlight === 1);
@@ -255,18 +229,15 @@ test('a permit that never came free is counted in magma_gateway_permit_timeouts_
   assert.equal((await held).status, 200);
 });
 
-test('while Redis is unreachable the store exports its fallback: active 1, local answers counted, store_up 0', async () => {
-  const agent = await startFakeAgent({ name: 'r' });
-  const gw = await startGateway({
+test('while Redis is unreachable the store exports its fallback: active 1, local answers counted, store_up 0', async (t) => {
+  const f = useFixtures(t);
+  const agent = await f.agent({ name: 'r' });
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     // Port 1: nothing listens, so the Redis store answers from per-process state from the start.
     state: { redis: { url: 'redis://127.0.0.1:1', key_prefix: `metrics-test-${process.pid}:` } },
     backends: { r: { url: agent.url } },
     routes: [{ name: 'd', backend: 'r' }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await agent.close();
   });
   assert.equal((await gw.post({ request_id: 'local', inputs: [mkInput(1)] })).status, 200);
   const text = await (await fetch(`${gw.url}/metrics`)).text();
@@ -276,23 +247,23 @@ test('while Redis is unreachable the store exports its fallback: active 1, local
   assert.equal(sample(text, 'magma_gateway_store_leases_lost_total'), 0);
 });
 
-test('a permit whose Redis lease vanished while held is counted in magma_gateway_store_leases_lost_total', async () => {
+test('a permit whose Redis lease vanished while held is counted in magma_gateway_store_leases_lost_total', async (t) => {
+  const f = useFixtures(t);
   const prefix = `metrics-lease-${process.pid}-${Date.now()}:`;
-  const agent = await startFakeAgent({ name: 'l', behaviour: (r) => (r.path === '/v1/responses' ? { hang: true } : {}) });
-  const gw = await startGateway({
+  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true });
+  await redis.connect();
+  // Registered first, so it runs last: once the gateway and the agent are closed.
+  f.defer(async () => {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  });
+  const agent = await f.agent({ name: 'l', behaviour: (r) => (r.path === '/v1/responses' ? { hang: true } : {}) });
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     state: { redis: { url: 'redis://127.0.0.1:6379', key_prefix: prefix }, lease_s: 0.3 },
     backends: { l: { url: agent.url, max_in_flight: 1 } },
     routes: [{ name: 'd', backend: 'l' }],
-  });
-  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true });
-  await redis.connect();
-  cleanup.push(async () => {
-    await gw.close();
-    await agent.close();
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
   });
   await waitFor('the store up', () => gw.app.gateway.store.isUp());
   const held = gw.post({ request_id: 'held', inputs: [mkInput(1)] });

@@ -37,7 +37,7 @@ function redactOptions(value: unknown): unknown {
   return out;
 }
 
-export type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state' | 'tracing' | 'clients'> & {
+type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state' | 'tracing' | 'clients'> & {
   tracing: Omit<GatewayConfig['tracing'], 'headers'> & { headers: Record<string, string> };
   clients?: Record<string, Omit<NonNullable<GatewayConfig['clients']>[string], 'key'> & { key: string }>;
   admin: { token: string | null; protect_metrics: boolean };

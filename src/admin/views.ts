@@ -8,7 +8,7 @@ import type { GatewayRuntime } from '../runtime.js';
 import type { Replica, ReplicaState } from '../upstream/replica.js';
 import { redactUrl } from './redact.js';
 
-export interface ReplicaView {
+interface ReplicaView {
   id: string;
   index: number;
   url: string;

@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
+import { mbToBytes } from '../config/schema.js';
 import { runBatch } from '../dispatch/batch.js';
 import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from './gateway-state.js';
@@ -31,7 +32,7 @@ import { admitClient, overloadedOutputs } from './client-admission.js';
 const GATEWAY_CODE_PREFIX = 'gateway_';
 
 /** What the HTTP layer hands over: the body as received, the headers, and how to learn the client left. */
-export interface BatchExchange {
+interface BatchExchange {
   body: Buffer;
   headers: IncomingHttpHeaders;
   log: Logger;
@@ -106,7 +107,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
   // Every memory is a slice of the body: its size is its length, and all of them together fit in the body.
   const tooBig = checkBatchLimits(inputs, (i) => inputs[i]!.raw.memory.byteLength, { // checkBatchLimits only calls back with indexes of inputs
     maxCandidates: config.server.max_candidates_per_batch,
-    maxAnswerBytes: config.server.max_answer_mb * 1024 * 1024,
+    maxAnswerBytes: mbToBytes(config.server.max_answer_mb),
     maxAnswerMb: config.server.max_answer_mb,
   }, raw.length);
   if (tooBig.length > 0) {

@@ -20,7 +20,7 @@ import { errorBody } from '../errors.js';
 const MAX_SESSIONS_PER_BACKEND = 10_000;
 
 /** A replica may take coaching calls: probed ready and its own /v1/info says `coaching: true`. */
-export function coachingReplicas(runtime: GatewayRuntime, backend: string): Replica[] {
+function coachingReplicas(runtime: GatewayRuntime, backend: string): Replica[] {
   const replicas = runtime.upstreams.backends.get(backend)?.replicas ?? [];
   return replicas.filter((r) => r.state === 'ready' && r.info?.capabilities.coaching === true);
 }

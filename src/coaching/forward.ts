@@ -15,11 +15,11 @@ import { callReplica } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 import { coachingCallAttributes, coachingOutcome } from './coaching-span.js';
 
-export type ForwardResult =
+type ForwardResult =
   | { ok: true; status: number; contentType: string | undefined; body: Buffer }
   | { ok: false; status: 502 | 504; message: string };
 
-export interface ForwardOptions {
+interface ForwardOptions {
   method: 'PUT' | 'DELETE' | 'POST';
   path: string;
   body?: string;

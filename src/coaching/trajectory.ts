@@ -13,7 +13,7 @@ import type { CompiledRoutes } from '../routing/routes.js';
 import { selectRoute } from '../routing/routes.js';
 import { isJsonObject } from '../protocol/schemas.js';
 
-export interface CoachingTarget {
+interface CoachingTarget {
   /** Position of the target step in `trajectory`. */
   stepIndex: number;
   /** The step's input with the contract's defaults filled in (for route matching). */
@@ -68,7 +68,7 @@ export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget 
 }
 
 /** An AgentInput with the contract's defaults, whatever the step carried (route matchers read these fields). */
-export function normalizeInput(raw: JsonObject): AgentInput {
+function normalizeInput(raw: JsonObject): AgentInput {
   const ins = isJsonObject(raw.instruction) ? raw.instruction : {};
   const type = ins.type === 'env' ? 'env' : 'user';
   return {

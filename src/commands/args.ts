@@ -15,6 +15,24 @@ export class UsageError extends GatewayError {
   }
 }
 
+/** Where a subcommand writes: the process's stdout and stderr, or what a test captures. */
+export interface CommandIo {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export const processIo: CommandIo = {
+  out: (t) => void process.stdout.write(t),
+  err: (t) => void process.stderr.write(t),
+};
+
+/** Answers a mistake in the command line the one way (above): a UsageError is printed with the usage, exit 2. */
+export function usageExit(err: unknown, command: string, usage: string, io: CommandIo): 2 {
+  if (!(err instanceof UsageError)) throw err;
+  io.err(`magma-gateway ${command}: ${err.message}\n${usage}`);
+  return 2;
+}
+
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 export interface Parsed {
@@ -73,6 +91,22 @@ export function urlArgument(parsed: Parsed, what: string): string {
   const url = typeof flag === 'string' ? flag : positional;
   if (url === undefined) throw new UsageError(`missing the ${what} (give it as the argument or with --url)`);
   return url;
+}
+
+/**
+ * A server's base URL (an agent, an admin listener): http(s), no query or fragment, trailing `/` stripped. A path
+ * prefix is kept: a server behind a reverse proxy may live under /some/prefix.
+ */
+export function baseUrl(url: string, what: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new UsageError(`not a URL: "${url}"`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new UsageError(`not an http(s) URL: "${url}"`);
+  if (u.search !== '' || u.hash !== '') throw new UsageError(`the ${what} takes no query or fragment: "${url}"`);
+  return u.href.replace(/\/+$/, '');
 }
 
 /** A positive number of seconds from a flag value, or the default. */

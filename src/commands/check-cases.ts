@@ -23,9 +23,9 @@ import {
 import { issuesText } from './check-probes.js';
 import { GatewayError } from '../errors.js';
 
-export const BIG_ID = '99999999999999999999';
+const BIG_ID = '99999999999999999999';
 /** The memory of the round-trip check, as JSON text: every number here is one JS would rewrite. */
-export const MEMORY_EXPECT: [path: string[], text: string][] = [
+const MEMORY_EXPECT: [path: string[], text: string][] = [
   [['big'], '12345678901234567890'],
   [['f'], '1.0'],
   [['nested', 'neg'], '-99999999999999999999'],

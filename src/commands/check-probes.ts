@@ -12,7 +12,7 @@ import { GatewayError } from '../errors.js';
 export const HEALTH = 'health';
 export const INFO = 'info strict';
 /** Only listed when the field is present: older cores send it, BENCH's strict model rejects it. */
-export const INFO_LEGACY = 'info no coaching_session_version';
+const INFO_LEGACY = 'info no coaching_session_version';
 
 /** zod issues as one line: `path: message; ...`, at most a few, since the detail is a table cell. */
 export function issuesText(issues: readonly { path: PropertyKey[]; message: string }[], max = 4): string {

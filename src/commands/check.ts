@@ -7,21 +7,19 @@
  * an agent does (garbage, resets, hangs up to the timeout) may crash it. Checks run one at a time, like BENCH
  * sends one request at a time, so a single-worker agent is judged on its contract, not on its concurrency.
  */
-import { parseCommandLine, secondsOption, UsageError, urlArgument } from './args.js';
+import { baseUrl, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo } from './args.js';
 import { checkBatch, checkEmpty, checkMemory, checkOrdering } from './check-cases.js';
 import { describeError, openTarget, TransportError, type CheckResult, type ProbeTarget } from './check-http.js';
 import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } from './check-probes.js';
 import { GatewayError } from '../errors.js';
 
-export type { CheckResult } from './check-http.js';
-
-export interface CheckOptions {
+interface CheckOptions {
   /** Deadline of each HTTP exchange (headers and body), default DEFAULT_TIMEOUT_MS. */
   timeoutMs?: number;
 }
 
 /** Per request. BENCH waits 360 s; a probe asks for a few candidates of a trivial prompt, a minute is plenty. */
-export const DEFAULT_TIMEOUT_MS = 60_000;
+const DEFAULT_TIMEOUT_MS = 60_000;
 
 interface CheckSpec {
   name: string;
@@ -39,30 +37,13 @@ const SPECS: CheckSpec[] = [
   ...INVALID_BODIES.map((b) => ({ name: b.name, run: (t: ProbeTarget) => checkInvalid(t, b.body()) })),
 ];
 
-/** Names of the rows every run reports, in order (the legacy-info note row is added only when it applies). */
-export const CHECK_NAMES: readonly string[] = SPECS.map((s) => s.name);
-
-/** The agent's base URL as BENCH uses it (trailing `/` stripped); throws a readable error when unusable. */
-export function agentBase(url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new GatewayError('GATEWAY_ERR_USAGE', `not a URL: "${url}"`);
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new GatewayError('GATEWAY_ERR_USAGE', `not an http(s) URL: "${url}"`);
-  if (u.search !== '' || u.hash !== '') throw new GatewayError('GATEWAY_ERR_USAGE', `the agent URL takes no query or fragment: "${url}"`);
-  // A path prefix is kept: agents behind a reverse proxy may live under /some/prefix.
-  return u.href.replace(/\/+$/, '');
-}
-
 /** Run every check against the agent at `url`; never rejects because of the agent. */
 export async function runChecks(url: string, opts: CheckOptions = {}): Promise<CheckResult[]> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new GatewayError('GATEWAY_ERR_USAGE', `timeoutMs must be > 0, got ${timeoutMs}`);
   let base: string;
   try {
-    base = agentBase(url);
+    base = baseUrl(url, 'agent URL'); // as BENCH uses it
   } catch (err) {
     const why = describeError(err);
     return SPECS.map((s) => ({ name: s.name, ok: false, detail: `not run: ${why}` }));
@@ -113,16 +94,6 @@ export function formatTable(results: readonly CheckResult[]): string {
   return [line(head), ...rows.map(line), '', `${passed} passed, ${results.length - passed} failed`].join('\n');
 }
 
-export interface CheckIo {
-  out(text: string): void;
-  err(text: string): void;
-}
-
-const processIo: CheckIo = {
-  out: (t) => void process.stdout.write(t),
-  err: (t) => void process.stderr.write(t),
-};
-
 export const CHECK_USAGE = `usage: magma-gateway check <agent-url> [--timeout <seconds>] [--json]
        magma-gateway check --url <agent-url> [--timeout <seconds>] [--json]
   Tests an agent against the MAGMA Agent HTTP contract v2.0 and prints a PASS/FAIL table.
@@ -140,7 +111,7 @@ const CHECK_FLAGS = {
 } as const;
 
 /** The `check` subcommand; `argv` is what follows `check`. Returns the exit code. */
-export async function checkCommand(argv: string[], io: CheckIo = processIo): Promise<number> {
+export async function checkCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
   let base: string;
   let seconds: number;
   let json: boolean;
@@ -152,16 +123,9 @@ export async function checkCommand(argv: string[], io: CheckIo = processIo): Pro
     }
     seconds = secondsOption(parsed.values.timeout, '--timeout', DEFAULT_TIMEOUT_MS / 1000);
     json = parsed.values.json === true;
-    const url = urlArgument(parsed, 'agent URL');
-    try {
-      base = agentBase(url);
-    } catch (err) {
-      throw new UsageError(describeError(err));
-    }
+    base = baseUrl(urlArgument(parsed, 'agent URL'), 'agent URL');
   } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    io.err(`magma-gateway check: ${err.message}\n${CHECK_USAGE}`);
-    return 2;
+    return usageExit(err, 'check', CHECK_USAGE, io);
   }
 
   const results = await runChecks(base, { timeoutMs: Math.ceil(seconds * 1000) });

@@ -5,21 +5,11 @@
  * then for two-arm splits the difference in tool success rate with its interval and p-value.
  * `--json` prints the endpoint's JSON unchanged, for scripts.
  */
-import { parseCommandLine, secondsOption, UsageError, urlArgument, type Parsed } from './args.js';
+import { baseUrl, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo, type Parsed } from './args.js';
 import type { ArmReport, ExperimentsReport, RouteReport } from '../experiments/report.js';
 
-export interface ReportIo {
-  out(text: string): void;
-  err(text: string): void;
-}
-
-const processIo: ReportIo = {
-  out: (t) => void process.stdout.write(t),
-  err: (t) => void process.stderr.write(t),
-};
-
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
-export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
+const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
 
 export const REPORT_USAGE = `usage: magma-gateway report [<admin-url>] [--token <token>] [--json] [--timeout <seconds>]
        magma-gateway report [--url <admin-url>] [--token <token>] [--json] [--timeout <seconds>]
@@ -146,8 +136,8 @@ function describe(err: unknown): string {
 }
 
 /** The `report` subcommand; `argv` is what follows `report`. Returns the exit code. */
-export async function reportCommand(argv: string[], io: ReportIo = processIo): Promise<number> {
-  let base: URL;
+export async function reportCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
+  let base: string;
   let seconds: number;
   let values: Parsed['values'];
   try {
@@ -159,19 +149,12 @@ export async function reportCommand(argv: string[], io: ReportIo = processIo): P
     }
     const url =
       parsed.positionals[0] === undefined && typeof values.url !== 'string' ? DEFAULT_ADMIN_URL : urlArgument(parsed, 'admin URL');
-    try {
-      base = new URL(url);
-    } catch {
-      throw new UsageError(`not a URL: "${url}"`);
-    }
-    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new UsageError(`not an http(s) URL: "${url}"`);
+    base = baseUrl(url, 'admin URL');
     seconds = secondsOption(values.timeout, '--timeout', 30);
   } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    io.err(`magma-gateway report: ${err.message}\n${REPORT_USAGE}`);
-    return 2;
+    return usageExit(err, 'report', REPORT_USAGE, io);
   }
-  const endpoint = `${base.href.replace(/\/+$/, '')}/gateway/experiments`;
+  const endpoint = `${base}/gateway/experiments`;
   const token = typeof values.token === 'string' ? values.token : process.env.GATEWAY_ADMIN_TOKEN;
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;

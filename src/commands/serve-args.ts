@@ -7,9 +7,9 @@ import { configSchema } from '../config/schema.js';
 import type { Env } from '../config/load.js';
 import { parseCommandLine, UsageError } from './args.js';
 
-export const LOG_LEVELS: readonly string[] = configSchema.shape.log_level.unwrap().options;
+const LOG_LEVELS: readonly string[] = configSchema.shape.log_level.unwrap().options;
 
-export interface ServeOptions {
+interface ServeOptions {
   help: boolean;
   /** --config, else MAGMA_GATEWAY_CONFIG; undefined when neither is given. */
   configPath: string | undefined;
@@ -19,7 +19,7 @@ export interface ServeOptions {
   logLevel: string | undefined;
 }
 
-export const SERVE_FLAGS = {
+const SERVE_FLAGS = {
   config: { type: 'string', short: 'c' },
   host: { type: 'string' },
   port: { type: 'string', short: 'p' },

@@ -6,12 +6,7 @@
 import { ConfigError, loadConfigFile, type Env } from '../config/load.js';
 import { formatSummary } from '../config/summary.js';
 import { configWarnings, formatWarning } from '../config/warnings.js';
-import { parseCommandLine, UsageError } from './args.js';
-
-export interface CommandIo {
-  out(text: string): void;
-  err(text: string): void;
-}
+import { parseCommandLine, UsageError, usageExit, type CommandIo } from './args.js';
 
 export const VALIDATE_USAGE = `usage: magma-gateway validate [--config FILE]
   Checks a config file as the gateway would at start (without starting) and prints what it would run.
@@ -34,9 +29,7 @@ export function validateCommand(argv: readonly string[], io: CommandIo, env: Env
     path = flag ?? positionals[0] ?? (env.MAGMA_GATEWAY_CONFIG === '' ? undefined : env.MAGMA_GATEWAY_CONFIG);
     if (path === undefined) throw new UsageError('no config file given (--config FILE or MAGMA_GATEWAY_CONFIG)');
   } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    io.err(`magma-gateway validate: ${err.message}\n${VALIDATE_USAGE}`);
-    return 2;
+    return usageExit(err, 'validate', VALIDATE_USAGE, io);
   }
   let config;
   try {

@@ -17,7 +17,7 @@ import { GatewayError } from '../errors.js';
 
 export type Env = Record<string, string | undefined>;
 
-export interface ConfigIssue {
+interface ConfigIssue {
   /** Where in the file, e.g. `routes[1].split.qwenx`; `(root)` for the whole document. */
   path: string;
   line: number;

@@ -44,7 +44,7 @@ export function isLoopback(host: string): boolean {
 }
 
 /** backends.<name>.tls: how the gateway connects to an agent behind HTTPS (README "TLS"). */
-export const backendTlsSchema = z.strictObject({
+const backendTlsSchema = z.strictObject({
   /** PEM file of the CA(s) that signed the agent's certificate; absent = the system's trusted CAs. */
   ca: z.string().min(1).optional(),
   /** PEM files of the gateway's client certificate and key, for an agent that requires one. */
@@ -57,7 +57,7 @@ export const backendTlsSchema = z.strictObject({
 }).refine((t) => (t.cert === undefined) === (t.key === undefined), { message: 'set both "cert" and "key", or neither' });
 
 /** server.tls: the agent port serves HTTPS (README "TLS"). */
-export const serverTlsSchema = z.strictObject({
+const serverTlsSchema = z.strictObject({
   /** PEM file of the server certificate (with its chain), and of its private key. */
   cert: z.string().min(1),
   key: z.string().min(1),
@@ -69,7 +69,15 @@ export const serverTlsSchema = z.strictObject({
   reject_unauthorized: z.boolean().default(true),
 }).refine((t) => !t.request_cert || t.ca !== undefined, { message: 'request_cert needs "ca" (the CA client certificates are checked against)', path: ['ca'] });
 
-export const backendSchema = z
+/** The bytes of a `*_mb` config key (a megabyte of 1024 x 1024 bytes). */
+export function mbToBytes(mb: number): number {
+  return Math.floor(mb * 1024 * 1024);
+}
+
+/** `backends.<name>.max_response_mb`'s default, exported so a replica built without a config keeps the same bound. */
+export const DEFAULT_MAX_RESPONSE_MB = 256;
+
+const backendSchema = z
   .strictObject({
     url: httpUrl.optional(),
     urls: z.array(httpUrl).min(1).optional(),
@@ -83,7 +91,7 @@ export const backendSchema = z
     /** Consecutive probe or request failures that eject a replica. */
     eject_after_failures: z.number().int().positive().default(3),
     /** Bytes of one answer (inference, shadow, coaching) kept before the call is aborted. */
-    max_response_mb: positive.default(256),
+    max_response_mb: positive.default(DEFAULT_MAX_RESPONSE_MB),
     tls: backendTlsSchema.optional(),
   })
   .refine((b) => (b.url === undefined) !== (b.urls === undefined), {
@@ -99,7 +107,7 @@ const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()], {
  * A match condition: a plain scalar means equality; an object of operator keys means those operators, all of
  * which must hold (one YAML map cannot repeat a key, so `{ glob: "a*", not: "ab" }` is how two are combined).
  */
-export const operatorsSchema = z
+const operatorsSchema = z
   .strictObject({
     in: z.array(scalar).optional(),
     glob: z.string().optional(),
@@ -112,7 +120,7 @@ export const operatorsSchema = z
     message: 'an operator object needs at least one of in, glob, exists, contains, not, regex',
   });
 
-export const conditionSchema = z.union([z.string(), z.number(), z.boolean(), z.null(), operatorsSchema], {
+const conditionSchema = z.union([z.string(), z.number(), z.boolean(), z.null(), operatorsSchema], {
   error: 'expected a plain value (string, number, boolean, null) or an operator object (in, glob, exists, contains, not, regex)',
 });
 
@@ -123,7 +131,7 @@ const members = z
   .record(name, positive)
   .refine((m) => Object.keys(m).length > 0, 'needs at least one member');
 
-export const routeSchema = z
+const routeSchema = z
   .strictObject({
     name,
     match: z
@@ -303,7 +311,7 @@ export const configSchema = z.strictObject({
         .optional(),
       /** 0 turns idempotent replay off. */
       replay_ttl_s: z.number().min(0).default(600),
-      replay_max_bytes: z.number().int().positive().default(16 * 1024 * 1024),
+      replay_max_bytes: z.number().int().positive().default(mbToBytes(16)),
       /**
        * Memory this process may spend on stored responses (the memory store, and the Redis store's local
        * fallback); the oldest go first. Redis itself holds the shared copies.

@@ -27,7 +27,7 @@ function members(m: Record<string, number>): string {
 }
 
 /** `default -> qwen (fallback gpt; shadow gpt-next)`, `ab -> split qwen 90, gpt 10`. */
-export function describeRoute(r: RouteConfig): string {
+function describeRoute(r: RouteConfig): string {
   const target =
     r.backend !== undefined ? r.backend : r.split !== undefined ? `split ${members(r.split)}` : `ensemble ${members(r.ensemble ?? {})}`;
   const extras: string[] = [];
@@ -39,7 +39,7 @@ export function describeRoute(r: RouteConfig): string {
 }
 
 /** `team-a (max 4 batches in flight, 20000 candidates/min, waits up to 30 s)`: a client without its key. */
-export function describeClient(name: string, c: NonNullable<GatewayConfig['clients']>[string]): string {
+function describeClient(name: string, c: NonNullable<GatewayConfig['clients']>[string]): string {
   const limits: string[] = [];
   if (c.max_batches_in_flight !== undefined) limits.push(`max ${c.max_batches_in_flight} batches in flight`);
   if (c.max_candidates_per_minute !== undefined) limits.push(`${c.max_candidates_per_minute} candidates/min`);
@@ -47,7 +47,7 @@ export function describeClient(name: string, c: NonNullable<GatewayConfig['clien
   return limits.length === 0 ? `${name} (no limits)` : `${name} (${limits.join(', ')})`;
 }
 
-export interface ConfigSummary {
+interface ConfigSummary {
   routes: string[];
   /** Client names and limits (never keys); empty without `clients:`. */
   clients: string[];

@@ -9,11 +9,11 @@ import { createSecureContext, type Server as TlsServer } from 'node:tls';
 import { GatewayError } from '../errors.js';
 import type { GatewayConfig } from './schema.js';
 
-export type ServerTlsConfig = NonNullable<GatewayConfig['server']['tls']>;
-export type BackendTlsConfig = NonNullable<GatewayConfig['backends'][string]['tls']>;
+type ServerTlsConfig = NonNullable<GatewayConfig['server']['tls']>;
+type BackendTlsConfig = NonNullable<GatewayConfig['backends'][string]['tls']>;
 
 /** What node:https createServer and setSecureContext take. */
-export interface ServerTlsOptions {
+interface ServerTlsOptions {
   cert: Buffer;
   key: Buffer;
   ca?: Buffer;
@@ -31,7 +31,7 @@ export interface BackendTlsOptions {
 }
 
 /** A TLS file that cannot be read or used: a config problem, named by its key. */
-export class TlsFileError extends GatewayError {
+class TlsFileError extends GatewayError {
   override name = 'TlsFileError';
 
   constructor(message: string, opts: ErrorOptions = {}) {

@@ -5,7 +5,7 @@
  */
 import type { GatewayConfig } from './schema.js';
 
-export interface ConfigWarning {
+interface ConfigWarning {
   /** Where in the file, e.g. `routes[1].fallback[0]`. */
   path: string;
   message: string;

@@ -16,7 +16,7 @@ import {
 import type { TraceSpan } from '../tracing/trace-span.js';
 
 /** How a sub-request ended: `ok`, `cancelled` (the client went away), or a gateway_* failure code. */
-export type AttemptOutcome = 'ok' | 'cancelled' | string;
+type AttemptOutcome = 'ok' | 'cancelled' | string;
 
 export interface BatchObserver {
   /** A leg of an input was routed to `backend` by its route (once per leg, before anything is sent). */

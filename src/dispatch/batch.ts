@@ -12,7 +12,7 @@ import { itemsOf } from './batch-item.js';
 import { BatchRun } from './batch-run.js';
 import { BatchSlots } from './batch-slots.js';
 
-export type { BatchContext, BatchResult, DispatchDeps, LegOutcome } from './batch-types.js';
+export type { BatchResult } from './batch-types.js';
 
 /**
  * Run `plan` for `request` to completion: every candidate slot is filled, by a backend or with an error

@@ -16,7 +16,7 @@ export function stripMemoryKey(memory: JsonObject, key: string): JsonObject {
   return rest;
 }
 
-export function tagMemory(memory: JsonObject, key: string, tag: MemoryTag): JsonObject {
+function tagMemory(memory: JsonObject, key: string, tag: MemoryTag): JsonObject {
   // A computed key in a literal defines an own property, even for "__proto__".
   return { ...memory, [key]: tag };
 }

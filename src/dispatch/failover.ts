@@ -40,13 +40,13 @@ export interface FailoverView<R> {
 }
 
 /** Items bound for `to`, each one step further down its fallbacks; `from` are the same items as they failed. */
-export interface Destination {
+interface Destination {
   to: string;
   from: Item[];
   moved: Item[];
 }
 
-export interface FailoverDecision<R> {
+interface FailoverDecision<R> {
   /** Try the same backend's other replicas (a refused connection, and the backend has more). */
   sameBackend?: { backend: string; items: Item[]; exclude: ReadonlySet<R>; cause: AttemptFailure };
   /** Items that end here as error candidates with this failure. */
@@ -59,7 +59,7 @@ export interface FailoverDecision<R> {
   failure: AttemptFailure;
 }
 
-export const DEADLINE_RAN_OUT = 'the batch deadline (request_timeout_s) ran out';
+const DEADLINE_RAN_OUT = 'the batch deadline (request_timeout_s) ran out';
 
 /** The failure of items whose sub-request the gateway aborted: the client went away, or the deadline ran out. */
 export function abortedFailure(clientGone: boolean): AttemptFailure {
@@ -125,7 +125,7 @@ function moveOn<R>(items: Item[], f: AttemptFailure, retry: boolean, view: Failo
   return decision;
 }
 
-export type Resolved =
+type Resolved =
   | { kind: 'move'; to: string; from: Item[]; moved: Item[]; consumesBudget: boolean }
   | { kind: 'exhausted'; to: string; items: Item[]; failure: AttemptFailure };
 

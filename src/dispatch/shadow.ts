@@ -43,7 +43,7 @@ export class ShadowLimiter {
   constructor(readonly max: number) {}
 }
 
-export interface ShadowDeps {
+interface ShadowDeps {
   upstreams: Upstreams;
   metrics: GatewayMetrics;
   log: Logger;
@@ -55,7 +55,7 @@ export interface ShadowDeps {
  * Same say and same tool calls (arguments compared as data). isDeepStrictEqual recurses: both decisions come
  * from answers postResponses checked against server.max_json_depth, far below where it would overflow.
  */
-export function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | null | undefined): boolean {
+function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | null | undefined): boolean {
   if (a == null || b == null) return a == null && b == null;
   return a.say === b.say && isDeepStrictEqual(a.tool_calls, b.tool_calls);
 }

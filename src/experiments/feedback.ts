@@ -41,7 +41,7 @@ export function emptyFeedback(): FeedbackCounts {
  */
 export const FEEDBACK_MAX_CHARS = 64 * 1024;
 
-export interface ToolLine {
+interface ToolLine {
   robot: string;
   tool: string;
   ok: boolean;

@@ -47,7 +47,7 @@ export function countersKey(route: string): string {
  * Counter fields are `<arm>|<what>`: arm names cannot hold `|` (config names are [A-Za-z0-9_.-]), so the
  * first `|` splits them back; error codes, which come from backends, only ever follow it.
  */
-export const field = {
+const field = {
   started: (arm: string) => `${arm}|started`,
   steps: (arm: string) => `${arm}|steps`,
   completed: (arm: string) => `${arm}|completed`,
@@ -73,7 +73,7 @@ function isExperiment(route: CompiledRoute | undefined): route is CompiledRoute 
 }
 
 /** The report arm of a tag on `route`: its split arm / ensemble member, else the backend if the route has it. */
-export function armOf(route: CompiledRoute, tag: Pick<MemoryTag, 'backend' | 'arm'>): string | undefined {
+function armOf(route: CompiledRoute, tag: Pick<MemoryTag, 'backend' | 'arm'>): string | undefined {
   if (tag.arm !== undefined && route.members.some((m) => m.name === tag.arm)) return tag.arm;
   return route.backends.has(tag.backend) ? tag.backend : undefined;
 }

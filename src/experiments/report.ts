@@ -29,7 +29,7 @@ export interface ArmReport {
   latency_ms: { samples: number; p50: number | null; p95: number | null };
 }
 
-export interface Comparison {
+interface Comparison {
   metric: 'tool_success_rate';
   /** `difference` = rate(b) - rate(a); a and b are the split's arms in config order. */
   a: string;
@@ -60,7 +60,7 @@ export interface ExperimentsReport {
   routes: RouteReport[];
 }
 
-export const LATENCY_NOTE = 'p50/p95 interpolated in log-spaced buckets (5 ms .. 655 s, ~19% wide): approximate';
+const LATENCY_NOTE = 'p50/p95 interpolated in log-spaced buckets (5 ms .. 655 s, ~19% wide): approximate';
 
 interface ArmCounts {
   started: number;
@@ -79,7 +79,7 @@ function emptyArm(): ArmCounts {
 const OUTCOMES: ReadonlySet<string> = new Set(FEEDBACK_OUTCOMES);
 
 /** Counter fields (`<arm>|<what>[|<detail>]`, see recorder.ts) back into per-arm counts. */
-export function parseCounters(counters: Record<string, number>): Map<string, ArmCounts> {
+function parseCounters(counters: Record<string, number>): Map<string, ArmCounts> {
   const arms = new Map<string, ArmCounts>();
   for (const [f, n] of Object.entries(counters)) {
     if (!Number.isFinite(n) || n === 0) continue;
@@ -157,7 +157,7 @@ function comparison(a: ArmReport, b: ArmReport): Comparison {
  * One route's report from its counters. Members are listed in config order (even without counts, so an arm
  * that never got traffic shows as zeros); other backends of the route follow only when they have counts.
  */
-export function routeReport(route: CompiledRoute, counters: Record<string, number>): RouteReport {
+function routeReport(route: CompiledRoute, counters: Record<string, number>): RouteReport {
   const parsed = parseCounters(counters);
   const memberNames = route.members.map((m) => m.name);
   const arms = memberNames.map((name) => armReport(name, true, parsed.get(name) ?? emptyArm()));

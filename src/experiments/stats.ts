@@ -6,7 +6,7 @@
  */
 
 /** The two-sided 95% normal quantile. */
-export const Z95 = 1.959963984540054;
+const Z95 = 1.959963984540054;
 
 /**
  * Complementary error function, Numerical Recipes' `erfcc` (Chebyshev fit, fractional error < 1.2e-7
@@ -49,7 +49,7 @@ export function wilson(successes: number, trials: number, z = Z95): [number, num
   return [lower, upper];
 }
 
-export interface ProportionDifference {
+interface ProportionDifference {
   /** p2 - p1. */
   difference: number;
   /** Newcombe's hybrid score interval (his method 10) for p2 - p1, built from both Wilson intervals. */

@@ -33,7 +33,7 @@ export function isMetricsPath(req: FastifyRequest): boolean {
   return [req.routeOptions.url, rawPath, decoded].some((p) => p?.toLowerCase() === '/metrics');
 }
 
-export interface AuthOptions {
+interface AuthOptions {
   /** `admin`: every request needs the token; `agent`: only /metrics, and only with admin.protect_metrics. */
   listener: 'admin' | 'agent';
 }

@@ -22,7 +22,7 @@ declare module 'fastify' {
   }
 }
 
-export interface GatewayPluginOptions {
+interface GatewayPluginOptions {
   config: GatewayConfig;
   version: string;
   configPath?: string;

@@ -21,7 +21,7 @@ function segmentsOf(path: string): string[] {
 }
 
 /** Whether a concrete path matches a fastify route pattern (`/a/:b`, `/a/:b/*`). */
-export function pathMatches(pattern: readonly string[], path: readonly string[]): boolean {
+function pathMatches(pattern: readonly string[], path: readonly string[]): boolean {
   for (let i = 0; i < pattern.length; i++) {
     const p = pattern[i]!; // i < pattern.length (loop bound)
     if (p === '*' && i === pattern.length - 1) return true;
@@ -33,7 +33,7 @@ export function pathMatches(pattern: readonly string[], path: readonly string[])
 }
 
 /** The methods the app serves on `path` (sorted), empty when no route has that path. */
-export function allowedMethods(patterns: readonly PathPattern[], rawUrl: string): string[] {
+function allowedMethods(patterns: readonly PathPattern[], rawUrl: string): string[] {
   const path = segmentsOf(rawUrl.split('?', 1)[0]!); // split always returns at least one element
   const out = new Set<string>();
   for (const p of patterns) if (pathMatches(p.segments, path)) for (const m of p.methods) out.add(m);

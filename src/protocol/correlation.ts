@@ -17,7 +17,7 @@ export type CorrelationHeaders = {
 };
 
 /** Longer ids are replaced: they end up in every backend's log lines. */
-export const REQUEST_ID_MAX_CHARS = 128;
+const REQUEST_ID_MAX_CHARS = 128;
 
 /** Version (not ff), trace id and parent id (neither all zeros), flags: https://www.w3.org/TR/trace-context/ */
 const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
@@ -64,7 +64,7 @@ export function withTraceparent<H extends Record<string, string>>(headers: H, tr
 const TRACE_POOL = Buffer.alloc(4096);
 let tracePoolAt = TRACE_POOL.length;
 
-export function newTraceparent(): string {
+function newTraceparent(): string {
   if (tracePoolAt + 24 > TRACE_POOL.length) {
     randomFillSync(TRACE_POOL);
     tracePoolAt = 0;

@@ -10,10 +10,10 @@
 import { isNumberMark, numberMarkText, scrubMarkers } from './exact-json.js';
 
 /** Characters of a string value quoted in a message; longer ones are cut and marked with `…`. */
-export const DESCRIBE_MAX_CHARS = 80;
+const DESCRIBE_MAX_CHARS = 80;
 
 /** Characters of a whole reason (a list of problems) kept in a message or log line. */
-export const REASON_MAX_CHARS = 1000;
+const REASON_MAX_CHARS = 1000;
 
 function cut(s: string, max: number): string {
   if (s.length <= max) return s;

@@ -19,7 +19,7 @@ import type { IntValue } from './json-values.js';
 
 const NONCE = randomBytes(16).toString('hex');
 /** Prefix of a string that stands for a JSON number kept as its source text. */
-export const NUMBER_MARK = '\uE000' + NONCE;
+const NUMBER_MARK = '\uE000' + NONCE;
 const MARK_LEN = NUMBER_MARK.length;
 
 /**
@@ -63,7 +63,7 @@ export class JsonDepthError extends JsonSyntaxError {
   }
 }
 
-export interface ExactParseOptions {
+interface ExactParseOptions {
   /**
    * Deepest nesting accepted (server.max_json_depth); never more than MAX_JSON_DEPTH_CEILING, which is also the
    * bound when none is given, so no caller can hand an unbounded value to a recursive walk.

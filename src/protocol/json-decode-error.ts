@@ -11,7 +11,7 @@
  * value" here.
  */
 
-export interface JsonDecodeError {
+interface JsonDecodeError {
   /** Python's character position (code points from the start of the body). */
   pos: number;
   /** Python's `JSONDecodeError.msg`, e.g. "Expecting value". */

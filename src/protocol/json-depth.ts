@@ -21,7 +21,7 @@ export const DEFAULT_MAX_JSON_DEPTH = 128;
 export const MAX_JSON_DEPTH_CEILING = 512;
 
 /** The config key named in every message about the limit. */
-export const MAX_JSON_DEPTH_KEY = 'server.max_json_depth';
+const MAX_JSON_DEPTH_KEY = 'server.max_json_depth';
 
 /** Index of the quote that closes the string opened at `open`, or -1 (unterminated). */
 export function stringEnd(text: string, open: number): number {

@@ -16,7 +16,7 @@ import type { AgentInput, JsonObject, ValidationIssue } from './types.js';
  */
 export const CANDIDATE_OVERHEAD_BYTES = 512;
 
-export interface BatchLimits {
+interface BatchLimits {
   /** server.max_candidates_per_batch */
   maxCandidates: number;
   /** server.max_answer_mb, in bytes */

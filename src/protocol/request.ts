@@ -8,11 +8,11 @@ import { agentRequestSchema } from './schemas.js';
 import type { AgentRequest, ValidationIssue } from './types.js';
 import { boundInput, jsonInvalidDetail, zodToDetail } from './validation-errors.js';
 
-export type RequestParse =
+type RequestParse =
   | { ok: true; request: AgentRequest; marked: boolean }
   | { ok: false; detail: ValidationIssue[] };
 
-export interface RequestLimits {
+interface RequestLimits {
   maxOutputsPerInput: number;
   /** server.max_json_depth: deeper bodies are refused before anything walks them. */
   maxJsonDepth?: number;

@@ -15,7 +15,7 @@ export interface SubRequestShape {
 
 export type SlotResult = { ok: true; candidate: AgentOutput } | { ok: false; reason: string };
 
-export type SubResponseCheck =
+type SubResponseCheck =
   /** The whole answer is unusable (not an array, or it names another request): the sub-request failed. */
   | { ok: false; reason: string }
   /** Per input, per candidate index: a valid candidate or why that one slot failed. Extra candidates are ignored. */

@@ -18,7 +18,7 @@ export function isJsonObject(v: unknown): v is JsonObject {
  * such as `1.0` or `12345678901234567890`: pydantic would refuse that number where a string is wanted, and so
  * does this, with pydantic's type and message. Never use z.string() for a field of client or backend data.
  */
-export const jsonString = z.custom<string>((v) => typeof v === 'string' && !isNumberMark(v), {
+const jsonString = z.custom<string>((v) => typeof v === 'string' && !isNumberMark(v), {
   error: 'Input should be a valid string',
   params: { type: 'string_type' },
 });
@@ -26,7 +26,7 @@ const nonEmptyString = jsonString.refine((v) => v.length > 0, {
   error: 'String should have at least 1 character',
   params: { type: 'string_too_short' },
 });
-export const strictInt = z.custom<IntValue>(isStrictInt, {
+const strictInt = z.custom<IntValue>(isStrictInt, {
   error: 'Input should be a valid integer',
   params: { type: 'int_type' },
 });
@@ -34,7 +34,7 @@ const strictBool = z.custom<boolean>((v) => typeof v === 'boolean', {
   error: 'Input should be a valid boolean',
   params: { type: 'bool_type' },
 });
-export const jsonObject = z.custom<JsonObject>(isJsonObject, {
+const jsonObject = z.custom<JsonObject>(isJsonObject, {
   error: 'Input should be a valid dictionary',
   params: { type: 'dict_type' },
 });
@@ -59,7 +59,7 @@ export const agentInfoSchema = z.strictObject({
  */
 export const backendInfoSchema = z.object(agentInfoSchema.shape);
 
-export const agentInstructionSchema = z.strictObject({
+const agentInstructionSchema = z.strictObject({
   type: z.enum(['user', 'env'], { error: "Input should be 'user' or 'env'" }),
   content: jsonString,
 });

@@ -11,14 +11,12 @@ import type {
   agentErrorSchema,
   agentInfoSchema,
   agentInputSchema,
-  agentInstructionSchema,
   agentOutputSchema,
   toolCallSchema,
 } from './schemas.js';
 
 export type { IntValue, JsonObject };
 
-export type AgentInstruction = z.output<typeof agentInstructionSchema>;
 /**
  * An input of a validated request. The schema lets num_outputs be a number marker (a huge integer);
  * parseAgentRequest then refuses any num_outputs over server.max_outputs_per_input, so a validated input's
@@ -48,7 +46,6 @@ export type ToolCall = z.output<typeof toolCallSchema>;
 export type AgentDecision = z.output<typeof agentDecisionSchema>;
 export type AgentError = z.output<typeof agentErrorSchema>;
 export type AgentOutput = z.output<typeof agentOutputSchema>;
-export type AgentResponse = AgentOutput[];
 export type AgentInfo = z.output<typeof agentInfoSchema>;
 
 /** FastAPI's validation error item: `{"detail": [{type, loc, msg, input}]}`. */

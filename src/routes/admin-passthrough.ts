@@ -19,7 +19,7 @@ import type { GatewayRuntime } from '../runtime.js';
 import type { Replica } from '../upstream/replica.js';
 import { errorBody, GatewayError, type GatewayErrCode } from '../errors.js';
 
-export const REPLICA_HEADER = 'x-gateway-replica';
+const REPLICA_HEADER = 'x-gateway-replica';
 
 /** Request headers that belong to the gateway hop, never to the agent. */
 const HOP_HEADERS = ['authorization', 'proxy-authorization', REPLICA_HEADER];
@@ -30,7 +30,7 @@ type Pick = { replica: Replica } | { status: 404 | 503; code: GatewayErrCode; de
  * The replica for a request: the pinned one, else the routable replicas in turn (round robin per backend;
  * proxied calls are rare and short, so load-aware choice would buy nothing).
  */
-export function pickReplica(runtime: GatewayRuntime, name: string, pin: string | undefined, turn: Map<string, number>): Pick {
+function pickReplica(runtime: GatewayRuntime, name: string, pin: string | undefined, turn: Map<string, number>): Pick {
   const backend = runtime.upstreams.backends.get(name);
   if (backend === undefined) return { status: 404, code: 'GATEWAY_ERR_NOT_FOUND', detail: `unknown backend "${name}"` };
   if (pin !== undefined) {

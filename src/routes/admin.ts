@@ -19,7 +19,7 @@ import { reloadGateway } from '../reload.js';
 import { errorBody } from '../errors.js';
 
 /** What GET /gateway/ lists: every admin endpoint, so an operator (or a script) can find them from the root. */
-export const ADMIN_ENDPOINTS = [
+const ADMIN_ENDPOINTS = [
   { method: 'GET', path: '/gateway/backends', what: 'every replica: url, state, last probe, info, in flight, last error' },
   { method: 'GET', path: '/gateway/routes', what: 'each route, its backends and whether it can serve' },
   { method: 'GET', path: '/gateway/config', what: 'the running config, secrets redacted' },
@@ -28,7 +28,7 @@ export const ADMIN_ENDPOINTS = [
   { method: 'ANY', path: '/gateway/backends/{name}/...', what: 'passthrough to a ready replica of that backend' },
 ] as const;
 
-export interface AdminRoutesOptions {
+interface AdminRoutesOptions {
   /** The agent app: a reload swaps its runtime and sets its log level (the admin app logs through a child). */
   main: FastifyInstance;
 }

@@ -34,10 +34,10 @@ import { readServerTls } from '../config/tls-files.js';
 import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode } from '../errors.js';
+import { BATCH_ENDPOINT } from '../metrics.js';
 import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/access.js';
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
 
-export const BATCH_PATH = '/v1/responses';
 
 /** What the front needs of the app, available once the app is built. */
 export interface FrontHost {
@@ -52,7 +52,7 @@ export interface FrontHost {
   draining(): boolean;
 }
 
-export type FrontServerOptions = Pick<
+type FrontServerOptions = Pick<
   GatewayConfig['server'],
   'keep_alive_timeout_s' | 'headers_timeout_s' | 'body_timeout_s' | 'max_connections' | 'tls'
 >;
@@ -111,7 +111,7 @@ export function createFrontServer(
       if (current !== front.opts) apply(front, current);
       if (h.draining()) res.shouldKeepAlive = false;
     }
-    if (h === undefined || h.closing() || req.method !== 'POST' || req.url !== BATCH_PATH) {
+    if (h === undefined || h.closing() || req.method !== 'POST' || req.url !== BATCH_ENDPOINT) {
       if (pathKey !== undefined) rememberPathKey(req, pathKey);
       deadlines.track(req, res, () => bodyTimedOut(front, h, req, res, clientLabelOf(req)));
       fastifyHandler(req, res);
@@ -170,7 +170,7 @@ function bodyTimedOut(front: Front, h: FrontHost | undefined, req: IncomingMessa
     return;
   }
   const body = bodyDetail(front);
-  if (h !== undefined && req.url === BATCH_PATH) {
+  if (h !== undefined && req.url === BATCH_ENDPOINT) {
     reply(h, res, 408, body, { connection: 'close' }, performance.now(), client);
     return;
   }
@@ -275,7 +275,7 @@ function refused(h: FrontHost, req: IncomingMessage, res: ServerResponse, access
       status: access.status,
       method: req.method,
       path: loggableUrl(req, req.url ?? '/').slice(0, 256),
-      route: BATCH_PATH,
+      route: BATCH_ENDPOINT,
       request_id: typeof requestId === 'string' ? requestId.slice(0, 256) : undefined,
       remote: req.socket.remoteAddress,
       client: label,
@@ -302,8 +302,6 @@ function reply(
   if (h.draining()) headers.connection = 'close';
   res.writeHead(status, headers);
   res.end(body);
-  // What the app's onResponse hook records for fastify's routes.
-  const { metrics } = h.gateway;
-  metrics.httpRequests.inc({ endpoint: BATCH_PATH, status_code: String(status), client });
-  metrics.httpDuration.observe({ endpoint: BATCH_PATH, client }, (performance.now() - t0) / 1000);
+  // What plugins/http-metrics.ts records for fastify's routes.
+  h.gateway.metrics.observeHttp(BATCH_ENDPOINT, status, (performance.now() - t0) / 1000, client);
 }

@@ -38,7 +38,7 @@ function clientGone(reply: FastifyReply): { signal: AbortLike; done: () => void 
   return { signal, done: onClientGone(reply.raw, () => signal.abort()) };
 }
 
-export async function coachingRoutes(app: FastifyInstance): Promise<void> {
+async function coachingRoutes(app: FastifyInstance): Promise<void> {
   // Per gateway process, across config reloads (replicas are remembered by url): see coaching/backends.ts.
   const affinity = new SessionAffinity();
 

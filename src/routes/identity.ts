@@ -30,7 +30,7 @@ function coachingOffReason(infos: readonly { backend: string; info: AgentInfo | 
     : `no backend reachable through the routes supports coaching: ${parts.join('; ')}`;
 }
 
-export function gatewayInfo(runtime: GatewayRuntime, agentVersion: string): AgentInfo {
+function gatewayInfo(runtime: GatewayRuntime, agentVersion: string): AgentInfo {
   const backends = runtime.reachableBackends();
   const infos = backends.map((b) => {
     const replicas = runtime.upstreams.backends.get(b)?.replicas ?? [];
@@ -60,7 +60,7 @@ export function gatewayInfo(runtime: GatewayRuntime, agentVersion: string): Agen
   };
 }
 
-export interface IdentityOptions {
+interface IdentityOptions {
   /** True while the gateway drains for shutdown: not ready, so load balancers and BENCH stop sending. */
   draining?: () => boolean;
 }

@@ -19,7 +19,7 @@ import { compileRegex } from '../patterns/regex.js';
 
 export type Predicate = (value: unknown) => boolean;
 
-export interface ConditionOptions {
+interface ConditionOptions {
   /** Header values are text: a config number or boolean compares to its text (`header.x-tier: 2` is "2"). */
   textual?: boolean;
 }

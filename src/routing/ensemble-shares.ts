@@ -48,7 +48,7 @@ export function allocateShares(total: number, shares: readonly number[]): number
 }
 
 /** One member's part of an input's candidates: `offset` is the first candidate index it produces. */
-export interface ShareLeg {
+interface ShareLeg {
   backend: string;
   count: number;
   offset: number;

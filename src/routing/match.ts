@@ -24,7 +24,7 @@ import { memoryMember } from '../protocol/indexed-request.js';
 export type Headers = Record<string, string | string[] | undefined>;
 export type Matcher = (input: AgentInput, headers: Headers) => boolean;
 type Resolver = (input: AgentInput, headers: Headers) => unknown;
-export type MatchSpec = Readonly<Record<string, Condition>>;
+type MatchSpec = Readonly<Record<string, Condition>>;
 
 
 /** Walk a dot path; own properties only, so `constructor` or `__proto__` never resolve to prototype members. */

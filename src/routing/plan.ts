@@ -33,7 +33,7 @@ export interface RoutingSnapshot {
   canServe(backend: string): boolean;
 }
 
-export interface PlanContext {
+interface PlanContext {
   headers: Record<string, string | string[] | undefined>;
 }
 
@@ -48,7 +48,7 @@ export interface MemoryTag {
 }
 
 /** `count` candidates of one input from `backend`, numbered from `offset` in the input's output. */
-export interface Leg {
+interface Leg {
   backend: string;
   count: number;
   offset: number;

@@ -8,16 +8,7 @@ import { MemoryStore } from './memory-store.js';
 import { RedisStore } from './redis-store.js';
 import type { StateConfig, StateLog, Store } from './types.js';
 
-export type {
-  AcquireOptions,
-  Permit,
-  ReplayBegin,
-  ReplayLease,
-  StateConfig,
-  StateLog,
-  Store,
-  StoreStats,
-} from './types.js';
+export type { Permit, ReplayLease, Store } from './types.js';
 
 export function createStore(config: StateConfig, log: StateLog): Store {
   return config.redis === undefined ? new MemoryStore(config, log) : new RedisStore(config, log);
@@ -29,24 +20,4 @@ export function createStore(config: StateConfig, log: StateLog): Store {
  */
 export function hashBody(body: string | Uint8Array): string {
   return createHash('sha256').update(body).digest('base64url');
-}
-
-/**
- * Resolves true once the store is up, false after `timeoutMs`. For start-up (so the first requests already
- * share state) and tests; the store works, on local state, before that too.
- */
-export function waitUntilUp(store: Store, timeoutMs: number): Promise<boolean> {
-  if (store.isUp()) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      off();
-      resolve(store.isUp());
-    }, timeoutMs);
-    const off = store.onUpChange((up) => {
-      if (!up) return;
-      clearTimeout(timer);
-      off();
-      resolve(true);
-    });
-  });
 }

@@ -22,7 +22,7 @@ interface Done {
   expiresAt: number;
 }
 
-export interface LocalReplayLimits {
+interface LocalReplayLimits {
   ttlMs: number;
   /** replay_max_bytes: larger responses are not stored. */
   maxBytes: number;

@@ -3,6 +3,7 @@
  * counters and shared values are this process's own.
  */
 import type { AbortLike } from '../abort.js';
+import { mbToBytes } from '../config/schema.js';
 import { LocalReplay } from './local-replay.js';
 import { LocalSemaphores } from './local-semaphore.js';
 import {
@@ -22,7 +23,7 @@ import { Listeners } from './util.js';
  * a burst of large responses cannot exhaust its memory.
  */
 export function replayCapBytes(config: StateConfig): number {
-  return Math.floor(config.replay_cache_mb * 1024 * 1024);
+  return mbToBytes(config.replay_cache_mb);
 }
 
 export class MemoryStore implements Store {

@@ -16,10 +16,10 @@ import { Listeners } from './util.js';
 import { GatewayError } from '../errors.js';
 
 type Client = Redis | Cluster;
-export type RedisConfig = NonNullable<StateConfig['redis']>;
+type RedisConfig = NonNullable<StateConfig['redis']>;
 
 /** Thrown by `run` while Redis is down: the caller falls back to local state. */
-export class RedisUnavailable extends GatewayError {
+class RedisUnavailable extends GatewayError {
   constructor() {
     super('GATEWAY_ERR_STATE_UNAVAILABLE', 'redis unavailable');
     this.name = 'RedisUnavailable';

@@ -13,12 +13,12 @@ import type { LocalReplay } from './local-replay.js';
 import type { RedisLink } from './redis-link.js';
 import { REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
-import { GAVE_UP, newId, raceAbort, utf8Exceeds, Wakers } from './util.js';
+import { GAVE_UP, leaseRenewer, newId, raceAbort, utf8Exceeds, Wakers } from './util.js';
 
 /** Safety-net poll of a waiter (a lapsed owner lease announces nothing). */
 const WAIT_POLL_MS = 200;
 
-export interface ReplayOptions {
+interface ReplayOptions {
   prefix: string;
   ttlMs: number;
   maxBytes: number;
@@ -43,8 +43,7 @@ export class RedisReplay {
     private readonly stats: StoreStats,
     private readonly opts: ReplayOptions,
   ) {
-    this.renewTimer = setInterval(() => void this.renew(), Math.max(10, opts.leaseMs / 3));
-    this.renewTimer.unref();
+    this.renewTimer = leaseRenewer(opts.leaseMs, () => void this.renew());
   }
 
   async begin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin> {

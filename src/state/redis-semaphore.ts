@@ -18,7 +18,7 @@ import { makePermit } from './local-semaphore.js';
 import type { RedisLink } from './redis-link.js';
 import { SEM_ACQUIRE, SEM_HOLD, SEM_RELEASE } from './redis-scripts.js';
 import type { AcquireOptions, Permit, StoreStats } from './types.js';
-import { GAVE_UP, newId, raceAbort, Wakers } from './util.js';
+import { GAVE_UP, leaseRenewer, newId, raceAbort, Wakers } from './util.js';
 
 /** How long a waiter stays queued without retrying before others may skip it (its replica died). */
 const QUEUE_LEASE_MS = 3000;
@@ -36,7 +36,7 @@ interface Held {
   releaseLocal: () => void;
 }
 
-export interface SemaphoreOptions {
+interface SemaphoreOptions {
   prefix: string;
   leaseMs: number;
 }
@@ -58,8 +58,7 @@ export class RedisSemaphores {
   ) {
     // Keys outlive any lease or queue entry they hold, then vanish with the last user.
     this.keyTtlMs = 2 * opts.leaseMs + QUEUE_LEASE_MS;
-    this.renewTimer = setInterval(() => void this.renew(), Math.max(10, opts.leaseMs / 3));
-    this.renewTimer.unref();
+    this.renewTimer = leaseRenewer(opts.leaseMs, () => void this.renew());
   }
 
   async acquire(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined> {

@@ -85,6 +85,16 @@ export class Listeners<A extends unknown[]> {
 }
 
 /** A random id for permits, leases and store instances (unique across gateway replicas). */
+/**
+ * Runs `renew` every third of a lease (at least every 10 ms), so two renewals in a row may fail before a held
+ * lease lapses; the timer never keeps the process alive on its own.
+ */
+export function leaseRenewer(leaseMs: number, renew: () => void): NodeJS.Timeout {
+  const timer = setInterval(renew, Math.max(10, leaseMs / 3));
+  timer.unref();
+  return timer;
+}
+
 export { randomUUID as newId } from 'node:crypto';
 
 /** What raceAbort returns when the signal or the time limit won. */

@@ -10,12 +10,12 @@ import { safeReason } from '../protocol/describe.js';
 import { exceedsDepth, tooDeepMessage } from '../protocol/json-depth.js';
 import type { Replica } from './replica.js';
 
-export type CallResult =
+type CallResult =
   | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string }
   /** `status`: the HTTP status when the backend answered (a non-2xx, or a 2xx refused by a bound). */
   | { ok: false; failure: AttemptFailure; status?: number };
 
-export interface CallOptions {
+interface CallOptions {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
   body?: string | Buffer;
@@ -53,7 +53,7 @@ function timeoutFailure(timeoutMs: number, key: string): AttemptFailure {
   return { code: 'gateway_backend_timeout', message: `no complete answer within ${Math.round(timeoutMs)} ms (${key})` };
 }
 
-export function classifyError(err: unknown, timedOut: boolean, timeoutMs: number, timeoutKey = 'timeout_s'): AttemptFailure {
+function classifyError(err: unknown, timedOut: boolean, timeoutMs: number, timeoutKey = 'timeout_s'): AttemptFailure {
   if (timedOut) return timeoutFailure(timeoutMs, timeoutKey);
   const code = errorCode(err);
   const msg = err instanceof Error ? err.message : String(err);

@@ -17,7 +17,7 @@ import type { Replica } from './replica.js';
 import type { ProbeOutcome, Upstreams } from './upstreams.js';
 
 /** The outcome of a replica's last finished probe, for the admin API. */
-export interface ProbeRecord {
+interface ProbeRecord {
   /** Date.now() when the probe started. */
   at: number;
   ok: boolean;

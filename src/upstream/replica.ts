@@ -4,6 +4,7 @@
  * writes (upstreams.ts); everything else reads the state here and reports outcomes to Upstreams.
  */
 import { Pool } from 'undici';
+import { DEFAULT_MAX_RESPONSE_MB, mbToBytes } from '../config/schema.js';
 import { DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-depth.js';
 import type { AgentInfo } from '../protocol/types.js';
 import type { BackendTlsOptions } from '../config/tls-files.js';
@@ -49,13 +50,13 @@ export function freshRecord(): ReplicaRecord {
   };
 }
 
-export interface ReplicaOptions {
+interface ReplicaOptions {
   backend: string;
   index: number;
   url: string;
   connectTimeoutMs: number;
   headers: Record<string, string>;
-  /** backends.<name>.max_response_mb in bytes; default DEFAULT_MAX_RESPONSE_BYTES. */
+  /** backends.<name>.max_response_mb in bytes; default that key's default. */
   maxResponseBytes?: number;
   /** server.max_json_depth; default DEFAULT_MAX_JSON_DEPTH. */
   maxJsonDepth?: number;
@@ -63,8 +64,6 @@ export interface ReplicaOptions {
   tls?: BackendTlsOptions;
 }
 
-/** backends.<name>.max_response_mb's default (256 MiB), for replicas built without a config. */
-export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
 export class Replica {
   readonly backend: string;
@@ -91,7 +90,7 @@ export class Replica {
     this.origin = u.origin;
     this.basePath = u.pathname.replace(/\/+$/, '');
     this.headers = opts.headers;
-    this.maxResponseBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.maxResponseBytes = opts.maxResponseBytes ?? mbToBytes(DEFAULT_MAX_RESPONSE_MB);
     this.maxJsonDepth = opts.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
     this.pool = new Pool(this.origin, {
       // Keep-alive connections reused across batches; enough of them for sub-requests of concurrent batches.

@@ -12,7 +12,7 @@ import type { Upstreams } from './upstreams.js';
 
 const PREFIX = 'eject:';
 
-export function ejectionKey(r: Replica): string {
+function ejectionKey(r: Replica): string {
   return `${PREFIX}${r.backend}:${r.url}`;
 }
 

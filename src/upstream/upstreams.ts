@@ -5,14 +5,14 @@
  * recordConnectFailure, attemptStarted/attemptEnded), other gateway replicas (applyRemoteEjection) and the
  * runtime a reload replaces (inherit). Ejection, return and forgiveness each happen in one method here.
  */
-import type { GatewayConfig } from '../config/schema.js';
+import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { AgentInfo } from '../protocol/types.js';
 import { readBackendTls } from '../config/tls-files.js';
 import { freshRecord, Replica, type ReplicaRecord, type ReplicaState } from './replica.js';
 import { GatewayError } from '../errors.js';
 
-export interface BackendUpstream {
+interface BackendUpstream {
   readonly name: string;
   readonly replicas: readonly Replica[];
   readonly timeoutMs: number;
@@ -31,7 +31,7 @@ export type ProbeOutcome =
   | { kind: 'failed'; reason: string };
 
 /** A replica's state before and after an event, for the caller's log lines. */
-export interface Transition {
+interface Transition {
   from: ReplicaState;
   to: ReplicaState;
 }
@@ -56,7 +56,7 @@ export class Upstreams {
         const r = new Replica(
           {
             backend: name, index, url, connectTimeoutMs: b.connect_timeout_s * 1000, headers: b.headers,
-            maxResponseBytes: Math.floor(b.max_response_mb * 1024 * 1024), maxJsonDepth: config.server.max_json_depth,
+            maxResponseBytes: mbToBytes(b.max_response_mb), maxJsonDepth: config.server.max_json_depth,
             ...(tls === undefined ? {} : { tls }),
           },
           record,

@@ -34,7 +34,8 @@ async function startGatewayProcess(agentUrl: string, redisUrl: string, keyPrefix
       'probe_interval_s: 1',
       `state: { redis: { url: "${redisUrl}", key_prefix: "${keyPrefix}" }, lease_s: 2 }`,
       'backends:',
-      `  gpu: { url: "${agentUrl}", max_in_flight: 2, timeout_s: 30, eject_after_failures: 1000 }`,
+      // queue_timeout_s bounds a wait for a permit: past it the sub-request becomes an error candidate.
+      `  gpu: { url: "${agentUrl}", max_in_flight: 2, queue_timeout_s: 10, timeout_s: 30, eject_after_failures: 1000 }`,
       'routes:',
       '  - name: default',
       '    backend: gpu',
@@ -108,7 +109,7 @@ test('a duplicate sent while the first is in flight is computed once', async () 
   }
 });
 
-test('a killed gateway gives its permits back within the lease time', async () => {
+test('a killed gateway gives its permits back within the lease time, so a waiting batch is served', async () => {
   agent.setBehaviour((r) => (r.path === '/v1/responses' ? { delayMs: (r.body as { request_id: string }).request_id.startsWith('hold') ? 20_000 : 60 } : {}));
   try {
     const victim = gws[2]!;
@@ -117,10 +118,11 @@ test('a killed gateway gives its permits back within the lease time', async () =
     void post(victim.url, { request_id: 'hold-2', inputs: [mkInput(2)] }).catch(() => undefined);
     await waitFor('both batches at the agent', () => agent.inFlight === 2);
     await killHard(victim.child);
-    const t0 = Date.now();
+    // Both permits are held by a dead process that never releases them: only their lease (lease_s 2) lapsing
+    // frees one, and it must do so before this batch's permit wait ends at queue_timeout_s (10 s).
     const res = await post(gws[0]!.url, { request_id: 'after-kill', inputs: [mkInput(3)] });
-    assert.equal(res.cands[0]!.status, 'completed');
-    assert.ok(Date.now() - t0 < 8000, `permits came back after ${Date.now() - t0} ms (lease_s 2)`);
+    assert.equal(res.cands[0]!.status, 'completed', JSON.stringify(res.cands[0]!.error));
+    assert.equal(agent.requestsTo('/v1/responses').filter((r) => (r.body as { request_id: string }).request_id === 'after-kill').length, 1);
   } finally {
     agent.setBehaviour((r) => (r.path === '/v1/responses' ? { delayMs: 60 } : {}));
   }

@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { reportCommand, type ReportIo } from '../../src/commands/report.js';
+import { reportCommand } from '../../src/commands/report.js';
+import type { CommandIo } from '../../src/commands/args.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -30,7 +31,7 @@ function admin(): string {
 async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const io: ReportIo = { out: (t) => void (out += t), err: (t) => void (err += t) };
+  const io: CommandIo = { out: (t) => void (out += t), err: (t) => void (err += t) };
   return { code: await reportCommand(argv, io), out, err };
 }
 

@@ -4,7 +4,8 @@
  * /metrics every second, and every panel query of config/grafana/dashboards/magma-gateway.json must return at
  * least one series, including the panels of events that did not happen: they show 0, not "no data", because
  * the gateway exports every series whose labels the config fixes at 0 from the start. No query relies on
- * `or vector(0)`. Also: a fast batch lands in a latency bucket of at most 5 ms.
+ * `or vector(0)`. Prometheus runs the shipped config/prometheus.yml, its targets pointed at the test's gateway.
+ * Also: queries use only labels their metrics have, and a fast batch lands in a latency bucket of at most 5 ms.
  *
  * `prometheus` must be installed (Debian: `apt-get install -y prometheus`; .ci/run installs it when missing).
  * Without it this test fails, naming what is missing: the dashboard is never taken as checked when it was not.
@@ -12,20 +13,24 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
+import { z } from 'zod';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
-import { allPanels, arr, isObj, obj, readText, type Panel } from './stack-files.js';
+import { freePort } from '../state/helpers.js';
+import { dashboard, expressions, must, readData } from './stack-files.js';
 
-const DASHBOARD = 'config/grafana/dashboards/magma-gateway.json';
+const shipped = readData('config/prometheus.yml', z.looseObject({
+  global: z.looseObject({}),
+  scrape_configs: z.array(z.looseObject({ job_name: z.string(), static_configs: z.array(z.looseObject({ targets: z.array(z.string()) })) })).length(1),
+}));
 /** The job name config/prometheus.yml gives the gateway: the process panels select on it. */
-const JOB = 'magma-gateway';
+const JOB = must(shipped.scrape_configs[0], 'the gateway scrape job').job_name;
 /** Bounds of every wait on Prometheus (start, first scrapes); each poll is one short HTTP call. */
 const PROMETHEUS_WAIT_MS = 60_000;
 
@@ -35,23 +40,32 @@ interface PromAnswer {
   data?: { resultType: string; result: { metric: Record<string, string>; value?: [number, string] }[] };
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** Grafana's built-in and dashboard variables replaced the way Grafana would with "All" selected. */
-export function substituteVariables(expr: string): string {
+function substituteVariables(expr: string): string {
   return expr
     .replace(/\$__rate_interval|\$\{__rate_interval\}|\$__interval|\$\{__interval\}|\$__range|\$\{__range\}/g, '1m')
     .replace(/\$\{[A-Za-z_][A-Za-z0-9_]*(?::[a-z]+)?\}|\$[A-Za-z_][A-Za-z0-9_]*/g, '.*');
+}
+
+/**
+ * Matchers and groupings on labels a metric lacks, which Prometheus answers with series all the same
+ * (`{arm=~".*"}`, `by (arm)`), so the query results cannot show them. `labels`: each series name's label names.
+ */
+function labelProblems(expr: string, labels: ReadonlyMap<string, ReadonlySet<string>>): string[] {
+  const text = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""'); // label values never look like label names
+  const used = [...new Set(text.match(/magma_gateway_[a-z0-9_]+/g))].filter((name) => labels.has(name));
+  const problems: string[] = [];
+  for (const [, name = '', matchers = ''] of text.matchAll(/(magma_gateway_[a-z0-9_]+)\s*\{([^}]*)\}/g)) {
+    for (const [, label = ''] of matchers.matchAll(/([A-Za-z_]\w*)\s*(?:=~|!~|!=|=)/g)) {
+      if (labels.get(name)?.has(label) === false) problems.push(`${name} has no label "${label}"`);
+    }
+  }
+  for (const [, list = ''] of text.matchAll(/\b(?:by|without|on|ignoring)\s*\(([^)]*)\)/g)) {
+    for (const label of list.split(',').map((x) => x.trim()).filter((x) => x !== '')) {
+      for (const name of used) if (labels.get(name)?.has(label) === false) problems.push(`grouping by "${label}": ${name} has no such label`);
+    }
+  }
+  return problems;
 }
 
 describe('the dashboard against a real Prometheus', () => {
@@ -148,8 +162,9 @@ describe('the dashboard against a real Prometheus', () => {
     writeFileSync(
       join(dir, 'prometheus.yml'),
       stringify({
-        global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
-        scrape_configs: [{ job_name: JOB, metrics_path: '/metrics', static_configs: [{ targets: [gatewayTarget], labels: { service: JOB } }] }],
+        ...shipped,
+        global: { ...shipped.global, scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
+        scrape_configs: shipped.scrape_configs.map((job) => ({ ...job, static_configs: job.static_configs.map((sc) => ({ ...sc, targets: [gatewayTarget] })) })),
       }),
     );
     prom = spawn(
@@ -184,12 +199,6 @@ describe('the dashboard against a real Prometheus', () => {
     for (const c of cleanup.reverse()) await c();
   });
 
-  const dashboard = obj(JSON.parse(readText(DASHBOARD)) as unknown, DASHBOARD);
-  const panels = allPanels(arr(dashboard.panels, 'panels') as Panel[]);
-  const expressions = panels.flatMap((p) =>
-    (p.targets ?? []).filter((t) => typeof t.expr === 'string').map((t) => ({ where: `panel "${p.title}" ${t.refId}`, expr: t.expr! })),
-  );
-
   it('every panel query returns at least one series after a demo-like load', async () => {
     assert.ok(expressions.length >= 33, `${expressions.length} queries`);
     const empty: string[] = [];
@@ -204,16 +213,40 @@ describe('the dashboard against a real Prometheus', () => {
   });
 
   it('every dashboard variable has values', async () => {
-    const variables = arr(obj(dashboard.templating ?? { list: [] }, 'templating').list ?? [], 'list').map((v) => obj(v, 'variable'));
+    const variables = dashboard.templating.list;
     assert.ok(variables.length > 0);
     for (const v of variables) {
-      const q = String(isObj(v.query) ? v.query.query : v.query);
+      const q = v.query;
       const m = /^label_values\(\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*,\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)$/.exec(q);
-      assert.ok(m, `variable ${String(v.name)}: ${q}`);
+      assert.ok(m, `variable ${v.name}: ${q}`);
       const res = await fetch(`${promUrl}/api/v1/label/${m[2]}/values?${new URLSearchParams({ 'match[]': m[1]! })}`);
       const values = ((await res.json()) as { data: string[] }).data;
-      assert.ok(values.length > 0, `variable ${String(v.name)} has no values`);
+      assert.ok(values.length > 0, `variable ${v.name} has no values`);
     }
+  });
+
+  /** Each magma_gateway_* series name Prometheus holds, with its label names (job and instance included). */
+  async function seriesLabels(): Promise<Map<string, Set<string>>> {
+    const res = await fetch(`${promUrl}/api/v1/series?${new URLSearchParams({ 'match[]': '{__name__=~"magma_gateway_.+"}' })}`);
+    const out = new Map<string, Set<string>>();
+    for (const { __name__: name, ...rest } of ((await res.json()) as { data: Record<string, string>[] }).data) {
+      if (name !== undefined) out.set(name, new Set([...(out.get(name) ?? []), ...Object.keys(rest)]));
+    }
+    return out;
+  }
+
+  it('matchers and groupings use labels their metrics have', async () => {
+    const labels = await seriesLabels();
+    const problems = expressions.flatMap(({ where, expr }) => labelProblems(expr, labels).map((p) => `${where}: ${p}`));
+    assert.deepEqual(problems, []);
+  });
+
+  it('the label check flags a label the metric lacks (so the test above can fail)', async () => {
+    const labels = await seriesLabels();
+    assert.deepEqual(labelProblems('magma_gateway_backend_up{arm=~".*"}', labels), ['magma_gateway_backend_up has no label "arm"']);
+    assert.deepEqual(labelProblems('sum by (code) (rate(magma_gateway_fallbacks_total[1m]))', labels), ['grouping by "code": magma_gateway_fallbacks_total has no such label']);
+    const good = 'histogram_quantile(0.99, sum by (backend, le) (rate(magma_gateway_backend_request_duration_seconds_bucket{backend=~"$backend", job="x"}[$__rate_interval])))';
+    assert.deepEqual(labelProblems(good, labels), []);
   });
 
   it('events that did not happen read 0, and the ones that did read their count', async () => {

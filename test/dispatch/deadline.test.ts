@@ -2,20 +2,16 @@
  * One deadline per batch and a retry budget (README "Deadline and retry budget"): failover cannot run past request_timeout_s nor snowball.
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
-import { startFakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, startGateway, type Cand } from '../helpers/gateway.js';
+import { test } from 'node:test';
+import { mkInput, type Cand } from '../helpers/gateway.js';
+import { useFixtures } from '../helpers/fixtures.js';
 
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
-
-test('the batch deadline cuts a fallback chain: no fallback starts once time is up', async () => {
-  const slow1 = await startFakeAgent({ name: 's1', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 5000 } : {}) });
-  const slow2 = await startFakeAgent({ name: 's2', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 5000 } : {}) });
-  const last = await startFakeAgent({ name: 'last' });
-  const gw = await startGateway({
+test('the batch deadline cuts a fallback chain: no fallback starts once time is up', async (t) => {
+  const f = useFixtures(t);
+  const slow1 = await f.agent({ name: 's1', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 5000 } : {}) });
+  const slow2 = await f.agent({ name: 's2', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 5000 } : {}) });
+  const last = await f.agent({ name: 'last' });
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     request_timeout_s: 0.6,
     backends: {
@@ -25,35 +21,27 @@ test('the batch deadline cuts a fallback chain: no fallback starts once time is 
     },
     routes: [{ name: 'default', backend: 's1', fallback: ['s2', 'last'] }],
   });
-  cleanup.push(async () => {
-    await gw.close();
-    slow1.kill();
-    slow2.kill();
-    await last.close();
-  });
-  const t0 = Date.now();
   const res = await gw.post({ request_id: 'd', inputs: [mkInput(1)] });
-  const took = Date.now() - t0;
   const [c] = res.json as Cand[];
   assert.equal(res.status, 200);
   assert.equal(c!.status, 'error');
   assert.equal(c!.error!.code, 'gateway_backend_timeout');
-  assert.ok(took < 1500, `answered within the deadline (+slack), took ${took} ms`);
+  // s1 timed out at its timeout_s (0.4 s) and s2 was tried; the deadline (0.6 s) came before s2's own timeout,
+  // so the answer came with s2 still working and `last`, which would have answered, never asked.
+  assert.equal(slow1.requestsTo('/v1/responses').length, 1);
+  assert.equal(slow2.requestsTo('/v1/responses').length, 1, 'the first fallback started within the deadline');
   assert.equal(last.requestsTo('/v1/responses').length, 0, 'the last fallback never started');
 });
 
-test('over the retry budget, failures become error candidates at once and are counted', async () => {
-  const bad = await startFakeAgent({ name: 'bad', behaviour: (r) => (r.path === '/v1/responses' ? { status: 500, delayMs: 50 } : {}) });
-  const good = await startFakeAgent({ name: 'good', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 300 } : {}) });
-  const gw = await startGateway({
+test('over the retry budget, failures become error candidates at once and are counted', async (t) => {
+  const f = useFixtures(t);
+  const bad = await f.agent({ name: 'bad', behaviour: (r) => (r.path === '/v1/responses' ? { status: 500, delayMs: 50 } : {}) });
+  const good = await f.agent({ name: 'good', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 300 } : {}) });
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     retry_budget: { ratio: 0, min: 2 },
     backends: { bad: { url: bad.url, eject_after_failures: 1000 }, good: { url: good.url } },
     routes: [{ name: 'default', backend: 'bad', fallback: ['good'] }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await Promise.all([bad.close(), good.close()]);
   });
   // A burst of 8 concurrent batches all failing on `bad`: at most 2 fallbacks may be in flight at once.
   const results = await Promise.all(Array.from({ length: 8 }, (_, i) => gw.post({ request_id: `b${i}`, inputs: [mkInput(i)] })));

@@ -5,16 +5,12 @@
  * still has (nearly) every candidate completed by the fallback, every answer whole and in order.
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import type { BackendView } from '../../src/admin/views.js';
 import { http } from '../helpers/config-file.js';
-import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
-
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
+import { startFakeAgent } from '../helpers/fake-agent.js';
+import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
 
 const CLIENTS = 20;
 const BATCHES = 25;
@@ -76,21 +72,13 @@ async function closedPort(): Promise<string> {
   return a.url;
 }
 
-async function fallbackAgent(): Promise<FakeAgent> {
-  const f = await startFakeAgent({ name: 'fallback' });
-  cleanup.push(() => f.close());
-  return f;
-}
-
-async function gateway(primaryUrl: string, fallbackUrl: string, over: Record<string, unknown> = {}): Promise<TestGateway> {
-  const gw = await startGateway({
+function gateway(fx: Fixtures, primaryUrl: string, fallbackUrl: string, over: Record<string, unknown> = {}): Promise<TestGateway> {
+  return fx.gateway({
     probe_interval_s: 3600,
     backends: { primary: { url: primaryUrl }, fallback: { url: fallbackUrl } },
     routes: [{ name: 'default', backend: 'primary', fallback: ['fallback'] }],
     ...over,
   });
-  cleanup.push(() => gw.close());
-  return gw;
 }
 
 async function primaryReplica(gw: TestGateway): Promise<BackendView['replicas'][number]> {
@@ -98,38 +86,40 @@ async function primaryReplica(gw: TestGateway): Promise<BackendView['replicas'][
   return view.backends.find((b) => b.name === 'primary')!.replicas[0]!;
 }
 
-test('primary port closed from the start: 20 clients have >= 99% of candidates completed by the fallback', async () => {
-  const fallback = await fallbackAgent();
-  const gw = await gateway(await closedPort(), fallback.url);
+test('primary port closed from the start: 20 clients have >= 99% of candidates completed by the fallback', async (t) => {
+  const fx = useFixtures(t);
+  const fallback = await fx.agent({ name: 'fallback' });
+  const gw = await gateway(fx, await closedPort(), fallback.url);
   assert.equal((await primaryReplica(gw)).state, 'not_ready', 'the first probe found it down');
-  const t = await load(gw, 'closed');
-  assertFailedOver(t, 'primary closed');
+  const tally = await load(gw, 'closed');
+  assertFailedOver(tally, 'primary closed');
   const m = (await http(`${gw.url}/metrics`)).text;
   // The series exist from the start at 0 (README "Metrics"); none may have moved.
   assert.doesNotMatch(m, /^magma_gateway_retry_budget_exhausted_total\{[^}]*\} [1-9]/m, 'moving on from a backend with no replica is no retry');
 });
 
-test('primary killed after its probe said ready: the first refused connection takes it out, no probe needed', async () => {
-  const primary = await startFakeAgent({ name: 'primary' });
-  const fallback = await fallbackAgent();
-  const gw = await gateway(primary.url, fallback.url);
+test('primary killed after its probe said ready: the first refused connection takes it out, no probe needed', async (t) => {
+  const fx = useFixtures(t);
+  const primary = await fx.agent({ name: 'primary' });
+  const fallback = await fx.agent({ name: 'fallback' });
+  const gw = await gateway(fx, primary.url, fallback.url);
   assert.equal((await primaryReplica(gw)).state, 'ready');
   primary.kill();
-  const t = await load(gw, 'killed');
-  assertFailedOver(t, 'primary killed');
+  const tally = await load(gw, 'killed');
+  assertFailedOver(tally, 'primary killed');
   const r = await primaryReplica(gw);
   assert.equal(r.state, 'not_ready', 'out of rotation by the refused connection alone (probe_interval_s is an hour)');
   assert.match(r.last_error ?? '', /ECONNREFUSED/);
 });
 
-test('with no fallback, a refused connection answers gateway_backend_unreachable, then gateway_no_backend', async () => {
-  const only = await startFakeAgent({ name: 'only' });
-  const gw = await startGateway({
+test('with no fallback, a refused connection answers gateway_backend_unreachable, then gateway_no_backend', async (t) => {
+  const fx = useFixtures(t);
+  const only = await fx.agent({ name: 'only' });
+  const gw = await fx.gateway({
     probe_interval_s: 3600,
     backends: { only: { url: only.url } },
     routes: [{ name: 'default', backend: 'only' }],
   });
-  cleanup.push(() => gw.close());
   only.kill();
   const codes: string[] = [];
   for (let i = 0; i < 2; i++) {
@@ -144,11 +134,11 @@ test('with no fallback, a refused connection answers gateway_backend_unreachable
   assert.deepEqual(codes, ['gateway_backend_unreachable', 'gateway_no_backend']);
 });
 
-test('inputs that got no max_in_flight permit move to the fallback without the retry budget; real failures need it', async () => {
-  const busy = await startFakeAgent({ name: 'busy', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 1000 } : {}) });
-  const fallback = await fallbackAgent();
-  cleanup.push(() => busy.close());
-  const gw = await gateway(busy.url, fallback.url, {
+test('inputs that got no max_in_flight permit move to the fallback without the retry budget; real failures need it', async (t) => {
+  const fx = useFixtures(t);
+  const busy = await fx.agent({ name: 'busy', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 1000 } : {}) });
+  const fallback = await fx.agent({ name: 'fallback' });
+  const gw = await gateway(fx, busy.url, fallback.url, {
     retry_budget: { ratio: 0, min: 0 },
     backends: { primary: { url: busy.url, max_in_flight: 1, queue_timeout_s: 0.05 }, fallback: { url: fallback.url } },
   });

@@ -172,11 +172,13 @@ test('latency: one sample per leg of the split, percentiles near each agent\'s d
   const [ra, rb] = report.routes[0]!.arms;
   assert.equal(ra!.latency_ms.samples, 7);
   assert.equal(rb!.latency_ms.samples, 7);
-  // Bucket error (<19%) plus loopback and scheduling time on top of the delays.
+  // Each arm's figures are its own legs': at least its agent's delay (less the bucket error, under 19%), and
+  // the slow arm's above the fast one's. How far above depends on the machine's load, so no upper bound.
   for (const [arm, delay] of [[ra!, 10], [rb!, 80]] as const) {
-    assert.ok(arm.latency_ms.p50! >= delay * 0.8 && arm.latency_ms.p50! <= delay * 1.25 + 40, `${arm.arm} p50 ${arm.latency_ms.p50}`);
+    assert.ok(arm.latency_ms.p50! >= delay * 0.8, `${arm.arm} p50 ${arm.latency_ms.p50}`);
     assert.ok(arm.latency_ms.p95! >= arm.latency_ms.p50!, `${arm.arm} p95`);
   }
+  assert.ok(rb!.latency_ms.p50! > ra!.latency_ms.p50!, `b (80 ms) p50 ${rb!.latency_ms.p50} above a (10 ms) p50 ${ra!.latency_ms.p50}`);
 });
 
 /** `name{labels} value` lines of one metric, labels sorted, as a map. */

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { formatReport, reportCommand, type ReportIo } from '../../src/commands/report.js';
+import { formatReport, reportCommand } from '../../src/commands/report.js';
+import type { CommandIo } from '../../src/commands/args.js';
 import type { ArmReport, ExperimentsReport } from '../../src/experiments/report.js';
 
 function arm(name: string, over: Partial<ArmReport>): ArmReport {
@@ -106,7 +107,7 @@ after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const io: ReportIo = { out: (t) => void (out += t), err: (t) => void (err += t) };
+  const io: CommandIo = { out: (t) => void (out += t), err: (t) => void (err += t) };
   const code = await reportCommand(argv, io);
   return { code, out, err };
 }

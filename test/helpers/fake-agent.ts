@@ -145,6 +145,7 @@ export interface FakeAgent {
   kill(): void;
 }
 
+/** The slow agent of `delayMs` / `probeDelayMs`: a delay that is the behaviour under test, not a wait. */
 function sleep(ms: number, res: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const t = setTimeout(done, ms);

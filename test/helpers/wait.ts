@@ -23,8 +23,11 @@ export async function waitFor(what: string, check: () => boolean | Promise<boole
   }
 }
 
-/** A server started as a separate process is waited for as a user would: its /health answering 200. */
-export async function waitHealthy(url: string, timeoutMs = 10_000): Promise<void> {
+/**
+ * A server started as a separate process is waited for as a user would: its /health answering 200. The bound
+ * only ends a hang: node processes started together on a loaded machine can take well over 10 s.
+ */
+export async function waitHealthy(url: string, timeoutMs = 30_000): Promise<void> {
   await waitFor(
     `${url}/health to answer 200`,
     async () => {

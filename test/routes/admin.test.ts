@@ -4,9 +4,8 @@
  * port, refused beyond loopback without a token, 405 with Allow, and the passthrough.
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { after, test } from 'node:test';
+import type { IncomingHttpHeaders } from 'node:http';
+import { test } from 'node:test';
 import { stringify } from 'yaml';
 import { REDACTED, redactConfig } from '../../src/admin/redact.js';
 import type { BackendView, RouteView } from '../../src/admin/views.js';
@@ -15,32 +14,22 @@ import { ConfigError, loadConfigFile, parseConfigText } from '../../src/config/l
 import { reloadGateway } from '../../src/reload.js';
 import { configFile, http } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
-import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { mkInput, type TestGateway } from '../helpers/gateway.js';
+import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
 
 const TOKEN = 's3cret-admin-token';
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
 
-async function agent(name: string): Promise<FakeAgent> {
-  const a = await startFakeAgent({ name });
-  cleanup.push(() => a.close());
-  return a;
-}
-
-async function gateway(config: Record<string, unknown>): Promise<TestGateway> {
-  const gw = await startGateway({ probe_interval_s: 0.1, ...config });
-  cleanup.push(() => gw.close());
-  return gw;
+/** A gateway probing every 0.1 s, so replica states follow the agents quickly. */
+function gateway(f: Fixtures, config: Record<string, unknown>): Promise<TestGateway> {
+  return f.gateway({ probe_interval_s: 0.1, ...config });
 }
 
 const auth = { authorization: `Bearer ${TOKEN}` };
 
-test('GET /gateway/backends and /gateway/routes show replicas, probes, in-flight work and readiness', async () => {
-  const a = await agent('a');
-  const gw = await gateway({
+test('GET /gateway/backends and /gateway/routes show replicas, probes, in-flight work and readiness', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'a' });
+  const gw = await gateway(f, {
     backends: { a: { url: a.url }, gone: { url: 'http://127.0.0.1:9', timeout_s: 7 } },
     routes: [{ name: 'side', match: { 'extra_keys.side': true }, backend: 'gone' }, { name: 'default', backend: 'a', fallback: ['gone'] }],
   });
@@ -71,10 +60,11 @@ test('GET /gateway/backends and /gateway/routes show replicas, probes, in-flight
   ]);
 });
 
-test('GET /gateway/config redacts the admin token, backend header values and URL passwords', async () => {
-  const a = await agent('c');
+test('GET /gateway/config redacts the admin token, backend header values and URL passwords', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'c' });
   const secretUrl = a.url.replace('http://', 'http://user:url-password@');
-  const gw = await gateway({
+  const gw = await gateway(f, {
     admin: { token: TOKEN },
     backends: { c: { url: secretUrl, headers: { 'x-api-key': 'header-secret' } } },
     routes: [{ name: 'default', backend: 'c' }],
@@ -104,9 +94,10 @@ test('GET /gateway/config redacts the admin token, backend header values and URL
   assert.equal(withRedis.state.redis?.url, 'redis://:redis-pass@10.0.0.1:6379/0', 'the running config is untouched');
 });
 
-test('GET /gateway/config shows each client\'s name and limits, never its key', async () => {
-  const a = await agent('k');
-  const gw = await gateway({
+test('GET /gateway/config shows each client\'s name and limits, never its key', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'k' });
+  const gw = await gateway(f, {
     admin: { token: TOKEN },
     clients: { 'team-a': { key: 'client-key-a-0123456789', max_batches_in_flight: 2 }, 'team-b': { key: 'client-key-b-0123456789' } },
     backends: { k: { url: a.url } },
@@ -123,8 +114,9 @@ test('GET /gateway/config shows each client\'s name and limits, never its key', 
   assert.equal(gw.app.gateway.current.config.clients?.['team-a']?.key, 'client-key-a-0123456789', 'the running config is untouched');
 });
 
-test('the admin token guards every path of the admin listener (and /metrics when asked); missing and wrong look alike', async () => {
-  const a = await agent('t');
+test('the admin token guards every path of the admin listener (and /metrics when asked); missing and wrong look alike', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 't' });
   const config = (protect: boolean) =>
     parseConfigText(
       stringify({
@@ -136,7 +128,7 @@ test('the admin token guards every path of the admin listener (and /metrics when
       { GATEWAY_ADMIN_TOKEN: TOKEN },
     );
   const app = await buildApp({ config: config(false), logger: false, defaultMetrics: false });
-  cleanup.push(() => app.close());
+  f.defer(() => app.close());
   const admin = app.adminApp!;
   // A route another plugin adds later to the admin listener is covered without knowing about the auth plugin.
   admin.get('/gateway/other-plugin', async () => ({ secret: 'data' }));
@@ -170,17 +162,17 @@ test('the admin token guards every path of the admin listener (and /metrics when
   assert.equal(batch.statusCode, 200);
 
   const strict = await buildApp({ config: config(true), logger: false, defaultMetrics: false });
-  cleanup.push(() => strict.close());
+  f.defer(() => strict.close());
   assert.equal((await strict.inject({ method: 'GET', url: '/metrics' })).statusCode, 401);
   assert.equal((await strict.inject({ method: 'GET', url: '/%6detrics' })).statusCode, 401);
   assert.equal((await strict.inject({ method: 'GET', url: '/metrics', headers: auth })).statusCode, 200);
   assert.equal((await strict.inject({ method: 'GET', url: '/health' })).statusCode, 200);
 });
 
-test('without admin.listen the admin API and the passthrough are not served anywhere', async () => {
-  const a = await agent('n');
-  const gw = await startGateway({ backends: { n: { url: a.url } }, routes: [{ name: 'default', backend: 'n' }] }, { admin: false });
-  cleanup.push(() => gw.close());
+test('without admin.listen the admin API and the passthrough are not served anywhere', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'n' });
+  const gw = await f.gateway({ backends: { n: { url: a.url } }, routes: [{ name: 'default', backend: 'n' }] }, { admin: false });
   assert.equal(gw.app.adminApp, null);
   assert.equal(gw.adminUrl, '');
   for (const [method, path] of [['GET', '/gateway/'], ['GET', '/gateway/backends'], ['GET', '/gateway/config'], ['POST', '/gateway/reload'],
@@ -212,9 +204,10 @@ test('admin.listen beyond loopback without a non-empty admin.token is refused at
   assert.equal(load({ listen: 'localhost:0' }).admin.listen, 'localhost:0');
 });
 
-test('GET /gateway/ lists the admin endpoints, each served on the admin listener', async () => {
-  const a = await agent('i');
-  const gw = await gateway({ admin: { token: TOKEN }, backends: { i: { url: a.url } }, routes: [{ name: 'default', backend: 'i' }] });
+test('GET /gateway/ lists the admin endpoints, each served on the admin listener', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'i' });
+  const gw = await gateway(f, { admin: { token: TOKEN }, backends: { i: { url: a.url } }, routes: [{ name: 'default', backend: 'i' }] });
   for (const path of ['/gateway/', '/gateway']) {
     const res = await http(`${gw.adminUrl}${path}`, { headers: auth });
     assert.equal(res.status, 200, path);
@@ -230,9 +223,10 @@ test('GET /gateway/ lists the admin endpoints, each served on the admin listener
   }
 });
 
-test('a wrong method on a known path is 405 with Allow and a JSON detail, on both listeners; unknown paths 404', async () => {
-  const a = await agent('m');
-  const gw = await gateway({ backends: { m: { url: a.url } }, routes: [{ name: 'default', backend: 'm' }] });
+test('a wrong method on a known path is 405 with Allow and a JSON detail, on both listeners; unknown paths 404', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'm' });
+  const gw = await gateway(f, { backends: { m: { url: a.url } }, routes: [{ name: 'default', backend: 'm' }] });
   const cases: [string, string, string][] = [
     [gw.url, 'GET /v1/responses', 'POST'],
     [gw.url, 'PUT /v1/responses', 'POST'],
@@ -262,9 +256,10 @@ test('a wrong method on a known path is 405 with Allow and a JSON detail, on bot
   }
 });
 
-test('/gateway/backends shows last_error while a replica fails, and clears it once the replica is ready again', async () => {
-  const a = await agent('r');
-  const gw = await gateway({ backends: { r: { url: a.url } }, routes: [{ name: 'default', backend: 'r' }] });
+test('/gateway/backends shows last_error while a replica fails, and clears it once the replica is ready again', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'r' });
+  const gw = await gateway(f, { backends: { r: { url: a.url } }, routes: [{ name: 'default', backend: 'r' }] });
   const replica = async (): Promise<BackendView['replicas'][number]> =>
     ((await http(`${gw.adminUrl}/gateway/backends`)).json as { backends: BackendView[] }).backends[0]!.replicas[0]!;
   a.setBehaviour({ health: 503 });
@@ -278,9 +273,9 @@ test('/gateway/backends shows last_error while a replica fails, and clears it on
 });
 
 /** A plain HTTP backend mounted under /agent that echoes what it received (path, query, headers, body). */
-async function echoServer(): Promise<{ url: string; seen: { url: string; headers: IncomingHttpHeaders; body: string }[] }> {
+async function echoServer(f: Fixtures): Promise<{ url: string; seen: { url: string; headers: IncomingHttpHeaders; body: string }[] }> {
   const seen: { url: string; headers: IncomingHttpHeaders; body: string }[] = [];
-  const server = createServer((req, res) => {
+  const { url } = await f.server((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
@@ -293,15 +288,14 @@ async function echoServer(): Promise<{ url: string; seen: { url: string; headers
       }
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanup.push(() => new Promise((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/agent`, seen };
+  return { url: `${url}/agent`, seen };
 }
 
-test('/gateway/backends/{name}/... forwards to a replica: prefix stripped, body exact, admin token not forwarded', async () => {
-  const echo = await echoServer();
-  const [p0, p1] = [await agent('p0'), await agent('p1')];
-  const gw = await gateway({
+test('/gateway/backends/{name}/... forwards to a replica: prefix stripped, body exact, admin token not forwarded', async (t) => {
+  const f = useFixtures(t);
+  const echo = await echoServer(f);
+  const [p0, p1] = [await f.agent({ name: 'p0' }), await f.agent({ name: 'p1' })];
+  const gw = await gateway(f, {
     admin: { token: TOKEN },
     backends: { echo: { url: echo.url, headers: { 'x-api-key': 'backend-key' } }, pool: { urls: [p0.url, p1.url] } },
     routes: [{ name: 'default', backend: 'echo', fallback: ['pool'] }],
@@ -349,14 +343,15 @@ test('/gateway/backends/{name}/... forwards to a replica: prefix stripped, body 
   assert.match((dead.json as { detail: string }).detail, /pool#0/);
 });
 
-test('a reload keeps admin.listen until a restart, and refuses a file that would leave it open without a token', async () => {
-  const a = await agent('k');
+test('a reload keeps admin.listen until a restart, and refuses a file that would leave it open without a token', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'k' });
   const base = { probe_interval_s: 3600, backends: { k: { url: a.url } }, routes: [{ name: 'default', backend: 'k' }] };
   const file = configFile({ ...base, admin: { listen: '0.0.0.0:9901', token: TOKEN } });
-  cleanup.push(async () => file.remove());
+  f.defer(() => file.remove());
   // Built, never listening: the refusal is decided on the config, no socket beyond loopback is opened here.
   const app = await buildApp({ config: loadConfigFile(file.path, {}), configPath: file.path, logger: false, defaultMetrics: false });
-  cleanup.push(() => app.close());
+  f.defer(() => app.close());
   await app.ready();
 
   file.write({ ...base, admin: { listen: '127.0.0.1:9901' } });

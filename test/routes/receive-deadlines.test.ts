@@ -111,9 +111,9 @@ test('a body that keeps arriving within server.body_timeout_s is served', async 
   socket.on('data', (d: Buffer) => (received += d.toString()));
   const done = new Promise<void>((resolve) => socket.on('close', () => resolve()));
   socket.write(`POST /v1/responses HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`);
-  // Ten pieces, each sent once the previous one has been written out.
   const step = Math.ceil(body.length / 10);
   for (let i = 0; i < body.length; i += step) {
+    // A slow client, the behaviour under test: ten pieces, each sent 20 ms after the previous one was written out.
     await new Promise<void>((resolve) => socket.write(body.slice(i, i + step), () => setTimeout(resolve, 20)));
   }
   await done;

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { hashBody, type Permit, type StateConfig, type Store } from '../../src/state/index.js';
+import { hashBody, type Permit, type Store } from '../../src/state/index.js';
+import type { StateConfig } from '../../src/state/types.js';
 import { waitFor } from '../helpers/wait.js';
 
 export interface Harness {
@@ -28,7 +29,7 @@ function uniqueKey(): string {
 async function hold(permit: Permit, gauge: { now: number; max: number }, ms: number): Promise<void> {
   gauge.now++;
   gauge.max = Math.max(gauge.max, gauge.now);
-  await sleep(ms);
+  await sleep(ms); // the holder's work: it keeps the permit a while, so that holders overlap
   gauge.now--;
   permit.release();
 }
@@ -64,7 +65,7 @@ export function contractSuite(name: string, harness: Harness): void {
         store.acquire(key, 1, { timeoutMs: 10_000 }).then(async (p) => {
           assert.ok(p);
           order.push(i);
-          await sleep(2);
+          await sleep(2); // the holder's work: the next waiter must wait for this release, not be granted beside it
           p.release();
         }),
       );

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
-import type { StateConfig, StateLog } from '../../src/state/index.js';
+import type { StateConfig, StateLog, Store } from '../../src/state/types.js';
 import { waitFor } from '../helpers/wait.js';
 
 export const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -21,6 +21,23 @@ export function recordingLog(): StateLog & { lines: LogLine[] } {
     info: (_obj, msg) => void lines.push({ level: 'info', msg }),
     warn: (_obj, msg) => void lines.push({ level: 'warn', msg }),
   };
+}
+
+/** Resolves true once the store is up, false after `timeoutMs` (the store works on local state before that too). */
+export function waitUntilUp(store: Store, timeoutMs: number): Promise<boolean> {
+  if (store.isUp()) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      off();
+      resolve(store.isUp());
+    }, timeoutMs);
+    const off = store.onUpChange((up) => {
+      if (!up) return;
+      clearTimeout(timer);
+      off();
+      resolve(true);
+    });
+  });
 }
 
 export function uniquePrefix(): string {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import pino from 'pino';
-import { createStore, type StateLog, type Store } from '../../src/state/index.js';
+import { createStore, type Store } from '../../src/state/index.js';
+import type { StateLog } from '../../src/state/types.js';
 import { contractSuite } from './contract.js';
 import { memoryConfig, recordingLog } from './helpers.js';
 

@@ -1,9 +1,10 @@
 /** The contract harness and "deployments" (replicas sharing one key_prefix) for a Redis or Redis Cluster URL. */
 import assert from 'node:assert/strict';
-import { createStore, waitUntilUp, type StateConfig, type Store } from '../../src/state/index.js';
+import { createStore, type Store } from '../../src/state/index.js';
+import type { StateConfig } from '../../src/state/types.js';
 import type { Harness } from './contract.js';
 import { waitFor } from '../helpers/wait.js';
-import { deleteKeys, listKeys, recordingLog, redisCall, redisConfig, uniquePrefix } from './helpers.js';
+import { deleteKeys, listKeys, recordingLog, redisCall, redisConfig, uniquePrefix, waitUntilUp } from './helpers.js';
 
 export interface Deployment {
   prefix: string;

@@ -4,26 +4,21 @@
  * process keeps serving. Backends are real loopback servers.
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { after, test } from 'node:test';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { test } from 'node:test';
 import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 import { waitFor } from '../helpers/wait.js';
-import { startFakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, startGateway, type Cand } from '../helpers/gateway.js';
-
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
+import { mkInput, type Cand } from '../helpers/gateway.js';
+import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
 
 /** A backend that passes probes and answers /v1/responses with `answer`. */
 async function rawBackend(
+  f: Fixtures,
   answer: (res: ServerResponse) => void,
   info: (res: ServerResponse) => void = (res) => res.end(JSON.stringify(inferenceOnlyInfo('raw'))),
 ): Promise<{ url: string; closes: () => number }> {
   let closes = 0;
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const { url } = await f.server((req: IncomingMessage, res: ServerResponse) => {
     req.resume();
     req.on('end', () => {
       if (req.url === '/health') return void res.end('{"status":"ready"}');
@@ -32,12 +27,7 @@ async function rawBackend(
       answer(res);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanup.push(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, closes: () => closes };
+  return { url, closes: () => closes };
 }
 
 function endless(res: ServerResponse): void {
@@ -65,17 +55,14 @@ async function metricsOf(url: string): Promise<string> {
   return (await fetch(`${url}/metrics`)).text();
 }
 
-test('a primary trickling one byte every 150 ms is cut at timeout_s and the fallback answers', async () => {
-  const slow = await rawBackend(trickle);
-  const good = await startFakeAgent({ name: 'good' });
-  const gw = await startGateway({
+test('a primary trickling one byte every 150 ms is cut at timeout_s and the fallback answers', async (t) => {
+  const f = useFixtures(t);
+  const slow = await rawBackend(f, trickle);
+  const good = await f.agent({ name: 'good' });
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     backends: { slow: { url: slow.url, timeout_s: 0.5 }, good: { url: good.url } },
     routes: [{ name: 'default', backend: 'slow', fallback: ['good'] }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await good.close();
   });
   const res = await gw.post({ request_id: 'trickle-1', inputs: [mkInput(1, { num_outputs: 2 }), mkInput(2)] });
   assert.equal(res.status, 200, res.text);
@@ -88,20 +75,17 @@ test('a primary trickling one byte every 150 ms is cut at timeout_s and the fall
   assert.equal(good.requestsTo('/v1/responses').length, 1);
 });
 
-test('an endless chunked primary: error candidates naming max_response_mb, then the fallback; the process survives', async () => {
-  const huge = await rawBackend(endless);
-  const good = await startFakeAgent({ name: 'good' });
-  const gw = await startGateway({
+test('an endless chunked primary: error candidates naming max_response_mb, then the fallback; the process survives', async (t) => {
+  const f = useFixtures(t);
+  const huge = await rawBackend(f, endless);
+  const good = await f.agent({ name: 'good' });
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     backends: { huge: { url: huge.url, max_response_mb: 1 }, alone: { url: huge.url, max_response_mb: 2 }, good: { url: good.url } },
     routes: [
       { name: 'fb', match: { 'attributes.kind': 'fb' }, backend: 'huge', fallback: ['good'] },
       { name: 'default', backend: 'alone' },
     ],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await good.close();
   });
   // Without a fallback: error candidates in place, memory kept, and the key in the message.
   for (let i = 0; i < 4; i++) {
@@ -125,17 +109,14 @@ test('an endless chunked primary: error candidates naming max_response_mb, then 
   assert.equal(health.status, 200);
 });
 
-test('an endless shadow: clients get their answers, the shadow counts a failure, the process keeps serving', async () => {
-  const huge = await rawBackend(endless);
-  const prim = await startFakeAgent({ name: 'prim' });
-  const gw = await startGateway({
+test('an endless shadow: clients get their answers, the shadow counts a failure, the process keeps serving', async (t) => {
+  const f = useFixtures(t);
+  const huge = await rawBackend(f, endless);
+  const prim = await f.agent({ name: 'prim' });
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     backends: { prim: { url: prim.url }, huge: { url: huge.url, max_response_mb: 1 } },
     routes: [{ name: 'default', backend: 'prim', shadow: ['huge'] }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await prim.close();
   });
   for (let i = 0; i < 3; i++) {
     const res = await gw.post({ request_id: `shadow-${i}`, inputs: [mkInput(1), mkInput(2)] });
@@ -150,15 +131,15 @@ test('an endless shadow: clients get their answers, the shadow counts a failure,
   assert.equal(res.status, 200);
 });
 
-test('an endless /v1/info fails the probe at probe_max_response_kb: the backend is not ready, the gateway serves /health', async () => {
-  const huge = await rawBackend((res) => res.end('[]'), endless);
-  const gw = await startGateway({
+test('an endless /v1/info fails the probe at probe_max_response_kb: the backend is not ready, the gateway serves /health', async (t) => {
+  const f = useFixtures(t);
+  const huge = await rawBackend(f, (res) => res.end('[]'), endless);
+  const gw = await f.gateway({
     probe_interval_s: 3600,
     probe_max_response_kb: 64,
     backends: { huge: { url: huge.url } },
     routes: [{ name: 'default', backend: 'huge' }],
   });
-  cleanup.push(() => gw.close());
   await waitFor('the first probe finished', async () => {
     const view = (await (await fetch(`${gw.adminUrl}/gateway/backends`)).json()) as { backends: { replicas: { last_probe: unknown }[] }[] };
     return view.backends[0]!.replicas[0]!.last_probe !== null;

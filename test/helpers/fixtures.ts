@@ -1,0 +1,56 @@
+/**
+ * What a test starts, stopped when it ends: `const f = useFixtures(t)` in a test, then `f.agent()`,
+ * `f.gateway()` and `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top
+ * level, after the file), passed or failed, in the reverse order it was started: a gateway before the agents it
+ * calls, so no sub-request of a closing gateway meets an agent already gone.
+ */
+import { createServer, type RequestListener, type Server } from 'node:http';
+import { after } from 'node:test';
+import { listenOn } from '../../demo/agents/protocol.js';
+import { startFakeAgent, type FakeAgent, type FakeAgentOptions } from './fake-agent.js';
+import { startGateway, type TestGateway } from './gateway.js';
+
+export interface Fixtures {
+  /** A fake agent (helpers/fake-agent.ts), closed afterwards. */
+  agent(opts?: FakeAgentOptions): Promise<FakeAgent>;
+  /** A gateway (helpers/gateway.ts), closed afterwards. */
+  gateway(config: Record<string, unknown>, opts?: Parameters<typeof startGateway>[1]): Promise<TestGateway>;
+  /** A plain node:http server on 127.0.0.1 for a backend no fake agent can play (raw bytes, trickles), closed afterwards. */
+  server(listener: RequestListener): Promise<{ url: string; server: Server }>;
+  /** Anything else to undo afterwards (a Redis connection, a temp dir), in the same reverse order. */
+  defer(undo: () => unknown): void;
+}
+
+/** `t`: the test's context (its `after` runs when the test ends); none: the file's `after`. */
+export function useFixtures(t?: { after(fn: () => Promise<void>): void }): Fixtures {
+  const undos: (() => unknown)[] = [];
+  (t === undefined ? after : t.after.bind(t))(async () => {
+    // Every undo runs even when one fails; the first failure is reported.
+    const failures: unknown[] = [];
+    for (const undo of undos.splice(0).reverse()) await Promise.resolve().then(undo).catch((err: unknown) => failures.push(err));
+    if (failures.length > 0) throw failures[0];
+  });
+  const defer = (undo: () => unknown): void => void undos.push(undo);
+  return {
+    async agent(opts) {
+      const a = await startFakeAgent(opts);
+      defer(() => a.close());
+      return a;
+    },
+    async gateway(config, opts) {
+      const gw = await startGateway(config, opts);
+      defer(() => gw.close());
+      return gw;
+    },
+    async server(listener) {
+      const server = createServer(listener);
+      const port = await listenOn(server, 0, '127.0.0.1');
+      defer(async () => {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      });
+      return { url: `http://127.0.0.1:${port}`, server };
+    },
+    defer,
+  };
+}
