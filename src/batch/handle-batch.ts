@@ -20,13 +20,20 @@ import { planBatch } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { hashBody, type ReplayLease } from '../state/index.js';
 import { utf8Exceeds } from '../state/util.js';
-import { GatewayError } from '../errors.js';
+import { errorBody, GatewayError } from '../errors.js';
+import { ROOT_AGENT } from '../config/schema.js';
+import type { CompiledAgent } from '../routing/agents.js';
 
 /** Every code the gateway itself writes in a candidate starts so (src/errors.ts). */
 const GATEWAY_CODE_PREFIX = 'gateway_';
 
 /** What the HTTP layer hands over: the body as received, the headers, and how to learn the client left. */
 export interface BatchExchange {
+  /**
+   * The virtual agent the batch was sent to (`/agents/<name>/v1/responses`, README "Virtual agents"); undefined
+   * for the default agent at `/v1/responses`. A name the config does not have is answered 404.
+   */
+  agent?: string;
   body: Buffer;
   headers: IncomingHttpHeaders;
   log: Logger;
@@ -35,7 +42,7 @@ export interface BatchExchange {
 }
 
 export interface BatchAnswer {
-  status: 200 | 422;
+  status: 200 | 404 | 422;
   /** JSON text. */
   body: string;
   requestId?: string;
@@ -57,18 +64,39 @@ export function answerHeaders(a: BatchAnswer, elapsedMs: number): Record<string,
 export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
   const runtime = gw.current;
   // Held from the first line, before any await: a reload while this batch waits (on the store, on a replay)
-  // must not close the pools the batch is about to use.
+  // must not close the pools the batch is about to use. The agent is looked up on the same runtime, so a batch
+  // for an agent a reload removes finishes on the old one; the next request gets the 404.
   runtime.enter();
   try {
-    return await batchOn(runtime, gw, ex);
+    const agent = runtime.agent(ex.agent);
+    if (agent === undefined) return unknownAgent(ex.agent);
+    return await batchOn(runtime, agent, gw, ex);
   } finally {
     runtime.leave();
   }
 }
 
-async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
+/** Longest agent name quoted back in a 404: the name comes from the URL. */
+const MAX_QUOTED_NAME = 128;
+
+/** The 404 for a batch sent to an agent the running config does not have (README "Virtual agents"). */
+export function unknownAgentDetail(name: string | undefined): string {
+  if (name === undefined) {
+    return 'no default agent is configured: the config has no top-level routes; send batches to /agents/<name>/v1/responses';
+  }
+  const quoted = JSON.stringify(name.length > MAX_QUOTED_NAME ? `${name.slice(0, MAX_QUOTED_NAME)}...` : name);
+  if (name === ROOT_AGENT) return `unknown agent ${quoted}: the default agent (the top-level routes) is served at /, not under /agents/`;
+  return `unknown agent ${quoted}: no agent of that name is configured under "agents"`;
+}
+
+function unknownAgent(name: string | undefined): BatchAnswer {
+  return { status: 404, body: JSON.stringify(errorBody('GATEWAY_ERR_UNKNOWN_AGENT', unknownAgentDetail(name))) };
+}
+
+async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
   const t0 = performance.now();
   const { config } = runtime;
+  const compiled = agent.routes;
   const { metrics, store } = gw;
   const raw = ex.body;
   const parsed = parseAgentRequest(raw.toString('utf8'), {
@@ -111,10 +139,13 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
   let lease: ReplayLease | undefined;
   try {
     if (config.state.replay_ttl_s > 0) {
-      const begin = await store.replayBegin(request.request_id, hashBody(raw), signal);
+      // Per agent: the same batch sent to two agents is two computations (their routes differ). The default
+      // agent's key is the request_id alone, as before virtual agents existed.
+      const replayId = agent.virtual ? `agents/${agent.name}/${request.request_id}` : request.request_id;
+      const begin = await store.replayBegin(replayId, hashBody(raw), signal);
       if (begin.kind === 'hit') {
         metrics.replay.inc({ outcome: 'hit' });
-        if (logsInfo(ex.log)) ex.log.info({ request_id: request.request_id, inputs: request.inputs.length }, 'batch replayed');
+        if (logsInfo(ex.log)) ex.log.info({ request_id: request.request_id, agent: agent.name, inputs: request.inputs.length }, 'batch replayed');
         return { status: 200, body: begin.body, requestId, replayHit: true };
       }
       if (begin.kind === 'conflict') metrics.replayConflicts.inc();
@@ -124,9 +155,9 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
       }
     }
 
-    const plan = planBatch(request, runtime.routes, runtime.upstreams, { headers: ex.headers });
+    const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers });
     const beforeDispatch = performance.now();
-    const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, memoryKey: config.memory_key };
+    const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };
     const batch = runBatch(
       { ...deps, budget: runtime.budget, store },
       request,
@@ -139,7 +170,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
       void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs), headers);
     }
     const result = await batch;
-    gw.experiments.recordBatch(request, plan, result);
+    gw.experiments.recordBatch(compiled, request, plan, result);
     const t2 = performance.now();
     // Checked against the request before it is sent, every time (README "What happens to a batch", step 4).
     const problem = validateAgainstRequest(request, result.outputs);
@@ -162,6 +193,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
       ex.log.info(
         {
           request_id: request.request_id,
+          agent: agent.name,
           inputs: request.inputs.length,
           candidates: result.outputs.length,
           routes: countBy(plan.inputs.map((p) => p.route)),

@@ -21,7 +21,7 @@ export function runBatch(
   plan: BatchPlan,
   ctx: BatchContext,
   requestMarked: boolean,
-  observer: BatchObserver = new MetricsBatchObserver(deps.metrics),
+  observer: BatchObserver = new MetricsBatchObserver(deps.metrics, deps.agent),
 ): Promise<BatchResult> {
   return new BatchRun(deps, observer, request, plan, ctx, requestMarked).run();
 }

@@ -26,6 +26,8 @@ export interface ShadowDeps {
   upstreams: Upstreams;
   metrics: GatewayMetrics;
   log: Logger;
+  /** The agent the batch was sent to: its metrics' `agent` label. */
+  agent: string;
   memoryKey: string;
   limiter: ShadowLimiter;
 }
@@ -67,7 +69,7 @@ export function startShadows(
   const jobs: Promise<void>[] = [];
   for (const g of groups.values()) {
     if (deps.limiter.inFlight >= deps.limiter.max) {
-      deps.metrics.shadowRequests.inc({ route: g.route, backend: g.backend, outcome: 'dropped' });
+      deps.metrics.shadowRequests.inc({ agent: deps.agent, route: g.route, backend: g.backend, outcome: 'dropped' });
       continue;
     }
     deps.limiter.inFlight++;
@@ -89,7 +91,7 @@ async function runShadow(
   headers: Record<string, string>,
 ): Promise<void> {
   const { metrics } = deps;
-  const labels = { route: g.route, backend: g.backend };
+  const labels = { agent: deps.agent, route: g.route, backend: g.backend };
   const replica = deps.upstreams.shard(g.backend, 1)[0]?.replica;
   if (replica === undefined) {
     metrics.shadowRequests.inc({ ...labels, outcome: 'no_backend' });

@@ -1,6 +1,7 @@
 /**
- * The raw front of the hot path: `POST /v1/responses` is answered on node:http directly, every other request
- * goes to fastify (installed through fastify's `serverFactory`, see app.ts).
+ * The raw front of the hot path: `POST /v1/responses` (and a virtual agent's `POST /agents/<name>/v1/responses`,
+ * README "Virtual agents") is answered on node:http directly, every other request goes to fastify (installed
+ * through fastify's `serverFactory`, see app.ts).
  *
  * Why (README "Performance", S1): the small-batch target leaves no room for per-request work that does nothing
  * for the batch. Every batch would otherwise go through fastify's request and reply objects, its async hooks
@@ -29,8 +30,9 @@ import { readServerTls } from '../config/tls-files.js';
 import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode } from '../errors.js';
+import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
 
-export const BATCH_PATH = '/v1/responses';
+export { BATCH_PATH };
 
 /** What the front needs of the app, available once the app is built. */
 export interface FrontHost {
@@ -103,12 +105,14 @@ export function createFrontServer(
       if (current !== front.opts) apply(front, current);
       if (h.draining()) res.shouldKeepAlive = false;
     }
-    if (h === undefined || h.closing() || req.method !== 'POST' || req.url !== BATCH_PATH) {
+    // '' is the default agent's /v1/responses, a name a virtual agent's (routes/agent-path.ts).
+    const agent = h === undefined || h.closing() || req.method !== 'POST' ? undefined : batchAgent(req.url ?? '');
+    if (h === undefined || agent === undefined) {
       deadlines.track(req, res, () => bodyTimedOut(front, h, req, res));
       fastifyHandler(req, res);
       return;
     }
-    serveBatch(front, h, req, res);
+    serveBatch(front, h, req, res, agent);
   };
   // https.Server is an http.Server for everything the front and fastify use (listen, close, the request events).
   const server: Server =
@@ -161,25 +165,32 @@ function bodyTimedOut(front: Front, h: FrontHost | undefined, req: IncomingMessa
     return;
   }
   const body = bodyDetail(front);
-  if (h !== undefined && req.url === BATCH_PATH) {
-    reply(h, res, 408, body, { connection: 'close' }, performance.now());
+  const agent = h === undefined ? undefined : batchAgent(req.url ?? '');
+  if (h !== undefined && agent !== undefined) {
+    reply(h, res, endpointOf(agent), 408, body, { connection: 'close' }, performance.now());
     return;
   }
   res.writeHead(408, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' });
   res.end(body);
 }
 
-function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: ServerResponse): void {
+/** The `endpoint` label of a batch's HTTP metrics: fastify's route pattern, so names never become label values. */
+function endpointOf(agent: string): string {
+  return agent === '' ? BATCH_PATH : AGENT_BATCH_PATTERN;
+}
+
+/** `agent`: '' for the default agent, else a virtual agent's name as the URL has it (handleBatch looks it up). */
+function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string): void {
   const t0 = performance.now();
   const declared = Number(req.headers['content-length']);
   if (declared > h.bodyLimit) {
-    tooLarge(h, req, res, t0);
+    tooLarge(h, req, res, agent, t0);
     return;
   }
   // A body of unknown length (chunked) is counted as it arrives and never waits: its size is not known
   // until it has been read.
   const known = Number.isFinite(declared);
-  const hold = h.admission.acquire(known ? declared : 0, (held) => receive(front, h, req, res, t0, known ? undefined : held));
+  const hold = h.admission.acquire(known ? declared : 0, (held) => receive(front, h, req, res, agent, t0, known ? undefined : held));
   // 'close' comes once, answered or not: the bytes are given back, or a client that left frees its place.
   res.once('close', () => hold.release());
 }
@@ -189,6 +200,7 @@ function receive(
   h: FrontHost,
   req: IncomingMessage,
   res: ServerResponse,
+  agent: string,
   t0: number,
   growing: { grow(bytes: number): void } | undefined,
 ): void {
@@ -209,7 +221,7 @@ function receive(
     if (size > h.bodyLimit) {
       stopped = true;
       chunks.length = 0;
-      tooLarge(h, req, res, t0);
+      tooLarge(h, req, res, agent, t0);
       return;
     }
     growing?.grow(chunk.length);
@@ -222,26 +234,29 @@ function receive(
     if (stopped) return;
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size); // chunks.length === 1 on this branch
     chunks.length = 0;
-    handleBatch(h.gateway, { body, headers: req.headers, log: h.log, onClientGone: (fn) => onClientGone(res, fn) }).then(
-      (a) => reply(h, res, a.status, a.body, answerHeaders(a, performance.now() - t0), t0),
+    const endpoint = endpointOf(agent);
+    const ex = { agent: agent === '' ? undefined : agent, body, headers: req.headers, log: h.log, onClientGone: (fn: () => void) => onClientGone(res, fn) };
+    handleBatch(h.gateway, ex).then(
+      (a) => reply(h, res, endpoint, a.status, a.body, answerHeaders(a, performance.now() - t0), t0),
       (err: unknown) => {
         h.log.error({ err }, 'internal error');
-        reply(h, res, 500, JSON.stringify(errorBody(internalCode(err), 'internal gateway error')), {}, t0);
+        reply(h, res, endpoint, 500, JSON.stringify(errorBody(internalCode(err), 'internal gateway error')), {}, t0);
       },
     );
   });
 }
 
-function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, t0: number): void {
+function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number): void {
   const detail = `request body exceeds server.body_limit_mb (${h.bodyLimitMb} MiB)`;
   // The rest of the body is not read: the connection closes after the answer.
-  reply(h, res, 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0);
+  reply(h, res, endpointOf(agent), 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0);
   req.resume();
 }
 
 function reply(
   h: FrontHost,
   res: ServerResponse,
+  endpoint: string,
   status: BatchAnswer['status'] | 408 | 413 | 500,
   body: string,
   headers: Record<string, string>,
@@ -257,6 +272,6 @@ function reply(
   res.end(body);
   // What the app's onResponse hook records for fastify's routes.
   const { metrics } = h.gateway;
-  metrics.httpRequests.inc({ endpoint: BATCH_PATH, status_code: String(status) });
-  metrics.httpDuration.observe({ endpoint: BATCH_PATH }, (performance.now() - t0) / 1000);
+  metrics.httpRequests.inc({ endpoint, status_code: String(status) });
+  metrics.httpDuration.observe({ endpoint }, (performance.now() - t0) / 1000);
 }

@@ -22,7 +22,9 @@ import { answerDetail, coachingHeaders, forward } from '../coaching/forward.js';
 import { findTarget, ruleBackend, runIdOf, stripGatewayTags } from '../coaching/trajectory.js';
 import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/exact-json.js';
 import { isJsonObject } from '../protocol/schemas.js';
+import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
+import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from './agent-path.js';
 import { send422 } from './validation-answer.js';
 import { errorBody } from '../errors.js';
 
@@ -40,11 +42,12 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
 
   async function session(
     runtime: GatewayRuntime,
+    agent: CompiledAgent,
     req: FastifyRequest<{ Params: { run_id: string } }>,
     reply: FastifyReply,
     method: 'PUT' | 'DELETE',
   ): Promise<FastifyReply> {
-    const backends = coachingBackends(runtime);
+    const backends = coachingBackends(runtime, agent);
     if (backends.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
     const runId = req.params.run_id;
     // The session config is the agent's business: forwarded as the exact text that came.
@@ -80,8 +83,9 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     return reply.code(answer.status).send(answer.body);
   }
 
-  async function coach(runtime: GatewayRuntime, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const { memory_key: memoryKey } = runtime.config;
+  async function coach(runtime: GatewayRuntime, agent: CompiledAgent, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const compiled = agent.routes;
+    const { memoryKey } = compiled;
     const text = typeof req.body === 'string' ? req.body : '';
     let parsed: ExactParse;
     try {
@@ -101,16 +105,16 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     }
     const target = findTarget(body, memoryKey);
     if ('loc' in target) return send422(reply, [target]);
-    const capable = coachingBackends(runtime);
+    const capable = coachingBackends(runtime, agent);
     if (capable.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
 
     // A tag naming a backend the config no longer has cannot be followed: the rules decide, as in plan.ts.
-    const tagged = target.tag !== undefined && runtime.routes.backends.has(target.tag.backend) ? target.tag : undefined;
+    const tagged = target.tag !== undefined && compiled.backends.has(target.tag.backend) ? target.tag : undefined;
     const requestId = typeof body.request_id === 'string' ? body.request_id : '';
     const chosen =
       tagged ??
       ruleBackend(
-        runtime.routes,
+        compiled,
         target.input,
         requestId,
         req.headers,
@@ -153,25 +157,42 @@ export async function coachingRoutes(app: FastifyInstance): Promise<void> {
     return reply.send(r.body);
   }
 
-  // Each call counts as in flight on the runtime it started on, so a config reload drains it (runtime.ts).
-  async function onRuntime<T>(fn: (runtime: GatewayRuntime) => Promise<T>): Promise<T> {
+  /**
+   * Each call counts as in flight on the runtime it started on, so a config reload drains it (runtime.ts), and
+   * uses the routes of the agent it was sent to, looked up on that runtime: `name` undefined is the default agent.
+   */
+  async function onRuntime(
+    name: string | undefined,
+    reply: FastifyReply,
+    fn: (runtime: GatewayRuntime, agent: CompiledAgent) => Promise<FastifyReply>,
+  ): Promise<FastifyReply> {
     const runtime = app.gateway.current;
     runtime.enter();
     try {
-      return await fn(runtime);
+      const agent = runtime.agent(name);
+      if (agent === undefined) return sendUnknownAgent(reply, name);
+      return await fn(runtime, agent);
     } finally {
       runtime.leave();
     }
   }
 
-  app.put<{ Params: { run_id: string } }>('/v1/coaching/sessions/:run_id', (req, reply) =>
-    onRuntime((rt) => session(rt, req, reply, 'PUT')),
-  );
-  app.delete<{ Params: { run_id: string } }>('/v1/coaching/sessions/:run_id', (req, reply) =>
-    onRuntime((rt) => session(rt, req, reply, 'DELETE')),
-  );
-  app.post('/v1/coaching', (req, reply) => onRuntime((rt) => coach(rt, req, reply)));
+  // The default agent's paths, then each virtual agent's under /agents/<name> (README "Virtual agents").
+  for (const prefix of ['', AGENT_PREFIX_PATTERN]) {
+    const agentOf = (params: Partial<AgentParams>): string | undefined => (prefix === '' ? undefined : params.agent);
+    app.put<{ Params: SessionParams }>(`${prefix}/v1/coaching/sessions/:run_id`, (req, reply) =>
+      onRuntime(agentOf(req.params), reply, (rt, agent) => session(rt, agent, req, reply, 'PUT')),
+    );
+    app.delete<{ Params: SessionParams }>(`${prefix}/v1/coaching/sessions/:run_id`, (req, reply) =>
+      onRuntime(agentOf(req.params), reply, (rt, agent) => session(rt, agent, req, reply, 'DELETE')),
+    );
+    app.post<{ Params: Partial<AgentParams> }>(`${prefix}/v1/coaching`, (req, reply) =>
+      onRuntime(agentOf(req.params), reply, (rt, agent) => coach(rt, agent, req, reply)),
+    );
+  }
 }
+
+type SessionParams = { run_id: string } & Partial<AgentParams>;
 
 // Default export so app.ts can register it with one `app.register(import(...))` line.
 export default coachingRoutes;
