@@ -421,8 +421,8 @@ describe('monitoring stack files', () => {
         'backend latency per backend',
       );
       assert.ok(
-        expressions.some((e) => /magma_gateway_execution_feedback_total/.test(e.expr) && /by \(route, backend, outcome\)/.test(e.expr)),
-        'execution feedback by arm (route, backend) and outcome',
+        expressions.some((e) => /magma_gateway_execution_feedback_total/.test(e.expr) && /by \(agent, route, backend, outcome\)/.test(e.expr)),
+        'execution feedback by agent, arm (route, backend) and outcome',
       );
     });
 
