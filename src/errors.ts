@@ -81,6 +81,10 @@ export const GATEWAY_ERR = {
     meaning: 'No route serves this path, an admin path names an unknown backend or replica, or an address carries /k/<key> while no clients: is configured.',
     status: 404,
   },
+  GATEWAY_ERR_UNKNOWN_AGENT: {
+    meaning: 'The path names a virtual agent the running config does not have (`/agents/<name>/...`), or `/` was asked while the config has no top-level routes (no default agent); the detail names the agent.',
+    status: 404,
+  },
   GATEWAY_ERR_METHOD_NOT_ALLOWED: { meaning: 'The path exists but not with this method; the `Allow` header lists the methods.', status: 405 },
   GATEWAY_ERR_REQUEST_TIMEOUT: {
     meaning: 'The request headers or body were not received within server.headers_timeout_s / server.body_timeout_s; the connection closes.',

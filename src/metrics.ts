@@ -3,12 +3,14 @@
  * process. Label values are bounded: backend, replica and route names come from config, and error codes are
  * capped per backend (a backend that invents a new code per request cannot grow the series without bound).
  *
- * `route` is always a routing rule; the HTTP series say `endpoint` for the URL path. Every series whose label
+ * `route` is always a routing rule, within the `agent` (README "Virtual agents") whose route table it is: two
+ * agents may both have a route `ab`. The HTTP series say `endpoint` for the URL path. Every series whose label
  * values come from config exists at 0 from the start (initSeries), so a dashboard shows 0 for an event that has
  * not happened yet rather than "no data", and `rate()` sees the first event as an increase.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { DEFAULT_LATENCY_BUCKETS_S, type GatewayConfig } from './config/schema.js';
+import { agentTables } from './config/agents.js';
+import { DEFAULT_LATENCY_BUCKETS_S, type GatewayConfig, type RouteConfig } from './config/schema.js';
 import { GATEWAY_ERROR_CODES } from './errors.js';
 import type { StoreStats } from './state/types.js';
 
@@ -19,6 +21,8 @@ export const MAX_CODES_PER_BACKEND = 50;
 
 /** The batch endpoint's path, as the HTTP series' `endpoint` label names it. */
 export const BATCH_ENDPOINT = '/v1/responses';
+/** A virtual agent's batch endpoint, as fastify's route pattern names it (the name is not a label value here). */
+export const AGENT_BATCH_ENDPOINT = '/agents/:agent/v1/responses';
 
 /**
  * The `client` label of a request without a client (no clients configured, a keyless health check, /metrics, the
@@ -64,20 +68,20 @@ export class GatewayMetrics {
   readonly httpDuration: Histogram<'endpoint' | 'client'>;
   readonly inputs = new Counter({
     name: 'magma_gateway_inputs_total',
-    help: 'Inputs routed, by routing rule and backend.',
-    labelNames: ['route', 'backend'] as const,
+    help: 'Inputs routed, by agent, routing rule and backend.',
+    labelNames: ['agent', 'route', 'backend'] as const,
     registers: [this.registry],
   });
   readonly candidates = new Counter({
     name: 'magma_gateway_candidates_total',
-    help: 'Candidates returned to clients, by route, producing backend and status.',
-    labelNames: ['route', 'backend', 'status'] as const,
+    help: 'Candidates returned to clients, by agent, route, producing backend and status.',
+    labelNames: ['agent', 'route', 'backend', 'status'] as const,
     registers: [this.registry],
   });
   readonly candidateErrors = new Counter({
     name: 'magma_gateway_candidate_errors_total',
-    help: 'Error candidates by backend and error code (gateway_* codes are the gateway\'s own).',
-    labelNames: ['backend', 'code'] as const,
+    help: 'Error candidates by agent, backend and error code (gateway_* codes are the gateway\'s own).',
+    labelNames: ['agent', 'backend', 'code'] as const,
     registers: [this.registry],
   });
   readonly backendRequests = new Counter({
@@ -114,7 +118,7 @@ export class GatewayMetrics {
   readonly fallbacks = new Counter({
     name: 'magma_gateway_fallbacks_total',
     help: 'Inputs moved to a fallback backend after a failure.',
-    labelNames: ['route', 'from', 'to'] as const,
+    labelNames: ['agent', 'route', 'from', 'to'] as const,
     registers: [this.registry],
   });
   readonly retries = new Counter({
@@ -138,19 +142,19 @@ export class GatewayMetrics {
   readonly shadowRequests = new Counter({
     name: 'magma_gateway_shadow_requests_total',
     help: 'Shadow copies sent, by outcome (ok, failed, invalid, dropped).',
-    labelNames: ['route', 'backend', 'outcome'] as const,
+    labelNames: ['agent', 'route', 'backend', 'outcome'] as const,
     registers: [this.registry],
   });
   readonly shadowAgreement = new Counter({
     name: 'magma_gateway_shadow_agreement_total',
     help: 'Shadow decisions compared with the primary\'s (same tool calls and say).',
-    labelNames: ['route', 'backend', 'agreed'] as const,
+    labelNames: ['agent', 'route', 'backend', 'agreed'] as const,
     registers: [this.registry],
   });
   readonly executionFeedback = new Counter({
     name: 'magma_gateway_execution_feedback_total',
     help: 'Environment feedback attributed to the backend whose decision it reports on.',
-    labelNames: ['route', 'backend', 'outcome'] as const,
+    labelNames: ['agent', 'route', 'backend', 'outcome'] as const,
     registers: [this.registry],
   });
   readonly replay = new Counter({
@@ -326,10 +330,9 @@ export class GatewayMetrics {
    * Every series whose label values the config fixes, at 0 (adding 0 leaves a live series as it is). Called for
    * each runtime, so a reload that adds a backend or a route adds its series too.
    */
-  initSeries(config: GatewayConfig, routeBackends: (route: GatewayConfig['routes'][number]) => string[]): void {
+  initSeries(config: GatewayConfig, routeBackends: (route: RouteConfig) => string[]): void {
     for (const [backend, b] of Object.entries(config.backends)) {
       for (const outcome of BACKEND_OUTCOMES) this.backendRequests.inc({ backend, outcome }, 0);
-      for (const code of GATEWAY_ERROR_CODES) this.candidateErrors.inc({ backend, code }, 0);
       this.zeroHistogram(this.backendDuration, { backend });
       this.backendInFlight.inc({ backend }, 0);
       this.retries.inc({ backend }, 0);
@@ -341,31 +344,41 @@ export class GatewayMetrics {
         this.probeFailures.inc({ backend, replica }, 0);
       }
     }
-    for (const r of config.routes) {
-      const route = r.name;
-      const backends = routeBackends(r);
-      for (const backend of backends) {
-        this.inputs.inc({ route, backend }, 0);
-        for (const status of ['completed', 'error']) this.candidates.inc({ route, backend, status }, 0);
-        for (const outcome of METRIC_OUTCOMES) this.executionFeedback.inc({ route, backend, outcome }, 0);
-        // A leg of `backend` falls back along the route's fallbacks without itself (routing/plan.ts).
-        let from = backend;
-        for (const to of r.fallback.filter((f) => f !== backend)) {
-          this.fallbacks.inc({ route, from, to }, 0);
-          from = to;
+    // Per agent (README "Virtual agents"): its routes' series, and the error codes of the backends they reach.
+    const tables = agentTables(config);
+    for (const { name: agent, routes } of tables) {
+      const reached = new Set<string>();
+      for (const r of routes) {
+        const route = r.name;
+        const backends = routeBackends(r);
+        for (const backend of backends) {
+          reached.add(backend);
+          this.inputs.inc({ agent, route, backend }, 0);
+          for (const status of ['completed', 'error']) this.candidates.inc({ agent, route, backend, status }, 0);
+          for (const outcome of METRIC_OUTCOMES) this.executionFeedback.inc({ agent, route, backend, outcome }, 0);
+          // A leg of `backend` falls back along the route's fallbacks without itself (routing/plan.ts).
+          let from = backend;
+          for (const to of r.fallback.filter((f) => f !== backend)) {
+            this.fallbacks.inc({ agent, route, from, to }, 0);
+            from = to;
+          }
+        }
+        for (const backend of r.shadow) {
+          for (const outcome of SHADOW_OUTCOMES) this.shadowRequests.inc({ agent, route, backend, outcome }, 0);
+          for (const agreed of ['true', 'false']) this.shadowAgreement.inc({ agent, route, backend, agreed }, 0);
         }
       }
-      for (const backend of r.shadow) {
-        for (const outcome of SHADOW_OUTCOMES) this.shadowRequests.inc({ route, backend, outcome }, 0);
-        for (const agreed of ['true', 'false']) this.shadowAgreement.inc({ route, backend, agreed }, 0);
-      }
+      for (const backend of reached) for (const code of GATEWAY_ERROR_CODES) this.candidateErrors.inc({ agent, backend, code }, 0);
     }
-    // The batch endpoint's success series exist before the first batch, for each client that can send one:
+    // The batch endpoints' success series exist before the first batch, for each client that can send one:
     // the dashboard's batch panels read them.
     const clients = config.clients === undefined ? [ANONYMOUS_CLIENT] : Object.keys(config.clients);
-    for (const client of clients) {
-      this.httpRequests.inc({ endpoint: BATCH_ENDPOINT, status_code: '200', client }, 0);
-      this.zeroHistogram(this.httpDuration, { endpoint: BATCH_ENDPOINT, client });
+    const endpoints = tables.some((t) => t.virtual) ? [BATCH_ENDPOINT, AGENT_BATCH_ENDPOINT] : [BATCH_ENDPOINT];
+    for (const endpoint of endpoints) {
+      for (const client of clients) {
+        this.httpRequests.inc({ endpoint, status_code: '200', client }, 0);
+        this.zeroHistogram(this.httpDuration, { endpoint, client });
+      }
     }
     for (const [client, c] of Object.entries(config.clients ?? {})) {
       const limits = CLIENT_LIMITS.filter((l) => (l === 'batches_in_flight' ? c.max_batches_in_flight : c.max_candidates_per_minute) !== undefined);

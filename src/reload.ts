@@ -3,7 +3,8 @@
  * valid file becomes a new
  * GatewayRuntime, probed once before it takes traffic, then swapped in as `app.gateway.current`: batches that
  * started on the old runtime finish on it (they hold it from their first line), and the old runtime closes its
- * pools once they drain. An invalid file is refused with the loader's message and the old config keeps serving.
+ * pools once they drain. Virtual agents come and go with the runtime: a batch for an agent the new file removes
+ * finishes on the old runtime's copy of it, and later requests for it are answered 404. An invalid file is refused with the loader's message and the old config keeps serving.
  *
  * Settings fixed when the server was built cannot change here: `server.host`, `server.port`,
  * `server.body_limit_mb` (the listening socket and fastify's body limit), `admin.listen` (the admin socket),
@@ -36,11 +37,17 @@ interface ReloadReport {
   backends: { added: string[]; removed: string[]; changed: string[] };
   /** Client names only (README "Client keys"): `changed` is a new key or new limits, never shown. */
   clients: { added: string[]; removed: string[]; changed: string[] };
+  /** The default agent's route names. */
   routes: string[];
+  /**
+   * Virtual agents (README "Virtual agents") the reload added, removed or changed; batches in flight on a
+   * removed agent finish on the old config. `not_ready_routes`: per agent, its routes without a ready backend.
+   */
+  agents: { added: string[]; removed: string[]; changed: string[]; not_ready_routes: Record<string, string[]> };
   /** Changed in the file but kept at the running value until a restart. */
   restart_required: string[];
   warnings: string[];
-  /** Routes without a ready backend after the new config's first probes (/health says 503 for them). */
+  /** Default-agent routes without a ready backend after the new config's first probes (/health says 503 for them). */
   not_ready_routes: string[];
 }
 
@@ -112,6 +119,16 @@ function diffNamed(a: Record<string, unknown> | undefined, b: Record<string, unk
   };
 }
 
+function diffAgents(a: GatewayConfig, b: GatewayConfig): Omit<ReloadReport['agents'], 'not_ready_routes'> {
+  const before = Object.keys(a.agents);
+  const after = Object.keys(b.agents);
+  return {
+    added: after.filter((n) => !before.includes(n)),
+    removed: before.filter((n) => !after.includes(n)),
+    changed: after.filter((n) => before.includes(n) && canonical(a.agents[n]) !== canonical(b.agents[n])),
+  };
+}
+
 /** Close a replaced runtime in the background once its batches are done, then forget its replicas' series. */
 function retire(app: ReloadHost, books: Bookkeeping, old: GatewayRuntime): void {
   const done = old
@@ -170,8 +187,16 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
   retire(app, books, running);
 
   const warnings: string[] = [];
-  if (next.config.memory_key !== running.config.memory_key) {
-    warnings.push('memory_key changed: trajectories tagged under the old key start over (no stickiness for them)');
+  for (const agent of next.agents.all) {
+    const before = running.agent(agent.virtual ? agent.name : undefined);
+    if (before === undefined || before.routes.memoryKey === agent.routes.memoryKey) continue;
+    const where = agent.virtual ? `agents.${agent.name}: ` : '';
+    warnings.push(`${where}memory_key changed: trajectories tagged under the old key start over (no stickiness for them)`);
+  }
+  const notReady: Record<string, string[]> = {};
+  for (const agent of next.agents.all) {
+    const lacking = next.routesLackingBackend(agent);
+    if (agent.virtual && lacking.length > 0) notReady[agent.name] = lacking;
   }
   const report: ReloadReport = {
     reloaded: true,
@@ -180,9 +205,10 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
     backends: diffNamed(running.config.backends, next.config.backends),
     clients: diffNamed(running.config.clients, next.config.clients),
     routes: next.config.routes.map((r) => r.name),
+    agents: { ...diffAgents(running.config, next.config), not_ready_routes: notReady },
     restart_required: kept,
     warnings,
-    not_ready_routes: next.routesLackingBackend(),
+    not_ready_routes: next.agents.root === undefined ? [] : next.routesLackingBackend(next.agents.root),
   };
   state.metrics.reloads.inc({ result: 'ok' });
   app.log.info({ ...report }, 'config reloaded');

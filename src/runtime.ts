@@ -1,5 +1,5 @@
 /**
- * Everything built from one config: compiled routes, upstream pools, the prober. A batch takes the runtime
+ * Everything built from one config: every agent's compiled routes, upstream pools, the prober. A batch takes the runtime
  * current when it starts and finishes on it, so a reload (README "Hot reload") swaps in a new runtime without touching
  * batches in flight; the old one closes its pools once they drain.
  */
@@ -8,7 +8,8 @@ import type { GatewayConfig } from './config/schema.js';
 import type { GatewayMetrics } from './metrics.js';
 import { RetryBudget } from './dispatch/retry-budget.js';
 import { ShadowLimiter } from './dispatch/shadow.js';
-import { compileRoutes, routeBackends, type CompiledRoutes } from './routing/plan.js';
+import { compileAgents, findAgent, routesLacking, type CompiledAgent, type CompiledAgents } from './routing/agents.js';
+import { routeBackends } from './routing/plan.js';
 import { Prober } from './upstream/prober.js';
 import { SharedEjections } from './upstream/shared-ejections.js';
 import { Upstreams } from './upstream/upstreams.js';
@@ -18,7 +19,8 @@ import type { Tracing } from './tracing/trace-span.js';
 import { ClientTable } from './clients/client-table.js';
 
 export class GatewayRuntime {
-  readonly routes: CompiledRoutes;
+  /** Every agent of the config (README "Virtual agents"), each with its compiled routes. */
+  readonly agents: CompiledAgents;
   readonly upstreams: Upstreams;
   readonly prober: Prober;
   readonly budget: RetryBudget;
@@ -39,7 +41,7 @@ export class GatewayRuntime {
     /** The gateway's version, the traces' service.version. */
     version = '0.0.0',
   ) {
-    this.routes = compileRoutes(config);
+    this.agents = compileAgents(config);
     metrics.initSeries(config, routeBackends);
     this.upstreams = new Upstreams(config, metrics);
     this.ejections = store === undefined ? undefined : new SharedEjections(this.upstreams, store, log);
@@ -50,20 +52,14 @@ export class GatewayRuntime {
     this.clients = config.clients === undefined ? undefined : new ClientTable(config.clients);
   }
 
-  /** Backends a route can use (routing's routeBackends, the one definition), by route name. */
-  routeBackends(routeName: string): string[] {
-    const r = this.config.routes.find((x) => x.name === routeName);
-    return r === undefined ? [] : routeBackends(r);
+  /** The agent a request is for (undefined: the default agent at `/`); undefined when there is none such. */
+  agent(name: string | undefined): CompiledAgent | undefined {
+    return findAgent(this.agents, name);
   }
 
-  /** Routes none of whose backends has a ready replica: /health is not ready while there is one. */
-  routesLackingBackend(): string[] {
-    return this.config.routes.filter((r) => !routeBackends(r).some((b) => this.upstreams.isReady(b))).map((r) => r.name);
-  }
-
-  /** Every backend reachable through some route (shadows only observe, so they do not count). */
-  reachableBackends(): string[] {
-    return [...new Set(this.config.routes.flatMap((r) => this.routeBackends(r.name)))];
+  /** Routes of `agent` none of whose backends has a ready replica: its /health is not ready while there is one. */
+  routesLackingBackend(agent: CompiledAgent): string[] {
+    return routesLacking(agent, (b) => this.upstreams.isReady(b));
   }
 
   /** Count a batch in flight on this runtime. */

@@ -98,7 +98,7 @@ test('the HTTP series label the URL path `endpoint` (renamed from `route`), on b
   const http = text.split('\n').filter((l) => l.startsWith('magma_gateway_http_'));
   assert.ok(http.length > 0 && http.every((l) => !l.includes('route=')), 'no HTTP series has a route label');
   // `route` is the routing rule wherever it appears.
-  assert.equal(sample(text, 'magma_gateway_inputs_total{route="d",backend="e"}'), 1);
+  assert.equal(sample(text, 'magma_gateway_inputs_total{agent="default",route="d",backend="e"}'), 1);
 });
 
 test('latency buckets start at 1 ms by default: a 5 ms batch is counted at le="0.005", not only at 10 ms', async () => {
@@ -160,7 +160,6 @@ test('every series whose labels the config fixes exists at 0 before anything hap
     for (const outcome of ['ok', 'cancelled', 'gateway_backend_timeout', 'gateway_backend_unreachable', 'gateway_overloaded']) {
       zero(`magma_gateway_backend_requests_total{backend="${backend}",outcome="${outcome}"}`);
     }
-    for (const code of GATEWAY_ERROR_CODES) zero(`magma_gateway_candidate_errors_total{backend="${backend}",code="${code}"}`);
     zero(`magma_gateway_backend_in_flight{backend="${backend}"}`);
     zero(`magma_gateway_retries_total{backend="${backend}"}`);
     zero(`magma_gateway_retry_budget_exhausted_total{backend="${backend}"}`);
@@ -171,21 +170,22 @@ test('every series whose labels the config fixes exists at 0 before anything hap
     zero(`magma_gateway_probe_failures_total{backend="a",replica="${replica}"}`);
   }
   for (const [route, backend] of [['ab', 'a'], ['ab', 'b'], ['main', 'a'], ['main', 'b']]) {
-    zero(`magma_gateway_inputs_total{route="${route}",backend="${backend}"}`);
-    for (const status of ['completed', 'error']) zero(`magma_gateway_candidates_total{route="${route}",backend="${backend}",status="${status}"}`);
-    zero(`magma_gateway_execution_feedback_total{route="${route}",backend="${backend}",outcome="tool_succeeded"}`);
+    zero(`magma_gateway_inputs_total{agent="default",route="${route}",backend="${backend}"}`);
+    for (const status of ['completed', 'error']) zero(`magma_gateway_candidates_total{agent="default",route="${route}",backend="${backend}",status="${status}"}`);
+    zero(`magma_gateway_execution_feedback_total{agent="default",route="${route}",backend="${backend}",outcome="tool_succeeded"}`);
+    for (const code of GATEWAY_ERROR_CODES) zero(`magma_gateway_candidate_errors_total{agent="default",backend="${backend}",code="${code}"}`);
   }
   // Fallback pairs as a failure walks the list (a leg's own backend skipped): no other pair can happen.
   const pairs = text.split('\n').filter((l) => l.startsWith('magma_gateway_fallbacks_total{'));
   assert.deepEqual(pairs.sort(), [
-    'magma_gateway_fallbacks_total{route="ab",from="a",to="b"} 0',
-    'magma_gateway_fallbacks_total{route="ab",from="b",to="a"} 0',
-    'magma_gateway_fallbacks_total{route="main",from="a",to="b"} 0',
+    'magma_gateway_fallbacks_total{agent="default",route="ab",from="a",to="b"} 0',
+    'magma_gateway_fallbacks_total{agent="default",route="ab",from="b",to="a"} 0',
+    'magma_gateway_fallbacks_total{agent="default",route="main",from="a",to="b"} 0',
   ]);
   for (const outcome of ['ok', 'failed', 'invalid', 'dropped', 'no_backend']) {
-    zero(`magma_gateway_shadow_requests_total{route="main",backend="s",outcome="${outcome}"}`);
+    zero(`magma_gateway_shadow_requests_total{agent="default",route="main",backend="s",outcome="${outcome}"}`);
   }
-  zero('magma_gateway_shadow_agreement_total{route="main",backend="s",agreed="false"}');
+  zero('magma_gateway_shadow_agreement_total{agent="default",route="main",backend="s",agreed="false"}');
   zero('magma_gateway_replay_total{outcome="hit"}');
   zero('magma_gateway_config_reloads_total{result="refused"}');
   zero('magma_gateway_http_requests_total{endpoint="/v1/responses",status_code="200",client="anonymous"}');
@@ -197,7 +197,7 @@ test('every series whose labels the config fixes exists at 0 before anything hap
   // Zero-initialised series count from 0: a later event is an increase, not a new series at 1.
   assert.equal((await gw.post({ request_id: 'z', inputs: [mkInput(1)] })).status, 200);
   const after = await (await fetch(`${gw.url}/metrics`)).text();
-  assert.equal(sample(after, 'magma_gateway_inputs_total{route="main",backend="a"}'), 1);
+  assert.equal(sample(after, 'magma_gateway_inputs_total{agent="default",route="main",backend="a"}'), 1);
   assert.equal(sample(after, 'magma_gateway_backend_request_duration_seconds_count{backend="a"}'), 1);
 });
 

@@ -4,6 +4,7 @@
  * strings, absent values are null (never omitted), so the shape is the same for every replica.
  */
 import type { AgentInfo } from '../protocol/types.js';
+import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Replica, ReplicaState } from '../upstream/replica.js';
 import { redactUrl } from './redact.js';
@@ -31,8 +32,10 @@ export interface BackendView {
   name: string;
   /** Some replica answered ready and compatible on its last probe. */
   ready: boolean;
-  /** The routes that can send it inputs (members or fallbacks). */
+  /** The default agent's routes that can send it inputs (members or fallbacks). */
   routes: string[];
+  /** The same per virtual agent that has such routes (README "Virtual agents"). */
+  agents: Record<string, string[]>;
   timeout_s: number;
   max_in_flight: number | null;
   replicas: ReplicaView[];
@@ -77,22 +80,74 @@ function replicaView(runtime: GatewayRuntime, r: Replica): ReplicaView {
   };
 }
 
+/** The names of `agent`'s routes that can send inputs to `backend`. */
+function routesTo(agent: CompiledAgent | undefined, backend: string): string[] {
+  return agent === undefined ? [] : agent.routes.routes.filter((r) => r.backends.has(backend)).map((r) => r.name);
+}
+
+function agentRoutesTo(agents: readonly CompiledAgent[], backend: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const a of agents) {
+    const routes = routesTo(a, backend);
+    if (routes.length > 0) out[a.name] = routes;
+  }
+  return out;
+}
+
 export function backendsView(runtime: GatewayRuntime): BackendView[] {
   const { config, upstreams } = runtime;
+  const virtual = runtime.agents.all.filter((a) => a.virtual);
   return [...upstreams.backends.values()].map((b) => ({
     name: b.name,
     ready: upstreams.isReady(b.name),
-    routes: config.routes.filter((r) => runtime.routeBackends(r.name).includes(b.name)).map((r) => r.name),
+    routes: routesTo(runtime.agents.root, b.name),
+    agents: agentRoutesTo(virtual, b.name),
     timeout_s: b.timeoutMs / 1000,
     max_in_flight: config.backends[b.name]?.max_in_flight ?? null,
     replicas: b.replicas.map((r) => replicaView(runtime, r)),
   }));
 }
 
+/** A virtual agent as `GET /gateway/routes` lists it, with its own routes. */
+export interface AgentView {
+  name: string;
+  /** Where it is served: `/agents/<name>/`. */
+  path: string;
+  agent_id: string;
+  agent_version: string | null;
+  memory_key: string;
+  /** Every route has a ready backend: its /health answers 200. */
+  ready: boolean;
+  routes: RouteView[];
+}
+
+/** The default agent's routes (empty without top-level routes). */
 export function routesView(runtime: GatewayRuntime): RouteView[] {
+  return runtime.agents.root === undefined ? [] : agentRoutesView(runtime, runtime.agents.root);
+}
+
+/** Each virtual agent, in config order. */
+export function agentsView(runtime: GatewayRuntime): AgentView[] {
+  return runtime.agents.all
+    .filter((a) => a.virtual)
+    .map((a) => {
+      const routes = agentRoutesView(runtime, a);
+      return {
+        name: a.name,
+        path: `${a.prefix}/`,
+        agent_id: a.agentId,
+        agent_version: a.agentVersion ?? null,
+        memory_key: a.routes.memoryKey,
+        ready: routes.every((r) => r.ready),
+        routes,
+      };
+    });
+}
+
+function agentRoutesView(runtime: GatewayRuntime, agent: CompiledAgent): RouteView[] {
   const { upstreams } = runtime;
-  return runtime.routes.routes.map((route) => {
-    const source = runtime.config.routes[route.index];
+  return agent.routes.routes.map((route) => {
+    const source = agent.sources[route.index];
     const backends = [...route.backends].map((name) => ({ name, ready: upstreams.isReady(name) }));
     return {
       name: route.name,

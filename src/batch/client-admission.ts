@@ -11,7 +11,7 @@ import { failBatch } from '../dispatch/batch.js';
 import { MetricsBatchObserver } from '../dispatch/batch-observer.js';
 import type { AttemptFailure } from '../errors.js';
 import type { AgentRequest } from '../protocol/types.js';
-import { planBatch } from '../routing/plan.js';
+import { planBatch, type CompiledRoutes } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { GatewayState } from './gateway-state.js';
 
@@ -50,6 +50,7 @@ export function overloadMessage(runtime: GatewayRuntime, client: string, refused
 /** The whole batch as gateway_overloaded error candidates, counted in the candidate series like any answer. */
 export function overloadedOutputs(
   runtime: GatewayRuntime,
+  routes: CompiledRoutes,
   gw: GatewayState,
   request: AgentRequest,
   headers: Record<string, string | string[] | undefined>,
@@ -57,7 +58,7 @@ export function overloadedOutputs(
   client: string,
   refused: Refused,
 ): ReturnType<typeof failBatch> {
-  const plan = planBatch(request, runtime.routes, runtime.upstreams, { headers });
+  const plan = planBatch(request, routes, runtime.upstreams, { headers });
   const failure: AttemptFailure = { code: 'gateway_overloaded', message: overloadMessage(runtime, client, refused) };
-  return failBatch(runtime.config.memory_key, request, plan, failure, requestMarked, new MetricsBatchObserver(gw.metrics));
+  return failBatch(routes.memoryKey, request, plan, failure, requestMarked, new MetricsBatchObserver(gw.metrics, routes.agent));
 }

@@ -27,12 +27,19 @@ import type { TraceSpan } from '../tracing/trace-span.js';
 import { BATCH_SPAN_ATTRIBUTES, BATCH_SPAN_NAME, traceAnswer, traceRequest, traceResult, traceThrown } from './batch-span.js';
 import type { Granted } from '../clients/client-limiter.js';
 import { admitClient, overloadedOutputs } from './client-admission.js';
+import { ROOT_AGENT } from '../config/schema.js';
+import type { CompiledAgent } from '../routing/agents.js';
 
 /** Every code the gateway itself writes in a candidate starts so (src/errors.ts). */
 const GATEWAY_CODE_PREFIX = 'gateway_';
 
 /** What the HTTP layer hands over: the body as received, the headers, and how to learn the client left. */
 interface BatchExchange {
+  /**
+   * The virtual agent the batch was sent to (`/agents/<name>/v1/responses`, README "Virtual agents"); undefined
+   * for the default agent at `/v1/responses`. A name the config does not have is answered 404.
+   */
+  agent?: string;
   body: Buffer;
   headers: IncomingHttpHeaders;
   log: Logger;
@@ -43,7 +50,7 @@ interface BatchExchange {
 }
 
 export interface BatchAnswer {
-  status: 200 | 400 | 422;
+  status: 200 | 400 | 404 | 422;
   /** JSON text. */
   body: string;
   requestId?: string;
@@ -65,12 +72,15 @@ export function answerHeaders(a: BatchAnswer, elapsedMs: number): Record<string,
 export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
   const runtime = gw.current;
   // Held from the first line, before any await: a reload while this batch waits (on the store, on a replay)
-  // must not close the pools the batch is about to use.
+  // must not close the pools the batch is about to use. The agent is looked up on the same runtime, so a batch
+  // for an agent a reload removes finishes on the old one; the next request gets the 404.
   runtime.enter();
   // The batch's server span (README "Tracing"); tracing off: the no-op span, and nothing is built for it.
   const span = runtime.tracing.server(BATCH_SPAN_NAME, ex.headers, BATCH_SPAN_ATTRIBUTES);
   try {
-    const answer = await batchOn(runtime, gw, ex, span);
+    const agent = runtime.agent(ex.agent);
+    if (agent === undefined) return unknownAgent(ex.agent);
+    const answer = await batchOn(runtime, agent, gw, ex, span);
     if (span.recording) traceAnswer(span, answer.status, answer.replayHit);
     return answer;
   } catch (err) {
@@ -82,16 +92,34 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
   }
 }
 
-async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExchange, span: TraceSpan): Promise<BatchAnswer> {
+/** Longest agent name quoted back in a 404: the name comes from the URL. */
+const MAX_QUOTED_NAME = 128;
+
+/** The 404 for a batch sent to an agent the running config does not have (README "Virtual agents"). */
+export function unknownAgentDetail(name: string | undefined): string {
+  if (name === undefined) {
+    return 'no default agent is configured: the config has no top-level routes; send batches to /agents/<name>/v1/responses';
+  }
+  const quoted = JSON.stringify(name.length > MAX_QUOTED_NAME ? `${name.slice(0, MAX_QUOTED_NAME)}...` : name);
+  if (name === ROOT_AGENT) return `unknown agent ${quoted}: the default agent (the top-level routes) is served at /, not under /agents/`;
+  return `unknown agent ${quoted}: no agent of that name is configured under "agents"`;
+}
+
+function unknownAgent(name: string | undefined): BatchAnswer {
+  return { status: 404, body: JSON.stringify(errorBody('GATEWAY_ERR_UNKNOWN_AGENT', unknownAgentDetail(name))) };
+}
+
+async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: GatewayState, ex: BatchExchange, span: TraceSpan): Promise<BatchAnswer> {
   const t0 = performance.now();
   const { config } = runtime;
+  const compiled = agent.routes;
   const { metrics, store } = gw;
   const raw = ex.body;
   // Read by the byte indexer (docs/gateway-behaviour.md, "How a batch is read"): memory stays the client's bytes.
   const parsed = readAgentRequest(raw, {
     maxOutputsPerInput: config.server.max_outputs_per_input,
     maxJsonDepth: config.server.max_json_depth,
-    memoryKey: config.memory_key,
+    memoryKey: compiled.memoryKey,
   });
   if (!parsed.ok && parsed.status === 400) {
     ex.log.info({ code: 'GATEWAY_ERR_BODY_ENCODING', offset: parsed.offset }, 'request body is not UTF-8');
@@ -136,11 +164,14 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
   let permit: Granted | undefined;
   try {
     if (config.state.replay_ttl_s > 0) {
-      const begin = await store.replayBegin(request.request_id, hashBody(raw), signal);
+      // Per agent: the same batch sent to two agents is two computations (their routes differ). The default
+      // agent's key is the request_id alone, as before virtual agents existed.
+      const replayId = agent.virtual ? `agents/${agent.name}/${request.request_id}` : request.request_id;
+      const begin = await store.replayBegin(replayId, hashBody(raw), signal);
       if (begin.kind === 'hit') {
         metrics.replay.inc({ outcome: 'hit' });
         span.event(EVENT_REPLAY_HIT);
-        if (logsInfo(ex.log)) ex.log.info({ request_id: request.request_id, inputs: request.inputs.length }, 'batch replayed');
+        if (logsInfo(ex.log)) ex.log.info({ request_id: request.request_id, agent: agent.name, inputs: request.inputs.length }, 'batch replayed');
         return { status: 200, body: begin.body, requestId, replayHit: true };
       }
       if (begin.kind === 'conflict') {
@@ -157,7 +188,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
     if (ex.client !== undefined && gw.clients.limited(ex.client)) {
       const admitted = await admitClient(gw, ex.client, request, deadline, signal);
       if (!admitted.ok) {
-        const refused = overloadedOutputs(runtime, gw, request, ex.headers, parsed.marked, ex.client, admitted);
+        const refused = overloadedOutputs(runtime, compiled, gw, request, ex.headers, parsed.marked, ex.client, admitted);
         ex.log.info(
           { request_id: request.request_id, client: ex.client, limit: admitted.limit, waited_ms: Math.round(admitted.waitedMs), inputs: inputs.length, candidates: refused.outputs.length },
           'batch over its client limits',
@@ -167,9 +198,9 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
       permit = admitted;
     }
 
-    const plan = planBatch(request, runtime.routes, runtime.upstreams, { headers: ex.headers });
+    const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers });
     const beforeDispatch = performance.now();
-    const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, memoryKey: config.memory_key };
+    const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };
     const batch = runBatch(
       { ...deps, budget: runtime.budget, store },
       request,
@@ -182,7 +213,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
       void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs), headers, span);
     }
     const result = await batch;
-    gw.experiments.recordBatch(request, plan, result);
+    gw.experiments.recordBatch(compiled, request, plan, result);
     const t2 = performance.now();
     // Checked against the request before it is sent, every time (README "What happens to a batch", step 4).
     const problem = validateAgainstRequest(request, result.outputs);
@@ -206,6 +237,7 @@ async function batchOn(runtime: GatewayRuntime, gw: GatewayState, ex: BatchExcha
       ex.log.info(
         {
           request_id: request.request_id,
+          agent: agent.name,
           ...(ex.client === undefined ? {} : { client: ex.client }),
           ...(permit === undefined || permit.waitedMs === 0 ? {} : { client_wait_ms: Math.round(permit.waitedMs) }),
           inputs: request.inputs.length,

@@ -11,6 +11,7 @@
  *   preferred while it stays eligible, so a replica joining later does not pull existing sessions away.
  * Urls (not Replica objects) are remembered so the memory survives a config reload that keeps the replica.
  */
+import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Replica } from '../upstream/replica.js';
 import { hash32 } from '../routing/split.js';
@@ -26,13 +27,13 @@ function coachingReplicas(runtime: GatewayRuntime, backend: string): Replica[] {
 }
 
 /**
- * Backends reachable through routes that advertise coaching. A backend counts when a ready replica says so,
+ * Backends reachable through `agent`'s routes that advertise coaching. A backend counts when a ready replica says so,
  * or, with no replica ready, when the last info it gave said so: that backend then shows up as a failure
  * (503) in a session fan-out instead of being skipped silently, which would leave its trajectories without a
  * session. Backends whose replicas all report coaching false (or never answered /v1/info) are not asked.
  */
-export function coachingBackends(runtime: GatewayRuntime): string[] {
-  return runtime.reachableBackends().filter((b) => {
+export function coachingBackends(runtime: GatewayRuntime, agent: CompiledAgent): string[] {
+  return agent.reachable.filter((b) => {
     const replicas = runtime.upstreams.backends.get(b)?.replicas ?? [];
     const ready = replicas.filter((r) => r.state === 'ready');
     const seen = ready.length > 0 ? ready : replicas.filter((r) => r.state !== 'incompatible');

@@ -1,20 +1,23 @@
 /**
  * `magma-gateway report http://host:port` (or `--url`; default the admin listener of the example configs): the
  * experiment report of a running gateway (GET /gateway/experiments on its admin listener, README "Execution
- * feedback and the experiment report") as tables a person reads in a terminal, one per split or ensemble route,
- * then for two-arm splits the difference in tool success rate with its interval and p-value.
+ * feedback and the experiment report") as tables a person reads in a terminal, one per split or ensemble route
+ * of each agent (README "Virtual agents"; `--agent` picks one), then for two-arm splits the difference in tool
+ * success rate with its interval and p-value.
  * `--json` prints the endpoint's JSON unchanged, for scripts.
  */
 import { baseUrl, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo, type Parsed } from './args.js';
+import { ROOT_AGENT } from '../config/schema.js';
 import type { ArmReport, ExperimentsReport, RouteReport } from '../experiments/report.js';
 
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
 const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
 
-export const REPORT_USAGE = `usage: magma-gateway report [<admin-url>] [--token <token>] [--json] [--timeout <seconds>]
-       magma-gateway report [--url <admin-url>] [--token <token>] [--json] [--timeout <seconds>]
+export const REPORT_USAGE = `usage: magma-gateway report [<admin-url>] [--agent <name>] [--token <token>] [--json] [--timeout <seconds>]
+       magma-gateway report [--url <admin-url>] [--agent <name>] [--token <token>] [--json] [--timeout <seconds>]
   Prints the A/B and ensemble report of a running gateway (GET /gateway/experiments on its admin listener).
   --url <url>     the gateway's admin listener (admin.listen), default ${DEFAULT_ADMIN_URL} (or give it as the argument)
+  --agent <name>  only this agent's experiments: a virtual agent's name, or "${ROOT_AGENT}" for the top-level routes
   --token <t>     admin bearer token for /gateway/* (default: env GATEWAY_ADMIN_TOKEN)
   --json          print the report as JSON
   --timeout <s>   request deadline (default 30)
@@ -23,6 +26,7 @@ export const REPORT_USAGE = `usage: magma-gateway report [<admin-url>] [--token 
 
 const REPORT_FLAGS = {
   url: { type: 'string' },
+  agent: { type: 'string' },
   token: { type: 'string' },
   json: { type: 'boolean' },
   timeout: { type: 'string' },
@@ -104,17 +108,36 @@ function comparisonLine(r: RouteReport): string | undefined {
   return `${what}: ${signedPts(c.difference)} pts [95% CI ${signedPts(c.ci95[0])}, ${signedPts(c.ci95[1])}], ${z}, ${p} (${c.test})`;
 }
 
-/** The whole report as text: a header, one block per route, the latency note. */
-export function formatReport(report: ExperimentsReport): string {
-  const out: string[] = [`experiments (store: ${report.store}, at ${report.generated_at})`, ''];
-  if (report.routes.length === 0) out.push('no route with a split or an ensemble in the current config', '');
-  for (const r of report.routes) {
+function routeBlocks(routes: readonly RouteReport[]): string[] {
+  const out: string[] = [];
+  for (const r of routes) {
     const members = Object.entries(r.members).map(([m, w]) => `${m} ${w}`).join(', ');
     out.push(`route ${cell(r.route)}: ${r.kind} ${cell(members)}${r.sticky ? '' : ' (not sticky)'}`);
     out.push(...table(r.arms.map(armRow)));
     const cmp = comparisonLine(r);
     if (cmp !== undefined) out.push(cmp);
     out.push('');
+  }
+  return out;
+}
+
+/**
+ * The whole report as text: a header, one block per route, the latency note. With virtual agents (README
+ * "Virtual agents") each agent's routes come under a line naming the agent and its path, the default agent first.
+ */
+export function formatReport(report: ExperimentsReport): string {
+  const out: string[] = [`experiments (store: ${report.store}, at ${report.generated_at})`, ''];
+  // A gateway older than virtual agents answers no `agents`.
+  const agents = report.agents ?? [];
+  const none = report.routes.length === 0 && agents.every((a) => a.routes.length === 0);
+  if (none) out.push('no route with a split or an ensemble in the current config', '');
+  else if (agents.length === 0) out.push(...routeBlocks(report.routes));
+  else {
+    if (report.routes.length > 0) out.push(`agent ${ROOT_AGENT} (/)`, ...routeBlocks(report.routes));
+    for (const a of agents) {
+      if (a.routes.length === 0) continue;
+      out.push(`agent ${cell(a.agent)} (${cell(a.path)}, agent_id ${cell(a.agent_id)})`, ...routeBlocks(a.routes));
+    }
   }
   out.push(`TRAJ = trajectories started; tool success = robot lines that succeeded / (succeeded + failed).`);
   out.push(`latency: ${report.latency_note}.`);
@@ -124,7 +147,17 @@ export function formatReport(report: ExperimentsReport): string {
 function isReport(v: unknown): v is ExperimentsReport {
   if (v === null || typeof v !== 'object') return false;
   const r = v as Record<string, unknown>; // checked to be a non-null object above
-  return Array.isArray(r.routes) && typeof r.store === 'string' && typeof r.generated_at === 'string';
+  return Array.isArray(r.routes) && (r.agents === undefined || Array.isArray(r.agents)) && typeof r.store === 'string' && typeof r.generated_at === 'string';
+}
+
+/**
+ * The report narrowed to one agent: the default agent's routes, or one virtual agent's. Undefined when the
+ * report has no such agent.
+ */
+export function reportForAgent(report: ExperimentsReport, agent: string): ExperimentsReport | undefined {
+  if (agent === ROOT_AGENT) return { ...report, agents: [] };
+  const one = (report.agents ?? []).find((a) => a.agent === agent);
+  return one === undefined ? undefined : { ...report, routes: [], agents: [one] };
 }
 
 function describe(err: unknown): string {
@@ -177,6 +210,16 @@ export async function reportCommand(argv: string[], io: CommandIo = processIo): 
     io.err(`magma-gateway report: ${endpoint} did not answer an experiments report\n`);
     return 1;
   }
-  io.out(values.json ? `${JSON.stringify(body, null, 2)}\n` : formatReport(body));
+  let shown: ExperimentsReport = body;
+  if (typeof values.agent === 'string') {
+    const one = reportForAgent(body, values.agent);
+    if (one === undefined) {
+      const known = [ROOT_AGENT, ...(body.agents ?? []).map((a) => a.agent)].map(cell).join(', ');
+      io.err(`magma-gateway report: the gateway has no agent "${cell(values.agent)}" (agents: ${known})\n`);
+      return 1;
+    }
+    shown = one;
+  }
+  io.out(values.json ? `${JSON.stringify(shown, null, 2)}\n` : formatReport(shown));
   return 0;
 }

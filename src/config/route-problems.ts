@@ -1,5 +1,6 @@
 /**
- * The route invariants a schema cannot express, because they relate parts of the config to each other:
+ * The route invariants a schema cannot express, because they relate parts of the config to each other, checked
+ * for the top-level routes and for each virtual agent's (`agents.<name>.routes`, README "Virtual agents"):
  * - every backend a route names (`backend`, `split`, `ensemble`, `fallback`, `shadow`) is defined;
  * - route names are unique (they are metric labels and memory tags);
  * - a catch-all route (no `match`, or an empty one) exists and is the last route: first match wins, so a route
@@ -43,12 +44,38 @@ export function isCatchAll(route: { match?: unknown }): boolean {
   return m === undefined || m === null || (isJsonObject(m) && Object.keys(m).length === 0);
 }
 
+/**
+ * The route invariants of the top-level routes (the default agent) and of every `agents.<name>.routes`, each
+ * table on its own (names, catch-all) against the one backends map. `memoryKey` is the top-level one, which a
+ * virtual agent without its own `memory_key` uses too. Either the top-level routes or `agents` must be non-empty.
+ */
 export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
   const out: Problem[] = [];
-  if (!isJsonObject(raw) || !Array.isArray(raw.routes)) return out;
-  const routes: unknown[] = raw.routes;
+  if (!isJsonObject(raw)) return out;
   const defined = isJsonObject(raw.backends) ? Object.keys(raw.backends) : undefined;
+  const agents = isJsonObject(raw.agents) ? raw.agents : undefined;
+  if (Array.isArray(raw.routes)) out.push(...tableProblems(raw.routes, ['routes'], defined, memoryKey));
+  const hasRoutes = Array.isArray(raw.routes) ? raw.routes.length > 0 : raw.routes !== undefined; // not a list: the schema says so
+  if (!hasRoutes && (agents === undefined || Object.keys(agents).length === 0)) {
+    out.push({
+      path: ['routes'],
+      atKey: raw.routes !== undefined,
+      message: 'no routes: give the top-level "routes" (the agent at /) or an "agents" section naming at least one agent',
+    });
+  }
+  for (const [name, agent] of Object.entries(agents ?? {})) {
+    if (!isJsonObject(agent) || !Array.isArray(agent.routes)) continue; // the schema reports it
+    const key = typeof agent.memory_key === 'string' ? agent.memory_key : memoryKey;
+    out.push(...tableProblems(agent.routes, ['agents', name, 'routes'], defined, key));
+  }
+  return out;
+}
+
+/** One route table's problems; `base` is where it is in the file (`routes`, `agents.<name>.routes`). */
+function tableProblems(routes: unknown[], base: PathSegment[], defined: string[] | undefined, memoryKey: string): Problem[] {
+  const out: Problem[] = [];
   const known = new Set(defined);
+  const where = formatPath(base);
 
   const ref = (name: unknown, path: PathSegment[], atKey = false): void => {
     // Without a backends map the schema already reports it; every reference would only repeat that.
@@ -60,11 +87,11 @@ export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
   const catchAlls: number[] = [];
   routes.forEach((route, i) => {
     if (!isJsonObject(route)) return;
-    const at = (...p: PathSegment[]): PathSegment[] => ['routes', i, ...p];
+    const at = (...p: PathSegment[]): PathSegment[] => [...base, i, ...p];
     if (typeof route.name === 'string') {
       const prev = names.get(route.name);
       if (prev === undefined) names.set(route.name, i);
-      else out.push({ path: at('name'), message: `route name "${route.name}" is already used by routes[${prev}]` });
+      else out.push({ path: at('name'), message: `route name "${route.name}" is already used by ${where}[${prev}]` });
     }
     ref(route.backend, at('backend'));
     for (const kind of ['split', 'ensemble'] as const) {
@@ -85,19 +112,19 @@ export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
     else if (isJsonObject(route.match)) out.push(...matchProblems(route.match, at('match'), memoryKey));
   });
 
-  if (routes.length === 0) return out; // the schema reports an empty list
+  if (routes.length === 0) return out; // an empty table: routeProblems or the schema reports it
   const first = catchAlls[0];
   if (first === undefined) {
     out.push({
-      path: ['routes'],
+      path: base,
       atKey: true,
       message: 'no catch-all route: the last route must have no "match", so that every input has a route',
     });
   } else {
-    const label = `"${String((routes[first] as Obj).name)}" (routes[${first}])`; // routes[first] was checked to be an object above
+    const label = `"${String((routes[first] as Obj).name)}" (${where}[${first}])`; // routes[first] was checked to be an object above
     for (let k = first + 1; k < routes.length; k++) {
       out.push({
-        path: ['routes', k],
+        path: [...base, k],
         message: `unreachable: the catch-all route ${label} before it takes every input; the catch-all must be the last route`,
       });
     }

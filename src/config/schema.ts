@@ -204,6 +204,47 @@ const clientsSchema = z.record(name, clientSchema).superRefine((clients, ctx) =>
 /** `memory_key`'s default, exported so code that compiles a match without a config uses the same key. */
 export const DEFAULT_MEMORY_KEY = '_gateway';
 
+/**
+ * The name of the agent the top-level `routes` make, served at `/`: the `agent` label of its metrics, so no
+ * virtual agent may take it (README "Virtual agents").
+ */
+export const ROOT_AGENT = 'default';
+
+/** `agent` (top level): the identity `/v1/info` answers. */
+const identitySchema = z
+  .strictObject({
+    agent_id: z.string().min(1).default('magma-gateway'),
+    agent_version: z.string().min(1).optional(),
+  })
+  .prefault({});
+
+/**
+ * A virtual agent's name: a backend/route name that can also be a URL path segment (`/agents/<name>/...`) and
+ * is not the root agent's metric label.
+ */
+const agentName = name
+  .refine((s) => s !== ROOT_AGENT, `"${ROOT_AGENT}" is the metric label of the top-level routes (the agent at /): choose another name`)
+  .refine((s) => !/^\.+$/.test(s), 'a name of only dots is not a usable URL path segment');
+
+/**
+ * `agents.<name>`: another agent served at `/agents/<name>/` (README "Virtual agents"), with its own identity,
+ * routes and memory key; backends, pools, probes, the store and the retry budget are the gateway's.
+ */
+export const virtualAgentSchema = z.strictObject({
+  /** Default agent_id: the agent's name (filled in by the `agents` record below); agent_version: the package version. */
+  agent: z
+    .strictObject({
+      agent_id: z.string().min(1).optional(),
+      agent_version: z.string().min(1).optional(),
+    })
+    .prefault({}),
+  /** Default: the top-level `memory_key`. */
+  memory_key: z.string().min(1).optional(),
+  routes: z
+    .array(routeSchema, { error: (iss) => (iss.input === undefined ? 'required: the agent\'s routes, a list like the top-level "routes"' : undefined) })
+    .min(1),
+});
+
 export const configSchema = z.strictObject({
   server: z
     .strictObject({
@@ -240,12 +281,7 @@ export const configSchema = z.strictObject({
       tls: serverTlsSchema.optional(),
     })
     .prefault({}),
-  agent: z
-    .strictObject({
-      agent_id: z.string().min(1).default('magma-gateway'),
-      agent_version: z.string().min(1).optional(),
-    })
-    .prefault({}),
+  agent: identitySchema,
   memory_key: z.string().min(1).default(DEFAULT_MEMORY_KEY),
   request_timeout_s: positive.default(600),
   /** Each replica is probed this long after its previous probe started. */
@@ -353,10 +389,23 @@ export const configSchema = z.strictObject({
   clients: clientsSchema.optional(),
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   backends: z.record(name, backendSchema).refine((b) => Object.keys(b).length > 0, 'at least one backend'),
-  routes: z.array(routeSchema).min(1),
+  /**
+   * The default agent's routes, served at `/`; may be left out when `agents` names at least one agent
+   * (route-problems.ts requires one or the other, with the other route invariants).
+   */
+  routes: z.array(routeSchema).default([]),
+  agents: z
+    .record(agentName, virtualAgentSchema)
+    .default({})
+    .transform((agents) => {
+      const out: Record<string, z.output<typeof virtualAgentSchema> & { agent: { agent_id: string } }> = {};
+      for (const [n, a] of Object.entries(agents)) out[n] = { ...a, agent: { ...a.agent, agent_id: a.agent.agent_id ?? n } };
+      return out;
+    }),
 });
 
 export type GatewayConfig = z.output<typeof configSchema>;
+export type VirtualAgentConfig = GatewayConfig['agents'][string];
 export type RouteConfig = GatewayConfig['routes'][number];
 export type Condition = z.output<typeof conditionSchema>;
 export type ClientsConfig = NonNullable<GatewayConfig['clients']>;

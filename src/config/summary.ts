@@ -1,9 +1,11 @@
 /**
  * A config in a few lines an operator can check at a glance, the way Envoy prints its listeners and clusters
- * at start: each route with the backends it sends to, each backend with its replicas, the state store.
+ * at start: each route with the backends it sends to (each virtual agent's too), each backend with its
+ * replicas, the state store.
  * Used by the start-up log line and by `magma-gateway validate`. Secrets never appear (URL passwords are
  * masked; header values and client keys are not shown at all).
  */
+import { agentPrefix, agentTables } from './agents.js';
 import type { GatewayConfig, RouteConfig } from './schema.js';
 
 /** The URL with any user info masked: a summary is printed to terminals and logs. */
@@ -48,7 +50,10 @@ function describeClient(name: string, c: NonNullable<GatewayConfig['clients']>[s
 }
 
 interface ConfigSummary {
+  /** The default agent's routes (empty when only virtual agents are configured). */
   routes: string[];
+  /** Each virtual agent (README "Virtual agents"): its path and its routes. */
+  agents: Record<string, { path: string; agent_id: string; routes: string[] }>;
   /** Client names and limits (never keys); empty without `clients:`. */
   clients: string[];
   /** Backend name -> its replica URLs, in config order. */
@@ -67,7 +72,11 @@ export function summarizeConfig(config: GatewayConfig): ConfigSummary {
   const redis = config.state.redis;
   const store = redis === undefined ? 'memory' : `redis ${safeUrl(redis.url)} (key prefix "${redis.key_prefix}")`;
   const clients = Object.entries(config.clients ?? {}).map(([name, c]) => describeClient(name, c));
-  return { routes: config.routes.map(describeRoute), clients, backends, replicas, store };
+  const agents: ConfigSummary['agents'] = {};
+  for (const t of agentTables(config)) {
+    if (t.virtual) agents[t.name] = { path: `${agentPrefix(t)}/`, agent_id: t.agentId, routes: t.routes.map(describeRoute) };
+  }
+  return { routes: config.routes.map(describeRoute), agents, clients, backends, replicas, store };
 }
 
 /** The summary as indented lines for a terminal (`validate`). */
@@ -79,8 +88,12 @@ export function formatSummary(config: GatewayConfig): string {
     `  store    ${s.store}`,
     `  backends ${names.length} (${s.replicas} replica${s.replicas === 1 ? '' : 's'})`,
     ...names.map((n) => `    ${n}: ${s.backends[n]!.join(', ')}`), // n comes from s.backends' own keys
-    `  routes   ${s.routes.length} (first match wins)`,
+    `  routes   ${s.routes.length} (first match wins)${s.routes.length === 0 ? ': no default agent at /' : ''}`,
     ...s.routes.map((r) => `    ${r}`),
+    ...Object.entries(s.agents).flatMap(([name, a]) => [
+      `  agent    ${name} at ${a.path} (agent_id ${a.agent_id}): ${a.routes.length} route${a.routes.length === 1 ? '' : 's'}`,
+      ...a.routes.map((r) => `    ${r}`),
+    ]),
     ...(s.clients.length === 0 ? [] : [`  clients  ${s.clients.length} (a key on every agent endpoint)`, ...s.clients.map((c) => `    ${c}`)]),
   ];
   return lines.join('\n');

@@ -37,12 +37,15 @@ export interface BatchObserver {
   budgetExhausted(backend: string): void;
 }
 
-/** The batch's events as the gateway's Prometheus series. */
+/** The batch's events as the gateway's Prometheus series, labelled with the agent the batch was sent to. */
 export class MetricsBatchObserver implements BatchObserver {
-  constructor(private readonly metrics: GatewayMetrics) {}
+  constructor(
+    private readonly metrics: GatewayMetrics,
+    private readonly agent: string,
+  ) {}
 
   legRouted(route: string, backend: string): void {
-    this.metrics.inputs.inc({ route, backend });
+    this.metrics.inputs.inc({ agent: this.agent, route, backend });
   }
 
   attemptEnded(backend: string, outcome: AttemptOutcome, ms?: number): void {
@@ -51,20 +54,20 @@ export class MetricsBatchObserver implements BatchObserver {
   }
 
   candidatesFilled(route: string, backend: string, status: string, n: number): void {
-    this.metrics.candidates.inc({ route, backend, status }, n);
+    this.metrics.candidates.inc({ agent: this.agent, route, backend, status }, n);
   }
 
   gatewayErrors(backend: string, code: string, n: number): void {
-    this.metrics.candidateErrors.inc({ backend, code }, n);
+    this.metrics.candidateErrors.inc({ agent: this.agent, backend, code }, n);
   }
 
   backendError(backend: string, code: string): void {
     // A backend's own codes are capped per backend: one inventing a code per request cannot grow the series.
-    this.metrics.candidateErrors.inc({ backend, code: this.metrics.codeLabel(backend, code) });
+    this.metrics.candidateErrors.inc({ agent: this.agent, backend, code: this.metrics.codeLabel(backend, code) });
   }
 
   fallback(route: string, from: string, to: string): void {
-    this.metrics.fallbacks.inc({ route, from, to });
+    this.metrics.fallbacks.inc({ agent: this.agent, route, from, to });
   }
 
   replicaRetry(backend: string): void {
@@ -123,7 +126,7 @@ export class SpanEventsObserver implements BatchObserver {
 }
 
 /** The observer of a batch: its Prometheus series, and its span's events when the span is recorded. */
-export function batchObserver(metrics: GatewayMetrics, span: TraceSpan | undefined): BatchObserver {
-  const m = new MetricsBatchObserver(metrics);
+export function batchObserver(metrics: GatewayMetrics, agent: string, span: TraceSpan | undefined): BatchObserver {
+  const m = new MetricsBatchObserver(metrics, agent);
   return span?.recording === true ? new SpanEventsObserver(m, span) : m;
 }

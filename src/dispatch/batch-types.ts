@@ -19,6 +19,8 @@ export interface DispatchDeps {
   store: Store;
   metrics: GatewayMetrics;
   log: Logger;
+  /** The agent the batch was sent to (README "Virtual agents"): its metrics' `agent` label. */
+  agent: string;
   memoryKey: string;
 }
 

@@ -24,7 +24,7 @@ export function runBatch(
   plan: BatchPlan,
   ctx: BatchContext,
   requestMarked: boolean,
-  observer: BatchObserver = batchObserver(deps.metrics, ctx.span),
+  observer: BatchObserver = batchObserver(deps.metrics, deps.agent, ctx.span),
 ): Promise<BatchResult> {
   return new BatchRun(deps, observer, request, plan, ctx, requestMarked).run();
 }

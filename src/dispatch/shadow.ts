@@ -47,6 +47,8 @@ interface ShadowDeps {
   upstreams: Upstreams;
   metrics: GatewayMetrics;
   log: Logger;
+  /** The agent the batch was sent to: its metrics' `agent` label. */
+  agent: string;
   memoryKey: string;
   limiter: ShadowLimiter;
 }
@@ -93,7 +95,7 @@ export function startShadows(
   const jobs: Promise<void>[] = [];
   for (const g of groups.values()) {
     if (deps.limiter.inFlight >= deps.limiter.max) {
-      deps.metrics.shadowRequests.inc({ route: g.route, backend: g.backend, outcome: 'dropped' });
+      deps.metrics.shadowRequests.inc({ agent: deps.agent, route: g.route, backend: g.backend, outcome: 'dropped' });
       if (span.recording) span.event(EVENT_SHADOW_DROPPED, { [ATTR_ROUTE]: g.route, [ATTR_BACKEND]: g.backend });
       continue;
     }
@@ -134,7 +136,7 @@ async function runShadow(
 ): Promise<void> {
   const replica = deps.upstreams.shard(g.backend, 1)[0]?.replica;
   if (replica === undefined) {
-    deps.metrics.shadowRequests.inc({ route: g.route, backend: g.backend, outcome: 'no_backend' });
+    deps.metrics.shadowRequests.inc({ agent: deps.agent, route: g.route, backend: g.backend, outcome: 'no_backend' });
     return;
   }
   const span = shadowSpan(parent, g, replica);
@@ -159,7 +161,7 @@ async function shadowCall(
   end: { outcome?: string; status?: number; reason?: string },
 ): Promise<void> {
   const { metrics } = deps;
-  const labels = { route: g.route, backend: g.backend };
+  const labels = { agent: deps.agent, route: g.route, backend: g.backend };
   const inputs = g.inputs.map((i) => request.inputs[i]!); // i indexes request.inputs (loop bound)
   // Inputs read by the indexer are written from their bytes, never decoded for a shadow.
   const slices = inputs.flatMap((inp) => (inp.raw === undefined ? [] : [{ raw: inp.raw, count: inp.num_outputs }]));

@@ -1,6 +1,6 @@
 /**
  * Experiment accounting on the request path (docs/gateway-behaviour.md, "Execution feedback and the experiment
- * report"): after each batch, counts per (route, arm) go to
+ * report"): after each batch, counts per (agent, route, arm) go to
  * the store's counters and environment feedback goes to `magma_gateway_execution_feedback_total`.
  *
  * Only Store.incr is used to write (fire-and-forget, batched by the store), so this costs a few map updates per
@@ -25,22 +25,27 @@ import type { Logger } from '../logging.js';
 import type { BatchResult } from '../dispatch/batch.js';
 import { METRIC_OUTCOMES, type GatewayMetrics } from '../metrics.js';
 import type { AgentRequest } from '../protocol/types.js';
+import { ROOT_AGENT } from '../config/schema.js';
 import { readMemoryTag, type BatchPlan, type CompiledRoute, type CompiledRoutes, type MemoryTag } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/types.js';
 import { parseEnvFeedback, type FeedbackOutcome } from './feedback.js';
 import { latencyBucket } from './stats.js';
 
-/** What the recorder reads from the gateway, late-bound so a config reload is seen at once. */
+/** What the recorder and the report read from the gateway, late-bound so a config reload is seen at once. */
 export interface ExperimentsHost {
-  current: Pick<GatewayRuntime, 'config' | 'routes'>;
+  current: Pick<GatewayRuntime, 'agents'>;
   store: Store;
   metrics: GatewayMetrics;
 }
 
-/** The store key of a route's counters (the store adds its own prefix). */
-export function countersKey(route: string): string {
-  return `experiments:${route}`;
+/**
+ * The store key of a route's counters (the store adds its own prefix), per agent: two agents may both have a
+ * route `ab`. The default agent's keys are what they were before virtual agents existed, so an upgrade keeps
+ * its counts; a virtual agent's cannot collide with them, since route names hold no `/`.
+ */
+export function countersKey(agent: string, route: string): string {
+  return agent === ROOT_AGENT ? `experiments:${route}` : `experiments:agents/${agent}/${route}`;
 }
 
 /**
@@ -86,20 +91,22 @@ export class Experiments {
 
   /**
    * Counts one answered batch. Synchronous and never throws: accounting must not cost a client its answer.
-   * `plan` and `result` are the ones runBatch used and returned for `request`.
+   * `compiled` (the agent's route table), `plan` and `result` are the ones runBatch used and returned for
+   * `request`.
    */
-  recordBatch(request: AgentRequest, plan: BatchPlan, result: BatchResult): void {
+  recordBatch(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan, result: BatchResult): void {
     try {
-      this.record(request, plan, result);
+      this.record(compiled, request, plan, result);
     } catch (err) {
       this.log?.warn({ err }, 'experiment accounting failed for a batch');
     }
   }
 
-  private record(request: AgentRequest, plan: BatchPlan, result: BatchResult): void {
-    const { current, store, metrics } = this.host();
-    const routes = routeIndex(current.routes);
-    const incr = (route: string, f: string, by = 1): void => store.incr(countersKey(route), f, by);
+  private record(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan, result: BatchResult): void {
+    const { store, metrics } = this.host();
+    const routes = routeIndex(compiled);
+    const agent = compiled.agent;
+    const incr = (route: string, f: string, by = 1): void => store.incr(countersKey(agent, route), f, by);
 
     for (const p of plan.inputs) {
       const input = request.inputs[p.index];
@@ -114,12 +121,12 @@ export class Experiments {
         }
       }
       if (input.instruction.type === 'env' && p.tag !== undefined) {
-        this.attribute(p.tag, input.instruction.content, routes, current.routes.backends, incr);
+        this.attribute(agent, p.tag, input.instruction.content, routes, compiled.backends, incr);
       }
     }
 
     for (const out of result.outputs) {
-      const tag = readMemoryTag(out.memory, current.routes.memoryKey);
+      const tag = readMemoryTag(out.memory, compiled.memoryKey);
       const route = tag === undefined ? undefined : routes.get(tag.route);
       if (tag === undefined || !isExperiment(route)) continue;
       const arm = armOf(route, tag);
@@ -144,6 +151,7 @@ export class Experiments {
 
   /** Feedback of one env input to the tag's (route, backend) metric and, on an experiment route, its arm. */
   private attribute(
+    agent: string,
     tag: MemoryTag,
     content: string,
     routes: Map<string, CompiledRoute>,
@@ -156,7 +164,7 @@ export class Experiments {
     const { executionFeedback } = this.host().metrics;
     for (const outcome of METRIC_OUTCOMES) {
       const n = counts[outcome];
-      if (n > 0) executionFeedback.inc({ route: route.name, backend: tag.backend, outcome }, n);
+      if (n > 0) executionFeedback.inc({ agent, route: route.name, backend: tag.backend, outcome }, n);
     }
     if (!isExperiment(route)) return;
     const arm = armOf(route, tag);

@@ -1,7 +1,8 @@
 /**
  * The experiment report (`GET /gateway/experiments`, README "Execution feedback and the experiment report"): the
  * counters recorder.ts keeps, read back per
- * route that has a split or an ensemble in the CURRENT config, per arm, with the statistics of stats.ts.
+ * agent, per route that has a split or an ensemble in the CURRENT config, per arm, with the statistics of
+ * stats.ts. The default agent's routes stay where they always were (`routes`); virtual agents follow in `agents`.
  *
  * Tool success rate = tool_succeeded / (tool_succeeded + tool_failed), counted over robot lines of env
  * feedback (tool calls), not over steps. For a split with exactly two arms, `comparison` gives the difference
@@ -9,6 +10,7 @@
  * two-sided pooled two-proportion z-test p-value. Latency percentiles come from fixed log buckets and are
  * approximate (within one ~19% bucket).
  */
+import type { CompiledAgent } from '../routing/agents.js';
 import type { CompiledRoute } from '../routing/plan.js';
 import { emptyFeedback, FEEDBACK_OUTCOMES, type FeedbackCounts, type FeedbackOutcome } from './feedback.js';
 import { countersKey, type ExperimentsHost } from './recorder.js';
@@ -52,12 +54,24 @@ export interface RouteReport {
   comparison: Comparison | null;
 }
 
+/** One virtual agent's experiments (README "Virtual agents"), counted apart from every other agent's. */
+export interface AgentExperiments {
+  agent: string;
+  agent_id: string;
+  /** Where it is served, e.g. `/agents/ab-kitchen/`. */
+  path: string;
+  routes: RouteReport[];
+}
+
 export interface ExperimentsReport {
   generated_at: string;
   /** `redis`: cluster-wide totals; `memory`: this replica's since it started. */
   store: 'memory' | 'redis';
   latency_note: string;
+  /** The default agent's (top-level) routes; empty when the config has none. */
   routes: RouteReport[];
+  /** Each virtual agent's, in config order; empty without `agents`. */
+  agents: AgentExperiments[];
 }
 
 const LATENCY_NOTE = 'p50/p95 interpolated in log-spaced buckets (5 ms .. 655 s, ~19% wide): approximate';
@@ -176,14 +190,26 @@ function routeReport(route: CompiledRoute, counters: Record<string, number>): Ro
   };
 }
 
-/** The whole report, from the store's counters of every split and ensemble route of the current config. */
+/** One agent's split and ensemble routes, from the store's counters. */
+async function agentRoutes(host: ExperimentsHost, agent: CompiledAgent): Promise<RouteReport[]> {
+  const experiments = agent.routes.routes.filter((r) => r.kind !== 'backend');
+  const counters = await Promise.all(experiments.map((r) => host.store.readCounters(countersKey(agent.name, r.name))));
+  return experiments.map((r, i) => routeReport(r, counters[i]!)); // i < counters.length (loop bound)
+}
+
+/** The whole report, from the store's counters of every split and ensemble route of every agent of the current config. */
 export async function experimentsReport(host: ExperimentsHost): Promise<ExperimentsReport> {
-  const experiments = host.current.routes.routes.filter((r) => r.kind !== 'backend');
-  const counters = await Promise.all(experiments.map((r) => host.store.readCounters(countersKey(r.name))));
+  const { root, all } = host.current.agents;
+  const virtual = all.filter((a) => a.virtual);
+  const [routes, ...perAgent] = await Promise.all([
+    root === undefined ? Promise.resolve([]) : agentRoutes(host, root),
+    ...virtual.map((a) => agentRoutes(host, a)),
+  ]);
   return {
     generated_at: new Date().toISOString(),
     store: host.store.kind,
     latency_note: LATENCY_NOTE,
-    routes: experiments.map((r, i) => routeReport(r, counters[i]!)), // i < counters.length (loop bound)
+    routes: routes ?? [],
+    agents: virtual.map((a, i) => ({ agent: a.name, agent_id: a.agentId, path: `${a.prefix}/`, routes: perAgent[i] ?? [] })),
   };
 }

@@ -22,11 +22,22 @@ export function logStartSummary(app: FastifyInstance, probed: boolean): void {
   const s = summarizeConfig(config);
   const listen = listenUrls(app);
   const backends = Object.keys(s.backends).length;
+  const agents = Object.keys(s.agents).length;
+  const agentsPart = agents === 0 ? '' : `, ${agents} virtual agent${agents === 1 ? '' : 's'} (${Object.keys(s.agents).join(', ')})`;
   // Client names and limits only: keys are never logged (README "Client keys").
   const clients = s.clients.length === 0 ? '' : `, ${s.clients.length} client${s.clients.length === 1 ? '' : 's'} (keys required)`;
   app.log.info(
-    { listen, version, routes: s.routes, backends: s.backends, replicas: s.replicas, store: s.store, ...(s.clients.length === 0 ? {} : { clients: s.clients }) },
-    `magma-gateway ${version} serving on ${listen.join(', ')}: ${s.routes.length} route${s.routes.length === 1 ? '' : 's'}, ` +
+    {
+      listen,
+      version,
+      routes: s.routes,
+      ...(agents === 0 ? {} : { agents: s.agents }),
+      backends: s.backends,
+      replicas: s.replicas,
+      store: s.store,
+      ...(s.clients.length === 0 ? {} : { clients: s.clients }),
+    },
+    `magma-gateway ${version} serving on ${listen.join(', ')}: ${s.routes.length} route${s.routes.length === 1 ? '' : 's'}${agentsPart}, ` +
       `${backends} backend${backends === 1 ? '' : 's'} (${s.replicas} replica${s.replicas === 1 ? '' : 's'}), store ${s.store}${clients}`,
   );
   for (const w of configWarnings(config)) app.log.warn({ path: w.path }, `config warning: ${formatWarning(w)}`);
@@ -40,11 +51,14 @@ export function logStartSummary(app: FastifyInstance, probed: boolean): void {
       );
     }
   }
-  for (const route of config.routes) {
-    if (runtime.routeBackends(route.name).some((b) => runtime.upstreams.isReady(b))) continue;
-    app.log.warn(
-      { route: route.name, backends: runtime.routeBackends(route.name) },
-      `route ${route.name} has no ready backend at start: /health answers 503 until one is`,
-    );
+  for (const agent of runtime.agents.all) {
+    for (const route of agent.routes.routes) {
+      if ([...route.backends].some((b) => runtime.upstreams.isReady(b))) continue;
+      const name = agent.virtual ? `agent ${agent.name} route ${route.name}` : `route ${route.name}`;
+      app.log.warn(
+        { ...(agent.virtual ? { agent: agent.name } : {}), route: route.name, backends: [...route.backends] },
+        `${name} has no ready backend at start: ${agent.prefix}/health answers 503 until one is`,
+      );
+    }
   }
 }

@@ -5,7 +5,7 @@
  *
  *   GET  /gateway/                      an index of these endpoints
  *   GET  /gateway/backends              each replica: url, state, last probe, info, in flight, last error
- *   GET  /gateway/routes                the routes as compiled, with which of their backends are ready
+ *   GET  /gateway/routes                the routes as compiled (each virtual agent's too), with which of their backends are ready
  *   GET  /gateway/config                the running config, secrets redacted (admin/redact.ts)
  *   POST /gateway/reload                re-read the config file: 200 {"reloaded": true, ...} or 400 with the reason
  *   GET  /gateway/experiments           the A/B and ensemble report (routes/experiments.ts)
@@ -14,14 +14,14 @@
 import type { FastifyInstance } from 'fastify';
 import { passthrough } from './admin-passthrough.js';
 import { redactConfig } from '../admin/redact.js';
-import { backendsView, routesView } from '../admin/views.js';
+import { agentsView, backendsView, routesView } from '../admin/views.js';
 import { reloadGateway } from '../reload.js';
 import { errorBody } from '../errors.js';
 
 /** What GET /gateway/ lists: every admin endpoint, so an operator (or a script) can find them from the root. */
 const ADMIN_ENDPOINTS = [
   { method: 'GET', path: '/gateway/backends', what: 'every replica: url, state, last probe, info, in flight, last error' },
-  { method: 'GET', path: '/gateway/routes', what: 'each route, its backends and whether it can serve' },
+  { method: 'GET', path: '/gateway/routes', what: 'each route (and each virtual agent\'s), its backends and whether it can serve' },
   { method: 'GET', path: '/gateway/config', what: 'the running config, secrets redacted' },
   { method: 'POST', path: '/gateway/reload', what: 're-read the config file' },
   { method: 'GET', path: '/gateway/experiments', what: 'the A/B and ensemble experiment report' },
@@ -40,7 +40,7 @@ export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions
 
   app.get('/gateway/backends', async () => ({ backends: backendsView(app.gateway.current) }));
 
-  app.get('/gateway/routes', async () => ({ routes: routesView(app.gateway.current) }));
+  app.get('/gateway/routes', async () => ({ routes: routesView(app.gateway.current), agents: agentsView(app.gateway.current) }));
 
   app.get('/gateway/config', async () => ({
     config_path: app.gateway.configPath ?? null,

@@ -27,16 +27,16 @@ import type { FastifyBaseLogger } from 'fastify';
 import { onClientGone } from '../abort.js';
 import type { Admission } from '../admission.js';
 import type { GatewayConfig } from '../config/schema.js';
-import type { GatewayState } from '../plugins/gateway.js';
+import type { GatewayState } from '../batch/gateway-state.js';
 import { answerHeaders, handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
 import { clientConnectionCap } from '../fd-limit.js';
 import { readServerTls } from '../config/tls-files.js';
 import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode } from '../errors.js';
-import { BATCH_ENDPOINT } from '../metrics.js';
 import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/access.js';
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
+import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
 
 
 /** What the front needs of the app, available once the app is built. */
@@ -111,13 +111,15 @@ export function createFrontServer(
       if (current !== front.opts) apply(front, current);
       if (h.draining()) res.shouldKeepAlive = false;
     }
-    if (h === undefined || h.closing() || req.method !== 'POST' || req.url !== BATCH_ENDPOINT) {
+    // '' is the default agent's /v1/responses, a name a virtual agent's (routes/agent-path.ts).
+    const agent = h === undefined || h.closing() || req.method !== 'POST' ? undefined : batchAgent(req.url ?? '');
+    if (h === undefined || agent === undefined) {
       if (pathKey !== undefined) rememberPathKey(req, pathKey);
       deadlines.track(req, res, () => bodyTimedOut(front, h, req, res, clientLabelOf(req)));
       fastifyHandler(req, res);
       return;
     }
-    serveBatch(front, h, req, res, pathKey);
+    serveBatch(front, h, req, res, agent, pathKey);
   };
   // https.Server is an http.Server for everything the front and fastify use (listen, close, the request events).
   const server: Server =
@@ -170,15 +172,25 @@ function bodyTimedOut(front: Front, h: FrontHost | undefined, req: IncomingMessa
     return;
   }
   const body = bodyDetail(front);
-  if (h !== undefined && req.url === BATCH_ENDPOINT) {
-    reply(h, res, 408, body, { connection: 'close' }, performance.now(), client);
+  const agent = h === undefined ? undefined : batchAgent(req.url ?? '');
+  if (h !== undefined && agent !== undefined) {
+    reply(h, res, endpointOf(agent), 408, body, { connection: 'close' }, performance.now(), client);
     return;
   }
   res.writeHead(408, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' });
   res.end(body);
 }
 
-function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: ServerResponse, pathKey: string | undefined): void {
+/** The `endpoint` label of a batch's HTTP metrics: fastify's route pattern, so names never become label values. */
+function endpointOf(agent: string): string {
+  return agent === '' ? BATCH_PATH : AGENT_BATCH_PATTERN;
+}
+
+/**
+ * `agent`: '' for the default agent, else a virtual agent's name as the URL has it (handleBatch looks it up);
+ * `pathKey`: the client key the address carried (`/k/<key>`), if any.
+ */
+function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, pathKey: string | undefined): void {
   const t0 = performance.now();
   const table = h.gateway.current.clients;
   // Without clients: and without a /k/ address, the one check a batch pays.
@@ -186,20 +198,20 @@ function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: Serve
   if (access !== undefined && !access.ok) {
     // For the log line's path: `/k/REDACTED/v1/responses`, as fastify's access log writes it.
     if (pathKey !== undefined) rememberPathKey(req, pathKey);
-    refused(h, req, res, access, t0);
+    refused(h, req, res, agent, access, t0);
     return;
   }
   const client = access?.client?.name;
   const label = client ?? ANONYMOUS;
   const declared = Number(req.headers['content-length']);
   if (declared > h.bodyLimit) {
-    tooLarge(h, req, res, t0, label);
+    tooLarge(h, req, res, agent, t0, label);
     return;
   }
   // A body of unknown length (chunked) is counted as it arrives and never waits: its size is not known
   // until it has been read.
   const known = Number.isFinite(declared);
-  const hold = h.admission.acquire(known ? declared : 0, (held) => receive(front, h, req, res, t0, known ? undefined : held, client));
+  const hold = h.admission.acquire(known ? declared : 0, (held) => receive(front, h, req, res, agent, t0, known ? undefined : held, client));
   // 'close' comes once, answered or not: the bytes are given back, or a client that left frees its place.
   res.once('close', () => hold.release());
 }
@@ -209,6 +221,7 @@ function receive(
   h: FrontHost,
   req: IncomingMessage,
   res: ServerResponse,
+  agent: string,
   t0: number,
   growing: { grow(bytes: number): void } | undefined,
   client: string | undefined,
@@ -231,7 +244,7 @@ function receive(
     if (size > h.bodyLimit) {
       stopped = true;
       chunks.length = 0;
-      tooLarge(h, req, res, t0, label);
+      tooLarge(h, req, res, agent, t0, label);
       return;
     }
     growing?.grow(chunk.length);
@@ -244,20 +257,29 @@ function receive(
     if (stopped) return;
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size); // chunks.length === 1 on this branch
     chunks.length = 0;
-    handleBatch(h.gateway, { body, headers: req.headers, log: h.log, onClientGone: (fn) => onClientGone(res, fn), client }).then(
-      (a) => reply(h, res, a.status, a.body, answerHeaders(a, performance.now() - t0), t0, label),
+    const endpoint = endpointOf(agent);
+    const ex = {
+      agent: agent === '' ? undefined : agent,
+      body,
+      headers: req.headers,
+      log: h.log,
+      onClientGone: (fn: () => void) => onClientGone(res, fn),
+      client,
+    };
+    handleBatch(h.gateway, ex).then(
+      (a) => reply(h, res, endpoint, a.status, a.body, answerHeaders(a, performance.now() - t0), t0, label),
       (err: unknown) => {
         h.log.error({ err }, 'internal error');
-        reply(h, res, 500, JSON.stringify(errorBody(internalCode(err), 'internal gateway error')), {}, t0, label);
+        reply(h, res, endpoint, 500, JSON.stringify(errorBody(internalCode(err), 'internal gateway error')), {}, t0, label);
       },
     );
   });
 }
 
-function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, t0: number, client: string): void {
+function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number, client: string): void {
   const detail = `request body exceeds server.body_limit_mb (${h.bodyLimitMb} MiB)`;
   // The rest of the body is not read: the connection closes after the answer.
-  reply(h, res, 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0, client);
+  reply(h, res, endpointOf(agent), 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0, client);
   req.resume();
 }
 
@@ -265,9 +287,9 @@ function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, t0: n
  * A missing, wrong or unexpected client key: what fastify's client-keys hook answers on every other path
  * (plugins/client-keys.ts), and its access-log line (plugins/access-log.ts), the key redacted.
  */
-function refused(h: FrontHost, req: IncomingMessage, res: ServerResponse, access: Extract<Access, { ok: false }>, t0: number): void {
+function refused(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, access: Extract<Access, { ok: false }>, t0: number): void {
   const label = accessLabel(access);
-  reply(h, res, access.status, JSON.stringify(errorBody(access.code, access.detail)), refusalHeaders(access), t0, label);
+  reply(h, res, endpointOf(agent), access.status, JSON.stringify(errorBody(access.code, access.detail)), refusalHeaders(access), t0, label);
   req.resume();
   const requestId = req.headers['x-request-id'];
   h.log.info(
@@ -275,7 +297,7 @@ function refused(h: FrontHost, req: IncomingMessage, res: ServerResponse, access
       status: access.status,
       method: req.method,
       path: loggableUrl(req, req.url ?? '/').slice(0, 256),
-      route: BATCH_ENDPOINT,
+      route: endpointOf(agent),
       request_id: typeof requestId === 'string' ? requestId.slice(0, 256) : undefined,
       remote: req.socket.remoteAddress,
       client: label,
@@ -288,6 +310,7 @@ function refused(h: FrontHost, req: IncomingMessage, res: ServerResponse, access
 function reply(
   h: FrontHost,
   res: ServerResponse,
+  endpoint: string,
   status: BatchAnswer['status'] | 401 | 404 | 408 | 413 | 500,
   body: string,
   headers: Record<string, string>,
@@ -303,5 +326,5 @@ function reply(
   res.writeHead(status, headers);
   res.end(body);
   // What plugins/http-metrics.ts records for fastify's routes.
-  h.gateway.metrics.observeHttp(BATCH_ENDPOINT, status, (performance.now() - t0) / 1000, client);
+  h.gateway.metrics.observeHttp(endpoint, status, (performance.now() - t0) / 1000, client);
 }

@@ -26,7 +26,9 @@ import { ATTR_BACKEND, ATTR_BACKENDS, ATTR_REQUEST_ID, ATTR_RUN_ID, ATTR_VIA, AT
 import type { TraceSpan } from '../tracing/trace-span.js';
 import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/exact-json.js';
 import { isJsonObject } from '../protocol/schemas.js';
+import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
+import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from './agent-path.js';
 import { send422 } from './validation-answer.js';
 import { errorBody } from '../errors.js';
 
@@ -44,12 +46,13 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
 
   async function session(
     runtime: GatewayRuntime,
+    agent: CompiledAgent,
     req: FastifyRequest<{ Params: { run_id: string } }>,
     reply: FastifyReply,
     method: 'PUT' | 'DELETE',
     span: TraceSpan,
   ): Promise<FastifyReply> {
-    const backends = coachingBackends(runtime);
+    const backends = coachingBackends(runtime, agent);
     if (backends.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
     const runId = req.params.run_id;
     // The session config is the agent's business: forwarded as the exact text that came.
@@ -86,8 +89,9 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
     return reply.code(answer.status).send(answer.body);
   }
 
-  async function coach(runtime: GatewayRuntime, req: FastifyRequest, reply: FastifyReply, span: TraceSpan): Promise<FastifyReply> {
-    const { memory_key: memoryKey } = runtime.config;
+  async function coach(runtime: GatewayRuntime, agent: CompiledAgent, req: FastifyRequest, reply: FastifyReply, span: TraceSpan): Promise<FastifyReply> {
+    const compiled = agent.routes;
+    const { memoryKey } = compiled;
     const text = typeof req.body === 'string' ? req.body : '';
     let parsed: ExactParse;
     try {
@@ -107,16 +111,16 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
     }
     const target = findTarget(body, memoryKey);
     if ('loc' in target) return send422(reply, [target]);
-    const capable = coachingBackends(runtime);
+    const capable = coachingBackends(runtime, agent);
     if (capable.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
 
     // A tag naming a backend the config no longer has cannot be followed: the rules decide, as in plan.ts.
-    const tagged = target.tag !== undefined && runtime.routes.backends.has(target.tag.backend) ? target.tag : undefined;
+    const tagged = target.tag !== undefined && compiled.backends.has(target.tag.backend) ? target.tag : undefined;
     const requestId = typeof body.request_id === 'string' ? body.request_id : '';
     const chosen =
       tagged ??
       ruleBackend(
-        runtime.routes,
+        compiled,
         target.input,
         requestId,
         req.headers,
@@ -168,19 +172,25 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
     return reply.send(r.body);
   }
 
-  // Each call counts as in flight on the runtime it started on, so a config reload drains it (runtime.ts), and
-  // is one server span of that runtime's tracing (the no-op span when tracing is off).
+  /**
+   * Each call counts as in flight on the runtime it started on, so a config reload drains it (runtime.ts), is one
+   * server span of that runtime's tracing (the no-op span when tracing is off), and uses the routes of the agent
+   * it was sent to, looked up on that runtime: `name` undefined is the default agent.
+   */
   async function onRuntime(
+    name: string | undefined,
     req: FastifyRequest,
     reply: FastifyReply,
     start: CoachingSpanStart,
-    fn: (runtime: GatewayRuntime, span: TraceSpan) => Promise<FastifyReply>,
+    fn: (runtime: GatewayRuntime, agent: CompiledAgent, span: TraceSpan) => Promise<FastifyReply>,
   ): Promise<FastifyReply> {
     const runtime = app.gateway.current;
     runtime.enter();
     const span = runtime.tracing.server(start.name, req.headers, start.attributes);
     try {
-      const answered = await fn(runtime, span);
+      const agent = runtime.agent(name);
+      if (agent === undefined) return sendUnknownAgent(reply, name);
+      const answered = await fn(runtime, agent, span);
       if (span.recording) traceCoachingStatus(span, reply.statusCode);
       return answered;
     } catch (err) {
@@ -192,14 +202,22 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
     }
   }
 
-  app.put<{ Params: { run_id: string } }>('/v1/coaching/sessions/:run_id', (req, reply) =>
-    onRuntime(req, reply, COACHING_SPANS.PUT, (rt, span) => session(rt, req, reply, 'PUT', span)),
-  );
-  app.delete<{ Params: { run_id: string } }>('/v1/coaching/sessions/:run_id', (req, reply) =>
-    onRuntime(req, reply, COACHING_SPANS.DELETE, (rt, span) => session(rt, req, reply, 'DELETE', span)),
-  );
-  app.post('/v1/coaching', (req, reply) => onRuntime(req, reply, COACHING_SPANS.coach, (rt, span) => coach(rt, req, reply, span)));
+  // The default agent's paths, then each virtual agent's under /agents/<name> (README "Virtual agents").
+  for (const prefix of ['', AGENT_PREFIX_PATTERN]) {
+    const agentOf = (params: Partial<AgentParams>): string | undefined => (prefix === '' ? undefined : params.agent);
+    app.put<{ Params: SessionParams }>(`${prefix}/v1/coaching/sessions/:run_id`, (req, reply) =>
+      onRuntime(agentOf(req.params), req, reply, COACHING_SPANS.PUT, (rt, agent, span) => session(rt, agent, req, reply, 'PUT', span)),
+    );
+    app.delete<{ Params: SessionParams }>(`${prefix}/v1/coaching/sessions/:run_id`, (req, reply) =>
+      onRuntime(agentOf(req.params), req, reply, COACHING_SPANS.DELETE, (rt, agent, span) => session(rt, agent, req, reply, 'DELETE', span)),
+    );
+    app.post<{ Params: Partial<AgentParams> }>(`${prefix}/v1/coaching`, (req, reply) =>
+      onRuntime(agentOf(req.params), req, reply, COACHING_SPANS.coach, (rt, agent, span) => coach(rt, agent, req, reply, span)),
+    );
+  }
 }
+
+type SessionParams = { run_id: string } & Partial<AgentParams>;
 
 // Default export so app.ts can register it with one `app.register(import(...))` line.
 export default coachingRoutes;

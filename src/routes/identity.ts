@@ -1,12 +1,16 @@
 /**
  * GET /health and GET /v1/info, as README "Point BENCH at the gateway" and "Coaching routing" describe them:
  * ready only when every route has a ready, compatible backend (and not while draining for shutdown);
- * capabilities other than inference true only when every backend reachable through routes has them.
+ * capabilities other than inference true only when every backend reachable through routes has them. The same
+ * per virtual agent at `/agents/<name>/health` and `/agents/<name>/v1/info`, over its own routes and identity
+ * (README "Virtual agents").
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AgentInfo } from '../protocol/types.js';
+import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { errorBody } from '../errors.js';
+import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from './agent-path.js';
 
 /** The plural or singular verb for a list of backend names. */
 function verb(names: readonly string[], one: string, many: string): string {
@@ -30,8 +34,9 @@ function coachingOffReason(infos: readonly { backend: string; info: AgentInfo | 
     : `no backend reachable through the routes supports coaching: ${parts.join('; ')}`;
 }
 
-function gatewayInfo(runtime: GatewayRuntime, agentVersion: string): AgentInfo {
-  const backends = runtime.reachableBackends();
+/** `agent`'s /v1/info: its identity, and the capabilities of the backends its own routes reach. */
+function gatewayInfo(runtime: GatewayRuntime, agent: CompiledAgent, agentVersion: string): AgentInfo {
+  const backends = agent.reachable;
   const infos = backends.map((b) => {
     const replicas = runtime.upstreams.backends.get(b)?.replicas ?? [];
     return { backend: b, info: (replicas.find((r) => r.state === 'ready') ?? replicas.find((r) => r.info))?.info };
@@ -51,8 +56,8 @@ function gatewayInfo(runtime: GatewayRuntime, agentVersion: string): AgentInfo {
   const reason = coaching ? null : coachingOffReason(infos);
   return {
     protocol_version: '2.0',
-    agent_id: runtime.config.agent.agent_id,
-    agent_version: runtime.config.agent.agent_version ?? agentVersion,
+    agent_id: agent.agentId,
+    agent_version: agent.agentVersion ?? agentVersion,
     capabilities,
     specialized_coaching: specialized,
     coaching_resume: coaching && infos.every(({ info }) => info?.coaching_resume === true),
@@ -65,17 +70,44 @@ interface IdentityOptions {
   draining?: () => boolean;
 }
 
+const SHUTTING_DOWN = 'shutting down: finishing the batches in flight';
+
 export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions): Promise<void> {
-  app.get('/health', async (_req, reply) => {
-    if (opts.draining?.() === true) return reply.code(503).send(errorBody('GATEWAY_ERR_NOT_READY', 'shutting down: finishing the batches in flight'));
-    const lacking = app.gateway.current.routesLackingBackend();
+  /**
+   * An agent's readiness: every route of it has a ready backend. The root path without a default agent (only
+   * virtual agents configured) is the gateway's own readiness, which load balancers probe: ready unless it
+   * drains, so that one agent's backends being down takes no other agent's traffic off this replica.
+   */
+  function health(agent: CompiledAgent | undefined, reply: FastifyReply): FastifyReply | { status: 'ready' } {
+    if (opts.draining?.() === true) return reply.code(503).send(errorBody('GATEWAY_ERR_NOT_READY', SHUTTING_DOWN));
+    const lacking = agent === undefined ? [] : app.gateway.current.routesLackingBackend(agent);
     if (lacking.length > 0) {
       return reply
         .code(503)
         .send(errorBody('GATEWAY_ERR_NOT_READY', `not ready: no ready, compatible backend for route(s) ${lacking.join(', ')}`));
     }
     return { status: 'ready' };
+  }
+
+  app.get('/health', async (_req, reply) => health(app.gateway.current.agents.root, reply));
+
+  app.get('/v1/info', async (_req, reply) => {
+    const runtime = app.gateway.current;
+    const agent = runtime.agents.root;
+    if (agent === undefined) return sendUnknownAgent(reply, undefined);
+    return gatewayInfo(runtime, agent, app.gateway.version);
   });
 
-  app.get('/v1/info', async () => gatewayInfo(app.gateway.current, app.gateway.version));
+  app.get<{ Params: AgentParams }>(`${AGENT_PREFIX_PATTERN}/health`, async (req, reply) => {
+    const agent = app.gateway.current.agents.virtual.get(req.params.agent);
+    if (agent === undefined) return sendUnknownAgent(reply, req.params.agent);
+    return health(agent, reply);
+  });
+
+  app.get<{ Params: AgentParams }>(`${AGENT_PREFIX_PATTERN}/v1/info`, async (req, reply) => {
+    const runtime = app.gateway.current;
+    const agent = runtime.agents.virtual.get(req.params.agent);
+    if (agent === undefined) return sendUnknownAgent(reply, req.params.agent);
+    return gatewayInfo(runtime, agent, app.gateway.version);
+  });
 }

@@ -1,13 +1,15 @@
 /**
- * POST /v1/responses as a fastify route (README "What happens to a batch"). The listening server answers this path on its raw
+ * POST /v1/responses and POST /agents/<name>/v1/responses (README "Virtual agents") as fastify routes (README
+ * "What happens to a batch"). The listening server answers these paths on its raw
  * front (routes/batch-front.ts) without entering fastify; this route serves what reaches fastify anyway:
  * `app.inject()`, and requests the front leaves to fastify (a query string, a gateway that is closing).
  * Both call the same handleBatch.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { onClientGone } from '../abort.js';
 import { answerHeaders, handleBatch } from '../batch/handle-batch.js';
 import { clientNameOf } from './request-client.js';
+import { AGENT_BATCH_PATTERN, BATCH_PATH, type AgentParams } from './agent-path.js';
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
   // In this route's scope the body stays raw bytes: hashed for replay and, when a sub-request is the whole
@@ -21,8 +23,9 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
     return payload;
   });
 
-  app.post('/v1/responses', async (req, reply) => {
+  const batch = async (agent: string | undefined, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const a = await handleBatch(app.gateway, {
+      agent,
       body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
       headers: req.headers,
       log: req.log,
@@ -35,5 +38,8 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       .headers(answerHeaders(a, reply.elapsedTime))
       .header('content-type', 'application/json')
       .send(a.body);
-  });
+  };
+  app.post(BATCH_PATH, (req, reply) => batch(undefined, req, reply));
+  // A virtual agent's batches (README "Virtual agents"); handleBatch answers 404 for a name the config lacks.
+  app.post<{ Params: AgentParams }>(AGENT_BATCH_PATTERN, (req, reply) => batch(req.params.agent, req, reply));
 }

@@ -2,7 +2,7 @@
  * The config's routes compiled once for the hot path: matchers built, members in file order, each route's set
  * of backends precomputed. A compiled config is immutable and shared by every request.
  */
-import type { GatewayConfig, RouteConfig } from '../config/schema.js';
+import { ROOT_AGENT, type GatewayConfig, type RouteConfig } from '../config/schema.js';
 import type { AgentInput } from '../protocol/types.js';
 import { compileMatch, type Headers, type Matcher } from './match.js';
 import { formatPath, isCatchAll, routeProblems } from '../config/route-problems.js';
@@ -33,6 +33,8 @@ export interface CompiledRoute {
 }
 
 export interface CompiledRoutes {
+  /** The agent these routes belong to (README "Virtual agents"): ROOT_AGENT, or a virtual agent's name. */
+  readonly agent: string;
   readonly routes: readonly CompiledRoute[];
   readonly memoryKey: string;
   /** Every configured backend name. */
@@ -53,22 +55,39 @@ export function routeBackends(route: RouteConfig): string[] {
   return [...new Set([...members(route).map((m) => m.name), ...route.fallback])];
 }
 
-/**
- * Compile the routes of a validated config. Throws when the route invariants (validate.ts) do not hold, which
- * loadConfigFile has already ruled out with located messages; this guards configs built in code (tests, tools).
- */
-export function compileRoutes(config: GatewayConfig): CompiledRoutes {
+/** The route invariants of a config built in code (loadConfigFile has already reported them with locations). */
+export function assertRouteInvariants(config: GatewayConfig): void {
   const problems = routeProblems(config, config.memory_key);
   if (problems.length > 0) {
     const lines = problems.map((p) => `${formatPath(p.path)}: ${p.message}`);
     throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid routes:\n  ${lines.join('\n  ')}`);
   }
-  const routes = config.routes.map(
+}
+
+/**
+ * Compile the top-level routes (the default agent) of a validated config. Throws when the route invariants
+ * (route-problems.ts) do not hold, which loadConfigFile has already ruled out with located messages; this
+ * guards configs built in code (tests, tools). The gateway compiles every agent with routing/agents.ts.
+ */
+export function compileRoutes(config: GatewayConfig): CompiledRoutes {
+  assertRouteInvariants(config);
+  if (config.routes.length === 0) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'invalid routes: the config has no top-level routes');
+  return compileRouteTable(ROOT_AGENT, config.routes, config.memory_key, Object.keys(config.backends));
+}
+
+/** One agent's route table, already checked (assertRouteInvariants): compiled once, immutable. */
+export function compileRouteTable(
+  agent: string,
+  table: readonly RouteConfig[],
+  memoryKey: string,
+  backendNames: readonly string[],
+): CompiledRoutes {
+  const routes = table.map(
     (route, index): CompiledRoute =>
       Object.freeze({
         name: route.name,
         index,
-        matches: compileMatch(route.match, config.memory_key),
+        matches: compileMatch(route.match, memoryKey),
         catchAll: isCatchAll(route),
         sticky: route.sticky,
         kind: route.backend !== undefined ? 'backend' : route.split !== undefined ? 'split' : 'ensemble',
@@ -79,9 +98,10 @@ export function compileRoutes(config: GatewayConfig): CompiledRoutes {
       }),
   );
   return Object.freeze({
+    agent,
     routes: Object.freeze(routes),
-    memoryKey: config.memory_key,
-    backends: new Set(Object.keys(config.backends)),
+    memoryKey,
+    backends: new Set(backendNames),
   });
 }
 

@@ -16,6 +16,9 @@ test('every shipped config loads without problems or warnings', () => {
     assert.deepEqual(configWarnings(config), [], file);
   }
   assert.ok(loadConfigFile('config/examples/full.yaml', { GATEWAY_ADMIN_TOKEN: 't', QWEN_TOKEN: 'q' }));
+  const agents = loadConfigFile('config/examples/virtual-agents.yaml', {});
+  assert.deepEqual(configWarnings(agents), [], 'config/examples/virtual-agents.yaml');
+  assert.deepEqual(Object.keys(agents.agents), ['ab-kitchen', 'gen-sampling'], 'the virtual agents example serves two agents');
 });
 
 test('the single-container config reads its backend from AGENT_URL, with a default for docker run alone', () => {

@@ -96,7 +96,7 @@ describe('monitoring stack files', () => {
   });
 
   it('every depends_on names a service, and a health condition a service with a healthcheck', () => {
-    assert.deepEqual(Object.keys(services).sort(), ['actor', 'gateway', 'grafana', 'prometheus', 'redis', 'talker']);
+    assert.deepEqual(Object.keys(services).sort(), ['actor', 'gateway', 'grafana', 'jaeger', 'prometheus', 'redis', 'talker']);
     for (const [name, s] of Object.entries(services)) {
       for (const [dep, { condition }] of Object.entries(s.depends_on)) {
         assert.ok(condition !== 'service_healthy' || svc(dep).healthcheck, `${name} waits for ${dep} to be healthy: no healthcheck`);
@@ -237,7 +237,7 @@ describe('monitoring stack files', () => {
       assert.deepEqual(quantiles.sort(), ['0.5', '0.95', '0.99'], `${metric} p50/p95/p99`);
     }
     assert.match(all, /by \(backend, le\) \(rate\(magma_gateway_backend_request_duration_seconds_bucket/, 'backend latency per backend');
-    assert.match(all, /by \(route, backend, outcome\) \([^\n]*magma_gateway_execution_feedback_total/, 'feedback by arm (route, backend) and outcome');
+    assert.match(all, /by \(agent, route, backend, outcome\) \([^\n]*magma_gateway_execution_feedback_total/, 'feedback by agent, arm (route, backend) and outcome');
   });
 
   it('dashboard panels have unique ids and fit the 24-column grid without overlapping', () => {

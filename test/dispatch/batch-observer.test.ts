@@ -15,9 +15,9 @@ async function value(m: GatewayMetrics, name: string, labels: Record<string, str
   return hit?.value ?? 0;
 }
 
-test('each batch event moves its own series', async () => {
+test('each batch event moves its own series, labelled with the batch\'s agent', async () => {
   const m = new GatewayMetrics({ defaultMetrics: false });
-  const o = new MetricsBatchObserver(m);
+  const o = new MetricsBatchObserver(m, 'kitchen');
   o.legRouted('r', 'a');
   o.candidatesFilled('r', 'a', 'completed', 3);
   o.candidatesFilled('r', 'a', 'error', 2);
@@ -27,11 +27,11 @@ test('each batch event moves its own series', async () => {
   o.budgetExhausted('b');
   o.attemptEnded('a', 'ok', 1500);
   o.attemptEnded('a', 'gateway_overloaded');
-  assert.equal(await value(m, 'magma_gateway_inputs_total', { route: 'r', backend: 'a' }), 1);
-  assert.equal(await value(m, 'magma_gateway_candidates_total', { route: 'r', backend: 'a', status: 'completed' }), 3);
-  assert.equal(await value(m, 'magma_gateway_candidates_total', { route: 'r', backend: 'a', status: 'error' }), 2);
-  assert.equal(await value(m, 'magma_gateway_candidate_errors_total', { backend: 'a', code: 'gateway_backend_timeout' }), 2);
-  assert.equal(await value(m, 'magma_gateway_fallbacks_total', { route: 'r', from: 'a', to: 'b' }), 1);
+  assert.equal(await value(m, 'magma_gateway_inputs_total', { agent: 'kitchen', route: 'r', backend: 'a' }), 1);
+  assert.equal(await value(m, 'magma_gateway_candidates_total', { agent: 'kitchen', route: 'r', backend: 'a', status: 'completed' }), 3);
+  assert.equal(await value(m, 'magma_gateway_candidates_total', { agent: 'kitchen', route: 'r', backend: 'a', status: 'error' }), 2);
+  assert.equal(await value(m, 'magma_gateway_candidate_errors_total', { agent: 'kitchen', backend: 'a', code: 'gateway_backend_timeout' }), 2);
+  assert.equal(await value(m, 'magma_gateway_fallbacks_total', { agent: 'kitchen', route: 'r', from: 'a', to: 'b' }), 1);
   assert.equal(await value(m, 'magma_gateway_retries_total', { backend: 'a' }), 1);
   assert.equal(await value(m, 'magma_gateway_retry_budget_exhausted_total', { backend: 'b' }), 1);
   assert.equal(await value(m, 'magma_gateway_backend_requests_total', { backend: 'a', outcome: 'ok' }), 1);
@@ -44,15 +44,15 @@ test('each batch event moves its own series', async () => {
 
 test('a backend inventing error codes is capped; the gateway\'s own codes are counted as they are', async () => {
   const m = new GatewayMetrics({ defaultMetrics: false });
-  const o = new MetricsBatchObserver(m);
+  const o = new MetricsBatchObserver(m, 'kitchen');
   for (let i = 0; i < MAX_CODES_PER_BACKEND + 5; i++) o.backendError('a', `code_${i}`);
   const data = await m.registry.getSingleMetric('magma_gateway_candidate_errors_total')!.get();
   const codes = new Set(data.values.filter((v) => v.labels.backend === 'a').map((v) => v.labels.code));
   assert.equal(codes.size, MAX_CODES_PER_BACKEND + 1, 'the first codes, then one overflow label');
   assert.ok(codes.has('code_0'));
   assert.ok(codes.has('other'));
-  assert.equal(await value(m, 'magma_gateway_candidate_errors_total', { backend: 'a', code: 'other' }), 5);
+  assert.equal(await value(m, 'magma_gateway_candidate_errors_total', { agent: 'kitchen', backend: 'a', code: 'other' }), 5);
   o.gatewayErrors('a', 'gateway_overloaded', 2);
-  assert.equal(await value(m, 'magma_gateway_candidate_errors_total', { backend: 'a', code: 'gateway_overloaded' }), 2);
+  assert.equal(await value(m, 'magma_gateway_candidate_errors_total', { agent: 'kitchen', backend: 'a', code: 'gateway_overloaded' }), 2);
   assert.equal(codes.has(`code_${MAX_CODES_PER_BACKEND + 4}`), false);
 });

@@ -25,10 +25,10 @@ test('shadow answers are compared with the primary decision and counted as agree
   });
   const res = await gw.post({ request_id: 'sh', inputs: [mkInput(1, { memory: { _gateway: { backend: 'prim', route: 'default' }, k: 1 } }), mkInput(2)] });
   assert.deepEqual((res.json as Cand[]).map((c) => c.output!.say), ['prim:1:0', 'prim:2:0']);
-  await waitFor('two disagreements counted', async () => /shadow_agreement_total\{route="default",backend="diff",agreed="false"\} 2/.test(await metricsOf(gw.url)), { timeoutMs: 3000 });
+  await waitFor('two disagreements counted', async () => /shadow_agreement_total\{agent="default",route="default",backend="diff",agreed="false"\} 2/.test(await metricsOf(gw.url)), { timeoutMs: 3000 });
   const m = await metricsOf(gw.url);
-  assert.match(m, /magma_gateway_shadow_agreement_total\{route="default",backend="same",agreed="true"\} 2/);
-  assert.match(m, /magma_gateway_shadow_requests_total\{route="default",backend="same",outcome="ok"\} 1/);
+  assert.match(m, /magma_gateway_shadow_agreement_total\{agent="default",route="default",backend="same",agreed="true"\} 2/);
+  assert.match(m, /magma_gateway_shadow_requests_total\{agent="default",route="default",backend="same",outcome="ok"\} 1/);
   // The shadow saw the input without the gateway's memory key.
   const sent = same.requestsTo('/v1/responses')[0]!.body as { inputs: { memory: Record<string, unknown> }[] };
   assert.deepEqual(sent.inputs[0]!.memory, { k: 1 });
@@ -52,8 +52,8 @@ test('a hanging shadow does not delay the answer, and past shadow_max_in_flight 
   // The two shadows sent still hang (they end only at timeout_s, 30 s): the four answers did not wait for them.
   await waitFor('the two shadows sent hanging at the shadow backend', () => hang.inFlight === 2);
   const m = await metricsOf(gw.url);
-  assert.match(m, /magma_gateway_shadow_requests_total\{route="default",backend="hang",outcome="dropped"\} 2/);
-  assert.doesNotMatch(m, /magma_gateway_shadow_requests_total\{route="default",backend="hang",outcome="(ok|failed|invalid)"\} [1-9]/);
+  assert.match(m, /magma_gateway_shadow_requests_total\{agent="default",route="default",backend="hang",outcome="dropped"\} 2/);
+  assert.doesNotMatch(m, /magma_gateway_shadow_requests_total\{agent="default",route="default",backend="hang",outcome="(ok|failed|invalid)"\} [1-9]/);
 });
 
 test('a failing shadow changes nothing in the answer', async (t) => {

@@ -197,7 +197,7 @@ test('execution feedback metric: by the incoming tag, bounded labels, no `other`
   const got = series(metricsText, 'magma_gateway_execution_feedback_total');
   const want = new Map<string, number>();
   const put = (route: string, backend: string, outcome: string, n: number): void => {
-    want.set([`backend="${backend}"`, `outcome="${outcome}"`, `route="${route}"`].join(','), n);
+    want.set(['agent="default"', `backend="${backend}"`, `outcome="${outcome}"`, `route="${route}"`].join(','), n);
   };
   put('ab', 'a', 'tool_succeeded', 3);
   put('ab', 'a', 'tool_failed', 2);

@@ -29,6 +29,7 @@ const REPORT: ExperimentsReport = {
   generated_at: '2025-01-01T00:00:00.000Z',
   store: 'redis',
   latency_note: 'approximate',
+  agents: [],
   routes: [
     {
       route: 'ab',

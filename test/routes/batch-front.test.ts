@@ -8,6 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { after, test } from 'node:test';
 import { request } from 'undici';
+import { stringify } from 'yaml';
+import { Admission } from '../../src/admission.js';
+import { buildApp } from '../../src/app.js';
+import { parseConfigText } from '../../src/config/load.js';
 import { createFrontServer, type FrontHost } from '../../src/routes/batch-front.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
@@ -109,4 +113,46 @@ test('the server keeps connections alive for the configured time, like the serve
   const { gw } = await agentAndGateway();
   assert.equal(gw.app.server.keepAliveTimeout, 72_000);
   assert.equal(gw.app.server.requestTimeout, 0);
+});
+
+test('a virtual agent\'s batch path is answered on the front itself; its other URLs and paths go to fastify', async () => {
+  const a = await startFakeAgent({ name: 'lab' });
+  const config = parseConfigText(
+    stringify({ probe_interval_s: 3600, backends: { lab: { url: a.url } }, agents: { lab: { routes: [{ name: 'main', backend: 'lab' }] } } }),
+    'front-agents.yaml',
+    {},
+  );
+  const app = await buildApp({ config, logger: false, defaultMetrics: false });
+  await app.ready();
+  const fastifyStub: RequestListener = (_req, res) => {
+    res.end('fastify');
+  };
+  const host: FrontHost = {
+    gateway: app.gateway,
+    log: app.log,
+    bodyLimit: 1024 * 1024,
+    bodyLimitMb: 1,
+    admission: new Admission(() => 1024 * 1024, () => undefined),
+    closing: () => false,
+    draining: () => false,
+  };
+  const server = createFrontServer(fastifyStub, () => host, config.server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanup.push(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await app.close();
+    await a.close();
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const body = JSON.stringify({ request_id: 'fa1', inputs: [mkInput(1)] });
+  const served = await fetch(`${url}/agents/lab/v1/responses`, { method: 'POST', body });
+  assert.equal(served.status, 200);
+  assert.equal(((await served.json()) as Cand[])[0]!.memory.seen_by, 'lab');
+  const unknown = await fetch(`${url}/agents/nope/v1/responses`, { method: 'POST', body });
+  assert.equal(unknown.status, 404, 'the front answers an unknown agent itself');
+  assert.equal(((await unknown.json()) as { code: string }).code, 'GATEWAY_ERR_UNKNOWN_AGENT');
+  for (const [method, path] of [['POST', '/agents/lab/v1/responses?x=1'], ['POST', '/agents/%6Cab/v1/responses'], ['GET', '/agents/lab/v1/responses'], ['POST', '/agents/lab/v1/info']] as const) {
+    const res = await fetch(`${url}${path}`, { method, body: method === 'POST' ? body : undefined });
+    assert.equal(await res.text(), 'fastify', `${method} ${path}`);
+  }
 });

@@ -218,7 +218,7 @@ test('a failing backend falls back along the route fallback list', async () => {
   assert.deepEqual(cands.map((c) => c.output!.say), ['good:1:0', 'good:2:0', 'good:2:1']);
   assert.equal(cands[0]!.memory._gateway!.backend, 'good');
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-  assert.match(metrics, /magma_gateway_fallbacks_total\{route="default",from="bad",to="good"\} 2/);
+  assert.match(metrics, /magma_gateway_fallbacks_total\{agent="default",route="default",from="bad",to="good"\} 2/);
 });
 
 test('a connect failure is retried on another replica of the same backend', async () => {

@@ -124,7 +124,7 @@ test('an endless shadow: clients get their answers, the shadow counts a failure,
     assert.deepEqual((res.json as Cand[]).map((c) => c.memory._gateway?.backend), ['prim', 'prim']);
   }
   await waitFor('three shadow failures counted', async () =>
-    /magma_gateway_shadow_requests_total\{route="default",backend="huge",outcome="failed"\} 3/.test(await metricsOf(gw.url)),
+    /magma_gateway_shadow_requests_total\{agent="default",route="default",backend="huge",outcome="failed"\} 3/.test(await metricsOf(gw.url)),
   );
   await waitFor('every shadow answer closed', () => huge.closes() === 3);
   const res = await gw.post({ request_id: 'shadow-after', inputs: [mkInput(1)] });
