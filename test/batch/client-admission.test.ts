@@ -111,7 +111,7 @@ for (const [front, path] of [['the raw front', '/v1/responses'], ['fastify', '/v
     assert.equal((await first).status, 200);
     assert.equal(await metric(gw, 'magma_gateway_client_limit_overloaded_total{client="team-a",limit="batches_in_flight"}'), 1);
     assert.equal(await metric(gw, 'magma_gateway_client_limit_waits_total{client="team-a",limit="batches_in_flight"}'), 1);
-    assert.equal(await metric(gw, 'magma_gateway_candidate_errors_total{backend="g",code="gateway_overloaded"}'), 3);
+    assert.equal(await metric(gw, 'magma_gateway_candidate_errors_total{agent="default",backend="g",code="gateway_overloaded"}'), 3);
   });
 }
 
