@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { runChecks } from '../../src/commands/check.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { http } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
@@ -251,4 +252,12 @@ test('without top-level routes, / has no default agent: batches and /v1/info are
   await waitFor('agent solo ready again', async () => (await http(`${only.url}/agents/solo/health`)).status === 200);
   const served = await http(`${only.url}/agents/solo/v1/responses`, { method: 'POST', body });
   assert.equal(served.status, 200, served.text);
+});
+
+test('a virtual agent\'s address passes the conformance probe, as BENCH would use it (trailing slash too)', async () => {
+  for (const address of [`${gw.url}/agents/lab`, `${gw.url}/agents/ab-kitchen/`]) {
+    const results = await runChecks(address, { timeoutMs: 5000 });
+    assert.deepEqual(results.filter((r) => !r.ok), [], address);
+    assert.ok(results.length > 5);
+  }
 });
