@@ -7,6 +7,7 @@
  *   after it could never be chosen, and without one an input could have no route at all;
  * - a fallback or shadow list names a backend once;
  * - globs and regexes compile; no match key reads the gateway's own memory key.
+ * - no virtual agent is named `__proto__`, which zod's records drop silently.
  *
  * It reads the config leniently (the raw YAML value, before or after the schema), so the loader reports these
  * problems together with schema problems, and compileRoutes checks the same invariants for configs built in code.
@@ -64,6 +65,8 @@ export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
     });
   }
   for (const [name, agent] of Object.entries(agents ?? {})) {
+    // zod's records drop this key without a word (assigning it would replace the prototype): say so here.
+    if (name === '__proto__') out.push({ path: ['agents', name], atKey: true, message: '"__proto__" is reserved: choose another name' });
     if (!isJsonObject(agent) || !Array.isArray(agent.routes)) continue; // the schema reports it
     const key = typeof agent.memory_key === 'string' ? agent.memory_key : memoryKey;
     out.push(...tableProblems(agent.routes, ['agents', name, 'routes'], defined, key));

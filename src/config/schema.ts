@@ -219,10 +219,17 @@ const identitySchema = z
   .prefault({});
 
 /**
+ * Longest virtual agent name: it is a URL path segment, and fastify's router takes path parameters of at most
+ * 100 characters; a bound below that keeps both fronts (routes/agent-path.ts) answering every URL alike.
+ */
+export const MAX_AGENT_NAME_LENGTH = 64;
+
+/**
  * A virtual agent's name: a backend/route name that can also be a URL path segment (`/agents/<name>/...`) and
  * is not the root agent's metric label.
  */
 const agentName = name
+  .max(MAX_AGENT_NAME_LENGTH, `at most ${MAX_AGENT_NAME_LENGTH} characters (it is a URL path segment)`)
   .refine((s) => s !== ROOT_AGENT, `"${ROOT_AGENT}" is the metric label of the top-level routes (the agent at /): choose another name`)
   .refine((s) => !/^\.+$/.test(s), 'a name of only dots is not a usable URL path segment');
 
@@ -397,11 +404,9 @@ export const configSchema = z.strictObject({
   agents: z
     .record(agentName, virtualAgentSchema)
     .default({})
-    .transform((agents) => {
-      const out: Record<string, z.output<typeof virtualAgentSchema> & { agent: { agent_id: string } }> = {};
-      for (const [n, a] of Object.entries(agents)) out[n] = { ...a, agent: { ...a.agent, agent_id: a.agent.agent_id ?? n } };
-      return out;
-    }),
+    .transform((agents) =>
+      Object.fromEntries(Object.entries(agents).map(([n, a]) => [n, { ...a, agent: { ...a.agent, agent_id: a.agent.agent_id ?? n } }])),
+    ),
 });
 
 export type GatewayConfig = z.output<typeof configSchema>;

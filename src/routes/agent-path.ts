@@ -6,6 +6,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { unknownAgentDetail } from '../batch/handle-batch.js';
+import { MAX_AGENT_NAME_LENGTH } from '../config/schema.js';
 import { errorBody } from '../errors.js';
 import { AGENT_BATCH_ENDPOINT, BATCH_ENDPOINT } from '../metrics.js';
 
@@ -29,14 +30,16 @@ function isNameChar(c: number): boolean {
 
 /**
  * The agent a batch URL is for: `''` for the default agent's `/v1/responses`, the name for
- * `/agents/<name>/v1/responses`, undefined for any other URL (another path, a query string, a percent-encoded
- * or dot-only segment), which fastify then answers by its own rules. Only names a config could hold are taken,
- * so both fronts answer every URL alike: fastify's router decodes and normalises what this leaves to it.
+ * `/agents/<name>/v1/responses`, undefined for any other URL (another path, a query string, a percent-encoded,
+ * dot-only or over-long segment), which fastify then answers by its own rules. Only names a config could hold
+ * are taken, so both fronts answer every URL alike: fastify's router decodes and normalises what this leaves to
+ * it.
  */
 export function batchAgent(url: string): string | undefined {
   if (url === BATCH_PATH) return '';
   const end = url.length - BATCH_PATH.length;
-  if (end <= AGENTS.length || !url.startsWith(AGENTS) || !url.endsWith(BATCH_PATH)) return undefined;
+  const length = end - AGENTS.length;
+  if (length <= 0 || length > MAX_AGENT_NAME_LENGTH || !url.startsWith(AGENTS) || !url.endsWith(BATCH_PATH)) return undefined;
   let dotsOnly = true;
   for (let i = AGENTS.length; i < end; i++) {
     const c = url.charCodeAt(i);

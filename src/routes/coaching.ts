@@ -34,6 +34,9 @@ import { errorBody } from '../errors.js';
 
 const NO_COACHING = 'no coaching-capable backend';
 
+/** A session path's parameters: the run, and on a virtual agent's path its name. */
+type SessionParams = { run_id: string } & Partial<AgentParams>;
+
 /** A signal that aborts when the client goes away before the answer is written (see onClientGone). */
 function clientGone(reply: FastifyReply): { signal: AbortLike; done: () => void } {
   const signal = new BatchSignal();
@@ -81,7 +84,7 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
     gone.done();
     const answer = aggregate(method, runId, outcomes);
     req.log.info(
-      { run_id: runId, method, backends: Object.fromEntries(outcomes.map((o) => [o.backend, o.status])) },
+      { run_id: runId, agent: agent.name, method, backends: Object.fromEntries(outcomes.map((o) => [o.backend, o.status])) },
       'coaching session',
     );
     reply.header('x-request-id', headers['x-request-id']);
@@ -162,7 +165,7 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
     }, span);
     gone.done();
     req.log.info(
-      { run_id: runId, backend, replica: replica.id, via, target_step: target.stepIndex, tags_stripped: stripped, status: r.status },
+      { run_id: runId, agent: agent.name, backend, replica: replica.id, via, target_step: target.stepIndex, tags_stripped: stripped, status: r.status },
       'coaching request',
     );
     reply.header('x-request-id', headers['x-request-id']);
@@ -217,7 +220,6 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
   }
 }
 
-type SessionParams = { run_id: string } & Partial<AgentParams>;
 
 // Default export so app.ts can register it with one `app.register(import(...))` line.
 export default coachingRoutes;

@@ -72,6 +72,16 @@ test('"default" is refused as an agent name: it is the root agent\'s label', () 
   assert.deepEqual(got, ['7:3 agents.default: "default" is the metric label of the top-level routes (the agent at /): choose another name']);
 });
 
+test('an agent name longer than 64 characters is refused', () => {
+  const got = problems(yaml(...BACKENDS, ...ROUTES, 'agents:', `  ${'k'.repeat(65)}: { routes: [{ name: m, backend: qwen }] }`));
+  assert.deepEqual(got, [`7:3 agents.${'k'.repeat(65)}: at most 64 characters (it is a URL path segment)`]);
+});
+
+test('an agent named __proto__ is refused rather than lost', () => {
+  const got = problems(yaml(...BACKENDS, ...ROUTES, 'agents:', '  __proto__: { routes: [{ name: m, backend: gpt }] }'));
+  assert.deepEqual(got, ['7:3 agents.__proto__: "__proto__" is reserved: choose another name']);
+});
+
 test('a name of only dots is refused: it is no usable path segment', () => {
   const got = problems(yaml(...BACKENDS, ...ROUTES, 'agents:', '  "..": { routes: [{ name: m, backend: qwen }] }'));
   assert.deepEqual(got, ['7:3 agents[".."]: a name of only dots is not a usable URL path segment']);

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { MAX_AGENT_NAME_LENGTH } from '../../src/config/schema.js';
 import { batchAgent } from '../../src/routes/agent-path.js';
 
 test('the default agent\'s batch path is the empty name, a virtual agent\'s batch path its name', () => {
@@ -35,9 +36,10 @@ test('other URLs are left to fastify: other paths, query strings, empty, encoded
   }
 });
 
-test('a long path without the batch suffix, or with a bad character anywhere, is refused whole', () => {
-  const long = 'a'.repeat(100_000);
-  assert.equal(batchAgent(`/agents/${long}/v1/responses`), long);
-  assert.equal(batchAgent(`/agents/${long}`), undefined);
-  assert.equal(batchAgent(`/agents/${long}:${long}/v1/responses`), undefined);
+test('a name longer than any agent name can be, or with a bad character anywhere, is left to fastify', () => {
+  const longest = 'a'.repeat(MAX_AGENT_NAME_LENGTH);
+  assert.equal(batchAgent(`/agents/${longest}/v1/responses`), longest);
+  assert.equal(batchAgent(`/agents/${longest}a/v1/responses`), undefined);
+  assert.equal(batchAgent(`/agents/${'a'.repeat(100_000)}/v1/responses`), undefined);
+  assert.equal(batchAgent(`/agents/ab:c/v1/responses`), undefined);
 });
