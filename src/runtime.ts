@@ -14,8 +14,8 @@ import { Prober } from './upstream/prober.js';
 import { SharedEjections } from './upstream/shared-ejections.js';
 import { Upstreams } from './upstream/upstreams.js';
 import type { Store } from './state/index.js';
-import { createTracing } from './tracing/otel-tracing.js';
-import type { Tracing } from './tracing/trace-span.js';
+import { loadTracing } from './tracing/load-tracing.js';
+import { NOOP_TRACING, type Tracing } from './tracing/trace-span.js';
 import { ClientTable } from './clients/client-table.js';
 
 export class GatewayRuntime {
@@ -25,11 +25,13 @@ export class GatewayRuntime {
   readonly prober: Prober;
   readonly budget: RetryBudget;
   readonly shadows: ShadowLimiter;
-  /** This config's tracing (README "Tracing"): the no-op one unless tracing.otlp_endpoint is set. */
-  readonly tracing: Tracing;
   /** Client keys (README "Client keys"); undefined without `clients:`, when every agent endpoint is open. */
   readonly clients: ClientTable | undefined;
   private readonly ejections: SharedEjections | undefined;
+  private readonly log: Logger;
+  /** Written once, by startTracing. */
+  private currentTracing: Tracing = NOOP_TRACING;
+  private tracingStarted: Promise<void> | undefined;
   private active = 0;
   private drained: (() => void) | undefined;
 
@@ -39,7 +41,7 @@ export class GatewayRuntime {
     log: Logger,
     store?: Store,
     /** The gateway's version, the traces' service.version. */
-    version = '0.0.0',
+    private readonly version = '0.0.0',
   ) {
     this.agents = compileAgents(config);
     metrics.initSeries(config, routeBackends);
@@ -48,8 +50,24 @@ export class GatewayRuntime {
     this.prober = new Prober(this.upstreams, config, metrics, log);
     this.budget = new RetryBudget(config.retry_budget.ratio, config.retry_budget.min);
     this.shadows = new ShadowLimiter(config.shadow_max_in_flight);
-    this.tracing = createTracing(config.tracing, { version, log });
     this.clients = config.clients === undefined ? undefined : new ClientTable(config.clients);
+    this.log = log;
+  }
+
+  /**
+   * This config's tracing (README "Tracing"): the no-op one until startTracing has run, and for good unless
+   * tracing.otlp_endpoint is set.
+   */
+  get tracing(): Tracing {
+    return this.currentTracing;
+  }
+
+  /** Build the tracing (loading the SDK only when tracing is on); before serving. Once, however often called. */
+  startTracing(): Promise<void> {
+    this.tracingStarted ??= loadTracing(this.config.tracing, { version: this.version, log: this.log }).then((t) => {
+      this.currentTracing = t;
+    });
+    return this.tracingStarted;
   }
 
   /** The agent a request is for (undefined: the default agent at `/`); undefined when there is none such. */
@@ -73,6 +91,7 @@ export class GatewayRuntime {
   }
 
   async start(): Promise<void> {
+    await this.startTracing();
     await this.ejections?.start();
     await this.prober.start();
   }
@@ -86,6 +105,7 @@ export class GatewayRuntime {
     this.ejections?.stop();
     if (this.active > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     await this.upstreams.close();
-    await this.tracing.shutdown();
+    await this.tracingStarted?.catch(() => undefined);
+    await this.currentTracing.shutdown();
   }
 }

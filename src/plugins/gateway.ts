@@ -57,6 +57,8 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
   state.store.onUpChange((up) => metrics.storeUp.set(up ? 1 : 0));
   app.decorate('gateway', state);
   app.addHook('onReady', async () => {
+    // Before listening, even when the probes are not waited for: the first batch is traced when tracing is on.
+    await state.current.startTracing();
     const first = state.current.start();
     if (opts.probeOnStart !== false) await first;
   });

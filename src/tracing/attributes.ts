@@ -2,15 +2,16 @@
  * The names of the span attributes and events the gateway writes (README "Tracing"): OpenTelemetry's semantic
  * conventions where one exists (HTTP, server, URL, error), `magma.*` for what only a MAGMA gateway knows.
  */
-export {
-  ATTR_ERROR_TYPE,
-  ATTR_HTTP_REQUEST_METHOD,
-  ATTR_HTTP_RESPONSE_STATUS_CODE,
-  ATTR_HTTP_ROUTE,
-  ATTR_SERVER_ADDRESS,
-  ATTR_SERVER_PORT,
-  ATTR_URL_FULL,
-} from '@opentelemetry/semantic-conventions';
+// The stable semantic-convention names, written out rather than imported from
+// @opentelemetry/semantic-conventions: that package costs about 1 MB of heap to load, and with tracing off the
+// gateway loads no OpenTelemetry code (load-tracing.ts). test/tracing/otel-tracing.test.ts checks them against it.
+export const ATTR_ERROR_TYPE = 'error.type';
+export const ATTR_HTTP_REQUEST_METHOD = 'http.request.method';
+export const ATTR_HTTP_RESPONSE_STATUS_CODE = 'http.response.status_code';
+export const ATTR_HTTP_ROUTE = 'http.route';
+export const ATTR_SERVER_ADDRESS = 'server.address';
+export const ATTR_SERVER_PORT = 'server.port';
+export const ATTR_URL_FULL = 'url.full';
 
 /** The client's `x-request-id` (semantic conventions: `http.request.header.<name>`, a list of values). */
 export const ATTR_X_REQUEST_ID = 'http.request.header.x-request-id';

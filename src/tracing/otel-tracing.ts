@@ -1,6 +1,6 @@
 /**
- * Tracing with the OpenTelemetry JS SDK (README "Tracing"): one TracerProvider per runtime, created with it and
- * shut down (flushed) when it closes, so a reload with new `tracing` keys gets a provider built from them while
+ * Tracing with the OpenTelemetry JS SDK (README "Tracing"): one TracerProvider per runtime, created when it
+ * starts (load-tracing.ts, which loads this module only when tracing is on) and shut down (flushed) when it closes, so a reload with new `tracing` keys gets a provider built from them while
  * batches still running on the old config end their spans on the old one.
  *
  * Nothing global: no registered provider, no context manager, no propagator, no auto-instrumentation. Every
@@ -28,7 +28,7 @@ import type { Logger } from '../logging.js';
 import { isValidTraceparent } from '../protocol/correlation.js';
 import { ATTR_ERROR_TYPE } from './attributes.js';
 import { WatchedExporter } from './watched-exporter.js';
-import { NOOP_TRACING, type SpanAttributes, type TraceSpan, type Tracing } from './trace-span.js';
+import type { SpanAttributes, TraceSpan, Tracing } from './trace-span.js';
 
 export type TracingConfig = GatewayConfig['tracing'];
 
@@ -146,10 +146,4 @@ export class OtelTracing implements Tracing {
       clearTimeout(timer);
     }
   }
-}
-
-/** The tracing `config.tracing` asks for: the no-op one unless `otlp_endpoint` is set. */
-export function createTracing(config: TracingConfig, opts: { version: string; log: Logger }): Tracing {
-  const endpoint = config.otlp_endpoint;
-  return endpoint === undefined ? NOOP_TRACING : new OtelTracing({ ...config, otlp_endpoint: endpoint }, opts);
 }

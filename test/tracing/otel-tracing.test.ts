@@ -1,5 +1,5 @@
 /**
- * The SDK-backed tracing alone (src/tracing/otel-tracing.ts), against a real loopback OTLP receiver: parents
+ * The SDK-backed tracing alone (src/tracing/otel-tracing.ts, loaded by load-tracing.ts), against a real loopback OTLP receiver: parents
  * from a traceparent, the traceparent a span gives its calls, the config's sampler and resource, the no-op
  * tracing without an endpoint, and export failures told once in the log.
  */
@@ -9,7 +9,10 @@ import { stringify } from 'yaml';
 import { parseConfigText } from '../../src/config/load.js';
 import type { Logger } from '../../src/logging.js';
 import { isValidTraceparent } from '../../src/protocol/correlation.js';
-import { createTracing, formatTraceparent } from '../../src/tracing/otel-tracing.js';
+import * as semconv from '@opentelemetry/semantic-conventions';
+import * as names from '../../src/tracing/attributes.js';
+import { loadTracing } from '../../src/tracing/load-tracing.js';
+import { formatTraceparent } from '../../src/tracing/otel-tracing.js';
 import { NOOP_SPAN, NOOP_TRACING } from '../../src/tracing/trace-span.js';
 import { SPAN_KIND_CLIENT, SPAN_KIND_SERVER, startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js';
 
@@ -45,7 +48,7 @@ async function receiver(): Promise<OtlpReceiver> {
 }
 
 test('without otlp_endpoint: the no-op tracing, whose spans give calls no traceparent', async () => {
-  const t = createTracing(tracingConfig({}), { version: '1.2.3', log: recordingLog() });
+  const t = await loadTracing(tracingConfig({}), { version: '1.2.3', log: recordingLog() });
   assert.equal(t, NOOP_TRACING);
   assert.equal(t.enabled, false);
   const span = t.server('POST /v1/responses', { traceparent: CLIENT_TP });
@@ -58,7 +61,7 @@ test('without otlp_endpoint: the no-op tracing, whose spans give calls no tracep
 
 test('a server span continues a valid traceparent, starts a trace for an invalid one; children are in its trace', async () => {
   const rx = await receiver();
-  const t = createTracing(tracingConfig({ otlp_endpoint: rx.endpoint, service_name: 'gw-under-test' }), { version: '1.2.3', log: recordingLog() });
+  const t = await loadTracing(tracingConfig({ otlp_endpoint: rx.endpoint, service_name: 'gw-under-test' }), { version: '1.2.3', log: recordingLog() });
   const continued = t.server('continued', { traceparent: CLIENT_TP });
   const fresh = t.server('fresh', { traceparent: `${CLIENT_TP.toUpperCase()}` });
   assert.ok(continued.recording);
@@ -91,7 +94,7 @@ test('a server span continues a valid traceparent, starts a trace for an invalid
 
 test('a long client value is cut at 1024 characters in the span', async () => {
   const rx = await receiver();
-  const t = createTracing(tracingConfig({ otlp_endpoint: rx.endpoint }), { version: '1', log: recordingLog() });
+  const t = await loadTracing(tracingConfig({ otlp_endpoint: rx.endpoint }), { version: '1', log: recordingLog() });
   const span = t.server('long', {});
   span.set({ 'magma.request_id': 'x'.repeat(100_000) });
   span.end();
@@ -112,7 +115,7 @@ test('tracing.headers go with every export', async () => {
   cleanup.push(() => new Promise((resolve) => srv.close(() => resolve())));
   const addr = srv.address();
   const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-  const t = createTracing(tracingConfig({ otlp_endpoint: `http://127.0.0.1:${port}/v1/traces`, headers: { 'x-collector-key': 'k-1' } }), {
+  const t = await loadTracing(tracingConfig({ otlp_endpoint: `http://127.0.0.1:${port}/v1/traces`, headers: { 'x-collector-key': 'k-1' } }), {
     version: '1',
     log: recordingLog(),
   });
@@ -125,7 +128,7 @@ test('export failures are one warning until an export succeeds again, then one i
   const rx = await receiver();
   rx.setMode({ kind: 'refuse', status: 400 });
   const log = recordingLog();
-  const t = createTracing(tracingConfig({ otlp_endpoint: rx.endpoint.replace('127.0.0.1', 'user:secret@127.0.0.1') }), { version: '1', log });
+  const t = await loadTracing(tracingConfig({ otlp_endpoint: rx.endpoint.replace('127.0.0.1', 'user:secret@127.0.0.1') }), { version: '1', log });
   for (const name of ['a', 'b', 'c']) {
     t.server(name, {}).end();
     await t.flush();
@@ -149,4 +152,10 @@ test('formatTraceparent writes version 00 and two hex digits of flags', () => {
     `00-${TRACE_ID}-00f067aa0ba902b7-00`,
   );
   assert.equal(formatTraceparent({ traceId: TRACE_ID, spanId: '00f067aa0ba902b7', traceFlags: 1 }), CLIENT_TP);
+});
+
+test("the semantic-convention attribute names are OpenTelemetry's own", () => {
+  const ours = Object.entries(names).filter(([k]) => k in semconv);
+  assert.ok(ours.length >= 7, ours.map(([k]) => k).join(', '));
+  for (const [k, v] of ours) assert.equal(v, (semconv as Record<string, unknown>)[k], k);
 });

@@ -1,9 +1,10 @@
 /**
  * Tracing off (no `tracing.otlp_endpoint`, README "Tracing"): no span is made or sent anywhere, even with the
- * standard OTEL_EXPORTER_OTLP_* variables pointing at a collector, and backends get the client's traceparent
- * exactly as without tracing (src/protocol/correlation.ts).
+ * standard OTEL_EXPORTER_OTLP_* variables pointing at a collector, the SDK is not even loaded, and backends get
+ * the client's traceparent exactly as without tracing (src/protocol/correlation.ts).
  */
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
 import { after, test } from 'node:test';
 import { isValidTraceparent } from '../../src/protocol/correlation.js';
 import { NOOP_TRACING } from '../../src/tracing/trace-span.js';
@@ -51,6 +52,14 @@ test('tracing off: the no-op tracing, and nothing reaches a collector, even when
   // A provider would flush here.
   await gw.close();
   assert.equal(rx.requests, 0);
+});
+
+test('tracing off: the OpenTelemetry SDK is never loaded', async () => {
+  const { gw } = await setup();
+  assert.equal((await gw.post({ request_id: 'off-sdk', inputs })).status, 200);
+  // The SDK packages are CommonJS: loading them, even through import, puts their files in require's cache.
+  const loaded = Object.keys(createRequire(import.meta.url).cache).filter((f) => /@opentelemetry[\\/](sdk-trace|exporter-trace)/.test(f));
+  assert.deepEqual(loaded, []);
 });
 
 test("tracing off: every sub-request, fallbacks included, carries the client's traceparent unchanged", async () => {
