@@ -196,8 +196,8 @@ test('the batch series carry the agent\'s name; the HTTP series the route patter
   assert.ok((value('magma_gateway_candidates_total{agent="lab",route="main",backend="lab",status="completed"}') ?? 0) >= 3);
   assert.equal(value('magma_gateway_inputs_total{agent="ab-kitchen",route="main",backend="lab"}'), undefined);
   assert.equal(value('magma_gateway_candidate_errors_total{agent="ab-kitchen",backend="kitchen",code="gateway_backend_timeout"}'), 0);
-  assert.ok((value('magma_gateway_http_requests_total{endpoint="/agents/:agent/v1/responses",status_code="200"}') ?? 0) >= 1);
-  assert.ok((value('magma_gateway_http_requests_total{endpoint="/agents/:agent/v1/responses",status_code="404"}') ?? 0) >= 1);
+  assert.ok((value('magma_gateway_http_requests_total{endpoint="/agents/:agent/v1/responses",status_code="200",client="anonymous"}') ?? 0) >= 1);
+  assert.ok((value('magma_gateway_http_requests_total{endpoint="/agents/:agent/v1/responses",status_code="404",client="anonymous"}') ?? 0) >= 1);
   assert.ok(!text.includes('nobody'), 'a request for an unknown agent creates no series');
 });
 
