@@ -36,6 +36,8 @@ import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode } from '../errors.js';
 import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/access.js';
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
+import { bodyLength, writeBody } from './answer-write.js';
+import type { AnswerBody } from '../protocol/answer-body.js';
 
 export const BATCH_PATH = '/v1/responses';
 
@@ -289,19 +291,19 @@ function reply(
   h: FrontHost,
   res: ServerResponse,
   status: BatchAnswer['status'] | 401 | 404 | 408 | 413 | 500,
-  body: string,
+  body: string | AnswerBody,
   headers: Record<string, string>,
   t0: number,
   client: string,
 ): void {
   if (res.headersSent || res.destroyed) return;
   headers['content-type'] = 'application/json';
-  headers['content-length'] = String(Buffer.byteLength(body));
+  headers['content-length'] = String(bodyLength(body));
   headers['x-gateway-overhead-ms'] ??= (performance.now() - t0).toFixed(2);
   // Draining for shutdown: the client learns the connection ends here rather than finding it closed later.
   if (h.draining()) headers.connection = 'close';
   res.writeHead(status, headers);
-  res.end(body);
+  writeBody(res, body);
   // What the app's onResponse hook records for fastify's routes.
   const { metrics } = h.gateway;
   metrics.httpRequests.inc({ endpoint: BATCH_PATH, status_code: String(status), client });

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { onClientGone } from '../abort.js';
 import { answerHeaders, handleBatch } from '../batch/handle-batch.js';
 import { clientNameOf } from './request-client.js';
+import { bodyLength, sendable } from './answer-write.js';
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
   // In this route's scope the body stays raw bytes: hashed for replay and, when a sub-request is the whole
@@ -34,6 +35,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       .code(a.status)
       .headers(answerHeaders(a, reply.elapsedTime))
       .header('content-type', 'application/json')
-      .send(a.body);
+      .header('content-length', String(bodyLength(a.body)))
+      .send(sendable(a.body));
   });
 }

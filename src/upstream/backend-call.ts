@@ -96,6 +96,12 @@ export function callReplica(replica: Replica, opts: CallOptions): Promise<CallRe
 
 const UTF8_BOM = 0xfeff;
 
+/** Bytes decoded as undici's body.text() does: UTF-8, a leading byte order mark dropped. */
+function textOf(bytes: Buffer | undefined): string {
+  const text = bytes?.toString('utf8') ?? '';
+  return text.charCodeAt(0) === UTF8_BOM ? text.slice(1) : text;
+}
+
 /**
  * undici's dispatch-controller handler (onRequestStart, onResponseStart, onResponseData, onResponseEnd,
  * onResponseError; undici 7 adapts it, undici 8 calls it directly): collects one answer. The only owner of
@@ -241,6 +247,11 @@ export async function postResponses(
   headers: Record<string, string>,
   timeoutMs: number,
   signal?: AbortLike,
+  /**
+   * Keep a 2xx answer as its bytes (`bytes`, `text` empty): the caller indexes them and checks their depth
+   * itself (dispatch/attempt.ts). Other statuses are decoded for their message as always.
+   */
+  asBytes = false,
 ): Promise<CallResult> {
   const r = await callReplica(replica, {
     method: 'POST',
@@ -249,8 +260,13 @@ export async function postResponses(
     headers: { 'content-type': 'application/json', ...headers },
     timeoutMs,
     signal,
+    raw: asBytes,
   });
   if (!r.ok) return r;
+  if (asBytes) {
+    if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status, text: '', bytes: r.bytes };
+    r.text = textOf(r.bytes);
+  }
   if (r.status >= 200 && r.status < 300) {
     if (exceedsDepth(r.text, replica.maxJsonDepth) === -1) return r;
     return { ok: false, status: r.status, failure: { code: 'gateway_backend_invalid_response', message: `the answer is ${tooDeepMessage(replica.maxJsonDepth)}` } };
