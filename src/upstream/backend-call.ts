@@ -117,6 +117,12 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   private readonly maxBytes: number;
   /** Raw mode: every chunk. Text mode: the first chunk, until a second one arrives. */
   private readonly chunks: Buffer[] = [];
+  /**
+   * Raw mode with a declared length: the answer copied into one Buffer of that size as it arrives, each chunk
+   * freed at once, so a large answer is held once rather than as chunks plus their concatenation.
+   */
+  private whole: Buffer | undefined;
+  private filled = 0;
   /** Text mode, answers of more than one chunk: decoded as they arrive (see onResponseData). */
   private decoder: StringDecoder | undefined;
   private text = '';
@@ -166,6 +172,9 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     if (this.opts.raw === true) {
       const ct = headers['content-type'];
       this.contentType = Array.isArray(ct) ? ct[0] : ct;
+      const n = typeof length === 'string' ? Number(length) : NaN;
+      // Small answers arrive in one chunk anyway; only a large one is worth a buffer of its own.
+      if (Number.isSafeInteger(n) && n > 65536) this.whole = Buffer.allocUnsafe(n);
     }
   }
 
@@ -175,6 +184,17 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     if (this.received > this.maxBytes) {
       this.tooLarge(controller);
       return;
+    }
+    const whole = this.whole;
+    if (whole !== undefined) {
+      if (this.filled + chunk.length <= whole.length) {
+        chunk.copy(whole, this.filled);
+        this.filled += chunk.length;
+        return;
+      }
+      // More than declared (undici refuses that itself): kept as chunks from here on.
+      this.chunks.push(whole.subarray(0, this.filled));
+      this.whole = undefined;
     }
     if (this.opts.raw === true || (this.chunks.length === 0 && this.decoder === undefined)) {
       this.chunks.push(chunk);
@@ -192,7 +212,13 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     if (this.settled) return;
     if (this.opts.raw === true) {
-      const bytes = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks); // chunks.length === 1 on this branch
+      const whole = this.whole;
+      const bytes =
+        whole !== undefined
+          ? whole.subarray(0, this.filled)
+          : this.chunks.length === 1
+            ? this.chunks[0]! // chunks.length === 1 on this branch
+            : Buffer.concat(this.chunks);
       this.settle({ ok: true, status: this.status, text: '', bytes, contentType: this.contentType });
       return;
     }
@@ -224,6 +250,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     // A status already received (an answer too large or too slow after its headers) goes on the client span.
     this.settle(this.status > 0 ? { ok: false, failure, status: this.status } : { ok: false, failure });
     this.chunks.length = 0;
+    this.whole = undefined;
     this.text = '';
     this.controller?.abort(new errors.RequestAbortedError());
   }
