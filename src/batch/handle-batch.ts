@@ -14,13 +14,14 @@ import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from './gateway-state.js';
 import { correlationHeaders } from '../protocol/correlation.js';
 import { stringifyExact } from '../protocol/exact-json.js';
+import type { AnswerBody } from '../protocol/answer-body.js';
+import { answerBody } from '../dispatch/answer-bytes.js';
 import { readAgentRequest } from '../protocol/read-request.js';
 import { checkBatchLimits } from '../protocol/request-limits.js';
 import { validateAgainstRequest } from '../protocol/response-check.js';
 import { planBatch } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { hashBody, type ReplayLease } from '../state/index.js';
-import { utf8Exceeds } from '../state/util.js';
 import { errorBody, GatewayError } from '../errors.js';
 import { EVENT_REPLAY_CONFLICT, EVENT_REPLAY_HIT } from '../tracing/attributes.js';
 import type { TraceSpan } from '../tracing/trace-span.js';
@@ -51,8 +52,11 @@ interface BatchExchange {
 
 export interface BatchAnswer {
   status: 200 | 400 | 404 | 422;
-  /** JSON text. */
-  body: string;
+  /**
+   * JSON text, or a 200 answer in pieces (protocol/answer-body.ts) the fronts write with backpressure: an
+   * answer may be larger than a string can hold.
+   */
+  body: string | AnswerBody;
   requestId?: string;
   /** The gateway's own time on this batch (its time minus the backends'), set on 200 answers. */
   overheadMs?: number;
@@ -193,7 +197,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
           { request_id: request.request_id, client: ex.client, limit: admitted.limit, waited_ms: Math.round(admitted.waitedMs), inputs: inputs.length, candidates: refused.outputs.length },
           'batch over its client limits',
         );
-        return { status: 200, body: stringifyExact(refused.outputs, refused.marked), requestId };
+        return { status: 200, body: answerBody(refused.outputs, refused.marked), requestId };
       }
       permit = admitted;
     }
@@ -218,7 +222,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     // Checked against the request before it is sent, every time (README "What happens to a batch", step 4).
     const problem = validateAgainstRequest(request, result.outputs);
     if (problem !== undefined) throw new GatewayError('GATEWAY_ERR_RESPONSE_ORDER', `assembled response violates the contract order: ${problem}`);
-    const body = stringifyExact(result.outputs, result.marked);
+    const body = answerBody(result.outputs, result.marked);
     const overheadMs = beforeDispatch - t0 + result.workMs + (performance.now() - t2);
     metrics.overhead.observe(overheadMs / 1000);
     if (span.recording) traceResult(span, plan, result, overheadMs);
@@ -226,7 +230,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     // failure (a backend restarting) to a retry made after the backend recovered. The lease is abandoned
     // below, so a duplicate waiting for it computes instead.
     if (lease !== undefined && !hasGatewayError(result.errorCodes)) {
-      if (utf8Exceeds(body, config.state.replay_max_bytes)) metrics.replay.inc({ outcome: 'too_large' });
+      if (body.length > config.state.replay_max_bytes) metrics.replay.inc({ outcome: 'too_large' });
       // Stored in the background: the client's answer never waits on the store.
       const done = lease;
       lease = undefined;

@@ -13,9 +13,13 @@
 import { performance } from 'node:perf_hooks';
 import { withTraceparent } from '../protocol/correlation.js';
 import { parseExact, stringifyExact } from '../protocol/exact-json.js';
-import { checkSubResponse, type SlotResult } from '../protocol/response-check.js';
+import { isUtf8 } from 'node:buffer';
+import { indexAgentResponse } from '../protocol/answer-index.js';
+import { exceedsDepth, tooDeepMessage } from '../protocol/json-depth.js';
+import { checkIndexedResponse, checkSubResponse, type IndexedCandidate, type Slot, type SubRequestShape } from '../protocol/response-check.js';
+import { firstInvalidUtf8 } from '../protocol/utf8.js';
 import { subRequestBody, type SubRequestInput } from '../protocol/sub-request.js';
-import type { AgentInput, AgentRequest, JsonObject } from '../protocol/types.js';
+import type { AgentInput, AgentOutput, AgentRequest, JsonObject } from '../protocol/types.js';
 import { postResponses } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 import type { Permit } from '../state/index.js';
@@ -47,7 +51,7 @@ export type AttemptResult = {
   marked: boolean;
 } & (
   /** Per item, per candidate: a valid candidate or why that one failed. */
-  | { kind: 'answered'; ms: number; rows: SlotResult[][] }
+  | { kind: 'answered'; ms: number; rows: Slot<AgentOutput | IndexedCandidate>[][] }
   /** Aborted by the gateway, not failed by the backend: the client went away, or the batch deadline ran out. */
   | { kind: 'aborted'; ms: number; clientGone: boolean }
   | { kind: 'unserved'; why: Unserved<Replica> }
@@ -65,7 +69,7 @@ export class Attempt {
   private reason: string | undefined;
 
   constructor(
-    private readonly deps: Pick<DispatchDeps, 'upstreams' | 'budget' | 'store' | 'log'>,
+    private readonly deps: Pick<DispatchDeps, 'upstreams' | 'budget' | 'store' | 'log' | 'memoryKey'>,
     private readonly observer: BatchObserver,
     private readonly batch: BatchInputs,
     private readonly ctx: BatchContext,
@@ -128,7 +132,7 @@ export class Attempt {
     const started = performance.now();
     // The batch's correlation headers, with the client span's traceparent when traced (one rule: correlation.ts).
     const headers = withTraceparent(ctx.headers, (this.span ?? ctx.span)?.traceparent);
-    const res = await postResponses(replica, body, headers, timeoutMs, ctx.signal);
+    const res = await postResponses(replica, body, headers, timeoutMs, ctx.signal, true);
     const ms = performance.now() - started;
     upstreams.attemptEnded(replica, nInputs);
     this.status = res.status;
@@ -158,7 +162,7 @@ export class Attempt {
     }
 
     const t1 = performance.now();
-    const rows = this.check(res.text);
+    const rows = this.check(res.bytes ?? Buffer.from(res.text, 'utf8'));
     this.workMs += performance.now() - t1;
     if (!rows.ok) {
       this.ended('gateway_backend_invalid_response', ms, rows.reason);
@@ -207,9 +211,35 @@ export class Attempt {
     );
   }
 
-  /** The answer parsed exactly and checked against what this sub-request asked for. */
-  private check(text: string): { ok: true; slots: SlotResult[][] } | { ok: false; reason: string } {
+  /**
+   * The answer indexed (protocol/answer-index.ts) and checked against what this sub-request asked for: each
+   * valid candidate stays the backend's bytes. An answer the indexer refuses whole goes through today's path
+   * (checkText), whose reasons are the ones a backend's operator reads in the logs.
+   */
+  private check(bytes: Buffer): { ok: true; slots: Slot<AgentOutput | IndexedCandidate>[][] } | { ok: false; reason: string } {
+    // Nothing a backend sends is altered: an answer that is not UTF-8 is not one (a UTF-8 byte order mark is dropped).
+    const body = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes;
+    if (!isUtf8(body)) return { ok: false, reason: `the answer is not valid UTF-8 (byte ${firstInvalidUtf8(body)})` };
+    const indexed = indexAgentResponse(body, this.replica.maxJsonDepth, this.deps.memoryKey);
+    if (!indexed.ok) return this.checkText(body.toString('utf8'));
+    const check = checkIndexedResponse(body, indexed.elements, this.shape(), () => {
+      this.marked = true;
+    });
+    return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
+  }
+
+  private shape(): SubRequestShape {
     const { request } = this.batch;
+    return {
+      requestId: request.request_id,
+      // Item input indexes come from the plan of this request: always in range of its inputs.
+      inputs: this.items.map((it) => ({ id: request.inputs[it.input]!.id, count: it.count })),
+    };
+  }
+
+  /** The answer parsed exactly (after the depth check postResponses makes of text answers) and checked. */
+  private checkText(text: string): { ok: true; slots: Slot<AgentOutput>[][] } | { ok: false; reason: string } {
+    if (exceedsDepth(text, this.replica.maxJsonDepth) !== -1) return { ok: false, reason: `the answer is ${tooDeepMessage(this.replica.maxJsonDepth)}` };
     let answer: unknown;
     try {
       const parsed = parseExact(text);
@@ -220,11 +250,7 @@ export class Attempt {
       // parseExact throws only Error (SyntaxError or its own bound errors).
       return { ok: false, reason: `the answer is not JSON: ${(err as Error).message}` };
     }
-    const check = checkSubResponse(answer, {
-      requestId: request.request_id,
-      // Item input indexes come from the plan of this request: always in range of its inputs.
-      inputs: this.items.map((it) => ({ id: request.inputs[it.input]!.id, count: it.count })),
-    });
+    const check = checkSubResponse(answer, this.shape());
     return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
   }
 }

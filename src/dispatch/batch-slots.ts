@@ -3,18 +3,20 @@
  * step 4): every candidate lands in its normal position whether a backend produced it or the gateway failed it,
  * with the input's memory kept. The only writer of the slots, the error counts and the leg outcomes.
  */
-import type { AttemptFailure } from '../errors.js';
-import type { SlotResult } from '../protocol/response-check.js';
+import type { AttemptFailure, GatewayErrorCode } from '../errors.js';
+import { IndexedCandidate, type Slot } from '../protocol/response-check.js';
 import type { AgentOutput, AgentRequest } from '../protocol/types.js';
 import type { LegOutcome } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';
 import { tagOf, type Item } from './batch-item.js';
+import { CandidateWriter } from './answer-bytes.js';
 import { errorCandidate, fromBackend } from './candidates.js';
 
 export class BatchSlots {
   private readonly slots: AgentOutput[][];
   readonly errorCodes: Record<string, number> = {};
   readonly legs: LegOutcome[] = [];
+  private readonly writer: CandidateWriter;
 
   constructor(
     private readonly request: AgentRequest,
@@ -22,6 +24,17 @@ export class BatchSlots {
     private readonly observer: BatchObserver,
   ) {
     this.slots = request.inputs.map((inp) => new Array<AgentOutput>(inp.num_outputs));
+    this.writer = new CandidateWriter(request.request_id, memoryKey);
+  }
+
+  /** An error candidate, written from its input's bytes when the input has them. */
+  private error(it: Item, idx: number, code: GatewayErrorCode, message: string): AgentOutput {
+    const input = this.request.inputs[it.input]!; // item inputs index this request's inputs (the plan built them)
+    const tag = tagOf(it);
+    const out = errorCandidate(this.request.request_id, input, idx, code, message, it.backend, this.memoryKey, tag);
+    // errorCandidate always sets error on an error candidate.
+    if (input.raw !== undefined) this.writer.errorBytes(out, input.raw, idx, tag, out.error!);
+    return out;
   }
 
   /**
@@ -34,16 +47,12 @@ export class BatchSlots {
 
   /** Every candidate of `items` becomes an error candidate with `f`. `ms`: the sub-request's time, if one ran. */
   fail(items: readonly Item[], f: AttemptFailure, ms?: number): void {
-    const { request, memoryKey } = this;
     for (const it of items) {
       // `!` in this method: item inputs index this request's inputs, and offsets + counts fit each input's
       // num_outputs (the plan built them), so every index is in range.
-      const input = request.inputs[it.input]!;
       this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
       for (let c = 0; c < it.count; c++) {
-        this.slots[it.input]![it.offset + c] = errorCandidate( // in range (above)
-          request.request_id, input, it.offset + c, f.code, f.message, it.backend, memoryKey, tagOf(it),
-        );
+        this.slots[it.input]![it.offset + c] = this.error(it, it.offset + c, f.code, f.message); // in range (above)
       }
       count(this.errorCodes, f.code, it.count);
       this.observer.candidatesFilled(it.route, it.backend, 'error', it.count);
@@ -55,7 +64,7 @@ export class BatchSlots {
    * A checked answer: per item, per candidate, the backend's candidate re-addressed to the client's request, or
    * an error candidate for the one slot that was malformed or missing (it fails only itself).
    */
-  answer(items: readonly Item[], rows: SlotResult[][], ms: number): void {
+  answer(items: readonly Item[], rows: Slot<AgentOutput | IndexedCandidate>[][], ms: number): void {
     const { request, memoryKey } = this;
     items.forEach((it, k) => {
       // `!` in this method: item inputs and offsets come from the plan (in range of the request), and the
@@ -67,11 +76,11 @@ export class BatchSlots {
       for (let c = 0; c < it.count; c++) {
         const slot = row[c]!; // one slot per candidate (above)
         const idx = it.offset + c;
-        const out = slot.ok
-          ? fromBackend(request.request_id, input, idx, slot.candidate, memoryKey, tag)
-          : errorCandidate(
-              request.request_id, input, idx, 'gateway_backend_invalid_response', slot.reason, it.backend, memoryKey, tag,
-            );
+        const out = !slot.ok
+          ? this.error(it, idx, 'gateway_backend_invalid_response', slot.reason)
+          : slot.candidate instanceof IndexedCandidate
+            ? this.writer.fromIndexed(request.request_id, input, idx, slot.candidate, tag)
+            : fromBackend(request.request_id, input, idx, slot.candidate, memoryKey, tag);
         this.slots[it.input]![idx] = out; // in range (above)
         this.observer.candidatesFilled(it.route, it.backend, out.status, 1);
         if (out.error) {

@@ -70,14 +70,26 @@ export function errorCandidate(
   memoryKey: string,
   tag: MemoryTag,
 ): AgentOutput {
+  const error = { code, message: message || code, component: backend };
+  if (input.raw === undefined) {
+    return {
+      request_id: requestId, source_id: input.id, candidate_index: candidateIndex, status: 'error',
+      memory: taggedInputMemory(input.memory, memoryKey, tag), internal_steps: [], output: null, error,
+    };
+  }
+  // An input read by the indexer: the answer writes its memory from the body (answer-bytes.ts), so the
+  // decoded memory is built only if something reads it.
+  let memory: JsonObject | undefined;
   return {
     request_id: requestId,
     source_id: input.id,
     candidate_index: candidateIndex,
     status: 'error',
-    memory: taggedInputMemory(input.memory, memoryKey, tag),
+    get memory(): JsonObject {
+      return (memory ??= taggedInputMemory(input.memory, memoryKey, tag));
+    },
     internal_steps: [],
     output: null,
-    error: { code, message: message || code, component: backend },
+    error,
   };
 }

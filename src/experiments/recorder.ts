@@ -23,6 +23,7 @@
  */
 import type { Logger } from '../logging.js';
 import type { BatchResult } from '../dispatch/batch.js';
+import { candidateTag } from '../dispatch/answer-bytes.js';
 import { METRIC_OUTCOMES, type GatewayMetrics } from '../metrics.js';
 import type { AgentRequest } from '../protocol/types.js';
 import { ROOT_AGENT } from '../config/schema.js';
@@ -126,7 +127,8 @@ export class Experiments {
     }
 
     for (const out of result.outputs) {
-      const tag = readMemoryTag(out.memory, compiled.memoryKey);
+      // The tag the candidate was written with; only a candidate decoded whole has its memory read for it.
+      const tag = candidateTag(out) ?? readMemoryTag(out.memory, compiled.memoryKey);
       const route = tag === undefined ? undefined : routes.get(tag.route);
       if (tag === undefined || !isExperiment(route)) continue;
       const arm = armOf(route, tag);

@@ -3,7 +3,8 @@
  * (the contract's AgentResponse.validate_request: input order, then ascending candidate_index).
  */
 import { describePath, describeValue, safeReason } from './describe.js';
-import { intKey, isNumberMark } from './exact-json.js';
+import type { AnswerElement, CandidateIndex } from './answer-index.js';
+import { intKey, isNumberMark, parseExact } from './exact-json.js';
 import { agentOutputSchema, isJsonObject } from './schemas.js';
 import type { AgentOutput, AgentRequest, IntValue } from './types.js';
 
@@ -13,13 +14,15 @@ export interface SubRequestShape {
   inputs: { id: IntValue; count: number }[];
 }
 
-export type SlotResult = { ok: true; candidate: AgentOutput } | { ok: false; reason: string };
+export type Slot<C> = { ok: true; candidate: C } | { ok: false; reason: string };
+export type SlotResult = Slot<AgentOutput>;
 
-type SubResponseCheck =
+export type SubResponseCheckOf<C> =
   /** The whole answer is unusable (not an array, or it names another request): the sub-request failed. */
   | { ok: false; reason: string }
   /** Per input, per candidate index: a valid candidate or why that one slot failed. Extra candidates are ignored. */
-  | { ok: true; slots: SlotResult[][]; extras: number };
+  | { ok: true; slots: Slot<C>[][]; extras: number };
+export type SubResponseCheck = SubResponseCheckOf<AgentOutput>;
 
 function slotKey(sourceId: unknown, candidateIndex: unknown): string | undefined {
   if (sourceId === undefined || candidateIndex === undefined) return undefined;
@@ -30,58 +33,121 @@ function slotKey(sourceId: unknown, candidateIndex: unknown): string | undefined
   }
 }
 
+/** One element of an answer as placement sees it (today's decoded value or an indexed candidate). */
+interface ElementView<C> {
+  /** request_id when it is a real string (not a number marker), else undefined. */
+  requestId: string | undefined;
+  /** `source/candidate` as intKey gives them, undefined when either is missing or not an integer. */
+  key: string | undefined;
+  /** The element as a candidate, or why it is not one. */
+  validate(key: string): Slot<C>;
+}
+
 /**
  * Map a backend's answer onto the slots it was asked for. Wrong order is reordered; one malformed candidate
  * fails only its own slot; missing or duplicated candidates fail their slot; a request_id of another request
  * fails the whole answer, because it means the answer is not ours.
  */
-export function checkSubResponse(body: unknown, shape: SubRequestShape): SubResponseCheck {
-  if (!Array.isArray(body)) return { ok: false, reason: 'the answer is not a JSON array of AgentOutput' };
+function place<C>(n: number, view: (k: number) => ElementView<C>, shape: SubRequestShape): SubResponseCheckOf<C> {
   const wanted = new Map<string, { input: number; index: number }>();
   shape.inputs.forEach((inp, i) => {
     const id = intKey(inp.id);
     for (let c = 0; c < inp.count; c++) wanted.set(`${id}/${c}`, { input: i, index: c });
   });
-  const slots: (SlotResult | undefined)[][] = shape.inputs.map((inp) => new Array<SlotResult | undefined>(inp.count));
+  const slots: (Slot<C> | undefined)[][] = shape.inputs.map((inp) => new Array<Slot<C> | undefined>(inp.count));
   let extras = 0;
-  for (let n = 0; n < body.length; n++) {
-    const raw: unknown = body[n];
-    const obj = isJsonObject(raw) ? raw : undefined;
+  for (let k = 0; k < n; k++) {
+    const el = view(k);
     // Only a real string naming another request condemns the whole answer; a marker (`1.0`) or any other type
-    // is a malformed candidate, reported by the schema below for its own slot.
-    const rid = obj?.request_id;
-    if (typeof rid === 'string' && !isNumberMark(rid) && rid !== shape.requestId) {
+    // is a malformed candidate, reported by the schema for its own slot.
+    const rid = el.requestId;
+    if (rid !== undefined && rid !== shape.requestId) {
       return {
         ok: false,
-        reason: `candidate [${n}] answers request_id ${describeValue(rid)}, not ${describeValue(shape.requestId)}`,
+        reason: `candidate [${k}] answers request_id ${describeValue(rid)}, not ${describeValue(shape.requestId)}`,
       };
     }
-    const key = obj ? slotKey(obj.source_id, obj.candidate_index) : undefined;
+    const key = el.key;
     const where = key === undefined ? undefined : wanted.get(key);
-    if (where === undefined) {
+    if (key === undefined || where === undefined) {
       extras++;
       continue;
     }
-    const prev = slots[where.input]![where.index]; // where.input indexes the request's inputs, one slot each
-    if (prev !== undefined) {
-      slots[where.input]![where.index] = { ok: false, reason: `candidate ${key} appears more than once` }; // where.input indexes the request's inputs, one slot each
+    const row = slots[where.input]!; // where.input indexes the request's inputs, one row each
+    if (row[where.index] !== undefined) {
+      row[where.index] = { ok: false, reason: `candidate ${key} appears more than once` };
       continue;
     }
-    const parsed = agentOutputSchema.safeParse(raw);
-    slots[where.input]![where.index] = parsed.success // where.input indexes the request's inputs, one slot each
-      ? { ok: true, candidate: parsed.data }
-      : {
-          ok: false,
-          // zod's messages are fixed text except unrecognized keys, which name the backend's keys: bounded.
-          reason: safeReason(
-            `candidate ${key} is malformed: ${parsed.error.issues.map((i) => `${describePath(i.path)}: ${i.message}`).join('; ')}`,
-          ),
-        };
+    row[where.index] = el.validate(key);
   }
   const filled = slots.map((row, i) =>
-    Array.from(row, (s, c): SlotResult => s ?? { ok: false, reason: `candidate ${intKey(shape.inputs[i]!.id)}/${c} is missing` }), // i < shape.inputs.length (loop bound)
+    Array.from(row, (s, c): Slot<C> => s ?? { ok: false, reason: `candidate ${intKey(shape.inputs[i]!.id)}/${c} is missing` }), // i < shape.inputs.length (loop bound)
   );
   return { ok: true, slots: filled, extras };
+}
+
+/** A decoded element as today's path reads it: only a JSON object has fields, zod decides the rest. */
+function decodedView(raw: unknown): ElementView<AgentOutput> {
+  const obj = isJsonObject(raw) ? raw : undefined;
+  const rid = obj?.request_id;
+  return {
+    requestId: typeof rid === 'string' && !isNumberMark(rid) ? rid : undefined,
+    key: obj ? slotKey(obj.source_id, obj.candidate_index) : undefined,
+    validate: (key) => {
+      const parsed = agentOutputSchema.safeParse(raw);
+      return parsed.success
+        ? { ok: true, candidate: parsed.data }
+        : {
+            ok: false,
+            // zod's messages are fixed text except unrecognized keys, which name the backend's keys: bounded.
+            reason: safeReason(
+              `candidate ${key} is malformed: ${parsed.error.issues.map((i) => `${describePath(i.path)}: ${i.message}`).join('; ')}`,
+            ),
+          };
+    },
+  };
+}
+
+/** Map a decoded backend answer (parseExact) onto the slots it was asked for (see place). */
+export function checkSubResponse(body: unknown, shape: SubRequestShape): SubResponseCheck {
+  if (!Array.isArray(body)) return { ok: false, reason: 'the answer is not a JSON array of AgentOutput' };
+  return place(body.length, (k) => decodedView(body[k]), shape);
+}
+
+/** A backend candidate the indexer accepted: its bytes and where its fields are (answer-index.ts). */
+export class IndexedCandidate {
+  constructor(
+    readonly buf: Buffer,
+    readonly index: CandidateIndex,
+  ) {}
+}
+
+/**
+ * The same placement over an indexed answer (answer-index.ts): a candidate the indexer accepted is taken as
+ * its bytes; any other element is decoded from its bytes and judged exactly as checkSubResponse judges it,
+ * so reasons keep their wording. `onMarked` is told when such a decode found number markers.
+ */
+export function checkIndexedResponse(
+  buf: Buffer,
+  elements: readonly AnswerElement[],
+  shape: SubRequestShape,
+  onMarked: () => void,
+): SubResponseCheckOf<AgentOutput | IndexedCandidate> {
+  return place<AgentOutput | IndexedCandidate>(
+    elements.length,
+    (k) => {
+      const el = elements[k]!; // k < elements.length (place's loop bound)
+      const c = el.candidate;
+      if (c !== undefined) {
+        return { requestId: c.requestId, key: `${c.sourceKey}/${c.indexKey}`, validate: () => ({ ok: true, candidate: new IndexedCandidate(buf, c) }) };
+      }
+      // The indexer proved the whole answer JSON within the depth limit and its numbers finite: this parse holds.
+      const parsed = parseExact(buf.toString('utf8', el.span.start, el.span.end));
+      if (parsed.marked) onMarked();
+      return decodedView(parsed.value);
+    },
+    shape,
+  );
 }
 
 /**

@@ -37,6 +37,8 @@ import { errorBody, internalCode } from '../errors.js';
 import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/access.js';
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
+import { bodyLength, writeBody } from './answer-write.js';
+import type { AnswerBody } from '../protocol/answer-body.js';
 
 
 /** What the front needs of the app, available once the app is built. */
@@ -312,19 +314,19 @@ function reply(
   res: ServerResponse,
   endpoint: string,
   status: BatchAnswer['status'] | 401 | 404 | 408 | 413 | 500,
-  body: string,
+  body: string | AnswerBody,
   headers: Record<string, string>,
   t0: number,
   client: string,
 ): void {
   if (res.headersSent || res.destroyed) return;
   headers['content-type'] = 'application/json';
-  headers['content-length'] = String(Buffer.byteLength(body));
+  headers['content-length'] = String(bodyLength(body));
   headers['x-gateway-overhead-ms'] ??= (performance.now() - t0).toFixed(2);
   // Draining for shutdown: the client learns the connection ends here rather than finding it closed later.
   if (h.draining()) headers.connection = 'close';
   res.writeHead(status, headers);
-  res.end(body);
+  writeBody(res, body);
   // What plugins/http-metrics.ts records for fastify's routes.
   h.gateway.metrics.observeHttp(endpoint, status, (performance.now() - t0) / 1000, client);
 }

@@ -10,6 +10,7 @@ import { onClientGone } from '../abort.js';
 import { answerHeaders, handleBatch } from '../batch/handle-batch.js';
 import { clientNameOf } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, type AgentParams } from './agent-path.js';
+import { bodyLength, sendable } from './answer-write.js';
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
   // In this route's scope the body stays raw bytes: hashed for replay and, when a sub-request is the whole
@@ -37,7 +38,8 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       .code(a.status)
       .headers(answerHeaders(a, reply.elapsedTime))
       .header('content-type', 'application/json')
-      .send(a.body);
+      .header('content-length', String(bodyLength(a.body)))
+      .send(sendable(a.body));
   };
   app.post(BATCH_PATH, (req, reply) => batch(undefined, req, reply));
   // A virtual agent's batches (README "Virtual agents"); handleBatch answers 404 for a name the config lacks.

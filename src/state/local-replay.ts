@@ -5,7 +5,8 @@
  */
 import type { AbortLike } from '../abort.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
-import { onAbort, utf8Exceeds } from './util.js';
+import type { AnswerBody } from '../protocol/answer-body.js';
+import { onAbort, replayText } from './util.js';
 
 interface Pending {
   state: 'pending';
@@ -95,12 +96,13 @@ export class LocalReplay {
   }
 
   /** Ends a computation once (later calls, e.g. after close, do nothing) and wakes its waiters. */
-  private settle(requestId: string, entry: Pending, body: string | undefined): void {
+  private settle(requestId: string, entry: Pending, answer: string | AnswerBody | undefined): void {
     if (this.entries.get(requestId) !== entry) return;
     this.entries.delete(requestId);
-    if (body !== undefined) {
+    if (answer !== undefined) {
+      const body = replayText(answer, this.limits.maxBytes);
       // Memory accounting by length: what a one-byte string costs, and cheap to read.
-      if (utf8Exceeds(body, this.limits.maxBytes)) this.stats.replayTooLarge++;
+      if (body === undefined) this.stats.replayTooLarge++;
       else this.store(requestId, entry.hash, body, body.length);
     }
     for (const wake of [...entry.waiters]) wake();

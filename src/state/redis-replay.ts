@@ -13,7 +13,7 @@ import type { LocalReplay } from './local-replay.js';
 import type { RedisLink } from './redis-link.js';
 import { REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
-import { GAVE_UP, leaseRenewer, newId, raceAbort, utf8Exceeds, Wakers } from './util.js';
+import { GAVE_UP, leaseRenewer, newId, raceAbort, replayText, Wakers } from './util.js';
 
 /** Safety-net poll of a waiter (a lapsed owner lease announces nothing). */
 const WAIT_POLL_MS = 200;
@@ -113,8 +113,9 @@ export class RedisReplay {
   private lease(key: string, token: string): ReplayLease {
     this.owned.set(token, key);
     return {
-      finish: async (body) => {
-        if (utf8Exceeds(body, this.opts.maxBytes)) {
+      finish: async (answer) => {
+        const body = replayText(answer, this.opts.maxBytes);
+        if (body === undefined) {
           this.stats.replayTooLarge++;
           return this.end(key, token, undefined);
         }

@@ -7,6 +7,7 @@
  * deadline.
  */
 import type { AbortLike } from '../abort.js';
+import type { AnswerBody } from '../protocol/answer-body.js';
 import type { GatewayConfig } from '../config/schema.js';
 
 export type StateConfig = GatewayConfig['state'];
@@ -36,7 +37,7 @@ export interface AcquireOptions {
 /** Handed to the one caller that computes a batch; every other identical batch waits for it or replays it. */
 export interface ReplayLease {
   /** Stores the response for replay_ttl_s (unless over replay_max_bytes) and wakes the waiters. */
-  finish(body: string): Promise<void>;
+  finish(body: string | AnswerBody): Promise<void>;
   /** The computation failed: forget it; a waiter (here or on another replica) computes instead. */
   abandon(): Promise<void>;
 }

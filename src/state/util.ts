@@ -1,5 +1,6 @@
 /** Small helpers shared by both stores. */
 import type { AbortLike } from '../abort.js';
+import { joinBody, type AnswerBody } from '../protocol/answer-body.js';
 
 /**
  * One 'abort' listener per signal, shared by every callback registered on it. A request's signal is handed to
@@ -145,6 +146,15 @@ export class Wakers {
  * Whether the UTF-8 size of `s` exceeds `max`, without encoding it when the length alone tells (a string of
  * n UTF-16 units takes between n and 3n UTF-8 bytes): replayed responses are megabytes, checked per batch.
  */
+/**
+ * An answer as the replay stores keep it: one string, or undefined when it is over `max` bytes. An answer in
+ * pieces (protocol/answer-body.ts) is measured by its length and joined only when it fits.
+ */
+export function replayText(body: string | AnswerBody, max: number): string | undefined {
+  if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : body;
+  return body.length > max ? undefined : joinBody(body).toString('utf8');
+}
+
 export function utf8Exceeds(s: string, max: number): boolean {
   if (s.length > max) return true;
   if (s.length * 3 <= max) return false;

@@ -96,6 +96,12 @@ export function callReplica(replica: Replica, opts: CallOptions): Promise<CallRe
 
 const UTF8_BOM = 0xfeff;
 
+/** Bytes decoded as undici's body.text() does: UTF-8, a leading byte order mark dropped. */
+function textOf(bytes: Buffer | undefined): string {
+  const text = bytes?.toString('utf8') ?? '';
+  return text.charCodeAt(0) === UTF8_BOM ? text.slice(1) : text;
+}
+
 /**
  * undici's dispatch-controller handler (onRequestStart, onResponseStart, onResponseData, onResponseEnd,
  * onResponseError; undici 7 adapts it, undici 8 calls it directly): collects one answer. The only owner of
@@ -111,6 +117,12 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   private readonly maxBytes: number;
   /** Raw mode: every chunk. Text mode: the first chunk, until a second one arrives. */
   private readonly chunks: Buffer[] = [];
+  /**
+   * Raw mode with a declared length: the answer copied into one Buffer of that size as it arrives, each chunk
+   * freed at once, so a large answer is held once rather than as chunks plus their concatenation.
+   */
+  private whole: Buffer | undefined;
+  private filled = 0;
   /** Text mode, answers of more than one chunk: decoded as they arrive (see onResponseData). */
   private decoder: StringDecoder | undefined;
   private text = '';
@@ -160,6 +172,9 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     if (this.opts.raw === true) {
       const ct = headers['content-type'];
       this.contentType = Array.isArray(ct) ? ct[0] : ct;
+      const n = typeof length === 'string' ? Number(length) : NaN;
+      // Small answers arrive in one chunk anyway; only a large one is worth a buffer of its own.
+      if (Number.isSafeInteger(n) && n > 65536) this.whole = Buffer.allocUnsafe(n);
     }
   }
 
@@ -169,6 +184,17 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     if (this.received > this.maxBytes) {
       this.tooLarge(controller);
       return;
+    }
+    const whole = this.whole;
+    if (whole !== undefined) {
+      if (this.filled + chunk.length <= whole.length) {
+        chunk.copy(whole, this.filled);
+        this.filled += chunk.length;
+        return;
+      }
+      // More than declared (undici refuses that itself): kept as chunks from here on.
+      this.chunks.push(whole.subarray(0, this.filled));
+      this.whole = undefined;
     }
     if (this.opts.raw === true || (this.chunks.length === 0 && this.decoder === undefined)) {
       this.chunks.push(chunk);
@@ -186,7 +212,13 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     if (this.settled) return;
     if (this.opts.raw === true) {
-      const bytes = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks); // chunks.length === 1 on this branch
+      const whole = this.whole;
+      const bytes =
+        whole !== undefined
+          ? whole.subarray(0, this.filled)
+          : this.chunks.length === 1
+            ? this.chunks[0]! // chunks.length === 1 on this branch
+            : Buffer.concat(this.chunks);
       this.settle({ ok: true, status: this.status, text: '', bytes, contentType: this.contentType });
       return;
     }
@@ -218,6 +250,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     // A status already received (an answer too large or too slow after its headers) goes on the client span.
     this.settle(this.status > 0 ? { ok: false, failure, status: this.status } : { ok: false, failure });
     this.chunks.length = 0;
+    this.whole = undefined;
     this.text = '';
     this.controller?.abort(new errors.RequestAbortedError());
   }
@@ -241,6 +274,11 @@ export async function postResponses(
   headers: Record<string, string>,
   timeoutMs: number,
   signal?: AbortLike,
+  /**
+   * Keep a 2xx answer as its bytes (`bytes`, `text` empty): the caller indexes them and checks their depth
+   * itself (dispatch/attempt.ts). Other statuses are decoded for their message as always.
+   */
+  asBytes = false,
 ): Promise<CallResult> {
   const r = await callReplica(replica, {
     method: 'POST',
@@ -249,8 +287,13 @@ export async function postResponses(
     headers: { 'content-type': 'application/json', ...headers },
     timeoutMs,
     signal,
+    raw: asBytes,
   });
   if (!r.ok) return r;
+  if (asBytes) {
+    if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status, text: '', bytes: r.bytes };
+    r.text = textOf(r.bytes);
+  }
   if (r.status >= 200 && r.status < 300) {
     if (exceedsDepth(r.text, replica.maxJsonDepth) === -1) return r;
     return { ok: false, status: r.status, failure: { code: 'gateway_backend_invalid_response', message: `the answer is ${tooDeepMessage(replica.maxJsonDepth)}` } };

@@ -1,0 +1,96 @@
+/**
+ * Micro-benchmark of the answer side (src/protocol/answer-index.ts, src/dispatch/answer-bytes.ts) on an
+ * S2-sized backend answer (32 candidates x 64 KB memory + 8 KB internal_steps): what a sub-request's answer
+ * costs from its bytes to the client's answer, indexed and written as slices, against what it replaces
+ * (parseExact + zod + the candidates as objects + stringifyExact) and the JSON.parse + JSON.stringify floor.
+ *
+ *   node dist/bench/answer-index.js [--min-ms 600]
+ *
+ * One line per operation: median wall ms, CPU ms per op (all threads, GC included) and MB/s of answer.
+ */
+import { isUtf8 } from 'node:buffer';
+import { parseArgs } from 'node:util';
+import { answerBody, CandidateWriter } from '../src/dispatch/answer-bytes.js';
+import { fromBackend } from '../src/dispatch/candidates.js';
+import { indexAgentResponse } from '../src/protocol/answer-index.js';
+import { parseExact, stringifyExact } from '../src/protocol/exact-json.js';
+import { readAgentRequest } from '../src/protocol/read-request.js';
+import { checkIndexedResponse, checkSubResponse, IndexedCandidate } from '../src/protocol/response-check.js';
+import type { AgentOutput } from '../src/protocol/types.js';
+import { bodyText, fillerText, historyRequest } from './lib/bodies.js';
+import { median } from './lib/stats.js';
+
+const { values } = parseArgs({ options: { 'min-ms': { type: 'string', default: '600' } } });
+const MIN_MS = Number(values['min-ms']);
+const MB = 1024 * 1024;
+let sink = 0;
+
+function measure(name: string, bytes: number, fn: () => unknown): void {
+  const warmEnd = performance.now() + Math.min(300, MIN_MS / 2);
+  for (let i = 0; i < 3 || performance.now() < warmEnd; i++) fn();
+  const times: number[] = [];
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  while (times.length < 10 || performance.now() - t0 < MIN_MS) {
+    const a = performance.now();
+    const v = fn();
+    times.push(performance.now() - a);
+    sink += v === undefined ? 0 : 1;
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const ms = median(times);
+  const cpuMs = (cpu.user + cpu.system) / 1000 / times.length;
+  process.stdout.write(`${name.padEnd(52)} ${ms.toFixed(3).padStart(8)} ms ${cpuMs.toFixed(3).padStart(8)} cpu ms ${(bytes / MB / (ms / 1000)).toFixed(0).padStart(6)} MB/s\n`);
+}
+
+const KEY = '_magma_gateway';
+const limits = { maxOutputsPerInput: 1024, maxJsonDepth: 128, memoryKey: KEY };
+const req = historyRequest('bench-answer-index-0001', 32, 64);
+const read = readAgentRequest(Buffer.from(bodyText(req)), limits);
+if (!read.ok) throw new Error('readAgentRequest refused the S2 body');
+const { request } = read;
+const answerText = JSON.stringify(
+  req.inputs.map((inp, i) => ({
+    request_id: req.request_id,
+    source_id: inp.id,
+    candidate_index: 0,
+    status: 'completed',
+    memory: { ...(inp.memory as object), step: i + 1 },
+    internal_steps: [{ kind: 'reasoning', text: fillerText(3000 + i, 8192) }],
+    output: { say: 'ok', tool_calls: [{ name: 'pick', arguments: { object: 'plate_1' }, target_robot_name: 'dish_robot' }] },
+    error: null,
+  })),
+);
+const buf = Buffer.from(answerText);
+const shape = { requestId: request.request_id, inputs: request.inputs.map((inp) => ({ id: inp.id, count: 1 })) };
+const tag = { backend: 'agent-a', route: 'default' };
+process.stdout.write(`S2 answer: ${(buf.length / 1024).toFixed(0)} KB\n`);
+
+measure('floor: JSON.parse + JSON.stringify', buf.length, () => JSON.stringify(JSON.parse(buf.toString('utf8'))));
+measure('before: parseExact + zod + objects + stringifyExact', buf.length, () => {
+  const parsed = parseExact(buf.toString('utf8'));
+  const check = checkSubResponse(parsed.value, shape);
+  if (!check.ok) throw new Error(check.reason);
+  const outputs: AgentOutput[] = check.slots.map((row, i) => {
+    const s = row[0]!;
+    if (!s.ok) throw new Error(s.reason);
+    return fromBackend(request.request_id, request.inputs[i]!, 0, s.candidate, KEY, tag);
+  });
+  return stringifyExact(outputs, parsed.marked);
+});
+measure('index only: isUtf8 + indexAgentResponse', buf.length, () => isUtf8(buf) && indexAgentResponse(buf, 128, KEY));
+measure('after: index + check + slices + answerBody', buf.length, () => {
+  if (!isUtf8(buf)) throw new Error('not UTF-8');
+  const idx = indexAgentResponse(buf, 128, KEY);
+  if (!idx.ok) throw idx.reject;
+  const check = checkIndexedResponse(buf, idx.elements, shape, () => undefined);
+  if (!check.ok) throw new Error(check.reason);
+  const writer = new CandidateWriter(request.request_id, KEY);
+  const outputs = check.slots.map((row, i) => {
+    const s = row[0]!;
+    if (!s.ok || !(s.candidate instanceof IndexedCandidate)) throw new Error('not indexed');
+    return writer.fromIndexed(request.request_id, request.inputs[i]!, 0, s.candidate, tag);
+  });
+  return answerBody(outputs, false);
+});
+if (sink < 0) process.stdout.write('');

@@ -1,0 +1,135 @@
+/**
+ * The client's answer as a list of Buffers (docs/gateway-behaviour.md, "How a batch is read"): the gateway's
+ * own protocol text, and slices of the bytes the agents sent (memory, internal_steps, output, error), written
+ * with backpressure by the HTTP fronts and never joined into one string. An answer can then be larger than a
+ * JS string can hold (about 512 MiB), and a 64 KB memory costs a reference, not a copy, however many
+ * candidates carry it.
+ */
+import type { MemoryLayout } from './answer-index.js';
+import type { InputSlices } from './raw-json.js';
+
+/** A JSON text in pieces; `length` is the sum of their byte lengths (the content-length). */
+export interface AnswerBody {
+  readonly parts: readonly Buffer[];
+  readonly length: number;
+}
+
+/** Pieces shorter than this are copied together; longer ones (memory, mostly) are referenced as they are. */
+const SMALL = 4096;
+/** Copied pieces are flushed in chunks of about this size, so the fronts write few, reasonably sized Buffers. */
+const CHUNK = 16384;
+
+/** Collects an answer's pieces, merging the small ones (each res.write has a fixed cost). */
+export class PartsWriter {
+  private readonly parts: Buffer[] = [];
+  private length = 0;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+
+  push(b: Buffer): void {
+    const n = b.length;
+    if (n === 0) return;
+    this.length += n;
+    if (n >= SMALL) {
+      this.flush();
+      this.parts.push(b);
+      return;
+    }
+    this.pending.push(b);
+    this.pendingBytes += n;
+    if (this.pendingBytes >= CHUNK) this.flush();
+  }
+
+  /** Text the gateway wrote itself (JSON already). */
+  text(s: string): void {
+    this.push(Buffer.from(s, 'utf8'));
+  }
+
+  private flush(): void {
+    if (this.pending.length === 1) this.parts.push(this.pending[0]!); // length checked
+    else if (this.pending.length > 1) this.parts.push(Buffer.concat(this.pending, this.pendingBytes));
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+
+  done(): AnswerBody {
+    this.flush();
+    return { parts: this.parts, length: this.length };
+  }
+}
+
+/** A body of one string (an error detail, `[]`, a replayed answer) in the same form. */
+export function bodyOfText(text: string): AnswerBody {
+  const b = Buffer.from(text, 'utf8');
+  return { parts: [b], length: b.length };
+}
+
+/** The whole body as one Buffer: for what must hold it at once (the replay store, bounded by its own limit). */
+export function joinBody(body: AnswerBody): Buffer {
+  return body.parts.length === 1 ? body.parts[0]! : Buffer.concat(body.parts as Buffer[], body.length); // length checked
+}
+
+const OPEN = Buffer.from('{', 'latin1');
+const CLOSE = Buffer.from('}', 'latin1');
+const COMMA = Buffer.from(',', 'latin1');
+
+/**
+ * A memory object's bytes with the gateway's tag member (`"<memory_key>":{...}`, README "The memory key and
+ * stickiness"), everything else as in `buf`. `replace`: the tag takes the place of the first member already
+ * named memory_key (a backend candidate, as `{...memory, [key]: tag}` did); otherwise every such member is cut
+ * and the tag goes last (an input's memory on an error candidate, as strip-then-tag did).
+ */
+export function taggedMemory(buf: Buffer, m: MemoryLayout, tagMember: Buffer, replace: boolean, out: Buffer[]): void {
+  if (m.count === 0) {
+    out.push(OPEN, tagMember, CLOSE);
+    return;
+  }
+  out.push(buf.subarray(m.start, m.firstKeyStart));
+  if (m.tags.length === 0) {
+    out.push(buf.subarray(m.firstKeyStart, m.lastValueEnd), COMMA, tagMember, buf.subarray(m.lastValueEnd, m.end));
+    return;
+  }
+  // Runs of kept members between the tag members, each written whole (its own separators included).
+  let first = true;
+  const segment = (b: Buffer): void => {
+    if (!first) out.push(COMMA);
+    out.push(b);
+    first = false;
+  };
+  let runStart = m.firstKeyStart;
+  m.tags.forEach((t, i) => {
+    if (t.prevEnd !== -1 && runStart !== t.keyStart) segment(buf.subarray(runStart, t.prevEnd));
+    if (replace && i === 0) segment(tagMember);
+    runStart = t.nextStart;
+  });
+  if (runStart !== -1) segment(buf.subarray(runStart, m.lastValueEnd));
+  if (!replace) segment(tagMember);
+  out.push(buf.subarray(m.lastValueEnd, m.end));
+}
+
+const layouts = new WeakMap<InputSlices, MemoryLayout>();
+
+/** An input's memory (request index) in the layout taggedMemory reads; `{}` when the client sent none. */
+export function inputMemoryLayout(raw: InputSlices): MemoryLayout {
+  const hit = layouts.get(raw);
+  if (hit !== undefined) return hit;
+  const { memoryMembers: ms, tagMembers } = raw.index;
+  const span = raw.index.memory;
+  const first = ms[0];
+  const last = ms[ms.length - 1];
+  const layout: MemoryLayout = {
+    start: span?.start ?? 0,
+    end: span?.end ?? 0,
+    count: ms.length,
+    firstKeyStart: first?.keyStart ?? -1,
+    lastValueEnd: last?.valueEnd ?? -1,
+    tags: tagMembers.map((i) => ({
+      keyStart: ms[i]!.keyStart, // tagMembers index memoryMembers (request-index.ts)
+      valueEnd: ms[i]!.valueEnd,
+      prevEnd: i > 0 ? ms[i - 1]!.valueEnd : -1,
+      nextStart: i + 1 < ms.length ? ms[i + 1]!.keyStart : -1,
+    })),
+  };
+  layouts.set(raw, layout);
+  return layout;
+}

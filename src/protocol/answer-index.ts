@@ -1,0 +1,383 @@
+/**
+ * The AgentResponse layer of the byte indexer (docs/gateway-behaviour.md, "How a batch is read"): one pass over
+ * a backend's answer that proves it JSON (json-index.ts) and checks each candidate as strictly as
+ * agentOutputSchema (schemas.ts: unknown fields, types, status against output/error), decoding only the small
+ * fields the gateway reads (request_id, source_id, candidate_index, status). `memory`, `internal_steps`,
+ * `output` and `error` stay offsets: the client gets those bytes as the backend wrote them.
+ *
+ * A candidate this scan refuses is not an error by itself: its slot is decided by today's path (parseExact of
+ * that candidate's bytes, then agentOutputSchema, response-check.ts), so every reason keeps its wording. A
+ * whole answer it refuses (not JSON, not an array, a number that overflows) goes through today's path whole.
+ * Levels: the array 1, a candidate 2, its free-form values 3, an output's tool_calls 4, a tool call 5.
+ */
+import { IndexReject, JsonScanner, type NumberToken } from './json-index.js';
+import type { Span } from './request-index.js';
+
+const LBRACE = 0x7b;
+const RBRACE = 0x7d;
+const LBRACKET = 0x5b;
+const RBRACKET = 0x5d;
+const COMMA = 0x2c;
+const QUOTE = 0x22;
+
+/** A top-level member of memory named memory_key, with its neighbours' edges (for cutting it out). */
+export interface TagSpan {
+  readonly keyStart: number;
+  readonly valueEnd: number;
+  /** valueEnd of the member before it, -1 when it is the first. */
+  readonly prevEnd: number;
+  /** keyStart of the member after it, -1 when it is the last. */
+  nextStart: number;
+}
+
+/** What the tag writer needs of a memory object: its edges and where the gateway's key already is. */
+export interface MemoryLayout {
+  readonly start: number;
+  readonly end: number;
+  readonly count: number;
+  /** keyStart of the first member, valueEnd of the last (meaningless when count is 0). */
+  readonly firstKeyStart: number;
+  readonly lastValueEnd: number;
+  readonly tags: readonly TagSpan[];
+}
+
+export interface CandidateIndex {
+  readonly span: Span;
+  readonly requestId: string;
+  /** source_id and candidate_index as intKey gives them (exact-json.ts). */
+  readonly sourceKey: string;
+  readonly indexKey: string;
+  readonly status: 'completed' | 'error';
+  readonly memory: MemoryLayout;
+  /** Absent: the contract's default (`[]`, `null`); output/error also undefined when `null`. */
+  readonly internalSteps: Span | undefined;
+  readonly output: Span | undefined;
+  readonly error: Span | undefined;
+}
+
+/** One element of the answer array; `candidate` undefined when it is not a valid AgentOutput. */
+export interface AnswerElement {
+  readonly span: Span;
+  readonly candidate: CandidateIndex | undefined;
+}
+
+export type AnswerIndexResult = { ok: true; elements: AnswerElement[] } | { ok: false; reject: IndexReject };
+
+/** Index `buf` (UTF-8 already checked) as an AgentResponse. */
+export function indexAgentResponse(buf: Buffer, maxDepth: number, memoryKey: string): AnswerIndexResult {
+  try {
+    return { ok: true, elements: new AnswerIndexer(buf, maxDepth, memoryKey).run() };
+  } catch (err) {
+    if (err instanceof IndexReject) return { ok: false, reject: err };
+    throw err;
+  }
+}
+
+const isNumberStart = (c: number): boolean => c === 0x2d || (c >= 0x30 && c <= 0x39);
+
+class AnswerIndexer {
+  private readonly s: JsonScanner;
+  private readonly key = { start: 0, end: 0 };
+  private readonly tok: NumberToken = { start: 0, end: 0, integer: true, negative: false };
+  private readonly memoryKeyBytes: Buffer;
+
+  constructor(
+    readonly buf: Buffer,
+    readonly maxDepth: number,
+    readonly memoryKey: string,
+  ) {
+    this.s = new JsonScanner(buf, maxDepth);
+    this.memoryKeyBytes = Buffer.from(JSON.stringify(memoryKey).slice(1, -1), 'utf8');
+  }
+
+  run(): AnswerElement[] {
+    const s = this.s;
+    const p = s.ws(0);
+    if (s.at(p) !== LBRACKET) {
+      s.value(p, 0);
+      throw new IndexReject(p, 'the answer is not a JSON array');
+    }
+    const elements: AnswerElement[] = [];
+    const end = this.elements(p, 1, (q) => {
+      if (s.at(q) !== LBRACE) {
+        const e = s.value(q, 1);
+        elements.push({ span: { start: q, end: e }, candidate: undefined });
+        return e;
+      }
+      const r = this.candidate(q);
+      elements.push({ span: { start: q, end: r.end }, candidate: r.candidate });
+      return r.end;
+    });
+    if (s.ws(end) !== s.len) throw new IndexReject(s.ws(end), 'extra data after the JSON value');
+    if (s.nonFinite) throw new IndexReject(s.nonFiniteAt, 'a number overflows to infinity');
+    return elements;
+  }
+
+  private open(p: number, depth: number): void {
+    if (depth > this.maxDepth) throw new IndexReject(p, 'nested too deep');
+  }
+
+  /** As RequestIndexer.members (request-index.ts); `names` false leaves keys undecoded (memory). */
+  private members(p: number, depth: number, onMember: (name: string, v: number) => number, names = true): number {
+    const s = this.s;
+    this.open(p, depth);
+    let q = s.ws(p + 1);
+    if (s.at(q) === RBRACE) return q + 1;
+    for (;;) {
+      const v = s.memberKey(q, this.key);
+      const { start, end } = this.key;
+      const name = !names ? '' : s.escaped ? s.text(start, end, true) : s.latin1(start + 1, end - 1);
+      q = s.ws(onMember(name, v));
+      const c = s.at(q);
+      if (c === RBRACE) return q + 1;
+      if (c !== COMMA) throw new IndexReject(q, "expected ',' or '}'");
+      q++;
+    }
+  }
+
+  private elements(p: number, depth: number, onElement: (q: number) => number): number {
+    const s = this.s;
+    this.open(p, depth);
+    let q = s.ws(p + 1);
+    if (s.at(q) === RBRACKET) return q + 1;
+    for (;;) {
+      q = s.ws(onElement(s.ws(q)));
+      const c = s.at(q);
+      if (c === RBRACKET) return q + 1;
+      if (c !== COMMA) throw new IndexReject(q, "expected ',' or ']'");
+      q++;
+    }
+  }
+
+  /** The string at `v` when the value there is one, else undefined; `end` receives where the value ends. */
+  private stringAt(v: number, depth: number, end: { at: number }): string | undefined {
+    const s = this.s;
+    const e = s.value(v, depth);
+    end.at = e;
+    return s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
+  }
+
+  private readonly endAt = { at: 0 };
+
+  /** One candidate object at `p`. */
+  private candidate(p: number): { end: number; candidate: CandidateIndex | undefined } {
+    const s = this.s;
+    const tok = this.tok;
+    const endAt = this.endAt;
+    let ok = true;
+    let requestId: string | undefined;
+    let sourceKey: string | undefined;
+    let indexKey: string | undefined;
+    let status: 'completed' | 'error' | undefined;
+    let memory: MemoryLayout | undefined;
+    let internalSteps: Span | undefined;
+    let output: Span | undefined;
+    let error: Span | undefined;
+    // Repeated keys: the last occurrence counts, as JSON.parse keeps; a field is reset before each read.
+    const intAt = (v: number, nonNegative: boolean): string | undefined => {
+      if (!isNumberStart(s.at(v))) {
+        endAt.at = s.value(v, 2);
+        return undefined;
+      }
+      const e = s.number(v, tok);
+      endAt.at = e;
+      if (!tok.integer || (nonNegative && tok.negative)) return undefined;
+      const text = s.latin1(v, e);
+      return text === '-0' ? '0' : text;
+    };
+    const end = this.members(p, 2, (name, v) => {
+      const c = s.at(v);
+      switch (name) {
+        case 'request_id': {
+          const t = this.stringAt(v, 2, endAt);
+          requestId = t !== undefined && t.length > 0 ? t : undefined;
+          if (requestId === undefined) ok = false;
+          return endAt.at;
+        }
+        case 'source_id':
+          sourceKey = intAt(v, false);
+          if (sourceKey === undefined) ok = false;
+          return endAt.at;
+        case 'candidate_index':
+          indexKey = intAt(v, true);
+          if (indexKey === undefined) ok = false;
+          return endAt.at;
+        case 'status': {
+          const t = this.stringAt(v, 2, endAt);
+          status = t === 'completed' || t === 'error' ? t : undefined;
+          if (status === undefined) ok = false;
+          return endAt.at;
+        }
+        case 'memory': {
+          if (c !== LBRACE) {
+            ok = false;
+            memory = undefined;
+            return s.value(v, 2);
+          }
+          memory = this.memory(v);
+          return memory.end;
+        }
+        case 'internal_steps': {
+          if (c !== LBRACKET) {
+            ok = false;
+            return s.value(v, 2);
+          }
+          const e = this.elements(v, 3, (q) => {
+            if (s.at(q) !== LBRACE) ok = false;
+            return s.value(q, 3);
+          });
+          internalSteps = { start: v, end: e };
+          return e;
+        }
+        case 'output':
+        case 'error': {
+          let e: number;
+          let span: Span | undefined;
+          if (c === 0x6e) e = s.value(v, 2); // null (or a refused literal: s.value throws on anything else)
+          else if (c !== LBRACE) {
+            ok = false;
+            e = s.value(v, 2);
+          } else {
+            const r = name === 'output' ? this.decision(v) : this.agentError(v);
+            if (!r.ok) ok = false;
+            e = r.end;
+            span = { start: v, end: e };
+          }
+          if (name === 'output') output = span;
+          else error = span;
+          return e;
+        }
+        default:
+          ok = false;
+          return s.value(v, 2);
+      }
+    });
+    if (!ok || requestId === undefined || sourceKey === undefined || indexKey === undefined || status === undefined || memory === undefined) {
+      return { end, candidate: undefined };
+    }
+    // agentOutputSchema's refinement: completed needs a decision and no error; error the reverse.
+    if (status === 'completed' ? output === undefined || error !== undefined : error === undefined || output !== undefined) {
+      return { end, candidate: undefined };
+    }
+    return {
+      end,
+      candidate: { span: { start: p, end }, requestId, sourceKey, indexKey, status, memory, internalSteps, output, error },
+    };
+  }
+
+  /** A strict AgentDecision object at `p`: {say?: string, tool_calls?: [ToolCall]}. */
+  private decision(p: number): { end: number; ok: boolean } {
+    const s = this.s;
+    let ok = true;
+    const end = this.members(p, 3, (name, v) => {
+      if (name === 'say') {
+        const t = this.stringAt(v, 3, this.endAt);
+        if (t === undefined) ok = false;
+        return this.endAt.at;
+      }
+      if (name === 'tool_calls') {
+        if (s.at(v) !== LBRACKET) {
+          ok = false;
+          return s.value(v, 3);
+        }
+        return this.elements(v, 4, (q) => {
+          if (s.at(q) !== LBRACE) {
+            ok = false;
+            return s.value(q, 4);
+          }
+          const r = this.toolCall(q);
+          if (!r.ok) ok = false;
+          return r.end;
+        });
+      }
+      ok = false;
+      return s.value(v, 3);
+    });
+    return { end, ok };
+  }
+
+  /** A strict ToolCall at `p`: name and target_robot_name non-empty strings, arguments an object. */
+  private toolCall(p: number): { end: number; ok: boolean } {
+    const s = this.s;
+    let ok = true;
+    let name: string | undefined;
+    let target: string | undefined;
+    const end = this.members(p, 5, (field, v) => {
+      if (field === 'name' || field === 'target_robot_name') {
+        const t = this.stringAt(v, 5, this.endAt);
+        const good = t !== undefined && t.length > 0 ? t : undefined;
+        if (field === 'name') name = good;
+        else target = good;
+        return this.endAt.at;
+      }
+      if (field === 'arguments') {
+        if (s.at(v) !== LBRACE) ok = false;
+        return s.value(v, 5);
+      }
+      ok = false;
+      return s.value(v, 5);
+    });
+    return { end, ok: ok && name !== undefined && target !== undefined };
+  }
+
+  /** A strict AgentError at `p`: code and message non-empty strings, component a string or null. */
+  private agentError(p: number): { end: number; ok: boolean } {
+    const s = this.s;
+    let ok = true;
+    let code: string | undefined;
+    let message: string | undefined;
+    const end = this.members(p, 3, (field, v) => {
+      if (field === 'code' || field === 'message') {
+        const t = this.stringAt(v, 3, this.endAt);
+        const good = t !== undefined && t.length > 0 ? t : undefined;
+        if (field === 'code') code = good;
+        else message = good;
+        return this.endAt.at;
+      }
+      if (field === 'component') {
+        const c = s.at(v);
+        if (c !== QUOTE && c !== 0x6e) ok = false;
+        return s.value(v, 3);
+      }
+      ok = false;
+      return s.value(v, 3);
+    });
+    return { end, ok: ok && code !== undefined && message !== undefined };
+  }
+
+  /** A memory object at `p`: its edges and the members named memory_key. */
+  private memory(p: number): MemoryLayout & { end: number } {
+    const s = this.s;
+    const key = this.key;
+    const tags: TagSpan[] = [];
+    let count = 0;
+    let firstKeyStart = -1;
+    let lastValueEnd = -1;
+    let lastTag: TagSpan | undefined;
+    const end = this.members(p, 3, (_name, v) => {
+      const keyStart = key.start;
+      const keyEnd = key.end;
+      const escaped = s.escaped;
+      const e = s.value(v, 3);
+      if (lastTag !== undefined) {
+        lastTag.nextStart = keyStart;
+        lastTag = undefined;
+      }
+      if (this.isMemoryKey(keyStart, keyEnd, escaped)) {
+        lastTag = { keyStart, valueEnd: e, prevEnd: count === 0 ? -1 : lastValueEnd, nextStart: -1 };
+        tags.push(lastTag);
+      }
+      if (count === 0) firstKeyStart = keyStart;
+      lastValueEnd = e;
+      count++;
+      return e;
+    }, false);
+    return { start: p, end, count, firstKeyStart, lastValueEnd, tags };
+  }
+
+  private isMemoryKey(keyStart: number, keyEnd: number, escaped: boolean): boolean {
+    if (escaped) return this.s.text(keyStart, keyEnd, true) === this.memoryKey;
+    const k = this.memoryKeyBytes;
+    return keyEnd - keyStart - 2 === k.length && this.buf.compare(k, 0, k.length, keyStart + 1, keyEnd - 1) === 0;
+  }
+}

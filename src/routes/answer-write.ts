@@ -1,0 +1,47 @@
+/**
+ * Writing a batch answer on either front (docs/gateway-behaviour.md, "How a batch is read"): a text answer as it
+ * is, an answer in pieces (protocol/answer-body.ts) piece by piece, waiting for 'drain' whenever the socket's
+ * buffer is full, so the gateway holds the answer's pieces and never a second, joined copy of them.
+ */
+import type { ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { AnswerBody } from '../protocol/answer-body.js';
+
+/** The content-length of an answer. */
+export function bodyLength(body: string | AnswerBody): number {
+  return typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+}
+
+/** Write `body` and end the response; headers must have been written or set. */
+export function writeBody(res: ServerResponse, body: string | AnswerBody): void {
+  if (typeof body === 'string') {
+    res.end(body);
+    return;
+  }
+  const { parts } = body;
+  let i = 0;
+  const next = (): void => {
+    while (i < parts.length) {
+      // A client that went away: nothing more is written, and the pieces go with the response.
+      if (res.destroyed) return;
+      const part = parts[i++]!; // i < parts.length (loop bound)
+      if (i === parts.length) {
+        res.end(part);
+        return;
+      }
+      if (!res.write(part)) {
+        res.once('drain', next);
+        return;
+      }
+    }
+    res.end();
+  };
+  next();
+}
+
+/** What fastify's reply.send takes for `body`: the text, the one Buffer, or a stream of the pieces. */
+export function sendable(body: string | AnswerBody): string | Buffer | Readable {
+  if (typeof body === 'string') return body;
+  if (body.parts.length === 1) return body.parts[0]!; // length checked
+  return Readable.from(body.parts, { objectMode: false });
+}
