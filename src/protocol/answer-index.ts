@@ -10,14 +10,12 @@
  * whole answer it refuses (not JSON, not an array, a number that overflows) goes through today's path whole.
  * Levels: the array 1, a candidate 2, its free-form values 3, an output's tool_calls 4, a tool call 5.
  */
-import { IndexReject, JsonScanner, type NumberToken } from './json-index.js';
+import { IndexReject } from './json-index.js';
+import { ProtocolWalker } from './protocol-walker.js';
 import type { Span } from './request-index.js';
 
 const LBRACE = 0x7b;
-const RBRACE = 0x7d;
 const LBRACKET = 0x5b;
-const RBRACKET = 0x5d;
-const COMMA = 0x2c;
 const QUOTE = 0x22;
 
 /** A top-level member of memory named memory_key, with its neighbours' edges (for cutting it out). */
@@ -75,19 +73,13 @@ export function indexAgentResponse(buf: Buffer, maxDepth: number, memoryKey: str
 
 const isNumberStart = (c: number): boolean => c === 0x2d || (c >= 0x30 && c <= 0x39);
 
-class AnswerIndexer {
-  private readonly s: JsonScanner;
-  private readonly key = { start: 0, end: 0 };
-  private readonly tok: NumberToken = { start: 0, end: 0, integer: true, negative: false };
-  private readonly memoryKeyBytes: Buffer;
-
+class AnswerIndexer extends ProtocolWalker {
   constructor(
-    readonly buf: Buffer,
-    readonly maxDepth: number,
+    buf: Buffer,
+    maxDepth: number,
     readonly memoryKey: string,
   ) {
-    this.s = new JsonScanner(buf, maxDepth);
-    this.memoryKeyBytes = Buffer.from(JSON.stringify(memoryKey).slice(1, -1), 'utf8');
+    super(buf, maxDepth, memoryKey);
   }
 
   run(): AnswerElement[] {
@@ -113,41 +105,8 @@ class AnswerIndexer {
     return elements;
   }
 
-  private open(p: number, depth: number): void {
-    if (depth > this.maxDepth) throw new IndexReject(p, 'nested too deep');
-  }
 
-  /** As RequestIndexer.members (request-index.ts); `names` false leaves keys undecoded (memory). */
-  private members(p: number, depth: number, onMember: (name: string, v: number) => number, names = true): number {
-    const s = this.s;
-    this.open(p, depth);
-    let q = s.ws(p + 1);
-    if (s.at(q) === RBRACE) return q + 1;
-    for (;;) {
-      const v = s.memberKey(q, this.key);
-      const { start, end } = this.key;
-      const name = !names ? '' : s.escaped ? s.text(start, end, true) : s.latin1(start + 1, end - 1);
-      q = s.ws(onMember(name, v));
-      const c = s.at(q);
-      if (c === RBRACE) return q + 1;
-      if (c !== COMMA) throw new IndexReject(q, "expected ',' or '}'");
-      q++;
-    }
-  }
 
-  private elements(p: number, depth: number, onElement: (q: number) => number): number {
-    const s = this.s;
-    this.open(p, depth);
-    let q = s.ws(p + 1);
-    if (s.at(q) === RBRACKET) return q + 1;
-    for (;;) {
-      q = s.ws(onElement(s.ws(q)));
-      const c = s.at(q);
-      if (c === RBRACKET) return q + 1;
-      if (c !== COMMA) throw new IndexReject(q, "expected ',' or ']'");
-      q++;
-    }
-  }
 
   /** The string at `v` when the value there is one, else undefined; `end` receives where the value ends. */
   private stringAt(v: number, depth: number, end: { at: number }): string | undefined {

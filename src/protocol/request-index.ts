@@ -12,7 +12,8 @@
  * scanned by JsonScanner.value with its own stack.
  */
 import { numberMark } from './exact-json.js';
-import { IndexReject, JsonScanner, type NumberToken } from './json-index.js';
+import { IndexReject } from './json-index.js';
+import { ProtocolWalker } from './protocol-walker.js';
 import type { IntValue } from './json-values.js';
 
 /** An instruction as the schema's AgentInstruction (types.ts, which imports this file's types) decodes it. */
@@ -22,10 +23,7 @@ export interface IndexedInstruction {
 }
 
 const LBRACE = 0x7b;
-const RBRACE = 0x7d;
 const LBRACKET = 0x5b;
-const RBRACKET = 0x5d;
-const COMMA = 0x2c;
 const QUOTE = 0x22;
 
 export interface IndexLimits {
@@ -108,19 +106,12 @@ function intValue(text: string): IntValue {
   return String(Number(text)) === text ? Number(text) : numberMark(text);
 }
 
-class RequestIndexer {
-  private readonly s: JsonScanner;
-  private readonly key = { start: 0, end: 0 };
-  private readonly tok: NumberToken = { start: 0, end: 0, integer: true, negative: false };
-  /** The memory key as it appears between quotes when written without escapes. */
-  private readonly memoryKeyBytes: Buffer;
-
+class RequestIndexer extends ProtocolWalker {
   constructor(
-    readonly buf: Buffer,
+    buf: Buffer,
     readonly limits: IndexLimits,
   ) {
-    this.s = new JsonScanner(buf, limits.maxJsonDepth);
-    this.memoryKeyBytes = Buffer.from(JSON.stringify(limits.memoryKey).slice(1, -1), 'utf8');
+    super(buf, limits.maxJsonDepth, limits.memoryKey);
   }
 
   run(): RequestIndex {
@@ -197,46 +188,8 @@ class RequestIndexer {
   }
 
   /** The container opened at `p` sits at `depth`: refused past server.max_json_depth, as exceedsDepth does. */
-  private open(p: number, depth: number): void {
-    if (depth > this.limits.maxJsonDepth) throw new IndexReject(p, 'nested too deep');
-  }
 
-  /**
-   * The object at `p` (its `{`), at `depth`: `onMember(name, valueStart)` reads each member's value and returns
-   * the offset past it. Returns the offset past the `}`. With `names` false the keys are not decoded (memory:
-   * thousands of keys nobody reads by name) and onMember gets ''.
-   */
-  private members(p: number, depth: number, onMember: (name: string, v: number) => number, names = true): number {
-    const s = this.s;
-    this.open(p, depth);
-    let q = s.ws(p + 1);
-    if (s.at(q) === RBRACE) return q + 1;
-    for (;;) {
-      const v = s.memberKey(q, this.key);
-      const { start, end } = this.key;
-      const name = !names ? '' : s.escaped ? s.text(start, end, true) : s.latin1(start + 1, end - 1);
-      q = s.ws(onMember(name, v));
-      const c = s.at(q);
-      if (c === RBRACE) return q + 1;
-      if (c !== COMMA) throw new IndexReject(q, "expected ',' or '}'");
-      q++;
-    }
-  }
 
-  /** The array at `p` (its `[`), at `depth`: `onElement(start)` reads each element. Returns the offset past `]`. */
-  private elements(p: number, depth: number, onElement: (q: number) => number): number {
-    const s = this.s;
-    this.open(p, depth);
-    let q = s.ws(p + 1);
-    if (s.at(q) === RBRACKET) return q + 1;
-    for (;;) {
-      q = s.ws(onElement(s.ws(q)));
-      const c = s.at(q);
-      if (c === RBRACKET) return q + 1;
-      if (c !== COMMA) throw new IndexReject(q, "expected ',' or ']'");
-      q++;
-    }
-  }
 
   /** One AgentInput object at `p`: its index, or undefined when some field is invalid. */
   private input(p: number): { end: number; input: InputIndex | undefined } {

@@ -1,0 +1,69 @@
+/**
+ * What the request and answer indexers (request-index.ts, answer-index.ts) share: one JsonScanner over the
+ * body, and the walk over the objects and arrays of the protocol levels, each member or element handed to a
+ * callback that reads its value and returns the offset past it (docs/gateway-behaviour.md, "How a batch is read").
+ */
+import { IndexReject, JsonScanner, type NumberToken } from './json-index.js';
+
+const RBRACE = 0x7d;
+const RBRACKET = 0x5d;
+const COMMA = 0x2c;
+
+export abstract class ProtocolWalker {
+  protected readonly s: JsonScanner;
+  /** The span of the member key last read (reused: one walk, one key at a time). */
+  protected readonly key = { start: 0, end: 0 };
+  protected readonly tok: NumberToken = { start: 0, end: 0, integer: true, negative: false };
+  /** The memory key as it appears between quotes when written without escapes. */
+  protected readonly memoryKeyBytes: Buffer;
+
+  constructor(
+    readonly buf: Buffer,
+    readonly maxDepth: number,
+    memoryKey: string,
+  ) {
+    this.s = new JsonScanner(buf, maxDepth);
+    this.memoryKeyBytes = Buffer.from(JSON.stringify(memoryKey).slice(1, -1), 'utf8');
+  }
+
+  protected open(p: number, depth: number): void {
+    if (depth > this.maxDepth) throw new IndexReject(p, 'nested too deep');
+  }
+
+  /**
+   * The object at `p` (its `{`), at `depth`: `onMember(name, valueStart)` reads each member's value and returns
+   * the offset past it. Returns the offset past the `}`. With `names` false the keys are not decoded (memory:
+   * thousands of keys nobody reads by name) and onMember gets ''.
+   */
+  protected members(p: number, depth: number, onMember: (name: string, v: number) => number, names = true): number {
+    const s = this.s;
+    this.open(p, depth);
+    let q = s.ws(p + 1);
+    if (s.at(q) === RBRACE) return q + 1;
+    for (;;) {
+      const v = s.memberKey(q, this.key);
+      const { start, end } = this.key;
+      const name = !names ? '' : s.escaped ? s.text(start, end, true) : s.latin1(start + 1, end - 1);
+      q = s.ws(onMember(name, v));
+      const c = s.at(q);
+      if (c === RBRACE) return q + 1;
+      if (c !== COMMA) throw new IndexReject(q, "expected ',' or '}'");
+      q++;
+    }
+  }
+
+  /** The array at `p` (its `[`), at `depth`: `onElement(start)` reads each element. Returns the offset past `]`. */
+  protected elements(p: number, depth: number, onElement: (q: number) => number): number {
+    const s = this.s;
+    this.open(p, depth);
+    let q = s.ws(p + 1);
+    if (s.at(q) === RBRACKET) return q + 1;
+    for (;;) {
+      q = s.ws(onElement(s.ws(q)));
+      const c = s.at(q);
+      if (c === RBRACKET) return q + 1;
+      if (c !== COMMA) throw new IndexReject(q, "expected ',' or ']'");
+      q++;
+    }
+  }
+}
