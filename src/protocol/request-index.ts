@@ -16,7 +16,7 @@ import { IndexReject, JsonScanner, type NumberToken } from './json-index.js';
 import type { IntValue } from './json-values.js';
 
 /** An instruction as the schema's AgentInstruction (types.ts, which imports this file's types) decodes it. */
-export interface IndexedInstruction {
+interface IndexedInstruction {
   type: 'user' | 'env';
   content: string;
 }
@@ -43,7 +43,7 @@ export interface Span {
 }
 
 /** One top-level member of a memory object: its key token (quotes included) and its value. */
-export interface MemberSpan {
+interface MemberSpan {
   readonly keyStart: number;
   readonly keyEnd: number;
   readonly valueStart: number;
@@ -80,7 +80,7 @@ export interface RequestIndex {
   readonly inputs: readonly InputIndex[];
 }
 
-export type IndexResult = { ok: true; index: RequestIndex } | { ok: false; reject: IndexReject };
+type IndexResult = { ok: true; index: RequestIndex } | { ok: false; reject: IndexReject };
 
 /** A field that may repeat: the last occurrence's verdict counts. */
 interface Slot<T> {
