@@ -109,7 +109,7 @@ export function backendsView(runtime: GatewayRuntime): BackendView[] {
 }
 
 /** A virtual agent as `GET /gateway/routes` lists it, with its own routes. */
-export interface AgentView {
+interface AgentView {
   name: string;
   /** Where it is served: `/agents/<name>/`. */
   path: string;

@@ -19,7 +19,7 @@ import type { GatewayState } from './gateway-state.js';
 const LIMIT_KEY = { batches_in_flight: 'max_batches_in_flight', candidates_per_minute: 'max_candidates_per_minute' } as const;
 
 /** Candidates the batch asks for: what the candidates-per-minute bucket is charged. */
-export function candidatesAsked(request: AgentRequest): number {
+function candidatesAsked(request: AgentRequest): number {
   let n = 0;
   for (const input of request.inputs) n += input.num_outputs;
   return n;
@@ -37,7 +37,7 @@ export async function admitClient(
 }
 
 /** What every candidate of a refused batch says: the client, the limit and its value, the wait. */
-export function overloadMessage(runtime: GatewayRuntime, client: string, refused: Refused): string {
+function overloadMessage(runtime: GatewayRuntime, client: string, refused: Refused): string {
   const key = LIMIT_KEY[refused.limit];
   const value = runtime.config.clients?.[client]?.[key];
   const limit = `clients.${client}.${key}${value === undefined ? '' : ` (${value})`}`;

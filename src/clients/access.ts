@@ -20,7 +20,7 @@ import { bearerToken } from './key-compare.js';
 /** The `client` label of a request without a client (no clients configured, or a keyless health check). */
 export const ANONYMOUS = ANONYMOUS_CLIENT;
 /** The `client` label of a request refused for its key. */
-export const UNAUTHORIZED = 'unauthorized';
+const UNAUTHORIZED = 'unauthorized';
 /** The challenge a 401 for a client key carries (RFC 6750). */
 export const KEY_CHALLENGE = 'Bearer realm="magma-gateway"';
 

@@ -14,8 +14,6 @@ import type { AbortLike } from '../abort.js';
 
 export type LimitName = 'batches_in_flight' | 'candidates_per_minute';
 
-export const LIMIT_NAMES: readonly LimitName[] = ['batches_in_flight', 'candidates_per_minute'];
-
 /** Time as the limiter reads it; systemClock in the gateway, a stepped one in tests. */
 export interface LimiterClock {
   /** Milliseconds, monotonic. */

@@ -10,7 +10,7 @@ import type { ClientsConfig } from '../config/schema.js';
 import { ClientLimiter, systemClock, type Admission, type Granted, type LimiterClock, type LimitName, type LimitSettings } from './client-limiter.js';
 
 /** What the limiters report, by client, for the metrics. */
-export interface ClientLimitEvents {
+interface ClientLimitEvents {
   waited(client: string, limit: LimitName): void;
   waitEnded(client: string, seconds: number, served: boolean): void;
   refused(client: string, limit: LimitName): void;

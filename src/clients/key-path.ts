@@ -9,7 +9,7 @@ export const KEY_PREFIX = '/k/';
 /** What a logged or shown URL holds instead of a key. */
 export const REDACTED_KEY = 'REDACTED';
 
-export interface KeyPath {
+interface KeyPath {
   /** The key, percent-decoded (a segment that does not decode is kept as it came: it matches no valid key). */
   key: string;
   /** The path after `/k/<key>`, with its query: `/v1/responses`, `/` for `/k/<key>` alone, `/?a=1` for `/k/<key>?a=1`. */

@@ -154,7 +154,7 @@ function isReport(v: unknown): v is ExperimentsReport {
  * The report narrowed to one agent: the default agent's routes, or one virtual agent's. Undefined when the
  * report has no such agent.
  */
-export function reportForAgent(report: ExperimentsReport, agent: string): ExperimentsReport | undefined {
+function reportForAgent(report: ExperimentsReport, agent: string): ExperimentsReport | undefined {
   if (agent === ROOT_AGENT) return { ...report, agents: [] };
   const one = (report.agents ?? []).find((a) => a.agent === agent);
   return one === undefined ? undefined : { ...report, routes: [], agents: [one] };

@@ -7,7 +7,7 @@
 import type { PathSegment } from './route-problems.js';
 import { ROOT_AGENT, type GatewayConfig, type RouteConfig } from './schema.js';
 
-export interface AgentTable {
+interface AgentTable {
   /** ROOT_AGENT for the top-level routes, else the key under `agents`: the `agent` label of its metrics. */
   readonly name: string;
   readonly virtual: boolean;

@@ -10,7 +10,7 @@
  * - no virtual agent is named `__proto__`, which zod's records drop silently.
  *
  * It reads the config leniently (the raw YAML value, before or after the schema), so the loader reports these
- * problems together with schema problems, and compileRoutes checks the same invariants for configs built in code.
+ * problems together with schema problems, and compileAgents checks the same invariants for configs built in code.
  */
 import { globToRegExp } from '../patterns/glob.js';
 import { compileRegex } from '../patterns/regex.js';

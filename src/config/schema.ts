@@ -160,13 +160,13 @@ const routeSchema = z
  * Client names are the `client` label of the request metrics, whose own values for a request without a client
  * are these two (README "Client keys"): a client may not take them.
  */
-export const RESERVED_CLIENT_NAMES: readonly string[] = ['anonymous', 'unauthorized'];
+const RESERVED_CLIENT_NAMES: readonly string[] = ['anonymous', 'unauthorized'];
 
 /**
  * clients.<name>: one client (a team, a BENCH or GEN job) and its key (README "Client keys"). Messages never
  * quote a key: it is a secret.
  */
-export const clientSchema = z.strictObject({
+const clientSchema = z.strictObject({
   /**
    * The key (`${TEAM_A_KEY}`, read from the environment). Visible ASCII without spaces: it must travel in an
    * address (`/k/<key>`) and in a header.
@@ -237,7 +237,7 @@ const agentName = name
  * `agents.<name>`: another agent served at `/agents/<name>/` (README "Virtual agents"), with its own identity,
  * routes and memory key; backends, pools, probes, the store and the retry budget are the gateway's.
  */
-export const virtualAgentSchema = z.strictObject({
+const virtualAgentSchema = z.strictObject({
   /** Default agent_id: the agent's name (filled in by the `agents` record below); agent_version: the package version. */
   agent: z
     .strictObject({
@@ -410,9 +410,7 @@ export const configSchema = z.strictObject({
 });
 
 export type GatewayConfig = z.output<typeof configSchema>;
-export type VirtualAgentConfig = GatewayConfig['agents'][string];
 export type RouteConfig = GatewayConfig['routes'][number];
 export type Condition = z.output<typeof conditionSchema>;
 export type ClientsConfig = NonNullable<GatewayConfig['clients']>;
-export type ClientConfig = ClientsConfig[string];
 export type Scalar = string | number | boolean | null;

@@ -45,7 +45,7 @@ export function configWarnings(config: GatewayConfig): ConfigWarning[] {
 }
 
 /** Shorter keys are warned about: a key is all that stands between a port and anyone who can reach it. */
-export const MIN_CLIENT_KEY_CHARS = 16;
+const MIN_CLIENT_KEY_CHARS = 16;
 
 /**
  * What a path segment holds as it is (RFC 3986 pchar without "%"): a key with any other character must be

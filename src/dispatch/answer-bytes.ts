@@ -126,9 +126,10 @@ export class CandidateWriter {
       status: index.status,
       // The indexer proved each value's type (answer-index.ts); the schemas fill defaults as zod did.
       get memory(): JsonObject {
-        return (memory ??= { ...(decode(index.memory) as JsonObject), [memoryKey]: tag });
+        return (memory ??= { ...(decode(index.memory) as JsonObject), [memoryKey]: tag }); // an object (indexer)
       },
       get internal_steps(): JsonObject[] {
+        // A list of objects: the indexer proved it (answer-index.ts).
         return (steps ??= index.internalSteps === undefined ? [] : (decode(index.internalSteps) as JsonObject[]));
       },
       get output(): AgentOutput['output'] {

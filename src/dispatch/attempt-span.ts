@@ -21,7 +21,7 @@ import type { Replica } from '../upstream/replica.js';
 import type { Item } from './batch-item.js';
 
 /** Set when a refused connection sent these inputs to another replica of the same backend. */
-export const ATTR_REPLICA_RETRY = 'magma.replica_retry';
+const ATTR_REPLICA_RETRY = 'magma.replica_retry';
 
 /** `server.address` and `server.port` of a replica (an IPv6 address without its brackets). */
 export function serverOf(replica: Replica): { address: string; port: number } {

@@ -187,17 +187,17 @@ export class Attempt {
     const items = this.items;
     // Item input indexes come from the plan of this request: always in range of its inputs.
     const untagged = (k: number): boolean => {
-      const inp = inputs[k]!;
+      const inp = inputs[k]!; // k is an item's input index (above)
       return inp.raw === undefined ? stripped[k] === inp.memory : inp.raw.index.tagMembers.length === 0;
     };
     const whole =
       requestBody !== undefined &&
-      items.length === inputs.length &&
+      items.length === inputs.length && // so inputs[k] exists for every item index k below
       items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs && untagged(k));
     if (whole) return requestBody;
     const slices: SubRequestInput[] = [];
     for (const it of items) {
-      const raw = inputs[it.input]!.raw;
+      const raw = inputs[it.input]!.raw; // an item's input index (above)
       if (raw === undefined) break;
       slices.push({ raw, count: it.count });
     }
@@ -205,6 +205,7 @@ export class Attempt {
     return stringifyExact(
       {
         request_id: request.request_id,
+        // An item's input index is in range of the inputs (above).
         inputs: items.map((it) => forwarded(inputs[it.input]!, stripped[it.input] ?? inputs[it.input]!.memory, it.count)),
       },
       requestMarked,

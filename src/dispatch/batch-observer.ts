@@ -83,7 +83,7 @@ export class MetricsBatchObserver implements BatchObserver {
  * The metrics observer plus span events for what moved inputs: fallbacks, retries on another replica, retries
  * the budget refused. One event per item moved; the span keeps the first 128 events (src/tracing/otel-tracing.ts).
  */
-export class SpanEventsObserver implements BatchObserver {
+class SpanEventsObserver implements BatchObserver {
   constructor(
     private readonly inner: BatchObserver,
     private readonly span: TraceSpan,

@@ -55,7 +55,7 @@ export interface RouteReport {
 }
 
 /** One virtual agent's experiments (README "Virtual agents"), counted apart from every other agent's. */
-export interface AgentExperiments {
+interface AgentExperiments {
   agent: string;
   agent_id: string;
   /** Where it is served, e.g. `/agents/ab-kitchen/`. */

@@ -13,7 +13,6 @@ import { createStore } from '../state/index.js';
 import { logStartSummary } from './start-summary.js';
 import type { GatewayState } from '../batch/gateway-state.js';
 
-export type { GatewayState };
 
 
 declare module 'fastify' {

@@ -58,12 +58,6 @@ export class PartsWriter {
   }
 }
 
-/** A body of one string (an error detail, `[]`, a replayed answer) in the same form. */
-export function bodyOfText(text: string): AnswerBody {
-  const b = Buffer.from(text, 'utf8');
-  return { parts: [b], length: b.length };
-}
-
 /** The whole body as one Buffer: for what must hold it at once (the replay store, bounded by its own limit). */
 export function joinBody(body: AnswerBody): Buffer {
   return body.parts.length === 1 ? body.parts[0]! : Buffer.concat(body.parts as Buffer[], body.length); // length checked
@@ -126,8 +120,8 @@ export function inputMemoryLayout(raw: InputSlices): MemoryLayout {
     tags: tagMembers.map((i) => ({
       keyStart: ms[i]!.keyStart, // tagMembers index memoryMembers (request-index.ts)
       valueEnd: ms[i]!.valueEnd,
-      prevEnd: i > 0 ? ms[i - 1]!.valueEnd : -1,
-      nextStart: i + 1 < ms.length ? ms[i + 1]!.keyStart : -1,
+      prevEnd: ms[i - 1]?.valueEnd ?? -1,
+      nextStart: ms[i + 1]?.keyStart ?? -1,
     })),
   };
   layouts.set(raw, layout);

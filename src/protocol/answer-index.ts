@@ -19,7 +19,7 @@ const LBRACKET = 0x5b;
 const QUOTE = 0x22;
 
 /** A top-level member of memory named memory_key, with its neighbours' edges (for cutting it out). */
-export interface TagSpan {
+interface TagSpan {
   readonly keyStart: number;
   readonly valueEnd: number;
   /** valueEnd of the member before it, -1 when it is the first. */
@@ -59,7 +59,7 @@ export interface AnswerElement {
   readonly candidate: CandidateIndex | undefined;
 }
 
-export type AnswerIndexResult = { ok: true; elements: AnswerElement[] } | { ok: false; reject: IndexReject };
+type AnswerIndexResult = { ok: true; elements: AnswerElement[] } | { ok: false; reject: IndexReject };
 
 /** Index `buf` (UTF-8 already checked) as an AgentResponse. */
 export function indexAgentResponse(buf: Buffer, maxDepth: number, memoryKey: string): AnswerIndexResult {

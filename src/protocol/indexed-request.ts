@@ -34,16 +34,16 @@ function inputOf(buf: Buffer, index: InputIndex, memoryKey: string): IndexedAgen
     num_outputs: index.numOutputs,
     // The indexer proved each value's type (a list of objects, an object) before these slices were made.
     get tools(): JsonObject[] {
-      return raw.tools.value() as JsonObject[];
+      return raw.tools.value() as JsonObject[]; // a list of objects: proved by the indexer
     },
     get attributes(): JsonObject {
-      return raw.attributes.value() as JsonObject;
+      return raw.attributes.value() as JsonObject; // an object: proved by the indexer
     },
     get memory(): JsonObject {
-      return raw.memory.value() as JsonObject;
+      return raw.memory.value() as JsonObject; // an object: proved by the indexer
     },
     get extra_keys(): JsonObject {
-      return raw.extraKeys.value() as JsonObject;
+      return raw.extraKeys.value() as JsonObject; // an object: proved by the indexer
     },
   };
   Object.defineProperty(input, 'raw', { value: raw, enumerable: false });
@@ -77,7 +77,7 @@ export function memoryWithoutTag(raw: InputSlices): Buffer[] {
   const cut = new Set(tagMembers);
   // A tag member exists, so memory has members; every index below is < members.length.
   const first = members[0]!;
-  const last = members[members.length - 1]!;
+  const last = members[members.length - 1]!; // members is not empty (above)
   const pieces: Buffer[] = [buf.subarray(mem.start, first.keyStart)];
   // Runs of kept members are written whole; a run followed by another keeps the separator after it.
   let runStart = -1;
@@ -85,9 +85,10 @@ export function memoryWithoutTag(raw: InputSlices): Buffer[] {
     const kept = i < members.length && !cut.has(i);
     if (kept && runStart === -1) runStart = i;
     if (kept || runStart === -1) continue;
-    const a = members[runStart]!;
+    const a = members[runStart]!; // runStart was set to a kept member's index, < members.length
     let next = i;
     while (next < members.length && cut.has(next)) next++;
+    // i <= members.length and i > runStart >= 0: members[i] exists when next < members.length, members[i - 1] always.
     pieces.push(buf.subarray(a.keyStart, next < members.length ? members[i]!.keyStart : members[i - 1]!.valueEnd));
     runStart = -1;
   }

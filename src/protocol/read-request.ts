@@ -12,7 +12,7 @@ import { indexAgentRequest, type IndexLimits, type RequestIndex } from './reques
 import type { IndexedAgentRequest, ValidationIssue } from './types.js';
 import { firstInvalidUtf8 } from './utf8.js';
 
-export type RequestRead =
+type RequestRead =
   | { ok: true; request: IndexedAgentRequest; marked: boolean; index: RequestIndex }
   | { ok: false; status: 422; detail: ValidationIssue[] }
   /** Not UTF-8: FastAPI's 400 "There was an error parsing the body", with the offset of the first bad byte. */

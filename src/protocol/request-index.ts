@@ -17,7 +17,7 @@ import { ProtocolWalker } from './protocol-walker.js';
 import type { IntValue } from './json-values.js';
 
 /** An instruction as the schema's AgentInstruction (types.ts, which imports this file's types) decodes it. */
-export interface IndexedInstruction {
+interface IndexedInstruction {
   type: 'user' | 'env';
   content: string;
 }
@@ -41,7 +41,7 @@ export interface Span {
 }
 
 /** One top-level member of a memory object: its key token (quotes included) and its value. */
-export interface MemberSpan {
+interface MemberSpan {
   readonly keyStart: number;
   readonly keyEnd: number;
   readonly valueStart: number;
@@ -78,7 +78,7 @@ export interface RequestIndex {
   readonly inputs: readonly InputIndex[];
 }
 
-export type IndexResult = { ok: true; index: RequestIndex } | { ok: false; reject: IndexReject };
+type IndexResult = { ok: true; index: RequestIndex } | { ok: false; reject: IndexReject };
 
 /** A field that may repeat: the last occurrence's verdict counts. */
 interface Slot<T> {

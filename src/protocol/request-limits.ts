@@ -7,7 +7,7 @@
  * JavaScript string can hold. Both the number of candidates and that estimated size are bounded, and a request
  * over either is a 422 naming the config key, like any other invalid request.
  */
-import type { AgentInput, JsonObject, ValidationIssue } from './types.js';
+import type { AgentInput, ValidationIssue } from './types.js';
 
 /**
  * What a candidate costs in the answer besides its memory: request_id, source_id, candidate_index, status,
@@ -23,15 +23,6 @@ interface BatchLimits {
   maxAnswerBytes: number;
   /** The key names as the config spells them, for the messages. */
   maxAnswerMb: number;
-}
-
-/**
- * The UTF-8 size of a memory object as JSON, measured once. JSON.stringify length counts UTF-16 units; for
- * memory that is not pure ASCII Buffer.byteLength gives the exact figure, both in linear native passes.
- */
-export function memoryBytes(memory: JsonObject): number {
-  const text = JSON.stringify(memory);
-  return Buffer.byteLength(text, 'utf8');
 }
 
 /**

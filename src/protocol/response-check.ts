@@ -15,14 +15,13 @@ export interface SubRequestShape {
 }
 
 export type Slot<C> = { ok: true; candidate: C } | { ok: false; reason: string };
-export type SlotResult = Slot<AgentOutput>;
 
-export type SubResponseCheckOf<C> =
+type SubResponseCheckOf<C> =
   /** The whole answer is unusable (not an array, or it names another request): the sub-request failed. */
   | { ok: false; reason: string }
   /** Per input, per candidate index: a valid candidate or why that one slot failed. Extra candidates are ignored. */
   | { ok: true; slots: Slot<C>[][]; extras: number };
-export type SubResponseCheck = SubResponseCheckOf<AgentOutput>;
+type SubResponseCheck = SubResponseCheckOf<AgentOutput>;
 
 function slotKey(sourceId: unknown, candidateIndex: unknown): string | undefined {
   if (sourceId === undefined || candidateIndex === undefined) return undefined;

@@ -33,7 +33,7 @@ function bytesOf(buf: Buffer, s: Span): Buffer {
 }
 
 /** The pieces of one forwarded input; absent free-form fields stay absent (the contract's defaults apply). */
-export function inputPieces(raw: InputSlices, count: number, out: Buffer[]): void {
+function inputPieces(raw: InputSlices, count: number, out: Buffer[]): void {
   const { buf, index } = raw;
   out.push(ID, bytesOf(buf, index.idSpan), INSTRUCTION, bytesOf(buf, index.instructionSpan));
   if (index.tools !== undefined) out.push(TOOLS, bytesOf(buf, index.tools));

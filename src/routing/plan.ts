@@ -25,7 +25,7 @@ import { isJsonObject } from '../protocol/schemas.js';
 import { memoryTagValue } from '../protocol/indexed-request.js';
 
 // The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
-export { compileRoutes, routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
+export { routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
 
 /** What the upstream layer knows right now. */
 export interface RoutingSnapshot {
@@ -90,7 +90,7 @@ export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag 
  * The tag of an input. One read by the indexer has its tag member located in its bytes: only that member is
  * decoded, never the rest of the memory (docs/gateway-behaviour.md, "How a batch is read").
  */
-export function inputMemoryTag(input: AgentInput, memoryKey: string): MemoryTag | undefined {
+function inputMemoryTag(input: AgentInput, memoryKey: string): MemoryTag | undefined {
   const raw = input.raw;
   if (raw === undefined || raw.memoryKey !== memoryKey) return readMemoryTag(input.memory, memoryKey);
   return raw.index.tagMembers.length === 0 ? undefined : tagOfValue(memoryTagValue(raw));

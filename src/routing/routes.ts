@@ -2,7 +2,7 @@
  * The config's routes compiled once for the hot path: matchers built, members in file order, each route's set
  * of backends precomputed. A compiled config is immutable and shared by every request.
  */
-import { ROOT_AGENT, type GatewayConfig, type RouteConfig } from '../config/schema.js';
+import type { GatewayConfig, RouteConfig } from '../config/schema.js';
 import type { AgentInput } from '../protocol/types.js';
 import { compileMatch, type Headers, type Matcher } from './match.js';
 import { formatPath, isCatchAll, routeProblems } from '../config/route-problems.js';
@@ -62,17 +62,6 @@ export function assertRouteInvariants(config: GatewayConfig): void {
     const lines = problems.map((p) => `${formatPath(p.path)}: ${p.message}`);
     throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid routes:\n  ${lines.join('\n  ')}`);
   }
-}
-
-/**
- * Compile the top-level routes (the default agent) of a validated config. Throws when the route invariants
- * (route-problems.ts) do not hold, which loadConfigFile has already ruled out with located messages; this
- * guards configs built in code (tests, tools). The gateway compiles every agent with routing/agents.ts.
- */
-export function compileRoutes(config: GatewayConfig): CompiledRoutes {
-  assertRouteInvariants(config);
-  if (config.routes.length === 0) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'invalid routes: the config has no top-level routes');
-  return compileRouteTable(ROOT_AGENT, config.routes, config.memory_key, Object.keys(config.backends));
 }
 
 /** One agent's route table, already checked (assertRouteInvariants): compiled once, immutable. */

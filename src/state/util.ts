@@ -155,7 +155,7 @@ export function replayText(body: string | AnswerBody, max: number): string | und
   return body.length > max ? undefined : joinBody(body).toString('utf8');
 }
 
-export function utf8Exceeds(s: string, max: number): boolean {
+function utf8Exceeds(s: string, max: number): boolean {
   if (s.length > max) return true;
   if (s.length * 3 <= max) return false;
   return Buffer.byteLength(s, 'utf8') > max;

@@ -10,6 +10,6 @@ import { NOOP_TRACING, type Tracing } from './trace-span.js';
 export async function loadTracing(config: TracingConfig, opts: { version: string; log: Logger }): Promise<Tracing> {
   const endpoint = config.otlp_endpoint;
   if (endpoint === undefined) return NOOP_TRACING;
-  const { OtelTracing } = await import('./otel-tracing.js');
-  return new OtelTracing({ ...config, otlp_endpoint: endpoint }, opts);
+  const otel = await import('./otel-tracing.js');
+  return new otel.OtelTracing({ ...config, otlp_endpoint: endpoint }, opts);
 }

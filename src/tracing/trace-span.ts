@@ -9,7 +9,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** An attribute value as OpenTelemetry takes it. */
-export type SpanValue = string | number | boolean | string[] | number[];
+type SpanValue = string | number | boolean | string[] | number[];
 export type SpanAttributes = Record<string, SpanValue | undefined>;
 
 export interface TraceSpan {

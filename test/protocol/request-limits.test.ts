@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CANDIDATE_OVERHEAD_BYTES, checkBatchLimits, memoryBytes } from '../../src/protocol/request-limits.js';
+import { CANDIDATE_OVERHEAD_BYTES, checkBatchLimits } from '../../src/protocol/request-limits.js';
 
 const limits = { maxCandidates: 100, maxAnswerBytes: 1024 * 1024, maxAnswerMb: 1 };
 const outputs = (...n: number[]): { num_outputs: number }[] => n.map((num_outputs) => ({ num_outputs }));
@@ -57,10 +57,4 @@ test('inputs asking one candidate are measured only when the bound for them toge
   const detail = checkBatchLimits(outputs(2, 1), (i) => (seen.push(i), i === 0 ? 10 : 2_000_000), limits);
   assert.match(detail[0]!.msg, /inputs\[1\]/);
   assert.deepEqual(seen, [0, 1]);
-});
-
-test('memoryBytes counts UTF-8 bytes of the JSON text', () => {
-  assert.equal(memoryBytes({}), 2);
-  assert.equal(memoryBytes({ s: 'é' }), Buffer.byteLength('{"s":"é"}'));
-  assert.equal(memoryBytes({ s: '😀' }), 12);
 });

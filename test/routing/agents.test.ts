@@ -96,6 +96,11 @@ test('an agent lacks a route when none of its backends can serve, whatever other
   assert.deepEqual(routesLacking(findAgent(AGENTS, undefined)!, ready), []);
 });
 
+test('compileAgents refuses a config built in code whose default agent has no catch-all route', () => {
+  const bad = { ...CONFIG, routes: [{ ...CONFIG.routes[0]!, match: { instruction_type: 'env' } }] } as GatewayConfig;
+  assert.throws(() => compileAgents(bad), /no catch-all route/);
+});
+
 test('compileAgents refuses a config built in code whose agent breaks the route invariants', () => {
   const bad = { ...CONFIG, agents: { x: { agent: { agent_id: 'x' }, routes: [{ ...CONFIG.routes[0]!, backend: 'missing' }] } } } as GatewayConfig;
   assert.throws(() => compileAgents(bad), /agents\.x\.routes\[0\]\.backend: unknown backend "missing"/);

@@ -6,10 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfigText } from '../../src/config/load.js';
-import type { GatewayConfig } from '../../src/config/schema.js';
 import type { AgentInput, JsonObject } from '../../src/protocol/types.js';
+import { compileAgents } from '../../src/routing/agents.js';
 import {
-  compileRoutes,
   planBatch,
   readMemoryTag,
   type BatchPlan,
@@ -48,7 +47,7 @@ const CONFIG = parseConfigText(
   'plan-test.yaml',
   {},
 );
-const ROUTES = compileRoutes(CONFIG);
+const ROUTES = compileAgents(CONFIG).root!.routes; // CONFIG has top-level routes, so a default agent
 
 const ALL: RoutingSnapshot = { canServe: () => true };
 const without =
@@ -212,11 +211,6 @@ test('readMemoryTag returns undefined for a missing or malformed tag', () => {
   assert.equal(readMemoryTag({ _gateway: { backend: 7, route: 'ab' } }, '_gateway'), undefined);
   assert.equal(readMemoryTag({ _gateway: ['qwen', 'ab'] }, '_gateway'), undefined);
   assert.deepEqual(readMemoryTag({ _gateway: { backend: 'q', route: 'r', arm: 5 } }, '_gateway'), { backend: 'q', route: 'r' });
-});
-
-test('compileRoutes refuses a config built in code without a catch-all', () => {
-  const bad = { ...CONFIG, routes: CONFIG.routes.slice(0, 2) } as GatewayConfig;
-  assert.throws(() => compileRoutes(bad), /no catch-all route/);
 });
 
 test('the memory tag of an input read by the indexer is read from its member, the memory left undecoded', () => {
