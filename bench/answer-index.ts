@@ -18,30 +18,12 @@ import { readAgentRequest } from '../src/protocol/read-request.js';
 import { checkIndexedResponse, checkSubResponse, IndexedCandidate } from '../src/protocol/response-check.js';
 import type { AgentOutput } from '../src/protocol/types.js';
 import { bodyText, fillerText, historyRequest } from './lib/bodies.js';
-import { median } from './lib/stats.js';
+import { MicroBench } from './lib/micro.js';
 
 const { values } = parseArgs({ options: { 'min-ms': { type: 'string', default: '600' } } });
 const MIN_MS = Number(values['min-ms']);
-const MB = 1024 * 1024;
-let sink = 0;
-
-function measure(name: string, bytes: number, fn: () => unknown): void {
-  const warmEnd = performance.now() + Math.min(300, MIN_MS / 2);
-  for (let i = 0; i < 3 || performance.now() < warmEnd; i++) fn();
-  const times: number[] = [];
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  while (times.length < 10 || performance.now() - t0 < MIN_MS) {
-    const a = performance.now();
-    const v = fn();
-    times.push(performance.now() - a);
-    sink += v === undefined ? 0 : 1;
-  }
-  const cpu = process.cpuUsage(cpu0);
-  const ms = median(times);
-  const cpuMs = (cpu.user + cpu.system) / 1000 / times.length;
-  process.stdout.write(`${name.padEnd(52)} ${ms.toFixed(3).padStart(8)} ms ${cpuMs.toFixed(3).padStart(8)} cpu ms ${(bytes / MB / (ms / 1000)).toFixed(0).padStart(6)} MB/s\n`);
-}
+const bench = new MicroBench(MIN_MS, 52);
+const measure = bench.measure.bind(bench);
 
 const KEY = '_magma_gateway';
 const limits = { maxOutputsPerInput: 1024, maxJsonDepth: 128, memoryKey: KEY };
@@ -93,4 +75,4 @@ measure('after: index + check + slices + answerBody', buf.length, () => {
   });
   return answerBody(outputs, false);
 });
-if (sink < 0) process.stdout.write('');
+if (bench.calls < 0) process.stdout.write('');

@@ -16,30 +16,12 @@ import { parseAgentRequest } from '../src/protocol/request.js';
 import { indexAgentRequest } from '../src/protocol/request-index.js';
 import { subRequestBody } from '../src/protocol/sub-request.js';
 import { bodyText, historyRequest } from './lib/bodies.js';
-import { median } from './lib/stats.js';
+import { MicroBench } from './lib/micro.js';
 
 const { values } = parseArgs({ options: { 'min-ms': { type: 'string', default: '600' } } });
 const MIN_MS = Number(values['min-ms']);
-const MB = 1024 * 1024;
-let sink = 0;
-
-function measure(name: string, bytes: number, fn: () => unknown): void {
-  const warmEnd = performance.now() + Math.min(300, MIN_MS / 2);
-  for (let i = 0; i < 3 || performance.now() < warmEnd; i++) fn();
-  const times: number[] = [];
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  while (times.length < 10 || performance.now() - t0 < MIN_MS) {
-    const a = performance.now();
-    const v = fn();
-    times.push(performance.now() - a);
-    sink += v === undefined ? 0 : 1;
-  }
-  const cpu = process.cpuUsage(cpu0);
-  const ms = median(times);
-  const cpuMs = (cpu.user + cpu.system) / 1000 / times.length;
-  process.stdout.write(`${name.padEnd(46)} ${ms.toFixed(3).padStart(8)} ms ${cpuMs.toFixed(3).padStart(8)} cpu ms ${(bytes / MB / (ms / 1000)).toFixed(0).padStart(6)} MB/s\n`);
-}
+const bench = new MicroBench(MIN_MS, 46);
+const measure = bench.measure.bind(bench);
 
 const limits = { maxOutputsPerInput: 1024, maxJsonDepth: 128, memoryKey: '_magma_gateway' };
 const TAG = '"_magma_gateway":{"backend":"agent-a","route":"default"},';
@@ -73,4 +55,4 @@ for (const [label, text] of variants) {
   measure('subRequestBody (slices joined once)', buf.length, () => subRequestBody(rid, legs));
   measure('stringifyExact(decoded request) (before)', buf.length, () => stringifyExact(parsed.request, parsed.marked));
 }
-if (sink < 0) process.stdout.write('');
+if (bench.calls < 0) process.stdout.write('');

@@ -4,6 +4,7 @@
  * `{author, content}` + `memory_list`),
  * env instructions holding Python-`json.dumps`-style JSON strings, tool descriptions, `known_robots`.
  */
+import { seededRandom } from './seeded-random.js';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -24,18 +25,6 @@ export interface BenchRequest {
 
 /** autocannon replaces this with a unique id per request (`idReplacement`): every batch is a new request_id. */
 export const ID_PLACEHOLDER = '[<id>]';
-
-/** mulberry32: a tiny seeded PRNG. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = (
   'the robot plate cup table sink shelf drawer kitchen pick place open close wash dry move left right ' +
@@ -80,7 +69,7 @@ const ATTRIBUTES = { scenario: 'kitchen-3', known_robots: ['dish_robot', 'table_
 
 /** S1: one input, about 1 KB of JSON. */
 export function smallRequest(requestId: string, numOutputs = 1, inputs = 1): BenchRequest {
-  const r = rng(1);
+  const r = seededRandom(1);
   const list: BenchInput[] = [];
   for (let i = 0; i < inputs; i++) {
     list.push({
@@ -98,7 +87,7 @@ export function smallRequest(requestId: string, numOutputs = 1, inputs = 1): Ben
 
 /** A full-history memory of about `bytes` bytes of JSON: alternating user/agent/env steps of ~2 KB. */
 export function historyMemory(seed: number, bytes: number): { [key: string]: Json } {
-  const r = rng(seed);
+  const r = seededRandom(seed);
   const history: Json[] = [];
   const memory: { [key: string]: Json } = {
     history,
@@ -130,7 +119,7 @@ export function historyMemory(seed: number, bytes: number): { [key: string]: Jso
 export function historyRequest(requestId: string, inputs = 32, memoryKb = 64, numOutputs = 1): BenchRequest {
   const list: BenchInput[] = [];
   for (let i = 0; i < inputs; i++) {
-    const r = rng(1000 + i);
+    const r = seededRandom(1000 + i);
     list.push({
       id: i,
       instruction: { type: 'env', content: envPayload(r, 200) },
@@ -151,5 +140,5 @@ export function bodyText(req: BenchRequest): string {
 
 /** Deterministic filler text of `chars` characters (the backend's internal_steps records). */
 export function fillerText(seed: number, chars: number): string {
-  return text(rng(seed), chars);
+  return text(seededRandom(seed), chars);
 }

@@ -14,27 +14,18 @@ import { indexAgentResponse } from '../../src/protocol/answer-index.js';
 import { parseExact } from '../../src/protocol/exact-json.js';
 import { checkIndexedResponse, checkSubResponse, IndexedCandidate, type SubRequestShape } from '../../src/protocol/response-check.js';
 import type { AgentInput } from '../../src/protocol/types.js';
+import { seededRandom } from '../../bench/lib/seeded-random.js';
 
 const SEED = Number(process.env.DIFF_SEED ?? 20250101);
 const CASES = Number(process.env.DIFF_CASES ?? 2000);
 const KEY = '_gw';
 const DEPTH = 16;
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Gen {
   private readonly r: () => number;
   constructor(seed: number) {
-    this.r = rng(seed);
+    this.r = seededRandom(seed);
   }
   int(n: number): number {
     return Math.floor(this.r() * n);

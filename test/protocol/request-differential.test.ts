@@ -17,23 +17,13 @@ import { parseAgentRequest } from '../../src/protocol/request.js';
 import { subRequestBody } from '../../src/protocol/sub-request.js';
 import type { AgentInput, JsonObject } from '../../src/protocol/types.js';
 import { stripMemoryKey } from '../../src/dispatch/candidates.js';
+import { seededRandom } from '../../bench/lib/seeded-random.js';
 
 const SEED = Number(process.env.DIFF_SEED ?? 20240611);
 const CASES = Number(process.env.DIFF_CASES ?? 3000);
 const MEMORY_KEY = '_gw';
 const LIMITS = { maxOutputsPerInput: 8, maxJsonDepth: 24, memoryKey: MEMORY_KEY };
 
-/** mulberry32 */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** An object as members of JSON text, so that order, repeats and whitespace are the generator's to choose. */
 type Members = [key: string, value: string][];
@@ -51,7 +41,7 @@ const NUMBERS = [
 class Gen {
   readonly r: () => number;
   constructor(seed: number) {
-    this.r = rng(seed);
+    this.r = seededRandom(seed);
   }
   int(n: number): number {
     return Math.floor(this.r() * n);
