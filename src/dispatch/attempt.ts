@@ -12,12 +12,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { withTraceparent } from '../protocol/correlation.js';
-import { parseExact, stringifyExact } from '../protocol/exact-json.js';
-import { isUtf8 } from 'node:buffer';
-import { indexAgentResponse } from '../protocol/answer-index.js';
-import { exceedsDepth, tooDeepMessage } from '../protocol/json-depth.js';
-import { checkIndexedResponse, checkSubResponse, type IndexedCandidate, type Slot, type SubRequestShape } from '../protocol/response-check.js';
-import { firstInvalidUtf8 } from '../protocol/utf8.js';
+import { stringifyExact } from '../protocol/exact-json.js';
+import { checkAnswerBytes, type AnswerCheck } from '../protocol/answer-check.js';
+import type { IndexedCandidate, Slot, SubRequestShape } from '../protocol/response-check.js';
 import { subRequestBody, type SubRequestInput } from '../protocol/sub-request.js';
 import type { AgentInput, AgentOutput, AgentRequest, JsonObject } from '../protocol/types.js';
 import { postResponses } from '../upstream/backend-call.js';
@@ -212,21 +209,10 @@ export class Attempt {
     );
   }
 
-  /**
-   * The answer indexed (protocol/answer-index.ts) and checked against what this sub-request asked for: each
-   * valid candidate stays the backend's bytes. An answer the indexer refuses whole goes through today's path
-   * (checkText), whose reasons are the ones a backend's operator reads in the logs.
-   */
-  private check(bytes: Buffer): { ok: true; slots: Slot<AgentOutput | IndexedCandidate>[][] } | { ok: false; reason: string } {
-    // Nothing a backend sends is altered: an answer that is not UTF-8 is not one (a UTF-8 byte order mark is dropped).
-    const body = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes;
-    if (!isUtf8(body)) return { ok: false, reason: `the answer is not valid UTF-8 (byte ${firstInvalidUtf8(body)})` };
-    const indexed = indexAgentResponse(body, this.replica.maxJsonDepth, this.deps.memoryKey);
-    if (!indexed.ok) return this.checkText(body.toString('utf8'));
-    const check = checkIndexedResponse(body, indexed.elements, this.shape(), () => {
-      this.marked = true;
-    });
-    return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
+  private check(bytes: Buffer): AnswerCheck {
+    const check = checkAnswerBytes(bytes, this.shape(), this.replica.maxJsonDepth, this.deps.memoryKey);
+    if (check.ok && check.marked) this.marked = true;
+    return check;
   }
 
   private shape(): SubRequestShape {
@@ -236,23 +222,6 @@ export class Attempt {
       // Item input indexes come from the plan of this request: always in range of its inputs.
       inputs: this.items.map((it) => ({ id: request.inputs[it.input]!.id, count: it.count })),
     };
-  }
-
-  /** The answer parsed exactly (after the depth check postResponses makes of text answers) and checked. */
-  private checkText(text: string): { ok: true; slots: Slot<AgentOutput>[][] } | { ok: false; reason: string } {
-    if (exceedsDepth(text, this.replica.maxJsonDepth) !== -1) return { ok: false, reason: `the answer is ${tooDeepMessage(this.replica.maxJsonDepth)}` };
-    let answer: unknown;
-    try {
-      const parsed = parseExact(text);
-      if (parsed.marked) this.marked = true;
-      if (parsed.nonFinite) return { ok: false, reason: 'the answer holds a non-finite number' };
-      answer = parsed.value;
-    } catch (err) {
-      // parseExact throws only Error (SyntaxError or its own bound errors).
-      return { ok: false, reason: `the answer is not JSON: ${(err as Error).message}` };
-    }
-    const check = checkSubResponse(answer, this.shape());
-    return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
   }
 }
 

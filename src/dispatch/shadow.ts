@@ -12,9 +12,9 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from '../logging.js';
 import { withTraceparent, type CorrelationHeaders } from '../protocol/correlation.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { parseExact, stringifyExact } from '../protocol/exact-json.js';
+import { stringifyExact } from '../protocol/exact-json.js';
+import { checkAnswerBytes, decisionOf } from '../protocol/answer-check.js';
 import { subRequestBody } from '../protocol/sub-request.js';
-import { checkSubResponse } from '../protocol/response-check.js';
 import type { AgentDecision, AgentOutput, AgentRequest } from '../protocol/types.js';
 import type { BatchPlan } from '../routing/plan.js';
 import { postResponses } from '../upstream/backend-call.js';
@@ -55,7 +55,8 @@ interface ShadowDeps {
 
 /**
  * Same say and same tool calls (arguments compared as data). isDeepStrictEqual recurses: both decisions come
- * from answers postResponses checked against server.max_json_depth, far below where it would overflow.
+ * from answers checked against the replica's max_json_depth (protocol/answer-check.ts), far below where it would
+ * overflow.
  */
 function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | null | undefined): boolean {
   if (a == null || b == null) return a == null && b == null;
@@ -175,7 +176,7 @@ async function shadowCall(
           },
           marked,
         );
-  const res = await postResponses(replica, body, headers, deps.upstreams.timeoutMs(g.backend));
+  const res = await postResponses(replica, body, headers, deps.upstreams.timeoutMs(g.backend), undefined, true);
   end.status = res.status;
   if (!res.ok) {
     metrics.shadowRequests.inc({ ...labels, outcome: 'failed' });
@@ -184,18 +185,9 @@ async function shadowCall(
     return;
   }
   end.outcome = 'gateway_backend_invalid_response';
-  let answer: unknown;
-  try {
-    answer = parseExact(res.text).value;
-  } catch {
-    metrics.shadowRequests.inc({ ...labels, outcome: 'invalid' });
-    end.reason = 'the answer is not JSON';
-    return;
-  }
-  const check = checkSubResponse(answer, {
-    requestId: request.request_id,
-    inputs: inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })),
-  });
+  // Judged as a primary answer is (protocol/answer-check.ts): memory and steps stay bytes, never decoded here.
+  const shape = { requestId: request.request_id, inputs: inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })) };
+  const check = checkAnswerBytes(res.bytes ?? Buffer.from(res.text, 'utf8'), shape, replica.maxJsonDepth, deps.memoryKey);
   if (!check.ok || check.slots.some((row) => row.some((s) => !s.ok))) {
     metrics.shadowRequests.inc({ ...labels, outcome: 'invalid' });
     end.reason = check.ok ? 'a candidate is malformed' : check.reason;
@@ -218,7 +210,8 @@ async function shadowCall(
     check.slots[k]!.forEach((slot, c) => { // k indexes check.slots (loop bound)
       const mine = outputs[offsets[inputIndex]! + c]; // offsets has one entry per input
       if (!slot.ok || mine === undefined || mine.status !== 'completed') return; // nothing to compare against
-      const agreed = slot.candidate.status === 'completed' && sameDecision(mine.output, slot.candidate.output);
+      const theirs = decisionOf(slot.candidate);
+      const agreed = theirs.completed && sameDecision(mine.output, theirs.output);
       metrics.shadowAgreement.inc({ ...labels, agreed: String(agreed) });
       if (agreed) agreedN++;
       else disagreedN++;

@@ -8,6 +8,7 @@ import { mkInput } from '../helpers/gateway.js';
 import type { Cand } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 import { useFixtures } from '../helpers/fixtures.js';
+import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 
 async function metricsOf(url: string): Promise<string> {
   return (await fetch(`${url}/metrics`)).text();
@@ -68,4 +69,35 @@ test('a failing shadow changes nothing in the answer', async (t) => {
   const res = await gw.post({ request_id: 'f', inputs: [mkInput(1, { num_outputs: 2 })] });
   assert.deepEqual((res.json as Cand[]).map((c) => c.status), ['completed', 'completed']);
   await waitFor('the failed shadow counted', async () => /backend="bad",outcome="failed"\} 1/.test(await metricsOf(gw.url)), { timeoutMs: 3000 });
+});
+
+test('a shadow answer that is not UTF-8 is counted invalid, as a primary answer would be judged', async (t) => {
+  const f = useFixtures(t);
+  const prim = await f.agent({ name: 'prim' });
+  const bad = await f.server((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST') {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify(req.url === '/v1/info' ? inferenceOnlyInfo('bad') : { status: 'ready' }));
+        return;
+      }
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { request_id: string; inputs: { id: number }[] };
+      const head = `[{"request_id":${JSON.stringify(body.request_id)},"source_id":${body.inputs[0]!.id},"candidate_index":0,"status":"completed","memory":{"s":"`;
+      const tail = '"},"internal_steps":[],"output":{"say":"x","tool_calls":[]},"error":null}]';
+      // 0xff is never valid in UTF-8: decoding it as text would turn it into U+FFFD and hide it.
+      res.setHeader('content-type', 'application/json');
+      res.end(Buffer.concat([Buffer.from(head), Buffer.from([0xff]), Buffer.from(tail)]));
+    });
+  });
+  const gw = await f.gateway({
+    probe_interval_s: 3600,
+    backends: { prim: { url: prim.url }, bad: { url: bad.url } },
+    routes: [{ name: 'default', backend: 'prim', shadow: ['bad'] }],
+  });
+  const res = await gw.post({ request_id: 'u', inputs: [mkInput(1)] });
+  assert.equal((res.json as Cand[])[0]!.status, 'completed');
+  await waitFor('the shadow counted invalid', async () => /backend="bad",outcome="invalid"\} 1/.test(await metricsOf(gw.url)), { timeoutMs: 3000 });
+  assert.doesNotMatch(await metricsOf(gw.url), /backend="bad",agreed="(true|false)"\} [1-9]/);
 });

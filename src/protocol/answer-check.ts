@@ -1,0 +1,63 @@
+/**
+ * A backend's answer, as its bytes, checked against what one sub-request asked for (docs/gateway-behaviour.md,
+ * "How a batch is read"): the byte indexer first (answer-index.ts), so each valid candidate stays the backend's
+ * bytes and nothing is decoded that nobody reads; an answer the indexer refuses whole goes through the decoding
+ * path (parseExact, then the schemas), whose reasons are the ones a backend's operator reads in the logs.
+ *
+ * One function for the primary sub-requests and for shadow copies, so both judge an answer the same way.
+ */
+import { isUtf8 } from 'node:buffer';
+import { indexAgentResponse } from './answer-index.js';
+import { parseExact } from './exact-json.js';
+import { exceedsDepth, tooDeepMessage } from './json-depth.js';
+import { checkIndexedResponse, checkSubResponse, IndexedCandidate, type Slot, type SubRequestShape } from './response-check.js';
+import { firstInvalidUtf8 } from './utf8.js';
+import { agentDecisionSchema } from './schemas.js';
+import type { AgentDecision, AgentOutput } from './types.js';
+
+export type AnswerCheck =
+  /** `marked`: a decoded candidate holds number markers, so the batch must be serialized with stringifyExact. */
+  | { ok: true; slots: Slot<AgentOutput | IndexedCandidate>[][]; marked: boolean }
+  | { ok: false; reason: string };
+
+/** Check `bytes` (a 2xx answer as received) against `shape`; `maxDepth` is the replica's max_json_depth. */
+export function checkAnswerBytes(bytes: Buffer, shape: SubRequestShape, maxDepth: number, memoryKey: string): AnswerCheck {
+  // Nothing a backend sends is altered: an answer that is not UTF-8 is not one (a UTF-8 byte order mark is dropped).
+  const body = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes;
+  if (!isUtf8(body)) return { ok: false, reason: `the answer is not valid UTF-8 (byte ${firstInvalidUtf8(body)})` };
+  const indexed = indexAgentResponse(body, maxDepth, memoryKey);
+  if (!indexed.ok) return checkText(body.toString('utf8'), shape, maxDepth);
+  let marked = false;
+  const check = checkIndexedResponse(body, indexed.elements, shape, () => {
+    marked = true;
+  });
+  return check.ok ? { ok: true, slots: check.slots, marked } : { ok: false, reason: check.reason };
+}
+
+/** The answer parsed exactly (after a depth check) and checked. */
+function checkText(text: string, shape: SubRequestShape, maxDepth: number): AnswerCheck {
+  if (exceedsDepth(text, maxDepth) !== -1) return { ok: false, reason: `the answer is ${tooDeepMessage(maxDepth)}` };
+  let answer: unknown;
+  let marked: boolean;
+  try {
+    const parsed = parseExact(text);
+    marked = parsed.marked;
+    if (parsed.nonFinite) return { ok: false, reason: 'the answer holds a non-finite number' };
+    answer = parsed.value;
+  } catch (err) {
+    // parseExact throws only Error (SyntaxError or its own bound errors).
+    return { ok: false, reason: `the answer is not JSON: ${(err as Error).message}` };
+  }
+  const check = checkSubResponse(answer, shape);
+  return check.ok ? { ok: true, slots: check.slots, marked } : { ok: false, reason: check.reason };
+}
+
+/** A checked candidate's status and decision; an indexed one decodes its `output` bytes only, nothing else. */
+export function decisionOf(c: AgentOutput | IndexedCandidate): { completed: boolean; output: AgentDecision | null } {
+  if (!(c instanceof IndexedCandidate)) return { completed: c.status === 'completed', output: c.output ?? null };
+  const { buf, index } = c;
+  const span = index.output;
+  // The indexer proved the output a strict AgentDecision (answer-index.ts); the schema fills its defaults.
+  const output = span === undefined ? null : agentDecisionSchema.parse(parseExact(buf.toString('utf8', span.start, span.end)).value);
+  return { completed: index.status === 'completed', output };
+}
