@@ -143,13 +143,27 @@ export class RedisLink {
   }
 
   /** EVALSHA, loading the script on first use (NOSCRIPT) — also after a restart or failover emptied the cache. */
-  script(s: LuaScript, keys: string[], args: (string | number)[]): Promise<unknown> {
+  script(s: LuaScript, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
     return this.run(async (c) => {
       try {
         return await c.evalsha(s.sha, keys.length, ...keys, ...args);
       } catch (err) {
         if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
           return c.eval(s.lua, keys.length, ...keys, ...args);
+        }
+        throw err;
+      }
+    });
+  }
+
+  /** The same, with the script's strings returned as Buffers (a stored answer is bytes, never decoded here). */
+  scriptBuffer(s: LuaScript, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
+    return this.run(async (c) => {
+      try {
+        return await c.callBuffer('evalsha', [s.sha, keys.length, ...keys, ...args]);
+      } catch (err) {
+        if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
+          return c.callBuffer('eval', [s.lua, keys.length, ...keys, ...args]);
         }
         throw err;
       }

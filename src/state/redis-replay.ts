@@ -13,7 +13,7 @@ import type { LocalReplay } from './local-replay.js';
 import type { RedisLink } from './redis-link.js';
 import { REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
-import { GAVE_UP, leaseRenewer, newId, raceAbort, replayText, Wakers } from './util.js';
+import { GAVE_UP, leaseRenewer, newId, raceAbort, replayBytes, Wakers } from './util.js';
 
 /** Safety-net poll of a waiter (a lapsed owner lease announces nothing). */
 const WAIT_POLL_MS = 200;
@@ -53,7 +53,7 @@ export class RedisReplay {
       if (signal?.aborted) return { kind: 'aborted' };
       if (!this.link.isUp()) return this.fallback(requestId, bodyHash, signal);
       const token = newId();
-      const attempt = this.link.script(REPLAY_BEGIN, [key], [bodyHash, token, this.opts.leaseMs]);
+      const attempt = this.link.scriptBuffer(REPLAY_BEGIN, [key], [bodyHash, token, this.opts.leaseMs]);
       let reply: unknown;
       try {
         reply = await raceAbort(attempt, Infinity, signal);
@@ -64,15 +64,16 @@ export class RedisReplay {
       if (reply === GAVE_UP) {
         // Aborted with the attempt in flight: if it made us the owner, let go at once so nobody waits on us.
         attempt
-          .then((r) => ((r as string[])[0] === 'compute' ? this.lease(key, token).abandon() : undefined)) // the Lua script returns an array of strings
+          .then((r) => ((r as Buffer[])[0]?.toString() === 'compute' ? this.lease(key, token).abandon() : undefined)) // the Lua script returns an array of strings, here as Buffers
           .catch(() => this.orphans.set(token, key));
         return { kind: 'aborted' };
       }
-      const [kind, body] = reply as [string, string | undefined]; // the Lua script returns [state, body?]
+      const [state, body] = reply as [Buffer, Buffer | undefined]; // the Lua script returns [state, body?], as Buffers
+      const kind = state.toString('latin1');
       if (kind === 'compute') return { kind: 'compute', lease: this.lease(key, token) };
       if (kind === 'hit') {
         this.stats.replayHits++;
-        return { kind: 'hit', body: body ?? '' };
+        return { kind: 'hit', body: body ?? Buffer.alloc(0) };
       }
       if (kind === 'conflict') {
         this.stats.replayConflicts++;
@@ -114,7 +115,7 @@ export class RedisReplay {
     this.owned.set(token, key);
     return {
       finish: async (answer) => {
-        const body = replayText(answer, this.opts.maxBytes);
+        const body = replayBytes(answer, this.opts.maxBytes);
         if (body === undefined) {
           this.stats.replayTooLarge++;
           return this.end(key, token, undefined);
@@ -130,7 +131,7 @@ export class RedisReplay {
    * the entry is abandoned once Redis is back (or lapses with its lease) and a waiter computes, the same
    * outcome as an abandon.
    */
-  private async end(key: string, token: string, body: string | undefined): Promise<void> {
+  private async end(key: string, token: string, body: Buffer | undefined): Promise<void> {
     if (!this.owned.delete(token)) return; // ended already (finish after close, or twice)
     if (body === undefined) return this.abandon(key, token);
     const message = JSON.stringify({ t: 'replay', k: key });

@@ -147,12 +147,13 @@ export class Wakers {
  * n UTF-16 units takes between n and 3n UTF-8 bytes): replayed responses are megabytes, checked per batch.
  */
 /**
- * An answer as the replay stores keep it: one string, or undefined when it is over `max` bytes. An answer in
- * pieces (protocol/answer-body.ts) is measured by its length and joined only when it fits.
+ * An answer as the replay stores keep it: its bytes, or undefined when it is over `max` bytes. An answer in
+ * pieces (protocol/answer-body.ts) is measured by its length and joined only when it fits; it is never decoded
+ * to a string, which would cost a UTF-8 pass and a second copy of every stored answer.
  */
-export function replayText(body: string | AnswerBody, max: number): string | undefined {
-  if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : body;
-  return body.length > max ? undefined : joinBody(body).toString('utf8');
+export function replayBytes(body: string | AnswerBody, max: number): Buffer | undefined {
+  if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : Buffer.from(body, 'utf8');
+  return body.length > max ? undefined : joinBody(body);
 }
 
 function utf8Exceeds(s: string, max: number): boolean {

@@ -132,9 +132,23 @@ export function contractSuite(name: string, harness: Harness): void {
       const first = await store.replayBegin(rid, h);
       assert.equal(first.kind, 'compute');
       if (first.kind === 'compute') await first.lease.finish('[1]');
-      assert.deepEqual(await store.replayBegin(rid, h), { kind: 'hit', body: '[1]' });
+      assert.deepEqual(await store.replayBegin(rid, h), { kind: 'hit', body: Buffer.from('[1]') });
       assert.equal(store.stats().replayHits, 1);
       assert.equal(store.stats().replayStored, 1);
+    });
+
+    it('replay: an answer in pieces comes back as the same bytes, multi-byte characters and all', async () => {
+      const store = await harness.make();
+      const rid = randomUUID();
+      const parts = [Buffer.from('[{"s":"h\u00e9 \u{1f916}'), Buffer.from([0xe2, 0x82]), Buffer.from([0xac]), Buffer.from('","n":123456789012345678901234567890}]')];
+      const bytes = Buffer.concat(parts);
+      const first = await store.replayBegin(rid, 'h');
+      assert.equal(first.kind, 'compute');
+      // The euro sign is split across two pieces: only the joined bytes are a character.
+      if (first.kind === 'compute') await first.lease.finish({ parts, length: bytes.length });
+      const hit = await store.replayBegin(rid, 'h');
+      assert.equal(hit.kind, 'hit');
+      if (hit.kind === 'hit') assert.ok(hit.body.equals(bytes));
     });
 
     it('replay: a stored response is gone after replay_ttl_s, and the batch is computed again', async () => {
@@ -146,7 +160,7 @@ export function contractSuite(name: string, harness: Harness): void {
       let again = await store.replayBegin(rid, 'h');
       await waitFor('the stored response to expire', async () => (again = await store.replayBegin(rid, 'h')).kind === 'compute', { timeoutMs: 3000 });
       if (again.kind === 'compute') await again.lease.finish('[2]');
-      assert.deepEqual(await store.replayBegin(rid, 'h'), { kind: 'hit', body: '[2]' });
+      assert.deepEqual(await store.replayBegin(rid, 'h'), { kind: 'hit', body: Buffer.from('[2]') });
     });
 
     it('replay: a duplicate waits for the first and gets its result', async () => {
@@ -157,7 +171,7 @@ export function contractSuite(name: string, harness: Harness): void {
       const second = store.replayBegin(rid, 'h');
       await waitFor('the duplicate waiting', () => store.stats().replayWaits === 1);
       if (first.kind === 'compute') await first.lease.finish('answer');
-      assert.deepEqual(await second, { kind: 'hit', body: 'answer' });
+      assert.deepEqual(await second, { kind: 'hit', body: Buffer.from('answer') });
       assert.equal(store.stats().replayWaits, 1);
     });
 

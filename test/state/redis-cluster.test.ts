@@ -43,6 +43,6 @@ describe('redis cluster across replicas', { timeout: 30_000 }, () => {
     const first = await a.replayBegin(rid, 'h');
     const waiting = b.replayBegin(rid, 'h');
     if (first.kind === 'compute') await first.lease.finish('body');
-    assert.deepEqual(await waiting, { kind: 'hit', body: 'body' });
+    assert.deepEqual(await waiting, { kind: 'hit', body: Buffer.from('body') });
   });
 });
