@@ -65,6 +65,14 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number): vo
     if (p.methods.has('GET')) p.methods.add('HEAD');
   });
 
+  // fastify labels the JSON it serializes `application/json; charset=utf-8`; the raw batch front, the batch
+  // route and the reference agents (FastAPI) say `application/json` (JSON is UTF-8 by definition, RFC 8259).
+  // One label for every JSON answer, whichever part of the gateway wrote it.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (reply.getHeader('content-type') === 'application/json; charset=utf-8') reply.header('content-type', 'application/json');
+    return payload;
+  });
+
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     const status = err.statusCode ?? 500;
     if (status === 413) {

@@ -39,9 +39,12 @@ export function writeBody(res: ServerResponse, body: string | AnswerBody): void 
   next();
 }
 
-/** What fastify's reply.send takes for `body`: the text, the one Buffer, or a stream of the pieces. */
-export function sendable(body: string | AnswerBody): string | Buffer | Readable {
-  if (typeof body === 'string') return body;
+/**
+ * What fastify's reply.send takes for `body`: the one Buffer, or a stream of the pieces. Text goes as its bytes:
+ * fastify would add `; charset=utf-8` to the content-type of a string, which the raw front does not send.
+ */
+export function sendable(body: string | AnswerBody): Buffer | Readable {
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
   if (body.parts.length === 1) return body.parts[0]!; // length checked
   return Readable.from(body.parts, { objectMode: false });
 }
