@@ -143,7 +143,7 @@ export class RedisLink {
   }
 
   /** EVALSHA, loading the script on first use (NOSCRIPT) — also after a restart or failover emptied the cache. */
-  script(s: LuaScript, keys: string[], args: (string | number)[]): Promise<unknown> {
+  script(s: LuaScript, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
     return this.run(async (c) => {
       try {
         return await c.evalsha(s.sha, keys.length, ...keys, ...args);

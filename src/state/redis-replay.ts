@@ -13,7 +13,7 @@ import type { LocalReplay } from './local-replay.js';
 import type { RedisLink } from './redis-link.js';
 import { REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
-import { GAVE_UP, leaseRenewer, newId, raceAbort, replayText, Wakers } from './util.js';
+import { GAVE_UP, leaseRenewer, newId, raceAbort, replayBytes, Wakers } from './util.js';
 
 /** Safety-net poll of a waiter (a lapsed owner lease announces nothing). */
 const WAIT_POLL_MS = 200;
@@ -114,7 +114,7 @@ export class RedisReplay {
     this.owned.set(token, key);
     return {
       finish: async (answer) => {
-        const body = replayText(answer, this.opts.maxBytes);
+        const body = replayBytes(answer, this.opts.maxBytes);
         if (body === undefined) {
           this.stats.replayTooLarge++;
           return this.end(key, token, undefined);
@@ -130,7 +130,7 @@ export class RedisReplay {
    * the entry is abandoned once Redis is back (or lapses with its lease) and a waiter computes, the same
    * outcome as an abandon.
    */
-  private async end(key: string, token: string, body: string | undefined): Promise<void> {
+  private async end(key: string, token: string, body: string | Buffer | undefined): Promise<void> {
     if (!this.owned.delete(token)) return; // ended already (finish after close, or twice)
     if (body === undefined) return this.abandon(key, token);
     const message = JSON.stringify({ t: 'replay', k: key });
