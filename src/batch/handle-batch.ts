@@ -176,7 +176,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
         metrics.replay.inc({ outcome: 'hit' });
         span.event(EVENT_REPLAY_HIT);
         if (logsInfo(ex.log)) ex.log.info({ request_id: request.request_id, agent: agent.name, inputs: request.inputs.length }, 'batch replayed');
-        return { status: 200, body: { parts: [begin.body], length: begin.body.length }, requestId, replayHit: true };
+        return { status: 200, body: begin.body, requestId, replayHit: true };
       }
       if (begin.kind === 'conflict') {
         metrics.replayConflicts.inc();

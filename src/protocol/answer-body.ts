@@ -58,9 +58,24 @@ export class PartsWriter {
   }
 }
 
-/** The whole body as one Buffer: for what must hold it at once (the replay store, bounded by its own limit). */
+/** The whole body as one Buffer: for what must hold it at once (the Redis replay store, bounded by its own limit). */
 export function joinBody(body: AnswerBody): Buffer {
   return body.parts.length === 1 ? body.parts[0]! : Buffer.concat(body.parts as Buffer[], body.length); // length checked
+}
+
+/**
+ * The memory that keeping `body` keeps alive: its pieces are slices, and a slice holds its whole backing
+ * store (the backend's answer, a chunk of small pieces), counted once however many pieces share it.
+ */
+export function retainedBytes(body: AnswerBody): number {
+  const seen = new Set<ArrayBufferLike>();
+  let n = 0;
+  for (const p of body.parts) {
+    if (seen.has(p.buffer)) continue;
+    seen.add(p.buffer);
+    n += p.buffer.byteLength;
+  }
+  return n;
 }
 
 const OPEN = Buffer.from('{', 'latin1');

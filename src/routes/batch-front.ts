@@ -38,6 +38,7 @@ import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
 import { bodyLength, writeBody } from './answer-write.js';
+import { RequestBody } from './request-body.js';
 import type { AnswerBody } from '../protocol/answer-body.js';
 
 
@@ -230,39 +231,36 @@ function receive(
 ): void {
   if (res.destroyed) return;
   const label = client ?? ANONYMOUS;
-  const chunks: Buffer[] = [];
-  let size = 0;
+  const declared = Number(req.headers['content-length']);
+  const body = new RequestBody(Number.isSafeInteger(declared) && declared > 0 ? declared : undefined);
   // Set once the request is answered before its body was read whole (413, 408): the rest is dropped.
   let stopped = false;
   front.slots.receivingBody(req.socket);
   front.deadlines.track(req, res, () => {
     stopped = true;
-    chunks.length = 0;
+    body.drop();
     bodyTimedOut(front, h, req, res, label);
   });
   req.on('data', (chunk: Buffer) => {
     if (stopped) return;
-    size += chunk.length;
-    if (size > h.bodyLimit) {
+    if (body.size + chunk.length > h.bodyLimit) {
       stopped = true;
-      chunks.length = 0;
+      body.drop();
       tooLarge(h, req, res, agent, t0, label);
       return;
     }
     growing?.grow(chunk.length);
-    chunks.push(chunk);
+    body.add(chunk);
   });
   req.on('error', () => undefined); // a client that resets mid-body: nothing to answer, 'close' cleans up
   req.on('end', () => {
     front.deadlines.done(req);
     front.slots.bodyDone(req.socket);
     if (stopped) return;
-    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size); // chunks.length === 1 on this branch
-    chunks.length = 0;
     const endpoint = endpointOf(agent);
     const ex = {
       agent: agent === '' ? undefined : agent,
-      body,
+      body: body.take(),
       headers: req.headers,
       log: h.log,
       onClientGone: (fn: () => void) => onClientGone(res, fn),

@@ -6,7 +6,7 @@
 import type { AbortLike } from '../abort.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
 import type { AnswerBody } from '../protocol/answer-body.js';
-import { onAbort, replayBytes } from './util.js';
+import { onAbort, replayKept } from './util.js';
 
 interface Pending {
   state: 'pending';
@@ -17,7 +17,8 @@ interface Pending {
 interface Done {
   state: 'done';
   hash: string;
-  body: Buffer;
+  body: string | AnswerBody;
+  /** What the entry keeps alive (util.ts replayKept), counted against the cache's bound. */
   bytes: number;
   /** Date.now() after which the entry is gone. No timer per entry: see expire(). */
   expiresAt: number;
@@ -100,14 +101,14 @@ export class LocalReplay {
     if (this.entries.get(requestId) !== entry) return;
     this.entries.delete(requestId);
     if (answer !== undefined) {
-      const body = replayBytes(answer, this.limits.maxBytes);
-      if (body === undefined) this.stats.replayTooLarge++;
-      else this.store(requestId, entry.hash, body, body.length);
+      const kept = replayKept(answer, this.limits.maxBytes);
+      if (kept === undefined) this.stats.replayTooLarge++;
+      else this.store(requestId, entry.hash, kept.body, kept.bytes);
     }
     for (const wake of [...entry.waiters]) wake();
   }
 
-  private store(requestId: string, hash: string, body: Buffer, bytes: number): void {
+  private store(requestId: string, hash: string, body: string | AnswerBody, bytes: number): void {
     this.expire();
     this.entries.set(requestId, { state: 'done', hash, body, bytes, expiresAt: Date.now() + this.limits.ttlMs });
     this.doneOrder.add(requestId);

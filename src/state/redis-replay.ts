@@ -64,7 +64,7 @@ export class RedisReplay {
       if (reply === GAVE_UP) {
         // Aborted with the attempt in flight: if it made us the owner, let go at once so nobody waits on us.
         attempt
-          .then((r) => ((r as Buffer[])[0]?.toString() === 'compute' ? this.lease(key, token).abandon() : undefined)) // the Lua script returns an array of strings, here as Buffers
+          .then((r) => ((r as Buffer[])[0]?.toString('latin1') === 'compute' ? this.lease(key, token).abandon() : undefined)) // the Lua script returns an array of strings, here as Buffers
           .catch(() => this.orphans.set(token, key));
         return { kind: 'aborted' };
       }
@@ -73,7 +73,8 @@ export class RedisReplay {
       if (kind === 'compute') return { kind: 'compute', lease: this.lease(key, token) };
       if (kind === 'hit') {
         this.stats.replayHits++;
-        return { kind: 'hit', body: body ?? Buffer.alloc(0) };
+        // The stored bytes as they are: never decoded to a string (a UTF-8 pass and a copy of every hit).
+        return { kind: 'hit', body: body === undefined ? '' : { parts: [body], length: body.length } };
       }
       if (kind === 'conflict') {
         this.stats.replayConflicts++;
@@ -131,7 +132,7 @@ export class RedisReplay {
    * the entry is abandoned once Redis is back (or lapses with its lease) and a waiter computes, the same
    * outcome as an abandon.
    */
-  private async end(key: string, token: string, body: Buffer | undefined): Promise<void> {
+  private async end(key: string, token: string, body: string | Buffer | undefined): Promise<void> {
     if (!this.owned.delete(token)) return; // ended already (finish after close, or twice)
     if (body === undefined) return this.abandon(key, token);
     const message = JSON.stringify({ t: 'replay', k: key });

@@ -46,7 +46,7 @@ export type ReplayBegin =
   /** First to see this (request_id, body): compute, then `lease.finish(body)` or `lease.abandon()` (in `finally`). */
   | { kind: 'compute'; lease: ReplayLease }
   /** Seen before with the same body: answer `body` without touching a backend. */
-  | { kind: 'hit'; body: Buffer }
+  | { kind: 'hit'; body: string | AnswerBody }
   /** Same request_id with a different body: compute normally and store nothing. */
   | { kind: 'conflict' }
   /** The signal aborted while an identical batch was still being computed elsewhere. */

@@ -1,6 +1,6 @@
 /** Small helpers shared by both stores. */
 import type { AbortLike } from '../abort.js';
-import { joinBody, type AnswerBody } from '../protocol/answer-body.js';
+import { joinBody, retainedBytes, type AnswerBody } from '../protocol/answer-body.js';
 
 /**
  * One 'abort' listener per signal, shared by every callback registered on it. A request's signal is handed to
@@ -143,19 +143,36 @@ export class Wakers {
 }
 
 /**
- * Whether the UTF-8 size of `s` exceeds `max`, without encoding it when the length alone tells (a string of
- * n UTF-16 units takes between n and 3n UTF-8 bytes): replayed responses are megabytes, checked per batch.
+ * An answer as the Redis replay store sends it: a string, or the pieces joined into one Buffer (not decoded into
+ * a string as well); undefined when it is over `max` bytes.
  */
-/**
- * An answer as the replay stores keep it: its bytes, or undefined when it is over `max` bytes. An answer in
- * pieces (protocol/answer-body.ts) is measured by its length and joined only when it fits; it is never decoded
- * to a string, which would cost a UTF-8 pass and a second copy of every stored answer.
- */
-export function replayBytes(body: string | AnswerBody, max: number): Buffer | undefined {
-  if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : Buffer.from(body, 'utf8');
+export function replayBytes(body: string | AnswerBody, max: number): string | Buffer | undefined {
+  if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : body;
   return body.length > max ? undefined : joinBody(body);
 }
 
+/**
+ * An answer as the per-process replay keeps it, and the bytes that costs; undefined when it is over `max`
+ * bytes. An answer in pieces is kept as they are: the pieces the client's answer was written from, no copy,
+ * which for an answer of megabytes is one large allocation less per batch (every batch stores its answer,
+ * most are dropped from the cache unread). Pieces that keep much more alive than their own length (a small
+ * answer sliced from a large backend answer) are copied into one Buffer instead, so the cache's bound is
+ * what it holds.
+ */
+export function replayKept(body: string | AnswerBody, max: number): { body: string | AnswerBody; bytes: number } | undefined {
+  if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : { body, bytes: body.length };
+  if (body.length > max) return undefined;
+  const bytes = retainedBytes(body);
+  if (bytes <= 2 * body.length) return { body, bytes };
+  // Always a new Buffer, even of one piece: the copy is what lets the large backing store go.
+  const joined = Buffer.concat(body.parts as Buffer[], body.length); // parts is readonly only to callers
+  return { body: { parts: [joined], length: joined.length }, bytes: joined.length };
+}
+
+/**
+ * Whether the UTF-8 size of `s` exceeds `max`, without encoding it when the length alone tells (a string of
+ * n UTF-16 units takes between n and 3n UTF-8 bytes): replayed responses are megabytes, checked per batch.
+ */
 function utf8Exceeds(s: string, max: number): boolean {
   if (s.length > max) return true;
   if (s.length * 3 <= max) return false;

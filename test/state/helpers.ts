@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
-import type { StateConfig, StateLog, Store } from '../../src/state/types.js';
+import type { ReplayBegin, StateConfig, StateLog, Store } from '../../src/state/types.js';
 import { waitFor } from '../helpers/wait.js';
 
 export const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -164,4 +164,14 @@ export async function killHard(child: ChildProcess): Promise<void> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGKILL');
   await exited;
+}
+
+/**
+ * A replay outcome with a hit's body as text, whichever form the store kept it in (a string, or the answer's
+ * pieces as the memory store keeps them and the Redis store reads them back).
+ */
+export function replayed(b: ReplayBegin): { kind: ReplayBegin['kind']; body?: string } {
+  if (b.kind !== 'hit') return { kind: b.kind };
+  const body = b.body;
+  return { kind: 'hit', body: typeof body === 'string' ? body : Buffer.concat(body.parts as Buffer[], body.length).toString('utf8') };
 }

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { StateConfig } from '../../src/state/types.js';
 import { contractSuite } from './contract.js';
 import { waitFor } from '../helpers/wait.js';
-import { killHard, REDIS_URL, redisCall } from './helpers.js';
+import { killHard, REDIS_URL, redisCall, replayed } from './helpers.js';
 import { RedisDeployments, type Deployment } from './redis-harness.js';
 
 const redis = new RedisDeployments(REDIS_URL);
@@ -73,12 +73,12 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     await waitFor('b waiting for the batch in progress on a', () => b.stats().replayWaits === 1);
     const finished = Date.now();
     if (first.kind === 'compute') await first.lease.finish('{"ok":true}');
-    assert.deepEqual(await waiting, { kind: 'hit', body: Buffer.from('{"ok":true}') });
+    assert.deepEqual(replayed(await waiting), { kind: 'hit', body: '{"ok":true}' });
     // The bound is the behaviour: the announcement wakes b within a few ms of the finish, where the safety-net
     // poll (every 200 ms, src/state/redis-replay.ts) would come up to 200 ms later; 150 ms is as generous as it
     // can be while still telling the two apart.
     assert.ok(Date.now() - finished < 150, 'woken by pub/sub, not by the poll');
-    assert.deepEqual(await b.replayBegin(rid, 'h'), { kind: 'hit', body: Buffer.from('{"ok":true}') });
+    assert.deepEqual(replayed(await b.replayBegin(rid, 'h')), { kind: 'hit', body: '{"ok":true}' });
     assert.deepEqual(await b.replayBegin(rid, 'other'), { kind: 'conflict' });
   });
 

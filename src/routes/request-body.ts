@@ -1,0 +1,56 @@
+/**
+ * A batch's body collected as it arrives on the raw front (routes/batch-front.ts). With a declared length the
+ * bytes are copied into one Buffer of that size and each chunk is free at once: a 2 MB batch is held once
+ * while it arrives, not as its chunks until the last one and then their concatenation besides. A body that
+ * arrives in one chunk is that chunk, with no copy (small batches); a body of unknown length (chunked) is kept
+ * as its chunks and joined at the end. The declared length is at most server.body_limit_mb (checked before).
+ */
+export class RequestBody {
+  /** Bytes received so far. */
+  size = 0;
+  private chunks: Buffer[] = [];
+  private whole: Buffer | undefined;
+  private filled = 0;
+
+  /** `declared`: the content-length, when the request has one. */
+  constructor(private readonly declared: number | undefined) {}
+
+  add(chunk: Buffer): void {
+    this.size += chunk.length;
+    const whole = this.whole;
+    if (whole !== undefined) {
+      if (this.filled + chunk.length <= whole.length) {
+        chunk.copy(whole, this.filled);
+        this.filled += chunk.length;
+        return;
+      }
+      // More than declared (node's parser never hands over more): kept as chunks from here on.
+      this.chunks.push(whole.subarray(0, this.filled));
+      this.whole = undefined;
+    } else if (this.chunks.length === 0 && this.declared !== undefined && chunk.length < this.declared) {
+      // Allocated with the first byte, not before: a client that declares a length and sends nothing holds nothing.
+      const buf = Buffer.allocUnsafe(this.declared);
+      chunk.copy(buf, 0);
+      this.whole = buf;
+      this.filled = chunk.length;
+      return;
+    }
+    this.chunks.push(chunk);
+  }
+
+  /** The request was answered before its body was read whole: what was kept goes. */
+  drop(): void {
+    this.chunks = [];
+    this.whole = undefined;
+  }
+
+  /** The body, once it is complete; the collector keeps nothing after. */
+  take(): Buffer {
+    const whole = this.whole;
+    const chunks = this.chunks;
+    this.drop();
+    if (whole !== undefined) return this.filled === whole.length ? whole : whole.subarray(0, this.filled);
+    if (chunks.length === 1) return chunks[0]!; // length checked
+    return Buffer.concat(chunks, this.size);
+  }
+}

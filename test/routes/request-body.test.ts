@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { RequestBody } from '../../src/routes/request-body.js';
+
+const body = Buffer.from(Array.from({ length: 5000 }, (_, i) => String.fromCharCode(32 + (i % 90))).join(''), 'latin1');
+const pieces = (b: Buffer, n: number): Buffer[] => Array.from({ length: Math.ceil(b.length / n) }, (_, i) => b.subarray(i * n, (i + 1) * n));
+
+describe('request body', () => {
+  it('a declared length: the chunks copied into one Buffer of that size, bytes as sent', () => {
+    const r = new RequestBody(body.length);
+    const chunks = pieces(body, 700);
+    for (const c of chunks) r.add(c);
+    assert.equal(r.size, body.length);
+    const got = r.take();
+    assert.deepEqual(got, body);
+    assert.equal(got.buffer.byteLength >= body.length, true);
+    assert.ok(chunks.every((c) => c.buffer !== got.buffer), 'a Buffer of its own, not a chunk');
+  });
+
+  it('a body in one chunk is that chunk, not a copy', () => {
+    const r = new RequestBody(body.length);
+    r.add(body);
+    assert.equal(r.take(), body);
+  });
+
+  it('without a declared length (chunked): the chunks joined at the end', () => {
+    const r = new RequestBody(undefined);
+    for (const c of pieces(body, 333)) r.add(c);
+    assert.deepEqual(r.take(), body);
+  });
+
+  it('more bytes than declared are kept too, in order', () => {
+    const r = new RequestBody(1000);
+    for (const c of pieces(body, 600)) r.add(c);
+    assert.deepEqual(r.take(), body);
+  });
+
+  it('dropped: nothing is kept, and a later take is empty', () => {
+    const r = new RequestBody(body.length);
+    r.add(body.subarray(0, 100));
+    r.drop();
+    assert.equal(r.take().length, 0);
+  });
+});

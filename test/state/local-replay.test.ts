@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { AnswerBody } from '../../src/protocol/answer-body.js';
+import { LocalReplay } from '../../src/state/local-replay.js';
+import { emptyStats, type ReplayBegin } from '../../src/state/types.js';
+
+const KB = 1024;
+
+function replay(capBytes: number): { replay: LocalReplay; stats: ReturnType<typeof emptyStats> } {
+  const stats = emptyStats();
+  return { replay: new LocalReplay({ ttlMs: 60_000, maxBytes: 1024 * KB, capBytes }, stats), stats };
+}
+
+async function store(r: LocalReplay, rid: string, body: string | AnswerBody): Promise<void> {
+  const first = await r.begin(rid, 'h');
+  assert.equal(first.kind, 'compute');
+  if (first.kind === 'compute') await first.lease.finish(body);
+}
+
+function bytesOf(begin: ReplayBegin): string {
+  assert.equal(begin.kind, 'hit');
+  if (begin.kind !== 'hit') return '';
+  return typeof begin.body === 'string' ? begin.body : Buffer.concat(begin.body.parts as Buffer[]).toString('latin1');
+}
+
+describe('local replay', () => {
+  it('keeps an answer in pieces as those pieces, and replays their bytes', async () => {
+    const { replay: r } = replay(1024 * KB);
+    const backing = Buffer.alloc(64 * KB, 'm');
+    const parts = [Buffer.from('[', 'latin1'), backing.subarray(0, 40 * KB), backing.subarray(40 * KB), Buffer.from(']', 'latin1')];
+    await store(r, 'a', { parts, length: 64 * KB + 2 });
+    const hit = await r.begin('a', 'h');
+    assert.ok(hit.kind === 'hit' && typeof hit.body !== 'string', 'replayed as pieces, not decoded into a string');
+    assert.equal(hit.body.parts[1], parts[1]);
+    assert.equal(bytesOf(hit), `[${'m'.repeat(64 * KB)}]`);
+  });
+
+  it('counts what the pieces keep alive: their backing stores, each once', async () => {
+    // 60 KB answers, each two slices of its own 100 KB store: room for two such stores, not three (by length,
+    // all three would fit; counting the store per slice, only one).
+    const { replay: r, stats } = replay(250 * KB);
+    for (const rid of ['a', 'b', 'c']) {
+      const backing = Buffer.alloc(100 * KB, rid);
+      await store(r, rid, { parts: [backing.subarray(0, 30 * KB), backing.subarray(30 * KB, 60 * KB)], length: 60 * KB });
+    }
+    assert.equal(stats.replayEvicted, 1);
+    assert.equal((await r.begin('a', 'h')).kind, 'compute');
+    assert.equal(bytesOf(await r.begin('b', 'h')), 'b'.repeat(60 * KB));
+    assert.equal(bytesOf(await r.begin('c', 'h')), 'c'.repeat(60 * KB));
+  });
+
+  it('copies a small answer sliced from a large backing store instead of keeping the store', async () => {
+    // Kept as its slice, a 10 KB answer of a 1 MB backend answer would count 1 MB and fill the cache alone.
+    const { replay: r, stats } = replay(100 * KB);
+    const backing = Buffer.alloc(1024 * KB, 'x');
+    backing.write('answer', 500 * KB, 'latin1');
+    const slice = backing.subarray(500 * KB, 510 * KB);
+    for (const rid of ['a', 'b', 'c']) await store(r, rid, { parts: [slice], length: slice.length });
+    assert.equal(stats.replayEvicted, 0);
+    const hit = await r.begin('a', 'h');
+    assert.ok(hit.kind === 'hit' && typeof hit.body !== 'string');
+    assert.ok(hit.body.parts.every((p) => p.buffer !== backing.buffer), 'the large store is not kept');
+    assert.equal(bytesOf(hit), slice.toString('latin1'));
+  });
+});
