@@ -13,6 +13,7 @@ import { agentTables } from './config/agents.js';
 import { DEFAULT_LATENCY_BUCKETS_S, type GatewayConfig, type RouteConfig } from './config/schema.js';
 import { GATEWAY_ERROR_CODES } from './errors.js';
 import type { StoreStats } from './state/types.js';
+import { MetricCells } from './metric-cells.js';
 
 /** The default of `metrics.latency_buckets_s`: 1 ms .. 600 s. */
 const LATENCY_BUCKETS: readonly number[] = DEFAULT_LATENCY_BUCKETS_S;
@@ -65,18 +66,21 @@ export class GatewayMetrics {
   private readonly latencyBuckets: number[];
 
   readonly httpRequests: Counter<'endpoint' | 'status_code' | 'client'>;
+  private readonly httpCells: MetricCells<'endpoint' | 'status_code' | 'client'>;
   readonly httpDuration: Histogram<'endpoint' | 'client'>;
-  readonly inputs = new Counter({
+  readonly inputs: Counter<'agent' | 'route' | 'backend'> = new Counter({
     name: 'magma_gateway_inputs_total',
     help: 'Inputs routed, by agent, routing rule and backend.',
     labelNames: ['agent', 'route', 'backend'] as const,
     registers: [this.registry],
+    collect: (): void => this.inputCells.flush(),
   });
-  readonly candidates = new Counter({
+  readonly candidates: Counter<'agent' | 'route' | 'backend' | 'status'> = new Counter({
     name: 'magma_gateway_candidates_total',
     help: 'Candidates returned to clients, by agent, route, producing backend and status.',
     labelNames: ['agent', 'route', 'backend', 'status'] as const,
     registers: [this.registry],
+    collect: (): void => this.candidateCells.flush(),
   });
   readonly candidateErrors = new Counter({
     name: 'magma_gateway_candidate_errors_total',
@@ -84,19 +88,26 @@ export class GatewayMetrics {
     labelNames: ['agent', 'backend', 'code'] as const,
     registers: [this.registry],
   });
-  readonly backendRequests = new Counter({
+  readonly backendRequests: Counter<'backend' | 'outcome'> = new Counter({
     name: 'magma_gateway_backend_requests_total',
     help: 'Sub-requests sent to backends, by outcome (ok or a gateway_* failure code).',
     labelNames: ['backend', 'outcome'] as const,
     registers: [this.registry],
+    collect: (): void => this.backendRequestCells.flush(),
   });
   readonly backendDuration: Histogram<'backend'>;
-  readonly backendInFlight = new Gauge({
+  readonly backendInFlight: Gauge<'backend'> = new Gauge({
     name: 'magma_gateway_backend_in_flight',
     help: 'Sub-requests in flight per backend.',
     labelNames: ['backend'] as const,
     registers: [this.registry],
+    collect: (): void => this.inFlightCells.flush(),
   });
+  // The batch path's counts (metric-cells.ts): flushed into the series above when the registry is read.
+  private readonly inputCells: MetricCells<'agent' | 'route' | 'backend'> = new MetricCells(['agent', 'route', 'backend'], this.inputs);
+  private readonly candidateCells: MetricCells<'agent' | 'route' | 'backend' | 'status'> = new MetricCells(['agent', 'route', 'backend', 'status'], this.candidates);
+  private readonly backendRequestCells: MetricCells<'backend' | 'outcome'> = new MetricCells(['backend', 'outcome'], this.backendRequests);
+  private readonly inFlightCells: MetricCells<'backend'> = new MetricCells(['backend'], this.backendInFlight);
   readonly backendUp = new Gauge({
     name: 'magma_gateway_backend_up',
     help: '1 when the replica is ready and compatible, 0 otherwise.',
@@ -266,7 +277,9 @@ export class GatewayMetrics {
       help: 'HTTP requests answered by the gateway, by endpoint (URL path pattern), status code and client (clients: names, anonymous, unauthorized).',
       labelNames: ['endpoint', 'status_code', 'client'] as const,
       registers: [this.registry],
+      collect: (): void => this.httpCells.flush(),
     });
+    this.httpCells = new MetricCells(['endpoint', 'status_code', 'client'], this.httpRequests);
     this.httpDuration = new Histogram({
       name: 'magma_gateway_http_request_duration_seconds',
       help: 'Time to answer an HTTP request, by endpoint (a whole batch for /v1/responses) and client.',
@@ -295,8 +308,28 @@ export class GatewayMetrics {
 
   /** One HTTP answer, counted by endpoint and status and timed by endpoint (fastify's routes and the batch front alike). */
   observeHttp(endpoint: string, status: number, seconds: number, client: string): void {
-    this.httpRequests.inc({ endpoint, status_code: String(status), client });
+    this.httpCells.add(1, endpoint, statusText(status), client);
     this.httpDuration.observe({ endpoint, client }, seconds);
+  }
+
+  /** An input's leg routed to `backend` (magma_gateway_inputs_total). */
+  countInput(agent: string, route: string, backend: string): void {
+    this.inputCells.add(1, agent, route, backend);
+  }
+
+  /** `n` candidates filled with `status` (magma_gateway_candidates_total). */
+  countCandidates(agent: string, route: string, backend: string, status: string, n: number): void {
+    this.candidateCells.add(n, agent, route, backend, status);
+  }
+
+  /** A sub-request ended with `outcome` (magma_gateway_backend_requests_total). */
+  countBackendRequest(backend: string, outcome: string): void {
+    this.backendRequestCells.add(1, backend, outcome);
+  }
+
+  /** Sub-requests in flight to `backend` went up or down by `delta` (magma_gateway_backend_in_flight). */
+  backendInFlightBy(backend: string, delta: number): void {
+    this.inFlightCells.add(delta, backend);
   }
 
   /** The store whose health figures are exported (read at each scrape). */
@@ -405,4 +438,13 @@ export class GatewayMetrics {
     seen.add(code);
     return code;
   }
+}
+
+/** HTTP statuses as label values, made once each: String(status) per answer is a number-to-string conversion. */
+const statusTexts = new Map<number, string>();
+
+function statusText(status: number): string {
+  let t = statusTexts.get(status);
+  if (t === undefined) statusTexts.set(status, (t = String(status)));
+  return t;
 }

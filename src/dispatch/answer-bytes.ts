@@ -62,10 +62,18 @@ function idBytes(from: AgentInput | InputSlices): Buffer {
   return Buffer.from(stringifyExact((from as AgentInput).id), 'latin1'); // not InputSlices: it has no `index`
 }
 
-/** Per batch writer state: the request_id prefix and the tag members, built once each. */
+/**
+ * Tag members (`"<memory_key>":{...}`) per memory key and tag, kept across batches: their parts are config
+ * names (backend, route, arm), so there are as many as the config can route to, and every batch needs them.
+ */
+const tagMembers = new Map<string, Map<string, Buffer>>();
+/** A bound in case names ever stop being the config's: past it a member is built per batch, as before. */
+const MAX_TAG_MEMBERS = 4096;
+
+/** Per batch writer state: the request_id prefix, built once. */
 export class CandidateWriter {
   private readonly head: Buffer;
-  private readonly tags = new Map<string, Buffer>();
+  private readonly tags: Map<string, Buffer>;
   /** An input's memory with a tag, per input and tag: error candidates of one input share these pieces. */
   private readonly inputMemory = new WeakMap<InputSlices, Map<string, Buffer[]>>();
 
@@ -74,6 +82,9 @@ export class CandidateWriter {
     private readonly memoryKey: string,
   ) {
     this.head = Buffer.from(`{"request_id":${JSON.stringify(requestId)}`, 'utf8');
+    let tags = tagMembers.get(memoryKey);
+    if (tags === undefined) tagMembers.set(memoryKey, (tags = new Map()));
+    this.tags = tags;
   }
 
   private tagMember(tag: MemoryTag): { key: string; bytes: Buffer } {
@@ -81,7 +92,7 @@ export class CandidateWriter {
     let bytes = this.tags.get(key);
     if (bytes === undefined) {
       bytes = Buffer.from(`${JSON.stringify(this.memoryKey)}:${JSON.stringify(tag)}`, 'utf8');
-      this.tags.set(key, bytes);
+      if (this.tags.size < MAX_TAG_MEMBERS) this.tags.set(key, bytes);
     }
     return { key, bytes };
   }

@@ -45,16 +45,16 @@ export class MetricsBatchObserver implements BatchObserver {
   ) {}
 
   legRouted(route: string, backend: string): void {
-    this.metrics.inputs.inc({ agent: this.agent, route, backend });
+    this.metrics.countInput(this.agent, route, backend);
   }
 
   attemptEnded(backend: string, outcome: AttemptOutcome, ms?: number): void {
     if (ms !== undefined) this.metrics.backendDuration.observe({ backend }, ms / 1000);
-    this.metrics.backendRequests.inc({ backend, outcome });
+    this.metrics.countBackendRequest(backend, outcome);
   }
 
   candidatesFilled(route: string, backend: string, status: string, n: number): void {
-    this.metrics.candidates.inc({ agent: this.agent, route, backend, status }, n);
+    this.metrics.countCandidates(this.agent, route, backend, status, n);
   }
 
   gatewayErrors(backend: string, code: string, n: number): void {

@@ -297,13 +297,46 @@ export class JsonScanner {
 
   /** The bytes of `buf` from `start` to `end` as latin1 text: exact for ASCII, never equal to an ASCII name otherwise. */
   latin1(start: number, end: number): string {
-    return this.buf.toString('latin1', start, end);
+    return end - start <= SHORT_TEXT ? shortText(this.buf, start, end, false) : this.buf.toString('latin1', start, end);
   }
 
   /** The exact text of the string token whose quotes span `start`..`end`. */
   text(start: number, end: number, escaped: boolean): string {
-    if (!escaped) return this.buf.toString('utf8', start + 1, end - 1);
+    if (!escaped) {
+      return end - start - 2 <= SHORT_TEXT ? shortText(this.buf, start + 1, end - 1, true) : this.buf.toString('utf8', start + 1, end - 1);
+    }
     // A validated string token: JSON.parse decodes its escapes exactly (lone surrogates included).
     return JSON.parse(this.buf.toString('utf8', start, end)) as string;
   }
+}
+
+/**
+ * Short texts (protocol names, statuses, small numbers) decoded once and found again by their bytes: every body
+ * repeats the same few, and a call into Buffer's toString costs more than hashing and comparing a few bytes.
+ * Direct-mapped: a slot holds the last text that hashed to it, so the table stays this size whatever clients send.
+ */
+const SHORT_TEXT = 24;
+const TEXT_SLOTS = 1024;
+const shortTexts: (string | undefined)[] = new Array<string | undefined>(TEXT_SLOTS).fill(undefined);
+
+/** `buf[start..end)` as text (latin1, or UTF-8 when `utf8`; the two agree on ASCII, the only bytes cached). */
+function shortText(buf: Buffer, start: number, end: number, utf8: boolean): string {
+  let h = end - start;
+  let ascii = true;
+  for (let i = start; i < end; i++) {
+    const c = buf[i]!; // i < end <= buf.length
+    if (c >= 0x80) ascii = false;
+    h = (Math.imul(h, 31) + c) | 0;
+  }
+  if (!ascii) return buf.toString(utf8 ? 'utf8' : 'latin1', start, end);
+  const slot = h & (TEXT_SLOTS - 1);
+  const hit = shortTexts[slot];
+  if (hit !== undefined && hit.length === end - start) {
+    let same = true;
+    for (let i = 0; i < hit.length && same; i++) same = hit.charCodeAt(i) === buf[start + i];
+    if (same) return hit;
+  }
+  const text = buf.toString('latin1', start, end);
+  shortTexts[slot] = text;
+  return text;
 }

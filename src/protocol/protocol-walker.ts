@@ -9,6 +9,19 @@ const RBRACE = 0x7d;
 const RBRACKET = 0x5d;
 const COMMA = 0x2c;
 
+/** The memory key's bytes per key: the config has one or a few, and every body's two walks need them. */
+const keyBytes = new Map<string, Buffer>();
+
+function memoryKeyBytes(memoryKey: string): Buffer {
+  let b = keyBytes.get(memoryKey);
+  if (b === undefined) {
+    b = Buffer.from(JSON.stringify(memoryKey).slice(1, -1), 'utf8');
+    // Bounded by what configs name; a test building many keys is not a reason to grow without end.
+    if (keyBytes.size < 64) keyBytes.set(memoryKey, b);
+  }
+  return b;
+}
+
 export abstract class ProtocolWalker {
   protected readonly s: JsonScanner;
   /** The span of the member key last read (reused: one walk, one key at a time). */
@@ -23,7 +36,7 @@ export abstract class ProtocolWalker {
     memoryKey: string,
   ) {
     this.s = new JsonScanner(buf, maxDepth);
-    this.memoryKeyBytes = Buffer.from(JSON.stringify(memoryKey).slice(1, -1), 'utf8');
+    this.memoryKeyBytes = memoryKeyBytes(memoryKey);
   }
 
   protected open(p: number, depth: number): void {

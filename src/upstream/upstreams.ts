@@ -103,6 +103,7 @@ export class Upstreams {
   shard(backend: string, n: number, exclude?: ReadonlySet<Replica>): { replica: Replica; count: number }[] {
     const rs = this.routable(backend, exclude);
     if (rs.length === 0) return [];
+    if (rs.length === 1) return n > 0 ? [{ replica: rs[0]!, count: n }] : []; // length checked
     const load = rs.map((r) => r.inFlightInputs);
     const take = rs.map(() => 0);
     for (let k = 0; k < n; k++) {
@@ -135,14 +136,14 @@ export class Upstreams {
     const rec = this.rec(r);
     rec.inFlightInputs += inputs;
     rec.inFlightRequests++;
-    this.metrics.backendInFlight.inc({ backend: r.backend });
+    this.metrics.backendInFlightBy(r.backend, 1);
   }
 
   attemptEnded(r: Replica, inputs: number): void {
     const rec = this.rec(r);
     rec.inFlightInputs -= inputs;
     rec.inFlightRequests--;
-    this.metrics.backendInFlight.dec({ backend: r.backend });
+    this.metrics.backendInFlightBy(r.backend, -1);
   }
 
   /** A sub-request succeeded on this replica in `latencyMs`. */

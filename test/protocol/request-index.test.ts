@@ -154,3 +154,26 @@ test('duplicate input ids are refused, -0 and 0 being the same id', () => {
   assert.match(refused(two('5', '5')), /duplicate/);
   assert.equal(index(two('5', '-5')).inputs.length, 2);
 });
+
+test('short texts are decoded exactly even when two of them share a slot of the decoded-text table', () => {
+  // Two request_ids of two ASCII characters whose hashes land in the same slot (the table is direct-mapped),
+  // found by trying every pair; then non-ASCII text of the same length, which the table never holds.
+  const slotOf = (t: string): number => {
+    let h = t.length;
+    for (const c of Buffer.from(t, 'latin1')) h = (Math.imul(h, 31) + c) | 0;
+    return h & 1023;
+  };
+  const seen = new Map<number, string>();
+  let pair: [string, string] | undefined;
+  for (let a = 0x61; a <= 0x7a && pair === undefined; a++) {
+    for (let b = 0x21; b <= 0x7e && pair === undefined; b++) {
+      const t = String.fromCharCode(a, b);
+      const other = seen.get(slotOf(t));
+      if (other !== undefined && other !== t) pair = [other, t];
+      else seen.set(slotOf(t), t);
+    }
+  }
+  assert.ok(pair !== undefined, 'two texts sharing a slot');
+  const body = (rid: string): string => `{"request_id":${JSON.stringify(rid)},"inputs":[]}`;
+  for (const rid of [pair[0], pair[1], pair[0], 'é', 'ab', 'é', pair[1]]) assert.equal(index(body(rid)).requestId, rid);
+});
