@@ -55,7 +55,8 @@ export class BatchRun {
     for (const it of items) this.observer.legRouted(it.route, it.backend);
     await this.dispatch(items);
     return {
-      outputs: this.slots.outputs(),
+      // A streamed answer's candidates went out as they came: none is kept.
+      outputs: this.streamed === undefined ? this.slots.outputs() : [],
       marked: this.slots.marked(this.marked),
       workMs: this.workMs,
       backends: this.backends,

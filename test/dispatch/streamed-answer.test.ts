@@ -71,6 +71,7 @@ test('a streamed answer is byte for byte what the whole-answer path writes, on b
   const streamed = await f.gateway(config(a.url, STREAM_ALL));
   const whole = await f.gateway(config(a.url));
   const inputs = [mkInput(7, { num_outputs: 3, memory: { keep: [1, 2.50, 'é'], _gateway: { backend: 'a', route: 'default' } } }), mkInput(8, { num_outputs: 2 })];
+  const wholeBytes = new Map<string, string>();
   for (const variant of Object.keys(VARIANTS)) {
     const body = { request_id: `${variant}-1`, inputs };
     const s = await post(streamed, body);
@@ -80,10 +81,20 @@ test('a streamed answer is byte for byte what the whole-answer path writes, on b
     assert.equal(s.bytes.toString('utf8'), w.bytes.toString('utf8'), variant);
     assert.equal(s.headers.get('content-length'), null, `${variant}: streamed without a length`);
     assert.equal(w.headers.get('content-length'), String(w.bytes.length), variant);
-    // The fastify route (app.inject) streams the same bytes.
-    const injected = await streamed.app.inject({ method: 'POST', url: '/v1/responses', payload: body });
+    wholeBytes.set(variant, w.bytes.toString('utf8'));
+  }
+  // Every candidate is counted as the whole-answer path counts it.
+  const counted = async (gw: TestGateway): Promise<string[]> =>
+    (await (await fetch(`${gw.url}/metrics`)).text()).split('\n').filter((l) => /^magma_gateway_candidate(s|_errors)_total\{/.test(l));
+  const streamedCounts = await counted(streamed);
+  assert.ok(streamedCounts.length > 0);
+  assert.deepEqual(streamedCounts, await counted(whole));
+  // The fastify route (app.inject) streams the same bytes, the overhead as a trailer.
+  for (const [variant, bytes] of wholeBytes) {
+    const injected = await streamed.app.inject({ method: 'POST', url: '/v1/responses', payload: { request_id: `${variant}-1`, inputs } });
     assert.equal(injected.statusCode, 200);
-    assert.equal(injected.body, w.bytes.toString('utf8'), `${variant} (inject)`);
+    assert.equal(injected.headers['content-length'], undefined);
+    assert.equal(injected.body, bytes, `${variant} (inject)`);
     assert.match(injected.trailers['x-gateway-overhead-ms'] ?? '', /^\d+\.\d\d$/);
   }
 });
