@@ -54,8 +54,8 @@ export class ElementSplitter {
     let i = 0;
     // Element bytes of this chunk start here (while in an element).
     let from = 0;
-    let nextQuote = -1;
-    let nextBackslash = -1;
+    const base = chunk.byteOffset & 3;
+    const words = LITTLE_ENDIAN ? new Uint32Array(chunk.buffer, chunk.byteOffset - base, (n + base) >>> 2) : undefined;
     while (i < n) {
       const state = this.state;
       if (state === 'element') {
@@ -65,16 +65,12 @@ export class ElementSplitter {
             i++;
             continue;
           }
-          // Long strings (memory) are crossed with indexOf; the positions found are reused until passed.
-          if (nextQuote < i) nextQuote = indexOr(chunk, QUOTE, i, n);
-          if (nextBackslash < i) nextBackslash = indexOr(chunk, BACKSLASH, i, n);
-          if (nextQuote <= nextBackslash) {
-            this.inString = nextQuote === n;
-            i = nextQuote + 1;
-          } else {
-            this.escape = true;
-            i = nextBackslash + 1;
-          }
+          // Long strings (memory) are crossed four bytes at a time.
+          i = stringStop(chunk, words, base, i, n);
+          if (i === n) break;
+          if (chunk[i] === QUOTE) this.inString = false;
+          else this.escape = true;
+          i++;
           continue;
         }
         const c = chunk[i]!; // i < n
@@ -153,8 +149,34 @@ export class ElementSplitter {
   }
 }
 
-/** The position of byte `c` in `buf` from `from`, or `n` (the end) when there is none. */
-function indexOr(buf: Buffer, c: number, from: number, n: number): number {
-  const at = buf.indexOf(c, from);
-  return at === -1 ? n : at;
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/**
+ * The first quote or backslash in `b` from `p`, or `n`; `words` views `b`'s bytes from `base` bytes before it
+ * (undefined on big-endian hosts: byte by byte).
+ */
+function stringStop(b: Buffer, words: Uint32Array | undefined, base: number, p: number, n: number): number {
+  if (words !== undefined) {
+    while (p < n && ((p + base) & 3) !== 0) {
+      const c = b[p];
+      if (c === QUOTE || c === BACKSLASH) return p;
+      p++;
+    }
+    const kEnd = (n + base) >>> 2;
+    for (let k = (p + base) >>> 2; k < kEnd; k++) {
+      const x = words[k] ?? 0;
+      const q = x ^ 0x22222222;
+      const s = x ^ 0x5c5c5c5c;
+      // High bit of a byte set: that byte is a quote or a backslash (exact for the lowest such byte).
+      const m = (((q - 0x01010101) & ~q) | ((s - 0x01010101) & ~s)) & 0x80808080;
+      if (m !== 0) return (k << 2) - base + ((31 - Math.clz32(m & -m)) >>> 3);
+    }
+    p = Math.max(p, (kEnd << 2) - base);
+  }
+  while (p < n) {
+    const c = b[p];
+    if (c === QUOTE || c === BACKSLASH) return p;
+    p++;
+  }
+  return n;
 }

@@ -26,6 +26,19 @@ test('every chunking of an answer gives the same elements, each `[` + its bytes 
   for (let cut = 1; cut <= 9; cut++) assert.deepEqual(split(TRICKY, cut).elements, whole.elements, `chunks of ${cut} bytes`);
 });
 
+test('long strings with escapes at every offset are crossed whole, however the chunks fall', () => {
+  const strings = Array.from({ length: 40 }, (_, k) => `${'a'.repeat(k)}"\\${'é'.repeat(k % 5)}\\"${'b'.repeat(40 - k)}],{`);
+  const text = JSON.stringify(strings.map((s, k) => ({ s, k })));
+  const expected = (JSON.parse(text) as unknown[]).map((v) => JSON.stringify([v]));
+  // Offsets inside a larger buffer too: the four-byte reads start at every alignment.
+  for (const shift of [0, 1, 2, 3]) {
+    const padded = Buffer.concat([Buffer.alloc(shift), Buffer.from(text)]).subarray(shift);
+    for (const cut of [1, 3, 4, 5, 8, 13, 64, 1000]) {
+      assert.deepEqual(split(padded, cut).elements.map((e) => JSON.stringify(JSON.parse(e))), expected, `shift ${shift}, chunks of ${cut}`);
+    }
+  }
+});
+
 test('a byte order mark may open the answer, split across chunks too', () => {
   const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('[1,2]')]);
   for (const cut of [1, 2, 8]) assert.deepEqual(split(bom, cut).elements, ['[1]', '[2]']);
