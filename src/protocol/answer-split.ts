@@ -65,11 +65,19 @@ export class ElementSplitter {
             i++;
             continue;
           }
-          // Long strings (memory) are crossed four bytes at a time.
-          i = stringStop(chunk, words, base, i, n);
+          // Long strings (memory) are crossed four bytes at a time, escapes stepped over on the way.
+          for (;;) {
+            i = stringStop(chunk, words, base, i, n);
+            if (i === n || chunk[i] === QUOTE) break;
+            if (i + 1 === n) {
+              this.escape = true;
+              i = n;
+              break;
+            }
+            i += 2;
+          }
           if (i === n) break;
-          if (chunk[i] === QUOTE) this.inString = false;
-          else this.escape = true;
+          this.inString = false;
           i++;
           continue;
         }

@@ -54,7 +54,6 @@ export function sendable(body: string | AnswerBody): string | Buffer | Readable 
  */
 export class ResponseWriter implements ResponseStream {
   private closed = false;
-  private corked = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -78,15 +77,6 @@ export class ResponseWriter implements ResponseStream {
 
   write(b: Buffer): boolean {
     if (this.gone) return true;
-    // A candidate's pieces (and their chunk framing) go out in one writev, not one system call each.
-    if (!this.corked) {
-      this.corked = true;
-      this.res.cork();
-      process.nextTick(() => {
-        this.corked = false;
-        this.res.uncork();
-      });
-    }
     return this.res.write(b);
   }
 
