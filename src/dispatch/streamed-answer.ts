@@ -48,8 +48,11 @@ export function coversRequest(request: AgentRequest, items: readonly Item[]): bo
 
 export class StreamedAnswer implements BodyTap {
   private flow: BodyFlow | undefined;
-  private readonly splitter = new ElementSplitter((wrapped) => this.element(wrapped));
-  private readonly placement: Placement<AgentOutput | IndexedCandidate>;
+  /**
+   * Built when the answer proves long enough to stream (start): most batches that may stream never do, and pay
+   * only for this object.
+   */
+  private live: { splitter: ElementSplitter; placement: Placement<AgentOutput | IndexedCandidate> } | undefined;
   private elements = 0;
   /** The next position to write: item `k`, candidate `c`. */
   private k = 0;
@@ -71,7 +74,7 @@ export class StreamedAnswer implements BodyTap {
 
   constructor(
     private readonly slots: BatchSlots,
-    request: AgentRequest,
+    private readonly request: AgentRequest,
     private readonly items: readonly Item[],
     private readonly sink: AnswerSink,
     private readonly maxDepth: number,
@@ -79,15 +82,28 @@ export class StreamedAnswer implements BodyTap {
     requestMarked: boolean,
   ) {
     this.marked = requestMarked;
-    this.placement = new Placement({
-      requestId: request.request_id,
-      // Item input indexes come from the plan of this request: always in range of its inputs.
-      inputs: items.map((it) => ({ id: request.inputs[it.input]!.id, count: it.count })),
-    });
   }
 
   start(flow: BodyFlow): void {
     this.flow = flow;
+    const { request } = this;
+    this.live = {
+      splitter: new ElementSplitter((wrapped) => this.element(wrapped)),
+      placement: new Placement({
+        requestId: request.request_id,
+        // Item input indexes come from the plan of this request: always in range of its inputs.
+        inputs: this.items.map((it) => ({ id: request.inputs[it.input]!.id, count: it.count })),
+      }),
+    };
+  }
+
+  // The tap is fed, finished and pumped only after start() (backend-call.ts): `live` is set from then on.
+  private get splitter(): ElementSplitter {
+    return this.live!.splitter; // set by start() (above)
+  }
+
+  private get placement(): Placement<AgentOutput | IndexedCandidate> {
+    return this.live!.placement; // set by start() (above)
   }
 
   /** The backend's answer was long enough to be streamed here. */
