@@ -16,6 +16,8 @@ export interface ResponseStream {
   /** false: the client's buffer is full, wait for onDrain before more. */
   write(b: Buffer): boolean;
   onDrain(fn: () => void): void;
+  /** Bytes written and not yet taken by the socket. */
+  readonly buffered: number;
   /** The client went away. */
   readonly gone: boolean;
   /** The answer is complete; `trailers` follow it. */
@@ -48,6 +50,9 @@ export function answerSink(stream: ResponseStream, requestId: string | undefined
     },
     write: (b) => stream.write(b),
     onDrain: (fn) => stream.onDrain(fn),
+    get buffered(): number {
+      return stream.buffered;
+    },
     get gone(): boolean {
       return stream.gone;
     },

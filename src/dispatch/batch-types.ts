@@ -51,6 +51,8 @@ export interface AnswerSink {
   /** false: the client's buffer is full, wait for onDrain before more. */
   write(b: Buffer): boolean;
   onDrain(fn: () => void): void;
+  /** Bytes written and not yet taken by the client's socket. */
+  readonly buffered: number;
   /** The client went away: nothing written reaches it. */
   readonly gone: boolean;
 }

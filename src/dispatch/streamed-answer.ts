@@ -245,9 +245,12 @@ export class StreamedAnswer implements BodyTap {
 
   private send(w: PartsWriter): void {
     let ok = true;
+    const body = w.done();
     // Every part is written: they are slices of one candidate at most, and the socket takes them in order.
-    for (const part of w.done().parts) ok = this.sink.write(part) && ok;
-    if (ok) return;
+    for (const part of body.parts) ok = this.sink.write(part) && ok;
+    // The backend is read on while no more than this candidate waits for the socket: pausing at the socket's
+    // first refusal would leave it idle while the next candidate is read, and the backend idle while it drains.
+    if (ok || this.sink.buffered <= body.length) return;
     this.congested = true;
     this.flow?.pause();
     this.sink.onDrain(() => {

@@ -80,6 +80,10 @@ export class ResponseWriter implements ResponseStream {
     return this.res.write(b);
   }
 
+  get buffered(): number {
+    return this.res.writableLength;
+  }
+
   onDrain(fn: () => void): void {
     this.res.once('drain', fn);
   }
