@@ -9,7 +9,8 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
 import { mbToBytes } from '../config/schema.js';
-import { runBatch } from '../dispatch/batch.js';
+import { runBatch, type BatchResult } from '../dispatch/batch.js';
+import { answerSink, OVERHEAD_HEADER, streamable, type ResponseStream } from './streamed-batch.js';
 import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from './gateway-state.js';
 import { correlationHeaders } from '../protocol/correlation.js';
@@ -19,7 +20,7 @@ import { answerBody } from '../dispatch/answer-bytes.js';
 import { readAgentRequest } from '../protocol/read-request.js';
 import { checkBatchLimits } from '../protocol/request-limits.js';
 import { validateAgainstRequest } from '../protocol/response-check.js';
-import { planBatch } from '../routing/plan.js';
+import { planBatch, type BatchPlan } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { hashBody, type ReplayLease } from '../state/index.js';
 import { errorBody, GatewayError } from '../errors.js';
@@ -48,6 +49,8 @@ interface BatchExchange {
   onClientGone(fn: () => void): () => void;
   /** The client's name when clients are configured (README "Client keys"); its limits apply to this batch. */
   client?: string | undefined;
+  /** How the front writes an answer as it is produced, when it can (docs/gateway-behaviour.md, "Streamed answers"). */
+  stream?: ResponseStream;
 }
 
 export interface BatchAnswer {
@@ -61,6 +64,8 @@ export interface BatchAnswer {
   /** The gateway's own time on this batch (its time minus the backends'), set on 200 answers. */
   overheadMs?: number;
   replayHit?: boolean;
+  /** The answer was written to the exchange's stream, end included: the front writes nothing more. */
+  streamed?: boolean;
 }
 
 /** The answer's headers besides content-type and content-length, the same on both fronts. */
@@ -205,11 +210,15 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers });
     const beforeDispatch = performance.now();
     const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };
+    const sink = ex.stream !== undefined && streamable(compiled, plan) ? answerSink(ex.stream, requestId) : undefined;
     const batch = runBatch(
       { ...deps, budget: runtime.budget, store },
       request,
       plan,
-      { deadline, headers, signal, clientGone: () => clientGone, requestBody: raw, span },
+      {
+        deadline, headers, signal, clientGone: () => clientGone, requestBody: raw, span,
+        stream: sink === undefined ? undefined : { overBytes: mbToBytes(config.server.stream_answers_over_mb), sink },
+      },
       parsed.marked,
     );
     if (plan.inputs.some((p) => p.shadows.length > 0)) {
@@ -218,6 +227,16 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     }
     const result = await batch;
     gw.experiments.recordBatch(compiled, request, plan, result);
+    if (result.streamed !== undefined && ex.stream !== undefined) {
+      return streamedEnd(ex.stream, { t0, beforeDispatch, result, span, plan, lease, metrics, log: logsInfo(ex.log) ? ex.log : undefined, requestId }, () => ({
+        request_id: request.request_id,
+        agent: agent.name,
+        ...(ex.client === undefined ? {} : { client: ex.client }),
+        inputs: request.inputs.length,
+        routes: countBy(plan.inputs.map((p) => p.route)),
+        body_bytes: raw.length,
+      }));
+    }
     const t2 = performance.now();
     // Checked against the request before it is sent, every time (README "What happens to a batch", step 4).
     const problem = validateAgainstRequest(request, result.outputs);
@@ -264,6 +283,46 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
     if (lease !== undefined) void lease.abandon().catch(() => undefined);
   }
+}
+
+/** What a streamed batch's end reads of the batch. */
+interface StreamedEnd {
+  t0: number;
+  beforeDispatch: number;
+  result: BatchResult;
+  span: TraceSpan;
+  plan: BatchPlan;
+  lease: ReplayLease | undefined;
+  metrics: GatewayState['metrics'];
+  /** Set when the batch line is logged. */
+  log: Logger | undefined;
+  requestId: string | undefined;
+}
+
+/**
+ * A streamed batch's end: its candidates were written in order as they came (so the order check holds by
+ * construction) and are not held, so the answer is not stored for replay; its overhead goes out as a trailer.
+ */
+function streamedEnd(stream: ResponseStream, e: StreamedEnd, fields: () => Record<string, unknown>): BatchAnswer {
+  const { result } = e;
+  const overheadMs = e.beforeDispatch - e.t0 + result.workMs;
+  e.metrics.overhead.observe(overheadMs / 1000);
+  if (e.span.recording) traceResult(e.span, e.plan, result, overheadMs);
+  if (e.lease !== undefined) e.metrics.replay.inc({ outcome: 'too_large' });
+  e.log?.info(
+    {
+      ...fields(),
+      candidates: result.streamed,
+      streamed: true,
+      backends: result.backends,
+      error_codes: result.errorCodes,
+      duration_ms: Math.round(performance.now() - e.t0),
+      overhead_ms: Math.round(overheadMs * 100) / 100,
+    },
+    'batch',
+  );
+  stream.end({ [OVERHEAD_HEADER]: overheadMs.toFixed(2) });
+  return { status: 200, body: '', requestId: e.requestId, overheadMs, streamed: true };
 }
 
 function hasGatewayError(codes: Record<string, number>): boolean {

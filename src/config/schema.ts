@@ -269,6 +269,11 @@ export const configSchema = z.strictObject({
        * error candidate too) carries its input's memory, so a small request can ask for a huge answer.
        */
       max_answer_mb: positive.default(128),
+      /**
+       * A backend answer longer than this (declared or received) that carries the whole batch is forwarded to the
+       * client as it arrives instead of held whole: the gateway then holds about one candidate, not the answer.
+       */
+      stream_answers_over_mb: positive.default(64),
       /** Request body bytes held at once across batches; a new batch over it waits (FIFO) for room. */
       max_bytes_in_flight_mb: positive.default(512),
       /** Time to receive a request's headers; 408 after it. */

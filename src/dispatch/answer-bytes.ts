@@ -32,12 +32,17 @@ export function answerBody(outputs: readonly AgentOutput[], marked: boolean): An
   w.push(LBRACKET);
   outputs.forEach((o, i) => {
     if (i > 0) w.push(COMMA);
-    const b = written.get(o);
-    if (b !== undefined) b.write(w);
-    else w.text(stringifyExact(o, marked));
+    writeCandidate(o, w, marked);
   });
   w.push(RBRACKET);
   return w.done();
+}
+
+/** One candidate of an answer: its bytes, or for a candidate decoded whole, stringifyExact of it. */
+export function writeCandidate(o: AgentOutput, w: PartsWriter, marked: boolean): void {
+  const b = written.get(o);
+  if (b !== undefined) b.write(w);
+  else w.text(stringifyExact(o, marked));
 }
 
 const lit = (s: string): Buffer => Buffer.from(s, 'latin1');

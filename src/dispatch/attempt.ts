@@ -26,6 +26,7 @@ import type { BatchContext, DispatchDeps } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';
 import type { Item } from './batch-item.js';
 import { MIN_ATTEMPT_MS, type Unserved } from './failover.js';
+import type { StreamedAnswer } from './streamed-answer.js';
 
 /** What an attempt reads of its batch, written once when the batch starts. */
 export interface BatchInputs {
@@ -52,6 +53,8 @@ export type AttemptResult = {
   /** Aborted by the gateway, not failed by the backend: the client went away, or the batch deadline ran out. */
   | { kind: 'aborted'; ms: number; clientGone: boolean }
   | { kind: 'unserved'; why: Unserved<Replica> }
+  /** Written to the client as it arrived (streamed-answer.ts): `written` candidates, the batch is answered. */
+  | { kind: 'streamed'; ms: number; written: number }
 );
 
 const RESPONSES_PATH = '/v1/responses';
@@ -74,6 +77,8 @@ export class Attempt {
     readonly items: readonly Item[],
     /** Replicas of this backend already refused for these items (this one excluded). */
     private readonly tried: ReadonlySet<Replica> | undefined,
+    /** Set when these items are the whole batch and it may be streamed: a long answer goes there. */
+    private readonly stream?: StreamedAnswer,
   ) {}
 
   async run(): Promise<AttemptResult> {
@@ -129,10 +134,24 @@ export class Attempt {
     const started = performance.now();
     // The batch's correlation headers, with the client span's traceparent when traced (one rule: correlation.ts).
     const headers = withTraceparent(ctx.headers, (this.span ?? ctx.span)?.traceparent);
-    const res = await postResponses(replica, body, headers, timeoutMs, ctx.signal, true);
+    const stream = this.stream;
+    const overBytes = ctx.stream?.overBytes;
+    const tap = stream === undefined || overBytes === undefined ? undefined : { overBytes, tap: stream };
+    let res = await postResponses(replica, body, headers, timeoutMs, ctx.signal, true, tap);
     const ms = performance.now() - started;
     upstreams.attemptEnded(replica, nInputs);
     this.status = res.status;
+
+    if (stream?.started === true) {
+      const outcome = await stream.finish(res.ok ? undefined : res.failure);
+      this.workMs += outcome.workMs;
+      if (outcome.committed) return this.streamed(res, ms, outcome.written);
+      if (res.ok) {
+        // The answer ended but never began for the client: it went away, or the answer was refused whole.
+        if (outcome.refused === undefined) return { kind: 'aborted', ms, clientGone: true, workMs: this.workMs, marked: this.marked };
+        res = { ok: false, status: res.status, failure: { code: 'gateway_backend_invalid_response', message: outcome.refused } };
+      }
+    }
 
     if (!res.ok && ctx.signal?.aborted === true) {
       // Nobody will read these candidates if the client went away, and the replica must not be blamed for it;
@@ -170,6 +189,30 @@ export class Attempt {
     this.ended('ok', ms);
     upstreams.recordSuccess(replica, ms);
     return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs, marked: this.marked };
+  }
+
+  /** A streamed answer's end: the batch is answered whatever happened to the backend after it began. */
+  private streamed(res: Awaited<ReturnType<typeof postResponses>>, ms: number, written: number): AttemptResult {
+    const { upstreams, log } = this.deps;
+    const { replica, ctx } = this;
+    const result: AttemptResult = { kind: 'streamed', ms, written, workMs: this.workMs, marked: this.marked };
+    if (res.ok) {
+      this.ended('ok', ms);
+      upstreams.recordSuccess(replica, ms);
+      return result;
+    }
+    const gone = ctx.clientGone?.() === true;
+    if (gone) {
+      this.ended('cancelled', ms, 'the client closed the connection');
+      return result;
+    }
+    this.ended(res.failure.code, ms, res.failure.message);
+    upstreams.recordFailure(replica, res.failure.message);
+    log.warn(
+      { backend: replica.backend, replica: replica.id, code: res.failure.code, reason: res.failure.message, written },
+      'streamed backend answer broke off',
+    );
+    return result;
   }
 
   /**

@@ -17,6 +17,7 @@ import { groupBy, itemsOf, type Item } from './batch-item.js';
 import type { BatchObserver } from './batch-observer.js';
 import { BatchSlots, count } from './batch-slots.js';
 import { stripMemoryKey } from './candidates.js';
+import { coversRequest, StreamedAnswer } from './streamed-answer.js';
 import { abortedFailure, decideFailover, resolveMove, type FailoverView, type Unserved } from './failover.js';
 
 export class BatchRun {
@@ -26,6 +27,8 @@ export class BatchRun {
   private workMs = 0;
   private marked: boolean;
   private readonly backends: Record<string, number> = {};
+  /** Candidates written by a streamed answer; undefined while none was streamed. */
+  private streamed: number | undefined;
 
   constructor(
     private readonly deps: DispatchDeps,
@@ -52,12 +55,14 @@ export class BatchRun {
     for (const it of items) this.observer.legRouted(it.route, it.backend);
     await this.dispatch(items);
     return {
-      outputs: this.slots.outputs(),
+      // A streamed answer's candidates went out as they came: none is kept.
+      outputs: this.streamed === undefined ? this.slots.outputs() : [],
       marked: this.slots.marked(this.marked),
       workMs: this.workMs,
       backends: this.backends,
       errorCodes: this.slots.errorCodes,
       legs: this.slots.legs,
+      streamed: this.streamed,
     };
   }
 
@@ -92,11 +97,20 @@ export class BatchRun {
       await this.settle(items, { kind: 'no-time' });
       return;
     }
-    const attempt = new Attempt(this.deps, this.observer, this.inputs, this.ctx, replica, items, tried);
+    const { request, requestMarked } = this.inputs;
+    // Only an attempt carrying the whole batch may stream: nothing else then writes to the client.
+    const stream =
+      this.ctx.stream !== undefined && coversRequest(request, items)
+        ? new StreamedAnswer(this.slots, request, items, this.ctx.stream.sink, replica.maxJsonDepth, this.deps.memoryKey, requestMarked)
+        : undefined;
+    const attempt = new Attempt(this.deps, this.observer, this.inputs, this.ctx, replica, items, tried, stream);
     const r = await attempt.run();
     this.account(replica, items.length, r);
     // Moving on happens here, after the attempt gave its permit and its budget slot back.
-    if (r.kind === 'answered') {
+    if (r.kind === 'streamed') {
+      this.slots.streamed(items, r.ms);
+      this.streamed = r.written;
+    } else if (r.kind === 'answered') {
       // Building the candidates is the gateway's own work too (x-gateway-overhead-ms).
       const t0 = performance.now();
       this.slots.answer(items, r.rows, r.ms);

@@ -65,30 +65,48 @@ export class BatchSlots {
    * an error candidate for the one slot that was malformed or missing (it fails only itself).
    */
   answer(items: readonly Item[], rows: Slot<AgentOutput | IndexedCandidate>[][], ms: number): void {
-    const { request, memoryKey } = this;
     items.forEach((it, k) => {
       // `!` in this method: item inputs and offsets come from the plan (in range of the request), and the
       // checked answer has one row per item with one slot per candidate asked (checkSubResponse).
-      const input = request.inputs[it.input]!;
-      const tag = tagOf(it);
       this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
       const row = rows[k]!; // one row per item (above)
       for (let c = 0; c < it.count; c++) {
-        const slot = row[c]!; // one slot per candidate (above)
-        const idx = it.offset + c;
-        const out = !slot.ok
-          ? this.error(it, idx, 'gateway_backend_invalid_response', slot.reason)
-          : slot.candidate instanceof IndexedCandidate
-            ? this.writer.fromIndexed(request.request_id, input, idx, slot.candidate, tag)
-            : fromBackend(request.request_id, input, idx, slot.candidate, memoryKey, tag);
-        this.slots[it.input]![idx] = out; // in range (above)
-        this.observer.candidatesFilled(it.route, it.backend, out.status, 1);
-        if (out.error) {
-          count(this.errorCodes, out.error.code, 1);
-          this.observer.backendError(it.backend, out.error.code);
-        }
+        this.slots[it.input]![it.offset + c] = this.candidate(it, c, row[c]!); // in range (above)
       }
     });
+  }
+
+  /** Candidate `c` of `it` from its checked slot, counted as answer() counts it but not kept (a streamed answer). */
+  candidate(it: Item, c: number, slot: Slot<AgentOutput | IndexedCandidate>): AgentOutput {
+    const { request, memoryKey } = this;
+    const input = request.inputs[it.input]!; // item inputs come from the plan (in range of the request)
+    const tag = tagOf(it);
+    const idx = it.offset + c;
+    const out = !slot.ok
+      ? this.error(it, idx, 'gateway_backend_invalid_response', slot.reason)
+      : slot.candidate instanceof IndexedCandidate
+        ? this.writer.fromIndexed(request.request_id, input, idx, slot.candidate, tag)
+        : fromBackend(request.request_id, input, idx, slot.candidate, memoryKey, tag);
+    this.observer.candidatesFilled(it.route, it.backend, out.status, 1);
+    if (out.error) {
+      count(this.errorCodes, out.error.code, 1);
+      this.observer.backendError(it.backend, out.error.code);
+    }
+    return out;
+  }
+
+  /** Candidate `c` of `it` as an error candidate with `f`, counted as fail() counts it but not kept. */
+  failed(it: Item, c: number, f: AttemptFailure): AgentOutput {
+    const out = this.error(it, it.offset + c, f.code, f.message);
+    count(this.errorCodes, f.code, 1);
+    this.observer.candidatesFilled(it.route, it.backend, 'error', 1);
+    this.observer.gatewayErrors(it.backend, f.code, 1);
+    return out;
+  }
+
+  /** The legs of a streamed answer: their candidates went out through candidate() and failed(). */
+  streamed(items: readonly Item[], ms: number): void {
+    for (const it of items) this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
   }
 
   /** The candidates in input order, then ascending candidate_index. */

@@ -37,6 +37,24 @@ export interface BatchContext {
   requestBody?: Buffer;
   /** The batch's server span (README "Tracing"): each sub-request gets a client span under it. Absent: none. */
   span?: TraceSpan;
+  /**
+   * Set when the batch may be streamed (docs/gateway-behaviour.md, "Streamed answers"): a sub-request carrying the
+   * whole batch whose answer is longer than `overBytes` is written to `sink` as it arrives.
+   */
+  stream?: { overBytes: number; sink: AnswerSink };
+}
+
+/** The client's answer as the batch writes it when streamed. */
+export interface AnswerSink {
+  /** Called once, before the first byte: the answer is committed (200) from here on. */
+  begin(): void;
+  /** false: the client's buffer is full, wait for onDrain before more. */
+  write(b: Buffer): boolean;
+  onDrain(fn: () => void): void;
+  /** Bytes written and not yet taken by the client's socket. */
+  readonly buffered: number;
+  /** The client went away: nothing written reaches it. */
+  readonly gone: boolean;
 }
 
 export interface BatchResult {
@@ -49,6 +67,11 @@ export interface BatchResult {
   errorCodes: Record<string, number>;
   /** Per leg that got an answer (or a final failure): who served it and how long its sub-request took. */
   legs: LegOutcome[];
+  /**
+   * The answer was streamed to the context's sink (all but its end): `outputs` is then empty, the candidates
+   * went out as they came and this many were written.
+   */
+  streamed?: number;
 }
 
 export interface LegOutcome {

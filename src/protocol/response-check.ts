@@ -33,7 +33,7 @@ function slotKey(sourceId: unknown, candidateIndex: unknown): string | undefined
 }
 
 /** One element of an answer as placement sees it (today's decoded value or an indexed candidate). */
-interface ElementView<C> {
+export interface ElementView<C> {
   /** request_id when it is a real string (not a number marker), else undefined. */
   requestId: string | undefined;
   /** `source/candidate` as intKey gives them, undefined when either is missing or not an integer. */
@@ -42,47 +42,72 @@ interface ElementView<C> {
   validate(key: string): Slot<C>;
 }
 
+/** What one element did to the slots (Placement.add). */
+export type Placed =
+  /** It names another request: the whole answer is not ours. */
+  | { kind: 'condemned'; reason: string }
+  /** It fills no slot asked for; ignored. */
+  | { kind: 'extra' }
+  /** It went to slot `index` of input `input`; `duplicate`: that slot was filled before and now failed. */
+  | { kind: 'slot'; input: number; index: number; duplicate: boolean };
+
 /**
- * Map a backend's answer onto the slots it was asked for. Wrong order is reordered; one malformed candidate
- * fails only its own slot; missing or duplicated candidates fail their slot; a request_id of another request
- * fails the whole answer, because it means the answer is not ours.
+ * A backend's answer mapped onto the slots it was asked for, one element at a time. Wrong order is reordered;
+ * one malformed candidate fails only its own slot; missing or duplicated candidates fail their slot; a
+ * request_id of another request fails the whole answer, because it means the answer is not ours.
  */
-function place<C>(n: number, view: (k: number) => ElementView<C>, shape: SubRequestShape): SubResponseCheckOf<C> {
-  const wanted = new Map<string, { input: number; index: number }>();
-  shape.inputs.forEach((inp, i) => {
-    const id = intKey(inp.id);
-    for (let c = 0; c < inp.count; c++) wanted.set(`${id}/${c}`, { input: i, index: c });
-  });
-  const slots: (Slot<C> | undefined)[][] = shape.inputs.map((inp) => new Array<Slot<C> | undefined>(inp.count));
-  let extras = 0;
-  for (let k = 0; k < n; k++) {
-    const el = view(k);
+export class Placement<C> {
+  private readonly wanted = new Map<string, { input: number; index: number }>();
+  readonly slots: (Slot<C> | undefined)[][];
+  extras = 0;
+
+  constructor(private readonly shape: SubRequestShape) {
+    shape.inputs.forEach((inp, i) => {
+      const id = intKey(inp.id);
+      for (let c = 0; c < inp.count; c++) this.wanted.set(`${id}/${c}`, { input: i, index: c });
+    });
+    this.slots = shape.inputs.map((inp) => new Array<Slot<C> | undefined>(inp.count));
+  }
+
+  /** Element `k` of the answer. */
+  add(k: number, el: ElementView<C>): Placed {
+    const { shape } = this;
     // Only a real string naming another request condemns the whole answer; a marker (`1.0`) or any other type
     // is a malformed candidate, reported by the schema for its own slot.
     const rid = el.requestId;
     if (rid !== undefined && rid !== shape.requestId) {
-      return {
-        ok: false,
-        reason: `candidate [${k}] answers request_id ${describeValue(rid)}, not ${describeValue(shape.requestId)}`,
-      };
+      return { kind: 'condemned', reason: `candidate [${k}] answers request_id ${describeValue(rid)}, not ${describeValue(shape.requestId)}` };
     }
     const key = el.key;
-    const where = key === undefined ? undefined : wanted.get(key);
+    const where = key === undefined ? undefined : this.wanted.get(key);
     if (key === undefined || where === undefined) {
-      extras++;
-      continue;
+      this.extras++;
+      return { kind: 'extra' };
     }
-    const row = slots[where.input]!; // where.input indexes the request's inputs, one row each
-    if (row[where.index] !== undefined) {
-      row[where.index] = { ok: false, reason: `candidate ${key} appears more than once` };
-      continue;
-    }
-    row[where.index] = el.validate(key);
+    const row = this.slots[where.input]!; // where.input indexes the request's inputs, one row each
+    const duplicate = row[where.index] !== undefined;
+    row[where.index] = duplicate ? { ok: false, reason: `candidate ${key} appears more than once` } : el.validate(key);
+    return { kind: 'slot', input: where.input, index: where.index, duplicate };
   }
-  const filled = slots.map((row, i) =>
-    Array.from(row, (s, c): Slot<C> => s ?? { ok: false, reason: `candidate ${intKey(shape.inputs[i]!.id)}/${c} is missing` }), // i < shape.inputs.length (loop bound)
-  );
-  return { ok: true, slots: filled, extras };
+
+  /** The slot of a candidate the answer never gave. */
+  missing(input: number, index: number): Slot<C> {
+    return { ok: false, reason: `candidate ${intKey(this.shape.inputs[input]!.id)}/${index} is missing` }; // input < shape.inputs.length (callers' bound)
+  }
+
+  filled(): Slot<C>[][] {
+    return this.slots.map((row, i) => Array.from(row, (s, c): Slot<C> => s ?? this.missing(i, c)));
+  }
+}
+
+/** Map a whole answer onto the slots it was asked for (see Placement). */
+function place<C>(n: number, view: (k: number) => ElementView<C>, shape: SubRequestShape): SubResponseCheckOf<C> {
+  const placement = new Placement<C>(shape);
+  for (let k = 0; k < n; k++) {
+    const placed = placement.add(k, view(k));
+    if (placed.kind === 'condemned') return { ok: false, reason: placed.reason };
+  }
+  return { ok: true, slots: placement.filled(), extras: placement.extras };
 }
 
 /** A decoded element as today's path reads it: only a JSON object has fields, zod decides the rest. */
@@ -132,21 +157,20 @@ export function checkIndexedResponse(
   shape: SubRequestShape,
   onMarked: () => void,
 ): SubResponseCheckOf<AgentOutput | IndexedCandidate> {
-  return place<AgentOutput | IndexedCandidate>(
-    elements.length,
-    (k) => {
-      const el = elements[k]!; // k < elements.length (place's loop bound)
-      const c = el.candidate;
-      if (c !== undefined) {
-        return { requestId: c.requestId, key: `${c.sourceKey}/${c.indexKey}`, validate: () => ({ ok: true, candidate: new IndexedCandidate(buf, c) }) };
-      }
-      // The indexer proved the whole answer JSON within the depth limit and its numbers finite: this parse holds.
-      const parsed = parseExact(buf.toString('utf8', el.span.start, el.span.end));
-      if (parsed.marked) onMarked();
-      return decodedView(parsed.value);
-    },
-    shape,
-  );
+  // k < elements.length (place's loop bound)
+  return place<AgentOutput | IndexedCandidate>(elements.length, (k) => indexedView(buf, elements[k]!, onMarked), shape);
+}
+
+/** One indexed element as placement sees it (see checkIndexedResponse). */
+export function indexedView(buf: Buffer, el: AnswerElement, onMarked: () => void): ElementView<AgentOutput | IndexedCandidate> {
+  const c = el.candidate;
+  if (c !== undefined) {
+    return { requestId: c.requestId, key: `${c.sourceKey}/${c.indexKey}`, validate: () => ({ ok: true, candidate: new IndexedCandidate(buf, c) }) };
+  }
+  // The indexer proved the whole answer JSON within the depth limit and its numbers finite: this parse holds.
+  const parsed = parseExact(buf.toString('utf8', el.span.start, el.span.end));
+  if (parsed.marked) onMarked();
+  return decodedView(parsed.value);
 }
 
 /**

@@ -6,6 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { AnswerBody } from '../protocol/answer-body.js';
+import type { ResponseStream } from '../batch/streamed-batch.js';
 
 /** The content-length of an answer. */
 export function bodyLength(body: string | AnswerBody): number {
@@ -47,4 +48,52 @@ export function sendable(body: string | AnswerBody): Buffer | Readable {
   if (typeof body === 'string') return Buffer.from(body, 'utf8');
   if (body.parts.length === 1) return body.parts[0]!; // length checked
   return Readable.from(body.parts, { objectMode: false });
+}
+
+/**
+ * A streamed answer (docs/gateway-behaviour.md, "Streamed answers") on a node:http response: 200 with chunked
+ * framing, the overhead header as a trailer. `beforeHead` runs right before the head is written (fastify's
+ * hijack); `extraHeaders` are the front's own (connection: close while draining).
+ */
+export class ResponseWriter implements ResponseStream {
+  private closed = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly beforeHead: () => void,
+    private readonly extraHeaders: () => Record<string, string> | undefined,
+  ) {}
+
+  get gone(): boolean {
+    return this.closed || this.res.destroyed;
+  }
+
+  begin(headers: Record<string, string>): void {
+    if (this.gone) return;
+    // Listened to only here: the answers that are not streamed pay nothing for it.
+    this.res.once('close', () => {
+      this.closed = true;
+    });
+    this.beforeHead();
+    this.res.writeHead(200, { ...headers, ...this.extraHeaders(), 'content-type': 'application/json' });
+  }
+
+  write(b: Buffer): boolean {
+    if (this.gone) return true;
+    return this.res.write(b);
+  }
+
+  get buffered(): number {
+    return this.res.writableLength;
+  }
+
+  onDrain(fn: () => void): void {
+    this.res.once('drain', fn);
+  }
+
+  end(trailers: Record<string, string>): void {
+    if (this.gone || this.res.writableEnded) return;
+    this.res.addTrailers(trailers);
+    this.res.end();
+  }
 }

@@ -37,7 +37,7 @@ import { errorBody, internalCode } from '../errors.js';
 import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/access.js';
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
-import { bodyLength, writeBody } from './answer-write.js';
+import { bodyLength, ResponseWriter, writeBody } from './answer-write.js';
 import { RequestBody } from './request-body.js';
 import type { AnswerBody } from '../protocol/answer-body.js';
 
@@ -265,16 +265,24 @@ function receive(
       log: h.log,
       onClientGone: (fn: () => void) => onClientGone(res, fn),
       client,
+      stream: new ResponseWriter(res, noop, () => (h.draining() ? { connection: 'close' } : undefined)),
     };
     handleBatch(h.gateway, ex).then(
-      (a) => reply(h, res, endpoint, a.status, a.body, answerHeaders(a, performance.now() - t0), t0, label),
+      (a) =>
+        a.streamed === true
+          ? h.gateway.metrics.observeHttp(endpoint, 200, (performance.now() - t0) / 1000, label)
+          : reply(h, res, endpoint, a.status, a.body, answerHeaders(a, performance.now() - t0), t0, label),
       (err: unknown) => {
         h.log.error({ err }, 'internal error');
+        // A streamed answer already begun cannot become an error: the client sees it cut off.
+        if (res.headersSent) res.destroy();
         reply(h, res, endpoint, 500, JSON.stringify(errorBody(internalCode(err), 'internal gateway error')), {}, t0, label);
       },
     );
   });
 }
+
+const noop = (): void => undefined;
 
 function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number, client: string): void {
   const detail = `request body exceeds server.body_limit_mb (${h.bodyLimitMb} MiB)`;

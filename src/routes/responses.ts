@@ -10,7 +10,7 @@ import { onClientGone } from '../abort.js';
 import { answerHeaders, handleBatch } from '../batch/handle-batch.js';
 import { clientNameOf } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, type AgentParams } from './agent-path.js';
-import { bodyLength, sendable } from './answer-write.js';
+import { bodyLength, ResponseWriter, sendable } from './answer-write.js';
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
   // In this route's scope the body stays raw bytes: hashed for replay and, when a sub-request is the whole
@@ -33,7 +33,10 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       onClientGone: (fn) => onClientGone(reply.raw, fn),
       // Decided by the client-keys hook (plugins/client-keys.ts) before this handler runs.
       client: clientNameOf(req.raw),
+      // A streamed answer is written on the raw response, past fastify's send pipeline.
+      stream: new ResponseWriter(reply.raw, () => reply.hijack(), () => undefined),
     });
+    if (a.streamed === true) return reply;
     return reply
       .code(a.status)
       .headers(answerHeaders(a, reply.elapsedTime))

@@ -11,7 +11,8 @@ import { exceedsDepth, tooDeepMessage } from '../protocol/json-depth.js';
 import type { Replica } from './replica.js';
 
 type CallResult =
-  | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string }
+  /** `streamed`: the body went to the options' stream tap as it arrived; `bytes` and `text` are then empty. */
+  | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string; streamed?: boolean }
   /** `status`: the HTTP status when the backend answered (a non-2xx, or a 2xx refused by a bound). */
   | { ok: false; failure: AttemptFailure; status?: number };
 
@@ -35,6 +36,25 @@ interface CallOptions {
   maxBytes?: number;
   /** The config key of maxBytes, named in the failure message; default `backends.<name>.max_response_mb`. */
   maxBytesKey?: string;
+  /**
+   * Raw mode: a 2xx answer longer than `overBytes` (its declared length, else the bytes received so far) goes to
+   * `tap` as it arrives instead of being kept. The byte bound and the timer still hold.
+   */
+  stream?: { overBytes: number; tap: BodyTap };
+}
+
+/** Where a streamed answer's bytes go, chunk by chunk, in order. */
+export interface BodyTap {
+  /** The answer is streamed from now on; `flow` paces or ends the backend's read. */
+  start(flow: BodyFlow): void;
+  data(chunk: Buffer): void;
+}
+
+/** A streamed answer's read: paused while its reader cannot take more, or ended with a failure. */
+export interface BodyFlow {
+  pause(): void;
+  resume(): void;
+  fail(failure: AttemptFailure): void;
 }
 
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -128,6 +148,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   private text = '';
   private readonly onSignal: (() => void) | undefined;
   private readonly timer: NodeJS.Timeout | undefined;
+  /** Set once the answer is streamed to the options' tap. */
+  private tap: BodyTap | undefined;
 
   constructor(
     private readonly replica: Replica,
@@ -173,6 +195,11 @@ class CollectHandler implements Dispatcher.DispatchHandler {
       const ct = headers['content-type'];
       this.contentType = Array.isArray(ct) ? ct[0] : ct;
       const n = typeof length === 'string' ? Number(length) : NaN;
+      const stream = this.opts.stream;
+      if (stream !== undefined && statusCode < 300 && n > stream.overBytes) {
+        this.startTap(controller, stream.tap);
+        return;
+      }
       // Small answers arrive in one chunk anyway; only a large one is worth a buffer of its own.
       if (Number.isSafeInteger(n) && n > 65536) this.whole = Buffer.allocUnsafe(n);
     }
@@ -183,6 +210,10 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     this.received += chunk.length;
     if (this.received > this.maxBytes) {
       this.tooLarge(controller);
+      return;
+    }
+    if (this.tap !== undefined) {
+      this.tap.data(chunk);
       return;
     }
     const whole = this.whole;
@@ -198,6 +229,13 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     }
     if (this.opts.raw === true || (this.chunks.length === 0 && this.decoder === undefined)) {
       this.chunks.push(chunk);
+      const stream = this.opts.stream;
+      // No declared length: streamed from the moment the answer proves longer than the bound.
+      if (stream !== undefined && this.status < 300 && this.received > stream.overBytes) {
+        const held = this.chunks.splice(0);
+        this.startTap(controller, stream.tap);
+        for (const c of held) if (!this.settled) stream.tap.data(c);
+      }
       return;
     }
     // A multi-chunk answer (megabytes) is decoded chunk by chunk rather than joined into one Buffer and
@@ -211,6 +249,10 @@ class CollectHandler implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     if (this.settled) return;
+    if (this.tap !== undefined) {
+      this.settle({ ok: true, status: this.status, text: '', streamed: true });
+      return;
+    }
     if (this.opts.raw === true) {
       const whole = this.whole;
       const bytes =
@@ -233,6 +275,20 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     const timedOut = err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
     this.settle({ ok: false, failure: classifyError(err, timedOut, this.timeoutMs, this.opts.timeoutKey) });
+  }
+
+  private startTap(controller: Dispatcher.DispatchController, tap: BodyTap): void {
+    this.tap = tap;
+    this.controller = controller;
+    tap.start({
+      pause: () => {
+        if (!this.settled) controller.pause();
+      },
+      resume: () => {
+        if (!this.settled) controller.resume();
+      },
+      fail: (failure) => this.stop(failure),
+    });
   }
 
   private tooLarge(controller: Dispatcher.DispatchController): void {
@@ -279,6 +335,8 @@ export async function postResponses(
    * itself (dispatch/attempt.ts). Other statuses are decoded for their message as always.
    */
   asBytes = false,
+  /** With asBytes: a long 2xx answer is streamed to a tap (CallOptions.stream). */
+  stream?: CallOptions['stream'],
 ): Promise<CallResult> {
   const r = await callReplica(replica, {
     method: 'POST',
@@ -288,10 +346,11 @@ export async function postResponses(
     timeoutMs,
     signal,
     raw: asBytes,
+    stream: asBytes ? stream : undefined,
   });
   if (!r.ok) return r;
   if (asBytes) {
-    if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status, text: '', bytes: r.bytes };
+    if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status, text: '', bytes: r.bytes, streamed: r.streamed };
     r.text = textOf(r.bytes);
   }
   if (r.status >= 200 && r.status < 300) {

@@ -81,6 +81,7 @@ test('defaults fill every key a minimal file leaves out', () => {
     max_json_depth: 128,
     max_candidates_per_batch: 4096,
     max_answer_mb: 128,
+    stream_answers_over_mb: 64,
     max_bytes_in_flight_mb: 512,
     headers_timeout_s: 60,
     body_timeout_s: 60,

@@ -1,0 +1,60 @@
+/**
+ * When and how a batch's answer is streamed (docs/gateway-behaviour.md, "Streamed answers"): only when one
+ * sub-request can carry the whole batch and nothing else needs the whole answer, so writing candidates as they
+ * arrive changes nothing but when they are written.
+ */
+import type { AnswerSink } from '../dispatch/batch-types.js';
+import type { BatchPlan, CompiledRoutes } from '../routing/plan.js';
+
+/** The header a streamed answer sends at its end, as a trailer, for it is known only then. */
+export const OVERHEAD_HEADER = 'x-gateway-overhead-ms';
+
+/** The client's response written as it is produced; the HTTP fronts implement it. */
+export interface ResponseStream {
+  /** 200 without a content-length, with `headers` (content-type is the front's). */
+  begin(headers: Record<string, string>): void;
+  /** false: the client's buffer is full, wait for onDrain before more. */
+  write(b: Buffer): boolean;
+  onDrain(fn: () => void): void;
+  /** Bytes written and not yet taken by the socket. */
+  readonly buffered: number;
+  /** The client went away. */
+  readonly gone: boolean;
+  /** The answer is complete; `trailers` follow it. */
+  end(trailers: Record<string, string>): void;
+}
+
+/**
+ * Whether `plan` may be streamed: every input on a plain backend route with one leg and no shadow. Splits and
+ * ensembles are left out because experiment accounting reads every candidate after the batch, shadows because
+ * they compare against the whole answer.
+ */
+export function streamable(compiled: CompiledRoutes, plan: BatchPlan): boolean {
+  return plan.inputs.every(
+    (p) => p.shadows.length === 0 && p.legs.length === 1 && compiled.routes.find((r) => r.name === p.route)?.kind === 'backend',
+  );
+}
+
+/** `stream` as the batch writes it: the head goes out with the first byte; `begun` tells whether it did. */
+export function answerSink(stream: ResponseStream, requestId: string | undefined): AnswerSink & { readonly begun: boolean } {
+  let begun = false;
+  return {
+    get begun(): boolean {
+      return begun;
+    },
+    begin: () => {
+      begun = true;
+      const headers: Record<string, string> = { trailer: OVERHEAD_HEADER };
+      if (requestId !== undefined) headers['x-request-id'] = requestId;
+      stream.begin(headers);
+    },
+    write: (b) => stream.write(b),
+    onDrain: (fn) => stream.onDrain(fn),
+    get buffered(): number {
+      return stream.buffered;
+    },
+    get gone(): boolean {
+      return stream.gone;
+    },
+  };
+}

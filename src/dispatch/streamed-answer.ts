@@ -1,0 +1,269 @@
+/**
+ * A backend's answer forwarded to the client as it arrives (docs/gateway-behaviour.md, "Streamed answers"): each
+ * element is cut out (protocol/answer-split.ts), indexed and checked on its own bytes exactly as a whole answer's
+ * elements are (answer-index.ts, response-check.ts), re-addressed by the batch's slots and written in the
+ * contract's order, with backpressure from the client's socket to the backend's read. The gateway holds the
+ * element being read, the candidates received ahead of their turn, and what the socket has not sent yet.
+ *
+ * As Envoy does, the answer can fail over until its first byte is written; after that, a backend that breaks
+ * off or turns invalid leaves every candidate not yet written as an error candidate in its place, so the client
+ * still gets a complete, valid answer.
+ */
+import { isUtf8 } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
+import type { AttemptFailure } from '../errors.js';
+import { PartsWriter } from '../protocol/answer-body.js';
+import { indexAgentResponse } from '../protocol/answer-index.js';
+import { ElementSplitter } from '../protocol/answer-split.js';
+import { indexedView, Placement, type IndexedCandidate, type Slot } from '../protocol/response-check.js';
+import type { AgentOutput, AgentRequest } from '../protocol/types.js';
+import type { BodyFlow, BodyTap } from '../upstream/backend-call.js';
+import { writeCandidate } from './answer-bytes.js';
+import type { Item } from './batch-item.js';
+import type { BatchSlots } from './batch-slots.js';
+import type { AnswerSink } from './batch-types.js';
+
+const LBRACKET = Buffer.from('[', 'latin1');
+const RBRACKET = Buffer.from(']', 'latin1');
+const COMMA = Buffer.from(',', 'latin1');
+
+type StreamSlot = Slot<AgentOutput | IndexedCandidate>;
+/** Put in the place of a written candidate, so its bytes are freed. */
+const WRITTEN: StreamSlot = { ok: false, reason: 'written' };
+
+export interface StreamOutcome {
+  /** The client's answer began: the batch is answered by this stream, whatever happens to it. */
+  committed: boolean;
+  /** Why the answer was refused before it began (the attempt failed as a whole answer would). */
+  refused?: string;
+  written: number;
+  workMs: number;
+}
+
+/** Whether `items` carry the whole request, each input once, in order, with all its candidates. */
+export function coversRequest(request: AgentRequest, items: readonly Item[]): boolean {
+  const inputs = request.inputs;
+  return items.length === inputs.length && items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs); // k < inputs.length (length checked)
+}
+
+export class StreamedAnswer implements BodyTap {
+  private flow: BodyFlow | undefined;
+  /**
+   * Built when the answer proves long enough to stream (start): most batches that may stream never do, and pay
+   * only for this object.
+   */
+  private live: { splitter: ElementSplitter; placement: Placement<AgentOutput | IndexedCandidate> } | undefined;
+  private elements = 0;
+  /** The next position to write: item `k`, candidate `c`. */
+  private k = 0;
+  private c = 0;
+  private written = 0;
+  private committed = false;
+  private congested = false;
+  private pumping = false;
+  /** The answer's closing `]` is written. */
+  private closed = false;
+  /** The backend's answer is over (ended, failed or given up): what is still missing will not come. */
+  private over = false;
+  /** Set once the answer broke off after it began: every candidate not yet written fails with this. */
+  private cut: AttemptFailure | undefined;
+  private refused: string | undefined;
+  private marked: boolean;
+  private workMs = 0;
+  private resolveDone: ((o: StreamOutcome) => void) | undefined;
+
+  constructor(
+    private readonly slots: BatchSlots,
+    private readonly request: AgentRequest,
+    private readonly items: readonly Item[],
+    private readonly sink: AnswerSink,
+    private readonly maxDepth: number,
+    private readonly memoryKey: string,
+    requestMarked: boolean,
+  ) {
+    this.marked = requestMarked;
+  }
+
+  start(flow: BodyFlow): void {
+    this.flow = flow;
+    const { request } = this;
+    this.live = {
+      splitter: new ElementSplitter((wrapped) => this.element(wrapped)),
+      placement: new Placement({
+        requestId: request.request_id,
+        // Item input indexes come from the plan of this request: always in range of its inputs.
+        inputs: this.items.map((it) => ({ id: request.inputs[it.input]!.id, count: it.count })),
+      }),
+    };
+  }
+
+  // The tap is fed, finished and pumped only after start() (backend-call.ts): `live` is set from then on.
+  private get splitter(): ElementSplitter {
+    return this.live!.splitter; // set by start() (above)
+  }
+
+  private get placement(): Placement<AgentOutput | IndexedCandidate> {
+    return this.live!.placement; // set by start() (above)
+  }
+
+  /** The backend's answer was long enough to be streamed here. */
+  get started(): boolean {
+    return this.flow !== undefined;
+  }
+
+  data(chunk: Buffer): void {
+    if (this.over) return;
+    const t0 = performance.now();
+    if (!this.splitter.write(chunk) && this.splitter.problem !== undefined) this.invalid(this.splitter.problem);
+    this.pump();
+    this.workMs += performance.now() - t0;
+  }
+
+  /**
+   * The backend's answer is over: complete (`failure` undefined) or not. Resolves once every candidate is
+   * written, or at once when the answer had not begun (nothing was written, the attempt fails as it would have).
+   */
+  finish(failure?: AttemptFailure): Promise<StreamOutcome> {
+    if (failure === undefined && !this.over && !this.splitter.closed) this.invalid('the answer ends before its array closes');
+    if (failure !== undefined && !this.over) this.breakOff(failure);
+    this.over = true;
+    if (this.refused !== undefined || (failure !== undefined && !this.committed)) {
+      return Promise.resolve(this.outcome());
+    }
+    return new Promise((resolve) => {
+      this.resolveDone = resolve;
+      this.pump();
+    });
+  }
+
+  private outcome(): StreamOutcome {
+    return { committed: this.committed, refused: this.refused, written: this.written, workMs: this.workMs };
+  }
+
+  /** One element, as a one-element array: proved, checked and placed as indexing the whole answer would. */
+  private element(wrapped: Buffer): void {
+    const k = this.elements++;
+    if (!isUtf8(wrapped)) {
+      this.invalid(`the answer is not valid UTF-8 (in candidate [${k}])`);
+      return;
+    }
+    const indexed = indexAgentResponse(wrapped, this.maxDepth, this.memoryKey);
+    if (!indexed.ok) {
+      this.invalid(`the answer is not JSON: ${indexed.reject.reason} (in candidate [${k}])`);
+      return;
+    }
+    const el = indexed.elements[0];
+    if (el === undefined || indexed.elements.length !== 1) {
+      this.invalid(`the answer is not JSON: a value is missing (candidate [${k}])`);
+      return;
+    }
+    const placed = this.placement.add(k, indexedView(wrapped, el, () => (this.marked = true)));
+    if (placed.kind === 'condemned') this.invalid(placed.reason);
+    // Written at once, not after the chunk: a chunk may hold many small candidates.
+    else this.pump();
+  }
+
+  /** The answer turned out not to be one: refused while nothing is written, else cut where it is. */
+  private invalid(reason: string): void {
+    const failure: AttemptFailure = { code: 'gateway_backend_invalid_response', message: reason };
+    if (!this.committed) this.refused ??= reason;
+    this.breakOff(failure);
+    this.flow?.fail(failure);
+  }
+
+  private breakOff(failure: AttemptFailure): void {
+    if (this.over) return;
+    this.over = true;
+    this.splitter.stop(failure.message);
+    if (this.committed) {
+      // A timeout stays one; anything else after the first byte (a reset, bytes that are not JSON) is a broken answer.
+      this.cut = {
+        code: failure.code === 'gateway_backend_timeout' ? failure.code : 'gateway_backend_invalid_response',
+        message: `the answer broke off after ${this.written} candidates were forwarded: ${failure.message}`,
+      };
+    }
+  }
+
+  /** Write, in order, every candidate whose turn has come, until the client's buffer is full. */
+  private pump(): void {
+    if (this.pumping || this.refused !== undefined) return;
+    this.pumping = true;
+    try {
+      const items = this.items;
+      while (!this.congested && !this.sink.gone && !this.closed) {
+        while (this.k < items.length && this.c >= items[this.k]!.count) { // k < items.length (same condition)
+          this.k++;
+          this.c = 0;
+        }
+        if (this.k === items.length) {
+          this.close();
+          break;
+        }
+        const row = this.placement.slots[this.k]!; // k < items.length, one row per item
+        const slot = row[this.c];
+        // A candidate placed ahead of its turn waits for the ones before it, until the answer is over.
+        if (this.cut === undefined && slot === undefined && !this.over) return;
+        const item = items[this.k]!; // k < items.length
+        const out =
+          this.cut !== undefined
+            ? this.slots.failed(item, this.c, this.cut)
+            : this.slots.candidate(item, this.c, slot ?? this.placement.missing(this.k, this.c));
+        row[this.c] = WRITTEN;
+        this.c++;
+        const w = this.open();
+        writeCandidate(out, w, this.marked);
+        this.written++;
+        this.send(w);
+      }
+      if (this.sink.gone || (this.closed && !this.congested)) this.done();
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** A writer for the next candidate, after the answer's `[` or the comma before it. */
+  private open(): PartsWriter {
+    const w = new PartsWriter();
+    if (!this.committed) {
+      this.committed = true;
+      this.sink.begin();
+      w.push(LBRACKET);
+    } else w.push(COMMA);
+    return w;
+  }
+
+  private close(): void {
+    this.closed = true;
+    if (this.committed) {
+      this.sink.write(RBRACKET);
+      return;
+    }
+    const w = this.open();
+    w.push(RBRACKET);
+    this.send(w);
+  }
+
+  private send(w: PartsWriter): void {
+    let ok = true;
+    const body = w.done();
+    // Every part is written: they are slices of one candidate at most, and the socket takes them in order.
+    for (const part of body.parts) ok = this.sink.write(part) && ok;
+    // The backend is read on while no more than this candidate waits for the socket: pausing at the socket's
+    // first refusal would leave it idle while the next candidate is read, and the backend idle while it drains.
+    if (ok || this.sink.buffered <= body.length) return;
+    this.congested = true;
+    this.flow?.pause();
+    this.sink.onDrain(() => {
+      this.congested = false;
+      this.pump();
+      if (!this.congested) this.flow?.resume();
+    });
+  }
+
+  private done(): void {
+    const resolve = this.resolveDone;
+    if (resolve === undefined) return;
+    this.resolveDone = undefined;
+    resolve(this.outcome());
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * A backend's answer array cut into its elements as its bytes arrive (docs/gateway-behaviour.md, "Streamed
+ * answers"). Only strings, escapes and nesting are followed, to find where each top-level element ends; each
+ * element is then proved and checked whole by the byte indexer (answer-index.ts), as a one-element array, so
+ * what is accepted is exactly what indexing the whole answer accepts. The splitter holds one element's bytes at
+ * most, never the answer.
+ */
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const LBRACKET = 0x5b;
+const RBRACKET = 0x5d;
+const LBRACE = 0x7b;
+const RBRACE = 0x7d;
+const BOM = [0xef, 0xbb, 0xbf];
+
+const isWs = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+type State =
+  /** Before the array's `[` (a UTF-8 byte order mark may open the answer). */
+  | 'start'
+  /** After `[`: the first element or `]`. */
+  | 'first'
+  /** After a `,`: an element. */
+  | 'next'
+  | 'element'
+  /** After `]`: only whitespace. */
+  | 'end';
+
+export class ElementSplitter {
+  private state: State = 'start';
+  private seen = 0;
+  private depth = 0;
+  private inString = false;
+  private escape = false;
+  private pieces: Buffer[] = [];
+  private pieceBytes = 0;
+  /** Set by the first problem; nothing is split after it. */
+  problem: string | undefined;
+
+  /** `onElement` gets each element as a one-element JSON array, `[` + its bytes + `]`, in answer order. */
+  constructor(private readonly onElement: (wrapped: Buffer) => void) {}
+
+  /** The answer is complete: its array must have closed. */
+  get closed(): boolean {
+    return this.state === 'end';
+  }
+
+  /** Split what `chunk` completes; returns false once the answer is found not to be an array of values. */
+  write(chunk: Buffer): boolean {
+    if (this.problem !== undefined) return false;
+    const n = chunk.length;
+    let i = 0;
+    // Element bytes of this chunk start here (while in an element).
+    let from = 0;
+    const base = chunk.byteOffset & 3;
+    const words = LITTLE_ENDIAN ? new Uint32Array(chunk.buffer, chunk.byteOffset - base, (n + base) >>> 2) : undefined;
+    while (i < n) {
+      const state = this.state;
+      if (state === 'element') {
+        if (this.inString) {
+          if (this.escape) {
+            this.escape = false;
+            i++;
+            continue;
+          }
+          // Long strings (memory) are crossed four bytes at a time, escapes stepped over on the way.
+          for (;;) {
+            i = stringStop(chunk, words, base, i, n);
+            if (i === n || chunk[i] === QUOTE) break;
+            if (i + 1 === n) {
+              this.escape = true;
+              i = n;
+              break;
+            }
+            i += 2;
+          }
+          if (i === n) break;
+          this.inString = false;
+          i++;
+          continue;
+        }
+        const c = chunk[i]!; // i < n
+        if (c === QUOTE) this.inString = true;
+        else if (c === LBRACE || c === LBRACKET) this.depth++;
+        else if ((c === RBRACE || c === RBRACKET) && this.depth > 0) this.depth--;
+        else if (this.depth === 0 && (c === COMMA || c === RBRACKET)) {
+          this.emit(chunk.subarray(from, i));
+          if (this.problem !== undefined) return false;
+          this.state = c === COMMA ? 'next' : 'end';
+        }
+        i++;
+        continue;
+      }
+      const c = chunk[i]!; // i < n
+      if (state === 'start' && (this.seen < BOM.length && (c === BOM[this.seen] || this.seen > 0))) {
+        if (c !== BOM[this.seen]) return this.fail('the answer is not a JSON array');
+        this.seen++;
+        i++;
+        continue;
+      }
+      this.seen = BOM.length;
+      if (isWs(c)) {
+        i++;
+        continue;
+      }
+      if (state === 'start') {
+        if (c !== LBRACKET) return this.fail('the answer is not a JSON array');
+        this.state = 'first';
+        i++;
+      } else if (state === 'first' && c === RBRACKET) {
+        this.state = 'end';
+        i++;
+      } else if (state === 'end') {
+        return this.fail('extra data after the JSON value');
+      } else if (state === 'next' && c === RBRACKET) {
+        return this.fail('a value is missing after a comma');
+      } else {
+        this.state = 'element';
+        this.depth = 0;
+        from = i;
+      }
+    }
+    if (this.state === 'element' && from < n) this.keep(chunk.subarray(from, n));
+    return true;
+  }
+
+  /** Stop splitting (the reader gave up on the answer). */
+  stop(reason: string): void {
+    this.problem ??= reason;
+    this.pieces = [];
+    this.pieceBytes = 0;
+  }
+
+  private fail(reason: string): false {
+    this.stop(reason);
+    return false;
+  }
+
+  private keep(b: Buffer): void {
+    this.pieces.push(b);
+    this.pieceBytes += b.length;
+  }
+
+  private emit(last: Buffer): void {
+    const total = this.pieceBytes + last.length;
+    const wrapped = Buffer.allocUnsafe(total + 2);
+    wrapped[0] = LBRACKET;
+    let at = 1;
+    for (const p of this.pieces) at += p.copy(wrapped, at);
+    last.copy(wrapped, at);
+    wrapped[total + 1] = RBRACKET;
+    this.pieces = [];
+    this.pieceBytes = 0;
+    this.onElement(wrapped);
+  }
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/**
+ * The first quote or backslash in `b` from `p`, or `n`; `words` views `b`'s bytes from `base` bytes before it
+ * (undefined on big-endian hosts: byte by byte).
+ */
+function stringStop(b: Buffer, words: Uint32Array | undefined, base: number, p: number, n: number): number {
+  if (words !== undefined) {
+    while (p < n && ((p + base) & 3) !== 0) {
+      const c = b[p];
+      if (c === QUOTE || c === BACKSLASH) return p;
+      p++;
+    }
+    const kEnd = (n + base) >>> 2;
+    for (let k = (p + base) >>> 2; k < kEnd; k++) {
+      const x = words[k] ?? 0;
+      const q = x ^ 0x22222222;
+      const s = x ^ 0x5c5c5c5c;
+      // High bit of a byte set: that byte is a quote or a backslash (exact for the lowest such byte).
+      const m = (((q - 0x01010101) & ~q) | ((s - 0x01010101) & ~s)) & 0x80808080;
+      if (m !== 0) return (k << 2) - base + ((31 - Math.clz32(m & -m)) >>> 3);
+    }
+    p = Math.max(p, (kEnd << 2) - base);
+  }
+  while (p < n) {
+    const c = b[p];
+    if (c === QUOTE || c === BACKSLASH) return p;
+    p++;
+  }
+  return n;
+}

@@ -1,0 +1,250 @@
+/**
+ * Streamed answers (dispatch/streamed-answer.ts, docs/gateway-behaviour.md "Streamed answers"): a backend answer
+ * over server.stream_answers_over_mb that carries the whole batch is written as it arrives. Byte for byte what
+ * the whole-answer path writes; a backend breaking off after the first byte leaves error candidates for the rest;
+ * a client that does not read holds the backend back; a small answer is not streamed. Real loopback servers.
+ */
+import assert from 'node:assert/strict';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { connect } from 'node:net';
+import { test } from 'node:test';
+import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
+import type { FakeBehaviour } from '../helpers/fake-agent.js';
+import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
+import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** Every answer of more than about 100 bytes streams. */
+const STREAM_ALL = { stream_answers_over_mb: 0.0001 };
+
+function config(url: string, server: Record<string, unknown> = {}): Record<string, unknown> {
+  return { probe_interval_s: 3600, server, backends: { a: { url } }, routes: [{ name: 'default', backend: 'a' }] };
+}
+
+/** The raw answer of POST /v1/responses: status, headers, the body's bytes and the trailers. */
+async function post(gw: TestGateway, body: object): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
+  const res = await fetch(`${gw.url}/v1/responses`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
+}
+
+/** A backend that passes probes and answers /v1/responses with `answer`, given the request's body. */
+async function rawBackend(f: Fixtures, answer: (res: ServerResponse, body: string) => void): Promise<string> {
+  const { url } = await f.server((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.url === '/health') return void res.end('{"status":"ready"}');
+      if (req.url === '/v1/info') return void res.end(JSON.stringify(inferenceOnlyInfo('raw')));
+      answer(res, Buffer.concat(chunks).toString('utf8'));
+    });
+  });
+  return url;
+}
+
+/** A completed candidate of `requestId` for input `id`, its memory padded to about `pad` bytes. */
+function candidate(requestId: string, id: number, index: number, pad = 0): string {
+  return JSON.stringify({
+    request_id: requestId,
+    source_id: id,
+    candidate_index: index,
+    status: 'completed',
+    memory: { note: `m${index}`, pad: 'x'.repeat(pad), _gateway: { backend: 'old', route: 'old' } },
+    internal_steps: [{ step: index, t: 'a "quoted" \\ step' }],
+    output: { say: `say ${index} é`, tool_calls: [] },
+    error: null,
+  });
+}
+
+const VARIANTS: Record<string, FakeBehaviour> = {
+  plain: {},
+  reverse: { reverse: true },
+  missing: { missing: true },
+  extra: { extra: true },
+  malformed: { malformedCandidate: 1 },
+  errors: { errorCandidates: true },
+};
+
+test('a streamed answer is byte for byte what the whole-answer path writes, on both fronts', async (t) => {
+  const f = useFixtures(t);
+  // Probes have no body: the correct agent.
+  const a = await f.agent({ behaviour: (r) => VARIANTS[String((r.body as { request_id?: unknown } | undefined)?.request_id).split('-')[0] ?? ''] ?? {} });
+  const streamed = await f.gateway(config(a.url, STREAM_ALL));
+  const whole = await f.gateway(config(a.url));
+  const inputs = [mkInput(7, { num_outputs: 3, memory: { keep: [1, 2.50, 'é'], _gateway: { backend: 'a', route: 'default' } } }), mkInput(8, { num_outputs: 2 })];
+  const wholeBytes = new Map<string, string>();
+  for (const variant of Object.keys(VARIANTS)) {
+    const body = { request_id: `${variant}-1`, inputs };
+    const s = await post(streamed, body);
+    const w = await post(whole, body);
+    assert.equal(s.status, 200, variant);
+    assert.equal(w.status, 200, variant);
+    assert.equal(s.bytes.toString('utf8'), w.bytes.toString('utf8'), variant);
+    assert.equal(s.headers.get('content-length'), null, `${variant}: streamed without a length`);
+    assert.equal(w.headers.get('content-length'), String(w.bytes.length), variant);
+    wholeBytes.set(variant, w.bytes.toString('utf8'));
+  }
+  // Every candidate is counted as the whole-answer path counts it.
+  const counted = async (gw: TestGateway): Promise<string[]> =>
+    (await (await fetch(`${gw.url}/metrics`)).text()).split('\n').filter((l) => /^magma_gateway_candidate(s|_errors)_total\{/.test(l));
+  const streamedCounts = await counted(streamed);
+  assert.ok(streamedCounts.length > 0);
+  assert.deepEqual(streamedCounts, await counted(whole));
+  // The fastify route (app.inject) streams the same bytes, the overhead as a trailer.
+  for (const [variant, bytes] of wholeBytes) {
+    const injected = await streamed.app.inject({ method: 'POST', url: '/v1/responses', payload: { request_id: `${variant}-1`, inputs } });
+    assert.equal(injected.statusCode, 200);
+    assert.equal(injected.headers['content-length'], undefined);
+    assert.equal(injected.body, bytes, `${variant} (inject)`);
+    assert.match(injected.trailers['x-gateway-overhead-ms'] ?? '', /^\d+\.\d\d$/);
+  }
+});
+
+test('an answer without a declared length streams once it is longer than the key, chunk boundaries anywhere', async (t) => {
+  const f = useFixtures(t);
+  const url = await rawBackend(f, (res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const text = `[${[0, 1, 2, 3].map((c) => candidate('chunked-1', 5, c, 300)).join(',')}]`;
+    // Seven-byte chunks: every element boundary, escape and string falls inside a chunk somewhere.
+    const bytes = Buffer.from(text);
+    for (let at = 0; at < bytes.length; at += 7) res.write(bytes.subarray(at, at + 7));
+    res.end();
+  });
+  const streamed = await f.gateway(config(url, STREAM_ALL));
+  const whole = await f.gateway(config(url));
+  const body = { request_id: 'chunked-1', inputs: [mkInput(5, { num_outputs: 4 })] };
+  const s = await post(streamed, body);
+  const w = await post(whole, body);
+  assert.equal(s.headers.get('content-length'), null);
+  assert.equal(s.bytes.toString('utf8'), w.bytes.toString('utf8'));
+  const cands = JSON.parse(s.bytes.toString('utf8')) as Cand[];
+  assert.deepEqual(cands.map((c) => [c.status, c.candidate_index, c.memory._gateway?.backend]), [0, 1, 2, 3].map((i) => ['completed', i, 'a']));
+});
+
+for (const how of ['reset', 'garbage'] as const) {
+  test(`a backend that breaks off mid-answer (${how}): 200, a complete answer, error candidates for the rest`, async (t) => {
+    const f = useFixtures(t);
+    let clientReading: () => void = () => undefined;
+    const reading = new Promise<void>((resolve) => (clientReading = resolve));
+    const url = await rawBackend(f, (res) => {
+      // Two candidates known whole: each is followed by its separator.
+      const first = `[${candidate('cut-1', 3, 0, 200)},${candidate('cut-1', 3, 1, 200)},`;
+      res.writeHead(200, { 'content-type': 'application/json', ...(how === 'reset' ? { 'content-length': String(first.length * 3) } : {}) });
+      res.write(first);
+      // Once the client has the answer's first bytes, the rest never comes: the connection drops, or what
+      // follows is not JSON.
+      void reading.then(() => (how === 'reset' ? res.socket?.destroy() : res.end('{"request_id": nope}]')));
+    });
+    const gw = await f.gateway(config(url, STREAM_ALL));
+    const memory = { kept: 'input memory', n: 1.0 };
+    const res = await fetch(`${gw.url}/v1/responses`, {
+      method: 'POST',
+      body: JSON.stringify({ request_id: 'cut-1', inputs: [mkInput(3, { num_outputs: 5, memory })] }),
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(res.status, 200);
+    assert.ok(res.body);
+    const reader = res.body.getReader();
+    const parts: Uint8Array[] = [];
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      parts.push(value);
+      clientReading();
+    }
+    const cands = JSON.parse(Buffer.concat(parts).toString('utf8')) as Cand[];
+    assert.deepEqual(cands.map((c) => [c.candidate_index, c.status, c.error?.code ?? null]), [
+      [0, 'completed', null],
+      [1, 'completed', null],
+      [2, 'error', 'gateway_backend_invalid_response'],
+      [3, 'error', 'gateway_backend_invalid_response'],
+      [4, 'error', 'gateway_backend_invalid_response'],
+    ]);
+    // An error candidate keeps the input's memory, tagged, as on the whole-answer path.
+    assert.deepEqual(cands[4]?.memory, { ...memory, _gateway: { backend: 'a', route: 'default' } });
+    assert.match(cands[2]?.error?.message ?? '', /broke off after 2 candidates/);
+  });
+}
+
+test('an answer invalid before its first candidate is written fails over as a whole answer does', async (t) => {
+  const f = useFixtures(t);
+  const bad = await rawBackend(f, (res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(`[${candidate('other-request', 1, 0, 200)}]`);
+  });
+  const good = await f.agent({ name: 'good' });
+  const gw = await f.gateway({
+    probe_interval_s: 3600,
+    server: STREAM_ALL,
+    backends: { bad: { url: bad }, good: { url: good.url } },
+    routes: [{ name: 'default', backend: 'bad', fallback: ['good'] }],
+  });
+  const res = await post(gw, { request_id: 'fo-1', inputs: [mkInput(1, { num_outputs: 2 })] });
+  const cands = JSON.parse(res.bytes.toString('utf8')) as Cand[];
+  assert.deepEqual(cands.map((c) => [c.status, c.memory._gateway?.backend]), [
+    ['completed', 'good'],
+    ['completed', 'good'],
+  ]);
+});
+
+test('a client that does not read holds the backend back; reading again completes the answer', async (t) => {
+  const f = useFixtures(t);
+  const n = 48;
+  const pad = 1024 * 1024;
+  let written = 0;
+  let blocked = false;
+  let finished = false;
+  const url = await rawBackend(f, (res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    let c = 0;
+    const pump = (): void => {
+      blocked = false;
+      while (c < n) {
+        const piece = `${c === 0 ? '[' : ','}${candidate('slow-1', 9, c, pad)}${c === n - 1 ? ']' : ''}`;
+        c++;
+        written += piece.length;
+        if (!res.write(piece)) {
+          blocked = true;
+          res.once('drain', pump);
+          return;
+        }
+      }
+      res.end(() => (finished = true));
+    };
+    pump();
+  });
+  const gw = await f.gateway(config(url, { stream_answers_over_mb: 1, max_answer_mb: 1024 }));
+  const port = Number(new URL(gw.url).port);
+  const body = JSON.stringify({ request_id: 'slow-1', inputs: [mkInput(9, { num_outputs: n })] });
+  const socket = connect(port, '127.0.0.1');
+  t.after(() => socket.destroy());
+  socket.pause();
+  socket.write(`POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  await waitFor('the backend to be held back', () => blocked);
+  // Turns of the event loop in which an unpaced gateway would read on; the backend stays blocked.
+  for (let i = 0; i < 200; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(blocked, true);
+  assert.equal(finished, false);
+  assert.ok(written < n * pad, `the backend wrote ${written} of ${n * pad} bytes`);
+  const chunks: Buffer[] = [];
+  socket.on('data', (d: Buffer) => chunks.push(d));
+  socket.resume();
+  await waitFor('the whole answer', () => Buffer.concat(chunks).includes('\r\n0\r\n'), { timeoutMs: 60_000 });
+  assert.equal(finished, true);
+  const raw = Buffer.concat(chunks).toString('latin1');
+  assert.match(raw, /^HTTP\/1\.1 200/);
+  assert.match(raw, /transfer-encoding: chunked/i);
+  assert.match(raw, /x-gateway-overhead-ms: \d+\.\d\d\r\n\r\n$/);
+});
+
+test('an answer under stream_answers_over_mb is not streamed: a content-length and the overhead header', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent();
+  const gw = await f.gateway(config(a.url, { stream_answers_over_mb: 1 }));
+  const res = await post(gw, { request_id: 'small-1', inputs: [mkInput(1, { num_outputs: 2 })] });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('content-length'), String(res.bytes.length));
+  assert.match(res.headers.get('x-gateway-overhead-ms') ?? '', /^\d+\.\d\d$/);
+  // The default is 64 MB: every answer of the tests above without the key is a whole one.
+  const whole = await f.gateway(config(a.url));
+  assert.equal(whole.app.gateway.current.config.server.stream_answers_over_mb, 64);
+});
