@@ -31,7 +31,7 @@ type StreamSlot = Slot<AgentOutput | IndexedCandidate>;
 /** Put in the place of a written candidate, so its bytes are freed. */
 const WRITTEN: StreamSlot = { ok: false, reason: 'written' };
 
-export interface StreamOutcome {
+interface StreamOutcome {
   /** The client's answer began: the batch is answered by this stream, whatever happens to it. */
   committed: boolean;
   /** Why the answer was refused before it began (the attempt failed as a whole answer would). */

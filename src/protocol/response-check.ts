@@ -33,7 +33,7 @@ function slotKey(sourceId: unknown, candidateIndex: unknown): string | undefined
 }
 
 /** One element of an answer as placement sees it (today's decoded value or an indexed candidate). */
-export interface ElementView<C> {
+interface ElementView<C> {
   /** request_id when it is a real string (not a number marker), else undefined. */
   requestId: string | undefined;
   /** `source/candidate` as intKey gives them, undefined when either is missing or not an integer. */
@@ -43,7 +43,7 @@ export interface ElementView<C> {
 }
 
 /** What one element did to the slots (Placement.add). */
-export type Placed =
+type Placed =
   /** It names another request: the whole answer is not ours. */
   | { kind: 'condemned'; reason: string }
   /** It fills no slot asked for; ignored. */
