@@ -38,7 +38,7 @@ import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
 import { bodyLength, ResponseWriter, writeBody } from './answer-write.js';
-import { RequestBody } from './request-body.js';
+import { BodyBytes } from '../protocol/body-bytes.js';
 import type { AnswerBody } from '../protocol/answer-body.js';
 
 
@@ -232,7 +232,7 @@ function receive(
   if (res.destroyed) return;
   const label = client ?? ANONYMOUS;
   const declared = Number(req.headers['content-length']);
-  const body = new RequestBody(Number.isSafeInteger(declared) && declared > 0 ? declared : undefined);
+  const body = new BodyBytes(Number.isSafeInteger(declared) && declared > 0 ? declared : undefined);
   // Set once the request is answered before its body was read whole (413, 408): the rest is dropped.
   let stopped = false;
   front.slots.receivingBody(req.socket);

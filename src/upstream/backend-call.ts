@@ -5,6 +5,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { errors, type Dispatcher } from 'undici';
 import type { AbortLike } from '../abort.js';
+import { BodyBytes } from '../protocol/body-bytes.js';
 import { codeForStatus, type AttemptFailure } from '../errors.js';
 import { safeReason } from '../protocol/describe.js';
 import { exceedsDepth, tooDeepMessage } from '../protocol/json-depth.js';
@@ -135,14 +136,10 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   private contentType: string | undefined;
   private received = 0;
   private readonly maxBytes: number;
-  /** Raw mode: every chunk. Text mode: the first chunk, until a second one arrives. */
+  /** Text mode: the first chunk, until a second one arrives. */
   private readonly chunks: Buffer[] = [];
-  /**
-   * Raw mode with a declared length: the answer copied into one Buffer of that size as it arrives, each chunk
-   * freed at once, so a large answer is held once rather than as chunks plus their concatenation.
-   */
-  private whole: Buffer | undefined;
-  private filled = 0;
+  /** Raw mode: the answer's bytes, held once however it arrives (protocol/body-bytes.ts). */
+  private body: BodyBytes | undefined;
   /** Text mode, answers of more than one chunk: decoded as they arrive (see onResponseData). */
   private decoder: StringDecoder | undefined;
   private text = '';
@@ -200,8 +197,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
         this.startTap(controller, stream.tap);
         return;
       }
-      // Small answers arrive in one chunk anyway; only a large one is worth a buffer of its own.
-      if (Number.isSafeInteger(n) && n > 65536) this.whole = Buffer.allocUnsafe(n);
+      this.body = new BodyBytes(Number.isSafeInteger(n) && n > 0 ? n : undefined);
     }
   }
 
@@ -216,26 +212,21 @@ class CollectHandler implements Dispatcher.DispatchHandler {
       this.tap.data(chunk);
       return;
     }
-    const whole = this.whole;
-    if (whole !== undefined) {
-      if (this.filled + chunk.length <= whole.length) {
-        chunk.copy(whole, this.filled);
-        this.filled += chunk.length;
-        return;
-      }
-      // More than declared (undici refuses that itself): kept as chunks from here on.
-      this.chunks.push(whole.subarray(0, this.filled));
-      this.whole = undefined;
-    }
-    if (this.opts.raw === true || (this.chunks.length === 0 && this.decoder === undefined)) {
-      this.chunks.push(chunk);
+    const body = this.body;
+    if (body !== undefined) {
+      body.add(chunk);
       const stream = this.opts.stream;
       // No declared length: streamed from the moment the answer proves longer than the bound.
       if (stream !== undefined && this.status < 300 && this.received > stream.overBytes) {
-        const held = this.chunks.splice(0);
+        const held = body.pieces();
+        this.body = undefined;
         this.startTap(controller, stream.tap);
         for (const c of held) if (!this.settled) stream.tap.data(c);
       }
+      return;
+    }
+    if (this.chunks.length === 0 && this.decoder === undefined) {
+      this.chunks.push(chunk);
       return;
     }
     // A multi-chunk answer (megabytes) is decoded chunk by chunk rather than joined into one Buffer and
@@ -254,13 +245,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
       return;
     }
     if (this.opts.raw === true) {
-      const whole = this.whole;
-      const bytes =
-        whole !== undefined
-          ? whole.subarray(0, this.filled)
-          : this.chunks.length === 1
-            ? this.chunks[0]! // chunks.length === 1 on this branch
-            : Buffer.concat(this.chunks);
+      const bytes = this.body?.take() ?? Buffer.alloc(0);
       this.settle({ ok: true, status: this.status, text: '', bytes, contentType: this.contentType });
       return;
     }
@@ -306,7 +291,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     // A status already received (an answer too large or too slow after its headers) goes on the client span.
     this.settle(this.status > 0 ? { ok: false, failure, status: this.status } : { ok: false, failure });
     this.chunks.length = 0;
-    this.whole = undefined;
+    this.body?.drop();
+    this.body = undefined;
     this.text = '';
     this.controller?.abort(new errors.RequestAbortedError());
   }

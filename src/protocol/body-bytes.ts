@@ -1,11 +1,12 @@
 /**
- * A batch's body collected as it arrives on the raw front (routes/batch-front.ts). With a declared length the
- * bytes are copied into one Buffer of that size and each chunk is free at once: a 2 MB batch is held once
- * while it arrives, not as its chunks until the last one and then their concatenation besides. A body that
- * arrives in one chunk is that chunk, with no copy (small batches); a body of unknown length (chunked) is kept
- * as its chunks and joined at the end. The declared length is at most server.body_limit_mb (checked before).
+ * An HTTP body collected as it arrives: a client's batch on the raw front (routes/batch-front.ts), a backend's
+ * answer (upstream/backend-call.ts). With a declared length the bytes are copied into one Buffer of that size
+ * and each chunk is free at once: a 2 MB body is held once while it arrives, not as its chunks until the last
+ * one and then their concatenation besides. A body that arrives in one chunk is that chunk, with no copy (small
+ * batches and answers); a body of unknown length (chunked) is kept as its chunks and joined at the end. Callers
+ * bound the declared length before (server.body_limit_mb, a backend's max_response_mb).
  */
-export class RequestBody {
+export class BodyBytes {
   /** Bytes received so far. */
   size = 0;
   private chunks: Buffer[] = [];
@@ -24,7 +25,7 @@ export class RequestBody {
         this.filled += chunk.length;
         return;
       }
-      // More than declared (node's parser never hands over more): kept as chunks from here on.
+      // More than declared (node's parser and undici never hand over more): kept as chunks from here on.
       this.chunks.push(whole.subarray(0, this.filled));
       this.whole = undefined;
     } else if (this.chunks.length === 0 && this.declared !== undefined && chunk.length < this.declared) {
@@ -42,6 +43,14 @@ export class RequestBody {
   drop(): void {
     this.chunks = [];
     this.whole = undefined;
+  }
+
+  /** What was received so far, as pieces in order (to hand on elsewhere); the collector keeps nothing after. */
+  pieces(): Buffer[] {
+    const whole = this.whole;
+    const chunks = this.chunks;
+    this.drop();
+    return whole === undefined ? chunks : [whole.subarray(0, this.filled), ...chunks];
   }
 
   /** The body, once it is complete; the collector keeps nothing after. */

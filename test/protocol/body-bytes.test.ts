@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RequestBody } from '../../src/routes/request-body.js';
+import { BodyBytes } from '../../src/protocol/body-bytes.js';
 
 const body = Buffer.from(Array.from({ length: 5000 }, (_, i) => String.fromCharCode(32 + (i % 90))).join(''), 'latin1');
 const pieces = (b: Buffer, n: number): Buffer[] => Array.from({ length: Math.ceil(b.length / n) }, (_, i) => b.subarray(i * n, (i + 1) * n));
 
-describe('request body', () => {
+describe('body bytes', () => {
   it('a declared length: the chunks copied into one Buffer of that size, bytes as sent', () => {
-    const r = new RequestBody(body.length);
+    const r = new BodyBytes(body.length);
     const chunks = pieces(body, 700);
     for (const c of chunks) r.add(c);
     assert.equal(r.size, body.length);
@@ -18,27 +18,36 @@ describe('request body', () => {
   });
 
   it('a body in one chunk is that chunk, not a copy', () => {
-    const r = new RequestBody(body.length);
+    const r = new BodyBytes(body.length);
     r.add(body);
     assert.equal(r.take(), body);
   });
 
   it('without a declared length (chunked): the chunks joined at the end', () => {
-    const r = new RequestBody(undefined);
+    const r = new BodyBytes(undefined);
     for (const c of pieces(body, 333)) r.add(c);
     assert.deepEqual(r.take(), body);
   });
 
   it('more bytes than declared are kept too, in order', () => {
-    const r = new RequestBody(1000);
+    const r = new BodyBytes(1000);
     for (const c of pieces(body, 600)) r.add(c);
     assert.deepEqual(r.take(), body);
   });
 
   it('dropped: nothing is kept, and a later take is empty', () => {
-    const r = new RequestBody(body.length);
+    const r = new BodyBytes(body.length);
     r.add(body.subarray(0, 100));
     r.drop();
     assert.equal(r.take().length, 0);
+  });
+
+  it('pieces: the bytes received so far, in order, with or without a declared length; nothing kept after', () => {
+    for (const declared of [body.length, undefined]) {
+      const r = new BodyBytes(declared);
+      for (const c of pieces(body.subarray(0, 3000), 700)) r.add(c);
+      assert.deepEqual(Buffer.concat(r.pieces()), body.subarray(0, 3000), `declared ${String(declared)}`);
+      assert.equal(r.take().length, 0);
+    }
   });
 });
