@@ -5,6 +5,7 @@
  * what is accepted is exactly what indexing the whole answer accepts. The splitter holds one element's bytes at
  * most, never the answer.
  */
+import { wordView } from './json-index.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -54,8 +55,7 @@ export class ElementSplitter {
     let i = 0;
     // Element bytes of this chunk start here (while in an element).
     let from = 0;
-    const base = chunk.byteOffset & 3;
-    const words = LITTLE_ENDIAN ? new Uint32Array(chunk.buffer, chunk.byteOffset - base, (n + base) >>> 2) : undefined;
+    const { words, base } = wordView(chunk);
     while (i < n) {
       const state = this.state;
       if (state === 'element') {
@@ -156,8 +156,6 @@ export class ElementSplitter {
     this.onElement(wrapped);
   }
 }
-
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 /**
  * The first quote or backslash in `b` from `p`, or `n`; `words` views `b`'s bytes from `base` bytes before it

@@ -28,6 +28,15 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const LITTLE_ENDIAN = endianness() === 'LE';
 
+/**
+ * `buf` as 32-bit words for the four-bytes-at-a-time scans (this scanner's strings, answer-split.ts): word k holds
+ * bytes 4k - base .. 4k - base + 3 of `buf`. undefined on big-endian hosts, which scan byte by byte.
+ */
+export function wordView(buf: Buffer): { words: Uint32Array | undefined; base: number } {
+  const base = buf.byteOffset & 3;
+  return { words: LITTLE_ENDIAN ? new Uint32Array(buf.buffer, buf.byteOffset - base, (buf.length + base) >>> 2) : undefined, base };
+}
+
 /** Per byte after a backslash: 1 for a one-character escape, 2 for `u`, 0 for an invalid escape. */
 const ESCAPES = new Uint8Array(256);
 for (const c of '"\\/bfnrt') ESCAPES[c.charCodeAt(0)] = 1;
@@ -73,8 +82,7 @@ export class JsonScanner {
     readonly maxDepth: number,
   ) {
     this.len = buf.length;
-    this.base = buf.byteOffset & 3;
-    this.words = LITTLE_ENDIAN ? new Uint32Array(buf.buffer, buf.byteOffset - this.base, (buf.length + this.base) >>> 2) : undefined;
+    ({ words: this.words, base: this.base } = wordView(buf));
     this.stack = new Uint8Array(maxDepth + 2);
   }
 

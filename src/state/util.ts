@@ -164,8 +164,12 @@ export function replayKept(body: string | AnswerBody, max: number): { body: stri
   if (body.length > max) return undefined;
   const bytes = retainedBytes(body);
   if (bytes <= 2 * body.length) return { body, bytes };
-  // Always a new Buffer, even of one piece: the copy is what lets the large backing store go.
-  const joined = Buffer.concat(body.parts as Buffer[], body.length); // parts is readonly only to callers
+  // Always a new Buffer, even of one piece: the copy is what lets the large backing store go. Not from Node's
+  // pool (Buffer.concat takes a small copy from a shared 8 KB slab, which the entry would then pin): a store of
+  // its own, so what the cache counts is what it holds.
+  const joined = Buffer.allocUnsafeSlow(body.length);
+  let at = 0;
+  for (const p of body.parts) at += p.copy(joined, at);
   return { body: { parts: [joined], length: joined.length }, bytes: joined.length };
 }
 

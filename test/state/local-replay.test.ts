@@ -62,4 +62,18 @@ describe('local replay', () => {
     assert.ok(hit.body.parts.every((p) => p.buffer !== backing.buffer), 'the large store is not kept');
     assert.equal(bytesOf(hit), slice.toString('latin1'));
   });
+
+  it('a small answer copied out of a shared allocation owns exactly its bytes', async () => {
+    // Small Buffers come from Node's shared 8 KB pool: a copy taken from that pool would pin a slab too.
+    const { replay: r } = replay(100 * KB);
+    const parts = [Buffer.from('[{"a":', 'latin1'), Buffer.from('1}]', 'latin1')];
+    assert.ok(parts[0]!.buffer.byteLength > 2 * 9, 'the pieces sit in a larger shared allocation');
+    await store(r, 'a', { parts, length: 9 });
+    const hit = await r.begin('a', 'h');
+    assert.ok(hit.kind === 'hit' && typeof hit.body !== 'string');
+    assert.equal(hit.body.parts.length, 1);
+    assert.equal(hit.body.parts[0]!.buffer.byteLength, 9);
+    assert.equal(bytesOf(hit), '[{"a":1}]');
+  });
 });
+
