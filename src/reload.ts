@@ -85,7 +85,7 @@ function canonical(value: unknown): string {
 /** The file's config with the restart-only settings put back to their running values. */
 function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config: GatewayConfig; kept: string[] } {
   const kept: string[] = [];
-  for (const key of ['host', 'port', 'body_limit_mb'] as const) {
+  for (const key of ['host', 'port', 'body_limit_mb', 'heap_growing_percent'] as const) {
     if (running.server[key] !== next.server[key]) {
       kept.push(`server.${key}: ${String(next.server[key])} in the file, ${String(running.server[key])} until a restart`);
     }
@@ -97,7 +97,13 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
   }
   if (canonical(running.metrics) !== canonical(next.metrics)) kept.push('metrics: changed in the file, kept until a restart');
   if (kept.length === 0) return { config: next, kept };
-  const server = { ...next.server, host: running.server.host, port: running.server.port, body_limit_mb: running.server.body_limit_mb };
+  const server = {
+    ...next.server,
+    host: running.server.host,
+    port: running.server.port,
+    body_limit_mb: running.server.body_limit_mb,
+    heap_growing_percent: running.server.heap_growing_percent,
+  };
   const admin = { ...next.admin, listen: running.admin.listen };
   const at = admin.listen === undefined ? undefined : parseHostPort(admin.listen);
   if (at !== undefined && !isLoopback(at.host) && (admin.token === undefined || admin.token === '')) {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Bytes the front's JS heap allocates per S1 request, summed from V8's --trace-gc-nvp lines ("allocated=" since
-# the previous GC), and how many scavenges and mark-compacts that took. Run `npm run build` first.
+# the previous GC), the bytes young-generation GCs promoted to the old one ("promoted=", which only a full GC
+# frees: near 0 when every request's objects die young), and how many scavenges and mark-compacts that took.
+# Run `npm run build` first.
 #
 #   bench/scripts/allocation-per-request.sh gateway|naive [requests=20000]
 set -euo pipefail
@@ -25,5 +27,6 @@ FROM=$(wc -l < "$TMP/gc.out")
 "${AC[@]}" "http://127.0.0.1:$PORT/v1/responses" > /dev/null 2>&1
 tail -n +$((FROM + 1)) "$TMP/gc.out" | awk -v who="$TARGET" -v n="$N" '
   { if (match($0, /allocated=[0-9]+/)) bytes += substr($0, RSTART + 10, RLENGTH - 10)
-    if ($0 ~ /gc=s /) s++; else if ($0 ~ /gc=mc /) mc++ }
-  END { printf "%s: %.1f KB allocated per request, %d scavenges and %d mark-compacts over %d requests\n", who, bytes / n / 1024, s, mc, n }'
+    if ($0 ~ /gc=s /) { s++; if (match($0, /promoted=[0-9]+/)) promoted += substr($0, RSTART + 9, RLENGTH - 9) }
+    else if ($0 ~ /gc=mc /) mc++ }
+  END { printf "%s: %.1f KB allocated and %.2f KB promoted by scavenges per request, %d scavenges and %d mark-compacts over %d requests\n", who, bytes / n / 1024, promoted / n / 1024, s, mc, n }'

@@ -10,7 +10,7 @@ import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
 import { mbToBytes } from '../config/schema.js';
 import { runBatch, type BatchResult } from '../dispatch/batch.js';
-import { answerSink, OVERHEAD_HEADER, streamable, type ResponseStream } from './streamed-batch.js';
+import { OVERHEAD_HEADER, StreamSink, streamable, type ResponseStream } from './streamed-batch.js';
 import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from './gateway-state.js';
 import { correlationHeaders } from '../protocol/correlation.js';
@@ -210,7 +210,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers });
     const beforeDispatch = performance.now();
     const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };
-    const sink = ex.stream !== undefined && streamable(compiled, plan) ? answerSink(ex.stream, requestId) : undefined;
+    const sink = ex.stream !== undefined && streamable(compiled, plan) ? new StreamSink(ex.stream, requestId) : undefined;
     const batch = runBatch(
       { ...deps, budget: runtime.budget, store },
       request,

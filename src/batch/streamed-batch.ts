@@ -35,26 +35,44 @@ export function streamable(compiled: CompiledRoutes, plan: BatchPlan): boolean {
   );
 }
 
-/** `stream` as the batch writes it: the head goes out with the first byte; `begun` tells whether it did. */
-export function answerSink(stream: ResponseStream, requestId: string | undefined): AnswerSink & { readonly begun: boolean } {
-  let begun = false;
-  return {
-    get begun(): boolean {
-      return begun;
-    },
-    begin: () => {
-      begun = true;
-      const headers: Record<string, string> = { trailer: OVERHEAD_HEADER };
-      if (requestId !== undefined) headers['x-request-id'] = requestId;
-      stream.begin(headers);
-    },
-    write: (b) => stream.write(b),
-    onDrain: (fn) => stream.onDrain(fn),
-    get buffered(): number {
-      return stream.buffered;
-    },
-    get gone(): boolean {
-      return stream.gone;
-    },
-  };
+/**
+ * `stream` as the batch writes it: the head goes out with the first byte; `begun` tells whether it did. A class,
+ * not an object literal with getters: a literal's getters are closures of their own per batch, which gives each
+ * batch's sink a hidden class of its own, and V8 keeps such classes (with the response they reach) alive through
+ * young-generation GCs until the next full one.
+ */
+export class StreamSink implements AnswerSink {
+  private started = false;
+
+  constructor(
+    private readonly stream: ResponseStream,
+    private readonly requestId: string | undefined,
+  ) {}
+
+  get begun(): boolean {
+    return this.started;
+  }
+
+  begin(): void {
+    this.started = true;
+    const headers: Record<string, string> = { trailer: OVERHEAD_HEADER };
+    if (this.requestId !== undefined) headers['x-request-id'] = this.requestId;
+    this.stream.begin(headers);
+  }
+
+  write(b: Buffer): boolean {
+    return this.stream.write(b);
+  }
+
+  onDrain(fn: () => void): void {
+    this.stream.onDrain(fn);
+  }
+
+  get buffered(): number {
+    return this.stream.buffered;
+  }
+
+  get gone(): boolean {
+    return this.stream.gone;
+  }
 }

@@ -142,7 +142,9 @@ export class ClientLimiter {
       const w: Waiter = { candidates, since: this.clock.now(), waitedFor: limit, settled: false, timer: undefined, signal, onAbort: undefined, resolve };
       w.timer = this.clock.setTimer(() => this.refuse(w, false), waitMs);
       if (signal !== undefined) {
-        w.onAbort = () => this.refuse(w, true);
+        // Not `w.onAbort = () => ...`: V8 puts a function literal assigned to a property in the old generation,
+        // where it would keep this waiter's batch alive until a full GC (see upstream/backend-call.ts).
+        w.onAbort = this.refuser(w);
         signal.addEventListener('abort', w.onAbort);
       }
       this.queue.push(w);
@@ -241,6 +243,11 @@ export class ClientLimiter {
     this.waitingCount--;
     this.clock.clearTimer(w.timer);
     if (w.onAbort !== undefined) w.signal?.removeEventListener('abort', w.onAbort);
+  }
+
+  /** The abort listener of a waiter: refuses it as cancelled. */
+  private refuser(w: Waiter): () => void {
+    return () => this.refuse(w, true);
   }
 
   private refuse(w: Waiter, cancelled: boolean): void {

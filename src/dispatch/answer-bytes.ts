@@ -19,11 +19,26 @@ interface CandidateBytes {
   write(w: PartsWriter): void;
 }
 
-const written = new WeakMap<AgentOutput, CandidateBytes>();
+/**
+ * Where a candidate built here keeps its CandidateBytes: a non-enumerable symbol property, so a spread copy (which
+ * may renumber it) falls back to stringifyExact and JSON.stringify never sees it. Not a WeakMap: V8's scavenger
+ * keeps a WeakMap's values alive while the table lives, and these values reach back to their keys through the
+ * batch, so every candidate survived into the old generation and waited for a full GC.
+ */
+const BYTES = Symbol('candidate bytes');
+type WithBytes = AgentOutput & { readonly [BYTES]?: CandidateBytes };
+
+function bytesOf(out: AgentOutput): CandidateBytes | undefined {
+  return (out as WithBytes)[BYTES]; // reads the optional slot setBytes defines; absent on other outputs
+}
+
+function setBytes(out: AgentOutput, b: CandidateBytes): void {
+  Object.defineProperty(out, BYTES, { value: b, enumerable: false });
+}
 
 /** The memory tag a candidate carries: known without decoding memory for the candidates built here. */
 export function candidateTag(out: AgentOutput): MemoryTag | undefined {
-  return written.get(out)?.tag;
+  return bytesOf(out)?.tag;
 }
 
 /** The answer: each candidate's bytes, or for a candidate decoded whole, stringifyExact of it. */
@@ -40,10 +55,72 @@ export function answerBody(outputs: readonly AgentOutput[], marked: boolean): An
 
 /** One candidate of an answer: its bytes, or for a candidate decoded whole, stringifyExact of it. */
 export function writeCandidate(o: AgentOutput, w: PartsWriter, marked: boolean): void {
-  const b = written.get(o);
+  const b = bytesOf(o);
   if (b !== undefined) b.write(w);
   else w.text(stringifyExact(o, marked));
 }
+
+/** What an indexed candidate's accessors read: its answer's bytes and index, and what they decoded, once each. */
+interface LazyCandidate {
+  readonly buf: Buffer;
+  readonly index: IndexedCandidate['index'];
+  readonly memoryKey: string;
+  readonly tag: MemoryTag;
+  memory?: JsonObject;
+  steps?: JsonObject[];
+  output?: AgentOutput['output'];
+  error?: AgentOutput['error'];
+}
+
+const LAZY = Symbol('indexed candidate');
+type Lazy = { readonly [LAZY]: LazyCandidate };
+
+const decode = (c: LazyCandidate, s: { start: number; end: number }): unknown => parseExact(c.buf.toString('utf8', s.start, s.end)).value;
+
+/**
+ * An indexed candidate's decoded fields, as own enumerable accessors shared by every candidate. Not an object
+ * literal's getters: those are new closures per candidate, each candidate then gets a hidden class of its own,
+ * and V8 keeps such classes, with everything their getters reach (the backend's answer), alive through every
+ * young-generation GC until the next full one. The indexer proved each value's type (answer-index.ts); the
+ * schemas fill defaults as zod did.
+ */
+const CANDIDATE_FIELDS: PropertyDescriptorMap = {
+  memory: {
+    get: function (this: Lazy): JsonObject {
+      const c = this[LAZY];
+      return (c.memory ??= { ...(decode(c, c.index.memory) as JsonObject), [c.memoryKey]: c.tag }); // an object (indexer)
+    },
+    enumerable: true,
+    configurable: true,
+  },
+  internal_steps: {
+    get: function (this: Lazy): JsonObject[] {
+      const c = this[LAZY];
+      // A list of objects: the indexer proved it.
+      return (c.steps ??= c.index.internalSteps === undefined ? [] : (decode(c, c.index.internalSteps) as JsonObject[]));
+    },
+    enumerable: true,
+    configurable: true,
+  },
+  output: {
+    get: function (this: Lazy): AgentOutput['output'] {
+      const c = this[LAZY];
+      if (c.output === undefined) c.output = c.index.output === undefined ? null : agentDecisionSchema.parse(decode(c, c.index.output));
+      return c.output;
+    },
+    enumerable: true,
+    configurable: true,
+  },
+  error: {
+    get: function (this: Lazy): AgentOutput['error'] {
+      const c = this[LAZY];
+      if (c.error === undefined) c.error = c.index.error === undefined ? null : agentErrorSchema.parse(decode(c, c.index.error));
+      return c.error;
+    },
+    enumerable: true,
+    configurable: true,
+  },
+};
 
 const lit = (s: string): Buffer => Buffer.from(s, 'latin1');
 const LBRACKET = lit('[');
@@ -80,7 +157,7 @@ export class CandidateWriter {
   private readonly head: Buffer;
   private readonly tags: Map<string, Buffer>;
   /** An input's memory with a tag, per input and tag: error candidates of one input share these pieces. */
-  private readonly inputMemory = new WeakMap<InputSlices, Map<string, Buffer[]>>();
+  private readonly inputMemory = new Map<InputSlices, Map<string, Buffer[]>>();
 
   constructor(
     requestId: string,
@@ -116,7 +193,6 @@ export class CandidateWriter {
     const { bytes: tagBytes } = this.tagMember(tag);
     const memoryKey = this.memoryKey;
     const slice = (s: { start: number; end: number }): Buffer => buf.subarray(s.start, s.end);
-    const decode = (s: { start: number; end: number }): unknown => parseExact(buf.toString('utf8', s.start, s.end)).value;
     const write = (w: PartsWriter): void => {
       this.start(w, id, candidateIndex);
       w.push(index.status === 'completed' ? COMPLETED_MEMORY : ERROR_MEMORY);
@@ -131,34 +207,12 @@ export class CandidateWriter {
       w.push(index.error === undefined ? NULL : slice(index.error));
       w.push(END);
     };
-    let memory: JsonObject | undefined;
-    let steps: JsonObject[] | undefined;
-    let output: AgentOutput['output'] | undefined;
-    let error: AgentOutput['error'] | undefined;
-    const out: AgentOutput = {
-      request_id: requestId,
-      source_id: input.id,
-      candidate_index: candidateIndex,
-      status: index.status,
-      // The indexer proved each value's type (answer-index.ts); the schemas fill defaults as zod did.
-      get memory(): JsonObject {
-        return (memory ??= { ...(decode(index.memory) as JsonObject), [memoryKey]: tag }); // an object (indexer)
-      },
-      get internal_steps(): JsonObject[] {
-        // A list of objects: the indexer proved it (answer-index.ts).
-        return (steps ??= index.internalSteps === undefined ? [] : (decode(index.internalSteps) as JsonObject[]));
-      },
-      get output(): AgentOutput['output'] {
-        if (output === undefined) output = index.output === undefined ? null : agentDecisionSchema.parse(decode(index.output));
-        return output;
-      },
-      get error(): AgentOutput['error'] {
-        if (error === undefined) error = index.error === undefined ? null : agentErrorSchema.parse(decode(index.error));
-        return error;
-      },
-    };
-    written.set(out, { tag, write });
-    return out;
+    const out = { request_id: requestId, source_id: input.id, candidate_index: candidateIndex, status: index.status };
+    Object.defineProperty(out, LAZY, { value: { buf, index, memoryKey, tag } satisfies LazyCandidate, enumerable: false });
+    Object.defineProperties(out, CANDIDATE_FIELDS);
+    const candidate = out as AgentOutput; // the four accessors are defined just above
+    setBytes(candidate, { tag, write });
+    return candidate;
   }
 
   /**
@@ -178,7 +232,7 @@ export class CandidateWriter {
     const pieces = mem;
     const id = idBytes(raw);
     const errorText = stringifyExact(error);
-    written.set(out, {
+    setBytes(out, {
       tag,
       write: (w) => {
         this.start(w, id, candidateIndex);

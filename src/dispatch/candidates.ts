@@ -78,18 +78,34 @@ export function errorCandidate(
     };
   }
   // An input read by the indexer: the answer writes its memory from the body (answer-bytes.ts), so the
-  // decoded memory is built only if something reads it.
-  let memory: JsonObject | undefined;
-  return {
-    request_id: requestId,
-    source_id: input.id,
-    candidate_index: candidateIndex,
-    status: 'error',
-    get memory(): JsonObject {
-      return (memory ??= taggedInputMemory(input.memory, memoryKey, tag));
-    },
-    internal_steps: [],
-    output: null,
-    error,
-  };
+  // decoded memory is built only if something reads it. The key order is the candidate's: memory in its place.
+  const out = { request_id: requestId, source_id: input.id, candidate_index: candidateIndex, status: 'error' as const };
+  Object.defineProperty(out, LAZY_MEMORY, { value: { input, memoryKey, tag } satisfies LazyMemory, enumerable: false });
+  Object.defineProperty(out, 'memory', MEMORY_FIELD);
+  // `memory` is defined just above; the rest follow it, in the contract's order.
+  return Object.assign(out as typeof out & { memory: JsonObject }, { internal_steps: [], output: null, error });
 }
+
+/** What an error candidate's memory accessor reads, and what it built (once). */
+interface LazyMemory {
+  readonly input: AgentInput;
+  readonly memoryKey: string;
+  readonly tag: MemoryTag;
+  memory?: JsonObject;
+}
+
+const LAZY_MEMORY = Symbol('error candidate memory');
+
+/**
+ * Shared by every error candidate of an indexed input. Not an object literal's getter: a closure per candidate
+ * gives each candidate a hidden class of its own, which V8 keeps (with the input it reaches) alive through
+ * young-generation GCs until the next full one.
+ */
+const MEMORY_FIELD: PropertyDescriptor = {
+  get: function (this: { readonly [LAZY_MEMORY]: LazyMemory }): JsonObject {
+    const m = this[LAZY_MEMORY];
+    return (m.memory ??= taggedInputMemory(m.input.memory, m.memoryKey, m.tag));
+  },
+  enumerable: true,
+  configurable: true,
+};

@@ -116,12 +116,9 @@ export function taggedMemory(buf: Buffer, m: MemoryLayout, tagMember: Buffer, re
   out.push(buf.subarray(m.lastValueEnd, m.end));
 }
 
-const layouts = new WeakMap<InputSlices, MemoryLayout>();
-
 /** An input's memory (request index) in the layout taggedMemory reads; `{}` when the client sent none. */
 export function inputMemoryLayout(raw: InputSlices): MemoryLayout {
-  const hit = layouts.get(raw);
-  if (hit !== undefined) return hit;
+  if (raw.memoryLayout !== undefined) return raw.memoryLayout;
   const { memoryMembers: ms, tagMembers } = raw.index;
   const span = raw.index.memory;
   const first = ms[0];
@@ -139,6 +136,6 @@ export function inputMemoryLayout(raw: InputSlices): MemoryLayout {
       nextStart: ms[i + 1]?.keyStart ?? -1,
     })),
   };
-  layouts.set(raw, layout);
+  raw.memoryLayout = layout;
   return layout;
 }

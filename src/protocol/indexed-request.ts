@@ -8,7 +8,7 @@
 import { isNumberMark } from './exact-json.js';
 import { RawJson, type InputSlices } from './raw-json.js';
 import type { InputIndex, RequestIndex, Span } from './request-index.js';
-import type { IndexedAgentInput, IndexedAgentRequest, JsonObject } from './types.js';
+import type { IndexedAgentInput, IndexedAgentRequest } from './types.js';
 
 const EMPTY_OBJECT = RawJson.of('{}');
 const EMPTY_LIST = RawJson.of('[]');
@@ -16,6 +16,21 @@ const EMPTY_LIST = RawJson.of('[]');
 function slice(buf: Buffer, span: Span | undefined, absent: RawJson): RawJson {
   return span === undefined ? absent : new RawJson(buf, span.start, span.end);
 }
+
+/**
+ * The decoded free-form fields of an indexed input, as own enumerable accessors (a spread or JSON.stringify of
+ * the input sees ordinary decoded fields) whose getters every input shares, reading the input's `raw`. Why not
+ * an object literal's getters: those are new closures per input, so each input gets a hidden class of its own,
+ * and V8 keeps such classes, with all their getters reach (the whole body and index), alive through every
+ * young-generation GC until the next full one.
+ */
+const INPUT_FIELDS: PropertyDescriptorMap = {
+  // The indexer proved each value's type (a list of objects, an object) before these slices were made.
+  tools: { get: function (this: IndexedAgentInput) { return this.raw.tools.value(); }, enumerable: true, configurable: true },
+  attributes: { get: function (this: IndexedAgentInput) { return this.raw.attributes.value(); }, enumerable: true, configurable: true },
+  memory: { get: function (this: IndexedAgentInput) { return this.raw.memory.value(); }, enumerable: true, configurable: true },
+  extra_keys: { get: function (this: IndexedAgentInput) { return this.raw.extraKeys.value(); }, enumerable: true, configurable: true },
+};
 
 function inputOf(buf: Buffer, index: InputIndex, memoryKey: string): IndexedAgentInput {
   const raw: InputSlices = {
@@ -27,27 +42,11 @@ function inputOf(buf: Buffer, index: InputIndex, memoryKey: string): IndexedAgen
     memory: slice(buf, index.memory, EMPTY_OBJECT),
     extraKeys: slice(buf, index.extraKeys, EMPTY_OBJECT),
   };
-  // Own enumerable accessors: a spread or JSON.stringify of the input sees ordinary decoded fields.
-  const input = {
-    id: index.id,
-    instruction: index.instruction,
-    num_outputs: index.numOutputs,
-    // The indexer proved each value's type (a list of objects, an object) before these slices were made.
-    get tools(): JsonObject[] {
-      return raw.tools.value() as JsonObject[]; // a list of objects: proved by the indexer
-    },
-    get attributes(): JsonObject {
-      return raw.attributes.value() as JsonObject; // an object: proved by the indexer
-    },
-    get memory(): JsonObject {
-      return raw.memory.value() as JsonObject; // an object: proved by the indexer
-    },
-    get extra_keys(): JsonObject {
-      return raw.extraKeys.value() as JsonObject; // an object: proved by the indexer
-    },
-  };
+  const input = { id: index.id, instruction: index.instruction, num_outputs: index.numOutputs };
   Object.defineProperty(input, 'raw', { value: raw, enumerable: false });
-  return input as typeof input & { raw: InputSlices }; // defined just above
+  Object.defineProperties(input, INPUT_FIELDS);
+  // The four accessors and `raw` are defined just above.
+  return input as IndexedAgentInput;
 }
 
 /** The request of an index; `marked` when an id is a number marker (serialize answers with stringifyExact). */
@@ -96,9 +95,6 @@ export function memoryWithoutTag(raw: InputSlices): Buffer[] {
   return pieces;
 }
 
-/** Decoded memory members, per input and member index: a route matching on `memory.<key>` twice decodes it once. */
-const memberCache = new WeakMap<InputSlices, Map<number, unknown>>();
-
 /**
  * The decoded value of memory's top-level member `key` (the last one, as JSON.parse keeps), or undefined when
  * memory has no such member: `memory.<path>` matches decode only the member they address.
@@ -111,8 +107,8 @@ export function memoryMember(raw: InputSlices, key: string): unknown {
     // A key token the indexer validated: JSON.parse decodes its escapes; without one its text is between the quotes.
     const name = token.includes('\\') ? (JSON.parse(token) as string) : token.slice(1, -1);
     if (name !== key) continue;
-    let cache = memberCache.get(raw);
-    if (cache === undefined) memberCache.set(raw, (cache = new Map()));
+    // Kept per member index: a route matching on `memory.<key>` twice decodes it once.
+    const cache = (raw.memberValues ??= new Map());
     if (!cache.has(i)) cache.set(i, new RawJson(raw.buf, m.valueStart, m.valueEnd).value());
     return cache.get(i);
   }

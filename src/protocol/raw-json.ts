@@ -3,6 +3,7 @@
  * (request-index.ts), decoded exactly (exact-json.ts) only when something reads it, and at most once.
  * Forwarding it costs a subarray, never a copy (docs/gateway-behaviour.md, "How a batch is read").
  */
+import type { MemoryLayout } from './output-values.js';
 import { parseExact } from './exact-json.js';
 import type { InputIndex } from './request-index.js';
 
@@ -68,4 +69,11 @@ export interface InputSlices {
   readonly attributes: RawJson;
   readonly memory: RawJson;
   readonly extraKeys: RawJson;
+  /**
+   * Filled on first use by answer-body.ts and indexed-request.ts. Fields of the input, not WeakMaps keyed by it:
+   * V8's scavenger keeps a WeakMap's values alive as long as the table lives, so a per-request key in a global
+   * WeakMap made every batch's objects survive into the old generation, collected only by full GCs.
+   */
+  memoryLayout?: MemoryLayout;
+  memberValues?: Map<number, unknown>;
 }

@@ -1,11 +1,13 @@
 /** Small helpers shared by both stores. */
-import type { AbortLike } from '../abort.js';
+import { BatchSignal, type AbortLike } from '../abort.js';
 import { joinBody, retainedBytes, type AnswerBody } from '../protocol/answer-body.js';
 
 /**
- * One 'abort' listener per signal, shared by every callback registered on it. A request's signal is handed to
- * many waits and permits at once (one per sub-request); listening once keeps Node's "possible EventTarget
- * memory leak" warning (over 10 listeners) from firing on normal fan-out.
+ * One 'abort' listener per AbortSignal, shared by every callback registered on it. A request's signal is handed
+ * to many waits and permits at once (one per sub-request); listening once keeps Node's "possible EventTarget
+ * memory leak" warning (over 10 listeners) from firing on normal fan-out. A batch's own BatchSignal has no such
+ * warning and takes the callbacks itself: a WeakMap keyed by every batch's signal would keep each batch alive
+ * through young-generation GCs (V8's scavenger holds a WeakMap's values while the table lives).
  */
 const abortCallbacks = new WeakMap<AbortLike, Set<() => void>>();
 
@@ -15,6 +17,11 @@ export function onAbort(signal: AbortLike | undefined, fn: () => void): () => vo
   if (signal.aborted) {
     fn();
     return () => {};
+  }
+  const entry = (): void => fn(); // a distinct entry per registration, even for the same fn
+  if (signal instanceof BatchSignal) {
+    signal.addEventListener('abort', entry);
+    return () => signal.removeEventListener('abort', entry);
   }
   let fns = abortCallbacks.get(signal);
   if (fns === undefined) {
@@ -30,7 +37,6 @@ export function onAbort(signal: AbortLike | undefined, fn: () => void): () => vo
       { once: true },
     );
   }
-  const entry = (): void => fn(); // a distinct entry per registration, even for the same fn
   fns.add(entry);
   return () => {
     fns.delete(entry);

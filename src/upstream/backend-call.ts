@@ -115,6 +115,16 @@ export function callReplica(replica: Replica, opts: CallOptions): Promise<CallRe
   });
 }
 
+/**
+ * The handler's abort listener, made here rather than written `this.onSignal = () => ...`: V8 allocates a
+ * function literal assigned straight to a property in the old generation (it expects it to live long). This
+ * one lives as long as its sub-request, and from the old generation it kept the whole call (request, answer,
+ * batch) alive through every young-generation GC until the next full one: every small batch was promoted.
+ */
+function cancelOnAbort(h: CollectHandler): () => void {
+  return () => h.cancel();
+}
+
 const UTF8_BOM = 0xfeff;
 
 /** Bytes decoded as undici's body.text() does: UTF-8, a leading byte order mark dropped. */
@@ -162,10 +172,13 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     }
     this.timer = setTimeout(() => this.stop(timeoutFailure(this.timeoutMs, opts.timeoutKey ?? 'timeout_s')), timeoutMs);
     if (signal === undefined) return;
-    this.onSignal = (): void => {
-      this.stop({ code: 'gateway_backend_timeout', message: 'cancelled before the answer was complete' });
-    };
+    this.onSignal = cancelOnAbort(this);
     signal.addEventListener('abort', this.onSignal, { once: true });
+  }
+
+  /** The caller's signal aborted (client gone, batch deadline). */
+  cancel(): void {
+    this.stop({ code: 'gateway_backend_timeout', message: 'cancelled before the answer was complete' });
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {

@@ -28,15 +28,20 @@ export class SharedEjections {
     for (const r of upstreams.all()) this.byKey.set(ejectionKey(r), r);
   }
 
-  /** Publish local ejections, follow remote ones, and catch up with those already in force. */
-  async start(): Promise<void> {
-    this.upstreams.onEject = (r) => {
+  /** What a local ejection does: publish it for the other replicas, for as long as it lasts. */
+  private publisher(): (r: Replica) => void {
+    return (r) => {
       const ttl = r.ejectedUntil - Date.now();
       if (ttl <= 0) return;
       this.store
         .setShared(ejectionKey(r), String(r.ejectedUntil), ttl)
         .catch((err: unknown) => this.log.debug({ err }, 'could not share an ejection'));
     };
+  }
+
+  /** Publish local ejections, follow remote ones, and catch up with those already in force. */
+  async start(): Promise<void> {
+    this.upstreams.onEject = this.publisher();
     this.unsubscribe = this.store.onSharedChange((key, value) => {
       if (value !== undefined) this.apply(key, value);
     });

@@ -217,3 +217,27 @@ test("a backend's own memory tag is replaced where it stands, a repeated one cut
   const bytes = joinBody(answerBody([out], false)).toString('utf8');
   assert.ok(bytes.includes(`"memory":{"a":1,"${KEY}":{"backend":"a","route":"default"},"b":2}`), bytes);
 });
+
+test('a candidate written from bytes reads as a plain output, and a renumbered copy of it is written from its fields', () => {
+  const text = '[{"request_id":"r1","source_id":1,"candidate_index":0,"status":"completed","memory":{"b":1,"a":[2]},"internal_steps":[{"k":1}],"output":{"say":"x"}}]';
+  const buf = Buffer.from(text);
+  const idx = indexAgentResponse(buf, DEPTH, KEY);
+  assert.ok(idx.ok);
+  const check = checkIndexedResponse(buf, idx.elements, { requestId: 'r1', inputs: [{ id: 1, count: 1 }] }, () => undefined);
+  assert.ok(check.ok);
+  const slot = check.slots[0]![0]!;
+  assert.ok(slot.ok && slot.candidate instanceof IndexedCandidate);
+  const tag = { backend: 'a', route: 'default' };
+  const out = new CandidateWriter('r1', KEY).fromIndexed('r1', inputOf('1'), 0, slot.candidate, tag);
+  assert.equal(
+    JSON.stringify(Object.keys(out)),
+    '["request_id","source_id","candidate_index","status","memory","internal_steps","output","error"]',
+  );
+  assert.deepEqual(out.memory, { b: 1, a: [2], [KEY]: tag });
+  assert.equal(out.memory, out.memory, 'decoded once');
+  assert.deepEqual(out.internal_steps, [{ k: 1 }]);
+  const copy = { ...out, candidate_index: 5 };
+  const written = joinBody(answerBody([copy], false)).toString('utf8');
+  assert.ok(written.includes('"candidate_index":5'), written);
+  assert.ok(written.includes(`"memory":{"b":1,"a":[2],"${KEY}":{"backend":"a","route":"default"}}`), written);
+});

@@ -75,5 +75,13 @@ describe('local replay', () => {
     assert.equal(hit.body.parts[0]!.buffer.byteLength, 9);
     assert.equal(bytesOf(hit), '[{"a":1}]');
   });
-});
 
+  it("counts each stored answer's bookkeeping too: tiny answers cannot hold more entries than the bound pays for", async () => {
+    // 20 answers of 10 bytes are 200 bytes; with about 1 KB per entry, a 10 KB bound keeps fewer than ten.
+    const { replay: r, stats } = replay(10 * KB);
+    for (let i = 0; i < 20; i++) await store(r, `r${i}`, '[{"a":123}]');
+    assert.ok(stats.replayEvicted >= 10, `evicted ${stats.replayEvicted}`);
+    assert.equal(bytesOf(await r.begin('r19', 'h')), '[{"a":123}]', 'the newest stays');
+    assert.equal((await r.begin('r0', 'h')).kind, 'compute', 'the oldest went first');
+  });
+});
