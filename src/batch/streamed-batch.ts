@@ -37,9 +37,9 @@ export function streamable(compiled: CompiledRoutes, plan: BatchPlan): boolean {
 
 /**
  * `stream` as the batch writes it: the head goes out with the first byte; `begun` tells whether it did. A class,
- * not an object literal with getters: a literal's getters are closures of their own per batch, which gives each
- * batch's sink a hidden class of its own, and V8 keeps such classes (with the response they reach) alive through
- * young-generation GCs until the next full one.
+ * not an object literal with getters: those are new functions per batch, and V8 kept such objects (with the
+ * response they reach) alive through young-generation GCs until the next full one (docs/gateway-behaviour.md,
+ * "Batches die young").
  */
 export class StreamSink implements AnswerSink {
   private started = false;

@@ -21,9 +21,9 @@ interface CandidateBytes {
 
 /**
  * Where a candidate built here keeps its CandidateBytes: a non-enumerable symbol property, so a spread copy (which
- * may renumber it) falls back to stringifyExact and JSON.stringify never sees it. Not a WeakMap: V8's scavenger
- * keeps a WeakMap's values alive while the table lives, and these values reach back to their keys through the
- * batch, so every candidate survived into the old generation and waited for a full GC.
+ * may renumber it) falls back to stringifyExact and JSON.stringify never sees it. Not a WeakMap: a young-generation
+ * GC treats an old WeakMap's values as live, and these values reach back to their keys through the
+ * batch, which can keep every candidate until a full GC.
  */
 const BYTES = Symbol('candidate bytes');
 type WithBytes = AgentOutput & { readonly [BYTES]?: CandidateBytes };
@@ -79,9 +79,9 @@ const decode = (c: LazyCandidate, s: { start: number; end: number }): unknown =>
 
 /**
  * An indexed candidate's decoded fields, as own enumerable accessors shared by every candidate. Not an object
- * literal's getters: those are new closures per candidate, each candidate then gets a hidden class of its own,
- * and V8 keeps such classes, with everything their getters reach (the backend's answer), alive through every
- * young-generation GC until the next full one. The indexer proved each value's type (answer-index.ts); the
+ * literal's getters: those are new functions per candidate, and V8 kept such candidates, with everything their
+ * getters reach (the backend's answer), alive through young-generation GCs until the next full one
+ * (docs/gateway-behaviour.md, "Batches die young"). The indexer proved each value's type (answer-index.ts); the
  * schemas fill defaults as zod did.
  */
 const CANDIDATE_FIELDS: PropertyDescriptorMap = {

@@ -97,9 +97,9 @@ interface LazyMemory {
 const LAZY_MEMORY = Symbol('error candidate memory');
 
 /**
- * Shared by every error candidate of an indexed input. Not an object literal's getter: a closure per candidate
- * gives each candidate a hidden class of its own, which V8 keeps (with the input it reaches) alive through
- * young-generation GCs until the next full one.
+ * Shared by every error candidate of an indexed input. Not an object literal's getter, a new function per
+ * candidate: V8 kept such candidates (with the input they reach) alive through young-generation GCs until the
+ * next full one (docs/gateway-behaviour.md, "Batches die young").
  */
 const MEMORY_FIELD: PropertyDescriptor = {
   get: function (this: { readonly [LAZY_MEMORY]: LazyMemory }): JsonObject {

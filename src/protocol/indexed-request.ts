@@ -20,9 +20,9 @@ function slice(buf: Buffer, span: Span | undefined, absent: RawJson): RawJson {
 /**
  * The decoded free-form fields of an indexed input, as own enumerable accessors (a spread or JSON.stringify of
  * the input sees ordinary decoded fields) whose getters every input shares, reading the input's `raw`. Why not
- * an object literal's getters: those are new closures per input, so each input gets a hidden class of its own,
- * and V8 keeps such classes, with all their getters reach (the whole body and index), alive through every
- * young-generation GC until the next full one.
+ * an object literal's getters: those are new functions per input, and V8 kept such inputs, with everything
+ * their getters reach (the whole body and index), alive through young-generation GCs until the next full one
+ * (docs/gateway-behaviour.md, "Batches die young").
  */
 const INPUT_FIELDS: PropertyDescriptorMap = {
   // The indexer proved each value's type (a list of objects, an object) before these slices were made.

@@ -70,9 +70,9 @@ export interface InputSlices {
   readonly memory: RawJson;
   readonly extraKeys: RawJson;
   /**
-   * Filled on first use by answer-body.ts and indexed-request.ts. Fields of the input, not WeakMaps keyed by it:
-   * V8's scavenger keeps a WeakMap's values alive as long as the table lives, so a per-request key in a global
-   * WeakMap made every batch's objects survive into the old generation, collected only by full GCs.
+   * Filled on first use by answer-body.ts and indexed-request.ts. Fields of the input, not global WeakMaps
+   * keyed by it: a young-generation GC treats an old WeakMap's values as live (its keys are weak only to full
+   * GCs), so what they reach can outlive its batch (docs/gateway-behaviour.md, "Batches die young").
    */
   memoryLayout?: MemoryLayout;
   memberValues?: Map<number, unknown>;

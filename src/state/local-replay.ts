@@ -41,8 +41,12 @@ interface LocalReplayLimits {
 
 export class LocalReplay {
   private readonly entries = new Map<string, Pending | Done>();
-  /** Done request ids, oldest first (insertion order), for eviction. */
-  private readonly doneOrder = new Set<string>();
+  /**
+   * Stored answers, oldest first: every entry lives the same ttl, so the oldest is always the next to expire
+   * or to be evicted, and a queue taken from its head does both in constant time. (A Set iterated from its
+   * start walks over every entry deleted since its last compaction: all the evicted ones, under S1.)
+   */
+  private readonly doneOrder = new DoneQueue();
   private bytes = 0;
 
   constructor(
@@ -118,14 +122,15 @@ export class LocalReplay {
   private store(requestId: string, hash: string, body: string | AnswerBody, answerBytes: number): void {
     this.expire();
     const bytes = answerBytes + ENTRY_BYTES;
-    this.entries.set(requestId, { state: 'done', hash, body, bytes, expiresAt: Date.now() + this.limits.ttlMs });
-    this.doneOrder.add(requestId);
+    const done: Done = { state: 'done', hash, body, bytes, expiresAt: Date.now() + this.limits.ttlMs };
+    this.entries.set(requestId, done);
+    this.doneOrder.push(requestId, done);
     this.bytes += bytes;
     this.stats.replayStored++;
-    for (const oldest of this.doneOrder) {
-      if (this.bytes <= this.limits.capBytes) break;
-      this.drop(oldest);
-      this.stats.replayEvicted++;
+    while (this.bytes > this.limits.capBytes) {
+      const oldest = this.doneOrder.shift();
+      if (oldest === undefined) break;
+      if (this.drop(oldest.rid, oldest.entry)) this.stats.replayEvicted++;
     }
   }
 
@@ -137,19 +142,50 @@ export class LocalReplay {
    */
   private expire(): void {
     const now = Date.now();
-    for (const rid of this.doneOrder) {
-      const entry = this.entries.get(rid);
-      if (entry?.state !== 'done') this.doneOrder.delete(rid);
-      else if (entry.expiresAt > now) break;
-      else this.drop(rid);
+    for (;;) {
+      const oldest = this.doneOrder.peek();
+      if (oldest === undefined || oldest.entry.expiresAt > now) return;
+      this.doneOrder.shift();
+      this.drop(oldest.rid, oldest.entry);
     }
   }
 
-  private drop(requestId: string): void {
-    const entry = this.entries.get(requestId);
-    if (entry?.state !== 'done') return;
+  /** Drops `entry` if it is still the one stored for `requestId` (a clear may have replaced it); true if so. */
+  private drop(requestId: string, entry: Done): boolean {
+    if (this.entries.get(requestId) !== entry) return false;
     this.entries.delete(requestId);
-    this.doneOrder.delete(requestId);
     this.bytes -= entry.bytes;
+    return true;
+  }
+}
+
+/** A FIFO of stored answers: pushed at the tail, taken from the head; the array is compacted now and then. */
+class DoneQueue {
+  private items: ({ rid: string; entry: Done } | undefined)[] = [];
+  private head = 0;
+
+  push(rid: string, entry: Done): void {
+    this.items.push({ rid, entry });
+  }
+
+  peek(): { rid: string; entry: Done } | undefined {
+    return this.items[this.head];
+  }
+
+  shift(): { rid: string; entry: Done } | undefined {
+    const item = this.items[this.head];
+    if (item === undefined) return undefined;
+    this.items[this.head++] = undefined; // released for the GC
+    // Compacted once the taken part is most of the array: amortized constant time per item.
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+
+  clear(): void {
+    this.items = [];
+    this.head = 0;
   }
 }

@@ -6,8 +6,8 @@ import { joinBody, retainedBytes, type AnswerBody } from '../protocol/answer-bod
  * One 'abort' listener per AbortSignal, shared by every callback registered on it. A request's signal is handed
  * to many waits and permits at once (one per sub-request); listening once keeps Node's "possible EventTarget
  * memory leak" warning (over 10 listeners) from firing on normal fan-out. A batch's own BatchSignal has no such
- * warning and takes the callbacks itself: a WeakMap keyed by every batch's signal would keep each batch alive
- * through young-generation GCs (V8's scavenger holds a WeakMap's values while the table lives).
+ * warning and takes the callbacks itself: a young-generation GC treats an old WeakMap's values as live, so
+ * one keyed by every batch's signal can keep what its callbacks reach past the batch.
  */
 const abortCallbacks = new WeakMap<AbortLike, Set<() => void>>();
 

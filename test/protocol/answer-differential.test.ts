@@ -13,7 +13,7 @@ import { joinBody } from '../../src/protocol/answer-body.js';
 import { indexAgentResponse } from '../../src/protocol/answer-index.js';
 import { parseExact } from '../../src/protocol/exact-json.js';
 import { checkIndexedResponse, checkSubResponse, IndexedCandidate, type SubRequestShape } from '../../src/protocol/response-check.js';
-import type { AgentInput } from '../../src/protocol/types.js';
+import type { AgentInput, AgentOutput } from '../../src/protocol/types.js';
 import { seededRandom } from '../../bench/lib/seeded-random.js';
 
 const SEED = Number(process.env.DIFF_SEED ?? 20250101);
@@ -188,8 +188,8 @@ test(`generated answers get the oracle's slots, reasons and exact bytes (seed ${
   assert.ok(counts.slots > CASES / 2, `most answers are placed (${JSON.stringify(counts)})`);
 });
 
-test('memory with integer-like keys keeps its order and every number as the backend wrote them', () => {
-  const text = '[{"request_id":"r1","source_id":1,"candidate_index":0,"status":"completed","memory":{"b":1, "10":[1.0,-0,12345678901234567890],"2":"\\u00e9"},"output":{"say":"x"}}]';
+/** The one candidate of a one-input answer `text`, read by the indexer and re-addressed with `tag`. */
+function writtenCandidate(text: string, tag: { backend: string; route: string }): AgentOutput {
   const buf = Buffer.from(text);
   const idx = indexAgentResponse(buf, DEPTH, KEY);
   assert.ok(idx.ok);
@@ -197,7 +197,12 @@ test('memory with integer-like keys keeps its order and every number as the back
   assert.ok(check.ok);
   const slot = check.slots[0]![0]!;
   assert.ok(slot.ok && slot.candidate instanceof IndexedCandidate);
-  const out = new CandidateWriter('r1', KEY).fromIndexed('r1', inputOf('1'), 0, slot.candidate, { backend: 'a', route: 'default' });
+  return new CandidateWriter('r1', KEY).fromIndexed('r1', inputOf('1'), 0, slot.candidate, tag);
+}
+
+test('memory with integer-like keys keeps its order and every number as the backend wrote them', () => {
+  const text = '[{"request_id":"r1","source_id":1,"candidate_index":0,"status":"completed","memory":{"b":1, "10":[1.0,-0,12345678901234567890],"2":"\\u00e9"},"output":{"say":"x"}}]';
+  const out = writtenCandidate(text, { backend: 'a', route: 'default' });
   assert.equal(
     joinBody(answerBody([out], false)).toString('utf8'),
     '[{"request_id":"r1","source_id":1,"candidate_index":0,"status":"completed","memory":{"b":1, "10":[1.0,-0,12345678901234567890],"2":"\\u00e9","_gw":{"backend":"a","route":"default"}},"internal_steps":[],"output":{"say":"x"},"error":null}]',
@@ -206,29 +211,15 @@ test('memory with integer-like keys keeps its order and every number as the back
 
 test("a backend's own memory tag is replaced where it stands, a repeated one cut", () => {
   const text = `[{"request_id":"r1","source_id":1,"candidate_index":0,"status":"error","error":{"code":"c","message":"m"},"memory":{"a":1,"${KEY}":{"backend":"old"},"b":2,"${KEY}":3}}]`;
-  const buf = Buffer.from(text);
-  const idx = indexAgentResponse(buf, DEPTH, KEY);
-  assert.ok(idx.ok);
-  const check = checkIndexedResponse(buf, idx.elements, { requestId: 'r1', inputs: [{ id: 1, count: 1 }] }, () => undefined);
-  assert.ok(check.ok);
-  const slot = check.slots[0]![0]!;
-  assert.ok(slot.ok && slot.candidate instanceof IndexedCandidate);
-  const out = new CandidateWriter('r1', KEY).fromIndexed('r1', inputOf('1'), 0, slot.candidate, { backend: 'a', route: 'default' });
+  const out = writtenCandidate(text, { backend: 'a', route: 'default' });
   const bytes = joinBody(answerBody([out], false)).toString('utf8');
   assert.ok(bytes.includes(`"memory":{"a":1,"${KEY}":{"backend":"a","route":"default"},"b":2}`), bytes);
 });
 
 test('a candidate written from bytes reads as a plain output, and a renumbered copy of it is written from its fields', () => {
   const text = '[{"request_id":"r1","source_id":1,"candidate_index":0,"status":"completed","memory":{"b":1,"a":[2]},"internal_steps":[{"k":1}],"output":{"say":"x"}}]';
-  const buf = Buffer.from(text);
-  const idx = indexAgentResponse(buf, DEPTH, KEY);
-  assert.ok(idx.ok);
-  const check = checkIndexedResponse(buf, idx.elements, { requestId: 'r1', inputs: [{ id: 1, count: 1 }] }, () => undefined);
-  assert.ok(check.ok);
-  const slot = check.slots[0]![0]!;
-  assert.ok(slot.ok && slot.candidate instanceof IndexedCandidate);
   const tag = { backend: 'a', route: 'default' };
-  const out = new CandidateWriter('r1', KEY).fromIndexed('r1', inputOf('1'), 0, slot.candidate, tag);
+  const out = writtenCandidate(text, tag);
   assert.equal(
     JSON.stringify(Object.keys(out)),
     '["request_id","source_id","candidate_index","status","memory","internal_steps","output","error"]',
