@@ -9,18 +9,16 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
 import { mbToBytes } from '../config/schema.js';
-import { runBatch, type BatchResult } from '../dispatch/batch.js';
-import { OVERHEAD_HEADER, StreamSink, streamable, type ResponseStream } from './streamed-batch.js';
+import { readBatch } from './read-batch.js';
+import { runBatch } from '../dispatch/batch.js';
+import { endStreamed, StreamSink, streamable, type ResponseStream } from './streamed-batch.js';
 import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from './gateway-state.js';
 import { correlationHeaders } from '../protocol/correlation.js';
-import { stringifyExact } from '../protocol/exact-json.js';
 import type { AnswerBody } from '../protocol/answer-body.js';
 import { answerBody } from '../dispatch/answer-bytes.js';
-import { readAgentRequest } from '../protocol/read-request.js';
-import { checkBatchLimits } from '../protocol/request-limits.js';
 import { validateAgainstRequest } from '../protocol/response-check.js';
-import { planBatch, type BatchPlan } from '../routing/plan.js';
+import { planBatch } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { hashBody, type ReplayLease } from '../state/index.js';
 import { errorBody, GatewayError } from '../errors.js';
@@ -124,33 +122,10 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
   const compiled = agent.routes;
   const { metrics, store } = gw;
   const raw = ex.body;
-  // Read by the byte indexer (docs/gateway-behaviour.md, "How a batch is read"): memory stays the client's bytes.
-  const parsed = readAgentRequest(raw, {
-    maxOutputsPerInput: config.server.max_outputs_per_input,
-    maxJsonDepth: config.server.max_json_depth,
-    memoryKey: compiled.memoryKey,
-  });
-  if (!parsed.ok && parsed.status === 400) {
-    ex.log.info({ code: 'GATEWAY_ERR_BODY_ENCODING', offset: parsed.offset }, 'request body is not UTF-8');
-    return { status: 400, body: JSON.stringify(errorBody('GATEWAY_ERR_BODY_ENCODING', parsed.message)) };
-  }
-  if (!parsed.ok) {
-    ex.log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', problems: parsed.detail.length, first: parsed.detail[0]?.loc }, 'invalid AgentRequest');
-    return { status: 422, body: stringifyExact({ detail: parsed.detail }) };
-  }
+  const parsed = readBatch(raw, config.server, compiled.memoryKey, ex.log);
+  if (!parsed.ok) return { status: parsed.status, body: parsed.body };
   const { request } = parsed;
-  if (request.inputs.length === 0) return { status: 200, body: '[]' };
   const { inputs } = request;
-  // Every memory is a slice of the body: its size is its length, and all of them together fit in the body.
-  const tooBig = checkBatchLimits(inputs, (i) => inputs[i]!.raw.memory.byteLength, { // checkBatchLimits only calls back with indexes of inputs
-    maxCandidates: config.server.max_candidates_per_batch,
-    maxAnswerBytes: mbToBytes(config.server.max_answer_mb),
-    maxAnswerMb: config.server.max_answer_mb,
-  }, raw.length);
-  if (tooBig.length > 0) {
-    ex.log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', inputs: inputs.length, problem: tooBig[0]?.msg }, 'batch over its limits');
-    return { status: 422, body: stringifyExact({ detail: tooBig }) };
-  }
 
   const headers = correlationHeaders(ex.headers);
   if (span.recording) traceRequest(span, request, headers);
@@ -228,7 +203,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     const result = await batch;
     gw.experiments.recordBatch(compiled, request, plan, result);
     if (result.streamed !== undefined && ex.stream !== undefined) {
-      return streamedEnd(ex.stream, { t0, beforeDispatch, result, span, plan, lease, metrics, log: logsInfo(ex.log) ? ex.log : undefined, requestId }, () => ({
+      const overheadMs = endStreamed(ex.stream, { t0, beforeDispatch, result, span, plan, lease, metrics, log: logsInfo(ex.log) ? ex.log : undefined }, () => ({
         request_id: request.request_id,
         agent: agent.name,
         ...(ex.client === undefined ? {} : { client: ex.client }),
@@ -236,6 +211,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
         routes: countBy(plan.inputs.map((p) => p.route)),
         body_bytes: raw.length,
       }));
+      return { status: 200, body: '', requestId, overheadMs, streamed: true };
     }
     const t2 = performance.now();
     // Checked against the request before it is sent, every time (README "What happens to a batch", step 4).
@@ -283,46 +259,6 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
     if (lease !== undefined) void lease.abandon().catch(() => undefined);
   }
-}
-
-/** What a streamed batch's end reads of the batch. */
-interface StreamedEnd {
-  t0: number;
-  beforeDispatch: number;
-  result: BatchResult;
-  span: TraceSpan;
-  plan: BatchPlan;
-  lease: ReplayLease | undefined;
-  metrics: GatewayState['metrics'];
-  /** Set when the batch line is logged. */
-  log: Logger | undefined;
-  requestId: string | undefined;
-}
-
-/**
- * A streamed batch's end: its candidates were written in order as they came (so the order check holds by
- * construction) and are not held, so the answer is not stored for replay; its overhead goes out as a trailer.
- */
-function streamedEnd(stream: ResponseStream, e: StreamedEnd, fields: () => Record<string, unknown>): BatchAnswer {
-  const { result } = e;
-  const overheadMs = e.beforeDispatch - e.t0 + result.workMs;
-  e.metrics.overhead.observe(overheadMs / 1000);
-  if (e.span.recording) traceResult(e.span, e.plan, result, overheadMs);
-  if (e.lease !== undefined) e.metrics.replay.inc({ outcome: 'too_large' });
-  e.log?.info(
-    {
-      ...fields(),
-      candidates: result.streamed,
-      streamed: true,
-      backends: result.backends,
-      error_codes: result.errorCodes,
-      duration_ms: Math.round(performance.now() - e.t0),
-      overhead_ms: Math.round(overheadMs * 100) / 100,
-    },
-    'batch',
-  );
-  stream.end({ [OVERHEAD_HEADER]: overheadMs.toFixed(2) });
-  return { status: 200, body: '', requestId: e.requestId, overheadMs, streamed: true };
 }
 
 function hasGatewayError(codes: Record<string, number>): boolean {

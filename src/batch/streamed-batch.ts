@@ -3,11 +3,17 @@
  * sub-request can carry the whole batch and nothing else needs the whole answer, so writing candidates as they
  * arrive changes nothing but when they are written.
  */
-import type { AnswerSink } from '../dispatch/batch-types.js';
+import { performance } from 'node:perf_hooks';
+import type { AnswerSink, BatchResult } from '../dispatch/batch-types.js';
+import type { Logger } from '../logging.js';
 import type { BatchPlan, CompiledRoutes } from '../routing/plan.js';
+import type { ReplayLease } from '../state/index.js';
+import type { TraceSpan } from '../tracing/trace-span.js';
+import { traceResult } from './batch-span.js';
+import type { GatewayState } from './gateway-state.js';
 
 /** The header a streamed answer sends at its end, as a trailer, for it is known only then. */
-export const OVERHEAD_HEADER = 'x-gateway-overhead-ms';
+const OVERHEAD_HEADER = 'x-gateway-overhead-ms';
 
 /** The client's response written as it is produced; the HTTP fronts implement it. */
 export interface ResponseStream {
@@ -75,4 +81,44 @@ export class StreamSink implements AnswerSink {
   get gone(): boolean {
     return this.stream.gone;
   }
+}
+
+/** What a streamed batch's end reads of the batch. */
+interface StreamedEnd {
+  t0: number;
+  beforeDispatch: number;
+  result: BatchResult;
+  span: TraceSpan;
+  plan: BatchPlan;
+  lease: ReplayLease | undefined;
+  metrics: GatewayState['metrics'];
+  /** Set when the batch line is logged. */
+  log: Logger | undefined;
+}
+
+/**
+ * A streamed batch's end: its candidates were written in order as they came (so the order check holds by
+ * construction) and are not held, so the answer is not stored for replay; its overhead goes out as a trailer.
+ * Returns that overhead, in milliseconds.
+ */
+export function endStreamed(stream: ResponseStream, e: StreamedEnd, fields: () => Record<string, unknown>): number {
+  const { result } = e;
+  const overheadMs = e.beforeDispatch - e.t0 + result.workMs;
+  e.metrics.overhead.observe(overheadMs / 1000);
+  if (e.span.recording) traceResult(e.span, e.plan, result, overheadMs);
+  if (e.lease !== undefined) e.metrics.replay.inc({ outcome: 'too_large' });
+  e.log?.info(
+    {
+      ...fields(),
+      candidates: result.streamed,
+      streamed: true,
+      backends: result.backends,
+      error_codes: result.errorCodes,
+      duration_ms: Math.round(performance.now() - e.t0),
+      overhead_ms: Math.round(overheadMs * 100) / 100,
+    },
+    'batch',
+  );
+  stream.end({ [OVERHEAD_HEADER]: overheadMs.toFixed(2) });
+  return overheadMs;
 }
