@@ -8,7 +8,7 @@
  * per batch. A fixed growth factor bounds that, for some more resident memory between full GCs.
  *
  * The flag is one V8 reads at every full GC, so it takes effect when set at start. An operator who passes
- * `--heap-growing-percent` to node (on its command line or in NODE_OPTIONS) keeps theirs.
+ * `--heap-growing-percent=N` on node's command line keeps theirs (node refuses it in NODE_OPTIONS).
  */
 import { setFlagsFromString } from 'node:v8';
 
@@ -17,23 +17,14 @@ export type HeapGrowth = { source: 'config'; percent: number } | { source: 'node
 
 const NAMES = ['--heap-growing-percent', '--heap_growing_percent'];
 
-/** Whether one of node's arguments sets the flag (`--heap-growing-percent=N` or `--heap-growing-percent N`). */
-export function heapFlagGiven(args: readonly string[]): boolean {
-  return args.some((a) => NAMES.some((n) => a === n || a.startsWith(`${n}=`)));
-}
-
-/** node's arguments as NODE_OPTIONS gives them: separated by whitespace (quoting does not matter for a flag name). */
-function nodeOptionArgs(nodeOptions: string | undefined): string[] {
-  return (nodeOptions ?? '').split(' ').flatMap((a) => a.split('\t'));
+/** Whether one of node's arguments sets the flag. */
+export function heapFlagGiven(execArgv: readonly string[]): boolean {
+  return execArgv.some((a) => NAMES.some((n) => a === n || a.startsWith(`${n}=`)));
 }
 
 /** Applies `percent` unless node was started with the flag; 0 leaves V8's own heuristic. */
-export function applyHeapGrowth(
-  percent: number,
-  execArgv: readonly string[] = process.execArgv,
-  nodeOptions: string | undefined = process.env.NODE_OPTIONS,
-): HeapGrowth {
-  if (heapFlagGiven(execArgv) || heapFlagGiven(nodeOptionArgs(nodeOptions))) return { source: 'node-flag' };
+export function applyHeapGrowth(percent: number, execArgv: readonly string[] = process.execArgv): HeapGrowth {
+  if (heapFlagGiven(execArgv)) return { source: 'node-flag' };
   if (percent === 0) return { source: 'v8-default' };
   setFlagsFromString(`--heap-growing-percent=${percent}`);
   return { source: 'config', percent };

@@ -69,3 +69,18 @@ test("the stores' onAbort works on it: at once when already aborted, later when 
   assert.equal(atOnce, 1);
   off();
 });
+
+test("onAbort: a callback unregistered by an earlier one while the signal aborts does not run, on either kind of signal", () => {
+  for (const make of [() => new BatchSignal(), () => new AbortController()]) {
+    const made = make();
+    const signal = made instanceof AbortController ? made.signal : made;
+    let second = 0;
+    let offSecond = (): void => {};
+    onAbort(signal, () => offSecond());
+    offSecond = onAbort(signal, () => {
+      second++;
+    });
+    made.abort();
+    assert.equal(second, 0, made.constructor.name);
+  }
+});

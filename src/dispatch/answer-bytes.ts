@@ -33,7 +33,7 @@ function bytesOf(out: AgentOutput): CandidateBytes | undefined {
 }
 
 function setBytes(out: AgentOutput, b: CandidateBytes): void {
-  Object.defineProperty(out, BYTES, { value: b, enumerable: false });
+  Object.defineProperty(out, BYTES, { value: b, enumerable: false, configurable: true });
 }
 
 /** The memory tag a candidate carries: known without decoding memory for the candidates built here. */
@@ -84,7 +84,10 @@ const decode = (c: LazyCandidate, s: { start: number; end: number }): unknown =>
  * (docs/gateway-behaviour.md, "Batches die young"). The indexer proved each value's type (answer-index.ts); the
  * schemas fill defaults as zod did.
  */
-const CANDIDATE_FIELDS: PropertyDescriptorMap = {
+/** The fields a candidate built here holds as accessors: every AgentOutput field but the four set as values. */
+type LazyFields = Record<Exclude<keyof AgentOutput, 'request_id' | 'source_id' | 'candidate_index' | 'status'>, PropertyDescriptor>;
+
+const CANDIDATE_FIELDS: LazyFields = {
   memory: {
     get: function (this: Lazy): JsonObject {
       const c = this[LAZY];

@@ -8,7 +8,7 @@
 import { isNumberMark } from './exact-json.js';
 import { RawJson, type InputSlices } from './raw-json.js';
 import type { InputIndex, RequestIndex, Span } from './request-index.js';
-import type { IndexedAgentInput, IndexedAgentRequest } from './types.js';
+import type { AgentInput, IndexedAgentInput, IndexedAgentRequest, JsonObject } from './types.js';
 
 const EMPTY_OBJECT = RawJson.of('{}');
 const EMPTY_LIST = RawJson.of('[]');
@@ -24,12 +24,12 @@ function slice(buf: Buffer, span: Span | undefined, absent: RawJson): RawJson {
  * their getters reach (the whole body and index), alive through young-generation GCs until the next full one
  * (docs/gateway-behaviour.md, "Batches die young").
  */
-const INPUT_FIELDS: PropertyDescriptorMap = {
+const INPUT_FIELDS: Record<Exclude<keyof AgentInput, 'id' | 'instruction' | 'num_outputs' | 'raw'>, PropertyDescriptor> = {
   // The indexer proved each value's type (a list of objects, an object) before these slices were made.
-  tools: { get: function (this: IndexedAgentInput) { return this.raw.tools.value(); }, enumerable: true, configurable: true },
-  attributes: { get: function (this: IndexedAgentInput) { return this.raw.attributes.value(); }, enumerable: true, configurable: true },
-  memory: { get: function (this: IndexedAgentInput) { return this.raw.memory.value(); }, enumerable: true, configurable: true },
-  extra_keys: { get: function (this: IndexedAgentInput) { return this.raw.extraKeys.value(); }, enumerable: true, configurable: true },
+  tools: { get: function (this: IndexedAgentInput): JsonObject[] { return this.raw.tools.value() as JsonObject[]; }, enumerable: true, configurable: true },
+  attributes: { get: function (this: IndexedAgentInput): JsonObject { return this.raw.attributes.value() as JsonObject; }, enumerable: true, configurable: true },
+  memory: { get: function (this: IndexedAgentInput): JsonObject { return this.raw.memory.value() as JsonObject; }, enumerable: true, configurable: true },
+  extra_keys: { get: function (this: IndexedAgentInput): JsonObject { return this.raw.extraKeys.value() as JsonObject; }, enumerable: true, configurable: true },
 };
 
 function inputOf(buf: Buffer, index: InputIndex, memoryKey: string): IndexedAgentInput {

@@ -122,6 +122,11 @@ export class LocalReplay {
   private store(requestId: string, hash: string, body: string | AnswerBody, answerBytes: number): void {
     this.expire();
     const bytes = answerBytes + ENTRY_BYTES;
+    // One entry larger than the whole cache would evict every other one and then itself.
+    if (bytes > this.limits.capBytes) {
+      this.stats.replayTooLarge++;
+      return;
+    }
     const done: Done = { state: 'done', hash, body, bytes, expiresAt: Date.now() + this.limits.ttlMs };
     this.entries.set(requestId, done);
     this.doneOrder.push(requestId, done);
@@ -150,7 +155,7 @@ export class LocalReplay {
     }
   }
 
-  /** Drops `entry` if it is still the one stored for `requestId` (a clear may have replaced it); true if so. */
+  /** Drops `entry` if it is still the one stored for `requestId`; true if so. */
   private drop(requestId: string, entry: Done): boolean {
     if (this.entries.get(requestId) !== entry) return false;
     this.entries.delete(requestId);

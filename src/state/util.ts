@@ -18,11 +18,19 @@ export function onAbort(signal: AbortLike | undefined, fn: () => void): () => vo
     fn();
     return () => {};
   }
-  const entry = (): void => fn(); // a distinct entry per registration, even for the same fn
   if (signal instanceof BatchSignal) {
-    signal.addEventListener('abort', entry);
-    return () => signal.removeEventListener('abort', entry);
+    // A BatchSignal runs the listeners it had when it aborted: one unregistered by an earlier one is skipped here.
+    let live = true;
+    const listener = (): void => {
+      if (live) fn();
+    };
+    signal.addEventListener('abort', listener);
+    return () => {
+      live = false;
+      signal.removeEventListener('abort', listener);
+    };
   }
+  const entry = (): void => fn(); // a distinct entry per registration, even for the same fn
   let fns = abortCallbacks.get(signal);
   if (fns === undefined) {
     const set = new Set<() => void>();

@@ -84,4 +84,14 @@ describe('local replay', () => {
     assert.equal(bytesOf(await r.begin('r19', 'h')), '[{"a":123}]', 'the newest stays');
     assert.equal((await r.begin('r0', 'h')).kind, 'compute', 'the oldest went first');
   });
+
+  it('does not store an answer that with its bookkeeping is larger than the whole cache, and keeps the others', async () => {
+    const { replay: r, stats } = replay(4 * KB);
+    await store(r, 'small', '[{"a":1}]');
+    await store(r, 'large', `[${'x'.repeat(3500)}]`);
+    assert.equal(stats.replayTooLarge, 1);
+    assert.equal(stats.replayEvicted, 0);
+    assert.equal(bytesOf(await r.begin('small', 'h')), '[{"a":1}]');
+    assert.equal((await r.begin('large', 'h')).kind, 'compute');
+  });
 });
