@@ -4,8 +4,7 @@
  * the batch limits before anything is routed. A body that is not UTF-8 is a 400, a request the contract or the
  * limits refuse a 422 with FastAPI's detail; an empty batch is answered `[]` at once.
  */
-import type { GatewayConfig } from '../config/schema.js';
-import { mbToBytes } from '../config/schema.js';
+import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import { errorBody } from '../errors.js';
 import type { Logger } from '../logging.js';
 import { stringifyExact } from '../protocol/exact-json.js';

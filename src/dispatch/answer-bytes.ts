@@ -77,6 +77,9 @@ type Lazy = { readonly [LAZY]: LazyCandidate };
 
 const decode = (c: LazyCandidate, s: { start: number; end: number }): unknown => parseExact(c.buf.toString('utf8', s.start, s.end)).value;
 
+/** The fields a candidate built here holds as accessors: every AgentOutput field but the four set as values. */
+type LazyFields = Record<Exclude<keyof AgentOutput, 'request_id' | 'source_id' | 'candidate_index' | 'status'>, PropertyDescriptor>;
+
 /**
  * An indexed candidate's decoded fields, as own enumerable accessors shared by every candidate. Not an object
  * literal's getters: those are new functions per candidate, and V8 kept such candidates, with everything their
@@ -84,9 +87,6 @@ const decode = (c: LazyCandidate, s: { start: number; end: number }): unknown =>
  * (docs/gateway-behaviour.md, "Batches die young"). The indexer proved each value's type (answer-index.ts); the
  * schemas fill defaults as zod did.
  */
-/** The fields a candidate built here holds as accessors: every AgentOutput field but the four set as values. */
-type LazyFields = Record<Exclude<keyof AgentOutput, 'request_id' | 'source_id' | 'candidate_index' | 'status'>, PropertyDescriptor>;
-
 const CANDIDATE_FIELDS: LazyFields = {
   memory: {
     get: function (this: Lazy): JsonObject {
