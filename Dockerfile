@@ -6,9 +6,12 @@
 #   docker run --entrypoint node magma-gateway dist/demo/agents/talker.js --host 0.0.0.0 --port 8101
 # docker-compose.yml wires it up with Redis, the demo agents, Prometheus and Grafana (config/gateway.docker.yaml).
 # The entrypoint is node itself (no npm, no shell), so SIGTERM reaches the gateway and it drains before exiting.
+# --heap-growing-percent=150 is a V8 flag for node's command line (node refuses it in NODE_OPTIONS): batches hold
+# megabytes in Buffers outside a small JS heap, where V8's own growth ran a full GC every batch or two
+# (docs/performance.md#v8-flags). deploy/kubernetes and docker-compose.yml pass the same command.
 
 # ---- build: compile TypeScript (tsc -> dist/) with the dev dependencies ----
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -17,7 +20,7 @@ COPY . .
 RUN npm run build
 
 # ---- runtime: production dependencies and compiled JavaScript only ----
-FROM node:20-slim AS runtime
+FROM node:24-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -32,5 +35,5 @@ EXPOSE 8888 9901
 # Ready = every route has a ready backend (GET /health answers 200). Demo agent containers override this.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8888/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "dist/src/cli.js"]
+ENTRYPOINT ["node", "--heap-growing-percent=150", "dist/src/cli.js"]
 CMD ["--config", "config/gateway.standalone.yaml"]

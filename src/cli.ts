@@ -22,7 +22,6 @@ import { VALIDATE_USAGE, validateCommand } from './commands/validate.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 import { parseHostPort } from './config/schema.js';
 import { closest } from './config/nearest-name.js';
-import { applyHeapGrowth } from './heap-tuning.js';
 import { loggerOptions } from './logging.js';
 import { reloadGateway } from './reload.js';
 import { shutdownGateway } from './shutdown.js';
@@ -92,10 +91,7 @@ async function serve(argv: string[]): Promise<number> {
     process.stderr.write(`magma-gateway: ${err instanceof ConfigError ? err.message : String(err)}\n`);
     return 2;
   }
-  // Process-wide, before the first batch: see src/heap-tuning.ts.
-  const heap = applyHeapGrowth(config.server.heap_growing_percent);
   const app = await buildApp({ config, configPath: path, logger: loggerOptions(opts.logLevel ?? config.log_level) });
-  if (heap.source === 'node-flag') app.log.info('server.heap_growing_percent not applied: node was started with --heap-growing-percent');
   const host = opts.host ?? config.server.host;
   const port = opts.port ?? config.server.port;
   if (!(await listenOrExplain(app, host, port))) return 2;

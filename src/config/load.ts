@@ -226,8 +226,21 @@ function segments(path: readonly PropertyKey[]): PathSegment[] {
   return path.map((s) => (typeof s === 'number' ? s : String(s)));
 }
 
+/**
+ * Keys an earlier version accepted, with what replaces them. A file that still has one is refused with the
+ * replacement named, rather than accepted with the key silently doing nothing (docs/configuration.md#removed-keys).
+ */
+const REMOVED_KEYS: ReadonlyMap<string, string> = new Map([
+  [
+    'server.heap_growing_percent',
+    "pass --heap-growing-percent=N on node's command line instead (the npm start script, the Docker image and deploy/kubernetes pass 150)",
+  ],
+]);
+
 /** `unknown key "timeout" (did you mean "timeout_s"?)`, the suggestion only when one is close. */
 function unknownKeyMessage(path: readonly PathSegment[], key: string): string {
+  const replacement = REMOVED_KEYS.get([...path, key].join('.'));
+  if (replacement !== undefined) return `key "${key}" was removed: ${replacement}`;
   const known = knownKeysAt(path);
   const near = closest(key, known);
   return `unknown key "${key}"${near === undefined ? '' : ` (did you mean "${near}"?)`}`;

@@ -289,12 +289,6 @@ export const configSchema = z.strictObject({
       max_connections: z.number().int().positive().default(1024),
       /** Longest a shutdown waits for batches in flight before closing every connection. */
       drain_timeout_s: positive.default(30),
-      /**
-       * How far V8 lets the JS heap grow past what survived a full GC before the next one, in percent (V8's
-       * --heap-growing-percent; 0 leaves V8's own choice). Batches hold megabytes in Buffers outside a small JS
-       * heap, where V8's own choice runs a full GC every batch or two. Read at start; node's own flag wins.
-       */
-      heap_growing_percent: z.number().int().min(0).max(1000).default(150),
       /** Serve HTTPS on the agent port; absent = plain HTTP. Files are re-read on every reload. */
       tls: serverTlsSchema.optional(),
     })

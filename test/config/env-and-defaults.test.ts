@@ -88,7 +88,6 @@ test('defaults fill every key a minimal file leaves out', () => {
     keep_alive_timeout_s: 72,
     max_connections: 1024,
     drain_timeout_s: 30,
-    heap_growing_percent: 150,
   });
   assert.equal(c.agent.agent_id, 'magma-gateway');
   assert.equal(c.memory_key, '_gateway');

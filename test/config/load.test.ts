@@ -37,6 +37,11 @@ test('an unknown top-level key is named with its line and column', () => {
   assertProblem(err, '1:1', 'sever', 'unknown key "sever"');
 });
 
+test('a removed key is refused with what replaces it, at its line (server.heap_growing_percent is a node flag now)', () => {
+  const err = errorOf(yaml('server:', '  port: 8888', '  heap_growing_percent: 150', ...BACKENDS, 'routes:', '  - { name: d, backend: qwen }'));
+  assertProblem(err, '3:3', 'server.heap_growing_percent', 'key "heap_growing_percent" was removed: pass --heap-growing-percent=N on node\'s command line');
+});
+
 test('an unknown key in a backend is named with its path and line', () => {
   const err = errorOf(
     yaml(...BACKENDS, '  mistral:', '    url: http://127.0.0.1:8003', '    timeout: 5', 'routes:', '  - { name: d, backend: qwen }'),

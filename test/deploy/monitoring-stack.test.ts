@@ -83,7 +83,7 @@ const adminPort = Number(must(config.admin.listen, 'admin.listen').split(':').at
 
 describe('monitoring stack files', () => {
   it('the gateway command names a config file of the repo that the gateway loads', () => {
-    assert.deepEqual(gatewayArgs.slice(0, 2), ['node', 'dist/src/cli.js']);
+    assert.deepEqual(gatewayArgs.slice(0, 3), ['node', '--heap-growing-percent=150', 'dist/src/cli.js']);
     assert.deepEqual(Object.keys(config.backends).sort(), ['actor', 'talker']);
     assert.deepEqual(config.routes.map((r) => [r.name, r.match === undefined]), [['ensemble', false], ['ab', true]]);
   });
@@ -107,7 +107,7 @@ describe('monitoring stack files', () => {
   });
 
   it('the Dockerfile builds with npm, runs as node, and everything it copies is in the build context', () => {
-    assert.deepEqual(stages.map((s) => s.from.getImage()), ['node:20-slim', 'node:20-slim']);
+    assert.deepEqual(stages.map((s) => s.from.getImage()), ['node:24-slim', 'node:24-slim']);
     const runs = (i: typeof build): string => i.getInstructions().filter((x) => x.getKeyword() === 'RUN').map((x) => x.getArgumentsContent()).join('\n');
     assert.match(runs(build), /npm ci\b[\s\S]*npm run build\b/);
     assert.match(runs(runtime), /npm ci\b[^\n]*--omit=dev/);
@@ -115,7 +115,8 @@ describe('monitoring stack files', () => {
     assert.ok(copies.includes('--from=build /app/dist ./dist'), 'the runtime copies dist/ from the build stage');
     assert.ok(copies.includes('package.json package-lock.json ./'), 'package.json is next to dist/ (the gateway reads its version from it)');
     assert.ok(copies.includes('config ./config'), 'the runtime copies config/');
-    assert.deepEqual(execForm(runtime, 'ENTRYPOINT'), ['node', 'dist/src/cli.js']);
+    // The V8 flag goes on node's command line, the only place node takes it (docs/performance.md#v8-flags).
+    assert.deepEqual(execForm(runtime, 'ENTRYPOINT'), ['node', '--heap-growing-percent=150', 'dist/src/cli.js']);
     assert.equal(runtime.getInstructions().filter((i) => i.getKeyword() === 'USER').at(-1)?.getArgumentsContent(), 'node');
     assert.ok(exists('src/cli.ts'), 'dist/src/cli.js is compiled from src/cli.ts');
 
