@@ -1,5 +1,5 @@
 /**
- * The layering README "Development" draws, checked by test/architecture.test.ts (so `npm test` fails on a
+ * The layering docs/development.md draws, checked by test/architecture.test.ts (so `npm test` fails on a
  * cycle or an upward import). Layers, bottom to top; a module may import its own layer and any layer below:
  *   protocol -> config -> routing -> upstream -> dispatch -> batch core -> HTTP -> app/cli
  * Infrastructure (state, metrics, logging, tracing, errors, abort, patterns, fd-limit) sits beside them: importable from any
@@ -19,7 +19,7 @@ const INFRA = '^src/(state/|patterns/|tracing/|metrics\\.ts$|logging\\.ts$|error
 
 const upward = LAYERS.slice(0, -1).map((layer, i) => ({
   name: `layer-${layer.name}-imports-downward-only`,
-  comment: `${layer.name} may import only layers below it (README "Development")`,
+  comment: `${layer.name} may import only layers below it (docs/development.md)`,
   severity: 'error',
   from: { path: layer.path },
   to: { path: LAYERS.slice(i + 1).map((l) => l.path) },

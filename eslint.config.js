@@ -13,8 +13,8 @@ export default tseslint.config(
     },
   },
   {
-    // Two ways of making an object that V8 keeps past its time (docs/gateway-behaviour.md, "Performance
-    // targets"): both kept every small batch alive until a full GC before they were taken out.
+    // Two ways of making an object that V8 keeps past its time (docs/performance.md#targets):
+    // both kept every small batch alive until a full GC before they were taken out.
     files: ['src/**/*.ts'],
     rules: {
       'no-restricted-syntax': [

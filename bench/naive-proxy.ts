@@ -2,8 +2,8 @@
  * The bench's "naive proxy" reference: the cheapest proxy that reads what it forwards. Raw node:http in front,
  * one undici Pool behind, `JSON.parse` of the request with a shallow check (an object with an `inputs` array),
  * the parsed request re-serialized to the backend, the answer parsed and re-serialized to the client. No
- * lossless numbers, no strict validation, no routing, metrics, replay or logging: what docs/gateway-behaviour.md
- * ("Performance targets") compares with as "a naive
+ * lossless numbers, no strict validation, no routing, metrics, replay or logging: what (docs/performance.md#targets)
+ * compares with as "a naive
  * proxy that parses and shallow-validates", to show what the gateway's features cost on top of reading JSON.
  *
  *   node dist/bench/naive-proxy.js --upstream http://127.0.0.1:PORT [--port 0]

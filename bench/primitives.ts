@@ -1,6 +1,6 @@
 /**
- * Micro-bench of the per-batch primitives the hot path chose between (S1, docs/gateway-behaviour.md "Performance
- * targets"): what one batch pays for
+ * Micro-bench of the per-batch primitives the hot path chose between (S1, docs/performance.md#targets):
+ * what one batch pays for
  * its cancellation signal, its deadline timer and its replay bookkeeping.
  *
  *   node dist/bench/primitives.js [--n 200000]

@@ -1,6 +1,6 @@
 /**
  * The bench's scenarios as data: what each one runs (its parameters) and the targets its figures are held to
- * (docs/gateway-behaviour.md#performance-targets), side by side. The runner (bench/lib/run.ts) reads this table;
+ * (docs/performance.md#targets), side by side. The runner (bench/lib/run.ts) reads this table;
  * changing a load, a size or a limit is an edit here only.
  */
 import { ratio } from './lib/stats.js';

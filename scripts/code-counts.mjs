@@ -1,4 +1,4 @@
-// Prints the code-health counts README "Development" tracks, from the sources (no build needed):
+// Prints the code-health counts docs/development.md tracks, from the sources (no build needed):
 //   casts      `as` casts in src/ (`as const` is not a cast) and non-null `!` (definite assignments included),
 //              each also counted "with a comment" when a comment sits on its line or the line before
 //   cycles     import cycles between modules and between folders of src/ (dependency-cruiser, the repo's

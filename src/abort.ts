@@ -3,7 +3,7 @@
  *
  * Why not AbortController: on Node 20 creating one costs about 3 µs and each add/remove listener pair about
  * 2 µs more (`node dist/bench/primitives.js`), paid by every batch and every sub-request of it, on a path whose
- * whole budget is a few tens of µs (S1, docs/gateway-behaviour.md "Performance targets"). A batch is cancelled
+ * whole budget is a few tens of µs (S1, docs/performance.md#targets). A batch is cancelled
  * rarely, so its signal only needs to be a
  * flag and a short list of callbacks. Everything that waits on a batch (backend calls, replay waits, permit
  * queues) accepts `AbortLike`, which a real AbortSignal satisfies too.

@@ -1,5 +1,5 @@
 /**
- * The admin listener (README "Admin listener"): a second fastify instance, apart from the agent port the way
+ * The admin listener (docs/operations.md#admin-api): a second fastify instance, apart from the agent port the way
  * Envoy keeps its admin port apart, serving the admin API (/gateway/*) and the backend passthrough. It shares
  * the agent app's gateway state (runtime, metrics, store), is built with it when `admin.listen` is set, and is
  * started and closed with it (app.ts); the CLI listens on both. Without `admin.listen` none of it is served.

@@ -1,5 +1,5 @@
 /**
- * Admission of request bodies by size (`server.max_bytes_in_flight_mb`, README "Limits and timeouts").
+ * Admission of request bodies by size (`server.max_bytes_in_flight_mb`, docs/configuration.md#limits-and-timeouts).
  *
  * Every batch holds its body in memory (and more: parsed values, the answer) until it is answered, so the
  * bodies held at once are bounded. A batch that would go over the budget is not refused (BENCH aborts a

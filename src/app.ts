@@ -52,7 +52,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     return503OnClosing: true,
     // POST /v1/responses is answered before fastify (routes/batch-front.ts); the rest goes to fastify.
     serverFactory: (handler) => createFrontServer(handler, () => front.host, config.server),
-    // A client key in the address (`/k/<key>/...`, README "Client keys") is not part of the path fastify
+    // A client key in the address (`/k/<key>/...`, docs/operations.md#client-keys) is not part of the path fastify
     // routes; the listening front strips it first, this covers requests that skip the front (app.inject).
     rewriteUrl: rewriteKeyUrl,
   });

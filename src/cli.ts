@@ -3,7 +3,7 @@
  * The `magma-gateway` command. The entry point only reads its arguments, loads config, listens and handles
  * signals (house style); everything else is built by buildApp. Every mistake on the command line (an unknown
  * option or command, a bad value, a port already in use) is one line plus the usage and exit code 2, never a
- * stack trace (README "Command line").
+ * stack trace (docs/operations.md#command-line).
  *
  *   magma-gateway [serve] [--config FILE] [--host H] [--port P] [--log-level L]   serve
  *   magma-gateway validate [--config FILE]                                       check a config, do not start

@@ -1,8 +1,8 @@
 /**
  * The one registry of error codes the gateway itself produces inside error candidates
- * (docs/gateway-behaviour.md "Failures and error codes"; docs/agent-contract.md "Agent and HTTP errors": an
+ * (docs/protocol-fidelity.md#failures; docs/protocol-fidelity.md#agent-and-http-errors: an
  * AgentError has a nonempty code and message,
- * component names the backend). Every code here is documented in the README; a test checks it.
+ * component names the backend). Every code here is documented in docs/errors.md; a test checks it.
  */
 const GATEWAY_ERRORS = {
   gateway_backend_timeout: 'The backend did not answer within its timeout_s (or the batch deadline ran out).',
@@ -40,7 +40,7 @@ export interface AttemptFailure {
 /**
  * The one registry of every other error the gateway raises: thrown errors (config, CLI usage, state, internal
  * invariants) and the HTTP error answers of every listener, whose JSON body is `{"detail": ..., "code": ...}`.
- * Named like fastify's FST_ERR_* and undici's UND_ERR_*; each is documented in README ("Error codes"), and a
+ * Named like fastify's FST_ERR_* and undici's UND_ERR_*; each is documented in (docs/errors.md), and a
  * test checks that every `throw` in src uses a code from here. `status` is the HTTP status the code is answered
  * with, where it is an HTTP answer.
  */

@@ -1,7 +1,7 @@
 /**
  * The process's open-file limit, so that `server.max_connections` never lets client connections take every
  * descriptor: at the limit, accept() fails for everyone and so do the gateway's own backend connections, Redis
- * and probes, which would turn a flood of idle clients into failed batches for all (README "Limits and timeouts").
+ * and probes, which would turn a flood of idle clients into failed batches for all (docs/configuration.md#limits-and-timeouts).
  */
 import { readFileSync } from 'node:fs';
 

@@ -1,6 +1,6 @@
 /**
  * The gateway's pino options in one place: JSON lines on stdout with ISO-8601 timestamps, which log
- * collectors and people read without converting epoch milliseconds (README "Logs").
+ * collectors and people read without converting epoch milliseconds (docs/operations.md#logs).
  */
 import { stdTimeFunctions, type LoggerOptions } from 'pino';
 

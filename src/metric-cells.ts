@@ -1,5 +1,5 @@
 /**
- * Per-batch counts of the hot path (README "Metrics"), kept per label set in plain numbers and added to their
+ * Per-batch counts of the hot path (docs/operations.md#metrics), kept per label set in plain numbers and added to their
  * prom-client series when the registry is read (the series' collect hook): a scrape sees every count made
  * before it, exactly as if each had gone to prom-client at once.
  *

@@ -1,9 +1,9 @@
 /**
- * Prometheus metrics (README "Metrics"). One registry per app instance, so tests can run several gateways in one
+ * Prometheus metrics (docs/operations.md#metrics). One registry per app instance, so tests can run several gateways in one
  * process. Label values are bounded: backend, replica and route names come from config, and error codes are
  * capped per backend (a backend that invents a new code per request cannot grow the series without bound).
  *
- * `route` is always a routing rule, within the `agent` (README "Virtual agents") whose route table it is: two
+ * `route` is always a routing rule, within the `agent` (docs/routing.md#virtual-agents) whose route table it is: two
  * agents may both have a route `ab`. The HTTP series say `endpoint` for the URL path. Every series whose label
  * values come from config exists at 0 from the start (initSeries), so a dashboard shows 0 for an event that has
  * not happened yet rather than "no data", and `rate()` sees the first event as an increase.
@@ -377,7 +377,7 @@ export class GatewayMetrics {
         this.probeFailures.inc({ backend, replica }, 0);
       }
     }
-    // Per agent (README "Virtual agents"): its routes' series, and the error codes of the backends they reach.
+    // Per agent (docs/routing.md#virtual-agents): its routes' series, and the error codes of the backends they reach.
     const tables = agentTables(config);
     for (const { name: agent, routes } of tables) {
       const reached = new Set<string>();

@@ -1,5 +1,5 @@
 /**
- * Hot reload (docs/gateway-behaviour.md, "Hot reload"): SIGHUP or `POST /gateway/reload` re-reads the config file. A
+ * Hot reload (docs/operations.md#hot-reload): SIGHUP or `POST /gateway/reload` re-reads the config file. A
  * valid file becomes a new
  * GatewayRuntime, probed once before it takes traffic, then swapped in as `app.gateway.current`: batches that
  * started on the old runtime finish on it (they hold it from their first line), and the old runtime closes its
@@ -35,12 +35,12 @@ interface ReloadReport {
   trigger: ReloadTrigger;
   config_path: string;
   backends: { added: string[]; removed: string[]; changed: string[] };
-  /** Client names only (README "Client keys"): `changed` is a new key or new limits, never shown. */
+  /** Client names only (docs/operations.md#client-keys): `changed` is a new key or new limits, never shown. */
   clients: { added: string[]; removed: string[]; changed: string[] };
   /** The default agent's route names. */
   routes: string[];
   /**
-   * Virtual agents (README "Virtual agents") the reload added, removed or changed; batches in flight on a
+   * Virtual agents (docs/routing.md#virtual-agents) the reload added, removed or changed; batches in flight on a
    * removed agent finish on the old config. `not_ready_routes`: per agent, its routes without a ready backend.
    */
   agents: { added: string[]; removed: string[]; changed: string[]; not_ready_routes: Record<string, string[]> };
@@ -168,7 +168,7 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
   let applyTls: (server: unknown) => void;
   try {
     const loaded = keepRestartOnly(running.config, loadConfigFile(path));
-    // The certificate files are re-read now: one that cannot be read refuses the reload (README "TLS").
+    // The certificate files are re-read now: one that cannot be read refuses the reload (docs/deployment.md#tls).
     const tls = prepareServerTlsReload(running.config.server.tls, loaded.config.server.tls);
     kept = [...loaded.kept, ...tls.kept];
     applyTls = tls.apply;

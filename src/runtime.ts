@@ -1,6 +1,6 @@
 /**
  * Everything built from one config: every agent's compiled routes, upstream pools, the prober. A batch takes the runtime
- * current when it starts and finishes on it, so a reload (README "Hot reload") swaps in a new runtime without touching
+ * current when it starts and finishes on it, so a reload (docs/operations.md#hot-reload) swaps in a new runtime without touching
  * batches in flight; the old one closes its pools once they drain.
  */
 import type { Logger } from './logging.js';
@@ -19,13 +19,13 @@ import { NOOP_TRACING, type Tracing } from './tracing/trace-span.js';
 import { ClientTable } from './clients/client-table.js';
 
 export class GatewayRuntime {
-  /** Every agent of the config (README "Virtual agents"), each with its compiled routes. */
+  /** Every agent of the config (docs/routing.md#virtual-agents), each with its compiled routes. */
   readonly agents: CompiledAgents;
   readonly upstreams: Upstreams;
   readonly prober: Prober;
   readonly budget: RetryBudget;
   readonly shadows: ShadowLimiter;
-  /** Client keys (README "Client keys"); undefined without `clients:`, when every agent endpoint is open. */
+  /** Client keys (docs/operations.md#client-keys); undefined without `clients:`, when every agent endpoint is open. */
   readonly clients: ClientTable | undefined;
   private readonly ejections: SharedEjections | undefined;
   private readonly log: Logger;
@@ -55,7 +55,7 @@ export class GatewayRuntime {
   }
 
   /**
-   * This config's tracing (README "Tracing"): the no-op one until startTracing has run, and for good unless
+   * This config's tracing (docs/operations.md#tracing): the no-op one until startTracing has run, and for good unless
    * tracing.otlp_endpoint is set.
    */
   get tracing(): Tracing {

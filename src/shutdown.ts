@@ -1,5 +1,5 @@
 /**
- * Stopping the gateway on SIGTERM/SIGINT without keeping anyone waiting (README "Limits and timeouts").
+ * Stopping the gateway on SIGTERM/SIGINT without keeping anyone waiting (docs/configuration.md#limits-and-timeouts).
  *
  * Draining: `/health` answers 503 (a load balancer stops sending), new connections are refused, idle
  * keep-alive connections are closed, and every answer still to come carries `Connection: close`, so each

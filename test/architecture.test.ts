@@ -1,5 +1,5 @@
 /**
- * The layering of README "Development", checked by dependency-cruiser with the repository's own rules
+ * The layering of docs/development.md, checked by dependency-cruiser with the repository's own rules
  * (.dependency-cruiser.cjs): no import cycle (module or folder), layers import downward only, infrastructure
  * imports no layer above config, fastify only in the HTTP layer and the app. A second test runs the same rules
  * on a small tree with a deliberate upward import, a cycle and a fastify import, so a config that silently
@@ -40,7 +40,7 @@ function describe(vs: Violation[]): string {
   return vs.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`).join('\n');
 }
 
-test('src/ has no import cycle and imports downward only (README "Development")', () => {
+test('src/ has no import cycle and imports downward only (docs/development.md)', () => {
   const vs = cruise(repo);
   assert.deepEqual(vs, [], describe(vs));
 });

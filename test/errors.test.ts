@@ -7,16 +7,16 @@ import { codeForStatus, errorBody, GATEWAY_ERR, GATEWAY_ERROR_CODES, GatewayErro
 
 const GATEWAY_ERR_CODES = Object.keys(GATEWAY_ERR) as (keyof typeof GATEWAY_ERR)[]; // Object.keys types its result string[]
 
-const readme = readFileSync('README.md', 'utf8');
+const page = readFileSync('docs/errors.md', 'utf8');
 
-test('every gateway error code is documented in the README error table', () => {
+test('every gateway error code is documented in the error table of docs/errors.md', () => {
   for (const code of GATEWAY_ERROR_CODES) {
-    assert.match(readme, new RegExp(`^\\| \`${code}\` \\| .+ \\|$`, 'm'), `${code} missing from the README table`);
+    assert.match(page, new RegExp(`^\\| \`${code}\` \\| .+ \\|$`, 'm'), `${code} missing from the table of docs/errors.md`);
   }
 });
 
-test('the README documents no gateway error code that does not exist', () => {
-  const documented = [...readme.matchAll(/^\| `(gateway_[a-z_]+)` \|/gm)].map((m) => m[1]);
+test('docs/errors.md documents no gateway error code that does not exist', () => {
+  const documented = [...page.matchAll(/^\| `(gateway_[a-z_]+)` \|/gm)].map((m) => m[1]);
   assert.deepEqual([...new Set(documented)].sort(), [...GATEWAY_ERROR_CODES].sort());
 });
 
@@ -28,12 +28,12 @@ test('HTTP statuses map to the documented codes', () => {
   assert.equal(codeForStatus(429), 'gateway_backend_rejected');
 });
 
-test('every GATEWAY_ERR_* code is documented in the README table with its status, and no other is', () => {
+test('every GATEWAY_ERR_* code is documented in the table of docs/errors.md with its status, and no other is', () => {
   for (const code of GATEWAY_ERR_CODES) {
     const status = String(statusOf(code) ?? '—');
-    assert.match(readme, new RegExp(`^\\| \`${code}\` \\| ${status} \\| .+ \\|$`, 'm'), `${code} missing from the README table`);
+    assert.match(page, new RegExp(`^\\| \`${code}\` \\| ${status} \\| .+ \\|$`, 'm'), `${code} missing from the table of docs/errors.md`);
   }
-  const documented = [...readme.matchAll(/^\| `(GATEWAY_ERR_[A-Z_]+)` \|/gm)].map((m) => m[1]);
+  const documented = [...page.matchAll(/^\| `(GATEWAY_ERR_[A-Z_]+)` \|/gm)].map((m) => m[1]);
   assert.deepEqual([...new Set(documented)].sort(), [...GATEWAY_ERR_CODES].sort());
   assert.equal(documented.length, GATEWAY_ERR_CODES.length, 'a code is documented twice');
 });
@@ -97,7 +97,7 @@ test('every throw in src raises a GatewayError (so a registered code); a plain E
 });
 
 test('every HTTP error body in src is built by errorBody (detail + code), but the FastAPI-shaped 422', () => {
-  // The 422 for an invalid AgentRequest keeps FastAPI's exact `{"detail": [...]}` (README "Error codes").
+  // The 422 for an invalid AgentRequest keeps FastAPI's exact `{"detail": [...]}` (docs/errors.md).
   const fastApi422 = new Set([join('src', 'routes', 'validation-answer.ts'), join('src', 'batch', 'read-batch.ts')]);
   const bad: string[] = [];
   for (const { path, text } of srcFiles) {

@@ -1,5 +1,5 @@
 /**
- * Client keys never reach a log line or an admin view (README "Client keys", "Logs"): a whole run of a gateway
+ * Client keys never reach a log line or an admin view (docs/operations.md#client-keys and docs/operations.md#logs): a whole run of a gateway
  * with clients (start summary and config warnings, batches on both fronts with keys in the address and in
  * headers, wrong keys, unknown paths, a key pasted twice, an invalid body, an over-limit batch, app.inject, the
  * admin config view and a reload that changes a key) is captured line by line at the most verbose level, and

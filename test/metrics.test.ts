@@ -1,5 +1,5 @@
 /**
- * The metrics (README "Metrics"): label values stay bounded, only batch answers say the gateway's own time, the
+ * The metrics (docs/operations.md#metrics): label values stay bounded, only batch answers say the gateway's own time, the
  * HTTP series say `endpoint`, latency buckets start at 1 ms, config-fixed series exist at 0, the store's health
  * and the build are exported.
  */

@@ -1,5 +1,5 @@
 /**
- * One gateway for two teams, end to end (README "Virtual agents", "Client keys", "TLS", "Tracing"): the real
+ * One gateway for two teams, end to end (docs/routing.md#virtual-agents, docs/operations.md#client-keys, docs/deployment.md#tls and docs/operations.md#tracing): the real
  * CLI, started from a config file with the client keys in its environment, serves two virtual agents with
  * different routes over HTTPS to two clients with different keys, the keys travelling in the agent address
  * as BENCH sends them. Each team shows in the metrics and in its own agent's experiment report (the `report`

@@ -1,5 +1,5 @@
 /**
- * Hot reload of virtual agents (README "Hot reload", "Virtual agents"), from a config file against real loopback
+ * Hot reload of virtual agents (docs/operations.md#hot-reload and docs/routing.md#virtual-agents), from a config file against real loopback
  * agents: a reload adds, changes and removes agents; a batch in flight on an agent the reload removes finishes
  * on the old config, and requests after the reload get the 404.
  */

@@ -1,5 +1,5 @@
 /**
- * Hot reload of client keys and limits (README "Client keys", "Hot reload"): keys are read from the running
+ * Hot reload of client keys and limits (docs/operations.md#client-keys and docs/operations.md#hot-reload): keys are read from the running
  * config, so a reload adds, changes and removes clients for the next request; each client's limiter keeps its
  * state by name and takes the new limits; the reload report names clients, never keys.
  */

@@ -1,5 +1,5 @@
 /**
- * Hot reload (docs/gateway-behaviour.md, "Hot reload") of a gateway started from a file, against real loopback
+ * Hot reload (docs/operations.md#hot-reload) of a gateway started from a file, against real loopback
  * agents: under load no batch
  * fails or goes missing, batches in flight finish on the old config, removed replicas' pools close once they
  * drain; an invalid file is refused with its reason while the old config keeps serving; restart-only settings

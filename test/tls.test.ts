@@ -1,5 +1,5 @@
 /**
- * TLS (README "TLS"): server.tls serves the agent contract over HTTPS, a plain-HTTP client on that port is
+ * TLS (docs/deployment.md#tls): server.tls serves the agent contract over HTTPS, a plain-HTTP client on that port is
  * refused without harm, a reload puts a new certificate in force for new connections, a backend behind HTTPS is
  * reached with backends.<name>.tls.ca, and server.tls.ca + request_cert require a client certificate.
  * Certificates are made by openssl at test time in a temp dir.

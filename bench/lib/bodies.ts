@@ -1,6 +1,6 @@
 /**
  * Request bodies of the bench scenarios, generated deterministically (seeded) so every run sends the same bytes.
- * Shapes follow docs/agent-contract.md ("Payload sizes", "Environment feedback"): full-history memory (`history` of
+ * Shapes follow (docs/protocol-fidelity.md#payload-sizes and docs/protocol-fidelity.md#environment-feedback): full-history memory (`history` of
  * `{author, content}` + `memory_list`),
  * env instructions holding Python-`json.dumps`-style JSON strings, tool descriptions, `known_robots`.
  */

@@ -10,7 +10,7 @@ import { errText, log, type RunContext } from './run-context.js';
 import { median } from './stats.js';
 import type { PhaseResult, Role, ScenarioId, ScenarioResult, TargetSummary } from './types.js';
 
-/** The key of the gateway's own tag in memory (docs/gateway-behaviour.md, "The memory tag"). */
+/** The key of the gateway's own tag in memory (docs/routing.md#the-memory-key-and-stickiness). */
 export const MEMORY_KEY = '_gateway';
 
 /** A target of one scenario, ready to be measured. */

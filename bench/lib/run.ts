@@ -23,7 +23,7 @@ import type { BenchResults, FloorResult, ScenarioResult, SoakResult } from './ty
 /** dist/bench (the compiled bench scripts the runner starts as child processes). */
 export const BENCH_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const ROOT = resolve(BENCH_DIR, '..', '..');
-/** Where results go without --out; gitignored: README.md's performance section keeps the summary. */
+/** Where results go without --out; gitignored: docs/performance.md#figures keeps the summary. */
 export const DEFAULT_OUT = join(ROOT, 'bench', 'results');
 
 function setupFor(run: RunContext, spec: ScenarioSpec): (() => Promise<Setup>) | undefined {

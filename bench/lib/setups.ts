@@ -50,7 +50,7 @@ export async function setupProxyScenario(run: RunContext, id: ScenarioId, p: Pro
       const tags = g?.check?.tags;
       if (tags !== undefined) res.extra.gatewayMemoryTags = tags;
       if (g?.check?.ok === true && Object.keys(tags ?? {}).length === 0) {
-        res.notes.push(`the gateway's answer carries no memory.${MEMORY_KEY} tag (docs/gateway-behaviour.md, "The memory tag")`);
+        res.notes.push(`the gateway's answer carries no memory.${MEMORY_KEY} tag (docs/routing.md#the-memory-key-and-stickiness)`);
       }
       const p = byId(res, 'passthrough')?.median;
       const ng = byId(res, 'nginx')?.median;

@@ -17,7 +17,7 @@ function idLikeToken(text: string): string | undefined {
 
 /**
  * A value for one declared parameter. Types are MAGMA conventions (`str`, `int`, ...), not JSON Schema
- * (docs/agent-contract.md, "Tool descriptions and private options"); unknown types get a string, the most common
+ * (docs/protocol-fidelity.md#tool-descriptions-and-private-options); unknown types get a string, the most common
  * kind.
  */
 function valueFor(name: string, spec: unknown, instruction: string, first: boolean): unknown {

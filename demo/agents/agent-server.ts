@@ -1,5 +1,5 @@
 /**
- * A small, contract-conformant MAGMA agent server on node:http (protocol 2.0, docs/agent-contract.md).
+ * A small, contract-conformant MAGMA agent server on node:http (protocol 2.0, docs/protocol-fidelity.md).
  *
  * node:http rather than fastify on purpose: these agents stand in for other teams' servers, so they must not
  * share the gateway's HTTP stack (a fastify quirk would otherwise be invisible in integration tests).

@@ -16,8 +16,7 @@ function clip(s: string, n = 80): string {
 }
 
 /**
- * Comment on execution feedback; the payload is a convention, never guaranteed to parse (docs/agent-contract.md,
- * "Environment feedback").
+ * Comment on execution feedback; the payload is a convention, never guaranteed to parse (docs/protocol-fidelity.md#environment-feedback).
  */
 function commentOnEnv(content: string): string {
   let payload: unknown;

@@ -1,6 +1,6 @@
 /**
  * The config as `GET /gateway/config` shows it: everything an operator needs to see what is running, nothing an
- * operator's screen share could leak. Redacted: `admin.token`, every client's `key` (README "Client keys"),
+ * operator's screen share could leak. Redacted: `admin.token`, every client's `key` (docs/operations.md#client-keys),
  * every backend and `tracing.headers` value (they carry API keys), passwords in URLs (Redis, backend URLs with
  * user info, the OTLP endpoint), and Redis `options` values whose key names a secret (ioredis takes `password`,
  * `sentinelPassword`, TLS keys there).

@@ -34,7 +34,7 @@ export interface BackendView {
   ready: boolean;
   /** The default agent's routes that can send it inputs (members or fallbacks). */
   routes: string[];
-  /** The same per virtual agent that has such routes (README "Virtual agents"). */
+  /** The same per virtual agent that has such routes (docs/routing.md#virtual-agents). */
   agents: Record<string, string[]>;
   timeout_s: number;
   max_in_flight: number | null;
@@ -50,8 +50,7 @@ export interface RouteView {
   shadow: string[];
   sticky: boolean;
   /**
-   * Members then fallbacks, each with whether it is ready: /health needs one per route (docs/gateway-behaviour.md,
-   * "Health and identity").
+   * Members then fallbacks, each with whether it is ready: /health needs one per route (docs/operations.md#health-and-identity).
    */
   backends: { name: string; ready: boolean }[];
   ready: boolean;

@@ -1,5 +1,5 @@
 /**
- * The server span of a batch (README "Tracing"): what a lab reads off one `POST /v1/responses` in a trace
+ * The server span of a batch (docs/operations.md#tracing): what a lab reads off one `POST /v1/responses` in a trace
  * view. Called only when the span is recorded (handle-batch.ts checks `span.recording`), so an untraced batch
  * builds none of this.
  */
@@ -47,7 +47,7 @@ export function traceRequest(span: TraceSpan, request: AgentRequest, correlation
   });
 }
 
-/** Where the inputs went and what came back (as the batch's log line has it, README "Logs"). */
+/** Where the inputs went and what came back (as the batch's log line has it, docs/operations.md#logs). */
 export function traceResult(span: TraceSpan, plan: BatchPlan, result: BatchResult, overheadMs: number): void {
   const routes: string[] = [];
   for (const p of plan.inputs) if (!routes.includes(p.route) && routes.length < MAX_LISTED) routes.push(p.route);
@@ -62,7 +62,7 @@ export function traceResult(span: TraceSpan, plan: BatchPlan, result: BatchResul
   });
 }
 
-/** The answer's status; a 422 names its code (README "Error codes"); a replayed answer says so. */
+/** The answer's status; a 422 names its code (docs/errors.md); a replayed answer says so. */
 export function traceAnswer(span: TraceSpan, status: number, replayHit: boolean | undefined): void {
   span.set({ [ATTR_HTTP_RESPONSE_STATUS_CODE]: status, [ATTR_REPLAY]: replayHit === true ? 'hit' : undefined });
   if (status === 422) span.set({ [ATTR_ERROR_TYPE]: 'GATEWAY_ERR_INVALID_REQUEST' });

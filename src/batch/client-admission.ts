@@ -1,8 +1,8 @@
 /**
- * A client's batch and its limits (README "Client keys"): it waits for its client's slot and candidate tokens
+ * A client's batch and its limits (docs/operations.md#client-keys): it waits for its client's slot and candidate tokens
  * (src/clients/client-limits.ts) for at most `max_wait_s` and the batch deadline; still over a limit, it is
  * answered, HTTP 200 as always, with a `gateway_overloaded` error candidate for every candidate, in contract
- * order and with the input's memory kept (README "Failures": a batch never gets an HTTP error for load).
+ * order and with the input's memory kept (docs/protocol-fidelity.md#failures: a batch never gets an HTTP error for load).
  */
 import type { AbortLike } from '../abort.js';
 import type { Refused } from '../clients/client-limiter.js';

@@ -1,6 +1,6 @@
 /**
- * What every batch and every admin view reads: the runtime current now (swapped by a reload, README "Hot
- * reload"), and the pieces that outlive a reload (metrics, store, experiment accounting). Built by the gateway
+ * What every batch and every admin view reads: the runtime current now (swapped by a reload, docs/operations.md#hot-reload),
+ * and the pieces that outlive a reload (metrics, store, experiment accounting). Built by the gateway
  * plugin (plugins/gateway.ts); defined here so the batch core needs nothing from the HTTP layer.
  */
 import type { ClientLimits } from '../clients/client-limits.js';
@@ -14,10 +14,10 @@ export interface GatewayState {
   metrics: GatewayMetrics;
   version: string;
   configPath: string | undefined;
-  /** Shared state (README "Several gateway replicas (Redis)"): in memory by default, Redis when `state.redis` is configured. */
+  /** Shared state (docs/deployment.md#several-gateway-replicas-redis): in memory by default, Redis when `state.redis` is configured. */
   store: Store;
-  /** A/B and ensemble accounting into the store's counters (README "Execution feedback and the experiment report"). */
+  /** A/B and ensemble accounting into the store's counters (docs/operations.md#experiment-report). */
   experiments: Experiments;
-  /** Per-client limits (README "Client keys"), by client name, kept across reloads (reload.ts reconfigures it). */
+  /** Per-client limits (docs/operations.md#client-keys), by client name, kept across reloads (reload.ts reconfigures it). */
   clients: ClientLimits;
 }

@@ -1,8 +1,8 @@
 /**
- * One AgentRequest -> AgentResponse through the gateway (README "What happens to a batch"), independent of the
+ * One AgentRequest -> AgentResponse through the gateway (docs/protocol-fidelity.md#the-path-of-a-batch), independent of the
  * HTTP layer: the raw front (routes/batch-front.ts, the hot path) and the fastify route (routes/responses.ts)
  * both call it. Only an invalid request gets an HTTP error (422); backend failures become error candidates
- * (README "Failures").
+ * (docs/protocol-fidelity.md#failures).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -36,7 +36,7 @@ const GATEWAY_CODE_PREFIX = 'gateway_';
 /** What the HTTP layer hands over: the body as received, the headers, and how to learn the client left. */
 interface BatchExchange {
   /**
-   * The virtual agent the batch was sent to (`/agents/<name>/v1/responses`, README "Virtual agents"); undefined
+   * The virtual agent the batch was sent to (`/agents/<name>/v1/responses`, docs/routing.md#virtual-agents); undefined
    * for the default agent at `/v1/responses`. A name the config does not have is answered 404.
    */
   agent?: string;
@@ -45,9 +45,9 @@ interface BatchExchange {
   log: Logger;
   /** Calls `fn` if the client closes the connection before the answer is written; returns the unregister. */
   onClientGone(fn: () => void): () => void;
-  /** The client's name when clients are configured (README "Client keys"); its limits apply to this batch. */
+  /** The client's name when clients are configured (docs/operations.md#client-keys); its limits apply to this batch. */
   client?: string | undefined;
-  /** How the front writes an answer as it is produced, when it can (docs/gateway-behaviour.md, "Streamed answers"). */
+  /** How the front writes an answer as it is produced, when it can (docs/protocol-fidelity.md#streamed-answers). */
   stream?: ResponseStream;
 }
 
@@ -82,7 +82,7 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
   // must not close the pools the batch is about to use. The agent is looked up on the same runtime, so a batch
   // for an agent a reload removes finishes on the old one; the next request gets the 404.
   runtime.enter();
-  // The batch's server span (README "Tracing"); tracing off: the no-op span, and nothing is built for it.
+  // The batch's server span (docs/operations.md#tracing); tracing off: the no-op span, and nothing is built for it.
   const span = runtime.tracing.server(BATCH_SPAN_NAME, ex.headers, BATCH_SPAN_ATTRIBUTES);
   try {
     const agent = runtime.agent(ex.agent);
@@ -102,7 +102,7 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
 /** Longest agent name quoted back in a 404: the name comes from the URL. */
 const MAX_QUOTED_NAME = 128;
 
-/** The 404 for a batch sent to an agent the running config does not have (README "Virtual agents"). */
+/** The 404 for a batch sent to an agent the running config does not have (docs/routing.md#virtual-agents). */
 export function unknownAgentDetail(name: string | undefined): string {
   if (name === undefined) {
     return 'no default agent is configured: the config has no top-level routes; send batches to /agents/<name>/v1/responses';
@@ -141,7 +141,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
   // The batch deadline aborts whatever is still waiting (a replay wait, a permit queue, backend calls).
   const deadlineTimer = setTimeout(() => signal.abort(), deadline - Date.now());
 
-  // Idempotent replay (README "Several gateway replicas"): a re-sent identical batch is answered from the stored
+  // Idempotent replay (docs/deployment.md#several-gateway-replicas-redis): a re-sent identical batch is answered from the stored
   // response, and one still being computed (here or on another gateway replica) is waited for instead of
   // computed twice.
   let lease: ReplayLease | undefined;
@@ -168,7 +168,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
       }
     }
 
-    // The client's limits (README "Client keys"): after replay, which costs no backend anything.
+    // The client's limits (docs/operations.md#client-keys): after replay, which costs no backend anything.
     if (ex.client !== undefined && gw.clients.limited(ex.client)) {
       const admitted = await admitClient(gw, ex.client, request, deadline, signal);
       if (!admitted.ok) {
@@ -214,7 +214,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
       return { status: 200, body: '', requestId, overheadMs, streamed: true };
     }
     const t2 = performance.now();
-    // Checked against the request before it is sent, every time (README "What happens to a batch", step 4).
+    // Checked against the request before it is sent, every time (docs/protocol-fidelity.md#the-path-of-a-batch, step 4).
     const problem = validateAgainstRequest(request, result.outputs);
     if (problem !== undefined) throw new GatewayError('GATEWAY_ERR_RESPONSE_ORDER', `assembled response violates the contract order: ${problem}`);
     const body = answerBody(result.outputs, result.marked);

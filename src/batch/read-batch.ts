@@ -1,6 +1,6 @@
 /**
- * The first step of a batch (README "What happens to a batch"): its body read by the byte indexer
- * (docs/gateway-behaviour.md, "How a batch is read"), so memory stays the client's bytes, and checked against
+ * The first step of a batch (docs/protocol-fidelity.md#the-path-of-a-batch): its body read by the byte indexer
+ * (docs/protocol-fidelity.md#how-a-batch-is-read), so memory stays the client's bytes, and checked against
  * the batch limits before anything is routed. A body that is not UTF-8 is a 400, a request the contract or the
  * limits refuse a 422 with FastAPI's detail; an empty batch is answered `[]` at once.
  */

@@ -1,5 +1,5 @@
 /**
- * When and how a batch's answer is streamed (docs/gateway-behaviour.md, "Streamed answers"): only when one
+ * When and how a batch's answer is streamed (docs/protocol-fidelity.md#streamed-answers): only when one
  * sub-request can carry the whole batch and nothing else needs the whole answer, so writing candidates as they
  * arrive changes nothing but when they are written.
  */
@@ -44,8 +44,7 @@ export function streamable(compiled: CompiledRoutes, plan: BatchPlan): boolean {
 /**
  * `stream` as the batch writes it: the head goes out with the first byte; `begun` tells whether it did. A class,
  * not an object literal with getters: those are new functions per batch, and V8 kept such objects (with the
- * response they reach) alive through young-generation GCs until the next full one (docs/gateway-behaviour.md,
- * "Batches die young").
+ * response they reach) alive through young-generation GCs until the next full one (docs/performance.md#batches-die-young).
  */
 export class StreamSink implements AnswerSink {
   private started = false;

@@ -1,5 +1,5 @@
 /**
- * One client's limits (README "Client keys"): batches in flight (a slot each) and candidates per minute (a
+ * One client's limits (docs/operations.md#client-keys): batches in flight (a slot each) and candidates per minute (a
  * token bucket of that size, refilled continuously at size/60 a second). A batch needs both; batches that do
  * not fit wait in one FIFO queue (a small batch never overtakes a big one that came first, so a big one cannot
  * starve), each for at most its own wait, and a waiter whose client leaves is dropped from the queue.

@@ -1,5 +1,5 @@
 /**
- * Every client's limiter, by client name (README "Client keys"): the one owner of per-client limit state. It
+ * Every client's limiter, by client name (docs/operations.md#client-keys): the one owner of per-client limit state. It
  * outlives config reloads (it lives in the gateway state, not in a runtime): `configure` with the new
  * `clients:` keeps each remaining client's slots, tokens and queue under its name, applies changed limits
  * (waiters that fit now are served), starts new clients with a full bucket and lets removed ones go (their

@@ -1,5 +1,5 @@
 /**
- * Which client a key belongs to (README "Client keys"), built once per config (runtime.ts), so a reload adds,
+ * Which client a key belongs to (docs/operations.md#client-keys), built once per config (runtime.ts), so a reload adds,
  * changes and removes keys for the next request. The lookup is constant-time in what the caller can learn:
  * the given key is hashed once and compared with every client's key digest, with no early exit, so neither
  * the position of the matching client nor how much of a key was right shows in the timing.

@@ -1,5 +1,5 @@
 /**
- * The client key in the address (README "Client keys"): BENCH and GEN send no custom header, so a key can
+ * The client key in the address (docs/operations.md#client-keys): BENCH and GEN send no custom header, so a key can
  * travel as the first path segments, `http://gw:8888/k/<key>/v1/responses`; the rest of the path is what the
  * gateway serves. Everything here is linear string work on client text (indexOf and slices, no regex).
  */

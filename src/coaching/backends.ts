@@ -1,5 +1,5 @@
 /**
- * Which backends take coaching calls, and which of their replicas (README.md, "Coaching routing":
+ * Which backends take coaching calls, and which of their replicas (docs/routing.md#coaching-routing:
  * the gateway reads each backend's /v1/info and only counts backends reachable through routes).
  *
  * Session affinity: a coaching session (`PUT /v1/coaching/sessions/{run_id}`) is state inside one agent

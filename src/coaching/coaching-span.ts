@@ -1,5 +1,5 @@
 /**
- * The spans of coaching calls (README "Tracing"): a server span per `POST /v1/coaching` and per session
+ * The spans of coaching calls (docs/operations.md#tracing): a server span per `POST /v1/coaching` and per session
  * `PUT`/`DELETE`, a client span per call to a backend (forward.ts). Attributes are built only for recorded
  * spans: callers check `span.recording`.
  */

@@ -3,7 +3,7 @@
  * its bytes: `POST /v1/coaching` passes the backend's SpecializedCoachingResponse back unchanged
  * (status, content-type, body), so nothing is decoded or re-encoded on the way. Never throws: a transport failure
  * becomes the HTTP status the gateway answers for it (502 unreachable, 504 timeout), classified by the same
- * rules as inference sub-requests (README.md, "Failures"). Traced (README "Tracing"), each call is a client
+ * rules as inference sub-requests (docs/protocol-fidelity.md#failures). Traced (docs/operations.md#tracing), each call is a client
  * span under the coaching call's server span, and the backend receives its traceparent.
  */
 import type { IncomingHttpHeaders } from 'node:http';

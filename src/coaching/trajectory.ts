@@ -1,5 +1,5 @@
 /**
- * Reading a SpecializedCoachingRequest just enough to route it (README.md, "Coaching routing": run_id,
+ * Reading a SpecializedCoachingRequest just enough to route it (docs/routing.md#coaching-routing: run_id,
  * request_id, target_step_id, trajectory[steps with `input` (an AgentInput), output, error, internal_steps,
  * execution], ...). The backends validate the request strictly; the gateway is lenient and only needs the
  * target step's input, so an unexpected shape costs at most a less precise route, never a rejection the
@@ -83,8 +83,8 @@ function normalizeInput(raw: JsonObject): AgentInput {
 }
 
 /**
- * The backend the rules give an untagged input, as a new trajectory (README.md, "The memory key and
- * stickiness"): the planner's choice (routing/plan.ts newTrajectoryBackend); for an ensemble, whose candidates
+ * The backend the rules give an untagged input, as a new trajectory (docs/routing.md#the-memory-key-and-stickiness):
+ * the planner's choice (routing/plan.ts newTrajectoryBackend); for an ensemble, whose candidates
  * came from several members and only some can coach, its first member that offers coaching, else its first.
  */
 export function ruleBackend(
@@ -105,7 +105,7 @@ export function ruleBackend(
 }
 
 /**
- * Remove the gateway's key from every `memory` object anywhere in the body, in place (README.md, "The memory key and stickiness": backends
+ * Remove the gateway's key from every `memory` object anywhere in the body, in place (docs/routing.md#the-memory-key-and-stickiness: backends
  * never see it; a trajectory carries it on each step's input and possibly on outputs). Iterative, so a deeply
  * nested body cannot overflow the stack. Returns how many tags were removed (for the log line).
  */

@@ -1,6 +1,6 @@
 /**
  * Argument handling shared by every `magma-gateway` subcommand, so all of them answer a mistake the same way:
- * one line naming it, then the usage, exit code 2 (README "Command line"). node:util's parseArgs does the
+ * one line naming it, then the usage, exit code 2 (docs/operations.md#command-line). node:util's parseArgs does the
  * parsing; its errors are reworded here because they are long and suggest `--` tricks nobody needs.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';

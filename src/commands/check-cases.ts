@@ -1,6 +1,5 @@
 /**
- * The `POST /v1/responses` checks of `magma-gateway check` (docs/agent-contract.md, "Inference input",
- * "Response fields and ordering", "Memory and internal records", "Strictness").
+ * The `POST /v1/responses` checks of `magma-gateway check` (docs/protocol-fidelity.md#inference-input, docs/protocol-fidelity.md#response-fields-and-ordering, docs/protocol-fidelity.md#memory-and-internal-records and docs/protocol-fidelity.md#strictness).
  *
  * Requests are built as contract objects with number markers for the integers JS cannot hold and written with
  * stringifyExact, so the agent receives `99999999999999999999` and `1.0` as digits; answers are read as raw

@@ -1,6 +1,6 @@
 /**
  * The checks of `magma-gateway check` that never reach the agent's model: GET /health and GET /v1/info, judged
- * the way BENCH judges them before a run (docs/agent-contract.md, "Clients: BENCH and GEN": health exactly
+ * the way BENCH judges them before a run (docs/protocol-fidelity.md#clients-bench-and-gen: health exactly
  * `{"status":"ready"}`, info
  * strict with unknown fields rejected, protocol_version "2.0", capabilities.inference true), and the invalid
  * request bodies a strict agent must refuse with 422 before any inference.
@@ -72,7 +72,7 @@ function invalidBody(tag: string, edit: (valid: string) => string): string {
   return edit(valid);
 }
 
-/** Invalid bodies that FastAPI/pydantic strict models reject with 422 (docs/agent-contract.md, "Strictness"). */
+/** Invalid bodies that FastAPI/pydantic strict models reject with 422 (docs/protocol-fidelity.md#strictness). */
 export const INVALID_BODIES: { name: string; body: () => string }[] = [
   { name: '422 id 1.0', body: () => invalidBody('id-float', (s) => s.replace('"id":1,', '"id":1.0,')) },
   { name: '422 num_outputs 0', body: () => invalidBody('n0', (s) => s.replace('"num_outputs":1', '"num_outputs":0')) },

@@ -1,8 +1,8 @@
 /**
  * `magma-gateway report http://host:port` (or `--url`; default the admin listener of the example configs): the
- * experiment report of a running gateway (GET /gateway/experiments on its admin listener, README "Execution
- * feedback and the experiment report") as tables a person reads in a terminal, one per split or ensemble route
- * of each agent (README "Virtual agents"; `--agent` picks one), then for two-arm splits the difference in tool
+ * experiment report of a running gateway (GET /gateway/experiments on its admin listener, docs/operations.md#experiment-report)
+ * as tables a person reads in a terminal, one per split or ensemble route
+ * of each agent (docs/routing.md#virtual-agents; `--agent` picks one), then for two-arm splits the difference in tool
  * success rate with its interval and p-value.
  * `--json` prints the endpoint's JSON unchanged, for scripts.
  */
@@ -122,8 +122,8 @@ function routeBlocks(routes: readonly RouteReport[]): string[] {
 }
 
 /**
- * The whole report as text: a header, one block per route, the latency note. With virtual agents (README
- * "Virtual agents") each agent's routes come under a line naming the agent and its path, the default agent first.
+ * The whole report as text: a header, one block per route, the latency note. With virtual agents (docs/routing.md#virtual-agents)
+ * each agent's routes come under a line naming the agent and its path, the default agent first.
  */
 export function formatReport(report: ExperimentsReport): string {
   const out: string[] = [`experiments (store: ${report.store}, at ${report.generated_at})`, ''];

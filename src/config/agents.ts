@@ -1,5 +1,5 @@
 /**
- * The agents one config makes (README "Virtual agents"): the default agent of the top-level `routes`, served at
+ * The agents one config makes (docs/routing.md#virtual-agents): the default agent of the top-level `routes`, served at
  * `/`, and each `agents.<name>`, served at `/agents/<name>/`. Each has its own identity, route table and memory
  * key; everything else in the config is shared. Read by routing (one compiled table per agent), metrics (series
  * per agent), warnings and the summaries, so every one of them walks the agents the same way.

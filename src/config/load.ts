@@ -2,7 +2,7 @@
  * Loading the gateway config: YAML -> `${VAR}` substitution -> `configSchema` -> route cross-checks -> frozen.
  *
  * A bad file must stop the start with every problem at once, each naming the file, the path in the file and
- * the line:column (README "Configuration"), so the loader keeps YAML's node tree to map any path back to a source position.
+ * the line:column (docs/configuration.md), so the loader keeps YAML's node tree to map any path back to a source position.
  * The value handed to the rest of the gateway is deep-frozen: routing compiles it once and relies on it not
  * changing under it.
  */

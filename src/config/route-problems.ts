@@ -1,6 +1,6 @@
 /**
  * The route invariants a schema cannot express, because they relate parts of the config to each other, checked
- * for the top-level routes and for each virtual agent's (`agents.<name>.routes`, README "Virtual agents"):
+ * for the top-level routes and for each virtual agent's (`agents.<name>.routes`, docs/routing.md#virtual-agents):
  * - every backend a route names (`backend`, `split`, `ensemble`, `fallback`, `shadow`) is defined;
  * - route names are unique (they are metric labels and memory tags);
  * - a catch-all route (no `match`, or an empty one) exists and is the last route: first match wins, so a route

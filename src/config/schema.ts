@@ -1,5 +1,5 @@
 /**
- * The gateway's configuration: one zod schema declares every key and its default once (README "Configuration").
+ * The gateway's configuration: one zod schema declares every key and its default once (docs/configuration.md).
  * Unknown keys are errors at every level, so a typo never silently changes routing.
  */
 import { z } from 'zod';
@@ -43,7 +43,7 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
-/** backends.<name>.tls: how the gateway connects to an agent behind HTTPS (README "TLS"). */
+/** backends.<name>.tls: how the gateway connects to an agent behind HTTPS (docs/deployment.md#tls). */
 const backendTlsSchema = z.strictObject({
   /** PEM file of the CA(s) that signed the agent's certificate; absent = the system's trusted CAs. */
   ca: z.string().min(1).optional(),
@@ -56,7 +56,7 @@ const backendTlsSchema = z.strictObject({
   reject_unauthorized: z.boolean().default(true),
 }).refine((t) => (t.cert === undefined) === (t.key === undefined), { message: 'set both "cert" and "key", or neither' });
 
-/** server.tls: the agent port serves HTTPS (README "TLS"). */
+/** server.tls: the agent port serves HTTPS (docs/deployment.md#tls). */
 const serverTlsSchema = z.strictObject({
   /** PEM file of the server certificate (with its chain), and of its private key. */
   cert: z.string().min(1),
@@ -158,12 +158,12 @@ const routeSchema = z
 
 /**
  * Client names are the `client` label of the request metrics, whose own values for a request without a client
- * are these two (README "Client keys"): a client may not take them.
+ * are these two (docs/operations.md#client-keys): a client may not take them.
  */
 const RESERVED_CLIENT_NAMES: readonly string[] = ['anonymous', 'unauthorized'];
 
 /**
- * clients.<name>: one client (a team, a BENCH or GEN job) and its key (README "Client keys"). Messages never
+ * clients.<name>: one client (a team, a BENCH or GEN job) and its key (docs/operations.md#client-keys). Messages never
  * quote a key: it is a secret.
  */
 const clientSchema = z.strictObject({
@@ -206,7 +206,7 @@ export const DEFAULT_MEMORY_KEY = '_gateway';
 
 /**
  * The name of the agent the top-level `routes` make, served at `/`: the `agent` label of its metrics, so no
- * virtual agent may take it (README "Virtual agents").
+ * virtual agent may take it (docs/routing.md#virtual-agents).
  */
 export const ROOT_AGENT = 'default';
 
@@ -234,7 +234,7 @@ const agentName = name
   .refine((s) => !/^\.+$/.test(s), 'a name of only dots is not a usable URL path segment');
 
 /**
- * `agents.<name>`: another agent served at `/agents/<name>/` (README "Virtual agents"), with its own identity,
+ * `agents.<name>`: another agent served at `/agents/<name>/` (docs/routing.md#virtual-agents), with its own identity,
  * routes and memory key; backends, pools, probes, the store and the retry budget are the gateway's.
  */
 const virtualAgentSchema = z.strictObject({
@@ -368,7 +368,7 @@ export const configSchema = z.strictObject({
       lease_s: positive.default(30),
     })
     .prefault({}),
-  /** OpenTelemetry traces (README "Tracing"): off unless otlp_endpoint is set. */
+  /** OpenTelemetry traces (docs/operations.md#tracing): off unless otlp_endpoint is set. */
   tracing: z
     .strictObject({
       /** The collector's OTLP/HTTP traces URL, e.g. http://jaeger:4318/v1/traces; absent = tracing off. */
@@ -397,7 +397,7 @@ export const configSchema = z.strictObject({
       path: ['max_export_batch_size'],
     })
     .prefault({}),
-  /** Client keys and per-client limits (README "Client keys"); absent = every agent endpoint open, as without it. */
+  /** Client keys and per-client limits (docs/operations.md#client-keys); absent = every agent endpoint open, as without it. */
   clients: clientsSchema.optional(),
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   backends: z.record(name, backendSchema).refine((b) => Object.keys(b).length > 0, 'at least one backend'),

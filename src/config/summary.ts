@@ -52,7 +52,7 @@ function describeClient(name: string, c: NonNullable<GatewayConfig['clients']>[s
 interface ConfigSummary {
   /** The default agent's routes (empty when only virtual agents are configured). */
   routes: string[];
-  /** Each virtual agent (README "Virtual agents"): its path and its routes. */
+  /** Each virtual agent (docs/routing.md#virtual-agents): its path and its routes. */
   agents: Record<string, { path: string; agent_id: string; routes: string[] }>;
   /** Client names and limits (never keys); empty without `clients:`. */
   clients: string[];

@@ -1,5 +1,5 @@
 /**
- * TLS files (README "TLS"): the PEM files that server.tls and backends.<name>.tls name, read when the server or a
+ * TLS files (docs/deployment.md#tls): the PEM files that server.tls and backends.<name>.tls name, read when the server or a
  * backend's pool is built and again on every reload, so a renewed certificate is picked up without a restart.
  * A missing or unreadable file is an error naming the config key and the path: the start stops, a reload is
  * refused and the running certificate keeps serving.

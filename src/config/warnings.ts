@@ -1,7 +1,7 @@
 /**
  * Things a valid config allows but an operator almost certainly did not mean. They do not stop the start
  * (the gateway serves correctly with them); they are logged at start and after a reload, and printed by
- * `magma-gateway validate` (README "Configuration").
+ * `magma-gateway validate` (docs/configuration.md).
  */
 import { agentTables } from './agents.js';
 import { formatPath } from './route-problems.js';

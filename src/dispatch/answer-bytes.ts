@@ -1,5 +1,5 @@
 /**
- * Candidates written as bytes (docs/gateway-behaviour.md, "How a batch is read"): the protocol fields the gateway
+ * Candidates written as bytes (docs/protocol-fidelity.md#how-a-batch-is-read): the protocol fields the gateway
  * sets (request_id, source_id as the client wrote it, the renumbered candidate_index, status), then the
  * candidate's memory with the tag inserted, internal_steps and output/error as the backend sent them. An error
  * candidate writes its input's memory from the client's body. The AgentOutput objects the batch hands around
@@ -84,7 +84,7 @@ type LazyFields = Record<Exclude<keyof AgentOutput, 'request_id' | 'source_id' |
  * An indexed candidate's decoded fields, as own enumerable accessors shared by every candidate. Not an object
  * literal's getters: those are new functions per candidate, and V8 kept such candidates, with everything their
  * getters reach (the backend's answer), alive through young-generation GCs until the next full one
- * (docs/gateway-behaviour.md, "Batches die young"). The indexer proved each value's type (answer-index.ts); the
+ * (docs/performance.md#batches-die-young). The indexer proved each value's type (answer-index.ts); the
  * schemas fill defaults as zod did.
  */
 const CANDIDATE_FIELDS: LazyFields = {

@@ -1,5 +1,5 @@
 /**
- * The client span of one sub-request (README "Tracing"): which backend and replica, how many inputs and
+ * The client span of one sub-request (docs/operations.md#tracing): which backend and replica, how many inputs and
  * candidates, how it ended. Built only when the batch's span is recorded (attempt.ts checks), so an untraced
  * batch never builds these attributes.
  */

@@ -1,5 +1,5 @@
 /**
- * One sub-request: the items bound for one replica, sent once (README "What happens to a batch", step 3). Like
+ * One sub-request: the items bound for one replica, sent once (docs/protocol-fidelity.md#the-path-of-a-batch, step 3). Like
  * undici's RetryHandler or Envoy's UpstreamRequest, the attempt keeps its own state (permit, timings, the work it
  * did) and reports how it ended; it never writes a candidate. The batch that started it fills the slots and
  * decides where unserved items go (failover.ts).
@@ -7,7 +7,7 @@
  * Counted in flight for the retry budget from the moment it waits for a max_in_flight permit until its answer is
  * handled, so a failover that follows starts after the permit and the budget slot are given back.
  *
- * A traced batch (README "Tracing") gives the attempt a client span for the same time, permit wait included; the
+ * A traced batch (docs/operations.md#tracing) gives the attempt a client span for the same time, permit wait included; the
  * backend receives that span's traceparent.
  */
 import { performance } from 'node:perf_hooks';

@@ -1,7 +1,7 @@
 /**
- * What a batch reports while it runs, as events; one implementation maps them to the Prometheus series (README
- * "Metrics"), so a batch never names a metric and a test can watch a batch without a registry. A traced batch
- * (README "Tracing") also writes its fallbacks and retries as events of its server span.
+ * What a batch reports while it runs, as events; one implementation maps them to the Prometheus series (docs/operations.md#metrics),
+ * so a batch never names a metric and a test can watch a batch without a registry. A traced batch
+ * (docs/operations.md#tracing) also writes its fallbacks and retries as events of its server span.
  */
 import type { GatewayMetrics } from '../metrics.js';
 import {

@@ -1,6 +1,6 @@
 /**
- * One batch on its way through the backends (README "What happens to a batch", "Failures", "Deadline and retry
- * budget"): legs grouped per backend and sharded over its replicas, one Attempt per replica, all in parallel;
+ * One batch on its way through the backends (docs/protocol-fidelity.md#the-path-of-a-batch, docs/protocol-fidelity.md#failures and docs/routing.md#fallbacks-deadline-and-retry-budget):
+ * legs grouped per backend and sharded over its replicas, one Attempt per replica, all in parallel;
  * answers and failures written to the batch's slots; unserved items sent where the failover decisions say
  * (failover.ts) while the deadline allows. Nothing here throws for a backend's sake: the batch always completes.
  *

@@ -1,5 +1,5 @@
 /**
- * The (input, candidate) slots of one batch and what was said about them (README "What happens to a batch",
+ * The (input, candidate) slots of one batch and what was said about them (docs/protocol-fidelity.md#the-path-of-a-batch,
  * step 4): every candidate lands in its normal position whether a backend produced it or the gateway failed it,
  * with the input's memory kept. The only writer of the slots, the error counts and the leg outcomes.
  */

@@ -19,7 +19,7 @@ export interface DispatchDeps {
   store: Store;
   metrics: GatewayMetrics;
   log: Logger;
-  /** The agent the batch was sent to (README "Virtual agents"): its metrics' `agent` label. */
+  /** The agent the batch was sent to (docs/routing.md#virtual-agents): its metrics' `agent` label. */
   agent: string;
   memoryKey: string;
 }
@@ -35,10 +35,10 @@ export interface BatchContext {
   clientGone?: () => boolean;
   /** The client's request body as received, forwarded as is when a sub-request is the whole request. */
   requestBody?: Buffer;
-  /** The batch's server span (README "Tracing"): each sub-request gets a client span under it. Absent: none. */
+  /** The batch's server span (docs/operations.md#tracing): each sub-request gets a client span under it. Absent: none. */
   span?: TraceSpan;
   /**
-   * Set when the batch may be streamed (docs/gateway-behaviour.md, "Streamed answers"): a sub-request carrying the
+   * Set when the batch may be streamed (docs/protocol-fidelity.md#streamed-answers): a sub-request carrying the
    * whole batch whose answer is longer than `overBytes` is written to `sink` as it arrives.
    */
   stream?: { overBytes: number; sink: AnswerSink };

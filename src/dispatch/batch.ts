@@ -1,5 +1,5 @@
 /**
- * Executing a batch plan (README "What happens to a batch"): the entry point and the types callers see. The
+ * Executing a batch plan (docs/protocol-fidelity.md#the-path-of-a-batch): the entry point and the types callers see. The
  * batch itself is a BatchRun (batch-run.ts), each sub-request an Attempt (attempt.ts), where failed items go a
  * pure decision (failover.ts), and what happens is reported to one BatchObserver (batch-observer.ts).
  */
@@ -31,7 +31,7 @@ export function runBatch(
 
 /**
  * The plan's every candidate as an error candidate with `failure`, no backend asked: a batch the gateway turns
- * away whole (a client over its limits, README "Client keys"), answered in contract order with each input's
+ * away whole (a client over its limits, docs/operations.md#client-keys), answered in contract order with each input's
  * memory kept and tagged as the plan routes it, so a trajectory keeps its stickiness.
  */
 export function failBatch(

@@ -1,8 +1,8 @@
 /**
  * Building the candidates the gateway returns: a backend's candidate re-addressed to the client's request, or
- * an error candidate in its normal position (docs/gateway-behaviour.md "Failures"; docs/agent-contract.md "Agent and
- * HTTP errors": an error candidate
- * keeps complete memory). Every candidate carries the memory tag (docs/gateway-behaviour.md, "The memory tag").
+ * an error candidate in its normal position (docs/protocol-fidelity.md#failures; docs/protocol-fidelity.md#agent-and-http-errors:
+ * an error candidate
+ * keeps complete memory). Every candidate carries the memory tag (docs/routing.md#the-memory-key-and-stickiness).
  */
 import type { GatewayErrorCode } from '../errors.js';
 import type { AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
@@ -99,7 +99,7 @@ const LAZY_MEMORY = Symbol('error candidate memory');
 /**
  * Shared by every error candidate of an indexed input. Not an object literal's getter, a new function per
  * candidate: V8 kept such candidates (with the input they reach) alive through young-generation GCs until the
- * next full one (docs/gateway-behaviour.md, "Batches die young").
+ * next full one (docs/performance.md#batches-die-young).
  */
 const MEMORY_FIELD: PropertyDescriptor = {
   get: function (this: { readonly [LAZY_MEMORY]: LazyMemory }): JsonObject {

@@ -1,5 +1,5 @@
 /**
- * Where items go after a failure (README "Failures" and "Deadline and retry budget"), as pure decisions: no I/O,
+ * Where items go after a failure (docs/protocol-fidelity.md#failures and docs/routing.md#fallbacks-deadline-and-retry-budget), as pure decisions: no I/O,
  * no clock, no metrics. The caller passes what it knows right now (time left, whether the batch was aborted, the
  * upstream view) and carries out the decision; tests drive these functions with made-up views.
  *

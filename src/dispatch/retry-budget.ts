@@ -1,5 +1,5 @@
 /**
- * A retry budget like Envoy's (README "Deadline and retry budget"): retries of failed sub-requests in progress
+ * A retry budget like Envoy's (docs/routing.md#fallbacks-deadline-and-retry-budget): retries of failed sub-requests in progress
  * may not exceed `ratio` of every sub-request in flight, retries included (Envoy's budget_percent of active
  * requests), with a floor of `min` (min_retry_concurrency) so a quiet gateway can still fail over. When a
  * backend fails under load, this keeps failover from doubling the load on the survivors.

@@ -1,11 +1,11 @@
 /**
- * Shadow traffic (README.md, "Shadow traffic"): a copy of each routed input goes to the route's shadow backends so a team can try
+ * Shadow traffic (docs/routing.md#shadow-traffic): a copy of each routed input goes to the route's shadow backends so a team can try
  * a new agent on live traffic without it answering anyone. The client's answer never waits for a shadow, never
  * changes because of one and never fails because of one: shadows run detached, bounded by
  * shadow_max_in_flight (past it they are dropped and counted, never queued), and every error is swallowed into
  * a metric. Answers are validated and compared with the primary's decision per candidate.
  *
- * Traced (README "Tracing"): each shadow sub-request is a client span under the batch's span, which may outlive
+ * Traced (docs/operations.md#tracing): each shadow sub-request is a client span under the batch's span, which may outlive
  * it (a shadow finishes after the answer went out), with the comparison as a `shadow_agreement` event.
  */
 import { isDeepStrictEqual } from 'node:util';
@@ -70,7 +70,7 @@ type Group = { route: string; backend: string; inputs: number[] };
  * Start the shadow sub-requests of a batch. `primary` resolves with the client's candidates (in request
  * order) once the batch is answered; comparisons wait for it. Each shadow call carries the batch's correlation
  * headers, so a shadow's log lines join the batch's, and `x-magma-gateway-shadow: 1` so the backend can tell
- * (README "Shadow traffic"). Returns a promise for tests; callers ignore it.
+ * (docs/routing.md#shadow-traffic). Returns a promise for tests; callers ignore it.
  */
 export function startShadows(
   deps: ShadowDeps,

@@ -1,5 +1,5 @@
 /**
- * A backend's answer forwarded to the client as it arrives (docs/gateway-behaviour.md, "Streamed answers"): each
+ * A backend's answer forwarded to the client as it arrives (docs/protocol-fidelity.md#streamed-answers): each
  * element is cut out (protocol/answer-split.ts), indexed and checked on its own bytes exactly as a whole answer's
  * elements are (answer-index.ts, response-check.ts), re-addressed by the batch's slots and written in the
  * contract's order, with backpressure from the client's socket to the backend's read. The gateway holds the

@@ -1,5 +1,5 @@
 /**
- * Reading environment feedback (`instruction.type == "env"`, README.md "Execution feedback and the experiment report")
+ * Reading environment feedback (`instruction.type == "env"`, docs/operations.md#experiment-report)
  * into outcome counts, so the gateway can attribute execution results to the backend whose decision the
  * environment is reporting on.
  *
@@ -37,7 +37,7 @@ export function emptyFeedback(): FeedbackCounts {
 /**
  * Env feedback content longer than this many characters is counted as `unparsed` without being read: real
  * contents are a few hundred bytes, and this bounds the work one input can cost on the request path
- * (README.md, "Limits").
+ * (docs/protocol-fidelity.md#limits).
  */
 export const FEEDBACK_MAX_CHARS = 64 * 1024;
 

@@ -1,6 +1,6 @@
 /**
- * Experiment accounting on the request path (docs/gateway-behaviour.md, "Execution feedback and the experiment
- * report"): after each batch, counts per (agent, route, arm) go to
+ * Experiment accounting on the request path (docs/operations.md#experiment-report):
+ * after each batch, counts per (agent, route, arm) go to
  * the store's counters and environment feedback goes to `magma_gateway_execution_feedback_total`.
  *
  * Only Store.incr is used to write (fire-and-forget, batched by the store), so this costs a few map updates per

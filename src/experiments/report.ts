@@ -1,5 +1,5 @@
 /**
- * The experiment report (`GET /gateway/experiments`, README "Execution feedback and the experiment report"): the
+ * The experiment report (`GET /gateway/experiments`, docs/operations.md#experiment-report): the
  * counters recorder.ts keeps, read back per
  * agent, per route that has a split or an ensemble in the CURRENT config, per arm, with the statistics of
  * stats.ts. The default agent's routes stay where they always were (`routes`); virtual agents follow in `agents`.
@@ -54,7 +54,7 @@ export interface RouteReport {
   comparison: Comparison | null;
 }
 
-/** One virtual agent's experiments (README "Virtual agents"), counted apart from every other agent's. */
+/** One virtual agent's experiments (docs/routing.md#virtual-agents), counted apart from every other agent's. */
 interface AgentExperiments {
   agent: string;
   agent_id: string;

@@ -1,5 +1,5 @@
 /**
- * The statistics of the experiment report (README "Execution feedback and the experiment report"): intervals and
+ * The statistics of the experiment report (docs/operations.md#experiment-report): intervals and
  * tests on proportions, and latency
  * percentiles from a fixed-bucket histogram. Pure functions on counts, so the report is the same whichever
  * replica computes it from the cluster-wide counters.

@@ -1,5 +1,5 @@
 /**
- * Shell-style globs for the `glob` match operator (README.md, "Routes"), matched in O(text x glob) time.
+ * Shell-style globs for the `glob` match operator (docs/routing.md#routes), matched in O(text x glob) time.
  *
  * A glob turned into a regex (`kitchen-*-*-v?` -> `^kitchen-.*-.*-v.$`) backtracks polynomially in the text's
  * length, one power per `*` (`*a*a*a*a*a*b` never finishes on a few hundred `a`), and the text comes from

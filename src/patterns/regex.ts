@@ -1,5 +1,5 @@
 /**
- * The `regex` match operator's compile step (README.md, "Routes"), shared by the config loader (which reports a
+ * The `regex` match operator's compile step (docs/routing.md#routes), shared by the config loader (which reports a
  * bad pattern at its path) and the router (which compiles it once per route). Text-only, so any layer may use it.
  */
 import { GatewayError } from '../errors.js';

@@ -17,7 +17,7 @@ function header(v: string | string[] | undefined): string | undefined {
   return s === undefined ? undefined : s.slice(0, MAX_PATH);
 }
 
-/** The path as the client sent it, client keys redacted (README "Client keys"), cut to MAX_PATH. */
+/** The path as the client sent it, client keys redacted (docs/operations.md#client-keys), cut to MAX_PATH. */
 function pathOf(raw: IncomingMessage, url: string): string {
   const path = loggableUrl(raw, url);
   return path.length > MAX_PATH ? `${path.slice(0, MAX_PATH)}…` : path;

@@ -1,10 +1,10 @@
 /**
- * The optional bearer token (`admin.token`, README "Admin listener"). On the admin listener it guards every
+ * The optional bearer token (`admin.token`, docs/operations.md#admin-api). On the admin listener it guards every
  * request, whatever the path: a route another plugin adds there later is covered without knowing about this
  * file, and an unknown path gets the same 401 as a known one, so a client without the token learns nothing
  * about which admin paths exist. On the agent listener it guards `/metrics` when `admin.protect_metrics` is set;
  * the contract's own endpoints (/health, /v1/info, /v1/responses) are not its business: they take client keys
- * when `clients:` is configured (plugins/client-keys.ts, README "Client keys").
+ * when `clients:` is configured (plugins/client-keys.ts, docs/operations.md#client-keys).
  *
  * One root onRequest hook (fastify-plugin, so it is not encapsulated). The token is read from the runtime
  * current at each request, so a reload can set, change or remove it.

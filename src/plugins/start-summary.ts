@@ -24,7 +24,7 @@ export function logStartSummary(app: FastifyInstance, probed: boolean): void {
   const backends = Object.keys(s.backends).length;
   const agents = Object.keys(s.agents).length;
   const agentsPart = agents === 0 ? '' : `, ${agents} virtual agent${agents === 1 ? '' : 's'} (${Object.keys(s.agents).join(', ')})`;
-  // Client names and limits only: keys are never logged (README "Client keys").
+  // Client names and limits only: keys are never logged (docs/operations.md#client-keys).
   const clients = s.clients.length === 0 ? '' : `, ${s.clients.length} client${s.clients.length === 1 ? '' : 's'} (keys required)`;
   app.log.info(
     {

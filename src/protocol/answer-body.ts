@@ -1,5 +1,5 @@
 /**
- * The client's answer as a list of Buffers (docs/gateway-behaviour.md, "How a batch is read"): the gateway's
+ * The client's answer as a list of Buffers (docs/protocol-fidelity.md#how-a-batch-is-read): the gateway's
  * own protocol text, and slices of the bytes the agents sent (memory, internal_steps, output, error), written
  * with backpressure by the HTTP fronts and never joined into one string. An answer can then be larger than a
  * JS string can hold (about 512 MiB), and a 64 KB memory costs a reference, not a copy, however many
@@ -83,8 +83,8 @@ const CLOSE = Buffer.from('}', 'latin1');
 const COMMA = Buffer.from(',', 'latin1');
 
 /**
- * A memory object's bytes with the gateway's tag member (`"<memory_key>":{...}`, README "The memory key and
- * stickiness"), everything else as in `buf`. `replace`: the tag takes the place of the first member already
+ * A memory object's bytes with the gateway's tag member (`"<memory_key>":{...}`, docs/routing.md#the-memory-key-and-stickiness),
+ * everything else as in `buf`. `replace`: the tag takes the place of the first member already
  * named memory_key (a backend candidate, as `{...memory, [key]: tag}` did); otherwise every such member is cut
  * and the tag goes last (an input's memory on an error candidate, as strip-then-tag did).
  */

@@ -1,6 +1,6 @@
 /**
- * A backend's answer, as its bytes, checked against what one sub-request asked for (docs/gateway-behaviour.md,
- * "How a batch is read"): the byte indexer first (answer-index.ts), so each valid candidate stays the backend's
+ * A backend's answer, as its bytes, checked against what one sub-request asked for (docs/protocol-fidelity.md#how-a-batch-is-read):
+ * the byte indexer first (answer-index.ts), so each valid candidate stays the backend's
  * bytes and nothing is decoded that nobody reads; an answer the indexer refuses whole goes through the decoding
  * path (parseExact, then the schemas), whose reasons are the ones a backend's operator reads in the logs.
  *

@@ -1,5 +1,5 @@
 /**
- * The AgentResponse layer of the byte indexer (docs/gateway-behaviour.md, "How a batch is read"): one pass over
+ * The AgentResponse layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): one pass over
  * a backend's answer that proves it JSON (json-index.ts) and checks each candidate as strictly as
  * agentOutputSchema (schemas.ts: unknown fields, types, status against output/error), decoding only the small
  * fields the gateway reads (request_id, source_id, candidate_index, status). `memory`, `internal_steps`,

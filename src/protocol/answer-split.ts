@@ -1,6 +1,6 @@
 /**
- * A backend's answer array cut into its elements as its bytes arrive (docs/gateway-behaviour.md, "Streamed
- * answers"). Only strings, escapes and nesting are followed, to find where each top-level element ends; each
+ * A backend's answer array cut into its elements as its bytes arrive (docs/protocol-fidelity.md#streamed-answers).
+ * Only strings, escapes and nesting are followed, to find where each top-level element ends; each
  * element is then proved and checked whole by the byte indexer (answer-index.ts), as a one-element array, so
  * what is accepted is exactly what indexing the whole answer accepts. The splitter holds one element's bytes at
  * most, never the answer.

@@ -1,10 +1,10 @@
 /**
- * The correlation headers every backend call carries (README "Logs"): `x-request-id` and W3C `traceparent`.
+ * The correlation headers every backend call carries (docs/operations.md#logs): `x-request-id` and W3C `traceparent`.
  * Computed once per client request, from the client's headers when they are valid, generated otherwise, and
  * passed unchanged to every call the request causes: sub-requests, retries, fallbacks, shadows and coaching
  * calls. One rule, so a call can be followed across the gateway's and the backends' logs.
  *
- * With tracing on (README "Tracing") the one difference is the traceparent's parent id: each call carries the
+ * With tracing on (docs/operations.md#tracing) the one difference is the traceparent's parent id: each call carries the
  * span it runs in (withTraceparent), in the same trace; x-request-id and everything else stay as they are.
  */
 import { randomFillSync, randomUUID } from 'node:crypto';
@@ -58,8 +58,7 @@ export function withTraceparent<H extends Record<string, string>>(headers: H, tr
 
 /**
  * Random hex for generated trace ids, cut from a pool refilled 4 KiB at a time: one small string per batch
- * instead of two UUIDs, two regex replaces and a slice (about 2 KB of garbage per small batch; README
- * "Performance").
+ * instead of two UUIDs, two regex replaces and a slice (about 2 KB of garbage per small batch; docs/performance.md).
  */
 const TRACE_POOL = Buffer.alloc(4096);
 let tracePoolAt = TRACE_POOL.length;

@@ -1,7 +1,7 @@
 /**
  * Exact JSON: parse and serialize at native JSON.parse / JSON.stringify speed without losing a number.
  *
- * The contract (README.md, "Exact JSON") requires integers of any size and every number in
+ * The contract (docs/protocol-fidelity.md#exact-json) requires integers of any size and every number in
  * the free-form objects to round-trip exactly. JS numbers cannot hold `12345678901234567890`, `1.0` or `-0` as
  * written, and a lossless parser is ~80x slower than JSON.parse on this machine.
  *
@@ -73,7 +73,7 @@ interface ExactParseOptions {
 
 /**
  * A number token that overflows to +-Infinity (`1e400`): the contract requires finite numbers. An integer of any
- * length is exact and never overflows (README, "Exact JSON"): only a fraction or an exponent can.
+ * length is exact and never overflows (docs/protocol-fidelity.md#exact-json): only a fraction or an exponent can.
  */
 export function overflows(tok: string): boolean {
   return !INTEGER_RE.test(tok) && !Number.isFinite(Number(tok));

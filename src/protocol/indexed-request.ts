@@ -1,5 +1,5 @@
 /**
- * An AgentRequest over its body's bytes (docs/gateway-behaviour.md, "How a batch is read"): the small protocol
+ * An AgentRequest over its body's bytes (docs/protocol-fidelity.md#how-a-batch-is-read): the small protocol
  * fields decoded by the indexer, the free-form values (tools, attributes, memory, extra_keys) as RawJson
  * slices decoded the first time something reads them. Routing reads a few small values; the memory of a
  * trajectory is decoded only if the gateway must write it itself (an error candidate), and forwarded as the
@@ -22,7 +22,7 @@ function slice(buf: Buffer, span: Span | undefined, absent: RawJson): RawJson {
  * the input sees ordinary decoded fields) whose getters every input shares, reading the input's `raw`. Why not
  * an object literal's getters: those are new functions per input, and V8 kept such inputs, with everything
  * their getters reach (the whole body and index), alive through young-generation GCs until the next full one
- * (docs/gateway-behaviour.md, "Batches die young").
+ * (docs/performance.md#batches-die-young).
  */
 const INPUT_FIELDS: Record<Exclude<keyof AgentInput, 'id' | 'instruction' | 'num_outputs' | 'raw'>, PropertyDescriptor> = {
   // The indexer proved each value's type (a list of objects, an object) before these slices were made.

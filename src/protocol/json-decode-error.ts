@@ -1,7 +1,7 @@
 /**
  * Where and why a body is not JSON, in the words and positions of Python's `json` module (what FastAPI puts
  * in its `json_invalid` 422: `loc: ["body", <char index>]`, `ctx.error`), so a client sees the same answer
- * from the gateway as from a reference agent (docs/agent-contract.md, "Errors").
+ * from the gateway as from a reference agent (docs/errors.md#validation-errors-422).
  *
  * JSON.parse only says that a body is invalid (and, depending on the Node version, not always where); this
  * scanner runs only after JSON.parse refused a body. It is one pass with an explicit stack (no recursion, so

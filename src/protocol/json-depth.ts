@@ -4,7 +4,7 @@
  * JSON.parse itself copes with deep nesting, but JSON.stringify, zod, node:util's isDeepStrictEqual and any
  * recursive walk do not: a body nested 10,000 levels deep throws "Maximum call stack size exceeded" from
  * whichever runs first. So every text from a client or a backend is checked against `server.max_json_depth`
- * first, and a deeper one is refused with a message naming the key (README.md, "Limits").
+ * first, and a deeper one is refused with a message naming the key (docs/protocol-fidelity.md#limits).
  *
  * The scan counts `[` and `{` outside strings and jumps over strings with indexOf, so long string values (most
  * of a memory's bytes) cost almost nothing. It does not validate the JSON: JSON.parse does that afterwards.

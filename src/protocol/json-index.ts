@@ -1,5 +1,5 @@
 /**
- * The grammar layer of the byte indexer (docs/gateway-behaviour.md, "How a batch is read"): a validating scan of
+ * The grammar layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): a validating scan of
  * JSON bytes that builds no value. It proves a value is RFC 8259 JSON (strings with valid escapes and no control
  * characters, numbers as the grammar writes them, `true`/`false`/`null`), no deeper than server.max_json_depth
  * and free of numbers that overflow to infinity, and says where it ends; request-index.ts reads the protocol
@@ -223,7 +223,7 @@ export class JsonScanner {
       if (!isDigit(this.at(p))) throw new IndexReject(p, 'expected a digit in the exponent');
       while (isDigit(this.at(p))) p++;
     }
-    // An integer of any length is exact (README, "Exact JSON"); a fraction overflows only with an exponent or
+    // An integer of any length is exact (docs/protocol-fidelity.md#exact-json); a fraction overflows only with an exponent or
     // more than 308 integer digits, the only cases worth converting.
     if (!integer && (exponent || intDigits > 308) && !Number.isFinite(Number(this.buf.toString('latin1', start, p)))) {
       if (!this.nonFinite) this.nonFiniteAt = start;

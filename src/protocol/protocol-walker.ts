@@ -1,7 +1,7 @@
 /**
  * What the request and answer indexers (request-index.ts, answer-index.ts) share: one JsonScanner over the
  * body, and the walk over the objects and arrays of the protocol levels, each member or element handed to a
- * callback that reads its value and returns the offset past it (docs/gateway-behaviour.md, "How a batch is read").
+ * callback that reads its value and returns the offset past it (docs/protocol-fidelity.md#how-a-batch-is-read).
  */
 import { IndexReject, JsonScanner, type NumberToken } from './json-index.js';
 

@@ -1,7 +1,7 @@
 /**
  * A JSON value kept as the bytes it arrived in: a slice of the body, validated by the indexer
  * (request-index.ts), decoded exactly (exact-json.ts) only when something reads it, and at most once.
- * Forwarding it costs a subarray, never a copy (docs/gateway-behaviour.md, "How a batch is read").
+ * Forwarding it costs a subarray, never a copy (docs/protocol-fidelity.md#how-a-batch-is-read).
  */
 import type { MemoryLayout } from './output-values.js';
 import { parseExact } from './exact-json.js';
@@ -72,7 +72,7 @@ export interface InputSlices {
   /**
    * Filled on first use by answer-body.ts and indexed-request.ts. Fields of the input, not global WeakMaps
    * keyed by it: a young-generation GC treats an old WeakMap's values as live (its keys are weak only to full
-   * GCs), so what they reach can outlive its batch (docs/gateway-behaviour.md, "Batches die young").
+   * GCs), so what they reach can outlive its batch (docs/performance.md#batches-die-young).
    */
   memoryLayout?: MemoryLayout;
   memberValues?: Map<number, unknown>;

@@ -1,5 +1,5 @@
 /**
- * Reading a `POST /v1/responses` body (docs/gateway-behaviour.md, "How a batch is read"): the body must be
+ * Reading a `POST /v1/responses` body (docs/protocol-fidelity.md#how-a-batch-is-read): the body must be
  * UTF-8 (else 400, as FastAPI answers a body it cannot decode), then the indexer validates and indexes it in
  * one pass (request-index.ts) and the request is built over its bytes (indexed-request.ts). A body the indexer
  * refuses goes through parseAgentRequest (request.ts), whose FastAPI-style 422 detail says why: the indexer

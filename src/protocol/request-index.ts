@@ -1,5 +1,5 @@
 /**
- * The AgentRequest layer of the byte indexer (docs/gateway-behaviour.md, "How a batch is read"): one pass over
+ * The AgentRequest layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): one pass over
  * a `POST /v1/responses` body that validates it as strictly as the zod schemas (schemas.ts) and returns where
  * everything is, decoding only the small protocol fields. The free-form values (tools, attributes, memory,
  * extra_keys) are proved to be JSON of the right type and kept as offsets; the top level of each memory is

@@ -1,6 +1,6 @@
 /**
  * Limits on what one valid request may make the gateway build, checked before any backend is called
- * (README "Limits and timeouts").
+ * (docs/configuration.md#limits-and-timeouts).
  *
  * A request is small but its answer need not be: every candidate, an error candidate too, carries its input's
  * memory, so one input with 600 KB of memory and `num_outputs: 1024` asks for a 600 MB answer, more than a

@@ -1,5 +1,5 @@
 /**
- * Parse and validate a `POST /v1/responses` body as the contract's AgentRequest (README.md, "What happens to a batch").
+ * Parse and validate a `POST /v1/responses` body as the contract's AgentRequest (docs/protocol-fidelity.md#the-path-of-a-batch).
  * Invalid bodies become FastAPI-style 422 details naming every problem's location.
  */
 import { intKey, isNumberMark, JsonDepthError, JsonSyntaxError, numberMarkText, overflows, parseExact } from './exact-json.js';

@@ -53,7 +53,7 @@ export const agentInfoSchema = z.strictObject({
 });
 
 /**
- * Backends' info is read leniently (docs/agent-contract.md, "Health and identity"): older cores add fields such as
+ * Backends' info is read leniently (docs/protocol-fidelity.md#health-and-identity): older cores add fields such as
  * coaching_session_version. Unknown fields are accepted and dropped, not kept: the admin API shows this value
  * with plain JSON, where a number marker in an unknown field would leak as a string.
  */

@@ -1,5 +1,5 @@
 /**
- * A sub-request's body written from the client's bytes (docs/gateway-behaviour.md, "How a batch is read"):
+ * A sub-request's body written from the client's bytes (docs/protocol-fidelity.md#how-a-batch-is-read):
  * `{"request_id":<as sent>,"inputs":[` + each input's fields as sent, memory without the gateway's tag and
  * `num_outputs` set to the leg's count + `]}`. The pieces are slices of the body; they are joined once into
  * the Buffer that is written to the backend, so no multi-megabyte string is built and no value re-encoded.

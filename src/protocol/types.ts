@@ -1,6 +1,6 @@
 /**
- * The contract's objects as the gateway holds them after parseExact + validation (docs/agent-contract.md,
- * "Inference input", "Response fields and ordering"): each is inferred from its zod schema (schemas.ts), so
+ * The contract's objects as the gateway holds them after parseExact + validation (docs/protocol-fidelity.md#inference-input and docs/protocol-fidelity.md#response-fields-and-ordering):
+ * each is inferred from its zod schema (schemas.ts), so
  * there is one declaration of every field. Only what has no schema is declared here.
  */
 import type { z } from 'zod';

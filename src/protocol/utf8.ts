@@ -1,7 +1,7 @@
 /**
  * Where a body stops being UTF-8. The check itself is buffer.isUtf8 (native, run on every body); this scan runs
- * only on a body it refused, to name the offending byte in the answer (docs/gateway-behaviour.md, "How a batch
- * is read"). Strict as isUtf8 and Python's decoder: no overlong forms, no surrogates, nothing above U+10FFFF.
+ * only on a body it refused, to name the offending byte in the answer (docs/protocol-fidelity.md#how-a-batch-is-read).
+ * Strict as isUtf8 and Python's decoder: no overlong forms, no surrogates, nothing above U+10FFFF.
  */
 
 /** Offset of the first byte that does not begin a well-formed UTF-8 sequence, or -1 when there is none. */

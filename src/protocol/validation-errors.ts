@@ -1,6 +1,6 @@
 /**
  * The gateway's 422 details in FastAPI's shape and pydantic 2's words: `{"detail": [{type, loc, msg, input,
- * ctx?}]}` (docs/agent-contract.md, "Errors"), so clients that print FastAPI errors print ours the same way.
+ * ctx?}]}` (docs/errors.md#validation-errors-422), so clients that print FastAPI errors print ours the same way.
  * test/protocol/fixtures/pydantic-422.ts holds the reference answers this is tested against.
  *
  * Echoed inputs are bounded (see boundInput): pydantic echoes a missing field's whole parent object, which
@@ -14,7 +14,7 @@ import type { ValidationIssue } from './types.js';
 
 type Loc = (string | number)[];
 
-/** Bounds of an echoed `input` (and of keys in `loc`); fixed, documented in docs/agent-contract.md. */
+/** Bounds of an echoed `input` (and of keys in `loc`); fixed, documented in docs/errors.md#validation-errors-422. */
 export const INPUT_LIMITS = {
   /** Containers nested below the echoed value that are shown; deeper ones are summarised. */
   depth: 3,

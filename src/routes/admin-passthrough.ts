@@ -1,5 +1,5 @@
 /**
- * `/gateway/backends/{name}/...` forwarded to a replica of that backend (README "Admin API"), so an operator reaches
+ * `/gateway/backends/{name}/...` forwarded to a replica of that backend (docs/operations.md#admin-api), so an operator reaches
  * any
  * agent's own endpoints (its /health, /v1/info, a debug page) through the gateway without opening its port.
  *

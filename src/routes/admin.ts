@@ -1,5 +1,5 @@
 /**
- * The operator API under /gateway/, served on the admin listener only (admin-app.ts, README "Admin listener").
+ * The operator API under /gateway/, served on the admin listener only (admin-app.ts, docs/operations.md#admin-api).
  * Read-only views of the runtime current at the request, the reload trigger, and the passthrough to backends.
  * Protection (the optional bearer token) is the auth plugin's job: it covers every request of the listener.
  *

@@ -1,5 +1,5 @@
 /**
- * Where a virtual agent is served (README "Virtual agents"): `/agents/<name>/health`, `/v1/info`,
+ * Where a virtual agent is served (docs/routing.md#virtual-agents): `/agents/<name>/health`, `/v1/info`,
  * `/v1/responses` and the coaching paths. Fastify routes declare the `/agents/:agent` prefix; the raw batch
  * front (batch-front.ts) reads the batch path itself with batchAgent, in plain linear string operations: the
  * URL is client text.

@@ -1,5 +1,5 @@
 /**
- * Writing a batch answer on either front (docs/gateway-behaviour.md, "How a batch is read"): a text answer as it
+ * Writing a batch answer on either front (docs/protocol-fidelity.md#how-a-batch-is-read): a text answer as it
  * is, an answer in pieces (protocol/answer-body.ts) piece by piece, waiting for 'drain' whenever the socket's
  * buffer is full, so the gateway holds the answer's pieces and never a second, joined copy of them.
  */
@@ -51,7 +51,7 @@ export function sendable(body: string | AnswerBody): Buffer | Readable {
 }
 
 /**
- * A streamed answer (docs/gateway-behaviour.md, "Streamed answers") on a node:http response: 200 with chunked
+ * A streamed answer (docs/protocol-fidelity.md#streamed-answers) on a node:http response: 200 with chunked
  * framing, the overhead header as a trailer. `beforeHead` runs right before the head is written (fastify's
  * hijack); `extraHeaders` are the front's own (connection: close while draining).
  */

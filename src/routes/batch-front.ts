@@ -2,18 +2,18 @@
  * The raw front of the hot path: `POST /v1/responses` is answered on node:http directly, every other request
  * goes to fastify (installed through fastify's `serverFactory`, see app.ts).
  *
- * Why (README "Performance", S1): the small-batch target leaves no room for per-request work that does nothing
+ * Why (docs/performance.md, S1): the small-batch target leaves no room for per-request work that does nothing
  * for the batch. Every batch would otherwise go through fastify's request and reply objects, its async hooks
  * and its send pipeline, which cost about 10 µs a request in front of a bare JSON proxy here. This front does for this
  * one path what fastify and the app's hooks did: body limit (413), HTTP metrics, `x-gateway-overhead-ms`, JSON
  * errors. Requests it does not take (another path or method, a query string, a gateway that is closing and
  * must answer 503) are left to fastify unchanged.
  *
- * The server itself is bounded here for every path (README "Limits and timeouts"): headers and body receive
+ * The server itself is bounded here for every path (docs/configuration.md#limits-and-timeouts): headers and body receive
  * time (408 with a JSON detail), idle keep-alive time, open connections, and the body bytes batches hold at
  * once (src/admission.ts). While the gateway drains for shutdown every answer closes its connection.
  *
- * A client key in the address (`/k/<key>/...`, README "Client keys") is stripped from `req.url` first thing,
+ * A client key in the address (`/k/<key>/...`, docs/operations.md#client-keys) is stripped from `req.url` first thing,
  * for every request: what is left is the path served, by this front or by fastify, which gets the key with
  * the request (routes/request-client.ts). Batches answered here decide the key with the same pure function
  * as fastify's hook (src/clients/access.ts), before any body byte is read.
@@ -84,7 +84,7 @@ function apply(front: Front, opts: FrontServerOptions): void {
 const ms = (s: number): number => Math.max(1, Math.round(s * 1000));
 
 /**
- * fastify's serverFactory: a node:http server (node:https with server.tls, README "TLS") whose listener takes
+ * fastify's serverFactory: a node:http server (node:https with server.tls, docs/deployment.md#tls) whose listener takes
  * the batch path before fastify. Both serve the same HTTP/1.1 contract with the same bounds.
  */
 export function createFrontServer(

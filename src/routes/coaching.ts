@@ -1,5 +1,5 @@
 /**
- * The coaching endpoints through the gateway (README.md, "Coaching routing").
+ * The coaching endpoints through the gateway (docs/routing.md#coaching-routing).
  *
  * - `PUT` / `DELETE /v1/coaching/sessions/{run_id}` go to every coaching-capable backend (coaching/backends.ts),
  *   one replica each (the one holding the run's session). A session must exist on every backend a trajectory
@@ -14,7 +14,7 @@
  *   removed from every memory in the body, numbers kept exactly (exact-json.ts), and the backend's answer
  *   comes back unchanged: status, content-type, bytes. Unreachable: 502; no answer within timeout_s: 504.
  * - No coaching-capable backend, or the chosen backend does not coach: 503 `{"detail": ...}`.
- * - Traced (README "Tracing"): a server span per call, a client span per backend call (coaching/forward.ts).
+ * - Traced (docs/operations.md#tracing): a server span per call, a client span per backend call (coaching/forward.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { aggregate, coachingBackends, isSuccess, SessionAffinity, type BackendOutcome } from '../coaching/backends.js';
@@ -98,7 +98,7 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
     const text = typeof req.body === 'string' ? req.body : '';
     let parsed: ExactParse;
     try {
-      // Bounded before stripGatewayTags, findTarget and stringifyExact walk it (README.md, "Limits").
+      // Bounded before stripGatewayTags, findTarget and stringifyExact walk it (docs/protocol-fidelity.md#limits).
       parsed = parseExact(text, { maxDepth: runtime.config.server.max_json_depth });
     } catch (err) {
       if (err instanceof JsonDepthError) {
@@ -205,7 +205,7 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
     }
   }
 
-  // The default agent's paths, then each virtual agent's under /agents/<name> (README "Virtual agents").
+  // The default agent's paths, then each virtual agent's under /agents/<name> (docs/routing.md#virtual-agents).
   for (const prefix of ['', AGENT_PREFIX_PATTERN]) {
     const agentOf = (params: Partial<AgentParams>): string | undefined => (prefix === '' ? undefined : params.agent);
     app.put<{ Params: SessionParams }>(`${prefix}/v1/coaching/sessions/:run_id`, (req, reply) =>

@@ -2,7 +2,7 @@
  * `server.max_connections`, enforced so that idle and trickling clients cannot starve the others: at the cap, a
  * new connection takes the slot of the oldest connection that holds no work (no request yet, or idle between
  * keep-alive requests), else of the oldest one still trickling its body in; only when every connection is
- * serving a request is the new one closed (README "Limits and timeouts").
+ * serving a request is the new one closed (docs/configuration.md#limits-and-timeouts).
  *
  * Why not node's `server.maxConnections`: it refuses the NEW connection, so 300 clients that open connections
  * and send nothing keep every normal batch out for as long as their timeouts allow. Evicting the oldest idle

@@ -1,9 +1,9 @@
 /**
- * GET /health and GET /v1/info, as README "Point BENCH at the gateway" and "Coaching routing" describe them:
+ * GET /health and GET /v1/info, as README.md#point-bench-and-gen-at-it and docs/routing.md#coaching-routing describe them:
  * ready only when every route has a ready, compatible backend (and not while draining for shutdown);
  * capabilities other than inference true only when every backend reachable through routes has them. The same
  * per virtual agent at `/agents/<name>/health` and `/agents/<name>/v1/info`, over its own routes and identity
- * (README "Virtual agents").
+ * (docs/routing.md#virtual-agents).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AgentInfo } from '../protocol/types.js';

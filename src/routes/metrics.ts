@@ -1,4 +1,4 @@
-/** GET /metrics: Prometheus text format (README "Metrics"). */
+/** GET /metrics: Prometheus text format (docs/operations.md#metrics). */
 import type { FastifyInstance } from 'fastify';
 
 export async function metricsRoute(app: FastifyInstance): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * What the HTTP layer remembers of a request's client (README "Client keys") between the places that see it:
+ * What the HTTP layer remembers of a request's client (docs/operations.md#client-keys) between the places that see it:
  * the key the address carried (`/k/<key>`, stripped from `req.url` before anything routes on it) and the
  * access decision (src/clients/access.ts), which the metrics label, the batch route and the access log read.
  * Kept in WeakMaps keyed by the node request, never on an object that is logged or serialized, and gone with

@@ -1,6 +1,6 @@
 /**
- * POST /v1/responses and POST /agents/<name>/v1/responses (README "Virtual agents") as fastify routes (README
- * "What happens to a batch"). The listening server answers these paths on its raw
+ * POST /v1/responses and POST /agents/<name>/v1/responses (docs/routing.md#virtual-agents) as fastify routes (docs/protocol-fidelity.md#the-path-of-a-batch).
+ * The listening server answers these paths on its raw
  * front (routes/batch-front.ts) without entering fastify; this route serves what reaches fastify anyway:
  * `app.inject()`, and requests the front leaves to fastify (a query string, a gateway that is closing).
  * Both call the same handleBatch.
@@ -45,6 +45,6 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       .send(sendable(a.body));
   };
   app.post(BATCH_PATH, (req, reply) => batch(undefined, req, reply));
-  // A virtual agent's batches (README "Virtual agents"); handleBatch answers 404 for a name the config lacks.
+  // A virtual agent's batches (docs/routing.md#virtual-agents); handleBatch answers 404 for a name the config lacks.
   app.post<{ Params: AgentParams }>(AGENT_BATCH_PATTERN, (req, reply) => batch(req.params.agent, req, reply));
 }

@@ -1,6 +1,6 @@
 /**
- * The 422 of the agent endpoints, FastAPI's exact shape `{"detail": [...]}` (docs/agent-contract.md, "Agent and
- * HTTP errors"): BENCH and GEN read it as they read a reference server's. Shared by the batch route and coaching.
+ * The 422 of the agent endpoints, FastAPI's exact shape `{"detail": [...]}` (docs/protocol-fidelity.md#agent-and-http-errors):
+ * BENCH and GEN read it as they read a reference server's. Shared by the batch route and coaching.
  */
 import type { FastifyReply } from 'fastify';
 import { stringifyExact } from '../protocol/exact-json.js';

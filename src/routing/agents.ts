@@ -1,5 +1,5 @@
 /**
- * Every agent of a config compiled for the hot path (README "Virtual agents"): the default agent of the
+ * Every agent of a config compiled for the hot path (docs/routing.md#virtual-agents): the default agent of the
  * top-level routes at `/`, and each `agents.<name>` at `/agents/<name>/`. Each has its own identity, compiled
  * route table and memory key; a batch plans with the table of the agent it was sent to. Pure and immutable,
  * like the route tables themselves.

@@ -1,5 +1,5 @@
 /**
- * One match condition (README.md, "Routes") compiled into a predicate over the value its key resolved to.
+ * One match condition (docs/routing.md#routes) compiled into a predicate over the value its key resolved to.
  *
  * Compiling happens once per config: globs and regexes become RegExp objects here, so the per-input hot path
  * only runs predicates. A predicate receives `undefined` when the key is absent in the input.
@@ -32,7 +32,7 @@ function isText(v: unknown): v is string {
 /**
  * `glob` and `regex` only test strings up to this many characters; a longer one never matches them. Globs are
  * matched in O(text x glob) time (glob.ts), but an operator's own regex can take polynomial (a careless one:
- * exponential) time in the text's length, and the text comes from clients (README.md, "Routes").
+ * exponential) time in the text's length, and the text comes from clients (docs/routing.md#routes).
  */
 export const PATTERN_MAX_CHARS = 4096;
 

@@ -1,5 +1,5 @@
 /**
- * Dividing an input's `num_outputs` among ensemble members (docs/gateway-behaviour.md, "Ensembles").
+ * Dividing an input's `num_outputs` among ensemble members (docs/routing.md#ensembles).
  *
  * Largest remainder (Hamilton): each member gets the floor of its exact quota, and the candidates left over go
  * one each to the largest fractional parts, ties to the member listed first. Unlike rounding each quota, the
@@ -56,7 +56,7 @@ interface ShareLeg {
 
 /**
  * The members that get at least one candidate, in member order, with cumulative offsets: the candidates are
- * renumbered 0..n-1 in member order (docs/gateway-behaviour.md, "Ensembles").
+ * renumbered 0..n-1 in member order (docs/routing.md#ensembles).
  */
 export function ensembleLegs(total: number, members: readonly Member[]): ShareLeg[] {
   const counts = allocateShares(total, members.map((m) => m.weight));

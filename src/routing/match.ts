@@ -1,5 +1,5 @@
 /**
- * Route matching: which input a route's `match` selects (README "Routes").
+ * Route matching: which input a route's `match` selects (docs/routing.md#routes).
  *
  * A match is compiled once per config into a closure: each key becomes a resolver (where in the input the
  * value lives) paired with a predicate (conditions.ts). Matching one input against one route then costs a few

@@ -24,8 +24,7 @@ export interface CompiledRoute {
   /** `backend`: one member of weight 1; `split`: the arms; `ensemble`: the members. In file order. */
   readonly members: readonly Member[];
   /**
-   * Members then fallbacks: the backends a trajectory of this route may stick to (docs/gateway-behaviour.md, "The
-   * memory tag", "Health and identity").
+   * Members then fallbacks: the backends a trajectory of this route may stick to (docs/routing.md#the-memory-key-and-stickiness and docs/operations.md#health-and-identity).
    */
   readonly backends: ReadonlySet<string>;
   readonly fallback: readonly string[];
@@ -33,7 +32,7 @@ export interface CompiledRoute {
 }
 
 export interface CompiledRoutes {
-  /** The agent these routes belong to (README "Virtual agents"): ROOT_AGENT, or a virtual agent's name. */
+  /** The agent these routes belong to (docs/routing.md#virtual-agents): ROOT_AGENT, or a virtual agent's name. */
   readonly agent: string;
   readonly routes: readonly CompiledRoute[];
   readonly memoryKey: string;

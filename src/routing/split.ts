@@ -1,5 +1,5 @@
 /**
- * Weighted A/B assignment of a new trajectory (docs/gateway-behaviour.md, "The memory tag and stickiness").
+ * Weighted A/B assignment of a new trajectory (docs/routing.md#the-memory-key-and-stickiness).
  *
  * The choice must be the same every time the same (request_id, input id) is planned, on any gateway replica and
  * after a restart, so a replayed request is routed the same way: it is a pure function of a hash of that pair.

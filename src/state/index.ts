@@ -1,5 +1,5 @@
 /**
- * Shared state of the gateway (the `state` config key, README "Several gateway replicas (Redis)"): createStore picks
+ * Shared state of the gateway (the `state` config key, docs/deployment.md#several-gateway-replicas-redis): createStore picks
  * the in-memory store, or the Redis store
  * when `state.redis` is configured. Callers see one interface (types.ts) either way.
  */

@@ -142,8 +142,7 @@ export class LocalReplay {
   /**
    * Drops the expired entries. Every entry lives the same ttl, so the oldest stored expires first: the sweep
    * stops at the first live one. Why not a timer per entry: at thousands of small batches a second that is
-   * thousands of live timers, each one more object for the GC to carry (S1, docs/gateway-behaviour.md "Performance
-   * targets").
+   * thousands of live timers, each one more object for the GC to carry (S1, docs/performance.md#targets).
    */
   private expire(): void {
     const now = Date.now();

@@ -1,5 +1,5 @@
 /**
- * The names of the span attributes and events the gateway writes (README "Tracing"): OpenTelemetry's semantic
+ * The names of the span attributes and events the gateway writes (docs/operations.md#tracing): OpenTelemetry's semantic
  * conventions where one exists (HTTP, server, URL, error), `magma.*` for what only a MAGMA gateway knows.
  */
 // The stable semantic-convention names, written out rather than imported from
@@ -39,11 +39,11 @@ export const ATTR_ROUTE = 'magma.route';
 /** Fallback events: the backend the inputs left and the one they went to. */
 export const ATTR_FROM = 'magma.from';
 export const ATTR_TO = 'magma.to';
-/** `hit` when the batch was answered from a stored response (README "Several gateway replicas"). */
+/** `hit` when the batch was answered from a stored response (docs/deployment.md#several-gateway-replicas-redis). */
 export const ATTR_REPLAY = 'magma.replay';
 /** The gateway's own time on the batch, milliseconds (x-gateway-overhead-ms). */
 export const ATTR_OVERHEAD_MS = 'magma.overhead_ms';
-/** A shadow's candidates whose decision agreed / disagreed with the primary's (README "Shadow traffic"). */
+/** A shadow's candidates whose decision agreed / disagreed with the primary's (docs/routing.md#shadow-traffic). */
 export const ATTR_AGREED = 'magma.shadow.agreed';
 export const ATTR_DISAGREED = 'magma.shadow.disagreed';
 /** Coaching: the run, and what chose the backend (`memory tag` or `route <name>`). */

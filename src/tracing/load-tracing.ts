@@ -1,5 +1,5 @@
 /**
- * The tracing a config asks for (README "Tracing"): the no-op one without `tracing.otlp_endpoint`, else the
+ * The tracing a config asks for (docs/operations.md#tracing): the no-op one without `tracing.otlp_endpoint`, else the
  * OpenTelemetry SDK's. The SDK is imported only then, so a gateway with tracing off neither loads nor holds it
  * (a few MB of heap and RSS, and start-up time).
  */

@@ -1,5 +1,5 @@
 /**
- * Tracing with the OpenTelemetry JS SDK (README "Tracing"): one TracerProvider per runtime, created when it
+ * Tracing with the OpenTelemetry JS SDK (docs/operations.md#tracing): one TracerProvider per runtime, created when it
  * starts (load-tracing.ts, which loads this module only when tracing is on) and shut down (flushed) when it closes, so a reload with new `tracing` keys gets a provider built from them while
  * batches still running on the old config end their spans on the old one.
  *

@@ -1,5 +1,5 @@
 /**
- * What the gateway's layers see of tracing (README "Tracing"): a span with an explicit parent, and the few
+ * What the gateway's layers see of tracing (docs/operations.md#tracing): a span with an explicit parent, and the few
  * things a batch does with one. The batch core, dispatch and coaching talk to this interface only; the
  * OpenTelemetry SDK stays behind it (otel-tracing.ts).
  *

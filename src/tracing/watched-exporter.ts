@@ -1,5 +1,5 @@
 /**
- * The OTLP exporter with its failures told in the gateway's log (README "Tracing"): the SDK reports them only
+ * The OTLP exporter with its failures told in the gateway's log (docs/operations.md#tracing): the SDK reports them only
  * to its own diagnostic logger, which the gateway does not install (it is process-global). One warning when
  * exports start failing, one line when they succeed again, so a dead collector is one line, not one per export.
  */

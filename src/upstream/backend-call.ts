@@ -1,6 +1,6 @@
 /**
  * One HTTP call to a backend replica, bounded in time and bytes, its outcome classified into the gateway's error
- * codes (README.md, "Failure codes"). Nothing here throws: a failed call is a value the dispatcher can route on.
+ * codes (docs/errors.md#candidate-error-codes). Nothing here throws: a failed call is a value the dispatcher can route on.
  */
 import { StringDecoder } from 'node:string_decoder';
 import { errors, type Dispatcher } from 'undici';

@@ -1,6 +1,6 @@
 /**
- * Probes every replica's /health and /v1/info at start and every probe_interval_s (README "Probing and
- * ejection"), so /health tells the truth and incompatible agents are never routed to. Ejected replicas are probed
+ * Probes every replica's /health and /v1/info at start and every probe_interval_s (docs/operations.md#probing-and-ejection),
+ * so /health tells the truth and incompatible agents are never routed to. Ejected replicas are probed
  * too: that is how they come back, on the first good probe once their backoff is over.
  *
  * Each replica has its own schedule, and each probe (both calls together) is bounded by probe_timeout_s: a

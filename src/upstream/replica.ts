@@ -17,7 +17,7 @@ export type ReplicaState =
   | 'not_ready'
   /** Failed consecutive probes or requests: out of rotation until a probe succeeds and the backoff ends. */
   | 'ejected'
-  /** Answers, but not protocol 2.0 or no `inference: true` (README "Probing and ejection"): never routed to. */
+  /** Answers, but not protocol 2.0 or no `inference: true` (docs/operations.md#probing-and-ejection): never routed to. */
   | 'incompatible';
 
 /** Everything about a replica that changes while the gateway runs. Written only by Upstreams. */

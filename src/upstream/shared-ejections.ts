@@ -1,5 +1,5 @@
 /**
- * Ejections shared across gateway replicas (README "Several gateway replicas"): a backend ejected by one is seen by all:
+ * Ejections shared across gateway replicas (docs/deployment.md#several-gateway-replicas-redis): a backend ejected by one is seen by all:
  * an ejection decided here is published in the store with its end time; one published elsewhere is applied
  * here at once (the store pushes changes; with Redis across replicas, in memory within the process).
  * Probe results need no sharing: every replica probes every backend each probe_interval_s itself, so a probe

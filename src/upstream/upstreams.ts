@@ -1,6 +1,6 @@
 /**
- * Every backend's replicas, built from config at start, and the one writer of their state (README "Probing and
- * ejection"). Answers the planner's question "can this backend serve?" and the dispatcher's "which replicas take
+ * Every backend's replicas, built from config at start, and the one writer of their state (docs/operations.md#probing-and-ejection).
+ * Answers the planner's question "can this backend serve?" and the dispatcher's "which replicas take
  * these inputs?"; learns from probes (recordProbe), sub-requests (recordSuccess, recordFailure,
  * recordConnectFailure, attemptStarted/attemptEnded), other gateway replicas (applyRemoteEjection) and the
  * runtime a reload replaces (inherit). Ejection, return and forgiveness each happen in one method here.
@@ -169,7 +169,7 @@ export class Upstreams {
 
   /**
    * A connection to this replica was refused or could not be made: nothing was sent. Out of rotation at once
-   * (not_ready until its next good probe), whatever max_ejected_share says: README "Probing and ejection" says
+   * (not_ready until its next good probe), whatever max_ejected_share says: docs/operations.md#probing-and-ejection says
    * why. It also counts as a failure towards ejection.
    */
   recordConnectFailure(r: Replica, reason: string): void {

@@ -1,5 +1,5 @@
 /**
- * Per-client limits on a listening gateway (README "Client keys", "Failures"): a batch over its client's
+ * Per-client limits on a listening gateway (docs/operations.md#client-keys and docs/protocol-fidelity.md#failures): a batch over its client's
  * max_batches_in_flight or max_candidates_per_minute waits, then is served or answered HTTP 200 with a
  * gateway_overloaded error candidate for every candidate, in contract order, memory kept; a client that
  * leaves frees its place; limits are per client; the waits and refusals are counted by client and limit.

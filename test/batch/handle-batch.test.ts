@@ -1,5 +1,5 @@
 /**
- * What the batch core forwards of a client's body (docs/gateway-behaviour.md, "How a batch is read"): each
+ * What the batch core forwards of a client's body (docs/protocol-fidelity.md#how-a-batch-is-read): each
  * input's memory as the bytes the client sent, minus the gateway's tag; num_outputs set per leg; a body that
  * is not UTF-8 refused before anything reaches a backend.
  */

@@ -1,5 +1,5 @@
 /**
- * Who may ask the agent listener (README "Client keys", docs/gateway-behaviour.md "Client keys and limits"):
+ * Who may ask the agent listener (docs/operations.md#client-keys, docs/operations.md#client-keys):
  * the one decision both fronts render.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * One client's limits (README "Client keys"): batches in flight in FIFO order, a continuously refilled bucket
+ * One client's limits (docs/operations.md#client-keys): batches in flight in FIFO order, a continuously refilled bucket
  * of candidates per minute, a batch bigger than the bucket served into debt, waits bounded and cancellable.
  * Time is a stepped clock: nothing sleeps.
  */

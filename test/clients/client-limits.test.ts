@@ -1,5 +1,5 @@
 /**
- * Every client's limiter by name (README "Client keys"): a reload keeps a client's state, applies its new
+ * Every client's limiter by name (docs/operations.md#client-keys): a reload keeps a client's state, applies its new
  * limits, starts new clients and lets removed ones go; clients without limits are not counted at all.
  */
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-/** Which client a key belongs to (README "Client keys"): exact matches only, every client's key compared. */
+/** Which client a key belongs to (docs/operations.md#client-keys): exact matches only, every client's key compared. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ClientTable } from '../../src/clients/client-table.js';

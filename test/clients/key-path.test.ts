@@ -1,5 +1,5 @@
 /**
- * The client key in the address (README "Client keys"): `/k/<key>` split off the path served, redacted in what
+ * The client key in the address (docs/operations.md#client-keys): `/k/<key>` split off the path served, redacted in what
  * is logged, and the health-check paths that answer without a key.
  */
 import assert from 'node:assert/strict';

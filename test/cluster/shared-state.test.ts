@@ -1,5 +1,5 @@
 /**
- * README "Several gateway replicas (Redis)": ejections and experiment counts are shared by gateway replicas through
+ * docs/deployment.md#several-gateway-replicas-redis: ejections and experiment counts are shared by gateway replicas through
  * Redis.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * README "Several gateway replicas (Redis)": three gateway processes, started as a user starts them (CLI + YAML),
+ * docs/deployment.md#several-gateway-replicas-redis: three gateway processes, started as a user starts them (CLI + YAML),
  * sharing one real Redis.
  */
 import assert from 'node:assert/strict';

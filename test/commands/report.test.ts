@@ -1,6 +1,6 @@
 /**
  * `report` takes the admin listener's URL the same way `check` takes the agent URL: as the argument or as --url, with
- * the same table either way (README "Command line"), against a real gateway.
+ * the same table either way (docs/operations.md#command-line), against a real gateway.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * `agents:` in the config (src/config/schema.ts, route-problems.ts, agents.ts; README "Virtual agents"): each
+ * `agents:` in the config (src/config/schema.ts, route-problems.ts, agents.ts; docs/routing.md#virtual-agents): each
  * agent's name, identity, memory key and routes are checked like the top level's, with locations under
  * `agents.<name>`; the top-level routes may be left out when agents are configured.
  */

@@ -1,5 +1,5 @@
 /**
- * `clients:` in the config (README "Client keys", "Configuration"): keys from the environment, one schema for
+ * `clients:` in the config (docs/operations.md#client-keys and docs/configuration.md): keys from the environment, one schema for
  * names, keys and limits with documented defaults, clear errors naming the location that never quote a key,
  * and warnings for weak or awkward keys.
  */

@@ -1,6 +1,6 @@
 /**
- * The client's answer written from bytes (src/dispatch/answer-bytes.ts, docs/gateway-behaviour.md "How a batch
- * is read"): a backend's memory, internal_steps and output reach the client as the backend wrote them, the tag
+ * The client's answer written from bytes (src/dispatch/answer-bytes.ts, docs/protocol-fidelity.md#how-a-batch-is-read):
+ * a backend's memory, internal_steps and output reach the client as the backend wrote them, the tag
  * inserted; source_id is the client's own text; error candidates carry their input's memory bytes; an answer
  * of many candidates, larger than socket buffers, is written whole on both fronts.
  */

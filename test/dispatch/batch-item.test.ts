@@ -1,5 +1,5 @@
 /**
- * The planner decides each leg's arm (docs/gateway-behaviour.md, "The memory tag and stickiness" and "Ensembles"):
+ * The planner decides each leg's arm (docs/routing.md#the-memory-key-and-stickiness and docs/routing.md#ensembles):
  * dispatch only carries it into the items and the memory tag.
  */
 import assert from 'node:assert/strict';

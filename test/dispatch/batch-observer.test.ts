@@ -1,5 +1,5 @@
 /**
- * A batch's events become the gateway's Prometheus series in one place (README "Metrics"): each event moves
+ * A batch's events become the gateway's Prometheus series in one place (docs/operations.md#metrics): each event moves
  * exactly the series it names, and a backend's own error codes are capped like every candidate error code.
  */
 import assert from 'node:assert/strict';

@@ -4,8 +4,8 @@
  * HTTP error, every answer holds every candidate in order, and every candidate's memory comes back exact
  * (a big integer, non-canonical numbers such as 1.0 and -5.0e2, an integer-like key). The figures are printed.
  *
- * Key order: integer-like keys (`"10"`) move first, as JSON.parse orders them (a known limitation, README
- * "Exact JSON"), so order is asserted for the other keys only.
+ * Key order: integer-like keys (`"10"`) move first, as JSON.parse orders them (a known limitation, docs/protocol-fidelity.md#exact-json),
+ * so order is asserted for the other keys only.
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * One deadline per batch and a retry budget (README "Deadline and retry budget"): failover cannot run past request_timeout_s nor snowball.
+ * One deadline per batch and a retry budget (docs/routing.md#fallbacks-deadline-and-retry-budget): failover cannot run past request_timeout_s nor snowball.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

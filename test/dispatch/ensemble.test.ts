@@ -1,5 +1,5 @@
 /**
- * Ensembles (docs/gateway-behaviour.md, "Ensembles"): candidates of one input drawn from several agents, renumbered
+ * Ensembles (docs/routing.md#ensembles): candidates of one input drawn from several agents, renumbered
  * in member order.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Where items go after a failure, decided without HTTP (README "Failures" and "Deadline and retry budget"): the
+ * Where items go after a failure, decided without HTTP (docs/protocol-fidelity.md#failures and docs/routing.md#fallbacks-deadline-and-retry-budget): the
  * next replica, the next fallback backend, or a final error with its code and message, and whether moving on
  * needs the retry budget. The view (time left, abort, replicas, usual latency) is made up per test.
  */

@@ -1,5 +1,5 @@
 /**
- * Failover when a backend is down (README "Failures" and "Deadline and retry budget"): a backend with no ready
+ * Failover when a backend is down (docs/protocol-fidelity.md#failures and docs/routing.md#fallbacks-deadline-and-retry-budget): a backend with no ready
  * replica is not attempted and its inputs go straight to the fallback without spending the retry budget, and a
  * refused connection takes the replica out of rotation at once. So a dead primary under many concurrent clients
  * still has (nearly) every candidate completed by the fallback, every answer whole and in order.
@@ -94,7 +94,7 @@ test('primary port closed from the start: 20 clients have >= 99% of candidates c
   const tally = await load(gw, 'closed');
   assertFailedOver(tally, 'primary closed');
   const m = (await http(`${gw.url}/metrics`)).text;
-  // The series exist from the start at 0 (README "Metrics"); none may have moved.
+  // The series exist from the start at 0 (docs/operations.md#metrics); none may have moved.
   assert.doesNotMatch(m, /^magma_gateway_retry_budget_exhausted_total\{[^}]*\} [1-9]/m, 'moving on from a backend with no replica is no retry');
 });
 

@@ -1,5 +1,5 @@
 /**
- * docs/gateway-behaviour.md "Failures and error codes": the batch never fails because a backend did. Each
+ * docs/protocol-fidelity.md#failures: the batch never fails because a backend did. Each
  * misbehaviour of a real loopback backend
  * becomes error candidates in place (memory kept) or is repaired (order), never an HTTP error.
  */

@@ -1,5 +1,5 @@
 /**
- * Shadow traffic (docs/gateway-behaviour.md, "Shadow traffic"): copies to shadow backends never delay, change or fail
+ * Shadow traffic (docs/routing.md#shadow-traffic): copies to shadow backends never delay, change or fail
  * the client's answer.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Streamed answers (dispatch/streamed-answer.ts, docs/gateway-behaviour.md "Streamed answers"): a backend answer
+ * Streamed answers (dispatch/streamed-answer.ts, docs/protocol-fidelity.md#streamed-answers): a backend answer
  * over server.stream_answers_over_mb that carries the whole batch is written as it arrives. Byte for byte what
  * the whole-answer path writes; a backend breaking off after the first byte leaves error candidates for the rest;
  * a client that does not read holds the backend back; a small answer is not streamed. Real loopback servers.

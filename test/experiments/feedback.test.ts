@@ -1,5 +1,5 @@
 /**
- * Parsing env feedback (docs/agent-contract.md "Environment feedback"): every shape seen in the ecosystem,
+ * Parsing env feedback (docs/protocol-fidelity.md#environment-feedback): every shape seen in the ecosystem,
  * multi-robot steps, and content that is not JSON or not the JSON we know, which must count, never throw.
  */
 import assert from 'node:assert/strict';

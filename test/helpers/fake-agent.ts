@@ -1,10 +1,10 @@
 /**
  * A real HTTP agent on loopback for the gateway's tests: correct by default, misbehaving on demand.
  *
- * docs/gateway-behaviour.md ("Tests") asks for backends that are real HTTP servers, never mocks of the gateway's own
+ * (docs/development.md#build-and-test) asks for backends that are real HTTP servers, never mocks of the gateway's own
  * code, so this is a
  * node:http server (independent of the gateway's fastify/undici stack) speaking the MAGMA v2.0 contract, and
- * every failure mode the gateway must survive (docs/gateway-behaviour.md, "Failures and error codes") can be switched
+ * every failure mode the gateway must survive (docs/protocol-fidelity.md#failures) can be switched
  * on per test or per request.
  * Bodies are read and written with the exact JSON codec so big integers in memory round-trip digit for digit.
  */

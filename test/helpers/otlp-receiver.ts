@@ -1,5 +1,5 @@
 /**
- * A real OTLP/HTTP trace receiver on loopback for the tracing tests (README "Tracing"): a node:http server that
+ * A real OTLP/HTTP trace receiver on loopback for the tracing tests (docs/operations.md#tracing): a node:http server that
  * takes `POST /v1/traces` with the JSON encoding the gateway's exporter sends (OTLP/HTTP JSON), and keeps every
  * span it received, flattened to plain values. It can also refuse (an HTTP status) or hang (never answer), the
  * collectors the gateway must not be slowed by.

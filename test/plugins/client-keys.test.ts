@@ -1,6 +1,6 @@
 /**
- * Client keys on a listening gateway (README "Client keys", docs/gateway-behaviour.md "Client keys and
- * limits"): each transport (address, Authorization: Bearer, x-api-key) on both fronts (the raw batch front
+ * Client keys on a listening gateway (docs/operations.md#client-keys, docs/operations.md#client-keys):
+ * each transport (address, Authorization: Bearer, x-api-key) on both fronts (the raw batch front
  * and fastify, which serves every other path, a batch with a query string and app.inject), the same 401 on
  * every agent endpoint and unknown path, the health-check and /metrics exceptions, `/k/` without clients, and
  * the `client` label of the request metrics.

@@ -1,5 +1,5 @@
 /**
- * Requests whose answer would be too big (README "Limits and timeouts") against a real gateway with the
+ * Requests whose answer would be too big (docs/configuration.md#limits-and-timeouts) against a real gateway with the
  * default limits and a real loopback backend: the requests that used to kill the process (a 600 MB answer, a
  * heap exhausted by error candidates, 10 million candidates) are 422s naming the config key, before any
  * backend is called, and the gateway keeps serving; a big amplification within the limits is answered.

@@ -1,6 +1,6 @@
 /**
  * The coaching endpoints through a real gateway in front of real loopback agents
- * (docs/agent-contract.md "Coaching"; docs/gateway-behaviour.md "The memory tag", "Health and identity").
+ * (docs/protocol-fidelity.md#coaching; docs/routing.md#the-memory-key-and-stickiness and docs/operations.md#health-and-identity).
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * One rule for x-request-id and traceparent (src/protocol/correlation.ts, README "Logs"): a valid incoming value
+ * One rule for x-request-id and traceparent (src/protocol/correlation.ts, docs/operations.md#logs): a valid incoming value
  * is passed on, an absent or invalid one replaced, and every call a request causes carries the same pair:
  * inference sub-requests, shadow copies (with x-magma-gateway-shadow: 1) and coaching calls.
  */

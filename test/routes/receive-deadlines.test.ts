@@ -1,5 +1,5 @@
 /**
- * The server's receive bounds (README "Limits and timeouts") with real sockets: a request whose headers or
+ * The server's receive bounds (docs/configuration.md#limits-and-timeouts) with real sockets: a request whose headers or
  * body trickle in is answered 408 with a JSON detail naming the key and its connection closed; trickling
  * connections held open do not keep normal batches from being served; at max_connections a new connection
  * takes the slot of the oldest idle one, and is closed only when every connection is serving a batch; body bytes over max_bytes_in_flight_mb make new batches wait in order, and a waiting

@@ -1,6 +1,5 @@
 /**
- * POST /v1/responses through a real gateway in front of real loopback agents (docs/gateway-behaviour.md, "The path of
- * a batch", "The memory tag").
+ * POST /v1/responses through a real gateway in front of real loopback agents (docs/protocol-fidelity.md#the-path-of-a-batch and docs/routing.md#the-memory-key-and-stickiness).
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Virtual agents over HTTP (README "Virtual agents"), on a listening gateway with real loopback agents: each
+ * Virtual agents over HTTP (docs/routing.md#virtual-agents), on a listening gateway with real loopback agents: each
  * agent is served at /agents/<name>/ with its own routes, identity and readiness; an unknown name is a JSON 404
  * naming it; the raw front (listen) and fastify (inject) answer alike; metrics carry the agent's name.
  */

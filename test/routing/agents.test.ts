@@ -1,5 +1,5 @@
 /**
- * Every agent of a config compiled (src/routing/agents.ts, README "Virtual agents"), and batches planned per
+ * Every agent of a config compiled (src/routing/agents.ts, docs/routing.md#virtual-agents), and batches planned per
  * agent: each agent plans with its own route table and memory key. Pure: a config, a request and a snapshot
  * in, a plan out; no HTTP.
  */

@@ -1,5 +1,5 @@
 /**
- * glob and regex operators run on client text (README.md "Routes"): globs are matched without backtracking
+ * glob and regex operators run on client text (docs/routing.md#routes): globs are matched without backtracking
  * (routing/glob.ts) and give the same answers as their regex form; glob and regex only test strings up to
  * PATTERN_MAX_CHARS characters, a longer value never matches them.
  */

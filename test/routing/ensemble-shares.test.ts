@@ -1,6 +1,5 @@
 /**
- * Ensemble candidate allocation: largest remainder, deterministic, ties in member order (docs/gateway-behaviour.md,
- * "Ensembles").
+ * Ensemble candidate allocation: largest remainder, deterministic, ties in member order (docs/routing.md#ensembles).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Match keys and operators (README "Routes"), one behaviour per test, on plain inputs without HTTP.
+ * Match keys and operators (docs/routing.md#routes), one behaviour per test, on plain inputs without HTTP.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

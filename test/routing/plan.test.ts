@@ -1,6 +1,6 @@
 /**
- * Batch planning: route choice, stickiness, coaching, split arms, ensemble legs (docs/gateway-behaviour.md, "The path
- * of a batch" to "Ensembles").
+ * Batch planning: route choice, stickiness, coaching, split arms, ensemble legs (docs/protocol-fidelity.md#the-path-of-a-batch
+ *  to "Ensembles").
  * Pure: a config string, a request and a snapshot in, a plan out.
  */
 import { test } from 'node:test';

@@ -1,6 +1,5 @@
 /**
- * Split assignment: a weighted choice that is a pure function of (request_id, input id) (docs/gateway-behaviour.md,
- * "The memory tag and stickiness").
+ * Split assignment: a weighted choice that is a pure function of (request_id, input id) (docs/routing.md#the-memory-key-and-stickiness).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

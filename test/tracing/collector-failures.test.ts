@@ -1,5 +1,5 @@
 /**
- * A collector that refuses, hangs or is not there changes nothing for the client (README "Tracing"): every
+ * A collector that refuses, hangs or is not there changes nothing for the client (docs/operations.md#tracing): every
  * batch is answered 200 with the candidates an untraced gateway gives, the span queue stays bounded, and the
  * gateway still closes.
  */

@@ -1,6 +1,6 @@
 /**
  * Traces of a listening gateway in front of real loopback agents, received by a real OTLP/HTTP receiver
- * (README "Tracing"): the span tree of a batch, its attributes and events, the traceparent each backend
+ * (docs/operations.md#tracing): the span tree of a batch, its attributes and events, the traceparent each backend
  * received, coaching calls, shadows and sampling.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * The `tracing` keys of the config (src/config/schema.ts, README "Configuration"): their defaults, the
+ * The `tracing` keys of the config (src/config/schema.ts, docs/configuration.md): their defaults, the
  * problems a bad value is stopped with, and their redaction in GET /gateway/config.
  */
 import assert from 'node:assert/strict';

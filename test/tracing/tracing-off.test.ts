@@ -1,5 +1,5 @@
 /**
- * Tracing off (no `tracing.otlp_endpoint`, README "Tracing"): no span is made or sent anywhere, even with the
+ * Tracing off (no `tracing.otlp_endpoint`, docs/operations.md#tracing): no span is made or sent anywhere, even with the
  * standard OTEL_EXPORTER_OTLP_* variables pointing at a collector, the SDK is not even loaded, and backends get
  * the client's traceparent exactly as without tracing (src/protocol/correlation.ts).
  */

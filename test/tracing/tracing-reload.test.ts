@@ -1,5 +1,5 @@
 /**
- * A reload and the `tracing` keys (README "Hot reload", "Tracing"): the new config gets a provider built from
+ * A reload and the `tracing` keys (docs/operations.md#hot-reload and docs/operations.md#tracing): the new config gets a provider built from
  * its keys, the old one is flushed and stopped once its batches drain, and a reload can turn tracing on or off.
  */
 import assert from 'node:assert/strict';

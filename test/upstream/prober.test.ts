@@ -1,5 +1,5 @@
 /**
- * Probing and ejection against real loopback agents (README "Probing and ejection"): a killed replica is ejected and
+ * Probing and ejection against real loopback agents (docs/operations.md#probing-and-ejection): a killed replica is ejected and
  * traffic moves without a failed candidate, the restarted replica comes back; /health follows the backends
  * (503 and back to 200); /v1/info capabilities change with them; an incompatible replica is never routed to.
  */

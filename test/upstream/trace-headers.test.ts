@@ -1,5 +1,5 @@
 /**
- * The correlation headers a batch carries to its backends (docs/gateway-behaviour.md, "Logs and tracing"):
+ * The correlation headers a batch carries to its backends (docs/operations.md#logs):
  * `x-request-id` and W3C `traceparent` are
  * passed on when the client sent them (a malformed traceparent is replaced), and generated when absent, the same
  * values on every sub-request of one batch.
