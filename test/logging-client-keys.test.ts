@@ -16,6 +16,7 @@ import { configFile, http, type ConfigFile } from './helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from './helpers/fake-agent.js';
 import { mkInput } from './helpers/gateway.js';
 import { waitFor } from './helpers/wait.js';
+import { oneBackend } from './helpers/fixtures.js';
 
 const KEY_A = 'KeyAlpha-5c1e0f7b9d2a4e63';
 const KEY_B = 'KeyBravo-0a8d3c6f1b9e2d47';
@@ -34,17 +35,11 @@ let agent: FakeAgent;
 let file: ConfigFile;
 
 function config(keyA: string): Record<string, unknown> {
-  return {
-    probe_interval_s: 3600,
-    admin: { listen: '127.0.0.1:0', token: TOKEN },
-    clients: {
+  return oneBackend({ a: agent }, { admin: { listen: '127.0.0.1:0', token: TOKEN }, clients: {
       'team-a': { key: keyA, max_candidates_per_minute: 5, max_wait_s: 0 },
       'team-b': { key: KEY_B },
       'team-c': { key: SHORT },
-    },
-    backends: { a: { url: agent.url } },
-    routes: [{ name: 'default', backend: 'a' }],
-  };
+    } });
 }
 
 before(async () => {

@@ -14,6 +14,7 @@ import { configFile, http, startGatewayFromFile, type FileGateway } from './help
 import { waitFor } from './helpers/wait.js';
 import { startFakeAgent, type FakeAgent } from './helpers/fake-agent.js';
 import { mkInput, type Cand } from './helpers/gateway.js';
+import { oneBackend } from './helpers/fixtures.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -32,11 +33,7 @@ async function gateway(config: Record<string, unknown>): Promise<FileGateway> {
   return gw;
 }
 
-const single = (url: string | string[]): Record<string, unknown> => ({
-  probe_interval_s: 0.1,
-  backends: { svc: Array.isArray(url) ? { urls: url } : { url } },
-  routes: [{ name: 'default', backend: 'svc' }],
-});
+const single = (url: string | string[]): Record<string, unknown> => (oneBackend({ svc: Array.isArray(url) ? { urls: url } : { url } }, { probe_interval_s: 0.1 }));
 
 /** Post a batch of 3 inputs; returns who served each candidate, or a description of what went wrong. */
 async function batch(gw: FileGateway, id: string): Promise<string[] | string> {

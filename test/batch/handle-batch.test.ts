@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -33,7 +34,7 @@ const input = (id: number, memory: string, extra = ''): string =>
 
 test('memory reaches the backend as the bytes the client sent, the memory tag cut out', async () => {
   const a = await agent('a');
-  const gw = await gateway({ probe_interval_s: 3600, backends: { a: { url: a.url } }, routes: [{ name: 'default', backend: 'a', sticky: true }] });
+  const gw = await gateway(oneBackend({ a }, { route: { sticky: true } }));
   const tagged = MEMORY.replace('{"b":1,', `{"b":1,${TAG},`);
   const res = await gw.post(`{"request_id":"bytes-1","inputs":[${input(1, tagged)},${input(2, MEMORY)}]}`);
   assert.equal(res.status, 200, res.text);
@@ -64,7 +65,7 @@ test('each ensemble leg asks its own share of num_outputs, memory bytes unchange
 
 test('a body that is not UTF-8 is answered 400 naming the byte, and no backend is asked', async () => {
   const a = await agent('a');
-  const gw = await gateway({ probe_interval_s: 3600, backends: { a: { url: a.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a }));
   const head = Buffer.from(`{"request_id":"bytes-3","inputs":[${input(1, '{"s":"')}`);
   const body = Buffer.concat([head, Buffer.from([0xc3, 0x28]), Buffer.from('"}}]}')]);
   const res = await fetch(`${gw.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });

@@ -8,6 +8,7 @@ import { startFakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 import { deleteKeys, REDIS_URL, uniquePrefix } from '../state/helpers.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const prefix = uniquePrefix();
 const cleanup: (() => Promise<void>)[] = [];
@@ -29,12 +30,7 @@ async function replicaStates(gw: TestGateway): Promise<ReplicaView[]> {
 test('a replica ejected by one gateway is ejected on the other within a probe interval', async () => {
   const good = await startFakeAgent({ name: 'good' });
   const flaky = await startFakeAgent({ name: 'flaky' });
-  const config = {
-    probe_interval_s: 1,
-    state: { redis: { url: REDIS_URL, key_prefix: prefix } },
-    backends: { b: { urls: [good.url, flaky.url], eject_after_failures: 1 } },
-    routes: [{ name: 'default', backend: 'b' }],
-  };
+  const config = oneBackend({ b: { urls: [good.url, flaky.url], eject_after_failures: 1 } }, { probe_interval_s: 1, state: { redis: { url: REDIS_URL, key_prefix: prefix } } });
   const a = await startGateway(config);
   const b = await startGateway(config);
   cleanup.push(async () => {

@@ -13,6 +13,7 @@ import { parseExact, stringifyExact } from '../../src/protocol/exact-json.js';
 import { waitFor } from '../helpers/wait.js';
 import { startFakeAgent, type FakeAgent, type FakeBehaviour } from '../helpers/fake-agent.js';
 import { mkInput, startGateway } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -75,13 +76,7 @@ test('a replica crashed and restarted 8 times under 10 clients: no HTTP error, a
   const port = p1.port;
   const fb = await startFakeAgent({ name: 'fb', behaviour });
   cleanup.push(() => Promise.all([p0.close(), p1.close(), fb.close()]).then(() => undefined));
-  const gw = await startGateway({
-    probe_interval_s: 0.2,
-    probe_timeout_s: 0.5,
-    eject_max_s: 1,
-    backends: { primary: { urls: [p0.url, p1.url], timeout_s: 10 }, fallback: { url: fb.url, timeout_s: 10 } },
-    routes: [{ name: 'default', backend: 'primary', fallback: ['fallback'] }],
-  });
+  const gw = await startGateway(oneBackend({ primary: { urls: [p0.url, p1.url], timeout_s: 10 }, fallback: { url: fb.url, timeout_s: 10 } }, { route: { fallback: ['fallback'] }, probe_interval_s: 0.2, probe_timeout_s: 0.5, eject_max_s: 1 }));
   cleanup.push(() => gw.close());
 
   const f: Figures = { batches: 0, httpErrors: 0, completed: 0, errors: {}, servedBy: {} };

@@ -4,23 +4,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { mkInput, type Cand } from '../helpers/gateway.js';
-import { useFixtures } from '../helpers/fixtures.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 
 test('the batch deadline cuts a fallback chain: no fallback starts once time is up', async (t) => {
   const f = useFixtures(t);
   const slow1 = await f.agent({ name: 's1', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 5000 } : {}) });
   const slow2 = await f.agent({ name: 's2', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 5000 } : {}) });
   const last = await f.agent({ name: 'last' });
-  const gw = await f.gateway({
-    probe_interval_s: 3600,
-    request_timeout_s: 0.6,
-    backends: {
-      s1: { url: slow1.url, timeout_s: 0.4, eject_after_failures: 100 },
-      s2: { url: slow2.url, timeout_s: 0.4, eject_after_failures: 100 },
-      last: { url: last.url },
-    },
-    routes: [{ name: 'default', backend: 's1', fallback: ['s2', 'last'] }],
-  });
+  const gw = await f.gateway(oneBackend({ s1: { url: slow1.url, timeout_s: 0.4, eject_after_failures: 100 }, s2: { url: slow2.url, timeout_s: 0.4, eject_after_failures: 100 }, last }, { route: { fallback: ['s2', 'last'] }, request_timeout_s: 0.6 }));
   const res = await gw.post({ request_id: 'd', inputs: [mkInput(1)] });
   const [c] = res.json as Cand[];
   assert.equal(res.status, 200);
@@ -37,12 +28,7 @@ test('over the retry budget, failures become error candidates at once and are co
   const f = useFixtures(t);
   const bad = await f.agent({ name: 'bad', behaviour: (r) => (r.path === '/v1/responses' ? { status: 500, delayMs: 50 } : {}) });
   const good = await f.agent({ name: 'good', behaviour: (r) => (r.path === '/v1/responses' ? { delayMs: 300 } : {}) });
-  const gw = await f.gateway({
-    probe_interval_s: 3600,
-    retry_budget: { ratio: 0, min: 2 },
-    backends: { bad: { url: bad.url, eject_after_failures: 1000 }, good: { url: good.url } },
-    routes: [{ name: 'default', backend: 'bad', fallback: ['good'] }],
-  });
+  const gw = await f.gateway(oneBackend({ bad: { url: bad.url, eject_after_failures: 1000 }, good }, { route: { fallback: ['good'] }, retry_budget: { ratio: 0, min: 2 } }));
   // A burst of 8 concurrent batches all failing on `bad`: at most 2 fallbacks may be in flight at once.
   const results = await Promise.all(Array.from({ length: 8 }, (_, i) => gw.post({ request_id: `b${i}`, inputs: [mkInput(i)] })));
   const cands = results.map((r) => (r.json as Cand[])[0]!);

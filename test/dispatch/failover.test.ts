@@ -10,7 +10,7 @@ import type { BackendView } from '../../src/admin/views.js';
 import { http } from '../helpers/config-file.js';
 import { startFakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
-import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
+import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
 
 const CLIENTS = 20;
 const BATCHES = 25;
@@ -115,11 +115,7 @@ test('primary killed after its probe said ready: the first refused connection ta
 test('with no fallback, a refused connection answers gateway_backend_unreachable, then gateway_no_backend', async (t) => {
   const fx = useFixtures(t);
   const only = await fx.agent({ name: 'only' });
-  const gw = await fx.gateway({
-    probe_interval_s: 3600,
-    backends: { only: { url: only.url } },
-    routes: [{ name: 'default', backend: 'only' }],
-  });
+  const gw = await fx.gateway(oneBackend({ only: only.url }));
   only.kill();
   const codes: string[] = [];
   for (let i = 0; i < 2; i++) {

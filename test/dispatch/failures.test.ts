@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startFakeAgent, type FakeAgent, type FakeBehaviour } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 
 let agent: FakeAgent;
 let gw: TestGateway;
@@ -14,11 +15,7 @@ let seq = 0;
 
 before(async () => {
   agent = await startFakeAgent({ name: 'solo' });
-  gw = await startGateway({
-    probe_interval_s: 3600,
-    backends: { solo: { url: agent.url, timeout_s: 0.5, eject_after_failures: 1000 } },
-    routes: [{ name: 'default', backend: 'solo' }],
-  });
+  gw = await startGateway(oneBackend({ solo: { url: agent.url, timeout_s: 0.5, eject_after_failures: 1000 } }));
 });
 after(async () => {
   await gw.close();
@@ -118,22 +115,15 @@ test('error candidates returned by the backend pass through untouched', async ()
   }
 });
 
-test('an unreachable backend yields gateway_backend_unreachable for every candidate', async () => {
+test('an unreachable backend yields gateway_backend_unreachable for every candidate', async (t) => {
+  const f = useFixtures(t);
   const dead = await startFakeAgent({ name: 'dead' });
   const url = dead.url;
   await dead.close();
-  const g = await startGateway({
-    probe_interval_s: 3600,
-    backends: { dead: { url, timeout_s: 1 } },
-    routes: [{ name: 'default', backend: 'dead' }],
-  });
-  try {
-    const res = await g.post({ request_id: 'r', inputs: [mkInput(5)] });
-    assert.equal(res.status, 200);
-    const [c] = res.json as Cand[];
-    assert.equal(c!.status, 'error');
-    assert.match(c!.error!.code, /gateway_backend_unreachable|gateway_no_backend/);
-  } finally {
-    await g.close();
-  }
+  const g = await f.gateway(oneBackend({ dead: { url, timeout_s: 1 } }));
+  const res = await g.post({ request_id: 'r', inputs: [mkInput(5)] });
+  assert.equal(res.status, 200);
+  const [c] = res.json as Cand[];
+  assert.equal(c!.status, 'error');
+  assert.match(c!.error!.code, /gateway_backend_unreachable|gateway_no_backend/);
 });

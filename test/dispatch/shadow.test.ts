@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { mkInput } from '../helpers/gateway.js';
 import type { Cand } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
-import { useFixtures } from '../helpers/fixtures.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 
 async function metricsOf(url: string): Promise<string> {
@@ -19,11 +19,7 @@ test('shadow answers are compared with the primary decision and counted as agree
   const prim = await f.agent({ name: 'prim' });
   const same = await f.agent({ name: 'same', behaviour: { candidate: (i, c) => ({ output: { say: `prim:${String(i.id)}:${c}`, tool_calls: [] } }) } });
   const diff = await f.agent({ name: 'diff' });
-  const gw = await f.gateway({
-    probe_interval_s: 3600,
-    backends: { prim: { url: prim.url }, same: { url: same.url }, diff: { url: diff.url } },
-    routes: [{ name: 'default', backend: 'prim', shadow: ['same', 'diff'] }],
-  });
+  const gw = await f.gateway(oneBackend({ prim, same, diff }, { route: { shadow: ['same', 'diff'] } }));
   const res = await gw.post({ request_id: 'sh', inputs: [mkInput(1, { memory: { _gateway: { backend: 'prim', route: 'default' }, k: 1 } }), mkInput(2)] });
   assert.deepEqual((res.json as Cand[]).map((c) => c.output!.say), ['prim:1:0', 'prim:2:0']);
   await waitFor('two disagreements counted', async () => /shadow_agreement_total\{agent="default",route="default",backend="diff",agreed="false"\} 2/.test(await metricsOf(gw.url)), { timeoutMs: 3000 });
@@ -39,12 +35,7 @@ test('a hanging shadow does not delay the answer, and past shadow_max_in_flight 
   const f = useFixtures(t);
   const prim = await f.agent({ name: 'prim' });
   const hang = await f.agent({ name: 'hang', behaviour: (r) => (r.path === '/v1/responses' ? { hang: true } : {}) });
-  const gw = await f.gateway({
-    probe_interval_s: 3600,
-    shadow_max_in_flight: 2,
-    backends: { prim: { url: prim.url }, hang: { url: hang.url, timeout_s: 30 } },
-    routes: [{ name: 'default', backend: 'prim', shadow: ['hang'] }],
-  });
+  const gw = await f.gateway(oneBackend({ prim, hang: { url: hang.url, timeout_s: 30 } }, { route: { shadow: ['hang'] }, shadow_max_in_flight: 2 }));
   for (let i = 0; i < 4; i++) {
     const res = await gw.post({ request_id: `h${i}`, inputs: [mkInput(1)] });
     assert.equal(res.status, 200);
@@ -61,11 +52,7 @@ test('a failing shadow changes nothing in the answer', async (t) => {
   const f = useFixtures(t);
   const prim = await f.agent({ name: 'prim' });
   const bad = await f.agent({ name: 'bad', behaviour: (r) => (r.path === '/v1/responses' ? { status: 500 } : {}) });
-  const gw = await f.gateway({
-    probe_interval_s: 3600,
-    backends: { prim: { url: prim.url }, bad: { url: bad.url } },
-    routes: [{ name: 'default', backend: 'prim', shadow: ['bad'] }],
-  });
+  const gw = await f.gateway(oneBackend({ prim, bad }, { route: { shadow: ['bad'] } }));
   const res = await gw.post({ request_id: 'f', inputs: [mkInput(1, { num_outputs: 2 })] });
   assert.deepEqual((res.json as Cand[]).map((c) => c.status), ['completed', 'completed']);
   await waitFor('the failed shadow counted', async () => /backend="bad",outcome="failed"\} 1/.test(await metricsOf(gw.url)), { timeoutMs: 3000 });
@@ -91,11 +78,7 @@ test('a shadow answer that is not UTF-8 is counted invalid, as a primary answer 
       res.end(Buffer.concat([Buffer.from(head), Buffer.from([0xff]), Buffer.from(tail)]));
     });
   });
-  const gw = await f.gateway({
-    probe_interval_s: 3600,
-    backends: { prim: { url: prim.url }, bad: { url: bad.url } },
-    routes: [{ name: 'default', backend: 'prim', shadow: ['bad'] }],
-  });
+  const gw = await f.gateway(oneBackend({ prim, bad }, { route: { shadow: ['bad'] } }));
   const res = await gw.post({ request_id: 'u', inputs: [mkInput(1)] });
   assert.equal((res.json as Cand[])[0]!.status, 'completed');
   await waitFor('the shadow counted invalid', async () => /backend="bad",outcome="invalid"\} 1/.test(await metricsOf(gw.url)), { timeoutMs: 3000 });

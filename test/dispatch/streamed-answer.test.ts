@@ -10,7 +10,7 @@ import { connect } from 'node:net';
 import { test } from 'node:test';
 import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 import type { FakeBehaviour } from '../helpers/fake-agent.js';
-import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
+import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
 import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -172,12 +172,7 @@ test('an answer invalid before its first candidate is written fails over as a wh
     res.end(`[${candidate('other-request', 1, 0, 200)}]`);
   });
   const good = await f.agent({ name: 'good' });
-  const gw = await f.gateway({
-    probe_interval_s: 3600,
-    server: STREAM_ALL,
-    backends: { bad: { url: bad }, good: { url: good.url } },
-    routes: [{ name: 'default', backend: 'bad', fallback: ['good'] }],
-  });
+  const gw = await f.gateway(oneBackend({ bad: { url: bad }, good }, { route: { fallback: ['good'] }, server: STREAM_ALL }));
   const res = await post(gw, { request_id: 'fo-1', inputs: [mkInput(1, { num_outputs: 2 })] });
   const cands = JSON.parse(res.bytes.toString('utf8')) as Cand[];
   assert.deepEqual(cands.map((c) => [c.status, c.memory._gateway?.backend]), [

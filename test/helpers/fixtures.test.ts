@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { useFixtures } from './fixtures.js';
+import { oneBackend, useFixtures } from './fixtures.js';
 
 /** A context whose `after` hooks the test runs itself, so it can look at what they did. */
 function manualContext(): { after(fn: () => Promise<void>): void; end(): Promise<void> } {
@@ -47,4 +47,28 @@ test('after a failed test every undo still runs, and the first failure is report
   });
   await assert.rejects(ctx.end(), /undo 3 failed/);
   assert.deepEqual(ran, [3, 2, 1]);
+});
+
+test('oneBackend: the named backends, a catch-all route to the first, probes an hour apart, `over` on top', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'a' });
+  assert.deepEqual(oneBackend({ a, b: 'http://127.0.0.1:9', c: { urls: ['http://127.0.0.1:8'], timeout_s: 1 } }), {
+    probe_interval_s: 3600,
+    backends: { a: { url: a.url }, b: { url: 'http://127.0.0.1:9' }, c: { urls: ['http://127.0.0.1:8'], timeout_s: 1 } },
+    routes: [{ name: 'default', backend: 'a' }],
+  });
+  const over = oneBackend({ a, b: a.url }, { route: { fallback: ['b'] }, probe_interval_s: 1, request_timeout_s: 5 });
+  assert.deepEqual(over.routes, [{ name: 'default', backend: 'a', fallback: ['b'] }]);
+  assert.equal(over.probe_interval_s, 1);
+  assert.equal(over.request_timeout_s, 5);
+  assert.deepEqual(oneBackend({ a, b: a.url }, { route: { split: { a: 1, b: 1 } } }).routes, [{ name: 'default', split: { a: 1, b: 1 } }]);
+  // The config it builds is one the gateway loads and serves.
+  const gw = await f.gateway(oneBackend({ a }));
+  const res = await gw.post({ request_id: 'one', inputs: [{ id: 1, instruction: { type: 'user', content: 'hi' } }] });
+  assert.equal(res.status, 200, res.text);
+  assert.equal(a.requestsTo('/v1/responses').length, 1);
+  // A running server is taken by its URL; a block of data is the backend's config as it is.
+  const raw = await f.server((_req, res) => res.end());
+  assert.deepEqual(oneBackend({ raw }).backends, { raw: { url: raw.url } });
+  assert.throws(() => oneBackend({}), /name at least one backend/);
 });

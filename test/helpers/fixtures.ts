@@ -1,6 +1,6 @@
 /**
  * What a test starts, stopped when it ends: `const f = useFixtures(t)` in a test, then `f.agent()`,
- * `f.gateway()` and `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top
+ * `f.gateway()` (most often `f.gateway(oneBackend({ a }))`) and `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top
  * level, after the file), passed or failed, in the reverse order it was started: a gateway before the agents it
  * calls, so no sub-request of a closing gateway meets an agent already gone.
  */
@@ -9,6 +9,39 @@ import { after } from 'node:test';
 import { listenOn } from '../../demo/agents/protocol.js';
 import { startFakeAgent, type FakeAgent, type FakeAgentOptions } from './fake-agent.js';
 import { startGateway, type TestGateway } from './gateway.js';
+
+/**
+ * A backend of `oneBackend`: a URL, a started server (a fake agent, `f.server()`'s answer: its `url` is taken), or
+ * a whole backend block (`{ url, timeout_s, ... }`, only data in it).
+ */
+export type BackendOf = string | { url: string } | Record<string, unknown>;
+
+/** Whether a value is config data (what YAML can hold), not a running thing with methods or handles. */
+const isData = (v: unknown): boolean =>
+  v === null || (typeof v !== 'object' && typeof v !== 'function') || Array.isArray(v) || (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype && Object.values(v).every(isData));
+
+/**
+ * The config most gateway tests start from: the backends named (`{ a }`, `{ slow: { url, timeout_s: 0.5 }, good }`),
+ * one catch-all route `default` to the first of them, and probes an hour apart, so only the probe at start runs
+ * and a test that needs probing says how often. `over` goes on top: `route` adds to the route (`fallback`,
+ * `shadow`, `split` in place of `backend`), any other key to the config (`probe_interval_s` included).
+ */
+export function oneBackend(
+  backends: Record<string, BackendOf>,
+  over: { route?: Record<string, unknown>; [key: string]: unknown } = {},
+): Record<string, unknown> {
+  const names = Object.keys(backends);
+  if (names.length === 0) throw new Error('oneBackend: name at least one backend');
+  const block = (b: BackendOf): unknown => (typeof b === 'string' ? { url: b } : isData(b) ? b : { url: b.url });
+  const { route, ...rest } = over;
+  const to = route?.split !== undefined || route?.ensemble !== undefined ? {} : { backend: names[0] };
+  return {
+    probe_interval_s: 3600,
+    backends: Object.fromEntries(names.map((n) => [n, block(backends[n]!)])), // n is one of backends' own keys
+    routes: [{ name: 'default', ...to, ...route }],
+    ...rest,
+  };
+}
 
 export interface Fixtures {
   /** A fake agent (helpers/fake-agent.ts), closed afterwards. */

@@ -10,6 +10,7 @@ import { after, before, test } from 'node:test';
 import { http, type HttpAnswer } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const KEY_A = 'team-a-key-6f1d0c9e2b7a4d13';
 const KEY_B = 'team-b-key-93b2e5a07c4f1d68';
@@ -21,13 +22,7 @@ const cleanup: (() => Promise<void>)[] = [];
 
 before(async () => {
   agent = await startFakeAgent({ name: 'a' });
-  gw = await startGateway({
-    probe_interval_s: 3600,
-    admin: { token: ADMIN, protect_metrics: true },
-    clients: { 'team-a': { key: KEY_A }, 'team-b': { key: KEY_B } },
-    backends: { a: { url: agent.url } },
-    routes: [{ name: 'default', backend: 'a' }],
-  });
+  gw = await startGateway(oneBackend({ a: agent }, { admin: { token: ADMIN, protect_metrics: true }, clients: { 'team-a': { key: KEY_A }, 'team-b': { key: KEY_B } } }));
   cleanup.push(() => gw.close(), () => agent.close());
 });
 after(async () => {
@@ -206,11 +201,7 @@ test('the request metrics carry the client: its name, unauthorized for a refused
 });
 
 test('without clients: a /k/<key> address is a 404 naming clients: on both fronts, and headers are not read', async () => {
-  const open = await startGateway({
-    probe_interval_s: 3600,
-    backends: { a: { url: agent.url } },
-    routes: [{ name: 'default', backend: 'a' }],
-  });
+  const open = await startGateway(oneBackend({ a: agent }));
   cleanup.push(() => open.close());
   for (const [method, path] of [['POST', FRONTS.raw], ['POST', FRONTS.fastify], ['GET', '/v1/info'], ['GET', '/health'], ['GET', '/metrics']] as const) {
     const res = await http(`${open.url}/k/${KEY_A}${path}`, { method, body: method === 'POST' ? batch('k') : undefined });

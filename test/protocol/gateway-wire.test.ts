@@ -13,6 +13,7 @@ import { numberMark } from '../../src/protocol/exact-json.js';
 import type { AgentOutput } from '../../src/protocol/types.js';
 import { startFakeAgent, type FakeAgent, type FakeBehaviour } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 
 let agent: FakeAgent;
 let gw: TestGateway;
@@ -20,11 +21,7 @@ let seq = 0;
 
 before(async () => {
   agent = await startFakeAgent({ name: 'solo' });
-  gw = await startGateway({
-    probe_interval_s: 3600,
-    backends: { solo: { url: agent.url, eject_after_failures: 1000 } },
-    routes: [{ name: 'default', backend: 'solo' }],
-  });
+  gw = await startGateway(oneBackend({ solo: { url: agent.url, eject_after_failures: 1000 } }));
 });
 after(async () => {
   await gw.close();
@@ -112,7 +109,8 @@ test('a request with "request_id": 1.0 is 422 string_type at ["body","request_id
   assert.ok(res.text.includes('"input":1.0'), res.text);
 });
 
-test('no log line the gateway writes holds a number marker, whatever the backend answered', async () => {
+test('no log line the gateway writes holds a number marker, whatever the backend answered', async (t) => {
+  const f = useFixtures(t);
   const lines: string[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -120,39 +118,35 @@ test('no log line the gateway writes holds a number marker, whatever the backend
       done();
     },
   });
-  const liar = await startFakeAgent({ name: 'liar' });
+  const liar = await f.agent({ name: 'liar' });
   const cfg = parseConfigText(
-    stringify({ probe_interval_s: 3600, backends: { liar: { url: liar.url } }, routes: [{ name: 'default', backend: 'liar' }] }),
+    stringify(oneBackend({ liar })),
     'log-test.yaml',
     {},
   );
   const app = await buildApp({ config: cfg, logger: { level: 'trace', stream }, defaultMetrics: false });
+  f.defer(() => app.close());
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const url = `http://127.0.0.1:${typeof addr === 'object' && addr !== null ? addr.port : 0}`;
-  try {
-    const answers: FakeBehaviour[] = [
-      editAll((o) => ({ ...o, request_id: numberMark('1.0') })),
-      editAll((o) => ({ ...o, memory: { n: numberMark('1.0') }, output: { say: numberMark('2.0'), tool_calls: [] } })),
-      { garbage: `[{"request_id":1.0,"x":12345678901234567890,` },
-      { status: 500, statusBody: { detail: numberMark('3.0') } },
-    ];
-    for (const [i, b] of answers.entries()) {
-      liar.setBehaviour((r) => (r.path === '/v1/responses' ? b : {}));
-      const res = await fetch(`${url}/v1/responses`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: `{"request_id":"log-${i}","inputs":[{"id":1,"instruction":{"type":"user","content":"x"},"memory":{"f":1.0}}]}`,
-      });
-      assert.equal(res.status, 200);
-      assert.ok(!(await res.text()).includes('\uE000'));
-    }
-    const bad = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"request_id":1.0,"inputs":[]}' });
-    assert.equal(bad.status, 422);
-  } finally {
-    await app.close();
-    await liar.close();
+  const answers: FakeBehaviour[] = [
+    editAll((o) => ({ ...o, request_id: numberMark('1.0') })),
+    editAll((o) => ({ ...o, memory: { n: numberMark('1.0') }, output: { say: numberMark('2.0'), tool_calls: [] } })),
+    { garbage: `[{"request_id":1.0,"x":12345678901234567890,` },
+    { status: 500, statusBody: { detail: numberMark('3.0') } },
+  ];
+  for (const [i, b] of answers.entries()) {
+    liar.setBehaviour((r) => (r.path === '/v1/responses' ? b : {}));
+    const res = await fetch(`${url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"request_id":"log-${i}","inputs":[{"id":1,"instruction":{"type":"user","content":"x"},"memory":{"f":1.0}}]}`,
+    });
+    assert.equal(res.status, 200);
+    assert.ok(!(await res.text()).includes('\uE000'));
   }
+  const bad = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"request_id":1.0,"inputs":[]}' });
+  assert.equal(bad.status, 422);
   assert.ok(lines.some((l) => l.includes('backend answer invalid')), 'the failures were logged');
   for (const l of lines) assert.ok(!l.includes('\uE000'), l);
 });

@@ -15,7 +15,7 @@ import { reloadGateway } from '../../src/reload.js';
 import { configFile, http } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
 import { mkInput, type TestGateway } from '../helpers/gateway.js';
-import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
+import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
 
 const TOKEN = 's3cret-admin-token';
 
@@ -346,7 +346,7 @@ test('/gateway/backends/{name}/... forwards to a replica: prefix stripped, body 
 test('a reload keeps admin.listen until a restart, and refuses a file that would leave it open without a token', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent({ name: 'k' });
-  const base = { probe_interval_s: 3600, backends: { k: { url: a.url } }, routes: [{ name: 'default', backend: 'k' }] };
+  const base = oneBackend({ k: a });
   const file = configFile({ ...base, admin: { listen: '0.0.0.0:9901', token: TOKEN } });
   f.defer(() => file.remove());
   // Built, never listening: the refusal is decided on the config, no socket beyond loopback is opened here.

@@ -9,6 +9,7 @@ import { startGatewayFromFile, type FileGateway } from '../helpers/config-file.j
 import { waitFor } from '../helpers/wait.js';
 import { startFakeAgent, type BehaviourFn, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, type Cand } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -27,11 +28,7 @@ async function gateway(config: Record<string, unknown>): Promise<FileGateway> {
   return gw;
 }
 
-const single = (url: string): Record<string, unknown> => ({
-  probe_interval_s: 3600,
-  backends: { svc: { url } },
-  routes: [{ name: 'default', backend: 'svc' }],
-});
+const single = (url: string): Record<string, unknown> => (oneBackend({ svc: { url } }));
 
 test('a batch answered with gateway errors is not replayed: re-sent after the backend recovers, it is computed again', async () => {
   const a = await agent('a', (r, i) => (r.path === '/v1/responses' && i === 0 ? { status: 503 } : {}));

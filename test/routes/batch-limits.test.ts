@@ -8,16 +8,13 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 let agent: FakeAgent;
 let gw: TestGateway;
 before(async () => {
   agent = await startFakeAgent({ name: 'a' });
-  gw = await startGateway({
-    probe_interval_s: 3600,
-    backends: { a: { url: agent.url } },
-    routes: [{ name: 'default', backend: 'a' }],
-  });
+  gw = await startGateway(oneBackend({ a: agent }));
 });
 after(async () => {
   await gw.close();

@@ -8,6 +8,7 @@ import { after, test } from 'node:test';
 import { correlationHeaders, isValidRequestId, isValidTraceparent } from '../../src/protocol/correlation.js';
 import { startFakeAgent, type FakeAgent, type RecordedRequest } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -42,11 +43,7 @@ async function withShadow(): Promise<{ prim: FakeAgent; gw: TestGateway; shadowS
       return {};
     },
   });
-  const gw = await startGateway({
-    probe_interval_s: 3600,
-    backends: { prim: { url: prim.url }, shadow: { url: shadow.url } },
-    routes: [{ name: 'default', backend: 'prim', shadow: ['shadow'] }],
-  });
+  const gw = await startGateway(oneBackend({ prim, shadow }, { route: { shadow: ['shadow'] } }));
   cleanup.push(async () => {
     await gw.close();
     await Promise.all([prim.close(), shadow.close()]);
@@ -91,7 +88,7 @@ function coachingText(): string {
 
 test('coaching forwards a valid traceparent and x-request-id, and replaces invalid ones', async () => {
   const a = await startFakeAgent({ name: 'a', behaviour: { info: COACHING } });
-  const gw = await startGateway({ probe_interval_s: 3600, backends: { a: { url: a.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await startGateway(oneBackend({ a }));
   cleanup.push(async () => {
     await gw.close();
     await a.close();

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { mkInput } from '../helpers/gateway.js';
-import { useFixtures } from '../helpers/fixtures.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 
 const KEY = 'team-a-key-0b8e4d1f7c2a9e36';
 
@@ -39,14 +39,7 @@ async function send(url: string, body: string | Buffer, headers: Record<string, 
 test('the raw front and the fastify route answer each outcome with the same status, body and headers, and count it the same', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent({ name: 'a' });
-  const gw = await f.gateway({
-    probe_interval_s: 3600,
-    server: { body_limit_mb: 0.05 },
-    clients: { 'team-a': { key: KEY } },
-    backends: { a: { url: a.url } },
-    routes: [{ name: 'default', backend: 'a' }],
-    agents: { lab: { routes: [{ name: 'default', backend: 'a' }] } },
-  });
+  const gw = await f.gateway(oneBackend({ a }, { server: { body_limit_mb: 0.05 }, clients: { 'team-a': { key: KEY } }, agents: { lab: { routes: [{ name: 'default', backend: 'a' }] } } }));
   const auth = { authorization: `Bearer ${KEY}` };
   const cases: { name: string; path: string; body: string | Buffer; headers: Record<string, string> }[] = [
     { name: 'a served batch', path: '/v1/responses', body: JSON.stringify({ request_id: 'p1', inputs: [mkInput(7, { num_outputs: 2 })] }), headers: auth },

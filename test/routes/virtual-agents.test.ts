@@ -10,6 +10,7 @@ import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { http } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 let kitchen: FakeAgent;
 let lab: FakeAgent;
@@ -157,12 +158,7 @@ test('each agent\'s /v1/info has its own identity, and capabilities of its own b
 
 test('each agent\'s /health follows its own backends; the root /health only the default agent\'s', async () => {
   const [up, down] = await Promise.all([startFakeAgent({ name: 'up' }), startFakeAgent({ name: 'down' })]);
-  const g = await startGateway({
-    probe_interval_s: 0.05,
-    backends: { up: { url: up.url }, down: { url: down.url } },
-    routes: [{ name: 'default', backend: 'up' }],
-    agents: { a: { routes: [{ name: 'main', backend: 'up' }] }, b: { routes: [{ name: 'main', backend: 'down' }] } },
-  });
+  const g = await startGateway(oneBackend({ up: up.url, down: down.url }, { probe_interval_s: 0.05, agents: { a: { routes: [{ name: 'main', backend: 'up' }] }, b: { routes: [{ name: 'main', backend: 'down' }] } } }));
   cleanup.push(async () => {
     await g.close();
     await Promise.all([up.close(), down.close()]);

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 import { waitFor } from '../helpers/wait.js';
 import { mkInput, type Cand } from '../helpers/gateway.js';
-import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
+import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
 
 /** A backend that passes probes and answers /v1/responses with `answer`. */
 async function rawBackend(
@@ -59,11 +59,7 @@ test('a primary trickling one byte every 150 ms is cut at timeout_s and the fall
   const f = useFixtures(t);
   const slow = await rawBackend(f, trickle);
   const good = await f.agent({ name: 'good' });
-  const gw = await f.gateway({
-    probe_interval_s: 3600,
-    backends: { slow: { url: slow.url, timeout_s: 0.5 }, good: { url: good.url } },
-    routes: [{ name: 'default', backend: 'slow', fallback: ['good'] }],
-  });
+  const gw = await f.gateway(oneBackend({ slow: { url: slow.url, timeout_s: 0.5 }, good }, { route: { fallback: ['good'] } }));
   const res = await gw.post({ request_id: 'trickle-1', inputs: [mkInput(1, { num_outputs: 2 }), mkInput(2)] });
   assert.equal(res.status, 200, res.text);
   const cands = res.json as Cand[];
@@ -113,11 +109,7 @@ test('an endless shadow: clients get their answers, the shadow counts a failure,
   const f = useFixtures(t);
   const huge = await rawBackend(f, endless);
   const prim = await f.agent({ name: 'prim' });
-  const gw = await f.gateway({
-    probe_interval_s: 3600,
-    backends: { prim: { url: prim.url }, huge: { url: huge.url, max_response_mb: 1 } },
-    routes: [{ name: 'default', backend: 'prim', shadow: ['huge'] }],
-  });
+  const gw = await f.gateway(oneBackend({ prim, huge: { url: huge.url, max_response_mb: 1 } }, { route: { shadow: ['huge'] } }));
   for (let i = 0; i < 3; i++) {
     const res = await gw.post({ request_id: `shadow-${i}`, inputs: [mkInput(1), mkInput(2)] });
     assert.equal(res.status, 200, res.text);
@@ -134,12 +126,7 @@ test('an endless shadow: clients get their answers, the shadow counts a failure,
 test('an endless /v1/info fails the probe at probe_max_response_kb: the backend is not ready, the gateway serves /health', async (t) => {
   const f = useFixtures(t);
   const huge = await rawBackend(f, (res) => res.end('[]'), endless);
-  const gw = await f.gateway({
-    probe_interval_s: 3600,
-    probe_max_response_kb: 64,
-    backends: { huge: { url: huge.url } },
-    routes: [{ name: 'default', backend: 'huge' }],
-  });
+  const gw = await f.gateway(oneBackend({ huge: huge.url }, { probe_max_response_kb: 64 }));
   await waitFor('the first probe finished', async () => {
     const view = (await (await fetch(`${gw.adminUrl}/gateway/backends`)).json()) as { backends: { replicas: { last_probe: unknown }[] }[] };
     return view.backends[0]!.replicas[0]!.last_probe !== null;

@@ -10,6 +10,7 @@ import { http } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -73,7 +74,7 @@ test('a killed replica is ejected, traffic moves with no failed batch, and it co
 test('failed requests alone eject a replica between probes; it returns on a good probe after the backoff', async () => {
   const a = await agent('ra');
   const b = await agent('rb');
-  const gw = await gateway({ probe_interval_s: 1, backends: { pool: { urls: [a.url, b.url] } }, routes: [{ name: 'default', backend: 'pool' }] });
+  const gw = await gateway(oneBackend({ pool: { urls: [a.url, b.url] } }, { probe_interval_s: 1 }));
   a.setBehaviour((r) => (r.path === '/v1/responses' ? { status: 500 } : {}));
   // Each batch's share for `a` fails (500) and falls to error candidates: three in a row eject it.
   for (let i = 0; i < 3; i++) await gw.post({ request_id: `f${i}`, inputs: [mkInput(1), mkInput(2)] });

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/;
 let a: FakeAgent;
@@ -17,11 +18,7 @@ let n = 0;
 
 before(async () => {
   [a, b] = [await startFakeAgent({ name: 'a' }), await startFakeAgent({ name: 'b' })];
-  gw = await startGateway({
-    probe_interval_s: 3600,
-    backends: { pool: { urls: [a.url, b.url] } },
-    routes: [{ name: 'default', backend: 'pool' }],
-  });
+  gw = await startGateway(oneBackend({ pool: { urls: [a.url, b.url] } }));
 });
 after(async () => {
   await gw.close();
