@@ -64,3 +64,17 @@ export function normalQuantile(p: number): number {
   const u = sign * e * Math.sqrt(2 * Math.PI) * Math.exp((x * x) / 2);
   return x - u / (1 + (x * u) / 2);
 }
+
+const criticalCache = new Map<number, number>();
+
+/** The two-sided normal quantile z_{1-α/2}: 1.959963984540054 at α = 0.05. */
+export function zCritical(alpha: number): number {
+  if (!(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be in (0, 1), got ${alpha}`);
+  let z = criticalCache.get(alpha);
+  if (z === undefined) {
+    z = normalQuantile(1 - alpha / 2);
+    // Reports use a handful of alphas (α, α/(k-1)); the bound only guards against a caller sweeping them.
+    if (criticalCache.size < 64) criticalCache.set(alpha, z);
+  }
+  return z;
+}

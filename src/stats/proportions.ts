@@ -2,11 +2,7 @@
  * Proportions with one unit per trial (an episode's success, once outcomes are posted): the Wilson interval of
  * one arm, Newcombe's interval for the difference of two, and Fisher's exact test.
  */
-import { normalQuantile } from './normal.js';
-
-function zFor(alpha: number): number {
-  return normalQuantile(1 - alpha / 2);
-}
+import { zCritical } from './normal.js';
 
 function checkAlpha(alpha: number): void {
   if (!(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be in (0, 1), got ${alpha}`);
@@ -24,7 +20,7 @@ function isCount(x: number): boolean {
 export function wilson(successes: number, trials: number, alpha = 0.05): [number, number] | undefined {
   checkAlpha(alpha);
   if (!(trials > 0) || !Number.isFinite(trials) || !(successes >= 0) || successes > trials) return undefined;
-  const z = zFor(alpha);
+  const z = zCritical(alpha);
   const p = successes / trials;
   const z2 = z * z;
   const denom = 1 + z2 / trials;
