@@ -150,6 +150,11 @@ test('Fisher exact two-sided, incl. 17/17 against 0/16 (scipy.stats.fisher_exact
     [2, 7, 2, 7, 1], [0, 1, 1, 1, 1],
   ];
   for (const [xc, nc, xt, nt, p] of ref) close(fisherExactTwoSided(xc, nc, xt, nt), p, 1e-9, `fisher ${xc}/${nc} ${xt}/${nt}`);
+  // Large counts stay in log space and O(1) memory; a symmetric table is a tie with its mirror, p = 1.
+  // python3 -c "from scipy import stats; [print(t, repr(float(stats.fisher_exact([[t[0],t[1]-t[0]],[t[2],t[3]-t[2]]]).pvalue))) for t in [(48000,100000,49000,100000),(30,1000000,60,1000000),(500,1000,500,1000)]]"
+  close(fisherExactTwoSided(48000, 100000, 49000, 100000), 7.832532110615643e-6, 1e-7, 'fisher 1e5');
+  close(fisherExactTwoSided(30, 1000000, 60, 1000000), 0.0020597926503180828, 1e-7, 'fisher 1e6');
+  assert.equal(fisherExactTwoSided(500, 1000, 500, 1000), 1);
   // The table is symmetric in the arms.
   close(fisherExactTwoSided(17, 17, 0, 16), 8.570426247835423e-10, 1e-9, 'fisher swapped');
   assert.throws(() => fisherExactTwoSided(3, 2, 0, 1), /xc \(3\) exceeds nc \(2\)/);
