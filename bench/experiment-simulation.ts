@@ -8,10 +8,11 @@
  *   node dist/bench/experiment-simulation.js [--runs 2000] [--seed 1] [--trajectories 60] [--long 480]
  *
  * --trajectories sets the short design (about 30 per arm, read once at the end as a fixed design should be);
- * --long a BENCH-like stream watched throughout (0 skips it).
+ * --long a BENCH-like stream watched throughout (0 skips it). Last, the SRM checks' false alarms under correct
+ * assignment, read once and after every assignment.
  */
 import { parseArgs } from 'node:util';
-import { evaluateMethods, METHODS, type MethodName, type Tally } from './lib/experiment-evaluation.js';
+import { evaluateMethods, evaluateSrm, METHODS, type MethodName, type Tally } from './lib/experiment-evaluation.js';
 import { beta22, beta52, TRUE_DIFFERENCE_52, type ExperimentModel } from './lib/experiment-model.js';
 
 const LABELS: Record<MethodName, string> = {
@@ -46,6 +47,19 @@ function design(trajectories: number, runs: number, seed: number): string[] {
   return table(`${trajectories} trajectories (about ${trajectories / 2} per arm), 16 slots, ${runs} runs, seed ${seed}`, null_, alt);
 }
 
+function srmTable(runs: number, seed: number): string[] {
+  const out = [
+    `SRM false alarms at p < 0.001 under correct 50/50 assignment, ${runs} runs, seed ${seed}`,
+    `  ${'trajectories'.padEnd(14)} ${'chi2 end'.padStart(9)} ${'chi2 any'.padStart(9)} ${'seq any'.padStart(9)}`,
+  ];
+  for (const [i, trajectories] of [200, 1000].entries()) {
+    const r = evaluateSrm({ seed: seed + i, runs, weights: [1, 1], trajectories });
+    const f = (n: number): string => `${((100 * n) / r.runs).toFixed(2)}%`.padStart(9);
+    out.push(`  ${String(trajectories).padEnd(14)} ${f(r.chiSquareAtEnd)} ${f(r.chiSquareAtAnyLook)} ${f(r.sequentialAtAnyLook)}`);
+  }
+  return out;
+}
+
 function main(): number {
   const { values } = parseArgs({
     options: {
@@ -71,6 +85,7 @@ function main(): number {
     ...design(short, runs, seed),
   ];
   if (long > 0) lines.push('', ...design(long, runs, seed + 100));
+  lines.push('', ...srmTable(runs, seed + 200));
   process.stdout.write(lines.join('\n') + '\n');
   return 0;
 }

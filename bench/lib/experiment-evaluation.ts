@@ -6,10 +6,12 @@
  *              did before; its p < α is the "excludes 0"), Newcombe's interval over lines for the coverage
  *   fixed      the delta method with the trajectory as unit (src/stats fixedRatio)
  *   sequential the normal-mixture always-valid boundary on the same z (src/stats sequentialRatio)
+ * and the SRM checks' false alarms under correct assignment.
  */
 import { fixedRatio, sequentialRatio } from '../../src/stats/compare.js';
 import { twoSidedP } from '../../src/stats/normal.js';
 import { newcombe } from '../../src/stats/proportions.js';
+import { chiSquareGoodnessOfFit, sequentialSrm, SRM_ALPHA } from '../../src/stats/srm.js';
 import { simulateExperiment, type ExperimentModel, type Look } from './experiment-model.js';
 import { seededRandom } from './seeded-random.js';
 
@@ -101,4 +103,42 @@ export function evaluateMethods(options: EvaluationOptions): Record<MethodName, 
     for (const m of ever) tallies[m].excludedAtAnyLook++;
   }
   return tallies;
+}
+
+export interface SrmTally {
+  runs: number;
+  /** Runs the chi-square flagged (p < SRM_ALPHA) when read once, at the end. */
+  chiSquareAtEnd: number;
+  /** Runs the chi-square flagged at some read (after every assignment). */
+  chiSquareAtAnyLook: number;
+  /** Runs the Dirichlet-multinomial test flagged at some read (after every assignment). */
+  sequentialAtAnyLook: number;
+}
+
+/**
+ * False alarms of the SRM checks under correct assignment: `trajectories` units per run, each assigned by the
+ * weights, both tests read after every assignment. Deterministic for a seed.
+ */
+export function evaluateSrm(options: { seed: number; runs: number; weights: number[]; trajectories: number }): SrmTally {
+  const { weights } = options;
+  const total = weights.reduce((a, b) => a + b, 0);
+  const rng = seededRandom(options.seed);
+  const tally: SrmTally = { runs: options.runs, chiSquareAtEnd: 0, chiSquareAtAnyLook: 0, sequentialAtAnyLook: 0 };
+  for (let run = 0; run < options.runs; run++) {
+    const observed = weights.map(() => 0);
+    let chi = false;
+    let seq = false;
+    for (let t = 0; t < options.trajectories; t++) {
+      let u = rng() * total;
+      let arm = 0;
+      while (arm < weights.length - 1 && u >= weights[arm]!) u -= weights[arm++]!; // arm < weights.length
+      observed[arm]!++;
+      if (!chi && chiSquareGoodnessOfFit(observed, weights).p_value < SRM_ALPHA) chi = true;
+      if (!seq && sequentialSrm(observed, weights).p_value < SRM_ALPHA) seq = true;
+    }
+    if (chiSquareGoodnessOfFit(observed, weights).p_value < SRM_ALPHA) tally.chiSquareAtEnd++;
+    if (chi) tally.chiSquareAtAnyLook++;
+    if (seq) tally.sequentialAtAnyLook++;
+  }
+  return tally;
 }
