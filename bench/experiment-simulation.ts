@@ -40,11 +40,12 @@ function table(title: string, null_: Record<MethodName, Tally>, alt: Record<Meth
   return out;
 }
 
-function design(trajectories: number, runs: number, seed: number): string[] {
-  const base: Omit<ExperimentModel, 'arms'> = { trajectories, slots: 16 };
+function design(trajectories: number, runs: number, seed: number, observation: 'at-step' | 'next-step' = 'at-step'): string[] {
+  const base: Omit<ExperimentModel, 'arms'> = { trajectories, slots: 16, observation };
   const null_ = evaluateMethods({ seed, runs, model: { ...base, arms: [beta22, beta22] }, truth: 0 });
   const alt = evaluateMethods({ seed: seed + 1, runs, model: { ...base, arms: [beta22, beta52] }, truth: TRUE_DIFFERENCE_52 });
-  return table(`${trajectories} trajectories (about ${trajectories / 2} per arm), 16 slots, ${runs} runs, seed ${seed}`, null_, alt);
+  const seen = observation === 'next-step' ? ", lines seen as the gateway sees them (at the next step; the last step's never)" : '';
+  return table(`${trajectories} trajectories (about ${trajectories / 2} per arm), 16 slots${seen}, ${runs} runs, seed ${seed}`, null_, alt);
 }
 
 function srmTable(runs: number, seed: number): string[] {
@@ -83,6 +84,8 @@ function main(): number {
     `interval covers 5/7 - 1/2 (arm b from Beta(5,2)). Binomial SE of a 5% rate over ${runs} runs: ${(100 * Math.sqrt(0.05 * 0.95 / runs)).toFixed(1)}%.`,
     '',
     ...design(short, runs, seed),
+    '',
+    ...design(short, runs, seed, 'next-step'),
   ];
   if (long > 0) lines.push('', ...design(long, runs, seed + 100));
   lines.push('', ...srmTable(runs, seed + 200));

@@ -6,9 +6,11 @@
  * each new one is assigned to an arm by a fair coin, and the analysis may look after every step, with the
  * trajectories in progress counted as they stand (the gateway never learns that an episode ended).
  *
- * Simplification, stated: every step's lines are seen at that step. The real gateway sees a step's outcome at
- * the trajectory's next step and never the last one; p_i does not depend on the length, so under identical arms
- * that censoring changes the amount of data, not the validity being measured here.
+ * Observation: by default every step's lines are seen at that step. With observation 'next-step' the model sees
+ * them as the gateway does: a step's outcome arrives with the trajectory's next env input, so the last step's
+ * is never seen (BENCH sends nothing after an episode ends) and a trajectory has no line at its first look.
+ * p_i does not depend on the length, so under identical arms that censoring changes the amount of data, not the
+ * validity being measured; both are simulated to show it.
  */
 import { EMPTY_SUMS, type RatioSums } from '../../src/stats/ratio.js';
 
@@ -41,6 +43,8 @@ export interface ExperimentModel {
   minSteps?: number;
   maxSteps?: number;
   linesPerStep?: number;
+  /** When a step's lines are seen: at that step (default), or at the next one as the gateway sees them. */
+  observation?: 'at-step' | 'next-step';
 }
 
 /** What a look sees: the per-arm ratio sums over started trajectories, and the per-arm line totals. */
@@ -61,6 +65,8 @@ interface Running {
   done: number;
   s: number;
   n: number;
+  /** Successes of the last step, not seen yet ('next-step' observation); -1 when there is none. */
+  pending: number;
 }
 
 function pickArm(rng: Rng, cumulative: number[]): number {
@@ -76,7 +82,8 @@ function pickArm(rng: Rng, cumulative: number[]): number {
 export function simulateExperiment(rng: Rng, model: ExperimentModel, look: (l: Look) => void): void {
   const minSteps = model.minSteps ?? 3;
   const maxSteps = model.maxSteps ?? 6;
-  const lines = model.linesPerStep ?? 2;
+  const perStep = model.linesPerStep ?? 2;
+  const lagged = model.observation === 'next-step';
   const weights = model.weights ?? model.arms.map(() => 1);
   const cumulative: number[] = [];
   weights.reduce((acc, w) => (cumulative.push(acc + w), acc + w), 0);
@@ -96,28 +103,21 @@ export function simulateExperiment(rng: Rng, model: ExperimentModel, look: (l: L
         if (started >= model.trajectories) continue;
         const arm = pickArm(rng, cumulative);
         const draw = model.arms[arm]!; // arm < arms.length
-        t = { arm, p: draw(rng), steps: minSteps + Math.floor(rng() * (maxSteps - minSteps + 1)), done: 0, s: 0, n: 0 };
+        const chance = draw(rng);
+        const steps = minSteps + Math.floor(rng() * (maxSteps - minSteps + 1));
+        t = { arm, p: chance, steps, done: 0, s: 0, n: 0, pending: -1 };
         slots[i] = t;
         started++;
         state.assigned[arm]!++;
         state.sums[arm]!.units++; // a trajectory counts from its first step, in progress or not
       }
-      let ds = 0;
-      for (let j = 0; j < lines; j++) if (rng() < t.p) ds++;
-      // The counters' increments from the trajectory's previous (s, n), as the recorder keeps them.
-      const sums = state.sums[t.arm]!; // t.arm < arms.length
-      const s1 = t.s + ds;
-      const n1 = t.n + lines;
-      sums.s += ds;
-      sums.n += lines;
-      sums.ss += s1 * s1 - t.s * t.s;
-      sums.nn += n1 * n1 - t.n * t.n;
-      sums.sn += s1 * n1 - t.s * t.n;
-      t.s = s1;
-      t.n = n1;
-      const l = state.lines[t.arm]!; // t.arm < arms.length
-      l.successes += ds;
-      l.lines += lines;
+      let drawn = 0;
+      for (let j = 0; j < perStep; j++) if (rng() < t.p) drawn++;
+      // What this look learns: this step's lines, or (lagged) the previous step's, if any.
+      const ds = lagged ? t.pending : drawn;
+      const lines = ds < 0 ? 0 : perStep;
+      if (lagged) t.pending = drawn;
+      if (lines > 0) observe(state, t, ds, lines);
       t.done++;
       if (t.done >= t.steps) {
         slots[i] = undefined;
@@ -127,4 +127,22 @@ export function simulateExperiment(rng: Rng, model: ExperimentModel, look: (l: L
       look(state);
     }
   }
+}
+
+/** Adds `ds` successes out of `lines` to trajectory t and to its arm's sums. */
+function observe(state: Look, t: Running, ds: number, lines: number): void {
+  // The counters' increments from the trajectory's previous (s, n), as the recorder keeps them.
+  const sums = state.sums[t.arm]!; // t.arm < arms.length
+  const s1 = t.s + ds;
+  const n1 = t.n + lines;
+  sums.s += ds;
+  sums.n += lines;
+  sums.ss += s1 * s1 - t.s * t.s;
+  sums.nn += n1 * n1 - t.n * t.n;
+  sums.sn += s1 * n1 - t.s * t.n;
+  t.s = s1;
+  t.n = n1;
+  const l = state.lines[t.arm]!; // t.arm < arms.length
+  l.successes += ds;
+  l.lines += lines;
 }

@@ -35,6 +35,20 @@ test('identical arms: the fixed interval excludes 0 in 4-7% of runs, the always-
   assert.equal(r.fixed.runs, RUNS);
 });
 
+test('the same with lines seen as the gateway sees them (a step at the next step, the last never): fixed FP 4-7%, always-valid at most 6.5%', () => {
+  const r = evaluateMethods({
+    seed: 1,
+    runs: RUNS,
+    model: { ...SHORT, arms: [beta22, beta22], observation: 'next-step' },
+    truth: 0,
+    methods: ['fixed', 'sequential'],
+  });
+  const fixed = rate(r.fixed.excludedAtEnd, r.fixed.runs);
+  assert.ok(fixed >= 0.04 && fixed <= 0.07, `fixed FP ${fixed}`);
+  const seq = rate(r.sequential.excludedAtAnyLook, r.sequential.runs);
+  assert.ok(seq <= 0.065, `sequential FP at any look ${seq}`);
+});
+
 test('a BENCH-like stream (480 trajectories, 16 slots) watched after every step: the always-valid interval excludes 0 in at most 6.5% of runs', () => {
   const r = evaluateMethods({
     seed: 2,
