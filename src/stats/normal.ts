@@ -1,12 +1,15 @@
 /**
  * The standard normal distribution: erfc, the CDF, the two-sided p-value and the quantile. erfc is accurate to
- * about 1e-14 relative across its range (through the incomplete gamma function, erfc(x) = Q(1/2, x²)), because
+ * within 2e-13 relative across its range (through the incomplete gamma function, erfc(x) = Q(1/2, x²)), because
  * sample-ratio-mismatch p-values around 1e-8 and below must keep their digits; the former Chebyshev fit was good
  * to 1.2e-7 absolute only.
  */
 import { gammaQ } from './gamma.js';
 
-/** Complementary error function, relative error about 1e-14 (tested against scipy.special.erfc). */
+/**
+ * Complementary error function, relative error below 2e-13: at most 1.1e-13 against scipy.special.erfc on a
+ * grid over [-6, 26] (erfc(26) ≈ 5.7e-296). The error grows as x²·1e-16, from the rounding of x².
+ */
 export function erfc(x: number): number {
   if (Number.isNaN(x)) return Number.NaN;
   if (x === 0) return 1;
@@ -39,7 +42,7 @@ function poly(coefficients: number[], x: number): number {
 
 /**
  * The inverse of Φ: the x with Φ(x) = p. Acklam's approximation plus one Halley step on erfc, which brings it
- * to about 1e-15 relative. -Infinity at 0, Infinity at 1, NaN outside [0, 1].
+ * to about 1e-14 relative (1e-15 absolute near p = 0.5). -Infinity at 0, Infinity at 1, NaN outside [0, 1].
  */
 export function normalQuantile(p: number): number {
   if (!(p >= 0 && p <= 1)) return Number.NaN;
