@@ -26,6 +26,8 @@ export interface Tally {
   excludedAtAnyLook: number;
   /** Runs whose final interval covered the true difference. */
   coveredAtEnd: number;
+  /** Runs whose interval covered the true difference at every read that gave one (time-uniform coverage). */
+  coveredAtEveryLook: number;
 }
 
 export interface EvaluationOptions {
@@ -54,6 +56,8 @@ export function pooledLinesP(xa: number, na: number, xb: number, nb: number): nu
 interface Verdict {
   excludes: boolean;
   covers: boolean;
+  /** Whether the method gave an interval at this read at all. */
+  shown: boolean;
 }
 
 function judge(method: MethodName, look: Look, o: Required<Omit<EvaluationOptions, 'finalOnly' | 'model' | 'seed' | 'runs' | 'methods'>>): Verdict {
@@ -62,14 +66,14 @@ function judge(method: MethodName, look: Look, o: Required<Omit<EvaluationOption
     const [la, lb] = [look.lines[0]!, look.lines[1]!];
     const p = pooledLinesP(la.successes, la.lines, lb.successes, lb.lines);
     const ci = newcombe(la.successes, la.lines, lb.successes, lb.lines, o.alpha);
-    return { excludes: p < o.alpha, covers: ci !== undefined && ci[0] <= o.truth && o.truth <= ci[1] };
+    return { excludes: p < o.alpha, covers: ci !== undefined && ci[0] <= o.truth && o.truth <= ci[1], shown: ci !== undefined };
   }
   const r =
     method === 'fixed'
       ? fixedRatio(a, b, o.alpha)
       : sequentialRatio(a, b, { alpha: o.alpha, plannedTrajectories: o.plannedTrajectories, burnIn: o.burnIn });
-  if ('reason' in r) return { excludes: false, covers: false };
-  return { excludes: r.ci95[0] > 0 || r.ci95[1] < 0, covers: r.ci95[0] <= o.truth && o.truth <= r.ci95[1] };
+  if ('reason' in r) return { excludes: false, covers: false, shown: false };
+  return { excludes: r.ci95[0] > 0 || r.ci95[1] < 0, covers: r.ci95[0] <= o.truth && o.truth <= r.ci95[1], shown: true };
 }
 
 /** Runs `runs` seeded experiments and tallies every method on each. Deterministic for a seed. */
@@ -81,17 +85,19 @@ export function evaluateMethods(options: EvaluationOptions): Record<MethodName, 
     truth: options.truth,
   };
   const tallies = Object.fromEntries(
-    METHODS.map((m) => [m, { runs: 0, excludedAtEnd: 0, excludedAtAnyLook: 0, coveredAtEnd: 0 }]),
+    METHODS.map((m) => [m, { runs: 0, excludedAtEnd: 0, excludedAtAnyLook: 0, coveredAtEnd: 0, coveredAtEveryLook: 0 }]),
   ) as Record<MethodName, Tally>; // filled for every MethodName just above
   const methods = options.methods ?? METHODS;
   const rng = seededRandom(options.seed);
   for (let run = 0; run < options.runs; run++) {
     const ever = new Set<MethodName>();
+    const missed = new Set<MethodName>();
     simulateExperiment(rng, options.model, (look) => {
       if (options.finalOnly === true && !look.final) return;
       for (const m of methods) {
         const v = judge(m, look, o);
         if (v.excludes) ever.add(m);
+        if (v.shown && !v.covers) missed.add(m);
         if (look.final) {
           const t = tallies[m];
           t.runs++;
@@ -101,6 +107,7 @@ export function evaluateMethods(options: EvaluationOptions): Record<MethodName, 
       }
     });
     for (const m of ever) tallies[m].excludedAtAnyLook++;
+    for (const m of methods) if (!missed.has(m)) tallies[m].coveredAtEveryLook++;
   }
   return tallies;
 }

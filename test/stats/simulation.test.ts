@@ -79,6 +79,20 @@ test('arm b from Beta(5, 2): the fixed interval excludes 0 in at least 85% of ru
   assert.ok(rate(r.old.coveredAtEnd, r.old.runs) < 0.88, `old coverage ${r.old.coveredAtEnd}`);
 });
 
+test('arm b from Beta(5, 2), read after every step: the always-valid interval covers 5/7 - 1/2 at every read in at least 95% of runs', () => {
+  const r = evaluateMethods({
+    seed: 6,
+    runs: RUNS,
+    model: { ...SHORT, arms: [beta22, beta52], observation: 'next-step' },
+    truth: TRUE_DIFFERENCE_52,
+    methods: ['sequential', 'fixed'],
+  });
+  const all = rate(r.sequential.coveredAtEveryLook, r.sequential.runs);
+  assert.ok(all >= 0.95, `always-valid time-uniform coverage ${all}`);
+  // The fixed interval, read at every step, misses the truth at some read far more often.
+  assert.ok(rate(r.fixed.coveredAtEveryLook, r.fixed.runs) < 0.8, `fixed time-uniform coverage ${r.fixed.coveredAtEveryLook}`);
+});
+
 test('SRM: under correct assignment the chi-square (read once) and the sequential test (read at every trajectory) flag at most 0.3% of runs; 30 vs 0 is flagged', () => {
   const designs: Array<{ weights: number[]; trajectories: number }> = [
     { weights: [1, 1], trajectories: 200 },
