@@ -52,7 +52,6 @@ function checkAlpha(alpha: number): void {
   if (!(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be in (0, 1), got ${alpha}`);
 }
 
-
 /** A difference d with standard error se as a fixed-horizon result: d ± z·se and the two-sided z p-value. */
 export function waldResult(d: number, se: number, alpha: number, method: string): FixedResult {
   const half = zCritical(alpha) * se;
