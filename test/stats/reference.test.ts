@@ -22,7 +22,7 @@ import {
   type Unavailable,
 } from '../../src/stats/compare.js';
 import { fisherExactTwoSided, newcombe, wilson } from '../../src/stats/proportions.js';
-import { chiSquareGoodnessOfFit, chiSquareSurvival, sequentialSrm } from '../../src/stats/srm.js';
+import { chiSquareGoodnessOfFit, chiSquareSurvival, coverageHomogeneity, sequentialSrm } from '../../src/stats/srm.js';
 import { postStratified } from '../../src/stats/stratified.js';
 
 /** |actual - expected| <= rel·|expected| (+ abs for expected values at 0). */
@@ -126,6 +126,26 @@ test('chi-square goodness of fit, weights on any scale (scipy.stats.chisquare)',
   assert.throws(() => chiSquareGoodnessOfFit([1, 2], [1]), /2 observed counts but 1 weights/);
   assert.throws(() => chiSquareGoodnessOfFit([1, 2], [1, 0]), /weights\[1\] must be a positive number/);
   assert.throws(() => chiSquareGoodnessOfFit([1, -2], [1, 1]), /observed\[1\] must be a non-negative integer/);
+});
+
+test('outcome coverage by arm: the 2 x k chi-square without continuity correction (scipy.stats.chi2_contingency)', () => {
+  // python3 -c "import numpy as np; from scipy import stats; [print(r, u, stats.chi2_contingency(np.array([r,[x-y for y,x in zip(r,u)]]), correction=False)) for r,u in [([28,15],[30,30]),([10,12,30],[40,40,40]),([50,45],[60,60])]]"
+  const ref: Array<[number[], number[], number, number, number]> = [
+    [[28, 15], [30, 30], 13.87140902872777, 1, 0.00019575387242903866],
+    [[10, 12, 30], [40, 40, 40], 24.70588235294118, 2, 4.3170374066231815e-6],
+    [[50, 45], [60, 60], 1.263157894736842, 1, 0.26105418957965426],
+  ];
+  for (const [r, u, stat, df, p] of ref) {
+    const g = coverageHomogeneity(r, u);
+    close(g.statistic, stat, 1e-12, `statistic ${r}/${u}`);
+    assert.equal(g.df, df);
+    close(g.p_value, p, 1e-10, `p ${r}/${u}`);
+  }
+  // An arm with no unit drops out; nothing matched, or everything, is no evidence of uneven loss.
+  assert.deepEqual(coverageHomogeneity([28, 15, 0], [30, 30, 0]).df, 1);
+  assert.deepEqual(coverageHomogeneity([0, 0], [30, 20]), { statistic: 0, df: 1, p_value: 1 });
+  assert.deepEqual(coverageHomogeneity([30, 20], [30, 20]), { statistic: 0, df: 1, p_value: 1 });
+  assert.throws(() => coverageHomogeneity([31, 2], [30, 20]), /units\[0\] must be an integer >= reported\[0\]/);
 });
 
 test('Dirichlet-multinomial sequential SRM Bayes factor (scipy.special.gammaln, reference-values.py)', () => {
