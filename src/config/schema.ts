@@ -372,6 +372,16 @@ export const configSchema = z.strictObject({
        */
       replay_cache_mb: z.number().positive().default(16),
       lease_s: positive.default(30),
+      /**
+       * Redis only: experiment counters expire this long after their last increment (docs/experiments.md), so an
+       * experiment nobody runs any more does not stay in Redis for good. 30 days.
+       */
+      counters_ttl_s: positive.default(30 * 24 * 3600),
+      /**
+       * Entries (idempotency marks, trajectory index, outcome marks) this process keeps for the experiment
+       * recorder: the memory store's, and the Redis store's fallback while Redis is down; oldest dropped first.
+       */
+      index_max_entries: z.number().int().positive().default(200_000),
     })
     .prefault({}),
   /** OpenTelemetry traces (README "Tracing"): off unless otlp_endpoint is set. */
