@@ -1,0 +1,181 @@
+/**
+ * Comparing a treatment arm with the control arm: the fixed-horizon interval and p-value (valid when the number
+ * of units was fixed in advance and the result is read once), and the always-valid ones (valid however often the
+ * result is read, and for any stopping rule). Each takes the arms' sums and returns a result or the reason
+ * there is none yet; the difference is always treatment - control.
+ */
+import { normalQuantile, twoSidedP } from './normal.js';
+import { fisherExactTwoSided, newcombe } from './proportions.js';
+import { ratioEstimate, type RatioSums } from './ratio.js';
+
+export interface FixedResult {
+  difference: number;
+  ci95: [number, number];
+  p_value: number;
+  se: number;
+  alpha: number;
+  method: string;
+}
+
+export interface SequentialResult {
+  difference: number;
+  ci95: [number, number];
+  p_value: number;
+  alpha: number;
+  method: string;
+  planned_trajectories: number;
+  /** The mixing parameter ρ² of the normal mixture (c = ρ²·(K_c + K_t)). */
+  rho2: number;
+}
+
+export type Unavailable = { reason: string };
+
+export interface BinaryCounts {
+  units: number;
+  successes: number;
+}
+
+export interface SequentialOptions {
+  alpha?: number;
+  /** K*, the number of units (both arms together) at which the boundary is tightest; config key experiments.sequential.planned_trajectories. */
+  plannedTrajectories: number;
+  /** Units per arm before anything is shown (default 20): variances from a handful of units have heavy tails. */
+  burnIn?: number;
+}
+
+export const METHOD_FIXED_RATIO = 'delta method, trajectory as unit';
+export const METHOD_SEQUENTIAL = 'normal-mixture always-valid (mSPRT)';
+export const METHOD_FIXED_BINARY = 'Newcombe hybrid score; Fisher exact p';
+export const DEFAULT_BURN_IN = 20;
+
+function checkAlpha(alpha: number): void {
+  if (!(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be in (0, 1), got ${alpha}`);
+}
+
+/** The two-sided normal quantile z_{1-α/2}: 1.959963984540054 at α = 0.05. */
+export function zCritical(alpha: number): number {
+  checkAlpha(alpha);
+  return normalQuantile(1 - alpha / 2);
+}
+
+/** A difference d with standard error se as a fixed-horizon result: d ± z·se and the two-sided z p-value. */
+export function waldResult(d: number, se: number, alpha: number, method: string): FixedResult {
+  const half = zCritical(alpha) * se;
+  return { difference: d, ci95: [d - half, d + half], p_value: twoSidedP(d / se), se, alpha, method };
+}
+
+/**
+ * d = r_t - r_c, SE = sqrt(V_c + V_t), d ± z_{1-α/2}·SE, two-sided z p. Needs each arm to have 2 units and n > 0,
+ * and some variation (SE > 0); otherwise the reason.
+ */
+export function fixedRatio(control: RatioSums, treatment: RatioSums, alpha = 0.05): FixedResult | Unavailable {
+  checkAlpha(alpha);
+  const c = ratioEstimate(control);
+  const t = ratioEstimate(treatment);
+  if (c === undefined || t === undefined) return { reason: 'needs 2 trajectories with a tool line per arm' };
+  const se = Math.sqrt(c.variance + t.variance);
+  if (!(se > 0)) return { reason: 'no variation between trajectories yet (the variance is 0)' };
+  return waldResult(t.rate - c.rate, se, alpha, METHOD_FIXED_RATIO);
+}
+
+/** ρ² = (2 ln(1/α) + ln(1 + 2 ln(1/α))) / K*: about 7.94 / K* at α = 0.05. */
+export function mixtureRho2(alpha: number, plannedTrajectories: number): number {
+  checkAlpha(alpha);
+  if (!(plannedTrajectories > 0) || !Number.isFinite(plannedTrajectories)) {
+    throw new RangeError(`plannedTrajectories must be a positive number, got ${plannedTrajectories}`);
+  }
+  const l = 2 * Math.log(1 / alpha);
+  return (l + Math.log(1 + l)) / plannedTrajectories;
+}
+
+/**
+ * The two-sided normal-mixture boundary (mSPRT, Johari, Pekelis and Walsh) on a difference d with variance V
+ * from `units` units in all: z² = d²/V, c = ρ²·units,
+ * p = min(1, sqrt(1+c)·exp(-c·z²/(2(1+c)))), interval d ± sqrt(V·(1+c)/c · ln((1+c)/α²)).
+ * p is instantaneous (not a running minimum) so that it depends on the current sums alone.
+ */
+export function mixtureBoundary(d: number, variance: number, units: number, alpha: number, plannedTrajectories: number): SequentialResult {
+  const rho2 = mixtureRho2(alpha, plannedTrajectories);
+  const c = rho2 * units;
+  const z2 = (d * d) / variance;
+  const p = Math.min(1, Math.sqrt(1 + c) * Math.exp((-c * z2) / (2 * (1 + c))));
+  const half = Math.sqrt(((variance * (1 + c)) / c) * Math.log((1 + c) / (alpha * alpha)));
+  return {
+    difference: d,
+    ci95: [d - half, d + half],
+    p_value: p,
+    alpha,
+    method: METHOD_SEQUENTIAL,
+    planned_trajectories: plannedTrajectories,
+    rho2,
+  };
+}
+
+function burnInOf(opts: SequentialOptions): number {
+  const b = opts.burnIn ?? DEFAULT_BURN_IN;
+  if (!(b >= 2) || !Number.isFinite(b)) throw new RangeError(`burnIn must be at least 2, got ${b}`);
+  return b;
+}
+
+/** The always-valid comparison of two ratio metrics; nothing until each arm has `burnIn` units (default 20). */
+export function sequentialRatio(control: RatioSums, treatment: RatioSums, opts: SequentialOptions): SequentialResult | Unavailable {
+  const alpha = opts.alpha ?? 0.05;
+  const burnIn = burnInOf(opts);
+  mixtureRho2(alpha, opts.plannedTrajectories); // validates before any early return
+  if (!(control.units >= burnIn) || !(treatment.units >= burnIn)) return { reason: `needs ${burnIn} trajectories per arm` };
+  const c = ratioEstimate(control);
+  const t = ratioEstimate(treatment);
+  if (c === undefined || t === undefined) return { reason: 'needs 2 trajectories with a tool line per arm' };
+  const v = c.variance + t.variance;
+  if (!(v > 0)) return { reason: 'no variation between trajectories yet (the variance is 0)' };
+  return mixtureBoundary(t.rate - c.rate, v, control.units + treatment.units, alpha, opts.plannedTrajectories);
+}
+
+function validBinary(x: BinaryCounts): boolean {
+  return Number.isInteger(x.units) && Number.isInteger(x.successes) && x.successes >= 0 && x.successes <= x.units;
+}
+
+/**
+ * Newcombe's hybrid score interval (method 10) for p_t - p_c and Fisher's exact two-sided p (not mid-p). `se` is
+ * the Agresti-Caffo standard error sqrt(Σ p̃(1-p̃)/K), p̃ = (x+1)/(K+2), descriptive only: it stays above 0 at
+ * 17/17 against 0/16, where the plain Wald one is 0. Needs one unit per arm.
+ */
+export function fixedBinary(control: BinaryCounts, treatment: BinaryCounts, alpha = 0.05): FixedResult | Unavailable {
+  checkAlpha(alpha);
+  if (!validBinary(control) || !validBinary(treatment)) return { reason: 'invalid counts (successes must be integers between 0 and units)' };
+  const ci = newcombe(control.successes, control.units, treatment.successes, treatment.units, alpha);
+  if (ci === undefined) return { reason: 'needs an outcome in each arm' };
+  const d = treatment.successes / treatment.units - control.successes / control.units;
+  const p = fisherExactTwoSided(control.successes, control.units, treatment.successes, treatment.units);
+  const se = Math.sqrt(smoothedVariance(control) + smoothedVariance(treatment));
+  return { difference: d, ci95: ci, p_value: p, se, alpha, method: METHOD_FIXED_BINARY };
+}
+
+/** p̃(1-p̃)/K with p̃ = (x+1)/(K+2): never 0, so the mixture does not degenerate at 0/K or K/K. */
+function smoothedVariance(x: BinaryCounts): number {
+  const p = (x.successes + 1) / (x.units + 2);
+  return (p * (1 - p)) / x.units;
+}
+
+/** The always-valid comparison of two success rates, with V_j = p̃(1-p̃)/K_j; nothing until each arm has `burnIn` units. */
+export function sequentialBinary(control: BinaryCounts, treatment: BinaryCounts, opts: SequentialOptions): SequentialResult | Unavailable {
+  const alpha = opts.alpha ?? 0.05;
+  const burnIn = burnInOf(opts);
+  mixtureRho2(alpha, opts.plannedTrajectories);
+  if (!validBinary(control) || !validBinary(treatment)) return { reason: 'invalid counts (successes must be integers between 0 and units)' };
+  if (control.units < burnIn || treatment.units < burnIn) return { reason: `needs ${burnIn} trajectories per arm` };
+  const d = treatment.successes / treatment.units - control.successes / control.units;
+  const v = smoothedVariance(control) + smoothedVariance(treatment);
+  return mixtureBoundary(d, v, control.units + treatment.units, alpha, opts.plannedTrajectories);
+}
+
+/** Score outcomes and per-unit means as ratio sums with n = 1 per unit: r is then the mean, V its variance / K. */
+export function meanSums(units: number, sum: number, sumSquares: number): RatioSums {
+  return { units, s: sum, n: units, ss: sumSquares, nn: units, sn: sum };
+}
+
+/** Bonferroni for k arms each compared with one control: alpha / (k - 1); alpha itself for k <= 2. */
+export function perComparisonAlpha(alpha: number, arms: number): number {
+  checkAlpha(alpha);
+  return arms <= 2 ? alpha : alpha / (arms - 1);
+}
