@@ -174,9 +174,14 @@ function planInput(
   const backend = newTrajectoryBackend(route, requestId, input, (b) => snapshot.canServe(b));
   if (backend !== undefined) {
     if (route.kind === 'split') {
-      plan.arm = backend;
+      // Intention to treat: a trajectory of this route keeps the arm it was assigned even when its backend cannot
+      // serve now; the step goes elsewhere and is reported as a crossover (docs/experiments.md, "Crossover").
+      const assigned = tag?.trajectory !== undefined && tag.route === route.name && route.sticky
+        ? (isMember(route, tag.arm) ? tag.arm : isMember(route, tag.backend) ? tag.backend : undefined)
+        : undefined;
+      plan.arm = assigned ?? backend;
       // Only when some arm cannot serve can the draw differ; hashing again costs nothing otherwise.
-      if (route.members.some((m) => !snapshot.canServe(m.name))) {
+      if (assigned === undefined && route.members.some((m) => !snapshot.canServe(m.name))) {
         const drawn = chooseArm(requestId, input.id, route.members);
         if (drawn !== backend) plan.drawnArm = drawn;
       }

@@ -30,6 +30,8 @@ export interface CompiledRoute {
   readonly backends: ReadonlySet<string>;
   readonly fallback: readonly string[];
   readonly shadow: readonly string[];
+  /** The route's `experiment:` settings (docs/experiments.md); empty when absent. */
+  readonly experiment: { readonly name?: string; readonly primary?: 'tool_success' | 'outcome'; readonly control?: string };
 }
 
 export interface CompiledRoutes {
@@ -84,6 +86,7 @@ export function compileRouteTable(
         backends: new Set(routeBackends(route)),
         fallback: Object.freeze([...route.fallback]),
         shadow: Object.freeze([...route.shadow]),
+        experiment: Object.freeze({ ...route.experiment }),
       }),
   );
   return Object.freeze({
