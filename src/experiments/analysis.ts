@@ -82,8 +82,14 @@ function binary(c: ArmCounts): { units: number; successes: number } {
 }
 
 /** One metric's comparison of `t` against `c`; the always-valid part for the primary metric only. */
+/** The fixed tool-success comparison, shown once each arm has 2 trajectories with a robot line. */
+function fixedTool(c: ArmCounts, t: ArmCounts, alpha: number): FixedResult | Unavailable {
+  if (c.unitsWithLines < 2 || t.unitsWithLines < 2) return { reason: 'needs 2 trajectories with a robot line per arm' };
+  return fixedRatio(toolSums(c), toolSums(t), alpha);
+}
+
 function compare(metric: Metric, primary: boolean, c: ArmInput, t: ArmInput, alpha: number, o: AnalysisOptions): Comparison {
-  const fixed = split(metric === 'tool_success' ? fixedRatio(toolSums(c.counts), toolSums(t.counts), alpha) : fixedBinary(binary(c.counts), binary(t.counts), alpha));
+  const fixed = split(metric === 'tool_success' ? fixedTool(c.counts, t.counts, alpha) : fixedBinary(binary(c.counts), binary(t.counts), alpha));
   let sequential: { value: SequentialResult | null; reason: string | null } = { value: null, reason: 'descriptive: the always-valid result is for the primary metric only' };
   if (primary) {
     const opts = { alpha, plannedTrajectories: o.plannedTrajectories, burnIn: o.burnIn };

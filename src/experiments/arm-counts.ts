@@ -8,6 +8,7 @@ import { bucketQuantile } from './latency.js';
 
 export interface ArmCounts {
   units: number;
+  unitsWithLines: number;
   s: number;
   n: number;
   ss: number;
@@ -38,7 +39,7 @@ export interface ArmCounts {
 
 export function emptyArm(): ArmCounts {
   return {
-    units: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0, steps: 0, stepsSquared: 0, stages: 0, stagesSquared: 0, envError: 0,
+    units: 0, unitsWithLines: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0, steps: 0, stepsSquared: 0, stages: 0, stagesSquared: 0, envError: 0,
     failureReason: 0, errorCandidate: 0, crossed: 0, cached: 0, rerouted: { not_ready: 0, ejected: 0 }, completed: 0,
     error: 0, codes: new Map(), feedback: emptyFeedback(), latency: new Map(), outcomeReported: 0, outcomeSuccess: 0,
     outcomeArmLevel: 0, scoreN: 0, scoreSum: 0, scoreSquares: 0,
@@ -49,7 +50,7 @@ type Scalar = Exclude<keyof ArmCounts, 'rerouted' | 'codes' | 'feedback' | 'late
 
 /** Field suffix (after `<arm>|`) -> the count it adds to. */
 const SCALARS: Record<string, Scalar> = {
-  units: 'units', s: 's', n: 'n', ss: 'ss', nn: 'nn', sn: 'sn', steps: 'steps', steps_sq: 'stepsSquared',
+  units: 'units', units_lines: 'unitsWithLines', s: 's', n: 'n', ss: 'ss', nn: 'nn', sn: 'sn', steps: 'steps', steps_sq: 'stepsSquared',
   stages: 'stages', stages_sq: 'stagesSquared', env_error: 'envError', failure_reason: 'failureReason',
   error_candidate: 'errorCandidate', crossed: 'crossed', cached_steps: 'cached', completed: 'completed',
   error: 'error', oc_reported: 'outcomeReported', oc_success: 'outcomeSuccess', oc_arm_level: 'outcomeArmLevel',

@@ -41,6 +41,8 @@ export const EPOCH_PREFIX = 'experiments:epoch:';
  */
 export const field = {
   units: (arm: string) => `${arm}|units`,
+  /** Trajectories with at least one robot line (n > 0): the fixed comparison needs 2 per arm. */
+  unitsWithLines: (arm: string) => `${arm}|units_lines`,
   s: (arm: string) => `${arm}|s`,
   n: (arm: string) => `${arm}|n`,
   ss: (arm: string) => `${arm}|ss`,

@@ -264,6 +264,7 @@ export class Experiments {
       metrics.trajectoriesStarted.inc({ agent, route: d.route.name, arm });
       if (d.rerouted !== undefined) incr(field.rerouted(d.rerouted.from, d.rerouted.why));
     }
+    if (base.n === 0 && state.n > 0) incr(field.unitsWithLines(arm));
     incr(field.s(arm), state.s - base.s);
     incr(field.n(arm), state.n - base.n);
     incr(field.ss(arm), state.s * state.s - base.s * base.s);
@@ -288,11 +289,14 @@ export class Experiments {
     }
 
     for (const out of outputs) {
+      // An ensemble's candidates are each their producing member's (or fallback's); a split's are its arm's.
+      const tag = candidateTag(out);
+      const by = d.route.kind === 'ensemble' && tag !== undefined ? (armOf(d.route, tag) ?? arm) : arm;
       if (out.status === 'error') {
-        incr(field.error(arm));
+        incr(field.error(by));
         // Capped per backend like the candidate error metric: a backend inventing codes cannot grow the hash.
-        if (out.error) incr(field.code(arm, metrics.codeLabel(candidateTag(out)?.backend ?? arm, out.error.code)));
-      } else incr(field.completed(arm));
+        if (out.error) incr(field.code(by, metrics.codeLabel(tag?.backend ?? by, out.error.code)));
+      } else incr(field.completed(by));
     }
     const input = request.inputs[d.index];
     if (input?.instruction.type === 'env') {
@@ -311,7 +315,8 @@ export class Experiments {
     for (const leg of result.legs) {
       const d = byInput.get(leg.input);
       if (leg.ms === undefined || d === undefined || result.cachedInputs?.has(d.index) === true) continue;
-      store.incr(countersKey(compiled.agent, d.route.name, d.experiment), field.latency(d.arm, latencyBucket(leg.ms)));
+      const by = d.route.kind === 'ensemble' ? (armOf(d.route, { backend: leg.backend, arm: leg.arm }) ?? d.arm) : d.arm;
+      store.incr(countersKey(compiled.agent, d.route.name, d.experiment), field.latency(by, latencyBucket(leg.ms)));
     }
   }
 
