@@ -11,6 +11,17 @@ import { experimentsReport } from '../experiments/report.js';
 import { parseOutcomes, postOutcomes } from '../experiments/outcomes.js';
 import { errorBody } from '../errors.js';
 
+/** The admin listener hands bodies over as text (admin-app.ts): the JSON value, empty = `{}`, or the problem. */
+function jsonBody(body: unknown): { ok: true; value: unknown } | { ok: false; problem: string } {
+  if (body === undefined || body === null || body === '') return { ok: true, value: {} };
+  if (typeof body !== 'string') return { ok: true, value: body };
+  try {
+    return { ok: true, value: JSON.parse(body) };
+  } catch (err) {
+    return { ok: false, problem: `the body is not JSON: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
 export async function experimentsRoute(app: FastifyInstance): Promise<void> {
   app.get('/gateway/experiments', async (_req, reply) => {
     const report = await experimentsReport(app.gateway);
@@ -24,7 +35,9 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
     { bodyLimit: app.gateway.current.config.experiments.outcomes_max_bytes },
     async (req, reply) => {
       const cfg = app.gateway.current.config.experiments;
-      const parsed = parseOutcomes(req.body, cfg.outcomes_max);
+      const json = jsonBody(req.body);
+      if (!json.ok) return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', json.problem));
+      const parsed = parseOutcomes(json.value, cfg.outcomes_max);
       if (!parsed.ok) return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', parsed.problem));
       // This replica's index writes first, so an outcome posted right after its episode's last step is found.
       await app.gateway.experiments.settled();
@@ -34,7 +47,9 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
   );
 
   app.post('/gateway/experiments/reset', async (req, reply) => {
-    const body: unknown = req.body ?? {};
+    const json = jsonBody(req.body);
+    if (!json.ok) return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', json.problem));
+    const body = json.value;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', 'the body must be empty or a JSON object {"agent"?, "route"?}'));
     }
