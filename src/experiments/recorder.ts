@@ -224,7 +224,9 @@ export class Experiments {
       writes.push(store.claim(keys.trajectory(state.id), JSON.stringify(rec), ttlMs));
       if (!this.recorded.has(d.experiment)) {
         this.recorded.add(d.experiment);
-        const exp: ExperimentRecord = { agent, route: d.route.name, name: d.route.experiment.name ?? null, started_at: at };
+        // A reset experiment started at its reset, whenever its first trajectory came.
+        const epoch = await this.lifetimes.epoch(store, agent, d.route.name);
+        const exp: ExperimentRecord = { agent, route: d.route.name, name: d.route.experiment.name ?? null, started_at: epoch ?? at };
         writes.push(store.claim(keys.experiment(d.experiment), JSON.stringify(exp), ttlMs));
         writes.push(store.addToSet(keys.list(agent, d.route.name), d.experiment, ttlMs, MAX_EXPERIMENTS_LISTED));
       }

@@ -62,16 +62,17 @@ function parseRecord(raw: string | undefined): ExperimentRecord | undefined {
   }
 }
 
-async function experimentInfo(host: ReportHost, id: string, route: CompiledRoute | undefined): Promise<ExperimentInfo> {
+async function experimentInfo(host: ReportHost, id: string, route: CompiledRoute | undefined, epoch?: string): Promise<ExperimentInfo> {
   const rec = parseRecord(await host.store.readClaim(keys.experiment(id)));
-  return { id, name: rec?.name ?? route?.experiment.name ?? null, started_at: rec?.started_at ?? null };
+  return { id, name: rec?.name ?? route?.experiment.name ?? null, started_at: rec?.started_at ?? epoch ?? null };
 }
 
 async function routeReport(host: ReportHost, agent: CompiledAgent, route: CompiledRoute): Promise<ExperimentReport> {
   const { store, current, metrics } = host;
   const cfg = current.config.experiments;
   const id = await host.experiments.lifetimes.id(store, agent.name, route);
-  const [counters, experiment] = await Promise.all([store.readCounters(countersKey(agent.name, route.name, id)), experimentInfo(host, id, route)]);
+  const epoch = await host.experiments.lifetimes.epoch(store, agent.name, route.name);
+  const [counters, experiment] = await Promise.all([store.readCounters(countersKey(agent.name, route.name, id)), experimentInfo(host, id, route, epoch)]);
   const parsed = parseCounters(counters);
   const memberNames = route.members.map((m) => m.name);
   const entries: { arm: string; weight: number; member: boolean; counts: ArmCounts }[] = route.members.map((m) => ({
