@@ -4,7 +4,7 @@
  * result is read, and for any stopping rule). Each takes the arms' sums and returns a result or the reason
  * there is none yet; the difference is always treatment - control.
  */
-import { normalQuantile, twoSidedP } from './normal.js';
+import { twoSidedP, zCritical } from './normal.js';
 import { fisherExactTwoSided, newcombe } from './proportions.js';
 import { ratioEstimate, type RatioSums } from './ratio.js';
 
@@ -50,12 +50,6 @@ export const DEFAULT_BURN_IN = 20;
 
 function checkAlpha(alpha: number): void {
   if (!(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be in (0, 1), got ${alpha}`);
-}
-
-/** The two-sided normal quantile z_{1-α/2}: 1.959963984540054 at α = 0.05. */
-export function zCritical(alpha: number): number {
-  checkAlpha(alpha);
-  return normalQuantile(1 - alpha / 2);
 }
 
 /** A difference d with standard error se as a fixed-horizon result: d ± z·se and the two-sided z p-value. */

@@ -2,11 +2,7 @@
  * Proportions with one unit per trial (an episode's success, once outcomes are posted): the Wilson interval of
  * one arm, Newcombe's interval for the difference of two, and Fisher's exact test.
  */
-import { normalQuantile } from './normal.js';
-
-function zFor(alpha: number): number {
-  return normalQuantile(1 - alpha / 2);
-}
+import { zCritical } from './normal.js';
 
 function checkAlpha(alpha: number): void {
   if (!(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be in (0, 1), got ${alpha}`);
@@ -24,7 +20,7 @@ function isCount(x: number): boolean {
 export function wilson(successes: number, trials: number, alpha = 0.05): [number, number] | undefined {
   checkAlpha(alpha);
   if (!(trials > 0) || !Number.isFinite(trials) || !(successes >= 0) || successes > trials) return undefined;
-  const z = zFor(alpha);
+  const z = zCritical(alpha);
   const p = successes / trials;
   const z2 = z * z;
   const denom = 1 + z2 / trials;
@@ -58,9 +54,9 @@ export function newcombe(xc: number, nc: number, xt: number, nt: number, alpha =
  * Fisher's exact test of the 2x2 table [[xc, nc - xc], [xt, nt - xt]], two-sided as scipy.stats.fisher_exact
  * and R's fisher.test define it: the total probability, given the margins, of every table no more likely than
  * the observed one, with R's relative tolerance of 1e-7 so that mirror tables, equal in exact arithmetic but
- * not after rounding, count as ties (scipy's 1e-14 assumes exactly computed terms). O(min(nc, nt)) steps: the
- * hypergeometric weights come from the ratio of consecutive terms, in log space so nothing overflows, each term
- * scaled by the largest. Throws a RangeError naming the argument when a count is not a count.
+ * not after rounding, count as ties (scipy's 1e-14 assumes exactly computed terms). O(min(nc, nt)) steps and
+ * O(1) memory: the hypergeometric weights come from the ratio of consecutive terms, in log space so nothing
+ * overflows, each term scaled by the largest. Throws a RangeError naming the argument when a count is not a count.
  */
 export function fisherExactTwoSided(xc: number, nc: number, xt: number, nt: number): number {
   for (const [name, v] of [['xc', xc], ['nc', nc], ['xt', xt], ['nt', nt]] as const) {
@@ -75,21 +71,28 @@ export function fisherExactTwoSided(xc: number, nc: number, xt: number, nt: numb
   const lo = Math.max(0, m - nt);
   const hi = Math.min(m, nc);
   if (lo === hi) return 1;
-  // log w(x) relative to w(lo), by w(x+1)/w(x) = (m - x)(nc - x) / ((x + 1)(nt - m + x + 1)).
-  const logW = new Float64Array(hi - lo + 1);
-  for (let x = lo; x < hi; x++) {
-    logW[x - lo + 1] = logW[x - lo]! + Math.log(((m - x) * (nc - x)) / ((x + 1) * (total - nc - m + x + 1)));
+  // log w(x) relative to w(lo), by w(x+1)/w(x) = (m - x)(nc - x) / ((x + 1)(nt - m + x + 1)). Two passes over
+  // the support instead of an array of it, so memory stays O(1) however large the counts: the first finds the
+  // mode's log weight (the largest, for scaling) and the observed table's; the second sums, recomputing each
+  // log weight the same way, so ties are decided on identical numbers.
+  const step = (x: number): number => Math.log(((m - x) * (nc - x)) / ((x + 1) * (total - nc - m + x + 1)));
+  let logW = 0;
+  let max = 0;
+  let observed = 0;
+  for (let x = lo; x <= hi; x++) {
+    if (x === xc) observed = logW;
+    if (logW > max) max = logW;
+    if (x < hi) logW += step(x);
   }
-  let max = -Infinity;
-  for (const v of logW) if (v > max) max = v;
-  const observed = logW[xc - lo]!; // lo <= xc <= hi by the margins
   const threshold = observed + Math.log1p(1e-7);
   let sum = 0;
   let tail = 0;
-  for (const v of logW) {
-    const w = Math.exp(v - max);
+  logW = 0;
+  for (let x = lo; x <= hi; x++) {
+    const w = Math.exp(logW - max);
     sum += w;
-    if (v <= threshold) tail += w;
+    if (logW <= threshold) tail += w;
+    if (x < hi) logW += step(x);
   }
   return Math.min(1, tail / sum);
 }

@@ -77,3 +77,34 @@ export function sequentialSrm(observed: number[], weights: number[], concentrati
   });
   return { log_bayes_factor: log, p_value: Math.min(1, Math.exp(-log)) };
 }
+
+/**
+ * Is outcome coverage (outcomes matched / units assigned) the same in every arm? Pearson's chi-square test of the
+ * 2 x k table [reported; units - reported] without continuity correction (scipy's chi2_contingency with
+ * correction=False), df = k - 1 over the arms with a unit. Outcomes lost unevenly (an ambiguous join that drops
+ * more episodes of one arm) bias the outcome comparison the way an SRM biases every comparison: read its p like
+ * the SRM's. No arm with a unit, one such arm, or the same coverage everywhere (all 0 or all 1): statistic 0, p 1.
+ */
+export function coverageHomogeneity(reported: number[], units: number[]): GoodnessOfFit {
+  if (reported.length !== units.length) {
+    throw new RangeError(`coverageHomogeneity: ${reported.length} reported counts but ${units.length} unit counts`);
+  }
+  reported.forEach((r, i) => {
+    const u = units[i]!; // same length, checked above
+    if (!Number.isInteger(r) || r < 0) throw new RangeError(`coverageHomogeneity: reported[${i}] must be a non-negative integer, got ${r}`);
+    if (!Number.isInteger(u) || u < r) throw new RangeError(`coverageHomogeneity: units[${i}] must be an integer >= reported[${i}], got ${u}`);
+  });
+  const arms = units.map((u, i) => ({ u, r: reported[i]! })).filter((a) => a.u > 0); // same length
+  const total = arms.reduce((a, b) => a + b.u, 0);
+  const matched = arms.reduce((a, b) => a + b.r, 0);
+  const df = arms.length - 1;
+  if (df < 1 || matched === 0 || matched === total) return { statistic: 0, df: Math.max(df, 0), p_value: 1 };
+  const share = matched / total;
+  let statistic = 0;
+  for (const { u, r } of arms) {
+    const e1 = u * share;
+    const e0 = u - e1;
+    statistic += ((r - e1) * (r - e1)) / e1 + ((u - r - e0) * (u - r - e0)) / e0;
+  }
+  return { statistic, df, p_value: chiSquareSurvival(statistic, df) };
+}

@@ -22,7 +22,7 @@ import {
   type Unavailable,
 } from '../../src/stats/compare.js';
 import { fisherExactTwoSided, newcombe, wilson } from '../../src/stats/proportions.js';
-import { chiSquareGoodnessOfFit, chiSquareSurvival, sequentialSrm } from '../../src/stats/srm.js';
+import { chiSquareGoodnessOfFit, chiSquareSurvival, coverageHomogeneity, sequentialSrm } from '../../src/stats/srm.js';
 import { postStratified } from '../../src/stats/stratified.js';
 
 /** |actual - expected| <= rel·|expected| (+ abs for expected values at 0). */
@@ -128,6 +128,26 @@ test('chi-square goodness of fit, weights on any scale (scipy.stats.chisquare)',
   assert.throws(() => chiSquareGoodnessOfFit([1, -2], [1, 1]), /observed\[1\] must be a non-negative integer/);
 });
 
+test('outcome coverage by arm: the 2 x k chi-square without continuity correction (scipy.stats.chi2_contingency)', () => {
+  // python3 -c "import numpy as np; from scipy import stats; [print(r, u, stats.chi2_contingency(np.array([r,[x-y for y,x in zip(r,u)]]), correction=False)) for r,u in [([28,15],[30,30]),([10,12,30],[40,40,40]),([50,45],[60,60])]]"
+  const ref: Array<[number[], number[], number, number, number]> = [
+    [[28, 15], [30, 30], 13.87140902872777, 1, 0.00019575387242903866],
+    [[10, 12, 30], [40, 40, 40], 24.70588235294118, 2, 4.3170374066231815e-6],
+    [[50, 45], [60, 60], 1.263157894736842, 1, 0.26105418957965426],
+  ];
+  for (const [r, u, stat, df, p] of ref) {
+    const g = coverageHomogeneity(r, u);
+    close(g.statistic, stat, 1e-12, `statistic ${r}/${u}`);
+    assert.equal(g.df, df);
+    close(g.p_value, p, 1e-10, `p ${r}/${u}`);
+  }
+  // An arm with no unit drops out; nothing matched, or everything, is no evidence of uneven loss.
+  assert.deepEqual(coverageHomogeneity([28, 15, 0], [30, 30, 0]).df, 1);
+  assert.deepEqual(coverageHomogeneity([0, 0], [30, 20]), { statistic: 0, df: 1, p_value: 1 });
+  assert.deepEqual(coverageHomogeneity([30, 20], [30, 20]), { statistic: 0, df: 1, p_value: 1 });
+  assert.throws(() => coverageHomogeneity([31, 2], [30, 20]), /units\[0\] must be an integer >= reported\[0\]/);
+});
+
 test('Dirichlet-multinomial sequential SRM Bayes factor (scipy.special.gammaln, reference-values.py)', () => {
   const ref: Array<[number[], number[], number, number]> = [
     [[30, 0], [1, 1], 12.367256348086102, 4.255678504705435e-6],
@@ -150,6 +170,11 @@ test('Fisher exact two-sided, incl. 17/17 against 0/16 (scipy.stats.fisher_exact
     [2, 7, 2, 7, 1], [0, 1, 1, 1, 1],
   ];
   for (const [xc, nc, xt, nt, p] of ref) close(fisherExactTwoSided(xc, nc, xt, nt), p, 1e-9, `fisher ${xc}/${nc} ${xt}/${nt}`);
+  // Large counts stay in log space and O(1) memory; a symmetric table is a tie with its mirror, p = 1.
+  // python3 -c "from scipy import stats; [print(t, repr(float(stats.fisher_exact([[t[0],t[1]-t[0]],[t[2],t[3]-t[2]]]).pvalue))) for t in [(48000,100000,49000,100000),(30,1000000,60,1000000),(500,1000,500,1000)]]"
+  close(fisherExactTwoSided(48000, 100000, 49000, 100000), 7.832532110615643e-6, 1e-7, 'fisher 1e5');
+  close(fisherExactTwoSided(30, 1000000, 60, 1000000), 0.0020597926503180828, 1e-7, 'fisher 1e6');
+  assert.equal(fisherExactTwoSided(500, 1000, 500, 1000), 1);
   // The table is symmetric in the arms.
   close(fisherExactTwoSided(17, 17, 0, 16), 8.570426247835423e-10, 1e-9, 'fisher swapped');
   assert.throws(() => fisherExactTwoSided(3, 2, 0, 1), /xc \(3\) exceeds nc \(2\)/);
