@@ -9,6 +9,7 @@
  *   magma-gateway validate [--config FILE]                                       check a config, do not start
  *   magma-gateway check <agent-url>                                              contract probe of an agent
  *   magma-gateway report [<admin-url>]                                           the A/B experiment report
+ *   magma-gateway outcomes import <BENCH results dir>                            episode outcomes into the report
  *   magma-gateway --version | help [command]
  */
 import type { FastifyInstance } from 'fastify';
@@ -16,6 +17,7 @@ import { listenAdmin } from './admin-app.js';
 import { buildApp, PACKAGE_VERSION } from './app.js';
 import { processIo, UsageError } from './commands/args.js';
 import { CHECK_USAGE, checkCommand } from './commands/check.js';
+import { OUTCOMES_USAGE, outcomesCommand } from './commands/outcomes.js';
 import { REPORT_USAGE, reportCommand } from './commands/report.js';
 import { parseServeArgs } from './commands/serve-args.js';
 import { VALIDATE_USAGE, validateCommand } from './commands/validate.js';
@@ -33,6 +35,7 @@ const USAGE = `usage:
   magma-gateway check <agent-url> [--timeout S] [--json] test an agent against the MAGMA v2.0 contract
   magma-gateway report [<admin-url>] [--token T] [--json] print the experiment report (admin listener,
       default http://127.0.0.1:9901)
+  magma-gateway outcomes import <BENCH results dir> [--url U] post BENCH's episode outcomes to the report
   magma-gateway --version                                print the version
   magma-gateway help [COMMAND]                           this text, or a command's
   (check and report take their URL as the argument or as --url URL)
@@ -43,8 +46,9 @@ const SUBCOMMAND_USAGE: Record<string, string> = {
   validate: VALIDATE_USAGE,
   check: CHECK_USAGE,
   report: REPORT_USAGE,
+  outcomes: OUTCOMES_USAGE,
 };
-const COMMANDS = ['serve', 'validate', 'check', 'report', 'help', 'version'];
+const COMMANDS = ['serve', 'validate', 'check', 'report', 'outcomes', 'help', 'version'];
 
 function usageError(message: string, usage = USAGE): number {
   process.stderr.write(`magma-gateway: ${message}\n${usage}`);
@@ -155,6 +159,7 @@ async function run(args: string[]): Promise<number> {
   // exitCode rather than exit(): a piped table must be flushed before the process ends.
   if (first === 'check') return checkCommand(rest);
   if (first === 'report') return reportCommand(rest);
+  if (first === 'outcomes') return outcomesCommand(rest);
   if (first === 'validate') return validateCommand(rest, processIo, process.env);
   if (first === 'serve') return serve(rest);
   if (first === undefined || first.startsWith('-')) return serve(args);

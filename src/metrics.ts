@@ -168,6 +168,24 @@ export class GatewayMetrics {
     labelNames: ['agent', 'route', 'backend', 'outcome'] as const,
     registers: [this.registry],
   });
+  readonly trajectoriesStarted = new Counter({
+    name: 'magma_gateway_trajectories_started_total',
+    help: 'Trajectories started on an experiment route, by the arm they were assigned (docs/experiments.md).',
+    labelNames: ['agent', 'route', 'arm'] as const,
+    registers: [this.registry],
+  });
+  readonly srmFlagged = new Gauge({
+    name: 'magma_gateway_experiment_srm_flagged',
+    help: '1 while the last report found a sample-ratio mismatch on the route (docs/experiments.md), else 0.',
+    labelNames: ['agent', 'route'] as const,
+    registers: [this.registry],
+  });
+  readonly outcomes = new Counter({
+    name: 'magma_gateway_experiment_outcomes_total',
+    help: 'Episode outcomes posted: accepted, duplicate, conflict, unknown, arm_level, ambiguous, unmatched.',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
   readonly replay = new Counter({
     name: 'magma_gateway_replay_total',
     help: 'Idempotent replay lookups: hit, miss, waited, too_large.',

@@ -19,6 +19,7 @@ import type { AnswerBody } from '../protocol/answer-body.js';
 import { answerBody } from '../dispatch/answer-bytes.js';
 import { validateAgainstRequest } from '../protocol/response-check.js';
 import { planBatch } from '../routing/plan.js';
+import { CHECK_HEADER } from '../experiments/recorder.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { hashBody, type ReplayLease } from '../state/index.js';
 import { errorBody, GatewayError } from '../errors.js';
@@ -183,6 +184,8 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     }
 
     const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers });
+    // The trajectory members of the candidates' tags, decided before dispatch writes them (docs/experiments.md).
+    const steps = await gw.experiments.begin(compiled, request, plan, ex.headers[CHECK_HEADER] !== undefined);
     const beforeDispatch = performance.now();
     const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };
     const sink = ex.stream !== undefined && streamable(compiled, plan) ? new StreamSink(ex.stream, requestId) : undefined;
@@ -201,7 +204,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
       void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs), headers, span);
     }
     const result = await batch;
-    gw.experiments.recordBatch(compiled, request, plan, result);
+    gw.experiments.recordBatch(compiled, request, plan, result, steps);
     if (result.streamed !== undefined && ex.stream !== undefined) {
       const overheadMs = endStreamed(ex.stream, { t0, beforeDispatch, result, span, plan, lease, metrics, log: logsInfo(ex.log) ? ex.log : undefined }, () => ({
         request_id: request.request_id,

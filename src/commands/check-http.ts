@@ -12,6 +12,7 @@ import { Agent, request } from 'undici';
 import { JsonSyntaxError, parseExact } from '../protocol/exact-json.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { GatewayError } from '../errors.js';
+import { CHECK_HEADER } from '../experiments/recorder.js';
 
 /** No HTTP answer at all (refused, DNS, reset, timeout): every later check would fail the same way. */
 export class TransportError extends GatewayError {
@@ -76,7 +77,8 @@ export async function exchange(
 ): Promise<Exchange> {
   const signal = AbortSignal.timeout(t.timeoutMs);
   try {
-    const headers: Record<string, string> = { accept: 'application/json' };
+    // Marked so a gateway under check keeps these requests out of its experiments (docs/experiments.md).
+    const headers: Record<string, string> = { accept: 'application/json', [CHECK_HEADER]: '1' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const res = await request(`${t.base}${path}`, { method, headers, body, signal, dispatcher: t.dispatcher });
     // Reading the body is under the same signal, so a stalled body also ends at the deadline.

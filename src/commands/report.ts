@@ -1,14 +1,15 @@
 /**
  * `magma-gateway report http://host:port` (or `--url`; default the admin listener of the example configs): the
- * experiment report of a running gateway (GET /gateway/experiments on its admin listener, docs/operations.md#experiment-report)
- * as tables a person reads in a terminal, one per split or ensemble route
- * of each agent (docs/routing.md#virtual-agents; `--agent` picks one), then for two-arm splits the difference in tool
- * success rate with its interval and p-value.
+ * experiment report of a running gateway (GET /gateway/experiments on its admin listener, docs/experiments.md)
+ * for a researcher in a terminal, per split or ensemble route of each agent (`--agent` picks one): the sample-ratio
+ * warning first, the arms, the primary comparison with its label and the stop rule, then the secondary metrics.
  * `--json` prints the endpoint's JSON unchanged, for scripts.
  */
 import { baseUrl, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo, type Parsed } from './args.js';
 import { ROOT_AGENT } from '../config/schema.js';
-import type { ArmReport, ExperimentsReport, RouteReport } from '../experiments/report.js';
+import type { ExperimentReport, ExperimentsReport } from '../experiments/report.js';
+import type { ArmReport } from '../experiments/arm-counts.js';
+import type { Comparison, Secondary } from '../experiments/analysis.js';
 
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
 const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
@@ -46,10 +47,26 @@ function ms(x: number | null): string {
   return x === null ? '-' : x >= 100 ? String(Math.round(x)) : x.toFixed(1);
 }
 
+function ci(c: [number, number] | null): string {
+  return c === null ? '' : ` [${pct(c[0])}, ${pct(c[1])}]`;
+}
+
 function toolCell(a: ArmReport): string {
   const t = a.tool_success;
-  if (t.rate === null || t.ci95 === null) return '-';
-  return `${pct(t.rate)} [${pct(t.ci95[0])}, ${pct(t.ci95[1])}]`;
+  return t.rate === null ? '-' : `${pct(t.rate)}${ci(t.ci95)}`;
+}
+
+function outcomeCell(a: ArmReport): string {
+  const o = a.outcomes;
+  return o.rate === null ? '-' : `${o.successes}/${o.reported} ${pct(o.rate)}${ci(o.ci95)}`;
+}
+
+function share(x: number | null): string {
+  return x === null ? '-' : pct(x);
+}
+
+function num(x: number | null): string {
+  return x === null ? '-' : x.toFixed(2);
 }
 
 function topCodes(codes: Record<string, number>, n = 3): string {
@@ -59,24 +76,25 @@ function topCodes(codes: Record<string, number>, n = 3): string {
   return entries.length > n ? `${shown.join(', ')}, +${entries.length - n} more` : shown.join(', ');
 }
 
-const HEAD = ['ARM', 'TRAJ', 'STEPS', 'DONE', 'ERR', 'TOOLS OK/FAIL', 'TOOL SUCCESS [95% CI]',
-  'ENV ERR', 'FAIL REASON', 'UNPARSED', 'P50 MS', 'P95 MS', 'TOP ERROR CODES'];
+const HEAD = ['ARM', 'WEIGHT', 'TRAJ', 'STEPS', 'LINES OK/ALL', 'TOOL SUCCESS [95% CI]', 'OUTCOMES [95% CI]', 'COVERAGE',
+  'STAGES/TRAJ', 'ENV ERR', 'ERR CAND', 'CROSSED', 'P50 MS', 'P95 MS', 'TOP ERROR CODES'];
 /** Columns of counts and numbers are right-aligned; names and free text left-aligned. */
-const RIGHT = [false, true, true, true, true, true, true, true, true, true, true, true, false];
+const RIGHT = [false, true, true, true, true, true, true, true, true, true, true, true, true, true, false];
 
 function armRow(a: ArmReport): string[] {
-  const f = a.feedback;
   return [
     a.member ? a.arm : `${a.arm} (fallback)`,
-    String(a.trajectories_started),
+    a.member ? String(a.weight) : '-',
+    String(a.trajectories),
     String(a.steps),
-    String(a.candidates.completed),
-    String(a.candidates.error),
-    `${a.tool_success.succeeded}/${a.tool_success.failed}`,
+    `${a.tool_success.successes}/${a.tool_success.lines}`,
     toolCell(a),
-    String(f.env_error),
-    String(f.failure_reason),
-    String(f.unparsed),
+    outcomeCell(a),
+    share(a.outcomes.coverage),
+    num(a.stages_per_trajectory),
+    share(a.env_error_share),
+    share(a.error_candidate_share),
+    share(a.crossover.share),
     ms(a.latency_ms.p50),
     ms(a.latency_ms.p95),
     topCodes(a.error_codes),
@@ -95,69 +113,84 @@ function signedPts(x: number): string {
   return x > 0 ? `+${v}` : v;
 }
 
-/** The B - A line of a two-arm split. */
-function comparisonLine(r: RouteReport): string | undefined {
-  const c = r.comparison;
-  if (c === null) return undefined;
-  const what = `${cell(c.b)} - ${cell(c.a)} tool success rate`;
-  if (c.difference === null || c.ci95 === null || c.p_value === null) {
-    return `${what}: n/a (an arm has no tool outcome yet)`;
-  }
-  const z = c.z === null ? 'z n/a' : `z = ${c.z.toFixed(2)}`;
-  const p = c.p_value < 0.001 ? 'p < 0.001' : `p = ${c.p_value.toFixed(3)}`;
-  return `${what}: ${signedPts(c.difference)} pts [95% CI ${signedPts(c.ci95[0])}, ${signedPts(c.ci95[1])}], ${z}, ${p} (${c.test})`;
+function pValue(p: number): string {
+  return p < 0.001 ? 'p < 0.001' : `p = ${p.toFixed(3)}`;
 }
 
-function routeBlocks(routes: readonly RouteReport[]): string[] {
-  const out: string[] = [];
-  for (const r of routes) {
-    const members = Object.entries(r.members).map(([m, w]) => `${m} ${w}`).join(', ');
-    out.push(`route ${cell(r.route)}: ${r.kind} ${cell(members)}${r.sticky ? '' : ' (not sticky)'}`);
-    out.push(...table(r.arms.map(armRow)));
-    const cmp = comparisonLine(r);
-    if (cmp !== undefined) out.push(cmp);
-    out.push('');
+/** A comparison's lines: the always-valid result (the stop rule) first for the primary metric, then the fixed one. */
+function comparisonLines(c: Comparison): string[] {
+  const what = `${cell(c.arm)} - ${cell(c.control)}, ${c.metric === 'outcome' ? 'episode success' : 'tool success'}`;
+  const out = [`${c.primary ? 'PRIMARY' : 'also'} ${what} (${cell(c.label)}):`];
+  if (c.primary) {
+    const q = c.sequential;
+    out.push(
+      q === null
+        ? `  always-valid: n/a (${cell(c.sequential_reason ?? 'not computable')})`
+        : `  always-valid: ${signedPts(q.difference)} pts [${signedPts(q.ci95[0])}, ${signedPts(q.ci95[1])}], ${pValue(q.p_value)}${q.p_value < q.alpha ? ' -> you may stop: the arms differ' : ' -> keep running (or stop and report this interval)'}`,
+    );
   }
+  const f = c.fixed;
+  out.push(
+    f === null
+      ? `  fixed: n/a (${cell(c.fixed_reason ?? 'not computable')})`
+      : `  fixed: ${signedPts(f.difference)} pts [${signedPts(f.ci95[0])}, ${signedPts(f.ci95[1])}], ${pValue(f.p_value)} (${cell(f.method)}; valid only at a number of trajectories fixed in advance, read once)`,
+  );
   return out;
 }
 
-/**
- * The whole report as text: a header, one block per route, the latency note. With virtual agents (docs/routing.md#virtual-agents)
- * each agent's routes come under a line naming the agent and its path, the default agent first.
- */
+function secondaryLine(s: Secondary): string {
+  const f = s.fixed;
+  const v = f === null ? `n/a (${cell(s.fixed_reason ?? '')})` : `${f.difference >= 0 ? '+' : ''}${f.difference.toFixed(3)} [${f.ci95[0].toFixed(3)}, ${f.ci95[1].toFixed(3)}]`;
+  return `  ${cell(s.arm)} - ${cell(s.control)} ${s.metric}: ${v}`;
+}
+
+function experimentBlock(r: ExperimentReport): string[] {
+  const e = r.experiment;
+  const out = [`agent ${cell(r.agent)} (${cell(r.path)}) route ${cell(r.route)}: ${r.kind}, experiment ${cell(e.id)}${e.name === null ? '' : ` "${cell(e.name)}"`}${e.started_at === null ? '' : ` since ${e.started_at}`}, control ${cell(r.control)}`];
+  // The SRM line, when flagged, is the first warning: it is printed before anything else of the route.
+  if (!r.trustworthy) out.push('NOT TRUSTWORTHY');
+  for (const w of r.warnings) out.push(`! ${cell(w)}`);
+  out.push(...table(r.arms.map(armRow)));
+  for (const c of r.comparisons.filter((x) => x.primary)) out.push(...comparisonLines(c));
+  for (const c of r.comparisons.filter((x) => !x.primary)) out.push(...comparisonLines(c));
+  if (r.secondary.length > 0) {
+    out.push('secondary (descriptive, never a stopping rule):');
+    for (const s of r.secondary) out.push(secondaryLine(s));
+  }
+  out.push('');
+  return out;
+}
+
+/** The whole report as text, one block per experiment, then the earlier experiments. */
 export function formatReport(report: ExperimentsReport): string {
   const out: string[] = [`experiments (store: ${report.store}, at ${report.generated_at})`, ''];
-  // A gateway older than virtual agents answers no `agents`.
-  const agents = report.agents ?? [];
-  const none = report.routes.length === 0 && agents.every((a) => a.routes.length === 0);
-  if (none) out.push('no route with a split or an ensemble in the current config', '');
-  else if (agents.length === 0) out.push(...routeBlocks(report.routes));
-  else {
-    if (report.routes.length > 0) out.push(`agent ${ROOT_AGENT} (/)`, ...routeBlocks(report.routes));
-    for (const a of agents) {
-      if (a.routes.length === 0) continue;
-      out.push(`agent ${cell(a.agent)} (${cell(a.path)}, agent_id ${cell(a.agent_id)})`, ...routeBlocks(a.routes));
+  if (report.experiments.length === 0) out.push('no route with a split or an ensemble in the current config', '');
+  for (const r of report.experiments) out.push(...experimentBlock(r));
+  if (report.earlier.length > 0) {
+    out.push('earlier experiments (ended; never summed with the current ones):');
+    for (const e of report.earlier) {
+      const arms = e.arms.map((a) => `${cell(a.arm)} ${a.trajectories}`).join(', ');
+      out.push(`  ${cell(e.agent)}/${cell(e.route)} ${cell(e.experiment.id)} ${e.experiment.started_at ?? '?'} .. ${e.ended_at ?? '?'}: ${arms || 'no trajectories'}`);
     }
+    out.push('');
   }
-  out.push(`TRAJ = trajectories started; tool success = robot lines that succeeded / (succeeded + failed).`);
-  out.push(`latency: ${report.latency_note}.`);
+  out.push('Stop rule: you may stop the first time the PRIMARY always-valid p is below 0.05 (or its interval excludes 0),');
+  out.push('or at any time for any reason and report the always-valid interval. Under a sample-ratio mismatch, do not stop on a win.');
+  out.push('Details: docs/experiments.md.');
   return `${out.join('\n')}\n`;
 }
 
 function isReport(v: unknown): v is ExperimentsReport {
   if (v === null || typeof v !== 'object') return false;
   const r = v as Record<string, unknown>; // checked to be a non-null object above
-  return Array.isArray(r.routes) && (r.agents === undefined || Array.isArray(r.agents)) && typeof r.store === 'string' && typeof r.generated_at === 'string';
+  return Array.isArray(r.experiments) && Array.isArray(r.earlier) && typeof r.store === 'string' && typeof r.generated_at === 'string';
 }
 
-/**
- * The report narrowed to one agent: the default agent's routes, or one virtual agent's. Undefined when the
- * report has no such agent.
- */
+/** The report narrowed to one agent's experiments. Undefined when the report has no such agent. */
 function reportForAgent(report: ExperimentsReport, agent: string): ExperimentsReport | undefined {
-  if (agent === ROOT_AGENT) return { ...report, agents: [] };
-  const one = (report.agents ?? []).find((a) => a.agent === agent);
-  return one === undefined ? undefined : { ...report, routes: [], agents: [one] };
+  const experiments = report.experiments.filter((e) => e.agent === agent);
+  if (experiments.length === 0) return undefined;
+  return { ...report, experiments, earlier: report.earlier.filter((e) => e.agent === agent) };
 }
 
 function describe(err: unknown): string {
@@ -214,7 +247,7 @@ export async function reportCommand(argv: string[], io: CommandIo = processIo): 
   if (typeof values.agent === 'string') {
     const one = reportForAgent(body, values.agent);
     if (one === undefined) {
-      const known = [ROOT_AGENT, ...(body.agents ?? []).map((a) => a.agent)].map(cell).join(', ');
+      const known = [...new Set(body.experiments.map((e) => e.agent))].map(cell).join(', ') || 'none with an experiment';
       io.err(`magma-gateway report: the gateway has no agent "${cell(values.agent)}" (agents: ${known})\n`);
       return 1;
     }

@@ -151,10 +151,53 @@ const routeSchema = z
     fallback: z.array(name).default([]),
     shadow: z.array(name).default([]),
     sticky: z.boolean().default(true),
+    /** A split's or an ensemble's experiment (docs/experiments.md): its name, primary metric and control arm. */
+    experiment: z
+      .strictObject({
+        /** Part of the experiment id: a new name starts a new experiment. */
+        name: z.string().min(1).max(200).optional(),
+        /** Overrides experiments.primary for this route. */
+        primary: z.enum(['tool_success', 'outcome']).optional(),
+        /** The arm every other arm is compared with; default the first. */
+        control: name.optional(),
+      })
+      .optional(),
   })
   .refine((r) => [r.backend, r.split, r.ensemble].filter((x) => x !== undefined).length === 1, {
     message: 'a route needs exactly one of "backend", "split" or "ensemble"',
+  })
+  .refine((r) => r.experiment?.control === undefined || Object.hasOwn(r.split ?? r.ensemble ?? {}, r.experiment.control), {
+    message: 'experiment.control must name one of the route\'s split or ensemble members',
+    path: ['experiment', 'control'],
   });
+
+/** experiments: how the experiment report is computed (docs/experiments.md, "Configuration"). */
+const experimentsSchema = z
+  .strictObject({
+    /** The metric comparisons rank by: declared up front, never switched when outcomes arrive. */
+    primary: z.enum(['tool_success', 'outcome']).default('tool_success'),
+    sequential: z
+      .strictObject({
+        /** K*: the trajectories (both arms) the always-valid boundary is tuned for. */
+        planned_trajectories: z.number().int().positive().default(200),
+        /** No always-valid result before each arm has this many trajectories. */
+        burn_in: z.number().int().min(2).default(20),
+      })
+      .prefault({}),
+    /** How long trajectory marks, the outcome index and experiment records are kept (Redis keys' TTL too). */
+    index_ttl_s: positive.default(30 * 24 * 3600),
+    /** Outcomes one POST /gateway/experiments/outcomes may carry. */
+    outcomes_max: z.number().int().positive().default(10_000),
+    /** Bytes of one outcomes body. */
+    outcomes_max_bytes: z.number().int().positive().default(4 * 1024 * 1024),
+    /** Earlier experiments listed per route. */
+    earlier_max: z.number().int().min(0).default(10),
+    /** Trajectories sharing one trace hash that the outcome index keeps (more are counted as unmatched). */
+    hash_candidates_max: z.number().int().positive().default(64),
+    /** Mixed into trajectory ids with request_id and input id; the same on every replica. */
+    salt: z.string().default('magma-gateway'),
+  })
+  .prefault({});
 
 /**
  * Client names are the `client` label of the request metrics, whose own values for a request without a client
@@ -366,6 +409,16 @@ export const configSchema = z.strictObject({
        */
       replay_cache_mb: z.number().positive().default(16),
       lease_s: positive.default(30),
+      /**
+       * Redis only: experiment counters expire this long after their last increment (docs/experiments.md), so an
+       * experiment nobody runs any more does not stay in Redis for good. 30 days.
+       */
+      counters_ttl_s: positive.default(30 * 24 * 3600),
+      /**
+       * Entries (idempotency marks, trajectory index, outcome marks) this process keeps for the experiment
+       * recorder: the memory store's, and the Redis store's fallback while Redis is down; oldest dropped first.
+       */
+      index_max_entries: z.number().int().positive().default(200_000),
     })
     .prefault({}),
   /** OpenTelemetry traces (docs/operations.md#tracing): off unless otlp_endpoint is set. */
@@ -406,6 +459,7 @@ export const configSchema = z.strictObject({
    * (route-problems.ts requires one or the other, with the other route invariants).
    */
   routes: z.array(routeSchema).default([]),
+  experiments: experimentsSchema,
   agents: z
     .record(agentName, virtualAgentSchema)
     .default({})

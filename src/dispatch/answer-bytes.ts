@@ -11,7 +11,7 @@ import type { IndexedCandidate } from '../protocol/response-check.js';
 import type { InputSlices } from '../protocol/raw-json.js';
 import { agentDecisionSchema, agentErrorSchema } from '../protocol/schemas.js';
 import type { AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
-import type { MemoryTag } from '../routing/plan.js';
+import { tagKey, tagMemberBytes, type MemoryTag } from '../routing/memory-tag.js';
 
 /** How one candidate writes itself, and its memory tag (read without decoding its memory). */
 interface CandidateBytes {
@@ -173,10 +173,12 @@ export class CandidateWriter {
   }
 
   private tagMember(tag: MemoryTag): { key: string; bytes: Buffer } {
-    const key = `${tag.backend}\u0000${tag.route}\u0000${tag.arm ?? ''}\u0000${tag.arm === undefined ? 0 : 1}`;
+    const key = tagKey(tag);
+    // A tag with trajectory members is one input's own: caching it across batches would only fill the map.
+    if (tag.trajectory !== undefined) return { key, bytes: tagMemberBytes(this.memoryKey, tag) };
     let bytes = this.tags.get(key);
     if (bytes === undefined) {
-      bytes = Buffer.from(`${JSON.stringify(this.memoryKey)}:${JSON.stringify(tag)}`, 'utf8');
+      bytes = tagMemberBytes(this.memoryKey, tag);
       if (this.tags.size < MAX_TAG_MEMBERS) this.tags.set(key, bytes);
     }
     return { key, bytes };

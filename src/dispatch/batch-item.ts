@@ -3,8 +3,9 @@
  * `backend`, with the fallbacks still left to them. An item is a value: moving it to a fallback makes a new one,
  * so whoever holds an item can never see it change under them.
  */
-import type { BatchPlan, MemoryTag } from '../routing/plan.js';
+import type { BatchPlan } from '../routing/plan.js';
 import { legArm } from '../routing/plan.js';
+import { candidateTagOf, type MemoryTag, type TrajectoryState } from '../routing/memory-tag.js';
 
 export interface Item {
   readonly input: number;
@@ -14,6 +15,8 @@ export interface Item {
   readonly fallbacks: readonly string[];
   readonly route: string;
   readonly arm?: string;
+  /** The trajectory members of the input's tag (InputPlan.trajectory), written into every candidate's tag. */
+  readonly trajectory?: TrajectoryState;
 }
 
 /** Every leg of the plan as an item, in plan order (input order, then candidate order). */
@@ -23,7 +26,7 @@ export function itemsOf(plan: BatchPlan): Item[] {
     for (const leg of p.legs) {
       items.push({
         input: p.index, backend: leg.backend, count: leg.count, offset: leg.offset, fallbacks: leg.fallbacks,
-        route: p.route, arm: legArm(p, leg),
+        route: p.route, arm: legArm(p, leg), trajectory: p.trajectory,
       });
     }
   }
@@ -37,7 +40,7 @@ export function movedTo(it: Item, to: string): Item {
 
 /** The memory tag for candidates of this item, produced by its current backend. */
 export function tagOf(it: Item): MemoryTag {
-  return it.arm === undefined ? { backend: it.backend, route: it.route } : { backend: it.backend, route: it.route, arm: it.arm };
+  return candidateTagOf(it.backend, it.route, it.arm, it.trajectory);
 }
 
 /** Items grouped by a key, groups and items in first-seen order. */

@@ -16,7 +16,7 @@ import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
 import { groupBy, itemsOf, type Item } from './batch-item.js';
 import type { BatchObserver } from './batch-observer.js';
 import { BatchSlots, count } from './batch-slots.js';
-import { stripMemoryKey } from './candidates.js';
+import { stripMemoryKey } from '../routing/memory-tag.js';
 import { coversRequest, StreamedAnswer } from './streamed-answer.js';
 import { abortedFailure, decideFailover, resolveMove, type FailoverView, type Unserved } from './failover.js';
 

@@ -9,6 +9,7 @@ import type { AgentOutput, AgentRequest } from '../protocol/types.js';
 import type { LegOutcome } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';
 import { tagOf, type Item } from './batch-item.js';
+import { tagWithFlag } from '../routing/memory-tag.js';
 import { CandidateWriter } from './answer-bytes.js';
 import { errorCandidate, fromBackend } from './candidates.js';
 
@@ -30,7 +31,8 @@ export class BatchSlots {
   /** An error candidate, written from its input's bytes when the input has them. */
   private error(it: Item, idx: number, code: GatewayErrorCode, message: string): AgentOutput {
     const input = this.request.inputs[it.input]!; // item inputs index this request's inputs (the plan built them)
-    const tag = tagOf(it);
+    // An error candidate marks its trajectory, so the recorder counts the trajectory once however it goes on.
+    const tag = tagWithFlag(tagOf(it), 'c');
     const out = errorCandidate(this.request.request_id, input, idx, code, message, it.backend, this.memoryKey, tag);
     // errorCandidate always sets error on an error candidate.
     if (input.raw !== undefined) this.writer.errorBytes(out, input.raw, idx, tag, out.error!);
@@ -80,13 +82,17 @@ export class BatchSlots {
   candidate(it: Item, c: number, slot: Slot<AgentOutput | IndexedCandidate>): AgentOutput {
     const { request, memoryKey } = this;
     const input = request.inputs[it.input]!; // item inputs come from the plan (in range of the request)
-    const tag = tagOf(it);
     const idx = it.offset + c;
-    const out = !slot.ok
-      ? this.error(it, idx, 'gateway_backend_invalid_response', slot.reason)
-      : slot.candidate instanceof IndexedCandidate
-        ? this.writer.fromIndexed(request.request_id, input, idx, slot.candidate, tag)
-        : fromBackend(request.request_id, input, idx, slot.candidate, memoryKey, tag);
+    let out: AgentOutput;
+    if (!slot.ok) out = this.error(it, idx, 'gateway_backend_invalid_response', slot.reason);
+    else {
+      const cand = slot.candidate;
+      const status = cand instanceof IndexedCandidate ? cand.index.status : cand.status;
+      const tag = status === 'error' ? tagWithFlag(tagOf(it), 'c') : tagOf(it);
+      out = cand instanceof IndexedCandidate
+        ? this.writer.fromIndexed(request.request_id, input, idx, cand, tag)
+        : fromBackend(request.request_id, input, idx, cand, memoryKey, tag);
+    }
     this.observer.candidatesFilled(it.route, it.backend, out.status, 1);
     if (out.error) {
       count(this.errorCodes, out.error.code, 1);

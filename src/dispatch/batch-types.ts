@@ -72,6 +72,11 @@ export interface BatchResult {
    * went out as they came and this many were written.
    */
   streamed?: number;
+  /**
+   * Inputs (request positions) whose candidates were served from the response cache: the experiment recorder
+   * counts them as cached steps only, since they were counted when first computed.
+   */
+  cachedInputs?: ReadonlySet<number>;
 }
 
 export interface LegOutcome {

@@ -6,20 +6,7 @@
  */
 import type { GatewayErrorCode } from '../errors.js';
 import type { AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
-import type { MemoryTag } from '../routing/plan.js';
-
-/** memory without the gateway's key, the same object when the key is absent (the common case: no copy). */
-export function stripMemoryKey(memory: JsonObject, key: string): JsonObject {
-  if (!Object.prototype.hasOwnProperty.call(memory, key)) return memory;
-  // Rest-spread defines own data properties, so a "__proto__" key in memory stays ordinary data.
-  const { [key]: _dropped, ...rest } = memory;
-  return rest;
-}
-
-function tagMemory(memory: JsonObject, key: string, tag: MemoryTag): JsonObject {
-  // A computed key in a literal defines an own property, even for "__proto__".
-  return { ...memory, [key]: tag };
-}
+import { sameTag, stripMemoryKey, tagMemory, type MemoryTag } from '../routing/memory-tag.js';
 
 export function fromBackend(
   requestId: string,
@@ -54,10 +41,6 @@ function taggedInputMemory(memory: JsonObject, key: string, tag: MemoryTag): Jso
   const tagged = tagMemory(stripMemoryKey(memory, key), key, tag);
   taggedCache.set(memory, { key, tag, memory: tagged });
   return tagged;
-}
-
-function sameTag(a: MemoryTag, b: MemoryTag): boolean {
-  return a.backend === b.backend && a.route === b.route && a.arm === b.arm;
 }
 
 export function errorCandidate(

@@ -19,7 +19,7 @@ import type { AgentDecision, AgentOutput, AgentRequest } from '../protocol/types
 import type { BatchPlan } from '../routing/plan.js';
 import { postResponses } from '../upstream/backend-call.js';
 import type { Upstreams } from '../upstream/upstreams.js';
-import { stripMemoryKey } from './candidates.js';
+import { stripMemoryKey } from '../routing/memory-tag.js';
 import { attemptSpanName, endAttemptSpan, serverOf } from './attempt-span.js';
 import {
   ATTR_AGREED,

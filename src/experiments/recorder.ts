@@ -1,71 +1,71 @@
 /**
- * Experiment accounting on the request path (docs/operations.md#experiment-report):
- * after each batch, counts per (agent, route, arm) go to
- * the store's counters and environment feedback goes to `magma_gateway_execution_feedback_total`.
+ * Experiment accounting on the request path (docs/experiments.md): the trajectory is the unit.
  *
- * Only Store.incr is used to write (fire-and-forget, batched by the store), so this costs a few map updates per
- * input and never waits; with Redis the counters are cluster-wide without any change here.
+ * Two calls per batch, both owned here:
+ * - `begin`, after planning and before dispatch: per input of a split or ensemble route, the trajectory members its
+ *   candidates will carry (InputPlan.trajectory, written only here), and whether this step counts. A step counts
+ *   once: the recorder marks (trajectory, step) in the store with the request key of (request_id, input id); the
+ *   same key again is a replay (not counted, same members), another key is a fork (a client re-sending an old
+ *   memory, or several branches of one candidate) and continues as a NEW trajectory with a derived id, its unit
+ *   counted with the whole history it carries.
+ * - `recordBatch`, after the batch: plain counter increments (Store.incr, fire-and-forget, batched by the store),
+ *   per experiment and arm: units K, Σs, Σn, Σs², Σn², Σs·n (the increments come from the tag's previous s and n,
+ *   so they are idempotent with the marks above), steps, stages, trajectories with an env error / failure reason /
+ *   error candidate / crossover, rerouted new trajectories (for the SRM cause), cached steps, candidates, latency.
  *
- * What is counted, per route with a split or an ensemble, per arm:
- * - steps: inputs the route sent to the arm (an ensemble input asks every member with a leg: one step each);
- * - trajectories started: those inputs that arrived without a tag naming this route (a new trajectory);
- * - candidates completed / error and error codes: from each returned candidate's memory tag;
- * - latency: each leg's sub-request time, into the fixed buckets of stats.ts;
- * - feedback: from env inputs, by the tag they arrived with (below).
- * The arm is the split arm assigned to the trajectory (it outlives fallbacks), for ensembles the member that
- * produced the candidate; a backend outside the route's members (a fallback that served a trajectory, or a
- * single-leg ensemble input that fell back) is an arm of its own, flagged `member: false` in the report.
- *
- * Feedback attribution uses the env input's INCOMING tag: the client sends back the memory of the candidate it
- * follows, so the tag names the backend (and route, arm) whose decision the environment reports on, whatever
- * route the env input itself matches now. Tags come from clients, so a tag naming a route or backend that is
- * not configured is ignored: metric labels stay bounded by the config.
+ * Requests of `magma-gateway check` (header `x-magma-gateway-check`) are left out entirely. Env feedback still
+ * feeds `magma_gateway_execution_feedback_total` by the tag the input arrived with, on every route.
  */
 import type { Logger } from '../logging.js';
 import type { BatchResult } from '../dispatch/batch.js';
 import { candidateTag } from '../dispatch/answer-bytes.js';
 import { METRIC_OUTCOMES, type GatewayMetrics } from '../metrics.js';
 import type { AgentRequest } from '../protocol/types.js';
-import { ROOT_AGENT } from '../config/schema.js';
-import { readMemoryTag, type BatchPlan, type CompiledRoute, type CompiledRoutes, type MemoryTag } from '../routing/plan.js';
+import { hasFlag, type MemoryTag, type TrajectoryFlag, type TrajectoryState } from '../routing/memory-tag.js';
+import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/types.js';
 import { parseEnvFeedback, type FeedbackOutcome } from './feedback.js';
-import { latencyBucket } from './stats.js';
+import { countersKey, field, keys, type ExperimentRecord, type TrajectoryRecord } from './keys.js';
+import { Lifetimes } from './lifetime.js';
+import { latencyBucket } from './latency.js';
+import { advance, forkedId, requestKey, stepFeedback } from './trajectory.js';
 
 /** What the recorder and the report read from the gateway, late-bound so a config reload is seen at once. */
 export interface ExperimentsHost {
-  current: Pick<GatewayRuntime, 'agents'>;
+  current: Pick<GatewayRuntime, 'agents' | 'config' | 'upstreams'>;
   store: Store;
   metrics: GatewayMetrics;
 }
 
-/**
- * The store key of a route's counters (the store adds its own prefix), per agent: two agents may both have a
- * route `ab`. The default agent's keys are what they were before virtual agents existed, so an upgrade keeps
- * its counts; a virtual agent's cannot collide with them, since route names hold no `/`.
- */
-export function countersKey(agent: string, route: string): string {
-  return agent === ROOT_AGENT ? `experiments:${route}` : `experiments:agents/${agent}/${route}`;
+/** The header `magma-gateway check` sends: its requests never enter an experiment. */
+export const CHECK_HEADER = 'x-magma-gateway-check';
+
+/** Steps of one trajectory the index remembers (its last step is where an episode ended). */
+const MAX_STEPS_INDEXED = 100_000;
+/** Experiments one route's list keeps (the report shows the last experiments.earlier_max). */
+const MAX_EXPERIMENTS_LISTED = 1000;
+
+/** What `begin` decided for one input, which `recordBatch` counts. */
+export interface StepDecision {
+  readonly index: number;
+  readonly route: CompiledRoute;
+  readonly experiment: string;
+  readonly arm: string;
+  readonly state: TrajectoryState;
+  /** What the increments start from: the members the input arrived with, or nothing for a new unit. */
+  readonly base: { s: number; n: number; step: number; stages: number; flags: string };
+  /** False for a replayed step: its increments were made when it was first counted. */
+  readonly counted: boolean;
+  readonly newUnit: boolean;
+  readonly rerouted?: { from: string; why: 'not_ready' | 'ejected' };
 }
 
-/**
- * Counter fields are `<arm>|<what>`: arm names cannot hold `|` (config names are [A-Za-z0-9_.-]), so the
- * first `|` splits them back; error codes, which come from backends, only ever follow it.
- */
-const field = {
-  started: (arm: string) => `${arm}|started`,
-  steps: (arm: string) => `${arm}|steps`,
-  completed: (arm: string) => `${arm}|completed`,
-  error: (arm: string) => `${arm}|error`,
-  code: (arm: string, code: string) => `${arm}|code|${code}`,
-  feedback: (arm: string, outcome: FeedbackOutcome) => `${arm}|fb|${outcome}`,
-  latency: (arm: string, bucket: number) => `${arm}|lat|${bucket}`,
-};
+const ZERO = { s: 0, n: 0, step: 0, stages: 0, flags: '' };
 
 /** Routes by name, built once per compiled config (the hot path looks a route up per input). */
 const indexes = new WeakMap<CompiledRoutes, Map<string, CompiledRoute>>();
-function routeIndex(routes: CompiledRoutes): Map<string, CompiledRoute> {
+export function routeIndex(routes: CompiledRoutes): Map<string, CompiledRoute> {
   let idx = indexes.get(routes);
   if (idx === undefined) {
     idx = new Map(routes.routes.map((r) => [r.name, r]));
@@ -74,7 +74,7 @@ function routeIndex(routes: CompiledRoutes): Map<string, CompiledRoute> {
   return idx;
 }
 
-function isExperiment(route: CompiledRoute | undefined): route is CompiledRoute {
+export function isExperiment(route: CompiledRoute | undefined): route is CompiledRoute {
   return route !== undefined && route.kind !== 'backend';
 }
 
@@ -84,95 +84,269 @@ function armOf(route: CompiledRoute, tag: Pick<MemoryTag, 'backend' | 'arm'>): s
   return route.backends.has(tag.backend) ? tag.backend : undefined;
 }
 
+/** The arm a step of `p` is credited to: the split arm, else the ensemble member its trajectory follows. */
+function trajectoryArm(route: CompiledRoute, p: InputPlan, continuing: boolean): string | undefined {
+  if (p.arm !== undefined) return p.arm;
+  if (continuing && p.tag !== undefined) return armOf(route, p.tag);
+  return p.legs[0]?.backend;
+}
+
 export class Experiments {
+  readonly lifetimes = new Lifetimes();
+  /** Experiments whose record this process has written (one write per experiment per process). */
+  private readonly recorded = new Set<string>();
+  /** Index writes still on their way to the store; outcomes and the report wait for them. */
+  private readonly pending = new Set<Promise<unknown>>();
+
   constructor(
     private readonly host: () => ExperimentsHost,
     private readonly log?: Pick<Logger, 'warn'>,
+    private readonly now: () => Date = () => new Date(),
   ) {}
 
+  /** Experiments whose sample-ratio mismatch this process has logged. */
+  private readonly srmLogged = new Set<string>();
+
+  /** A report found a sample-ratio mismatch: a warning log line, once per experiment per process. */
+  srmFlagged(agent: string, route: string, experiment: string, line: string): void {
+    if (this.srmLogged.has(experiment)) return;
+    if (this.srmLogged.size > 10_000) this.srmLogged.clear();
+    this.srmLogged.add(experiment);
+    this.log?.warn({ agent, route, experiment }, line);
+  }
+
   /**
-   * Counts one answered batch. Synchronous and never throws: accounting must not cost a client its answer.
-   * `compiled` (the agent's route table), `plan` and `result` are the ones runBatch used and returned for
-   * `request`.
+   * Starts a new experiment on every split and ensemble route of the current config matching `agent` and
+   * `route` (both optional); returns the routes reset.
    */
-  recordBatch(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan, result: BatchResult): void {
+  async reset(agent: string | undefined, route: string | undefined): Promise<{ agent: string; route: string }[]> {
+    const { store, current } = this.host();
+    const ttlMs = current.config.experiments.index_ttl_s * 1000;
+    const done: { agent: string; route: string }[] = [];
+    const at = this.now();
+    for (const a of current.agents.all) {
+      if (agent !== undefined && a.name !== agent) continue;
+      for (const r of a.routes.routes) {
+        if (!isExperiment(r) || (route !== undefined && r.name !== route)) continue;
+        await this.lifetimes.reset(store, a.name, r.name, ttlMs, at);
+        done.push({ agent: a.name, route: r.name });
+      }
+    }
+    return done;
+  }
+
+  /** Resolves once this process's index writes so far are in the store. */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  private track(p: Promise<unknown>): void {
+    const done = p.catch((err: unknown) => this.log?.warn({ err }, 'experiment index write failed')).finally(() => this.pending.delete(done));
+    this.pending.add(done);
+  }
+
+  /**
+   * The trajectory members of each experiment input of `plan` (set on the plan) and what counts. Never throws and
+   * never fails the batch: on a store failure the inputs go out without trajectory members and are not counted.
+   */
+  async begin(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan, excluded: boolean): Promise<StepDecision[]> {
+    if (excluded) return [];
     try {
-      this.record(compiled, request, plan, result);
+      return await this.decide(compiled, request, plan);
+    } catch (err) {
+      this.log?.warn({ err }, 'experiment accounting failed for a batch');
+      return [];
+    }
+  }
+
+  private async decide(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan): Promise<StepDecision[]> {
+    const { store, current } = this.host();
+    const { experiments: cfg } = current.config;
+    const ttlMs = cfg.index_ttl_s * 1000;
+    const routes = routeIndex(compiled);
+    const agent = compiled.agent;
+    const work: Promise<StepDecision | undefined>[] = [];
+    for (const p of plan.inputs) {
+      const route = routes.get(p.route);
+      const input = request.inputs[p.index];
+      if (!isExperiment(route) || input === undefined) continue;
+      work.push(
+        (async (): Promise<StepDecision | undefined> => {
+          const experiment = await this.lifetimes.id(store, agent, route);
+          const previous = p.tag !== undefined && p.tag.route === p.route ? p.tag.trajectory : undefined;
+          const continuing = previous !== undefined;
+          const arm = trajectoryArm(route, p, continuing);
+          if (arm === undefined) return undefined;
+          const key = requestKey(cfg.salt, request.request_id, input.id);
+          const instruction = input.instruction;
+          const feedback = stepFeedback(instruction);
+          let state = advance(previous, { id: key, experiment }, instruction, feedback);
+          let base = previous ?? ZERO;
+          let newUnit = !continuing;
+          let mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
+          if (!mark.first && mark.value !== key && previous !== undefined) {
+            // A fork: the same (trajectory, step) continued by another request. It goes on as a trajectory of its own.
+            state = { ...state, id: forkedId(previous.id, key) };
+            base = ZERO;
+            newUnit = true;
+            mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
+          }
+          const counted = mark.first;
+          p.trajectory = state;
+          const d: StepDecision = { index: p.index, route, experiment: state.experiment, arm, state, base, counted, newUnit };
+          if (counted) this.track(this.index(store, agent, d, ttlMs, cfg.hash_candidates_max));
+          if (counted && newUnit && p.drawnArm !== undefined) {
+            return { ...d, rerouted: { from: p.drawnArm, why: this.whyUnservable(p.drawnArm) } };
+          }
+          return d;
+        })(),
+      );
+    }
+    const decided = await Promise.all(work);
+    return decided.filter((d): d is StepDecision => d !== undefined);
+  }
+
+  private whyUnservable(backend: string): 'not_ready' | 'ejected' {
+    const b = this.host().current.upstreams.backends.get(backend);
+    return b !== undefined && b.replicas.some((r) => r.state === 'ejected') ? 'ejected' : 'not_ready';
+  }
+
+  /** The outcome index of a counted step: its trace hash, its step, and for a new unit what credits its arm. */
+  private async index(store: Store, agent: string, d: StepDecision, ttlMs: number, hashMax: number): Promise<void> {
+    const { state } = d;
+    const writes: Promise<unknown>[] = [
+      store.addToSet(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, hashMax),
+      store.addToSet(keys.steps(state.id), String(state.step), ttlMs, MAX_STEPS_INDEXED),
+    ];
+    if (d.newUnit) {
+      const at = this.now().toISOString();
+      const rec: TrajectoryRecord = { agent, route: d.route.name, experiment: d.experiment, arm: d.arm, started_at: at };
+      writes.push(store.claim(keys.trajectory(state.id), JSON.stringify(rec), ttlMs));
+      if (!this.recorded.has(d.experiment)) {
+        this.recorded.add(d.experiment);
+        // A reset experiment started at its reset, whenever its first trajectory came.
+        const epoch = await this.lifetimes.epoch(store, agent, d.route.name);
+        const exp: ExperimentRecord = { agent, route: d.route.name, name: d.route.experiment.name ?? null, started_at: epoch ?? at };
+        writes.push(store.claim(keys.experiment(d.experiment), JSON.stringify(exp), ttlMs));
+        writes.push(store.addToSet(keys.list(agent, d.route.name), d.experiment, ttlMs, MAX_EXPERIMENTS_LISTED));
+      }
+    }
+    await Promise.all(writes);
+  }
+
+  /**
+   * Counts one answered batch from `decisions` (what begin returned for it). Synchronous and never throws:
+   * accounting must not cost a client its answer.
+   */
+  recordBatch(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan, result: BatchResult, decisions: readonly StepDecision[]): void {
+    try {
+      this.feedbackMetric(compiled, request, plan);
+      const offsets = outputOffsets(request, result);
+      for (const d of decisions) if (d.counted) this.count(compiled.agent, request, result, d, offsets);
+      this.latency(compiled, result, decisions);
     } catch (err) {
       this.log?.warn({ err }, 'experiment accounting failed for a batch');
     }
   }
 
-  private record(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan, result: BatchResult): void {
+  private count(agent: string, request: AgentRequest, result: BatchResult, d: StepDecision, offsets: readonly number[]): void {
     const { store, metrics } = this.host();
-    const routes = routeIndex(compiled);
-    const agent = compiled.agent;
-    const incr = (route: string, f: string, by = 1): void => store.incr(countersKey(agent, route), f, by);
+    const key = countersKey(agent, d.route.name, d.experiment);
+    const incr = (f: string, by = 1): void => {
+      if (by !== 0) store.incr(key, f, by);
+    };
+    const { arm, state, base } = d;
+    // The place for steps the response cache served: they were counted when first computed.
+    if (result.cachedInputs?.has(d.index) === true) {
+      incr(field.cached(arm));
+      return;
+    }
+    if (d.newUnit) {
+      incr(field.units(arm));
+      metrics.trajectoriesStarted.inc({ agent, route: d.route.name, arm });
+      if (d.rerouted !== undefined) incr(field.rerouted(d.rerouted.from, d.rerouted.why));
+    }
+    if (base.n === 0 && state.n > 0) incr(field.unitsWithLines(arm));
+    incr(field.s(arm), state.s - base.s);
+    incr(field.n(arm), state.n - base.n);
+    incr(field.ss(arm), state.s * state.s - base.s * base.s);
+    incr(field.nn(arm), state.n * state.n - base.n * base.n);
+    incr(field.sn(arm), state.s * state.n - base.s * base.n);
+    // A fork's unit carries the history it shares with its parent: its steps and stages count from 0.
+    incr(field.steps(arm), state.step - base.step);
+    incr(field.stepsSquared(arm), state.step * state.step - base.step * base.step);
+    incr(field.stages(arm), state.stages - base.stages);
+    incr(field.stagesSquared(arm), state.stages * state.stages - base.stages * base.stages);
+    const newly = (flag: TrajectoryFlag, now: boolean): boolean => (now || hasFlag(state, flag)) && !base.flags.includes(flag);
+    if (newly('e', false)) incr(field.envError(arm));
+    if (newly('f', false)) incr(field.failureReason(arm));
 
+    const outputs = result.outputs.length === 0 ? [] : result.outputs.slice(offsets[d.index], offsets[d.index + 1]);
+    const errored = outputs.some((o) => o.status === 'error');
+    if (newly('c', errored)) incr(field.errorCandidate(arm));
+    const crossed = d.route.kind === 'split' && result.legs.some((l) => l.input === d.index && l.backend !== arm);
+    if (newly('x', crossed)) {
+      incr(field.crossed(arm));
+      this.track(store.claim(keys.crossed(d.experiment, arm), this.now().toISOString(), this.host().current.config.experiments.index_ttl_s * 1000));
+    }
+
+    for (const out of outputs) {
+      // An ensemble's candidates are each their producing member's (or fallback's); a split's are its arm's.
+      const tag = candidateTag(out);
+      const by = d.route.kind === 'ensemble' && tag !== undefined ? (armOf(d.route, tag) ?? arm) : arm;
+      if (out.status === 'error') {
+        incr(field.error(by));
+        // Capped per backend like the candidate error metric: a backend inventing codes cannot grow the hash.
+        if (out.error) incr(field.code(by, metrics.codeLabel(tag?.backend ?? by, out.error.code)));
+      } else incr(field.completed(by));
+    }
+    const input = request.inputs[d.index];
+    if (input?.instruction.type === 'env') {
+      const counts = parseEnvFeedback(input.instruction.content);
+      for (const [outcome, n] of Object.entries(counts) as [FeedbackOutcome, number][]) { // Object.entries types keys as string; counts is keyed by FeedbackOutcome
+        incr(field.feedback(arm, outcome), n);
+      }
+    }
+  }
+
+  /** Each leg's sub-request time, per arm, for the counted steps. */
+  private latency(compiled: CompiledRoutes, result: BatchResult, decisions: readonly StepDecision[]): void {
+    if (decisions.length === 0) return;
+    const { store } = this.host();
+    const byInput = new Map(decisions.filter((d) => d.counted).map((d) => [d.index, d]));
+    for (const leg of result.legs) {
+      const d = byInput.get(leg.input);
+      if (leg.ms === undefined || d === undefined || result.cachedInputs?.has(d.index) === true) continue;
+      const by = d.route.kind === 'ensemble' ? (armOf(d.route, { backend: leg.backend, arm: leg.arm }) ?? d.arm) : d.arm;
+      store.incr(countersKey(compiled.agent, d.route.name, d.experiment), field.latency(by, latencyBucket(leg.ms)));
+    }
+  }
+
+  /** Env feedback to `magma_gateway_execution_feedback_total`, by the tag each env input arrived with. */
+  private feedbackMetric(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan): void {
+    const routes = routeIndex(compiled);
+    const { executionFeedback } = this.host().metrics;
     for (const p of plan.inputs) {
       const input = request.inputs[p.index];
-      if (input === undefined) continue;
-      const route = routes.get(p.route);
-      if (isExperiment(route)) {
-        const started = p.tag === undefined || p.tag.route !== p.route;
-        for (const leg of p.legs) {
-          const arm = p.arm ?? leg.backend;
-          incr(route.name, field.steps(arm));
-          if (started) incr(route.name, field.started(arm));
-        }
+      const tag = p.tag;
+      if (input === undefined || tag === undefined || input.instruction.type !== 'env') continue;
+      const route = routes.get(tag.route);
+      // Tags come from clients: only configured names become metric labels.
+      if (route === undefined || !compiled.backends.has(tag.backend)) continue;
+      const counts = parseEnvFeedback(input.instruction.content);
+      for (const outcome of METRIC_OUTCOMES) {
+        const n = counts[outcome];
+        if (n > 0) executionFeedback.inc({ agent: compiled.agent, route: route.name, backend: tag.backend, outcome }, n);
       }
-      if (input.instruction.type === 'env' && p.tag !== undefined) {
-        this.attribute(agent, p.tag, input.instruction.content, routes, compiled.backends, incr);
-      }
-    }
-
-    for (const out of result.outputs) {
-      // The tag the candidate was written with; only a candidate decoded whole has its memory read for it.
-      const tag = candidateTag(out) ?? readMemoryTag(out.memory, compiled.memoryKey);
-      const route = tag === undefined ? undefined : routes.get(tag.route);
-      if (tag === undefined || !isExperiment(route)) continue;
-      const arm = armOf(route, tag);
-      if (arm === undefined) continue;
-      if (out.status === 'error') {
-        incr(route.name, field.error(arm));
-        // Capped per backend like the candidate error metric: a backend inventing codes cannot grow the hash.
-        if (out.error) incr(route.name, field.code(arm, metrics.codeLabel(tag.backend, out.error.code)));
-      } else {
-        incr(route.name, field.completed(arm));
-      }
-    }
-
-    for (const leg of result.legs) {
-      if (leg.ms === undefined) continue;
-      const route = routes.get(leg.route);
-      if (!isExperiment(route)) continue;
-      const arm = armOf(route, { backend: leg.backend, arm: leg.arm });
-      if (arm !== undefined) incr(route.name, field.latency(arm, latencyBucket(leg.ms)));
     }
   }
+}
 
-  /** Feedback of one env input to the tag's (route, backend) metric and, on an experiment route, its arm. */
-  private attribute(
-    agent: string,
-    tag: MemoryTag,
-    content: string,
-    routes: Map<string, CompiledRoute>,
-    backends: ReadonlySet<string>,
-    incr: (route: string, f: string, by?: number) => void,
-  ): void {
-    const route = routes.get(tag.route);
-    if (route === undefined || !backends.has(tag.backend)) return;
-    const counts = parseEnvFeedback(content);
-    const { executionFeedback } = this.host().metrics;
-    for (const outcome of METRIC_OUTCOMES) {
-      const n = counts[outcome];
-      if (n > 0) executionFeedback.inc({ agent, route: route.name, backend: tag.backend, outcome }, n);
-    }
-    if (!isExperiment(route)) return;
-    const arm = armOf(route, tag);
-    if (arm === undefined) return;
-    for (const [outcome, n] of Object.entries(counts) as [FeedbackOutcome, number][]) { // Object.entries types keys as string; counts is keyed by FeedbackOutcome
-      if (n > 0) incr(route.name, field.feedback(arm, outcome), n);
-    }
-  }
+/** Where each input's candidates start in `outputs` (input order, `num_outputs` each), and the end. */
+function outputOffsets(request: AgentRequest, result: BatchResult): number[] {
+  const offsets = [0];
+  if (result.outputs.length === 0) return offsets;
+  let at = 0;
+  for (const input of request.inputs) offsets.push((at += input.num_outputs));
+  return offsets;
 }

@@ -1,215 +1,150 @@
 /**
- * The experiment report (`GET /gateway/experiments`, docs/operations.md#experiment-report): the
- * counters recorder.ts keeps, read back per
- * agent, per route that has a split or an ensemble in the CURRENT config, per arm, with the statistics of
- * stats.ts. The default agent's routes stay where they always were (`routes`); virtual agents follow in `agents`.
- *
- * Tool success rate = tool_succeeded / (tool_succeeded + tool_failed), counted over robot lines of env
- * feedback (tool calls), not over steps. For a split with exactly two arms, `comparison` gives the difference
- * of rates as second arm minus first arm in config order (B - A), Newcombe's 95% interval for it and the
- * two-sided pooled two-proportion z-test p-value. Latency percentiles come from fixed log buckets and are
- * approximate (within one ~19% bucket).
+ * The experiment report (`GET /gateway/experiments`, docs/experiments.md): per agent, per split or ensemble route
+ * of the CURRENT config, the current experiment's arms, comparisons, secondary metrics and sample-ratio check,
+ * then the earlier experiments of the same routes, listed apart. Everything comes from the store's counters and
+ * records, so with Redis every replica reports the same JSON (generated_at aside).
  */
 import type { CompiledAgent } from '../routing/agents.js';
 import type { CompiledRoute } from '../routing/plan.js';
-import { emptyFeedback, FEEDBACK_OUTCOMES, type FeedbackCounts, type FeedbackOutcome } from './feedback.js';
-import { countersKey, type ExperimentsHost } from './recorder.js';
-import { bucketQuantile, compareProportions, wilson } from './stats.js';
+import { analyse, sampleRatio, srmWarning, type Comparison, type Metric, type Secondary, type Srm } from './analysis.js';
+import { armReport, emptyArm, parseCounters, type ArmCounts, type ArmReport } from './arm-counts.js';
+import { countersKey, keys, type ExperimentRecord } from './keys.js';
+import type { Experiments, ExperimentsHost } from './recorder.js';
 
-export interface ArmReport {
-  arm: string;
-  /** False for a backend outside the route's members (a fallback) that served some of its trajectories. */
-  member: boolean;
-  trajectories_started: number;
-  steps: number;
-  candidates: { completed: number; error: number };
-  /** Error codes of error candidates, most frequent first. */
-  error_codes: Record<string, number>;
-  /** Env feedback attributed to this arm; `other` = read but nothing to attribute (no metric outcome). */
-  feedback: FeedbackCounts;
-  tool_success: { succeeded: number; failed: number; rate: number | null; ci95: [number, number] | null };
-  latency_ms: { samples: number; p50: number | null; p95: number | null };
+export interface ExperimentInfo {
+  id: string;
+  name: string | null;
+  started_at: string | null;
 }
 
-interface Comparison {
-  metric: 'tool_success_rate';
-  /** `difference` = rate(b) - rate(a); a and b are the split's arms in config order. */
-  a: string;
-  b: string;
-  difference: number | null;
-  ci95: [number, number] | null;
-  z: number | null;
-  p_value: number | null;
-  test: 'two-sided pooled two-proportion z-test';
-}
-
-export interface RouteReport {
+export interface ExperimentReport {
+  agent: string;
+  path: string;
   route: string;
   kind: 'split' | 'ensemble';
-  sticky: boolean;
-  /** Split weights or ensemble shares, in config order. */
-  members: Record<string, number>;
+  experiment: ExperimentInfo;
+  primary: Metric;
+  control: string;
+  unit: 'trajectory' | 'key';
+  trustworthy: boolean;
+  warnings: string[];
+  srm: Srm | null;
   arms: ArmReport[];
-  /** Two-arm splits only; null otherwise. */
-  comparison: Comparison | null;
+  comparisons: Comparison[];
+  secondary: Secondary[];
+  strata: null;
 }
 
-/** One virtual agent's experiments (docs/routing.md#virtual-agents), counted apart from every other agent's. */
-interface AgentExperiments {
+export interface EarlierExperiment {
   agent: string;
-  agent_id: string;
-  /** Where it is served, e.g. `/agents/ab-kitchen/`. */
-  path: string;
-  routes: RouteReport[];
+  route: string;
+  experiment: ExperimentInfo;
+  ended_at: string | null;
+  arms: { arm: string; trajectories: number }[];
 }
 
 export interface ExperimentsReport {
   generated_at: string;
-  /** `redis`: cluster-wide totals; `memory`: this replica's since it started. */
   store: 'memory' | 'redis';
-  latency_note: string;
-  /** The default agent's (top-level) routes; empty when the config has none. */
-  routes: RouteReport[];
-  /** Each virtual agent's, in config order; empty without `agents`. */
-  agents: AgentExperiments[];
+  experiments: ExperimentReport[];
+  earlier: EarlierExperiment[];
 }
 
-const LATENCY_NOTE = 'p50/p95 interpolated in log-spaced buckets (5 ms .. 655 s, ~19% wide): approximate';
+export type ReportHost = ExperimentsHost & { experiments: Experiments };
 
-interface ArmCounts {
-  started: number;
-  steps: number;
-  completed: number;
-  error: number;
-  codes: Map<string, number>;
-  feedback: FeedbackCounts;
-  latency: Map<number, number>;
-}
-
-function emptyArm(): ArmCounts {
-  return { started: 0, steps: 0, completed: 0, error: 0, codes: new Map(), feedback: emptyFeedback(), latency: new Map() };
-}
-
-const OUTCOMES: ReadonlySet<string> = new Set(FEEDBACK_OUTCOMES);
-
-/** Counter fields (`<arm>|<what>[|<detail>]`, see recorder.ts) back into per-arm counts. */
-function parseCounters(counters: Record<string, number>): Map<string, ArmCounts> {
-  const arms = new Map<string, ArmCounts>();
-  for (const [f, n] of Object.entries(counters)) {
-    if (!Number.isFinite(n) || n === 0) continue;
-    const bar = f.indexOf('|');
-    if (bar <= 0) continue;
-    const armName = f.slice(0, bar);
-    const rest = f.slice(bar + 1);
-    let a = arms.get(armName);
-    if (a === undefined) arms.set(armName, (a = emptyArm()));
-    if (rest === 'started') a.started += n;
-    else if (rest === 'steps') a.steps += n;
-    else if (rest === 'completed') a.completed += n;
-    else if (rest === 'error') a.error += n;
-    else if (rest.startsWith('code|')) a.codes.set(rest.slice(5), (a.codes.get(rest.slice(5)) ?? 0) + n);
-    else if (rest.startsWith('fb|') && OUTCOMES.has(rest.slice(3))) a.feedback[rest.slice(3) as FeedbackOutcome] += n; // the recorder writes only FeedbackOutcome names there
-    else if (rest.startsWith('lat|')) {
-      const b = Number(rest.slice(4));
-      if (Number.isInteger(b) && b >= 0) a.latency.set(b, (a.latency.get(b) ?? 0) + n);
-    }
+function parseRecord(raw: string | undefined): ExperimentRecord | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const v = JSON.parse(raw) as Partial<ExperimentRecord>; // written by recorder.ts; each field is checked where read
+    return typeof v.started_at === 'string' ? { agent: String(v.agent), route: String(v.route), name: typeof v.name === 'string' ? v.name : null, started_at: v.started_at } : undefined;
+  } catch {
+    return undefined;
   }
-  return arms;
 }
 
-function round(x: number | undefined, digits: number): number | null {
-  if (x === undefined || !Number.isFinite(x)) return null;
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
+async function experimentInfo(host: ReportHost, id: string, route: CompiledRoute | undefined, epoch?: string): Promise<ExperimentInfo> {
+  const rec = parseRecord(await host.store.readClaim(keys.experiment(id)));
+  return { id, name: rec?.name ?? route?.experiment.name ?? null, started_at: rec?.started_at ?? epoch ?? null };
 }
 
-function armReport(arm: string, member: boolean, c: ArmCounts): ArmReport {
-  const ok = c.feedback.tool_succeeded;
-  const bad = c.feedback.tool_failed;
-  const ci = wilson(ok, ok + bad);
-  let samples = 0;
-  for (const n of c.latency.values()) samples += n;
-  return {
-    arm,
-    member,
-    trajectories_started: c.started,
-    steps: c.steps,
-    candidates: { completed: c.completed, error: c.error },
-    error_codes: Object.fromEntries([...c.codes].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))),
-    feedback: c.feedback,
-    tool_success: {
-      succeeded: ok,
-      failed: bad,
-      rate: ok + bad > 0 ? ok / (ok + bad) : null,
-      ci95: ci ?? null,
-    },
-    latency_ms: {
-      samples,
-      p50: round(bucketQuantile(c.latency, 0.5), 1),
-      p95: round(bucketQuantile(c.latency, 0.95), 1),
-    },
-  };
-}
-
-function comparison(a: ArmReport, b: ArmReport): Comparison {
-  const s = a.tool_success;
-  const t = b.tool_success;
-  const d = compareProportions(s.succeeded, s.succeeded + s.failed, t.succeeded, t.succeeded + t.failed);
-  return {
-    metric: 'tool_success_rate',
-    a: a.arm,
-    b: b.arm,
-    difference: d?.difference ?? null,
-    ci95: d?.ci95 ?? null,
-    z: d?.z ?? null,
-    p_value: d?.pValue ?? null,
-    test: 'two-sided pooled two-proportion z-test',
-  };
-}
-
-/**
- * One route's report from its counters. Members are listed in config order (even without counts, so an arm
- * that never got traffic shows as zeros); other backends of the route follow only when they have counts.
- */
-function routeReport(route: CompiledRoute, counters: Record<string, number>): RouteReport {
+async function routeReport(host: ReportHost, agent: CompiledAgent, route: CompiledRoute): Promise<ExperimentReport> {
+  const { store, current, metrics } = host;
+  const cfg = current.config.experiments;
+  const id = await host.experiments.lifetimes.id(store, agent.name, route);
+  const epoch = await host.experiments.lifetimes.epoch(store, agent.name, route.name);
+  const [counters, experiment] = await Promise.all([store.readCounters(countersKey(agent.name, route.name, id)), experimentInfo(host, id, route, epoch)]);
   const parsed = parseCounters(counters);
   const memberNames = route.members.map((m) => m.name);
-  const arms = memberNames.map((name) => armReport(name, true, parsed.get(name) ?? emptyArm()));
+  const entries: { arm: string; weight: number; member: boolean; counts: ArmCounts }[] = route.members.map((m) => ({
+    arm: m.name, weight: m.weight, member: true, counts: parsed.get(m.name) ?? emptyArm(),
+  }));
   for (const name of route.backends) {
     const c = parsed.get(name);
-    if (!memberNames.includes(name) && c !== undefined) arms.push(armReport(name, false, c));
+    if (!memberNames.includes(name) && c !== undefined) entries.push({ arm: name, weight: 0, member: false, counts: c });
   }
-  const kind = route.kind === 'split' ? 'split' : 'ensemble';
+  const since = await Promise.all(entries.map((e) => (e.counts.crossed > 0 ? store.readClaim(keys.crossed(id, e.arm)) : Promise.resolve(undefined))));
+  const arms = entries.map((e, i) => armReport(e.arm, e.weight, e.member, e.counts, since[i] ?? null));
+
+  const primary: Metric = route.experiment.primary ?? cfg.primary;
+  const control = route.experiment.control ?? memberNames[0]!; // a route has at least one member (config schema)
+  const members = entries.filter((e) => e.member);
+  const analysis = analyse(members, control, { primary, plannedTrajectories: cfg.sequential.planned_trajectories, burnIn: cfg.sequential.burn_in });
+  const srm = route.kind === 'split' ? sampleRatio(members) : null;
+  const warnings = [...analysis.warnings];
+  if (srm?.flagged === true) {
+    const line = srmWarning(srm);
+    warnings.unshift(line);
+    host.experiments.srmFlagged(agent.name, route.name, id, line);
+  }
+  metrics.srmFlagged.set({ agent: agent.name, route: route.name }, srm?.flagged === true ? 1 : 0);
   return {
+    agent: agent.name,
+    path: `${agent.prefix}/`,
     route: route.name,
-    kind,
-    sticky: route.sticky,
-    members: Object.fromEntries(route.members.map((m) => [m.name, m.weight])),
+    kind: route.kind === 'split' ? 'split' : 'ensemble',
+    experiment,
+    primary,
+    control,
+    unit: 'trajectory',
+    trustworthy: srm?.flagged !== true,
+    warnings,
+    srm,
     arms,
-    comparison: kind === 'split' && memberNames.length === 2 ? comparison(arms[0]!, arms[1]!) : null, // exactly two arms here (checked above)
+    comparisons: analysis.comparisons,
+    secondary: analysis.secondary,
+    strata: null,
   };
 }
 
-/** One agent's split and ensemble routes, from the store's counters. */
-async function agentRoutes(host: ExperimentsHost, agent: CompiledAgent): Promise<RouteReport[]> {
-  const experiments = agent.routes.routes.filter((r) => r.kind !== 'backend');
-  const counters = await Promise.all(experiments.map((r) => host.store.readCounters(countersKey(agent.name, r.name))));
-  return experiments.map((r, i) => routeReport(r, counters[i]!)); // i < counters.length (loop bound)
+/** The route's experiments other than `currentId`, newest first, at most experiments.earlier_max. */
+async function earlierOf(host: ReportHost, agent: CompiledAgent, route: CompiledRoute, current: ExperimentInfo): Promise<EarlierExperiment[]> {
+  const max = host.current.config.experiments.earlier_max;
+  if (max === 0) return [];
+  const ids = (await host.store.readSet(keys.list(agent.name, route.name))).filter((id) => id !== current.id);
+  const infos = await Promise.all(ids.map((id) => experimentInfo(host, id, undefined)));
+  // Oldest last; ties (and records lost to a TTL) by id, so every replica orders them alike.
+  const sorted = infos.sort((a, b) => (b.started_at ?? '').localeCompare(a.started_at ?? '') || (a.id < b.id ? -1 : 1)).slice(0, max);
+  const counters = await Promise.all(sorted.map((e) => host.store.readCounters(countersKey(agent.name, route.name, e.id))));
+  return sorted.map((e, i) => {
+    const newer = i === 0 ? current.started_at : sorted[i - 1]!.started_at; // i - 1 >= 0 here
+    const arms = [...parseCounters(counters[i] ?? {})].map(([arm, c]) => ({ arm, trajectories: c.units }));
+    return { agent: agent.name, route: route.name, experiment: e, ended_at: newer ?? null, arms };
+  });
 }
 
-/** The whole report, from the store's counters of every split and ensemble route of every agent of the current config. */
-export async function experimentsReport(host: ExperimentsHost): Promise<ExperimentsReport> {
-  const { root, all } = host.current.agents;
-  const virtual = all.filter((a) => a.virtual);
-  const [routes, ...perAgent] = await Promise.all([
-    root === undefined ? Promise.resolve([]) : agentRoutes(host, root),
-    ...virtual.map((a) => agentRoutes(host, a)),
-  ]);
-  return {
-    generated_at: new Date().toISOString(),
-    store: host.store.kind,
-    latency_note: LATENCY_NOTE,
-    routes: routes ?? [],
-    agents: virtual.map((a, i) => ({ agent: a.name, agent_id: a.agentId, path: `${a.prefix}/`, routes: perAgent[i] ?? [] })),
-  };
+/** The whole report, for every split and ensemble route of every agent of the current config. */
+export async function experimentsReport(host: ReportHost, now: Date = new Date()): Promise<ExperimentsReport> {
+  await host.experiments.settled();
+  await host.store.flush();
+  const experiments: ExperimentReport[] = [];
+  const earlier: EarlierExperiment[] = [];
+  for (const agent of host.current.agents.all) {
+    for (const route of agent.routes.routes) {
+      if (route.kind === 'backend') continue;
+      const r = await routeReport(host, agent, route);
+      experiments.push(r);
+      earlier.push(...(await earlierOf(host, agent, route, r.experiment)));
+    }
+  }
+  return { generated_at: now.toISOString(), store: host.store.kind, experiments, earlier };
 }

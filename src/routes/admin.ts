@@ -9,6 +9,8 @@
  *   GET  /gateway/config                the running config, secrets redacted (admin/redact.ts)
  *   POST /gateway/reload                re-read the config file: 200 {"reloaded": true, ...} or 400 with the reason
  *   GET  /gateway/experiments           the A/B and ensemble report (routes/experiments.ts)
+ *   POST /gateway/experiments/outcomes  episode outcomes for the report (routes/experiments.ts)
+ *   POST /gateway/experiments/reset     start experiments afresh (routes/experiments.ts)
  *   ANY  /gateway/backends/{name}/...   forwarded to a ready replica of that backend (routes/admin-passthrough.ts)
  */
 import type { FastifyInstance } from 'fastify';
@@ -25,6 +27,8 @@ const ADMIN_ENDPOINTS = [
   { method: 'GET', path: '/gateway/config', what: 'the running config, secrets redacted' },
   { method: 'POST', path: '/gateway/reload', what: 're-read the config file' },
   { method: 'GET', path: '/gateway/experiments', what: 'the A/B and ensemble experiment report' },
+  { method: 'POST', path: '/gateway/experiments/outcomes', what: 'episode outcomes, by trajectory id or trace hash' },
+  { method: 'POST', path: '/gateway/experiments/reset', what: 'start experiments afresh (body {agent?, route?})' },
   { method: 'ANY', path: '/gateway/backends/{name}/...', what: 'passthrough to a ready replica of that backend' },
 ] as const;
 

@@ -1,15 +1,66 @@
 /**
- * GET /gateway/experiments (admin listener): the A/B and ensemble report as JSON, for people (through
- * `magma-gateway report`) and for scripts. Counts come from the store, so with Redis every replica answers
- * the same cluster-wide numbers. Protection (admin.token) is applied by the auth plugin, not here.
+ * The experiment endpoints of the admin listener (docs/experiments.md). Protection (admin.token) is applied by the
+ * auth plugin, not here.
+ *   GET  /gateway/experiments           the report as JSON, for people (through `magma-gateway report`) and
+ *                                       scripts; from the store, so with Redis every replica answers the same
+ *   POST /gateway/experiments/outcomes  episode outcomes: {"outcomes": [{"trajectory"|"trace_hash", "success"|"score"}]}
+ *   POST /gateway/experiments/reset     starts afresh: every experiment, or the body's {agent, route}
  */
 import type { FastifyInstance } from 'fastify';
 import { experimentsReport } from '../experiments/report.js';
+import { parseOutcomes, postOutcomes } from '../experiments/outcomes.js';
+import { errorBody } from '../errors.js';
+
+/** The admin listener hands bodies over as text (admin-app.ts): the JSON value, empty = `{}`, or the problem. */
+function jsonBody(body: unknown): { ok: true; value: unknown } | { ok: false; problem: string } {
+  if (body === undefined || body === null || body === '') return { ok: true, value: {} };
+  if (typeof body !== 'string') return { ok: true, value: body };
+  try {
+    return { ok: true, value: JSON.parse(body) };
+  } catch (err) {
+    return { ok: false, problem: `the body is not JSON: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
 
 export async function experimentsRoute(app: FastifyInstance): Promise<void> {
   app.get('/gateway/experiments', async (_req, reply) => {
     const report = await experimentsReport(app.gateway);
     // Fresh numbers on every call: an experiment is watched while it runs.
     return reply.header('cache-control', 'no-store').send(report);
+  });
+
+  app.post(
+    '/gateway/experiments/outcomes',
+    // Read once at start: a reload does not re-register routes (docs/experiments.md, "Configuration").
+    { bodyLimit: app.gateway.current.config.experiments.outcomes_max_bytes },
+    async (req, reply) => {
+      const cfg = app.gateway.current.config.experiments;
+      const json = jsonBody(req.body);
+      if (!json.ok) return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', json.problem));
+      const parsed = parseOutcomes(json.value, cfg.outcomes_max);
+      if (!parsed.ok) return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', parsed.problem));
+      // This replica's index writes first, so an outcome posted right after its episode's last step is found.
+      await app.gateway.experiments.settled();
+      const summary = await postOutcomes(app.gateway.store, parsed.items, cfg.index_ttl_s * 1000, (r) => app.gateway.metrics.outcomes.inc({ result: r }));
+      return summary;
+    },
+  );
+
+  app.post('/gateway/experiments/reset', async (req, reply) => {
+    const json = jsonBody(req.body);
+    if (!json.ok) return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', json.problem));
+    const body = json.value;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', 'the body must be empty or a JSON object {"agent"?, "route"?}'));
+    }
+    const { agent, route } = body as { agent?: unknown; route?: unknown }; // a non-null, non-array object (checked above)
+    if ((agent !== undefined && typeof agent !== 'string') || (route !== undefined && typeof route !== 'string')) {
+      return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', 'agent and route must be strings'));
+    }
+    const reset = await app.gateway.experiments.reset(agent, route);
+    if (reset.length === 0) {
+      return reply.code(404).send(errorBody('GATEWAY_ERR_NOT_FOUND', `no split or ensemble route matches${agent === undefined ? '' : ` agent "${agent}"`}${route === undefined ? '' : ` route "${route}"`}`));
+    }
+    return { reset };
   });
 }

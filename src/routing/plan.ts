@@ -1,5 +1,5 @@
 /**
- * Planning a batch (docs/protocol-fidelity.md#the-path-of-a-batch step 3): for each input, which route, which
+ * Planning a batch (docs/gateway-behaviour.md, "The path of a batch" step 3): for each input, which route, which
  * backends produce which of its
  * candidates, where to fall back, what to shadow. Pure: the only view of the world is a RoutingSnapshot taken
  * by the caller, so a plan is reproducible in tests and never waits on I/O.
@@ -10,22 +10,23 @@
  * 2. Coaching: an input with `extra_keys.coaching` whose memory tag names a configured backend that can serve
  *    goes back to that backend, whatever the route says: coaching state is agent-specific and means nothing to
  *    another implementation.
- * 3. Stickiness (docs/routing.md#the-memory-key-and-stickiness): on a sticky route, a tag naming one of
+ * 3. Stickiness (docs/gateway-behaviour.md, "The memory tag and stickiness"): on a sticky route, a tag naming one of
  * the route's backends that can serve
  *    continues there with all candidates, so a trajectory never switches agent implementation mid-way.
  * 4. Otherwise the route assigns: `backend` one leg; `split` a weighted arm, deterministic per
  *    (request_id, input id); `ensemble` one leg per member with a share of the candidates.
  */
-import type { AgentInput, AgentRequest, JsonObject } from '../protocol/types.js';
+import type { AgentInput, AgentRequest } from '../protocol/types.js';
 import { ensembleLegs } from './ensemble-shares.js';
 import type { Headers } from './match.js';
 import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
 import { chooseArm } from './split.js';
 import { isJsonObject } from '../protocol/schemas.js';
-import { memoryTagValue } from '../protocol/indexed-request.js';
+import { inputMemoryTag, type MemoryTag, type TrajectoryState } from './memory-tag.js';
 
 // The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
 export { routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
+export { readMemoryTag, type MemoryTag } from './memory-tag.js';
 
 /** What the upstream layer knows right now. */
 export interface RoutingSnapshot {
@@ -35,16 +36,6 @@ export interface RoutingSnapshot {
 
 interface PlanContext {
   headers: Record<string, string | string[] | undefined>;
-}
-
-/**
- * The gateway's entry in a candidate's memory (`memory[memory_key]`). `arm` is the split arm the trajectory was
- * assigned, kept when a fallback produced the candidate, so A/B accounting follows the assignment.
- */
-export interface MemoryTag {
-  backend: string;
-  route: string;
-  arm?: string;
 }
 
 /** `count` candidates of one input from `backend`, numbered from `offset` in the input's output. */
@@ -71,38 +62,20 @@ export interface InputPlan {
   shadows: string[];
   /** The tag the input arrived with; absent for a new trajectory. */
   tag?: MemoryTag;
+  /**
+   * The trajectory members this input's candidates carry in their tag (routing/memory-tag.ts). Set after
+   * planning by the experiment recorder (experiments/recorder.ts, its only writer), on experiment routes only.
+   */
+  trajectory?: TrajectoryState;
+  /**
+   * For a new trajectory of a split whose drawn arm could not serve: the arm drawn by the weights, so the
+   * sample-ratio check can say how many trajectories were rerouted away from which arm.
+   */
+  drawnArm?: string;
 }
 
 export interface BatchPlan {
   inputs: InputPlan[];
-}
-
-/**
- * The tag in `memory`, or undefined when absent or malformed: memory comes from clients, and a damaged tag must
- * only cost stickiness, never the request.
- */
-export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag | undefined {
-  if (!isJsonObject(memory) || !Object.hasOwn(memory, memoryKey)) return undefined;
-  return tagOfValue(memory[memoryKey]);
-}
-
-/**
- * The tag of an input. One read by the indexer has its tag member located in its bytes: only that member is
- * decoded, never the rest of the memory (docs/protocol-fidelity.md#how-a-batch-is-read).
- */
-function inputMemoryTag(input: AgentInput, memoryKey: string): MemoryTag | undefined {
-  const raw = input.raw;
-  if (raw === undefined || raw.memoryKey !== memoryKey) return readMemoryTag(input.memory, memoryKey);
-  return raw.index.tagMembers.length === 0 ? undefined : tagOfValue(memoryTagValue(raw));
-}
-
-function tagOfValue(raw: unknown): MemoryTag | undefined {
-  if (!isJsonObject(raw) || typeof raw.backend !== 'string' || raw.backend === '' || typeof raw.route !== 'string') {
-    return undefined;
-  }
-  const tag: MemoryTag = { backend: raw.backend, route: raw.route };
-  if (typeof raw.arm === 'string') tag.arm = raw.arm;
-  return tag;
 }
 
 /**
@@ -200,7 +173,19 @@ function planInput(
 
   const backend = newTrajectoryBackend(route, requestId, input, (b) => snapshot.canServe(b));
   if (backend !== undefined) {
-    if (route.kind === 'split') plan.arm = backend;
+    if (route.kind === 'split') {
+      // Intention to treat: a trajectory of this route keeps the arm it was assigned even when its backend cannot
+      // serve now; the step goes elsewhere and is reported as a crossover (docs/experiments.md, "Crossover").
+      const assigned = tag?.trajectory !== undefined && tag.route === route.name && route.sticky
+        ? (isMember(route, tag.arm) ? tag.arm : isMember(route, tag.backend) ? tag.backend : undefined)
+        : undefined;
+      plan.arm = assigned ?? backend;
+      // Only when some arm cannot serve can the draw differ; hashing again costs nothing otherwise.
+      if (assigned === undefined && route.members.some((m) => !snapshot.canServe(m.name))) {
+        const drawn = chooseArm(requestId, input.id, route.members);
+        if (drawn !== backend) plan.drawnArm = drawn;
+      }
+    }
     plan.legs.push({ backend, count: n, offset: 0, fallbacks: fallbacksFor(route, backend) });
     return plan;
   }

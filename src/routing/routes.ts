@@ -29,6 +29,8 @@ export interface CompiledRoute {
   readonly backends: ReadonlySet<string>;
   readonly fallback: readonly string[];
   readonly shadow: readonly string[];
+  /** The route's `experiment:` settings (docs/experiments.md); empty when absent. */
+  readonly experiment: { readonly name?: string; readonly primary?: 'tool_success' | 'outcome'; readonly control?: string };
 }
 
 export interface CompiledRoutes {
@@ -83,6 +85,7 @@ export function compileRouteTable(
         backends: new Set(routeBackends(route)),
         fallback: Object.freeze([...route.fallback]),
         shadow: Object.freeze([...route.shadow]),
+        experiment: Object.freeze({ ...route.experiment }),
       }),
   );
   return Object.freeze({

@@ -4,11 +4,13 @@
  */
 import type { AbortLike } from '../abort.js';
 import { mbToBytes } from '../config/schema.js';
+import { LocalClaims } from './local-claims.js';
 import { LocalReplay } from './local-replay.js';
 import { LocalSemaphores } from './local-semaphore.js';
 import {
   emptyStats,
   type AcquireOptions,
+  type ClaimResult,
   type Permit,
   type ReplayBegin,
   type StateConfig,
@@ -34,8 +36,10 @@ export class MemoryStore implements Store {
   private readonly counters = new Map<string, Map<string, number>>();
   private readonly shared = new Map<string, { value: string; expiresAt: number }>();
   private readonly sharedListeners: Listeners<[string, string | undefined]>;
+  private readonly claims: LocalClaims;
 
   constructor(config: StateConfig, log: StateLog) {
+    this.claims = new LocalClaims(config.index_max_entries);
     this.replay = new LocalReplay(
       {
         ttlMs: config.replay_ttl_s * 1000,
@@ -97,11 +101,28 @@ export class MemoryStore implements Store {
     return this.sharedListeners.add(listener);
   }
 
+  async claim(key: string, value: string, ttlMs: number): Promise<ClaimResult> {
+    return this.claims.claim(key, value, ttlMs);
+  }
+
+  async readClaim(key: string): Promise<string | undefined> {
+    return this.claims.read(key);
+  }
+
+  async addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<void> {
+    this.claims.add(key, member, ttlMs, maxMembers);
+  }
+
+  async readSet(key: string): Promise<string[]> {
+    return this.claims.members(key);
+  }
+
   stats(): StoreStats {
     return { ...this.counts };
   }
 
   async close(): Promise<void> {
     this.replay.clear();
+    this.claims.clear();
   }
 }

@@ -33,6 +33,8 @@ export class RedisCounters {
     private readonly stats: StoreStats,
     private readonly prefix: string,
     private readonly origin: string,
+    /** Each counters hash expires this long after its last increment (state.counters_ttl_s). */
+    private readonly ttlMs: number,
   ) {
     this.timer = setInterval(() => void this.flush(), FLUSH_MS);
     this.timer.unref();
@@ -90,7 +92,7 @@ export class RedisCounters {
       this.keys.delete(key); // idle: forget it
       return;
     }
-    const args: (string | number)[] = [this.origin, batch.seq, SEQ_TTL_MS];
+    const args: (string | number)[] = [this.origin, batch.seq, SEQ_TTL_MS, this.ttlMs];
     for (const [field, by] of batch.deltas) args.push(field, String(by));
     try {
       await this.link.script(COUNTERS_ADD, [this.hashKey(key), this.seqKey(key)], args);

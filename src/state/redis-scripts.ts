@@ -121,7 +121,8 @@ return 1
 /**
  * Applies one batch of counter increments exactly once: batches of one store instance carry increasing
  * sequence numbers, and one already applied (a retry after an ambiguous timeout) is skipped.
- * KEYS: counters hash, applied-sequence hash (field per store instance). ARGV: origin, seq, seq ttl ms, then
+ * KEYS: counters hash, applied-sequence hash (field per store instance). ARGV: origin, seq, seq ttl ms, counters ttl ms
+ * (renewed on every batch: idle counters expire), then
  * field, delta pairs.
  */
 export const COUNTERS_ADD = script(`
@@ -129,7 +130,8 @@ local last = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
 if tonumber(ARGV[2]) <= last then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
-for i = 4, #ARGV, 2 do redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for i = 5, #ARGV, 2 do redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 `);
 
@@ -147,4 +149,24 @@ return 1
 /** Reads a shared value with its remaining ttl. KEYS: value. Returns {value or false, pttl}. */
 export const SHARED_GET = script(`
 return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}
+`);
+
+/**
+ * A set-once value. KEYS: the value. ARGV: value, ttl ms. Returns {1, value} when this call stored it, else
+ * {0, the stored value}.
+ */
+export const CLAIM = script(`
+local v = redis.call('GET', KEYS[1])
+if v then return {0, v} end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {1, ARGV[1]}
+`);
+
+/** Adds a member to a bounded set and renews its ttl. KEYS: the set. ARGV: member, ttl ms, max members. */
+export const SET_ADD = script(`
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 0 and redis.call('SCARD', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('SADD', KEYS[1], ARGV[1])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
 `);

@@ -2,11 +2,13 @@
  * The Redis store: state shared by every gateway replica configured with the same Redis and key_prefix.
  * Composes the connection (redis-link.ts), cluster-wide semaphores, replay, counters and shared values, each
  * with a per-process fallback used while Redis is unavailable (see each module). Key layout, all under
- * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, and one pub/sub channel
+ * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `claim:<key>`, `set:<key>`, and one pub/sub channel
  * `events` carrying wake-ups and shared-value changes.
  */
 import type { AbortLike } from '../abort.js';
+import { LocalClaims } from './local-claims.js';
 import { LocalReplay } from './local-replay.js';
+import { RedisClaims } from './redis-claims.js';
 import { LocalSemaphores } from './local-semaphore.js';
 import { replayCapBytes } from './memory-store.js';
 import { RedisCounters } from './redis-counters.js';
@@ -17,6 +19,7 @@ import { RedisShared, type SharedMessage } from './redis-shared.js';
 import {
   emptyStats,
   type AcquireOptions,
+  type ClaimResult,
   type Permit,
   type ReplayBegin,
   type StateConfig,
@@ -52,6 +55,8 @@ export class RedisStore implements Store {
   private readonly localReplay: LocalReplay;
   private readonly counters: RedisCounters;
   private readonly shared: RedisShared;
+  private readonly claims: RedisClaims;
+  private readonly localClaims: LocalClaims;
   private readonly sharedListeners: Listeners<[string, string | undefined]>;
   private closing: Promise<void> | undefined;
 
@@ -71,7 +76,9 @@ export class RedisStore implements Store {
     const maxBytes = config.replay_max_bytes;
     this.localReplay = new LocalReplay({ ttlMs, maxBytes, capBytes: replayCapBytes(config) }, this.counts);
     this.replay = new RedisReplay(this.link, this.localReplay, this.counts, { prefix, ttlMs, maxBytes, leaseMs });
-    this.counters = new RedisCounters(this.link, this.counts, prefix, origin);
+    this.counters = new RedisCounters(this.link, this.counts, prefix, origin, Math.ceil(config.counters_ttl_s * 1000));
+    this.localClaims = new LocalClaims(config.index_max_entries);
+    this.claims = new RedisClaims(this.link, this.localClaims, this.counts, prefix);
     this.sharedListeners = new Listeners((err) => log.warn({ err }, 'state: shared-value listener threw'));
     this.shared = new RedisShared(this.link, this.counts, this.sharedListeners, prefix, origin);
     this.link.onUpChange((up) => {
@@ -127,6 +134,22 @@ export class RedisStore implements Store {
     return this.sharedListeners.add(listener);
   }
 
+  claim(key: string, value: string, ttlMs: number): Promise<ClaimResult> {
+    return this.claims.claim(key, value, ttlMs);
+  }
+
+  readClaim(key: string): Promise<string | undefined> {
+    return this.claims.read(key);
+  }
+
+  addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<void> {
+    return this.claims.add(key, member, ttlMs, maxMembers);
+  }
+
+  readSet(key: string): Promise<string[]> {
+    return this.claims.members(key);
+  }
+
   stats(): StoreStats {
     return { ...this.counts };
   }
@@ -139,6 +162,7 @@ export class RedisStore implements Store {
   private async shutdown(): Promise<void> {
     await Promise.allSettled([this.semaphores.close(), this.replay.close(), this.counters.close()]);
     this.localReplay.clear();
+    this.localClaims.clear();
     await this.link.close();
   }
 

@@ -9,6 +9,9 @@
 import type { AbortLike } from '../abort.js';
 import type { AnswerBody } from '../protocol/answer-body.js';
 import type { GatewayConfig } from '../config/schema.js';
+import type { ClaimResult } from './local-claims.js';
+
+export type { ClaimResult } from './local-claims.js';
 
 export type StateConfig = GatewayConfig['state'];
 
@@ -107,6 +110,18 @@ export interface Store {
    * `undefined` = deleted. Expiry by TTL is not announced. Returns an unsubscribe function.
    */
   onSharedChange(listener: (key: string, value: string | undefined) => void): () => void;
+
+  /**
+   * A set-once value with a TTL (the experiment recorder's idempotency marks and indexes): the first caller's
+   * `value` is kept; every caller learns the stored value and whether it was the first.
+   */
+  claim(key: string, value: string, ttlMs: number): Promise<ClaimResult>;
+  /** The value a claim holds, if any. */
+  readClaim(key: string): Promise<string | undefined>;
+  /** Adds `member` to a set of at most `maxMembers` members and renews its TTL. */
+  addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<void>;
+  /** The members of a set, in no particular order. */
+  readSet(key: string): Promise<string[]>;
 
   stats(): StoreStats;
   /** Releases this process's permits and abandons its replay leases, sends pending counters, disconnects. */

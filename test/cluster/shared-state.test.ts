@@ -68,8 +68,8 @@ test('experiment counts are cluster totals: the report is the same on every gate
   await a.post({ request_id: 'e1', inputs: [mkInput(1), mkInput(2), mkInput(3)] });
   await b.post({ request_id: 'e2', inputs: [mkInput(4), mkInput(5)] });
   const steps = async (gw: TestGateway): Promise<number> => {
-    const rep = (await (await fetch(`${gw.adminUrl}/gateway/experiments`)).json()) as { routes: { arms: { steps: number }[] }[] };
-    return rep.routes[0]!.arms.reduce((n, arm) => n + arm.steps, 0);
+    const rep = (await (await fetch(`${gw.adminUrl}/gateway/experiments`)).json()) as { experiments: { arms: { steps: number }[] }[] };
+    return rep.experiments[0]!.arms.reduce((n, arm) => n + arm.steps, 0);
   };
   await waitFor('both see all 5 steps', async () => (await steps(a)) === 5 && (await steps(b)) === 5, { timeoutMs: 3000 });
 });

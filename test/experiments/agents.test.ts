@@ -1,13 +1,13 @@
 /**
- * Experiments per agent (docs/routing.md#virtual-agents and docs/operations.md#experiment-report): two agents
+ * Experiments per agent (README "Virtual agents", docs/experiments.md): two agents
  * and the default agent each have a split route named `ab` over the same backends; their counts never mix, in
  * the store, in GET /gateway/experiments, in the feedback metric and in `magma-gateway report`.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { reportCommand } from '../../src/commands/report.js';
-import { countersKey } from '../../src/experiments/recorder.js';
-import type { ExperimentsReport, RouteReport } from '../../src/experiments/report.js';
+import { countersKey } from '../../src/experiments/keys.js';
+import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report.js';
 import { http } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
@@ -49,30 +49,31 @@ after(async () => {
   await Promise.all([a?.close(), b?.close()]);
 });
 
-const steps = (r: RouteReport | undefined): number => (r?.arms ?? []).reduce((n, x) => n + x.steps, 0);
-const started = (r: RouteReport | undefined): number => (r?.arms ?? []).reduce((n, x) => n + x.trajectories_started, 0);
+const steps = (r: ExperimentReport | undefined): number => (r?.arms ?? []).reduce((n, x) => n + x.steps, 0);
+const started = (r: ExperimentReport | undefined): number => (r?.arms ?? []).reduce((n, x) => n + x.trajectories, 0);
+const of = (agent: string): ExperimentReport | undefined => report.experiments.find((e) => e.agent === agent);
 
-test('the report lists the default agent\'s routes, then each virtual agent\'s, each counted apart', () => {
-  assert.deepEqual(report.routes.map((r) => r.route), ['ab']);
-  assert.deepEqual(report.agents.map((x) => [x.agent, x.agent_id, x.path, x.routes.map((r) => r.route)]), [
-    ['kitchen', 'kitchen-ab', '/agents/kitchen/', ['ab']],
-    ['lab', 'lab', '/agents/lab/', ['ab']],
+test('the report lists the default agent\'s experiments, then each virtual agent\'s, each counted apart', () => {
+  assert.deepEqual(report.experiments.map((x) => [x.agent, x.path, x.route]), [
+    ['default', '/', 'ab'],
+    ['kitchen', '/agents/kitchen/', 'ab'],
+    ['lab', '/agents/lab/', 'ab'],
   ]);
-  const kitchen = report.agents[0]!.routes[0];
-  const lab = report.agents[1]!.routes[0];
-  assert.deepEqual([started(kitchen), steps(kitchen)], [3, 6]);
-  assert.deepEqual([started(report.routes[0]), steps(report.routes[0])], [1, 1]);
-  assert.deepEqual([started(lab), steps(lab)], [0, 0]);
-  const tools = (kitchen?.arms ?? []).reduce((n, x) => n + x.tool_success.succeeded, 0);
+  const ids = new Set(report.experiments.map((x) => x.experiment.id));
+  assert.equal(ids.size, 3, 'the same route on three agents is three experiments');
+  assert.deepEqual([started(of('kitchen')), steps(of('kitchen'))], [3, 6]);
+  assert.deepEqual([started(of('default')), steps(of('default'))], [1, 1]);
+  assert.deepEqual([started(of('lab')), steps(of('lab'))], [0, 0]);
+  const tools = (of('kitchen')?.arms ?? []).reduce((n, x) => n + x.tool_success.successes, 0);
   assert.equal(tools, 3, 'the feedback went to the kitchen agent only');
-  assert.equal((report.routes[0]?.arms ?? []).reduce((n, x) => n + x.tool_success.succeeded, 0), 0);
+  assert.equal((of('default')?.arms ?? []).reduce((n, x) => n + x.tool_success.successes, 0), 0);
 });
 
-test('the default agent\'s counters keep the store keys they had before virtual agents', async () => {
-  assert.equal(countersKey('default', 'ab'), 'experiments:ab');
-  assert.equal(countersKey('kitchen', 'ab'), 'experiments:agents/kitchen/ab');
-  const root = await gw.app.gateway.store.readCounters('experiments:ab');
-  const sum = Object.entries(root).filter(([f]) => f.endsWith('|steps')).reduce((n, [, v]) => n + v, 0);
+test('counters are kept per agent, route and experiment', async () => {
+  const root = of('default')!;
+  assert.equal(countersKey('default', 'ab', root.experiment.id), `experiments:default/ab/${root.experiment.id}`);
+  const counters = await gw.app.gateway.store.readCounters(countersKey('default', 'ab', root.experiment.id));
+  const sum = Object.entries(counters).filter(([f]) => f.endsWith('|steps')).reduce((n, [, v]) => n + v, 0);
   assert.equal(sum, 1);
 });
 
@@ -96,19 +97,12 @@ async function run(argv: string[]): Promise<{ code: number; out: string; err: st
 test('the report command shows each agent\'s block; --agent shows one, and an unknown one is an error', async () => {
   const all = await run([gw.adminUrl]);
   assert.equal(all.code, 0, all.err);
-  const heads = all.out.split('\n').filter((l) => l.startsWith('agent ') || l.startsWith('route '));
-  assert.deepEqual(heads, [
-    'agent default (/)',
-    'route ab: split a 1, b 1',
-    'agent kitchen (/agents/kitchen/, agent_id kitchen-ab)',
-    'route ab: split a 1, b 1',
-    'agent lab (/agents/lab/, agent_id lab)',
-    'route ab: split a 1, b 1',
-  ]);
+  const heads = all.out.split('\n').filter((l) => l.startsWith('agent '));
+  assert.deepEqual(heads.map((l) => l.split(':')[0]), ['agent default (/) route ab', 'agent kitchen (/agents/kitchen/) route ab', 'agent lab (/agents/lab/) route ab']);
   const one = await run([gw.adminUrl, '--agent', 'kitchen', '--json']);
   assert.equal(one.code, 0, one.err);
   const narrowed = JSON.parse(one.out) as ExperimentsReport;
-  assert.deepEqual([narrowed.routes.length, narrowed.agents.map((x) => x.agent)], [0, ['kitchen']]);
+  assert.deepEqual(narrowed.experiments.map((x) => x.agent), ['kitchen']);
   const root = await run([gw.adminUrl, '--agent', 'default']);
   assert.equal(root.code, 0, root.err);
   assert.ok(!root.out.includes('agent kitchen') && root.out.includes('route ab'), root.out);

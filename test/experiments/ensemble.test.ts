@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { ArmReport, ExperimentsReport, RouteReport } from '../../src/experiments/report.js';
+import type { ArmReport } from '../../src/experiments/arm-counts.js';
+import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report.js';
 import { chooseArm } from '../../src/routing/split.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway, postOk } from '../helpers/gateway.js';
@@ -47,7 +48,9 @@ before(async () => {
   let rid = 'f0';
   for (let k = 0; chooseArm(rid, 1, [{ name: 'a', weight: 1 }, { name: 'b', weight: 1 }]) !== 'b'; k++) rid = `f${k}`;
   const f1 = await post(rid, [mkInput(1, { extra_keys: { mode: 'ab' } }), mkInput(2, { extra_keys: { mode: 'gen1' } })]);
-  assert.deepEqual(f1.map((x) => x.memory._gateway), [{ backend: 'c', route: 'ab', arm: 'b' }, { backend: 'c', route: 'gen1' }]);
+  assert.deepEqual(f1.map((x) => where(x)), [{ backend: 'c', route: 'ab', arm: 'b' }, { backend: 'c', route: 'gen1' }]);
+  // The fallback's step is a crossover of the trajectory assigned b, marked in its tag.
+  assert.equal(f1[0]!.memory._gateway?.flags, 'x');
   b!.setBehaviour({});
   // The env answer to the fallback's decision: sticky, so it continues on c.
   await post('f2', [env(1, '{"infos": "r: place failed with message: no"}', f1[0]!.memory, 'ab')]);
@@ -61,44 +64,53 @@ after(async () => {
   await Promise.all([a, b, c].map((x) => x?.close()));
 });
 
-function route(name: string): RouteReport {
-  const r = report.routes.find((x) => x.route === name);
+/** The tag's routing members (the trajectory members are checked elsewhere). */
+function where(c: Cand): Record<string, unknown> {
+  const t = c.memory._gateway as Record<string, unknown>;
+  return Object.fromEntries(['backend', 'route', 'arm'].filter((k) => t[k] !== undefined).map((k) => [k, t[k]]));
+}
+
+function route(name: string): ExperimentReport {
+  const r = report.experiments.find((x) => x.route === name);
   assert.ok(r, `no route ${name}`);
   return r;
 }
 
 function summary(x: ArmReport): unknown[] {
-  return [x.arm, x.member, x.trajectories_started, x.steps, x.candidates.completed, x.candidates.error,
+  return [x.arm, x.member, x.trajectories, x.steps, x.candidates.completed, x.candidates.error,
     x.feedback.tool_succeeded, x.feedback.tool_failed, x.latency_ms.samples];
 }
 
 test('the report lists split and ensemble routes in config order, not the plain route', () => {
-  assert.deepEqual(report.routes.map((r) => [r.route, r.kind, r.sticky]), [
-    ['gen', 'ensemble', false], ['ab', 'split', true], ['gen1', 'ensemble', true],
+  assert.deepEqual(report.experiments.map((r) => [r.route, r.kind, r.srm === null]), [
+    ['gen', 'ensemble', true], ['ab', 'split', false], ['gen1', 'ensemble', true],
   ]);
 });
 
-test('ensemble members: one step each per ensembled input; a non-sticky step is not a new trajectory', () => {
+test('ensemble members: the trajectory is counted once, on the member of its first leg; candidates by their producer', () => {
   const r = route('gen');
-  assert.equal(r.comparison, null);
-  // [arm, member, started, steps, completed, error, succeeded, failed, latency samples]
+  // [arm, member, trajectories, steps, completed, error, succeeded, failed, latency samples]
+  // g1 starts one trajectory (unit on a, its first leg); g2 continues it from b's candidate: b's step.
   assert.deepEqual(r.arms.map(summary), [
-    ['a', true, 1, 2, 2, 0, 0, 0, 2],
-    ['b', true, 1, 2, 2, 0, 1, 0, 2],
+    ['a', true, 1, 1, 2, 0, 0, 0, 2],
+    ['b', true, 0, 1, 2, 0, 1, 0, 2],
   ]);
 });
 
-test('a split arm served by its fallback is still that arm; the metric names the producing backend', () => {
+test('a split arm served by its fallback is still that arm (intention to treat), reported as a crossover', () => {
   const r = route('ab');
   assert.deepEqual(r.arms.map(summary), [
     ['a', true, 0, 0, 0, 0, 0, 0, 0],
     ['b', true, 1, 2, 2, 0, 0, 1, 2],
   ]);
-  // a has no tool outcome yet: the comparison exists but has nothing to compare.
-  assert.deepEqual(
-    [r.comparison?.a, r.comparison?.b, r.comparison?.difference, r.comparison?.p_value],
-    ['a', 'b', null, null],
-  );
+  assert.equal(r.arms[1]!.crossover.trajectories, 1);
+  assert.equal(r.arms[1]!.crossover.share, 1);
+  assert.ok(r.arms[1]!.crossover.since !== null && !Number.isNaN(Date.parse(r.arms[1]!.crossover.since)));
+  assert.ok(r.warnings.some((w) => w.includes('crossover')), r.warnings.join('\n'));
+  // a has no trajectory: the comparison says why there is no number.
+  const primary = r.comparisons.find((c) => c.primary)!;
+  assert.deepEqual([primary.arm, primary.control, primary.fixed], ['b', 'a', null]);
+  assert.ok(primary.fixed_reason !== null);
   assert.match(metricsText, /magma_gateway_execution_feedback_total\{[^}]*route="ab"[^}]*backend="c"[^}]*\} 1|magma_gateway_execution_feedback_total\{[^}]*backend="c"[^}]*route="ab"[^}]*\} 1/);
 });
 

@@ -25,6 +25,12 @@ function requestIdFor(prefix: string, wants: [number, string][]): string {
   throw new Error('no request id found');
 }
 
+/** The tag's routing members (the trajectory members are checked apart). */
+function where(c: Cand): Record<string, unknown> {
+  const t = c.memory._gateway as Record<string, unknown>;
+  return Object.fromEntries(['backend', 'route', 'arm'].filter((k) => t[k] !== undefined).map((k) => [k, t[k]]));
+}
+
 function env(id: number, content: string, memory: Record<string, unknown>, extra: Record<string, unknown> = AB): object {
   return mkInput(id, { instruction: { type: 'env', content }, memory, extra_keys: extra });
 }
@@ -61,10 +67,18 @@ before(async () => {
 
   // Batch 1: four new trajectories, slots 0 and 1 on arm a, 2 and 3 on arm b.
   const r1 = await post(requestIdFor('r1', [[0, 'a'], [1, 'a'], [2, 'b'], [3, 'b']]), [0, 1, 2, 3].map((i) => mkInput(i, { extra_keys: AB })));
-  assert.deepEqual(r1.map((c) => c.memory._gateway), [
+  assert.deepEqual(r1.map(where), [
     { backend: 'a', route: 'ab', arm: 'a' }, { backend: 'a', route: 'ab', arm: 'a' },
     { backend: 'b', route: 'ab', arm: 'b' }, { backend: 'b', route: 'ab', arm: 'b' },
   ]);
+  // Each new trajectory has its own id, at step 1 with nothing counted yet.
+  assert.equal(new Set(r1.map((c) => c.memory._gateway?.trajectory)).size, 4);
+  for (const c of r1) {
+    const t = c.memory._gateway!;
+    assert.match(t.trajectory ?? '', /^[0-9a-f]{32}$/);
+    assert.deepEqual([t.step, t.s, t.n, t.stages, t.flags], [1, 0, 0, 0, '']);
+    assert.match(t.hash ?? '', /^[0-9a-f]{64}$/);
+  }
 
   // Batch 2: the environment reports on batch 1's decisions.
   const r2 = await post('r2', [
@@ -90,7 +104,10 @@ before(async () => {
     mkInput(3, { instruction: { type: 'user', content: 'boom' }, extra_keys: AB }),
   ]);
   assert.equal(r3[3]!.status, 'error');
-  assert.deepEqual(r3[3]!.memory._gateway, { backend: 'b', route: 'ab', arm: 'b' });
+  assert.deepEqual(where(r3[3]!), { backend: 'b', route: 'ab', arm: 'b' });
+  assert.equal(r3[3]!.memory._gateway?.flags, 'c', 'an error candidate marks its trajectory');
+  // Slot 1's trajectory after two env steps: 2 of 3 robot lines succeeded, a failure reason seen.
+  assert.deepEqual([r3[1]!.memory._gateway?.step, r3[1]!.memory._gateway?.s, r3[1]!.memory._gateway?.n, r3[1]!.memory._gateway?.flags], [3, 2, 3, 'f']);
 
   // Batch 4, attribution semantics:
   // slot 0: reports on arm a's decision but no longer matches the split (routed by `default`): counted for ab/a;
@@ -103,7 +120,7 @@ before(async () => {
     env(2, '{"infos": "table_robot: place succeed with message: ok", "error": null}', r3[2]!.memory),
     env(3, '{"infos": "dish_robot: pick failed with message: x"}', { _gateway: { backend: 'a', route: 'default' } }, {}),
   ]);
-  assert.deepEqual(r4.map((c) => c.memory._gateway), [
+  assert.deepEqual(r4.map(where), [
     { backend: 'a', route: 'default' }, { backend: 'a', route: 'ab', arm: 'a' },
     { backend: 'b', route: 'ab', arm: 'b' }, { backend: 'a', route: 'default' },
   ]);
@@ -125,51 +142,60 @@ function near(actual: number | null | undefined, expected: number, tol: number, 
 
 test('only the split route is reported, with its members in config order', () => {
   assert.equal(report.store, 'memory');
-  assert.deepEqual(report.routes.map((r) => [r.route, r.kind, r.sticky, r.members]), [['ab', 'split', true, { a: 1, b: 1 }]]);
-  assert.deepEqual(report.routes[0]!.arms.map((x) => [x.arm, x.member]), [['a', true], ['b', true]]);
+  assert.deepEqual(report.experiments.map((r) => [r.route, r.kind, r.control, r.primary, r.unit]), [['ab', 'split', 'a', 'tool_success', 'trajectory']]);
+  assert.deepEqual(report.experiments[0]!.arms.map((x) => [x.arm, x.weight, x.member]), [['a', 1, true], ['b', 1, true]]);
+  assert.match(report.experiments[0]!.experiment.id, /^[0-9a-f]{16}$/);
+  assert.ok(!Number.isNaN(Date.parse(report.experiments[0]!.experiment.started_at ?? '')));
 });
 
-test('per-arm counts: trajectories, steps, candidates, error codes, feedback', () => {
-  const [ra, rb] = report.routes[0]!.arms;
-  // a: started r1 x2 + r4 slot 1 (forged tag) = 3; steps 2 + 2 + 2 + 1 = 7, all completed.
+// The trajectories, by hand. Arm a: slot 0 (steps r1-r3, then routed by `default`: no longer the split's),
+// s = 1 of n = 1; slot 1 (r1-r3) s = 2 of n = 3 with a failure reason; the forged tag of r4 slot 1 starts a new
+// trajectory with 1 of 1. Arm b: slot 2 (r1-r4) 1 of 2, an env error and a failure reason; slot 3 (r1-r2) none;
+// the "boom" episode (r3 slot 3) none, an error candidate.
+const A = { s: [1, 2, 1], n: [1, 3, 1], steps: [3, 3, 1] };
+const B = { s: [1, 0, 0], n: [2, 0, 0], steps: [4, 2, 1] };
+const sum = (xs: number[]): number => xs.reduce((t, x) => t + x, 0);
+const dot = (xs: number[], ys: number[]): number => xs.reduce((t, x, i) => t + x * ys[i]!, 0);
+
+test('per-arm counts: trajectories, steps, candidates, error codes, trajectory shares', () => {
+  const [ra, rb] = report.experiments[0]!.arms;
   assert.deepEqual(
-    { started: ra!.trajectories_started, steps: ra!.steps, candidates: ra!.candidates, codes: ra!.error_codes, fb: ra!.feedback },
-    {
-      started: 3, steps: 7, candidates: { completed: 7, error: 0 }, codes: {},
-      fb: { tool_succeeded: 3, tool_failed: 2, env_error: 0, failure_reason: 1, unparsed: 0, other: 1 },
-    },
+    { k: ra!.trajectories, steps: ra!.steps, candidates: ra!.candidates, codes: ra!.error_codes, env: ra!.env_error_share, fr: ra!.failure_reason_share, ec: ra!.error_candidate_share },
+    { k: 3, steps: sum(A.steps), candidates: { completed: 7, error: 0 }, codes: {}, env: 0, fr: 1 / 3, ec: 0 },
   );
-  // b: started r1 x2 + r3 slot 3 = 3; steps 2 + 2 + 2 + 1 = 7; the "boom" episode is its one error candidate.
   assert.deepEqual(
-    { started: rb!.trajectories_started, steps: rb!.steps, candidates: rb!.candidates, codes: rb!.error_codes, fb: rb!.feedback },
-    {
-      started: 3, steps: 7, candidates: { completed: 6, error: 1 }, codes: { model_error: 1 },
-      fb: { tool_succeeded: 1, tool_failed: 1, env_error: 1, failure_reason: 1, unparsed: 1, other: 0 },
-    },
+    { k: rb!.trajectories, steps: rb!.steps, candidates: rb!.candidates, codes: rb!.error_codes, env: rb!.env_error_share, fr: rb!.failure_reason_share, ec: rb!.error_candidate_share },
+    { k: 3, steps: sum(B.steps), candidates: { completed: 6, error: 1 }, codes: { model_error: 1 }, env: 1 / 3, fr: 1 / 3, ec: 1 / 3 },
   );
+  assert.deepEqual(rb!.feedback, { tool_succeeded: 1, tool_failed: 1, env_error: 1, failure_reason: 1, unparsed: 1, other: 0 });
+  assert.equal(ra!.steps_per_trajectory, 7 / 3);
+  assert.equal(ra!.stages_per_trajectory, 0);
 });
 
-test('tool success rates with Wilson intervals, and the b - a comparison', () => {
-  const [ra, rb] = report.routes[0]!.arms;
-  assert.equal(ra!.tool_success.rate, 0.6);
-  near(ra!.tool_success.ci95?.[0], 0.2307, 1e-4, 'a lower');
-  near(ra!.tool_success.ci95?.[1], 0.8824, 1e-4, 'a upper');
-  assert.equal(rb!.tool_success.rate, 0.5);
-  near(rb!.tool_success.ci95?.[0], 0.0945, 1e-4, 'b lower');
-  near(rb!.tool_success.ci95?.[1], 0.9055, 1e-4, 'b upper');
-  const c = report.routes[0]!.comparison!;
-  assert.deepEqual([c.a, c.b, c.metric], ['a', 'b', 'tool_success_rate']);
-  near(c.difference, -0.1, 1e-12, 'difference'); // 1/2 - 3/5
-  // Newcombe by hand: -0.1 - sqrt((0.5 - 0.0945)^2 + (0.8824 - 0.6)^2) = -0.5942;
-  // -0.1 + sqrt((0.9055 - 0.5)^2 + (0.6 - 0.2307)^2) = 0.4485.
-  near(c.ci95?.[0], -0.5942, 1e-4, 'ci lower');
-  near(c.ci95?.[1], 0.4485, 1e-4, 'ci upper');
-  near(c.z, -0.241523, 1e-6, 'z');
-  near(c.p_value, 0.80915, 1e-5, 'p');
+test('tool success by trajectory: the sums and the delta-method interval, computed here from the trajectories', async () => {
+  const [ra, rb] = report.experiments[0]!.arms;
+  assert.deepEqual([ra!.tool_success.successes, ra!.tool_success.lines, ra!.tool_success.rate], [sum(A.s), sum(A.n), 0.8]);
+  assert.deepEqual([rb!.tool_success.successes, rb!.tool_success.lines, rb!.tool_success.rate], [sum(B.s), sum(B.n), 0.5]);
+  // The store's sums of squares and products are those of the trajectories.
+  const id = report.experiments[0]!.experiment.id;
+  const c = await gw.app.gateway.store.readCounters(`experiments:default/ab/${id}`);
+  assert.deepEqual([c['a|ss'], c['a|nn'], c['a|sn']], [dot(A.s, A.s), dot(A.n, A.n), dot(A.s, A.n)]);
+  assert.deepEqual([c['b|ss'], c['b|nn'], c['b|sn']], [dot(B.s, B.s), dot(B.n, B.n), dot(B.s, B.n)]);
+  // Delta method by hand: r = S/N, V = K/(K-1) (Qss - 2 r Qsn + r^2 Qnn) / N^2, interval r +- 1.959964 sqrt(V).
+  const r = 0.8;
+  const v = (3 / 2) * (dot(A.s, A.s) - 2 * r * dot(A.s, A.n) + r * r * dot(A.n, A.n)) / sum(A.n) ** 2;
+  near(ra!.tool_success.ci95?.[0], r - 1.959964 * Math.sqrt(v), 1e-6, 'a lower');
+  near(ra!.tool_success.ci95?.[1], Math.min(1, r + 1.959964 * Math.sqrt(v)), 1e-6, 'a upper');
+  // b has one trajectory with a robot line: no comparison of tool success, and the report says why.
+  const primary = report.experiments[0]!.comparisons.find((x) => x.primary)!;
+  assert.deepEqual([primary.arm, primary.control, primary.metric, primary.fixed, primary.sequential], ['b', 'a', 'tool_success', null, null]);
+  assert.match(primary.label, /^process metric/);
+  assert.equal(primary.sequential_reason, 'needs 20 trajectories per arm');
+  assert.equal(primary.fixed_reason, 'needs 2 trajectories with a robot line per arm');
 });
 
 test('latency: one sample per leg of the split, percentiles near each agent\'s delay', () => {
-  const [ra, rb] = report.routes[0]!.arms;
+  const [ra, rb] = report.experiments[0]!.arms;
   assert.equal(ra!.latency_ms.samples, 7);
   assert.equal(rb!.latency_ms.samples, 7);
   // Each arm's figures are its own legs': at least its agent's delay (less the bucket error, under 19%), and
@@ -214,21 +240,17 @@ test('execution feedback metric: by the incoming tag, bounded labels, no `other`
   assert.ok(!metricsText.includes('"zzz"') && !metricsText.includes('"nope"'));
 });
 
-test('the report command prints that state as a table', async () => {
+test('the report command prints that state for a researcher', async () => {
   let out = '';
   let err = '';
   const code = await reportCommand(['--url', `${gw.adminUrl}/`], { out: (t) => void (out += t), err: (t) => void (err += t) });
   assert.equal(code, 0, err);
   const lines = out.split('\n');
-  assert.ok(lines.includes('route ab: split a 1, b 1'), out);
+  assert.ok(lines.some((l) => l.startsWith('agent default (/) route ab: split, experiment ')), out);
   const row = (arm: string): string[] => lines.find((l) => l.startsWith(`${arm} `))!.trim().split(/\s{2,}/);
-  // ARM TRAJ STEPS DONE ERR OK/FAIL SUCCESS ENV_ERR FAIL_REASON UNPARSED P50 P95 CODES
-  assert.deepEqual(row('a').slice(0, 10), ['a', '3', '7', '7', '0', '3/2', '60.0% [23.1%, 88.2%]', '0', '1', '0']);
-  assert.equal(row('a')[12], '-');
-  assert.deepEqual(row('b').slice(0, 10), ['b', '3', '7', '6', '1', '1/1', '50.0% [9.5%, 90.5%]', '1', '1', '1']);
-  assert.equal(row('b')[12], 'model_error 1');
-  assert.ok(
-    lines.includes('b - a tool success rate: -10.0 pts [95% CI -59.4, +44.8], z = -0.24, p = 0.809 (two-sided pooled two-proportion z-test)'),
-    out,
-  );
+  // ARM WEIGHT TRAJ STEPS LINES TOOL-SUCCESS ...
+  assert.deepEqual(row('a').slice(0, 5), ['a', '1', '3', '7', '4/5']);
+  assert.deepEqual(row('b').slice(0, 6), ['b', '1', '3', '7', '1/2', '50.0%']);
+  assert.equal(row('b').at(-1), 'model_error 1');
+  assert.ok(lines.some((l) => l.startsWith('PRIMARY b - a, tool success (process metric')), out);
 });

@@ -1,6 +1,7 @@
 /**
- * `magma-gateway report` against a stub gateway on loopback serving a fixed report: the exact table a person
- * reads, `--json`, the admin bearer token (flag or GATEWAY_ADMIN_TOKEN), and readable failures.
+ * `magma-gateway report` against a stub gateway on loopback serving a fixed report (built by the real analysis
+ * from fixed counts): what a researcher reads first, `--json`, the admin bearer token (flag or
+ * GATEWAY_ADMIN_TOKEN), and readable failures.
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
@@ -8,82 +9,44 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { formatReport, reportCommand } from '../../src/commands/report.js';
 import type { CommandIo } from '../../src/commands/args.js';
-import type { ArmReport, ExperimentsReport } from '../../src/experiments/report.js';
+import type { ExperimentsReport } from '../../src/experiments/report.js';
+import { analyse, sampleRatio, srmWarning } from '../../src/experiments/analysis.js';
+import { armReport, emptyArm, type ArmCounts } from '../../src/experiments/arm-counts.js';
 
-function arm(name: string, over: Partial<ArmReport>): ArmReport {
-  return {
-    arm: name,
-    member: true,
-    trajectories_started: 0,
-    steps: 0,
-    candidates: { completed: 0, error: 0 },
-    error_codes: {},
-    feedback: { tool_succeeded: 0, tool_failed: 0, env_error: 0, failure_reason: 0, unparsed: 0, other: 0 },
-    tool_success: { succeeded: 0, failed: 0, rate: null, ci95: null },
-    latency_ms: { samples: 0, p50: null, p95: null },
-    ...over,
-  };
+function counts(over: Partial<ArmCounts>): ArmCounts {
+  return { ...emptyArm(), ...over };
 }
+
+// qwen 30 trajectories, gpt 0 (its backend never ready): a flagged sample-ratio mismatch with its cause.
+const QWEN = counts({
+  units: 30, unitsWithLines: 28, s: 80, n: 120, ss: 260, nn: 560, sn: 370, steps: 140, stepsSquared: 700, stages: 36, stagesSquared: 50,
+  envError: 3, errorCandidate: 1, completed: 139, error: 1, codes: new Map([['gateway_backend_timeout', 1], ['bad\u001b[31mcode', 1]]),
+  latency: new Map([[30, 100], [40, 40]]),
+});
+const GPT = counts({ rerouted: { not_ready: 30, ejected: 0 } });
+const MEMBERS = [{ arm: 'qwen', weight: 50, counts: QWEN }, { arm: 'gpt', weight: 50, counts: GPT }];
+const SRM = sampleRatio(MEMBERS);
+const ANALYSIS = analyse(MEMBERS, 'qwen', { primary: 'tool_success', plannedTrajectories: 200, burnIn: 20 });
 
 const REPORT: ExperimentsReport = {
   generated_at: '2025-01-01T00:00:00.000Z',
   store: 'redis',
-  latency_note: 'approximate',
-  agents: [],
-  routes: [
+  experiments: [
     {
-      route: 'ab',
-      kind: 'split',
-      sticky: true,
-      members: { qwen: 90, gpt: 10 },
+      agent: 'default', path: '/', route: 'ab', kind: 'split',
+      experiment: { id: '0123456789abcdef', name: 'spring', started_at: '2025-01-01T00:00:00.000Z' },
+      primary: 'tool_success', control: 'qwen', unit: 'trajectory', trustworthy: false,
+      warnings: [srmWarning(SRM), ...ANALYSIS.warnings], srm: SRM,
       arms: [
-        arm('qwen', {
-          trajectories_started: 12, steps: 240, candidates: { completed: 236, error: 4 },
-          error_codes: { gateway_backend_timeout: 3, 'bad\u001b[31mcode': 1 },
-          feedback: { tool_succeeded: 8, tool_failed: 2, env_error: 1, failure_reason: 2, unparsed: 0, other: 5 },
-          tool_success: { succeeded: 8, failed: 2, rate: 0.8, ci95: [0.4902, 0.9433] },
-          latency_ms: { samples: 240, p50: 1234.4, p95: 5012.9 },
-        }),
-        arm('gpt', {
-          trajectories_started: 2, steps: 30, candidates: { completed: 30, error: 0 },
-          tool_success: { succeeded: 0, failed: 0, rate: null, ci95: null },
-          latency_ms: { samples: 30, p50: 8.25, p95: 9.5 },
-        }),
-        arm('backup', { member: false, steps: 3, candidates: { completed: 3, error: 0 } }),
+        armReport('qwen', 50, true, QWEN, null),
+        armReport('gpt', 50, true, GPT, null),
+        armReport('backup', 0, false, counts({ steps: 3, completed: 3 }), null),
       ],
-      comparison: {
-        metric: 'tool_success_rate', a: 'qwen', b: 'gpt', difference: null, ci95: null, z: null, p_value: null,
-        test: 'two-sided pooled two-proportion z-test',
-      },
-    },
-    {
-      route: 'gen',
-      kind: 'ensemble',
-      sticky: false,
-      members: { qwen: 1, gpt: 1 },
-      arms: [arm('qwen', {}), arm('gpt', {})],
-      comparison: null,
+      comparisons: ANALYSIS.comparisons, secondary: ANALYSIS.secondary, strata: null,
     },
   ],
+  earlier: [{ agent: 'default', route: 'ab', experiment: { id: 'fedcba9876543210', name: null, started_at: '2024-12-01T00:00:00.000Z' }, ended_at: '2025-01-01T00:00:00.000Z', arms: [{ arm: 'qwen', trajectories: 12 }] }],
 };
-
-const TABLE = `experiments (store: redis, at 2025-01-01T00:00:00.000Z)
-
-route ab: split qwen 90, gpt 10
-ARM                TRAJ  STEPS  DONE  ERR  TOOLS OK/FAIL  TOOL SUCCESS [95% CI]  ENV ERR  FAIL REASON  UNPARSED  P50 MS  P95 MS  TOP ERROR CODES
-qwen                 12    240   236    4            8/2   80.0% [49.0%, 94.3%]        1            2         0    1234    5013  gateway_backend_timeout 3, bad?[31mcode 1
-gpt                   2     30    30    0            0/0                      -        0            0         0     8.3     9.5  -
-backup (fallback)     0      3     3    0            0/0                      -        0            0         0       -       -  -
-gpt - qwen tool success rate: n/a (an arm has no tool outcome yet)
-
-route gen: ensemble qwen 1, gpt 1 (not sticky)
-ARM   TRAJ  STEPS  DONE  ERR  TOOLS OK/FAIL  TOOL SUCCESS [95% CI]  ENV ERR  FAIL REASON  UNPARSED  P50 MS  P95 MS  TOP ERROR CODES
-qwen     0      0     0    0            0/0                      -        0            0         0       -       -  -
-gpt      0      0     0    0            0/0                      -        0            0         0       -       -  -
-
-TRAJ = trajectories started; tool success = robot lines that succeeded / (succeeded + failed).
-latency: approximate.
-`;
 
 let server: Server;
 let url: string;
@@ -113,23 +76,37 @@ async function run(argv: string[]): Promise<{ code: number; out: string; err: st
   return { code, out, err };
 }
 
-test('the table: aligned columns, fallback arms flagged, control characters neutralised, n/a comparison', async () => {
+test('the text: SRM first, then the arms, the primary comparison with its label, the stop rule, secondary', async () => {
   answer = { status: 200, body: JSON.stringify(REPORT) };
   const r = await run(['--url', url]);
   assert.equal(r.code, 0, r.err);
-  assert.equal(r.out, TABLE);
-  assert.equal(formatReport(REPORT), TABLE);
+  assert.equal(r.out, formatReport(REPORT));
+  const lines = r.out.split('\n');
+  const head = lines.findIndex((l) => l.startsWith('agent default (/) route ab: split, experiment 0123456789abcdef "spring"'));
+  assert.ok(head > 0, r.out);
+  assert.equal(lines[head + 1], 'NOT TRUSTWORTHY');
+  assert.match(lines[head + 2]!, /^! sample-ratio mismatch \(p = .*\): trajectories qwen 30, gpt 0, expected qwen 15, gpt 15; cause: 30 trajectories rerouted from gpt: not ready/);
+  assert.ok(SRM.flagged && SRM.p_value! < 1e-6);
+  const row = (arm: string): string[] => lines.find((l) => l.startsWith(`${arm} `))!.trim().split(/\s{2,}/);
+  assert.deepEqual(row('qwen').slice(0, 5), ['qwen', '50', '30', '140', '80/120']);
+  assert.equal(row('qwen').at(-1), 'bad?[31mcode 1, gateway_backend_timeout 1', 'control characters neutralised');
+  assert.deepEqual(row('backup').slice(0, 4), ['backup (fallback)', '-', '0', '3']);
+  const primary = lines.findIndex((l) => l.startsWith('PRIMARY gpt - qwen, tool success (process metric: tool success over observed robot lines, not episode success):'));
+  assert.ok(primary > head, r.out);
+  assert.match(lines[primary + 1]!, /^ {2}always-valid: n\/a \(needs 20 trajectories per arm\)$/);
+  assert.match(lines[primary + 2]!, /^ {2}fixed: n\/a \(/);
+  assert.ok(lines.indexOf('secondary (descriptive, never a stopping rule):') > primary);
+  assert.ok(lines.some((l) => l.startsWith('  default/ab fedcba9876543210 2024-12-01T00:00:00.000Z .. 2025-01-01T00:00:00.000Z: qwen 12')));
+  assert.ok(lines.some((l) => l.startsWith('Stop rule: you may stop the first time the PRIMARY always-valid p is below 0.05')));
 });
 
-test('a two-arm comparison line: signed points, interval, z and p (p < 0.001 when tiny)', () => {
+test('an always-valid result prints the stop rule\'s verdict', () => {
   const withCmp = structuredClone(REPORT);
-  const ab = withCmp.routes[0]!;
-  ab.comparison = { ...ab.comparison!, difference: 0.125, ci95: [-0.05, 0.3], z: 1.5, p_value: 0.1336 };
-  assert.ok(formatReport(withCmp).includes(
-    'gpt - qwen tool success rate: +12.5 pts [95% CI -5.0, +30.0], z = 1.50, p = 0.134 (two-sided pooled two-proportion z-test)',
-  ));
-  ab.comparison = { ...ab.comparison, p_value: 0.00001, z: -4.4 };
-  assert.ok(formatReport(withCmp).includes('z = -4.40, p < 0.001'));
+  const c = withCmp.experiments[0]!.comparisons.find((x) => x.primary)!;
+  c.sequential = { difference: 0.125, ci95: [0.02, 0.23], p_value: 0.01, alpha: 0.05, method: 'normal-mixture always-valid (mSPRT)', planned_trajectories: 200, rho2: 0.0397 };
+  assert.ok(formatReport(withCmp).includes('  always-valid: +12.5 pts [+2.0, +23.0], p = 0.010 -> you may stop: the arms differ'));
+  c.sequential = { ...c.sequential, p_value: 0.5, ci95: [-0.1, 0.3] };
+  assert.ok(formatReport(withCmp).includes('p = 0.500 -> keep running (or stop and report this interval)'));
 });
 
 test('--json prints the report as served', async () => {

@@ -64,7 +64,13 @@ export interface Cand {
   source_id: number;
   candidate_index: number;
   status: 'completed' | 'error';
-  memory: Record<string, unknown> & { _gateway?: { backend: string; route: string; arm?: string } };
+  memory: Record<string, unknown> & {
+    _gateway?: {
+      backend: string; route: string; arm?: string;
+      // On experiment routes (docs/experiments.md, "The trajectory in the tag").
+      trajectory?: string; experiment?: string; step?: number; s?: number; n?: number; stages?: number; hash?: string; flags?: string;
+    };
+  };
   internal_steps: unknown[];
   output: { say: string; tool_calls: unknown[] } | null;
   error: { code: string; message: string; component: string | null } | null;

@@ -16,7 +16,7 @@ import { readAgentRequest } from '../../src/protocol/read-request.js';
 import { parseAgentRequest } from '../../src/protocol/request.js';
 import { subRequestBody } from '../../src/protocol/sub-request.js';
 import type { AgentInput, JsonObject } from '../../src/protocol/types.js';
-import { stripMemoryKey } from '../../src/dispatch/candidates.js';
+import { stripMemoryKey } from '../../src/routing/memory-tag.js';
 import { seededRandom } from '../../bench/lib/seeded-random.js';
 
 const SEED = Number(process.env.DIFF_SEED ?? 20240611);

@@ -45,7 +45,7 @@ export function uniquePrefix(): string {
 }
 
 export function memoryConfig(over: Partial<StateConfig> = {}): StateConfig {
-  return { replay_ttl_s: 600, replay_max_bytes: 1024, replay_cache_mb: 64, lease_s: 1, ...over };
+  return { replay_ttl_s: 600, replay_max_bytes: 1024, replay_cache_mb: 64, lease_s: 1, counters_ttl_s: 3600, index_max_entries: 10_000, ...over };
 }
 
 export function redisConfig(

@@ -1,0 +1,219 @@
+/**
+ * `magma-gateway outcomes import <BENCH results dir>` (docs/experiments.md, "Outcomes from BENCH"): reads BENCH's
+ * results (schema 2.0), hashes each episode's trace the way the gateway hashed the instructions it received
+ * (experiments/trace-hash.ts), and posts the outcomes by trace hash to POST /gateway/experiments/outcomes. The
+ * gateway resolves each hash to its trajectory; ambiguous and unmatched episodes are counted and printed, never
+ * guessed.
+ *
+ * Episodes: `scenarios/<scenario>/episodes/<episode_id>.json`, and `scenarios/.partial/<scenario>/episodes/*.json`
+ * while a scenario runs; an episode found in both is taken from its final place. The trace pairs hashed are the
+ * (payload.role, payload.content) of the `instruction` and `tool_feedback` entries, in order; `agent_answer` and
+ * `failure_diagnostics` are skipped.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { baseUrl, parseCommandLine, processIo, secondsOption, usageExit, type CommandIo, type Parsed } from './args.js';
+import { traceHash } from '../experiments/trace-hash.js';
+import { GatewayError } from '../errors.js';
+
+const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
+/** Outcomes per POST: well under experiments.outcomes_max's default. */
+const CHUNK = 1000;
+const DEFAULT_MAX_EPISODE_MB = 64;
+
+export const OUTCOMES_USAGE = `usage: magma-gateway outcomes import <BENCH results dir> [--url <admin-url>] [--token <token>] [--dry-run] [--json]
+  Posts each BENCH episode's success to the gateway's experiment report, matched to its trajectory by the hash of
+  the instructions the agent received (POST /gateway/experiments/outcomes on the admin listener).
+  --url <url>            the gateway's admin listener, default ${DEFAULT_ADMIN_URL}
+  --token <t>            admin bearer token (default: env GATEWAY_ADMIN_TOKEN)
+  --dry-run              read and hash the episodes, print what would be posted, post nothing
+  --json                 print the summary as JSON
+  --max-episode-mb <n>   skip episode files larger than this (default ${DEFAULT_MAX_EPISODE_MB})
+  --timeout <s>          deadline of each request (default 60)
+  exit code: 0 posted, 1 the results or the gateway could not be read, 2 usage error
+`;
+
+const FLAGS = {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  json: { type: 'boolean' },
+  'max-episode-mb': { type: 'string' },
+  timeout: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export interface Episode {
+  episode_id: string;
+  success: boolean;
+  trace_hash: string;
+  /** Where it was read from. */
+  file: string;
+}
+
+export interface ReadResult {
+  agent: string | null;
+  episodes: Episode[];
+  /** Files skipped, with why. */
+  skipped: { file: string; reason: string }[];
+}
+
+function listJson(dir: string): string[] {
+  try {
+    return readdirSync(dir).filter((f) => f.endsWith('.json')).sort().map((f) => join(dir, f));
+  } catch {
+    return [];
+  }
+}
+
+function scenarioDirs(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory() && d.name !== '.partial').map((d) => join(dir, d.name)).sort();
+  } catch {
+    return [];
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** One episode file's outcome and trace hash, or why it cannot be used. */
+export function readEpisode(text: string): Omit<Episode, 'file'> | string {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return 'not JSON';
+  }
+  if (!isObject(v)) return 'not a JSON object';
+  if (typeof v.episode_id !== 'string' || v.episode_id === '') return 'no episode_id';
+  if (typeof v.success !== 'boolean') return 'no boolean success';
+  if (!Array.isArray(v.trace)) return 'no trace list';
+  const pairs: { role: string; content: string }[] = [];
+  for (const entry of v.trace) {
+    if (!isObject(entry) || (entry.kind !== 'instruction' && entry.kind !== 'tool_feedback')) continue;
+    const p = entry.payload;
+    if (!isObject(p) || typeof p.role !== 'string' || typeof p.content !== 'string') return 'a trace entry without payload.role and payload.content';
+    pairs.push({ role: p.role, content: p.content });
+  }
+  return { episode_id: v.episode_id, success: v.success, trace_hash: traceHash(pairs) };
+}
+
+/** Every episode of a results directory, deduplicated by episode_id (the final place wins over `.partial/`). */
+export function readResults(dir: string, maxEpisodeBytes: number): ReadResult {
+  let agent: string | null = null;
+  try {
+    const run: unknown = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8'));
+    if (isObject(run) && isObject(run.agent) && typeof run.agent.agent_id === 'string') {
+      agent = typeof run.agent.agent_version === 'string' ? `${run.agent.agent_id} ${run.agent.agent_version}` : run.agent.agent_id;
+    }
+  } catch {
+    throw new GatewayError('GATEWAY_ERR_USAGE', `${join(dir, 'run.json')}: not found or not JSON (is ${dir} a BENCH results directory?)`);
+  }
+  const byId = new Map<string, Episode>();
+  const skipped: { file: string; reason: string }[] = [];
+  const scenarios = join(dir, 'scenarios');
+  // Partial first, so an episode also found in its final place is replaced by that one.
+  const files = [
+    ...scenarioDirs(join(scenarios, '.partial')).flatMap((s) => listJson(join(s, 'episodes'))),
+    ...scenarioDirs(scenarios).flatMap((s) => listJson(join(s, 'episodes'))),
+  ];
+  for (const file of files) {
+    let text: string;
+    try {
+      if (statSync(file).size > maxEpisodeBytes) {
+        skipped.push({ file, reason: `larger than --max-episode-mb` });
+        continue;
+      }
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      skipped.push({ file, reason: err instanceof Error ? err.message : String(err) });
+      continue;
+    }
+    const e = readEpisode(text);
+    if (typeof e === 'string') skipped.push({ file, reason: e });
+    else byId.set(e.episode_id, { ...e, file });
+  }
+  return { agent, episodes: [...byId.values()], skipped };
+}
+
+interface PostSummary {
+  received: number;
+  results: Record<string, number>;
+}
+
+async function post(endpoint: string, token: string | undefined, body: string, timeoutMs: number): Promise<PostSummary> {
+  const headers: Record<string, string> = { accept: 'application/json', 'content-type': 'application/json' };
+  if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
+  const res = await fetch(endpoint, { method: 'POST', headers, body, signal: AbortSignal.timeout(timeoutMs) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${endpoint} answered HTTP ${res.status}: ${text.replace(/\s+/g, ' ').slice(0, 300)}`);
+  const v: unknown = JSON.parse(text);
+  if (!isObject(v) || !isObject(v.results)) throw new Error(`${endpoint} did not answer an outcomes summary`);
+  const results: Record<string, number> = {};
+  for (const [k, n] of Object.entries(v.results)) if (typeof n === 'number') results[k] = n;
+  return { received: typeof v.received === 'number' ? v.received : 0, results };
+}
+
+/** The `outcomes` subcommand; `argv` is what follows `outcomes`. Returns the exit code. */
+export async function outcomesCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
+  let values: Parsed['values'];
+  let dir: string;
+  let base: string;
+  let seconds: number;
+  let maxMb: number;
+  try {
+    const parsed = parseCommandLine(argv, FLAGS, 2);
+    values = parsed.values;
+    if (values.help === true) {
+      io.out(OUTCOMES_USAGE);
+      return 0;
+    }
+    if (parsed.positionals[0] !== 'import') throw new GatewayError('GATEWAY_ERR_USAGE', 'expected "outcomes import <BENCH results dir>"');
+    const d = parsed.positionals[1];
+    if (d === undefined) throw new GatewayError('GATEWAY_ERR_USAGE', 'missing the BENCH results directory');
+    dir = d;
+    base = baseUrl(typeof values.url === 'string' ? values.url : DEFAULT_ADMIN_URL, 'admin URL');
+    seconds = secondsOption(values.timeout, '--timeout', 60);
+    maxMb = secondsOption(values['max-episode-mb'], '--max-episode-mb', DEFAULT_MAX_EPISODE_MB);
+  } catch (err) {
+    return usageExit(err, 'outcomes', OUTCOMES_USAGE, io);
+  }
+  let read: ReadResult;
+  try {
+    read = readResults(dir, maxMb * 1024 * 1024);
+  } catch (err) {
+    io.err(`magma-gateway outcomes: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+  const totals: Record<string, number> = {};
+  if (values['dry-run'] !== true) {
+    const endpoint = `${base}/gateway/experiments/outcomes`;
+    const token = typeof values.token === 'string' ? values.token : process.env.GATEWAY_ADMIN_TOKEN;
+    try {
+      for (let i = 0; i < read.episodes.length; i += CHUNK) {
+        const outcomes = read.episodes.slice(i, i + CHUNK).map((e) => ({ trace_hash: e.trace_hash, episode: e.episode_id, success: e.success }));
+        const s = await post(endpoint, token, JSON.stringify({ outcomes }), Math.ceil(seconds * 1000));
+        for (const [k, n] of Object.entries(s.results)) totals[k] = (totals[k] ?? 0) + n;
+      }
+    } catch (err) {
+      io.err(`magma-gateway outcomes: ${err instanceof Error ? err.message : String(err)}\n`);
+      return 1;
+    }
+  }
+  const summary = { agent: read.agent, episodes: read.episodes.length, skipped: read.skipped, posted: values['dry-run'] === true ? 0 : read.episodes.length, results: totals };
+  if (values.json === true) io.out(`${JSON.stringify(summary, null, 2)}\n`);
+  else {
+    const lines = [`${read.episodes.length} episodes read from ${dir}${read.agent === null ? '' : ` (agent ${read.agent})`}, ${read.skipped.length} files skipped`];
+    for (const s of read.skipped.slice(0, 10)) lines.push(`  skipped ${s.file}: ${s.reason}`);
+    if (values['dry-run'] === true) lines.push('dry run: nothing posted');
+    else {
+      lines.push(Object.entries(totals).map(([k, n]) => `${k} ${n}`).join(', '));
+      lines.push('accepted = credited to its trajectory; arm_level = identical traces all in one arm, credited to that arm;');
+      lines.push('ambiguous = identical traces in several arms, unmatched = no trajectory with that trace: neither is credited.');
+    }
+    io.out(`${lines.join('\n')}\n`);
+  }
+  return 0;
+}

@@ -1,0 +1,90 @@
+/**
+ * Where the experiment recorder keeps things in the store (docs/experiments.md, "What the gateway stores"). The
+ * store adds its own prefix; every key carries the experiment id, so experiments of one route are never summed.
+ *
+ *   counters  experiments:<agent>/<route>/<experiment>   per-arm counters (fields below)
+ *   counters  experiments:outcomes                        outcome posts: accepted, duplicate, conflict, unknown, ...
+ *   claim     x:step:<trajectory>:<step>                  the request key that counted that step (replay vs fork)
+ *   claim     x:traj:<trajectory>                         what credits its outcome: agent, route, experiment, arm
+ *   claim     x:outcome:<trajectory> | x:outcome-ep:<hash>:<episode>   the outcome credited (set once)
+ *   claim     x:exp:<experiment>                          the experiment's record: agent, route, name, started_at
+ *   claim     x:crossed:<experiment>:<arm>                when the arm's first crossover happened
+ *   set       x:hash:<trace hash>                         `<trajectory>:<step>` of every step that ended with it
+ *   set       x:steps:<trajectory>                        the steps counted (the last one is the trajectory's end)
+ *   set       x:list:<agent>/<route>                      the route's experiments
+ *   shared    experiments:epoch:<agent>/<route>           the time of the route's last reset
+ */
+export function countersKey(agent: string, route: string, experiment: string): string {
+  return `experiments:${agent}/${route}/${experiment}`;
+}
+
+export const OUTCOME_COUNTERS_KEY = 'experiments:outcomes';
+
+export const keys = {
+  step: (trajectory: string, step: number) => `x:step:${trajectory}:${step}`,
+  trajectory: (trajectory: string) => `x:traj:${trajectory}`,
+  outcome: (trajectory: string) => `x:outcome:${trajectory}`,
+  episodeOutcome: (hash: string, episode: string) => `x:outcome-ep:${hash}:${episode}`,
+  experiment: (experiment: string) => `x:exp:${experiment}`,
+  crossed: (experiment: string, arm: string) => `x:crossed:${experiment}:${arm}`,
+  hash: (hash: string) => `x:hash:${hash}`,
+  steps: (trajectory: string) => `x:steps:${trajectory}`,
+  list: (agent: string, route: string) => `x:list:${agent}/${route}`,
+  epoch: (agent: string, route: string) => `experiments:epoch:${agent}/${route}`,
+};
+
+export const EPOCH_PREFIX = 'experiments:epoch:';
+
+/**
+ * Counter fields are `<arm>|<what>`: arm names cannot hold `|` (config names are [A-Za-z0-9_.-]), so the first
+ * `|` splits them back; error codes, which come from backends, only ever follow it.
+ */
+export const field = {
+  units: (arm: string) => `${arm}|units`,
+  /** Trajectories with at least one robot line (n > 0): the fixed comparison needs 2 per arm. */
+  unitsWithLines: (arm: string) => `${arm}|units_lines`,
+  s: (arm: string) => `${arm}|s`,
+  n: (arm: string) => `${arm}|n`,
+  ss: (arm: string) => `${arm}|ss`,
+  nn: (arm: string) => `${arm}|nn`,
+  sn: (arm: string) => `${arm}|sn`,
+  steps: (arm: string) => `${arm}|steps`,
+  stages: (arm: string) => `${arm}|stages`,
+  /** Σ steps² and Σ stages² over trajectories: the variances of the per-trajectory means. */
+  stepsSquared: (arm: string) => `${arm}|steps_sq`,
+  stagesSquared: (arm: string) => `${arm}|stages_sq`,
+  envError: (arm: string) => `${arm}|env_error`,
+  failureReason: (arm: string) => `${arm}|failure_reason`,
+  errorCandidate: (arm: string) => `${arm}|error_candidate`,
+  crossed: (arm: string) => `${arm}|crossed`,
+  cached: (arm: string) => `${arm}|cached_steps`,
+  rerouted: (arm: string, why: 'not_ready' | 'ejected') => `${arm}|rerouted|${why}`,
+  completed: (arm: string) => `${arm}|completed`,
+  error: (arm: string) => `${arm}|error`,
+  code: (arm: string, code: string) => `${arm}|code|${code}`,
+  feedback: (arm: string, outcome: string) => `${arm}|fb|${outcome}`,
+  latency: (arm: string, bucket: number) => `${arm}|lat|${bucket}`,
+  outcomeReported: (arm: string) => `${arm}|oc_reported`,
+  outcomeSuccess: (arm: string) => `${arm}|oc_success`,
+  outcomeArmLevel: (arm: string) => `${arm}|oc_arm_level`,
+  scoreN: (arm: string) => `${arm}|oc_score_n`,
+  scoreSum: (arm: string) => `${arm}|oc_score_sum`,
+  scoreSquares: (arm: string) => `${arm}|oc_score_ss`,
+};
+
+/** What `x:traj:<id>` holds: enough to credit an outcome to its arm. */
+export interface TrajectoryRecord {
+  agent: string;
+  route: string;
+  experiment: string;
+  arm: string;
+  started_at: string;
+}
+
+/** What `x:exp:<id>` holds. */
+export interface ExperimentRecord {
+  agent: string;
+  route: string;
+  name: string | null;
+  started_at: string;
+}

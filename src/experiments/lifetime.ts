@@ -1,0 +1,57 @@
+/**
+ * An experiment's lifetime (docs/experiments.md, "An experiment's lifetime"): a route's experiment is named by its
+ * kind, arms, weights and optional `experiment.name`, plus the time of its last reset. A config reload that changes
+ * any of them, or `POST /gateway/experiments/reset`, starts a new experiment; the old one keeps its counters under
+ * its own id and is listed under `earlier`, never summed with the new one.
+ *
+ * Reset times are shared values (`experiments:epoch:<agent>/<route>`), so every replica starts the new
+ * experiment; this process keeps them in a map fed by the store's change notifications.
+ */
+import { createHash } from 'node:crypto';
+import type { CompiledRoute } from '../routing/plan.js';
+import type { Store } from '../state/types.js';
+import { EPOCH_PREFIX, keys } from './keys.js';
+
+/** The experiment id: 16 hex digits of a hash of what names the experiment. */
+export function experimentId(agent: string, route: CompiledRoute, epoch: string | undefined): string {
+  const named = [agent, route.name, route.kind, route.members.map((m) => [m.name, m.weight]), route.experiment.name ?? null, epoch ?? null];
+  return createHash('sha256').update(JSON.stringify(named), 'utf8').digest('hex').slice(0, 16);
+}
+
+export class Lifetimes {
+  /** Reset time per `<agent>/<route>`; null = read, none set. */
+  private readonly epochs = new Map<string, string | null>();
+  private subscribed: Store | undefined;
+
+  async id(store: Store, agent: string, route: CompiledRoute): Promise<string> {
+    return experimentId(agent, route, await this.epoch(store, agent, route.name));
+  }
+
+  async epoch(store: Store, agent: string, route: string): Promise<string | undefined> {
+    this.subscribe(store);
+    const k = `${agent}/${route}`;
+    const known = this.epochs.get(k);
+    if (known !== undefined) return known ?? undefined;
+    const v = await store.getShared(keys.epoch(agent, route));
+    // A reset announced while reading wins over what was read.
+    if (!this.epochs.has(k)) this.epochs.set(k, v ?? null);
+    return this.epochs.get(k) ?? undefined;
+  }
+
+  /** Starts a new experiment on the route, on every replica. */
+  async reset(store: Store, agent: string, route: string, ttlMs: number, now: Date): Promise<void> {
+    this.subscribe(store);
+    const at = now.toISOString();
+    this.epochs.set(`${agent}/${route}`, at);
+    await store.setShared(keys.epoch(agent, route), at, ttlMs);
+  }
+
+  private subscribe(store: Store): void {
+    if (this.subscribed === store) return;
+    this.subscribed = store;
+    this.epochs.clear();
+    store.onSharedChange((key, value) => {
+      if (key.startsWith(EPOCH_PREFIX)) this.epochs.set(key.slice(EPOCH_PREFIX.length), value ?? null);
+    });
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * One step of a trajectory (docs/experiments.md, "The trajectory in the tag"): the trajectory members an input's
+ * candidates carry, from the members the input arrived with and the input's instruction. Pure and deterministic,
+ * so a replayed (request_id, input id) gives the same members on every replica.
+ */
+import { createHash } from 'node:crypto';
+import { intKey } from '../protocol/exact-json.js';
+import { TAG_MAX_COUNT, withFlag, type TrajectoryState } from '../routing/memory-tag.js';
+import { parseEnvFeedback } from './feedback.js';
+import { nextTraceHash, TRACE_HASH_SEED, traceRole } from './trace-hash.js';
+
+/** The instruction of an input, as the recorder reads it. */
+export interface StepInstruction {
+  readonly type: 'user' | 'env';
+  readonly content: string;
+}
+
+function hex32(...parts: string[]): string {
+  return createHash('sha256').update(parts.join('\u0000'), 'utf8').digest('hex').slice(0, 32);
+}
+
+/**
+ * The key of one (request_id, input id) under the config's salt: a new trajectory's id, and what the
+ * recorder's step marks hold to tell a replay (same key) from a fork (another key).
+ */
+export function requestKey(salt: string, requestId: string, inputId: unknown): string {
+  return hex32('request', salt, requestId, intKey(inputId));
+}
+
+/** The id of a trajectory forked from `parent` by the request with key `key`: deterministic, so replays agree. */
+export function forkedId(parent: string, key: string): string {
+  return hex32('fork', parent, key);
+}
+
+/** The tool outcomes an instruction reports: robot lines succeeded / reported, env error, failure reason. */
+export interface StepFeedback {
+  succeeded: number;
+  lines: number;
+  envError: boolean;
+  failureReason: boolean;
+}
+
+export function stepFeedback(instruction: StepInstruction): StepFeedback {
+  if (instruction.type !== 'env') return { succeeded: 0, lines: 0, envError: false, failureReason: false };
+  const c = parseEnvFeedback(instruction.content);
+  return {
+    succeeded: c.tool_succeeded,
+    lines: c.tool_succeeded + c.tool_failed,
+    envError: c.env_error > 0,
+    failureReason: c.failure_reason > 0,
+  };
+}
+
+/**
+ * The members after `instruction`: `previous` is what the input arrived with, undefined for a new trajectory
+ * (id `id`, in `experiment`). A `user` instruction after the first step is a completed stage.
+ */
+export function advance(
+  previous: TrajectoryState | undefined,
+  start: { id: string; experiment: string },
+  instruction: StepInstruction,
+  feedback: StepFeedback,
+): TrajectoryState {
+  const p = previous ?? { id: start.id, experiment: start.experiment, step: 0, s: 0, n: 0, stages: 0, hash: TRACE_HASH_SEED, flags: '' };
+  let next: TrajectoryState = {
+    id: p.id,
+    experiment: p.experiment,
+    step: Math.min(TAG_MAX_COUNT, p.step + 1),
+    // Bounded like a tag read back: n never passes the bound and s never passes n.
+    n: Math.min(TAG_MAX_COUNT, p.n + feedback.lines),
+    s: Math.min(TAG_MAX_COUNT, p.n + feedback.lines, p.s + feedback.succeeded),
+    stages: Math.min(TAG_MAX_COUNT, p.stages + (instruction.type === 'user' && p.step > 0 ? 1 : 0)),
+    hash: nextTraceHash(p.hash, traceRole(instruction.type), instruction.content),
+    flags: p.flags,
+  };
+  if (feedback.envError) next = withFlag(next, 'e');
+  if (feedback.failureReason) next = withFlag(next, 'f');
+  return next;
+}
