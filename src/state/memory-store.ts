@@ -34,6 +34,8 @@ export class MemoryStore implements Store {
   private readonly counters = new Map<string, Map<string, number>>();
   private readonly shared = new Map<string, { value: string; expiresAt: number }>();
   private readonly sharedListeners: Listeners<[string, string | undefined]>;
+  private readonly lists = new Map<string, { values: string[]; expiresAt: number }>();
+  private readonly claims = new Map<string, number>();
 
   constructor(config: StateConfig, log: StateLog) {
     this.replay = new LocalReplay(
@@ -103,5 +105,31 @@ export class MemoryStore implements Store {
 
   async close(): Promise<void> {
     this.replay.clear();
+  }
+
+  async pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void> {
+    const now = Date.now();
+    let list = this.lists.get(key);
+    if (list === undefined || list.expiresAt <= now) this.lists.set(key, (list = { values: [], expiresAt: 0 }));
+    list.values.push(value);
+    // One at a time, so a list never holds more than max + 1: the cost of a push stays constant.
+    while (list.values.length > Math.max(0, max)) list.values.shift();
+    list.expiresAt = now + ttlMs;
+  }
+
+  async readList(key: string): Promise<string[]> {
+    const list = this.lists.get(key);
+    if (list === undefined) return [];
+    if (list.expiresAt > Date.now()) return [...list.values];
+    this.lists.delete(key);
+    return [];
+  }
+
+  async claim(key: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    for (const [k, until] of this.claims) if (until <= now) this.claims.delete(k); // a handful at most: one per interval
+    if (this.claims.has(key)) return false;
+    this.claims.set(key, now + ttlMs);
+    return true;
   }
 }

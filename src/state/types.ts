@@ -111,6 +111,20 @@ export interface Store {
   stats(): StoreStats;
   /** Releases this process's permits and abandons its replay leases, sends pending counters, disconnects. */
   close(): Promise<void>;
+
+  /**
+   * Appends `value` to the list `key`, keeping only its last `max` entries (the oldest dropped), the whole list
+   * forgotten `ttlMs` after its last append. Used for the experiment history (experiments/history.ts). Redis
+   * unavailable: the value is dropped (a gap in the history, counted in `fallbacks`).
+   */
+  pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void>;
+  /** The list `key`, oldest first; empty when there is none, or while Redis is unavailable (counted in `fallbacks`). */
+  readList(key: string): Promise<string[]>;
+  /**
+   * True for the first caller, on any replica sharing the store, to claim `key` until it expires after `ttlMs`;
+   * false for every other (the one-writer-per-interval of the experiment history). Redis unavailable: false.
+   */
+  claim(key: string, ttlMs: number): Promise<boolean>;
 }
 
 export function emptyStats(): StoreStats {
