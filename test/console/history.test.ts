@@ -1,0 +1,123 @@
+/**
+ * The experiment history (src/experiments/history.ts) and the store methods under it (pushCapped, readList,
+ * claim), on both stores: the memory store, and the Redis at 127.0.0.1:6379 under a unique prefix, where two
+ * gateway replicas sharing it write one snapshot per interval between them. Time is a StepClock.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { parseConfigText } from '../../src/config/load.js';
+import { ExperimentHistory, HISTORY_KEY } from '../../src/experiments/history.js';
+import { GatewayMetrics } from '../../src/metrics.js';
+import { compileAgents } from '../../src/routing/agents.js';
+import { MemoryStore } from '../../src/state/memory-store.js';
+import { RedisStore } from '../../src/state/redis-store.js';
+import type { Store } from '../../src/state/types.js';
+import { StepClock } from '../helpers/step-clock.js';
+import { deleteKeys, memoryConfig, recordingLog, redisConfig, uniquePrefix, waitUntilUp } from '../state/helpers.js';
+
+const CONFIG = parseConfigText(
+  [
+    'experiments: { snapshot_interval_s: 60, snapshot_points: 3 }',
+    'backends: { a: { url: "http://127.0.0.1:1" }, b: { url: "http://127.0.0.1:2" } }',
+    'routes: [ { name: ab, split: { a: 50, b: 50 } } ]',
+  ].join('\n'),
+  'history.yaml',
+  {},
+);
+
+function host(store: Store) {
+  return { current: { agents: compileAgents(CONFIG), config: CONFIG }, store, metrics: new GatewayMetrics({ defaultMetrics: false }) };
+}
+
+const stores: Store[] = [];
+const prefixes: string[] = [];
+after(async () => {
+  await Promise.all(stores.map((s) => s.close()));
+  await Promise.all(prefixes.map((p) => deleteKeys(p)));
+});
+
+async function makeStore(kind: 'memory' | 'redis', prefix?: string): Promise<Store> {
+  const log = recordingLog();
+  let store: Store;
+  if (kind === 'memory') store = new MemoryStore(memoryConfig(), log);
+  else {
+    const p = prefix ?? uniquePrefix();
+    prefixes.push(p);
+    store = new RedisStore(redisConfig(p), log);
+    assert.ok(await waitUntilUp(store, 5000), 'redis at 127.0.0.1:6379 is up');
+  }
+  stores.push(store);
+  return store;
+}
+
+for (const kind of ['memory', 'redis'] as const) {
+  describe(`${kind} store: capped lists and claims`, () => {
+    test('pushCapped keeps the last max entries, oldest first; readList of nothing is empty', async () => {
+      const s = await makeStore(kind);
+      assert.deepEqual(await s.readList('l'), []);
+      for (const v of ['1', '2', '3', '4', '5']) await s.pushCapped('l', v, 3, 60_000);
+      assert.deepEqual(await s.readList('l'), ['3', '4', '5']);
+      await s.pushCapped('l', '6', 2, 60_000);
+      assert.deepEqual(await s.readList('l'), ['5', '6'], 'a smaller max trims at the next push');
+    });
+
+    test('a list is forgotten ttlMs after its last push', async () => {
+      const s = await makeStore(kind);
+      await s.pushCapped('short', 'x', 5, 30);
+      assert.deepEqual(await s.readList('short'), ['x']);
+      await new Promise((r) => setTimeout(r, 80)); // the TTL itself is what is under test
+      assert.deepEqual(await s.readList('short'), []);
+    });
+
+    test('claim: the first caller wins until the claim expires', async () => {
+      const s = await makeStore(kind);
+      assert.equal(await s.claim('slot-1', 40), true);
+      assert.equal(await s.claim('slot-1', 40), false);
+      assert.equal(await s.claim('slot-2', 40), true, 'another key is its own claim');
+      await new Promise((r) => setTimeout(r, 90)); // the expiry itself is what is under test
+      assert.equal(await s.claim('slot-1', 40), true);
+    });
+  });
+}
+
+test('a snapshot every interval, at most snapshot_points kept, each point from the report', async () => {
+  const store = await makeStore('memory');
+  const clock = new StepClock();
+  clock.advance(1_700_000_000_000); // an epoch time: points carry ISO times
+  const history = new ExperimentHistory(() => host(store), recordingLog(), clock);
+  history.start();
+  assert.deepEqual(await history.read(), []);
+  for (let i = 0; i < 5; i++) {
+    clock.advance(60_000);
+    await new Promise((r) => setImmediate(r)); // the snapshot's store calls settle
+    await new Promise((r) => setImmediate(r));
+  }
+  history.stop();
+  const points = await history.read();
+  assert.equal(points.length, 3, 'snapshot_points = 3');
+  const times = points.map((p) => Date.parse(p.at));
+  assert.deepEqual(times.map((t, i) => (i === 0 ? 0 : t - times[i - 1]!)), [0, 60_000, 60_000]);
+  const ab = points[0]!.experiments.find((e) => e.route === 'ab')!;
+  assert.equal(ab.agent, 'default');
+  assert.deepEqual(ab.trajectories, { a: 0, b: 0 });
+  assert.deepEqual(ab.comparisons.map((c) => [c.arm, c.control, c.difference, c.fixed_ci95, c.sequential_ci95]), [['b', 'a', null, null, null]]);
+});
+
+test('two replicas on one Redis write one snapshot per interval between them', async () => {
+  const prefix = uniquePrefix();
+  const [s1, s2] = [await makeStore('redis', prefix), await makeStore('redis', prefix)];
+  const clock = new StepClock();
+  clock.advance(1_800_000_000_000);
+  const h1 = new ExperimentHistory(() => host(s1), recordingLog(), clock);
+  const h2 = new ExperimentHistory(() => host(s2), recordingLog(), clock);
+  let written = 0;
+  for (let i = 0; i < 3; i++) {
+    const wrote = await Promise.all([h1.snapshot(), h2.snapshot()]);
+    assert.equal(wrote.filter(Boolean).length, 1, `interval ${i}: exactly one replica wrote`);
+    written++;
+    clock.advance(60_000);
+  }
+  assert.equal((await h1.read()).length, written);
+  assert.deepEqual(await h1.read(), await h2.read(), 'the same history from either replica');
+  assert.equal((await s1.readList(HISTORY_KEY)).length, 3);
+});
