@@ -5,6 +5,7 @@
  * interval: the first to claim the interval's slot (SET NX), so the history is the same whichever replica
  * answers `GET /gateway/experiments/history`; with the memory store it is this process's own.
  */
+import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logging.js';
 import type { ExperimentsHost } from './recorder.js';
 import { experimentsReport } from './report.js';
@@ -36,6 +37,8 @@ interface HistoryHost extends ExperimentsHost {
 
 export class ExperimentHistory {
   private timer: unknown;
+  /** Who wrote a slot, for someone reading the claims in Redis. */
+  private readonly id = randomUUID();
   private stopped = false;
 
   constructor(
@@ -72,7 +75,7 @@ export class ExperimentHistory {
     try {
       const host = this.host();
       // The claim outlives its interval, so a replica whose timer fires late cannot write the same slot twice.
-      if (!(await host.store.claim(`${HISTORY_KEY}:slot:${intervalMs}:${slot}`, 2 * intervalMs))) return false;
+      if (!(await host.store.claim(`${HISTORY_KEY}:slot:${intervalMs}:${slot}`, this.id, 2 * intervalMs)).first) return false;
       const point = pointFromReport(reportView(await experimentsReport(host)), now);
       // Kept as long as the whole history spans, twice over, then forgotten if nobody writes any more.
       await host.store.pushCapped(HISTORY_KEY, JSON.stringify(point), points, 2 * points * intervalMs);

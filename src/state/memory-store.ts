@@ -9,6 +9,7 @@ import { LocalSemaphores } from './local-semaphore.js';
 import {
   emptyStats,
   type AcquireOptions,
+  type ClaimResult,
   type Permit,
   type ReplayBegin,
   type StateConfig,
@@ -35,7 +36,7 @@ export class MemoryStore implements Store {
   private readonly shared = new Map<string, { value: string; expiresAt: number }>();
   private readonly sharedListeners: Listeners<[string, string | undefined]>;
   private readonly lists = new Map<string, { values: string[]; expiresAt: number }>();
-  private readonly claims = new Map<string, number>();
+  private readonly claimed = new Map<string, { value: string; expiresAt: number }>();
 
   constructor(config: StateConfig, log: StateLog) {
     this.replay = new LocalReplay(
@@ -125,11 +126,12 @@ export class MemoryStore implements Store {
     return [];
   }
 
-  async claim(key: string, ttlMs: number): Promise<boolean> {
+  async claim(key: string, value: string, ttlMs: number): Promise<ClaimResult> {
     const now = Date.now();
-    for (const [k, until] of this.claims) if (until <= now) this.claims.delete(k); // a handful at most: one per interval
-    if (this.claims.has(key)) return false;
-    this.claims.set(key, now + ttlMs);
-    return true;
+    for (const [k, c] of this.claimed) if (c.expiresAt <= now) this.claimed.delete(k); // a handful at most: one per interval
+    const held = this.claimed.get(key);
+    if (held !== undefined) return { first: false, value: held.value };
+    this.claimed.set(key, { value, expiresAt: now + ttlMs });
+    return { first: true, value };
   }
 }

@@ -17,6 +17,7 @@ import { RedisShared, type SharedMessage } from './redis-shared.js';
 import {
   emptyStats,
   type AcquireOptions,
+  type ClaimResult,
   type Permit,
   type ReplayBegin,
   type StateConfig,
@@ -157,13 +158,15 @@ export class RedisStore implements Store {
     }
   }
 
-  async claim(key: string, ttlMs: number): Promise<boolean> {
+  async claim(key: string, value: string, ttlMs: number): Promise<ClaimResult> {
+    const k = `${this.prefix}claim:${key}`;
     try {
-      const set = await this.link.run((c) => c.set(`${this.prefix}claim:${key}`, '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'));
-      return set === 'OK';
+      // SET NX GET (Redis 7): the stored value back when it was there already, null when this call stored it.
+      const held = await this.link.run((c) => c.call('SET', k, value, 'PX', String(Math.max(1, Math.ceil(ttlMs))), 'NX', 'GET'));
+      return held === null ? { first: true, value } : { first: false, value: String(held) };
     } catch {
       this.counts.fallbacks++;
-      return false;
+      return { first: false, value };
     }
   }
 

@@ -18,6 +18,14 @@ export interface StateLog {
   warn(obj: object, msg: string): void;
 }
 
+/** What a claim answers. */
+export interface ClaimResult {
+  /** True for the caller whose value was stored. */
+  first: boolean;
+  /** The stored value: the caller's when first, else the first caller's. */
+  value: string;
+}
+
 /** One unit of a per-key concurrency limit. */
 export interface Permit {
   /** Gives the permit back. Idempotent; also happens by itself when the acquire signal aborts. */
@@ -121,10 +129,11 @@ export interface Store {
   /** The list `key`, oldest first; empty when there is none, or while Redis is unavailable (counted in `fallbacks`). */
   readList(key: string): Promise<string[]>;
   /**
-   * True for the first caller, on any replica sharing the store, to claim `key` until it expires after `ttlMs`;
-   * false for every other (the one-writer-per-interval of the experiment history). Redis unavailable: false.
+   * Set-once: the first caller, on any replica sharing the store, stores `value` under `key` until it expires
+   * after `ttlMs`; every caller learns the stored value and whether it was the first (the one writer per
+   * interval of the experiment history). Redis unavailable: not first.
    */
-  claim(key: string, ttlMs: number): Promise<boolean>;
+  claim(key: string, value: string, ttlMs: number): Promise<ClaimResult>;
 }
 
 export function emptyStats(): StoreStats {

@@ -71,11 +71,11 @@ for (const kind of ['memory', 'redis'] as const) {
 
     test('claim: the first caller wins until the claim expires', async () => {
       const s = await makeStore(kind);
-      assert.equal(await s.claim('slot-1', 40), true);
-      assert.equal(await s.claim('slot-1', 40), false);
-      assert.equal(await s.claim('slot-2', 40), true, 'another key is its own claim');
+      assert.deepEqual(await s.claim('slot-1', 'me', 40), { first: true, value: 'me' });
+      assert.deepEqual(await s.claim('slot-1', 'you', 40), { first: false, value: 'me' });
+      assert.deepEqual(await s.claim('slot-2', 'you', 40), { first: true, value: 'you' }, 'another key is its own claim');
       await new Promise((r) => setTimeout(r, 90)); // the expiry itself is what is under test
-      assert.equal(await s.claim('slot-1', 40), true);
+      assert.deepEqual(await s.claim('slot-1', 'you', 40), { first: true, value: 'you' });
     });
   });
 }
