@@ -13,6 +13,7 @@ import { MemoryStore } from '../../src/state/memory-store.js';
 import { RedisStore } from '../../src/state/redis-store.js';
 import type { Store } from '../../src/state/types.js';
 import { StepClock } from '../helpers/step-clock.js';
+import { waitFor } from '../helpers/wait.js';
 import { deleteKeys, memoryConfig, recordingLog, redisConfig, uniquePrefix, waitUntilUp } from '../state/helpers.js';
 
 const CONFIG = parseConfigText(
@@ -63,19 +64,18 @@ for (const kind of ['memory', 'redis'] as const) {
 
     test('a list is forgotten ttlMs after its last push', async () => {
       const s = await makeStore(kind);
-      await s.pushCapped('short', 'x', 5, 30);
+      await s.pushCapped('short', 'x', 5, 400);
       assert.deepEqual(await s.readList('short'), ['x']);
-      await new Promise((r) => setTimeout(r, 80)); // the TTL itself is what is under test
-      assert.deepEqual(await s.readList('short'), []);
+      await waitFor('the list expired', async () => (await s.readList('short')).length === 0, { timeoutMs: 5000 });
     });
 
     test('claim: the first caller wins until the claim expires', async () => {
       const s = await makeStore(kind);
-      assert.deepEqual(await s.claim('slot-1', 'me', 40), { first: true, value: 'me' });
-      assert.deepEqual(await s.claim('slot-1', 'you', 40), { first: false, value: 'me' });
-      assert.deepEqual(await s.claim('slot-2', 'you', 40), { first: true, value: 'you' }, 'another key is its own claim');
-      await new Promise((r) => setTimeout(r, 90)); // the expiry itself is what is under test
-      assert.deepEqual(await s.claim('slot-1', 'you', 40), { first: true, value: 'you' });
+      assert.deepEqual(await s.claim('slot-1', 'me', 400), { first: true, value: 'me' });
+      assert.deepEqual(await s.claim('slot-1', 'you', 400), { first: false, value: 'me' });
+      assert.deepEqual(await s.claim('slot-2', 'you', 400), { first: true, value: 'you' }, 'another key is its own claim');
+      await waitFor('the claim expired', async () => (await s.claim('slot-1', 'later', 400)).first, { timeoutMs: 5000 });
+      assert.deepEqual(await s.claim('slot-1', 'you', 400), { first: false, value: 'later' });
     });
   });
 }
