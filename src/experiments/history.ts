@@ -7,7 +7,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logging.js';
-import type { ExperimentsHost } from './recorder.js';
 import { experimentsReport } from './report.js';
 import { pointFromReport, reportView, type HistoryPoint } from './history-point.js';
 
@@ -31,9 +30,11 @@ const wallClock: HistoryClock = {
   clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>), // only handles setTimer made come back
 };
 
-interface HistoryHost extends ExperimentsHost {
-  current: ExperimentsHost['current'] & { config: { experiments: { snapshot_interval_s: number; snapshot_points: number } } };
-}
+/** What the report needs (whatever that is), and the history's two settings. */
+type ReportHost = Parameters<typeof experimentsReport>[0];
+type HistoryHost = ReportHost & {
+  current: ReportHost['current'] & { config: { experiments: { snapshot_interval_s: number; snapshot_points: number } } };
+};
 
 export class ExperimentHistory {
   private timer: unknown;
