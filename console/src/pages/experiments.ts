@@ -57,7 +57,7 @@ function ExperimentCard(props: { e: Experiment; history: unknown; onUnauthorized
           Observed ${tally(e.srm.observed)}, expected ${tally(Object.fromEntries(Object.entries(e.srm.expected).map(([k, v]) => [k, Math.round(v)])))} (${pValue(e.srm.pValue)}).
           ${e.srm.cause === null ? '' : `Cause: ${e.srm.cause}.`} The comparison is not trustworthy.</div>`
       : null}
-    ${e.warnings.filter((_, i) => !(i === 0 && e.srm?.flagged === true)).map((w) => html`<div class="banner error">${w}</div>`)}
+    ${e.warnings.filter((_, i) => !(i === 0 && e.srm?.flagged === true)).map((w) => html`<div class="banner warn" data-warning>${w}</div>`)}
     ${armsTable(e.arms, e.control)}
     <h3>Comparisons</h3>
     ${comparisonsTable(e.comparisons)}
