@@ -7,7 +7,8 @@
  * 3. Plays a 3-step episode for 4 trajectories in one batch per step (BENCH-like), carrying each candidate's
  *    memory forward, then one ensemble step (GEN-like, 4 candidates of one input), printing who answered what.
  * 4. Prints the experiment report (the `report` subcommand's table, read from the gateway's admin listener),
- *    stops everything, exits 0.
+ *    stops everything, exits 0. With `--keep` (`npm run demo -- --keep`) it stays up instead, printing the
+ *    console's address (docs/console.md), until Ctrl-C.
  * Any HTTP error, invalid answer, error candidate or lost big integer exits 1; the whole demo is capped at 60 s.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -32,6 +33,8 @@ const AGENTS = {
 /** Kept in memory from step 1 to the end: proves big integers cross agent and gateway digit for digit. */
 const SEED = '12345678901234567890';
 const TRAJECTORIES = 4;
+/** `--keep`: stay up after the episode so the console can be looked at. */
+const KEEP = process.argv.slice(2).includes('--keep');
 
 const TOOLS: JsonObject[] = [
   {
@@ -109,6 +112,7 @@ agent: { agent_id: magma-gateway-demo }
 log_level: warn
 request_timeout_s: 30
 probe_interval_s: 1
+experiments: { snapshot_interval_s: 5 }   # the console's chart gets a point every 5 s
 backends:
   talker: { url: "${talker}", timeout_s: 10 }
   actor: { url: "${actor}", timeout_s: 10 }
@@ -348,6 +352,18 @@ async function main(): Promise<void> {
   await printExperiments(adminBase);
   if (errors > 0) throw new DemoError(`${errors} candidate(s) came back as errors`);
   log('\ndemo finished: every step answered, in order, by the agents the routes chose.');
+  if (KEEP) await keepUp(adminBase);
+}
+
+/** `--keep`: the demo stays up, its console at the admin listener, until SIGINT (Ctrl-C) or SIGTERM. */
+async function keepUp(adminBase: string): Promise<void> {
+  clearTimeout(timer);
+  log(`\nconsole:      ${adminBase}/   (open it in a browser; Ctrl-C stops the demo)`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  log('stopping');
 }
 
 const timer = setTimeout(() => {

@@ -12,6 +12,8 @@ import { installHttpErrors } from './plugins/http-errors.js';
 import { countAnswers } from './plugins/http-metrics.js';
 import { adminRoutes } from './routes/admin.js';
 import { experimentsRoute } from './routes/experiments.js';
+import { consoleFiles, consolePaths } from './admin/console-assets.js';
+import { consoleRoutes } from './routes/console.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -37,12 +39,25 @@ export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInsta
   installHttpErrors(admin, config.server.body_limit_mb);
   admin.removeAllContentTypeParsers();
   admin.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
-  await admin.register(authPlugin, { listener: 'admin' });
+  // The console's built files are open (they hold no data); their list is read once, as @fastify/static does.
+  await admin.register(authPlugin, { listener: 'admin', open: consolePaths(consoleFiles()) });
   // The admin listener takes no client keys: its requests are anonymous to the client label.
   countAnswers(admin, () => ANONYMOUS_CLIENT);
   await admin.register(adminRoutes, { main });
   await admin.register(experimentsRoute);
+  await admin.register(consoleRoutes, { listeners: () => ({
+      agent: serverUrl(main, main.gateway.current.config.server.tls === undefined ? 'http' : 'https'),
+      admin: serverUrl(admin, 'http'),
+    }), });
   return admin;
+}
+
+/** The address an app listens on (`http://host:port`, https with server.tls on the agent port), null before it listens. */
+function serverUrl(app: FastifyInstance, scheme: 'http' | 'https'): string | null {
+  const addr = app.server.listening ? app.server.address() : null;
+  if (addr === null || typeof addr !== 'object') return null;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return `${scheme}://${host}:${addr.port}`;
 }
 
 /**

@@ -155,6 +155,7 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
   const books = bookkeeping(state);
   const refuse = (status: 400 | 409 | 503, detail: string): ReloadOutcome => {
     state.metrics.reloads.inc({ result: 'refused' });
+    state.activity.recordReload({ trigger, ok: false, detail });
     app.log.error({ trigger, detail }, 'config reload refused; the running config keeps serving');
     return { ok: false, status, detail };
   };
@@ -216,6 +217,7 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
     not_ready_routes: next.agents.root === undefined ? [] : next.routesLackingBackend(next.agents.root),
   };
   state.metrics.reloads.inc({ result: 'ok' });
+  state.activity.recordReload({ trigger, ok: true, detail: null });
   app.log.info({ ...report }, 'config reloaded');
   return { ok: true, report };
 }

@@ -85,6 +85,11 @@ export class GatewayRuntime {
     this.active++;
   }
 
+  /** Batches in flight on this runtime (the console's overview). */
+  get inFlight(): number {
+    return this.active;
+  }
+
   leave(): void {
     this.active--;
     if (this.active === 0 && this.drained) this.drained();

@@ -3,7 +3,9 @@
  * and the pieces that outlive a reload (metrics, store, experiment accounting). Built by the gateway
  * plugin (plugins/gateway.ts); defined here so the batch core needs nothing from the HTTP layer.
  */
+import type { Activity } from './activity.js';
 import type { ClientLimits } from '../clients/client-limits.js';
+import type { ExperimentHistory } from '../experiments/history.js';
 import type { Experiments } from '../experiments/recorder.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { GatewayRuntime } from '../runtime.js';
@@ -20,4 +22,8 @@ export interface GatewayState {
   experiments: Experiments;
   /** Per-client limits (docs/operations.md#client-keys), by client name, kept across reloads (reload.ts reconfigures it). */
   clients: ClientLimits;
+  /** Recent batches, batch rate, start time and last reload, for the console (docs/console.md). */
+  activity: Activity;
+  /** Snapshots of the experiment report over time, in the store (experiments/history.ts). */
+  history: ExperimentHistory;
 }

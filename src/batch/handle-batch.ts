@@ -234,6 +234,13 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
       lease = undefined;
       done.finish(body).catch((err: unknown) => ex.log.warn({ err }, 'replay store failed'));
     }
+    const durationMs = Math.round(performance.now() - t0);
+    const routes = countBy(plan.inputs.map((p) => p.route));
+    // The console's recent batches (batch/activity.ts): counts and names only, never memory or prompts.
+    gw.activity.recordBatch({
+      request_id: request.request_id, agent: agent.name, client: ex.client ?? null, inputs: request.inputs.length, candidates: result.outputs.length,
+      routes, backends: result.backends, error_codes: result.errorCodes, duration_ms: durationMs, overhead_ms: Math.round(overheadMs * 100) / 100,
+    });
     // Guarded: building the line (route counts, rounding) costs time even when the level drops it.
     if (logsInfo(ex.log)) {
       ex.log.info(
@@ -244,10 +251,10 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
           ...(permit === undefined || permit.waitedMs === 0 ? {} : { client_wait_ms: Math.round(permit.waitedMs) }),
           inputs: request.inputs.length,
           candidates: result.outputs.length,
-          routes: countBy(plan.inputs.map((p) => p.route)),
+          routes,
           backends: result.backends,
           error_codes: result.errorCodes,
-          duration_ms: Math.round(performance.now() - t0),
+          duration_ms: durationMs,
           overhead_ms: Math.round(overheadMs * 100) / 100,
           body_bytes: raw.length,
         },

@@ -368,6 +368,8 @@ export const configSchema = z.strictObject({
         .optional(),
       token: z.string().optional(),
       protect_metrics: z.boolean().default(false),
+      /** Batches `GET /gateway/batches` (the console's Recent batches page) keeps, newest first; 0 keeps none. */
+      recent_batches: z.number().int().min(0).max(100_000).default(200),
     })
     .superRefine((a, ctx) => {
       const at = a.listen === undefined ? undefined : parseHostPort(a.listen);
@@ -378,6 +380,15 @@ export const configSchema = z.strictObject({
           message: `admin.listen ${a.listen} is reachable beyond this host: set a non-empty admin.token, or listen on 127.0.0.1`,
         });
       }
+    })
+    .prefault({}),
+  /** Experiment history for the console's chart (docs/console.md). */
+  experiments: z
+    .strictObject({
+      /** Seconds between two snapshots of the experiment report into the store (one replica writes each). */
+      snapshot_interval_s: positive.default(60),
+      /** Snapshots kept, the oldest dropped (1440 = a day at one a minute). */
+      snapshot_points: z.number().int().positive().max(100_000).default(1440),
     })
     .prefault({}),
   metrics: z

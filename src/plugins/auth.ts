@@ -36,6 +36,12 @@ export function isMetricsPath(req: FastifyRequest): boolean {
 interface AuthOptions {
   /** `admin`: every request needs the token; `agent`: only /metrics, and only with admin.protect_metrics. */
   listener: 'admin' | 'agent';
+  /**
+   * Admin listener: route paths served to anyone on GET and HEAD (the console's built page and assets, which
+   * hold no data). Matched against the route the router chose, never the raw URL, so no spelling of a data
+   * path gets through.
+   */
+  open?: ReadonlySet<string>;
 }
 
 async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void> {
@@ -43,6 +49,7 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     const { admin } = app.gateway.current.config;
     if (opts.listener === 'agent' && !(admin.protect_metrics && isMetricsPath(req))) return;
+    if (opts.open !== undefined && (req.method === 'GET' || req.method === 'HEAD') && opts.open.has(req.routeOptions.url ?? '')) return;
     if (admin.token === undefined) return;
     if (admin.token === '') {
       // `${GATEWAY_ADMIN_TOKEN:-}` with the variable empty on a loopback admin listener (config validation

@@ -5,7 +5,9 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { GatewayConfig } from '../config/schema.js';
+import { Activity } from '../batch/activity.js';
 import { ClientLimits } from '../clients/client-limits.js';
+import { ExperimentHistory } from '../experiments/history.js';
 import { Experiments } from '../experiments/recorder.js';
 import { GatewayMetrics } from '../metrics.js';
 import { GatewayRuntime } from '../runtime.js';
@@ -45,6 +47,8 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     configPath: opts.configPath,
     store,
     experiments: new Experiments(() => state, app.log),
+    history: new ExperimentHistory(() => state, app.log),
+    activity: new Activity(() => state.current.config.admin.recent_batches),
     clients: new ClientLimits(opts.config.clients, {
       waited: (client, limit) => metrics.clientLimitWaits.inc({ client, limit }),
       waitEnded: (client, seconds) => metrics.clientLimitWait.observe({ client }, seconds),
@@ -59,11 +63,13 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     // Before listening, even when the probes are not waited for: the first batch is traced when tracing is on.
     await state.current.startTracing();
     const first = state.current.start();
+    state.history.start();
     if (opts.probeOnStart !== false) await first;
   });
   // Once listening (the address is known), after the first probe round: the start-up summary and warnings.
   app.addHook('onListen', async () => logStartSummary(app, opts.probeOnStart !== false));
   app.addHook('onClose', async () => {
+    state.history.stop();
     await state.current.close();
     await state.store.close();
   });

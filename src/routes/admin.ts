@@ -9,12 +9,14 @@
  *   GET  /gateway/config                the running config, secrets redacted (admin/redact.ts)
  *   POST /gateway/reload                re-read the config file: 200 {"reloaded": true, ...} or 400 with the reason
  *   GET  /gateway/experiments           the A/B and ensemble report (routes/experiments.ts)
+ *   GET  /gateway/overview, /gateway/batches, /gateway/experiments/history   for the console (routes/console.ts)
  *   POST /gateway/experiments/outcomes  episode outcomes for the report (routes/experiments.ts)
  *   POST /gateway/experiments/reset     start experiments afresh (routes/experiments.ts)
  *   ANY  /gateway/backends/{name}/...   forwarded to a ready replica of that backend (routes/admin-passthrough.ts)
  */
 import type { FastifyInstance } from 'fastify';
 import { passthrough } from './admin-passthrough.js';
+import { backendStats } from '../admin/backend-stats.js';
 import { redactConfig } from '../admin/redact.js';
 import { agentsView, backendsView, routesView } from '../admin/views.js';
 import { reloadGateway } from '../reload.js';
@@ -27,6 +29,9 @@ const ADMIN_ENDPOINTS = [
   { method: 'GET', path: '/gateway/config', what: 'the running config, secrets redacted' },
   { method: 'POST', path: '/gateway/reload', what: 're-read the config file' },
   { method: 'GET', path: '/gateway/experiments', what: 'the A/B and ensemble experiment report' },
+  { method: 'GET', path: '/gateway/experiments/history', what: 'experiment report snapshots over time (the console\'s chart)' },
+  { method: 'GET', path: '/gateway/overview', what: 'version, uptime, listeners, store, last reload, batch rate, error candidates, overhead' },
+  { method: 'GET', path: '/gateway/batches', what: 'the last batches (admin.recent_batches), newest first; ?limit=N' },
   { method: 'POST', path: '/gateway/experiments/outcomes', what: 'episode outcomes, by trajectory id or trace hash' },
   { method: 'POST', path: '/gateway/experiments/reset', what: 'start experiments afresh (body {agent?, route?})' },
   { method: 'ANY', path: '/gateway/backends/{name}/...', what: 'passthrough to a ready replica of that backend' },
@@ -42,7 +47,11 @@ export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions
   app.get('/gateway', index);
   app.get('/gateway/', index);
 
-  app.get('/gateway/backends', async () => ({ backends: backendsView(app.gateway.current) }));
+  app.get('/gateway/backends', async () => {
+    const stats = await backendStats(app.gateway.metrics);
+    const none = { latency_ms: { samples: 0, p50: null, p95: null }, outcomes: {} };
+    return { backends: backendsView(app.gateway.current).map((b) => ({ ...b, ...(stats.get(b.name) ?? none) })) };
+  });
 
   app.get('/gateway/routes', async () => ({ routes: routesView(app.gateway.current), agents: agentsView(app.gateway.current) }));
 

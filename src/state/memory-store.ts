@@ -36,6 +36,7 @@ export class MemoryStore implements Store {
   private readonly counters = new Map<string, Map<string, number>>();
   private readonly shared = new Map<string, { value: string; expiresAt: number }>();
   private readonly sharedListeners: Listeners<[string, string | undefined]>;
+  private readonly lists = new Map<string, { values: string[]; expiresAt: number }>();
   private readonly claims: LocalClaims;
 
   constructor(config: StateConfig, log: StateLog) {
@@ -124,5 +125,23 @@ export class MemoryStore implements Store {
   async close(): Promise<void> {
     this.replay.clear();
     this.claims.clear();
+  }
+
+  async pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void> {
+    const now = Date.now();
+    let list = this.lists.get(key);
+    if (list === undefined || list.expiresAt <= now) this.lists.set(key, (list = { values: [], expiresAt: 0 }));
+    list.values.push(value);
+    // One at a time, so a list never holds more than max + 1: the cost of a push stays constant.
+    while (list.values.length > Math.max(0, max)) list.values.shift();
+    list.expiresAt = now + ttlMs;
+  }
+
+  async readList(key: string): Promise<string[]> {
+    const list = this.lists.get(key);
+    if (list === undefined) return [];
+    if (list.expiresAt > Date.now()) return [...list.values];
+    this.lists.delete(key);
+    return [];
   }
 }

@@ -2,7 +2,7 @@
  * The Redis store: state shared by every gateway replica configured with the same Redis and key_prefix.
  * Composes the connection (redis-link.ts), cluster-wide semaphores, replay, counters and shared values, each
  * with a per-process fallback used while Redis is unavailable (see each module). Key layout, all under
- * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `claim:<key>`, `set:<key>`, and one pub/sub channel
+ * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `claim:<key>`, `set:<key>`, `list:<key>`, and one pub/sub channel
  * `events` carrying wake-ups and shared-value changes.
  */
 import type { AbortLike } from '../abort.js';
@@ -59,11 +59,13 @@ export class RedisStore implements Store {
   private readonly localClaims: LocalClaims;
   private readonly sharedListeners: Listeners<[string, string | undefined]>;
   private closing: Promise<void> | undefined;
+  private readonly prefix: string;
 
   constructor(config: StateConfig, log: StateLog) {
     const redis = config.redis;
     if (redis === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'RedisStore needs state.redis');
     const prefix = redis.key_prefix;
+    this.prefix = prefix;
     const origin = newId(); // tells this instance's own announcements apart
     // Whole milliseconds: Redis's PEXPIRE and SET PX take integers only.
     const leaseMs = Math.ceil(config.lease_s * 1000);
@@ -157,6 +159,25 @@ export class RedisStore implements Store {
   async close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;
+  }
+
+  async pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void> {
+    const k = `${this.prefix}list:${key}`;
+    try {
+      // One MULTI on one key: atomic, and a single slot on Redis Cluster.
+      await this.link.run((c) => c.multi().rpush(k, value).ltrim(k, -Math.max(1, max), -1).pexpire(k, Math.ceil(ttlMs)).exec());
+    } catch {
+      this.counts.fallbacks++;
+    }
+  }
+
+  async readList(key: string): Promise<string[]> {
+    try {
+      return await this.link.run((c) => c.lrange(`${this.prefix}list:${key}`, 0, -1));
+    } catch {
+      this.counts.fallbacks++;
+      return [];
+    }
   }
 
   private async shutdown(): Promise<void> {

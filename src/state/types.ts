@@ -21,6 +21,14 @@ export interface StateLog {
   warn(obj: object, msg: string): void;
 }
 
+/** What a claim answers. */
+export interface ClaimResult {
+  /** True for the caller whose value was stored. */
+  first: boolean;
+  /** The stored value: the caller's when first, else the first caller's. */
+  value: string;
+}
+
 /** One unit of a per-key concurrency limit. */
 export interface Permit {
   /** Gives the permit back. Idempotent; also happens by itself when the acquire signal aborts. */
@@ -126,6 +134,21 @@ export interface Store {
   stats(): StoreStats;
   /** Releases this process's permits and abandons its replay leases, sends pending counters, disconnects. */
   close(): Promise<void>;
+
+  /**
+   * Appends `value` to the list `key`, keeping only its last `max` entries (the oldest dropped), the whole list
+   * forgotten `ttlMs` after its last append. Used for the experiment history (experiments/history.ts). Redis
+   * unavailable: the value is dropped (a gap in the history, counted in `fallbacks`).
+   */
+  pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void>;
+  /** The list `key`, oldest first; empty when there is none, or while Redis is unavailable (counted in `fallbacks`). */
+  readList(key: string): Promise<string[]>;
+  /**
+   * Set-once: the first caller, on any replica sharing the store, stores `value` under `key` until it expires
+   * after `ttlMs`; every caller learns the stored value and whether it was the first (the one writer per
+   * interval of the experiment history). Redis unavailable: not first.
+   */
+  claim(key: string, value: string, ttlMs: number): Promise<ClaimResult>;
 }
 
 export function emptyStats(): StoreStats {

@@ -96,6 +96,8 @@ test('defaults fill every key a minimal file leaves out', () => {
   assert.equal(c.shadow_max_in_flight, 16);
   assert.equal(c.state.redis, undefined);
   assert.equal(c.admin.token, undefined);
+  assert.equal(c.admin.recent_batches, 200);
+  assert.deepEqual(c.experiments, { snapshot_interval_s: 60, snapshot_points: 1440 });
 });
 
 test('backend defaults apply and url becomes a one-element urls list', () => {

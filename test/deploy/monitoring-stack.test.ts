@@ -127,6 +127,8 @@ describe('monitoring stack files', () => {
     const { include } = readData('tsconfig.json', z.looseObject({ include: z.array(z.string()) }));
     assert.ok(include.includes('src') && include.includes('demo'));
     for (const f of ['package.json', 'package-lock.json', 'tsconfig.json', ...include]) assert.ok(!ignored(f), `the build needs ${f}`);
+    // npm run build also bundles the console (docs/console.md) from console/ with this script.
+    for (const f of ['console', 'scripts/build-console.mjs']) assert.ok(exists(f) && !ignored(f), `the build needs ${f}`);
   });
 
   it('the gateway listens where compose, the Dockerfile, the healthchecks and Prometheus look', () => {

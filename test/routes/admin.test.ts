@@ -136,7 +136,8 @@ test('the admin token guards every path of the admin listener (and /metrics when
   const get = (url: string, headers: Record<string, string> = {}) => admin.inject({ method: 'GET', url, headers });
 
   for (const url of ['/gateway/', '/gateway/backends', '/gateway/routes', '/gateway/config', '/gateway/experiments',
-    '/gateway/other-plugin', '/gateway/backends/t/health', '/gateway/nope', '/%67ateway/backends', '/GATEWAY/backends', '/', '/metrics']) {
+    '/gateway/other-plugin', '/gateway/backends/t/health', '/gateway/nope', '/%67ateway/backends', '/GATEWAY/backends', '/metrics',
+    '/gateway/overview', '/gateway/batches', '/gateway/experiments/history', '/app.js/../gateway/backends', '/nope.js']) {
     const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong' }, { authorization: TOKEN }, { authorization: `Basic ${TOKEN}` }];
     for (const headers of attempts) {
       const res = await get(url, headers);
@@ -145,6 +146,12 @@ test('the admin token guards every path of the admin listener (and /metrics when
       assert.equal(res.headers['www-authenticate'], 'Bearer realm="magma-gateway"');
     }
   }
+  // The console's page and assets hold no data: open on GET and HEAD, only at their own paths (docs/console.md).
+  for (const url of ['/', '/index.html', '/app.js', '/style.css']) {
+    assert.equal((await get(url)).statusCode, 200, url);
+    assert.equal((await admin.inject({ method: 'HEAD', url })).statusCode, 200, `HEAD ${url}`);
+  }
+  assert.equal((await admin.inject({ method: 'POST', url: '/' })).statusCode, 401, 'POST / is not the page');
   const posted = await admin.inject({ method: 'POST', url: '/gateway/reload' });
   assert.equal(posted.statusCode, 401);
   assert.equal(a.requestsTo('/health').length, 1, 'the passthrough never reached the agent (only the start probe did)');
@@ -214,11 +221,12 @@ test('GET /gateway/ lists the admin endpoints, each served on the admin listener
     const { endpoints } = res.json as { endpoints: { method: string; path: string; what: string }[] };
     assert.deepEqual(endpoints.map((e) => `${e.method} ${e.path}`), [
       'GET /gateway/backends', 'GET /gateway/routes', 'GET /gateway/config', 'POST /gateway/reload', 'GET /gateway/experiments',
-      'ANY /gateway/backends/{name}/...',
+      'GET /gateway/experiments/history', 'GET /gateway/overview', 'GET /gateway/batches', 'ANY /gateway/backends/{name}/...',
     ]);
     assert.ok(endpoints.every((e) => e.what.length > 0));
   }
-  for (const path of ['/gateway/backends', '/gateway/routes', '/gateway/config', '/gateway/experiments', '/gateway/backends/i/health']) {
+  for (const path of ['/gateway/backends', '/gateway/routes', '/gateway/config', '/gateway/experiments', '/gateway/backends/i/health',
+    '/gateway/experiments/history', '/gateway/overview', '/gateway/batches']) {
     assert.equal((await http(`${gw.adminUrl}${path}`, { headers: auth })).status, 200, path);
   }
 });

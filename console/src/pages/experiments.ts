@@ -1,0 +1,91 @@
+/**
+ * Experiments: per agent and route, the arms, each arm's rate with its interval, the comparisons with their fixed
+ * and always-valid intervals, the SRM banner, strata, the history chart and the per-trajectory export. Reads the
+ * report through report.ts only.
+ */
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { download, Unauthorized, usePoll } from '../api.js';
+import { DifferenceChart } from '../chart.js';
+import { ci, ms, pct, pp, pValue, tally, time } from '../format.js';
+import { historySeries, normalizeReport, type Arm, type Comparison, type Experiment, type Report } from '../report.js';
+
+function armsTable(arms: Arm[], control: string | null) {
+  return html`<table class="arms"><thead><tr><th>arm</th><th class="num">weight</th><th class="num">trajectories</th><th class="num">steps</th>
+    <th>tool success (95% CI)</th><th>outcome (95% CI)</th><th class="num">latency p50 / p95</th><th>error codes</th></tr></thead><tbody>
+    ${arms.map((a) => html`<tr data-arm=${a.arm}>
+      <td>${a.arm}${a.arm === control ? html` <span class="muted">(control)</span>` : null}${a.member ? null : html` <span class="badge warn">not a member</span>`}</td>
+      <td class="num">${a.weight ?? '–'}</td>
+      <td class="num" data-trajectories=${a.trajectories}>${a.trajectories}</td>
+      <td class="num">${a.steps}</td>
+      <td>${pct(a.toolSuccess.rate)} ${ci(a.toolSuccess.ci95, (x) => pct(x))} <span class="muted">${a.toolSuccess.of}</span></td>
+      <td>${a.outcomes === null ? '–' : html`${pct(a.outcomes.rate)} ${ci(a.outcomes.ci95, (x) => pct(x))} <span class="muted">${a.outcomes.of}</span>`}</td>
+      <td class="num">${ms(a.latency.p50)} / ${ms(a.latency.p95)}</td>
+      <td>${tally(a.errorCodes)}</td></tr>`)}
+  </tbody></table>`;
+}
+
+function comparisonsTable(cs: Comparison[]) {
+  if (cs.length === 0) return html`<p class="muted">No comparison (an ensemble, or a single arm).</p>`;
+  return html`<table class="comparisons"><thead><tr><th>comparison</th><th>metric</th><th class="num">difference</th>
+    <th>fixed 95% CI</th><th>always-valid 95% CI</th></tr></thead><tbody>
+    ${cs.map((c) => html`<tr data-comparison=${`${c.arm}-${c.control}`}>
+      <td>${c.arm} − ${c.control}${c.primary ? html` <span class="badge ok">primary</span>` : null}</td>
+      <td>${c.metric}${c.label === null ? null : html`<div class="muted">${c.label}</div>`}</td>
+      <td class="num">${pp(c.fixed?.difference ?? c.sequential?.difference)}</td>
+      <td>${c.fixed === null ? html`<span class="muted">${c.fixedReason ?? '–'}</span>` : html`${ci(c.fixed.ci95, pp)} <span class="muted">${pValue(c.fixed.pValue)}</span>`}</td>
+      <td>${c.sequential === null ? html`<span class="muted">${c.sequentialReason ?? '–'}</span>` : html`${ci(c.sequential.ci95, pp)} <span class="muted">${pValue(c.sequential.pValue)}</span>`}</td></tr>`)}
+  </tbody></table>`;
+}
+
+function ExperimentCard(props: { e: Experiment; history: unknown; onUnauthorized: () => void }) {
+  const { e } = props;
+  const [downloadError, setDownloadError] = useState<string | undefined>();
+  const primary = e.comparisons.find((c) => c.primary) ?? e.comparisons[0];
+  const series = historySeries(props.history, e, primary?.arm);
+  const save = (): void => {
+    const q = new URLSearchParams({ agent: e.agent, route: e.route });
+    download(`/gateway/experiments/trajectories?${q.toString()}`, `trajectories-${e.agent}-${e.route}.jsonl`).then(
+      () => setDownloadError(undefined),
+      (err: unknown) => (err instanceof Unauthorized ? props.onUnauthorized() : setDownloadError(err instanceof Error ? err.message : String(err))),
+    );
+  };
+  return html`<div class="card experiment" data-experiment=${`${e.agent}/${e.route}`}>
+    <h3>${e.agent === 'default' ? '' : `${e.agent} · `}route ${e.route} <span class="muted" style="font-weight:normal">${e.kind}${e.name === null ? '' : ` · ${e.name}`}${e.id === null ? '' : ` · id ${e.id}`}${e.startedAt === null ? '' : ` · since ${time(e.startedAt)}`}${e.unit === null ? '' : ` · unit ${e.unit}`}</span></h3>
+    ${e.srm?.flagged === true
+      ? html`<div class="banner srm" role="alert" data-srm="flagged"><strong>Sample ratio mismatch:</strong> ${e.warnings[0] ?? 'the arms did not get the traffic their weights ask for'}.
+          Observed ${tally(e.srm.observed)}, expected ${tally(Object.fromEntries(Object.entries(e.srm.expected).map(([k, v]) => [k, Math.round(v)])))} (${pValue(e.srm.pValue)}).
+          ${e.srm.cause === null ? '' : `Cause: ${e.srm.cause}.`} The comparison is not trustworthy.</div>`
+      : null}
+    ${e.warnings.filter((_, i) => !(i === 0 && e.srm?.flagged === true)).map((w) => html`<div class="banner warn" data-warning>${w}</div>`)}
+    ${armsTable(e.arms, e.control)}
+    <h3>Comparisons</h3>
+    ${comparisonsTable(e.comparisons)}
+    ${e.strata === null || e.strata.values.length === 0 ? null : html`<h3>Strata by <code>${e.strata.by}</code></h3>
+      <table><thead><tr><th>value</th><th>trajectories per arm</th><th>difference (fixed 95% CI)</th></tr></thead><tbody>
+      ${e.strata.values.map((s) => html`<tr data-stratum=${s.value}><td>${s.value}</td><td>${tally(Object.fromEntries(s.arms.map((a) => [a.arm, a.trajectories])))}</td>
+        <td>${s.comparisons.map((c) => html`<div>${c.arm} − ${c.control}: ${pp(c.fixed?.difference)} ${ci(c.fixed?.ci95 ?? null, pp)}</div>`)}</td></tr>`)}</tbody></table>`}
+    ${primary === undefined ? null : html`<h3>${primary.arm} − ${primary.control} over time</h3>
+      ${series.t.length === 0
+        ? html`<p class="muted" data-chart="empty">No snapshot yet: one is taken every experiments.snapshot_interval_s.</p>`
+        : html`<${DifferenceChart} series=${series} label=${primary.metric} />`}`}
+    <p><button class="link" onClick=${save} data-download="trajectories">Download the per-trajectory export</button>
+      ${downloadError === undefined ? null : html` <span class="muted">${downloadError}</span>`}</p>
+  </div>`;
+}
+
+export function Experiments(props: { onUnauthorized: () => void }) {
+  const { data, error } = usePoll(
+    ['/gateway/experiments', '/gateway/experiments/history'],
+    ([r, h]): { report: Report; history: unknown } => ({ report: normalizeReport(r), history: h }),
+    props.onUnauthorized,
+  );
+  if (data === undefined) return html`<p class="muted">${error ?? 'Loading…'}</p>`;
+  const { report } = data;
+  return html`<h2>Experiments <span class="muted" style="font-size:13px;font-weight:normal">${report.store === 'redis' ? 'cluster-wide (Redis)' : "this replica's counts"}</span></h2>
+    ${error === undefined ? null : html`<div class="banner error">${error}</div>`}
+    ${report.experiments.length === 0 ? html`<p class="muted">No split or ensemble route in the running config.</p>` : null}
+    ${report.experiments.map((e) => html`<${ExperimentCard} key=${`${e.agent}/${e.route}`} e=${e} history=${data.history} onUnauthorized=${props.onUnauthorized} />`)}
+    ${report.earlier.length === 0 ? null : html`<div class="card"><h3>Earlier experiments</h3><table><thead><tr><th>agent</th><th>route</th><th>experiment</th><th>ended</th><th>trajectories</th></tr></thead><tbody>
+      ${report.earlier.map((x) => html`<tr><td>${x.agent}</td><td>${x.route}</td><td>${x.name ?? x.id ?? '–'}</td><td>${time(x.endedAt)}</td><td>${tally(Object.fromEntries(x.arms.map((a) => [a.arm, a.trajectories])))}</td></tr>`)}</tbody></table></div>`}`;
+}

@@ -1,0 +1,88 @@
+/**
+ * What `GET /gateway/overview` (the console's Overview page, docs/console.md) shows: one view of the gateway's
+ * health computed from what it already keeps, changing none of it.
+ *   - batches per second: answered batches over the last 10 whole seconds (batch/activity.ts);
+ *   - batches in flight: batches being computed on the running config (a reload's old config drains apart);
+ *   - error candidates by code: magma_gateway_candidate_errors_total summed over agents and backends;
+ *   - overhead p50/p99: magma_gateway_overhead_seconds since start, interpolated within its buckets the way
+ *     Prometheus's histogram_quantile does (so the console agrees with a dashboard over the same series).
+ */
+import type { GatewayState } from '../batch/gateway-state.js';
+
+export interface Overview {
+  version: string;
+  started_at: string;
+  uptime_s: number;
+  listeners: { agent: string | null; admin: string | null };
+  store: { kind: 'memory' | 'redis'; up: boolean; fallbacks: number };
+  config: { path: string | null; last_reload: { at: string; trigger: string; ok: boolean; detail: string | null } | null };
+  batches: { per_second: number; in_flight: number };
+  error_candidates: Record<string, number>;
+  overhead_ms: { samples: number; p50: number | null; p99: number | null };
+}
+
+interface Bucket {
+  le: number;
+  /** Cumulative count of observations <= le. */
+  count: number;
+}
+
+/** Prometheus's histogram_quantile over cumulative buckets: linear within the bucket holding the rank. */
+export function histogramQuantile(buckets: readonly Bucket[], q: number): number | null {
+  const sorted = [...buckets].sort((a, b) => a.le - b.le);
+  const total = sorted.at(-1)?.count ?? 0;
+  if (total === 0) return null;
+  const rank = q * total;
+  let prevLe = 0;
+  let prevCount = 0;
+  for (const b of sorted) {
+    if (b.count >= rank) {
+      // In the +Inf bucket nothing bounds the value: the highest finite bound is the answer, as Prometheus gives.
+      if (!Number.isFinite(b.le)) return prevLe;
+      const inBucket = b.count - prevCount;
+      return inBucket === 0 ? b.le : prevLe + ((b.le - prevLe) * (rank - prevCount)) / inBucket;
+    }
+    prevLe = b.le;
+    prevCount = b.count;
+  }
+  return prevLe;
+}
+
+const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits;
+/** Seconds to milliseconds, to the microsecond. */
+const ms = (s: number | null): number | null => (s === null ? null : round(s * 1000, 3));
+
+export async function overview(gw: GatewayState, listeners: Overview['listeners'], now = Date.now()): Promise<Overview> {
+  const codes: Record<string, number> = {};
+  for (const v of (await gw.metrics.candidateErrors.get()).values) {
+    const code = String(v.labels.code ?? 'unknown');
+    if (v.value > 0) codes[code] = (codes[code] ?? 0) + v.value;
+  }
+  const buckets: Bucket[] = [];
+  let samples = 0;
+  for (const v of (await gw.metrics.overhead.get()).values) {
+    if (v.metricName?.endsWith('_bucket') === true) {
+      const le = v.labels.le === '+Inf' ? Infinity : Number(v.labels.le);
+      buckets.push({ le, count: v.value });
+    } else if (v.metricName?.endsWith('_count') === true) samples = v.value;
+  }
+  const reload = gw.activity.lastReload();
+  return {
+    version: gw.version,
+    started_at: new Date(gw.activity.startedAt).toISOString(),
+    uptime_s: Math.max(0, Math.round((now - gw.activity.startedAt) / 1000)),
+    listeners,
+    store: { kind: gw.store.kind, up: gw.store.isUp(), fallbacks: gw.store.stats().fallbacks },
+    config: { path: gw.configPath ?? null, last_reload: reload },
+    batches: {
+      per_second: round(gw.activity.batchesPerSecond(), 2),
+      in_flight: gw.current.inFlight,
+    },
+    error_candidates: Object.fromEntries(Object.entries(codes).sort((a, b) => b[1] - a[1])),
+    overhead_ms: {
+      samples,
+      p50: ms(histogramQuantile(buckets, 0.5)),
+      p99: ms(histogramQuantile(buckets, 0.99)),
+    },
+  };
+}

@@ -1,0 +1,121 @@
+/**
+ * What the console (docs/console.md) shows of the gateway's recent activity and that no metric holds: the last
+ * batches (a bounded ring, `admin.recent_batches`), batches per second over the last seconds, when the gateway
+ * started, and the last config reload. One owner per piece: handle-batch.ts records batches, reload.ts records
+ * reloads; the admin views only read.
+ *
+ * A batch summary holds counts, names and codes only: never memory, a prompt or a key.
+ */
+
+/** One answered batch as `GET /gateway/batches` lists it. */
+export interface BatchSummary {
+  at: string;
+  /** Cut to REQUEST_ID_CHARS: the id comes from the client, the ring's memory stays bounded. */
+  request_id: string;
+  agent: string;
+  client: string | null;
+  inputs: number;
+  candidates: number;
+  routes: Record<string, number>;
+  backends: Record<string, number>;
+  error_codes: Record<string, number>;
+  duration_ms: number;
+  overhead_ms: number;
+}
+
+/** The last reload, ok or refused (with why). */
+export interface ReloadRecord {
+  at: string;
+  trigger: string;
+  ok: boolean;
+  detail: string | null;
+}
+
+export const REQUEST_ID_CHARS = 64;
+/** Seconds of per-second batch counts kept for the rate. */
+const RATE_WINDOW_S = 10;
+
+export class Activity {
+  readonly startedAt: number;
+  private readonly ring: (BatchSummary | undefined)[] = [];
+  /** Where the next summary goes in `ring` once it is full. */
+  private next = 0;
+  /** Batch counts per whole second, RATE_WINDOW_S + 1 slots indexed by second modulo their number. */
+  private readonly perSecond: { second: number; n: number }[];
+  private reload: ReloadRecord | undefined;
+
+  /**
+   * @param capacity read at each record, so a reload that changes `admin.recent_batches` resizes the ring
+   * @param now the clock (tests inject one)
+   */
+  constructor(
+    private readonly capacity: () => number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.startedAt = now();
+    this.perSecond = Array.from({ length: RATE_WINDOW_S + 1 }, () => ({ second: -1, n: 0 }));
+  }
+
+  /** One answered batch. Constant time: the ring overwrites its oldest entry. */
+  recordBatch(summary: Omit<BatchSummary, 'at'>): void {
+    const t = this.now();
+    const second = Math.floor(t / 1000);
+    const slot = this.perSecond[second % this.perSecond.length]!; // index < length (modulo)
+    if (slot.second !== second) {
+      slot.second = second;
+      slot.n = 0;
+    }
+    slot.n++;
+    const cap = Math.max(0, Math.floor(this.capacity()));
+    if (cap === 0) return;
+    const entry: BatchSummary = {
+      at: new Date(t).toISOString(),
+      ...summary,
+      request_id: summary.request_id.length > REQUEST_ID_CHARS ? summary.request_id.slice(0, REQUEST_ID_CHARS) : summary.request_id,
+    };
+    if (this.ring.length !== cap) this.resize(cap);
+    if (this.ring.length < cap) {
+      this.ring.push(entry);
+      return;
+    }
+    this.ring[this.next] = entry;
+    this.next = (this.next + 1) % cap;
+  }
+
+  /** The last `limit` batches, newest first. */
+  recent(limit = Infinity): BatchSummary[] {
+    const out: BatchSummary[] = [];
+    const n = this.ring.length;
+    // Newest is just before `next` once the ring has wrapped, the last pushed before that.
+    for (let i = 1; i <= n && out.length < limit; i++) {
+      const e = this.ring[(this.next - i + n) % n];
+      if (e !== undefined) out.push(e);
+    }
+    return out;
+  }
+
+  /** Batches per second over the last RATE_WINDOW_S whole seconds (the current one, still counting, left out). */
+  batchesPerSecond(): number {
+    const current = Math.floor(this.now() / 1000);
+    let n = 0;
+    for (const s of this.perSecond) if (s.second < current && s.second >= current - RATE_WINDOW_S) n += s.n;
+    const uptimeS = Math.floor((this.now() - this.startedAt) / 1000);
+    return n / Math.max(1, Math.min(RATE_WINDOW_S, uptimeS));
+  }
+
+  recordReload(r: Omit<ReloadRecord, 'at'>): void {
+    this.reload = { at: new Date(this.now()).toISOString(), ...r };
+  }
+
+  lastReload(): ReloadRecord | null {
+    return this.reload ?? null;
+  }
+
+  /** Keeps the newest entries that fit the new capacity, oldest first. */
+  private resize(cap: number): void {
+    const kept = this.recent(cap).reverse();
+    this.ring.length = 0;
+    this.ring.push(...kept);
+    this.next = 0; // oldest first from index 0: the newest is the last, as before the ring first wraps
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The experiment history (docs/console.md, "Experiments"): every `experiments.snapshot_interval_s` one point of
+ * the report (history-point.ts) is appended to a capped list in the store, the last
+ * `experiments.snapshot_points` kept. With Redis, every replica runs the timer but only one writes each
+ * interval: the first to claim the interval's slot (SET NX), so the history is the same whichever replica
+ * answers `GET /gateway/experiments/history`; with the memory store it is this process's own.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../logging.js';
+import { experimentsReport } from './report.js';
+import { pointFromReport, reportView, type HistoryPoint } from './history-point.js';
+
+/** The store list of snapshots (the store adds its own prefix). */
+export const HISTORY_KEY = 'experiments:history';
+
+/** Wall-clock time in ms since the epoch (the slot of an interval is the same on every replica), and timers. */
+export interface HistoryClock {
+  now(): number;
+  setTimer(fn: () => void, ms: number): unknown;
+  clearTimer(handle: unknown): void;
+}
+
+const wallClock: HistoryClock = {
+  now: () => Date.now(),
+  setTimer: (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    t.unref(); // the history never keeps the process alive
+    return t;
+  },
+  clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>), // only handles setTimer made come back
+};
+
+/** What the report needs (whatever that is), and the history's two settings. */
+type ReportHost = Parameters<typeof experimentsReport>[0];
+type HistoryHost = ReportHost & {
+  current: ReportHost['current'] & { config: { experiments: { snapshot_interval_s: number; snapshot_points: number } } };
+};
+
+export class ExperimentHistory {
+  private timer: unknown;
+  /** Who wrote a slot, for someone reading the claims in Redis. */
+  private readonly id = randomUUID();
+  private stopped = false;
+
+  constructor(
+    private readonly host: () => HistoryHost,
+    private readonly log: Pick<Logger, 'warn'>,
+    private readonly clock: HistoryClock = wallClock,
+  ) {}
+
+  private get settings(): { intervalMs: number; points: number } {
+    const e = this.host().current.config.experiments;
+    return { intervalMs: e.snapshot_interval_s * 1000, points: e.snapshot_points };
+  }
+
+  /** Snapshots at each interval boundary from now on (read from the running config each time: a reload changes it). */
+  start(): void {
+    this.stopped = false;
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
+  }
+
+  /**
+   * One interval's snapshot: written when this replica is the first to claim the interval's slot. True when it
+   * wrote. Never throws (a failed snapshot is a gap in the chart, logged).
+   */
+  async snapshot(): Promise<boolean> {
+    const { intervalMs, points } = this.settings;
+    const now = this.clock.now();
+    const slot = Math.floor(now / intervalMs);
+    try {
+      const host = this.host();
+      // The claim outlives its interval, so a replica whose timer fires late cannot write the same slot twice.
+      if (!(await host.store.claim(`${HISTORY_KEY}:slot:${intervalMs}:${slot}`, this.id, 2 * intervalMs)).first) return false;
+      const point = pointFromReport(reportView(await experimentsReport(host)), now);
+      // Kept as long as the whole history spans, twice over, then forgotten if nobody writes any more.
+      await host.store.pushCapped(HISTORY_KEY, JSON.stringify(point), points, 2 * points * intervalMs);
+      return true;
+    } catch (err) {
+      this.log.warn({ err }, 'experiment history: snapshot failed');
+      return false;
+    }
+  }
+
+  /** Every point kept, oldest first; entries that do not parse (written by something else) are skipped. */
+  async read(): Promise<HistoryPoint[]> {
+    const raw = await this.host().store.readList(HISTORY_KEY);
+    const out: HistoryPoint[] = [];
+    for (const r of raw) {
+      try {
+        const p = JSON.parse(r) as HistoryPoint; // written by snapshot() above; the fields read are checked next
+        if (typeof p.at === 'string' && Array.isArray(p.experiments)) out.push(p);
+      } catch {
+        // not a point of ours
+      }
+    }
+    return out;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const { intervalMs } = this.settings;
+    const now = this.clock.now();
+    // At the next boundary of the interval, the same instant on every replica.
+    const wait = intervalMs - (now % intervalMs);
+    this.timer = this.clock.setTimer(() => {
+      void this.snapshot().finally(() => this.schedule());
+    }, wait);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * The console on the admin listener (docs/console.md): its page and assets at `/` (@fastify/static, a route per
+ * built file and no catch-all, so every other path keeps the admin API's 404), and the endpoints only the console
+ * needed:
+ *   GET /gateway/overview              version, uptime, listeners, store, last reload, batch rate, errors, overhead
+ *   GET /gateway/batches?limit=N       the last batches (admin.recent_batches kept), newest first
+ *   GET /gateway/experiments/history   the experiment snapshots kept in the store, oldest first
+ * Protection (admin.token) is the auth plugin's: it lets the built files through and guards the rest.
+ */
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance } from 'fastify';
+import { CONSOLE_ROOT, consoleFiles } from '../admin/console-assets.js';
+import { overview, type Overview } from '../admin/overview.js';
+import { errorBody } from '../errors.js';
+
+interface ConsoleOptions {
+  /** The listeners' addresses, read when asked (they are known only once listening). */
+  listeners: () => Overview['listeners'];
+  root?: string;
+}
+
+export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions): Promise<void> {
+  const root = opts.root ?? CONSOLE_ROOT;
+  const files = consoleFiles(root);
+  if (files.length > 0) {
+    await app.register(fastifyStatic, {
+      root,
+      wildcard: false,
+      index: 'index.html',
+      // The page is small and changes with each build: the browser asks again rather than guess.
+      cacheControl: false,
+      setHeaders: (reply) => void reply.header('cache-control', 'no-cache'),
+    });
+  } else {
+    app.get('/', async (_req, reply) =>
+      reply.code(404).send(errorBody('GATEWAY_ERR_NOT_FOUND', 'the console was not built: run `npm run build` (it bundles console/src into dist/console)')),
+    );
+  }
+
+  app.get('/gateway/overview', async (_req, reply) => reply.header('cache-control', 'no-store').send(await overview(app.gateway, opts.listeners())));
+
+  app.get<{ Querystring: { limit?: string } }>('/gateway/batches', async (req, reply) => {
+    const raw = req.query.limit;
+    const limit = raw === undefined ? Infinity : Number(raw);
+    if (raw !== undefined && (!Number.isInteger(limit) || limit < 1)) {
+      return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', `query parameter limit: expected a whole number >= 1, got ${JSON.stringify(raw.slice(0, 32))}`));
+    }
+    const { recent_batches } = app.gateway.current.config.admin;
+    return reply.header('cache-control', 'no-store').send({ capacity: recent_batches, batches: app.gateway.activity.recent(limit) });
+  });
+
+  app.get('/gateway/experiments/history', async (_req, reply) => {
+    const { snapshot_interval_s, snapshot_points } = app.gateway.current.config.experiments;
+    const points = await app.gateway.history.read();
+    return reply
+      .header('cache-control', 'no-store')
+      .send({ interval_s: snapshot_interval_s, capacity: snapshot_points, store_up: app.gateway.store.isUp(), points });
+  });
+}

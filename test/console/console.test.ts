@@ -1,0 +1,240 @@
+/**
+ * The console in a real browser (docs/console.md): the CLI started from a config file with two loopback agents in
+ * a 50/50 split, an A/B episode with env feedback, then each page opened in headless Chromium and checked for
+ * what a person would see, against what the admin API answers at that moment: the token prompt, the backends'
+ * states, the arms and their trajectories, a drawn chart, the recent batches, an arm going down.
+ *
+ * Screenshots of each page go to $CONSOLE_SCREENSHOTS when set (`CONSOLE_SCREENSHOTS=docs/images` refreshes the
+ * docs' pictures), else to a temporary folder.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { runCli, type CliRun } from '../helpers/cli-process.js';
+import { configFile, http, type ConfigFile } from '../helpers/config-file.js';
+import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
+import { mkInput, type Cand } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
+import { launchBrowser } from './browser.js';
+import { expectedExperiments } from './report-expect.js';
+
+const TOKEN = 'console-test-token-0123456789';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+const TRAJECTORIES = 12;
+const PICK = { arm_robot: { name: 'pick', arguments: { object: 'cup' } } };
+const SHOTS = process.env.CONSOLE_SCREENSHOTS ?? mkdtempSync(join(tmpdir(), 'magma-gw-console-'));
+
+let a: FakeAgent;
+let b: FakeAgent;
+let file: ConfigFile;
+let cli: CliRun;
+let agentUrl: string;
+let adminUrl: string;
+let browser: Browser;
+let page: Page;
+
+async function admin(path: string): Promise<unknown> {
+  const res = await http(`${adminUrl}${path}`, { headers: AUTH });
+  assert.equal(res.status, 200, `${path}: ${res.text}`);
+  return res.json;
+}
+
+async function post(requestId: string, inputs: object[]): Promise<Cand[]> {
+  const res = await http(`${agentUrl}/v1/responses`, { method: 'POST', body: { request_id: requestId, inputs } });
+  assert.equal(res.status, 200, res.text);
+  return res.json as Cand[];
+}
+
+/** The env's answer to a step: one robot line that succeeded, or one that failed, as BENCH's executors write it. */
+function feedback(ok: boolean): string {
+  const line = ok ? 'arm_robot: pick succeed with message: cup grasped' : 'arm_robot: pick failed with message: cup slipped';
+  return JSON.stringify({ infos: line, previous_tool_call: PICK });
+}
+
+/** New trajectories, then two env feedback steps on each (some tool lines fail), as one batch per step. */
+async function episode(prefix: string): Promise<void> {
+  const ids = Array.from({ length: TRAJECTORIES }, (_, i) => i);
+  let cands = await post(`${prefix}-1`, ids.map((i) => mkInput(i)));
+  for (const step of [2, 3]) {
+    cands = await post(
+      `${prefix}-${step}`,
+      // Arm b's robot fails more often than arm a's: the chart then shows a difference away from zero.
+      ids.map((i) => {
+        const ok = cands[i]!.memory._gateway?.backend === 'b' ? (i + step) % 2 === 0 : (i + step) % 5 !== 0;
+        return mkInput(i, { instruction: { type: 'env', content: feedback(ok) }, memory: cands[i]!.memory });
+      }),
+    );
+  }
+}
+
+async function open(hash: string): Promise<void> {
+  await page.goto(`${adminUrl}/#/${hash}`);
+}
+
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: join(SHOTS, `console-${name}.png`), fullPage: true });
+}
+
+before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await launchBrowser(); // first: without chromium the test fails at once, saying so
+  a = await startFakeAgent({ name: 'a', behaviour: { delayMs: 5 } });
+  b = await startFakeAgent({ name: 'b', behaviour: { delayMs: 25 } });
+  file = configFile({
+    server: { host: '127.0.0.1', port: 0 },
+    admin: { listen: '127.0.0.1:0', token: TOKEN },
+    log_level: 'info',
+    probe_interval_s: 0.5,
+    experiments: { snapshot_interval_s: 0.5 },
+    backends: { a: { url: a.url }, b: { url: b.url } },
+    routes: [{ name: 'ab', split: { a: 50, b: 50 } }],
+  });
+  cli = runCli(['--config', file.path]);
+  const summary = await cli.logLine((l) => String(l.msg).startsWith('magma-gateway ') && 'listen' in l);
+  agentUrl = (summary.listen as string[])[0]!;
+  adminUrl = String((await cli.logLine((l) => String(l.msg).startsWith('admin listener'))).url);
+  await episode('ep');
+  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+});
+
+after(async () => {
+  await browser?.close();
+  cli?.child.kill('SIGTERM');
+  await cli?.exit;
+  await Promise.all([a?.close(), b?.close()]);
+  file?.remove();
+});
+
+test('the page and its assets load without the token; every data endpoint refuses without it', async () => {
+  const pageRes = await http(`${adminUrl}/`);
+  assert.equal(pageRes.status, 200);
+  assert.match(pageRes.headers.get('content-type') ?? '', /text\/html/);
+  for (const asset of ['/app.js', '/style.css']) assert.equal((await http(`${adminUrl}${asset}`)).status, 200, asset);
+  for (const path of ['/gateway/overview', '/gateway/batches', '/gateway/experiments', '/gateway/experiments/history', '/gateway/backends']) {
+    assert.equal((await http(`${adminUrl}${path}`)).status, 401, path);
+  }
+});
+
+test('the console weighs less than 400 KB and loads nothing from elsewhere', async () => {
+  const dir = join(process.cwd(), 'dist/console');
+  const bytes = readdirSync(dir).reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+  assert.ok(bytes < 400 * 1024, `dist/console is ${bytes} bytes`);
+  const elsewhere: string[] = [];
+  const p = await browser.newPage();
+  p.on('request', (r) => {
+    if (!r.url().startsWith(adminUrl)) elsewhere.push(r.url());
+  });
+  await p.goto(`${adminUrl}/`);
+  await p.waitForSelector('#token');
+  await p.close();
+  assert.deepEqual(elsewhere, []);
+});
+
+test('with admin.token the page asks for it, shows no data without it, and keeps it for the tab only', async () => {
+  await open('overview');
+  await page.waitForSelector('#token');
+  assert.equal(await page.locator('[data-stat]').count(), 0, 'no data before the token');
+  await page.fill('#token', 'not-the-token');
+  await page.click('button[type=submit]');
+  await page.getByText('That token was refused.').waitFor();
+  assert.equal(await page.locator('[data-stat]').count(), 0);
+  await page.fill('#token', TOKEN);
+  await page.click('button[type=submit]');
+  await page.locator('[data-stat="Version"]').waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('magma-gateway.admin-token')), TOKEN);
+  assert.equal(await page.evaluate(() => localStorage.length), 0, 'nothing kept beyond the tab');
+  assert.ok(!page.url().includes(TOKEN), 'no token in the URL');
+});
+
+test('Overview shows the version, the store and the batches as /gateway/overview counts them', async () => {
+  const o = (await admin('/gateway/overview')) as { version: string; store: { kind: string }; listeners: { agent: string }; config: { path: string } };
+  await open('overview');
+  await page.locator('[data-stat="Version"] .value').getByText(o.version, { exact: true }).waitFor();
+  assert.equal(await page.locator('[data-stat="Agent listener"] .value').textContent(), o.listeners.agent);
+  assert.match((await page.locator('[data-stat="store"] .value').textContent()) ?? '', new RegExp(`^${o.store.kind}\\s*up$`));
+  assert.equal(await page.locator('[data-stat="config"] .value').textContent(), file.path);
+  assert.match((await page.locator('[data-stat="overhead"] .sub').textContent()) ?? '', /^\d+ batches since start$/);
+  await shot('overview');
+});
+
+test('Backends shows every replica in the state /gateway/backends gives it', async () => {
+  const { backends } = (await admin('/gateway/backends')) as { backends: { name: string; replicas: { id: string; state: string }[] }[] };
+  await open('backends');
+  await page.locator('[data-backend]').first().waitFor();
+  for (const bk of backends) {
+    for (const r of bk.replicas) {
+      assert.equal(await page.locator(`[data-replica="${r.id}"] [data-state]`).getAttribute('data-state'), r.state, r.id);
+    }
+  }
+  assert.equal(await page.locator('[data-route="ab"] [data-ready]').getAttribute('data-ready'), 'true');
+  await shot('backends');
+});
+
+test('Experiments shows the arms and trajectories of /gateway/experiments, and a chart of the difference over time', async () => {
+  const expected = expectedExperiments(await admin('/gateway/experiments'));
+  const ab = expected.find((e) => e.key === 'default/ab');
+  assert.ok(ab !== undefined, 'the report has the ab split');
+  assert.equal(ab.arms.reduce((n, x) => n + x.trajectories, 0), TRAJECTORIES, 'every trajectory counted once');
+  // Two snapshots at least (one every 0.5 s), so the chart has a line.
+  await waitFor('two history points', async () => ((await admin('/gateway/experiments/history')) as { points: unknown[] }).points.length >= 2, { timeoutMs: 15_000 });
+  await open('experiments');
+  const card = page.locator('[data-experiment="default/ab"]');
+  await card.locator('tr[data-arm]').first().waitFor();
+  const shown = await card.locator('table.arms tr[data-arm]').evaluateAll((rows) =>
+    rows.map((r) => ({ arm: r.getAttribute('data-arm'), trajectories: Number(r.querySelector('[data-trajectories]')?.textContent) })),
+  );
+  assert.deepEqual(shown, ab.arms);
+  await card.locator('.uplot canvas').waitFor();
+  await waitFor('the chart holds two points', async () => Number(await card.locator('.chart').getAttribute('data-points')) >= 2, { timeoutMs: 10_000 });
+  const inked = await card.locator('.uplot canvas').evaluate((c) => {
+    const canvas = c as HTMLCanvasElement;
+    const px = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let i = 3; i < px.length; i += 4) if (px[i]! > 0) n++;
+    return n;
+  });
+  assert.ok(inked > 200, `the chart drew ${inked} pixels`);
+  // The export is fetched with the token (a plain link could not send it), never with it in the URL.
+  const asked = page.waitForRequest((r) => r.url().includes('/gateway/experiments/trajectories'));
+  await card.locator('[data-download="trajectories"]').click();
+  const req = await asked;
+  assert.equal(req.headers().authorization, `Bearer ${TOKEN}`);
+  assert.ok(!req.url().includes(TOKEN));
+  await page.reload(); // the picture without the download's answer beside the link
+  await card.locator('.uplot canvas').waitFor();
+  await shot('experiments');
+});
+
+test('Recent batches lists the last batches as /gateway/batches does, newest first', async () => {
+  const { batches } = (await admin('/gateway/batches')) as { batches: { request_id: string; inputs: number }[] };
+  assert.deepEqual(batches.slice(0, 3).map((x) => x.request_id), ['ep-3', 'ep-2', 'ep-1']);
+  await open('batches');
+  await page.locator('tr[data-batch]').first().waitFor();
+  const rows = await page.locator('tr[data-batch]').evaluateAll((trs) => trs.map((t) => t.getAttribute('data-batch')));
+  assert.deepEqual(rows, batches.map((x) => x.request_id));
+  await shot('batches');
+});
+
+test('an arm going down: Backends shows it not ready, and Experiments shows the SRM banner when the report flags it', async () => {
+  await b.close();
+  await waitFor('b not ready', async () => {
+    const { backends } = (await admin('/gateway/backends')) as { backends: { name: string; ready: boolean }[] };
+    return backends.find((x) => x.name === 'b')?.ready === false;
+  }, { timeoutMs: 15_000 });
+  await episode('down');
+  await open('backends');
+  await page.locator('[data-backend="b"] [data-state]').first().waitFor();
+  assert.notEqual(await page.locator('[data-backend="b"] [data-state]').first().getAttribute('data-state'), 'ready');
+  const ab = expectedExperiments(await admin('/gateway/experiments')).find((e) => e.key === 'default/ab')!;
+  await open('experiments');
+  await page.locator('[data-experiment="default/ab"] tr[data-arm]').first().waitFor();
+  // The banner follows the report: shown exactly when it flags a sample ratio mismatch.
+  assert.equal(await page.locator('[data-experiment="default/ab"] [data-srm="flagged"]').count(), ab.srmFlagged === true ? 1 : 0);
+});
+
+after(() => {
+  if (process.env.CONSOLE_SCREENSHOTS === undefined) rmSync(SHOTS, { recursive: true, force: true });
+});

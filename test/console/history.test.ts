@@ -1,0 +1,133 @@
+/**
+ * The experiment history (src/experiments/history.ts) and the store methods under it (pushCapped, readList,
+ * claim), on both stores: the memory store, and the Redis at 127.0.0.1:6379 under a unique prefix, where two
+ * gateway replicas sharing it write one snapshot per interval between them. Time is a StepClock.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { ExperimentHistory, HISTORY_KEY } from '../../src/experiments/history.js';
+import { MemoryStore } from '../../src/state/memory-store.js';
+import { RedisStore } from '../../src/state/redis-store.js';
+import type { Store } from '../../src/state/types.js';
+import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { StepClock } from '../helpers/step-clock.js';
+import { waitFor } from '../helpers/wait.js';
+import { deleteKeys, memoryConfig, recordingLog, REDIS_URL, redisConfig, uniquePrefix, waitUntilUp } from '../state/helpers.js';
+
+const agents: FakeAgent[] = [];
+const gateways: TestGateway[] = [];
+
+/** A gateway built in-process as the CLI builds it: its state is the history's host (report, store, config). */
+async function gateway(state: Record<string, unknown> = {}): Promise<TestGateway> {
+  const [a, b] = [await startFakeAgent({ name: 'a' }), await startFakeAgent({ name: 'b' })];
+  agents.push(a, b);
+  const gw = await startGateway({
+    probe_interval_s: 3600,
+    experiments: { snapshot_interval_s: 60, snapshot_points: 3 },
+    state,
+    backends: { a: { url: a.url }, b: { url: b.url } },
+    routes: [{ name: 'ab', split: { a: 50, b: 50 } }],
+  });
+  gateways.push(gw);
+  return gw;
+}
+
+const stores: Store[] = [];
+const prefixes: string[] = [];
+after(async () => {
+  await Promise.all(gateways.map((g) => g.close()));
+  await Promise.all(agents.map((a) => a.close()));
+  await Promise.all(stores.map((s) => s.close()));
+  await Promise.all(prefixes.map((p) => deleteKeys(p)));
+});
+
+async function makeStore(kind: 'memory' | 'redis', prefix?: string): Promise<Store> {
+  const log = recordingLog();
+  let store: Store;
+  if (kind === 'memory') store = new MemoryStore(memoryConfig(), log);
+  else {
+    const p = prefix ?? uniquePrefix();
+    prefixes.push(p);
+    store = new RedisStore(redisConfig(p), log);
+    assert.ok(await waitUntilUp(store, 5000), 'redis at 127.0.0.1:6379 is up');
+  }
+  stores.push(store);
+  return store;
+}
+
+for (const kind of ['memory', 'redis'] as const) {
+  describe(`${kind} store: capped lists and claims`, () => {
+    test('pushCapped keeps the last max entries, oldest first; readList of nothing is empty', async () => {
+      const s = await makeStore(kind);
+      assert.deepEqual(await s.readList('l'), []);
+      for (const v of ['1', '2', '3', '4', '5']) await s.pushCapped('l', v, 3, 60_000);
+      assert.deepEqual(await s.readList('l'), ['3', '4', '5']);
+      await s.pushCapped('l', '6', 2, 60_000);
+      assert.deepEqual(await s.readList('l'), ['5', '6'], 'a smaller max trims at the next push');
+    });
+
+    test('a list is forgotten ttlMs after its last push', async () => {
+      const s = await makeStore(kind);
+      await s.pushCapped('short', 'x', 5, 400);
+      assert.deepEqual(await s.readList('short'), ['x']);
+      await waitFor('the list expired', async () => (await s.readList('short')).length === 0, { timeoutMs: 5000 });
+    });
+
+    test('claim: the first caller wins until the claim expires', async () => {
+      const s = await makeStore(kind);
+      assert.deepEqual(await s.claim('slot-1', 'me', 400), { first: true, value: 'me' });
+      assert.deepEqual(await s.claim('slot-1', 'you', 400), { first: false, value: 'me' });
+      assert.deepEqual(await s.claim('slot-2', 'you', 400), { first: true, value: 'you' }, 'another key is its own claim');
+      await waitFor('the claim expired', async () => (await s.claim('slot-1', 'later', 400)).first, { timeoutMs: 5000 });
+      assert.deepEqual(await s.claim('slot-1', 'you', 400), { first: false, value: 'later' });
+    });
+  });
+}
+
+test('a snapshot every interval, at most snapshot_points kept, each point from the report', async () => {
+  const gw = await gateway();
+  const clock = new StepClock();
+  clock.advance(1_700_000_000_000); // an epoch time: points carry ISO times
+  const history = new ExperimentHistory(() => gw.app.gateway, recordingLog(), clock);
+  history.start();
+  assert.deepEqual(await history.read(), []);
+  for (let i = 0; i < 5; i++) {
+    clock.advance(60_000);
+    await new Promise((r) => setImmediate(r)); // the snapshot's store calls settle
+    await new Promise((r) => setImmediate(r));
+  }
+  history.stop();
+  const points = await history.read();
+  assert.equal(points.length, 3, 'snapshot_points = 3');
+  const times = points.map((p) => Date.parse(p.at));
+  assert.deepEqual(times.map((t, i) => (i === 0 ? 0 : t - times[i - 1]!)), [0, 60_000, 60_000]);
+  const ab = points[0]!.experiments.find((e) => e.route === 'ab')!;
+  assert.equal(ab.agent, 'default');
+  assert.deepEqual(ab.trajectories, { a: 0, b: 0 });
+  // No trajectory yet: each comparison of b against the control a, with nothing computable.
+  assert.ok(ab.comparisons.length >= 1);
+  for (const c of ab.comparisons) assert.deepEqual([c.arm, c.control, c.difference, c.fixed_ci95, c.sequential_ci95], ['b', 'a', null, null, null]);
+});
+
+test('two replicas on one Redis write one snapshot per interval between them', async () => {
+  const prefix = uniquePrefix();
+  prefixes.push(prefix);
+  const redis = { redis: { url: REDIS_URL, key_prefix: prefix } };
+  const [g1, g2] = [await gateway(redis), await gateway(redis)];
+  for (const g of [g1, g2]) assert.ok(await waitUntilUp(g.app.gateway.store, 5000), 'redis at 127.0.0.1:6379 is up');
+  const clock = new StepClock();
+  clock.advance(1_800_000_000_000);
+  const h1 = new ExperimentHistory(() => g1.app.gateway, recordingLog(), clock);
+  const h2 = new ExperimentHistory(() => g2.app.gateway, recordingLog(), clock);
+  let written = 0;
+  for (let i = 0; i < 3; i++) {
+    const wrote = await Promise.all([h1.snapshot(), h2.snapshot()]);
+    assert.equal(wrote.filter(Boolean).length, 1, `interval ${i}: exactly one replica wrote`);
+    written++;
+    clock.advance(60_000);
+  }
+  assert.equal((await h1.read()).length, written);
+  assert.deepEqual(await h1.read(), await h2.read(), 'the same history from either replica');
+  assert.equal((await g1.app.gateway.store.readList(HISTORY_KEY)).length, 3);
+});
