@@ -30,6 +30,8 @@ export interface CompiledRoute {
   readonly backends: ReadonlySet<string>;
   readonly fallback: readonly string[];
   readonly shadow: readonly string[];
+  /** The route's `cache` mode (docs/cache.md); the top-level `cache` must be set for it to apply. */
+  readonly cache: RouteConfig['cache'];
 }
 
 export interface CompiledRoutes {
@@ -84,6 +86,7 @@ export function compileRouteTable(
         backends: new Set(routeBackends(route)),
         fallback: Object.freeze([...route.fallback]),
         shadow: Object.freeze([...route.shadow]),
+        cache: route.cache,
       }),
   );
   return Object.freeze({

@@ -9,6 +9,8 @@ import { LocalSemaphores } from './local-semaphore.js';
 import {
   emptyStats,
   type AcquireOptions,
+  type CacheEntries,
+  type CacheEntriesOptions,
   type Permit,
   type ReplayBegin,
   type StateConfig,
@@ -17,6 +19,7 @@ import {
   type StoreStats,
 } from './types.js';
 import { Listeners } from './util.js';
+import { LocalCache } from './local-cache.js';
 
 /**
  * Total bytes of stored replay responses this process keeps (state.replay_cache_mb), oldest dropped first, so
@@ -95,6 +98,10 @@ export class MemoryStore implements Store {
 
   onSharedChange(listener: (key: string, value: string | undefined) => void): () => void {
     return this.sharedListeners.add(listener);
+  }
+
+  cacheEntries(opts: CacheEntriesOptions): CacheEntries {
+    return new LocalCache(opts);
   }
 
   stats(): StoreStats {

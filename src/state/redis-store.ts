@@ -2,13 +2,14 @@
  * The Redis store: state shared by every gateway replica configured with the same Redis and key_prefix.
  * Composes the connection (redis-link.ts), cluster-wide semaphores, replay, counters and shared values, each
  * with a per-process fallback used while Redis is unavailable (see each module). Key layout, all under
- * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, and one pub/sub channel
+ * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `cache:e:<digest>` and `cache:{gen}:<scope>`, and one pub/sub channel
  * `events` carrying wake-ups and shared-value changes.
  */
 import type { AbortLike } from '../abort.js';
 import { LocalReplay } from './local-replay.js';
 import { LocalSemaphores } from './local-semaphore.js';
 import { replayCapBytes } from './memory-store.js';
+import { RedisCache } from './redis-cache.js';
 import { RedisCounters } from './redis-counters.js';
 import { RedisLink } from './redis-link.js';
 import { RedisReplay } from './redis-replay.js';
@@ -17,6 +18,7 @@ import { RedisShared, type SharedMessage } from './redis-shared.js';
 import {
   emptyStats,
   type AcquireOptions,
+  type CacheEntries,
   type Permit,
   type ReplayBegin,
   type StateConfig,
@@ -52,6 +54,7 @@ export class RedisStore implements Store {
   private readonly localReplay: LocalReplay;
   private readonly counters: RedisCounters;
   private readonly shared: RedisShared;
+  private readonly prefix: string;
   private readonly sharedListeners: Listeners<[string, string | undefined]>;
   private closing: Promise<void> | undefined;
 
@@ -59,6 +62,7 @@ export class RedisStore implements Store {
     const redis = config.redis;
     if (redis === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'RedisStore needs state.redis');
     const prefix = redis.key_prefix;
+    this.prefix = prefix;
     const origin = newId(); // tells this instance's own announcements apart
     // Whole milliseconds: Redis's PEXPIRE and SET PX take integers only.
     const leaseMs = Math.ceil(config.lease_s * 1000);
@@ -125,6 +129,11 @@ export class RedisStore implements Store {
 
   onSharedChange(listener: (key: string, value: string | undefined) => void): () => void {
     return this.sharedListeners.add(listener);
+  }
+
+  /** Entries in Redis, shared by every replica: max_mb bounds the memory cache only (docs/cache.md). */
+  cacheEntries(): CacheEntries {
+    return new RedisCache(this.link, this.prefix);
   }
 
   stats(): StoreStats {
