@@ -8,6 +8,7 @@ import type { Experiments } from '../experiments/recorder.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/index.js';
+import type { ResponseCache } from '../cache/response-cache.js';
 
 export interface GatewayState {
   current: GatewayRuntime;
@@ -18,6 +19,8 @@ export interface GatewayState {
   store: Store;
   /** A/B and ensemble accounting into the store's counters (README "Execution feedback and the experiment report"). */
   experiments: Experiments;
+  /** The response cache (docs/cache.md); undefined without the top-level `cache` config. Kept across reloads. */
+  cache: ResponseCache | undefined;
   /** Per-client limits (README "Client keys"), by client name, kept across reloads (reload.ts reconfigures it). */
   clients: ClientLimits;
 }

@@ -42,6 +42,11 @@ export interface BatchContext {
    * whole batch whose answer is longer than `overBytes` is written to `sink` as it arrives.
    */
   stream?: { overBytes: number; sink: AnswerSink };
+  /**
+   * Candidates the response cache answered, by input index (docs/cache.md): put in their slots as they are, the
+   * plan dispatched holding none of these inputs.
+   */
+  cached?: ReadonlyMap<number, readonly AgentOutput[]>;
 }
 
 /** The client's answer as the batch writes it when streamed. */
@@ -72,6 +77,8 @@ export interface BatchResult {
    * went out as they came and this many were written.
    */
   streamed?: number;
+  /** Inputs (by index) whose candidates came from the response cache: no backend was asked for them. */
+  cached?: ReadonlySet<number>;
 }
 
 export interface LegOutcome {

@@ -25,7 +25,7 @@ import type { Logger } from '../logging.js';
 import type { BatchResult } from '../dispatch/batch.js';
 import { candidateTag } from '../dispatch/answer-bytes.js';
 import { METRIC_OUTCOMES, type GatewayMetrics } from '../metrics.js';
-import type { AgentRequest } from '../protocol/types.js';
+import type { AgentOutput, AgentRequest } from '../protocol/types.js';
 import { ROOT_AGENT } from '../config/schema.js';
 import { readMemoryTag, type BatchPlan, type CompiledRoute, type CompiledRoutes, type MemoryTag } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
@@ -61,6 +61,7 @@ const field = {
   code: (arm: string, code: string) => `${arm}|code|${code}`,
   feedback: (arm: string, outcome: FeedbackOutcome) => `${arm}|fb|${outcome}`,
   latency: (arm: string, bucket: number) => `${arm}|lat|${bucket}`,
+  cachedSteps: (arm: string) => `${arm}|cached_steps`,
 };
 
 /** Routes by name, built once per compiled config (the hot path looks a route up per input). */
@@ -108,10 +109,11 @@ export class Experiments {
     const routes = routeIndex(compiled);
     const agent = compiled.agent;
     const incr = (route: string, f: string, by = 1): void => store.incr(countersKey(agent, route), f, by);
+    const fromCache = this.countCached(request, result, routes, incr);
 
     for (const p of plan.inputs) {
       const input = request.inputs[p.index];
-      if (input === undefined) continue;
+      if (input === undefined || result.cached?.has(p.index) === true) continue;
       const route = routes.get(p.route);
       if (isExperiment(route)) {
         const started = p.tag === undefined || p.tag.route !== p.route;
@@ -127,6 +129,7 @@ export class Experiments {
     }
 
     for (const out of result.outputs) {
+      if (fromCache.has(out)) continue;
       // The tag the candidate was written with; only a candidate decoded whole has its memory read for it.
       const tag = candidateTag(out) ?? readMemoryTag(out.memory, compiled.memoryKey);
       const route = tag === undefined ? undefined : routes.get(tag.route);
@@ -149,6 +152,35 @@ export class Experiments {
       const arm = armOf(route, { backend: leg.backend, arm: leg.arm });
       if (arm !== undefined) incr(route.name, field.latency(arm, latencyBucket(leg.ms)));
     }
+  }
+
+  /**
+   * The response cache's steps (docs/cache.md, "Experiments"): counted once, when first computed, so a resumed
+   * run adds only `<arm>|cached_steps`, for the arm of the tag the cached candidates carry. Returns those
+   * candidates, which the other counts skip (as legs never include them: no latency either).
+   */
+  private countCached(
+    request: AgentRequest,
+    result: BatchResult,
+    routes: Map<string, CompiledRoute>,
+    incr: (route: string, f: string, by?: number) => void,
+  ): Set<AgentOutput> {
+    const skip = new Set<AgentOutput>();
+    const cached = result.cached;
+    if (cached === undefined || result.outputs.length === 0) return skip;
+    let at = 0;
+    request.inputs.forEach((input, i) => {
+      const outs = result.outputs.slice(at, at + input.num_outputs);
+      at += input.num_outputs;
+      if (!cached.has(i)) return;
+      for (const o of outs) skip.add(o);
+      const tag = outs[0] === undefined ? undefined : candidateTag(outs[0]);
+      const route = tag === undefined ? undefined : routes.get(tag.route);
+      if (tag === undefined || !isExperiment(route)) return;
+      const arm = armOf(route, tag);
+      if (arm !== undefined) incr(route.name, field.cachedSteps(arm));
+    });
+    return skip;
   }
 
   /** Feedback of one env input to the tag's (route, backend) metric and, on an experiment route, its arm. */

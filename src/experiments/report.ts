@@ -22,6 +22,8 @@ export interface ArmReport {
   member: boolean;
   trajectories_started: number;
   steps: number;
+  /** Steps the response cache answered (docs/cache.md): not in `steps` nor in any other count here. */
+  cached_steps: number;
   candidates: { completed: number; error: number };
   /** Error codes of error candidates, most frequent first. */
   error_codes: Record<string, number>;
@@ -79,6 +81,7 @@ const LATENCY_NOTE = 'p50/p95 interpolated in log-spaced buckets (5 ms .. 655 s,
 interface ArmCounts {
   started: number;
   steps: number;
+  cachedSteps: number;
   completed: number;
   error: number;
   codes: Map<string, number>;
@@ -87,7 +90,7 @@ interface ArmCounts {
 }
 
 function emptyArm(): ArmCounts {
-  return { started: 0, steps: 0, completed: 0, error: 0, codes: new Map(), feedback: emptyFeedback(), latency: new Map() };
+  return { started: 0, steps: 0, cachedSteps: 0, completed: 0, error: 0, codes: new Map(), feedback: emptyFeedback(), latency: new Map() };
 }
 
 const OUTCOMES: ReadonlySet<string> = new Set(FEEDBACK_OUTCOMES);
@@ -105,6 +108,7 @@ function parseCounters(counters: Record<string, number>): Map<string, ArmCounts>
     if (a === undefined) arms.set(armName, (a = emptyArm()));
     if (rest === 'started') a.started += n;
     else if (rest === 'steps') a.steps += n;
+    else if (rest === 'cached_steps') a.cachedSteps += n;
     else if (rest === 'completed') a.completed += n;
     else if (rest === 'error') a.error += n;
     else if (rest.startsWith('code|')) a.codes.set(rest.slice(5), (a.codes.get(rest.slice(5)) ?? 0) + n);
@@ -134,6 +138,7 @@ function armReport(arm: string, member: boolean, c: ArmCounts): ArmReport {
     member,
     trajectories_started: c.started,
     steps: c.steps,
+    cached_steps: c.cachedSteps,
     candidates: { completed: c.completed, error: c.error },
     error_codes: Object.fromEntries([...c.codes].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))),
     feedback: c.feedback,

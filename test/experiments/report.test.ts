@@ -16,6 +16,7 @@ function arm(name: string, over: Partial<ArmReport>): ArmReport {
     member: true,
     trajectories_started: 0,
     steps: 0,
+    cached_steps: 0,
     candidates: { completed: 0, error: 0 },
     error_codes: {},
     feedback: { tool_succeeded: 0, tool_failed: 0, env_error: 0, failure_reason: 0, unparsed: 0, other: 0 },
