@@ -9,6 +9,7 @@
  *   GET  /gateway/config                the running config, secrets redacted (admin/redact.ts)
  *   POST /gateway/reload                re-read the config file: 200 {"reloaded": true, ...} or 400 with the reason
  *   GET  /gateway/experiments           the A/B and ensemble report (routes/experiments.ts)
+ *   DELETE /gateway/cache[?agent=&backend=]  empty the response cache, or one agent's or backend's entries (docs/cache.md)
  *   ANY  /gateway/backends/{name}/...   forwarded to a ready replica of that backend (routes/admin-passthrough.ts)
  */
 import type { FastifyInstance } from 'fastify';
@@ -17,6 +18,7 @@ import { redactConfig } from '../admin/redact.js';
 import { agentsView, backendsView, routesView } from '../admin/views.js';
 import { reloadGateway } from '../reload.js';
 import { errorBody } from '../errors.js';
+import { cacheRoutes } from './admin-cache.js';
 
 /** What GET /gateway/ lists: every admin endpoint, so an operator (or a script) can find them from the root. */
 const ADMIN_ENDPOINTS = [
@@ -25,6 +27,7 @@ const ADMIN_ENDPOINTS = [
   { method: 'GET', path: '/gateway/config', what: 'the running config, secrets redacted' },
   { method: 'POST', path: '/gateway/reload', what: 're-read the config file' },
   { method: 'GET', path: '/gateway/experiments', what: 'the A/B and ensemble experiment report' },
+  { method: 'DELETE', path: '/gateway/cache', what: 'empty the response cache (?agent=<name>, ?backend=<name>: only theirs)' },
   { method: 'ANY', path: '/gateway/backends/{name}/...', what: 'passthrough to a ready replica of that backend' },
 ] as const;
 
@@ -52,6 +55,8 @@ export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions
     if (outcome.ok) return outcome.report;
     return reply.code(outcome.status).send({ reloaded: false, ...errorBody('GATEWAY_ERR_RELOAD_REFUSED', outcome.detail) });
   });
+
+  await app.register(cacheRoutes);
 
   await app.register(passthrough);
 }
