@@ -1,7 +1,7 @@
 /**
  * The memory cache's bounds (docs/cache.md, "Bounds"): bytes under cache.max_mb by evicting the least recently
  * used entry, TTL on an injected clock, generations; and the key: every part of an input that decides its
- * answer changes it, the request_id, the input id and the gateway's memory tag do not.
+ * answer changes it, the request_id, the input id and the gateway's memory tag do not; the config's defaults.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -10,6 +10,8 @@ import { cacheKey, type KeyTarget } from '../../src/cache/cache-key.js';
 import { decodeEntry, encodeEntry } from '../../src/cache/cache-entry.js';
 import { readAgentRequest } from '../../src/protocol/read-request.js';
 import type { InputSlices } from '../../src/protocol/raw-json.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { configWarnings, formatWarning } from '../../src/config/warnings.js';
 
 const KB = Buffer.alloc(1000, 0x61);
 /** Value plus key plus the per-entry overhead local-cache.ts counts (256). */
@@ -95,4 +97,20 @@ test('a stored entry decodes only as exactly what was stored', () => {
   assert.equal(decodeEntry(Buffer.from('garbage'), 1), undefined);
   const errorTail = [Buffer.from(',"status":"error","memory":{},"internal_steps":[],"output":null,"error":{}}')];
   assert.equal(decodeEntry(encodeEntry({ tag: { backend: 'a', route: 'r' }, tails: errorTail }), 1), undefined, 'never an error candidate');
+});
+
+test('a route asking for the cache without the top-level `cache` is warned about', () => {
+  const config = parseConfigText(
+    ['backends: { a: { url: "http://127.0.0.1:1" } }', 'routes:', '  - { name: d, backend: a, cache: deterministic }'].join('\n'),
+    't.yaml',
+    {},
+  );
+  assert.deepEqual(configWarnings(config).map(formatWarning), [
+    'routes[0].cache: route "d" sets cache: deterministic, but the config has no top-level "cache": nothing is cached (docs/cache.md)',
+  ]);
+  const on = parseConfigText(['cache: {}', 'backends: { a: { url: "http://127.0.0.1:1" } }', 'routes:', '  - { name: d, backend: a, cache: always }'].join('\n'), 't.yaml', {});
+  assert.deepEqual(configWarnings(on), []);
+  assert.deepEqual(on.cache, { max_mb: 256, ttl_s: 604800, max_entry_mb: 16 }, 'the documented defaults');
+  assert.equal(on.routes[0]!.cache, 'always');
+  assert.equal(parseConfigText(['backends: { a: { url: "http://127.0.0.1:1" } }', 'routes: [{ name: d, backend: a }]'].join('\n'), 't.yaml', {}).routes[0]!.cache, 'off');
 });

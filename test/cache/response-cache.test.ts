@@ -211,3 +211,18 @@ test('num_outputs > 1: every candidate of an input is cached together', async (t
   assert.equal(strip(two), strip(one));
   assert.deepEqual((two.json as Cand[]).map((c) => c.candidate_index), [0, 1, 2]);
 });
+
+test('agent_version is stable for resumes: "1" for the default and virtual agents unless the config sets it', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'a' });
+  const gw = await f.gateway({
+    probe_interval_s: 3600,
+    backends: { a: { url: a.url } },
+    routes: [{ name: 'd', backend: 'a' }],
+    agents: { kitchen: { routes: [{ name: 'k', backend: 'a' }] }, pinned: { agent: { agent_version: '2024.1' }, routes: [{ name: 'p', backend: 'a' }] } },
+  });
+  const version = async (path: string): Promise<string> => ((await http(`${gw.url}${path}`)).json as { agent_version: string }).agent_version;
+  assert.equal(await version('/v1/info'), '1', 'not the package version');
+  assert.equal(await version('/agents/kitchen/v1/info'), '1');
+  assert.equal(await version('/agents/pinned/v1/info'), '2024.1');
+});
