@@ -95,38 +95,26 @@ export class CacheLookup {
       else asked.push(c);
     }
     const found = new Map<number, AgentOutput[]>();
-    let misses = asked;
-    if (asked.length > 0) {
-      const scopes = [ALL_SCOPE, agentScope(agent), ...new Set(asked.flatMap((c) => c.backends.map(backendScope)))];
-      const gens = await entries.generations(scopes);
-      const genOf = new Map(scopes.map((s, i) => [s, gens?.[i] ?? '']));
-      for (const c of asked) {
+    const misses: Candidate[] = [];
+    if (asked.length === 0) return new CacheLookup(cache, agent, plan, misses, found);
+    const scopes = [ALL_SCOPE, agentScope(agent), ...new Set(asked.flatMap((c) => c.backends.map(backendScope)))];
+    const gens = await entries.generations(scopes);
+    const values = gens === undefined ? undefined : await entries.get(keysOf(asked, agent, request, new Map(scopes.map((s, i) => [s, gens[i] ?? '0']))));
+    if (values === undefined) {
+      // The store is unavailable: every lookup is a miss, and nothing is stored for this batch.
+      metrics.storeFailures.inc({ reason: 'unavailable' }, asked.length);
+    } else {
+      asked.forEach((c, i) => {
         const input = request.inputs[c.input]!; // plan inputs index the request
-        const generations = [ALL_SCOPE, agentScope(agent), ...c.backends.map(backendScope)].map((s) => genOf.get(s) ?? '');
-        c.key = cacheKey({ agent, route: c.route, target: c.target, generations }, input.raw, input.num_outputs);
-      }
-      const values = gens === undefined ? undefined : await entries.get(asked.map((c) => c.key!)); // set just above
-      if (values === undefined) {
-        // The store is unavailable: every lookup is a miss, and nothing is stored for this batch.
-        metrics.storeFailures.inc({ reason: 'unavailable' }, asked.length);
-        misses = [];
-      } else {
-        misses = [];
-        asked.forEach((c, i) => {
-          const input = request.inputs[c.input]!; // plan inputs index the request
-          const buf = values[i];
-          const entry = buf === undefined ? undefined : decodeEntry(buf, input.num_outputs);
-          if (entry === undefined) {
-            misses.push(c);
-            return;
-          }
-          found.set(c.input, entry.tails.map((tail, k) => cachedCandidate(request.request_id, input, k, tail, entry.tag)));
-        });
-      }
-      for (const c of asked) {
-        if (found.has(c.input)) metrics.hits.inc({ agent, route: c.route });
-        else metrics.misses.inc({ agent, route: c.route });
-      }
+        const buf = values[i];
+        const entry = buf === undefined ? undefined : decodeEntry(buf, input.num_outputs);
+        if (entry === undefined) misses.push(c);
+        else found.set(c.input, entry.tails.map((tail, k) => cachedCandidate(request.request_id, input, k, tail, entry.tag)));
+      });
+    }
+    for (const c of asked) {
+      if (found.has(c.input)) metrics.hits.inc({ agent, route: c.route });
+      else metrics.misses.inc({ agent, route: c.route });
     }
     return new CacheLookup(cache, agent, plan, misses, found);
   }
@@ -137,6 +125,17 @@ export class CacheLookup {
    */
   store(request: IndexedAgentRequest, result: BatchResult, marked: boolean, log: Logger): void {
     if (this.misses.length === 0 || result.streamed !== undefined) return;
+    // After the answer is written: copying the candidates' bytes must not delay it.
+    setImmediate(() => {
+      try {
+        this.storeNow(request, result, marked, log);
+      } catch (err) {
+        log.warn({ err }, 'response cache store failed');
+      }
+    });
+  }
+
+  private storeNow(request: IndexedAgentRequest, result: BatchResult, marked: boolean, log: Logger): void {
     const { metrics, entries, ttlMs, maxEntryBytes } = this.cache;
     const offsets: number[] = [];
     let at = 0;
@@ -171,18 +170,29 @@ export class CacheLookup {
         metrics.storeFailures.inc({ reason: 'too_large' });
         continue;
       }
-      const route = c.route;
+      const { route, key } = c;
+      if (key === undefined) continue; // every miss has its key (keysOf ran before it could miss)
       entries
-        .set(c.key!, value, ttlMs) // every miss has its key (begin)
+        .set(key, value, ttlMs)
         .then((stored) => {
           if (stored) {
             metrics.stores.inc({ agent: this.agent, route });
             metrics.storedBytes.inc(value.length);
-          } else metrics.storeFailures.inc({ reason: 'unavailable' });
+          } else metrics.storeFailures.inc({ reason: entries.kind === 'memory' ? 'too_large' : 'unavailable' }); // memory refuses only what exceeds max_mb
         })
         .catch((err: unknown) => log.warn({ err }, 'response cache store failed'));
     }
   }
+}
+
+/** Each candidate's key, written into it (store() needs it again), in the order of `asked`. */
+function keysOf(asked: Candidate[], agent: string, request: IndexedAgentRequest, genOf: ReadonlyMap<string, string>): string[] {
+  return asked.map((c) => {
+    const input = request.inputs[c.input]!; // plan inputs index the request
+    const generations = [ALL_SCOPE, agentScope(agent), ...c.backends.map(backendScope)].map((s) => genOf.get(s) ?? '0');
+    c.key = cacheKey({ agent, route: c.route, target: c.target, generations }, input.raw, input.num_outputs);
+    return c.key;
+  });
 }
 
 /** Whether and how `p` is looked up: a candidate with its key's target, or the reason it is not. */
