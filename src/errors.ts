@@ -104,6 +104,7 @@ export const GATEWAY_ERR = {
     meaning: 'A coaching request failed on one or more backends; the status is the backend\'s (or 502), and `backends` names each outcome.',
   },
   GATEWAY_ERR_NO_READY_REPLICA: { meaning: 'Admin passthrough: the backend has no ready replica to ask.', status: 503 },
+  GATEWAY_ERR_CACHE_UNAVAILABLE: { meaning: '`DELETE /gateway/cache` could not reach Redis: nothing was emptied; retry once Redis is back.', status: 503 },
   GATEWAY_ERR_BACKEND_UNANSWERED: { meaning: 'Admin passthrough: the replica did not answer (502) or not in time (504).', status: 502 },
   GATEWAY_ERR_RESPONSE_ORDER: {
     meaning: 'Internal invariant: the assembled AgentResponse is not in the contract order (inputs order, then candidate_index); answered 500.',

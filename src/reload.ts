@@ -96,6 +96,8 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
     kept.push(`admin.listen: ${next.admin.listen ?? 'none'} in the file, ${running.admin.listen ?? 'none'} until a restart`);
   }
   if (canonical(running.metrics) !== canonical(next.metrics)) kept.push('metrics: changed in the file, kept until a restart');
+  // The response cache is built once with its store (docs/cache.md); routes' `cache` modes do reload.
+  if (canonical(running.cache) !== canonical(next.cache)) kept.push('cache: changed in the file, kept until a restart');
   if (kept.length === 0) return { config: next, kept };
   const server = {
     ...next.server,
@@ -110,7 +112,9 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
     // this host until a restart: it keeps needing a token.
     throw new GatewayError('GATEWAY_ERR_RELOAD_REFUSED', `admin.token: the admin listener on ${admin.listen} stays until a restart and needs a non-empty admin.token`);
   }
-  return { config: deepFreeze({ ...next, server, admin, state: running.state, metrics: running.metrics }), kept };
+  const cache = running.cache === undefined ? {} : { cache: running.cache };
+  const { cache: _fromFile, ...rest } = next;
+  return { config: deepFreeze({ ...rest, ...cache, server, admin, state: running.state, metrics: running.metrics }), kept };
 }
 
 /** Names added, removed and changed between two maps of named sections (backends, clients). */

@@ -10,6 +10,7 @@ import type { BatchResult } from '../dispatch/batch.js';
 import type { BatchPlan } from '../routing/plan.js';
 import {
   ATTR_BACKENDS,
+  ATTR_CACHE_HITS,
   ATTR_CANDIDATES,
   ATTR_ERROR_CANDIDATES,
   ATTR_ERROR_CODES,
@@ -59,6 +60,7 @@ export function traceResult(span: TraceSpan, plan: BatchPlan, result: BatchResul
     [ATTR_ERROR_CANDIDATES]: errors,
     [ATTR_ERROR_CODES]: Object.keys(result.errorCodes).slice(0, MAX_LISTED),
     [ATTR_OVERHEAD_MS]: Math.round(overheadMs * 100) / 100,
+    [ATTR_CACHE_HITS]: result.cached?.size,
   });
 }
 

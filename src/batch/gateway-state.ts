@@ -10,6 +10,7 @@ import type { Experiments } from '../experiments/recorder.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/index.js';
+import type { ResponseCache } from '../cache/response-cache.js';
 
 export interface GatewayState {
   current: GatewayRuntime;
@@ -20,6 +21,8 @@ export interface GatewayState {
   store: Store;
   /** A/B and ensemble accounting into the store's counters (docs/operations.md#experiment-report). */
   experiments: Experiments;
+  /** The response cache (docs/cache.md); undefined without the top-level `cache` config. Kept across reloads. */
+  cache: ResponseCache | undefined;
   /** Per-client limits (docs/operations.md#client-keys), by client name, kept across reloads (reload.ts reconfigures it). */
   clients: ClientLimits;
   /** Recent batches, batch rate, start time and last reload, for the console (docs/console.md). */

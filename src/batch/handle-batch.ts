@@ -11,7 +11,8 @@ import { BatchSignal } from '../abort.js';
 import { mbToBytes } from '../config/schema.js';
 import { readBatch } from './read-batch.js';
 import { runBatch } from '../dispatch/batch.js';
-import { endStreamed, StreamSink, streamable, type ResponseStream } from './streamed-batch.js';
+import { CACHE_HITS_HEADER, endStreamed, StreamSink, streamable, type ResponseStream } from './streamed-batch.js';
+import { CacheLookup } from '../cache/cache-lookup.js';
 import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from './gateway-state.js';
 import { correlationHeaders } from '../protocol/correlation.js';
@@ -63,6 +64,8 @@ export interface BatchAnswer {
   /** The gateway's own time on this batch (its time minus the backends'), set on 200 answers. */
   overheadMs?: number;
   replayHit?: boolean;
+  /** Inputs the response cache answered (docs/cache.md); undefined when the gateway has no cache. */
+  cacheHits?: number;
   /** The answer was written to the exchange's stream, end included: the front writes nothing more. */
   streamed?: boolean;
 }
@@ -74,6 +77,7 @@ export function answerHeaders(a: BatchAnswer, elapsedMs: number): Record<string,
   };
   if (a.requestId !== undefined) h['x-request-id'] = a.requestId;
   if (a.replayHit === true) h['x-gateway-replay'] = 'hit';
+  if (a.cacheHits !== undefined) h[CACHE_HITS_HEADER] = String(a.cacheHits);
   return h;
 }
 
@@ -186,25 +190,30 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers });
     // The trajectory members of the candidates' tags, decided before dispatch writes them (docs/experiments.md).
     const steps = await gw.experiments.begin(compiled, request, plan, ex.headers[CHECK_HEADER] !== undefined);
+    // The response cache (docs/cache.md): the inputs it answers are neither dispatched nor shadowed.
+    const cache = gw.cache === undefined ? undefined : await CacheLookup.begin(gw.cache, compiled, runtime.upstreams, request, plan);
+    const dispatched = cache?.dispatchPlan ?? plan;
     const beforeDispatch = performance.now();
     const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };
-    const sink = ex.stream !== undefined && streamable(compiled, plan) ? new StreamSink(ex.stream, requestId) : undefined;
+    const sink = ex.stream !== undefined && streamable(compiled, dispatched) ? new StreamSink(ex.stream, requestId, cache?.hits) : undefined;
     const batch = runBatch(
       { ...deps, budget: runtime.budget, store },
       request,
-      plan,
+      dispatched,
       {
         deadline, headers, signal, clientGone: () => clientGone, requestBody: raw, span,
         stream: sink === undefined ? undefined : { overBytes: mbToBytes(config.server.stream_answers_over_mb), sink },
+        cached: cache?.cached,
       },
       parsed.marked,
     );
-    if (plan.inputs.some((p) => p.shadows.length > 0)) {
+    if (dispatched.inputs.some((p) => p.shadows.length > 0)) {
       // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
-      void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs), headers, span);
+      void startShadows({ ...deps, limiter: runtime.shadows }, request, dispatched, parsed.marked, batch.then((r) => r.outputs), headers, span);
     }
     const result = await batch;
     gw.experiments.recordBatch(compiled, request, plan, result, steps);
+    cache?.store(request, result, parsed.marked, ex.log);
     if (result.streamed !== undefined && ex.stream !== undefined) {
       const overheadMs = endStreamed(ex.stream, { t0, beforeDispatch, result, span, plan, lease, metrics, log: logsInfo(ex.log) ? ex.log : undefined }, () => ({
         request_id: request.request_id,
@@ -257,11 +266,12 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
           duration_ms: durationMs,
           overhead_ms: Math.round(overheadMs * 100) / 100,
           body_bytes: raw.length,
+          ...(cache === undefined ? {} : { cache_hits: cache.hits }),
         },
         'batch',
       );
     }
-    return { status: 200, body, requestId, overheadMs };
+    return { status: 200, body, requestId, overheadMs, cacheHits: cache?.hits };
   } finally {
     permit?.release();
     clearTimeout(deadlineTimer);

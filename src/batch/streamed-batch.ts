@@ -12,6 +12,9 @@ import type { TraceSpan } from '../tracing/trace-span.js';
 import { traceResult } from './batch-span.js';
 import type { GatewayState } from './gateway-state.js';
 
+/** The header saying how many inputs the response cache answered (docs/cache.md). */
+export const CACHE_HITS_HEADER = 'x-gateway-cache-hits';
+
 /** The header a streamed answer sends at its end, as a trailer, for it is known only then. */
 const OVERHEAD_HEADER = 'x-gateway-overhead-ms';
 
@@ -52,6 +55,8 @@ export class StreamSink implements AnswerSink {
   constructor(
     private readonly stream: ResponseStream,
     private readonly requestId: string | undefined,
+    /** The response cache's hit count (docs/cache.md), when the agent's gateway has a cache: always 0 here. */
+    private readonly cacheHits?: number,
   ) {}
 
   get begun(): boolean {
@@ -62,6 +67,7 @@ export class StreamSink implements AnswerSink {
     this.started = true;
     const headers: Record<string, string> = { trailer: OVERHEAD_HEADER };
     if (this.requestId !== undefined) headers['x-request-id'] = this.requestId;
+    if (this.cacheHits !== undefined) headers[CACHE_HITS_HEADER] = String(this.cacheHits);
     this.stream.begin(headers);
   }
 

@@ -14,7 +14,7 @@ interface AgentTable {
   /** Where its routes are in the file: `routes`, or `agents.<name>.routes`. */
   readonly at: readonly PathSegment[];
   readonly agentId: string;
-  /** Undefined: the gateway's package version. */
+  /** Undefined: DEFAULT_AGENT_VERSION (config/schema.ts), never the package version. */
   readonly agentVersion: string | undefined;
   readonly memoryKey: string;
   readonly routes: readonly RouteConfig[];

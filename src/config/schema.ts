@@ -162,6 +162,11 @@ const routeSchema = z
         control: name.optional(),
       })
       .optional(),
+    /**
+     * The response cache for this route's inputs (docs/cache.md): `deterministic` caches only inputs with
+     * `extra_keys.inference_mode: true`, `always` every input; needs the top-level `cache`.
+     */
+    cache: z.enum(['deterministic', 'always', 'off']).default('off'),
   })
   .refine((r) => [r.backend, r.split, r.ensemble].filter((x) => x !== undefined).length === 1, {
     message: 'a route needs exactly one of "backend", "split" or "ensemble"',
@@ -253,6 +258,13 @@ export const DEFAULT_MEMORY_KEY = '_gateway';
  */
 export const ROOT_AGENT = 'default';
 
+/**
+ * The `agent_version` `/v1/info` answers when the config sets none, for the default and every virtual agent.
+ * A constant, not the package version: BENCH refuses to resume a run whose agent_version changed, and an
+ * upgrade of the gateway must not change the identity of the agents behind it (docs/cache.md, "Resume a run").
+ */
+export const DEFAULT_AGENT_VERSION = '1';
+
 /** `agent` (top level): the identity `/v1/info` answers. */
 const identitySchema = z
   .strictObject({
@@ -281,7 +293,7 @@ const agentName = name
  * routes and memory key; backends, pools, probes, the store and the retry budget are the gateway's.
  */
 const virtualAgentSchema = z.strictObject({
-  /** Default agent_id: the agent's name (filled in by the `agents` record below); agent_version: the package version. */
+  /** Default agent_id: the agent's name (filled in by the `agents` record below); agent_version: DEFAULT_AGENT_VERSION. */
   agent: z
     .strictObject({
       agent_id: z.string().min(1).optional(),
@@ -461,6 +473,20 @@ export const configSchema = z.strictObject({
       path: ['max_export_batch_size'],
     })
     .prefault({}),
+  /**
+   * The response cache (docs/cache.md): absent = off. In this process by default, in `state.redis` when set
+   * (shared by every replica). Read at start: a reload keeps the running one.
+   */
+  cache: z
+    .strictObject({
+      /** Bytes of cached answers this process keeps (LRU); with Redis, entries live in Redis and this bounds nothing. */
+      max_mb: positive.default(256),
+      /** How long an entry is kept after it was stored. */
+      ttl_s: positive.default(7 * 24 * 3600),
+      /** One input's candidates larger than this are not stored (in memory and in Redis). */
+      max_entry_mb: positive.default(16),
+    })
+    .optional(),
   /** Client keys and per-client limits (docs/operations.md#client-keys); absent = every agent endpoint open, as without it. */
   clients: clientsSchema.optional(),
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

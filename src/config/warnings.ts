@@ -30,6 +30,12 @@ export function configWarnings(config: GatewayConfig): ConfigWarning[] {
           });
         }
       });
+      if (r.cache !== 'off' && config.cache === undefined) {
+        out.push({
+          path: `${where}[${i}].cache`,
+          message: `route "${r.name}" sets cache: ${r.cache}, but the config has no top-level "cache": nothing is cached (docs/cache.md)`,
+        });
+      }
       r.shadow.forEach((b, j) => {
         if (b === only) {
           out.push({

@@ -6,7 +6,7 @@
  * (experiments, shadows, the order check) decode a field only when something reads it.
  */
 import { parseExact, stringifyExact } from '../protocol/exact-json.js';
-import { inputMemoryLayout, PartsWriter, taggedMemory, type AnswerBody } from '../protocol/answer-body.js';
+import { inputMemoryLayout, joinBody, PartsWriter, taggedMemory, type AnswerBody } from '../protocol/answer-body.js';
 import type { IndexedCandidate } from '../protocol/response-check.js';
 import type { InputSlices } from '../protocol/raw-json.js';
 import { agentDecisionSchema, agentErrorSchema } from '../protocol/schemas.js';
@@ -249,4 +249,82 @@ export class CandidateWriter {
       },
     });
   }
+}
+
+/**
+ * The bytes of a candidate after its candidate_index (`,"status":...}`): what the response cache keeps of it
+ * (docs/cache.md), the memory with the tag it was written with included. Undefined when the candidate does not
+ * start with the protocol fields of its request, input and index as the writers here write them (then it is
+ * not cached). A copy: the entry must not keep the backend's whole answer alive.
+ */
+export function candidateTail(out: AgentOutput, input: AgentInput, marked: boolean): Buffer | undefined {
+  const w = new PartsWriter();
+  writeCandidate(out, w, marked);
+  const bytes = joinBody(w.done());
+  const head = Buffer.concat([
+    Buffer.from(`{"request_id":${JSON.stringify(out.request_id)}`, 'utf8'),
+    SOURCE_ID,
+    idBytes(input),
+    Buffer.from(`,"candidate_index":${out.candidate_index}`, 'latin1'),
+  ]);
+  if (bytes.length <= head.length || bytes.compare(head, 0, head.length, 0, head.length) !== 0) return undefined;
+  const tail = Buffer.allocUnsafeSlow(bytes.length - head.length);
+  bytes.copy(tail, 0, head.length);
+  return tail;
+}
+
+/** What a cached candidate's accessors read: its stored tail, decoded once when something reads a field. */
+interface CachedTail {
+  readonly tail: Buffer;
+  decoded?: { memory: JsonObject; internal_steps: JsonObject[]; output: AgentOutput['output']; error: AgentOutput['error'] };
+}
+
+const CACHED = Symbol('cached candidate');
+type Cached = { readonly [CACHED]: CachedTail };
+
+function decodedTail(c: CachedTail): NonNullable<CachedTail['decoded']> {
+  if (c.decoded === undefined) {
+    // The tail is `,"status":...}`: with `{` for its comma it is the candidate's own JSON object, minus the ids.
+    const obj = parseExact(`{${c.tail.toString('utf8', 1)}`).value as Record<string, unknown>; // a JSON object (written by this file)
+    c.decoded = {
+      memory: obj.memory as JsonObject,
+      internal_steps: (obj.internal_steps ?? []) as JsonObject[],
+      output: obj.output === null || obj.output === undefined ? null : agentDecisionSchema.parse(obj.output),
+      error: obj.error === null || obj.error === undefined ? null : agentErrorSchema.parse(obj.error),
+    };
+  }
+  return c.decoded;
+}
+
+/** Shared accessors of every cached candidate (not per-candidate getters: see CANDIDATE_FIELDS). */
+const CACHED_FIELDS: LazyFields = {
+  memory: { get: function (this: Cached) { return decodedTail(this[CACHED]).memory; }, enumerable: true, configurable: true },
+  internal_steps: { get: function (this: Cached) { return decodedTail(this[CACHED]).internal_steps; }, enumerable: true, configurable: true },
+  output: { get: function (this: Cached) { return decodedTail(this[CACHED]).output; }, enumerable: true, configurable: true },
+  error: { get: function (this: Cached) { return decodedTail(this[CACHED]).error; }, enumerable: true, configurable: true },
+};
+
+/**
+ * A cached candidate (docs/cache.md, "Partial hits") re-addressed to the current request and input: the
+ * request_id and source_id are the current ones, the rest is the stored tail byte for byte. `tag` is the memory
+ * tag the tail carries (the first run's), which experiment accounting reads without decoding memory.
+ */
+export function cachedCandidate(requestId: string, input: AgentInput, candidateIndex: number, tail: Buffer, tag: MemoryTag): AgentOutput {
+  const head = Buffer.from(`{"request_id":${JSON.stringify(requestId)}`, 'utf8');
+  const id = idBytes(input);
+  const out = { request_id: requestId, source_id: input.id, candidate_index: candidateIndex, status: 'completed' as const };
+  Object.defineProperty(out, CACHED, { value: { tail } satisfies CachedTail, enumerable: false });
+  Object.defineProperties(out, CACHED_FIELDS);
+  const candidate = out as AgentOutput; // the four accessors are defined just above
+  setBytes(candidate, {
+    tag,
+    write: (w) => {
+      w.push(head);
+      w.push(SOURCE_ID);
+      w.push(id);
+      w.text(`,"candidate_index":${candidateIndex}`);
+      w.push(tail);
+    },
+  });
+  return candidate;
 }

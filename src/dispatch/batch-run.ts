@@ -48,6 +48,7 @@ export class BatchRun {
       requestMarked,
     };
     this.slots = new BatchSlots(request, deps.memoryKey, observer);
+    if (ctx.cached !== undefined) for (const [input, outs] of ctx.cached) this.slots.cached(input, outs);
   }
 
   async run(): Promise<BatchResult> {
@@ -63,6 +64,7 @@ export class BatchRun {
       errorCodes: this.slots.errorCodes,
       legs: this.slots.legs,
       streamed: this.streamed,
+      ...(this.ctx.cached === undefined || this.ctx.cached.size === 0 ? {} : { cached: new Set(this.ctx.cached.keys()) }),
     };
   }
 

@@ -115,6 +115,15 @@ export class BatchSlots {
     for (const it of items) this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
   }
 
+  /** The response cache's candidates of input `input` (all of them), counted by the cache, not here. */
+  cached(input: number, outputs: readonly AgentOutput[]): void {
+    const row = this.slots[input];
+    if (row === undefined) return;
+    outputs.forEach((o, c) => {
+      if (c < row.length) row[c] = o;
+    });
+  }
+
   /** The candidates in input order, then ascending candidate_index. */
   outputs(): AgentOutput[] {
     const out: AgentOutput[] = [];

@@ -42,6 +42,11 @@ export interface BatchContext {
    * whole batch whose answer is longer than `overBytes` is written to `sink` as it arrives.
    */
   stream?: { overBytes: number; sink: AnswerSink };
+  /**
+   * Candidates the response cache answered, by input index (docs/cache.md): put in their slots as they are, the
+   * plan dispatched holding none of these inputs.
+   */
+  cached?: ReadonlyMap<number, readonly AgentOutput[]>;
 }
 
 /** The client's answer as the batch writes it when streamed. */
@@ -73,10 +78,10 @@ export interface BatchResult {
    */
   streamed?: number;
   /**
-   * Inputs (request positions) whose candidates were served from the response cache: the experiment recorder
-   * counts them as cached steps only, since they were counted when first computed.
+   * Inputs (request positions) whose candidates were served from the response cache: no backend was asked for
+   * them, and the experiment recorder counts them as cached steps only, since they were counted when first computed.
    */
-  cachedInputs?: ReadonlySet<number>;
+  cached?: ReadonlySet<number>;
 }
 
 export interface LegOutcome {

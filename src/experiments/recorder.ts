@@ -257,7 +257,7 @@ export class Experiments {
     };
     const { arm, state, base } = d;
     // The place for steps the response cache served: they were counted when first computed.
-    if (result.cachedInputs?.has(d.index) === true) {
+    if (result.cached?.has(d.index) === true) {
       incr(field.cached(arm));
       return;
     }
@@ -316,7 +316,7 @@ export class Experiments {
     const byInput = new Map(decisions.filter((d) => d.counted).map((d) => [d.index, d]));
     for (const leg of result.legs) {
       const d = byInput.get(leg.input);
-      if (leg.ms === undefined || d === undefined || result.cachedInputs?.has(d.index) === true) continue;
+      if (leg.ms === undefined || d === undefined || result.cached?.has(d.index) === true) continue;
       const by = d.route.kind === 'ensemble' ? (armOf(d.route, { backend: leg.backend, arm: leg.arm }) ?? d.arm) : d.arm;
       store.incr(countersKey(compiled.agent, d.route.name, d.experiment), field.latency(by, latencyBucket(leg.ms)));
     }

@@ -12,6 +12,7 @@ import { Experiments } from '../experiments/recorder.js';
 import { GatewayMetrics } from '../metrics.js';
 import { GatewayRuntime } from '../runtime.js';
 import { createStore } from '../state/index.js';
+import { ResponseCache } from '../cache/response-cache.js';
 import { logStartSummary } from './start-summary.js';
 import type { GatewayState } from '../batch/gateway-state.js';
 
@@ -46,6 +47,7 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     version: opts.version,
     configPath: opts.configPath,
     store,
+    cache: opts.config.cache === undefined ? undefined : new ResponseCache(opts.config.cache, store, metrics.registry),
     experiments: new Experiments(() => state, app.log),
     history: new ExperimentHistory(() => state, app.log),
     activity: new Activity(() => state.current.config.admin.recent_batches),

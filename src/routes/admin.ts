@@ -12,6 +12,7 @@
  *   GET  /gateway/overview, /gateway/batches, /gateway/experiments/history   for the console (routes/console.ts)
  *   POST /gateway/experiments/outcomes  episode outcomes for the report (routes/experiments.ts)
  *   POST /gateway/experiments/reset     start experiments afresh (routes/experiments.ts)
+ *   DELETE /gateway/cache[?agent=&backend=]  empty the response cache, or one agent's or backend's entries (docs/cache.md)
  *   ANY  /gateway/backends/{name}/...   forwarded to a ready replica of that backend (routes/admin-passthrough.ts)
  */
 import type { FastifyInstance } from 'fastify';
@@ -21,6 +22,7 @@ import { redactConfig } from '../admin/redact.js';
 import { agentsView, backendsView, routesView } from '../admin/views.js';
 import { reloadGateway } from '../reload.js';
 import { errorBody } from '../errors.js';
+import { cacheRoutes } from './admin-cache.js';
 
 /** What GET /gateway/ lists: every admin endpoint, so an operator (or a script) can find them from the root. */
 const ADMIN_ENDPOINTS = [
@@ -34,6 +36,7 @@ const ADMIN_ENDPOINTS = [
   { method: 'GET', path: '/gateway/batches', what: 'the last batches (admin.recent_batches), newest first; ?limit=N' },
   { method: 'POST', path: '/gateway/experiments/outcomes', what: 'episode outcomes, by trajectory id or trace hash' },
   { method: 'POST', path: '/gateway/experiments/reset', what: 'start experiments afresh (body {agent?, route?})' },
+  { method: 'DELETE', path: '/gateway/cache', what: 'empty the response cache (?agent=<name>, ?backend=<name>: only theirs)' },
   { method: 'ANY', path: '/gateway/backends/{name}/...', what: 'passthrough to a ready replica of that backend' },
 ] as const;
 
@@ -65,6 +68,8 @@ export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions
     if (outcome.ok) return outcome.report;
     return reply.code(outcome.status).send({ reloaded: false, ...errorBody('GATEWAY_ERR_RELOAD_REFUSED', outcome.detail) });
   });
+
+  await app.register(cacheRoutes);
 
   await app.register(passthrough);
 }

@@ -10,6 +10,7 @@ import type { AgentInfo } from '../protocol/types.js';
 import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { errorBody } from '../errors.js';
+import { DEFAULT_AGENT_VERSION } from '../config/schema.js';
 import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from './agent-path.js';
 
 /** The plural or singular verb for a list of backend names. */
@@ -35,7 +36,7 @@ function coachingOffReason(infos: readonly { backend: string; info: AgentInfo | 
 }
 
 /** `agent`'s /v1/info: its identity, and the capabilities of the backends its own routes reach. */
-function gatewayInfo(runtime: GatewayRuntime, agent: CompiledAgent, agentVersion: string): AgentInfo {
+function gatewayInfo(runtime: GatewayRuntime, agent: CompiledAgent): AgentInfo {
   const backends = agent.reachable;
   const infos = backends.map((b) => {
     const replicas = runtime.upstreams.backends.get(b)?.replicas ?? [];
@@ -57,7 +58,8 @@ function gatewayInfo(runtime: GatewayRuntime, agent: CompiledAgent, agentVersion
   return {
     protocol_version: '2.0',
     agent_id: agent.agentId,
-    agent_version: agent.agentVersion ?? agentVersion,
+    // Not the package version: a resumed BENCH run needs the same identity after a gateway upgrade.
+    agent_version: agent.agentVersion ?? DEFAULT_AGENT_VERSION,
     capabilities,
     specialized_coaching: specialized,
     coaching_resume: coaching && infos.every(({ info }) => info?.coaching_resume === true),
@@ -95,7 +97,7 @@ export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions
     const runtime = app.gateway.current;
     const agent = runtime.agents.root;
     if (agent === undefined) return sendUnknownAgent(reply, undefined);
-    return gatewayInfo(runtime, agent, app.gateway.version);
+    return gatewayInfo(runtime, agent);
   });
 
   app.get<{ Params: AgentParams }>(`${AGENT_PREFIX_PATTERN}/health`, async (req, reply) => {
@@ -108,6 +110,6 @@ export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions
     const runtime = app.gateway.current;
     const agent = runtime.agents.virtual.get(req.params.agent);
     if (agent === undefined) return sendUnknownAgent(reply, req.params.agent);
-    return gatewayInfo(runtime, agent, app.gateway.version);
+    return gatewayInfo(runtime, agent);
   });
 }

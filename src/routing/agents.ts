@@ -15,7 +15,7 @@ export interface CompiledAgent {
   /** The URL path prefix it is served under: empty for the default agent, `/agents/<name>` otherwise. */
   readonly prefix: string;
   readonly agentId: string;
-  /** Undefined: the gateway's package version. */
+  /** Undefined: DEFAULT_AGENT_VERSION (config/schema.ts), never the package version. */
   readonly agentVersion: string | undefined;
   readonly routes: CompiledRoutes;
   /** The routes as configured, in table order (CompiledRoute.index points here). */

@@ -31,6 +31,8 @@ export interface CompiledRoute {
   readonly shadow: readonly string[];
   /** The route's `experiment:` settings (docs/experiments.md); empty when absent. */
   readonly experiment: { readonly name?: string; readonly primary?: 'tool_success' | 'outcome'; readonly control?: string };
+  /** The route's `cache` mode (docs/cache.md); the top-level `cache` must be set for it to apply. */
+  readonly cache: RouteConfig['cache'];
 }
 
 export interface CompiledRoutes {
@@ -86,6 +88,7 @@ export function compileRouteTable(
         fallback: Object.freeze([...route.fallback]),
         shadow: Object.freeze([...route.shadow]),
         experiment: Object.freeze({ ...route.experiment }),
+        cache: route.cache,
       }),
   );
   return Object.freeze({

@@ -11,6 +11,8 @@ import {
   emptyStats,
   type AcquireOptions,
   type ClaimResult,
+  type CacheEntries,
+  type CacheEntriesOptions,
   type Permit,
   type ReplayBegin,
   type StateConfig,
@@ -19,6 +21,7 @@ import {
   type StoreStats,
 } from './types.js';
 import { Listeners } from './util.js';
+import { LocalCache } from './local-cache.js';
 
 /**
  * Total bytes of stored replay responses this process keeps (state.replay_cache_mb), oldest dropped first, so
@@ -116,6 +119,10 @@ export class MemoryStore implements Store {
 
   async readSet(key: string): Promise<string[]> {
     return this.claims.members(key);
+  }
+
+  cacheEntries(opts: CacheEntriesOptions): CacheEntries {
+    return new LocalCache(opts);
   }
 
   stats(): StoreStats {

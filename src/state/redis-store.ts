@@ -3,6 +3,7 @@
  * Composes the connection (redis-link.ts), cluster-wide semaphores, replay, counters and shared values, each
  * with a per-process fallback used while Redis is unavailable (see each module). Key layout, all under
  * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `claim:<key>`, `set:<key>`, `list:<key>`, and one pub/sub channel
+ * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `cache:e:<digest>` and `cache:{gen}:<scope>`, and one pub/sub channel
  * `events` carrying wake-ups and shared-value changes.
  */
 import type { AbortLike } from '../abort.js';
@@ -11,6 +12,7 @@ import { LocalReplay } from './local-replay.js';
 import { RedisClaims } from './redis-claims.js';
 import { LocalSemaphores } from './local-semaphore.js';
 import { replayCapBytes } from './memory-store.js';
+import { RedisCache } from './redis-cache.js';
 import { RedisCounters } from './redis-counters.js';
 import { RedisLink } from './redis-link.js';
 import { RedisReplay } from './redis-replay.js';
@@ -20,6 +22,7 @@ import {
   emptyStats,
   type AcquireOptions,
   type ClaimResult,
+  type CacheEntries,
   type Permit,
   type ReplayBegin,
   type StateConfig,
@@ -57,9 +60,9 @@ export class RedisStore implements Store {
   private readonly shared: RedisShared;
   private readonly claims: RedisClaims;
   private readonly localClaims: LocalClaims;
+  private readonly prefix: string;
   private readonly sharedListeners: Listeners<[string, string | undefined]>;
   private closing: Promise<void> | undefined;
-  private readonly prefix: string;
 
   constructor(config: StateConfig, log: StateLog) {
     const redis = config.redis;
@@ -150,6 +153,11 @@ export class RedisStore implements Store {
 
   readSet(key: string): Promise<string[]> {
     return this.claims.members(key);
+  }
+
+  /** Entries in Redis, shared by every replica: max_mb bounds the memory cache only (docs/cache.md). */
+  cacheEntries(): CacheEntries {
+    return new RedisCache(this.link, this.prefix);
   }
 
   stats(): StoreStats {

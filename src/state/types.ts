@@ -82,6 +82,32 @@ export interface StoreStats {
   fallbacks: number;
 }
 
+/**
+ * The response cache's entries (docs/cache.md): opaque bytes under a key, each for its TTL. Keys embed the
+ * generations of their scopes, so emptying a scope is one increment: entries of an old generation are never
+ * read again and leave by TTL (Redis) or LRU (memory). Nothing here throws for the store's sake: a Redis
+ * failure is `undefined` / `false`, which the cache treats as a miss (or a store not made).
+ */
+export interface CacheEntries {
+  readonly kind: 'memory' | 'redis';
+  /** The current generation of each scope ('*', 'agent:<name>', 'backend:<name>'); undefined while unavailable. */
+  generations(scopes: readonly string[]): Promise<string[] | undefined>;
+  /** The stored value per key (undefined: none); undefined as a whole while unavailable. */
+  get(keys: readonly string[]): Promise<(Buffer | undefined)[] | undefined>;
+  /** Stores `value` for ttlMs; false when it was not stored (unavailable, or larger than the memory bound). */
+  set(key: string, value: Buffer, ttlMs: number): Promise<boolean>;
+  /** Starts a new generation of `scope` everywhere; rejects while unavailable (the caller reports it). */
+  bump(scope: string): Promise<void>;
+  /** Bytes this process holds (the memory cache; 0 for Redis, where entries live), and entries it evicted. */
+  held(): { bytes: number; entries: number; evicted: number };
+}
+
+/** What a cache is built with (the top-level `cache` config, in bytes and milliseconds). */
+export interface CacheEntriesOptions {
+  /** cache.max_mb: the memory cache's bound (LRU). */
+  capBytes: number;
+}
+
 export interface Store {
   readonly kind: 'memory' | 'redis';
   /** False while Redis is unreachable or slow; the memory store is always up. */
@@ -130,6 +156,8 @@ export interface Store {
   addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<void>;
   /** The members of a set, in no particular order. */
   readSet(key: string): Promise<string[]>;
+  /** The response cache's entries in this store: this process's memory, or Redis shared by every replica. */
+  cacheEntries(opts: CacheEntriesOptions): CacheEntries;
 
   stats(): StoreStats;
   /** Releases this process's permits and abandons its replay leases, sends pending counters, disconnects. */

@@ -41,6 +41,8 @@ export const ATTR_FROM = 'magma.from';
 export const ATTR_TO = 'magma.to';
 /** `hit` when the batch was answered from a stored response (docs/deployment.md#several-gateway-replicas-redis). */
 export const ATTR_REPLAY = 'magma.replay';
+/** Inputs of the batch the response cache answered (docs/cache.md). */
+export const ATTR_CACHE_HITS = 'magma.cache.hits';
 /** The gateway's own time on the batch, milliseconds (x-gateway-overhead-ms). */
 export const ATTR_OVERHEAD_MS = 'magma.overhead_ms';
 /** A shadow's candidates whose decision agreed / disagreed with the primary's (docs/routing.md#shadow-traffic). */

@@ -221,7 +221,8 @@ test('GET /gateway/ lists the admin endpoints, each served on the admin listener
     const { endpoints } = res.json as { endpoints: { method: string; path: string; what: string }[] };
     assert.deepEqual(endpoints.map((e) => `${e.method} ${e.path}`), [
       'GET /gateway/backends', 'GET /gateway/routes', 'GET /gateway/config', 'POST /gateway/reload', 'GET /gateway/experiments',
-      'GET /gateway/experiments/history', 'GET /gateway/overview', 'GET /gateway/batches', 'ANY /gateway/backends/{name}/...',
+      'GET /gateway/experiments/history', 'GET /gateway/overview', 'GET /gateway/batches',
+      'POST /gateway/experiments/outcomes', 'POST /gateway/experiments/reset', 'DELETE /gateway/cache', 'ANY /gateway/backends/{name}/...',
     ]);
     assert.ok(endpoints.every((e) => e.what.length > 0));
   }

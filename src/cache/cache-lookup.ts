@@ -1,0 +1,215 @@
+/**
+ * The response cache's step of one batch (docs/cache.md): after planning, `CacheLookup.begin` finds which
+ * inputs the cache answers; dispatch then sends only the others (`dispatchPlan`) with the cached candidates put
+ * in their slots (`cached`), and once the batch is answered `store` keeps the inputs whose every candidate
+ * completed on the backend the key names. Nothing here fails a batch: a store failure is a miss, or an entry
+ * not stored.
+ *
+ * Which inputs are looked up: the route's `cache` is `always`, or `deterministic` and the input's
+ * `extra_keys.inference_mode` is `true`; the input goes to one backend (an ensemble input, whose candidates come
+ * from several members, is not cached); that backend announced one identity on /v1/info. Shadows are sent only
+ * for the inputs dispatched (the plan without the hits).
+ *
+ * A new trajectory on a split route is keyed by every arm (with its weight and identity), not by the arm drawn:
+ * the draw hashes the request_id, which a rerun changes, so keying by it would miss every resumed trajectory
+ * that drew another arm. A hit serves the arm the first run drew, its tag included, and the trajectory stays
+ * there (stickiness). A continued trajectory is keyed by the backend its tag pins.
+ */
+import type { AgentOutput, IndexedAgentRequest } from '../protocol/types.js';
+import { isJsonObject } from '../protocol/schemas.js';
+import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
+import type { BatchResult } from '../dispatch/batch.js';
+import { cachedCandidate, candidateTag, candidateTail } from '../dispatch/answer-bytes.js';
+import type { Upstreams } from '../upstream/upstreams.js';
+import type { Logger } from '../logging.js';
+import { backendTarget, cacheKey } from './cache-key.js';
+import { decodeEntry, encodeEntry } from './cache-entry.js';
+import type { BypassReason } from './cache-metrics.js';
+import { ALL_SCOPE, agentScope, backendScope, type ResponseCache } from './response-cache.js';
+
+/** One input the cache was asked about. */
+interface Candidate {
+  input: number;
+  route: string;
+  /** The backends the key's target names (one, or a split's arms): their scopes' generations enter the key. */
+  backends: string[];
+  target: string;
+  /** The backend whose candidates may be stored under this key: the one planned (a split's drawn arm). */
+  servedBy: string;
+  key?: string;
+}
+
+/** The agent_id and agent_version the backend's replicas announce, or why there is none to key by. */
+function identityOf(upstreams: Upstreams, backend: string): { identity: string } | { bypass: BypassReason } {
+  const replicas = upstreams.backends.get(backend)?.replicas ?? [];
+  const ready = replicas.filter((r) => r.state === 'ready' && r.info !== undefined);
+  const known = ready.length > 0 ? ready : replicas.filter((r) => r.info !== undefined);
+  if (known.length === 0) return { bypass: 'unprobed' };
+  const ids = new Set(known.map((r) => JSON.stringify([r.info!.agent_id, r.info!.agent_version]))); // filtered on info above
+  // Replicas of two versions (a rolling deploy): which one answers is decided later, so neither can key it.
+  if (ids.size > 1) return { bypass: 'identity_mixed' };
+  return { identity: [...ids][0]! }; // one element (size checked)
+}
+
+function deterministic(extraKeys: unknown): boolean {
+  return isJsonObject(extraKeys) && extraKeys.inference_mode === true;
+}
+
+export class CacheLookup {
+  /** The plan without the inputs the cache answered: what goes to backends (and shadows). */
+  readonly dispatchPlan: BatchPlan;
+
+  private constructor(
+    private readonly cache: ResponseCache,
+    private readonly agent: string,
+    plan: BatchPlan,
+    /** The lookups that missed, to store once answered; empty when the store was unavailable. */
+    private readonly misses: readonly Candidate[],
+    /** Cached candidates by input index (every candidate of the input). */
+    readonly cached: ReadonlyMap<number, readonly AgentOutput[]>,
+  ) {
+    this.dispatchPlan = cached.size === 0 ? plan : { inputs: plan.inputs.filter((p) => !cached.has(p.index)) };
+  }
+
+  get hits(): number {
+    return this.cached.size;
+  }
+
+  /** Looks every input of `plan` up. Never rejects: the store's failures are misses. */
+  static async begin(
+    cache: ResponseCache,
+    compiled: CompiledRoutes,
+    upstreams: Upstreams,
+    request: IndexedAgentRequest,
+    plan: BatchPlan,
+  ): Promise<CacheLookup> {
+    const { metrics, entries } = cache;
+    const agent = compiled.agent;
+    const routes = new Map(compiled.routes.map((r) => [r.name, r]));
+    const asked: Candidate[] = [];
+    for (const p of plan.inputs) {
+      const route = routes.get(p.route);
+      if (route === undefined) continue;
+      const c = candidateFor(route, p, request, upstreams);
+      if ('bypass' in c) metrics.bypasses.inc({ agent, route: p.route, reason: c.bypass });
+      else asked.push(c);
+    }
+    const found = new Map<number, AgentOutput[]>();
+    const misses: Candidate[] = [];
+    if (asked.length === 0) return new CacheLookup(cache, agent, plan, misses, found);
+    const scopes = [ALL_SCOPE, agentScope(agent), ...new Set(asked.flatMap((c) => c.backends.map(backendScope)))];
+    const gens = await entries.generations(scopes);
+    const values = gens === undefined ? undefined : await entries.get(keysOf(asked, agent, request, new Map(scopes.map((s, i) => [s, gens[i] ?? '0']))));
+    if (values === undefined) {
+      // The store is unavailable: every lookup is a miss, and nothing is stored for this batch.
+      metrics.storeFailures.inc({ reason: 'unavailable' }, asked.length);
+    } else {
+      asked.forEach((c, i) => {
+        const input = request.inputs[c.input]!; // plan inputs index the request
+        const buf = values[i];
+        const entry = buf === undefined ? undefined : decodeEntry(buf, input.num_outputs);
+        if (entry === undefined) misses.push(c);
+        else found.set(c.input, entry.tails.map((tail, k) => cachedCandidate(request.request_id, input, k, tail, entry.tag)));
+      });
+    }
+    for (const c of asked) {
+      if (found.has(c.input)) metrics.hits.inc({ agent, route: c.route });
+      else metrics.misses.inc({ agent, route: c.route });
+    }
+    return new CacheLookup(cache, agent, plan, misses, found);
+  }
+
+  /**
+   * Stores the inputs that missed and were answered in full by the backend their key names: every candidate
+   * completed, none from a fallback. In the background: the client's answer never waits on the store.
+   */
+  store(request: IndexedAgentRequest, result: BatchResult, marked: boolean, log: Logger): void {
+    if (this.misses.length === 0 || result.streamed !== undefined) return;
+    // After the answer is written: copying the candidates' bytes must not delay it.
+    setImmediate(() => {
+      try {
+        this.storeNow(request, result, marked, log);
+      } catch (err) {
+        log.warn({ err }, 'response cache store failed');
+      }
+    });
+  }
+
+  private storeNow(request: IndexedAgentRequest, result: BatchResult, marked: boolean, log: Logger): void {
+    const { metrics, entries, ttlMs, maxEntryBytes } = this.cache;
+    const offsets: number[] = [];
+    let at = 0;
+    for (const inp of request.inputs) {
+      offsets.push(at);
+      at += inp.num_outputs;
+    }
+    const servedBy = new Map<number, Set<string>>();
+    for (const leg of result.legs) {
+      let s = servedBy.get(leg.input);
+      if (s === undefined) servedBy.set(leg.input, (s = new Set()));
+      s.add(leg.backend);
+    }
+    for (const c of this.misses) {
+      const input = request.inputs[c.input]!; // plan inputs index the request
+      const legs = servedBy.get(c.input);
+      if (legs === undefined || legs.size !== 1 || !legs.has(c.servedBy)) continue;
+      const outs = result.outputs.slice(offsets[c.input], offsets[c.input]! + input.num_outputs); // one offset per input
+      if (outs.length !== input.num_outputs || outs.some((o) => o.status !== 'completed')) continue;
+      const tag = candidateTag(outs[0]!); // num_outputs >= 1
+      if (tag === undefined || tag.backend !== c.servedBy) {
+        metrics.storeFailures.inc({ reason: 'unstorable' });
+        continue;
+      }
+      const tails = outs.map((o) => candidateTail(o, input, marked));
+      if (tails.some((t) => t === undefined)) {
+        metrics.storeFailures.inc({ reason: 'unstorable' });
+        continue;
+      }
+      const value = encodeEntry({ tag, tails: tails as Buffer[] }); // none undefined (checked above)
+      if (value.length > maxEntryBytes) {
+        metrics.storeFailures.inc({ reason: 'too_large' });
+        continue;
+      }
+      const { route, key } = c;
+      if (key === undefined) continue; // every miss has its key (keysOf ran before it could miss)
+      entries
+        .set(key, value, ttlMs)
+        .then((stored) => {
+          if (stored) {
+            metrics.stores.inc({ agent: this.agent, route });
+            metrics.storedBytes.inc(value.length);
+          } else metrics.storeFailures.inc({ reason: entries.kind === 'memory' ? 'too_large' : 'unavailable' }); // memory refuses only what exceeds max_mb
+        })
+        .catch((err: unknown) => log.warn({ err }, 'response cache store failed'));
+    }
+  }
+}
+
+/** Each candidate's key, written into it (store() needs it again), in the order of `asked`. */
+function keysOf(asked: Candidate[], agent: string, request: IndexedAgentRequest, genOf: ReadonlyMap<string, string>): string[] {
+  return asked.map((c) => {
+    const input = request.inputs[c.input]!; // plan inputs index the request
+    const generations = [ALL_SCOPE, agentScope(agent), ...c.backends.map(backendScope)].map((s) => genOf.get(s) ?? '0');
+    c.key = cacheKey({ agent, route: c.route, target: c.target, generations }, input.raw, input.num_outputs);
+    return c.key;
+  });
+}
+
+/** Whether and how `p` is looked up: a candidate with its key's target, or the reason it is not. */
+function candidateFor(route: CompiledRoute, p: InputPlan, request: IndexedAgentRequest, upstreams: Upstreams): Candidate | { bypass: BypassReason } {
+  if (route.cache === 'off') return { bypass: 'off' };
+  const input = request.inputs[p.index]!; // plan inputs index the request
+  if (route.cache === 'deterministic' && !deterministic(input.extra_keys)) return { bypass: 'sampling' };
+  if (p.legs.length !== 1) return { bypass: 'ensemble' };
+  const planned = p.legs[0]!.backend; // one leg (checked above)
+  const backends = route.kind === 'split' && !p.continued ? route.members.map((m) => m.name) : [planned];
+  const parts: string[] = [];
+  for (const b of backends) {
+    const id = identityOf(upstreams, b);
+    if ('bypass' in id) return id;
+    const weight = route.kind === 'split' && !p.continued ? `*${route.members.find((m) => m.name === b)!.weight}` : ''; // b is a member here
+    parts.push(backendTarget(b, id.identity) + weight);
+  }
+  const target = `${backends.length > 1 || (route.kind === 'split' && !p.continued) ? 'split' : 'backend'}:${parts.join(',')}`;
+  return { input: p.index, route: p.route, backends, target, servedBy: planned };
+}
