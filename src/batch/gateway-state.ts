@@ -5,6 +5,7 @@
  */
 import type { ClientLimits } from '../clients/client-limits.js';
 import type { Experiments } from '../experiments/recorder.js';
+import type { MemoryBudget } from '../memory/budget.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/index.js';
@@ -20,4 +21,6 @@ export interface GatewayState {
   experiments: Experiments;
   /** Per-client limits (README "Client keys"), by client name, kept across reloads (reload.ts reconfigures it). */
   clients: ClientLimits;
+  /** The one memory budget (docs/memory-budget.md): every batch's bytes are held on it. */
+  memory: MemoryBudget;
 }

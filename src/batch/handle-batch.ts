@@ -27,6 +27,8 @@ import type { TraceSpan } from '../tracing/trace-span.js';
 import { BATCH_SPAN_ATTRIBUTES, BATCH_SPAN_NAME, traceAnswer, traceRequest, traceResult, traceThrown } from './batch-span.js';
 import type { Granted } from '../clients/client-limiter.js';
 import { admitClient, overloadedOutputs } from './client-admission.js';
+import type { BudgetHold } from '../memory/budget.js';
+import { requestObjectsEstimate } from '../memory/estimates.js';
 import { ROOT_AGENT } from '../config/schema.js';
 import type { CompiledAgent } from '../routing/agents.js';
 
@@ -49,6 +51,11 @@ interface BatchExchange {
   client?: string | undefined;
   /** How the front writes an answer as it is produced, when it can (docs/gateway-behaviour.md, "Streamed answers"). */
   stream?: ResponseStream;
+  /**
+   * The batch's hold on the memory budget (docs/memory-budget.md), its body already counted; the objects built
+   * over the body and the backends' answers are added to it. The front gives it back once the answer is written.
+   */
+  memory?: BudgetHold;
 }
 
 export interface BatchAnswer {
@@ -126,6 +133,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
   if (!parsed.ok) return { status: parsed.status, body: parsed.body };
   const { request } = parsed;
   const { inputs } = request;
+  ex.memory?.grow(requestObjectsEstimate(inputs));
 
   const headers = correlationHeaders(ex.headers);
   if (span.recording) traceRequest(span, request, headers);
@@ -191,14 +199,14 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
       request,
       plan,
       {
-        deadline, headers, signal, clientGone: () => clientGone, requestBody: raw, span,
+        deadline, headers, signal, clientGone: () => clientGone, requestBody: raw, span, memory: ex.memory,
         stream: sink === undefined ? undefined : { overBytes: mbToBytes(config.server.stream_answers_over_mb), sink },
       },
       parsed.marked,
     );
     if (plan.inputs.some((p) => p.shadows.length > 0)) {
       // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
-      void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs), headers, span);
+      void startShadows({ ...deps, limiter: runtime.shadows, memory: gw.memory }, request, plan, parsed.marked, batch.then((r) => r.outputs), headers, span);
     }
     const result = await batch;
     gw.experiments.recordBatch(compiled, request, plan, result);

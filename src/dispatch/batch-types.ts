@@ -8,6 +8,7 @@ import type { Logger } from '../logging.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { AgentOutput } from '../protocol/types.js';
 import type { Store } from '../state/index.js';
+import type { AnswerCharge } from '../upstream/backend-call.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import type { TraceSpan } from '../tracing/trace-span.js';
 import type { RetryBudget } from './retry-budget.js';
@@ -42,6 +43,8 @@ export interface BatchContext {
    * whole batch whose answer is longer than `overBytes` is written to `sink` as it arrives.
    */
   stream?: { overBytes: number; sink: AnswerSink };
+  /** The batch's hold on the memory budget (docs/memory-budget.md): its backends' answers are counted there. */
+  memory?: AnswerCharge;
 }
 
 /** The client's answer as the batch writes it when streamed. */

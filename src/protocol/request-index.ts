@@ -15,6 +15,7 @@ import { numberMark } from './exact-json.js';
 import { IndexReject } from './json-index.js';
 import { ProtocolWalker } from './protocol-walker.js';
 import type { IntValue } from './json-values.js';
+import type { MemoryLayout, TagSpan } from './output-values.js';
 
 /** An instruction as the schema's AgentInstruction (types.ts, which imports this file's types) decodes it. */
 interface IndexedInstruction {
@@ -40,13 +41,6 @@ export interface Span {
   readonly end: number;
 }
 
-/** One top-level member of a memory object: its key token (quotes included) and its value. */
-interface MemberSpan {
-  readonly keyStart: number;
-  readonly keyEnd: number;
-  readonly valueStart: number;
-  readonly valueEnd: number;
-}
 
 export interface InputIndex {
   /** The input object, braces included. */
@@ -65,10 +59,12 @@ export interface InputIndex {
   readonly extraKeys: Span | undefined;
   readonly numOutputs: number;
   readonly numOutputsSpan: Span | undefined;
-  /** memory's top-level members in order (empty when memory is absent or `{}`). */
-  readonly memoryMembers: readonly MemberSpan[];
-  /** Indexes into memoryMembers of the members named memory_key (more than one only if the client repeated it). */
-  readonly tagMembers: readonly number[];
+  /**
+   * memory's edges and its members named memory_key (more than one only if the client repeated it); undefined
+   * when memory is absent. No object per member: a memory of millions of members costs what its tags do, and
+   * a member read by name (a `memory.<key>` match) is found by scanning (indexed-request.ts).
+   */
+  readonly memoryLayout: MemoryLayout | undefined;
 }
 
 export interface RequestIndex {
@@ -199,7 +195,7 @@ class RequestIndexer extends ProtocolWalker {
     let instruction: Slot<IndexedInstruction> | undefined;
     let tools: Slot<true> | undefined;
     let attributes: Slot<true> | undefined;
-    let memory: Slot<{ members: MemberSpan[]; tags: number[] }> | undefined;
+    let memory: Slot<MemoryLayout> | undefined;
     let numOutputs: Slot<number> | undefined;
     let extraKeys: Slot<true> | undefined;
     const end = this.members(p, 3, (name, v) => {
@@ -238,7 +234,7 @@ class RequestIndexer extends ProtocolWalker {
           return e;
         }
         case 'memory': {
-          if (c !== LBRACE) return this.invalid<{ members: MemberSpan[]; tags: number[] }>(v, 3, (sl) => (memory = sl));
+          if (c !== LBRACE) return this.invalid<MemoryLayout>(v, 3, (sl) => (memory = sl));
           const r = this.memory(v);
           memory = slot(r.finite, r, v, r.end);
           return r.end;
@@ -277,8 +273,7 @@ class RequestIndexer extends ProtocolWalker {
         extraKeys: extraKeys?.span,
         numOutputs: numOutputs?.value ?? 1,
         numOutputsSpan: numOutputs?.span,
-        memoryMembers: memory?.value?.members ?? [],
-        tagMembers: memory?.value?.tags ?? [],
+        memoryLayout: memory?.value,
       },
     };
   }
@@ -300,12 +295,15 @@ class RequestIndexer extends ProtocolWalker {
     return { end, value: { type: type.value, content: content.value } };
   }
 
-  /** A memory object at `p`: its top-level members, which of them are the tag, and whether its numbers are finite. */
-  private memory(p: number): { end: number; finite: boolean; members: MemberSpan[]; tags: number[] } {
+  /** A memory object at `p`: its edges, the members that are the tag, and whether its numbers are finite. */
+  private memory(p: number): MemoryLayout & { end: number; finite: boolean } {
     const s = this.s;
     const key = this.key;
-    const members: MemberSpan[] = [];
-    const tags: number[] = [];
+    const tags: TagSpan[] = [];
+    let count = 0;
+    let firstKeyStart = -1;
+    let lastValueEnd = -1;
+    let lastTag: { nextStart: number } | undefined;
     let finite = true;
     const end = this.members(p, 4, (_name, v) => {
       const keyStart = key.start;
@@ -313,11 +311,21 @@ class RequestIndexer extends ProtocolWalker {
       const escaped = s.escaped;
       const r = this.finite(v, 4);
       if (!r.finite) finite = false;
-      if (this.isMemoryKey(keyStart, keyEnd, escaped)) tags.push(members.length);
-      members.push({ keyStart, keyEnd, valueStart: v, valueEnd: r.end });
+      if (lastTag !== undefined) {
+        lastTag.nextStart = keyStart;
+        lastTag = undefined;
+      }
+      if (this.isMemoryKey(keyStart, keyEnd, escaped)) {
+        const t = { keyStart, valueStart: v, valueEnd: r.end, prevEnd: count === 0 ? -1 : lastValueEnd, nextStart: -1 };
+        tags.push(t);
+        lastTag = t;
+      }
+      if (count === 0) firstKeyStart = keyStart;
+      lastValueEnd = r.end;
+      count++;
       return r.end;
     }, false);
-    return { end, finite, members, tags };
+    return { start: p, end, finite, count, firstKeyStart, lastValueEnd, tags };
   }
 
   private isMemoryKey(keyStart: number, keyEnd: number, escaped: boolean): boolean {

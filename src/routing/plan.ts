@@ -93,7 +93,7 @@ export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag 
 function inputMemoryTag(input: AgentInput, memoryKey: string): MemoryTag | undefined {
   const raw = input.raw;
   if (raw === undefined || raw.memoryKey !== memoryKey) return readMemoryTag(input.memory, memoryKey);
-  return raw.index.tagMembers.length === 0 ? undefined : tagOfValue(memoryTagValue(raw));
+  return (raw.index.memoryLayout?.tags.length ?? 0) === 0 ? undefined : tagOfValue(memoryTagValue(raw));
 }
 
 function tagOfValue(raw: unknown): MemoryTag | undefined {

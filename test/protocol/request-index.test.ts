@@ -39,10 +39,11 @@ test('every field of an input is indexed at the exact bytes the client sent', ()
   assert.equal(inp.numOutputs, 3);
   assert.equal(text(ix, inp.span)?.startsWith('{"id"'), true);
   assert.equal(text(ix, inp.span)?.endsWith('{"x": null}}'), true);
-  assert.deepEqual(
-    inp.memoryMembers.map((m) => [ix.buf.toString('utf8', m.keyStart, m.keyEnd), ix.buf.toString('utf8', m.valueStart, m.valueEnd)]),
-    [['"b"', '1'], ['"10"', '2'], ['"2"', '[1.0, -0]']],
-  );
+  const m = inp.memoryLayout;
+  assert.ok(m);
+  assert.equal(m.count, 3);
+  assert.equal(ix.buf.toString('utf8', m.firstKeyStart, m.lastValueEnd), '"b":1,"10":2, "2": [1.0, -0]');
+  assert.deepEqual(m.tags, []);
 });
 
 test('absent free-form fields and num_outputs are undefined spans with the contract defaults', () => {
@@ -61,7 +62,12 @@ test('the memory tag members are found by key, escaped or not, and only at the t
   );
   const [inp] = ix.inputs;
   assert.ok(inp);
-  assert.deepEqual(inp.tagMembers, [1, 3]);
+  const tags = inp.memoryLayout?.tags ?? [];
+  assert.deepEqual(
+    tags.map((t) => [ix.buf.toString('utf8', t.keyStart, t.valueEnd), ix.buf.toString('utf8', t.valueStart, t.valueEnd)]),
+    [['"_gw":{"backend":"x","route":"y"}', '{"backend":"x","route":"y"}'], ['"\\u005fgw":3', '3']],
+  );
+  assert.equal(inp.memoryLayout?.count, 4, 'members are counted, not kept');
 });
 
 test('a protocol field given twice counts once, the last one, as JSON.parse keeps it', () => {
