@@ -6,7 +6,7 @@
  * layer, importing only protocol, config and other infrastructure.
  */
 const LAYERS = [
-  { name: 'protocol', path: '^src/protocol/' },
+  { name: 'protocol', path: '^src/(protocol|validation)/' },
   { name: 'config', path: '^src/config/' },
   { name: 'routing', path: '^src/routing/' },
   { name: 'upstream', path: '^src/upstream/' },

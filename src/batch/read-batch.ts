@@ -10,6 +10,7 @@ import type { Logger } from '../logging.js';
 import { stringifyExact } from '../protocol/exact-json.js';
 import { readAgentRequest } from '../protocol/read-request.js';
 import { checkBatchLimits } from '../protocol/request-limits.js';
+import { refusedDetail } from '../validation/bounded-detail.js';
 import type { IndexedAgentRequest } from '../protocol/types.js';
 
 /** The request to route, or the answer that ends the batch here. */
@@ -22,14 +23,24 @@ export function readBatch(raw: Buffer, server: GatewayConfig['server'], memoryKe
     maxOutputsPerInput: server.max_outputs_per_input,
     maxJsonDepth: server.max_json_depth,
     memoryKey,
+    maxInputs: server.max_candidates_per_batch,
+    maxProblems: server.max_validation_errors,
   });
   if (!parsed.ok && parsed.status === 400) {
     log.info({ code: 'GATEWAY_ERR_BODY_ENCODING', offset: parsed.offset }, 'request body is not UTF-8');
     return { ok: false, status: 400, body: JSON.stringify(errorBody('GATEWAY_ERR_BODY_ENCODING', parsed.message)) };
   }
   if (!parsed.ok) {
-    log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', problems: parsed.detail.length, first: parsed.detail[0]?.loc }, 'invalid AgentRequest');
-    return { ok: false, status: 422, body: stringifyExact({ detail: parsed.detail }) };
+    const detail =
+      parsed.detail ??
+      refusedDetail(raw, parsed.reject, parsed.findings, {
+        maxOutputsPerInput: server.max_outputs_per_input,
+        maxJsonDepth: server.max_json_depth,
+        maxProblems: server.max_validation_errors,
+        maxCandidates: server.max_candidates_per_batch,
+      });
+    log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', problems: detail.length, first: detail[0]?.loc }, 'invalid AgentRequest');
+    return { ok: false, status: 422, body: stringifyExact({ detail }) };
   }
   const { request } = parsed;
   if (request.inputs.length === 0) return { ok: false, status: 200, body: '[]' };

@@ -33,6 +33,27 @@ export interface IndexLimits {
   maxJsonDepth: number;
   /** memory_key: the member of memory that is the gateway's tag. */
   memoryKey: string;
+  /**
+   * server.max_candidates_per_batch: every input asks at least one candidate, so past this many inputs the
+   * batch is over its limits, and the inputs after it are only scanned, never built into objects.
+   */
+  maxInputs?: number;
+  /** server.max_validation_errors: the invalid inputs whose place is kept for the 422 detail. */
+  maxProblems?: number;
+}
+
+/** What the indexer saw of a body it refused, for a 422 detail that costs no second parse of the body. */
+export interface RequestFindings {
+  /** The top level was an object with only request_id and inputs, inputs a list: the problems are below. */
+  readonly structured: boolean;
+  readonly requestId: Span | undefined;
+  readonly requestIdOk: boolean;
+  /** The first maxProblems invalid elements of inputs, with their index in the list. */
+  readonly badInputs: readonly (Span & { index: number })[];
+  /** All invalid elements of inputs. */
+  readonly badInputCount: number;
+  /** Elements of inputs, when there are more than maxInputs (else 0). */
+  readonly tooManyInputs: number;
 }
 
 /** Byte offsets `[start, end)` into the body. */
@@ -74,7 +95,18 @@ export interface RequestIndex {
   readonly inputs: readonly InputIndex[];
 }
 
-type IndexResult = { ok: true; index: RequestIndex } | { ok: false; reject: IndexReject };
+type IndexResult = { ok: true; index: RequestIndex } | { ok: false; reject: IndexReject; findings: RequestFindings | undefined };
+
+/** A refusal with the findings that say why, thrown out of the walk. */
+class FindingsReject extends IndexReject {
+  constructor(
+    at: number,
+    reason: string,
+    readonly findings: RequestFindings,
+  ) {
+    super(at, reason);
+  }
+}
 
 /** A field that may repeat: the last occurrence's verdict counts. */
 interface Slot<T> {
@@ -92,7 +124,8 @@ export function indexAgentRequest(buf: Buffer, limits: IndexLimits): IndexResult
   try {
     return { ok: true, index: new RequestIndexer(buf, limits).run() };
   } catch (err) {
-    if (err instanceof IndexReject) return { ok: false, reject: err };
+    if (err instanceof FindingsReject) return { ok: false, reject: err, findings: err.findings };
+    if (err instanceof IndexReject) return { ok: false, reject: err, findings: undefined };
     throw err;
   }
 }
@@ -119,6 +152,11 @@ class RequestIndexer extends ProtocolWalker {
     }
     let requestId: Slot<string> | undefined;
     let inputs: Slot<InputIndex[]> | undefined;
+    const maxInputs = this.limits.maxInputs ?? Number.MAX_SAFE_INTEGER;
+    const maxProblems = this.limits.maxProblems ?? Number.MAX_SAFE_INTEGER;
+    let badInputs: (Span & { index: number })[] = [];
+    let badInputCount = 0;
+    let tooMany = 0;
     const end = this.members(p, 1, (name, v) => {
       if (name === 'request_id') {
         const e = this.anyValue(v, 1);
@@ -130,27 +168,53 @@ class RequestIndexer extends ProtocolWalker {
         if (s.at(v) !== LBRACKET) return this.invalid<InputIndex[]>(v, 1, (sl) => (inputs = sl));
         const list: InputIndex[] = [];
         let ok = true;
+        let i = 0;
+        // A repeated inputs key: the last one counts, its findings too.
+        badInputs = [];
+        badInputCount = 0;
+        tooMany = 0;
+        const bad = (q: number, end: number, index: number): void => {
+          ok = false;
+          if (badInputs.length < maxProblems) badInputs.push({ start: q, end, index });
+          badInputCount++;
+        };
         const e = this.elements(v, 2, (q) => {
-          if (s.at(q) !== LBRACE) {
-            ok = false;
+          const at = i;
+          i++;
+          if (at >= maxInputs) {
+            tooMany = at + 1;
             return this.anyValue(q, 2);
           }
+          if (s.at(q) !== LBRACE) {
+            const end = this.anyValue(q, 2);
+            bad(q, end, at);
+            return end;
+          }
           const r = this.input(q);
-          if (r.input === undefined) ok = false;
+          if (r.input === undefined) bad(q, r.end, at);
           else list.push(r.input);
           return r.end;
         });
-        inputs = slot(ok, list, v, e);
+        inputs = slot(ok && tooMany === 0, list, v, e);
         return e;
       }
       throw new IndexReject(v, `unknown field ${JSON.stringify(name)}`);
     });
     if (s.ws(end) !== s.len) throw new IndexReject(s.ws(end), 'extra data after the JSON value');
-    if (requestId === undefined || inputs === undefined) throw new IndexReject(p, 'request_id or inputs missing');
-    if (!requestId.ok || requestId.value === undefined) throw new IndexReject(requestId.span.start, 'request_id is not a non-empty string');
+    const findings = (): RequestFindings => ({
+      structured: inputs !== undefined && s.at(inputs.span.start) === LBRACKET,
+      requestId: requestId?.span,
+      requestIdOk: requestId?.ok === true,
+      badInputs,
+      badInputCount,
+      tooManyInputs: tooMany,
+    });
+    if (requestId === undefined || inputs === undefined) throw new FindingsReject(p, 'request_id or inputs missing', findings());
+    if (tooMany > 0) throw new FindingsReject(inputs.span.start, `more than ${maxInputs} inputs`, findings());
+    if (!requestId.ok || requestId.value === undefined) throw new FindingsReject(requestId.span.start, 'request_id is not a non-empty string', findings());
     if (!inputs.ok || inputs.value === undefined) {
-      if (s.nonFiniteAt !== -1) throw new IndexReject(s.nonFiniteAt, 'a number overflows to infinity (finite_number)');
-      throw new IndexReject(inputs.span.start, 'inputs is not a list of valid AgentInput');
+      if (s.nonFiniteAt !== -1) throw new FindingsReject(s.nonFiniteAt, 'a number overflows to infinity (finite_number)', findings());
+      throw new FindingsReject(inputs.span.start, 'inputs is not a list of valid AgentInput', findings());
     }
     const seen = new Set<string>();
     for (const input of inputs.value) {
