@@ -56,17 +56,20 @@ export function refusedDetail(
   findings: RequestFindings | undefined,
   limits: DetailLimits,
 ): ValidationIssue[] {
-  if (findings !== undefined && findings.tooManyInputs > 0) {
-    return [
-      {
-        type: 'too_long',
-        loc: ['body', 'inputs'],
-        msg: `the batch has ${findings.tooManyInputs} inputs, so asks for at least as many candidates; at most ${limits.maxCandidates} (server.max_candidates_per_batch)`,
-        input: findings.tooManyInputs,
-      },
-    ];
-  }
-  if (body.length <= FULL_DETAIL_MAX_BYTES) {
+  const tooMany: ValidationIssue[] =
+    findings === undefined || findings.tooManyInputs === 0
+      ? []
+      : [
+          {
+            type: 'too_long',
+            loc: ['body', 'inputs'],
+            msg: `the batch has ${findings.tooManyInputs} inputs, so asks for at least as many candidates; at most ${limits.maxCandidates} (server.max_candidates_per_batch)`,
+            input: findings.tooManyInputs,
+          },
+        ];
+  // Only the inputs before the limit were checked: their problems first (as the schema reports them), then the limit.
+  if (tooMany.length > 0 && findings?.badInputCount === 0 && findings.requestIdOk) return tooMany;
+  if (body.length <= FULL_DETAIL_MAX_BYTES && tooMany.length === 0) {
     const parsed = parseAgentRequest(body.toString('utf8'), limits);
     if (!parsed.ok) return boundDetail(parsed.detail, limits.maxProblems);
     // The two readers disagree: the indexer's reason is the answer (the differential test keeps this unreached).
@@ -83,8 +86,8 @@ export function refusedDetail(
     shown++;
   }
   const unlisted = findings.badInputCount - shown;
-  if (detail.length === 0) return [topLevelProblem(body, reject)];
-  return boundDetail(detail, limits.maxProblems, unlisted);
+  if (detail.length === 0) return tooMany.length > 0 ? tooMany : [topLevelProblem(body, reject)];
+  return [...boundDetail(detail, limits.maxProblems, unlisted), ...tooMany];
 }
 
 /** Code points before byte `at` of UTF-8 `body`: the position Python's json module names. */

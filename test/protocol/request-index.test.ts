@@ -183,3 +183,18 @@ test('short texts are decoded exactly even when two of them share a slot of the 
   const body = (rid: string): string => `{"request_id":${JSON.stringify(rid)},"inputs":[]}`;
   for (const rid of [pair[0], pair[1], pair[0], 'é', 'ab', 'é', pair[1]]) assert.equal(index(body(rid)).requestId, rid);
 });
+
+test('a number is refused as infinite exactly when a double cannot hold it, decided without converting most of them', () => {
+  // Magnitudes around the largest double (1.7976931348623157e308), leading zeros, zero significands and long
+  // exponents; Number() is the reference for each.
+  const cases = [
+    '1e308', '1.7976931348623157e308', '1.7976931348623158e308', '1.7976931348623159e308', '1.8e308', '2e308',
+    '9.9e307', '99.9e307', '0.00017976931348623159e312', '0.0e99999', '0e400', '000.5'.slice(2), '-1e309',
+    '1e-400', '1.5e+308', '17976931348623158e292', '1' + '0'.repeat(308) + '.5', '1' + '0'.repeat(309) + '.5',
+    '0.' + '0'.repeat(50) + '1e358', '0.' + '0'.repeat(50) + '1e359', '1e99999999999', '123.456e10',
+  ];
+  for (const n of cases) {
+    const r = indexAgentRequest(Buffer.from(`{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":""},"memory":{"n":${n}}}]}`), LIMITS);
+    assert.equal(r.ok, Number.isFinite(Number(n)), n);
+  }
+});
