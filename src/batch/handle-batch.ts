@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
 import { mbToBytes } from '../config/schema.js';
-import { readBatch } from './read-batch.js';
+import { readBatchYielding } from './read-batch.js';
 import { runBatch } from '../dispatch/batch.js';
 import { endStreamed, StreamSink, streamable, type ResponseStream } from './streamed-batch.js';
 import { startShadows } from '../dispatch/shadow.js';
@@ -128,8 +128,8 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
   const { config } = runtime;
   const compiled = agent.routes;
   const { metrics, store } = gw;
-  const raw = ex.body;
-  const parsed = readBatch(raw, config.server, compiled.memoryKey, ex.log);
+  // A large body is read on the reader thread and comes back as `raw` (ex.body is not used after this).
+  const { read: parsed, body: raw } = await readBatchYielding(ex.body, config.server, compiled.memoryKey, ex.log);
   if (!parsed.ok) return { status: parsed.status, body: parsed.body };
   const { request } = parsed;
   const { inputs } = request;
