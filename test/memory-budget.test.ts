@@ -199,9 +199,11 @@ test('shadows: held only while there is room, and shed first when a request must
   assert.deepEqual(shed, ['shadow', 'second']);
   assert.equal(s.a.bytesHeld, 70);
   const third = s.a.tryHold(0, () => shed.push('third'));
+  assert.equal(third?.charge(25), true);
+  s.a.admit(20, () => s.order.push('fits once the shadow is gone'), never);
+  assert.deepEqual(shed, ['shadow', 'second', 'third'], 'a request that would wait sheds every shadow first');
+  assert.deepEqual(s.order, ['fits once the shadow is gone'], 'and is admitted at once when that made the room');
   s.a.admit(50, () => s.order.push('waits'), never);
-  assert.deepEqual(shed, ['shadow', 'second', 'third'], 'a request that must wait sheds every shadow first');
-  third?.release();
   batch.release();
-  assert.deepEqual(s.order, ['waits']);
+  assert.deepEqual(s.order, ['fits once the shadow is gone', 'waits']);
 });

@@ -155,7 +155,12 @@ export class MemoryBudget {
       this.start(hold);
       return hold;
     }
+    // Shadows go before a request waits; what they held may be all the room it needs.
     this.shedShadows();
+    if (this.waiters === 0 && this.fits(bytes)) {
+      this.start(hold);
+      return hold;
+    }
     hold.arrival = arrival;
     const left = Math.max(0, this.opts.timeoutMs() - (this.now() - arrival));
     const setTimer = this.opts.setTimer ?? ((fn: () => void, ms: number) => setTimeout(fn, ms));
