@@ -4,7 +4,6 @@
 import { readFileSync } from 'node:fs';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { buildAdminApp } from './admin-app.js';
-import { Admission } from './admission.js';
 import { mbToBytes, type GatewayConfig } from './config/schema.js';
 import { loggerOptions } from './logging.js';
 import accessLogPlugin from './plugins/access-log.js';
@@ -19,6 +18,7 @@ import { metricsRoute } from './routes/metrics.js';
 import { createFrontServer, type FrontHost } from './routes/batch-front.js';
 import { clientLabelOf, rewriteKeyUrl } from './routes/request-client.js';
 import { responsesRoute } from './routes/responses.js';
+import { budgetedBodies } from './routes/budgeted-body.js';
 import { Drain } from './shutdown.js';
 
 export const PACKAGE_VERSION: string = (
@@ -62,11 +62,6 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     closing = true;
   });
 
-  // Bodies stay text: the exact JSON codec parses them (numbers kept exactly), and a non-JSON or missing
-  // content type is still answered with a 422 naming the problem rather than fastify's 415.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
-
   // 404, 405 with Allow, 413 and 500 as JSON; before any route, so every route's path is known to the 405 check.
   installHttpErrors(app, config.server.body_limit_mb);
 
@@ -92,6 +87,11 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     if (drain.draining) reply.header('connection', 'close');
     return payload;
   });
+
+  // Every body read (coaching and the rest) is held under the memory budget (routes/budgeted-body.ts). Bodies
+  // stay text: the exact JSON codec parses them (numbers kept exactly), and a non-JSON or missing content type
+  // is still answered with a 422 naming the problem rather than fastify's 415.
+  budgetedBodies(app, bodyLimit, 'string');
 
   await app.register(identityRoutes, { draining: () => drain.draining });
   await app.register(responsesRoute);
@@ -120,18 +120,11 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
       await admin.close();
     });
   }
-  // The budget is read from the running config at each decision, so a reload changes it.
-  const admission = new Admission(
-    () => mbToBytes(app.gateway.current.config.server.max_bytes_in_flight_mb),
-    (seconds) => app.gateway.metrics.admissionWait.observe(seconds),
-  );
-  app.gateway.metrics.admissionSource = admission;
   front.host = {
     gateway: app.gateway,
     log: app.log,
     bodyLimit,
     bodyLimitMb: config.server.body_limit_mb,
-    admission,
     closing: () => closing,
     draining: () => drain.draining,
   };

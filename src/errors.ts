@@ -13,6 +13,8 @@ const GATEWAY_ERRORS = {
   gateway_backend_invalid_response:
     'The backend answered 2xx with a body that is not a valid AgentResponse for this candidate (not JSON, missing or malformed candidate, wrong request_id).',
   gateway_no_backend: 'No backend of the route can serve the input (all ejected, incompatible or unknown).',
+  gateway_memory_budget:
+    'The backend\'s answer could not be held under server.memory_budget_mb (larger than the whole budget, or no room came before the batch deadline); the backend is not blamed.',
   gateway_overloaded:
     'The backend is at max_in_flight and no permit came free in time, the retry budget is spent, or the client stayed over its clients.<name> limits for max_wait_s.',
 } as const;
@@ -94,6 +96,10 @@ export const GATEWAY_ERR = {
   GATEWAY_ERR_HEADERS_TOO_LARGE: { meaning: 'The request headers exceed node\'s header size limit.', status: 431 },
   GATEWAY_ERR_NOT_READY: {
     meaning: 'GET /health: no ready, compatible backend for some route, or the gateway is shutting down and finishing its batches.',
+    status: 503,
+  },
+  GATEWAY_ERR_MEMORY_BUDGET: {
+    meaning: 'A request waited server.admission_timeout_s for room under server.memory_budget_mb (docs/memory-budget.md) and got none; `Retry-After` says when to try again. The only 5xx the gateway answers on purpose to a valid request.',
     status: 503,
   },
   GATEWAY_ERR_COACHING_UNAVAILABLE: {

@@ -51,7 +51,7 @@ interface MetricsOptions {
 
 /** Sub-request outcomes (magma_gateway_backend_requests_total): ok, cancelled, or a failure code. */
 const BACKEND_OUTCOMES = ['ok', 'cancelled', ...GATEWAY_ERROR_CODES.filter((c) => c !== 'gateway_no_backend')];
-const SHADOW_OUTCOMES = ['ok', 'failed', 'invalid', 'dropped', 'no_backend'];
+const SHADOW_OUTCOMES = ['ok', 'failed', 'invalid', 'dropped', 'no_backend', 'shed'];
 const REPLAY_OUTCOMES = ['hit', 'miss', 'too_large'];
 
 /** The outcomes of `magma_gateway_execution_feedback_total`, in the order the report lists them (experiments/feedback.ts). */
@@ -152,7 +152,7 @@ export class GatewayMetrics {
   });
   readonly shadowRequests = new Counter({
     name: 'magma_gateway_shadow_requests_total',
-    help: 'Shadow copies sent, by outcome (ok, failed, invalid, dropped).',
+    help: 'Shadow copies sent, by outcome (ok, failed, invalid, dropped, shed: dropped for the memory budget).',
     labelNames: ['agent', 'route', 'backend', 'outcome'] as const,
     registers: [this.registry],
   });
@@ -238,19 +238,35 @@ export class GatewayMetrics {
     labelNames: ['version'] as const,
     registers: [this.registry],
   });
-  /** The admission counts (src/admission.ts), read at scrape time: nothing is written per batch. */
-  admissionSource: { readonly bytesInFlight: number; readonly waiting: number } | undefined;
-  readonly requestBytesInFlight: Gauge = new Gauge({
-    name: 'magma_gateway_request_bytes_in_flight',
-    help: 'Request body bytes held by batches not yet answered (bounded by server.max_bytes_in_flight_mb).',
+  /** The memory budget's counts (src/memory/budget.ts), read at scrape time: nothing is written per batch. */
+  memorySource: { readonly bytesHeld: number; readonly waiting: number; readonly limit: number } | undefined;
+  readonly memoryHeld: Gauge = new Gauge({
+    name: 'magma_gateway_memory_budget_held_bytes',
+    help: 'Bytes held for batches now under server.memory_budget_mb: request bodies, their index estimates, backend and shadow answers.',
     registers: [this.registry],
-    collect: (): void => this.requestBytesInFlight.set(this.admissionSource?.bytesInFlight ?? 0),
+    collect: (): void => this.memoryHeld.set(this.memorySource?.bytesHeld ?? 0),
+  });
+  readonly memoryLimit: Gauge = new Gauge({
+    name: 'magma_gateway_memory_budget_bytes',
+    help: 'server.memory_budget_mb in bytes (configured or derived at start).',
+    registers: [this.registry],
+    collect: (): void => this.memoryLimit.set(this.memorySource?.limit ?? 0),
   });
   readonly admissionWaiting: Gauge = new Gauge({
     name: 'magma_gateway_admission_waiting',
-    help: 'Batches waiting for room under server.max_bytes_in_flight_mb.',
+    help: 'Requests waiting for room under server.memory_budget_mb.',
     registers: [this.registry],
-    collect: (): void => this.admissionWaiting.set(this.admissionSource?.waiting ?? 0),
+    collect: (): void => this.admissionWaiting.set(this.memorySource?.waiting ?? 0),
+  });
+  readonly admissionTimeouts = new Counter({
+    name: 'magma_gateway_admission_timeouts_total',
+    help: 'Requests answered 503 GATEWAY_ERR_MEMORY_BUDGET after waiting server.admission_timeout_s for room.',
+    registers: [this.registry],
+  });
+  readonly shadowsShed = new Counter({
+    name: 'magma_gateway_shadows_shed_total',
+    help: 'Shadow copies dropped (not sent, or their answer abandoned) to leave room under server.memory_budget_mb.',
+    registers: [this.registry],
   });
   /** Built in the constructor: its buckets are metrics.latency_buckets_s, as for every duration histogram. */
   readonly admissionWait: Histogram;
@@ -286,7 +302,7 @@ export class GatewayMetrics {
     this.latencyBuckets = [...(opts.latencyBucketsS ?? LATENCY_BUCKETS)];
     this.admissionWait = new Histogram({
       name: 'magma_gateway_admission_wait_seconds',
-      help: 'How long batches that had to wait for room under server.max_bytes_in_flight_mb waited.',
+      help: 'How long requests that had to wait for room under server.memory_budget_mb waited.',
       buckets: this.latencyBuckets,
       registers: [this.registry],
     });

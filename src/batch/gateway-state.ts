@@ -7,6 +7,7 @@ import type { Activity } from './activity.js';
 import type { ClientLimits } from '../clients/client-limits.js';
 import type { ExperimentHistory } from '../experiments/history.js';
 import type { Experiments } from '../experiments/recorder.js';
+import type { MemoryBudget } from '../memory/budget.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/index.js';
@@ -29,4 +30,6 @@ export interface GatewayState {
   activity: Activity;
   /** Snapshots of the experiment report over time, in the store (experiments/history.ts). */
   history: ExperimentHistory;
+  /** The one memory budget (docs/memory-budget.md): every batch's bytes are held on it. */
+  memory: MemoryBudget;
 }

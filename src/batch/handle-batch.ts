@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
 import { mbToBytes } from '../config/schema.js';
-import { readBatch } from './read-batch.js';
+import { readBatchYielding } from './read-batch.js';
 import { runBatch } from '../dispatch/batch.js';
 import { CACHE_HITS_HEADER, endStreamed, StreamSink, streamable, type ResponseStream } from './streamed-batch.js';
 import { CacheLookup } from '../cache/cache-lookup.js';
@@ -29,6 +29,8 @@ import type { TraceSpan } from '../tracing/trace-span.js';
 import { BATCH_SPAN_ATTRIBUTES, BATCH_SPAN_NAME, traceAnswer, traceRequest, traceResult, traceThrown } from './batch-span.js';
 import type { Granted } from '../clients/client-limiter.js';
 import { admitClient, overloadedOutputs } from './client-admission.js';
+import type { BudgetHold } from '../memory/budget.js';
+import { requestObjectsEstimate } from '../memory/estimates.js';
 import { ROOT_AGENT } from '../config/schema.js';
 import type { CompiledAgent } from '../routing/agents.js';
 
@@ -51,6 +53,11 @@ interface BatchExchange {
   client?: string | undefined;
   /** How the front writes an answer as it is produced, when it can (docs/protocol-fidelity.md#streamed-answers). */
   stream?: ResponseStream;
+  /**
+   * The batch's hold on the memory budget (docs/memory-budget.md), its body already counted; the objects built
+   * over the body and the backends' answers are added to it. The front gives it back once the answer is written.
+   */
+  memory?: BudgetHold;
 }
 
 export interface BatchAnswer {
@@ -126,11 +133,12 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
   const { config } = runtime;
   const compiled = agent.routes;
   const { metrics, store } = gw;
-  const raw = ex.body;
-  const parsed = readBatch(raw, config.server, compiled.memoryKey, ex.log);
+  // A large body is read on the reader thread and comes back as `raw` (ex.body is not used after this).
+  const { read: parsed, body: raw } = await readBatchYielding(ex.body, config.server, compiled.memoryKey, ex.log);
   if (!parsed.ok) return { status: parsed.status, body: parsed.body };
   const { request } = parsed;
   const { inputs } = request;
+  ex.memory?.grow(requestObjectsEstimate(inputs));
 
   const headers = correlationHeaders(ex.headers);
   if (span.recording) traceRequest(span, request, headers);
@@ -201,7 +209,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
       request,
       dispatched,
       {
-        deadline, headers, signal, clientGone: () => clientGone, requestBody: raw, span,
+        deadline, headers, signal, clientGone: () => clientGone, requestBody: raw, span, memory: ex.memory,
         stream: sink === undefined ? undefined : { overBytes: mbToBytes(config.server.stream_answers_over_mb), sink },
         cached: cache?.cached,
       },
@@ -209,7 +217,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     );
     if (dispatched.inputs.some((p) => p.shadows.length > 0)) {
       // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
-      void startShadows({ ...deps, limiter: runtime.shadows }, request, dispatched, parsed.marked, batch.then((r) => r.outputs), headers, span);
+      void startShadows({ ...deps, limiter: runtime.shadows, memory: gw.memory }, request, dispatched, parsed.marked, batch.then((r) => r.outputs), headers, span);
     }
     const result = await batch;
     gw.experiments.recordBatch(compiled, request, plan, result, steps);

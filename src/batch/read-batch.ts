@@ -2,36 +2,92 @@
  * The first step of a batch (docs/protocol-fidelity.md#the-path-of-a-batch): its body read by the byte indexer
  * (docs/protocol-fidelity.md#how-a-batch-is-read), so memory stays the client's bytes, and checked against
  * the batch limits before anything is routed. A body that is not UTF-8 is a 400, a request the contract or the
- * limits refuse a 422 with FastAPI's detail; an empty batch is answered `[]` at once.
+ * limits refuse a 422 with FastAPI's detail (bounded, validation/bounded-detail.ts); an empty batch is answered
+ * `[]` at once. A large body is read on a worker thread (read-offload.ts).
  */
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
-import { errorBody } from '../errors.js';
+import { errorBody, GatewayError } from '../errors.js';
 import type { Logger } from '../logging.js';
 import { stringifyExact } from '../protocol/exact-json.js';
 import { readAgentRequest } from '../protocol/read-request.js';
 import { checkBatchLimits } from '../protocol/request-limits.js';
-import type { IndexedAgentRequest } from '../protocol/types.js';
+import { refusedDetail } from '../validation/bounded-detail.js';
+import { indexedRequest } from '../protocol/indexed-request.js';
+import type { IndexLimits } from '../protocol/request-index.js';
+import type { IndexedAgentRequest, ValidationIssue } from '../protocol/types.js';
+import { OFFLOAD_MIN_BYTES, readOffloaded } from './read-offload.js';
 
 /** The request to route, or the answer that ends the batch here. */
 export type BatchRead =
   | { ok: true; request: IndexedAgentRequest; marked: boolean }
   | { ok: false; status: 200 | 400 | 422; body: string };
 
-export function readBatch(raw: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
-  const parsed = readAgentRequest(raw, {
+type ReadLimits = IndexLimits & { maxProblems: number; maxInputs: number };
+
+function limitsOf(server: GatewayConfig['server'], memoryKey: string): ReadLimits {
+  return {
     maxOutputsPerInput: server.max_outputs_per_input,
     maxJsonDepth: server.max_json_depth,
     memoryKey,
-  });
-  if (!parsed.ok && parsed.status === 400) {
-    log.info({ code: 'GATEWAY_ERR_BODY_ENCODING', offset: parsed.offset }, 'request body is not UTF-8');
-    return { ok: false, status: 400, body: JSON.stringify(errorBody('GATEWAY_ERR_BODY_ENCODING', parsed.message)) };
+    maxInputs: server.max_candidates_per_batch,
+    maxProblems: server.max_validation_errors,
+  };
+}
+
+/**
+ * Read a body in place (a small one; tests). handleBatch reads through readBatchYielding, which hands large
+ * bodies to the reader thread.
+ */
+export function readBatch(raw: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
+  const limits = limitsOf(server, memoryKey);
+  const parsed = readAgentRequest(raw, limits);
+  if (parsed.ok) return checked(parsed.request, parsed.marked, raw.length, server, log);
+  if (parsed.status === 400) return notUtf8(parsed.message, parsed.offset, log);
+  const detail =
+    parsed.detail ??
+    refusedDetail(raw, parsed.reject, parsed.findings, {
+      maxOutputsPerInput: server.max_outputs_per_input,
+      maxJsonDepth: server.max_json_depth,
+      maxProblems: server.max_validation_errors,
+      maxCandidates: server.max_candidates_per_batch,
+    });
+  return invalid(detail, log);
+}
+
+/**
+ * Read a body without holding the event loop for its size (docs/memory-budget.md, "Yielding"): a large one on
+ * the reader thread (read-offload.ts). The body's bytes come back as the returned `body`: `raw` must not be
+ * used after this.
+ */
+export async function readBatchYielding(
+  raw: Buffer,
+  server: GatewayConfig['server'],
+  memoryKey: string,
+  log: Logger,
+): Promise<{ read: BatchRead; body: Buffer }> {
+  if (raw.length <= OFFLOAD_MIN_BYTES) return { read: readBatch(raw, server, memoryKey, log), body: raw };
+  const r = await readOffloaded(raw, limitsOf(server, memoryKey));
+  const { outcome, body } = r;
+  if (r.index !== undefined) {
+    const { request, marked } = indexedRequest(r.index, memoryKey);
+    return { read: checked(request, marked, body.length, server, log), body };
   }
-  if (!parsed.ok) {
-    log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', problems: parsed.detail.length, first: parsed.detail[0]?.loc }, 'invalid AgentRequest');
-    return { ok: false, status: 422, body: stringifyExact({ detail: parsed.detail }) };
-  }
-  const { request } = parsed;
+  if (outcome.ok) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'the body reader returned no index');
+  return { read: outcome.status === 400 ? notUtf8(outcome.message, outcome.offset, log) : invalid(outcome.detail, log), body };
+}
+
+function notUtf8(message: string, offset: number, log: Logger): BatchRead {
+  log.info({ code: 'GATEWAY_ERR_BODY_ENCODING', offset }, 'request body is not UTF-8');
+  return { ok: false, status: 400, body: JSON.stringify(errorBody('GATEWAY_ERR_BODY_ENCODING', message)) };
+}
+
+function invalid(detail: ValidationIssue[], log: Logger): BatchRead {
+  log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', problems: detail.length, first: detail[0]?.loc }, 'invalid AgentRequest');
+  return { ok: false, status: 422, body: stringifyExact({ detail }) };
+}
+
+/** A request the contract accepts, checked against the batch limits. */
+function checked(request: IndexedAgentRequest, marked: boolean, bodyLength: number, server: GatewayConfig['server'], log: Logger): BatchRead {
   if (request.inputs.length === 0) return { ok: false, status: 200, body: '[]' };
   const { inputs } = request;
   // Every memory is a slice of the body: its size is its length, and all of them together fit in the body.
@@ -39,10 +95,10 @@ export function readBatch(raw: Buffer, server: GatewayConfig['server'], memoryKe
     maxCandidates: server.max_candidates_per_batch,
     maxAnswerBytes: mbToBytes(server.max_answer_mb),
     maxAnswerMb: server.max_answer_mb,
-  }, raw.length);
+  }, bodyLength);
   if (tooBig.length > 0) {
     log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', inputs: inputs.length, problem: tooBig[0]?.msg }, 'batch over its limits');
     return { ok: false, status: 422, body: stringifyExact({ detail: tooBig }) };
   }
-  return { ok: true, request, marked: parsed.marked };
+  return { ok: true, request, marked };
 }

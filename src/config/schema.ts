@@ -329,8 +329,16 @@ export const configSchema = z.strictObject({
        * client as it arrives instead of held whole: the gateway then holds about one candidate, not the answer.
        */
       stream_answers_over_mb: positive.default(64),
-      /** Request body bytes held at once across batches; a new batch over it waits (FIFO) for room. */
-      max_bytes_in_flight_mb: positive.default(512),
+      /**
+       * Bytes held for batches at once (docs/memory-budget.md): request bodies, the objects built over them,
+       * backend and shadow answers. Absent: derived at start (memory/default-budget.ts) from the cgroup's
+       * memory limit, else from V8's heap limit.
+       */
+      memory_budget_mb: positive.optional(),
+      /** Longest a new request waits for room under memory_budget_mb, from its arrival; a 503 after it. */
+      admission_timeout_s: positive.default(120),
+      /** Problems listed in a 422 detail; the rest are counted in one last entry. */
+      max_validation_errors: z.number().int().positive().default(100),
       /** Time to receive a request's headers; 408 after it. */
       headers_timeout_s: positive.default(60),
       /**

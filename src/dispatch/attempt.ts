@@ -137,7 +137,7 @@ export class Attempt {
     const stream = this.stream;
     const overBytes = ctx.stream?.overBytes;
     const tap = stream === undefined || overBytes === undefined ? undefined : { overBytes, tap: stream };
-    let res = await postResponses(replica, body, headers, timeoutMs, ctx.signal, true, tap);
+    let res = await postResponses(replica, body, headers, timeoutMs, ctx.signal, true, tap, ctx.memory);
     const ms = performance.now() - started;
     upstreams.attemptEnded(replica, nInputs);
     this.status = res.status;
@@ -173,7 +173,8 @@ export class Attempt {
         const tried = new Set(this.tried).add(replica);
         return this.unserved({ kind: 'refused', failure: res.failure, backend: replica.backend, tried });
       }
-      if (res.failure.code !== 'gateway_backend_rejected') upstreams.recordFailure(replica, res.failure.message);
+      // A client's refusal and the gateway's own memory budget say nothing of the replica's health.
+      if (res.failure.code !== 'gateway_backend_rejected' && res.failure.code !== 'gateway_memory_budget') upstreams.recordFailure(replica, res.failure.message);
       return this.unserved({ kind: 'failed', failure: res.failure });
     }
 
@@ -228,7 +229,7 @@ export class Attempt {
     // Item input indexes come from the plan of this request: always in range of its inputs.
     const untagged = (k: number): boolean => {
       const inp = inputs[k]!; // k is an item's input index (above)
-      return inp.raw === undefined ? stripped[k] === inp.memory : inp.raw.index.tagMembers.length === 0;
+      return inp.raw === undefined ? stripped[k] === inp.memory : (inp.raw.index.memoryLayout?.tags.length ?? 0) === 0;
     };
     const whole =
       requestBody !== undefined &&

@@ -8,6 +8,7 @@ import type { Logger } from '../logging.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { AgentOutput } from '../protocol/types.js';
 import type { Store } from '../state/index.js';
+import type { AnswerCharge } from '../upstream/backend-call.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import type { TraceSpan } from '../tracing/trace-span.js';
 import type { RetryBudget } from './retry-budget.js';
@@ -47,6 +48,8 @@ export interface BatchContext {
    * plan dispatched holding none of these inputs.
    */
   cached?: ReadonlyMap<number, readonly AgentOutput[]>;
+  /** The batch's hold on the memory budget (docs/memory-budget.md): its backends' answers are counted there. */
+  memory?: AnswerCharge;
 }
 
 /** The client's answer as the batch writes it when streamed. */

@@ -9,7 +9,9 @@
  * it (a shadow finishes after the answer went out), with the comparison as a `shadow_agreement` event.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { BatchSignal } from '../abort.js';
 import type { Logger } from '../logging.js';
+import type { MemoryBudget } from '../memory/budget.js';
 import { withTraceparent, type CorrelationHeaders } from '../protocol/correlation.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { stringifyExact } from '../protocol/exact-json.js';
@@ -51,6 +53,8 @@ interface ShadowDeps {
   agent: string;
   memoryKey: string;
   limiter: ShadowLimiter;
+  /** The memory budget: a shadow answer is held only while there is room, and dropped first (docs/memory-budget.md). */
+  memory?: MemoryBudget;
 }
 
 /**
@@ -176,7 +180,46 @@ async function shadowCall(
           },
           marked,
         );
-  const res = await postResponses(replica, body, headers, deps.upstreams.timeoutMs(g.backend), undefined, true);
+  // Shed first (docs/memory-budget.md): no room now, or room needed later by a batch, ends the shadow here.
+  const signal = new BatchSignal();
+  let shed = false;
+  const hold = deps.memory?.tryHold(Buffer.isBuffer(body) ? body.length : body.length * 2, () => {
+    shed = true;
+    signal.abort();
+  });
+  if (deps.memory !== undefined && hold === undefined) {
+    metrics.shadowRequests.inc({ ...labels, outcome: 'shed' });
+    end.outcome = 'shed';
+    return;
+  }
+  let res: Awaited<ReturnType<typeof postResponses>>;
+  try {
+    res = await postResponses(replica, body, headers, deps.upstreams.timeoutMs(g.backend), signal, true, undefined, hold);
+    if (shed) {
+      metrics.shadowRequests.inc({ ...labels, outcome: 'shed' });
+      end.outcome = 'shed';
+      return;
+    }
+    await judgeShadow(deps, request, g, inputs, primary, res, replica, span, end);
+  } finally {
+    hold?.release();
+  }
+}
+
+/** The shadow's answer judged and compared with the primary's; `end` gets how it ended, for the span. */
+async function judgeShadow(
+  deps: ShadowDeps,
+  request: AgentRequest,
+  g: Group,
+  inputs: AgentRequest['inputs'],
+  primary: Promise<AgentOutput[]>,
+  res: Awaited<ReturnType<typeof postResponses>>,
+  replica: Replica,
+  span: TraceSpan | undefined,
+  end: { outcome?: string; status?: number; reason?: string },
+): Promise<void> {
+  const { metrics } = deps;
+  const labels = { agent: deps.agent, route: g.route, backend: g.backend };
   end.status = res.status;
   if (!res.ok) {
     metrics.shadowRequests.inc({ ...labels, outcome: 'failed' });

@@ -4,11 +4,13 @@
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { GatewayConfig } from '../config/schema.js';
+import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import { Activity } from '../batch/activity.js';
 import { ClientLimits } from '../clients/client-limits.js';
 import { ExperimentHistory } from '../experiments/history.js';
 import { Experiments } from '../experiments/recorder.js';
+import { MemoryBudget } from '../memory/budget.js';
+import { memoryBudget } from '../memory/default-budget.js';
 import { GatewayMetrics } from '../metrics.js';
 import { GatewayRuntime } from '../runtime.js';
 import { createStore } from '../state/index.js';
@@ -41,6 +43,9 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
   });
   const store = createStore(opts.config.state, app.log);
   metrics.bindStore(store);
+  // Derived once at start when the config leaves it out; a reload that sets the key changes it.
+  const derived = memoryBudget(opts.config.server.memory_budget_mb);
+  if (derived.source !== 'config') app.log.info({ memory_budget_mb: Math.round(derived.bytes / 2 ** 20), from: derived.source }, 'memory budget derived');
   const state: GatewayState = {
     current: new GatewayRuntime(opts.config, metrics, app.log, store, opts.version),
     metrics,
@@ -56,7 +61,17 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
       waitEnded: (client, seconds) => metrics.clientLimitWait.observe({ client }, seconds),
       refused: (client, limit) => metrics.clientLimitOverloaded.inc({ client, limit }),
     }),
+    memory: new MemoryBudget({
+      limit: () => {
+        const mb = state.current.config.server.memory_budget_mb;
+        return mb === undefined ? derived.bytes : mbToBytes(mb);
+      },
+      timeoutMs: () => state.current.config.server.admission_timeout_s * 1000,
+      onWaited: (seconds) => metrics.admissionWait.observe(seconds),
+      onShed: () => metrics.shadowsShed.inc(),
+    }),
   };
+  metrics.memorySource = state.memory;
   metrics.clientLimitsSource = state.clients;
   metrics.storeUp.set(state.store.isUp() ? 1 : 0);
   state.store.onUpChange((up) => metrics.storeUp.set(up ? 1 : 0));

@@ -9,6 +9,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorBody, GatewayError, internalCode, type GatewayErrCode } from '../errors.js';
+import { RETRY_AFTER_S } from '../memory/over-budget.js';
 
 interface PathPattern {
   /** Literal segments, `:param` (one non-empty segment) or a trailing `*` (the rest, possibly empty). */
@@ -79,6 +80,10 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number): vo
       return reply
         .code(413)
         .send(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', `request body exceeds server.body_limit_mb (${bodyLimitMb} MiB)`));
+    }
+    if (err instanceof GatewayError && err.code === 'GATEWAY_ERR_MEMORY_BUDGET') {
+      // The body was not read: the connection ends with this answer (docs/memory-budget.md).
+      return reply.code(503).header('retry-after', String(RETRY_AFTER_S)).header('connection', 'close').send(errorBody(err.code, err.message));
     }
     if (status >= 500) {
       req.log.error({ err }, 'internal error');

@@ -118,24 +118,7 @@ export function taggedMemory(buf: Buffer, m: MemoryLayout, tagMember: Buffer, re
 
 /** An input's memory (request index) in the layout taggedMemory reads; `{}` when the client sent none. */
 export function inputMemoryLayout(raw: InputSlices): MemoryLayout {
-  if (raw.memoryLayout !== undefined) return raw.memoryLayout;
-  const { memoryMembers: ms, tagMembers } = raw.index;
-  const span = raw.index.memory;
-  const first = ms[0];
-  const last = ms[ms.length - 1];
-  const layout: MemoryLayout = {
-    start: span?.start ?? 0,
-    end: span?.end ?? 0,
-    count: ms.length,
-    firstKeyStart: first?.keyStart ?? -1,
-    lastValueEnd: last?.valueEnd ?? -1,
-    tags: tagMembers.map((i) => ({
-      keyStart: ms[i]!.keyStart, // tagMembers index memoryMembers (request-index.ts)
-      valueEnd: ms[i]!.valueEnd,
-      prevEnd: ms[i - 1]?.valueEnd ?? -1,
-      nextStart: ms[i + 1]?.keyStart ?? -1,
-    })),
-  };
-  raw.memoryLayout = layout;
-  return layout;
+  return raw.index.memoryLayout ?? NO_MEMORY;
 }
+
+const NO_MEMORY: MemoryLayout = { start: 0, end: 0, count: 0, firstKeyStart: -1, lastValueEnd: -1, tags: [] };

@@ -7,7 +7,7 @@
  * One function for the primary sub-requests and for shadow copies, so both judge an answer the same way.
  */
 import { isUtf8 } from 'node:buffer';
-import { indexAgentResponse } from './answer-index.js';
+import { indexAgentResponse, TOO_MANY_ELEMENTS } from './answer-index.js';
 import { parseExact } from './exact-json.js';
 import { exceedsDepth, tooDeepMessage } from './json-depth.js';
 import { checkIndexedResponse, checkSubResponse, IndexedCandidate, type Slot, type SubRequestShape } from './response-check.js';
@@ -20,13 +20,26 @@ export type AnswerCheck =
   | { ok: true; slots: Slot<AgentOutput | IndexedCandidate>[][]; marked: boolean }
   | { ok: false; reason: string };
 
+/** Answers refused by the indexer up to this size are decoded for a reason in the schema's words. */
+const TEXT_CHECK_MAX_BYTES = 1024 * 1024;
+
 /** Check `bytes` (a 2xx answer as received) against `shape`; `maxDepth` is the replica's max_json_depth. */
 export function checkAnswerBytes(bytes: Buffer, shape: SubRequestShape, maxDepth: number, memoryKey: string): AnswerCheck {
   // Nothing a backend sends is altered: an answer that is not UTF-8 is not one (a UTF-8 byte order mark is dropped).
   const body = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes;
   if (!isUtf8(body)) return { ok: false, reason: `the answer is not valid UTF-8 (byte ${firstInvalidUtf8(body)})` };
-  const indexed = indexAgentResponse(body, maxDepth, memoryKey);
-  if (!indexed.ok) return checkText(body.toString('utf8'), shape, maxDepth);
+  let asked = 0;
+  for (const inp of shape.inputs) asked += inp.count;
+  // Room for a backend's duplicates and strays (their slots are judged one by one), not for millions of elements.
+  const indexed = indexAgentResponse(body, maxDepth, memoryKey, 2 * asked + 16);
+  if (!indexed.ok) {
+    // A large answer refused whole is not decoded again for the reason's words: that decode would build an
+    // object per element of whatever the backend sent (docs/memory-budget.md).
+    if (body.length > TEXT_CHECK_MAX_BYTES || indexed.reject.reason.startsWith(TOO_MANY_ELEMENTS)) {
+      return { ok: false, reason: `the answer is not a valid AgentResponse: ${indexed.reject.reason} at byte ${indexed.reject.at}` };
+    }
+    return checkText(body.toString('utf8'), shape, maxDepth);
+  }
   let marked = false;
   const check = checkIndexedResponse(body, indexed.elements, shape, () => {
     marked = true;

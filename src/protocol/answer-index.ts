@@ -39,10 +39,13 @@ export interface AnswerElement {
 
 type AnswerIndexResult = { ok: true; elements: AnswerElement[] } | { ok: false; reject: IndexReject };
 
-/** Index `buf` (UTF-8 already checked) as an AgentResponse. */
-export function indexAgentResponse(buf: Buffer, maxDepth: number, memoryKey: string): AnswerIndexResult {
+/**
+ * Index `buf` (UTF-8 already checked) as an AgentResponse. `maxElements`: past this many elements the answer is
+ * refused there, before an object is built for each of millions of elements (`[0,0,...]`).
+ */
+export function indexAgentResponse(buf: Buffer, maxDepth: number, memoryKey: string, maxElements = Number.MAX_SAFE_INTEGER): AnswerIndexResult {
   try {
-    return { ok: true, elements: new AnswerIndexer(buf, maxDepth, memoryKey).run() };
+    return { ok: true, elements: new AnswerIndexer(buf, maxDepth, memoryKey, maxElements).run() };
   } catch (err) {
     if (err instanceof IndexReject) return { ok: false, reject: err };
     throw err;
@@ -51,7 +54,19 @@ export function indexAgentResponse(buf: Buffer, maxDepth: number, memoryKey: str
 
 const isNumberStart = (c: number): boolean => c === 0x2d || (c >= 0x30 && c <= 0x39);
 
+/** The refusal of an answer with more elements than its sub-request could use. */
+export const TOO_MANY_ELEMENTS = 'more elements than the candidates asked for';
+
 class AnswerIndexer extends OutputValueWalker {
+  constructor(
+    buf: Buffer,
+    maxDepth: number,
+    memoryKey: string,
+    private readonly maxElements: number,
+  ) {
+    super(buf, maxDepth, memoryKey);
+  }
+
   run(): AnswerElement[] {
     const s = this.s;
     const p = s.ws(0);
@@ -61,6 +76,7 @@ class AnswerIndexer extends OutputValueWalker {
     }
     const elements: AnswerElement[] = [];
     const end = this.elements(p, 1, (q) => {
+      if (elements.length >= this.maxElements) throw new IndexReject(q, `${TOO_MANY_ELEMENTS} (over ${this.maxElements})`);
       if (s.at(q) !== LBRACE) {
         const e = s.value(q, 1);
         elements.push({ span: { start: q, end: e }, candidate: undefined });

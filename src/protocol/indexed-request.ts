@@ -6,6 +6,8 @@
  * bytes the client sent otherwise, key order and every number included.
  */
 import { isNumberMark } from './exact-json.js';
+import { MAX_JSON_DEPTH_CEILING } from './json-depth.js';
+import { ProtocolWalker } from './protocol-walker.js';
 import { RawJson, type InputSlices } from './raw-json.js';
 import type { InputIndex, RequestIndex, Span } from './request-index.js';
 import type { AgentInput, IndexedAgentInput, IndexedAgentRequest, JsonObject } from './types.js';
@@ -57,11 +59,10 @@ export function indexedRequest(index: RequestIndex, memoryKey: string): { reques
 
 /** The decoded value of memory's tag member (the last one, as JSON.parse keeps), or undefined when there is none. */
 export function memoryTagValue(raw: InputSlices): unknown {
-  const { tagMembers, memoryMembers } = raw.index;
-  const last = tagMembers[tagMembers.length - 1];
+  const tags = raw.index.memoryLayout?.tags;
+  const last = tags?.[tags.length - 1];
   if (last === undefined) return undefined;
-  const m = memoryMembers[last]!; // tagMembers index memoryMembers (request-index.ts)
-  return new RawJson(raw.buf, m.valueStart, m.valueEnd).value();
+  return new RawJson(raw.buf, last.valueStart, last.valueEnd).value();
 }
 
 /**
@@ -69,48 +70,55 @@ export function memoryTagValue(raw: InputSlices): unknown {
  * the whitespace and separators of the remaining members included. One piece when there is no tag.
  */
 export function memoryWithoutTag(raw: InputSlices): Buffer[] {
-  const { tagMembers, memoryMembers: members } = raw.index;
+  const m = raw.index.memoryLayout;
   const mem = raw.memory;
-  if (tagMembers.length === 0) return [mem.bytes()];
+  if (m === undefined || m.tags.length === 0) return [mem.bytes()];
   const buf = raw.buf;
-  const cut = new Set(tagMembers);
-  // A tag member exists, so memory has members; every index below is < members.length.
-  const first = members[0]!;
-  const last = members[members.length - 1]!; // members is not empty (above)
-  const pieces: Buffer[] = [buf.subarray(mem.start, first.keyStart)];
-  // Runs of kept members are written whole; a run followed by another keeps the separator after it.
-  let runStart = -1;
-  for (let i = 0; i <= members.length; i++) {
-    const kept = i < members.length && !cut.has(i);
-    if (kept && runStart === -1) runStart = i;
-    if (kept || runStart === -1) continue;
-    const a = members[runStart]!; // runStart was set to a kept member's index, < members.length
-    let next = i;
-    while (next < members.length && cut.has(next)) next++;
-    // i <= members.length and i > runStart >= 0: members[i] exists when next < members.length, members[i - 1] always.
-    pieces.push(buf.subarray(a.keyStart, next < members.length ? members[i]!.keyStart : members[i - 1]!.valueEnd));
-    runStart = -1;
+  // Runs of kept members between the tags; a run followed by another keeps the separator after it (up to the
+  // key of the tag that follows it), the last one ends with its last value.
+  const runs: { start: number; end: number; sepEnd: number }[] = [];
+  let runStart = m.firstKeyStart;
+  for (const t of m.tags) {
+    if (t.prevEnd !== -1 && runStart !== -1 && runStart !== t.keyStart) runs.push({ start: runStart, end: t.prevEnd, sepEnd: t.keyStart });
+    runStart = t.nextStart;
   }
-  pieces.push(buf.subarray(last.valueEnd, mem.end));
+  if (runStart !== -1) runs.push({ start: runStart, end: m.lastValueEnd, sepEnd: m.lastValueEnd });
+  const pieces: Buffer[] = [buf.subarray(m.start, m.firstKeyStart)];
+  runs.forEach((r, i) => pieces.push(buf.subarray(r.start, i < runs.length - 1 ? r.sepEnd : r.end)));
+  pieces.push(buf.subarray(m.lastValueEnd, m.end));
   return pieces;
+}
+
+/** Walks the top level of an indexed memory for one member by name (a validated object: nothing is refused). */
+class MemberScan extends ProtocolWalker {
+  constructor(buf: Buffer) {
+    super(buf, MAX_JSON_DEPTH_CEILING, '');
+  }
+
+  /** The value span of the last member named `key` of the object at `p`, if any. */
+  find(p: number, key: string): { start: number; end: number } | undefined {
+    let found: { start: number; end: number } | undefined;
+    this.members(p, 0, (name, v) => {
+      const e = this.s.value(v, 0);
+      if (name === key) found = { start: v, end: e };
+      return e;
+    });
+    return found;
+  }
 }
 
 /**
  * The decoded value of memory's top-level member `key` (the last one, as JSON.parse keeps), or undefined when
- * memory has no such member: `memory.<path>` matches decode only the member they address.
+ * memory has no such member: `memory.<path>` matches decode only the member they address. Found by one scan of
+ * memory's top level, kept per key: a route matching on `memory.<key>` twice scans and decodes it once.
  */
 export function memoryMember(raw: InputSlices, key: string): unknown {
-  const members = raw.index.memoryMembers;
-  for (let i = members.length - 1; i >= 0; i--) {
-    const m = members[i]!; // i < members.length
-    const token = raw.buf.toString('utf8', m.keyStart, m.keyEnd);
-    // A key token the indexer validated: JSON.parse decodes its escapes; without one its text is between the quotes.
-    const name = token.includes('\\') ? (JSON.parse(token) as string) : token.slice(1, -1);
-    if (name !== key) continue;
-    // Kept per member index: a route matching on `memory.<key>` twice decodes it once.
-    const cache = (raw.memberValues ??= new Map());
-    if (!cache.has(i)) cache.set(i, new RawJson(raw.buf, m.valueStart, m.valueEnd).value());
-    return cache.get(i);
-  }
-  return undefined;
+  const m = raw.index.memoryLayout;
+  if (m === undefined || m.count === 0) return undefined;
+  const cache = (raw.memberValues ??= new Map());
+  if (cache.has(key)) return cache.get(key);
+  const span = new MemberScan(raw.buf).find(m.start, key);
+  const value = span === undefined ? undefined : new RawJson(raw.buf, span.start, span.end).value();
+  cache.set(key, value);
+  return value;
 }

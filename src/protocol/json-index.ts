@@ -206,26 +206,38 @@ export class JsonScanner {
       p++;
       while (isDigit(this.at(p))) p++;
     } else throw new IndexReject(start, 'expected a value');
-    const intDigits = p - start - (negative ? 1 : 0);
+    const intStart = start + (negative ? 1 : 0);
+    const intDigits = p - intStart;
     let integer = true;
     let exponent = false;
+    let fracStart = -1;
+    let fracEnd = -1;
     if (this.at(p) === 0x2e) {
       integer = false;
       if (!isDigit(this.at(++p))) throw new IndexReject(p, 'expected a digit after the decimal point');
+      fracStart = p;
       while (isDigit(this.at(p))) p++;
+      fracEnd = p;
     }
     c = this.at(p);
+    let exp = 0;
     if (c === 0x65 || c === 0x45) {
       integer = false;
       exponent = true;
       c = this.at(++p);
+      const expNegative = c === 0x2d;
       if (c === 0x2b || c === 0x2d) p++;
       if (!isDigit(this.at(p))) throw new IndexReject(p, 'expected a digit in the exponent');
-      while (isDigit(this.at(p))) p++;
+      // Capped: past a million the value is 0 or infinite whatever the digits say.
+      while (isDigit(this.at(p))) {
+        if (exp < 1e6) exp = exp * 10 + (this.at(p) - 0x30);
+        p++;
+      }
+      if (expNegative) exp = -exp;
     }
     // An integer of any length is exact (docs/protocol-fidelity.md#exact-json); a fraction overflows only with an exponent or
-    // more than 308 integer digits, the only cases worth converting.
-    if (!integer && (exponent || intDigits > 308) && !Number.isFinite(Number(this.buf.toString('latin1', start, p)))) {
+    // more than 308 integer digits, the only cases worth checking.
+    if (!integer && (exponent || intDigits > 308) && this.overflows(start, p, intStart, intDigits, fracStart, fracEnd, exp)) {
       if (!this.nonFinite) this.nonFiniteAt = start;
       this.nonFinite = true;
     }
@@ -234,6 +246,33 @@ export class JsonScanner {
     tok.integer = integer;
     tok.negative = negative;
     return p;
+  }
+
+  /**
+   * Whether the number `[start, end)` (integer digits at intStart, fraction digits `[fracStart, fracEnd)`,
+   * exponent `exp`) is beyond a double. Decided from its decimal magnitude without allocating (a body of
+   * millions of `1e5` pays no string each): clearly below 1e308 or above 1e309 it is known, and only a
+   * number of magnitude 10^308 is converted to find which side of the largest double it is on.
+   */
+  private overflows(start: number, end: number, intStart: number, intDigits: number, fracStart: number, fracEnd: number, exp: number): boolean {
+    let magnitude: number | undefined;
+    for (let i = 0; i < intDigits; i++) {
+      if (this.buf[intStart + i] !== 0x30) {
+        magnitude = intDigits - i - 1 + exp;
+        break;
+      }
+    }
+    if (magnitude === undefined && fracStart !== -1) {
+      for (let i = fracStart; i < fracEnd; i++) {
+        if (this.buf[i] !== 0x30) {
+          magnitude = -(i - fracStart + 1) + exp;
+          break;
+        }
+      }
+    }
+    if (magnitude === undefined || magnitude < 308) return false; // zero, or below 1e308
+    if (magnitude > 308) return true;
+    return !Number.isFinite(Number(this.buf.toString('latin1', start, end)));
   }
 
   /** `word` (true, false, null) at `p`. */

@@ -12,8 +12,9 @@ const LBRACKET = 0x5b;
 const QUOTE = 0x22;
 
 /** A top-level member of memory named memory_key, with its neighbours' edges (for cutting it out). */
-interface TagSpan {
+export interface TagSpan {
   readonly keyStart: number;
+  readonly valueStart: number;
   readonly valueEnd: number;
   /** valueEnd of the member before it, -1 when it is the first. */
   readonly prevEnd: number;
@@ -150,7 +151,7 @@ export abstract class OutputValueWalker extends ProtocolWalker {
         lastTag = undefined;
       }
       if (this.isMemoryKey(keyStart, keyEnd, escaped)) {
-        lastTag = { keyStart, valueEnd: e, prevEnd: count === 0 ? -1 : lastValueEnd, nextStart: -1 };
+        lastTag = { keyStart, valueStart: v, valueEnd: e, prevEnd: count === 0 ? -1 : lastValueEnd, nextStart: -1 };
         tags.push(lastTag);
       }
       if (count === 0) firstKeyStart = keyStart;

@@ -63,7 +63,7 @@ export class RawJson {
 export interface InputSlices {
   readonly buf: Buffer;
   readonly index: InputIndex;
-  /** The memory_key the tag members were found by (index.tagMembers). */
+  /** The memory_key the tag members were found by (index.memoryLayout). */
   readonly memoryKey: string;
   readonly tools: RawJson;
   readonly attributes: RawJson;
@@ -75,5 +75,6 @@ export interface InputSlices {
    * GCs), so what they reach can outlive its batch (docs/performance.md#batches-die-young).
    */
   memoryLayout?: MemoryLayout;
-  memberValues?: Map<number, unknown>;
+  /** Decoded top-level members of memory by name (indexed-request.ts memoryMember). */
+  memberValues?: Map<string, unknown>;
 }

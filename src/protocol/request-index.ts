@@ -15,6 +15,7 @@ import { numberMark } from './exact-json.js';
 import { IndexReject } from './json-index.js';
 import { ProtocolWalker } from './protocol-walker.js';
 import type { IntValue } from './json-values.js';
+import type { MemoryLayout, TagSpan } from './output-values.js';
 
 /** An instruction as the schema's AgentInstruction (types.ts, which imports this file's types) decodes it. */
 interface IndexedInstruction {
@@ -32,6 +33,27 @@ export interface IndexLimits {
   maxJsonDepth: number;
   /** memory_key: the member of memory that is the gateway's tag. */
   memoryKey: string;
+  /**
+   * server.max_candidates_per_batch: every input asks at least one candidate, so past this many inputs the
+   * batch is over its limits, and the inputs after it are only scanned, never built into objects.
+   */
+  maxInputs?: number;
+  /** server.max_validation_errors: the invalid inputs whose place is kept for the 422 detail. */
+  maxProblems?: number;
+}
+
+/** What the indexer saw of a body it refused, for a 422 detail that costs no second parse of the body. */
+export interface RequestFindings {
+  /** The top level was an object with only request_id and inputs, inputs a list: the problems are below. */
+  readonly structured: boolean;
+  readonly requestId: Span | undefined;
+  readonly requestIdOk: boolean;
+  /** The first maxProblems invalid elements of inputs, with their index in the list. */
+  readonly badInputs: readonly (Span & { index: number })[];
+  /** All invalid elements of inputs. */
+  readonly badInputCount: number;
+  /** Elements of inputs, when there are more than maxInputs (else 0). */
+  readonly tooManyInputs: number;
 }
 
 /** Byte offsets `[start, end)` into the body. */
@@ -40,13 +62,6 @@ export interface Span {
   readonly end: number;
 }
 
-/** One top-level member of a memory object: its key token (quotes included) and its value. */
-interface MemberSpan {
-  readonly keyStart: number;
-  readonly keyEnd: number;
-  readonly valueStart: number;
-  readonly valueEnd: number;
-}
 
 export interface InputIndex {
   /** The input object, braces included. */
@@ -65,10 +80,12 @@ export interface InputIndex {
   readonly extraKeys: Span | undefined;
   readonly numOutputs: number;
   readonly numOutputsSpan: Span | undefined;
-  /** memory's top-level members in order (empty when memory is absent or `{}`). */
-  readonly memoryMembers: readonly MemberSpan[];
-  /** Indexes into memoryMembers of the members named memory_key (more than one only if the client repeated it). */
-  readonly tagMembers: readonly number[];
+  /**
+   * memory's edges and its members named memory_key (more than one only if the client repeated it); undefined
+   * when memory is absent. No object per member: a memory of millions of members costs what its tags do, and
+   * a member read by name (a `memory.<key>` match) is found by scanning (indexed-request.ts).
+   */
+  readonly memoryLayout: MemoryLayout | undefined;
 }
 
 export interface RequestIndex {
@@ -78,7 +95,18 @@ export interface RequestIndex {
   readonly inputs: readonly InputIndex[];
 }
 
-type IndexResult = { ok: true; index: RequestIndex } | { ok: false; reject: IndexReject };
+type IndexResult = { ok: true; index: RequestIndex } | { ok: false; reject: IndexReject; findings: RequestFindings | undefined };
+
+/** A refusal with the findings that say why, thrown out of the walk. */
+class FindingsReject extends IndexReject {
+  constructor(
+    at: number,
+    reason: string,
+    readonly findings: RequestFindings,
+  ) {
+    super(at, reason);
+  }
+}
 
 /** A field that may repeat: the last occurrence's verdict counts. */
 interface Slot<T> {
@@ -96,7 +124,8 @@ export function indexAgentRequest(buf: Buffer, limits: IndexLimits): IndexResult
   try {
     return { ok: true, index: new RequestIndexer(buf, limits).run() };
   } catch (err) {
-    if (err instanceof IndexReject) return { ok: false, reject: err };
+    if (err instanceof FindingsReject) return { ok: false, reject: err, findings: err.findings };
+    if (err instanceof IndexReject) return { ok: false, reject: err, findings: undefined };
     throw err;
   }
 }
@@ -123,6 +152,11 @@ class RequestIndexer extends ProtocolWalker {
     }
     let requestId: Slot<string> | undefined;
     let inputs: Slot<InputIndex[]> | undefined;
+    const maxInputs = this.limits.maxInputs ?? Number.MAX_SAFE_INTEGER;
+    const maxProblems = this.limits.maxProblems ?? Number.MAX_SAFE_INTEGER;
+    let badInputs: (Span & { index: number })[] = [];
+    let badInputCount = 0;
+    let tooMany = 0;
     const end = this.members(p, 1, (name, v) => {
       if (name === 'request_id') {
         const e = this.anyValue(v, 1);
@@ -134,27 +168,53 @@ class RequestIndexer extends ProtocolWalker {
         if (s.at(v) !== LBRACKET) return this.invalid<InputIndex[]>(v, 1, (sl) => (inputs = sl));
         const list: InputIndex[] = [];
         let ok = true;
+        let i = 0;
+        // A repeated inputs key: the last one counts, its findings too.
+        badInputs = [];
+        badInputCount = 0;
+        tooMany = 0;
+        const bad = (q: number, end: number, index: number): void => {
+          ok = false;
+          if (badInputs.length < maxProblems) badInputs.push({ start: q, end, index });
+          badInputCount++;
+        };
         const e = this.elements(v, 2, (q) => {
-          if (s.at(q) !== LBRACE) {
-            ok = false;
+          const at = i;
+          i++;
+          if (at >= maxInputs) {
+            tooMany = at + 1;
             return this.anyValue(q, 2);
           }
+          if (s.at(q) !== LBRACE) {
+            const end = this.anyValue(q, 2);
+            bad(q, end, at);
+            return end;
+          }
           const r = this.input(q);
-          if (r.input === undefined) ok = false;
+          if (r.input === undefined) bad(q, r.end, at);
           else list.push(r.input);
           return r.end;
         });
-        inputs = slot(ok, list, v, e);
+        inputs = slot(ok && tooMany === 0, list, v, e);
         return e;
       }
       throw new IndexReject(v, `unknown field ${JSON.stringify(name)}`);
     });
     if (s.ws(end) !== s.len) throw new IndexReject(s.ws(end), 'extra data after the JSON value');
-    if (requestId === undefined || inputs === undefined) throw new IndexReject(p, 'request_id or inputs missing');
-    if (!requestId.ok || requestId.value === undefined) throw new IndexReject(requestId.span.start, 'request_id is not a non-empty string');
+    const findings = (): RequestFindings => ({
+      structured: inputs !== undefined && s.at(inputs.span.start) === LBRACKET,
+      requestId: requestId?.span,
+      requestIdOk: requestId?.ok === true,
+      badInputs,
+      badInputCount,
+      tooManyInputs: tooMany,
+    });
+    if (requestId === undefined || inputs === undefined) throw new FindingsReject(p, 'request_id or inputs missing', findings());
+    if (tooMany > 0) throw new FindingsReject(inputs.span.start, `more than ${maxInputs} inputs`, findings());
+    if (!requestId.ok || requestId.value === undefined) throw new FindingsReject(requestId.span.start, 'request_id is not a non-empty string', findings());
     if (!inputs.ok || inputs.value === undefined) {
-      if (s.nonFiniteAt !== -1) throw new IndexReject(s.nonFiniteAt, 'a number overflows to infinity (finite_number)');
-      throw new IndexReject(inputs.span.start, 'inputs is not a list of valid AgentInput');
+      if (s.nonFiniteAt !== -1) throw new FindingsReject(s.nonFiniteAt, 'a number overflows to infinity (finite_number)', findings());
+      throw new FindingsReject(inputs.span.start, 'inputs is not a list of valid AgentInput', findings());
     }
     const seen = new Set<string>();
     for (const input of inputs.value) {
@@ -199,7 +259,7 @@ class RequestIndexer extends ProtocolWalker {
     let instruction: Slot<IndexedInstruction> | undefined;
     let tools: Slot<true> | undefined;
     let attributes: Slot<true> | undefined;
-    let memory: Slot<{ members: MemberSpan[]; tags: number[] }> | undefined;
+    let memory: Slot<MemoryLayout> | undefined;
     let numOutputs: Slot<number> | undefined;
     let extraKeys: Slot<true> | undefined;
     const end = this.members(p, 3, (name, v) => {
@@ -238,7 +298,7 @@ class RequestIndexer extends ProtocolWalker {
           return e;
         }
         case 'memory': {
-          if (c !== LBRACE) return this.invalid<{ members: MemberSpan[]; tags: number[] }>(v, 3, (sl) => (memory = sl));
+          if (c !== LBRACE) return this.invalid<MemoryLayout>(v, 3, (sl) => (memory = sl));
           const r = this.memory(v);
           memory = slot(r.finite, r, v, r.end);
           return r.end;
@@ -277,8 +337,7 @@ class RequestIndexer extends ProtocolWalker {
         extraKeys: extraKeys?.span,
         numOutputs: numOutputs?.value ?? 1,
         numOutputsSpan: numOutputs?.span,
-        memoryMembers: memory?.value?.members ?? [],
-        tagMembers: memory?.value?.tags ?? [],
+        memoryLayout: memory?.value,
       },
     };
   }
@@ -300,12 +359,15 @@ class RequestIndexer extends ProtocolWalker {
     return { end, value: { type: type.value, content: content.value } };
   }
 
-  /** A memory object at `p`: its top-level members, which of them are the tag, and whether its numbers are finite. */
-  private memory(p: number): { end: number; finite: boolean; members: MemberSpan[]; tags: number[] } {
+  /** A memory object at `p`: its edges, the members that are the tag, and whether its numbers are finite. */
+  private memory(p: number): MemoryLayout & { end: number; finite: boolean } {
     const s = this.s;
     const key = this.key;
-    const members: MemberSpan[] = [];
-    const tags: number[] = [];
+    const tags: TagSpan[] = [];
+    let count = 0;
+    let firstKeyStart = -1;
+    let lastValueEnd = -1;
+    let lastTag: { nextStart: number } | undefined;
     let finite = true;
     const end = this.members(p, 4, (_name, v) => {
       const keyStart = key.start;
@@ -313,11 +375,21 @@ class RequestIndexer extends ProtocolWalker {
       const escaped = s.escaped;
       const r = this.finite(v, 4);
       if (!r.finite) finite = false;
-      if (this.isMemoryKey(keyStart, keyEnd, escaped)) tags.push(members.length);
-      members.push({ keyStart, keyEnd, valueStart: v, valueEnd: r.end });
+      if (lastTag !== undefined) {
+        lastTag.nextStart = keyStart;
+        lastTag = undefined;
+      }
+      if (this.isMemoryKey(keyStart, keyEnd, escaped)) {
+        const t = { keyStart, valueStart: v, valueEnd: r.end, prevEnd: count === 0 ? -1 : lastValueEnd, nextStart: -1 };
+        tags.push(t);
+        lastTag = t;
+      }
+      if (count === 0) firstKeyStart = keyStart;
+      lastValueEnd = r.end;
+      count++;
       return r.end;
     }, false);
-    return { end, finite, members, tags };
+    return { start: p, end, finite, count, firstKeyStart, lastValueEnd, tags };
   }
 
   private isMemoryKey(keyStart: number, keyEnd: number, escaped: boolean): boolean {

@@ -11,7 +11,7 @@
  *
  * The server itself is bounded here for every path (docs/configuration.md#limits-and-timeouts): headers and body receive
  * time (408 with a JSON detail), idle keep-alive time, open connections, and the body bytes batches hold at
- * once (src/admission.ts). While the gateway drains for shutdown every answer closes its connection.
+ * once (src/memory/budget.ts). While the gateway drains for shutdown every answer closes its connection.
  *
  * A client key in the address (`/k/<key>/...`, docs/operations.md#client-keys) is stripped from `req.url` first thing,
  * for every request: what is left is the path served, by this front or by fastify, which gets the key with
@@ -25,7 +25,8 @@ import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { onClientGone } from '../abort.js';
-import type { Admission } from '../admission.js';
+import type { BudgetHold } from '../memory/budget.js';
+import { memoryBudgetDetail, RETRY_AFTER_S } from '../memory/over-budget.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayState } from '../batch/gateway-state.js';
 import { answerHeaders, handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
@@ -48,7 +49,6 @@ export interface FrontHost {
   log: FastifyBaseLogger;
   bodyLimit: number;
   bodyLimitMb: number;
-  admission: Admission;
   /** True from the moment `app.close()` starts: fastify then answers 503 (return503OnClosing). */
   closing(): boolean;
   /** True while the gateway drains for shutdown (src/shutdown.ts): every answer closes its connection. */
@@ -211,12 +211,27 @@ function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: Serve
     tooLarge(h, req, res, agent, t0, label);
     return;
   }
-  // A body of unknown length (chunked) is counted as it arrives and never waits: its size is not known
-  // until it has been read.
-  const known = Number.isFinite(declared);
-  const hold = h.admission.acquire(known ? declared : 0, (held) => receive(front, h, req, res, agent, t0, known ? undefined : held, client));
+  let hold: BudgetHold | undefined;
   // 'close' comes once, answered or not: the bytes are given back, or a client that left frees its place.
-  res.once('close', () => hold.release());
+  res.once('close', () => hold?.release());
+  // Until its first body byte a request holds nothing (docs/memory-budget.md): a client that sends headers and
+  // then nothing cannot keep room from others. The body clock runs meanwhile, so such a client gets its 408.
+  front.deadlines.track(req, res, () => bodyTimedOut(front, h, req, res, label));
+  const ask = (): void => {
+    if (res.destroyed || res.headersSent) return;
+    // Waiting for room is not receiving: the body clock starts again once the request is admitted.
+    front.deadlines.done(req);
+    // A body of unknown length (chunked) reserves what it may grow to; what it did not use is given back at its end.
+    const reserved = Number.isFinite(declared) ? declared : Math.min(h.bodyLimit, h.gateway.memory.limit);
+    hold = h.gateway.memory.admit(
+      reserved,
+      (held) => receive(front, h, req, res, agent, t0, held, reserved, client),
+      () => overBudget(h, req, res, agent, t0, label),
+      t0,
+    );
+  };
+  if (declared === 0 || req.complete) ask();
+  else req.once('readable', ask);
 }
 
 function receive(
@@ -226,7 +241,8 @@ function receive(
   res: ServerResponse,
   agent: string,
   t0: number,
-  growing: { grow(bytes: number): void } | undefined,
+  hold: BudgetHold,
+  reserved: number,
   client: string | undefined,
 ): void {
   if (res.destroyed) return;
@@ -249,7 +265,9 @@ function receive(
       tooLarge(h, req, res, agent, t0, label);
       return;
     }
-    growing?.grow(chunk.length);
+    // Past its reservation (a chunked body larger than the whole budget, admitted alone) it is counted as it comes.
+    const over = body.size + chunk.length - Math.max(reserved, body.size);
+    if (over > 0) hold.grow(over);
     body.add(chunk);
   });
   req.on('error', () => undefined); // a client that resets mid-body: nothing to answer, 'close' cleans up
@@ -257,6 +275,7 @@ function receive(
     front.deadlines.done(req);
     front.slots.bodyDone(req.socket);
     if (stopped) return;
+    if (body.size < reserved) hold.shrink(reserved - body.size);
     const endpoint = endpointOf(agent);
     const ex = {
       agent: agent === '' ? undefined : agent,
@@ -265,6 +284,7 @@ function receive(
       log: h.log,
       onClientGone: (fn: () => void) => onClientGone(res, fn),
       client,
+      memory: hold,
       stream: new ResponseWriter(res, noop, () => (h.draining() ? { connection: 'close' } : undefined)),
     };
     handleBatch(h.gateway, ex).then(
@@ -280,6 +300,16 @@ function receive(
       },
     );
   });
+  // Read from here: until admitted, TCP held the body back at the client.
+  req.resume();
+}
+
+/** No room came within server.admission_timeout_s of the request's arrival: 503, and the unread body is dropped with the connection. */
+function overBudget(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number, client: string): void {
+  h.gateway.metrics.admissionTimeouts.inc();
+  const body = JSON.stringify(errorBody('GATEWAY_ERR_MEMORY_BUDGET', memoryBudgetDetail(h.gateway.current.config.server.admission_timeout_s)));
+  reply(h, res, endpointOf(agent), 503, body, { connection: 'close', 'retry-after': String(RETRY_AFTER_S) }, t0, client);
+  req.resume();
 }
 
 const noop = (): void => undefined;
@@ -319,7 +349,7 @@ function reply(
   h: FrontHost,
   res: ServerResponse,
   endpoint: string,
-  status: BatchAnswer['status'] | 401 | 404 | 408 | 413 | 500,
+  status: BatchAnswer['status'] | 401 | 404 | 408 | 413 | 500 | 503,
   body: string | AnswerBody,
   headers: Record<string, string>,
   t0: number,

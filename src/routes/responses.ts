@@ -11,12 +11,13 @@ import { answerHeaders, handleBatch } from '../batch/handle-batch.js';
 import { clientNameOf } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, type AgentParams } from './agent-path.js';
 import { bodyLength, ResponseWriter, sendable } from './answer-write.js';
+import { budgetedBodies, holdOf } from './budgeted-body.js';
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
   // In this route's scope the body stays raw bytes: hashed for replay and, when a sub-request is the whole
   // request, forwarded as is, so megabytes are never re-encoded. It is decoded once for parsing.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  // Read under the memory budget, as on the raw front (routes/budgeted-body.ts).
+  budgetedBodies(app, app.initialConfig.bodyLimit ?? 1024 * 1024, 'buffer');
 
   // Only batch answers carry the gateway's own time; this covers the ones handleBatch does not make (413).
   app.addHook('onSend', async (_req, reply, payload) => {
@@ -33,6 +34,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       onClientGone: (fn) => onClientGone(reply.raw, fn),
       // Decided by the client-keys hook (plugins/client-keys.ts) before this handler runs.
       client: clientNameOf(req.raw),
+      memory: holdOf(req),
       // A streamed answer is written on the raw response, past fastify's send pipeline.
       stream: new ResponseWriter(reply.raw, () => reply.hijack(), () => undefined),
     });

@@ -107,7 +107,7 @@ export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag 
 export function inputMemoryTag(input: AgentInput, memoryKey: string): MemoryTag | undefined {
   const raw = input.raw;
   if (raw === undefined || raw.memoryKey !== memoryKey) return readMemoryTag(input.memory, memoryKey);
-  return raw.index.tagMembers.length === 0 ? undefined : tagOfValue(memoryTagValue(raw));
+  return (raw.index.memoryLayout?.tags.length ?? 0) === 0 ? undefined : tagOfValue(memoryTagValue(raw));
 }
 
 /** The tag of a candidate produced by `backend` for a trajectory of `route` (assigned `arm`, if any). */

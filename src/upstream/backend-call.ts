@@ -42,6 +42,21 @@ interface CallOptions {
    * `tap` as it arrives instead of being kept. The byte bound and the timer still hold.
    */
   stream?: { overBytes: number; tap: BodyTap };
+  /** Raw mode: the answer's bytes are counted here as they arrive, its read paused while there is no room. */
+  memory?: AnswerCharge;
+}
+
+/**
+ * The memory budget's count of one answer (memory/budget.ts, docs/memory-budget.md), as the call sees it.
+ * `charge` false: pause the read until `whenRoom` calls back (a shed shadow's charge aborts the call instead).
+ */
+export interface AnswerCharge {
+  charge(bytes: number): boolean;
+  whenRoom(fn: () => void): void;
+  /** Give back `bytes` counted by charge (the answer was dropped). */
+  shrink(bytes: number): void;
+  /** The whole budget: an answer larger can never be held. */
+  capacity(): number;
 }
 
 /** Where a streamed answer's bytes go, chunk by chunk, in order. */
@@ -145,6 +160,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   private status = 0;
   private contentType: string | undefined;
   private received = 0;
+  /** Bytes counted on opts.memory (given back if the answer is dropped). */
+  private charged = 0;
   private readonly maxBytes: number;
   /** Text mode: the first chunk, until a second one arrives. */
   private readonly chunks: Buffer[] = [];
@@ -201,6 +218,10 @@ class CollectHandler implements Dispatcher.DispatchHandler {
       this.tooLarge(controller);
       return;
     }
+    if (typeof length === 'string' && this.opts.memory !== undefined && statusCode < 300 && Number(length) > this.opts.memory.capacity()) {
+      this.cannotHold(controller, Number(length));
+      return;
+    }
     if (this.opts.raw === true) {
       const ct = headers['content-type'];
       this.contentType = Array.isArray(ct) ? ct[0] : ct;
@@ -227,6 +248,22 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     }
     const body = this.body;
     if (body !== undefined) {
+      const memory = this.opts.memory;
+      if (memory !== undefined && this.status < 300) {
+        if (this.received > memory.capacity()) {
+          this.cannotHold(controller, this.received);
+          return;
+        }
+        this.charged += chunk.length;
+        if (!memory.charge(chunk.length)) {
+          if (this.settled) return; // a shed shadow: its call was aborted
+          // Backpressure: undici stops reading the socket, so TCP holds the rest at the backend.
+          controller.pause();
+          memory.whenRoom(() => {
+            if (!this.settled) controller.resume();
+          });
+        }
+      }
       body.add(chunk);
       const stream = this.opts.stream;
       // No declared length: streamed from the moment the answer proves longer than the bound.
@@ -289,6 +326,15 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     });
   }
 
+  /** An answer the memory budget can never hold: its candidates fail, the backend is not blamed for it. */
+  private cannotHold(controller: Dispatcher.DispatchController, bytes: number): void {
+    this.controller = controller;
+    this.stop({
+      code: 'gateway_memory_budget',
+      message: `the answer (${bytes} bytes and more) cannot be held under server.memory_budget_mb (${this.opts.memory?.capacity() ?? 0} bytes)`,
+    });
+  }
+
   private tooLarge(controller: Dispatcher.DispatchController): void {
     const key = this.opts.maxBytesKey ?? `backends.${this.replica.backend}.max_response_mb`;
     this.controller = controller;
@@ -307,6 +353,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     this.body?.drop();
     this.body = undefined;
     this.text = '';
+    if (this.charged > 0) this.opts.memory?.shrink(this.charged);
+    this.charged = 0;
     this.controller?.abort(new errors.RequestAbortedError());
   }
 
@@ -336,6 +384,8 @@ export async function postResponses(
   asBytes = false,
   /** With asBytes: a long 2xx answer is streamed to a tap (CallOptions.stream). */
   stream?: CallOptions['stream'],
+  /** With asBytes: where the answer's bytes are counted (CallOptions.memory). */
+  memory?: AnswerCharge,
 ): Promise<CallResult> {
   const r = await callReplica(replica, {
     method: 'POST',
@@ -346,6 +396,7 @@ export async function postResponses(
     signal,
     raw: asBytes,
     stream: asBytes ? stream : undefined,
+    memory: asBytes ? memory : undefined,
   });
   if (!r.ok) return r;
   if (asBytes) {

@@ -272,7 +272,7 @@ function check(text: string, ctx: string): 'valid' | 'invalid' {
   }
   if (!r.ok) {
     // The one refusal by design: an overflowing number the oracle never sees because a repeated key shadows it.
-    const shadowed = r.status === 422 && r.detail[0]?.msg.includes('overflows to infinity') === true;
+    const shadowed = r.status === 422 && r.detail?.[0]?.msg.includes('overflows to infinity') === true;
     assert.ok(shadowed, `${ctx}: the indexer refused a body the oracle accepts: ${JSON.stringify(r).slice(0, 300)}`);
     return 'invalid';
   }
@@ -360,5 +360,5 @@ test('an overflowing number shadowed by a repeated key is refused (the previous 
   assert.equal(parseAgentRequest(text, LIMITS).ok, true);
   const r = readAgentRequest(Buffer.from(text), LIMITS);
   assert.ok(!r.ok && r.status === 422);
-  if (!r.ok && r.status === 422) assert.match(r.detail[0]?.msg ?? '', /overflows to infinity/);
+  if (!r.ok && r.status === 422) assert.match(r.detail?.[0]?.msg ?? '', /overflows to infinity/);
 });

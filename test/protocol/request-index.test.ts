@@ -39,10 +39,11 @@ test('every field of an input is indexed at the exact bytes the client sent', ()
   assert.equal(inp.numOutputs, 3);
   assert.equal(text(ix, inp.span)?.startsWith('{"id"'), true);
   assert.equal(text(ix, inp.span)?.endsWith('{"x": null}}'), true);
-  assert.deepEqual(
-    inp.memoryMembers.map((m) => [ix.buf.toString('utf8', m.keyStart, m.keyEnd), ix.buf.toString('utf8', m.valueStart, m.valueEnd)]),
-    [['"b"', '1'], ['"10"', '2'], ['"2"', '[1.0, -0]']],
-  );
+  const m = inp.memoryLayout;
+  assert.ok(m);
+  assert.equal(m.count, 3);
+  assert.equal(ix.buf.toString('utf8', m.firstKeyStart, m.lastValueEnd), '"b":1,"10":2, "2": [1.0, -0]');
+  assert.deepEqual(m.tags, []);
 });
 
 test('absent free-form fields and num_outputs are undefined spans with the contract defaults', () => {
@@ -61,7 +62,12 @@ test('the memory tag members are found by key, escaped or not, and only at the t
   );
   const [inp] = ix.inputs;
   assert.ok(inp);
-  assert.deepEqual(inp.tagMembers, [1, 3]);
+  const tags = inp.memoryLayout?.tags ?? [];
+  assert.deepEqual(
+    tags.map((t) => [ix.buf.toString('utf8', t.keyStart, t.valueEnd), ix.buf.toString('utf8', t.valueStart, t.valueEnd)]),
+    [['"_gw":{"backend":"x","route":"y"}', '{"backend":"x","route":"y"}'], ['"\\u005fgw":3', '3']],
+  );
+  assert.equal(inp.memoryLayout?.count, 4, 'members are counted, not kept');
 });
 
 test('a protocol field given twice counts once, the last one, as JSON.parse keeps it', () => {
@@ -176,4 +182,19 @@ test('short texts are decoded exactly even when two of them share a slot of the 
   assert.ok(pair !== undefined, 'two texts sharing a slot');
   const body = (rid: string): string => `{"request_id":${JSON.stringify(rid)},"inputs":[]}`;
   for (const rid of [pair[0], pair[1], pair[0], 'é', 'ab', 'é', pair[1]]) assert.equal(index(body(rid)).requestId, rid);
+});
+
+test('a number is refused as infinite exactly when a double cannot hold it, decided without converting most of them', () => {
+  // Magnitudes around the largest double (1.7976931348623157e308), leading zeros, zero significands and long
+  // exponents; Number() is the reference for each.
+  const cases = [
+    '1e308', '1.7976931348623157e308', '1.7976931348623158e308', '1.7976931348623159e308', '1.8e308', '2e308',
+    '9.9e307', '99.9e307', '0.00017976931348623159e312', '0.0e99999', '0e400', '000.5'.slice(2), '-1e309',
+    '1e-400', '1.5e+308', '17976931348623158e292', '1' + '0'.repeat(308) + '.5', '1' + '0'.repeat(309) + '.5',
+    '0.' + '0'.repeat(50) + '1e358', '0.' + '0'.repeat(50) + '1e359', '1e99999999999', '123.456e10',
+  ];
+  for (const n of cases) {
+    const r = indexAgentRequest(Buffer.from(`{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":""},"memory":{"n":${n}}}]}`), LIMITS);
+    assert.equal(r.ok, Number.isFinite(Number(n)), n);
+  }
 });

@@ -9,7 +9,6 @@ import { Readable } from 'node:stream';
 import { after, test } from 'node:test';
 import { request } from 'undici';
 import { stringify } from 'yaml';
-import { Admission } from '../../src/admission.js';
 import { buildApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { createFrontServer, type FrontHost } from '../../src/routes/batch-front.js';
@@ -132,7 +131,6 @@ test('a virtual agent\'s batch path is answered on the front itself; its other U
     log: app.log,
     bodyLimit: 1024 * 1024,
     bodyLimitMb: 1,
-    admission: new Admission(() => 1024 * 1024, () => undefined),
     closing: () => false,
     draining: () => false,
   };

@@ -2,7 +2,7 @@
  * The server's receive bounds (docs/configuration.md#limits-and-timeouts) with real sockets: a request whose headers or
  * body trickle in is answered 408 with a JSON detail naming the key and its connection closed; trickling
  * connections held open do not keep normal batches from being served; at max_connections a new connection
- * takes the slot of the oldest idle one, and is closed only when every connection is serving a batch; body bytes over max_bytes_in_flight_mb make new batches wait in order, and a waiting
+ * takes the slot of the oldest idle one, and is closed only when every connection is serving a batch; bytes over memory_budget_mb make new batches wait in order, and a waiting
  * client that leaves frees its place.
  */
 import assert from 'node:assert/strict';
@@ -223,9 +223,10 @@ test('100 connections that send nothing do not keep normal batches out of a 16-c
   }
 });
 
-test('over server.max_bytes_in_flight_mb new batches wait in order; one that leaves frees its place', async () => {
-  // About 1 KB: each of these batches alone fills it.
-  const { gw, gates, seen } = await gatedGateway({ max_bytes_in_flight_mb: 0.001 });
+test('over server.memory_budget_mb new batches wait in order; one that leaves frees its place', async () => {
+  // About 3.6 KB: one of these batches (a 1 KB body, its objects' estimate of 2 KB, src/memory/estimates.ts)
+  // leaves no room for a second body, and its answer (about 1 KB) still fits in the whole budget.
+  const { gw, gates, seen } = await gatedGateway({ memory_budget_mb: 0.0035 });
   const metric = async (name: string): Promise<number> => {
     const text = await (await fetch(`${gw.url}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith(name + ' '));
@@ -235,7 +236,7 @@ test('over server.max_bytes_in_flight_mb new batches wait in order; one that lea
 
   const first = gw.post(body('first'));
   await waitFor('the first batch at the backend', () => seen.length === 1);
-  assert.ok((await metric('magma_gateway_request_bytes_in_flight')) > 900);
+  assert.ok((await metric('magma_gateway_memory_budget_held_bytes')) > 900);
   const leaver = new AbortController();
   const leaving = fetch(`${gw.url}/v1/responses`, { method: 'POST', body: body('leaver'), signal: leaver.signal }).catch((e: unknown) => e);
   await waitFor('one batch waiting', async () => (await metric('magma_gateway_admission_waiting')) === 1);
@@ -255,7 +256,7 @@ test('over server.max_bytes_in_flight_mb new batches wait in order; one that lea
   assert.equal((res.json as Cand[])[0]!.status, 'completed');
   assert.deepEqual(seen, ['first', 'second'], 'the batch whose client left was never computed');
   assert.equal(await metric('magma_gateway_admission_wait_seconds_count'), 1);
-  assert.equal(await metric('magma_gateway_request_bytes_in_flight'), 0);
+  assert.equal(await metric('magma_gateway_memory_budget_held_bytes'), 0);
 });
 
 test('a reload changes the receive bounds from the next request on', async () => {

@@ -1,0 +1,105 @@
+/**
+ * Request bodies read by fastify (a batch with a query string, `app.inject()`, coaching) under the same memory
+ * budget as the raw front's batches (docs/memory-budget.md): nothing is held before the first body byte, then
+ * the request waits for room in arrival order (its declared length, or for a chunked body what it may grow
+ * to), is answered 503 GATEWAY_ERR_MEMORY_BUDGET past server.admission_timeout_s, and keeps its bytes counted
+ * until its answer is written.
+ */
+import type { IncomingMessage } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { GatewayError } from '../errors.js';
+import type { BudgetHold } from '../memory/budget.js';
+import { memoryBudgetDetail } from '../memory/over-budget.js';
+import { BodyBytes } from '../protocol/body-bytes.js';
+
+/** The hold of each request whose body a budgeted parser read, until its answer is written. */
+const holds = new WeakMap<IncomingMessage, BudgetHold>();
+
+/** The budget hold of a request read by a budgeted parser (handed on to the batch, which adds to it). */
+export function holdOf(req: FastifyRequest): BudgetHold | undefined {
+  return holds.get(req.raw);
+}
+
+function tooLarge(bodyLimit: number): Error {
+  return Object.assign(new Error(`request body exceeds ${bodyLimit} bytes`), { statusCode: 413 });
+}
+
+/** Wait for the stream's first byte (or its end), without reading it. */
+function firstByte(payload: IncomingMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (payload.readableEnded || payload.readableLength > 0) {
+      resolve();
+      return;
+    }
+    const go = (): void => {
+      payload.off('readable', go);
+      payload.off('end', go);
+      payload.off('close', go);
+      resolve();
+    };
+    payload.on('readable', go);
+    payload.on('end', go);
+    payload.on('close', go);
+  });
+}
+
+async function readBudgeted(app: FastifyInstance, req: FastifyRequest, payload: IncomingMessage, bodyLimit: number): Promise<Buffer> {
+  const arrival = performance.now();
+  const declared = Number(req.headers['content-length']);
+  if (declared > bodyLimit) throw tooLarge(bodyLimit);
+  if (declared !== 0) await firstByte(payload);
+  const budget = app.gateway.memory;
+  const reserved = Number.isFinite(declared) ? declared : Math.min(bodyLimit, budget.limit);
+  const hold = await new Promise<BudgetHold | undefined>((resolve) => {
+    budget.admit(reserved, resolve, () => resolve(undefined), arrival);
+  });
+  if (hold === undefined) {
+    app.gateway.metrics.admissionTimeouts.inc();
+    payload.resume();
+    throw new GatewayError('GATEWAY_ERR_MEMORY_BUDGET', memoryBudgetDetail(app.gateway.current.config.server.admission_timeout_s));
+  }
+  holds.set(req.raw, hold);
+  const body = new BodyBytes(Number.isSafeInteger(declared) && declared > 0 ? declared : undefined);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      payload.on('data', (chunk: Buffer) => {
+        if (body.size + chunk.length > bodyLimit) {
+          body.drop();
+          payload.removeAllListeners('data');
+          payload.resume();
+          reject(tooLarge(bodyLimit));
+          return;
+        }
+        const over = body.size + chunk.length - Math.max(reserved, body.size);
+        if (over > 0) hold.grow(over);
+        body.add(chunk);
+      });
+      payload.once('end', resolve);
+      payload.once('error', reject);
+      payload.once('close', () => reject(Object.assign(new Error('the client closed the connection'), { statusCode: 400 })));
+    });
+  } catch (err) {
+    hold.release();
+    throw err;
+  }
+  if (body.size < reserved) hold.shrink(reserved - body.size);
+  return body.take();
+}
+
+/**
+ * Install, in `app`'s scope, a parser of every content type that reads under the budget, handing the body on
+ * as bytes or as UTF-8 text; the request's hold is given back once its answer is written (or it is abandoned).
+ */
+export function budgetedBodies(app: FastifyInstance, bodyLimit: number, as: 'buffer' | 'string'): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: unknown) => void) => {
+    readBudgeted(app, req, payload, bodyLimit).then(
+      (buf) => done(null, as === 'buffer' ? buf : buf.toString('utf8')),
+      (err: Error) => done(err),
+    );
+  });
+  app.addHook('onRequest', async (req, reply) => {
+    reply.raw.once('close', () => holds.get(req.raw)?.release());
+  });
+}

@@ -1,0 +1,165 @@
+/**
+ * The 422 detail of a refused AgentRequest, bounded (docs/memory-budget.md, "The bounded 422"): at most
+ * `server.max_validation_errors` problems, then one entry counting the rest, and no work proportional to the
+ * number of elements a client sent beyond what the indexer's one pass already did.
+ *
+ * A small body (at most FULL_DETAIL_MAX_BYTES) is parsed whole by parseAgentRequest (request.ts), every
+ * message pydantic's; its detail is then cut to the bound. A larger one is never parsed whole: the indexer
+ * (request-index.ts) has kept where its first invalid inputs are, and each of those is decoded alone and
+ * checked with the AgentInput schema, so every problem of an input keeps the words and `loc` the whole parse
+ * gives it. A body refused above its inputs (not JSON, an unknown field, nested too deep) is one problem, at
+ * the byte the indexer stopped at.
+ */
+import { isNumberMark, numberMarkText, overflows, parseExact } from '../protocol/exact-json.js';
+import type { IndexReject } from '../protocol/json-index.js';
+import type { RequestFindings } from '../protocol/request-index.js';
+import { parseAgentRequest } from '../protocol/request.js';
+import { agentInputSchema, agentRequestSchema } from '../protocol/schemas.js';
+import type { ValidationIssue } from '../protocol/types.js';
+import { boundInput, zodToDetail } from '../protocol/validation-errors.js';
+
+/** Bodies up to this are parsed whole for their detail: the parse costs about what the indexer did. */
+export const FULL_DETAIL_MAX_BYTES = 64 * 1024;
+
+/** Decoded alone for its detail only up to this; a larger element is described by its type. */
+const ELEMENT_DECODE_MAX_BYTES = 1024 * 1024;
+
+interface DetailLimits {
+  maxOutputsPerInput: number;
+  maxJsonDepth: number;
+  /** server.max_validation_errors */
+  maxProblems: number;
+  /** server.max_candidates_per_batch */
+  maxCandidates: number;
+}
+
+/** `detail` cut to `max` problems, the rest counted in one last entry. */
+export function boundDetail(detail: ValidationIssue[], max: number, more = 0): ValidationIssue[] {
+  const rest = Math.max(0, detail.length - max) + more;
+  if (rest === 0) return detail;
+  return [...detail.slice(0, max), restEntry(rest, max)];
+}
+
+function restEntry(rest: number, max: number): ValidationIssue {
+  return {
+    type: 'too_many_errors',
+    loc: ['body'],
+    msg: `${rest} more problem${rest === 1 ? '' : 's'} not listed (server.max_validation_errors: ${max})`,
+    input: rest,
+  };
+}
+
+/** The detail of a body the indexer refused; `findings` what it saw, when it got as far as the inputs. */
+export function refusedDetail(
+  body: Buffer,
+  reject: IndexReject,
+  findings: RequestFindings | undefined,
+  limits: DetailLimits,
+): ValidationIssue[] {
+  const tooMany: ValidationIssue[] =
+    findings === undefined || findings.tooManyInputs === 0
+      ? []
+      : [
+          {
+            type: 'too_long',
+            loc: ['body', 'inputs'],
+            msg: `the batch has ${findings.tooManyInputs} inputs, so asks for at least as many candidates; at most ${limits.maxCandidates} (server.max_candidates_per_batch)`,
+            input: findings.tooManyInputs,
+          },
+        ];
+  // Only the inputs before the limit were checked: their problems first (as the schema reports them), then the limit.
+  if (tooMany.length > 0 && findings?.badInputCount === 0 && findings.requestIdOk) return tooMany;
+  if (body.length <= FULL_DETAIL_MAX_BYTES && tooMany.length === 0) {
+    const parsed = parseAgentRequest(body.toString('utf8'), limits);
+    if (!parsed.ok) return boundDetail(parsed.detail, limits.maxProblems);
+    // The two readers disagree: the indexer's reason is the answer (the differential test keeps this unreached).
+    return [{ type: 'value_error', loc: ['body'], msg: `Value error, ${reject.reason} (byte ${reject.at})`, input: {} }];
+  }
+  if (findings === undefined || !findings.structured) return [topLevelProblem(body, reject)];
+  const detail: ValidationIssue[] = [];
+  if (findings.requestId === undefined) detail.push({ type: 'missing', loc: ['body', 'request_id'], msg: 'Field required', input: '(the request object)' });
+  else if (!findings.requestIdOk) detail.push(...requestIdDetail(body, findings.requestId));
+  let shown = 0;
+  for (const bad of findings.badInputs) {
+    if (detail.length >= limits.maxProblems) break;
+    detail.push(...inputDetail(body, bad, limits));
+    shown++;
+  }
+  const unlisted = findings.badInputCount - shown;
+  if (detail.length === 0) return tooMany.length > 0 ? tooMany : [topLevelProblem(body, reject)];
+  return [...boundDetail(detail, limits.maxProblems, unlisted), ...tooMany];
+}
+
+/** Code points before byte `at` of UTF-8 `body`: the position Python's json module names. */
+function charPosition(body: Buffer, at: number): number {
+  let n = 0;
+  for (let i = 0; i < at && i < body.length; i++) if ((body[i]! & 0xc0) !== 0x80) n++; // i < body.length
+  return n;
+}
+
+function topLevelProblem(body: Buffer, reject: IndexReject): ValidationIssue {
+  if (body.length === 0) return { type: 'missing', loc: ['body'], msg: 'Field required', input: null };
+  if (/^unknown field /.test(reject.reason)) {
+    return { type: 'extra_forbidden', loc: ['body'], msg: `Extra inputs are not permitted: ${reject.reason} (byte ${reject.at})`, input: {} };
+  }
+  const pos = charPosition(body, reject.at);
+  return { type: 'json_invalid', loc: ['body', pos], msg: 'JSON decode error', input: {}, ctx: { error: `${reject.reason} (char ${pos})` } };
+}
+
+function decode(body: Buffer, start: number, end: number, maxJsonDepth: number): { ok: true; value: unknown } | { ok: false } {
+  if (end - start > ELEMENT_DECODE_MAX_BYTES) return { ok: false };
+  try {
+    return { ok: true, value: parseExact(body.toString('utf8', start, end), { maxDepth: maxJsonDepth }).value };
+  } catch {
+    return { ok: false };
+  }
+}
+
+function requestIdDetail(body: Buffer, span: { start: number; end: number }): ValidationIssue[] {
+  const d = decode(body, span.start, span.end, 64);
+  const value = d.ok ? d.value : `(a value of ${span.end - span.start} bytes)`;
+  const r = agentRequestSchema.shape.request_id.safeParse(value, { reportInput: true });
+  if (r.success) return [];
+  return zodToDetail(r.error, value, ['body', 'request_id']);
+}
+
+/** The problems of one invalid input, as the whole parse words them. */
+function inputDetail(body: Buffer, bad: { start: number; end: number; index: number }, limits: DetailLimits): ValidationIssue[] {
+  const loc = ['body', 'inputs', bad.index];
+  const d = decode(body, bad.start, bad.end, Math.max(1, limits.maxJsonDepth - 2));
+  if (!d.ok) {
+    return [{ type: 'value_error', loc, msg: `Value error, an input of ${bad.end - bad.start} bytes that is not a valid AgentInput`, input: {} }];
+  }
+  const r = agentInputSchema.safeParse(d.value, { reportInput: true });
+  if (!r.success) return zodToDetail(r.error, d.value, loc);
+  const n = r.data.num_outputs;
+  if (typeof n !== 'number' || n > limits.maxOutputsPerInput) {
+    return [
+      {
+        type: 'less_than_equal',
+        loc: [...loc, 'num_outputs'],
+        msg: `Input should be less than or equal to ${limits.maxOutputsPerInput} (server.max_outputs_per_input)`,
+        input: typeof n === 'number' ? n : numberMarkText(n),
+      },
+    ];
+  }
+  // Schema-valid: what is left is a number that overflows to infinity somewhere in it.
+  return [{ type: 'finite_number', loc: [...loc, ...(infinitePath(d.value) ?? [])], msg: 'Input should be a finite number', input: boundInput(d.value) }];
+}
+
+/** The path to the first number that overflows, or undefined (a depth-bounded value: parseExact refused deeper ones). */
+function infinitePath(v: unknown): (string | number)[] | undefined {
+  if (isNumberMark(v)) return overflows(numberMarkText(v)) ? [] : undefined;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const p = infinitePath(v[i]);
+      if (p !== undefined) return [i, ...p];
+    }
+  } else if (typeof v === 'object' && v !== null) {
+    for (const k of Object.keys(v)) {
+      const p = infinitePath((v as Record<string, unknown>)[k]); // checked to be a non-null object above
+      if (p !== undefined) return [k, ...p];
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,266 @@
+/**
+ * The memory budget and the bounded error paths over real sockets (docs/memory-budget.md), each test a row
+ * of what a client or a backend can send, scaled down where the behaviour does not depend on the size (said
+ * at each): bounded 422s from element counts, answers of millions of elements, FIFO admission with its 503,
+ * headers-only connections, `?query` and chunked bodies counted, answers over the whole budget, shadows shed,
+ * and the event loop kept free while a large body is read.
+ */
+import assert from 'node:assert/strict';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { test } from 'node:test';
+import { inferenceOnlyInfo, startAgentServer } from '../../demo/agents/agent-server.js';
+import { parseAgentRequest } from '../../src/protocol/request.js';
+import type { ValidationIssue } from '../../src/protocol/types.js';
+import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
+import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** `[0,0,...]` of about `bytes` bytes: an element every two bytes. */
+function zeros(bytes: number): Buffer {
+  const n = Math.floor(bytes / 2);
+  // '[' then "0," n - 1 times then "0]": n elements in 2n + 1 bytes.
+  return Buffer.concat([Buffer.from('['), Buffer.alloc((n - 1) * 2, '0,'), Buffer.from('0]')]);
+}
+
+async function metric(gw: TestGateway, name: string): Promise<number> {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(name + ' ') || l.startsWith(name + '{'));
+  return Number(line?.slice(line.lastIndexOf(' ') + 1));
+}
+
+/** POST `body` (bytes, sent as they are) on a fresh connection; chunked when `chunked`. */
+function post(url: string, body: Buffer, opts: { path?: string; chunked?: boolean } = {}): Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const req = httpRequest(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: opts.path ?? '/v1/responses',
+        method: 'POST',
+        agent: false,
+        headers: opts.chunked === true ? { 'content-type': 'application/json' } : { 'content-type': 'application/json', 'content-length': String(body.length) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      },
+    );
+    req.on('error', reject);
+    // In pieces, as a client streams a large body: the test process never copies it whole.
+    for (let at = 0; at < body.length; at += 1 << 20) req.write(body.subarray(at, at + (1 << 20)));
+    req.end();
+  });
+}
+
+/** An agent that holds each batch until the test releases it; `seen` lists the request ids in arrival order. */
+async function gatedAgent(f: Fixtures): Promise<{ url: string; gates: (() => void)[]; seen: string[] }> {
+  const gates: (() => void)[] = [];
+  const seen: string[] = [];
+  const agent = await startAgentServer({
+    info: { agent_id: 'gated' },
+    decide: async (_input, ctx) => {
+      seen.push(ctx.requestId);
+      await new Promise<void>((resolve) => gates.push(resolve));
+      return { say: 'done' };
+    },
+  });
+  f.defer(() => agent.close());
+  return { url: agent.url, gates, seen };
+}
+
+const batch = (id: string, pad: number): Buffer =>
+  Buffer.from(JSON.stringify({ request_id: id, inputs: [mkInput(1, { memory: { pad: 'p'.repeat(pad) } })] }));
+
+test('a 2 MB `[0,0,...]` inputs body gets a small 422: the first problems, in pydantic\'s words, and a count of the rest', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent();
+  const gw = await f.gateway({ probe_interval_s: 3600, server: { max_validation_errors: 50 }, backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
+  const body = Buffer.concat([Buffer.from('{"request_id":"z","inputs":'), zeros(2 * 1024 * 1024), Buffer.from('}')]);
+  const res = await post(gw.url, body);
+  assert.equal(res.status, 422);
+  assert.ok(res.body.length < 32 * 1024, `a bounded detail, not one per element: ${res.body.length} bytes`);
+  const detail = (JSON.parse(res.body.toString()) as { detail: ValidationIssue[] }).detail;
+  // 50 listed, the rest of the first 4096 inputs (server.max_candidates_per_batch) counted, then the limit.
+  assert.equal(detail.length, 52);
+  const small = parseAgentRequest('{"request_id":"z","inputs":[0,0,0]}', { maxOutputsPerInput: 1024 });
+  assert.ok(!small.ok);
+  assert.deepEqual(detail.slice(0, 3), small.detail, 'each listed problem as the whole parse words it');
+  assert.deepEqual(detail[49]!.loc, ['body', 'inputs', 49]);
+  assert.equal(detail[50]!.type, 'too_many_errors');
+  assert.equal(detail[50]!.input, 4096 - 50);
+  assert.equal(detail[51]!.type, 'too_long');
+  assert.equal(detail[51]!.input, 1024 * 1024);
+  assert.equal(a.requestsTo('/v1/responses').length, 0, 'nothing reached the backend');
+  assert.equal((await gw.post({ request_id: 'after', inputs: [mkInput(1)] })).status, 200, 'the gateway serves on');
+});
+
+test('a backend answering megabytes of `[0,0,...]` to an ensemble fails its candidates; the other member and the process go on', async (t) => {
+  // 16 MB here for the 100 MB of the report: the answer is refused at its 2 x candidates + 16th element whatever its size.
+  const f = useFixtures(t);
+  const good = await f.agent({ name: 'good' });
+  const flood = zeros(16 * 1024 * 1024).toString('latin1');
+  const bad = await f.agent({ name: 'bad', behaviour: { garbage: flood } });
+  const shadowBad = await f.agent({ name: 'shadowbad', behaviour: { garbage: flood } });
+  const gw = await f.gateway({
+    probe_interval_s: 3600,
+    backends: { good: { url: good.url }, bad: { url: bad.url }, shadowbad: { url: shadowBad.url } },
+    routes: [{ name: 'd', ensemble: { good: 1, bad: 1 }, shadow: ['shadowbad'] }],
+  });
+  const res = await gw.post({ request_id: 'ens', inputs: [mkInput(1, { num_outputs: 2 })] });
+  assert.equal(res.status, 200);
+  const cands = res.json as Cand[];
+  assert.equal(cands.length, 2);
+  const statuses = cands.map((c) => c.status).sort();
+  assert.deepEqual(statuses, ['completed', 'error']);
+  const failed = cands.find((c) => c.status === 'error')!;
+  assert.equal(failed.error?.code, 'gateway_backend_invalid_response');
+  assert.match(failed.error?.message ?? '', /more elements than the candidates asked for/);
+  await waitFor('the shadow judged invalid', async () => (await metric(gw, 'magma_gateway_shadow_requests_total{agent="default",route="d",backend="shadowbad",outcome="invalid"}')) === 1);
+  assert.equal((await gw.post({ request_id: 'after', inputs: [mkInput(2)] })).status, 200);
+});
+
+test('over the budget a second batch waits its turn and a third, past server.admission_timeout_s, gets a 503 with Retry-After', async (t) => {
+  const f = useFixtures(t);
+  const agent = await gatedAgent(f);
+  // 20 KB: one of these 10 KB batches with its objects' estimate (2 KB) fits, two do not.
+  const gw = await f.gateway({ probe_interval_s: 3600, server: { memory_budget_mb: 20 / 1024, admission_timeout_s: 1 }, backends: { g: { url: agent.url } }, routes: [{ name: 'd', backend: 'g' }] });
+  const first = post(gw.url, batch('first', 10_000));
+  await waitFor('the first at the backend', () => agent.seen.length === 1);
+  const second = post(gw.url, batch('second', 10_000));
+  await waitFor('the second waiting', async () => (await metric(gw, 'magma_gateway_admission_waiting')) === 1);
+  agent.gates.shift()!();
+  assert.equal((await first).status, 200);
+  await waitFor('the second at the backend', () => agent.seen.length === 2);
+  // The second holds the budget now; the third waits behind it until its clock runs out.
+  const third = await post(gw.url, batch('third', 10_000));
+  assert.equal(third.status, 503);
+  assert.equal(third.headers['retry-after'], '5');
+  const body = JSON.parse(third.body.toString()) as { code: string; detail: string };
+  assert.equal(body.code, 'GATEWAY_ERR_MEMORY_BUDGET');
+  assert.match(body.detail, /server\.admission_timeout_s \(1 s\)/);
+  assert.equal(await metric(gw, 'magma_gateway_admission_timeouts_total'), 1);
+  agent.gates.shift()!();
+  assert.equal((await second).status, 200, 'the one that waited was served');
+  assert.deepEqual(agent.seen, ['first', 'second'], 'the one refused never reached the backend');
+  await waitFor('everything given back', async () => (await metric(gw, 'magma_gateway_memory_budget_held_bytes')) === 0);
+});
+
+test('connections that send headers for a 60 MB body and nothing more hold no budget: a small batch goes straight through', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent();
+  const gw = await f.gateway({ probe_interval_s: 3600, server: { memory_budget_mb: 64, body_limit_mb: 100 }, backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
+  const port = Number(new URL(gw.url).port);
+  const silent: Socket[] = [];
+  f.defer(() => silent.forEach((s) => s.destroy()));
+  for (let i = 0; i < 8; i++) {
+    const s = connect(port, '127.0.0.1');
+    s.on('error', () => undefined);
+    s.write(`POST /v1/responses HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${60 * 1024 * 1024}\r\n\r\n`);
+    silent.push(s);
+  }
+  const open = (): Promise<number> => new Promise((resolve, reject) => gw.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+  await waitFor('8 connections open', async () => (await open()) >= 8);
+  const res = await gw.post({ request_id: 'small', inputs: [mkInput(1)] });
+  assert.equal(res.status, 200);
+  assert.equal(await metric(gw, 'magma_gateway_admission_waiting'), 0, 'it never waited');
+  assert.equal(await metric(gw, 'magma_gateway_memory_budget_held_bytes'), 0, 'the silent ones hold nothing');
+});
+
+test('a batch with a query string and a chunked batch are counted and wait like any other', async (t) => {
+  const f = useFixtures(t);
+  const agent = await gatedAgent(f);
+  // 20 KB as above; a chunked body reserves what it may grow to (here the whole budget) until its end.
+  const gw = await f.gateway({ probe_interval_s: 3600, server: { memory_budget_mb: 20 / 1024 }, backends: { g: { url: agent.url } }, routes: [{ name: 'd', backend: 'g' }] });
+  const first = post(gw.url, batch('query', 10_000), { path: '/v1/responses?x' });
+  await waitFor('the ?x batch at the backend', () => agent.seen.length === 1);
+  assert.ok((await metric(gw, 'magma_gateway_memory_budget_held_bytes')) > 10_000, 'its body is counted');
+  const chunked = post(gw.url, batch('chunked', 10_000), { chunked: true });
+  await waitFor('the chunked batch waiting', async () => (await metric(gw, 'magma_gateway_admission_waiting')) === 1);
+  agent.gates.shift()!();
+  assert.equal((await first).status, 200);
+  await waitFor('the chunked batch at the backend', () => agent.seen.length === 2);
+  const held = await metric(gw, 'magma_gateway_memory_budget_held_bytes');
+  assert.ok(held > 10_000 && held < 20 * 1024, `the chunked body counted at its size once read, not its reservation: ${held}`);
+  agent.gates.shift()!();
+  assert.equal((await chunked).status, 200);
+  await waitFor('everything given back', async () => (await metric(gw, 'magma_gateway_memory_budget_held_bytes')) === 0);
+});
+
+test('a backend answer larger than the whole budget fails that backend\'s candidates, without blaming it', async (t) => {
+  // 2 MB against a 1 MB budget: the same decision as a 300 MB answer against a 256 MB one.
+  const f = useFixtures(t);
+  const big = await f.agent({ name: 'big', behaviour: { candidate: () => ({ output: { say: 's'.repeat(2 * 1024 * 1024), tool_calls: [] } }) } });
+  const gw = await f.gateway({ probe_interval_s: 3600, server: { memory_budget_mb: 1 }, backends: { big: { url: big.url } }, routes: [{ name: 'd', backend: 'big' }] });
+  for (const id of ['one', 'two', 'three', 'four']) {
+    const res = await gw.post({ request_id: id, inputs: [mkInput(1)] });
+    assert.equal(res.status, 200);
+    const [c] = res.json as Cand[];
+    assert.equal(c?.error?.code, 'gateway_memory_budget');
+  }
+  assert.equal(big.requestsTo('/v1/responses').length, 4, 'never ejected: every batch still went to it');
+});
+
+test('a shadow answer is shed when a batch needs the room, and counted', async (t) => {
+  const f = useFixtures(t);
+  const prim = await f.agent({ name: 'prim' });
+  // The shadow answers 600 KB slowly (one chunk every 20 ms): a 1 MB budget with a batch's answer to hold sheds it.
+  const shadow = await f.server((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url !== '/v1/responses') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(req.url === '/health' ? { status: 'ready' } : inferenceOnlyInfo('slow')));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      let n = 0;
+      const timer = setInterval(() => {
+        if (res.destroyed || n++ >= 60) {
+          clearInterval(timer);
+          res.end();
+          return;
+        }
+        res.write(Buffer.alloc(10_000, 0x20));
+      }, 20);
+    });
+  });
+  const gw = await f.gateway({
+    probe_interval_s: 3600,
+    server: { memory_budget_mb: 1 },
+    backends: { prim: { url: prim.url }, slow: { url: shadow.url } },
+    routes: [{ name: 'd', backend: 'prim', shadow: ['slow'] }],
+  });
+  assert.equal((await gw.post({ request_id: 'shadowed', inputs: [mkInput(1)] })).status, 200);
+  await waitFor('the shadow reading', async () => (await metric(gw, 'magma_gateway_memory_budget_held_bytes')) > 50_000);
+  // A 900 KB batch: it must wait for room, and the shadow goes first.
+  const res = await post(gw.url, batch('big', 900_000));
+  assert.equal(res.status, 200);
+  // Two: the first batch's shadow dropped mid-answer, and the big batch's own copy never sent (no room for it).
+  assert.equal(await metric(gw, 'magma_gateway_shadows_shed_total'), 2);
+  await waitFor('both counted as shed', async () => (await metric(gw, 'magma_gateway_shadow_requests_total{agent="default",route="d",backend="slow",outcome="shed"}')) === 2);
+});
+
+test('the event loop stays free while a large body is read: the indexing of 8 MB of numbers runs off it', async (t) => {
+  // 8 MB of exponent numbers invalid at its last byte, for the 60 MB of the report: read in place, its indexing
+  // alone would hold the loop for hundreds of ms here; on the reader thread the loop never waits 100 ms.
+  const f = useFixtures(t);
+  const a = await f.agent();
+  const gw = await f.gateway({ probe_interval_s: 3600, backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
+  const head = Buffer.from('{"request_id":"big","inputs":[{"id":1,"instruction":{"type":"user","content":"x"},"memory":{"x":[');
+  const body = Buffer.concat([head, Buffer.alloc(2 * 1024 * 1024 * 4, '1e5,'), Buffer.from('1e5]}}]x')]);
+  // Warm: the reader thread started, and this process's own allocations done before the measure.
+  assert.equal((await post(gw.url, body)).status, 422);
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  const res = await post(gw.url, body);
+  delay.disable();
+  assert.equal(res.status, 422);
+  const detail = (JSON.parse(res.body.toString()) as { detail: ValidationIssue[] }).detail;
+  assert.deepEqual(detail.map((d) => d.type), ['json_invalid']);
+  assert.equal(detail[0]!.loc[1], body.length - 1, 'at the last byte');
+  assert.ok(delay.max / 1e6 < 100, `the event loop waited ${(delay.max / 1e6).toFixed(0)} ms`);
+});
