@@ -77,11 +77,24 @@ export function mbToBytes(mb: number): number {
 /** `backends.<name>.max_response_mb`'s default, exported so a replica built without a config keeps the same bound. */
 export const DEFAULT_MAX_RESPONSE_MB = 256;
 
+/**
+ * BENCH waits 360 s for an answer and aborts its whole run on a timeout (docs/limits-and-edges.md, "Deadlines"):
+ * the batch deadline's default leaves 30 s to answer with error candidates before that, and a backend's
+ * default fits under the batch deadline with time left for a fallback's answer to begin.
+ */
+export const CLIENT_WAIT_S = 360;
+export const DEFAULT_REQUEST_TIMEOUT_S = 330;
+export const DEFAULT_BACKEND_TIMEOUT_S = 300;
+
 const backendSchema = z
   .strictObject({
     url: httpUrl.optional(),
     urls: z.array(httpUrl).min(1).optional(),
-    timeout_s: positive.default(360),
+    /**
+     * The whole answer of one sub-request, to its last byte. Under request_timeout_s's default, so that a
+     * timed-out attempt still leaves the batch time for a fallback or its error candidates.
+     */
+    timeout_s: positive.default(DEFAULT_BACKEND_TIMEOUT_S),
     connect_timeout_s: positive.default(5),
     /** Concurrent sub-requests per replica, across all gateway replicas when Redis is configured. */
     max_in_flight: z.number().int().positive().optional(),
@@ -301,7 +314,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   agent: identitySchema,
   memory_key: z.string().min(1).default(DEFAULT_MEMORY_KEY),
-  request_timeout_s: positive.default(600),
+  request_timeout_s: positive.default(DEFAULT_REQUEST_TIMEOUT_S),
   /** Each replica is probed this long after its previous probe started. */
   probe_interval_s: positive.default(5),
   /** Bounds one whole probe (/health then /v1/info), however slowly the answer comes. */

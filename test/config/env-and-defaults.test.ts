@@ -92,7 +92,7 @@ test('defaults fill every key a minimal file leaves out', () => {
   });
   assert.equal(c.agent.agent_id, 'magma-gateway');
   assert.equal(c.memory_key, '_gateway');
-  assert.equal(c.request_timeout_s, 600);
+  assert.equal(c.request_timeout_s, 330);
   assert.equal(c.probe_interval_s, 5);
   assert.equal(c.shadow_max_in_flight, 16);
   assert.equal(c.state.redis, undefined);
@@ -102,7 +102,7 @@ test('defaults fill every key a minimal file leaves out', () => {
 test('backend defaults apply and url becomes a one-element urls list', () => {
   const b = parseConfigText(MINIMAL, 't.yaml', {}).backends.qwen!;
   assert.deepEqual(b.urls, ['http://127.0.0.1:8001']);
-  assert.equal(b.timeout_s, 360);
+  assert.equal(b.timeout_s, 300);
   assert.deepEqual(b.headers, {});
 });
 
