@@ -68,7 +68,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
   // 404, 405 with Allow, 413 and 500 as JSON; before any route, so every route's path is known to the 405 check.
-  installHttpErrors(app, config.server.body_limit_mb);
+  installHttpErrors(app, config.server.body_limit_mb, () => mbToBytes(app.gateway.current.config.server.body_discard_mb));
 
   await app.register(gatewayPlugin, {
     config,

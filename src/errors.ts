@@ -21,6 +21,18 @@ export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
 
 export const GATEWAY_ERROR_CODES = Object.keys(GATEWAY_ERRORS) as GatewayErrorCode[]; // Object.keys types its result string[]
 
+/**
+ * Characters of a backend's own error code kept where the gateway counts it (metric labels, the batch log
+ * line, the experiment report). The code comes from the backend and is bounded by nothing but the answer's
+ * size; candidates carry it unchanged.
+ */
+export const MAX_CODE_LABEL_CHARS = 64;
+
+/** A backend's error code as a counted key: a longer one is cut to its first MAX_CODE_LABEL_CHARS characters. */
+export function countedCode(code: string): string {
+  return code.length <= MAX_CODE_LABEL_CHARS ? code : `${code.slice(0, MAX_CODE_LABEL_CHARS)}...`;
+}
+
 /** An HTTP status answered by a backend, mapped to the candidate error code it becomes. */
 export function codeForStatus(status: number): GatewayErrorCode {
   if (status === 503) return 'gateway_backend_not_ready';

@@ -17,6 +17,14 @@ export type BatchRead =
   | { ok: true; request: IndexedAgentRequest; marked: boolean }
   | { ok: false; status: 200 | 400 | 422; body: string };
 
+/**
+ * The bytes `value` takes as a JSON string in an answer. Only a long id is measured exactly (one pass, linear);
+ * a short one is counted at its worst (6 bytes a character, `\u0000`), which fits in the candidate overhead.
+ */
+function jsonStringBytes(value: string): number {
+  return value.length <= 64 ? 0 : Buffer.byteLength(JSON.stringify(value));
+}
+
 export function readBatch(raw: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
   const parsed = readAgentRequest(raw, {
     maxOutputsPerInput: server.max_outputs_per_input,
@@ -39,6 +47,7 @@ export function readBatch(raw: Buffer, server: GatewayConfig['server'], memoryKe
     maxCandidates: server.max_candidates_per_batch,
     maxAnswerBytes: mbToBytes(server.max_answer_mb),
     maxAnswerMb: server.max_answer_mb,
+    requestIdBytes: jsonStringBytes(request.request_id),
   }, raw.length);
   if (tooBig.length > 0) {
     log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', inputs: inputs.length, problem: tooBig[0]?.msg }, 'batch over its limits');

@@ -271,6 +271,11 @@ export const configSchema = z.strictObject({
       host: z.string().default('127.0.0.1'),
       port: z.number().int().min(0).max(65535).default(8888),
       body_limit_mb: positive.default(64),
+      /**
+       * Bytes of a body over body_limit_mb read and thrown away before the 413 is written, so a client that sends
+       * its whole body before reading gets the answer instead of a reset (0: answer at once).
+       */
+      body_discard_mb: z.number().min(0).default(256),
       /** Cap on num_outputs per input: one request cannot make the gateway build unbounded candidate arrays. */
       max_outputs_per_input: z.number().int().positive().default(1024),
       /** Deepest JSON nesting accepted from clients and backends; deeper would overflow recursive walks. */

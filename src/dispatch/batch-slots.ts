@@ -3,7 +3,7 @@
  * step 4): every candidate lands in its normal position whether a backend produced it or the gateway failed it,
  * with the input's memory kept. The only writer of the slots, the error counts and the leg outcomes.
  */
-import type { AttemptFailure, GatewayErrorCode } from '../errors.js';
+import { countedCode, type AttemptFailure, type GatewayErrorCode } from '../errors.js';
 import { IndexedCandidate, type Slot } from '../protocol/response-check.js';
 import type { AgentOutput, AgentRequest } from '../protocol/types.js';
 import type { LegOutcome } from './batch-types.js';
@@ -89,7 +89,7 @@ export class BatchSlots {
         : fromBackend(request.request_id, input, idx, slot.candidate, memoryKey, tag);
     this.observer.candidatesFilled(it.route, it.backend, out.status, 1);
     if (out.error) {
-      count(this.errorCodes, out.error.code, 1);
+      count(this.errorCodes, countedCode(out.error.code), 1);
       this.observer.backendError(it.backend, out.error.code);
     }
     return out;

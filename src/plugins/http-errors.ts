@@ -9,6 +9,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorBody, GatewayError, internalCode, type GatewayErrCode } from '../errors.js';
+import { discardBody } from '../routes/body-discard.js';
 
 interface PathPattern {
   /** Literal segments, `:param` (one non-empty segment) or a trailing `*` (the rest, possibly empty). */
@@ -52,7 +53,7 @@ function clientErrorCode(err: Error, status: number): GatewayErrCode {
  * Installs the error and not-found handlers. Call before any route is registered: only routes registered after
  * the onRoute hook are known to the 405 check.
  */
-export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number): void {
+export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number, discardBytes: () => number = () => 0): void {
   const patterns = new Map<string, PathPattern>();
   app.addHook('onRoute', (route) => {
     let p = patterns.get(route.url);
@@ -76,9 +77,14 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number): vo
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     const status = err.statusCode ?? 500;
     if (status === 413) {
-      return reply
-        .code(413)
-        .send(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', `request body exceeds server.body_limit_mb (${bodyLimitMb} MiB)`));
+      const body = errorBody('GATEWAY_ERR_BODY_TOO_LARGE', `request body exceeds server.body_limit_mb (${bodyLimitMb} MiB)`);
+      // Written once the rest of the body is dropped (routes/body-discard.ts): a client sending its whole body
+      // first reads the answer instead of meeting a reset. fastify's own answer closes the connection.
+      discardBody(req.raw, discardBytes(), 0, () => {
+        if (!reply.sent) void reply.code(413).header('connection', 'close').send(body);
+      });
+      // Nothing returned: fastify sends a returned value at once.
+      return undefined;
     }
     if (status >= 500) {
       req.log.error({ err }, 'internal error');

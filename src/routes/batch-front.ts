@@ -26,12 +26,13 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { onClientGone } from '../abort.js';
 import type { Admission } from '../admission.js';
-import type { GatewayConfig } from '../config/schema.js';
+import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import type { GatewayState } from '../batch/gateway-state.js';
 import { answerHeaders, handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
 import { clientConnectionCap } from '../fd-limit.js';
 import { readServerTls } from '../config/tls-files.js';
 import { ConnectionSlots } from './connection-slots.js';
+import { discardBody } from './body-discard.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode } from '../errors.js';
 import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/access.js';
@@ -208,7 +209,7 @@ function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: Serve
   const label = client ?? ANONYMOUS;
   const declared = Number(req.headers['content-length']);
   if (declared > h.bodyLimit) {
-    tooLarge(h, req, res, agent, t0, label);
+    tooLarge(h, req, res, agent, t0, label, 0);
     return;
   }
   // A body of unknown length (chunked) is counted as it arrives and never waits: its size is not known
@@ -245,8 +246,9 @@ function receive(
     if (stopped) return;
     if (body.size + chunk.length > h.bodyLimit) {
       stopped = true;
+      const received = body.size + chunk.length;
       body.drop();
-      tooLarge(h, req, res, agent, t0, label);
+      tooLarge(h, req, res, agent, t0, label, received);
       return;
     }
     growing?.grow(chunk.length);
@@ -284,11 +286,15 @@ function receive(
 
 const noop = (): void => undefined;
 
-function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number, client: string): void {
+/**
+ * 413, written once the rest of the body is read and dropped (up to server.body_discard_mb, routes/body-discard.ts)
+ * so that a client sending its whole body first can read it; the connection closes after it.
+ */
+function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number, client: string, received: number): void {
   const detail = `request body exceeds server.body_limit_mb (${h.bodyLimitMb} MiB)`;
-  // The rest of the body is not read: the connection closes after the answer.
-  reply(h, res, endpointOf(agent), 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0, client);
-  req.resume();
+  discardBody(req, mbToBytes(h.gateway.current.config.server.body_discard_mb), received, () => {
+    reply(h, res, endpointOf(agent), 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0, client);
+  });
 }
 
 /**

@@ -77,6 +77,7 @@ test('defaults fill every key a minimal file leaves out', () => {
     host: '127.0.0.1',
     port: 8888,
     body_limit_mb: 64,
+    body_discard_mb: 256,
     max_outputs_per_input: 1024,
     max_json_depth: 128,
     max_candidates_per_batch: 4096,
