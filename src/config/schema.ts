@@ -313,6 +313,11 @@ export const configSchema = z.strictObject({
        * heap, where V8's own choice runs a full GC every batch or two. Read at start; node's own flag wins.
        */
       heap_growing_percent: z.number().int().min(0).max(1000).default(150),
+      /**
+       * Time a client has to finish its TLS handshake (server.tls); the connection is closed after it. A
+       * handshaking connection holds a connection slot and is the first evicted (max_connections). Read at start.
+       */
+      tls_handshake_timeout_s: positive.default(10),
       /** Serve HTTPS on the agent port; absent = plain HTTP. Files are re-read on every reload. */
       tls: serverTlsSchema.optional(),
     })

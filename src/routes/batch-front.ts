@@ -58,7 +58,7 @@ export interface FrontHost {
 
 type FrontServerOptions = Pick<
   GatewayConfig['server'],
-  'keep_alive_timeout_s' | 'headers_timeout_s' | 'body_timeout_s' | 'max_connections' | 'tls'
+  'keep_alive_timeout_s' | 'headers_timeout_s' | 'body_timeout_s' | 'max_connections' | 'tls' | 'tls_handshake_timeout_s'
 >;
 
 /** What one front server keeps: its receive clock and the options in force (replaced after a reload). */
@@ -129,10 +129,13 @@ export function createFrontServer(
   const server: Server =
     opts.tls === undefined
       ? createServer(httpOptions, listener)
-      : createHttpsServer({ ...httpOptions, ...readServerTls(opts.tls) }, listener);
+      : createHttpsServer({ ...httpOptions, handshakeTimeout: ms(opts.tls_handshake_timeout_s), ...readServerTls(opts.tls) }, listener);
   const slots = new ConnectionSlots(clientConnectionCap(opts.max_connections));
-  // Over TLS the requests' socket is the TLS socket, which exists once the handshake is done.
-  server.on(opts.tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => slots.admit(socket));
+  // Every TCP connection takes a slot as it opens, a TLS one during its handshake too (a client that never
+  // finishes it holds a file descriptor all the same); over TLS the requests' socket is the TLS socket made
+  // once the handshake is done, which then stands for its TCP connection.
+  server.on('connection', (socket: Socket) => slots.admit(socket, opts.tls !== undefined));
+  if (opts.tls !== undefined) server.on('secureConnection', (socket: Socket) => slots.secured(socket));
   const front: Front = { server, deadlines, slots, opts };
   // What fastify sets on the server it creates itself (it does not when given a serverFactory), and more.
   apply(front, opts);

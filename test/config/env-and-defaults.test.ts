@@ -90,6 +90,7 @@ test('defaults fill every key a minimal file leaves out', () => {
     max_connections: 1024,
     drain_timeout_s: 30,
     heap_growing_percent: 150,
+    tls_handshake_timeout_s: 10,
   });
   assert.equal(c.agent.agent_id, 'magma-gateway');
   assert.equal(c.memory_key, '_gateway');
