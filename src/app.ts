@@ -11,7 +11,7 @@ import accessLogPlugin from './plugins/access-log.js';
 import authPlugin from './plugins/auth.js';
 import clientKeysPlugin from './plugins/client-keys.js';
 import gatewayPlugin from './plugins/gateway.js';
-import { installHttpErrors } from './plugins/http-errors.js';
+import { frameworkErrors, installHttpErrors } from './plugins/http-errors.js';
 import { countAnswers } from './plugins/http-metrics.js';
 import { settleReloads } from './reload.js';
 import { identityRoutes } from './routes/identity.js';
@@ -50,6 +50,8 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     ...timeouts,
     return503OnClosing: true,
+    // A path fastify's router refuses (a bad % escape) answered in the gateway's error shape.
+    frameworkErrors,
     // POST /v1/responses is answered before fastify (routes/batch-front.ts); the rest goes to fastify.
     serverFactory: (handler) => createFrontServer(handler, () => front.host, config.server),
     // A client key in the address (`/k/<key>/...`, README "Client keys") is not part of the path fastify

@@ -82,7 +82,7 @@ export const GATEWAY_ERR = {
     status: 400,
   },
   GATEWAY_ERR_BODY_ENCODING: {
-    meaning: 'A POST /v1/responses body is not valid UTF-8 (FastAPI answers 400 "There was an error parsing the body"); the detail names the offset of the first invalid byte. Nothing is forwarded.',
+    meaning: 'A POST /v1/responses or coaching body is not valid UTF-8 (FastAPI answers 400 "There was an error parsing the body"); the detail names the offset of the first invalid byte. Nothing is forwarded.',
     status: 400,
   },
   GATEWAY_ERR_UNAUTHORIZED: {
@@ -104,6 +104,10 @@ export const GATEWAY_ERR = {
   },
   GATEWAY_ERR_BODY_TOO_LARGE: { meaning: 'The request body exceeds server.body_limit_mb; the connection closes.', status: 413 },
   GATEWAY_ERR_HEADERS_TOO_LARGE: { meaning: 'The request headers exceed node\'s header size limit.', status: 431 },
+  GATEWAY_ERR_EXPECTATION_FAILED: {
+    meaning: 'The request carries an `Expect` header other than `100-continue` (e.g. `Expect: 200-ok`), which the gateway cannot meet; the connection closes.',
+    status: 417,
+  },
   GATEWAY_ERR_NOT_READY: {
     meaning: 'GET /health: no ready, compatible backend for some route, or the gateway is shutting down and finishing its batches.',
     status: 503,

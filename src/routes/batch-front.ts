@@ -38,7 +38,7 @@ import { errorBody, internalCode } from '../errors.js';
 import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/access.js';
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
-import { bodyLength, ResponseWriter, writeBody } from './answer-write.js';
+import { bodyLength, mayStream, ResponseWriter, writeBody } from './answer-write.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
 import type { AnswerBody } from '../protocol/answer-body.js';
 
@@ -146,8 +146,11 @@ export function createFrontServer(
   return server;
 }
 
-/** Errors before a request exists (node's headers timeout, a malformed request): a JSON answer, then close. */
-function clientError(opts: FrontServerOptions, err: NodeJS.ErrnoException, socket: Duplex): void {
+/**
+ * Errors before a request exists (node's headers timeout, a malformed request): a JSON answer, then close.
+ * The admin listener answers them the same way (admin-app.ts).
+ */
+export function clientError(opts: Pick<GatewayConfig['server'], 'headers_timeout_s'>, err: NodeJS.ErrnoException, socket: Duplex): void {
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy();
     return;
@@ -270,7 +273,7 @@ function receive(
       log: h.log,
       onClientGone: (fn: () => void) => onClientGone(res, fn),
       client,
-      stream: new ResponseWriter(res, noop, () => (h.draining() ? { connection: 'close' } : undefined)),
+      stream: mayStream(req) ? new ResponseWriter(res, noop, () => (h.draining() ? { connection: 'close' } : undefined)) : undefined,
     };
     handleBatch(h.gateway, ex).then(
       (a) =>
