@@ -89,6 +89,10 @@ export const GATEWAY_ERR = {
     meaning: 'The admin listener (or a protected path) was asked without the right bearer token, or an agent endpoint without a valid client key when clients: is configured.',
     status: 401,
   },
+  GATEWAY_ERR_AGENT_FORBIDDEN: {
+    meaning: 'A valid client key asked for an agent its `clients.<name>.agents` list does not hold; the detail names the client and its agents.',
+    status: 403,
+  },
   GATEWAY_ERR_NOT_FOUND: {
     meaning: 'No route serves this path, an admin path names an unknown backend or replica, or an address carries /k/<key> while no clients: is configured.',
     status: 404,

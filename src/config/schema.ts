@@ -194,6 +194,11 @@ const clientSchema = z.strictObject({
   max_candidates_per_minute: z.number().int().positive().optional(),
   /** How long a batch over a limit waits for room before it is answered with gateway_overloaded candidates. */
   max_wait_s: z.number().min(0, 'must be 0 (no waiting) or more').default(30),
+  /**
+   * The agents this key may use: virtual agent names, and `default` for the top-level routes at `/`. Absent:
+   * every agent. Any other agent's endpoints answer 403 (GATEWAY_ERR_AGENT_FORBIDDEN).
+   */
+  agents: z.array(z.string().min(1)).min(1, 'list at least one agent (or remove "agents" to allow every agent)').optional(),
 });
 
 /** clients: names (the config's name rule, two reserved) -> keys and limits; absent = no keys asked. */

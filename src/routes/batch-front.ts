@@ -26,7 +26,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { onClientGone } from '../abort.js';
 import type { Admission } from '../admission.js';
-import { mbToBytes, type GatewayConfig } from '../config/schema.js';
+import { mbToBytes, ROOT_AGENT, type GatewayConfig } from '../config/schema.js';
 import type { GatewayState } from '../batch/gateway-state.js';
 import { answerHeaders, handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
 import { clientConnectionCap } from '../fd-limit.js';
@@ -35,7 +35,7 @@ import { ConnectionSlots } from './connection-slots.js';
 import { discardBody } from './body-discard.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode } from '../errors.js';
-import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/access.js';
+import { accessLabel, ANONYMOUS, decideAgent, refusalHeaders, type Access } from '../clients/access.js';
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
 import { bodyLength, mayStream, ResponseWriter, writeBody } from './answer-write.js';
@@ -204,7 +204,9 @@ function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: Serve
   const t0 = performance.now();
   const table = h.gateway.current.clients;
   // Without clients: and without a /k/ address, the one check a batch pays.
-  const access = table === undefined && pathKey === undefined ? undefined : accessFor(table, req, pathKey, 'required');
+  const keyed = table === undefined && pathKey === undefined ? undefined : accessFor(table, req, pathKey, 'required');
+  // A key limited to some agents (clients.<name>.agents) is refused the others here, before any body byte.
+  const access = keyed === undefined ? undefined : decideAgent(keyed, agent === '' ? ROOT_AGENT : agent);
   if (access !== undefined && !access.ok) {
     // For the log line's path: `/k/REDACTED/v1/responses`, as fastify's access log writes it.
     if (pathKey !== undefined) rememberPathKey(req, pathKey);
@@ -331,7 +333,7 @@ function reply(
   h: FrontHost,
   res: ServerResponse,
   endpoint: string,
-  status: BatchAnswer['status'] | 401 | 404 | 408 | 413 | 500,
+  status: BatchAnswer['status'] | 401 | 403 | 404 | 408 | 413 | 500,
   body: string | AnswerBody,
   headers: Record<string, string>,
   t0: number,
