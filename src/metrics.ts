@@ -249,6 +249,13 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
   /** Built in the constructor (latency buckets). */
+  readonly clientLimitsLocalOnly = new Counter({
+    name: 'magma_gateway_client_limits_local_only_total',
+    help: 'Batches admitted by their client\'s limits in this process alone because Redis (state.redis) was unavailable: across replicas the limit may have been exceeded meanwhile.',
+    labelNames: ['client', 'limit'] as const,
+    registers: [this.registry],
+  });
+
   readonly clientLimitWait: Histogram<'client'>;
   /** Batches waiting for their client's limits now, by client, read at scrape time (src/clients/client-limits.ts). */
   clientLimitsSource: { waitingByClient(): Map<string, number> } | undefined;
