@@ -58,8 +58,12 @@ export async function sendThenRead(url: string, head: string, body: Buffer | str
   const write = (chunk: Buffer | string): Promise<void> =>
     new Promise((resolve) => {
       if (socket.destroyed) return resolve();
-      if (socket.write(chunk)) resolve();
-      else socket.once('drain', resolve).once('close', resolve);
+      if (socket.write(chunk)) return resolve();
+      const done = (): void => {
+        socket.off('drain', done).off('close', done);
+        resolve();
+      };
+      socket.once('drain', done).once('close', done);
     });
   await write(`${head}\r\n\r\n`);
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
