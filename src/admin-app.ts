@@ -8,7 +8,8 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { mbToBytes, parseHostPort } from './config/schema.js';
 import { ANONYMOUS_CLIENT } from './metrics.js';
 import authPlugin from './plugins/auth.js';
-import { installHttpErrors } from './plugins/http-errors.js';
+import { frameworkErrors, installHttpErrors } from './plugins/http-errors.js';
+import { clientError } from './routes/batch-front.js';
 import { countAnswers } from './plugins/http-metrics.js';
 import { adminRoutes } from './routes/admin.js';
 import { experimentsRoute } from './routes/experiments.js';
@@ -34,6 +35,10 @@ export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInsta
     keepAliveTimeout: 72_000,
     requestTimeout: 0,
     return503OnClosing: true,
+    // A path fastify's router refuses (a bad % escape) answered in the gateway's error shape.
+    frameworkErrors,
+    // Malformed requests and header timeouts in the gateway's error shape, as on the agent port.
+    clientErrorHandler: (err, socket) => clientError(config.server, err, socket),
   });
   admin.decorate('gateway', main.gateway);
   installHttpErrors(admin, config.server.body_limit_mb);

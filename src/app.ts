@@ -10,7 +10,7 @@ import accessLogPlugin from './plugins/access-log.js';
 import authPlugin from './plugins/auth.js';
 import clientKeysPlugin from './plugins/client-keys.js';
 import gatewayPlugin from './plugins/gateway.js';
-import { installHttpErrors } from './plugins/http-errors.js';
+import { frameworkErrors, installHttpErrors } from './plugins/http-errors.js';
 import { countAnswers } from './plugins/http-metrics.js';
 import { settleReloads } from './reload.js';
 import { identityRoutes } from './routes/identity.js';
@@ -50,6 +50,8 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     ...timeouts,
     return503OnClosing: true,
+    // A path fastify's router refuses (a bad % escape) answered in the gateway's error shape.
+    frameworkErrors,
     // POST /v1/responses is answered before fastify (routes/batch-front.ts); the rest goes to fastify.
     serverFactory: (handler) => createFrontServer(handler, () => front.host, config.server),
     // A client key in the address (`/k/<key>/...`, docs/operations.md#client-keys) is not part of the path fastify
@@ -63,7 +65,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   });
 
   // 404, 405 with Allow, 413 and 500 as JSON; before any route, so every route's path is known to the 405 check.
-  installHttpErrors(app, config.server.body_limit_mb);
+  installHttpErrors(app, config.server.body_limit_mb, () => mbToBytes(app.gateway.current.config.server.body_discard_mb));
 
   await app.register(gatewayPlugin, {
     config,

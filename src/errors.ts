@@ -23,6 +23,18 @@ export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
 
 export const GATEWAY_ERROR_CODES = Object.keys(GATEWAY_ERRORS) as GatewayErrorCode[]; // Object.keys types its result string[]
 
+/**
+ * Characters of a backend's own error code kept where the gateway counts it (metric labels, the batch log
+ * line, the experiment report). The code comes from the backend and is bounded by nothing but the answer's
+ * size; candidates carry it unchanged.
+ */
+export const MAX_CODE_LABEL_CHARS = 64;
+
+/** A backend's error code as a counted key: a longer one is cut to its first MAX_CODE_LABEL_CHARS characters. */
+export function countedCode(code: string): string {
+  return code.length <= MAX_CODE_LABEL_CHARS ? code : `${code.slice(0, MAX_CODE_LABEL_CHARS)}...`;
+}
+
 /** An HTTP status answered by a backend, mapped to the candidate error code it becomes. */
 export function codeForStatus(status: number): GatewayErrorCode {
   if (status === 503) return 'gateway_backend_not_ready';
@@ -72,12 +84,16 @@ export const GATEWAY_ERR = {
     status: 400,
   },
   GATEWAY_ERR_BODY_ENCODING: {
-    meaning: 'A POST /v1/responses body is not valid UTF-8 (FastAPI answers 400 "There was an error parsing the body"); the detail names the offset of the first invalid byte. Nothing is forwarded.',
+    meaning: 'A POST /v1/responses or coaching body is not valid UTF-8 (FastAPI answers 400 "There was an error parsing the body"); the detail names the offset of the first invalid byte. Nothing is forwarded.',
     status: 400,
   },
   GATEWAY_ERR_UNAUTHORIZED: {
     meaning: 'The admin listener (or a protected path) was asked without the right bearer token, or an agent endpoint without a valid client key when clients: is configured.',
     status: 401,
+  },
+  GATEWAY_ERR_AGENT_FORBIDDEN: {
+    meaning: 'A valid client key asked for an agent its `clients.<name>.agents` list does not hold; the detail names the client and its agents.',
+    status: 403,
   },
   GATEWAY_ERR_NOT_FOUND: {
     meaning: 'No route serves this path, an admin path names an unknown backend or replica, or an address carries /k/<key> while no clients: is configured.',
@@ -94,6 +110,10 @@ export const GATEWAY_ERR = {
   },
   GATEWAY_ERR_BODY_TOO_LARGE: { meaning: 'The request body exceeds server.body_limit_mb; the connection closes.', status: 413 },
   GATEWAY_ERR_HEADERS_TOO_LARGE: { meaning: 'The request headers exceed node\'s header size limit.', status: 431 },
+  GATEWAY_ERR_EXPECTATION_FAILED: {
+    meaning: 'The request carries an `Expect` header other than `100-continue` (e.g. `Expect: 200-ok`), which the gateway cannot meet; the connection closes.',
+    status: 417,
+  },
   GATEWAY_ERR_NOT_READY: {
     meaning: 'GET /health: no ready, compatible backend for some route, or the gateway is shutting down and finishing its batches.',
     status: 503,

@@ -11,7 +11,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { agentTables } from './config/agents.js';
 import { DEFAULT_LATENCY_BUCKETS_S, type GatewayConfig, type RouteConfig } from './config/schema.js';
-import { GATEWAY_ERROR_CODES } from './errors.js';
+import { GATEWAY_ERROR_CODES, MAX_CODE_LABEL_CHARS } from './errors.js';
 import type { StoreStats } from './state/types.js';
 import { MetricCells } from './metric-cells.js';
 
@@ -283,6 +283,13 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
   /** Built in the constructor (latency buckets). */
+  readonly clientLimitsLocalOnly = new Counter({
+    name: 'magma_gateway_client_limits_local_only_total',
+    help: 'Batches admitted by their client\'s limits in this process alone because Redis (state.redis) was unavailable: across replicas the limit may have been exceeded meanwhile.',
+    labelNames: ['client', 'limit'] as const,
+    registers: [this.registry],
+  });
+
   readonly clientLimitWait: Histogram<'client'>;
   /** Batches waiting for their client's limits now, by client, read at scrape time (src/clients/client-limits.ts). */
   clientLimitsSource: { waitingByClient(): Map<string, number> } | undefined;
@@ -460,8 +467,12 @@ export class GatewayMetrics {
     for (const result of ['ok', 'refused']) this.reloads.inc({ result }, 0);
   }
 
-  /** The code label for a backend's error code: the first MAX_CODES_PER_BACKEND distinct codes, then `other`. */
+  /**
+   * The code label for a backend's error code: the first MAX_CODES_PER_BACKEND distinct codes, then `other`;
+   * a code longer than MAX_CODE_LABEL_CHARS is `other` at once (a label value is held in every scrape).
+   */
   codeLabel(backend: string, code: string): string {
+    if (code.length > MAX_CODE_LABEL_CHARS) return 'other';
     let seen = this.codes.get(backend);
     if (seen === undefined) {
       seen = new Set();

@@ -85,7 +85,7 @@ function canonical(value: unknown): string {
 /** The file's config with the restart-only settings put back to their running values. */
 function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config: GatewayConfig; kept: string[] } {
   const kept: string[] = [];
-  for (const key of ['host', 'port', 'body_limit_mb'] as const) {
+  for (const key of ['host', 'port', 'body_limit_mb', 'tls_handshake_timeout_s'] as const) {
     if (running.server[key] !== next.server[key]) {
       kept.push(`server.${key}: ${String(next.server[key])} in the file, ${String(running.server[key])} until a restart`);
     }

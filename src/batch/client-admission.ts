@@ -7,6 +7,7 @@
 import type { AbortLike } from '../abort.js';
 import type { Refused } from '../clients/client-limiter.js';
 import type { Admission } from '../clients/client-limiter.js';
+import { admitCluster } from '../clients/cluster-limits.js';
 import { failBatch } from '../dispatch/batch.js';
 import { MetricsBatchObserver } from '../dispatch/batch-observer.js';
 import type { AttemptFailure } from '../errors.js';
@@ -25,7 +26,23 @@ function candidatesAsked(request: AgentRequest): number {
   return n;
 }
 
-/** Wait for the client's limits; resolves at once for a client without limits. */
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal: AbortLike): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done);
+  });
+}
+
+/**
+ * Wait for the client's limits; resolves at once for a client without limits. With state.redis the limits
+ * hold across gateway replicas (clients/cluster-limits.ts): this process's limiter first, then the shared ones.
+ */
 export async function admitClient(
   gw: GatewayState,
   client: string,
@@ -33,7 +50,22 @@ export async function admitClient(
   deadline: number,
   signal: AbortLike,
 ): Promise<Admission> {
-  return gw.clients.acquire(client, candidatesAsked(request), Math.max(0, deadline - Date.now()), signal);
+  const candidates = candidatesAsked(request);
+  const t0 = Date.now();
+  const local = await gw.clients.acquire(client, candidates, Math.max(0, deadline - t0), signal);
+  const c = gw.current.config.clients?.[client];
+  if (!local.ok || gw.store.kind !== 'redis' || c === undefined) return local;
+  const waitMs = Math.min(c.max_wait_s * 1000, deadline - t0) - (Date.now() - t0);
+  const deps = {
+    store: gw.store,
+    localOnly: (name: string, limit: string) => gw.metrics.clientLimitsLocalOnly.inc({ client: name, limit }),
+    now: () => Date.now(),
+    sleep,
+  };
+  const settings = { maxInFlight: c.max_batches_in_flight, perMinute: c.max_candidates_per_minute };
+  const admitted = await admitCluster(deps, client, settings, candidates, waitMs, signal, local);
+  if (!admitted.ok && !admitted.cancelled) gw.metrics.clientLimitOverloaded.inc({ client, limit: admitted.limit });
+  return admitted;
 }
 
 /** What every candidate of a refused batch says: the client, the limit and its value, the wait. */

@@ -33,6 +33,7 @@ import type { BudgetHold } from '../memory/budget.js';
 import { requestObjectsEstimate } from '../memory/estimates.js';
 import { ROOT_AGENT } from '../config/schema.js';
 import type { CompiledAgent } from '../routing/agents.js';
+import { batchLogIds } from './batch-log.js';
 
 /** Every code the gateway itself writes in a candidate starts so (src/errors.ts). */
 const GATEWAY_CODE_PREFIX = 'gateway_';
@@ -143,6 +144,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
   const headers = correlationHeaders(ex.headers);
   if (span.recording) traceRequest(span, request, headers);
   const requestId = headers['x-request-id'];
+  const ids = batchLogIds(request.request_id, headers, span.traceparent);
   const deadline = Date.now() + config.request_timeout_s * 1000;
   // Not an AbortController: see src/abort.ts.
   const signal = new BatchSignal();
@@ -168,7 +170,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
       if (begin.kind === 'hit') {
         metrics.replay.inc({ outcome: 'hit' });
         span.event(EVENT_REPLAY_HIT);
-        if (logsInfo(ex.log)) ex.log.info({ request_id: request.request_id, agent: agent.name, inputs: request.inputs.length }, 'batch replayed');
+        if (logsInfo(ex.log)) ex.log.info({ ...ids, agent: agent.name, inputs: request.inputs.length }, 'batch replayed');
         return { status: 200, body: begin.body, requestId, replayHit: true };
       }
       if (begin.kind === 'conflict') {
@@ -187,7 +189,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
       if (!admitted.ok) {
         const refused = overloadedOutputs(runtime, compiled, gw, request, ex.headers, parsed.marked, ex.client, admitted);
         ex.log.info(
-          { request_id: request.request_id, client: ex.client, limit: admitted.limit, waited_ms: Math.round(admitted.waitedMs), inputs: inputs.length, candidates: refused.outputs.length },
+          { ...ids, client: ex.client, limit: admitted.limit, waited_ms: Math.round(admitted.waitedMs), inputs: inputs.length, candidates: refused.outputs.length },
           'batch over its client limits',
         );
         return { status: 200, body: answerBody(refused.outputs, refused.marked), requestId };
@@ -224,7 +226,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     cache?.store(request, result, parsed.marked, ex.log);
     if (result.streamed !== undefined && ex.stream !== undefined) {
       const overheadMs = endStreamed(ex.stream, { t0, beforeDispatch, result, span, plan, lease, metrics, log: logsInfo(ex.log) ? ex.log : undefined }, () => ({
-        request_id: request.request_id,
+        ...ids,
         agent: agent.name,
         ...(ex.client === undefined ? {} : { client: ex.client }),
         inputs: request.inputs.length,
@@ -262,7 +264,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     if (logsInfo(ex.log)) {
       ex.log.info(
         {
-          request_id: request.request_id,
+          ...ids,
           agent: agent.name,
           ...(ex.client === undefined ? {} : { client: ex.client }),
           ...(permit === undefined || permit.waitedMs === 0 ? {} : { client_wait_ms: Math.round(permit.waitedMs) }),

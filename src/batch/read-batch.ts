@@ -22,6 +22,14 @@ export type BatchRead =
   | { ok: true; request: IndexedAgentRequest; marked: boolean }
   | { ok: false; status: 200 | 400 | 422; body: string };
 
+/**
+ * The bytes `value` takes as a JSON string in an answer. Only a long id is measured exactly (one pass, linear);
+ * a short one is counted at its worst (6 bytes a character, `\u0000`), which fits in the candidate overhead.
+ */
+function jsonStringBytes(value: string): number {
+  return value.length <= 64 ? 0 : Buffer.byteLength(JSON.stringify(value));
+}
+
 type ReadLimits = IndexLimits & { maxProblems: number; maxInputs: number };
 
 function limitsOf(server: GatewayConfig['server'], memoryKey: string): ReadLimits {
@@ -95,6 +103,7 @@ function checked(request: IndexedAgentRequest, marked: boolean, bodyLength: numb
     maxCandidates: server.max_candidates_per_batch,
     maxAnswerBytes: mbToBytes(server.max_answer_mb),
     maxAnswerMb: server.max_answer_mb,
+    requestIdBytes: jsonStringBytes(request.request_id),
   }, bodyLength);
   if (tooBig.length > 0) {
     log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', inputs: inputs.length, problem: tooBig[0]?.msg }, 'batch over its limits');

@@ -36,7 +36,7 @@ export interface KeyCarriers {
 
 export type Access =
   | { readonly ok: true; readonly client: ClientEntry | undefined }
-  | { readonly ok: false; readonly status: 401 | 404; readonly code: GatewayErrCode; readonly detail: string };
+  | { readonly ok: false; readonly status: 401 | 403 | 404; readonly code: GatewayErrCode; readonly detail: string };
 
 const OPEN: Access = { ok: true, client: undefined };
 
@@ -72,6 +72,22 @@ export function decideAccess(table: ClientTable | undefined, keys: KeyCarriers, 
   if (key === undefined) return rule === 'optional' ? OPEN : MISSING;
   const client = table.find(key);
   return client === undefined ? UNKNOWN : { ok: true, client };
+}
+
+/**
+ * A granted access narrowed to one agent (`clients.<name>.agents`): `agent` is ROOT_AGENT for the top-level
+ * routes at `/`, else the virtual agent's name as the path has it. A client whose list does not hold it is
+ * refused with 403; the name is the client's own config, so it may be said.
+ */
+export function decideAgent(access: Access, agent: string): Access {
+  if (!access.ok || access.client?.agents === undefined || access.client.agents.has(agent)) return access;
+  const quoted = JSON.stringify(agent.length > 128 ? `${agent.slice(0, 128)}...` : agent);
+  return {
+    ok: false,
+    status: 403,
+    code: 'GATEWAY_ERR_AGENT_FORBIDDEN',
+    detail: `client "${access.client.name}" may not use agent ${quoted} (clients.${access.client.name}.agents: ${[...access.client.agents].join(', ')})`,
+  };
 }
 
 /** The `client` label of the request metrics for a decision. */

@@ -10,6 +10,8 @@ import { digestsEqual, keyDigest } from './key-compare.js';
 /** A client as a request carries it: its name (the metrics label, the limiter's key). */
 export interface ClientEntry {
   readonly name: string;
+  /** `clients.<name>.agents`: the agents this key may use (ROOT_AGENT for `/`); undefined: every agent. */
+  readonly agents?: ReadonlySet<string>;
 }
 
 export class ClientTable {
@@ -18,7 +20,10 @@ export class ClientTable {
 
   constructor(clients: ClientsConfig) {
     const names = Object.keys(clients);
-    this.entries = names.map((name) => ({ name }));
+    this.entries = names.map((name) => {
+      const agents = clients[name]!.agents; // name is one of the record's own keys
+      return agents === undefined ? { name } : { name, agents: new Set(agents) };
+    });
     this.digests = names.map((name) => keyDigest(clients[name]!.key)); // name is one of the record's own keys
   }
 

@@ -15,6 +15,7 @@
 import { globToRegExp } from '../patterns/glob.js';
 import { compileRegex } from '../patterns/regex.js';
 import { isJsonObject } from '../protocol/schemas.js';
+import { ROOT_AGENT } from './schema.js';
 
 export type PathSegment = string | number;
 
@@ -64,12 +65,29 @@ export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
       message: 'no routes: give the top-level "routes" (the agent at /) or an "agents" section naming at least one agent',
     });
   }
+  out.push(...clientAgentProblems(raw, agents));
   for (const [name, agent] of Object.entries(agents ?? {})) {
     // zod's records drop this key without a word (assigning it would replace the prototype): say so here.
     if (name === '__proto__') out.push({ path: ['agents', name], atKey: true, message: '"__proto__" is reserved: choose another name' });
     if (!isJsonObject(agent) || !Array.isArray(agent.routes)) continue; // the schema reports it
     const key = typeof agent.memory_key === 'string' ? agent.memory_key : memoryKey;
     out.push(...tableProblems(agent.routes, ['agents', name, 'routes'], defined, key));
+  }
+  return out;
+}
+
+/** `clients.<name>.agents` names agents the config has: a virtual agent, or `default` for the top-level routes. */
+function clientAgentProblems(raw: Obj, agents: Obj | undefined): Problem[] {
+  const out: Problem[] = [];
+  if (!isJsonObject(raw.clients)) return out;
+  const known = [...(Array.isArray(raw.routes) && raw.routes.length > 0 ? [ROOT_AGENT] : []), ...Object.keys(agents ?? {})];
+  for (const [client, c] of Object.entries(raw.clients)) {
+    if (!isJsonObject(c) || !Array.isArray(c.agents)) continue; // the schema reports it
+    c.agents.forEach((a: unknown, i) => {
+      if (typeof a === 'string' && !known.includes(a)) {
+        out.push({ path: ['clients', client, 'agents', i], message: `unknown agent "${a}" (agents: ${known.join(', ') || 'none'})` });
+      }
+    });
   }
   return out;
 }

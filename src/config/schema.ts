@@ -77,11 +77,24 @@ export function mbToBytes(mb: number): number {
 /** `backends.<name>.max_response_mb`'s default, exported so a replica built without a config keeps the same bound. */
 export const DEFAULT_MAX_RESPONSE_MB = 256;
 
+/**
+ * BENCH waits 360 s for an answer and aborts its whole run on a timeout (docs/limits-and-edges.md, "Deadlines"):
+ * the batch deadline's default leaves 30 s to answer with error candidates before that, and a backend's
+ * default fits under the batch deadline with time left for a fallback's answer to begin.
+ */
+export const CLIENT_WAIT_S = 360;
+export const DEFAULT_REQUEST_TIMEOUT_S = 330;
+export const DEFAULT_BACKEND_TIMEOUT_S = 300;
+
 const backendSchema = z
   .strictObject({
     url: httpUrl.optional(),
     urls: z.array(httpUrl).min(1).optional(),
-    timeout_s: positive.default(360),
+    /**
+     * The whole answer of one sub-request, to its last byte. Under request_timeout_s's default, so that a
+     * timed-out attempt still leaves the batch time for a fallback or its error candidates.
+     */
+    timeout_s: positive.default(DEFAULT_BACKEND_TIMEOUT_S),
     connect_timeout_s: positive.default(5),
     /** Concurrent sub-requests per replica, across all gateway replicas when Redis is configured. */
     max_in_flight: z.number().int().positive().optional(),
@@ -229,6 +242,11 @@ const clientSchema = z.strictObject({
   max_candidates_per_minute: z.number().int().positive().optional(),
   /** How long a batch over a limit waits for room before it is answered with gateway_overloaded candidates. */
   max_wait_s: z.number().min(0, 'must be 0 (no waiting) or more').default(30),
+  /**
+   * The agents this key may use: virtual agent names, and `default` for the top-level routes at `/`. Absent:
+   * every agent. Any other agent's endpoints answer 403 (GATEWAY_ERR_AGENT_FORBIDDEN).
+   */
+  agents: z.array(z.string().min(1)).min(1, 'list at least one agent (or remove "agents" to allow every agent)').optional(),
 });
 
 /** clients: names (the config's name rule, two reserved) -> keys and limits; absent = no keys asked. */
@@ -313,6 +331,11 @@ export const configSchema = z.strictObject({
       host: z.string().default('127.0.0.1'),
       port: z.number().int().min(0).max(65535).default(8888),
       body_limit_mb: positive.default(64),
+      /**
+       * Bytes of a body over body_limit_mb read and thrown away before the 413 is written, so a client that sends
+       * its whole body before reading gets the answer instead of a reset (0: answer at once).
+       */
+      body_discard_mb: z.number().min(0).default(256),
       /** Cap on num_outputs per input: one request cannot make the gateway build unbounded candidate arrays. */
       max_outputs_per_input: z.number().int().positive().default(1024),
       /** Deepest JSON nesting accepted from clients and backends; deeper would overflow recursive walks. */
@@ -352,13 +375,18 @@ export const configSchema = z.strictObject({
       max_connections: z.number().int().positive().default(1024),
       /** Longest a shutdown waits for batches in flight before closing every connection. */
       drain_timeout_s: positive.default(30),
+      /**
+       * Time a client has to finish its TLS handshake (server.tls); the connection is closed after it. A
+       * handshaking connection holds a connection slot and is the first evicted (max_connections). Read at start.
+       */
+      tls_handshake_timeout_s: positive.default(10),
       /** Serve HTTPS on the agent port; absent = plain HTTP. Files are re-read on every reload. */
       tls: serverTlsSchema.optional(),
     })
     .prefault({}),
   agent: identitySchema,
   memory_key: z.string().min(1).default(DEFAULT_MEMORY_KEY),
-  request_timeout_s: positive.default(600),
+  request_timeout_s: positive.default(DEFAULT_REQUEST_TIMEOUT_S),
   /** Each replica is probed this long after its previous probe started. */
   probe_interval_s: positive.default(5),
   /** Bounds one whole probe (/health then /v1/info), however slowly the answer comes. */

@@ -5,7 +5,7 @@
  */
 import { agentTables } from './agents.js';
 import { formatPath } from './route-problems.js';
-import type { GatewayConfig } from './schema.js';
+import { CLIENT_WAIT_S, type GatewayConfig } from './schema.js';
 
 interface ConfigWarning {
   /** Where in the file, e.g. `routes[1].fallback[0]`, `agents.kitchen.routes[0].shadow[0]`. */
@@ -47,6 +47,32 @@ export function configWarnings(config: GatewayConfig): ConfigWarning[] {
     });
   }
   out.push(...clientKeyWarnings(config));
+  out.push(...deadlineWarnings(config));
+  return out;
+}
+
+/**
+ * A deadline past the 360 s BENCH waits for an answer: the client gives up (and BENCH aborts its run) before
+ * the gateway answers with error candidates (docs/limits-and-edges.md, "Deadlines").
+ */
+function deadlineWarnings(config: GatewayConfig): ConfigWarning[] {
+  const out: ConfigWarning[] = [];
+  const over = (path: string, seconds: number | undefined, what: string): void => {
+    if (seconds !== undefined && seconds > CLIENT_WAIT_S) {
+      out.push({
+        path,
+        message: `${what} is ${seconds} s, above the ${CLIENT_WAIT_S} s a BENCH client waits for an answer: the client times out (and BENCH aborts its run) before the gateway answers with error candidates`,
+      });
+    }
+  };
+  over('request_timeout_s', config.request_timeout_s, 'the batch deadline');
+  for (const [name, b] of Object.entries(config.backends)) {
+    over(`backends.${name}.timeout_s`, b.timeout_s, `backend "${name}"'s timeout`);
+    over(`backends.${name}.queue_timeout_s`, b.queue_timeout_s, `backend "${name}"'s permit wait`);
+  }
+  for (const [name, c] of Object.entries(config.clients ?? {})) {
+    over(`clients.${name}.max_wait_s`, c.max_wait_s, `client "${name}"'s limit wait`);
+  }
   return out;
 }
 

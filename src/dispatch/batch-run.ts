@@ -18,7 +18,7 @@ import type { BatchObserver } from './batch-observer.js';
 import { BatchSlots, count } from './batch-slots.js';
 import { stripMemoryKey } from '../routing/memory-tag.js';
 import { coversRequest, StreamedAnswer } from './streamed-answer.js';
-import { abortedFailure, decideFailover, resolveMove, type FailoverView, type Unserved } from './failover.js';
+import { abortedFailure, decideFailover, faultySlots, resolveMove, salvageable, type FailoverView, type Unserved } from './failover.js';
 
 export class BatchRun {
   private readonly inputs: BatchInputs;
@@ -115,8 +115,15 @@ export class BatchRun {
     } else if (r.kind === 'answered') {
       // Building the candidates is the gateway's own work too (x-gateway-overhead-ms).
       const t0 = performance.now();
-      this.slots.answer(items, r.rows, r.ms);
+      // A partly bad answer: its good candidates are kept, its bad slots go to their fallbacks.
+      const faulty = faultySlots(items, r.rows);
+      this.slots.answer(items, r.rows, r.ms, faulty === undefined ? undefined : salvageable);
       this.workMs += performance.now() - t0;
+      if (faulty !== undefined) {
+        this.deps.log.warn({ backend: replica.backend, replica: replica.id, candidates: faulty.items.reduce((n, it) => n + it.count, 0), reason: faulty.failure.message.slice(0, 512) }, 'backend answer partly invalid: its bad candidates go to the fallback');
+        const why = { kind: 'failed' as const, failure: faulty.failure };
+        await Promise.all(faulty.waves.map((wave) => this.settle(wave, why)));
+      }
     } else if (r.kind === 'aborted') this.slots.fail(items, abortedFailure(r.clientGone), r.ms);
     else await this.settle(items, r.why);
   }

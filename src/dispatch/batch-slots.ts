@@ -3,7 +3,7 @@
  * step 4): every candidate lands in its normal position whether a backend produced it or the gateway failed it,
  * with the input's memory kept. The only writer of the slots, the error counts and the leg outcomes.
  */
-import type { AttemptFailure, GatewayErrorCode } from '../errors.js';
+import { countedCode, type AttemptFailure, type GatewayErrorCode } from '../errors.js';
 import { IndexedCandidate, type Slot } from '../protocol/response-check.js';
 import type { AgentOutput, AgentRequest } from '../protocol/types.js';
 import type { LegOutcome } from './batch-types.js';
@@ -64,16 +64,26 @@ export class BatchSlots {
 
   /**
    * A checked answer: per item, per candidate, the backend's candidate re-addressed to the client's request, or
-   * an error candidate for the one slot that was malformed or missing (it fails only itself).
+   * an error candidate for the one slot that was malformed or missing (it fails only itself), unless
+   * `leaveBad(item)`: then that slot stays empty for the item's fallback to fill.
    */
-  answer(items: readonly Item[], rows: Slot<AgentOutput | IndexedCandidate>[][], ms: number): void {
+  answer(
+    items: readonly Item[],
+    rows: Slot<AgentOutput | IndexedCandidate>[][],
+    ms: number,
+    leaveBad: (it: Item) => boolean = () => false,
+  ): void {
     items.forEach((it, k) => {
       // `!` in this method: item inputs and offsets come from the plan (in range of the request), and the
       // checked answer has one row per item with one slot per candidate asked (checkSubResponse).
       this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
       const row = rows[k]!; // one row per item (above)
+      // A bad slot left empty goes to the item's fallback (failover.ts faultySlots), which fills it.
+      const skip = leaveBad(it);
       for (let c = 0; c < it.count; c++) {
-        this.slots[it.input]![it.offset + c] = this.candidate(it, c, row[c]!); // in range (above)
+        const slot = row[c]!; // in range (above)
+        if (skip && !slot.ok) continue;
+        this.slots[it.input]![it.offset + c] = this.candidate(it, c, slot); // in range (above)
       }
     });
   }
@@ -95,7 +105,7 @@ export class BatchSlots {
     }
     this.observer.candidatesFilled(it.route, it.backend, out.status, 1);
     if (out.error) {
-      count(this.errorCodes, out.error.code, 1);
+      count(this.errorCodes, countedCode(out.error.code), 1);
       this.observer.backendError(it.backend, out.error.code);
     }
     return out;

@@ -8,6 +8,7 @@
  * destination into a move or, when the budget refused it, error candidates.
  */
 import type { AttemptFailure } from '../errors.js';
+import type { Slot } from '../protocol/response-check.js';
 import { groupBy, movedTo, type Item } from './batch-item.js';
 
 /** Below this much time left, no new attempt starts: it could not finish. */
@@ -139,4 +140,64 @@ export function resolveMove<R>(decision: FailoverDecision<R>, d: Destination, gr
     return { kind: 'exhausted', to: d.to, items: d.from, failure };
   }
   return { kind: 'move', to: d.to, from: d.from, moved: d.moved, consumesBudget: decision.retry };
+}
+
+/**
+ * The items a partly bad answer leaves unserved, and the one failure they carry on with. `waves`: the same
+ * items in groups that each name an input at most once: a sub-request carries an input once, so the second
+ * run of bad slots of one input goes in a sub-request of its own.
+ */
+export interface FaultySlots {
+  items: Item[];
+  waves: Item[][];
+  failure: AttemptFailure;
+}
+
+/** Whether candidate slots of `it` that a backend got wrong go to its fallback rather than fail in place. */
+export function salvageable(it: Item): boolean {
+  return it.fallbacks.length > 0;
+}
+
+/**
+ * The bad slots of a checked answer (a candidate missing, repeated, with the wrong ids, or invalid) of items
+ * that still have a fallback, as items of their own: each run of consecutive bad candidates of one item is
+ * one item, so the good candidates around it are kept and only the bad ones go on (README "Failures").
+ * Undefined when nothing is to move. `rows`: one row per item, one slot per candidate asked.
+ */
+export function faultySlots(items: readonly Item[], rows: readonly (readonly Slot<unknown>[])[]): FaultySlots | undefined {
+  const out: Item[] = [];
+  const waves: Item[][] = [];
+  let first: string | undefined;
+  let bad = 0;
+  items.forEach((it, k) => {
+    if (!salvageable(it)) return;
+    const row = rows[k] ?? [];
+    let start = -1;
+    let run = 0;
+    for (let c = 0; c <= it.count; c++) {
+      const slot = c < it.count ? row[c] : undefined;
+      const isBad = c < it.count && (slot === undefined || !slot.ok);
+      if (isBad) {
+        bad++;
+        if (first === undefined && slot !== undefined && !slot.ok) first = slot.reason;
+        if (start < 0) start = c;
+      } else if (start >= 0) {
+        const moved = { ...it, offset: it.offset + start, count: c - start };
+        out.push(moved);
+        (waves[run] ??= []).push(moved);
+        run++;
+        start = -1;
+      }
+    }
+  });
+  if (out.length === 0) return undefined;
+  const reason = first ?? 'a candidate is missing from the answer';
+  return {
+    items: out,
+    waves,
+    failure: {
+      code: 'gateway_backend_invalid_response',
+      message: bad === 1 ? reason : `${reason} (and ${bad - 1} more candidate${bad === 2 ? '' : 's'} of the same answer)`,
+    },
+  };
 }

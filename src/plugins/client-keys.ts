@@ -10,11 +10,28 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { refusalHeaders, type KeyRule } from '../clients/access.js';
+import { decideAgent, refusalHeaders, type KeyRule } from '../clients/access.js';
+import { ROOT_AGENT } from '../config/schema.js';
+import { isJsonObject } from '../protocol/schemas.js';
+import { AGENT_PREFIX_PATTERN } from '../routes/agent-path.js';
 import { isHealthPath } from '../clients/key-path.js';
 import { errorBody } from '../errors.js';
 import { accessFor, pathKeyOf, rememberAccess } from '../routes/request-client.js';
 import { isMetricsPath } from './auth.js';
+
+/**
+ * The agent a routed request is for: the `/agents/:agent` prefix's name, ROOT_AGENT for an agent endpoint at
+ * `/`, undefined for paths no agent owns (`/metrics`, a path no route serves).
+ */
+function agentOf(req: FastifyRequest): string | undefined {
+  const pattern = req.routeOptions.url;
+  if (pattern === undefined || isMetricsPath(req)) return undefined;
+  if (pattern.startsWith(`${AGENT_PREFIX_PATTERN}/`)) {
+    const params: unknown = req.params;
+    return isJsonObject(params) && typeof params.agent === 'string' ? params.agent : undefined;
+  }
+  return ROOT_AGENT;
+}
 
 function ruleFor(req: FastifyRequest): KeyRule {
   if (isMetricsPath(req)) return 'ignored';
@@ -31,7 +48,10 @@ async function clientKeys(app: FastifyInstance): Promise<void> {
       done();
       return;
     }
-    const access = accessFor(table, req.raw, pathKey, ruleFor(req));
+    const keyed = accessFor(table, req.raw, pathKey, ruleFor(req));
+    const agent = agentOf(req);
+    // A key limited to some agents (clients.<name>.agents) is refused the endpoints of the others.
+    const access = agent === undefined ? keyed : decideAgent(keyed, agent);
     rememberAccess(req.raw, access);
     if (access.ok) {
       done();

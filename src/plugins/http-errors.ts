@@ -7,9 +7,11 @@
  * kept by hand: a route added anywhere later is covered. Matching a request path against the patterns is a
  * walk over its segments, linear in the path's length whatever a client sends.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, GatewayError, internalCode, type GatewayErrCode } from '../errors.js';
 import { RETRY_AFTER_S } from '../memory/over-budget.js';
+import { discardBody } from '../routes/body-discard.js';
 
 interface PathPattern {
   /** Literal segments, `:param` (one non-empty segment) or a trailing `*` (the rest, possibly empty). */
@@ -49,12 +51,43 @@ function clientErrorCode(err: Error, status: number): GatewayErrCode {
   return 'GATEWAY_ERR_BAD_REQUEST';
 }
 
+/** Longest piece of a client's path quoted back in an error detail. */
+const MAX_QUOTED_PATH = 256;
+
+/**
+ * fastify's `frameworkErrors`: what its router refuses before any hook (a path with a bad `%` escape, a path
+ * parameter too long) answered in the gateway's `{"detail","code"}` shape instead of fastify's own.
+ */
+export function frameworkErrors(err: Error, req: FastifyRequest, reply: FastifyReply): void {
+  const path = req.raw.url ?? '';
+  const quoted = JSON.stringify(path.length > MAX_QUOTED_PATH ? `${path.slice(0, MAX_QUOTED_PATH)}...` : path);
+  const detail = 'code' in err && err.code === 'FST_ERR_BAD_URL'
+    ? `the path ${quoted} is not a valid URL: a "%" must be followed by two hex digits`
+    : `the path ${quoted} cannot be routed: ${err.message}`;
+  void reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', detail));
+}
+
+/**
+ * node's 'checkExpectation': an `Expect` other than `100-continue` (which node answers itself). node would
+ * answer a bare 417; the gateway's shape instead, and the connection closes (the body, if one is sent anyway,
+ * is not read).
+ */
+function expectationFailed(req: IncomingMessage, res: ServerResponse): void {
+  const expect = String(req.headers.expect ?? '').slice(0, MAX_QUOTED_PATH);
+  const body = JSON.stringify(
+    errorBody('GATEWAY_ERR_EXPECTATION_FAILED', `Expect: ${JSON.stringify(expect)} cannot be met; only "100-continue" is supported`),
+  );
+  res.writeHead(417, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' });
+  res.end(body);
+}
+
 /**
  * Installs the error and not-found handlers. Call before any route is registered: only routes registered after
  * the onRoute hook are known to the 405 check.
  */
-export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number): void {
+export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number, discardBytes: () => number = () => 0): void {
   const patterns = new Map<string, PathPattern>();
+  app.server.on('checkExpectation', expectationFailed);
   app.addHook('onRoute', (route) => {
     let p = patterns.get(route.url);
     if (p === undefined) {
@@ -77,9 +110,14 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number): vo
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     const status = err.statusCode ?? 500;
     if (status === 413) {
-      return reply
-        .code(413)
-        .send(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', `request body exceeds server.body_limit_mb (${bodyLimitMb} MiB)`));
+      const body = errorBody('GATEWAY_ERR_BODY_TOO_LARGE', `request body exceeds server.body_limit_mb (${bodyLimitMb} MiB)`);
+      // Written once the rest of the body is dropped (routes/body-discard.ts): a client sending its whole body
+      // first reads the answer instead of meeting a reset. fastify's own answer closes the connection.
+      discardBody(req.raw, discardBytes(), 0, () => {
+        if (!reply.sent) void reply.code(413).header('connection', 'close').send(body);
+      });
+      // Nothing returned: fastify sends a returned value at once.
+      return undefined;
     }
     if (err instanceof GatewayError && err.code === 'GATEWAY_ERR_MEMORY_BUDGET') {
       // The body was not read: the connection ends with this answer (docs/memory-budget.md).

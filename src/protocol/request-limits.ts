@@ -23,6 +23,11 @@ interface BatchLimits {
   maxAnswerBytes: number;
   /** The key names as the config spells them, for the messages. */
   maxAnswerMb: number;
+  /**
+   * The bytes of the batch's `request_id` as every candidate writes it (a JSON string, escapes included): the
+   * client chooses its length, and each candidate, an error candidate too, repeats it.
+   */
+  requestIdBytes?: number;
 }
 
 /**
@@ -58,7 +63,8 @@ export function checkBatchLimits(
     ];
   }
   const max = limits.maxAnswerBytes;
-  let answer = candidates * CANDIDATE_OVERHEAD_BYTES;
+  let answer = candidates * (CANDIDATE_OVERHEAD_BYTES + (limits.requestIdBytes ?? 0));
+  if (answer > max) return [answerTooBig(limits, answer, undefined)];
   // The sum of num_outputs x memory is at most the largest num_outputs x all memories together.
   if (memoryBound !== undefined && answer + most * memoryBound <= max) return [];
   let singles = false;
@@ -80,13 +86,16 @@ export function checkBatchLimits(
   return [];
 }
 
-function answerTooBig(limits: BatchLimits, answer: number, index: number): ValidationIssue {
+/** `index`: the input whose memory took the estimate over; undefined when the request_id alone did. */
+function answerTooBig(limits: BatchLimits, answer: number, index: number | undefined): ValidationIssue {
+  const over =
+    index === undefined
+      ? `carries the request_id (${limits.requestIdBytes ?? 0} bytes): the sum of num_outputs x the request_id is over the limit`
+      : `carries the request_id and its input's memory (num_outputs x memory size, summed over inputs, is over the limit by inputs[${index}])`;
   return {
     type: 'too_long',
-    loc: ['body', 'inputs'],
-    msg:
-      `the answer to this batch would exceed ${limits.maxAnswerMb} MiB (server.max_answer_mb): every candidate ` +
-      `carries its input's memory (num_outputs x memory size, summed over inputs, is over the limit by inputs[${index}])`,
+    loc: index === undefined ? ['body', 'request_id'] : ['body', 'inputs'],
+    msg: `the answer to this batch would exceed ${limits.maxAnswerMb} MiB (server.max_answer_mb): every candidate ${over}`,
     input: Math.ceil(answer / (1024 * 1024)),
   };
 }

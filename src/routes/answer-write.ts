@@ -3,7 +3,7 @@
  * is, an answer in pieces (protocol/answer-body.ts) piece by piece, waiting for 'drain' whenever the socket's
  * buffer is full, so the gateway holds the answer's pieces and never a second, joined copy of them.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { AnswerBody } from '../protocol/answer-body.js';
 import type { ResponseStream } from '../batch/streamed-batch.js';
@@ -48,6 +48,16 @@ export function sendable(body: string | AnswerBody): Buffer | Readable {
   if (typeof body === 'string') return Buffer.from(body, 'utf8');
   if (body.parts.length === 1) return body.parts[0]!; // length checked
   return Readable.from(body.parts, { objectMode: false });
+}
+
+/**
+ * Whether an answer to `req` may be streamed. A streamed answer sends its overhead header as a trailer, which
+ * needs chunked framing: HTTP/1.0 has neither (node throws ERR_HTTP_TRAILER_INVALID), and nginx talks HTTP/1.0
+ * to its upstreams by default. Such a client gets the whole answer with a content-length instead
+ * (docs/limits-and-edges.md, "HTTP/1.0 clients").
+ */
+export function mayStream(req: IncomingMessage): boolean {
+  return req.httpVersionMajor > 1 || (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1);
 }
 
 /**

@@ -27,18 +27,19 @@ import type { FastifyBaseLogger } from 'fastify';
 import { onClientGone } from '../abort.js';
 import type { BudgetHold } from '../memory/budget.js';
 import { memoryBudgetDetail, RETRY_AFTER_S } from '../memory/over-budget.js';
-import type { GatewayConfig } from '../config/schema.js';
+import { mbToBytes, ROOT_AGENT, type GatewayConfig } from '../config/schema.js';
 import type { GatewayState } from '../batch/gateway-state.js';
 import { answerHeaders, handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
 import { clientConnectionCap } from '../fd-limit.js';
 import { readServerTls } from '../config/tls-files.js';
 import { ConnectionSlots } from './connection-slots.js';
+import { discardBody } from './body-discard.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode } from '../errors.js';
-import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/access.js';
+import { accessLabel, ANONYMOUS, decideAgent, refusalHeaders, type Access } from '../clients/access.js';
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
-import { bodyLength, ResponseWriter, writeBody } from './answer-write.js';
+import { bodyLength, mayStream, ResponseWriter, writeBody } from './answer-write.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
 import type { AnswerBody } from '../protocol/answer-body.js';
 
@@ -57,7 +58,7 @@ export interface FrontHost {
 
 type FrontServerOptions = Pick<
   GatewayConfig['server'],
-  'keep_alive_timeout_s' | 'headers_timeout_s' | 'body_timeout_s' | 'max_connections' | 'tls'
+  'keep_alive_timeout_s' | 'headers_timeout_s' | 'body_timeout_s' | 'max_connections' | 'tls' | 'tls_handshake_timeout_s'
 >;
 
 /** What one front server keeps: its receive clock and the options in force (replaced after a reload). */
@@ -128,10 +129,13 @@ export function createFrontServer(
   const server: Server =
     opts.tls === undefined
       ? createServer(httpOptions, listener)
-      : createHttpsServer({ ...httpOptions, ...readServerTls(opts.tls) }, listener);
+      : createHttpsServer({ ...httpOptions, handshakeTimeout: ms(opts.tls_handshake_timeout_s), ...readServerTls(opts.tls) }, listener);
   const slots = new ConnectionSlots(clientConnectionCap(opts.max_connections));
-  // Over TLS the requests' socket is the TLS socket, which exists once the handshake is done.
-  server.on(opts.tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => slots.admit(socket));
+  // Every TCP connection takes a slot as it opens, a TLS one during its handshake too (a client that never
+  // finishes it holds a file descriptor all the same); over TLS the requests' socket is the TLS socket made
+  // once the handshake is done, which then stands for its TCP connection.
+  server.on('connection', (socket: Socket) => slots.admit(socket, opts.tls !== undefined));
+  if (opts.tls !== undefined) server.on('secureConnection', (socket: Socket) => slots.secured(socket));
   const front: Front = { server, deadlines, slots, opts };
   // What fastify sets on the server it creates itself (it does not when given a serverFactory), and more.
   apply(front, opts);
@@ -142,8 +146,11 @@ export function createFrontServer(
   return server;
 }
 
-/** Errors before a request exists (node's headers timeout, a malformed request): a JSON answer, then close. */
-function clientError(opts: FrontServerOptions, err: NodeJS.ErrnoException, socket: Duplex): void {
+/**
+ * Errors before a request exists (node's headers timeout, a malformed request): a JSON answer, then close.
+ * The admin listener answers them the same way (admin-app.ts).
+ */
+export function clientError(opts: Pick<GatewayConfig['server'], 'headers_timeout_s'>, err: NodeJS.ErrnoException, socket: Duplex): void {
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy();
     return;
@@ -197,7 +204,9 @@ function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: Serve
   const t0 = performance.now();
   const table = h.gateway.current.clients;
   // Without clients: and without a /k/ address, the one check a batch pays.
-  const access = table === undefined && pathKey === undefined ? undefined : accessFor(table, req, pathKey, 'required');
+  const keyed = table === undefined && pathKey === undefined ? undefined : accessFor(table, req, pathKey, 'required');
+  // A key limited to some agents (clients.<name>.agents) is refused the others here, before any body byte.
+  const access = keyed === undefined ? undefined : decideAgent(keyed, agent === '' ? ROOT_AGENT : agent);
   if (access !== undefined && !access.ok) {
     // For the log line's path: `/k/REDACTED/v1/responses`, as fastify's access log writes it.
     if (pathKey !== undefined) rememberPathKey(req, pathKey);
@@ -208,7 +217,7 @@ function serveBatch(front: Front, h: FrontHost, req: IncomingMessage, res: Serve
   const label = client ?? ANONYMOUS;
   const declared = Number(req.headers['content-length']);
   if (declared > h.bodyLimit) {
-    tooLarge(h, req, res, agent, t0, label);
+    tooLarge(h, req, res, agent, t0, label, 0);
     return;
   }
   let hold: BudgetHold | undefined;
@@ -261,8 +270,9 @@ function receive(
     if (stopped) return;
     if (body.size + chunk.length > h.bodyLimit) {
       stopped = true;
+      const received = body.size + chunk.length;
       body.drop();
-      tooLarge(h, req, res, agent, t0, label);
+      tooLarge(h, req, res, agent, t0, label, received);
       return;
     }
     // Past its reservation (a chunked body larger than the whole budget, admitted alone) it is counted as it comes.
@@ -285,7 +295,7 @@ function receive(
       onClientGone: (fn: () => void) => onClientGone(res, fn),
       client,
       memory: hold,
-      stream: new ResponseWriter(res, noop, () => (h.draining() ? { connection: 'close' } : undefined)),
+      stream: mayStream(req) ? new ResponseWriter(res, noop, () => (h.draining() ? { connection: 'close' } : undefined)) : undefined,
     };
     handleBatch(h.gateway, ex).then(
       (a) =>
@@ -314,11 +324,15 @@ function overBudget(h: FrontHost, req: IncomingMessage, res: ServerResponse, age
 
 const noop = (): void => undefined;
 
-function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number, client: string): void {
+/**
+ * 413, written once the rest of the body is read and dropped (up to server.body_discard_mb, routes/body-discard.ts)
+ * so that a client sending its whole body first can read it; the connection closes after it.
+ */
+function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number, client: string, received: number): void {
   const detail = `request body exceeds server.body_limit_mb (${h.bodyLimitMb} MiB)`;
-  // The rest of the body is not read: the connection closes after the answer.
-  reply(h, res, endpointOf(agent), 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0, client);
-  req.resume();
+  discardBody(req, mbToBytes(h.gateway.current.config.server.body_discard_mb), received, () => {
+    reply(h, res, endpointOf(agent), 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0, client);
+  });
 }
 
 /**
@@ -349,7 +363,7 @@ function reply(
   h: FrontHost,
   res: ServerResponse,
   endpoint: string,
-  status: BatchAnswer['status'] | 401 | 404 | 408 | 413 | 500 | 503,
+  status: BatchAnswer['status'] | 401 | 403 | 404 | 408 | 413 | 500 | 503,
   body: string | AnswerBody,
   headers: Record<string, string>,
   t0: number,

@@ -30,7 +30,9 @@ import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from './agent-path.js';
 import { send422 } from './validation-answer.js';
-import { errorBody } from '../errors.js';
+import { errorBody, GatewayError } from '../errors.js';
+import { firstInvalidUtf8 } from '../protocol/utf8.js';
+import { isUtf8 } from 'node:buffer';
 
 const NO_COACHING = 'no coaching-capable backend';
 
@@ -44,6 +46,17 @@ function clientGone(reply: FastifyReply): { signal: AbortLike; done: () => void 
 }
 
 async function coachingRoutes(app: FastifyInstance): Promise<void> {
+  // Bodies checked as bytes, as the batch path checks them: decoding to a string first would turn bytes that
+  // are not UTF-8 into U+FFFD and forward text the client never sent (docs/limits-and-edges.md).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body: Buffer, done) => {
+    if (isUtf8(body)) {
+      done(null, body.toString('utf8'));
+      return;
+    }
+    const offset = firstInvalidUtf8(body);
+    done(new GatewayError('GATEWAY_ERR_BODY_ENCODING', `There was an error parsing the body: it is not valid UTF-8 (byte ${offset})`), undefined);
+  });
   // Per gateway process, across config reloads (replicas are remembered by url): see coaching/backends.ts.
   const affinity = new SessionAffinity();
 

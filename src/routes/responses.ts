@@ -10,7 +10,7 @@ import { onClientGone } from '../abort.js';
 import { answerHeaders, handleBatch } from '../batch/handle-batch.js';
 import { clientNameOf } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, type AgentParams } from './agent-path.js';
-import { bodyLength, ResponseWriter, sendable } from './answer-write.js';
+import { bodyLength, mayStream, ResponseWriter, sendable } from './answer-write.js';
 import { budgetedBodies, holdOf } from './budgeted-body.js';
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
@@ -36,7 +36,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
       client: clientNameOf(req.raw),
       memory: holdOf(req),
       // A streamed answer is written on the raw response, past fastify's send pipeline.
-      stream: new ResponseWriter(reply.raw, () => reply.hijack(), () => undefined),
+      stream: mayStream(req.raw) ? new ResponseWriter(reply.raw, () => reply.hijack(), () => undefined) : undefined,
     });
     if (a.streamed === true) return reply;
     return reply

@@ -19,6 +19,7 @@ import {
   type StateLog,
   type Store,
   type StoreStats,
+  type TokenTake,
 } from './types.js';
 import { Listeners } from './util.js';
 import { LocalCache } from './local-cache.js';
@@ -30,6 +31,9 @@ import { LocalCache } from './local-cache.js';
 export function replayCapBytes(config: StateConfig): number {
   return mbToBytes(config.replay_cache_mb);
 }
+
+/** One process: its own client limiter is the whole limit (Store.takeTokens). */
+const TAKEN: TokenTake = { ok: true };
 
 export class MemoryStore implements Store {
   readonly kind = 'memory' as const;
@@ -69,6 +73,10 @@ export class MemoryStore implements Store {
 
   acquire(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined> {
     return this.semaphores.acquire(key, limit, opts);
+  }
+
+  takeTokens(): Promise<TokenTake | undefined> {
+    return Promise.resolve(TAKEN);
   }
 
   incr(key: string, field: string, by = 1): void {

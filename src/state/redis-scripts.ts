@@ -170,3 +170,28 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `);
+
+/**
+ * A token bucket (a client's max_candidates_per_minute, shared by every gateway replica). KEYS: the bucket
+ * (hash: tokens, at). ARGV: capacity, n. Refills at capacity per minute up to capacity (a new bucket is full),
+ * then takes n when the bucket holds min(n, capacity): a take larger than the bucket waits for a full one and
+ * leaves it in debt, which later takes repay. The key expires once the bucket would be full again (a missing
+ * bucket is a full one). Returns {1, 0} taken, or {0, ms until enough}.
+ */
+export const TOKEN_TAKE = script(`${NOW}
+local cap, n = tonumber(ARGV[1]), tonumber(ARGV[2])
+local v = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(v[1]) or cap
+local at = tonumber(v[2]) or now
+if now > at then tokens = math.min(cap, tokens + (now - at) * cap / 60000) end
+local need = math.min(n, cap)
+local ok = 0
+if tokens + 0.000001 >= need then
+  tokens = tokens - n
+  ok = 1
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
+redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil((cap - tokens) * 60000 / cap)) + 1000)
+if ok == 1 then return {1, 0} end
+return {0, math.max(1, math.ceil((need - tokens) * 60000 / cap))}
+`);

@@ -18,6 +18,7 @@ import { RedisLink } from './redis-link.js';
 import { RedisReplay } from './redis-replay.js';
 import { RedisSemaphores } from './redis-semaphore.js';
 import { RedisShared, type SharedMessage } from './redis-shared.js';
+import { TOKEN_TAKE } from './redis-scripts.js';
 import {
   emptyStats,
   type AcquireOptions,
@@ -29,6 +30,7 @@ import {
   type StateLog,
   type Store,
   type StoreStats,
+  type TokenTake,
 } from './types.js';
 import { Listeners, newId } from './util.js';
 import { GatewayError } from '../errors.js';
@@ -63,6 +65,7 @@ export class RedisStore implements Store {
   private readonly prefix: string;
   private readonly sharedListeners: Listeners<[string, string | undefined]>;
   private closing: Promise<void> | undefined;
+  private readonly prefix: string;
 
   constructor(config: StateConfig, log: StateLog) {
     const redis = config.redis;
@@ -109,6 +112,17 @@ export class RedisStore implements Store {
 
   acquire(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined> {
     return this.semaphores.acquire(key, limit, opts);
+  }
+
+  async takeTokens(key: string, capacity: number, n: number): Promise<TokenTake | undefined> {
+    if (!this.link.isUp()) return undefined;
+    try {
+      const [ok, waitMs] = (await this.link.script(TOKEN_TAKE, [`${this.prefix}bucket:{${key}}`], [capacity, n])) as [number, number]; // the Lua script returns {ok, waitMs}
+      return ok === 1 ? { ok: true } : { ok: false, waitMs };
+    } catch {
+      this.counts.fallbacks++;
+      return undefined;
+    }
   }
 
   incr(key: string, field: string, by = 1): void {

@@ -29,6 +29,9 @@ export interface ClaimResult {
   value: string;
 }
 
+/** The answer of a token-bucket take (Store.takeTokens). */
+export type TokenTake = { ok: true } | { ok: false; waitMs: number };
+
 /** One unit of a per-key concurrency limit. */
 export interface Permit {
   /** Gives the permit back. Idempotent; also happens by itself when the acquire signal aborts. */
@@ -126,6 +129,15 @@ export interface Store {
    * `undefined` = timed out or aborted. The limit is the caller's current one (max_in_flight).
    */
   acquire(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined>;
+
+  /**
+   * Takes `n` tokens from a cluster-wide token bucket of `capacity` tokens refilled at capacity per minute (a
+   * client's max_candidates_per_minute), starting full. A take larger than the bucket waits for a full bucket,
+   * then takes it into debt. `{ ok: false, waitMs }`: not enough yet, try again after waitMs; undefined: Redis
+   * is unavailable (the caller's local bucket is all that holds). The memory store has no other process to
+   * share with: it grants every take (the local limiter is the whole limit).
+   */
+  takeTokens(key: string, capacity: number, n: number): Promise<TokenTake | undefined>;
 
   /** Adds `by` (default 1) to a cluster-wide counter; fire-and-forget, batched. */
   incr(key: string, field: string, by?: number): void;

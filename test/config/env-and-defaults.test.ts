@@ -77,6 +77,7 @@ test('defaults fill every key a minimal file leaves out', () => {
     host: '127.0.0.1',
     port: 8888,
     body_limit_mb: 64,
+    body_discard_mb: 256,
     max_outputs_per_input: 1024,
     max_json_depth: 128,
     max_candidates_per_batch: 4096,
@@ -89,10 +90,11 @@ test('defaults fill every key a minimal file leaves out', () => {
     keep_alive_timeout_s: 72,
     max_connections: 1024,
     drain_timeout_s: 30,
+    tls_handshake_timeout_s: 10,
   });
   assert.equal(c.agent.agent_id, 'magma-gateway');
   assert.equal(c.memory_key, '_gateway');
-  assert.equal(c.request_timeout_s, 600);
+  assert.equal(c.request_timeout_s, 330);
   assert.equal(c.probe_interval_s, 5);
   assert.equal(c.shadow_max_in_flight, 16);
   assert.equal(c.state.redis, undefined);
@@ -104,7 +106,7 @@ test('defaults fill every key a minimal file leaves out', () => {
 test('backend defaults apply and url becomes a one-element urls list', () => {
   const b = parseConfigText(MINIMAL, 't.yaml', {}).backends.qwen!;
   assert.deepEqual(b.urls, ['http://127.0.0.1:8001']);
-  assert.equal(b.timeout_s, 360);
+  assert.equal(b.timeout_s, 300);
   assert.deepEqual(b.headers, {});
 });
 

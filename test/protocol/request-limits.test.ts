@@ -58,3 +58,15 @@ test('inputs asking one candidate are measured only when the bound for them toge
   assert.match(detail[0]!.msg, /inputs\[1\]/);
   assert.deepEqual(seen, [0, 1]);
 });
+
+test('the request_id counts in every candidate: a long one alone can take the answer over max_answer_mb', () => {
+  const id = 900;
+  // 100 candidates x (512 + 900) = 141,200 bytes: fits 1 MiB; x 10,000 bytes of id: 1,051,200, over.
+  assert.deepEqual(checkBatchLimits(outputs(100), () => 0, { ...limits, requestIdBytes: id }, 0), []);
+  let measured = 0;
+  const detail = checkBatchLimits(outputs(100), () => (measured++, 0), { ...limits, requestIdBytes: 10_000 }, 0);
+  assert.equal(detail.length, 1);
+  assert.deepEqual(detail[0]!.loc, ['body', 'request_id']);
+  assert.match(detail[0]!.msg, /exceed 1 MiB \(server\.max_answer_mb\): every candidate carries the request_id \(10000 bytes\)/);
+  assert.equal(measured, 0, 'no memory measured once the ids alone are over');
+});

@@ -84,7 +84,7 @@ async function frontWith(closing: boolean): Promise<string> {
   const fastifyStub: RequestListener = (_req, res) => {
     res.end('fastify');
   };
-  const serverOpts = { keep_alive_timeout_s: 1, headers_timeout_s: 60, body_timeout_s: 300, max_connections: 100 };
+  const serverOpts = { keep_alive_timeout_s: 1, headers_timeout_s: 60, body_timeout_s: 300, max_connections: 100, tls_handshake_timeout_s: 10 };
   // Cast: of a host it leaves every request from, the front reads only closing(), draining() and the server
   // options of the running config.
   const host = { closing: () => closing, draining: () => false, gateway: { current: { config: { server: serverOpts } } } } as unknown as FrontHost;

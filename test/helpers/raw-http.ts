@@ -1,0 +1,89 @@
+/**
+ * HTTP/1.x spoken byte by byte over a plain TCP socket, for what fetch cannot do: a client that sends its
+ * whole body before it reads anything (python's http.client), an HTTP/1.0 request, an `Expect` header.
+ */
+import { connect } from 'node:net';
+
+export interface RawAnswer {
+  /** The status line's code; 0 when nothing readable came back. */
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  /** The first socket error while sending (EPIPE, ECONNRESET), if any. */
+  sendError?: string;
+  /** Everything received, as text. */
+  raw: string;
+}
+
+/** Parse one HTTP/1.x answer (the first one when a 1xx came before it is skipped). */
+export function parseAnswer(raw: string): Omit<RawAnswer, 'sendError' | 'raw'> {
+  let text = raw;
+  for (;;) {
+    const end = text.indexOf('\r\n\r\n');
+    if (end < 0) return { status: 0, headers: {}, body: '' };
+    const [statusLine, ...lines] = text.slice(0, end).split('\r\n');
+    const status = Number(statusLine!.split(' ')[1]);
+    const headers: Record<string, string> = {};
+    for (const l of lines) {
+      const i = l.indexOf(':');
+      headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+    }
+    if (status >= 100 && status < 200) {
+      text = text.slice(end + 4);
+      continue;
+    }
+    return { status, headers, body: text.slice(end + 4) };
+  }
+}
+
+/** Whether `raw` holds a whole answer: its content-length of body read (an answer without one ends at close). */
+function complete(raw: string): boolean {
+  const a = parseAnswer(raw);
+  const length = Number(a.headers['content-length']);
+  return a.status !== 0 && Number.isFinite(length) && Buffer.byteLength(a.body) >= length;
+}
+
+/**
+ * Send `head` (the request line and headers, without the blank line), then `body` in 64 KiB writes honouring
+ * backpressure, and only then read the answer: until it is complete (content-length), the server closes,
+ * or `idleMs` passes without data (a server that answers nothing).
+ */
+export async function sendThenRead(url: string, head: string, body: Buffer | string, idleMs = 10_000): Promise<RawAnswer> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  socket.pause();
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  let sendError: string | undefined;
+  socket.on('error', (err: NodeJS.ErrnoException) => (sendError ??= err.code ?? err.message));
+  const write = (chunk: Buffer | string): Promise<void> =>
+    new Promise((resolve) => {
+      if (socket.destroyed) return resolve();
+      if (socket.write(chunk)) return resolve();
+      const done = (): void => {
+        socket.off('drain', done).off('close', done);
+        resolve();
+      };
+      socket.once('drain', done).once('close', done);
+    });
+  await write(`${head}\r\n\r\n`);
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  for (let i = 0; i < bytes.length && sendError === undefined && !socket.destroyed; i += 65536) await write(bytes.subarray(i, i + 65536));
+  const chunks: Buffer[] = [];
+  await new Promise<void>((resolve) => {
+    let timer = setTimeout(resolve, idleMs);
+    socket.on('data', (d: Buffer) => {
+      chunks.push(d);
+      clearTimeout(timer);
+      if (complete(Buffer.concat(chunks).toString())) return resolve();
+      timer = setTimeout(resolve, idleMs);
+    });
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    socket.resume();
+  });
+  socket.destroy();
+  const raw = Buffer.concat(chunks).toString();
+  return { ...parseAnswer(raw), raw, ...(sendError === undefined ? {} : { sendError }) };
+}
