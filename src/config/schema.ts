@@ -214,6 +214,10 @@ const experimentsSchema = z
     hash_candidates_max: z.number().int().positive().default(64),
     /** Mixed into trajectory ids with request_id and input id; the same on every replica. */
     salt: z.string().default('magma-gateway'),
+    /** Seconds between two snapshots of the experiment report into the store (one replica writes each). */
+    snapshot_interval_s: positive.default(60),
+    /** Snapshots kept, the oldest dropped (1440 = a day at one a minute). */
+    snapshot_points: z.number().int().positive().max(100_000).default(1440),
   })
   .prefault({});
 
@@ -431,14 +435,6 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   /** Experiment history for the console's chart (docs/console.md). */
-  experiments: z
-    .strictObject({
-      /** Seconds between two snapshots of the experiment report into the store (one replica writes each). */
-      snapshot_interval_s: positive.default(60),
-      /** Snapshots kept, the oldest dropped (1440 = a day at one a minute). */
-      snapshot_points: z.number().int().positive().max(100_000).default(1440),
-    })
-    .prefault({}),
   metrics: z
     .strictObject({
       /** Upper bounds of every duration histogram (batches, backend calls), seconds, ascending. */

@@ -5,8 +5,7 @@
  * `arms[]`, `comparisons[]` with `fixed` / `sequential`); `reportView` below is the one place that reads the
  * report, so a change of the report's shape changes only it.
  */
-import { createHash } from 'node:crypto';
-import type { ExperimentsReport, RouteReport } from './report.js';
+import type { ExperimentsReport } from './report.js';
 
 type Interval = [number, number];
 
@@ -71,40 +70,8 @@ export function pointFromReport(report: ReportView, at: number): HistoryPoint {
   };
 }
 
-/** A stable id of a route's arms and weights, standing in for the report's experiment id until it has one. */
-function armsId(agent: string, r: RouteReport): string {
-  const h = createHash('sha256').update(JSON.stringify([agent, r.route, r.members])).digest('hex');
-  return h.slice(0, 16);
-}
 
-/**
- * The running report in the agreed shape. Until the report itself is in that shape (one comparison of two arms,
- * a fixed interval only), this maps it; once it is, this function returns the report as it is.
- */
+/** The running report, which is in the agreed shape: every part a point reads is there as it is. */
 export function reportView(report: ExperimentsReport): ReportView {
-  const routes = [
-    ...report.routes.map((r) => ({ agent: 'default', r })),
-    ...report.agents.flatMap((a) => a.routes.map((r) => ({ agent: a.agent, r }))),
-  ];
-  return {
-    experiments: routes.map(({ agent, r }) => ({
-      agent,
-      route: r.route,
-      experiment: { id: armsId(agent, r) },
-      arms: r.arms.map((a) => ({ arm: a.arm, trajectories: a.trajectories_started })),
-      comparisons:
-        r.comparison === null
-          ? []
-          : [
-              {
-                arm: r.comparison.b,
-                control: r.comparison.a,
-                metric: 'tool_success',
-                primary: true,
-                fixed: { difference: r.comparison.difference, ci95: r.comparison.ci95 },
-                sequential: null,
-              },
-            ],
-    })),
-  };
+  return report;
 }

@@ -65,7 +65,6 @@ export class RedisStore implements Store {
   private readonly prefix: string;
   private readonly sharedListeners: Listeners<[string, string | undefined]>;
   private closing: Promise<void> | undefined;
-  private readonly prefix: string;
 
   constructor(config: StateConfig, log: StateLog) {
     const redis = config.redis;

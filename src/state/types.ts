@@ -21,14 +21,6 @@ export interface StateLog {
   warn(obj: object, msg: string): void;
 }
 
-/** What a claim answers. */
-export interface ClaimResult {
-  /** True for the caller whose value was stored. */
-  first: boolean;
-  /** The stored value: the caller's when first, else the first caller's. */
-  value: string;
-}
-
 /** The answer of a token-bucket take (Store.takeTokens). */
 export type TokenTake = { ok: true } | { ok: false; waitMs: number };
 
