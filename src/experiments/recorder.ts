@@ -251,16 +251,20 @@ export class Experiments {
 
   private count(agent: string, request: AgentRequest, result: BatchResult, d: StepDecision, offsets: readonly number[]): void {
     const { store, metrics } = this.host();
+    // The place for steps the response cache served: they were counted when first computed, on the arm and in the
+    // experiment of the tag the cached candidates carry (a resumed trajectory keeps the first run's arm).
+    if (result.cached?.has(d.index) === true) {
+      const first = result.outputs[offsets[d.index] ?? -1];
+      const tag = first === undefined ? undefined : candidateTag(first);
+      const arm = (tag === undefined ? undefined : armOf(d.route, tag)) ?? d.arm;
+      store.incr(countersKey(agent, d.route.name, tag?.trajectory?.experiment ?? d.experiment), field.cached(arm), 1);
+      return;
+    }
     const key = countersKey(agent, d.route.name, d.experiment);
     const incr = (f: string, by = 1): void => {
       if (by !== 0) store.incr(key, f, by);
     };
     const { arm, state, base } = d;
-    // The place for steps the response cache served: they were counted when first computed.
-    if (result.cached?.has(d.index) === true) {
-      incr(field.cached(arm));
-      return;
-    }
     if (d.newUnit) {
       incr(field.units(arm));
       metrics.trajectoriesStarted.inc({ agent, route: d.route.name, arm });
