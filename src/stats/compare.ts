@@ -4,6 +4,7 @@
  * result is read, and for any stopping rule). Each takes the arms' sums and returns a result or the reason
  * there is none yet; the difference is always treatment - control.
  */
+import { GatewayError } from '../errors.js';
 import { twoSidedP, zCritical } from './normal.js';
 import { fisherExactTwoSided, newcombe } from './proportions.js';
 import { ratioEstimate, type RatioSums } from './ratio.js';
@@ -49,7 +50,7 @@ export const METHOD_FIXED_BINARY = 'Newcombe hybrid score; Fisher exact p';
 export const DEFAULT_BURN_IN = 20;
 
 function checkAlpha(alpha: number): void {
-  if (!(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be in (0, 1), got ${alpha}`);
+  if (!(alpha > 0 && alpha < 1)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `alpha must be in (0, 1), got ${alpha}`);
 }
 
 /** A difference d with standard error se as a fixed-horizon result: d ± z·se and the two-sided z p-value. */
@@ -76,7 +77,7 @@ export function fixedRatio(control: RatioSums, treatment: RatioSums, alpha = 0.0
 export function mixtureRho2(alpha: number, plannedTrajectories: number): number {
   checkAlpha(alpha);
   if (!(plannedTrajectories > 0) || !Number.isFinite(plannedTrajectories)) {
-    throw new RangeError(`plannedTrajectories must be a positive number, got ${plannedTrajectories}`);
+    throw new GatewayError('GATEWAY_ERR_INTERNAL', `plannedTrajectories must be a positive number, got ${plannedTrajectories}`);
   }
   const l = 2 * Math.log(1 / alpha);
   return (l + Math.log(1 + l)) / plannedTrajectories;
@@ -107,7 +108,7 @@ export function mixtureBoundary(d: number, variance: number, units: number, alph
 
 function burnInOf(opts: SequentialOptions): number {
   const b = opts.burnIn ?? DEFAULT_BURN_IN;
-  if (!(b >= 2) || !Number.isFinite(b)) throw new RangeError(`burnIn must be at least 2, got ${b}`);
+  if (!(b >= 2) || !Number.isFinite(b)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `burnIn must be at least 2, got ${b}`);
   return b;
 }
 

@@ -4,6 +4,7 @@
  * sample-ratio-mismatch p-values around 1e-8 and below must keep their digits; the former Chebyshev fit was good
  * to 1.2e-7 absolute only.
  */
+import { GatewayError } from '../errors.js';
 import { gammaQ } from './gamma.js';
 
 /**
@@ -72,7 +73,7 @@ const criticalCache = new Map<number, number>();
 
 /** The two-sided normal quantile z_{1-α/2}: 1.959963984540054 at α = 0.05. */
 export function zCritical(alpha: number): number {
-  if (!(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be in (0, 1), got ${alpha}`);
+  if (!(alpha > 0 && alpha < 1)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `alpha must be in (0, 1), got ${alpha}`);
   let z = criticalCache.get(alpha);
   if (z === undefined) {
     z = normalQuantile(1 - alpha / 2);

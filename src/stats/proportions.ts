@@ -2,10 +2,11 @@
  * Proportions with one unit per trial (an episode's success, once outcomes are posted): the Wilson interval of
  * one arm, Newcombe's interval for the difference of two, and Fisher's exact test.
  */
+import { GatewayError } from '../errors.js';
 import { zCritical } from './normal.js';
 
 function checkAlpha(alpha: number): void {
-  if (!(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be in (0, 1), got ${alpha}`);
+  if (!(alpha > 0 && alpha < 1)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `alpha must be in (0, 1), got ${alpha}`);
 }
 
 function isCount(x: number): boolean {
@@ -56,14 +57,14 @@ export function newcombe(xc: number, nc: number, xt: number, nt: number, alpha =
  * the observed one, with R's relative tolerance of 1e-7 so that mirror tables, equal in exact arithmetic but
  * not after rounding, count as ties (scipy's 1e-14 assumes exactly computed terms). O(min(nc, nt)) steps and
  * O(1) memory: the hypergeometric weights come from the ratio of consecutive terms, in log space so nothing
- * overflows, each term scaled by the largest. Throws a RangeError naming the argument when a count is not a count.
+ * overflows, each term scaled by the largest. Throws a GatewayError naming the argument when a count is not a count.
  */
 export function fisherExactTwoSided(xc: number, nc: number, xt: number, nt: number): number {
   for (const [name, v] of [['xc', xc], ['nc', nc], ['xt', xt], ['nt', nt]] as const) {
-    if (!isCount(v)) throw new RangeError(`fisherExactTwoSided: ${name} must be a non-negative integer, got ${v}`);
+    if (!isCount(v)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `fisherExactTwoSided: ${name} must be a non-negative integer, got ${v}`);
   }
-  if (xc > nc) throw new RangeError(`fisherExactTwoSided: xc (${xc}) exceeds nc (${nc})`);
-  if (xt > nt) throw new RangeError(`fisherExactTwoSided: xt (${xt}) exceeds nt (${nt})`);
+  if (xc > nc) throw new GatewayError('GATEWAY_ERR_INTERNAL', `fisherExactTwoSided: xc (${xc}) exceeds nc (${nc})`);
+  if (xt > nt) throw new GatewayError('GATEWAY_ERR_INTERNAL', `fisherExactTwoSided: xt (${xt}) exceeds nt (${nt})`);
   // The table's first cell x = successes in control follows a hypergeometric law given the margins:
   // m = successes overall, nc draws from nc + nt units.
   const m = xc + xt;

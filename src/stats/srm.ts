@@ -5,6 +5,7 @@
  * Two tests: Pearson's chi-square goodness of fit (valid when read once), and Lindon and Malek's
  * Dirichlet-multinomial test (NeurIPS 2022), valid however often it is read.
  */
+import { GatewayError } from '../errors.js';
 import { gammaQ, lnGamma } from './gamma.js';
 
 /** Flag at p < 0.001: a true mismatch is usually gross, and a false flag stops a valid experiment. */
@@ -18,22 +19,22 @@ export interface GoodnessOfFit {
 
 /** P(X >= x) for X ~ chi-square with df degrees of freedom: Q(df/2, x/2). 1 for x <= 0. */
 export function chiSquareSurvival(x: number, df: number): number {
-  if (!(df > 0) || !Number.isFinite(df)) throw new RangeError(`chiSquareSurvival: df must be a positive number, got ${df}`);
+  if (!(df > 0) || !Number.isFinite(df)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `chiSquareSurvival: df must be a positive number, got ${df}`);
   if (Number.isNaN(x)) return Number.NaN;
   if (x <= 0) return 1;
   return gammaQ(df / 2, x / 2);
 }
 
-/** The weights as probabilities, with a RangeError naming the problem when they cannot be. */
+/** The weights as probabilities, with an error naming the problem when they cannot be. */
 function probabilities(observed: number[], weights: number[], who: string): number[] {
   if (observed.length !== weights.length) {
-    throw new RangeError(`${who}: ${observed.length} observed counts but ${weights.length} weights`);
+    throw new GatewayError('GATEWAY_ERR_INTERNAL', `${who}: ${observed.length} observed counts but ${weights.length} weights`);
   }
   observed.forEach((o, i) => {
-    if (!Number.isInteger(o) || o < 0) throw new RangeError(`${who}: observed[${i}] must be a non-negative integer, got ${o}`);
+    if (!Number.isInteger(o) || o < 0) throw new GatewayError('GATEWAY_ERR_INTERNAL', `${who}: observed[${i}] must be a non-negative integer, got ${o}`);
   });
   weights.forEach((w, i) => {
-    if (!(w > 0) || !Number.isFinite(w)) throw new RangeError(`${who}: weights[${i}] must be a positive number, got ${w}`);
+    if (!(w > 0) || !Number.isFinite(w)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `${who}: weights[${i}] must be a positive number, got ${w}`);
   });
   const total = weights.reduce((a, b) => a + b, 0);
   return weights.map((w) => w / total);
@@ -66,7 +67,7 @@ export function chiSquareGoodnessOfFit(observed: number[], weights: number[]): G
  */
 export function sequentialSrm(observed: number[], weights: number[], concentration = 10): { log_bayes_factor: number; p_value: number } {
   if (!(concentration > 0) || !Number.isFinite(concentration)) {
-    throw new RangeError(`sequentialSrm: concentration must be a positive number, got ${concentration}`);
+    throw new GatewayError('GATEWAY_ERR_INTERNAL', `sequentialSrm: concentration must be a positive number, got ${concentration}`);
   }
   const w = probabilities(observed, weights, 'sequentialSrm');
   const n = observed.reduce((a, b) => a + b, 0);
@@ -87,12 +88,12 @@ export function sequentialSrm(observed: number[], weights: number[], concentrati
  */
 export function coverageHomogeneity(reported: number[], units: number[]): GoodnessOfFit {
   if (reported.length !== units.length) {
-    throw new RangeError(`coverageHomogeneity: ${reported.length} reported counts but ${units.length} unit counts`);
+    throw new GatewayError('GATEWAY_ERR_INTERNAL', `coverageHomogeneity: ${reported.length} reported counts but ${units.length} unit counts`);
   }
   reported.forEach((r, i) => {
     const u = units[i]!; // same length, checked above
-    if (!Number.isInteger(r) || r < 0) throw new RangeError(`coverageHomogeneity: reported[${i}] must be a non-negative integer, got ${r}`);
-    if (!Number.isInteger(u) || u < r) throw new RangeError(`coverageHomogeneity: units[${i}] must be an integer >= reported[${i}], got ${u}`);
+    if (!Number.isInteger(r) || r < 0) throw new GatewayError('GATEWAY_ERR_INTERNAL', `coverageHomogeneity: reported[${i}] must be a non-negative integer, got ${r}`);
+    if (!Number.isInteger(u) || u < r) throw new GatewayError('GATEWAY_ERR_INTERNAL', `coverageHomogeneity: units[${i}] must be an integer >= reported[${i}], got ${u}`);
   });
   const arms = units.map((u, i) => ({ u, r: reported[i]! })).filter((a) => a.u > 0); // same length
   const total = arms.reduce((a, b) => a + b.u, 0);

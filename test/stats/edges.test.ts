@@ -60,7 +60,7 @@ test('SRM with no unit, one arm or one unit is neutral', () => {
   assert.throws(() => sequentialSrm([1, 0], [1, 1], 0), /concentration must be a positive number/);
 });
 
-test('programming errors throw a RangeError naming the argument', () => {
+test('programming errors throw a GatewayError (GATEWAY_ERR_INTERNAL) naming the argument', () => {
   assert.throws(() => fixedRatio(SOME, SOME, 0), /alpha must be in \(0, 1\), got 0/);
   assert.throws(() => perComparisonAlpha(1.5, 3), /alpha must be in \(0, 1\), got 1.5/);
   assert.throws(() => sequentialRatio(SOME, SOME, { plannedTrajectories: 200, burnIn: 1 }), /burnIn must be at least 2/);
