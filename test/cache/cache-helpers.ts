@@ -11,7 +11,7 @@ export function freshRequestId(): string {
 }
 
 /** One BENCH slot's input: a first user instruction, then env feedback carrying the memory it was answered. */
-export function slotInput(slot: number, step: number, memory: Record<string, unknown> | undefined, inferenceMode = true): Record<string, unknown> {
+export function slotInput(slot: number, step: number, memory: Record<string, unknown> | undefined, inferenceMode = true): { instruction: { type: string; content: string } } & Record<string, unknown> {
   return {
     id: slot,
     instruction: step === 0

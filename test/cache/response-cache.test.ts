@@ -226,3 +226,19 @@ test('agent_version is stable for resumes: "1" for the default and virtual agent
   assert.equal(await version('/agents/kitchen/v1/info'), '1');
   assert.equal(await version('/agents/pinned/v1/info'), '2024.1');
 });
+
+test('a cached input is not shadowed again; the inputs dispatched are', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'a' });
+  const shadow = await f.agent({ name: 's' });
+  const gw = await f.gateway({ ...cachedConfig({ a, s: shadow }, { backend: 'a', shadow: ['s'] }) });
+  const cached = slotInput(1, 0, undefined);
+  await postBatch(gw, [cached]);
+  await waitFor('the first batch shadowed', () => seenInputs(shadow).length === 1);
+  assert.equal((await postBatch(gw, [cached])).hits, '1');
+  const fresh = slotInput(2, 0, undefined);
+  assert.equal((await postBatch(gw, [cached, fresh])).hits, '1');
+  // The third batch's shadow is sent after any the second could have sent: once it arrived, none did.
+  await waitFor('the third batch shadowed', () => seenInputs(shadow).includes(fresh.instruction.content));
+  assert.deepEqual(seenInputs(shadow), [cached, fresh].map((i) => i.instruction.content), 'only dispatched inputs were shadowed');
+});
