@@ -54,9 +54,9 @@ test('a BENCH-like rerun (16 slots x 4 steps) is answered from the cache, byte f
 
   // Experiments stay honest: the rerun's steps are cached_steps, not steps, and add no latency samples.
   const report = (await http(`${gw.adminUrl}/gateway/experiments`)).json as {
-    routes: { route: string; arms: { arm: string; steps: number; cached_steps: number; latency_ms: { samples: number } }[] }[];
+    experiments: { route: string; arms: { arm: string; steps: number; cached_steps: number; latency_ms: { samples: number } }[] }[];
   };
-  const arms = report.routes.find((r) => r.route === 'main')!.arms;
+  const arms = report.experiments.find((r) => r.route === 'main')!.arms;
   const total = (k: 'steps' | 'cached_steps'): number => arms.reduce((n, x) => n + x[k], 0);
   assert.equal(total('steps'), 64);
   assert.equal(total('cached_steps'), 64);
