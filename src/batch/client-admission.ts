@@ -54,11 +54,10 @@ export function overloadedOutputs(
   gw: GatewayState,
   request: AgentRequest,
   headers: Record<string, string | string[] | undefined>,
-  requestMarked: boolean,
   client: string,
   refused: Refused,
 ): ReturnType<typeof failBatch> {
   const plan = planBatch(request, routes, runtime.upstreams, { headers });
   const failure: AttemptFailure = { code: 'gateway_overloaded', message: overloadMessage(runtime, client, refused) };
-  return failBatch(routes.memoryKey, request, plan, failure, requestMarked, new MetricsBatchObserver(gw.metrics, routes.agent));
+  return failBatch(routes.memoryKey, request, plan, failure, new MetricsBatchObserver(gw.metrics, routes.agent));
 }

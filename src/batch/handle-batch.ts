@@ -172,12 +172,12 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     if (ex.client !== undefined && gw.clients.limited(ex.client)) {
       const admitted = await admitClient(gw, ex.client, request, deadline, signal);
       if (!admitted.ok) {
-        const refused = overloadedOutputs(runtime, compiled, gw, request, ex.headers, parsed.marked, ex.client, admitted);
+        const refused = overloadedOutputs(runtime, compiled, gw, request, ex.headers, ex.client, admitted);
         ex.log.info(
           { request_id: request.request_id, client: ex.client, limit: admitted.limit, waited_ms: Math.round(admitted.waitedMs), inputs: inputs.length, candidates: refused.outputs.length },
           'batch over its client limits',
         );
-        return { status: 200, body: answerBody(refused.outputs, refused.marked), requestId };
+        return { status: 200, body: answerBody(refused.outputs), requestId };
       }
       permit = admitted;
     }
@@ -194,11 +194,10 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
         deadline, headers, signal, clientGone: () => clientGone, requestBody: raw, span,
         stream: sink === undefined ? undefined : { overBytes: mbToBytes(config.server.stream_answers_over_mb), sink },
       },
-      parsed.marked,
     );
     if (plan.inputs.some((p) => p.shadows.length > 0)) {
       // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
-      void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, parsed.marked, batch.then((r) => r.outputs), headers, span);
+      void startShadows({ ...deps, limiter: runtime.shadows }, request, plan, batch.then((r) => r.outputs), headers, span);
     }
     const result = await batch;
     gw.experiments.recordBatch(compiled, request, plan, result);
@@ -217,7 +216,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     // Checked against the request before it is sent, every time (README "What happens to a batch", step 4).
     const problem = validateAgainstRequest(request, result.outputs);
     if (problem !== undefined) throw new GatewayError('GATEWAY_ERR_RESPONSE_ORDER', `assembled response violates the contract order: ${problem}`);
-    const body = answerBody(result.outputs, result.marked);
+    const body = answerBody(result.outputs);
     const overheadMs = beforeDispatch - t0 + result.workMs + (performance.now() - t2);
     metrics.overhead.observe(overheadMs / 1000);
     if (span.recording) traceResult(span, plan, result, overheadMs);

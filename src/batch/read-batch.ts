@@ -14,7 +14,7 @@ import type { IndexedAgentRequest } from '../protocol/types.js';
 
 /** The request to route, or the answer that ends the batch here. */
 export type BatchRead =
-  | { ok: true; request: IndexedAgentRequest; marked: boolean }
+  | { ok: true; request: IndexedAgentRequest }
   | { ok: false; status: 200 | 400 | 422; body: string };
 
 export function readBatch(raw: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
@@ -44,5 +44,5 @@ export function readBatch(raw: Buffer, server: GatewayConfig['server'], memoryKe
     log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', inputs: inputs.length, problem: tooBig[0]?.msg }, 'batch over its limits');
     return { ok: false, status: 422, body: stringifyExact({ detail: tooBig }) };
   }
-  return { ok: true, request, marked: parsed.marked };
+  return { ok: true, request };
 }

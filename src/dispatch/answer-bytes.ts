@@ -42,22 +42,22 @@ export function candidateTag(out: AgentOutput): MemoryTag | undefined {
 }
 
 /** The answer: each candidate's bytes, or for a candidate decoded whole, stringifyExact of it. */
-export function answerBody(outputs: readonly AgentOutput[], marked: boolean): AnswerBody {
+export function answerBody(outputs: readonly AgentOutput[]): AnswerBody {
   const w = new PartsWriter();
   w.push(LBRACKET);
   outputs.forEach((o, i) => {
     if (i > 0) w.push(COMMA);
-    writeCandidate(o, w, marked);
+    writeCandidate(o, w);
   });
   w.push(RBRACKET);
   return w.done();
 }
 
 /** One candidate of an answer: its bytes, or for a candidate decoded whole, stringifyExact of it. */
-export function writeCandidate(o: AgentOutput, w: PartsWriter, marked: boolean): void {
+export function writeCandidate(o: AgentOutput, w: PartsWriter): void {
   const b = bytesOf(o);
   if (b !== undefined) b.write(w);
-  else w.text(stringifyExact(o, marked));
+  else w.text(stringifyExact(o));
 }
 
 /** What an indexed candidate's accessors read: its answer's bytes and index, and what they decoded, once each. */

@@ -38,15 +38,11 @@ export interface BatchInputs {
   readonly stripped: readonly (JsonObject | undefined)[];
   /** The client's body as received, when it may be forwarded whole. */
   readonly requestBody: Buffer | undefined;
-  /** The request holds number markers: bodies built from it need stringifyExact's marked mode. */
-  readonly requestMarked: boolean;
 }
 
 export type AttemptResult = {
   /** Milliseconds of the gateway's own work (body built, answer parsed and checked). */
   workMs: number;
-  /** The answer holds number markers: the batch must be serialized with stringifyExact. */
-  marked: boolean;
 } & (
   /** Per item, per candidate: a valid candidate or why that one failed. */
   | { kind: 'answered'; ms: number; rows: Slot<AgentOutput | IndexedCandidate>[][] }
@@ -61,7 +57,6 @@ const RESPONSES_PATH = '/v1/responses';
 
 export class Attempt {
   private workMs = 0;
-  private marked = false;
   /** Its own client span, only when the batch's span is recorded; what it ended with, for that span. */
   private span: TraceSpan | undefined;
   private outcome: string | undefined;
@@ -119,7 +114,7 @@ export class Attempt {
   }
 
   private unserved(why: Unserved<Replica>): AttemptResult {
-    return { kind: 'unserved', why, workMs: this.workMs, marked: this.marked };
+    return { kind: 'unserved', why, workMs: this.workMs };
   }
 
   private async send(): Promise<AttemptResult> {
@@ -148,7 +143,7 @@ export class Attempt {
       if (outcome.committed) return this.streamed(res, ms, outcome.written);
       if (res.ok) {
         // The answer ended but never began for the client: it went away, or the answer was refused whole.
-        if (outcome.refused === undefined) return { kind: 'aborted', ms, clientGone: true, workMs: this.workMs, marked: this.marked };
+        if (outcome.refused === undefined) return { kind: 'aborted', ms, clientGone: true, workMs: this.workMs };
         res = { ok: false, status: res.status, failure: { code: 'gateway_backend_invalid_response', message: outcome.refused } };
       }
     }
@@ -159,7 +154,7 @@ export class Attempt {
       const gone = ctx.clientGone?.() === true;
       this.ended(gone ? 'cancelled' : 'gateway_backend_timeout', ms, gone ? 'the client closed the connection' : 'the batch deadline ran out');
       if (!gone) upstreams.recordFailure(replica, 'the batch deadline ran out');
-      return { kind: 'aborted', ms, clientGone: gone, workMs: this.workMs, marked: this.marked };
+      return { kind: 'aborted', ms, clientGone: gone, workMs: this.workMs };
     }
     if (!res.ok) {
       this.ended(res.failure.code, ms, res.failure.message);
@@ -188,14 +183,14 @@ export class Attempt {
     }
     this.ended('ok', ms);
     upstreams.recordSuccess(replica, ms);
-    return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs, marked: this.marked };
+    return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs };
   }
 
   /** A streamed answer's end: the batch is answered whatever happened to the backend after it began. */
   private streamed(res: Awaited<ReturnType<typeof postResponses>>, ms: number, written: number): AttemptResult {
     const { upstreams, log } = this.deps;
     const { replica, ctx } = this;
-    const result: AttemptResult = { kind: 'streamed', ms, written, workMs: this.workMs, marked: this.marked };
+    const result: AttemptResult = { kind: 'streamed', ms, written, workMs: this.workMs };
     if (res.ok) {
       this.ended('ok', ms);
       upstreams.recordSuccess(replica, ms);
@@ -222,7 +217,7 @@ export class Attempt {
    * from their bytes (protocol/sub-request.ts), memory exactly as the client sent it minus the tag.
    */
   private body(): string | Buffer {
-    const { request, stripped, requestBody, requestMarked } = this.batch;
+    const { request, stripped, requestBody } = this.batch;
     const inputs = request.inputs;
     const items = this.items;
     // Item input indexes come from the plan of this request: always in range of its inputs.
@@ -242,20 +237,15 @@ export class Attempt {
       slices.push({ raw, count: it.count });
     }
     if (slices.length === items.length) return subRequestBody(Buffer.from(JSON.stringify(request.request_id)), slices);
-    return stringifyExact(
-      {
-        request_id: request.request_id,
-        // An item's input index is in range of the inputs (above).
-        inputs: items.map((it) => forwarded(inputs[it.input]!, stripped[it.input] ?? inputs[it.input]!.memory, it.count)),
-      },
-      requestMarked,
-    );
+    return stringifyExact({
+      request_id: request.request_id,
+      // An item's input index is in range of the inputs (above).
+      inputs: items.map((it) => forwarded(inputs[it.input]!, stripped[it.input] ?? inputs[it.input]!.memory, it.count)),
+    });
   }
 
   private check(bytes: Buffer): AnswerCheck {
-    const check = checkAnswerBytes(bytes, this.shape(), this.replica.maxJsonDepth, this.deps.memoryKey);
-    if (check.ok && check.marked) this.marked = true;
-    return check;
+    return checkAnswerBytes(bytes, this.shape(), this.replica.maxJsonDepth, this.deps.memoryKey);
   }
 
   private shape(): SubRequestShape {

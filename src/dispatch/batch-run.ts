@@ -25,7 +25,6 @@ export class BatchRun {
   private readonly slots: BatchSlots;
   private readonly deadline: number;
   private workMs = 0;
-  private marked: boolean;
   private readonly backends: Record<string, number> = {};
   /** Candidates written by a streamed answer; undefined while none was streamed. */
   private streamed: number | undefined;
@@ -36,16 +35,13 @@ export class BatchRun {
     request: AgentRequest,
     private readonly plan: BatchPlan,
     private readonly ctx: BatchContext,
-    requestMarked: boolean,
   ) {
     this.deadline = ctx.deadline;
-    this.marked = requestMarked;
     this.inputs = {
       request,
       // An input read by the indexer is forwarded from its bytes: its memory is never decoded for that.
       stripped: request.inputs.map((inp) => (inp.raw === undefined ? stripMemoryKey(inp.memory, deps.memoryKey) : undefined)),
       requestBody: ctx.requestBody,
-      requestMarked,
     };
     this.slots = new BatchSlots(request, deps.memoryKey, observer);
   }
@@ -57,7 +53,6 @@ export class BatchRun {
     return {
       // A streamed answer's candidates went out as they came: none is kept.
       outputs: this.streamed === undefined ? this.slots.outputs() : [],
-      marked: this.slots.marked(this.marked),
       workMs: this.workMs,
       backends: this.backends,
       errorCodes: this.slots.errorCodes,
@@ -97,11 +92,11 @@ export class BatchRun {
       await this.settle(items, { kind: 'no-time' });
       return;
     }
-    const { request, requestMarked } = this.inputs;
+    const { request } = this.inputs;
     // Only an attempt carrying the whole batch may stream: nothing else then writes to the client.
     const stream =
       this.ctx.stream !== undefined && coversRequest(request, items)
-        ? new StreamedAnswer(this.slots, request, items, this.ctx.stream.sink, replica.maxJsonDepth, this.deps.memoryKey, requestMarked)
+        ? new StreamedAnswer(this.slots, request, items, this.ctx.stream.sink, replica.maxJsonDepth, this.deps.memoryKey)
         : undefined;
     const attempt = new Attempt(this.deps, this.observer, this.inputs, this.ctx, replica, items, tried, stream);
     const r = await attempt.run();
@@ -121,7 +116,6 @@ export class BatchRun {
 
   private account(replica: Replica, nInputs: number, r: AttemptResult): void {
     this.workMs += r.workMs;
-    if (r.marked) this.marked = true;
     // Counted once the sub-request was on the wire, whatever its answer; not when it waited for a permit in vain.
     if (r.kind !== 'unserved' || r.why.kind !== 'unsent') count(this.backends, replica.backend, nInputs);
   }

@@ -37,14 +37,6 @@ export class BatchSlots {
     return out;
   }
 
-  /**
-   * Whether the outputs need stringifyExact: the request's ids did (`requestMarked`), or an error candidate
-   * carries an input's memory, decoded from the body only then, whose numbers may be markers.
-   */
-  marked(requestMarked: boolean): boolean {
-    return requestMarked || this.request.inputs.some((inp) => inp.raw?.memory.marked === true);
-  }
-
   /** Every candidate of `items` becomes an error candidate with `f`. `ms`: the sub-request's time, if one ran. */
   fail(items: readonly Item[], f: AttemptFailure, ms?: number): void {
     for (const it of items) {

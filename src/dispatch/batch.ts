@@ -23,10 +23,9 @@ export function runBatch(
   request: AgentRequest,
   plan: BatchPlan,
   ctx: BatchContext,
-  requestMarked: boolean,
   observer: BatchObserver = batchObserver(deps.metrics, deps.agent, ctx.span),
 ): Promise<BatchResult> {
-  return new BatchRun(deps, observer, request, plan, ctx, requestMarked).run();
+  return new BatchRun(deps, observer, request, plan, ctx).run();
 }
 
 /**
@@ -39,10 +38,9 @@ export function failBatch(
   request: AgentRequest,
   plan: BatchPlan,
   failure: AttemptFailure,
-  requestMarked: boolean,
   observer: BatchObserver,
 ): BatchResult {
   const slots = new BatchSlots(request, memoryKey, observer);
   slots.fail(itemsOf(plan), failure);
-  return { outputs: slots.outputs(), marked: slots.marked(requestMarked), workMs: 0, backends: {}, errorCodes: slots.errorCodes, legs: slots.legs };
+  return { outputs: slots.outputs(), workMs: 0, backends: {}, errorCodes: slots.errorCodes, legs: slots.legs };
 }

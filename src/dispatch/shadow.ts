@@ -76,7 +76,6 @@ export function startShadows(
   deps: ShadowDeps,
   request: AgentRequest,
   plan: BatchPlan,
-  marked: boolean,
   primary: Promise<AgentOutput[]>,
   correlation: CorrelationHeaders,
   /** The batch's server span; the no-op span when untraced. */
@@ -102,7 +101,7 @@ export function startShadows(
     }
     deps.limiter.inFlight++;
     jobs.push(
-      runShadow(deps, request, g, marked, primary, headers, span)
+      runShadow(deps, request, g, primary, headers, span)
         .catch((err: unknown) => deps.log.debug({ err, backend: g.backend }, 'shadow failed'))
         .finally(() => deps.limiter.inFlight--),
     );
@@ -130,7 +129,6 @@ async function runShadow(
   deps: ShadowDeps,
   request: AgentRequest,
   g: Group,
-  marked: boolean,
   primary: Promise<AgentOutput[]>,
   headers: Record<string, string>,
   parent: TraceSpan,
@@ -143,7 +141,7 @@ async function runShadow(
   const span = shadowSpan(parent, g, replica);
   const end: { outcome?: string; status?: number; reason?: string } = {};
   try {
-    await shadowCall(deps, request, g, marked, primary, withTraceparent(headers, (span ?? parent).traceparent), replica, span, end);
+    await shadowCall(deps, request, g, primary, withTraceparent(headers, (span ?? parent).traceparent), replica, span, end);
   } finally {
     if (span !== undefined) endAttemptSpan(span, end.outcome, end.status, end.reason);
   }
@@ -154,7 +152,6 @@ async function shadowCall(
   deps: ShadowDeps,
   request: AgentRequest,
   g: Group,
-  marked: boolean,
   primary: Promise<AgentOutput[]>,
   headers: Record<string, string>,
   replica: Replica,
@@ -169,13 +166,10 @@ async function shadowCall(
   const body =
     slices.length === inputs.length
       ? subRequestBody(Buffer.from(JSON.stringify(request.request_id)), slices)
-      : stringifyExact(
-          {
-            request_id: request.request_id,
-            inputs: inputs.map((inp) => ({ ...inp, memory: stripMemoryKey(inp.memory, deps.memoryKey) })),
-          },
-          marked,
-        );
+      : stringifyExact({
+          request_id: request.request_id,
+          inputs: inputs.map((inp) => ({ ...inp, memory: stripMemoryKey(inp.memory, deps.memoryKey) })),
+        });
   const res = await postResponses(replica, body, headers, deps.upstreams.timeoutMs(g.backend), undefined, true);
   end.status = res.status;
   if (!res.ok) {

@@ -68,7 +68,6 @@ export class StreamedAnswer implements BodyTap {
   /** Set once the answer broke off after it began: every candidate not yet written fails with this. */
   private cut: AttemptFailure | undefined;
   private refused: string | undefined;
-  private marked: boolean;
   private workMs = 0;
   private resolveDone: ((o: StreamOutcome) => void) | undefined;
 
@@ -79,10 +78,7 @@ export class StreamedAnswer implements BodyTap {
     private readonly sink: AnswerSink,
     private readonly maxDepth: number,
     private readonly memoryKey: string,
-    requestMarked: boolean,
-  ) {
-    this.marked = requestMarked;
-  }
+  ) {}
 
   start(flow: BodyFlow): void {
     this.flow = flow;
@@ -157,7 +153,7 @@ export class StreamedAnswer implements BodyTap {
       this.invalid(`the answer is not JSON: a value is missing (candidate [${k}])`);
       return;
     }
-    const placed = this.placement.add(k, indexedView(wrapped, el, () => (this.marked = true)));
+    const placed = this.placement.add(k, indexedView(wrapped, el));
     if (placed.kind === 'condemned') this.invalid(placed.reason);
     // Written at once, not after the chunk: a chunk may hold many small candidates.
     else this.pump();
@@ -211,7 +207,7 @@ export class StreamedAnswer implements BodyTap {
         row[this.c] = WRITTEN;
         this.c++;
         const w = this.open();
-        writeCandidate(out, w, this.marked);
+        writeCandidate(out, w);
         this.written++;
         this.send(w);
       }

@@ -5,7 +5,6 @@
  * trajectory is decoded only if the gateway must write it itself (an error candidate), and forwarded as the
  * bytes the client sent otherwise, key order and every number included.
  */
-import { isNumberMark } from './exact-json.js';
 import { RawJson, type InputSlices } from './raw-json.js';
 import type { InputIndex, RequestIndex, Span } from './request-index.js';
 import type { AgentInput, IndexedAgentInput, IndexedAgentRequest, JsonObject } from './types.js';
@@ -49,10 +48,9 @@ function inputOf(buf: Buffer, index: InputIndex, memoryKey: string): IndexedAgen
   return input as IndexedAgentInput;
 }
 
-/** The request of an index; `marked` when an id is a number marker (serialize answers with stringifyExact). */
-export function indexedRequest(index: RequestIndex, memoryKey: string): { request: IndexedAgentRequest; marked: boolean } {
-  const inputs = index.inputs.map((ii) => inputOf(index.buf, ii, memoryKey));
-  return { request: { request_id: index.requestId, inputs }, marked: inputs.some((i) => isNumberMark(i.id)) };
+/** The request of an index. */
+export function indexedRequest(index: RequestIndex, memoryKey: string): IndexedAgentRequest {
+  return { request_id: index.requestId, inputs: index.inputs.map((ii) => inputOf(index.buf, ii, memoryKey)) };
 }
 
 /** The decoded value of memory's tag member (the last one, as JSON.parse keeps), or undefined when there is none. */

@@ -8,7 +8,7 @@ import { parseExact } from './exact-json.js';
 import type { InputIndex } from './request-index.js';
 
 export class RawJson {
-  private cache: { value: unknown; marked: boolean } | undefined;
+  private cache: { value: unknown } | undefined;
 
   constructor(
     readonly buf: Buffer,
@@ -41,16 +41,10 @@ export class RawJson {
     return this.cache !== undefined;
   }
 
-  /** True once decoded when the value holds number markers; false before any decode. */
-  get marked(): boolean {
-    return this.cache?.marked === true;
-  }
-
-  private decode(): { value: unknown; marked: boolean } {
+  private decode(): { value: unknown } {
     if (this.cache === undefined) {
       // The indexer proved these bytes JSON within server.max_json_depth, so this parse cannot fail.
-      const p = parseExact(this.buf.toString('utf8', this.start, this.end));
-      this.cache = { value: p.value, marked: p.marked };
+      this.cache = { value: parseExact(this.buf.toString('utf8', this.start, this.end)).value };
     }
     return this.cache;
   }

@@ -13,7 +13,7 @@ import type { IndexedAgentRequest, ValidationIssue } from './types.js';
 import { firstInvalidUtf8 } from './utf8.js';
 
 type RequestRead =
-  | { ok: true; request: IndexedAgentRequest; marked: boolean; index: RequestIndex }
+  | { ok: true; request: IndexedAgentRequest; index: RequestIndex }
   | { ok: false; status: 422; detail: ValidationIssue[] }
   /** Not UTF-8: FastAPI's 400 "There was an error parsing the body", with the offset of the first bad byte. */
   | { ok: false; status: 400; message: string; offset: number };
@@ -29,7 +29,7 @@ export function readAgentRequest(body: Buffer, limits: IndexLimits): RequestRead
     };
   }
   const indexed = indexAgentRequest(body, limits);
-  if (indexed.ok) return { ok: true, ...indexedRequest(indexed.index, limits.memoryKey), index: indexed.index };
+  if (indexed.ok) return { ok: true, request: indexedRequest(indexed.index, limits.memoryKey), index: indexed.index };
   const parsed = parseAgentRequest(body.toString('utf8'), limits);
   if (!parsed.ok) return { ok: false, status: 422, detail: parsed.detail };
   // The two readers disagree: the indexer's reason is the answer (the differential test keeps this unreached).
