@@ -10,7 +10,7 @@ import type { Logger } from '../logging.js';
 import { stringifyExact } from '../protocol/exact-json.js';
 import { readAgentRequest } from '../protocol/read-request.js';
 import { checkBatchLimits } from '../protocol/request-limits.js';
-import type { IndexedAgentRequest } from '../protocol/types.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
 
 /** The request to route, or the answer that ends the batch here. */
 export type BatchRead =

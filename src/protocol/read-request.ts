@@ -6,10 +6,10 @@
  * only decides, so every message stays what it was.
  */
 import { isUtf8 } from 'node:buffer';
-import { indexedRequest } from './indexed-request.js';
+import { indexedRequest, type IndexedAgentRequest } from './indexed-request.js';
 import { parseAgentRequest } from './request.js';
 import { indexAgentRequest, type IndexLimits, type RequestIndex } from './request-index.js';
-import type { IndexedAgentRequest, ValidationIssue } from './types.js';
+import type { ValidationIssue } from './types.js';
 import { firstInvalidUtf8 } from './utf8.js';
 
 type RequestRead =

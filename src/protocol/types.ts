@@ -31,13 +31,6 @@ export type AgentInput = Omit<z.output<typeof agentInputSchema>, 'num_outputs'> 
    */
   readonly raw?: InputSlices;
 };
-/** An input read by the indexer: its bytes are always at hand. */
-export type IndexedAgentInput = AgentInput & { readonly raw: InputSlices };
-/** A request read by the indexer (protocol/read-request.ts). */
-export interface IndexedAgentRequest {
-  request_id: string;
-  inputs: IndexedAgentInput[];
-}
 export interface AgentRequest {
   request_id: string;
   inputs: AgentInput[];
