@@ -10,7 +10,7 @@ import type { Admission } from '../clients/client-limiter.js';
 import { failBatch } from '../dispatch/batch.js';
 import { MetricsBatchObserver } from '../dispatch/batch-observer.js';
 import type { AttemptFailure } from '../errors.js';
-import type { AgentRequest } from '../protocol/types.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
 import { planBatch, type CompiledRoutes } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { GatewayState } from './gateway-state.js';
@@ -19,7 +19,7 @@ import type { GatewayState } from './gateway-state.js';
 const LIMIT_KEY = { batches_in_flight: 'max_batches_in_flight', candidates_per_minute: 'max_candidates_per_minute' } as const;
 
 /** Candidates the batch asks for: what the candidates-per-minute bucket is charged. */
-function candidatesAsked(request: AgentRequest): number {
+function candidatesAsked(request: IndexedAgentRequest): number {
   let n = 0;
   for (const input of request.inputs) n += input.num_outputs;
   return n;
@@ -29,7 +29,7 @@ function candidatesAsked(request: AgentRequest): number {
 export async function admitClient(
   gw: GatewayState,
   client: string,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   deadline: number,
   signal: AbortLike,
 ): Promise<Admission> {
@@ -52,7 +52,7 @@ export function overloadedOutputs(
   runtime: GatewayRuntime,
   routes: CompiledRoutes,
   gw: GatewayState,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   headers: Record<string, string | string[] | undefined>,
   client: string,
   refused: Refused,

@@ -10,7 +10,8 @@ import { inputMemoryLayout, PartsWriter, taggedMemory, type AnswerBody } from '.
 import type { IndexedCandidate } from '../protocol/response-check.js';
 import type { InputSlices } from '../protocol/raw-json.js';
 import { agentDecisionSchema, agentErrorSchema } from '../protocol/schemas.js';
-import type { AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
+import type { IndexedAgentInput } from '../protocol/indexed-request.js';
+import type { AgentOutput, JsonObject } from '../protocol/types.js';
 import type { MemoryTag } from '../routing/plan.js';
 
 /** How one candidate writes itself, and its memory tag (read without decoding its memory). */
@@ -140,11 +141,9 @@ const NULL = lit('null');
 const NO_STEPS_NO_OUTPUT = lit(',"internal_steps":[],"output":null,"error":');
 const END = lit('}');
 
-/** source_id as the client wrote it (from its body), or as stringifyExact prints an id decoded some other way. */
-function idBytes(from: AgentInput | InputSlices): Buffer {
-  const raw = 'index' in from ? from : from.raw;
-  if (raw !== undefined) return raw.buf.subarray(raw.index.idSpan.start, raw.index.idSpan.end);
-  return Buffer.from(stringifyExact((from as AgentInput).id), 'latin1'); // not InputSlices: it has no `index`
+/** source_id as the client wrote it (from its body). */
+function idBytes(raw: InputSlices): Buffer {
+  return raw.buf.subarray(raw.index.idSpan.start, raw.index.idSpan.end);
 }
 
 /**
@@ -190,9 +189,9 @@ export class CandidateWriter {
   }
 
   /** A backend's candidate re-addressed to the client's request, as bytes; the object decodes on read. */
-  fromIndexed(requestId: string, input: AgentInput, candidateIndex: number, cand: IndexedCandidate, tag: MemoryTag): AgentOutput {
+  fromIndexed(requestId: string, input: IndexedAgentInput, candidateIndex: number, cand: IndexedCandidate, tag: MemoryTag): AgentOutput {
     const { buf, index } = cand;
-    const id = idBytes(input);
+    const id = idBytes(input.raw);
     const { bytes: tagBytes } = this.tagMember(tag);
     const memoryKey = this.memoryKey;
     const slice = (s: { start: number; end: number }): Buffer => buf.subarray(s.start, s.end);

@@ -7,17 +7,16 @@
  * The run owns its deadline, its slots (through BatchSlots) and its totals; attempts only report back.
  */
 import { performance } from 'node:perf_hooks';
-import type { AgentRequest } from '../protocol/types.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';
 import type { Replica } from '../upstream/replica.js';
 import type { AttemptFailure } from '../errors.js';
 import { Attempt, type AttemptResult, type BatchInputs } from './attempt.js';
 import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
-import { groupBy, itemsOf, type Item } from './batch-item.js';
+import { coversRequest, groupBy, itemsOf, type Item } from './batch-item.js';
 import type { BatchObserver } from './batch-observer.js';
 import { BatchSlots, count } from './batch-slots.js';
-import { stripMemoryKey } from './candidates.js';
-import { coversRequest, StreamedAnswer } from './streamed-answer.js';
+import { StreamedAnswer } from './streamed-answer.js';
 import { abortedFailure, decideFailover, resolveMove, type FailoverView, type Unserved } from './failover.js';
 
 export class BatchRun {
@@ -32,22 +31,17 @@ export class BatchRun {
   constructor(
     private readonly deps: DispatchDeps,
     private readonly observer: BatchObserver,
-    request: AgentRequest,
+    request: IndexedAgentRequest,
     private readonly plan: BatchPlan,
     private readonly ctx: BatchContext,
   ) {
     this.deadline = ctx.deadline;
-    this.inputs = {
-      request,
-      // An input read by the indexer is forwarded from its bytes: its memory is never decoded for that.
-      stripped: request.inputs.map((inp) => (inp.raw === undefined ? stripMemoryKey(inp.memory, deps.memoryKey) : undefined)),
-      requestBody: ctx.requestBody,
-    };
+    this.inputs = { request, requestBody: ctx.requestBody };
     this.slots = new BatchSlots(request, deps.memoryKey, observer);
   }
 
   async run(): Promise<BatchResult> {
-    const items = itemsOf(this.plan);
+    const items = itemsOf(this.plan, this.inputs.request);
     for (const it of items) this.observer.legRouted(it.route, it.backend);
     await this.dispatch(items);
     return {

@@ -5,7 +5,8 @@
  * keeps complete memory). Every candidate carries the memory tag (docs/gateway-behaviour.md, "The memory tag").
  */
 import type { GatewayErrorCode } from '../errors.js';
-import type { AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
+import type { IndexedAgentInput } from '../protocol/indexed-request.js';
+import type { AgentError, AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
 import type { MemoryTag } from '../routing/plan.js';
 
 /** memory without the gateway's key, the same object when the key is absent (the common case: no copy). */
@@ -60,25 +61,22 @@ function sameTag(a: MemoryTag, b: MemoryTag): boolean {
   return a.backend === b.backend && a.route === b.route && a.arm === b.arm;
 }
 
+/** A candidate the gateway failed: its error is always set. */
+export type ErrorCandidate = AgentOutput & { status: 'error'; error: AgentError };
+
 export function errorCandidate(
   requestId: string,
-  input: AgentInput,
+  input: IndexedAgentInput,
   candidateIndex: number,
   code: GatewayErrorCode,
   message: string,
   backend: string,
   memoryKey: string,
   tag: MemoryTag,
-): AgentOutput {
+): ErrorCandidate {
   const error = { code, message: message || code, component: backend };
-  if (input.raw === undefined) {
-    return {
-      request_id: requestId, source_id: input.id, candidate_index: candidateIndex, status: 'error',
-      memory: taggedInputMemory(input.memory, memoryKey, tag), internal_steps: [], output: null, error,
-    };
-  }
-  // An input read by the indexer: the answer writes its memory from the body (answer-bytes.ts), so the
-  // decoded memory is built only if something reads it. The key order is the candidate's: memory in its place.
+  // The answer writes the input's memory from the body (answer-bytes.ts), so the decoded memory is built only
+  // if something reads it. The key order is the candidate's: memory in its place.
   const out = { request_id: requestId, source_id: input.id, candidate_index: candidateIndex, status: 'error' as const };
   Object.defineProperty(out, LAZY_MEMORY, { value: { input, memoryKey, tag } satisfies LazyMemory, enumerable: false });
   Object.defineProperty(out, 'memory', MEMORY_FIELD);
@@ -88,7 +86,7 @@ export function errorCandidate(
 
 /** What an error candidate's memory accessor reads, and what it built (once). */
 interface LazyMemory {
-  readonly input: AgentInput;
+  readonly input: IndexedAgentInput;
   readonly memoryKey: string;
   readonly tag: MemoryTag;
   memory?: JsonObject;

@@ -12,14 +12,13 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from '../logging.js';
 import { withTraceparent, type CorrelationHeaders } from '../protocol/correlation.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { stringifyExact } from '../protocol/exact-json.js';
 import { checkAnswerBytes, decisionOf } from '../protocol/answer-check.js';
 import { subRequestBody } from '../protocol/sub-request.js';
-import type { AgentDecision, AgentOutput, AgentRequest } from '../protocol/types.js';
+import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/indexed-request.js';
+import type { AgentDecision, AgentOutput } from '../protocol/types.js';
 import type { BatchPlan } from '../routing/plan.js';
 import { postResponses } from '../upstream/backend-call.js';
 import type { Upstreams } from '../upstream/upstreams.js';
-import { stripMemoryKey } from './candidates.js';
 import { attemptSpanName, endAttemptSpan, serverOf } from './attempt-span.js';
 import {
   ATTR_AGREED,
@@ -63,8 +62,8 @@ function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | nu
   return a.say === b.say && isDeepStrictEqual(a.tool_calls, b.tool_calls);
 }
 
-/** The inputs of one route copied to one shadow backend: one sub-request. */
-type Group = { route: string; backend: string; inputs: number[] };
+/** The inputs of one route copied to one shadow backend (with their positions in the request): one sub-request. */
+type Group = { route: string; backend: string; inputs: IndexedAgentInput[]; at: number[] };
 
 /**
  * Start the shadow sub-requests of a batch. `primary` resolves with the client's candidates (in request
@@ -74,7 +73,7 @@ type Group = { route: string; backend: string; inputs: number[] };
  */
 export function startShadows(
   deps: ShadowDeps,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   plan: BatchPlan,
   primary: Promise<AgentOutput[]>,
   correlation: CorrelationHeaders,
@@ -85,11 +84,15 @@ export function startShadows(
   // Group per (route, shadow backend): one sub-request each, so one batch costs one slot per shadow backend.
   const groups = new Map<string, Group>();
   for (const p of plan.inputs) {
+    const input = request.inputs[p.index];
+    if (input === undefined) continue; // the plan is this request's: never
     for (const backend of p.shadows) {
       const key = `${p.route}\u0000${backend}`;
       const g = groups.get(key);
-      if (g) g.inputs.push(p.index);
-      else groups.set(key, { route: p.route, backend, inputs: [p.index] });
+      if (g) {
+        g.inputs.push(input);
+        g.at.push(p.index);
+      } else groups.set(key, { route: p.route, backend, inputs: [input], at: [p.index] });
     }
   }
   const jobs: Promise<void>[] = [];
@@ -127,7 +130,7 @@ function shadowSpan(parent: TraceSpan, g: Group, replica: Replica): TraceSpan | 
 
 async function runShadow(
   deps: ShadowDeps,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   g: Group,
   primary: Promise<AgentOutput[]>,
   headers: Record<string, string>,
@@ -150,7 +153,7 @@ async function runShadow(
 /** The shadow sub-request and its comparison; `end` gets how it ended, for the span. */
 async function shadowCall(
   deps: ShadowDeps,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   g: Group,
   primary: Promise<AgentOutput[]>,
   headers: Record<string, string>,
@@ -160,16 +163,9 @@ async function shadowCall(
 ): Promise<void> {
   const { metrics } = deps;
   const labels = { agent: deps.agent, route: g.route, backend: g.backend };
-  const inputs = g.inputs.map((i) => request.inputs[i]!); // i indexes request.inputs (loop bound)
-  // Inputs read by the indexer are written from their bytes, never decoded for a shadow.
-  const slices = inputs.flatMap((inp) => (inp.raw === undefined ? [] : [{ raw: inp.raw, count: inp.num_outputs }]));
-  const body =
-    slices.length === inputs.length
-      ? subRequestBody(Buffer.from(JSON.stringify(request.request_id)), slices)
-      : stringifyExact({
-          request_id: request.request_id,
-          inputs: inputs.map((inp) => ({ ...inp, memory: stripMemoryKey(inp.memory, deps.memoryKey) })),
-        });
+  const inputs = g.inputs;
+  // Written from the inputs' bytes, never decoded for a shadow.
+  const body = subRequestBody(Buffer.from(JSON.stringify(request.request_id)), inputs.map((inp) => ({ raw: inp.raw, count: inp.num_outputs })));
   const res = await postResponses(replica, body, headers, deps.upstreams.timeoutMs(g.backend), undefined, true);
   end.status = res.status;
   if (!res.ok) {
@@ -200,7 +196,7 @@ async function shadowCall(
   }
   let agreedN = 0;
   let disagreedN = 0;
-  g.inputs.forEach((inputIndex, k) => {
+  g.at.forEach((inputIndex, k) => {
     check.slots[k]!.forEach((slot, c) => { // k indexes check.slots (loop bound)
       const mine = outputs[offsets[inputIndex]! + c]; // offsets has one entry per input
       if (!slot.ok || mine === undefined || mine.status !== 'completed') return; // nothing to compare against

@@ -25,7 +25,7 @@ import type { Logger } from '../logging.js';
 import type { BatchResult } from '../dispatch/batch.js';
 import { candidateTag } from '../dispatch/answer-bytes.js';
 import { METRIC_OUTCOMES, type GatewayMetrics } from '../metrics.js';
-import type { AgentRequest } from '../protocol/types.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
 import { ROOT_AGENT } from '../config/schema.js';
 import { readMemoryTag, type BatchPlan, type CompiledRoute, type CompiledRoutes, type MemoryTag } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
@@ -95,7 +95,7 @@ export class Experiments {
    * `compiled` (the agent's route table), `plan` and `result` are the ones runBatch used and returned for
    * `request`.
    */
-  recordBatch(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan, result: BatchResult): void {
+  recordBatch(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, result: BatchResult): void {
     try {
       this.record(compiled, request, plan, result);
     } catch (err) {
@@ -103,7 +103,7 @@ export class Experiments {
     }
   }
 
-  private record(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan, result: BatchResult): void {
+  private record(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, result: BatchResult): void {
     const { store, metrics } = this.host();
     const routes = routeIndex(compiled);
     const agent = compiled.agent;

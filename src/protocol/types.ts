@@ -5,7 +5,6 @@
  */
 import type { z } from 'zod';
 import type { IntValue, JsonObject } from './json-values.js';
-import type { InputSlices } from './raw-json.js';
 import type {
   agentDecisionSchema,
   agentErrorSchema,
@@ -24,12 +23,6 @@ export type { IntValue, JsonObject };
  */
 export type AgentInput = Omit<z.output<typeof agentInputSchema>, 'num_outputs'> & {
   num_outputs: number;
-  /**
-   * Set on inputs read from a client's body by the indexer (protocol/indexed-request.ts): the input's bytes,
-   * which the batch path forwards instead of re-serializing the decoded fields. Not enumerable, so a copy of
-   * the input (`{...input}`) is an ordinary decoded one.
-   */
-  readonly raw?: InputSlices;
 };
 export interface AgentRequest {
   request_id: string;

@@ -16,13 +16,13 @@
  * 4. Otherwise the route assigns: `backend` one leg; `split` a weighted arm, deterministic per
  *    (request_id, input id); `ensemble` one leg per member with a share of the candidates.
  */
-import type { AgentInput, AgentRequest, JsonObject } from '../protocol/types.js';
+import type { JsonObject } from '../protocol/types.js';
 import { ensembleLegs } from './ensemble-shares.js';
 import type { Headers } from './match.js';
 import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
 import { chooseArm } from './split.js';
 import { isJsonObject } from '../protocol/schemas.js';
-import { memoryTagValue } from '../protocol/indexed-request.js';
+import type { RoutingInput, RoutingRequest } from './routing-input.js';
 
 // The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
 export { routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
@@ -87,13 +87,11 @@ export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag 
 }
 
 /**
- * The tag of an input. One read by the indexer has its tag member located in its bytes: only that member is
- * decoded, never the rest of the memory (docs/gateway-behaviour.md, "How a batch is read").
+ * The tag of an input: only its tag member is decoded, never the rest of the memory (docs/gateway-behaviour.md,
+ * "How a batch is read").
  */
-function inputMemoryTag(input: AgentInput, memoryKey: string): MemoryTag | undefined {
-  const raw = input.raw;
-  if (raw === undefined || raw.memoryKey !== memoryKey) return readMemoryTag(input.memory, memoryKey);
-  return raw.index.tagMembers.length === 0 ? undefined : tagOfValue(memoryTagValue(raw));
+function inputMemoryTag(input: RoutingInput, memoryKey: string): MemoryTag | undefined {
+  return tagOfValue(input.memoryMember(memoryKey));
 }
 
 function tagOfValue(raw: unknown): MemoryTag | undefined {
@@ -114,7 +112,7 @@ export function legArm(plan: InputPlan, leg: Leg): string | undefined {
   return plan.arm ?? (plan.legs.length > 1 ? leg.backend : undefined);
 }
 
-function hasCoaching(input: AgentInput): boolean {
+function hasCoaching(input: RoutingInput): boolean {
   const c = isJsonObject(input.extra_keys) ? input.extra_keys.coaching : undefined;
   return c !== undefined && c !== null && c !== false;
 }
@@ -135,7 +133,7 @@ function isMember(route: CompiledRoute, name: string | undefined): name is strin
 export function newTrajectoryBackend(
   route: CompiledRoute,
   requestId: string,
-  input: AgentInput,
+  input: RoutingInput,
   canServe: (backend: string) => boolean,
 ): string | undefined {
   switch (route.kind) {
@@ -150,7 +148,7 @@ export function newTrajectoryBackend(
 }
 
 export function planBatch(
-  request: AgentRequest,
+  request: RoutingRequest,
   compiled: CompiledRoutes,
   snapshot: RoutingSnapshot,
   ctx: PlanContext,
@@ -164,7 +162,7 @@ export function planBatch(
 
 function planInput(
   requestId: string,
-  input: AgentInput,
+  input: RoutingInput,
   index: number,
   compiled: CompiledRoutes,
   snapshot: RoutingSnapshot,

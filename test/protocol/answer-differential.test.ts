@@ -13,7 +13,9 @@ import { joinBody } from '../../src/protocol/answer-body.js';
 import { indexAgentResponse } from '../../src/protocol/answer-index.js';
 import { parseExact } from '../../src/protocol/exact-json.js';
 import { checkIndexedResponse, checkSubResponse, IndexedCandidate, type SubRequestShape } from '../../src/protocol/response-check.js';
-import type { AgentInput, AgentOutput } from '../../src/protocol/types.js';
+import type { AgentOutput } from '../../src/protocol/types.js';
+import type { IndexedAgentInput } from '../../src/protocol/indexed-request.js';
+import { readAgentRequest } from '../../src/protocol/read-request.js';
 import { seededRandom } from '../../bench/lib/seeded-random.js';
 
 const SEED = Number(process.env.DIFF_SEED ?? 20250101);
@@ -112,8 +114,16 @@ function candidate(g: Gen, requestId: string, sourceId: string, index: number): 
   return `{${members.map(([k, v]) => `${g.ws()}"${k}"${g.ws()}:${g.ws()}${v}`).join(',')}}`;
 }
 
-function inputOf(id: string): AgentInput {
-  return { id: Number(id), instruction: { type: 'env', content: 'x' }, tools: [], attributes: {}, memory: {}, num_outputs: 2, extra_keys: {} };
+/** The inputs the candidates answer, read from a client's body as the gateway reads them. */
+const INPUTS = (() => {
+  const input = (id: number): string => `{"id":${id},"instruction":{"type":"env","content":"x"},"num_outputs":2}`;
+  const r = readAgentRequest(Buffer.from(`{"request_id":"r1","inputs":[${input(1)},${input(2)}]}`), { maxOutputsPerInput: 8, maxJsonDepth: DEPTH, memoryKey: KEY });
+  assert.ok(r.ok);
+  return r.request.inputs;
+})();
+
+function inputOf(id: string): IndexedAgentInput {
+  return INPUTS[Number(id) - 1] ?? assert.fail(`no input ${id}`);
 }
 
 function check(text: string, label: string): 'whole' | 'slots' {
