@@ -3,6 +3,7 @@
  * `backend`, with the fallbacks still left to them. An item is a value: moving it to a fallback makes a new one,
  * so whoever holds an item can never see it change under them.
  */
+import { GatewayError } from '../errors.js';
 import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/indexed-request.js';
 import type { BatchPlan, MemoryTag } from '../routing/plan.js';
 import { legArm } from '../routing/plan.js';
@@ -25,7 +26,7 @@ export function itemsOf(plan: BatchPlan, request: IndexedAgentRequest): Item[] {
   for (const p of plan.inputs) {
     const input = request.inputs[p.index];
     // The plan was made of this request: one plan per input, each with its index.
-    if (input === undefined) throw new RangeError(`the plan's input ${p.index} is not in the request`);
+    if (input === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `the plan's input ${p.index} is not in the request`);
     for (const leg of p.legs) {
       items.push({
         index: p.index, input, backend: leg.backend, count: leg.count, offset: leg.offset, fallbacks: leg.fallbacks,

@@ -8,7 +8,7 @@
  * walk over its segments, linear in the path's length whatever a client sends.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { errorBody, GatewayError, internalCode, type GatewayErrCode } from '../errors.js';
+import { errorBody, GatewayError, internalCode, messageOf, registeredBody, type GatewayErrCode } from '../errors.js';
 
 interface PathPattern {
   /** Literal segments, `:param` (one non-empty segment) or a trailing `*` (the rest, possibly empty). */
@@ -78,11 +78,11 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number): vo
     if (status === 413) {
       return reply
         .code(413)
-        .send(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', `request body exceeds server.body_limit_mb (${bodyLimitMb} MiB)`));
+        .send(registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', bodyLimitMb));
     }
     if (status >= 500) {
       req.log.error({ err }, 'internal error');
-      return reply.code(status).send(errorBody(internalCode(err), 'internal gateway error'));
+      return reply.code(status).send(errorBody(internalCode(err), messageOf('GATEWAY_ERR_INTERNAL')));
     }
     return reply.code(status).send(errorBody(clientErrorCode(err, status), err.message));
   });

@@ -33,7 +33,7 @@ import { clientConnectionCap } from '../fd-limit.js';
 import { readServerTls } from '../config/tls-files.js';
 import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
-import { errorBody, internalCode } from '../errors.js';
+import { errorBody, internalCode, messageOf, registeredBody } from '../errors.js';
 import { accessLabel, ANONYMOUS, refusalHeaders, type Access } from '../clients/access.js';
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
@@ -151,9 +151,9 @@ function clientError(opts: FrontServerOptions, err: NodeJS.ErrnoException, socke
   const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
   const body = JSON.stringify(
     status === 408
-      ? errorBody('GATEWAY_ERR_REQUEST_TIMEOUT', `request headers not received within server.headers_timeout_s (${opts.headers_timeout_s} s)`)
+      ? registeredBody('GATEWAY_ERR_REQUEST_TIMEOUT', 'headers', opts.headers_timeout_s)
       : status === 431
-        ? errorBody('GATEWAY_ERR_HEADERS_TOO_LARGE', 'request headers too large')
+        ? registeredBody('GATEWAY_ERR_HEADERS_TOO_LARGE')
         : errorBody('GATEWAY_ERR_BAD_REQUEST', 'malformed HTTP request'),
   );
   const head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
@@ -164,7 +164,7 @@ function clientError(opts: FrontServerOptions, err: NodeJS.ErrnoException, socke
 
 function bodyDetail(front: Front): string {
   return JSON.stringify(
-    errorBody('GATEWAY_ERR_REQUEST_TIMEOUT', `request body not received within server.body_timeout_s (${front.opts.body_timeout_s} s)`),
+    registeredBody('GATEWAY_ERR_REQUEST_TIMEOUT', 'body', front.opts.body_timeout_s),
   );
 }
 
@@ -276,7 +276,7 @@ function receive(
         h.log.error({ err }, 'internal error');
         // A streamed answer already begun cannot become an error: the client sees it cut off.
         if (res.headersSent) res.destroy();
-        reply(h, res, endpoint, 500, JSON.stringify(errorBody(internalCode(err), 'internal gateway error')), {}, t0, label);
+        reply(h, res, endpoint, 500, JSON.stringify(errorBody(internalCode(err), messageOf('GATEWAY_ERR_INTERNAL'))), {}, t0, label);
       },
     );
   });
@@ -285,9 +285,8 @@ function receive(
 const noop = (): void => undefined;
 
 function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number, client: string): void {
-  const detail = `request body exceeds server.body_limit_mb (${h.bodyLimitMb} MiB)`;
   // The rest of the body is not read: the connection closes after the answer.
-  reply(h, res, endpointOf(agent), 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0, client);
+  reply(h, res, endpointOf(agent), 413, JSON.stringify(registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', h.bodyLimitMb)), { connection: 'close' }, t0, client);
   req.resume();
 }
 
