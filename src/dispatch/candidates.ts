@@ -62,7 +62,7 @@ function sameTag(a: MemoryTag, b: MemoryTag): boolean {
 }
 
 /** A candidate the gateway failed: its error is always set. */
-export type ErrorCandidate = AgentOutput & { status: 'error'; error: AgentError };
+type ErrorCandidate = AgentOutput & { status: 'error'; error: AgentError };
 
 export function errorCandidate(
   requestId: string,

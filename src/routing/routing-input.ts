@@ -61,8 +61,3 @@ class DecodedInput implements RoutingInput {
 export function decodedInput(input: AgentInput): RoutingInput {
   return new DecodedInput(input);
 }
-
-/** A decoded request (a test's, a probe's) as routing reads it. */
-export function decodedRequest(request: { request_id: string; inputs: readonly AgentInput[] }): RoutingRequest {
-  return { request_id: request.request_id, inputs: request.inputs.map(decodedInput) };
-}
