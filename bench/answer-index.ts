@@ -58,14 +58,14 @@ measure('before: parseExact + zod + objects + stringifyExact', buf.length, () =>
     if (!s.ok) throw new Error(s.reason);
     return fromBackend(request.request_id, request.inputs[i]!, 0, s.candidate, KEY, tag);
   });
-  return stringifyExact(outputs, parsed.marked);
+  return stringifyExact(outputs);
 });
 measure('index only: isUtf8 + indexAgentResponse', buf.length, () => isUtf8(buf) && indexAgentResponse(buf, 128, KEY));
 measure('after: index + check + slices + answerBody', buf.length, () => {
   if (!isUtf8(buf)) throw new Error('not UTF-8');
   const idx = indexAgentResponse(buf, 128, KEY);
   if (!idx.ok) throw idx.reject;
-  const check = checkIndexedResponse(buf, idx.elements, shape, () => undefined);
+  const check = checkIndexedResponse(buf, idx.elements, shape);
   if (!check.ok) throw new Error(check.reason);
   const writer = new CandidateWriter(request.request_id, KEY);
   const outputs = check.slots.map((row, i) => {
@@ -73,6 +73,6 @@ measure('after: index + check + slices + answerBody', buf.length, () => {
     if (!s.ok || !(s.candidate instanceof IndexedCandidate)) throw new Error('not indexed');
     return writer.fromIndexed(request.request_id, request.inputs[i]!, 0, s.candidate, tag);
   });
-  return answerBody(outputs, false);
+  return answerBody(outputs);
 });
 if (bench.calls < 0) process.stdout.write('');

@@ -129,15 +129,15 @@ export function jsonPathTable(minMs: number): OpResult[] {
   out.push(measure('parseExact request', request.length, () => parseExact(request), minMs));
   out.push(measure('parseAgentRequest request', request.length, () => parseAgentRequest(request, limits), minMs));
   out.push(measure('JSON.stringify request', request.length, () => JSON.stringify(reqValue), minMs));
-  out.push(measure('stringifyExact request', request.length, () => stringifyExact(parsed.request, parsed.marked), minMs));
+  out.push(measure('stringifyExact request', request.length, () => stringifyExact(parsed.request), minMs));
   out.push(measure('JSON.parse response', response.length, () => JSON.parse(response), minMs));
   out.push(measure('parseExact response', response.length, () => parseExact(response), minMs));
   out.push(measure('checkSubResponse response', response.length, () => checkSubResponse(respExact, shape), minMs));
   out.push(measure('JSON.stringify response', response.length, () => JSON.stringify(respValue), minMs));
-  out.push(measure('stringifyExact response', response.length, () => stringifyExact(respExact, true), minMs));
+  out.push(measure('stringifyExact response', response.length, () => stringifyExact(respExact), minMs));
   out.push(measure('parseExact request+big ints', risky.length, () => parseExact(risky), minMs));
   out.push(
-    measure('stringifyExact request+big ints', risky.length, () => stringifyExact(riskyParsed.value, true), minMs),
+    measure('stringifyExact request+big ints', risky.length, () => stringifyExact(riskyParsed.value), minMs),
   );
   out.push(
     measure('parseAgentRequest request+big ints', risky.length, () => parseAgentRequest(risky, limits), minMs),
@@ -150,10 +150,10 @@ export function jsonPathTable(minMs: number): OpResult[] {
       () => {
         const r = parseAgentRequest(request, limits);
         if (!r.ok) return 0;
-        const sub = stringifyExact({ request_id: r.request.request_id, inputs: r.request.inputs }, r.marked);
+        const sub = stringifyExact({ request_id: r.request.request_id, inputs: r.request.inputs });
         const p = parseExact(response);
         const c = checkSubResponse(p.value, shape);
-        return sub.length + (c.ok ? stringifyExact(p.value, p.marked).length : 0);
+        return sub.length + (c.ok ? stringifyExact(p.value).length : 0);
       },
       minMs,
     ),

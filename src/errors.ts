@@ -107,9 +107,18 @@ export const GATEWAY_ERR = {
   GATEWAY_ERR_REQUEST_TIMEOUT: {
     meaning: 'The request headers or body were not received within server.headers_timeout_s / server.body_timeout_s; the connection closes.',
     status: 408,
+    message: (part: 'headers' | 'body', seconds: number) => `request ${part} not received within server.${part}_timeout_s (${seconds} s)`,
   },
-  GATEWAY_ERR_BODY_TOO_LARGE: { meaning: 'The request body exceeds server.body_limit_mb; the connection closes.', status: 413 },
-  GATEWAY_ERR_HEADERS_TOO_LARGE: { meaning: 'The request headers exceed node\'s header size limit.', status: 431 },
+  GATEWAY_ERR_BODY_TOO_LARGE: {
+    meaning: 'The request body exceeds server.body_limit_mb; the connection closes.',
+    status: 413,
+    message: (limitMb: number) => `request body exceeds server.body_limit_mb (${limitMb} MiB)`,
+  },
+  GATEWAY_ERR_HEADERS_TOO_LARGE: {
+    meaning: 'The request headers exceed node\'s header size limit.',
+    status: 431,
+    message: () => 'request headers too large',
+  },
   GATEWAY_ERR_EXPECTATION_FAILED: {
     meaning: 'The request carries an `Expect` header other than `100-continue` (e.g. `Expect: 200-ok`), which the gateway cannot meet; the connection closes.',
     status: 417,
@@ -139,12 +148,19 @@ export const GATEWAY_ERR = {
   GATEWAY_ERR_INTERNAL: {
     meaning: 'Any other internal invariant broken (a bug): logged with its stack, answered 500 `internal gateway error` without internals.',
     status: 500,
+    message: () => 'internal gateway error',
   },
 } as const satisfies Record<string, ErrSpec>;
 
+/**
+ * A code's meaning (documented, checked by a test), its HTTP status where it is an answer, and for the answers
+ * both HTTP fronts write (fastify's and the raw batch front), its message template: code, status and message
+ * as one value, as fastify's createError keeps them, so no message is written twice.
+ */
 interface ErrSpec {
   meaning: string;
   status?: number;
+  message?: (...args: never[]) => string;
 }
 
 export type GatewayErrCode = keyof typeof GATEWAY_ERR;
@@ -168,6 +184,23 @@ export class GatewayError extends Error {
     this.name = 'GatewayError';
     this.statusCode = options?.statusCode ?? statusOf(code);
   }
+}
+
+type Registry = typeof GATEWAY_ERR;
+/** The codes whose message the registry writes. */
+export type TemplatedCode = { [C in GatewayErrCode]: Registry[C] extends { message: (...args: never[]) => string } ? C : never }[GatewayErrCode];
+type TemplateArgs<C extends TemplatedCode> = Registry[C] extends { message: (...args: infer A) => string } ? A : never;
+
+/** A registered code's message, from its template. */
+export function messageOf<C extends TemplatedCode>(code: C, ...args: TemplateArgs<C>): string {
+  // TypeScript types a generic key's entry as the union of every template, not the one of `code`.
+  const template = GATEWAY_ERR[code].message as (...a: TemplateArgs<C>) => string;
+  return template(...args);
+}
+
+/** The JSON body of a registered code's answer, its message from the template. */
+export function registeredBody<C extends TemplatedCode>(code: C, ...args: TemplateArgs<C>): { detail: string; code: C } {
+  return { detail: messageOf(code, ...args), code };
 }
 
 /** The JSON body of every HTTP error answer but the 422 for an invalid AgentRequest. */

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { describeError } from '../src/commands/check-http.js';
-import { codeForStatus, errorBody, GATEWAY_ERR, GATEWAY_ERROR_CODES, GatewayError, statusOf } from '../src/errors.js';
+import { codeForStatus, errorBody, GATEWAY_ERR, GATEWAY_ERROR_CODES, GatewayError, registeredBody, statusOf } from '../src/errors.js';
 
 const GATEWAY_ERR_CODES = Object.keys(GATEWAY_ERR) as (keyof typeof GATEWAY_ERR)[]; // Object.keys types its result string[]
 
@@ -115,4 +115,31 @@ test("a GatewayError's code is not mistaken for a transport errno when the check
   assert.equal(describeError(new GatewayError('GATEWAY_ERR_USAGE', 'not a URL: "x"')), 'not a URL: "x"');
   const refused = Object.assign(new Error('connect failed'), { code: 'ECONNREFUSED' });
   assert.equal(describeError(new GatewayError('GATEWAY_ERR_CHECK_TRANSPORT', 'GET /health', { cause: refused })), 'ECONNREFUSED: GET /health');
+});
+
+test('each message template is an HTTP answer the README documents, and its text is written only in the registry', () => {
+  const templated = GATEWAY_ERR_CODES.filter((code) => 'message' in GATEWAY_ERR[code]);
+  assert.deepEqual(templated.sort(), ['GATEWAY_ERR_BODY_TOO_LARGE', 'GATEWAY_ERR_HEADERS_TOO_LARGE', 'GATEWAY_ERR_INTERNAL', 'GATEWAY_ERR_REQUEST_TIMEOUT']);
+  const messages = [
+    registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', 2),
+    registeredBody('GATEWAY_ERR_HEADERS_TOO_LARGE'),
+    registeredBody('GATEWAY_ERR_INTERNAL'),
+    registeredBody('GATEWAY_ERR_REQUEST_TIMEOUT', 'headers', 5),
+    registeredBody('GATEWAY_ERR_REQUEST_TIMEOUT', 'body', 7),
+  ];
+  assert.deepEqual(messages.map((m) => m.detail), [
+    'request body exceeds server.body_limit_mb (2 MiB)',
+    'request headers too large',
+    'internal gateway error',
+    'request headers not received within server.headers_timeout_s (5 s)',
+    'request body not received within server.body_timeout_s (7 s)',
+  ]);
+  for (const { code, detail } of messages) {
+    assert.notEqual(statusOf(code), undefined, `${code} is answered over HTTP`);
+    assert.match(page, new RegExp(`^\\| \`${code}\` \\| ${statusOf(code)} \\| .+ \\|$`, 'm'), `${code} documented with its status`);
+    // The fixed head of the message (before any value): written once, in the registry.
+    const head = detail.split(/\(|\d/, 1)[0]!.trim(); // split always yields a first element
+    const writers = srcFiles.filter((f) => f.text.includes(head)).map((f) => f.path);
+    assert.deepEqual(writers.filter((p) => !p.endsWith('errors.ts')), [], `"${head}" is written outside src/errors.ts`);
+  }
 });

@@ -11,7 +11,7 @@ import { admitCluster } from '../clients/cluster-limits.js';
 import { failBatch } from '../dispatch/batch.js';
 import { MetricsBatchObserver } from '../dispatch/batch-observer.js';
 import type { AttemptFailure } from '../errors.js';
-import type { AgentRequest } from '../protocol/types.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
 import { planBatch, type CompiledRoutes } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { GatewayState } from './gateway-state.js';
@@ -20,7 +20,7 @@ import type { GatewayState } from './gateway-state.js';
 const LIMIT_KEY = { batches_in_flight: 'max_batches_in_flight', candidates_per_minute: 'max_candidates_per_minute' } as const;
 
 /** Candidates the batch asks for: what the candidates-per-minute bucket is charged. */
-function candidatesAsked(request: AgentRequest): number {
+function candidatesAsked(request: IndexedAgentRequest): number {
   let n = 0;
   for (const input of request.inputs) n += input.num_outputs;
   return n;
@@ -46,7 +46,7 @@ function sleep(ms: number, signal: AbortLike): Promise<void> {
 export async function admitClient(
   gw: GatewayState,
   client: string,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   deadline: number,
   signal: AbortLike,
 ): Promise<Admission> {
@@ -84,13 +84,12 @@ export function overloadedOutputs(
   runtime: GatewayRuntime,
   routes: CompiledRoutes,
   gw: GatewayState,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   headers: Record<string, string | string[] | undefined>,
-  requestMarked: boolean,
   client: string,
   refused: Refused,
 ): ReturnType<typeof failBatch> {
   const plan = planBatch(request, routes, runtime.upstreams, { headers });
   const failure: AttemptFailure = { code: 'gateway_overloaded', message: overloadMessage(runtime, client, refused) };
-  return failBatch(routes.memoryKey, request, plan, failure, requestMarked, new MetricsBatchObserver(gw.metrics, routes.agent));
+  return failBatch(routes.memoryKey, request, plan, failure, new MetricsBatchObserver(gw.metrics, routes.agent));
 }

@@ -187,12 +187,12 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     if (ex.client !== undefined && gw.clients.limited(ex.client)) {
       const admitted = await admitClient(gw, ex.client, request, deadline, signal);
       if (!admitted.ok) {
-        const refused = overloadedOutputs(runtime, compiled, gw, request, ex.headers, parsed.marked, ex.client, admitted);
+        const refused = overloadedOutputs(runtime, compiled, gw, request, ex.headers, ex.client, admitted);
         ex.log.info(
           { ...ids, client: ex.client, limit: admitted.limit, waited_ms: Math.round(admitted.waitedMs), inputs: inputs.length, candidates: refused.outputs.length },
           'batch over its client limits',
         );
-        return { status: 200, body: answerBody(refused.outputs, refused.marked), requestId };
+        return { status: 200, body: answerBody(refused.outputs), requestId };
       }
       permit = admitted;
     }
@@ -215,15 +215,14 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
         stream: sink === undefined ? undefined : { overBytes: mbToBytes(config.server.stream_answers_over_mb), sink },
         cached: cache?.cached,
       },
-      parsed.marked,
     );
     if (dispatched.inputs.some((p) => p.shadows.length > 0)) {
       // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
-      void startShadows({ ...deps, limiter: runtime.shadows, memory: gw.memory }, request, dispatched, parsed.marked, batch.then((r) => r.outputs), headers, span);
+      void startShadows({ ...deps, limiter: runtime.shadows, memory: gw.memory }, request, dispatched, batch.then((r) => r.outputs), headers, span);
     }
     const result = await batch;
     gw.experiments.recordBatch(compiled, request, plan, result, steps);
-    cache?.store(request, result, parsed.marked, ex.log);
+    cache?.store(request, result, ex.log);
     if (result.streamed !== undefined && ex.stream !== undefined) {
       const overheadMs = endStreamed(ex.stream, { t0, beforeDispatch, result, span, plan, lease, metrics, log: logsInfo(ex.log) ? ex.log : undefined }, () => ({
         ...ids,
@@ -239,7 +238,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     // Checked against the request before it is sent, every time (docs/protocol-fidelity.md#the-path-of-a-batch, step 4).
     const problem = validateAgainstRequest(request, result.outputs);
     if (problem !== undefined) throw new GatewayError('GATEWAY_ERR_RESPONSE_ORDER', `assembled response violates the contract order: ${problem}`);
-    const body = answerBody(result.outputs, result.marked);
+    const body = answerBody(result.outputs);
     const overheadMs = beforeDispatch - t0 + result.workMs + (performance.now() - t2);
     metrics.overhead.observe(overheadMs / 1000);
     if (span.recording) traceResult(span, plan, result, overheadMs);

@@ -12,14 +12,14 @@ import { stringifyExact } from '../protocol/exact-json.js';
 import { readAgentRequest } from '../protocol/read-request.js';
 import { checkBatchLimits } from '../protocol/request-limits.js';
 import { refusedDetail } from '../validation/bounded-detail.js';
-import { indexedRequest } from '../protocol/indexed-request.js';
+import { indexedRequest, type IndexedAgentRequest } from '../protocol/indexed-request.js';
 import type { IndexLimits } from '../protocol/request-index.js';
-import type { IndexedAgentRequest, ValidationIssue } from '../protocol/types.js';
+import type { ValidationIssue } from '../protocol/types.js';
 import { OFFLOAD_MIN_BYTES, readOffloaded } from './read-offload.js';
 
 /** The request to route, or the answer that ends the batch here. */
 export type BatchRead =
-  | { ok: true; request: IndexedAgentRequest; marked: boolean }
+  | { ok: true; request: IndexedAgentRequest }
   | { ok: false; status: 200 | 400 | 422; body: string };
 
 /**
@@ -49,7 +49,7 @@ function limitsOf(server: GatewayConfig['server'], memoryKey: string): ReadLimit
 export function readBatch(raw: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
   const limits = limitsOf(server, memoryKey);
   const parsed = readAgentRequest(raw, limits);
-  if (parsed.ok) return checked(parsed.request, parsed.marked, raw.length, server, log);
+  if (parsed.ok) return checked(parsed.request, raw.length, server, log);
   if (parsed.status === 400) return notUtf8(parsed.message, parsed.offset, log);
   const detail =
     parsed.detail ??
@@ -77,8 +77,7 @@ export async function readBatchYielding(
   const r = await readOffloaded(raw, limitsOf(server, memoryKey));
   const { outcome, body } = r;
   if (r.index !== undefined) {
-    const { request, marked } = indexedRequest(r.index, memoryKey);
-    return { read: checked(request, marked, body.length, server, log), body };
+    return { read: checked(indexedRequest(r.index, memoryKey), body.length, server, log), body };
   }
   if (outcome.ok) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'the body reader returned no index');
   return { read: outcome.status === 400 ? notUtf8(outcome.message, outcome.offset, log) : invalid(outcome.detail, log), body };
@@ -95,7 +94,7 @@ function invalid(detail: ValidationIssue[], log: Logger): BatchRead {
 }
 
 /** A request the contract accepts, checked against the batch limits. */
-function checked(request: IndexedAgentRequest, marked: boolean, bodyLength: number, server: GatewayConfig['server'], log: Logger): BatchRead {
+function checked(request: IndexedAgentRequest, bodyLength: number, server: GatewayConfig['server'], log: Logger): BatchRead {
   if (request.inputs.length === 0) return { ok: false, status: 200, body: '[]' };
   const { inputs } = request;
   // Every memory is a slice of the body: its size is its length, and all of them together fit in the body.
@@ -109,5 +108,5 @@ function checked(request: IndexedAgentRequest, marked: boolean, bodyLength: numb
     log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', inputs: inputs.length, problem: tooBig[0]?.msg }, 'batch over its limits');
     return { ok: false, status: 422, body: stringifyExact({ detail: tooBig }) };
   }
-  return { ok: true, request, marked };
+  return { ok: true, request };
 }

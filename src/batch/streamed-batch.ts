@@ -45,13 +45,11 @@ export function streamable(compiled: CompiledRoutes, plan: BatchPlan): boolean {
 }
 
 /**
- * `stream` as the batch writes it: the head goes out with the first byte; `begun` tells whether it did. A class,
+ * `stream` as the batch writes it: the head goes out with the first byte. A class,
  * not an object literal with getters: those are new functions per batch, and V8 kept such objects (with the
  * response they reach) alive through young-generation GCs until the next full one (docs/performance.md#batches-die-young).
  */
 export class StreamSink implements AnswerSink {
-  private started = false;
-
   constructor(
     private readonly stream: ResponseStream,
     private readonly requestId: string | undefined,
@@ -59,12 +57,7 @@ export class StreamSink implements AnswerSink {
     private readonly cacheHits?: number,
   ) {}
 
-  get begun(): boolean {
-    return this.started;
-  }
-
   begin(): void {
-    this.started = true;
     const headers: Record<string, string> = { trailer: OVERHEAD_HEADER };
     if (this.requestId !== undefined) headers['x-request-id'] = this.requestId;
     if (this.cacheHits !== undefined) headers[CACHE_HITS_HEADER] = String(this.cacheHits);

@@ -15,7 +15,8 @@
  * that drew another arm. A hit serves the arm the first run drew, its tag included, and the trajectory stays
  * there (stickiness). A continued trajectory is keyed by the backend its tag pins.
  */
-import type { AgentOutput, IndexedAgentRequest } from '../protocol/types.js';
+import type { AgentOutput } from '../protocol/types.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { BatchResult } from '../dispatch/batch.js';
@@ -123,19 +124,19 @@ export class CacheLookup {
    * Stores the inputs that missed and were answered in full by the backend their key names: every candidate
    * completed, none from a fallback. In the background: the client's answer never waits on the store.
    */
-  store(request: IndexedAgentRequest, result: BatchResult, marked: boolean, log: Logger): void {
+  store(request: IndexedAgentRequest, result: BatchResult, log: Logger): void {
     if (this.misses.length === 0 || result.streamed !== undefined) return;
     // After the answer is written: copying the candidates' bytes must not delay it.
     setImmediate(() => {
       try {
-        this.storeNow(request, result, marked, log);
+        this.storeNow(request, result, log);
       } catch (err) {
         log.warn({ err }, 'response cache store failed');
       }
     });
   }
 
-  private storeNow(request: IndexedAgentRequest, result: BatchResult, marked: boolean, log: Logger): void {
+  private storeNow(request: IndexedAgentRequest, result: BatchResult, log: Logger): void {
     const { metrics, entries, ttlMs, maxEntryBytes } = this.cache;
     const offsets: number[] = [];
     let at = 0;
@@ -160,7 +161,7 @@ export class CacheLookup {
         metrics.storeFailures.inc({ reason: 'unstorable' });
         continue;
       }
-      const tails = outs.map((o) => candidateTail(o, input, marked));
+      const tails = outs.map((o) => candidateTail(o, input));
       if (tails.some((t) => t === undefined)) {
         metrics.storeFailures.inc({ reason: 'unstorable' });
         continue;

@@ -11,6 +11,7 @@ import type { Headers } from '../routing/match.js';
 import { newTrajectoryBackend, readMemoryTag, type MemoryTag } from '../routing/plan.js';
 import type { CompiledRoutes } from '../routing/routes.js';
 import { selectRoute } from '../routing/routes.js';
+import { decodedInput } from '../routing/routing-input.js';
 import { isJsonObject } from '../protocol/schemas.js';
 
 interface CoachingTarget {
@@ -95,9 +96,10 @@ export function ruleBackend(
   canServe: (backend: string) => boolean,
   coaches: (backend: string) => boolean,
 ): { backend: string; route: string } {
-  const route = selectRoute(compiled, input, headers);
+  const routed = decodedInput(input);
+  const route = selectRoute(compiled, routed, headers);
   const backend =
-    newTrajectoryBackend(route, requestId, input, canServe) ??
+    newTrajectoryBackend(route, requestId, routed, canServe) ??
     route.members.find((m) => coaches(m.name))?.name ??
     // A route has at least one member (the config schema refuses an empty one).
     route.members[0]!.name;

@@ -10,7 +10,8 @@ import { inputMemoryLayout, joinBody, PartsWriter, taggedMemory, type AnswerBody
 import type { IndexedCandidate } from '../protocol/response-check.js';
 import type { InputSlices } from '../protocol/raw-json.js';
 import { agentDecisionSchema, agentErrorSchema } from '../protocol/schemas.js';
-import type { AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
+import type { IndexedAgentInput } from '../protocol/indexed-request.js';
+import type { AgentOutput, JsonObject } from '../protocol/types.js';
 import { tagKey, tagMemberBytes, type MemoryTag } from '../routing/memory-tag.js';
 
 /** How one candidate writes itself, and its memory tag (read without decoding its memory). */
@@ -42,22 +43,22 @@ export function candidateTag(out: AgentOutput): MemoryTag | undefined {
 }
 
 /** The answer: each candidate's bytes, or for a candidate decoded whole, stringifyExact of it. */
-export function answerBody(outputs: readonly AgentOutput[], marked: boolean): AnswerBody {
+export function answerBody(outputs: readonly AgentOutput[]): AnswerBody {
   const w = new PartsWriter();
   w.push(LBRACKET);
   outputs.forEach((o, i) => {
     if (i > 0) w.push(COMMA);
-    writeCandidate(o, w, marked);
+    writeCandidate(o, w);
   });
   w.push(RBRACKET);
   return w.done();
 }
 
 /** One candidate of an answer: its bytes, or for a candidate decoded whole, stringifyExact of it. */
-export function writeCandidate(o: AgentOutput, w: PartsWriter, marked: boolean): void {
+export function writeCandidate(o: AgentOutput, w: PartsWriter): void {
   const b = bytesOf(o);
   if (b !== undefined) b.write(w);
-  else w.text(stringifyExact(o, marked));
+  else w.text(stringifyExact(o));
 }
 
 /** What an indexed candidate's accessors read: its answer's bytes and index, and what they decoded, once each. */
@@ -140,11 +141,9 @@ const NULL = lit('null');
 const NO_STEPS_NO_OUTPUT = lit(',"internal_steps":[],"output":null,"error":');
 const END = lit('}');
 
-/** source_id as the client wrote it (from its body), or as stringifyExact prints an id decoded some other way. */
-function idBytes(from: AgentInput | InputSlices): Buffer {
-  const raw = 'index' in from ? from : from.raw;
-  if (raw !== undefined) return raw.buf.subarray(raw.index.idSpan.start, raw.index.idSpan.end);
-  return Buffer.from(stringifyExact((from as AgentInput).id), 'latin1'); // not InputSlices: it has no `index`
+/** source_id as the client wrote it (from its body). */
+function idBytes(raw: InputSlices): Buffer {
+  return raw.buf.subarray(raw.index.idSpan.start, raw.index.idSpan.end);
 }
 
 /**
@@ -192,9 +191,9 @@ export class CandidateWriter {
   }
 
   /** A backend's candidate re-addressed to the client's request, as bytes; the object decodes on read. */
-  fromIndexed(requestId: string, input: AgentInput, candidateIndex: number, cand: IndexedCandidate, tag: MemoryTag): AgentOutput {
+  fromIndexed(requestId: string, input: IndexedAgentInput, candidateIndex: number, cand: IndexedCandidate, tag: MemoryTag): AgentOutput {
     const { buf, index } = cand;
-    const id = idBytes(input);
+    const id = idBytes(input.raw);
     const { bytes: tagBytes } = this.tagMember(tag);
     const memoryKey = this.memoryKey;
     const slice = (s: { start: number; end: number }): Buffer => buf.subarray(s.start, s.end);
@@ -257,14 +256,14 @@ export class CandidateWriter {
  * start with the protocol fields of its request, input and index as the writers here write them (then it is
  * not cached). A copy: the entry must not keep the backend's whole answer alive.
  */
-export function candidateTail(out: AgentOutput, input: AgentInput, marked: boolean): Buffer | undefined {
+export function candidateTail(out: AgentOutput, input: IndexedAgentInput): Buffer | undefined {
   const w = new PartsWriter();
-  writeCandidate(out, w, marked);
+  writeCandidate(out, w);
   const bytes = joinBody(w.done());
   const head = Buffer.concat([
     Buffer.from(`{"request_id":${JSON.stringify(out.request_id)}`, 'utf8'),
     SOURCE_ID,
-    idBytes(input),
+    idBytes(input.raw),
     Buffer.from(`,"candidate_index":${out.candidate_index}`, 'latin1'),
   ]);
   if (bytes.length <= head.length || bytes.compare(head, 0, head.length, 0, head.length) !== 0) return undefined;
@@ -309,9 +308,9 @@ const CACHED_FIELDS: LazyFields = {
  * request_id and source_id are the current ones, the rest is the stored tail byte for byte. `tag` is the memory
  * tag the tail carries (the first run's), which experiment accounting reads without decoding memory.
  */
-export function cachedCandidate(requestId: string, input: AgentInput, candidateIndex: number, tail: Buffer, tag: MemoryTag): AgentOutput {
+export function cachedCandidate(requestId: string, input: IndexedAgentInput, candidateIndex: number, tail: Buffer, tag: MemoryTag): AgentOutput {
   const head = Buffer.from(`{"request_id":${JSON.stringify(requestId)}`, 'utf8');
-  const id = idBytes(input);
+  const id = idBytes(input.raw);
   const out = { request_id: requestId, source_id: input.id, candidate_index: candidateIndex, status: 'completed' as const };
   Object.defineProperty(out, CACHED, { value: { tail } satisfies CachedTail, enumerable: false });
   Object.defineProperties(out, CACHED_FIELDS);

@@ -12,11 +12,11 @@
  */
 import { performance } from 'node:perf_hooks';
 import { withTraceparent } from '../protocol/correlation.js';
-import { stringifyExact } from '../protocol/exact-json.js';
 import { checkAnswerBytes, type AnswerCheck } from '../protocol/answer-check.js';
 import type { IndexedCandidate, Slot, SubRequestShape } from '../protocol/response-check.js';
-import { subRequestBody, type SubRequestInput } from '../protocol/sub-request.js';
-import type { AgentInput, AgentOutput, AgentRequest, JsonObject } from '../protocol/types.js';
+import { subRequestBody } from '../protocol/sub-request.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
+import type { AgentOutput } from '../protocol/types.js';
 import { postResponses } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 import type { Permit } from '../state/index.js';
@@ -24,29 +24,20 @@ import type { TraceSpan } from '../tracing/trace-span.js';
 import { attemptAttributes, attemptSpanName, endAttemptSpan } from './attempt-span.js';
 import type { BatchContext, DispatchDeps } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';
-import type { Item } from './batch-item.js';
+import { coversRequest, type Item } from './batch-item.js';
 import { MIN_ATTEMPT_MS, type Unserved } from './failover.js';
 import type { StreamedAnswer } from './streamed-answer.js';
 
 /** What an attempt reads of its batch, written once when the batch starts. */
 export interface BatchInputs {
-  readonly request: AgentRequest;
-  /**
-   * Per input, its memory without the gateway's key (the same object when the key was absent); undefined for an
-   * input read by the indexer, which is forwarded from its bytes.
-   */
-  readonly stripped: readonly (JsonObject | undefined)[];
+  readonly request: IndexedAgentRequest;
   /** The client's body as received, when it may be forwarded whole. */
   readonly requestBody: Buffer | undefined;
-  /** The request holds number markers: bodies built from it need stringifyExact's marked mode. */
-  readonly requestMarked: boolean;
 }
 
 export type AttemptResult = {
   /** Milliseconds of the gateway's own work (body built, answer parsed and checked). */
   workMs: number;
-  /** The answer holds number markers: the batch must be serialized with stringifyExact. */
-  marked: boolean;
 } & (
   /** Per item, per candidate: a valid candidate or why that one failed. */
   | { kind: 'answered'; ms: number; rows: Slot<AgentOutput | IndexedCandidate>[][] }
@@ -61,7 +52,6 @@ const RESPONSES_PATH = '/v1/responses';
 
 export class Attempt {
   private workMs = 0;
-  private marked = false;
   /** Its own client span, only when the batch's span is recorded; what it ended with, for that span. */
   private span: TraceSpan | undefined;
   private outcome: string | undefined;
@@ -119,7 +109,7 @@ export class Attempt {
   }
 
   private unserved(why: Unserved<Replica>): AttemptResult {
-    return { kind: 'unserved', why, workMs: this.workMs, marked: this.marked };
+    return { kind: 'unserved', why, workMs: this.workMs };
   }
 
   private async send(): Promise<AttemptResult> {
@@ -148,7 +138,7 @@ export class Attempt {
       if (outcome.committed) return this.streamed(res, ms, outcome.written);
       if (res.ok) {
         // The answer ended but never began for the client: it went away, or the answer was refused whole.
-        if (outcome.refused === undefined) return { kind: 'aborted', ms, clientGone: true, workMs: this.workMs, marked: this.marked };
+        if (outcome.refused === undefined) return { kind: 'aborted', ms, clientGone: true, workMs: this.workMs };
         res = { ok: false, status: res.status, failure: { code: 'gateway_backend_invalid_response', message: outcome.refused } };
       }
     }
@@ -159,7 +149,7 @@ export class Attempt {
       const gone = ctx.clientGone?.() === true;
       this.ended(gone ? 'cancelled' : 'gateway_backend_timeout', ms, gone ? 'the client closed the connection' : 'the batch deadline ran out');
       if (!gone) upstreams.recordFailure(replica, 'the batch deadline ran out');
-      return { kind: 'aborted', ms, clientGone: gone, workMs: this.workMs, marked: this.marked };
+      return { kind: 'aborted', ms, clientGone: gone, workMs: this.workMs };
     }
     if (!res.ok) {
       this.ended(res.failure.code, ms, res.failure.message);
@@ -189,14 +179,14 @@ export class Attempt {
     }
     this.ended('ok', ms);
     upstreams.recordSuccess(replica, ms);
-    return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs, marked: this.marked };
+    return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs };
   }
 
   /** A streamed answer's end: the batch is answered whatever happened to the backend after it began. */
   private streamed(res: Awaited<ReturnType<typeof postResponses>>, ms: number, written: number): AttemptResult {
     const { upstreams, log } = this.deps;
     const { replica, ctx } = this;
-    const result: AttemptResult = { kind: 'streamed', ms, written, workMs: this.workMs, marked: this.marked };
+    const result: AttemptResult = { kind: 'streamed', ms, written, workMs: this.workMs };
     if (res.ok) {
       this.ended('ok', ms);
       upstreams.recordSuccess(replica, ms);
@@ -219,65 +209,26 @@ export class Attempt {
   /**
    * The request body. A sub-request that is the whole client request unchanged (one replica takes every input,
    * in order, with all its candidates, and no memory carries the gateway's key) is the client's own body:
-   * forwarding that text saves serializing megabytes again. Otherwise inputs read by the indexer are written
-   * from their bytes (protocol/sub-request.ts), memory exactly as the client sent it minus the tag.
+   * forwarding that text saves serializing megabytes again. Otherwise each input is written from its bytes
+   * (protocol/sub-request.ts), memory exactly as the client sent it minus the tag.
    */
-  private body(): string | Buffer {
-    const { request, stripped, requestBody, requestMarked } = this.batch;
-    const inputs = request.inputs;
+  private body(): Buffer {
+    const { request, requestBody } = this.batch;
     const items = this.items;
-    // Item input indexes come from the plan of this request: always in range of its inputs.
-    const untagged = (k: number): boolean => {
-      const inp = inputs[k]!; // k is an item's input index (above)
-      return inp.raw === undefined ? stripped[k] === inp.memory : (inp.raw.index.memoryLayout?.tags.length ?? 0) === 0;
-    };
-    const whole =
-      requestBody !== undefined &&
-      items.length === inputs.length && // so inputs[k] exists for every item index k below
-      items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs && untagged(k));
+    const whole = requestBody !== undefined && coversRequest(request, items) && items.every((it) => (it.input.raw.index.memoryLayout?.tags.length ?? 0) === 0);
     if (whole) return requestBody;
-    const slices: SubRequestInput[] = [];
-    for (const it of items) {
-      const raw = inputs[it.input]!.raw; // an item's input index (above)
-      if (raw === undefined) break;
-      slices.push({ raw, count: it.count });
-    }
-    if (slices.length === items.length) return subRequestBody(Buffer.from(JSON.stringify(request.request_id)), slices);
-    return stringifyExact(
-      {
-        request_id: request.request_id,
-        // An item's input index is in range of the inputs (above).
-        inputs: items.map((it) => forwarded(inputs[it.input]!, stripped[it.input] ?? inputs[it.input]!.memory, it.count)),
-      },
-      requestMarked,
-    );
+    return subRequestBody(Buffer.from(JSON.stringify(request.request_id)), items.map((it) => ({ raw: it.input.raw, count: it.count })));
   }
 
   private check(bytes: Buffer): AnswerCheck {
-    const check = checkAnswerBytes(bytes, this.shape(), this.replica.maxJsonDepth, this.deps.memoryKey);
-    if (check.ok && check.marked) this.marked = true;
-    return check;
+    return checkAnswerBytes(bytes, this.shape(), this.replica.maxJsonDepth, this.deps.memoryKey);
   }
 
   private shape(): SubRequestShape {
     const { request } = this.batch;
     return {
       requestId: request.request_id,
-      // Item input indexes come from the plan of this request: always in range of its inputs.
-      inputs: this.items.map((it) => ({ id: request.inputs[it.input]!.id, count: it.count })),
+      inputs: this.items.map((it) => ({ id: it.input.id, count: it.count })),
     };
   }
-}
-
-/** The input as a backend sees it: the gateway's memory key removed, num_outputs set to this leg's count. */
-function forwarded(input: AgentInput, memory: JsonObject, count: number): object {
-  return {
-    id: input.id,
-    instruction: input.instruction,
-    tools: input.tools,
-    attributes: input.attributes,
-    memory,
-    num_outputs: count,
-    extra_keys: input.extra_keys,
-  };
 }

@@ -3,12 +3,16 @@
  * `backend`, with the fallbacks still left to them. An item is a value: moving it to a fallback makes a new one,
  * so whoever holds an item can never see it change under them.
  */
+import { GatewayError } from '../errors.js';
+import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';
 import { legArm } from '../routing/plan.js';
 import { candidateTagOf, type MemoryTag, type TrajectoryState } from '../routing/memory-tag.js';
 
 export interface Item {
-  readonly input: number;
+  /** The input's position in the request. */
+  readonly index: number;
+  readonly input: IndexedAgentInput;
   readonly backend: string;
   readonly count: number;
   readonly offset: number;
@@ -19,18 +23,26 @@ export interface Item {
   readonly trajectory?: TrajectoryState;
 }
 
-/** Every leg of the plan as an item, in plan order (input order, then candidate order). */
-export function itemsOf(plan: BatchPlan): Item[] {
+/** Every leg of `request`'s plan as an item, in plan order (input order, then candidate order). */
+export function itemsOf(plan: BatchPlan, request: IndexedAgentRequest): Item[] {
   const items: Item[] = [];
   for (const p of plan.inputs) {
+    const input = request.inputs[p.index];
+    // The plan was made of this request: one plan per input, each with its index.
+    if (input === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `the plan's input ${p.index} is not in the request`);
     for (const leg of p.legs) {
       items.push({
-        input: p.index, backend: leg.backend, count: leg.count, offset: leg.offset, fallbacks: leg.fallbacks,
+        index: p.index, input, backend: leg.backend, count: leg.count, offset: leg.offset, fallbacks: leg.fallbacks,
         route: p.route, arm: legArm(p, leg), trajectory: p.trajectory,
       });
     }
   }
   return items;
+}
+
+/** Whether `items` carry the whole request, each input once, in order, with all its candidates. */
+export function coversRequest(request: IndexedAgentRequest, items: readonly Item[]): boolean {
+  return items.length === request.inputs.length && items.every((it, k) => it.index === k && it.offset === 0 && it.count === it.input.num_outputs);
 }
 
 /** The item moved to its next fallback `to` (which the caller took from `it.fallbacks[0]`). */

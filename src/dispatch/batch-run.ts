@@ -7,17 +7,16 @@
  * The run owns its deadline, its slots (through BatchSlots) and its totals; attempts only report back.
  */
 import { performance } from 'node:perf_hooks';
-import type { AgentRequest } from '../protocol/types.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';
 import type { Replica } from '../upstream/replica.js';
 import type { AttemptFailure } from '../errors.js';
 import { Attempt, type AttemptResult, type BatchInputs } from './attempt.js';
 import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
-import { groupBy, itemsOf, type Item } from './batch-item.js';
+import { coversRequest, groupBy, itemsOf, type Item } from './batch-item.js';
 import type { BatchObserver } from './batch-observer.js';
 import { BatchSlots, count } from './batch-slots.js';
-import { stripMemoryKey } from '../routing/memory-tag.js';
-import { coversRequest, StreamedAnswer } from './streamed-answer.js';
+import { StreamedAnswer } from './streamed-answer.js';
 import { abortedFailure, decideFailover, faultySlots, resolveMove, salvageable, type FailoverView, type Unserved } from './failover.js';
 
 export class BatchRun {
@@ -25,7 +24,6 @@ export class BatchRun {
   private readonly slots: BatchSlots;
   private readonly deadline: number;
   private workMs = 0;
-  private marked: boolean;
   private readonly backends: Record<string, number> = {};
   /** Candidates written by a streamed answer; undefined while none was streamed. */
   private streamed: number | undefined;
@@ -33,32 +31,23 @@ export class BatchRun {
   constructor(
     private readonly deps: DispatchDeps,
     private readonly observer: BatchObserver,
-    request: AgentRequest,
+    request: IndexedAgentRequest,
     private readonly plan: BatchPlan,
     private readonly ctx: BatchContext,
-    requestMarked: boolean,
   ) {
     this.deadline = ctx.deadline;
-    this.marked = requestMarked;
-    this.inputs = {
-      request,
-      // An input read by the indexer is forwarded from its bytes: its memory is never decoded for that.
-      stripped: request.inputs.map((inp) => (inp.raw === undefined ? stripMemoryKey(inp.memory, deps.memoryKey) : undefined)),
-      requestBody: ctx.requestBody,
-      requestMarked,
-    };
+    this.inputs = { request, requestBody: ctx.requestBody };
     this.slots = new BatchSlots(request, deps.memoryKey, observer);
     if (ctx.cached !== undefined) for (const [input, outs] of ctx.cached) this.slots.cached(input, outs);
   }
 
   async run(): Promise<BatchResult> {
-    const items = itemsOf(this.plan);
+    const items = itemsOf(this.plan, this.inputs.request);
     for (const it of items) this.observer.legRouted(it.route, it.backend);
     await this.dispatch(items);
     return {
       // A streamed answer's candidates went out as they came: none is kept.
       outputs: this.streamed === undefined ? this.slots.outputs() : [],
-      marked: this.slots.marked(this.marked),
       workMs: this.workMs,
       backends: this.backends,
       errorCodes: this.slots.errorCodes,
@@ -99,11 +88,11 @@ export class BatchRun {
       await this.settle(items, { kind: 'no-time' });
       return;
     }
-    const { request, requestMarked } = this.inputs;
+    const { request } = this.inputs;
     // Only an attempt carrying the whole batch may stream: nothing else then writes to the client.
     const stream =
       this.ctx.stream !== undefined && coversRequest(request, items)
-        ? new StreamedAnswer(this.slots, request, items, this.ctx.stream.sink, replica.maxJsonDepth, this.deps.memoryKey, requestMarked)
+        ? new StreamedAnswer(this.slots, request, items, this.ctx.stream.sink, replica.maxJsonDepth, this.deps.memoryKey)
         : undefined;
     const attempt = new Attempt(this.deps, this.observer, this.inputs, this.ctx, replica, items, tried, stream);
     const r = await attempt.run();
@@ -130,7 +119,6 @@ export class BatchRun {
 
   private account(replica: Replica, nInputs: number, r: AttemptResult): void {
     this.workMs += r.workMs;
-    if (r.marked) this.marked = true;
     // Counted once the sub-request was on the wire, whatever its answer; not when it waited for a permit in vain.
     if (r.kind !== 'unserved' || r.why.kind !== 'unsent') count(this.backends, replica.backend, nInputs);
   }

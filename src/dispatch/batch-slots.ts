@@ -5,7 +5,8 @@
  */
 import { countedCode, type AttemptFailure, type GatewayErrorCode } from '../errors.js';
 import { IndexedCandidate, type Slot } from '../protocol/response-check.js';
-import type { AgentOutput, AgentRequest } from '../protocol/types.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
+import type { AgentOutput } from '../protocol/types.js';
 import type { LegOutcome } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';
 import { tagOf, type Item } from './batch-item.js';
@@ -20,7 +21,7 @@ export class BatchSlots {
   private readonly writer: CandidateWriter;
 
   constructor(
-    private readonly request: AgentRequest,
+    private readonly request: IndexedAgentRequest,
     private readonly memoryKey: string,
     private readonly observer: BatchObserver,
   ) {
@@ -28,23 +29,13 @@ export class BatchSlots {
     this.writer = new CandidateWriter(request.request_id, memoryKey);
   }
 
-  /** An error candidate, written from its input's bytes when the input has them. */
+  /** An error candidate, written from its input's bytes. */
   private error(it: Item, idx: number, code: GatewayErrorCode, message: string): AgentOutput {
-    const input = this.request.inputs[it.input]!; // item inputs index this request's inputs (the plan built them)
     // An error candidate marks its trajectory, so the recorder counts the trajectory once however it goes on.
     const tag = tagWithFlag(tagOf(it), 'c');
-    const out = errorCandidate(this.request.request_id, input, idx, code, message, it.backend, this.memoryKey, tag);
-    // errorCandidate always sets error on an error candidate.
-    if (input.raw !== undefined) this.writer.errorBytes(out, input.raw, idx, tag, out.error!);
+    const out = errorCandidate(this.request.request_id, it.input, idx, code, message, it.backend, this.memoryKey, tag);
+    this.writer.errorBytes(out, it.input.raw, idx, tag, out.error);
     return out;
-  }
-
-  /**
-   * Whether the outputs need stringifyExact: the request's ids did (`requestMarked`), or an error candidate
-   * carries an input's memory, decoded from the body only then, whose numbers may be markers.
-   */
-  marked(requestMarked: boolean): boolean {
-    return requestMarked || this.request.inputs.some((inp) => inp.raw?.memory.marked === true);
   }
 
   /** Every candidate of `items` becomes an error candidate with `f`. `ms`: the sub-request's time, if one ran. */
@@ -52,9 +43,9 @@ export class BatchSlots {
     for (const it of items) {
       // `!` in this method: item inputs index this request's inputs, and offsets + counts fit each input's
       // num_outputs (the plan built them), so every index is in range.
-      this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
+      this.legs.push({ input: it.index, backend: it.backend, route: it.route, arm: it.arm, ms });
       for (let c = 0; c < it.count; c++) {
-        this.slots[it.input]![it.offset + c] = this.error(it, it.offset + c, f.code, f.message); // in range (above)
+        this.slots[it.index]![it.offset + c] = this.error(it, it.offset + c, f.code, f.message); // in range (above)
       }
       count(this.errorCodes, f.code, it.count);
       this.observer.candidatesFilled(it.route, it.backend, 'error', it.count);
@@ -76,14 +67,14 @@ export class BatchSlots {
     items.forEach((it, k) => {
       // `!` in this method: item inputs and offsets come from the plan (in range of the request), and the
       // checked answer has one row per item with one slot per candidate asked (checkSubResponse).
-      this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
+      this.legs.push({ input: it.index, backend: it.backend, route: it.route, arm: it.arm, ms });
       const row = rows[k]!; // one row per item (above)
       // A bad slot left empty goes to the item's fallback (failover.ts faultySlots), which fills it.
       const skip = leaveBad(it);
       for (let c = 0; c < it.count; c++) {
         const slot = row[c]!; // in range (above)
         if (skip && !slot.ok) continue;
-        this.slots[it.input]![it.offset + c] = this.candidate(it, c, slot); // in range (above)
+        this.slots[it.index]![it.offset + c] = this.candidate(it, c, slot); // in range (above)
       }
     });
   }
@@ -91,7 +82,7 @@ export class BatchSlots {
   /** Candidate `c` of `it` from its checked slot, counted as answer() counts it but not kept (a streamed answer). */
   candidate(it: Item, c: number, slot: Slot<AgentOutput | IndexedCandidate>): AgentOutput {
     const { request, memoryKey } = this;
-    const input = request.inputs[it.input]!; // item inputs come from the plan (in range of the request)
+    const input = it.input;
     const idx = it.offset + c;
     let out: AgentOutput;
     if (!slot.ok) out = this.error(it, idx, 'gateway_backend_invalid_response', slot.reason);
@@ -122,7 +113,7 @@ export class BatchSlots {
 
   /** The legs of a streamed answer: their candidates went out through candidate() and failed(). */
   streamed(items: readonly Item[], ms: number): void {
-    for (const it of items) this.legs.push({ input: it.input, backend: it.backend, route: it.route, arm: it.arm, ms });
+    for (const it of items) this.legs.push({ input: it.index, backend: it.backend, route: it.route, arm: it.arm, ms });
   }
 
   /** The response cache's candidates of input `input` (all of them), counted by the cache, not here. */

@@ -67,8 +67,6 @@ export interface AnswerSink {
 
 export interface BatchResult {
   outputs: AgentOutput[];
-  /** True when some value holds number markers: serialize with stringifyExact. */
-  marked: boolean;
   /** Milliseconds of the gateway's own work inside dispatch (bodies built, answers parsed and checked). */
   workMs: number;
   backends: Record<string, number>;

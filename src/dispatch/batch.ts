@@ -4,7 +4,7 @@
  * pure decision (failover.ts), and what happens is reported to one BatchObserver (batch-observer.ts).
  */
 import type { AttemptFailure } from '../errors.js';
-import type { AgentRequest } from '../protocol/types.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';
 import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
 import { batchObserver, type BatchObserver } from './batch-observer.js';
@@ -20,13 +20,12 @@ export type { BatchResult } from './batch-types.js';
  */
 export function runBatch(
   deps: DispatchDeps,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   plan: BatchPlan,
   ctx: BatchContext,
-  requestMarked: boolean,
   observer: BatchObserver = batchObserver(deps.metrics, deps.agent, ctx.span),
 ): Promise<BatchResult> {
-  return new BatchRun(deps, observer, request, plan, ctx, requestMarked).run();
+  return new BatchRun(deps, observer, request, plan, ctx).run();
 }
 
 /**
@@ -36,13 +35,12 @@ export function runBatch(
  */
 export function failBatch(
   memoryKey: string,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   plan: BatchPlan,
   failure: AttemptFailure,
-  requestMarked: boolean,
   observer: BatchObserver,
 ): BatchResult {
   const slots = new BatchSlots(request, memoryKey, observer);
-  slots.fail(itemsOf(plan), failure);
-  return { outputs: slots.outputs(), marked: slots.marked(requestMarked), workMs: 0, backends: {}, errorCodes: slots.errorCodes, legs: slots.legs };
+  slots.fail(itemsOf(plan, request), failure);
+  return { outputs: slots.outputs(), workMs: 0, backends: {}, errorCodes: slots.errorCodes, legs: slots.legs };
 }

@@ -5,7 +5,8 @@
  * keeps complete memory). Every candidate carries the memory tag (docs/routing.md#the-memory-key-and-stickiness).
  */
 import type { GatewayErrorCode } from '../errors.js';
-import type { AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
+import type { IndexedAgentInput } from '../protocol/indexed-request.js';
+import type { AgentError, AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
 import { sameTag, stripMemoryKey, tagMemory, type MemoryTag } from '../routing/memory-tag.js';
 
 export function fromBackend(
@@ -43,25 +44,22 @@ function taggedInputMemory(memory: JsonObject, key: string, tag: MemoryTag): Jso
   return tagged;
 }
 
+/** A candidate the gateway failed: its error is always set. */
+type ErrorCandidate = AgentOutput & { status: 'error'; error: AgentError };
+
 export function errorCandidate(
   requestId: string,
-  input: AgentInput,
+  input: IndexedAgentInput,
   candidateIndex: number,
   code: GatewayErrorCode,
   message: string,
   backend: string,
   memoryKey: string,
   tag: MemoryTag,
-): AgentOutput {
+): ErrorCandidate {
   const error = { code, message: message || code, component: backend };
-  if (input.raw === undefined) {
-    return {
-      request_id: requestId, source_id: input.id, candidate_index: candidateIndex, status: 'error',
-      memory: taggedInputMemory(input.memory, memoryKey, tag), internal_steps: [], output: null, error,
-    };
-  }
-  // An input read by the indexer: the answer writes its memory from the body (answer-bytes.ts), so the
-  // decoded memory is built only if something reads it. The key order is the candidate's: memory in its place.
+  // The answer writes the input's memory from the body (answer-bytes.ts), so the decoded memory is built only
+  // if something reads it. The key order is the candidate's: memory in its place.
   const out = { request_id: requestId, source_id: input.id, candidate_index: candidateIndex, status: 'error' as const };
   Object.defineProperty(out, LAZY_MEMORY, { value: { input, memoryKey, tag } satisfies LazyMemory, enumerable: false });
   Object.defineProperty(out, 'memory', MEMORY_FIELD);
@@ -71,7 +69,7 @@ export function errorCandidate(
 
 /** What an error candidate's memory accessor reads, and what it built (once). */
 interface LazyMemory {
-  readonly input: AgentInput;
+  readonly input: IndexedAgentInput;
   readonly memoryKey: string;
   readonly tag: MemoryTag;
   memory?: JsonObject;

@@ -14,14 +14,13 @@ import type { Logger } from '../logging.js';
 import type { MemoryBudget } from '../memory/budget.js';
 import { withTraceparent, type CorrelationHeaders } from '../protocol/correlation.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { stringifyExact } from '../protocol/exact-json.js';
 import { checkAnswerBytes, decisionOf } from '../protocol/answer-check.js';
 import { subRequestBody } from '../protocol/sub-request.js';
-import type { AgentDecision, AgentOutput, AgentRequest } from '../protocol/types.js';
+import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/indexed-request.js';
+import type { AgentDecision, AgentOutput } from '../protocol/types.js';
 import type { BatchPlan } from '../routing/plan.js';
 import { postResponses } from '../upstream/backend-call.js';
 import type { Upstreams } from '../upstream/upstreams.js';
-import { stripMemoryKey } from '../routing/memory-tag.js';
 import { attemptSpanName, endAttemptSpan, serverOf } from './attempt-span.js';
 import {
   ATTR_AGREED,
@@ -67,8 +66,8 @@ function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | nu
   return a.say === b.say && isDeepStrictEqual(a.tool_calls, b.tool_calls);
 }
 
-/** The inputs of one route copied to one shadow backend: one sub-request. */
-type Group = { route: string; backend: string; inputs: number[] };
+/** The inputs of one route copied to one shadow backend (with their positions in the request): one sub-request. */
+type Group = { route: string; backend: string; inputs: IndexedAgentInput[]; at: number[] };
 
 /**
  * Start the shadow sub-requests of a batch. `primary` resolves with the client's candidates (in request
@@ -78,9 +77,8 @@ type Group = { route: string; backend: string; inputs: number[] };
  */
 export function startShadows(
   deps: ShadowDeps,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   plan: BatchPlan,
-  marked: boolean,
   primary: Promise<AgentOutput[]>,
   correlation: CorrelationHeaders,
   /** The batch's server span; the no-op span when untraced. */
@@ -90,11 +88,15 @@ export function startShadows(
   // Group per (route, shadow backend): one sub-request each, so one batch costs one slot per shadow backend.
   const groups = new Map<string, Group>();
   for (const p of plan.inputs) {
+    const input = request.inputs[p.index];
+    if (input === undefined) continue; // the plan is this request's: never
     for (const backend of p.shadows) {
       const key = `${p.route}\u0000${backend}`;
       const g = groups.get(key);
-      if (g) g.inputs.push(p.index);
-      else groups.set(key, { route: p.route, backend, inputs: [p.index] });
+      if (g) {
+        g.inputs.push(input);
+        g.at.push(p.index);
+      } else groups.set(key, { route: p.route, backend, inputs: [input], at: [p.index] });
     }
   }
   const jobs: Promise<void>[] = [];
@@ -106,7 +108,7 @@ export function startShadows(
     }
     deps.limiter.inFlight++;
     jobs.push(
-      runShadow(deps, request, g, marked, primary, headers, span)
+      runShadow(deps, request, g, primary, headers, span)
         .catch((err: unknown) => deps.log.debug({ err, backend: g.backend }, 'shadow failed'))
         .finally(() => deps.limiter.inFlight--),
     );
@@ -132,9 +134,8 @@ function shadowSpan(parent: TraceSpan, g: Group, replica: Replica): TraceSpan | 
 
 async function runShadow(
   deps: ShadowDeps,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   g: Group,
-  marked: boolean,
   primary: Promise<AgentOutput[]>,
   headers: Record<string, string>,
   parent: TraceSpan,
@@ -147,7 +148,7 @@ async function runShadow(
   const span = shadowSpan(parent, g, replica);
   const end: { outcome?: string; status?: number; reason?: string } = {};
   try {
-    await shadowCall(deps, request, g, marked, primary, withTraceparent(headers, (span ?? parent).traceparent), replica, span, end);
+    await shadowCall(deps, request, g, primary, withTraceparent(headers, (span ?? parent).traceparent), replica, span, end);
   } finally {
     if (span !== undefined) endAttemptSpan(span, end.outcome, end.status, end.reason);
   }
@@ -156,9 +157,8 @@ async function runShadow(
 /** The shadow sub-request and its comparison; `end` gets how it ended, for the span. */
 async function shadowCall(
   deps: ShadowDeps,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   g: Group,
-  marked: boolean,
   primary: Promise<AgentOutput[]>,
   headers: Record<string, string>,
   replica: Replica,
@@ -167,23 +167,13 @@ async function shadowCall(
 ): Promise<void> {
   const { metrics } = deps;
   const labels = { agent: deps.agent, route: g.route, backend: g.backend };
-  const inputs = g.inputs.map((i) => request.inputs[i]!); // i indexes request.inputs (loop bound)
-  // Inputs read by the indexer are written from their bytes, never decoded for a shadow.
-  const slices = inputs.flatMap((inp) => (inp.raw === undefined ? [] : [{ raw: inp.raw, count: inp.num_outputs }]));
-  const body =
-    slices.length === inputs.length
-      ? subRequestBody(Buffer.from(JSON.stringify(request.request_id)), slices)
-      : stringifyExact(
-          {
-            request_id: request.request_id,
-            inputs: inputs.map((inp) => ({ ...inp, memory: stripMemoryKey(inp.memory, deps.memoryKey) })),
-          },
-          marked,
-        );
+  const inputs = g.inputs;
+  // Written from the inputs' bytes, never decoded for a shadow.
+  const body = subRequestBody(Buffer.from(JSON.stringify(request.request_id)), inputs.map((inp) => ({ raw: inp.raw, count: inp.num_outputs })));
   // Shed first (docs/memory-budget.md): no room now, or room needed later by a batch, ends the shadow here.
   const signal = new BatchSignal();
   let shed = false;
-  const hold = deps.memory?.tryHold(Buffer.isBuffer(body) ? body.length : body.length * 2, () => {
+  const hold = deps.memory?.tryHold(body.length, () => {
     shed = true;
     signal.abort();
   });
@@ -209,9 +199,9 @@ async function shadowCall(
 /** The shadow's answer judged and compared with the primary's; `end` gets how it ended, for the span. */
 async function judgeShadow(
   deps: ShadowDeps,
-  request: AgentRequest,
+  request: IndexedAgentRequest,
   g: Group,
-  inputs: AgentRequest['inputs'],
+  inputs: readonly IndexedAgentInput[],
   primary: Promise<AgentOutput[]>,
   res: Awaited<ReturnType<typeof postResponses>>,
   replica: Replica,
@@ -249,7 +239,7 @@ async function judgeShadow(
   }
   let agreedN = 0;
   let disagreedN = 0;
-  g.inputs.forEach((inputIndex, k) => {
+  g.at.forEach((inputIndex, k) => {
     check.slots[k]!.forEach((slot, c) => { // k indexes check.slots (loop bound)
       const mine = outputs[offsets[inputIndex]! + c]; // offsets has one entry per input
       if (!slot.ok || mine === undefined || mine.status !== 'completed') return; // nothing to compare against

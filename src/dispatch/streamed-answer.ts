@@ -16,7 +16,8 @@ import { PartsWriter } from '../protocol/answer-body.js';
 import { indexAgentResponse } from '../protocol/answer-index.js';
 import { ElementSplitter } from '../protocol/answer-split.js';
 import { indexedView, Placement, type IndexedCandidate, type Slot } from '../protocol/response-check.js';
-import type { AgentOutput, AgentRequest } from '../protocol/types.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
+import type { AgentOutput } from '../protocol/types.js';
 import type { BodyFlow, BodyTap } from '../upstream/backend-call.js';
 import { writeCandidate } from './answer-bytes.js';
 import type { Item } from './batch-item.js';
@@ -38,12 +39,6 @@ interface StreamOutcome {
   refused?: string;
   written: number;
   workMs: number;
-}
-
-/** Whether `items` carry the whole request, each input once, in order, with all its candidates. */
-export function coversRequest(request: AgentRequest, items: readonly Item[]): boolean {
-  const inputs = request.inputs;
-  return items.length === inputs.length && items.every((it, k) => it.input === k && it.offset === 0 && it.count === inputs[k]!.num_outputs); // k < inputs.length (length checked)
 }
 
 export class StreamedAnswer implements BodyTap {
@@ -68,21 +63,17 @@ export class StreamedAnswer implements BodyTap {
   /** Set once the answer broke off after it began: every candidate not yet written fails with this. */
   private cut: AttemptFailure | undefined;
   private refused: string | undefined;
-  private marked: boolean;
   private workMs = 0;
   private resolveDone: ((o: StreamOutcome) => void) | undefined;
 
   constructor(
     private readonly slots: BatchSlots,
-    private readonly request: AgentRequest,
+    private readonly request: IndexedAgentRequest,
     private readonly items: readonly Item[],
     private readonly sink: AnswerSink,
     private readonly maxDepth: number,
     private readonly memoryKey: string,
-    requestMarked: boolean,
-  ) {
-    this.marked = requestMarked;
-  }
+  ) {}
 
   start(flow: BodyFlow): void {
     this.flow = flow;
@@ -91,8 +82,7 @@ export class StreamedAnswer implements BodyTap {
       splitter: new ElementSplitter((wrapped) => this.element(wrapped)),
       placement: new Placement({
         requestId: request.request_id,
-        // Item input indexes come from the plan of this request: always in range of its inputs.
-        inputs: this.items.map((it) => ({ id: request.inputs[it.input]!.id, count: it.count })),
+        inputs: this.items.map((it) => ({ id: it.input.id, count: it.count })),
       }),
     };
   }
@@ -157,7 +147,7 @@ export class StreamedAnswer implements BodyTap {
       this.invalid(`the answer is not JSON: a value is missing (candidate [${k}])`);
       return;
     }
-    const placed = this.placement.add(k, indexedView(wrapped, el, () => (this.marked = true)));
+    const placed = this.placement.add(k, indexedView(wrapped, el));
     if (placed.kind === 'condemned') this.invalid(placed.reason);
     // Written at once, not after the chunk: a chunk may hold many small candidates.
     else this.pump();
@@ -211,7 +201,7 @@ export class StreamedAnswer implements BodyTap {
         row[this.c] = WRITTEN;
         this.c++;
         const w = this.open();
-        writeCandidate(out, w, this.marked);
+        writeCandidate(out, w);
         this.written++;
         this.send(w);
       }

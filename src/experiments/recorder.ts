@@ -20,7 +20,7 @@ import type { Logger } from '../logging.js';
 import type { BatchResult } from '../dispatch/batch.js';
 import { candidateTag } from '../dispatch/answer-bytes.js';
 import { METRIC_OUTCOMES, type GatewayMetrics } from '../metrics.js';
-import type { AgentRequest } from '../protocol/types.js';
+import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
 import { hasFlag, type MemoryTag, type TrajectoryFlag, type TrajectoryState } from '../routing/memory-tag.js';
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
@@ -149,7 +149,7 @@ export class Experiments {
    * The trajectory members of each experiment input of `plan` (set on the plan) and what counts. Never throws and
    * never fails the batch: on a store failure the inputs go out without trajectory members and are not counted.
    */
-  async begin(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan, excluded: boolean): Promise<StepDecision[]> {
+  async begin(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, excluded: boolean): Promise<StepDecision[]> {
     if (excluded) return [];
     try {
       return await this.decide(compiled, request, plan);
@@ -159,7 +159,7 @@ export class Experiments {
     }
   }
 
-  private async decide(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan): Promise<StepDecision[]> {
+  private async decide(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan): Promise<StepDecision[]> {
     const { store, current } = this.host();
     const { experiments: cfg } = current.config;
     const ttlMs = cfg.index_ttl_s * 1000;
@@ -238,7 +238,7 @@ export class Experiments {
    * Counts one answered batch from `decisions` (what begin returned for it). Synchronous and never throws:
    * accounting must not cost a client its answer.
    */
-  recordBatch(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan, result: BatchResult, decisions: readonly StepDecision[]): void {
+  recordBatch(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, result: BatchResult, decisions: readonly StepDecision[]): void {
     try {
       this.feedbackMetric(compiled, request, plan);
       const offsets = outputOffsets(request, result);
@@ -249,7 +249,7 @@ export class Experiments {
     }
   }
 
-  private count(agent: string, request: AgentRequest, result: BatchResult, d: StepDecision, offsets: readonly number[]): void {
+  private count(agent: string, request: IndexedAgentRequest, result: BatchResult, d: StepDecision, offsets: readonly number[]): void {
     const { store, metrics } = this.host();
     // The place for steps the response cache served: they were counted when first computed, on the arm and in the
     // experiment of the tag the cached candidates carry (a resumed trajectory keeps the first run's arm).
@@ -327,7 +327,7 @@ export class Experiments {
   }
 
   /** Env feedback to `magma_gateway_execution_feedback_total`, by the tag each env input arrived with. */
-  private feedbackMetric(compiled: CompiledRoutes, request: AgentRequest, plan: BatchPlan): void {
+  private feedbackMetric(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan): void {
     const routes = routeIndex(compiled);
     const { executionFeedback } = this.host().metrics;
     for (const p of plan.inputs) {
@@ -347,7 +347,7 @@ export class Experiments {
 }
 
 /** Where each input's candidates start in `outputs` (input order, `num_outputs` each), and the end. */
-function outputOffsets(request: AgentRequest, result: BatchResult): number[] {
+function outputOffsets(request: IndexedAgentRequest, result: BatchResult): number[] {
   const offsets = [0];
   if (result.outputs.length === 0) return offsets;
   let at = 0;

@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { errorBody, GatewayError, internalCode, type GatewayErrCode } from '../errors.js';
+import { errorBody, GatewayError, internalCode, messageOf, registeredBody, type GatewayErrCode } from '../errors.js';
 import { RETRY_AFTER_S } from '../memory/over-budget.js';
 import { discardBody } from '../routes/body-discard.js';
 
@@ -110,7 +110,7 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number, dis
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     const status = err.statusCode ?? 500;
     if (status === 413) {
-      const body = errorBody('GATEWAY_ERR_BODY_TOO_LARGE', `request body exceeds server.body_limit_mb (${bodyLimitMb} MiB)`);
+      const body = registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', bodyLimitMb);
       // Written once the rest of the body is dropped (routes/body-discard.ts): a client sending its whole body
       // first reads the answer instead of meeting a reset. fastify's own answer closes the connection.
       discardBody(req.raw, discardBytes(), 0, () => {
@@ -125,7 +125,7 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number, dis
     }
     if (status >= 500) {
       req.log.error({ err }, 'internal error');
-      return reply.code(status).send(errorBody(internalCode(err), 'internal gateway error'));
+      return reply.code(status).send(errorBody(internalCode(err), messageOf('GATEWAY_ERR_INTERNAL')));
     }
     return reply.code(status).send(errorBody(clientErrorCode(err, status), err.message));
   });

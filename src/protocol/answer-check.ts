@@ -16,8 +16,7 @@ import { agentDecisionSchema } from './schemas.js';
 import type { AgentDecision, AgentOutput } from './types.js';
 
 export type AnswerCheck =
-  /** `marked`: a decoded candidate holds number markers, so the batch must be serialized with stringifyExact. */
-  | { ok: true; slots: Slot<AgentOutput | IndexedCandidate>[][]; marked: boolean }
+  | { ok: true; slots: Slot<AgentOutput | IndexedCandidate>[][] }
   | { ok: false; reason: string };
 
 /** Answers refused by the indexer up to this size are decoded for a reason in the schema's words. */
@@ -40,21 +39,16 @@ export function checkAnswerBytes(bytes: Buffer, shape: SubRequestShape, maxDepth
     }
     return checkText(body.toString('utf8'), shape, maxDepth);
   }
-  let marked = false;
-  const check = checkIndexedResponse(body, indexed.elements, shape, () => {
-    marked = true;
-  });
-  return check.ok ? { ok: true, slots: check.slots, marked } : { ok: false, reason: check.reason };
+  const check = checkIndexedResponse(body, indexed.elements, shape);
+  return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
 }
 
 /** The answer parsed exactly (after a depth check) and checked. */
 function checkText(text: string, shape: SubRequestShape, maxDepth: number): AnswerCheck {
   if (exceedsDepth(text, maxDepth) !== -1) return { ok: false, reason: `the answer is ${tooDeepMessage(maxDepth)}` };
   let answer: unknown;
-  let marked: boolean;
   try {
     const parsed = parseExact(text);
-    marked = parsed.marked;
     if (parsed.nonFinite) return { ok: false, reason: 'the answer holds a non-finite number' };
     answer = parsed.value;
   } catch (err) {
@@ -62,7 +56,7 @@ function checkText(text: string, shape: SubRequestShape, maxDepth: number): Answ
     return { ok: false, reason: `the answer is not JSON: ${(err as Error).message}` };
   }
   const check = checkSubResponse(answer, shape);
-  return check.ok ? { ok: true, slots: check.slots, marked } : { ok: false, reason: check.reason };
+  return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
 }
 
 /** A checked candidate's status and decision; an indexed one decodes its `output` bytes only, nothing else. */

@@ -82,7 +82,7 @@ const INTEGER_RE = /^-?\d+$/;
 
 export interface ExactParse {
   value: unknown;
-  /** True when the value holds number markers: serialize it with stringifyExact. */
+  /** True when the value holds number markers (stringifyExact turns them back into numbers). */
   marked: boolean;
   /** True when some number overflows to +-Infinity (e.g. 1e400, never an integer): the contract requires finite numbers. */
   nonFinite: boolean;
@@ -191,11 +191,11 @@ function toSyntaxError(err: unknown, text: string): JsonSyntaxError {
  * follows the prefix, and the closing quote comes right after it, followed by `,`, `]`, `}` or the end (never
  * `:`: that is an object key). A marker anywhere else, e.g. copied into a message the gateway built, is data:
  * it stays a string and only its secret prefix is dropped, so the text stays valid JSON and the nonce never
- * leaves the process.
+ * leaves the process. Every output is scanned: a value without markers costs one indexOf over its text, and no
+ * caller has to know whether its value holds any.
  */
-export function stringifyExact(value: unknown, marked = true): string {
+export function stringifyExact(value: unknown): string {
   const s = JSON.stringify(value);
-  if (!marked) return s;
   let at = s.indexOf(NUMBER_MARK);
   if (at === -1) return s;
   // String concatenation builds a rope that is flattened once on write; Array#join would copy the whole text.

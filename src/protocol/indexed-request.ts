@@ -5,37 +5,79 @@
  * trajectory is decoded only if the gateway must write it itself (an error candidate), and forwarded as the
  * bytes the client sent otherwise, key order and every number included.
  */
-import { isNumberMark } from './exact-json.js';
 import { MAX_JSON_DEPTH_CEILING } from './json-depth.js';
 import { ProtocolWalker } from './protocol-walker.js';
 import { RawJson, type InputSlices } from './raw-json.js';
 import type { InputIndex, RequestIndex, Span } from './request-index.js';
-import type { AgentInput, IndexedAgentInput, IndexedAgentRequest, JsonObject } from './types.js';
+import type { AgentInput, JsonObject } from './types.js';
 
-const EMPTY_OBJECT = RawJson.of('{}');
-const EMPTY_LIST = RawJson.of('[]');
+const EMPTY_OBJECT = RawJson.of<JsonObject>('{}');
+const EMPTY_LIST = RawJson.of<JsonObject[]>('[]');
 
-function slice(buf: Buffer, span: Span | undefined, absent: RawJson): RawJson {
-  return span === undefined ? absent : new RawJson(buf, span.start, span.end);
+function slice<T>(buf: Buffer, span: Span | undefined, absent: RawJson<T>): RawJson<T> {
+  return span === undefined ? absent : new RawJson<T>(buf, span.start, span.end);
 }
 
 /**
- * The decoded free-form fields of an indexed input, as own enumerable accessors (a spread or JSON.stringify of
- * the input sees ordinary decoded fields) whose getters every input shares, reading the input's `raw`. Why not
- * an object literal's getters: those are new functions per input, and V8 kept such inputs, with everything
- * their getters reach (the whole body and index), alive through young-generation GCs until the next full one
- * (docs/performance.md#batches-die-young).
+ * An input read by the indexer: the small protocol fields as values, the free-form ones (tools, attributes,
+ * memory, extra_keys) as getters on the prototype that decode the input's slices on first read. The getters
+ * are shared by every input, as fastify's Request shares its getters: a per-input function would be allocated
+ * per input, and V8 kept such inputs, with everything their functions reach (the whole body and index), alive
+ * through young-generation GCs until the next full one (docs/performance.md#batches-die-young).
+ * toJSON writes the contract's field order, so a serialized input is the decoded one.
  */
-const INPUT_FIELDS: Record<Exclude<keyof AgentInput, 'id' | 'instruction' | 'num_outputs' | 'raw'>, PropertyDescriptor> = {
-  // The indexer proved each value's type (a list of objects, an object) before these slices were made.
-  tools: { get: function (this: IndexedAgentInput): JsonObject[] { return this.raw.tools.value() as JsonObject[]; }, enumerable: true, configurable: true },
-  attributes: { get: function (this: IndexedAgentInput): JsonObject { return this.raw.attributes.value() as JsonObject; }, enumerable: true, configurable: true },
-  memory: { get: function (this: IndexedAgentInput): JsonObject { return this.raw.memory.value() as JsonObject; }, enumerable: true, configurable: true },
-  extra_keys: { get: function (this: IndexedAgentInput): JsonObject { return this.raw.extraKeys.value() as JsonObject; }, enumerable: true, configurable: true },
-};
+export class IndexedAgentInput {
+  readonly id: AgentInput['id'];
+  readonly instruction: AgentInput['instruction'];
+  readonly num_outputs: number;
+  /** A private field, so a spread or deepEqual of the input never sees the body. */
+  readonly #raw: InputSlices;
+
+  constructor(index: InputIndex, raw: InputSlices) {
+    this.id = index.id;
+    this.instruction = index.instruction;
+    this.num_outputs = index.numOutputs;
+    this.#raw = raw;
+  }
+
+  /** The input's bytes, which the batch path forwards instead of re-serializing the decoded fields. */
+  get raw(): InputSlices {
+    return this.#raw;
+  }
+
+  get tools(): JsonObject[] {
+    return this.#raw.tools.value();
+  }
+
+  get attributes(): JsonObject {
+    return this.#raw.attributes.value();
+  }
+
+  get memory(): JsonObject {
+    return this.#raw.memory.value();
+  }
+
+  get extra_keys(): JsonObject {
+    return this.#raw.extraKeys.value();
+  }
+
+  /**
+   * The decoded value of memory's top-level member `key` (the last one, as JSON.parse keeps), or undefined:
+   * only that member is decoded, never the rest of the memory.
+   */
+  memoryMember(key: string): unknown {
+    const raw = this.#raw;
+    return key === raw.memoryKey ? memoryTagValue(raw) : memoryMember(raw, key);
+  }
+
+  toJSON(): AgentInput {
+    const { id, instruction, num_outputs, tools, attributes, memory, extra_keys } = this;
+    return { id, instruction, num_outputs, tools, attributes, memory, extra_keys };
+  }
+}
 
 function inputOf(buf: Buffer, index: InputIndex, memoryKey: string): IndexedAgentInput {
-  const raw: InputSlices = {
+  return new IndexedAgentInput(index, {
     buf,
     index,
     memoryKey,
@@ -43,18 +85,18 @@ function inputOf(buf: Buffer, index: InputIndex, memoryKey: string): IndexedAgen
     attributes: slice(buf, index.attributes, EMPTY_OBJECT),
     memory: slice(buf, index.memory, EMPTY_OBJECT),
     extraKeys: slice(buf, index.extraKeys, EMPTY_OBJECT),
-  };
-  const input = { id: index.id, instruction: index.instruction, num_outputs: index.numOutputs };
-  Object.defineProperty(input, 'raw', { value: raw, enumerable: false });
-  Object.defineProperties(input, INPUT_FIELDS);
-  // The four accessors and `raw` are defined just above.
-  return input as IndexedAgentInput;
+  });
 }
 
-/** The request of an index; `marked` when an id is a number marker (serialize answers with stringifyExact). */
-export function indexedRequest(index: RequestIndex, memoryKey: string): { request: IndexedAgentRequest; marked: boolean } {
-  const inputs = index.inputs.map((ii) => inputOf(index.buf, ii, memoryKey));
-  return { request: { request_id: index.requestId, inputs }, marked: inputs.some((i) => isNumberMark(i.id)) };
+/** A request read by the indexer (read-request.ts). */
+export interface IndexedAgentRequest {
+  request_id: string;
+  inputs: IndexedAgentInput[];
+}
+
+/** The request of an index. */
+export function indexedRequest(index: RequestIndex, memoryKey: string): IndexedAgentRequest {
+  return { request_id: index.requestId, inputs: index.inputs.map((ii) => inputOf(index.buf, ii, memoryKey)) };
 }
 
 /** The decoded value of memory's tag member (the last one, as JSON.parse keeps), or undefined when there is none. */

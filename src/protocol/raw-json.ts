@@ -6,9 +6,14 @@
 import type { MemoryLayout } from './output-values.js';
 import { parseExact } from './exact-json.js';
 import type { InputIndex } from './request-index.js';
+import type { JsonObject } from './json-values.js';
 
-export class RawJson {
-  private cache: { value: unknown; marked: boolean } | undefined;
+/**
+ * `T` is what the indexer proved the bytes to be (an object, a list of objects) where the slice is made; a slice
+ * of unknown content is a RawJson<unknown>.
+ */
+export class RawJson<T = unknown> {
+  private cache: { value: T } | undefined;
 
   constructor(
     readonly buf: Buffer,
@@ -17,9 +22,9 @@ export class RawJson {
   ) {}
 
   /** A value the gateway holds as text (a default such as `{}`), not a slice of a body. */
-  static of(text: string): RawJson {
+  static of<T>(text: string): RawJson<T> {
     const buf = Buffer.from(text, 'utf8');
-    return new RawJson(buf, 0, buf.length);
+    return new RawJson<T>(buf, 0, buf.length);
   }
 
   get byteLength(): number {
@@ -32,7 +37,7 @@ export class RawJson {
   }
 
   /** The value, numbers exact (number markers where JS cannot hold them: serialize with stringifyExact). */
-  value(): unknown {
+  value(): T {
     return this.decode().value;
   }
 
@@ -41,16 +46,11 @@ export class RawJson {
     return this.cache !== undefined;
   }
 
-  /** True once decoded when the value holds number markers; false before any decode. */
-  get marked(): boolean {
-    return this.cache?.marked === true;
-  }
-
-  private decode(): { value: unknown; marked: boolean } {
+  private decode(): { value: T } {
     if (this.cache === undefined) {
-      // The indexer proved these bytes JSON within server.max_json_depth, so this parse cannot fail.
-      const p = parseExact(this.buf.toString('utf8', this.start, this.end));
-      this.cache = { value: p.value, marked: p.marked };
+      // The indexer proved these bytes JSON within server.max_json_depth, so this parse cannot fail, and
+      // proved them a T where the slice was typed: the one place that fact meets the decoded value.
+      this.cache = { value: parseExact(this.buf.toString('utf8', this.start, this.end)).value as T };
     }
     return this.cache;
   }
@@ -65,10 +65,10 @@ export interface InputSlices {
   readonly index: InputIndex;
   /** The memory_key the tag members were found by (index.memoryLayout). */
   readonly memoryKey: string;
-  readonly tools: RawJson;
-  readonly attributes: RawJson;
-  readonly memory: RawJson;
-  readonly extraKeys: RawJson;
+  readonly tools: RawJson<JsonObject[]>;
+  readonly attributes: RawJson<JsonObject>;
+  readonly memory: RawJson<JsonObject>;
+  readonly extraKeys: RawJson<JsonObject>;
   /**
    * Filled on first use by answer-body.ts and indexed-request.ts. Fields of the input, not global WeakMaps
    * keyed by it: a young-generation GC treats an old WeakMap's values as live (its keys are weak only to full

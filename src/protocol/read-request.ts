@@ -7,15 +7,15 @@
  * built bounded by the caller instead (validation/bounded-detail.ts), from what the indexer saw.
  */
 import { isUtf8 } from 'node:buffer';
-import { indexedRequest } from './indexed-request.js';
+import { indexedRequest, type IndexedAgentRequest } from './indexed-request.js';
 import { parseAgentRequest } from './request.js';
 import type { IndexReject } from './json-index.js';
 import { indexAgentRequest, type IndexLimits, type RequestFindings, type RequestIndex } from './request-index.js';
-import type { IndexedAgentRequest, ValidationIssue } from './types.js';
+import type { ValidationIssue } from './types.js';
 import { firstInvalidUtf8 } from './utf8.js';
 
 type RequestRead =
-  | { ok: true; request: IndexedAgentRequest; marked: boolean; index: RequestIndex }
+  | { ok: true; request: IndexedAgentRequest; index: RequestIndex }
   | { ok: false; status: 422; detail: ValidationIssue[] }
   /** Refused by the indexer, the 422 detail left to the caller (validation/bounded-detail.ts): what it saw. */
   | { ok: false; status: 422; detail: undefined; reject: IndexReject; findings: RequestFindings | undefined }
@@ -33,7 +33,7 @@ export function readAgentRequest(body: Buffer, limits: IndexLimits): RequestRead
     };
   }
   const indexed = indexAgentRequest(body, limits);
-  if (indexed.ok) return { ok: true, ...indexedRequest(indexed.index, limits.memoryKey), index: indexed.index };
+  if (indexed.ok) return { ok: true, request: indexedRequest(indexed.index, limits.memoryKey), index: indexed.index };
   // With a bound on problems (the batch path) the detail is the caller's to build, bounded.
   if (limits.maxProblems !== undefined) return { ok: false, status: 422, detail: undefined, reject: indexed.reject, findings: indexed.findings };
   const parsed = parseAgentRequest(body.toString('utf8'), limits);

@@ -159,7 +159,7 @@ class RequestIndexer extends ProtocolWalker {
     let tooMany = 0;
     const end = this.members(p, 1, (name, v) => {
       if (name === 'request_id') {
-        const e = this.anyValue(v, 1);
+        const e = this.s.value(v, 1);
         const text = s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
         requestId = slot(text !== undefined && text.length > 0, text, v, e);
         return e;
@@ -183,10 +183,10 @@ class RequestIndexer extends ProtocolWalker {
           i++;
           if (at >= maxInputs) {
             tooMany = at + 1;
-            return this.anyValue(q, 2);
+            return this.s.value(q, 2);
           }
           if (s.at(q) !== LBRACE) {
-            const end = this.anyValue(q, 2);
+            const end = this.s.value(q, 2);
             bad(q, end, at);
             return end;
           }
@@ -224,11 +224,6 @@ class RequestIndexer extends ProtocolWalker {
     return { buf: this.buf, requestId: requestId.value, requestIdSpan: requestId.span, inputs: inputs.value };
   }
 
-  /** Any value at `v` (inside a container at `depth`), its numbers' finiteness ignored: the caller refuses it anyway. */
-  private anyValue(v: number, depth: number): number {
-    return this.s.value(v, depth);
-  }
-
   /** A field of the wrong JSON type: skipped, its slot invalid. */
   private invalid<T>(v: number, depth: number, set: (sl: Slot<T>) => void): number {
     const e = this.s.value(v, depth);
@@ -246,10 +241,6 @@ class RequestIndexer extends ProtocolWalker {
     s.nonFinite = before || s.nonFinite;
     return { end, finite };
   }
-
-  /** The container opened at `p` sits at `depth`: refused past server.max_json_depth, as exceedsDepth does. */
-
-
 
   /** One AgentInput object at `p`: its index, or undefined when some field is invalid. */
   private input(p: number): { end: number; input: InputIndex | undefined } {
@@ -349,7 +340,7 @@ class RequestIndexer extends ProtocolWalker {
     let content: Slot<string> | undefined;
     const end = this.members(p, 4, (name, v) => {
       if (name !== 'type' && name !== 'content') throw new IndexReject(v, `unknown field ${JSON.stringify(name)} in an instruction`);
-      const e = this.anyValue(v, 4);
+      const e = this.s.value(v, 4);
       const text = s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
       if (name === 'type') type = slot(text === 'user' || text === 'env', text === 'user' || text === 'env' ? text : undefined, v, e);
       else content = slot(text !== undefined, text, v, e);

@@ -9,7 +9,7 @@ import type { AgentRequest, ValidationIssue } from './types.js';
 import { boundInput, jsonInvalidDetail, zodToDetail } from './validation-errors.js';
 
 type RequestParse =
-  | { ok: true; request: AgentRequest; marked: boolean }
+  | { ok: true; request: AgentRequest }
   | { ok: false; detail: ValidationIssue[] };
 
 interface RequestLimits {
@@ -79,5 +79,5 @@ export function parseAgentRequest(text: string, limits: RequestLimits): RequestP
     }
   });
   if (detail.length > 0) return { ok: false, detail };
-  return { ok: true, request, marked: parsed.marked };
+  return { ok: true, request };
 }

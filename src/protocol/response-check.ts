@@ -149,28 +149,25 @@ export class IndexedCandidate {
 /**
  * The same placement over an indexed answer (answer-index.ts): a candidate the indexer accepted is taken as
  * its bytes; any other element is decoded from its bytes and judged exactly as checkSubResponse judges it,
- * so reasons keep their wording. `onMarked` is told when such a decode found number markers.
+ * so reasons keep their wording.
  */
 export function checkIndexedResponse(
   buf: Buffer,
   elements: readonly AnswerElement[],
   shape: SubRequestShape,
-  onMarked: () => void,
 ): SubResponseCheckOf<AgentOutput | IndexedCandidate> {
   // k < elements.length (place's loop bound)
-  return place<AgentOutput | IndexedCandidate>(elements.length, (k) => indexedView(buf, elements[k]!, onMarked), shape);
+  return place<AgentOutput | IndexedCandidate>(elements.length, (k) => indexedView(buf, elements[k]!), shape);
 }
 
 /** One indexed element as placement sees it (see checkIndexedResponse). */
-export function indexedView(buf: Buffer, el: AnswerElement, onMarked: () => void): ElementView<AgentOutput | IndexedCandidate> {
+export function indexedView(buf: Buffer, el: AnswerElement): ElementView<AgentOutput | IndexedCandidate> {
   const c = el.candidate;
   if (c !== undefined) {
     return { requestId: c.requestId, key: `${c.sourceKey}/${c.indexKey}`, validate: () => ({ ok: true, candidate: new IndexedCandidate(buf, c) }) };
   }
   // The indexer proved the whole answer JSON within the depth limit and its numbers finite: this parse holds.
-  const parsed = parseExact(buf.toString('utf8', el.span.start, el.span.end));
-  if (parsed.marked) onMarked();
-  return decodedView(parsed.value);
+  return decodedView(parseExact(buf.toString('utf8', el.span.start, el.span.end)).value);
 }
 
 /**

@@ -5,7 +5,6 @@
  */
 import type { z } from 'zod';
 import type { IntValue, JsonObject } from './json-values.js';
-import type { InputSlices } from './raw-json.js';
 import type {
   agentDecisionSchema,
   agentErrorSchema,
@@ -24,20 +23,7 @@ export type { IntValue, JsonObject };
  */
 export type AgentInput = Omit<z.output<typeof agentInputSchema>, 'num_outputs'> & {
   num_outputs: number;
-  /**
-   * Set on inputs read from a client's body by the indexer (protocol/indexed-request.ts): the input's bytes,
-   * which the batch path forwards instead of re-serializing the decoded fields. Not enumerable, so a copy of
-   * the input (`{...input}`) is an ordinary decoded one.
-   */
-  readonly raw?: InputSlices;
 };
-/** An input read by the indexer: its bytes are always at hand. */
-export type IndexedAgentInput = AgentInput & { readonly raw: InputSlices };
-/** A request read by the indexer (protocol/read-request.ts). */
-export interface IndexedAgentRequest {
-  request_id: string;
-  inputs: IndexedAgentInput[];
-}
 export interface AgentRequest {
   request_id: string;
   inputs: AgentInput[];

@@ -35,7 +35,7 @@ import { readServerTls } from '../config/tls-files.js';
 import { ConnectionSlots } from './connection-slots.js';
 import { discardBody } from './body-discard.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
-import { errorBody, internalCode } from '../errors.js';
+import { errorBody, internalCode, messageOf, registeredBody } from '../errors.js';
 import { accessLabel, ANONYMOUS, decideAgent, refusalHeaders, type Access } from '../clients/access.js';
 import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
@@ -158,9 +158,9 @@ export function clientError(opts: Pick<GatewayConfig['server'], 'headers_timeout
   const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
   const body = JSON.stringify(
     status === 408
-      ? errorBody('GATEWAY_ERR_REQUEST_TIMEOUT', `request headers not received within server.headers_timeout_s (${opts.headers_timeout_s} s)`)
+      ? registeredBody('GATEWAY_ERR_REQUEST_TIMEOUT', 'headers', opts.headers_timeout_s)
       : status === 431
-        ? errorBody('GATEWAY_ERR_HEADERS_TOO_LARGE', 'request headers too large')
+        ? registeredBody('GATEWAY_ERR_HEADERS_TOO_LARGE')
         : errorBody('GATEWAY_ERR_BAD_REQUEST', 'malformed HTTP request'),
   );
   const head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
@@ -171,7 +171,7 @@ export function clientError(opts: Pick<GatewayConfig['server'], 'headers_timeout
 
 function bodyDetail(front: Front): string {
   return JSON.stringify(
-    errorBody('GATEWAY_ERR_REQUEST_TIMEOUT', `request body not received within server.body_timeout_s (${front.opts.body_timeout_s} s)`),
+    registeredBody('GATEWAY_ERR_REQUEST_TIMEOUT', 'body', front.opts.body_timeout_s),
   );
 }
 
@@ -306,7 +306,7 @@ function receive(
         h.log.error({ err }, 'internal error');
         // A streamed answer already begun cannot become an error: the client sees it cut off.
         if (res.headersSent) res.destroy();
-        reply(h, res, endpoint, 500, JSON.stringify(errorBody(internalCode(err), 'internal gateway error')), {}, t0, label);
+        reply(h, res, endpoint, 500, JSON.stringify(errorBody(internalCode(err), messageOf('GATEWAY_ERR_INTERNAL'))), {}, t0, label);
       },
     );
   });
@@ -329,9 +329,8 @@ const noop = (): void => undefined;
  * so that a client sending its whole body first can read it; the connection closes after it.
  */
 function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number, client: string, received: number): void {
-  const detail = `request body exceeds server.body_limit_mb (${h.bodyLimitMb} MiB)`;
   discardBody(req, mbToBytes(h.gateway.current.config.server.body_discard_mb), received, () => {
-    reply(h, res, endpointOf(agent), 413, JSON.stringify(errorBody('GATEWAY_ERR_BODY_TOO_LARGE', detail)), { connection: 'close' }, t0, client);
+    reply(h, res, endpointOf(agent), 413, JSON.stringify(registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', h.bodyLimitMb)), { connection: 'close' }, t0, client);
   });
 }
 

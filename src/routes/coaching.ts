@@ -171,7 +171,7 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
     const r = await forward(replica, {
       method: 'POST',
       path: '/v1/coaching',
-      body: stringifyExact(body, parsed.marked),
+      body: stringifyExact(body),
       headers,
       timeoutMs: runtime.upstreams.timeoutMs(backend),
       signal: gone.signal,

@@ -15,15 +15,14 @@
  * The gateway's own memory key is never visible to `memory.<path>`: routing reads it only as a sticky tag.
  */
 import { DEFAULT_MEMORY_KEY, type Condition } from '../config/schema.js';
-import type { AgentInput } from '../protocol/types.js';
 import { compileCondition, type Predicate } from './conditions.js';
 import { GatewayError } from '../errors.js';
 import { isJsonObject } from '../protocol/schemas.js';
-import { memoryMember } from '../protocol/indexed-request.js';
+import type { RoutingInput } from './routing-input.js';
 
 export type Headers = Record<string, string | string[] | undefined>;
-export type Matcher = (input: AgentInput, headers: Headers) => boolean;
-type Resolver = (input: AgentInput, headers: Headers) => unknown;
+export type Matcher = (input: RoutingInput, headers: Headers) => boolean;
+type Resolver = (input: RoutingInput, headers: Headers) => unknown;
 type MatchSpec = Readonly<Record<string, Condition>>;
 
 
@@ -48,7 +47,7 @@ function header(headers: Headers, lower: string): string | string[] | undefined 
   return undefined;
 }
 
-function toolNames(input: AgentInput): string[] | undefined {
+function toolNames(input: RoutingInput): string[] | undefined {
   const tools = input.tools;
   if (!Array.isArray(tools) || tools.length === 0) return undefined;
   const names: string[] = [];
@@ -76,13 +75,10 @@ export function compileKey(key: string, memoryKey: string = DEFAULT_MEMORY_KEY):
     case 'extra_keys':
       return { resolve: (i) => walk(i.extra_keys, segments), textual: false };
     case 'memory': {
-      const [first, ...below] = segments;
+      const [first = '', ...below] = segments; // segments is not empty: the key has a dot (above)
       if (first === memoryKey) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `"${key}" reads the gateway's own memory key`);
-      // An input read by the indexer decodes only the memory member the key names, not the whole trajectory.
-      return {
-        resolve: (i) => (i.raw !== undefined && first !== undefined ? walk(memoryMember(i.raw, first), below) : walk(i.memory, segments)),
-        textual: false,
-      };
+      // Only the memory member the key names is decoded, not the whole trajectory.
+      return { resolve: (i) => walk(i.memoryMember(first), below), textual: false };
     }
     default:
       throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `unknown match key "${key}"`);

@@ -16,9 +16,9 @@
  * Memory comes from clients, so a damaged tag costs only what it carries: a tag whose trajectory members are
  * malformed is read without them (stickiness kept, the trajectory counted as a new one).
  */
-import type { AgentInput, JsonObject } from '../protocol/types.js';
+import type { JsonObject } from '../protocol/types.js';
 import { isJsonObject } from '../protocol/schemas.js';
-import { memoryTagValue } from '../protocol/indexed-request.js';
+import type { RoutingInput } from './routing-input.js';
 
 /**
  * Set-once facts about a trajectory, one letter each: `e` an env input carried an `error`, `f` a `failure_reason`,
@@ -104,10 +104,8 @@ export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag 
  * The tag of an input. One read by the indexer has its tag member located in its bytes: only that member is
  * decoded, never the rest of the memory (docs/gateway-behaviour.md, "How a batch is read").
  */
-export function inputMemoryTag(input: AgentInput, memoryKey: string): MemoryTag | undefined {
-  const raw = input.raw;
-  if (raw === undefined || raw.memoryKey !== memoryKey) return readMemoryTag(input.memory, memoryKey);
-  return (raw.index.memoryLayout?.tags.length ?? 0) === 0 ? undefined : tagOfValue(memoryTagValue(raw));
+export function inputMemoryTag(input: RoutingInput, memoryKey: string): MemoryTag | undefined {
+  return tagOfValue(input.memoryMember(memoryKey));
 }
 
 /** The tag of a candidate produced by `backend` for a trajectory of `route` (assigned `arm`, if any). */

@@ -16,13 +16,13 @@
  * 4. Otherwise the route assigns: `backend` one leg; `split` a weighted arm, deterministic per
  *    (request_id, input id); `ensemble` one leg per member with a share of the candidates.
  */
-import type { AgentInput, AgentRequest } from '../protocol/types.js';
 import { ensembleLegs } from './ensemble-shares.js';
 import type { Headers } from './match.js';
 import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
 import { chooseArm } from './split.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { inputMemoryTag, type MemoryTag, type TrajectoryState } from './memory-tag.js';
+import type { RoutingInput, RoutingRequest } from './routing-input.js';
 
 // The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
 export { routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
@@ -87,7 +87,7 @@ export function legArm(plan: InputPlan, leg: Leg): string | undefined {
   return plan.arm ?? (plan.legs.length > 1 ? leg.backend : undefined);
 }
 
-function hasCoaching(input: AgentInput): boolean {
+function hasCoaching(input: RoutingInput): boolean {
   const c = isJsonObject(input.extra_keys) ? input.extra_keys.coaching : undefined;
   return c !== undefined && c !== null && c !== false;
 }
@@ -108,7 +108,7 @@ function isMember(route: CompiledRoute, name: string | undefined): name is strin
 export function newTrajectoryBackend(
   route: CompiledRoute,
   requestId: string,
-  input: AgentInput,
+  input: RoutingInput,
   canServe: (backend: string) => boolean,
 ): string | undefined {
   switch (route.kind) {
@@ -123,7 +123,7 @@ export function newTrajectoryBackend(
 }
 
 export function planBatch(
-  request: AgentRequest,
+  request: RoutingRequest,
   compiled: CompiledRoutes,
   snapshot: RoutingSnapshot,
   ctx: PlanContext,
@@ -137,7 +137,7 @@ export function planBatch(
 
 function planInput(
   requestId: string,
-  input: AgentInput,
+  input: RoutingInput,
   index: number,
   compiled: CompiledRoutes,
   snapshot: RoutingSnapshot,

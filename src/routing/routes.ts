@@ -3,7 +3,7 @@
  * of backends precomputed. A compiled config is immutable and shared by every request.
  */
 import type { GatewayConfig, RouteConfig } from '../config/schema.js';
-import type { AgentInput } from '../protocol/types.js';
+import type { RoutingInput } from './routing-input.js';
 import { compileMatch, type Headers, type Matcher } from './match.js';
 import { formatPath, isCatchAll, routeProblems } from '../config/route-problems.js';
 import { GatewayError } from '../errors.js';
@@ -100,7 +100,7 @@ export function compileRouteTable(
 }
 
 /** The first route whose match holds; the catch-all is last, so there always is one. */
-export function selectRoute(compiled: CompiledRoutes, input: AgentInput, headers: Headers): CompiledRoute {
+export function selectRoute(compiled: CompiledRoutes, input: RoutingInput, headers: Headers): CompiledRoute {
   const routes = compiled.routes;
   for (let i = 0; i < routes.length - 1; i++) {
     if (routes[i]!.matches(input, headers)) return routes[i]!; // i < routes.length (loop bound)

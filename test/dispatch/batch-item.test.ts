@@ -6,10 +6,19 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { itemsOf, movedTo, tagOf } from '../../src/dispatch/batch-item.js';
 import { legArm, type BatchPlan, type InputPlan } from '../../src/routing/plan.js';
+import { readAgentRequest } from '../../src/protocol/read-request.js';
 
 function input(index: number, extra: Partial<InputPlan>): InputPlan {
   return { index, route: 'r', sticky: false, continued: false, legs: [], shadows: [], ...extra };
 }
+
+/** The request the plan is for, read as the gateway reads it. */
+const REQUEST = (() => {
+  const input = (id: number, n: number): string => `{"id":${id},"instruction":{"type":"env","content":"x"},"num_outputs":${n}}`;
+  const r = readAgentRequest(Buffer.from(`{"request_id":"r","inputs":[${input(0, 3)},${input(1, 2)},${input(2, 3)}]}`), { maxOutputsPerInput: 8, maxJsonDepth: 16, memoryKey: '_gateway' });
+  assert.ok(r.ok);
+  return r.request;
+})();
 
 const plan: BatchPlan = {
   inputs: [
@@ -33,14 +42,14 @@ test('a plain backend leg has no arm, a split keeps its assigned arm on any back
 
 test('items follow the plan in input then candidate order, with counts, offsets and arms as planned', () => {
   assert.deepEqual(
-    itemsOf(plan).map((i) => [i.input, i.backend, i.count, i.offset, i.route, i.arm]),
-    [[0, 'a', 3, 0, 'r', undefined], [1, 'c', 2, 0, 'ab', 'b'], [2, 'a', 2, 0, 'ens', 'a'], [2, 'b', 1, 2, 'ens', 'b']],
+    itemsOf(plan, REQUEST).map((i) => [i.index, i.input.id, i.backend, i.count, i.offset, i.route, i.arm]),
+    [[0, 0, 'a', 3, 0, 'r', undefined], [1, 1, 'c', 2, 0, 'ab', 'b'], [2, 2, 'a', 2, 0, 'ens', 'a'], [2, 2, 'b', 1, 2, 'ens', 'b']],
   );
 });
 
 test('a moved item is tagged with the backend that produced it and keeps its arm', () => {
-  const [, split] = itemsOf(plan);
-  const first = itemsOf(plan)[0]!;
+  const [, split] = itemsOf(plan, REQUEST);
+  const first = itemsOf(plan, REQUEST)[0]!;
   assert.deepEqual(tagOf(first), { backend: 'a', route: 'r' });
   assert.equal(Object.hasOwn(tagOf(first), 'arm'), false, 'no arm key at all, so the tag round-trips as before');
   const moved = movedTo(first, 'b');

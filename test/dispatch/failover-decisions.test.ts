@@ -10,12 +10,22 @@ import {
   abortedFailure, decideFailover, resolveMove, MIN_ATTEMPT_MS, type FailoverView,
 } from '../../src/dispatch/failover.js';
 import { RetryBudget } from '../../src/dispatch/retry-budget.js';
+import { readAgentRequest } from '../../src/protocol/read-request.js';
 
 /** A replica is a name here: the decisions only compare replicas for identity. */
 type R = string;
 
-function item(input: number, backend: string, fallbacks: string[], extra: Partial<Item> = {}): Item {
-  return { input, backend, count: 2, offset: 0, fallbacks, route: 'default', ...extra };
+/** Three inputs as the gateway reads them: the decisions only carry them along. */
+const INPUTS = (() => {
+  const input = (id: number): string => `{"id":${id},"instruction":{"type":"env","content":"x"},"num_outputs":2}`;
+  const r = readAgentRequest(Buffer.from(`{"request_id":"r","inputs":[${[0, 1, 2].map(input).join(',')}]}`), { maxOutputsPerInput: 8, maxJsonDepth: 16, memoryKey: '_gateway' });
+  assert.ok(r.ok);
+  return r.request.inputs;
+})();
+
+function item(index: number, backend: string, fallbacks: string[], extra: Partial<Item> = {}): Item {
+  const input = INPUTS[index] ?? assert.fail(`no input ${index}`);
+  return { index, input, backend, count: 2, offset: 0, fallbacks, route: 'default', ...extra };
 }
 
 /** A view at `now` of a batch due at `deadline`; `replicas` per backend, `latency` per backend in ms. */
@@ -151,7 +161,7 @@ test('items of one failure go to their own next fallbacks, grouped per destinati
   const y = item(1, 'a', ['b'], { route: 'r2', arm: 'a' });
   const z = item(2, 'a', ['c', 'b'], { route: 'r1', offset: 2 });
   const d = decideFailover([x, y, z], { kind: 'failed', failure: HTTP_500 }, view({}));
-  assert.deepEqual(d.destinations.map((g) => [g.to, g.from.map((i) => i.input)]), [['c', [0, 2]], ['b', [1]]]);
+  assert.deepEqual(d.destinations.map((g) => [g.to, g.from.map((i) => i.index)]), [['c', [0, 2]], ['b', [1]]]);
   // The arm and the candidate positions travel with the item; only the backend and fallbacks change.
   assert.deepEqual(d.destinations[1]!.moved, [{ ...y, backend: 'b', fallbacks: [] }]);
   assert.deepEqual(d.destinations[0]!.moved[1], { ...z, backend: 'c', fallbacks: ['b'] });

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Item } from '../../src/dispatch/batch-item.js';
 import { faultySlots } from '../../src/dispatch/failover.js';
+import { readAgentRequest } from '../../src/protocol/read-request.js';
 import type { Slot } from '../../src/protocol/response-check.js';
 import { useFixtures } from '../helpers/fixtures.js';
 import { mkInput, type Cand } from '../helpers/gateway.js';
@@ -16,8 +17,18 @@ const f = useFixtures();
 const good: Slot<string> = { ok: true, candidate: 'c' };
 const bad = (reason: string): Slot<string> => ({ ok: false, reason });
 
-function item(input: number, count: number, offset: number, fallbacks: string[]): Item {
-  return { input, backend: 'a', count, offset, fallbacks, route: 'r' };
+/** Three inputs as the batch path holds them (read by the indexer), for items to carry. */
+const read = readAgentRequest(
+  Buffer.from(JSON.stringify({ request_id: 'r', inputs: [0, 1, 2].map((id) => ({ id, instruction: { type: 'user', content: 'x' } })) })),
+  { maxOutputsPerInput: 1024, maxJsonDepth: 64, memoryKey: '_gateway' },
+);
+if (!read.ok) throw new Error('the fixture request is invalid');
+const inputs = read.request.inputs;
+
+function item(index: number, count: number, offset: number, fallbacks: string[]): Item {
+  const input = inputs[index];
+  if (input === undefined) throw new Error(`no input ${index}`);
+  return { index, input, backend: 'a', count, offset, fallbacks, route: 'r' };
 }
 
 test('faultySlots: runs of bad candidates become items of their own; items without a fallback keep theirs', () => {
@@ -30,14 +41,14 @@ test('faultySlots: runs of bad candidates become items of their own; items witho
   const out = faultySlots(items, rows);
   assert.ok(out !== undefined);
   assert.deepEqual(
-    out.items.map((it) => [it.input, it.offset, it.count, it.fallbacks]),
+    out.items.map((it) => [it.index, it.offset, it.count, it.fallbacks]),
     [
       [0, 1, 2, ['b']],
       [0, 4, 1, ['b']],
     ],
   );
   // Input 0 has two runs: one sub-request carries an input once, so they go in two waves.
-  assert.deepEqual(out.waves.map((w) => w.map((it) => [it.input, it.offset])), [[[0, 1]], [[0, 4]]]);
+  assert.deepEqual(out.waves.map((w) => w.map((it) => [it.index, it.offset])), [[[0, 1]], [[0, 4]]]);
   assert.equal(out.failure.code, 'gateway_backend_invalid_response');
   assert.equal(out.failure.message, 'candidate 1 missing (and 2 more candidates of the same answer)');
   assert.equal(faultySlots([item(0, 2, 0, ['b'])], [[good, good]]), undefined);

@@ -19,6 +19,9 @@ import { experimentsReport } from '../../src/experiments/report.js';
 import type { AgentInput, AgentRequest, JsonObject } from '../../src/protocol/types.js';
 import { candidateTagOf, tagValue } from '../../src/routing/memory-tag.js';
 import { planBatch } from '../../src/routing/plan.js';
+import { stringifyExact } from '../../src/protocol/exact-json.js';
+import type { IndexedAgentRequest } from '../../src/protocol/indexed-request.js';
+import { readAgentRequest } from '../../src/protocol/read-request.js';
 import { seededRandom } from '../../bench/lib/seeded-random.js';
 
 const RUNS = 300;
@@ -46,15 +49,22 @@ function input(id: number, type: 'user' | 'env', content: string, memory: JsonOb
   return { id, instruction: { type, content }, tools: [], attributes: {}, memory, num_outputs: 1, extra_keys: {} };
 }
 
+/** The request as the batch path holds it: read from its bytes by the indexer. */
+function indexed(request: AgentRequest): IndexedAgentRequest {
+  const read = readAgentRequest(Buffer.from(stringifyExact(request)), { maxOutputsPerInput: 1024, maxJsonDepth: 64, memoryKey: '_gateway' });
+  if (!read.ok) throw new Error('the simulated request is invalid');
+  return read.request;
+}
+
 /** One batch as the batch path runs it: plan, begin (the tags), the answer's legs, record. Returns each input's next memory. */
 async function step(requestId: string, inputs: AgentInput[]): Promise<JsonObject[]> {
   const gw = app.gateway;
   const compiled = gw.current.agents.root!.routes; // the config has top-level routes
-  const request: AgentRequest = { request_id: requestId, inputs };
+  const request = indexed({ request_id: requestId, inputs });
   const plan = planBatch(request, compiled, { canServe: () => true }, { headers: {} });
   const steps = await gw.experiments.begin(compiled, request, plan, false);
   const legs = plan.inputs.map((p) => ({ input: p.index, backend: p.legs[0]!.backend, route: p.route, arm: p.arm, ms: 1 }));
-  const result: BatchResult = { outputs: [], marked: false, workMs: 0, backends: {}, errorCodes: {}, legs };
+  const result: BatchResult = { outputs: [], workMs: 0, backends: {}, errorCodes: {}, legs };
   gw.experiments.recordBatch(compiled, request, plan, result, steps);
   return plan.inputs.map((p) => ({ _gateway: tagValue(candidateTagOf(p.legs[0]!.backend, p.route, p.arm, p.trajectory)) }));
 }

@@ -13,7 +13,9 @@ import { joinBody } from '../../src/protocol/answer-body.js';
 import { indexAgentResponse } from '../../src/protocol/answer-index.js';
 import { parseExact } from '../../src/protocol/exact-json.js';
 import { checkIndexedResponse, checkSubResponse, IndexedCandidate, type SubRequestShape } from '../../src/protocol/response-check.js';
-import type { AgentInput, AgentOutput } from '../../src/protocol/types.js';
+import type { AgentOutput } from '../../src/protocol/types.js';
+import type { IndexedAgentInput } from '../../src/protocol/indexed-request.js';
+import { readAgentRequest } from '../../src/protocol/read-request.js';
 import { seededRandom } from '../../bench/lib/seeded-random.js';
 
 const SEED = Number(process.env.DIFF_SEED ?? 20250101);
@@ -112,8 +114,16 @@ function candidate(g: Gen, requestId: string, sourceId: string, index: number): 
   return `{${members.map(([k, v]) => `${g.ws()}"${k}"${g.ws()}:${g.ws()}${v}`).join(',')}}`;
 }
 
-function inputOf(id: string): AgentInput {
-  return { id: Number(id), instruction: { type: 'env', content: 'x' }, tools: [], attributes: {}, memory: {}, num_outputs: 2, extra_keys: {} };
+/** The inputs the candidates answer, read from a client's body as the gateway reads them. */
+const INPUTS = (() => {
+  const input = (id: number): string => `{"id":${id},"instruction":{"type":"env","content":"x"},"num_outputs":2}`;
+  const r = readAgentRequest(Buffer.from(`{"request_id":"r1","inputs":[${input(1)},${input(2)}]}`), { maxOutputsPerInput: 8, maxJsonDepth: DEPTH, memoryKey: KEY });
+  assert.ok(r.ok);
+  return r.request.inputs;
+})();
+
+function inputOf(id: string): IndexedAgentInput {
+  return INPUTS[Number(id) - 1] ?? assert.fail(`no input ${id}`);
 }
 
 function check(text: string, label: string): 'whole' | 'slots' {
@@ -131,7 +141,7 @@ function check(text: string, label: string): 'whole' | 'slots' {
     assert.equal(oracle.ok, false, `${label}: the indexer refused an answer the oracle placed: ${indexed.reject.message}\n${text}`);
     return 'whole';
   }
-  const mine = checkIndexedResponse(buf, indexed.elements, shape, () => undefined);
+  const mine = checkIndexedResponse(buf, indexed.elements, shape);
   assert.equal(mine.ok, oracle.ok, `${label}: verdict\n${text}`);
   if (!mine.ok || !oracle.ok) {
     assert.equal(mine.ok ? '' : mine.reason, oracle.ok ? '' : oracle.reason, label);
@@ -152,14 +162,14 @@ function check(text: string, label: string): 'whole' | 'slots' {
       // today's candidate.
       const tag = { backend: 'a', route: 'default' };
       const out = writer.fromIndexed('r1', inputOf(String(i + 1)), c, slot.candidate, tag);
-      const written = parseExact(joinBody(answerBody([out], false)).toString('utf8')).value as unknown[];
+      const written = parseExact(joinBody(answerBody([out])).toString('utf8')).value as unknown[];
       const got = written[0] as Record<string, unknown>;
       assert.deepEqual(got.memory, { ...want.candidate.memory, [KEY]: tag }, `${label}: memory`);
       assert.deepEqual(got.internal_steps, want.candidate.internal_steps, `${label}: internal_steps`);
       assert.deepEqual(out.output, want.candidate.output, `${label}: output, defaults filled on read`);
       assert.deepEqual(out.error, want.candidate.error, `${label}: error, defaults filled on read`);
       const { index } = slot.candidate;
-      const bytes = joinBody(answerBody([out], false)).toString('utf8');
+      const bytes = joinBody(answerBody([out])).toString('utf8');
       for (const span of [index.internalSteps, index.output, index.error]) {
         if (span !== undefined) assert.ok(bytes.includes(buf.toString('utf8', span.start, span.end)), `${label}: exact bytes`);
       }
@@ -193,7 +203,7 @@ function writtenCandidate(text: string, tag: { backend: string; route: string })
   const buf = Buffer.from(text);
   const idx = indexAgentResponse(buf, DEPTH, KEY);
   assert.ok(idx.ok);
-  const check = checkIndexedResponse(buf, idx.elements, { requestId: 'r1', inputs: [{ id: 1, count: 1 }] }, () => undefined);
+  const check = checkIndexedResponse(buf, idx.elements, { requestId: 'r1', inputs: [{ id: 1, count: 1 }] });
   assert.ok(check.ok);
   const slot = check.slots[0]![0]!;
   assert.ok(slot.ok && slot.candidate instanceof IndexedCandidate);
@@ -204,7 +214,7 @@ test('memory with integer-like keys keeps its order and every number as the back
   const text = '[{"request_id":"r1","source_id":1,"candidate_index":0,"status":"completed","memory":{"b":1, "10":[1.0,-0,12345678901234567890],"2":"\\u00e9"},"output":{"say":"x"}}]';
   const out = writtenCandidate(text, { backend: 'a', route: 'default' });
   assert.equal(
-    joinBody(answerBody([out], false)).toString('utf8'),
+    joinBody(answerBody([out])).toString('utf8'),
     '[{"request_id":"r1","source_id":1,"candidate_index":0,"status":"completed","memory":{"b":1, "10":[1.0,-0,12345678901234567890],"2":"\\u00e9","_gw":{"backend":"a","route":"default"}},"internal_steps":[],"output":{"say":"x"},"error":null}]',
   );
 });
@@ -212,7 +222,7 @@ test('memory with integer-like keys keeps its order and every number as the back
 test("a backend's own memory tag is replaced where it stands, a repeated one cut", () => {
   const text = `[{"request_id":"r1","source_id":1,"candidate_index":0,"status":"error","error":{"code":"c","message":"m"},"memory":{"a":1,"${KEY}":{"backend":"old"},"b":2,"${KEY}":3}}]`;
   const out = writtenCandidate(text, { backend: 'a', route: 'default' });
-  const bytes = joinBody(answerBody([out], false)).toString('utf8');
+  const bytes = joinBody(answerBody([out])).toString('utf8');
   assert.ok(bytes.includes(`"memory":{"a":1,"${KEY}":{"backend":"a","route":"default"},"b":2}`), bytes);
 });
 
@@ -228,7 +238,7 @@ test('a candidate written from bytes reads as a plain output, and a renumbered c
   assert.equal(out.memory, out.memory, 'decoded once');
   assert.deepEqual(out.internal_steps, [{ k: 1 }]);
   const copy = { ...out, candidate_index: 5 };
-  const written = joinBody(answerBody([copy], false)).toString('utf8');
+  const written = joinBody(answerBody([copy])).toString('utf8');
   assert.ok(written.includes('"candidate_index":5'), written);
   assert.ok(written.includes(`"memory":{"b":1,"a":[2],"${KEY}":{"backend":"a","route":"default"}}`), written);
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { readAgentRequest } from '../../src/protocol/read-request.js';
+import { isNumberMark, stringifyExact } from '../../src/protocol/exact-json.js';
 import { parseAgentRequest } from '../../src/protocol/request.js';
 
 const LIMITS = { maxOutputsPerInput: 8, maxJsonDepth: 16, memoryKey: '_gw' };
@@ -42,9 +43,12 @@ test('a valid body reads as the request parseAgentRequest gives, its free-form v
   assert.ok(r.ok && oracle.ok);
   const [inp] = r.request.inputs;
   assert.ok(inp?.raw);
-  assert.equal(inp.raw.memory.marked, false, 'memory is not decoded before something reads it');
-  assert.deepEqual({ ...inp }, oracle.request.inputs[0]);
-  assert.equal(inp.raw.memory.marked, true, 'the decoded memory holds the number 1.0 as a marker');
-  assert.equal(r.marked, true, 'the id is a number marker');
-  assert.equal(JSON.stringify(Object.keys(inp)), '["id","instruction","num_outputs","tools","attributes","memory","extra_keys"]');
+  assert.equal(inp.raw.memory.decoded, false, 'memory is not decoded before something reads it');
+  assert.deepEqual(inp.toJSON(), oracle.request.inputs[0]);
+  assert.equal(inp.raw.memory.decoded, true, 'reading memory decoded it');
+  assert.ok(isNumberMark((inp.memory as { x: unknown }).x), 'the decoded memory holds the number 1.0 as a marker');
+  assert.ok(isNumberMark(inp.id), 'the id is a number marker');
+  assert.equal(stringifyExact({ id: inp.id, memory: inp.memory }), '{"id":99999999999999999999,"memory":{"x":1.0,"h":[{"k":"v"}]}}');
+  assert.equal(JSON.stringify(Object.keys(inp.toJSON())), '["id","instruction","num_outputs","tools","attributes","memory","extra_keys"]');
+  assert.deepEqual(Object.keys(inp), ['id', 'instruction', 'num_outputs'], 'the body and the decoded fields are not own properties');
 });

@@ -10,6 +10,7 @@ import type { GatewayConfig } from '../../src/config/schema.js';
 import { compileAgents, findAgent, routesLacking } from '../../src/routing/agents.js';
 import { planBatch, type RoutingSnapshot } from '../../src/routing/plan.js';
 import { agentInput } from '../helpers/inputs.js';
+import { decodedInput } from '../../src/routing/routing-input.js';
 
 const CONFIG = parseConfigText(
   [
@@ -38,7 +39,7 @@ const ALL: RoutingSnapshot = { canServe: () => true };
 function plan(agent: string | undefined, inputs = [agentInput()]): ReturnType<typeof planBatch> {
   const a = findAgent(AGENTS, agent);
   assert.ok(a, `agent ${String(agent)}`);
-  return planBatch({ request_id: 'r', inputs }, a.routes, ALL, { headers: {} });
+  return planBatch({ request_id: 'r', inputs: inputs.map(decodedInput) }, a.routes, ALL, { headers: {} });
 }
 
 test('every agent is compiled: the default agent first, then the virtual ones in file order', () => {

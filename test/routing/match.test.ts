@@ -10,11 +10,13 @@ import { compileKey, compileMatch, type Headers } from '../../src/routing/match.
 import { readAgentRequest } from '../../src/protocol/read-request.js';
 import { globToRegExp } from '../../src/patterns/glob.js';
 import { agentInput } from '../helpers/inputs.js';
+import { decodedInput, type RoutingInput } from '../../src/routing/routing-input.js';
 
 const input = agentInput;
 
-function m(match: Record<string, Condition>, inp: AgentInput, headers: Headers = {}): boolean {
-  return compileMatch(match)(inp, headers);
+/** A plain decoded input is matched through decodedInput; one read by the indexer as it is. */
+function m(match: Record<string, Condition>, inp: AgentInput | RoutingInput, headers: Headers = {}): boolean {
+  return compileMatch(match)('memoryMember' in inp ? inp : decodedInput(inp), headers);
 }
 
 test('instruction_type compares the instruction type', () => {
@@ -181,7 +183,7 @@ test('all conditions of a match must hold', () => {
 });
 
 test('no match, or an empty one, selects every input', () => {
-  assert.equal(compileMatch(undefined)(input(), {}), true);
+  assert.equal(compileMatch(undefined)(decodedInput(input()), {}), true);
   assert.equal(m({}, input()), true);
 });
 

@@ -15,6 +15,7 @@ import {
   type RoutingSnapshot,
 } from '../../src/routing/plan.js';
 import { agentInput } from '../helpers/inputs.js';
+import { decodedInput } from '../../src/routing/routing-input.js';
 import { readAgentRequest } from '../../src/protocol/read-request.js';
 
 const CONFIG = parseConfigText(
@@ -61,7 +62,7 @@ function tagged(backend: string, route: string, extra: JsonObject = {}): JsonObj
 }
 
 function plan(inputs: AgentInput[], snapshot = ALL, headers: Record<string, string> = {}): BatchPlan {
-  return planBatch({ request_id: 'req-1', inputs }, ROUTES, snapshot, { headers });
+  return planBatch({ request_id: 'req-1', inputs: inputs.map(decodedInput) }, ROUTES, snapshot, { headers });
 }
 
 function one(inp: AgentInput, snapshot = ALL, headers: Record<string, string> = {}) {
