@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { request } from 'undici';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -60,7 +61,7 @@ const candidate = (sourceId: string, index: number, memory = MEMORY): string =>
 
 test("a backend's memory, internal_steps and output reach the client as the backend wrote them, the tag inserted", async () => {
   const a = await rawBackend((req) => `[${req.inputs.map((i) => candidate(String(i.id), 0)).join(',')}]`);
-  const gw = await gateway({ backends: { a: { url: a } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { url: a } }));
   const res = await gw.post('{"request_id":"r","inputs":[{"id":-0,"instruction":{"type":"env","content":"x"}}]}');
   assert.equal(res.status, 200, res.text);
   const memory = MEMORY.replace(/}$/, `,${TAG_A}}`);
@@ -90,7 +91,7 @@ test("a malformed candidate's slot carries its input's memory bytes, the old tag
   const a = await rawBackend(
     (req) => `[${candidate(String(req.inputs[0]!.id), 0)},{"request_id":"r","source_id":${req.inputs[0]!.id},"candidate_index":1,"status":"completed","memory":{}}]`,
   );
-  const gw = await gateway({ backends: { a: { url: a } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { url: a } }));
   const input = '{"z" : 1,"_gateway":{"backend":"gone","route":"default"}, "10":{"x":1.50}}';
   const res = await gw.post(`{"request_id":"r","inputs":[{"id":3,"instruction":{"type":"env","content":"x"},"memory":${input},"num_outputs":2}]}`);
   assert.equal(res.status, 200, res.text);
@@ -102,7 +103,7 @@ test("a malformed candidate's slot carries its input's memory bytes, the old tag
 
 test('an answer of many candidates larger than the socket buffers is written whole on both fronts', async () => {
   // Nothing listens on port 1: every candidate is a gateway error candidate carrying the input's memory.
-  const gw = await gateway({ backends: { a: { url: 'http://127.0.0.1:1' } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { url: 'http://127.0.0.1:1' } }));
   const memory = `{"history":"${'h'.repeat(256 * 1024)}","10":1.0}`;
   const body = `{"request_id":"big","inputs":[{"id":1,"instruction":{"type":"env","content":"x"},"memory":${memory},"num_outputs":64}]}`;
   const res = await request(`${gw.url}/v1/responses`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });

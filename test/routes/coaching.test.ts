@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { startFakeAgent, type FakeAgent, type FakeBehaviour } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -108,7 +109,7 @@ test('a capability mix: sessions go only to the coaching backend, and /v1/info s
 
 test('no coaching-capable backend: 503 with a detail', async () => {
   const a = await agent('a', {});
-  const gw = await gateway({ backends: { a: { url: a.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a }));
   for (const [m, p, body] of [['PUT', '/v1/coaching/sessions/r', '{}'], ['POST', '/v1/coaching', coachingBody('r', [{ input: mkInput(1) }], 's0')]] as const) {
     const res = await call(gw, m, p, body);
     assert.equal(res.status, 503);
@@ -164,7 +165,7 @@ test('an untagged target step is routed by the rules, and non-200 answers pass t
 
 test('a session lives on one replica: PUT and POST reach the same one', async () => {
   const [a1, a2] = [await agent('a1'), await agent('a2')];
-  const gw = await gateway({ backends: { a: { urls: [a1.url, a2.url] } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { urls: [a1.url, a2.url] } }));
   for (const run of ['r1', 'r2', 'r3', 'r4', 'r5', 'r6']) {
     assert.equal((await call(gw, 'PUT', `/v1/coaching/sessions/${run}`, '{}')).status, 204);
     const holders = [a1, a2].filter((x) => x.requestsTo(`/v1/coaching/sessions/${run}`).length > 0);
@@ -198,7 +199,7 @@ test('backend failures: timeout is 504, unreachable is 502; a body without a ste
 
 test('a coaching body nested deeper than server.max_json_depth is 422 naming the key, and the gateway keeps serving', async () => {
   const a = await agent('a', { info: COACHING, coaching: { requireSession: false } });
-  const gw = await gateway({ server: { max_json_depth: 64 }, backends: { a: { url: a.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a }, { server: { max_json_depth: 64 } }));
   const deep = '{"x":'.repeat(10_000) + '1' + '}'.repeat(10_000);
   for (const body of [
     coachingBody('deep', [{ input: mkInput(1, { memory: { d: 'DEEP' } }) }], 's0').replace('"DEEP"', deep),
@@ -238,10 +239,7 @@ test('an endless coaching answer is cut at max_response_mb: 502 naming the key, 
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
   const port = (server.address() as { port: number }).port;
-  const gw = await gateway({
-    backends: { raw: { url: `http://127.0.0.1:${port}`, max_response_mb: 1 } },
-    routes: [{ name: 'default', backend: 'raw' }],
-  });
+  const gw = await gateway(oneBackend({ raw: { url: `http://127.0.0.1:${port}`, max_response_mb: 1 } }));
   for (let i = 0; i < 3; i++) {
     const res = await call(gw, 'POST', '/v1/coaching', coachingBody(`r${i}`, [{ input: mkInput(1) }], 's0'));
     assert.equal(res.status, 502);

@@ -6,6 +6,7 @@ import { after, test } from 'node:test';
 import { numberMark } from '../../src/protocol/exact-json.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -28,7 +29,7 @@ async function gateway(config: Record<string, unknown>): Promise<TestGateway> {
 
 test('the contract ordering example: inputs 7 and 3 asking 2 and 1 give (7,0), (7,1), (3,0)', async () => {
   const [a] = await agents('a');
-  const gw = await gateway({ backends: { a: { url: a!.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { url: a!.url } }));
   const res = await gw.post({ request_id: 'demo', inputs: [mkInput(7, { num_outputs: 2 }), mkInput(3)] });
   assert.equal(res.status, 200);
   const cands = res.json as Cand[];
@@ -39,7 +40,7 @@ test('the contract ordering example: inputs 7 and 3 asking 2 and 1 give (7,0), (
 
 test('inputs: [] answers [] without calling any backend', async () => {
   const [a] = await agents('a');
-  const gw = await gateway({ backends: { a: { url: a!.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { url: a!.url } }));
   a!.reset();
   const res = await gw.post({ request_id: 'e', inputs: [] });
   assert.equal(res.status, 200);
@@ -49,7 +50,7 @@ test('inputs: [] answers [] without calling any backend', async () => {
 
 test('invalid requests are 422 with FastAPI-style detail naming the location', async () => {
   const [a] = await agents('a');
-  const gw = await gateway({ backends: { a: { url: a!.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { url: a!.url } }));
   const cases: [string, string][] = [
     ['{"request_id":"r","inputs":[{"id":1.0,"instruction":{"type":"user","content":"x"}}]}', 'body.inputs.0.id'],
     ['{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"system","content":"x"}}]}', 'body.inputs.0.instruction.type'],
@@ -71,11 +72,7 @@ test('invalid requests are 422 with FastAPI-style detail naming the location', a
 
 test('a body over server.body_limit_mb is 413 with a JSON body', async () => {
   const [a] = await agents('a');
-  const gw = await gateway({
-    server: { body_limit_mb: 0.01 },
-    backends: { a: { url: a!.url } },
-    routes: [{ name: 'default', backend: 'a' }],
-  });
+  const gw = await gateway(oneBackend({ a: { url: a!.url } }, { server: { body_limit_mb: 0.01 } }));
   const res = await gw.post({ request_id: 'r', inputs: [mkInput(1, { memory: { blob: 'x'.repeat(20_000) } })] });
   assert.equal(res.status, 413);
   assert.match((res.json as { detail: string }).detail, /body_limit_mb/);
@@ -83,7 +80,7 @@ test('a body over server.body_limit_mb is 413 with a JSON body', async () => {
 
 test('big integers and exact floats in memory round-trip in both directions; ids of any size come back as source_id', async () => {
   const [a] = await agents('a');
-  const gw = await gateway({ backends: { a: { url: a!.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { url: a!.url } }));
   a!.reset();
   const body =
     '{"request_id":"big","inputs":[{"id":99999999999999999999,"instruction":{"type":"user","content":"x"},' +
@@ -99,7 +96,7 @@ test('big integers and exact floats in memory round-trip in both directions; ids
 
 test('numbers a backend invents in memory reach the client exactly', async () => {
   const [a] = await agents('a');
-  const gw = await gateway({ backends: { a: { url: a!.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { url: a!.url } }));
   // The fake agent writes with stringifyExact, so markers become raw number text on its wire.
   a!.setBehaviour({
     transform: (outs) =>
@@ -112,7 +109,7 @@ test('numbers a backend invents in memory reach the client exactly', async () =>
 
 test('a "__proto__" key in memory is forwarded and returned as ordinary data', async () => {
   const [a] = await agents('a');
-  const gw = await gateway({ backends: { a: { url: a!.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { url: a!.url } }));
   a!.reset();
   const body = '{"request_id":"p","inputs":[{"id":1,"instruction":{"type":"user","content":"x"},"memory":{"__proto__":{"admin":true},"k":1}}]}';
   const res = await gw.post(body);
@@ -124,7 +121,7 @@ test('a "__proto__" key in memory is forwarded and returned as ordinary data', a
 
 test('the memory key is stripped before forwarding and set on every returned candidate', async () => {
   const [a] = await agents('a');
-  const gw = await gateway({ backends: { a: { url: a!.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { url: a!.url } }));
   a!.reset();
   const res = await gw.post({
     request_id: 'm',
@@ -207,10 +204,7 @@ test('split assignment is deterministic for the same (request_id, input id)', as
 test('a failing backend falls back along the route fallback list', async () => {
   const [bad, good] = await agents('bad', 'good');
   bad!.setBehaviour((r) => (r.path === '/v1/responses' ? { status: 500 } : {}));
-  const gw = await gateway({
-    backends: { bad: { url: bad!.url, eject_after_failures: 100 }, good: { url: good!.url } },
-    routes: [{ name: 'default', backend: 'bad', fallback: ['good'] }],
-  });
+  const gw = await gateway(oneBackend({ bad: { url: bad!.url, eject_after_failures: 100 }, good: { url: good!.url } }, { route: { fallback: ['good'] } }));
   const res = await gw.post({ request_id: 'fb', inputs: [mkInput(1), mkInput(2, { num_outputs: 2 })] });
   const cands = res.json as Cand[];
   assert.ok(cands.every((c) => c.status === 'completed'));
@@ -223,10 +217,7 @@ test('a failing backend falls back along the route fallback list', async () => {
 test('a connect failure is retried on another replica of the same backend', async () => {
   const [live] = await agents('live');
   const dead = await startFakeAgent({ name: 'dead' });
-  const gw = await gateway({
-    backends: { rep: { urls: [dead.url, live!.url], eject_after_failures: 100 } },
-    routes: [{ name: 'default', backend: 'rep' }],
-  });
+  const gw = await gateway(oneBackend({ rep: { urls: [dead.url, live!.url], eject_after_failures: 100 } }));
   await dead.close(); // both probed ready at start; now one refuses connections
   const res = await gw.post({ request_id: 'retry', inputs: Array.from({ length: 4 }, (_, i) => mkInput(i)) });
   const cands = res.json as Cand[];
@@ -237,7 +228,7 @@ test('a connect failure is retried on another replica of the same backend', asyn
 
 test('a batch answer carries x-gateway-overhead-ms and the batch is validated before it is sent', async () => {
   const [a] = await agents('a');
-  const gw = await gateway({ backends: { a: { url: a!.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await gateway(oneBackend({ a: { url: a!.url } }));
   const res = await gw.post({ request_id: 'o', inputs: [mkInput(1)] });
   const oh = Number(res.headers.get('x-gateway-overhead-ms'));
   assert.ok(Number.isFinite(oh) && oh >= 0);
