@@ -14,8 +14,9 @@ interface OverviewJson {
   overhead_ms: { samples: number; p50: number | null; p99: number | null };
 }
 
-const stat = (label: string, value: unknown, sub?: unknown, id?: string) =>
-  html`<div class="stat" data-stat=${id ?? label}><div class="label">${label}</div><div class="value">${value}</div>${sub === undefined ? null : html`<div class="sub">${sub}</div>`}</div>`;
+/** A figure; `text` for a long value (an address, a path) written smaller. */
+const stat = (label: string, value: unknown, sub?: unknown, id?: string, text = false) =>
+  html`<div class=${text ? 'stat text' : 'stat'} data-stat=${id ?? label}><div class="label">${label}</div><div class="value">${value}</div>${sub === undefined ? null : html`<div class="sub">${sub}</div>`}</div>`;
 
 export function Overview(props: { onUnauthorized: () => void }) {
   const { data, error } = usePoll(['/gateway/overview'], ([o]) => o as OverviewJson, props.onUnauthorized); // the endpoint's documented shape
@@ -27,10 +28,10 @@ export function Overview(props: { onUnauthorized: () => void }) {
     <div class="grid">
       ${stat('Version', data.version)}
       ${stat('Uptime', duration(data.uptime_s))}
-      ${stat('Agent listener', data.listeners.agent ?? '–')}
-      ${stat('Admin listener', data.listeners.admin ?? '–')}
+      ${stat('Agent listener', data.listeners.agent ?? '–', undefined, undefined, true)}
+      ${stat('Admin listener', data.listeners.admin ?? '–', undefined, undefined, true)}
       ${stat('Store', html`${data.store.kind} <span class=${`badge ${data.store.up ? 'ok' : 'bad'}`}>${data.store.up ? 'up' : 'down'}</span>`, `${data.store.fallbacks} fallbacks to local state`, 'store')}
-      ${stat('Config file', data.config.path ?? 'none (started without one)', reload === null ? 'not reloaded since start' : html`last reload ${time(reload.at)} (${reload.trigger}): <span class=${`badge ${reload.ok ? 'ok' : 'bad'}`}>${reload.ok ? 'ok' : 'refused'}</span> ${reload.detail ?? ''}`, 'config')}
+      ${stat('Config file', data.config.path ?? 'none (started without one)', reload === null ? 'not reloaded since start' : html`last reload ${time(reload.at)} (${reload.trigger}): <span class=${`badge ${reload.ok ? 'ok' : 'bad'}`}>${reload.ok ? 'ok' : 'refused'}</span> ${reload.detail ?? ''}`, 'config', true)}
       ${stat('Batches per second', data.batches.per_second.toFixed(2), 'over the last 10 s', 'rate')}
       ${stat('Batches in flight', data.batches.in_flight, undefined, 'in-flight')}
       ${stat('Overhead p50 / p99', `${ms(data.overhead_ms.p50)} / ${ms(data.overhead_ms.p99)}`, `${data.overhead_ms.samples} batches since start`, 'overhead')}
