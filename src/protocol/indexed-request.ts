@@ -141,7 +141,7 @@ export function memoryWithoutTag(raw: InputSlices): Buffer[] {
  * The decoded value of memory's top-level member `key` (the last one, as JSON.parse keeps), or undefined when
  * memory has no such member: `memory.<path>` matches decode only the member they address.
  */
-export function memoryMember(raw: InputSlices, key: string): unknown {
+function memoryMember(raw: InputSlices, key: string): unknown {
   const members = raw.index.memoryMembers;
   for (let i = members.length - 1; i >= 0; i--) {
     const m = members[i]!; // i < members.length
