@@ -188,7 +188,7 @@ export class GatewayError extends Error {
 
 type Registry = typeof GATEWAY_ERR;
 /** The codes whose message the registry writes. */
-export type TemplatedCode = { [C in GatewayErrCode]: Registry[C] extends { message: (...args: never[]) => string } ? C : never }[GatewayErrCode];
+type TemplatedCode = { [C in GatewayErrCode]: Registry[C] extends { message: (...args: never[]) => string } ? C : never }[GatewayErrCode];
 type TemplateArgs<C extends TemplatedCode> = Registry[C] extends { message: (...args: infer A) => string } ? A : never;
 
 /** A registered code's message, from its template. */

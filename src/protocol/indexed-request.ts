@@ -154,7 +154,7 @@ class MemberScan extends ProtocolWalker {
  * memory has no such member: `memory.<path>` matches decode only the member they address. Found by one scan of
  * memory's top level, kept per key: a route matching on `memory.<key>` twice scans and decodes it once.
  */
-export function memoryMember(raw: InputSlices, key: string): unknown {
+function memoryMember(raw: InputSlices, key: string): unknown {
   const m = raw.index.memoryLayout;
   if (m === undefined || m.count === 0) return undefined;
   const cache = (raw.memberValues ??= new Map());

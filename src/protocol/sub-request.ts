@@ -9,7 +9,7 @@ import type { InputSlices } from './raw-json.js';
 import type { Span } from './request-index.js';
 
 /** One input of a sub-request: its slices and how many candidates this leg asks of it. */
-export interface SubRequestInput {
+interface SubRequestInput {
   raw: InputSlices;
   count: number;
 }
