@@ -262,6 +262,7 @@ class RequestIndexer extends ProtocolWalker {
     let memory: Slot<MemoryLayout> | undefined;
     let numOutputs: Slot<number> | undefined;
     let extraKeys: Slot<true> | undefined;
+    let unknown = false;
     const end = this.members(p, 3, (name, v) => {
       const c = s.at(v);
       switch (name) {
@@ -315,10 +316,13 @@ class RequestIndexer extends ProtocolWalker {
           return r.end;
         }
         default:
-          throw new IndexReject(v, `unknown field ${JSON.stringify(name)} in an input`);
+          // Not fatal here: this input may sit in a copy of `inputs` that a later copy replaces (Python's json
+          // keeps the last), so only the input is invalid, and the verdict is the last copy's.
+          unknown = true;
+          return this.anyValue(v, 3);
       }
     });
-    const bad = [id, instruction, tools, attributes, memory, numOutputs, extraKeys].some((f) => f !== undefined && !f.ok);
+    const bad = unknown || [id, instruction, tools, attributes, memory, numOutputs, extraKeys].some((f) => f !== undefined && !f.ok);
     if (bad || id?.value === undefined || instruction?.value === undefined) return { end, input: undefined };
     const idText = s.latin1(id.span.start, id.span.end);
     return {
@@ -347,15 +351,20 @@ class RequestIndexer extends ProtocolWalker {
     const s = this.s;
     let type: Slot<'user' | 'env'> | undefined;
     let content: Slot<string> | undefined;
+    let unknown = false;
     const end = this.members(p, 4, (name, v) => {
-      if (name !== 'type' && name !== 'content') throw new IndexReject(v, `unknown field ${JSON.stringify(name)} in an instruction`);
       const e = this.anyValue(v, 4);
+      // As in input(): a later copy of `instruction` or of `inputs` may replace this one, so not fatal.
+      if (name !== 'type' && name !== 'content') {
+        unknown = true;
+        return e;
+      }
       const text = s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
       if (name === 'type') type = slot(text === 'user' || text === 'env', text === 'user' || text === 'env' ? text : undefined, v, e);
       else content = slot(text !== undefined, text, v, e);
       return e;
     });
-    if (type?.value === undefined || content?.value === undefined || !type.ok || !content.ok) return { end, value: undefined };
+    if (unknown || type?.value === undefined || content?.value === undefined || !type.ok || !content.ok) return { end, value: undefined };
     return { end, value: { type: type.value, content: content.value } };
   }
 
