@@ -54,7 +54,7 @@ function inputOf(buf: Buffer, index: InputIndex, memoryKey: string): IndexedAgen
 /** The request of an index; `marked` when an id is a number marker (serialize answers with stringifyExact). */
 export function indexedRequest(index: RequestIndex, memoryKey: string): { request: IndexedAgentRequest; marked: boolean } {
   const inputs = index.inputs.map((ii) => inputOf(index.buf, ii, memoryKey));
-  return { request: { request_id: index.requestId, inputs }, marked: inputs.some((i) => isNumberMark(i.id)) };
+  return { request: { request_id: index.requestId, inputs, repeatedKeys: index.repeatedKeys }, marked: inputs.some((i) => isNumberMark(i.id)) };
 }
 
 /** The decoded value of memory's tag member (the last one, as JSON.parse keeps), or undefined when there is none. */

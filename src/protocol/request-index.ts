@@ -90,6 +90,11 @@ export interface InputIndex {
 
 export interface RequestIndex {
   readonly buf: Buffer;
+  /**
+   * A protocol key (request_id, inputs, a field of an input or of an instruction) appeared more than once: the
+   * body is then never forwarded as is, since a backend must see only the copy that counts (the last).
+   */
+  readonly repeatedKeys: boolean;
   readonly requestId: string;
   readonly requestIdSpan: Span;
   readonly inputs: readonly InputIndex[];
@@ -135,7 +140,21 @@ function intValue(text: string): IntValue {
   return String(Number(text)) === text ? Number(text) : numberMark(text);
 }
 
+/** The protocol fields of an input and of an instruction, one bit each, to tell a repeated one. */
+const FIELD_BIT = new Map<string, number>(
+  ['id', 'instruction', 'tools', 'attributes', 'memory', 'num_outputs', 'extra_keys', 'type', 'content', 'request_id', 'inputs'].map((k, i) => [k, 1 << i]),
+);
+
 class RequestIndexer extends ProtocolWalker {
+  private repeated = false;
+
+  /** Marks `name` seen in the object whose mask is `mask`; returns the new mask. */
+  private seen(mask: number, name: string): number {
+    const bit = FIELD_BIT.get(name) ?? 0;
+    if ((mask & bit) !== 0) this.repeated = true;
+    return mask | bit;
+  }
+
   constructor(
     buf: Buffer,
     readonly limits: IndexLimits,
@@ -157,7 +176,9 @@ class RequestIndexer extends ProtocolWalker {
     let badInputs: (Span & { index: number })[] = [];
     let badInputCount = 0;
     let tooMany = 0;
+    let topMask = 0;
     const end = this.members(p, 1, (name, v) => {
+      topMask = this.seen(topMask, name);
       if (name === 'request_id') {
         const e = this.anyValue(v, 1);
         const text = s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
@@ -221,7 +242,7 @@ class RequestIndexer extends ProtocolWalker {
       if (seen.has(input.idKey)) throw new IndexReject(input.idSpan.start, 'duplicate input id');
       seen.add(input.idKey);
     }
-    return { buf: this.buf, requestId: requestId.value, requestIdSpan: requestId.span, inputs: inputs.value };
+    return { buf: this.buf, repeatedKeys: this.repeated, requestId: requestId.value, requestIdSpan: requestId.span, inputs: inputs.value };
   }
 
   /** Any value at `v` (inside a container at `depth`), its numbers' finiteness ignored: the caller refuses it anyway. */
@@ -263,7 +284,9 @@ class RequestIndexer extends ProtocolWalker {
     let numOutputs: Slot<number> | undefined;
     let extraKeys: Slot<true> | undefined;
     let unknown = false;
+    let mask = 0;
     const end = this.members(p, 3, (name, v) => {
+      mask = this.seen(mask, name);
       const c = s.at(v);
       switch (name) {
         case 'id': {
@@ -352,7 +375,9 @@ class RequestIndexer extends ProtocolWalker {
     let type: Slot<'user' | 'env'> | undefined;
     let content: Slot<string> | undefined;
     let unknown = false;
+    let mask = 0;
     const end = this.members(p, 4, (name, v) => {
+      mask = this.seen(mask, name);
       const e = this.anyValue(v, 4);
       // As in input(): a later copy of `instruction` or of `inputs` may replace this one, so not fatal.
       if (name !== 'type' && name !== 'content') {

@@ -37,6 +37,8 @@ export type IndexedAgentInput = AgentInput & { readonly raw: InputSlices };
 export interface IndexedAgentRequest {
   request_id: string;
   inputs: IndexedAgentInput[];
+  /** A protocol key repeated in the body (request-index.ts): never forward the body as is. */
+  repeatedKeys?: boolean;
 }
 export interface AgentRequest {
   request_id: string;
