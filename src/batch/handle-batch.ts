@@ -211,7 +211,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
       request,
       dispatched,
       {
-        deadline, headers, signal, clientGone: () => clientGone, requestBody: raw, span, memory: ex.memory,
+        deadline, headers, signal, clientGone: () => clientGone, requestBody: parsed.request.repeatedKeys === true ? undefined : raw, span, memory: ex.memory,
         stream: sink === undefined ? undefined : { overBytes: mbToBytes(config.server.stream_answers_over_mb), sink },
         cached: cache?.cached,
       },

@@ -11,6 +11,7 @@ import type { Logger } from '../logging.js';
 import { stringifyExact } from '../protocol/exact-json.js';
 import { readAgentRequest } from '../protocol/read-request.js';
 import { checkBatchLimits } from '../protocol/request-limits.js';
+import { jsonBytesAsUtf8 } from '../protocol/utf8.js';
 import { refusedDetail } from '../validation/bounded-detail.js';
 import { indexedRequest, type IndexedAgentRequest } from '../protocol/indexed-request.js';
 import type { IndexLimits } from '../protocol/request-index.js';
@@ -46,7 +47,13 @@ function limitsOf(server: GatewayConfig['server'], memoryKey: string): ReadLimit
  * Read a body in place (a small one; tests). handleBatch reads through readBatchYielding, which hands large
  * bodies to the reader thread.
  */
-export function readBatch(raw: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
+export function readBatch(body: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
+  const bytes = jsonBytesAsUtf8(body);
+  if (!bytes.ok) return notDecoded(bytes.encoding, bytes.offset, log);
+  return readUtf8(bytes.buf, server, memoryKey, log);
+}
+
+function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
   const limits = limitsOf(server, memoryKey);
   const parsed = readAgentRequest(raw, limits);
   if (parsed.ok) return checked(parsed.request, raw.length, server, log);
@@ -73,7 +80,11 @@ export async function readBatchYielding(
   memoryKey: string,
   log: Logger,
 ): Promise<{ read: BatchRead; body: Buffer }> {
-  if (raw.length <= OFFLOAD_MIN_BYTES) return { read: readBatch(raw, server, memoryKey, log), body: raw };
+  // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
+  const bytes = jsonBytesAsUtf8(raw);
+  if (!bytes.ok) return { read: notDecoded(bytes.encoding, bytes.offset, log), body: raw };
+  raw = bytes.buf;
+  if (raw.length <= OFFLOAD_MIN_BYTES) return { read: readUtf8(raw, server, memoryKey, log), body: raw };
   const r = await readOffloaded(raw, limitsOf(server, memoryKey));
   const { outcome, body } = r;
   if (r.index !== undefined) {
@@ -86,6 +97,10 @@ export async function readBatchYielding(
 function notUtf8(message: string, offset: number, log: Logger): BatchRead {
   log.info({ code: 'GATEWAY_ERR_BODY_ENCODING', offset }, 'request body is not UTF-8');
   return { ok: false, status: 400, body: JSON.stringify(errorBody('GATEWAY_ERR_BODY_ENCODING', message)) };
+}
+
+function notDecoded(encoding: string, offset: number, log: Logger): BatchRead {
+  return notUtf8(`There was an error parsing the body: it is not valid ${encoding} (byte ${offset})`, offset, log);
 }
 
 function invalid(detail: ValidationIssue[], log: Logger): BatchRead {

@@ -34,8 +34,8 @@ export function readJob(job: ReadJob): ReadOutcome {
   const buf = Buffer.from(job.body, 0, job.length);
   const r = readAgentRequest(buf, job.limits);
   if (r.ok) {
-    const { requestId, requestIdSpan, inputs } = r.index;
-    return { ok: true, index: { requestId, requestIdSpan, inputs } };
+    const { requestId, requestIdSpan, inputs, repeatedKeys } = r.index;
+    return { ok: true, index: { requestId, requestIdSpan, inputs, repeatedKeys } };
   }
   if (r.status === 400) return { ok: false, status: 400, message: r.message, offset: r.offset };
   const detail =

@@ -92,11 +92,13 @@ function inputOf(buf: Buffer, index: InputIndex, memoryKey: string): IndexedAgen
 export interface IndexedAgentRequest {
   request_id: string;
   inputs: IndexedAgentInput[];
+  /** A protocol key repeated in the body (request-index.ts): never forward the body as is. */
+  repeatedKeys?: boolean;
 }
 
 /** The request of an index. */
 export function indexedRequest(index: RequestIndex, memoryKey: string): IndexedAgentRequest {
-  return { request_id: index.requestId, inputs: index.inputs.map((ii) => inputOf(index.buf, ii, memoryKey)) };
+  return { request_id: index.requestId, inputs: index.inputs.map((ii) => inputOf(index.buf, ii, memoryKey)), repeatedKeys: index.repeatedKeys };
 }
 
 /** The decoded value of memory's tag member (the last one, as JSON.parse keeps), or undefined when there is none. */

@@ -90,6 +90,11 @@ export interface InputIndex {
 
 export interface RequestIndex {
   readonly buf: Buffer;
+  /**
+   * A protocol key (request_id, inputs, a field of an input or of an instruction) appeared more than once: the
+   * body is then never forwarded as is, since a backend must see only the copy that counts (the last).
+   */
+  readonly repeatedKeys: boolean;
   readonly requestId: string;
   readonly requestIdSpan: Span;
   readonly inputs: readonly InputIndex[];
@@ -135,7 +140,21 @@ function intValue(text: string): IntValue {
   return String(Number(text)) === text ? Number(text) : numberMark(text);
 }
 
+/** The protocol fields of an input and of an instruction, one bit each, to tell a repeated one. */
+const FIELD_BIT = new Map<string, number>(
+  ['id', 'instruction', 'tools', 'attributes', 'memory', 'num_outputs', 'extra_keys', 'type', 'content', 'request_id', 'inputs'].map((k, i) => [k, 1 << i]),
+);
+
 class RequestIndexer extends ProtocolWalker {
+  private repeated = false;
+
+  /** Marks `name` seen in the object whose mask is `mask`; returns the new mask. */
+  private seen(mask: number, name: string): number {
+    const bit = FIELD_BIT.get(name) ?? 0;
+    if ((mask & bit) !== 0) this.repeated = true;
+    return mask | bit;
+  }
+
   constructor(
     buf: Buffer,
     readonly limits: IndexLimits,
@@ -157,7 +176,9 @@ class RequestIndexer extends ProtocolWalker {
     let badInputs: (Span & { index: number })[] = [];
     let badInputCount = 0;
     let tooMany = 0;
+    let topMask = 0;
     const end = this.members(p, 1, (name, v) => {
+      topMask = this.seen(topMask, name);
       if (name === 'request_id') {
         const e = this.s.value(v, 1);
         const text = s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
@@ -221,7 +242,7 @@ class RequestIndexer extends ProtocolWalker {
       if (seen.has(input.idKey)) throw new IndexReject(input.idSpan.start, 'duplicate input id');
       seen.add(input.idKey);
     }
-    return { buf: this.buf, requestId: requestId.value, requestIdSpan: requestId.span, inputs: inputs.value };
+    return { buf: this.buf, repeatedKeys: this.repeated, requestId: requestId.value, requestIdSpan: requestId.span, inputs: inputs.value };
   }
 
   /** A field of the wrong JSON type: skipped, its slot invalid. */
@@ -253,7 +274,10 @@ class RequestIndexer extends ProtocolWalker {
     let memory: Slot<MemoryLayout> | undefined;
     let numOutputs: Slot<number> | undefined;
     let extraKeys: Slot<true> | undefined;
+    let unknown = false;
+    let mask = 0;
     const end = this.members(p, 3, (name, v) => {
+      mask = this.seen(mask, name);
       const c = s.at(v);
       switch (name) {
         case 'id': {
@@ -306,10 +330,13 @@ class RequestIndexer extends ProtocolWalker {
           return r.end;
         }
         default:
-          throw new IndexReject(v, `unknown field ${JSON.stringify(name)} in an input`);
+          // Not fatal here: this input may sit in a copy of `inputs` that a later copy replaces (Python's json
+          // keeps the last), so only the input is invalid, and the verdict is the last copy's.
+          unknown = true;
+          return this.s.value(v, 3);
       }
     });
-    const bad = [id, instruction, tools, attributes, memory, numOutputs, extraKeys].some((f) => f !== undefined && !f.ok);
+    const bad = unknown || [id, instruction, tools, attributes, memory, numOutputs, extraKeys].some((f) => f !== undefined && !f.ok);
     if (bad || id?.value === undefined || instruction?.value === undefined) return { end, input: undefined };
     const idText = s.latin1(id.span.start, id.span.end);
     return {
@@ -338,15 +365,22 @@ class RequestIndexer extends ProtocolWalker {
     const s = this.s;
     let type: Slot<'user' | 'env'> | undefined;
     let content: Slot<string> | undefined;
+    let unknown = false;
+    let mask = 0;
     const end = this.members(p, 4, (name, v) => {
-      if (name !== 'type' && name !== 'content') throw new IndexReject(v, `unknown field ${JSON.stringify(name)} in an instruction`);
+      mask = this.seen(mask, name);
       const e = this.s.value(v, 4);
+      // As in input(): a later copy of `instruction` or of `inputs` may replace this one, so not fatal.
+      if (name !== 'type' && name !== 'content') {
+        unknown = true;
+        return e;
+      }
       const text = s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
       if (name === 'type') type = slot(text === 'user' || text === 'env', text === 'user' || text === 'env' ? text : undefined, v, e);
       else content = slot(text !== undefined, text, v, e);
       return e;
     });
-    if (type?.value === undefined || content?.value === undefined || !type.ok || !content.ok) return { end, value: undefined };
+    if (unknown || type?.value === undefined || content?.value === undefined || !type.ok || !content.ok) return { end, value: undefined };
     return { end, value: { type: type.value, content: content.value } };
   }
 

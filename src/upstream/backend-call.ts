@@ -97,6 +97,13 @@ function classifyError(err: unknown, timedOut: boolean, timeoutMs: number, timeo
     return { code: 'gateway_backend_unreachable', message: `cannot connect: ${code}`, notSent: true };
   }
   if (err instanceof errors.RequestAbortedError) return { code: 'gateway_backend_timeout', message: 'aborted' };
+  // undici 7 (client-h1.js) ends the connection with this SocketError when an answer starts with `100 Continue`
+  // (the gateway never sends `Expect`) or bytes arrive with no request running; no option skips it. The backend
+  // connected and answered, wrongly: an invalid answer, not an unreachable backend
+  // (docs/limits-and-edges.md#1xx-answers-from-backends).
+  if (err instanceof errors.SocketError && err.message === 'bad response') {
+    return { code: 'gateway_backend_invalid_response', message: 'the answer began with 100 Continue (unasked) or bytes came with no request running' };
+  }
   return { code: 'gateway_backend_unreachable', message: safeReason(`connection failed: ${code ?? msg}`) };
 }
 

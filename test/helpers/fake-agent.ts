@@ -89,6 +89,8 @@ export interface FakeBehaviour {
   errorCandidates?: boolean | Partial<AgentError>;
   /** Never answer; the socket stays open until the client gives up or close()/kill(). */
   hang?: boolean;
+  /** Write this 1xx interim answer (100 Continue, 102 Processing, 103 Early Hints) before the answer. */
+  interim?: 100 | 102 | 103;
   /** Status of `GET /health`: 200 `{"status":"ready"}` (default) or e.g. 503 `{"detail":"not ready"}`. */
   health?: number;
   /** Delay for `GET /health` and `GET /v1/info` (probe timeouts). */
@@ -244,6 +246,9 @@ export async function startFakeAgent(opts: FakeAgentOptions = {}): Promise<FakeA
     if (b.hang) return; // the response is never written; close()/kill() or the client ends it
     if (b.delayMs) await sleep(b.delayMs, res);
     if (res.destroyed) return;
+    if (b.interim === 100) res.writeContinue();
+    else if (b.interim === 102) res.writeProcessing();
+    else if (b.interim === 103) res.writeEarlyHints({ link: '</x>; rel=preload' });
     if (b.reset) {
       res.socket?.destroy();
       return;

@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { stringifyExact } from '../../src/protocol/exact-json.js';
-import { memoryWithoutTag } from '../../src/protocol/indexed-request.js';
+import { memoryTagValue, memoryWithoutTag } from '../../src/protocol/indexed-request.js';
 import { readAgentRequest } from '../../src/protocol/read-request.js';
 import { parseAgentRequest } from '../../src/protocol/request.js';
 import { subRequestBody } from '../../src/protocol/sub-request.js';
@@ -200,6 +200,19 @@ const MUTATIONS: ((g: Gen, b: GenBody) => void)[] = [
     else where.splice(k + 1, 0, [m[0], g.wrong(PROTOCOL[m[0]] ?? 'string')]);
   },
   (g, b) => {
+    // A shadowed copy of a protocol object with a field pydantic forbids: the last copy wins (Python's json), so
+    // valid; the previous indexer refused the body on the shadowed copy's unknown field.
+    const inp = b.inputs[g.int(b.inputs.length)];
+    if (inp && g.chance(0.6)) {
+      const key = g.pick(['"instruction"', '"memory"']);
+      const at = inp.members.findIndex(([k]) => k === key);
+      const shadow = key === '"instruction"' ? '{"type":"user","content":"old","bogus":1}' : `{"${MEMORY_KEY}":{"backend":"old","route":"r"},"x":1}`;
+      inp.members.splice(at === -1 ? 0 : at, 0, [key, shadow]);
+    } else {
+      b.top.splice(g.int(b.top.length + 1), 0, ['"inputs"', '[{"id":1,"instruction":{"type":"user","content":"a"},"bogus":true}]']);
+    }
+  },
+  (g, b) => {
     if (b.inputs.length < 2) return;
     const a = b.inputs[0]!.members.find(([k]) => k === '"id"'); // length >= 2
     const inp = b.inputs[1]!;
@@ -361,4 +374,30 @@ test('an overflowing number shadowed by a repeated key is refused (the previous 
   const r = readAgentRequest(Buffer.from(text), LIMITS);
   assert.ok(!r.ok && r.status === 422);
   if (!r.ok && r.status === 422) assert.match(r.detail?.[0]?.msg ?? '', /overflows to infinity/);
+});
+
+test('a repeated protocol key is the last copy, as Python json and pydantic read it: an unknown field in a shadowed copy is no error, and the forwarded bytes are the last copy', () => {
+  const good = '[{"id":7,"instruction":{"type":"user","content":"new"},"memory":{"_gw":{"backend":"b","route":"r"},"k":2}}]';
+  const bodies = [
+    // python3 -c 'import json; print(json.loads(open(0).read()))' accepts each (last wins), and a strict
+    // extra='forbid' pydantic model of AgentRequest validates the result.
+    `{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":"a"},"bogus":true}],"inputs":${good}}`,
+    `{"request_id":"r","inputs":[{"id":7,"instruction":{"type":"user","content":"old","x":1},"memory":{"_gw":{"backend":"a","route":"r"},"k":1},"instruction":{"type":"user","content":"new"},"memory":{"_gw":{"backend":"b","route":"r"},"k":2}}]}`,
+  ];
+  for (const text of bodies) {
+    assert.equal(parseAgentRequest(text, LIMITS).ok, true, text);
+    const r = readAgentRequest(Buffer.from(text), LIMITS);
+    assert.ok(r.ok, text);
+    if (!r.ok) continue;
+    const inp = r.request.inputs[0]!;
+    assert.equal(inp.id, 7);
+    assert.deepEqual(inp.instruction, { type: 'user', content: 'new' });
+    assert.deepEqual(memoryTagValue(inp.raw!), { backend: 'b', route: 'r' }); // raw is set by the indexer
+    const sub = subRequestBody(Buffer.from('"r"'), [{ raw: inp.raw!, count: 1 }]).toString('utf8');
+    assert.equal(sub, '{"request_id":"r","inputs":[{"id":7,"instruction":{"type":"user","content":"new"},"memory":{"k":2}}]}');
+  }
+  // A shadowed input's unknown field is no error, but the last copy's is.
+  const bad = `{"request_id":"r","inputs":${good},"inputs":[{"id":1,"instruction":{"type":"user","content":"a"},"bogus":true}]}`;
+  assert.equal(parseAgentRequest(bad, LIMITS).ok, false);
+  assert.equal(readAgentRequest(Buffer.from(bad), LIMITS).ok, false);
 });
