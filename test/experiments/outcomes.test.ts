@@ -133,6 +133,7 @@ test('outcomes import: each episode joined to its trajectory by trace hash; acto
   assert.ok(Math.abs(primary.fixed!.p_value - 8.570426247835423e-10) < 1e-15, String(primary.fixed!.p_value));
   assert.equal(primary.fixed!.method, 'Newcombe hybrid score; Fisher exact p');
   assert.equal(primary.sequential_reason, 'needs 20 trajectories per arm');
+  assert.deepEqual(r.outcome_coverage, { p_value: 1, flagged: false });
 });
 
 test('a second import changes nothing; a conflicting re-post is rejected and counted; unknown ids counted', async () => {
