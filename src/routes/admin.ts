@@ -29,6 +29,7 @@ const ADMIN_ENDPOINTS = [
   { method: 'GET', path: '/gateway/experiments', what: 'the A/B and ensemble experiment report' },
   { method: 'POST', path: '/gateway/experiments/outcomes', what: 'episode outcomes, by trajectory id or trace hash' },
   { method: 'POST', path: '/gateway/experiments/reset', what: 'start experiments afresh (body {agent?, route?})' },
+  { method: 'GET', path: '/gateway/experiments/trajectories', what: 'one row per trajectory, JSON lines or ?format=csv' },
   { method: 'ANY', path: '/gateway/backends/{name}/...', what: 'passthrough to a ready replica of that backend' },
 ] as const;
 

@@ -107,6 +107,7 @@ test('defaults fill every key a minimal file leaves out', () => {
     outcomes_max_bytes: 4 * 1024 * 1024,
     earlier_max: 10,
     hash_candidates_max: 64,
+    export_max_trajectories: 10_000,
     salt: 'magma-gateway',
   });
 });
