@@ -41,8 +41,11 @@ export interface ExperimentsHost {
 /** The header `magma-gateway check` sends: its requests never enter an experiment. */
 export const CHECK_HEADER = 'x-magma-gateway-check';
 
-/** Steps of one trajectory the index remembers (its last step is where an episode ended). */
-const MAX_STEPS_INDEXED = 100_000;
+/**
+ * Steps of one trajectory the index remembers (its last step is where an episode ended, and its export row):
+ * BENCH episodes have tens of steps; past this a trajectory's outcome join and export row stop advancing.
+ */
+const MAX_STEPS_INDEXED = 1000;
 /** Experiments one route's list keeps (the report shows the last experiments.earlier_max). */
 const MAX_EXPERIMENTS_LISTED = 1000;
 

@@ -214,11 +214,12 @@ test('GET /gateway/ lists the admin endpoints, each served on the admin listener
     const { endpoints } = res.json as { endpoints: { method: string; path: string; what: string }[] };
     assert.deepEqual(endpoints.map((e) => `${e.method} ${e.path}`), [
       'GET /gateway/backends', 'GET /gateway/routes', 'GET /gateway/config', 'POST /gateway/reload', 'GET /gateway/experiments',
+      'POST /gateway/experiments/outcomes', 'POST /gateway/experiments/reset', 'GET /gateway/experiments/trajectories',
       'ANY /gateway/backends/{name}/...',
     ]);
     assert.ok(endpoints.every((e) => e.what.length > 0));
   }
-  for (const path of ['/gateway/backends', '/gateway/routes', '/gateway/config', '/gateway/experiments', '/gateway/backends/i/health']) {
+  for (const path of ['/gateway/backends', '/gateway/routes', '/gateway/config', '/gateway/experiments', '/gateway/experiments/trajectories', '/gateway/backends/i/health']) {
     assert.equal((await http(`${gw.adminUrl}${path}`, { headers: auth })).status, 200, path);
   }
 });
