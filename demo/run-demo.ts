@@ -123,8 +123,7 @@ routes:
     sticky: false
     fallback: [talker, actor]   # a failing member's candidates go to the other one
   - name: ab                    # catch-all A/B test, sticky per trajectory
-    split: { talker: 50, actor: 50 }
-    fallback: [talker, actor]   # a leg's own backend is skipped: each arm falls back to the other
+    split: { talker: 50, actor: 50 }   # no fallback onto its own arms: a crossover would blur the experiment
 `;
 }
 

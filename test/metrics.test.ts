@@ -51,9 +51,9 @@ test('a backend inventing thousands of error codes cannot grow the code series p
   assert.match(other ?? '', / 1950$/);
   // The experiment report keeps the same bound for its per-arm error codes.
   const report = (await (await fetch(`${gw.adminUrl}/gateway/experiments`)).json()) as {
-    routes: { arms: { error_codes: Record<string, number> }[] }[];
+    experiments: { arms: { error_codes: Record<string, number> }[] }[];
   };
-  assert.ok(Object.keys(report.routes[0]!.arms[0]!.error_codes).length <= MAX_CODES_PER_BACKEND + 1);
+  assert.ok(Object.keys(report.experiments[0]!.arms[0]!.error_codes).length <= MAX_CODES_PER_BACKEND + 1);
 });
 
 test('x-gateway-overhead-ms is on batch answers only, not on /health, /metrics, admin paths or 404s', async (t) => {

@@ -143,14 +143,31 @@ interface PostSummary {
   results: Record<string, number>;
 }
 
-async function post(endpoint: string, token: string | undefined, body: string, timeoutMs: number): Promise<PostSummary> {
+/** One POST of outcomes: the gateway's summary, or what went wrong. */
+async function post(endpoint: string, token: string | undefined, body: string, timeoutMs: number): Promise<PostSummary | { problem: string }> {
   const headers: Record<string, string> = { accept: 'application/json', 'content-type': 'application/json' };
   if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
-  const res = await fetch(endpoint, { method: 'POST', headers, body, signal: AbortSignal.timeout(timeoutMs) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${endpoint} answered HTTP ${res.status}: ${text.replace(/\s+/g, ' ').slice(0, 300)}`);
-  const v: unknown = JSON.parse(text);
-  if (!isObject(v) || !isObject(v.results)) throw new Error(`${endpoint} did not answer an outcomes summary`);
+  let status: number;
+  let text: string;
+  try {
+    const res = await fetch(endpoint, { method: 'POST', headers, body, signal: AbortSignal.timeout(timeoutMs) });
+    status = res.status;
+    text = await res.text();
+  } catch (err) {
+    const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+    return { problem: `cannot reach ${endpoint}: ${err instanceof Error ? err.message : String(err)}${cause}` };
+  }
+  if (status < 200 || status >= 300) {
+    const hint = status === 401 || status === 403 ? ' (pass --token or set GATEWAY_ADMIN_TOKEN)' : '';
+    return { problem: `${endpoint} answered HTTP ${status}${hint}: ${text.replace(/\s+/g, ' ').slice(0, 300)}` };
+  }
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    v = undefined;
+  }
+  if (!isObject(v) || !isObject(v.results)) return { problem: `${endpoint} did not answer an outcomes summary` };
   const results: Record<string, number> = {};
   for (const [k, n] of Object.entries(v.results)) if (typeof n === 'number') results[k] = n;
   return { received: typeof v.received === 'number' ? v.received : 0, results };
@@ -191,15 +208,14 @@ export async function outcomesCommand(argv: string[], io: CommandIo = processIo)
   if (values['dry-run'] !== true) {
     const endpoint = `${base}/gateway/experiments/outcomes`;
     const token = typeof values.token === 'string' ? values.token : process.env.GATEWAY_ADMIN_TOKEN;
-    try {
-      for (let i = 0; i < read.episodes.length; i += CHUNK) {
-        const outcomes = read.episodes.slice(i, i + CHUNK).map((e) => ({ trace_hash: e.trace_hash, episode: e.episode_id, success: e.success }));
-        const s = await post(endpoint, token, JSON.stringify({ outcomes }), Math.ceil(seconds * 1000));
-        for (const [k, n] of Object.entries(s.results)) totals[k] = (totals[k] ?? 0) + n;
+    for (let i = 0; i < read.episodes.length; i += CHUNK) {
+      const outcomes = read.episodes.slice(i, i + CHUNK).map((e) => ({ trace_hash: e.trace_hash, episode: e.episode_id, success: e.success }));
+      const s = await post(endpoint, token, JSON.stringify({ outcomes }), Math.ceil(seconds * 1000));
+      if ('problem' in s) {
+        io.err(`magma-gateway outcomes: ${s.problem}${i > 0 ? ` (the first ${i} episodes were posted; posting again is safe)` : ''}\n`);
+        return 1;
       }
-    } catch (err) {
-      io.err(`magma-gateway outcomes: ${err instanceof Error ? err.message : String(err)}\n`);
-      return 1;
+      for (const [k, n] of Object.entries(s.results)) totals[k] = (totals[k] ?? 0) + n;
     }
   }
   const summary = { agent: read.agent, episodes: read.episodes.length, skipped: read.skipped, posted: values['dry-run'] === true ? 0 : read.episodes.length, results: totals };

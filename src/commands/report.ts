@@ -5,6 +5,7 @@
  * warning first, the arms, the primary comparison with its label and the stop rule, then the secondary metrics.
  * `--json` prints the endpoint's JSON unchanged, for scripts.
  */
+import { writeFileSync } from 'node:fs';
 import { baseUrl, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo, type Parsed } from './args.js';
 import { ROOT_AGENT } from '../config/schema.js';
 import type { ExperimentReport, ExperimentsReport } from '../experiments/report.js';
@@ -14,7 +15,7 @@ import type { Comparison, Secondary } from '../experiments/analysis.js';
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
 const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
 
-export const REPORT_USAGE = `usage: magma-gateway report [<admin-url>] [--agent <name>] [--token <token>] [--json] [--timeout <seconds>]
+export const REPORT_USAGE = `usage: magma-gateway report [<admin-url>] [--agent <name>] [--token <token>] [--json] [--timeout <seconds>] [--trajectories <file>]
        magma-gateway report [--url <admin-url>] [--agent <name>] [--token <token>] [--json] [--timeout <seconds>]
   Prints the A/B and ensemble report of a running gateway (GET /gateway/experiments on its admin listener).
   --url <url>     the gateway's admin listener (admin.listen), default ${DEFAULT_ADMIN_URL} (or give it as the argument)
@@ -22,6 +23,7 @@ export const REPORT_USAGE = `usage: magma-gateway report [<admin-url>] [--agent 
   --token <t>     admin bearer token for /gateway/* (default: env GATEWAY_ADMIN_TOKEN)
   --json          print the report as JSON
   --timeout <s>   request deadline (default 30)
+  --trajectories <file>  also write one row per trajectory to <file> (CSV when it ends in .csv, else JSON lines)
   exit code: 0 printed, 1 the gateway could not be read, 2 usage error
 `;
 
@@ -31,6 +33,7 @@ const REPORT_FLAGS = {
   token: { type: 'string' },
   json: { type: 'boolean' },
   timeout: { type: 'string' },
+  trajectories: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -254,5 +257,21 @@ export async function reportCommand(argv: string[], io: CommandIo = processIo): 
     shown = one;
   }
   io.out(values.json ? `${JSON.stringify(shown, null, 2)}\n` : formatReport(shown));
+  if (typeof values.trajectories === 'string') {
+    const file = values.trajectories;
+    const csv = file.endsWith('.csv');
+    try {
+      const res = await fetch(`${endpoint}/trajectories${csv ? '?format=csv' : ''}`, { headers, signal: AbortSignal.timeout(Math.ceil(seconds * 1000)) });
+      const text = await res.text();
+      if (!res.ok) {
+        io.err(`magma-gateway report: ${endpoint}/trajectories answered HTTP ${res.status}: ${cell(text).slice(0, 200)}\n`);
+        return 1;
+      }
+      writeFileSync(file, text);
+    } catch (err) {
+      io.err(`magma-gateway report: cannot write the trajectories to ${file}: ${describe(err)}\n`);
+      return 1;
+    }
+  }
   return 0;
 }

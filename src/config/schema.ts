@@ -212,6 +212,8 @@ const experimentsSchema = z
     earlier_max: z.number().int().min(0).default(10),
     /** Trajectories sharing one trace hash that the outcome index keeps (more are counted as unmatched). */
     hash_candidates_max: z.number().int().positive().default(64),
+    /** Trajectories per experiment that GET /gateway/experiments/trajectories can list (the first ones). */
+    export_max_trajectories: z.number().int().positive().default(10_000),
     /** Mixed into trajectory ids with request_id and input id; the same on every replica. */
     salt: z.string().default('magma-gateway'),
     /** Seconds between two snapshots of the experiment report into the store (one replica writes each). */

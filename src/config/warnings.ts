@@ -18,11 +18,17 @@ export function configWarnings(config: GatewayConfig): ConfigWarning[] {
   for (const table of agentTables(config)) {
     const where = formatPath(table.at);
     table.routes.forEach((r, i) => {
-      // With several members a fallback naming a member is useful (a leg's own backend is skipped, so each
-      // arm falls back to the other); only a route with one backend can fall back or shadow to nothing new.
+      // With several members a fallback naming a member sends a leg to another member (its own backend is
+      // skipped): fine for an ensemble, a crossover for a split's experiment; with one backend it goes nowhere new.
       const members = r.backend !== undefined ? [r.backend] : Object.keys(r.split ?? r.ensemble ?? {});
       const only = members.length === 1 ? members[0] : undefined;
       r.fallback.forEach((b, j) => {
+        if (r.split !== undefined && only === undefined && members.includes(b)) {
+          out.push({
+            path: `${where}[${i}].fallback[${j}]`,
+            message: `split "${r.name}" falls back to "${b}", another of its own arms: a failed arm's trajectories continue on the other arm and stay credited to the arm they were assigned (a crossover), which dilutes the comparison; fall back to a backend outside the split (docs/experiments.md, "Crossover")`,
+          });
+        }
         if (b === only) {
           out.push({
             path: `${where}[${i}].fallback[${j}]`,

@@ -6,6 +6,7 @@
  */
 import {
   chiSquareGoodnessOfFit,
+  coverageHomogeneity,
   fixedBinary,
   fixedRatio,
   meanSums,
@@ -121,6 +122,8 @@ export interface Analysis {
   comparisons: Comparison[];
   secondary: Secondary[];
   warnings: string[];
+  /** Is outcome coverage the same in every arm (chi-square of matched / unmatched by arm)? null before any outcome. */
+  outcome_coverage: { p_value: number; flagged: boolean } | null;
 }
 
 /** Comparisons of every member arm but the control against it; `arms` are the members, control among them. */
@@ -130,7 +133,7 @@ export function analyse(arms: readonly ArmInput[], control: string, o: AnalysisO
   const comparisons: Comparison[] = [];
   const secondary: Secondary[] = [];
   const warnings: string[] = [];
-  if (c === undefined) return { comparisons, secondary, warnings };
+  if (c === undefined) return { comparisons, secondary, warnings, outcome_coverage: null };
   const alpha = perComparisonAlpha(ALPHA, arms.length);
   const other: Metric = o.primary === 'tool_success' ? 'outcome' : 'tool_success';
   for (const t of others) {
@@ -150,8 +153,16 @@ export function analyse(arms: readonly ArmInput[], control: string, o: AnalysisO
   for (const a of crossed) {
     warnings.push(`${a.counts.crossed} of ${a.counts.units} trajectories of ${a.arm} had a step served by another backend (crossover): they stay credited to ${a.arm}, which dilutes the difference toward 0`);
   }
+  let outcomeCoverage: Analysis['outcome_coverage'] = null;
+  if (arms.some((a) => a.counts.outcomeReported > 0)) {
+    const g = coverageHomogeneity(arms.map((a) => Math.min(a.counts.outcomeReported, a.counts.units)), arms.map((a) => a.counts.units));
+    outcomeCoverage = { p_value: g.p_value, flagged: g.p_value < SRM_ALPHA };
+    if (outcomeCoverage.flagged) {
+      warnings.push(`outcome coverage differs between arms (p = ${g.p_value.toExponential(2)}): episodes were matched unevenly (see each arm's coverage), which biases the outcome comparison; check the import's ambiguous and unmatched counts`);
+    }
+  }
   if (arms.length > 2) warnings.push(`${arms.length} arms: each is compared with ${control} at alpha ${round4(alpha)} (Bonferroni over ${arms.length - 1} comparisons)`);
-  return { comparisons, secondary, warnings };
+  return { comparisons, secondary, warnings, outcome_coverage: outcomeCoverage };
 }
 
 function round4(x: number): number {

@@ -10,7 +10,8 @@
  *   claim     x:exp:<experiment>                          the experiment's record: agent, route, name, started_at
  *   claim     x:crossed:<experiment>:<arm>                when the arm's first crossover happened
  *   set       x:hash:<trace hash>                         `<trajectory>:<step>` of every step that ended with it
- *   set       x:steps:<trajectory>                        the steps counted (the last one is the trajectory's end)
+ *   set       x:steps:<trajectory>                        `<step>|<s>|<n>|<stages>|<flags>` of each step counted (the last is its end)
+ *   set       x:trajs:<experiment>                        the experiment's trajectories, for the export (bounded)
  *   set       x:list:<agent>/<route>                      the route's experiments
  *   shared    experiments:epoch:<agent>/<route>           the time of the route's last reset
  */
@@ -29,6 +30,7 @@ export const keys = {
   crossed: (experiment: string, arm: string) => `x:crossed:${experiment}:${arm}`,
   hash: (hash: string) => `x:hash:${hash}`,
   steps: (trajectory: string) => `x:steps:${trajectory}`,
+  trajectories: (experiment: string) => `x:trajs:${experiment}`,
   list: (agent: string, route: string) => `x:list:${agent}/${route}`,
   epoch: (agent: string, route: string) => `experiments:epoch:${agent}/${route}`,
 };

@@ -23,8 +23,17 @@ export class Lifetimes {
   private readonly epochs = new Map<string, string | null>();
   private subscribed: Store | undefined;
 
+  /** The last id computed per compiled route (a reload compiles new ones), with the epoch it was for. */
+  private readonly ids = new WeakMap<CompiledRoute, { agent: string; epoch: string | undefined; id: string }>();
+
   async id(store: Store, agent: string, route: CompiledRoute): Promise<string> {
-    return experimentId(agent, route, await this.epoch(store, agent, route.name));
+    const epoch = await this.epoch(store, agent, route.name);
+    // Asked per input on the request path: the hash is computed once per route and reset.
+    const hit = this.ids.get(route);
+    if (hit !== undefined && hit.agent === agent && hit.epoch === epoch) return hit.id;
+    const id = experimentId(agent, route, epoch);
+    this.ids.set(route, { agent, epoch, id });
+    return id;
   }
 
   async epoch(store: Store, agent: string, route: string): Promise<string | undefined> {

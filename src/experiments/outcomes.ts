@@ -117,7 +117,7 @@ async function byHash(store: Store, hash: string, episode: string, o: Outcome, t
   }
   // An episode ends where its trajectory's last step did: prefer trajectories whose last step has this hash.
   const ids = [...stepsOf.keys()];
-  const last = await Promise.all(ids.map(async (id) => Math.max(...(await store.readSet(keys.steps(id))).map(Number))));
+  const last = await Promise.all(ids.map(async (id) => Math.max(...(await store.readSet(keys.steps(id))).map((m) => Number(m.split('|', 1)[0])))));
   const ended = ids.filter((id, i) => stepsOf.get(id)!.includes(last[i]!)); // ids come from stepsOf; last has one entry per id
   const candidates = ended.length > 0 ? ended : ids;
   const records = await Promise.all(candidates.map(async (id) => parseTrajectory(await store.readClaim(keys.trajectory(id)))));

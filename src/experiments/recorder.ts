@@ -41,8 +41,11 @@ export interface ExperimentsHost {
 /** The header `magma-gateway check` sends: its requests never enter an experiment. */
 export const CHECK_HEADER = 'x-magma-gateway-check';
 
-/** Steps of one trajectory the index remembers (its last step is where an episode ended). */
-const MAX_STEPS_INDEXED = 100_000;
+/**
+ * Steps of one trajectory the index remembers (its last step is where an episode ended, and its export row):
+ * BENCH episodes have tens of steps; past this a trajectory's outcome join and export row stop advancing.
+ */
+const MAX_STEPS_INDEXED = 1000;
 /** Experiments one route's list keeps (the report shows the last experiments.earlier_max). */
 const MAX_EXPERIMENTS_LISTED = 1000;
 
@@ -216,9 +219,10 @@ export class Experiments {
     const { state } = d;
     const writes: Promise<unknown>[] = [
       store.addToSet(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, hashMax),
-      store.addToSet(keys.steps(state.id), String(state.step), ttlMs, MAX_STEPS_INDEXED),
+      store.addToSet(keys.steps(state.id), stepMember(state), ttlMs, MAX_STEPS_INDEXED),
     ];
     if (d.newUnit) {
+      writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, this.host().current.config.experiments.export_max_trajectories));
       const at = this.now().toISOString();
       const rec: TrajectoryRecord = { agent, route: d.route.name, experiment: d.experiment, arm: d.arm, started_at: at };
       writes.push(store.claim(keys.trajectory(state.id), JSON.stringify(rec), ttlMs));
@@ -344,6 +348,11 @@ export class Experiments {
       }
     }
   }
+}
+
+/** A counted step in the trajectory's step set: what the export's row shows once it is the last. */
+export function stepMember(t: TrajectoryState): string {
+  return `${t.step}|${t.s}|${t.n}|${t.stages}|${t.flags}`;
 }
 
 /** Where each input's candidates start in `outputs` (input order, `num_outputs` each), and the end. */

@@ -29,6 +29,8 @@ export interface ExperimentReport {
   trustworthy: boolean;
   warnings: string[];
   srm: Srm | null;
+  /** Is outcome coverage the same in every arm? Flagged like an SRM; null before any outcome. */
+  outcome_coverage: { p_value: number; flagged: boolean } | null;
   arms: ArmReport[];
   comparisons: Comparison[];
   secondary: Secondary[];
@@ -109,6 +111,7 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     trustworthy: srm?.flagged !== true,
     warnings,
     srm,
+    outcome_coverage: analysis.outcome_coverage,
     arms,
     comparisons: analysis.comparisons,
     secondary: analysis.secondary,

@@ -36,6 +36,7 @@ const ADMIN_ENDPOINTS = [
   { method: 'GET', path: '/gateway/batches', what: 'the last batches (admin.recent_batches), newest first; ?limit=N' },
   { method: 'POST', path: '/gateway/experiments/outcomes', what: 'episode outcomes, by trajectory id or trace hash' },
   { method: 'POST', path: '/gateway/experiments/reset', what: 'start experiments afresh (body {agent?, route?})' },
+  { method: 'GET', path: '/gateway/experiments/trajectories', what: 'one row per trajectory, JSON lines or ?format=csv' },
   { method: 'DELETE', path: '/gateway/cache', what: 'empty the response cache (?agent=<name>, ?backend=<name>: only theirs)' },
   { method: 'ANY', path: '/gateway/backends/{name}/...', what: 'passthrough to a ready replica of that backend' },
 ] as const;

@@ -5,10 +5,12 @@
  *                                       scripts; from the store, so with Redis every replica answers the same
  *   POST /gateway/experiments/outcomes  episode outcomes: {"outcomes": [{"trajectory"|"trace_hash", "success"|"score"}]}
  *   POST /gateway/experiments/reset     starts afresh: every experiment, or the body's {agent, route}
+ *   GET  /gateway/experiments/trajectories   one row per trajectory, JSON lines (`?format=csv`: CSV)
  */
 import type { FastifyInstance } from 'fastify';
 import { experimentsReport } from '../experiments/report.js';
 import { parseOutcomes, postOutcomes } from '../experiments/outcomes.js';
+import { rowsAsCsv, rowsAsJsonLines, trajectoryRows } from '../experiments/export.js';
 import { errorBody } from '../errors.js';
 
 /** The admin listener hands bodies over as text (admin-app.ts): the JSON value, empty = `{}`, or the problem. */
@@ -27,6 +29,14 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
     const report = await experimentsReport(app.gateway);
     // Fresh numbers on every call: an experiment is watched while it runs.
     return reply.header('cache-control', 'no-store').send(report);
+  });
+
+  app.get('/gateway/experiments/trajectories', async (req, reply) => {
+    const format = (req.query as { format?: unknown }).format; // fastify's query is an untyped object
+    const rows = await trajectoryRows(app.gateway);
+    reply.header('cache-control', 'no-store');
+    if (format === 'csv') return reply.type('text/csv; charset=utf-8').send(rowsAsCsv(rows));
+    return reply.type('application/x-ndjson; charset=utf-8').send(rowsAsJsonLines(rows));
   });
 
   app.post(

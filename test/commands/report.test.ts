@@ -40,7 +40,7 @@ test('report <url> and report --url <url> print the same report', async () => {
   const flag = await run(['--url', admin(), '--json']);
   assert.equal(positional.code, 0, positional.err);
   assert.equal(flag.code, 0, flag.err);
-  const routes = (JSON.parse(positional.out) as { routes: { route: string }[] }).routes.map((r) => r.route);
+  const routes = (JSON.parse(positional.out) as { experiments: { route: string }[] }).experiments.map((r) => r.route);
   assert.deepEqual(routes, ['ab']);
   const strip = (text: string): unknown => ({ ...(JSON.parse(text) as object), generated_at: null });
   assert.deepEqual(strip(positional.out), strip(flag.out));

@@ -98,9 +98,23 @@ test('defaults fill every key a minimal file leaves out', () => {
   assert.equal(c.probe_interval_s, 5);
   assert.equal(c.shadow_max_in_flight, 16);
   assert.equal(c.state.redis, undefined);
+  assert.equal(c.state.counters_ttl_s, 30 * 24 * 3600);
+  assert.equal(c.state.index_max_entries, 200_000);
   assert.equal(c.admin.token, undefined);
   assert.equal(c.admin.recent_batches, 200);
-  assert.deepEqual(c.experiments, { snapshot_interval_s: 60, snapshot_points: 1440 });
+  assert.deepEqual(c.experiments, {
+    primary: 'tool_success',
+    sequential: { planned_trajectories: 200, burn_in: 20 },
+    index_ttl_s: 30 * 24 * 3600,
+    outcomes_max: 10_000,
+    outcomes_max_bytes: 4 * 1024 * 1024,
+    earlier_max: 10,
+    hash_candidates_max: 64,
+    export_max_trajectories: 10_000,
+    salt: 'magma-gateway',
+    snapshot_interval_s: 60,
+    snapshot_points: 1440,
+  });
 });
 
 test('backend defaults apply and url becomes a one-element urls list', () => {

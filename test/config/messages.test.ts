@@ -93,10 +93,21 @@ test("a fallback or shadow that is a route's only backend is a warning, not an e
     SRC,
     {},
   );
+  // A split falling back onto its own arms is a warning too: a crossover that dilutes the experiment.
   assert.deepEqual(
     configWarnings(config).map((w) => w.path),
-    ['routes[1].fallback[0]', 'routes[2].fallback[1]', 'routes[2].shadow[0]'],
+    ['routes[0].fallback[0]', 'routes[0].fallback[1]', 'routes[1].fallback[0]', 'routes[2].fallback[1]', 'routes[2].shadow[0]'],
   );
-  const [w] = configWarnings(config);
+  const [w0, , w] = configWarnings(config);
+  assert.match(w0!.message, /^split "ab" falls back to "qwen", another of its own arms: .*crossover/);
   assert.match(w!.message, /route "one" falls back to "gpt", its only backend/);
+});
+
+test('an ensemble falling back onto its members is no warning (a member\'s candidates go to another)', () => {
+  const config = parseConfigText(
+    yaml(...BACKENDS, 'routes:', '  - { name: gen, ensemble: { qwen: 1, gpt: 1 }, fallback: [qwen, gpt] }'),
+    SRC,
+    {},
+  );
+  assert.deepEqual(configWarnings(config), []);
 });

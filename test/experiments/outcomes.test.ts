@@ -11,7 +11,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { readFileSync } from 'node:fs';
 import { outcomesCommand } from '../../src/commands/outcomes.js';
+import { reportCommand } from '../../src/commands/report.js';
+import type { TrajectoryRow } from '../../src/experiments/export.js';
 import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report.js';
 import { chooseArm } from '../../src/routing/split.js';
 import { http } from '../helpers/config-file.js';
@@ -133,6 +136,7 @@ test('outcomes import: each episode joined to its trajectory by trace hash; acto
   assert.ok(Math.abs(primary.fixed!.p_value - 8.570426247835423e-10) < 1e-15, String(primary.fixed!.p_value));
   assert.equal(primary.fixed!.method, 'Newcombe hybrid score; Fisher exact p');
   assert.equal(primary.sequential_reason, 'needs 20 trajectories per arm');
+  assert.deepEqual(r.outcome_coverage, { p_value: 1, flagged: false });
 });
 
 test('a second import changes nothing; a conflicting re-post is rejected and counted; unknown ids counted', async () => {
@@ -191,4 +195,23 @@ test('identical traces in one arm are credited at arm level; in several arms the
   } finally {
     rmSync(d, { recursive: true, force: true });
   }
+});
+
+test('the export: one row per trajectory with its sums, stages, flags and outcome; CSV and JSON lines', async () => {
+  const res = await http(`${gw.adminUrl}/gateway/experiments/trajectories`);
+  assert.equal(res.status, 200);
+  const rows = res.text.trim().split('\n').map((l) => JSON.parse(l) as TrajectoryRow);
+  const byId = new Map(rows.map((r) => [r.trajectory, r]));
+  for (const e of episodes) {
+    const r = byId.get(e.trajectory);
+    assert.ok(r, `no row for ${e.id}`);
+    assert.deepEqual([r.arm, r.steps, r.n, r.stages, r.outcome], [e.arm, 3, 0, e.arm === 'actor' ? 2 : 0, e.success]);
+  }
+  let err = '';
+  const file = join(dir, 'trajectories.csv');
+  const code = await reportCommand([gw.adminUrl, '--trajectories', file], { out: () => {}, err: (t) => void (err += t) });
+  assert.equal(code, 0, err);
+  const csv = readFileSync(file, 'utf8').trim().split('\n');
+  assert.equal(csv[0], 'agent,route,arm,experiment,trajectory,started,steps,s,n,stages,env_errors,failure_reason,error_candidates,crossed,outcome');
+  assert.equal(csv.length, rows.length + 1);
 });

@@ -36,7 +36,7 @@ const REPORT: ExperimentsReport = {
       agent: 'default', path: '/', route: 'ab', kind: 'split',
       experiment: { id: '0123456789abcdef', name: 'spring', started_at: '2025-01-01T00:00:00.000Z' },
       primary: 'tool_success', control: 'qwen', unit: 'trajectory', trustworthy: false,
-      warnings: [srmWarning(SRM), ...ANALYSIS.warnings], srm: SRM,
+      warnings: [srmWarning(SRM), ...ANALYSIS.warnings], srm: SRM, outcome_coverage: ANALYSIS.outcome_coverage,
       arms: [
         armReport('qwen', 50, true, QWEN, null),
         armReport('gpt', 50, true, GPT, null),

@@ -222,12 +222,13 @@ test('GET /gateway/ lists the admin endpoints, each served on the admin listener
     assert.deepEqual(endpoints.map((e) => `${e.method} ${e.path}`), [
       'GET /gateway/backends', 'GET /gateway/routes', 'GET /gateway/config', 'POST /gateway/reload', 'GET /gateway/experiments',
       'GET /gateway/experiments/history', 'GET /gateway/overview', 'GET /gateway/batches',
-      'POST /gateway/experiments/outcomes', 'POST /gateway/experiments/reset', 'DELETE /gateway/cache', 'ANY /gateway/backends/{name}/...',
+      'POST /gateway/experiments/outcomes', 'POST /gateway/experiments/reset', 'GET /gateway/experiments/trajectories',
+      'DELETE /gateway/cache', 'ANY /gateway/backends/{name}/...',
     ]);
     assert.ok(endpoints.every((e) => e.what.length > 0));
   }
   for (const path of ['/gateway/backends', '/gateway/routes', '/gateway/config', '/gateway/experiments', '/gateway/backends/i/health',
-    '/gateway/experiments/history', '/gateway/overview', '/gateway/batches']) {
+    '/gateway/experiments/history', '/gateway/overview', '/gateway/batches', '/gateway/experiments/trajectories']) {
     assert.equal((await http(`${gw.adminUrl}${path}`, { headers: auth })).status, 200, path);
   }
 });
