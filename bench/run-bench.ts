@@ -7,7 +7,7 @@
  *   npm run bench [-- OPTIONS]
  *     --quick              the scenarios marked quick, short phases, 1 round (CI: proves the harness works)
  *     --full               every scenario and the soak
- *     --scenario S1,S3     only these scenarios (S1..S8, and "soak")
+ *     --scenario S1,S3     only these scenarios (S1..S8, MEMROWS: bench/memory-rows.ts, and "soak")
  *     --soak               add the S1+S2 soak (default 180 s, --soak-s N)
  *     --duration S --warmup S --rounds N   per-phase measurement
  *     --no-nginx           skip the nginx baseline even when nginx is installed
@@ -29,7 +29,8 @@ import { readResults } from './lib/compare.js';
 import { which } from './lib/proc.js';
 import type { BenchOptions } from './lib/run-context.js';
 import { DEFAULT_OUT, runBench, writeResults } from './lib/run.js';
-import { SCENARIOS, SOAK } from './scenarios.js';
+import { runMemoryRows } from './memory-rows.js';
+import { MEMORY_ROWS, SCENARIOS, SOAK } from './scenarios.js';
 
 function parseBenchArgs(argv: string[]): BenchOptions {
   const { values: a } = parseArgs({
@@ -59,7 +60,7 @@ function parseBenchArgs(argv: string[]): BenchOptions {
   // Read now, before anything runs: a wrong path fails in a second, and --out may overwrite the file later.
   const compare = a.compare === undefined ? undefined : { file: resolve(a.compare), before: readResults(resolve(a.compare)), tolerancePct };
   const named = a.scenario?.split(',').map((s) => s.trim().toUpperCase());
-  const scenarios = named ?? SCENARIOS.filter((s) => !a.quick || s.quick).map((s) => s.id);
+  const scenarios = named ?? [...SCENARIOS.filter((s) => !a.quick || s.quick).map((s) => s.id), ...(a.quick ? [] : [MEMORY_ROWS.id])];
   return {
     scenarios: scenarios.filter((s) => s !== 'SOAK'),
     soak: a.soak || a.full || (named?.includes('SOAK') ?? false),
@@ -84,6 +85,14 @@ function parseBenchArgs(argv: string[]): BenchOptions {
 async function main(): Promise<number> {
   const opts = parseBenchArgs(process.argv.slice(2));
   const t0 = Date.now();
+  if (opts.scenarios.includes(MEMORY_ROWS.id)) {
+    // Its own gateway and backends (bench/memory-rows.ts); its table is printed before the others run.
+    process.stderr.write(`[bench] ${MEMORY_ROWS.id}: the memory budget's cases\n`);
+    const rows = await runMemoryRows({ cli: new URL('../src/cli.js', import.meta.url).pathname, legacy: false });
+    process.stdout.write(`${MEMORY_ROWS.id}\n${rows.lines.join('\n')}\n\n`);
+    opts.scenarios = opts.scenarios.filter((s) => s !== MEMORY_ROWS.id);
+    if (opts.scenarios.length === 0 && !opts.soak) return 0;
+  }
   const results = await runBench(opts);
   process.stdout.write(writeResults(results, opts.outDir) + '\n');
   process.stderr.write(`[bench] wrote ${join(opts.outDir, 'latest.json')} and latest.md in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);

@@ -97,6 +97,13 @@ export interface ScenarioSpec {
   thresholds: Threshold[];
 }
 
+/**
+ * MEMROWS (bench/memory-rows.ts, docs/memory-budget.md): the element-count and budget cases against one gateway
+ * with `server.memory_budget_mb: 400`; targets: peak RSS within the budget + 250 MB, RSS back under the budget
+ * 15 s after, every case answered without a 5xx but the budget's 503. Not part of --quick (minutes).
+ */
+export const MEMORY_ROWS = { id: 'MEMROWS', budgetMb: 400, slackMb: 250, afterS: 15 };
+
 /** The soak: S1 and S2 traffic at once against one gateway, RSS sampled. */
 export const SOAK = { s1Connections: 32, s2Connections: 4, s2Inputs: 32, s2HistoryKb: 64, defaultSeconds: 180, growthLimitPct: 10 };
 
