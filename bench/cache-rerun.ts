@@ -1,5 +1,5 @@
 /**
- * The response cache's closing measurement (docs/cache.md, "Resume a run"): the demo's BENCH-like episode
+ * The response cache's closing measurement (docs/cache.md#resume-a-run): the demo's BENCH-like episode
  * (4 trajectories x 3 steps, one batch per step, each input carrying the memory answered the step before,
  * `inference_mode: true`) played twice against one gateway with the cache on, the way a crashed BENCH run is
  * re-run with the same seeds. Prints, per run, the sub-requests and inputs the backends received (read from the

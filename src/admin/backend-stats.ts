@@ -1,5 +1,5 @@
 /**
- * Per-backend figures `GET /gateway/backends` adds to each backend for the console (docs/console.md, "Backends"):
+ * Per-backend figures `GET /gateway/backends` adds to each backend for the console (docs/console.md#backends):
  * latency p50/p95 of its sub-requests (magma_gateway_backend_request_duration_seconds since start, interpolated
  * within buckets as Prometheus's histogram_quantile does) and its sub-requests by outcome
  * (magma_gateway_backend_requests_total: `ok` or a gateway_* failure code). Read from the metrics, changing nothing.

@@ -1,5 +1,5 @@
 /**
- * The identifying fields every batch log line carries (docs/limits-and-edges.md, "Logs"): the body's
+ * The identifying fields every batch log line carries (docs/limits-and-edges.md#logs): the body's
  * `request_id`, bounded, the `x-request-id` every backend call of the batch carries and the trace id, so
  * one line leads to the backends' logs and to the trace.
  *

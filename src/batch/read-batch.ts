@@ -70,7 +70,7 @@ function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: strin
 }
 
 /**
- * Read a body without holding the event loop for its size (docs/memory-budget.md, "Yielding"): a large one on
+ * Read a body without holding the event loop for its size (docs/memory-budget.md#yielding): a large one on
  * the reader thread (read-offload.ts). The body's bytes come back as the returned `body`: `raw` must not be
  * used after this.
  */

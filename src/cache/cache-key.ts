@@ -1,5 +1,5 @@
 /**
- * The response cache's key (docs/cache.md, "The key"): SHA-256 over everything that decides an input's answer
+ * The response cache's key (docs/cache.md#the-key): SHA-256 over everything that decides an input's answer
  * and nothing else. The agent (virtual agents apart), the route, the backend that would serve it with the
  * identity its /v1/info announced (a redeployed agent never serves its predecessor's answers), the generations
  * of the scopes an admin DELETE can empty, and the input's exact bytes: instruction, tools, attributes, memory

@@ -1,11 +1,11 @@
 /**
- * The response cache's Prometheus series (docs/cache.md, "Metrics"), registered on the gateway's registry.
+ * The response cache's Prometheus series (docs/cache.md#metrics), registered on the gateway's registry.
  * Labels come from config (agent, route) or from the fixed lists below: bounded.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { CacheEntries } from '../state/types.js';
 
-/** Why an input was not looked up (docs/cache.md, "What is never cached"). */
+/** Why an input was not looked up (docs/cache.md#what-is-stored-and-what-is-never-cached). */
 export const BYPASS_REASONS = ['off', 'sampling', 'ensemble', 'unprobed', 'identity_mixed'] as const;
 export type BypassReason = (typeof BYPASS_REASONS)[number];
 

@@ -1,5 +1,5 @@
 /**
- * A client's limits across gateway replicas (docs/limits-and-edges.md, "Client limits across replicas"): with
+ * A client's limits across gateway replicas (docs/limits-and-edges.md#client-limits-across-replicas): with
  * `state.redis`, a batch the client's limiter in this process admitted (client-limiter.ts, which keeps the FIFO
  * order among this replica's batches) also takes a cluster-wide slot, the Redis semaphore the backends'
  * max_in_flight uses (state/redis-semaphore.ts), and its candidates from a token bucket kept in Redis (a Lua

@@ -1,5 +1,5 @@
 /**
- * `magma-gateway outcomes import <BENCH results dir>` (docs/experiments.md, "Outcomes from BENCH"): reads BENCH's
+ * `magma-gateway outcomes import <BENCH results dir>` (docs/experiments.md#outcomes-from-bench): reads BENCH's
  * results (schema 2.0), hashes each episode's trace the way the gateway hashed the instructions it received
  * (experiments/trace-hash.ts), and posts the outcomes by trace hash to POST /gateway/experiments/outcomes. The
  * gateway resolves each hash to its trajectory; ambiguous and unmatched episodes are counted and printed, never

@@ -78,7 +78,7 @@ export function mbToBytes(mb: number): number {
 export const DEFAULT_MAX_RESPONSE_MB = 256;
 
 /**
- * BENCH waits 360 s for an answer and aborts its whole run on a timeout (docs/limits-and-edges.md, "Deadlines"):
+ * BENCH waits 360 s for an answer and aborts its whole run on a timeout (docs/limits-and-edges.md#deadlines):
  * the batch deadline's default leaves 30 s to answer with error candidates before that, and a backend's
  * default fits under the batch deadline with time left for a fallback's answer to begin.
  */
@@ -189,7 +189,7 @@ const routeSchema = z
     path: ['experiment', 'control'],
   });
 
-/** experiments: how the experiment report is computed (docs/experiments.md, "Configuration"). */
+/** experiments: how the experiment report is computed (docs/experiments.md#configuration). */
 const experimentsSchema = z
   .strictObject({
     /** The metric comparisons rank by: declared up front, never switched when outcomes arrive. */
@@ -285,7 +285,7 @@ export const ROOT_AGENT = 'default';
 /**
  * The `agent_version` `/v1/info` answers when the config sets none, for the default and every virtual agent.
  * A constant, not the package version: BENCH refuses to resume a run whose agent_version changed, and an
- * upgrade of the gateway must not change the identity of the agents behind it (docs/cache.md, "Resume a run").
+ * upgrade of the gateway must not change the identity of the agents behind it (docs/cache.md#resume-a-run).
  */
 export const DEFAULT_AGENT_VERSION = '1';
 

@@ -26,7 +26,7 @@ export function configWarnings(config: GatewayConfig): ConfigWarning[] {
         if (r.split !== undefined && only === undefined && members.includes(b)) {
           out.push({
             path: `${where}[${i}].fallback[${j}]`,
-            message: `split "${r.name}" falls back to "${b}", another of its own arms: a failed arm's trajectories continue on the other arm and stay credited to the arm they were assigned (a crossover), which dilutes the comparison; fall back to a backend outside the split (docs/experiments.md, "Crossover")`,
+            message: `split "${r.name}" falls back to "${b}", another of its own arms: a failed arm's trajectories continue on the other arm and stay credited to the arm they were assigned (a crossover), which dilutes the comparison; fall back to a backend outside the split (docs/experiments.md#crossover)`,
           });
         }
         if (b === only) {
@@ -59,7 +59,7 @@ export function configWarnings(config: GatewayConfig): ConfigWarning[] {
 
 /**
  * A deadline past the 360 s BENCH waits for an answer: the client gives up (and BENCH aborts its run) before
- * the gateway answers with error candidates (docs/limits-and-edges.md, "Deadlines").
+ * the gateway answers with error candidates (docs/limits-and-edges.md#deadlines).
  */
 function deadlineWarnings(config: GatewayConfig): ConfigWarning[] {
   const out: ConfigWarning[] = [];

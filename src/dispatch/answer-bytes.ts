@@ -304,7 +304,7 @@ const CACHED_FIELDS: LazyFields = {
 };
 
 /**
- * A cached candidate (docs/cache.md, "Partial hits") re-addressed to the current request and input: the
+ * A cached candidate (docs/cache.md#partial-hits) re-addressed to the current request and input: the
  * request_id and source_id are the current ones, the rest is the stored tail byte for byte. `tag` is the memory
  * tag the tail carries (the first run's), which experiment accounting reads without decoding memory.
  */

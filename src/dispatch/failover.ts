@@ -161,7 +161,7 @@ export function salvageable(it: Item): boolean {
 /**
  * The bad slots of a checked answer (a candidate missing, repeated, with the wrong ids, or invalid) of items
  * that still have a fallback, as items of their own: each run of consecutive bad candidates of one item is
- * one item, so the good candidates around it are kept and only the bad ones go on (README "Failures").
+ * one item, so the good candidates around it are kept and only the bad ones go on (docs/protocol-fidelity.md#failures).
  * Undefined when nothing is to move. `rows`: one row per item, one slot per candidate asked.
  */
 export function faultySlots(items: readonly Item[], rows: readonly (readonly Slot<unknown>[])[]): FaultySlots | undefined {

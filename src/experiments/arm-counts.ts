@@ -1,6 +1,6 @@
 /**
  * An experiment's counters (recorder.ts, fields in keys.ts) read back per arm, and each arm's report object
- * (docs/experiments.md, "What each number means"). Pure: the report reads the store, this only adds up.
+ * (docs/experiments.md#what-each-number-means). Pure: the report reads the store, this only adds up.
  */
 import { ratioEstimate, wilson, zCritical, type RatioSums } from '../stats/index.js';
 import { emptyFeedback, FEEDBACK_OUTCOMES, type FeedbackCounts, type FeedbackOutcome } from './feedback.js';

@@ -1,5 +1,5 @@
 /**
- * The per-trajectory export (`GET /gateway/experiments/trajectories`, docs/experiments.md, "Export"): one row per
+ * The per-trajectory export (`GET /gateway/experiments/trajectories`, docs/experiments.md#export): one row per
  * trajectory of each current experiment, for pandas or R, as JSON lines or CSV. Bounded by
  * experiments.export_max_trajectories per experiment (the first trajectories are kept).
  */

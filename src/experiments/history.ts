@@ -1,5 +1,5 @@
 /**
- * The experiment history (docs/console.md, "Experiments"): every `experiments.snapshot_interval_s` one point of
+ * The experiment history (docs/console.md#experiments): every `experiments.snapshot_interval_s` one point of
  * the report (history-point.ts) is appended to a capped list in the store, the last
  * `experiments.snapshot_points` kept. With Redis, every replica runs the timer but only one writes each
  * interval: the first to claim the interval's slot (SET NX), so the history is the same whichever replica

@@ -1,5 +1,5 @@
 /**
- * Where the experiment recorder keeps things in the store (docs/experiments.md, "What the gateway stores"). The
+ * Where the experiment recorder keeps things in the store (docs/experiments.md#what-the-gateway-stores). The
  * store adds its own prefix; every key carries the experiment id, so experiments of one route are never summed.
  *
  *   counters  experiments:<agent>/<route>/<experiment>   per-arm counters (fields below)

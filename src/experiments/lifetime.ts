@@ -1,5 +1,5 @@
 /**
- * An experiment's lifetime (docs/experiments.md, "An experiment's lifetime"): a route's experiment is named by its
+ * An experiment's lifetime (docs/experiments.md#an-experiments-lifetime): a route's experiment is named by its
  * kind, arms, weights and optional `experiment.name`, plus the time of its last reset. A config reload that changes
  * any of them, or `POST /gateway/experiments/reset`, starts a new experiment; the old one keeps its counters under
  * its own id and is listed under `earlier`, never summed with the new one.

@@ -1,5 +1,5 @@
 /**
- * Episode outcomes (docs/experiments.md, "Outcomes"): `POST /gateway/experiments/outcomes` credits each outcome to
+ * Episode outcomes (docs/experiments.md#outcomes-from-bench): `POST /gateway/experiments/outcomes` credits each outcome to
  * the arm its trajectory was assigned, once. An outcome names its trajectory by id (from the memory tag) or by the
  * trace hash of its episode (what `magma-gateway outcomes import` computes from BENCH's results).
  *

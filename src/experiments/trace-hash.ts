@@ -1,5 +1,5 @@
 /**
- * The running hash of the instructions a trajectory received (docs/experiments.md, "Outcomes from BENCH"): what
+ * The running hash of the instructions a trajectory received (docs/experiments.md#outcomes-from-bench): what
  * joins a BENCH episode, which records no memory, request_id or slot, to the gateway's trajectory. The gateway
  * updates it with each input's instruction; `magma-gateway outcomes import` recomputes it from an episode's
  * trace. Both sides call the functions here, so they cannot drift apart.

@@ -1,5 +1,5 @@
 /**
- * One step of a trajectory (docs/experiments.md, "The trajectory in the tag"): the trajectory members an input's
+ * One step of a trajectory (docs/experiments.md#the-trajectory-in-the-tag): the trajectory members an input's
  * candidates carry, from the members the input arrived with and the input's instruction. Pure and deterministic,
  * so a replayed (request_id, input id) gives the same members on every replica.
  */

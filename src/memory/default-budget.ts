@@ -1,5 +1,5 @@
 /**
- * The default of `server.memory_budget_mb` (docs/memory-budget.md, "Defaults"), decided once at start:
+ * The default of `server.memory_budget_mb` (docs/memory-budget.md#defaults), decided once at start:
  *
  * - in a container with a memory limit (cgroup v2 `memory.max`, cgroup v1 `memory.limit_in_bytes`):
  *   CGROUP_FRACTION of that limit. The rest is for what the budget does not count: node itself, the JS heap's

@@ -1,6 +1,6 @@
 /**
  * What the objects the gateway builds over a batch's bytes cost, charged to the batch's hold on the memory
- * budget (docs/memory-budget.md, "What is counted"). The bytes themselves (the body, the answers) are counted
+ * budget (docs/memory-budget.md#what-is-counted). The bytes themselves (the body, the answers) are counted
  * as they arrive; these are the JS objects over them, whose number the indexers bound: a request's inputs by
  * server.max_candidates_per_batch (the indexer stops past it), an answer's elements by the candidates asked.
  *

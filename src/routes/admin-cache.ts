@@ -1,5 +1,5 @@
 /**
- * `DELETE /gateway/cache` on the admin listener (docs/cache.md, "Emptying the cache"): a new generation of the
+ * `DELETE /gateway/cache` on the admin listener (docs/cache.md#emptying-the-cache): a new generation of the
  * scope asked, so every entry stored before is never read again, on every replica sharing the Redis. O(1):
  * nothing is scanned. `?agent=<name>` empties one agent's entries (`default` for the top-level routes),
  * `?backend=<name>` one backend's; both: both.

@@ -54,7 +54,7 @@ export function sendable(body: string | AnswerBody): Buffer | Readable {
  * Whether an answer to `req` may be streamed. A streamed answer sends its overhead header as a trailer, which
  * needs chunked framing: HTTP/1.0 has neither (node throws ERR_HTTP_TRAILER_INVALID), and nginx talks HTTP/1.0
  * to its upstreams by default. Such a client gets the whole answer with a content-length instead
- * (docs/limits-and-edges.md, "HTTP/1.0 clients").
+ * (docs/limits-and-edges.md#http10-clients).
  */
 export function mayStream(req: IncomingMessage): boolean {
   return req.httpVersionMajor > 1 || (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1);

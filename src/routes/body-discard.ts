@@ -1,5 +1,5 @@
 /**
- * A 413 the client can read (docs/limits-and-edges.md, "Bodies over the limit"). A client that sends its
+ * A 413 the client can read (docs/limits-and-edges.md#bodies-over-the-limit). A client that sends its
  * whole body before it reads the answer (python's http.client, requests) never sees a 413 written while it
  * is still sending: the gateway closes the connection after the answer, and the client's next write meets a
  * reset (BrokenPipe), the answer unread. So the rest of the body is read and thrown away, up to

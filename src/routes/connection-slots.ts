@@ -10,7 +10,7 @@
  * closed), and a request being served is never cut.
  *
  * Over TLS a slot is taken by the TCP connection as it opens: a connection still in its handshake holds no
- * work and is evicted first, like an idle one (docs/limits-and-edges.md, "TLS handshakes"). Once the handshake
+ * work and is evicted first, like an idle one (docs/limits-and-edges.md#tls-handshakes). Once the handshake
  * is done, the TLS socket the requests arrive on stands for its TCP connection here.
  */
 import type { Socket } from 'node:net';

@@ -41,7 +41,7 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
 
   app.post(
     '/gateway/experiments/outcomes',
-    // Read once at start: a reload does not re-register routes (docs/experiments.md, "Configuration").
+    // Read once at start: a reload does not re-register routes (docs/experiments.md#configuration).
     { bodyLimit: app.gateway.current.config.experiments.outcomes_max_bytes },
     async (req, reply) => {
       const cfg = app.gateway.current.config.experiments;

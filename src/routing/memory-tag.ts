@@ -1,5 +1,5 @@
 /**
- * The gateway's memory tag (docs/gateway-behaviour.md, "The memory tag and stickiness"; docs/experiments.md, "The
+ * The gateway's memory tag (docs/routing.md#the-memory-key-and-stickiness; docs/experiments.md, "The
  * trajectory in the tag"): the one member `memory[memory_key]` the gateway writes into every candidate it returns
  * and reads back from every input. Reading (from a decoded value or from an indexed body), writing (as a value or
  * as the bytes of a JSON member) and stripping it all live here, so the tag's shape is decided in one place.
@@ -27,7 +27,7 @@ import type { RoutingInput } from './routing-input.js';
 export type TrajectoryFlag = 'e' | 'f' | 'c' | 'x';
 const FLAG_ORDER: readonly TrajectoryFlag[] = ['e', 'f', 'c', 'x'];
 
-/** The experiment members of a tag (docs/experiments.md, "The trajectory in the tag"). */
+/** The experiment members of a tag (docs/experiments.md#the-trajectory-in-the-tag). */
 export interface TrajectoryState {
   /** 32 lowercase hex digits: what `POST /gateway/experiments/outcomes` names. */
   readonly id: string;
@@ -102,7 +102,7 @@ export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag 
 
 /**
  * The tag of an input. One read by the indexer has its tag member located in its bytes: only that member is
- * decoded, never the rest of the memory (docs/gateway-behaviour.md, "How a batch is read").
+ * decoded, never the rest of the memory (docs/protocol-fidelity.md#how-a-batch-is-read).
  */
 export function inputMemoryTag(input: RoutingInput, memoryKey: string): MemoryTag | undefined {
   return tagOfValue(input.memoryMember(memoryKey));

@@ -1,5 +1,5 @@
 /**
- * Planning a batch (docs/gateway-behaviour.md, "The path of a batch" step 3): for each input, which route, which
+ * Planning a batch (docs/protocol-fidelity.md#the-path-of-a-batch step 3): for each input, which route, which
  * backends produce which of its
  * candidates, where to fall back, what to shadow. Pure: the only view of the world is a RoutingSnapshot taken
  * by the caller, so a plan is reproducible in tests and never waits on I/O.
@@ -10,7 +10,7 @@
  * 2. Coaching: an input with `extra_keys.coaching` whose memory tag names a configured backend that can serve
  *    goes back to that backend, whatever the route says: coaching state is agent-specific and means nothing to
  *    another implementation.
- * 3. Stickiness (docs/gateway-behaviour.md, "The memory tag and stickiness"): on a sticky route, a tag naming one of
+ * 3. Stickiness (docs/routing.md#the-memory-key-and-stickiness): on a sticky route, a tag naming one of
  * the route's backends that can serve
  *    continues there with all candidates, so a trajectory never switches agent implementation mid-way.
  * 4. Otherwise the route assigns: `backend` one leg; `split` a weighted arm, deterministic per
@@ -175,7 +175,7 @@ function planInput(
   if (backend !== undefined) {
     if (route.kind === 'split') {
       // Intention to treat: a trajectory of this route keeps the arm it was assigned even when its backend cannot
-      // serve now; the step goes elsewhere and is reported as a crossover (docs/experiments.md, "Crossover").
+      // serve now; the step goes elsewhere and is reported as a crossover (docs/experiments.md#crossover).
       const assigned = tag?.trajectory !== undefined && tag.route === route.name && route.sticky
         ? (isMember(route, tag.arm) ? tag.arm : isMember(route, tag.backend) ? tag.backend : undefined)
         : undefined;

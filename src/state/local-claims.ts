@@ -1,7 +1,7 @@
 /**
  * Set-once values and small sets with a TTL, in this process (the memory store, and the Redis store's fallback
  * while Redis is unavailable). The experiment recorder keeps its idempotency marks and its outcome index here
- * (docs/experiments.md, "What the gateway stores"). Bounded: past `maxEntries` (state.index_max_entries) the
+ * (docs/experiments.md#what-the-gateway-stores). Bounded: past `maxEntries` (state.index_max_entries) the
  * oldest entries go first, so a flood of trajectories costs memory only up to the bound.
  */
 

@@ -2,7 +2,7 @@
  * Set-once values and bounded sets shared by every replica (Redis keys `claim:<key>` and `set:<key>`, each with
  * its TTL), for the experiment recorder's idempotency marks and outcome index. While Redis is unavailable the
  * per-process LocalClaims answers instead: marks made then are this replica's only, so a step replayed to
- * another replica during an outage may count twice (docs/experiments.md, "What the gateway stores").
+ * another replica during an outage may count twice (docs/experiments.md#what-the-gateway-stores).
  */
 import type { RedisLink } from './redis-link.js';
 import { CLAIM, SET_ADD } from './redis-scripts.js';

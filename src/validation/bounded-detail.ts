@@ -1,5 +1,5 @@
 /**
- * The 422 detail of a refused AgentRequest, bounded (docs/memory-budget.md, "The bounded 422"): at most
+ * The 422 detail of a refused AgentRequest, bounded (docs/memory-budget.md#the-bounded-422): at most
  * `server.max_validation_errors` problems, then one entry counting the rest, and no work proportional to the
  * number of elements a client sent beyond what the indexer's one pass already did.
  *

@@ -1,5 +1,5 @@
 /**
- * The batch log line (docs/limits-and-edges.md, "Logs"), read from the CLI's stdout as an operator reads it:
+ * The batch log line (docs/limits-and-edges.md#logs), read from the CLI's stdout as an operator reads it:
  * it carries the x-request-id every backend call carried and the trace id, and a long `request_id` is cut to
  * a bounded prefix with its full length.
  */

@@ -1,5 +1,5 @@
 /**
- * The memory cache's bounds (docs/cache.md, "Bounds"): bytes under cache.max_mb by evicting the least recently
+ * The memory cache's bounds (docs/cache.md#bounds): bytes under cache.max_mb by evicting the least recently
  * used entry, TTL on an injected clock, generations; and the key: every part of an input that decides its
  * answer changes it, the request_id, the input id and the gateway's memory tag do not; the config's defaults.
  */

@@ -1,5 +1,5 @@
 /**
- * The response cache in Redis (docs/cache.md, "Redis"): two gateway replicas with the same Redis and key_prefix
+ * The response cache in Redis (docs/cache.md#redis): two gateway replicas with the same Redis and key_prefix
  * share entries and DELETEs; with its Redis killed a gateway answers every batch (misses, no HTTP error) and
  * caches again once Redis is back.
  */

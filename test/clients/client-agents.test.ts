@@ -1,5 +1,5 @@
 /**
- * `clients.<name>.agents` (docs/limits-and-edges.md, "Which agents a key may use"): a key limited to some agents
+ * `clients.<name>.agents` (docs/limits-and-edges.md#which-agents-a-key-may-use): a key limited to some agents
  * is refused the others' endpoints with 403 and a code, on the raw batch front and on fastify's routes alike;
  * a list naming an agent the config lacks is a config error at its path.
  */

@@ -1,5 +1,5 @@
 /**
- * Client limits across gateway replicas (docs/limits-and-edges.md, "Client limits across replicas"): two
+ * Client limits across gateway replicas (docs/limits-and-edges.md#client-limits-across-replicas): two
  * gateways on one Redis hold a client's max_batches_in_flight and max_candidates_per_minute together; with Redis
  * unavailable each holds its own limits and counts the batches it admitted alone.
  */

@@ -1,5 +1,5 @@
 /**
- * Deadlines that fit a client waiting 360 s (docs/limits-and-edges.md, "Deadlines"): the defaults answer with
+ * Deadlines that fit a client waiting 360 s (docs/limits-and-edges.md#deadlines): the defaults answer with
  * error candidates before such a client gives up, and `validate` warns about any deadline set past it.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * The Experiments page on reports of the agreed JSON shape (docs/console.md, "Experiments"): `experiments[]`
+ * The Experiments page on reports of the agreed JSON shape (docs/console.md#experiments): `experiments[]`
  * with a flagged SRM, always-valid intervals, strata and earlier experiments, and one with every optional part
  * null or missing. The page's own gateway serves the page; the browser is handed these reports in place of
  * `/gateway/experiments` (playwright's request routing), so the page's reading of each field is what is tested.

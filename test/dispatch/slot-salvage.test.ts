@@ -1,5 +1,5 @@
 /**
- * Faulty candidate slots salvaged (README "Failures"; docs/limits-and-edges.md): when a backend's answer is
+ * Faulty candidate slots salvaged (docs/protocol-fidelity.md#failures; docs/limits-and-edges.md): when a backend's answer is
  * partly bad, the good candidates are kept and the bad slots go to the route's fallback; only what the
  * fallback cannot fix stays an error candidate. The decision (faultySlots) is pure and tested without HTTP,
  * then the whole path through real loopback agents.

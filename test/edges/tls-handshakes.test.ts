@@ -1,5 +1,5 @@
 /**
- * TLS handshakes bounded (docs/limits-and-edges.md, "TLS handshakes"): a connection in its handshake takes a
+ * TLS handshakes bounded (docs/limits-and-edges.md#tls-handshakes): a connection in its handshake takes a
  * connection slot (evicted first) and is closed after server.tls_handshake_timeout_s, so clients that open TLS
  * and never finish the handshake neither starve new clients nor the admin listener.
  */

@@ -1,5 +1,5 @@
 /**
- * Experiments per agent (README "Virtual agents", docs/experiments.md): two agents
+ * Experiments per agent (docs/routing.md#virtual-agents, docs/experiments.md): two agents
  * and the default agent each have a split route named `ab` over the same backends; their counts never mix, in
  * the store, in GET /gateway/experiments, in the feedback metric and in `magma-gateway report`.
  */

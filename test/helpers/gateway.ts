@@ -67,7 +67,7 @@ export interface Cand {
   memory: Record<string, unknown> & {
     _gateway?: {
       backend: string; route: string; arm?: string;
-      // On experiment routes (docs/experiments.md, "The trajectory in the tag").
+      // On experiment routes (docs/experiments.md#the-trajectory-in-the-tag).
       trajectory?: string; experiment?: string; step?: number; s?: number; n?: number; stages?: number; hash?: string; flags?: string;
     };
   };
