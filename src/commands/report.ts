@@ -120,8 +120,14 @@ function pValue(p: number): string {
   return p < 0.001 ? 'p < 0.001' : `p = ${p.toFixed(3)}`;
 }
 
+/** What the always-valid result allows: under a sample-ratio mismatch a win is no reason to stop. */
+function stopAdvice(crossed: boolean, trustworthy: boolean): string {
+  if (!trustworthy) return ' -> do not stop on this: the assignment is off (SRM); fix the cause and restart';
+  return crossed ? ' -> you may stop: the arms differ' : ' -> keep running (or stop and report this interval)';
+}
+
 /** A comparison's lines: the always-valid result (the stop rule) first for the primary metric, then the fixed one. */
-function comparisonLines(c: Comparison): string[] {
+function comparisonLines(c: Comparison, trustworthy: boolean): string[] {
   const what = `${cell(c.arm)} - ${cell(c.control)}, ${c.metric === 'outcome' ? 'episode success' : 'tool success'}`;
   const out = [`${c.primary ? 'PRIMARY' : 'also'} ${what} (${cell(c.label)}):`];
   if (c.primary) {
@@ -129,7 +135,7 @@ function comparisonLines(c: Comparison): string[] {
     out.push(
       q === null
         ? `  always-valid: n/a (${cell(c.sequential_reason ?? 'not computable')})`
-        : `  always-valid: ${signedPts(q.difference)} pts [${signedPts(q.ci95[0])}, ${signedPts(q.ci95[1])}], ${pValue(q.p_value)}${q.p_value < q.alpha ? ' -> you may stop: the arms differ' : ' -> keep running (or stop and report this interval)'}`,
+        : `  always-valid: ${signedPts(q.difference)} pts [${signedPts(q.ci95[0])}, ${signedPts(q.ci95[1])}], ${pValue(q.p_value)}${stopAdvice(q.p_value < q.alpha, trustworthy)}`,
     );
   }
   const f = c.fixed;
@@ -154,8 +160,8 @@ function experimentBlock(r: ExperimentReport): string[] {
   if (!r.trustworthy) out.push('NOT TRUSTWORTHY');
   for (const w of r.warnings) out.push(`! ${cell(w)}`);
   out.push(...table(r.arms.map(armRow)));
-  for (const c of r.comparisons.filter((x) => x.primary)) out.push(...comparisonLines(c));
-  for (const c of r.comparisons.filter((x) => !x.primary)) out.push(...comparisonLines(c));
+  for (const c of r.comparisons.filter((x) => x.primary)) out.push(...comparisonLines(c, r.trustworthy));
+  for (const c of r.comparisons.filter((x) => !x.primary)) out.push(...comparisonLines(c, r.trustworthy));
   if (r.secondary.length > 0) {
     out.push('secondary (descriptive, never a stopping rule):');
     for (const s of r.secondary) out.push(secondaryLine(s));
@@ -177,7 +183,7 @@ export function formatReport(report: ExperimentsReport): string {
     }
     out.push('');
   }
-  out.push('Stop rule: you may stop the first time the PRIMARY always-valid p is below 0.05 (or its interval excludes 0),');
+  out.push('Stop rule: you may stop the first time the PRIMARY always-valid p is below its alpha (0.05, or 0.05/(k-1) with k arms; or its interval excludes 0),');
   out.push('or at any time for any reason and report the always-valid interval. Under a sample-ratio mismatch, do not stop on a win.');
   out.push('Details: docs/experiments.md.');
   return `${out.join('\n')}\n`;

@@ -87,8 +87,13 @@ function armOf(route: CompiledRoute, tag: Pick<MemoryTag, 'backend' | 'arm'>): s
   return route.backends.has(tag.backend) ? tag.backend : undefined;
 }
 
-/** The arm a step of `p` is credited to: the split arm, else the ensemble member its trajectory follows. */
+/**
+ * The arm a step of `p` is credited to: the arm its trajectory was assigned (intention to treat: a `sticky: false`
+ * split draws again at every step, but the trajectory's sums stay its first arm's), else the split arm drawn
+ * now, else the ensemble member its trajectory follows.
+ */
 function trajectoryArm(route: CompiledRoute, p: InputPlan, continuing: boolean): string | undefined {
+  if (continuing && p.tag?.arm !== undefined && route.members.some((m) => m.name === p.tag?.arm)) return p.tag.arm;
   if (p.arm !== undefined) return p.arm;
   if (continuing && p.tag !== undefined) return armOf(route, p.tag);
   return p.legs[0]?.backend;

@@ -52,6 +52,8 @@ export interface ExperimentsReport {
   earlier: EarlierExperiment[];
 }
 
+const ENSEMBLE_NOTE = 'ensemble members are not randomized: their rates are descriptive, and no comparison between them is tested';
+
 export type ReportHost = ExperimentsHost & { experiments: Experiments };
 
 function parseRecord(raw: string | undefined): ExperimentRecord | undefined {
@@ -92,7 +94,10 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
   const members = entries.filter((e) => e.member);
   const analysis = analyse(members, control, { primary, plannedTrajectories: cfg.sequential.planned_trajectories, burnIn: cfg.sequential.burn_in });
   const srm = route.kind === 'split' ? sampleRatio(members) : null;
-  const warnings = [...analysis.warnings];
+  // An ensemble's members are not randomized (every input asks each of them): their rates are descriptive, and a
+  // difference between them has no interval or test that means what it says for a split.
+  const randomized = route.kind === 'split';
+  const warnings = randomized ? [...analysis.warnings] : [ENSEMBLE_NOTE];
   if (srm?.flagged === true) {
     const line = srmWarning(srm);
     warnings.unshift(line);
@@ -113,8 +118,8 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     srm,
     outcome_coverage: analysis.outcome_coverage,
     arms,
-    comparisons: analysis.comparisons,
-    secondary: analysis.secondary,
+    comparisons: randomized ? analysis.comparisons : [],
+    secondary: randomized ? analysis.secondary : [],
     strata: null,
   };
 }
