@@ -97,13 +97,16 @@ test('the text: SRM first, then the arms, the primary comparison with its label,
   assert.match(lines[primary + 2]!, /^ {2}fixed: n\/a \(/);
   assert.ok(lines.indexOf('secondary (descriptive, never a stopping rule):') > primary);
   assert.ok(lines.some((l) => l.startsWith('  default/ab fedcba9876543210 2024-12-01T00:00:00.000Z .. 2025-01-01T00:00:00.000Z: qwen 12')));
-  assert.ok(lines.some((l) => l.startsWith('Stop rule: you may stop the first time the PRIMARY always-valid p is below 0.05')));
+  assert.ok(lines.some((l) => l.startsWith('Stop rule: you may stop the first time the PRIMARY always-valid p is below its alpha')));
 });
 
 test('an always-valid result prints the stop rule\'s verdict', () => {
   const withCmp = structuredClone(REPORT);
   const c = withCmp.experiments[0]!.comparisons.find((x) => x.primary)!;
   c.sequential = { difference: 0.125, ci95: [0.02, 0.23], p_value: 0.01, alpha: 0.05, method: 'normal-mixture always-valid (mSPRT)', planned_trajectories: 200, rho2: 0.0397 };
+  // The fixture's assignment is flagged (SRM): a win there is no reason to stop.
+  assert.ok(formatReport(withCmp).includes('p = 0.010 -> do not stop on this: the assignment is off (SRM)'));
+  withCmp.experiments[0]!.trustworthy = true;
   assert.ok(formatReport(withCmp).includes('  always-valid: +12.5 pts [+2.0, +23.0], p = 0.010 -> you may stop: the arms differ'));
   c.sequential = { ...c.sequential, p_value: 0.5, ci95: [-0.1, 0.3] };
   assert.ok(formatReport(withCmp).includes('p = 0.500 -> keep running (or stop and report this interval)'));
