@@ -16,24 +16,10 @@ import { Agent, request } from 'undici';
 import { startGatewayFromFile, type FileGateway } from './helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from './helpers/fake-agent.js';
 import { mkInput } from './helpers/gateway.js';
+import { makeCert as makeCertIn, type Pem } from './helpers/certs.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'magma-gw-tls-'));
-
-interface Pem {
-  cert: string;
-  key: string;
-}
-
-/** A self-signed certificate for localhost / 127.0.0.1 (it is its own CA). */
-function makeCert(name: string): Pem {
-  const cert = join(dir, `${name}-cert.pem`);
-  const key = join(dir, `${name}-key.pem`);
-  execFileSync('/usr/bin/openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', key, '-out', cert,
-  ], { stdio: 'ignore' });
-  return { cert, key };
-}
+const makeCert = (name: string): Pem => makeCertIn(dir, name);
 
 function portOf(gw: FileGateway): number {
   const addr = gw.app.server.address();
