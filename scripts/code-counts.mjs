@@ -159,7 +159,12 @@ for (const f of files) {
     for (let i = 0; sym && i < 20; i++) {
       use(sym, f);
       if (!(sym.flags & ts.SymbolFlags.Alias)) break;
-      sym = checker.getImmediateAliasedSymbol(sym);
+      // The checker asserts on some aliases (a renamed import it has no declaration for): count what it has.
+      try {
+        sym = checker.getImmediateAliasedSymbol(sym);
+      } catch {
+        break;
+      }
     }
     if (sym?.exportSymbol) use(sym.exportSymbol, f);
   });
