@@ -58,7 +58,7 @@ export class RedisDeployments {
         await waitFor('no permit or waiter left in redis', async () => {
           const keys = await listKeys(`${prefix}sem:{${key}}:`, this.url);
           return keys.every((k) => k.endsWith(':ticket'));
-        }, { timeoutMs: 3000 }); // a loaded machine delays the releases; passing costs no wait
+        }, { timeoutMs: 15_000 }); // a loaded machine (a cluster, a second runtime) delays the releases; passing costs no wait
       },
       waitQueued: async (key, n) => {
         const queue = `${current?.prefix ?? ''}sem:{${key}}:queue`;
