@@ -20,7 +20,7 @@ export default tseslint.config(
       'src/dispatch/**/*.ts',
       'src/batch/**/*.ts',
       'src/protocol/**/*.ts',
-      'src/routes/batch-front.ts',
+      'src/http/batch-front.ts',
       'src/upstream/backend-call.ts',
       'src/clients/client-limiter.ts',
     ],

@@ -9,7 +9,7 @@ import { mbToBytes, parseHostPort } from './config/schema.js';
 import { ANONYMOUS_CLIENT } from './metrics.js';
 import authPlugin from './plugins/auth.js';
 import { frameworkErrors, installHttpErrors } from './plugins/http-errors.js';
-import { clientError } from './routes/batch-front.js';
+import { clientError } from './http/batch-front.js';
 import { countAnswers } from './plugins/http-metrics.js';
 import { adminRoutes } from './routes/admin.js';
 import { experimentsRoute } from './routes/experiments.js';

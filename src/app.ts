@@ -2,6 +2,7 @@
  * Builds the gateway's Fastify app without listening (house style: the entry point listens).
  */
 import { readFileSync } from 'node:fs';
+import { z } from 'zod';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { buildAdminApp } from './admin-app.js';
 import { mbToBytes, type GatewayConfig } from './config/schema.js';
@@ -15,15 +16,17 @@ import { countAnswers } from './plugins/http-metrics.js';
 import { settleReloads } from './reload.js';
 import { identityRoutes } from './routes/identity.js';
 import { metricsRoute } from './routes/metrics.js';
-import { createFrontServer, type FrontHost } from './routes/batch-front.js';
-import { clientLabelOf, rewriteKeyUrl } from './routes/request-client.js';
+import { drainHeaders } from './http/front-rules.js';
+import { createFrontServer, type FrontHost } from './http/batch-front.js';
+import { clientLabelOf, rewriteKeyUrl } from './http/request-client.js';
 import { responsesRoute } from './routes/responses.js';
-import { budgetedBodies } from './routes/budgeted-body.js';
+import { budgetedBodies } from './http/budgeted-body.js';
 import { Drain } from './shutdown.js';
 
-export const PACKAGE_VERSION: string = (
-  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string } // JSON.parse returns unknown data; package.json is ours
-).version;
+/** The one field of package.json the gateway reads (its version in /v1/info and the overview). */
+const PACKAGE_JSON = z.object({ version: z.string() });
+
+export const PACKAGE_VERSION: string = PACKAGE_JSON.parse(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'))).version;
 
 interface BuildOptions {
   config: GatewayConfig;
@@ -37,7 +40,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   const { config } = opts;
   const bodyLimit = mbToBytes(config.server.body_limit_mb);
   // The server's own bounds (receive time, idle time, connections) are set on the front server
-  // (routes/batch-front.ts); these are what fastify would set on a server it created itself.
+  // (http/batch-front.ts); these are what fastify would set on a server it created itself.
   const timeouts = { keepAliveTimeout: Math.round(config.server.keep_alive_timeout_s * 1000), requestTimeout: 0 };
   // Filled in once every route is registered (below); until then the front leaves everything to fastify.
   const front: { host?: FrontHost } = {};
@@ -52,7 +55,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     return503OnClosing: true,
     // A path fastify's router refuses (a bad % escape) answered in the gateway's error shape.
     frameworkErrors,
-    // POST /v1/responses is answered before fastify (routes/batch-front.ts); the rest goes to fastify.
+    // POST /v1/responses is answered before fastify (http/batch-front.ts); the rest goes to fastify.
     serverFactory: (handler) => createFrontServer(handler, () => front.host, config.server),
     // A client key in the address (`/k/<key>/...`, docs/operations.md#client-keys) is not part of the path fastify
     // routes; the listening front strips it first, this covers requests that skip the front (app.inject).
@@ -86,11 +89,12 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
 
   // Draining for shutdown (src/shutdown.ts): the connection ends with this answer.
   app.addHook('onSend', async (_req, reply, payload) => {
-    if (drain.draining) reply.header('connection', 'close');
+    const close = drainHeaders(drain.draining);
+    if (close !== undefined) reply.headers(close);
     return payload;
   });
 
-  // Every body read (coaching and the rest) is held under the memory budget (routes/budgeted-body.ts). Bodies
+  // Every body read (coaching and the rest) is held under the memory budget (http/budgeted-body.ts). Bodies
   // stay text: the exact JSON codec parses them (numbers kept exactly), and a non-JSON or missing content type
   // is still answered with a 422 naming the problem rather than fastify's 415.
   budgetedBodies(app, bodyLimit, 'string');

@@ -204,7 +204,12 @@ export function registeredBody<C extends TemplatedCode>(code: C, ...args: Templa
 }
 
 /** The JSON body of every HTTP error answer but the 422 for an invalid AgentRequest. */
-export function errorBody(code: GatewayErrCode, detail: string): { detail: string; code: GatewayErrCode } {
+export interface ErrorBody {
+  detail: string;
+  code: GatewayErrCode;
+}
+
+export function errorBody(code: GatewayErrCode, detail: string): ErrorBody {
   return { detail, code };
 }
 

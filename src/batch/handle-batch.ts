@@ -1,6 +1,6 @@
 /**
  * One AgentRequest -> AgentResponse through the gateway (docs/protocol-fidelity.md#the-path-of-a-batch), independent of the
- * HTTP layer: the raw front (routes/batch-front.ts, the hot path) and the fastify route (routes/responses.ts)
+ * HTTP layer: the raw front (http/batch-front.ts, the hot path) and the fastify route (routes/responses.ts)
  * both call it. Only an invalid request gets an HTTP error (422); backend failures become error candidates
  * (docs/protocol-fidelity.md#failures).
  */
@@ -11,7 +11,7 @@ import { BatchSignal } from '../abort.js';
 import { mbToBytes } from '../config/schema.js';
 import { readBatchYielding } from './read-batch.js';
 import { runBatch } from '../dispatch/batch.js';
-import { CACHE_HITS_HEADER, endStreamed, StreamSink, streamable, type ResponseStream } from './streamed-batch.js';
+import { CACHE_HITS_HEADER, endStreamed, OVERHEAD_HEADER, StreamSink, streamable, type ResponseStream } from './streamed-batch.js';
 import { CacheLookup } from '../cache/cache-lookup.js';
 import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from './gateway-state.js';
@@ -81,7 +81,7 @@ export interface BatchAnswer {
 /** The answer's headers besides content-type and content-length, the same on both fronts. */
 export function answerHeaders(a: BatchAnswer, elapsedMs: number): Record<string, string> {
   const h: Record<string, string> = {
-    'x-gateway-overhead-ms': (a.overheadMs ?? elapsedMs).toFixed(2),
+    [OVERHEAD_HEADER]: (a.overheadMs ?? elapsedMs).toFixed(2),
   };
   if (a.requestId !== undefined) h['x-request-id'] = a.requestId;
   if (a.replayHit === true) h['x-gateway-replay'] = 'hit';

@@ -16,7 +16,8 @@ import type { GatewayState } from './gateway-state.js';
 export const CACHE_HITS_HEADER = 'x-gateway-cache-hits';
 
 /** The header a streamed answer sends at its end, as a trailer, for it is known only then. */
-const OVERHEAD_HEADER = 'x-gateway-overhead-ms';
+/** The gateway's own time on an answer, in milliseconds: a header, or a trailer on a streamed answer. */
+export const OVERHEAD_HEADER = 'x-gateway-overhead-ms';
 
 /** The client's response written as it is produced; the HTTP fronts implement it. */
 export interface ResponseStream {

@@ -1,6 +1,6 @@
 /**
  * Who may ask the agent listener what (docs/operations.md#client-keys, docs/operations.md#client-keys):
- * one pure decision for both fronts, the raw batch front (routes/batch-front.ts) and fastify
+ * one pure decision for both fronts, the raw batch front (http/batch-front.ts) and fastify
  * (plugins/client-keys.ts), which render it the same way. Keys never appear in a message.
  *
  * - No `clients:` configured: every request is anonymous, as before; only a `/k/<key>` address is refused

@@ -109,7 +109,7 @@ export function prepareServerTlsReload(
   return {
     kept,
     apply: (server) => {
-      // The front server is node:https whenever server.tls was set at start (routes/batch-front.ts).
+      // The front server is node:https whenever server.tls was set at start (http/batch-front.ts).
       (server as TlsServer).setSecureContext({ cert: opts.cert, key: opts.key, ca: opts.ca });
     },
   };

@@ -14,6 +14,7 @@ import fp from 'fastify-plugin';
 // Shared with client keys: one constant-time comparison, one reading of the header.
 import { bearerToken, tokenMatches } from '../clients/key-compare.js';
 import { errorBody } from '../errors.js';
+import { pathOfUrl } from '../http/agent-path.js';
 
 /** What a client without the right token learns: nothing about why (missing, malformed and wrong look alike). */
 const DENIED = errorBody('GATEWAY_ERR_UNAUTHORIZED', 'unauthorized');
@@ -23,7 +24,7 @@ const DENIED = errorBody('GATEWAY_ERR_UNAUTHORIZED', 'unauthorized');
  * already decoded `%6detrics` into it); the raw and decoded paths are checked as well so no spelling slips by.
  */
 export function isMetricsPath(req: FastifyRequest): boolean {
-  const rawPath = req.url.split('?', 1)[0]!; // split always returns at least one element
+  const rawPath = pathOfUrl(req.url);
   let decoded = rawPath;
   try {
     decoded = decodeURIComponent(rawPath);

@@ -1,6 +1,6 @@
 /**
  * Client keys on the agent listener's fastify routes (docs/operations.md#client-keys): every request but the raw front's
- * batches (routes/batch-front.ts, which decides with the same function) goes through this one root onRequest
+ * batches (http/batch-front.ts, which decides with the same function) goes through this one root onRequest
  * hook, known paths and unknown ones alike, so a client without a key learns nothing about which paths
  * exist. The decision is src/clients/access.ts; keys and the rules are read from the runtime current at each
  * request, so a reload adds, changes and removes clients.
@@ -13,10 +13,10 @@ import fp from 'fastify-plugin';
 import { decideAgent, refusalHeaders, type KeyRule } from '../clients/access.js';
 import { ROOT_AGENT } from '../config/schema.js';
 import { isJsonObject } from '../protocol/schemas.js';
-import { AGENT_PREFIX_PATTERN } from '../routes/agent-path.js';
+import { AGENT_PREFIX_PATTERN } from '../http/agent-path.js';
 import { isHealthPath } from '../clients/key-path.js';
 import { errorBody } from '../errors.js';
-import { accessFor, pathKeyOf, rememberAccess } from '../routes/request-client.js';
+import { accessFor, pathKeyOf, rememberAccess } from '../http/request-client.js';
 import { isMetricsPath } from './auth.js';
 
 /**

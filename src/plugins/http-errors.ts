@@ -9,9 +9,10 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { errorBody, GatewayError, internalCode, messageOf, registeredBody, type GatewayErrCode } from '../errors.js';
-import { RETRY_AFTER_S } from '../memory/over-budget.js';
-import { discardBody } from '../routes/body-discard.js';
+import { errorBody, GatewayError, internalCode, messageOf, type GatewayErrCode } from '../errors.js';
+import { pathOfUrl } from '../http/agent-path.js';
+import { bodyTooLarge, closing, overBudgetHeaders } from '../http/front-rules.js';
+import { discardBody } from '../http/body-discard.js';
 
 interface PathPattern {
   /** Literal segments, `:param` (one non-empty segment) or a trailing `*` (the rest, possibly empty). */
@@ -25,8 +26,7 @@ function segmentsOf(path: string): string[] {
 
 /** Whether a concrete path matches a fastify route pattern (`/a/:b`, `/a/:b/*`). */
 function pathMatches(pattern: readonly string[], path: readonly string[]): boolean {
-  for (let i = 0; i < pattern.length; i++) {
-    const p = pattern[i]!; // i < pattern.length (loop bound)
+  for (const [i, p] of pattern.entries()) {
     if (p === '*' && i === pattern.length - 1) return true;
     const s = path[i];
     if (s === undefined) return false;
@@ -37,7 +37,7 @@ function pathMatches(pattern: readonly string[], path: readonly string[]): boole
 
 /** The methods the app serves on `path` (sorted), empty when no route has that path. */
 function allowedMethods(patterns: readonly PathPattern[], rawUrl: string): string[] {
-  const path = segmentsOf(rawUrl.split('?', 1)[0]!); // split always returns at least one element
+  const path = segmentsOf(pathOfUrl(rawUrl));
   const out = new Set<string>();
   for (const p of patterns) if (pathMatches(p.segments, path)) for (const m of p.methods) out.add(m);
   return [...out].sort();
@@ -77,7 +77,7 @@ function expectationFailed(req: IncomingMessage, res: ServerResponse): void {
   const body = JSON.stringify(
     errorBody('GATEWAY_ERR_EXPECTATION_FAILED', `Expect: ${JSON.stringify(expect)} cannot be met; only "100-continue" is supported`),
   );
-  res.writeHead(417, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' });
+  res.writeHead(417, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...closing() });
   res.end(body);
 }
 
@@ -110,18 +110,18 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number, dis
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     const status = err.statusCode ?? 500;
     if (status === 413) {
-      const body = registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', bodyLimitMb);
-      // Written once the rest of the body is dropped (routes/body-discard.ts): a client sending its whole body
+      const body = bodyTooLarge(bodyLimitMb);
+      // Written once the rest of the body is dropped (http/body-discard.ts): a client sending its whole body
       // first reads the answer instead of meeting a reset. fastify's own answer closes the connection.
       discardBody(req.raw, discardBytes(), 0, () => {
-        if (!reply.sent) void reply.code(413).header('connection', 'close').send(body);
+        if (!reply.sent) void reply.code(413).headers(closing()).send(body);
       });
       // Nothing returned: fastify sends a returned value at once.
       return undefined;
     }
     if (err instanceof GatewayError && err.code === 'GATEWAY_ERR_MEMORY_BUDGET') {
       // The body was not read: the connection ends with this answer (docs/memory-budget.md).
-      return reply.code(503).header('retry-after', String(RETRY_AFTER_S)).header('connection', 'close').send(errorBody(err.code, err.message));
+      return reply.code(503).headers(overBudgetHeaders()).send(errorBody(err.code, err.message));
     }
     if (status >= 500) {
       req.log.error({ err }, 'internal error');
@@ -139,7 +139,7 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number, dis
         .send(
           errorBody(
             'GATEWAY_ERR_METHOD_NOT_ALLOWED',
-            `Method Not Allowed: ${req.method} ${req.url.split('?', 1)[0]} (allowed: ${allowed.join(', ')})`,
+            `Method Not Allowed: ${req.method} ${pathOfUrl(req.url)} (allowed: ${allowed.join(', ')})`,
           ),
         );
     }

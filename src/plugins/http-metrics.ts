@@ -1,6 +1,6 @@
 /**
  * Every answer of a fastify app (the agent app, the admin app) counted and timed by endpoint, the URL path
- * pattern (docs/operations.md#metrics); the raw batch front (routes/batch-front.ts) records its own answers the same way.
+ * pattern (docs/operations.md#metrics); the raw batch front (http/batch-front.ts) records its own answers the same way.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 

@@ -1,5 +1,5 @@
 /**
- * An HTTP body collected as it arrives: a client's batch on the raw front (routes/batch-front.ts), a backend's
+ * An HTTP body collected as it arrives: a client's batch on the raw front (http/batch-front.ts), a backend's
  * answer (upstream/backend-call.ts). With a declared length the bytes are copied into one Buffer of that size
  * and each chunk is free at once: a 2 MB body is held once while it arrives, not as its chunks until the last
  * one and then their concatenation besides. A body that arrives in one chunk is that chunk, with no copy (small

@@ -18,6 +18,7 @@ import type { FastifyInstance } from 'fastify';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Replica } from '../upstream/replica.js';
 import { errorBody, GatewayError, type GatewayErrCode } from '../errors.js';
+import { stringField } from '../http/request-fields.js';
 
 const REPLICA_HEADER = 'x-gateway-replica';
 
@@ -39,10 +40,12 @@ function pickReplica(runtime: GatewayRuntime, name: string, pin: string | undefi
     return { replica };
   }
   const routable = runtime.upstreams.routable(name);
-  if (routable.length === 0) return { status: 503, code: 'GATEWAY_ERR_NO_READY_REPLICA', detail: `backend "${name}" has no ready replica` };
   const n = turn.get(name) ?? 0;
+  // Undefined exactly when no replica is routable (n % 0 is NaN).
+  const replica = routable[n % routable.length];
+  if (replica === undefined) return { status: 503, code: 'GATEWAY_ERR_NO_READY_REPLICA', detail: `backend "${name}" has no ready replica` };
   turn.set(name, n + 1);
-  return { replica: routable[n % routable.length]! }; // index taken modulo a non-empty array's length
+  return { replica };
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {
@@ -73,7 +76,7 @@ export async function passthrough(app: FastifyInstance): Promise<void> {
     destroyAgent: true,
     preHandler(req, reply, done) {
       const runtime = app.gateway.current;
-      const name = (req.params as { name?: string }).name ?? ''; // fastify types params per route; this prefix declares :name
+      const name = stringField(req.params, 'name') ?? '';
       const pick = pickReplica(runtime, name, headerValue(req.headers[REPLICA_HEADER]), turn);
       if ('status' in pick) {
         void reply.code(pick.status).send(errorBody(pick.code, pick.detail));
@@ -100,7 +103,8 @@ export async function passthrough(app: FastifyInstance): Promise<void> {
       retryDelay: () => null,
       onError(reply, { error }) {
         const { replica } = chosen(reply.request);
-        const status = (error as Error & { statusCode?: number }).statusCode === 504 ? 504 : 502; // undici errors carry statusCode without declaring it
+        // undici's timeout errors carry statusCode 504 without declaring it in their type.
+        const status = 'statusCode' in error && error.statusCode === 504 ? 504 : 502;
         reply.request.log.warn({ replica: replica.id, err: error.message }, 'passthrough to backend failed');
         void reply
           .code(status)

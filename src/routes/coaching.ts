@@ -28,7 +28,7 @@ import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type Exact
 import { isJsonObject } from '../protocol/schemas.js';
 import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
-import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from './agent-path.js';
+import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from '../http/agent-path.js';
 import { send422 } from './validation-answer.js';
 import { errorBody, GatewayError } from '../errors.js';
 import { firstInvalidUtf8 } from '../protocol/utf8.js';

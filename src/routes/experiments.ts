@@ -12,6 +12,7 @@ import { experimentsReport } from '../experiments/report.js';
 import { parseOutcomes, postOutcomes } from '../experiments/outcomes.js';
 import { rowsAsCsv, rowsAsJsonLines, trajectoryRows } from '../experiments/export.js';
 import { errorBody } from '../errors.js';
+import { fieldOf } from '../http/request-fields.js';
 
 /** The admin listener hands bodies over as text (admin-app.ts): the JSON value, empty = `{}`, or the problem. */
 function jsonBody(body: unknown): { ok: true; value: unknown } | { ok: false; problem: string } {
@@ -32,7 +33,7 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
   });
 
   app.get('/gateway/experiments/trajectories', async (req, reply) => {
-    const format = (req.query as { format?: unknown }).format; // fastify's query is an untyped object
+    const format = fieldOf(req.query, 'format');
     const rows = await trajectoryRows(app.gateway);
     reply.header('cache-control', 'no-store');
     if (format === 'csv') return reply.type('text/csv; charset=utf-8').send(rowsAsCsv(rows));
@@ -63,7 +64,8 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', 'the body must be empty or a JSON object {"agent"?, "route"?}'));
     }
-    const { agent, route } = body as { agent?: unknown; route?: unknown }; // a non-null, non-array object (checked above)
+    const agent = fieldOf(body, 'agent');
+    const route = fieldOf(body, 'route');
     if ((agent !== undefined && typeof agent !== 'string') || (route !== undefined && typeof route !== 'string')) {
       return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', 'agent and route must be strings'));
     }

@@ -11,7 +11,7 @@ import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { errorBody } from '../errors.js';
 import { DEFAULT_AGENT_VERSION } from '../config/schema.js';
-import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from './agent-path.js';
+import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from '../http/agent-path.js';
 
 /** The plural or singular verb for a list of backend names. */
 function verb(names: readonly string[], one: string, many: string): string {

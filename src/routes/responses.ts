@@ -1,27 +1,28 @@
 /**
  * POST /v1/responses and POST /agents/<name>/v1/responses (docs/routing.md#virtual-agents) as fastify routes (docs/protocol-fidelity.md#the-path-of-a-batch).
  * The listening server answers these paths on its raw
- * front (routes/batch-front.ts) without entering fastify; this route serves what reaches fastify anyway:
+ * front (http/batch-front.ts) without entering fastify; this route serves what reaches fastify anyway:
  * `app.inject()`, and requests the front leaves to fastify (a query string, a gateway that is closing).
  * Both call the same handleBatch.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { onClientGone } from '../abort.js';
 import { answerHeaders, handleBatch } from '../batch/handle-batch.js';
-import { clientNameOf } from './request-client.js';
-import { AGENT_BATCH_PATTERN, BATCH_PATH, type AgentParams } from './agent-path.js';
-import { bodyLength, mayStream, ResponseWriter, sendable } from './answer-write.js';
-import { budgetedBodies, holdOf } from './budgeted-body.js';
+import { clientNameOf } from '../http/request-client.js';
+import { AGENT_BATCH_PATTERN, BATCH_PATH, type AgentParams } from '../http/agent-path.js';
+import { bodyLength, mayStream, ResponseWriter, sendable } from '../http/answer-write.js';
+import { budgetedBodies, holdOf } from '../http/budgeted-body.js';
+import { OVERHEAD_HEADER, overheadValue } from '../http/front-rules.js';
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
   // In this route's scope the body stays raw bytes: hashed for replay and, when a sub-request is the whole
   // request, forwarded as is, so megabytes are never re-encoded. It is decoded once for parsing.
-  // Read under the memory budget, as on the raw front (routes/budgeted-body.ts).
+  // Read under the memory budget, as on the raw front (http/budgeted-body.ts).
   budgetedBodies(app, app.initialConfig.bodyLimit ?? 1024 * 1024, 'buffer');
 
   // Only batch answers carry the gateway's own time; this covers the ones handleBatch does not make (413).
   app.addHook('onSend', async (_req, reply, payload) => {
-    if (!reply.hasHeader('x-gateway-overhead-ms')) reply.header('x-gateway-overhead-ms', reply.elapsedTime.toFixed(2));
+    if (!reply.hasHeader(OVERHEAD_HEADER)) reply.header(OVERHEAD_HEADER, overheadValue(reply.elapsedTime));
     return payload;
   });
 

@@ -1,11 +1,11 @@
 /**
- * The batch paths the raw front takes (routes/agent-path.ts): the default agent's `/v1/responses` and a virtual
+ * The batch paths the raw front takes (http/agent-path.ts): the default agent's `/v1/responses` and a virtual
  * agent's `/agents/<name>/v1/responses`, read by plain string operations; anything else is fastify's.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MAX_AGENT_NAME_LENGTH } from '../../src/config/schema.js';
-import { batchAgent } from '../../src/routes/agent-path.js';
+import { batchAgent } from '../../src/http/agent-path.js';
 
 test('the default agent\'s batch path is the empty name, a virtual agent\'s batch path its name', () => {
   assert.equal(batchAgent('/v1/responses'), '');

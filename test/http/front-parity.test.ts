@@ -1,5 +1,5 @@
 /**
- * The two HTTP fronts of a batch (routes/batch-front.ts on node:http, routes/responses.ts on fastify, which
+ * The two HTTP fronts of a batch (http/batch-front.ts on node:http, routes/responses.ts on fastify, which
  * serves the batch paths the front leaves to it, such as one with a query string) answer every outcome the
  * same: status, JSON body, the gateway's headers and the HTTP metrics they count.
  */

@@ -19,18 +19,19 @@ export function writeBody(res: ServerResponse, body: string | AnswerBody): void 
     res.end(body);
     return;
   }
-  const { parts } = body;
-  let i = 0;
+  const pieces = body.parts.values();
+  let part = pieces.next();
   const next = (): void => {
-    while (i < parts.length) {
+    while (!part.done) {
       // A client that went away: nothing more is written, and the pieces go with the response.
       if (res.destroyed) return;
-      const part = parts[i++]!; // i < parts.length (loop bound)
-      if (i === parts.length) {
-        res.end(part);
+      const piece = part.value;
+      part = pieces.next();
+      if (part.done === true) {
+        res.end(piece);
         return;
       }
-      if (!res.write(part)) {
+      if (!res.write(piece)) {
         res.once('drain', next);
         return;
       }
@@ -46,7 +47,8 @@ export function writeBody(res: ServerResponse, body: string | AnswerBody): void 
  */
 export function sendable(body: string | AnswerBody): Buffer | Readable {
   if (typeof body === 'string') return Buffer.from(body, 'utf8');
-  if (body.parts.length === 1) return body.parts[0]!; // length checked
+  const first = body.parts[0];
+  if (first !== undefined && body.parts.length === 1) return first;
   return Readable.from(body.parts, { objectMode: false });
 }
 

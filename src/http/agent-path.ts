@@ -23,6 +23,12 @@ export interface AgentParams {
   agent: string;
 }
 
+/** A URL's path: what comes before its query string, if it has one. */
+export function pathOfUrl(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
 /** A character of a config name ([A-Za-z0-9_.-], config/schema.ts). */
 function isNameChar(c: number): boolean {
   return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 46 || c === 45;

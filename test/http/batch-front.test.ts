@@ -1,5 +1,5 @@
 /**
- * The raw front for POST /v1/responses (routes/batch-front.ts): it must do what fastify and the app's hooks did
+ * The raw front for POST /v1/responses (http/batch-front.ts): it must do what fastify and the app's hooks did
  * for that path, and leave everything else to fastify.
  */
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { request } from 'undici';
 import { stringify } from 'yaml';
 import { buildApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
-import { createFrontServer, type FrontHost } from '../../src/routes/batch-front.js';
+import { createFrontServer, type FrontHost } from '../../src/http/batch-front.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
 

@@ -15,7 +15,7 @@
  *
  * A client key in the address (`/k/<key>/...`, docs/operations.md#client-keys) is stripped from `req.url` first thing,
  * for every request: what is left is the path served, by this front or by fastify, which gets the key with
- * the request (routes/request-client.ts). Batches answered here decide the key with the same pure function
+ * the request (http/request-client.ts). Batches answered here decide the key with the same pure function
  * as fastify's hook (src/clients/access.ts), before any body byte is read.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
@@ -26,7 +26,6 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { onClientGone } from '../abort.js';
 import type { BudgetHold } from '../memory/budget.js';
-import { memoryBudgetDetail, RETRY_AFTER_S } from '../memory/over-budget.js';
 import { mbToBytes, ROOT_AGENT, type GatewayConfig } from '../config/schema.js';
 import type { GatewayState } from '../batch/gateway-state.js';
 import { answerHeaders, handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
@@ -36,8 +35,9 @@ import { ConnectionSlots } from './connection-slots.js';
 import { discardBody } from './body-discard.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { errorBody, internalCode, messageOf, registeredBody } from '../errors.js';
+import { ACCESS_LOG_MESSAGE, accessLogLine, bodyTimedOut as timedOutBody, bodyTooLarge, closing, drainHeaders, OVERHEAD_HEADER, overBudgetBody, overBudgetHeaders, overheadValue } from './front-rules.js';
 import { accessLabel, ANONYMOUS, decideAgent, refusalHeaders, type Access } from '../clients/access.js';
-import { accessFor, clientLabelOf, loggableUrl, rememberPathKey, takeKeyPath } from './request-client.js';
+import { accessFor, clientLabelOf, rememberPathKey, takeKeyPath } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
 import { bodyLength, mayStream, ResponseWriter, writeBody } from './answer-write.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
@@ -115,7 +115,7 @@ export function createFrontServer(
       if (current !== front.opts) apply(front, current);
       if (h.draining()) res.shouldKeepAlive = false;
     }
-    // '' is the default agent's /v1/responses, a name a virtual agent's (routes/agent-path.ts).
+    // '' is the default agent's /v1/responses, a name a virtual agent's (http/agent-path.ts).
     const agent = h === undefined || h.closing() || req.method !== 'POST' ? undefined : batchAgent(req.url ?? '');
     if (h === undefined || agent === undefined) {
       if (pathKey !== undefined) rememberPathKey(req, pathKey);
@@ -169,25 +169,19 @@ export function clientError(opts: Pick<GatewayConfig['server'], 'headers_timeout
   socket.end(head + body, () => socket.destroy());
 }
 
-function bodyDetail(front: Front): string {
-  return JSON.stringify(
-    registeredBody('GATEWAY_ERR_REQUEST_TIMEOUT', 'body', front.opts.body_timeout_s),
-  );
-}
-
 /** A body still incomplete at its deadline: 408, and the connection closes after it. */
 function bodyTimedOut(front: Front, h: FrontHost | undefined, req: IncomingMessage, res: ServerResponse, client: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = bodyDetail(front);
+  const body = JSON.stringify(timedOutBody(front.opts.body_timeout_s));
   const agent = h === undefined ? undefined : batchAgent(req.url ?? '');
   if (h !== undefined && agent !== undefined) {
-    reply(h, res, endpointOf(agent), 408, body, { connection: 'close' }, performance.now(), client);
+    reply(h, res, endpointOf(agent), 408, body, closing(), performance.now(), client);
     return;
   }
-  res.writeHead(408, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' });
+  res.writeHead(408, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...closing() });
   res.end(body);
 }
 
@@ -295,7 +289,7 @@ function receive(
       onClientGone: (fn: () => void) => onClientGone(res, fn),
       client,
       memory: hold,
-      stream: mayStream(req) ? new ResponseWriter(res, noop, () => (h.draining() ? { connection: 'close' } : undefined)) : undefined,
+      stream: mayStream(req) ? new ResponseWriter(res, noop, () => drainHeaders(h.draining())) : undefined,
     };
     handleBatch(h.gateway, ex).then(
       (a) =>
@@ -317,20 +311,20 @@ function receive(
 /** No room came within server.admission_timeout_s of the request's arrival: 503, and the unread body is dropped with the connection. */
 function overBudget(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number, client: string): void {
   h.gateway.metrics.admissionTimeouts.inc();
-  const body = JSON.stringify(errorBody('GATEWAY_ERR_MEMORY_BUDGET', memoryBudgetDetail(h.gateway.current.config.server.admission_timeout_s)));
-  reply(h, res, endpointOf(agent), 503, body, { connection: 'close', 'retry-after': String(RETRY_AFTER_S) }, t0, client);
+  const body = JSON.stringify(overBudgetBody(h.gateway.current.config.server.admission_timeout_s));
+  reply(h, res, endpointOf(agent), 503, body, overBudgetHeaders(), t0, client);
   req.resume();
 }
 
 const noop = (): void => undefined;
 
 /**
- * 413, written once the rest of the body is read and dropped (up to server.body_discard_mb, routes/body-discard.ts)
+ * 413, written once the rest of the body is read and dropped (up to server.body_discard_mb, http/body-discard.ts)
  * so that a client sending its whole body first can read it; the connection closes after it.
  */
 function tooLarge(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent: string, t0: number, client: string, received: number): void {
   discardBody(req, mbToBytes(h.gateway.current.config.server.body_discard_mb), received, () => {
-    reply(h, res, endpointOf(agent), 413, JSON.stringify(registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', h.bodyLimitMb)), { connection: 'close' }, t0, client);
+    reply(h, res, endpointOf(agent), 413, JSON.stringify(bodyTooLarge(h.bodyLimitMb)), closing(), t0, client);
   });
 }
 
@@ -342,20 +336,7 @@ function refused(h: FrontHost, req: IncomingMessage, res: ServerResponse, agent:
   const label = accessLabel(access);
   reply(h, res, endpointOf(agent), access.status, JSON.stringify(errorBody(access.code, access.detail)), refusalHeaders(access), t0, label);
   req.resume();
-  const requestId = req.headers['x-request-id'];
-  h.log.info(
-    {
-      status: access.status,
-      method: req.method,
-      path: loggableUrl(req, req.url ?? '/').slice(0, 256),
-      route: endpointOf(agent),
-      request_id: typeof requestId === 'string' ? requestId.slice(0, 256) : undefined,
-      remote: req.socket.remoteAddress,
-      client: label,
-      ms: Number((performance.now() - t0).toFixed(2)),
-    },
-    'client error answered',
-  );
+  h.log.info(accessLogLine(req, req.url ?? '/', access.status, endpointOf(agent), label, performance.now() - t0), ACCESS_LOG_MESSAGE);
 }
 
 function reply(
@@ -371,9 +352,8 @@ function reply(
   if (res.headersSent || res.destroyed) return;
   headers['content-type'] = 'application/json';
   headers['content-length'] = String(bodyLength(body));
-  headers['x-gateway-overhead-ms'] ??= (performance.now() - t0).toFixed(2);
-  // Draining for shutdown: the client learns the connection ends here rather than finding it closed later.
-  if (h.draining()) headers.connection = 'close';
+  headers[OVERHEAD_HEADER] ??= overheadValue(performance.now() - t0);
+  Object.assign(headers, drainHeaders(h.draining()));
   res.writeHead(status, headers);
   writeBody(res, body);
   // What plugins/http-metrics.ts records for fastify's routes.
