@@ -16,8 +16,8 @@ export function editDistance(a: string, b: string, max: number): number {
     const cur = [i];
     let best = i;
     for (let j = 1; j <= b.length; j++) {
-      let v = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)); // rows are b.length + 1 long and j <= b.length
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, before[j - 2]! + 1); // j >= 2 here, rows are b.length + 1 long
+      let v = Math.min(cell(prev, j) + 1, cell(cur, j - 1) + 1, cell(prev, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, cell(before, j - 2) + 1);
       cur.push(v);
       if (v < best) best = v;
     }
@@ -25,7 +25,14 @@ export function editDistance(a: string, b: string, max: number): number {
     before = prev;
     prev = cur;
   }
-  return prev[b.length]!; // rows are b.length + 1 long
+  return cell(prev, b.length);
+}
+
+/** Cell j of a row: rows are b.length + 1 long and every j read is at most b.length, so one is always there. */
+function cell(row: readonly number[], j: number): number {
+  const v = row[j];
+  if (v === undefined) throw new Error(`internal: edit distance cell ${j} of a row of ${row.length}`);
+  return v;
 }
 
 /**
