@@ -27,6 +27,7 @@ import { backendTarget, cacheKey } from './cache-key.js';
 import { decodeEntry, encodeEntry } from './cache-entry.js';
 import type { BypassReason } from './cache-metrics.js';
 import { ALL_SCOPE, agentScope, backendScope, type ResponseCache } from './response-cache.js';
+import { GatewayError } from '../errors.js';
 
 /** One input the cache was asked about. */
 interface Candidate {
@@ -56,7 +57,7 @@ function identityOf(upstreams: Upstreams, backend: string): { identity: string }
 /** The request's input a plan input names: plans are made from the request, one per input. */
 function inputAt(request: IndexedAgentRequest, index: number): IndexedAgentRequest['inputs'][number] {
   const input = request.inputs[index];
-  if (input === undefined) throw new Error(`internal: plan input ${index} of a request of ${request.inputs.length}`);
+  if (input === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `plan input ${index} of a request of ${request.inputs.length}`);
   return input;
 }
 

@@ -13,6 +13,7 @@ import type { CompiledRoutes } from '../routing/routes.js';
 import { selectRoute } from '../routing/routes.js';
 import { decodedInput } from '../routing/routing-input.js';
 import { isJsonObject } from '../protocol/schemas.js';
+import { GatewayError } from '../errors.js';
 
 interface CoachingTarget {
   /** Position of the target step in `trajectory`. */
@@ -102,7 +103,7 @@ export function ruleBackend(
     route.members.find((m) => coaches(m.name))?.name ??
     route.members[0]?.name;
   // A route has at least one member: the config schema refuses an empty one.
-  if (backend === undefined) throw new Error(`internal: route ${route.name} has no member`);
+  if (backend === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `route ${route.name} has no member`);
   return { backend, route: route.name };
 }
 

@@ -3,6 +3,7 @@
  * nearest by edit distance, when it is near enough to be a typo. Only names from the operator's own config
  * or command line reach it, and the candidate lists are a few dozen short names, so the cost is trivial.
  */
+import { GatewayError } from '../errors.js';
 
 /**
  * Edit distance with adjacent transpositions counted as one edit ("prot" -> "port"), stopping early once it
@@ -31,7 +32,7 @@ export function editDistance(a: string, b: string, max: number): number {
 /** Cell j of a row: rows are b.length + 1 long and every j read is at most b.length, so one is always there. */
 function cell(row: readonly number[], j: number): number {
   const v = row[j];
-  if (v === undefined) throw new Error(`internal: edit distance cell ${j} of a row of ${row.length}`);
+  if (v === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `edit distance cell ${j} of a row of ${row.length}`);
   return v;
 }
 

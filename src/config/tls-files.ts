@@ -110,7 +110,7 @@ export function prepareServerTlsReload(
     kept,
     apply: (server) => {
       // The front server is node:https whenever server.tls was set at start (routes/batch-front.ts).
-      if (!(server instanceof TlsServer)) throw new Error('internal: server.tls was set at start, yet the front server is not node:https');
+      if (!(server instanceof TlsServer)) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'server.tls was set at start, yet the front server is not node:https');
       server.setSecureContext({ cert: opts.cert, key: opts.key, ca: opts.ca });
     },
   };

@@ -13,6 +13,7 @@ import { agentDecisionSchema, agentErrorSchema, isJsonObject } from '../protocol
 import type { IndexedAgentInput } from '../protocol/indexed-request.js';
 import type { AgentOutput, JsonObject } from '../protocol/types.js';
 import { tagKey, tagMemberBytes, type MemoryTag } from '../routing/memory-tag.js';
+import { GatewayError } from '../errors.js';
 
 /** How an error candidate (a plain object, candidates.ts) writes itself, and its memory tag. */
 class ErrorBytes {
@@ -120,13 +121,13 @@ const decode = (buf: Buffer, s: Span): unknown => parseExact(buf.toString('utf8'
 /** A value the indexer (answer-index.ts) or this file's writer proved to be an object; anything else is a bug. */
 function provenObject(v: unknown, what: string): JsonObject {
   if (isJsonObject(v)) return v;
-  throw new Error(`internal: ${what} decoded to a non-object`);
+  throw new GatewayError('GATEWAY_ERR_INTERNAL', `${what} decoded to a non-object`);
 }
 
 /** A value the indexer or this file's writer proved to be a list of objects; anything else is a bug. */
 function provenObjects(v: unknown, what: string): JsonObject[] {
   if (Array.isArray(v) && v.every(isJsonObject)) return v;
-  throw new Error(`internal: ${what} decoded to something other than a list of objects`);
+  throw new GatewayError('GATEWAY_ERR_INTERNAL', `${what} decoded to something other than a list of objects`);
 }
 
 /**

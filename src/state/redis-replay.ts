@@ -14,6 +14,7 @@ import type { RedisLink } from './redis-link.js';
 import { arrayReply, bufferAt, REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
 import { GAVE_UP, leaseRenewer, newId, raceAbort, replayBytes, Wakers } from './util.js';
+import { GatewayError } from '../errors.js';
 
 /** Safety-net poll of a waiter (a lapsed owner lease announces nothing). */
 const WAIT_POLL_MS = 200;
@@ -70,7 +71,7 @@ export class RedisReplay {
       }
       const replied = arrayReply(reply); // [state, body?], as Buffers
       const state = bufferAt(replied, 0);
-      if (state === undefined) throw new Error('the replay script answered no state');
+      if (state === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'the replay script answered no state');
       const kind = state.toString('latin1');
       const body = bufferAt(replied, 1);
       if (kind === 'compute') return { kind: 'compute', lease: this.lease(key, token) };
