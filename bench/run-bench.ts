@@ -7,7 +7,7 @@
  *   npm run bench [-- OPTIONS]
  *     --quick              the scenarios marked quick, short phases, 1 round (CI: proves the harness works)
  *     --full               every scenario and the soak
- *     --scenario S1,S3     only these scenarios (S1..S8, MEMROWS: bench/memory-rows.ts, and "soak")
+ *     --scenario S1,S3     only these scenarios (S1..S8, ALLOC: bench/lib/alloc.ts, MEMROWS: bench/memory-rows.ts, and "soak")
  *     --soak               add the S1+S2 soak (default 180 s, --soak-s N)
  *     --duration S --warmup S --rounds N   per-phase measurement
  *     --no-nginx           skip the nginx baseline even when nginx is installed

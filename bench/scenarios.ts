@@ -4,7 +4,7 @@
  * changing a load, a size or a limit is an edit here only.
  */
 import { ratio } from './lib/stats.js';
-import type { Comparison, FloorResult, MemoryFigures, ScenarioId, ScenarioResult, SoakResult, TargetSummary } from './lib/types.js';
+import type { AllocFigures, Comparison, FloorResult, MemoryFigures, ScenarioId, ScenarioResult, SoakResult, TargetSummary } from './lib/types.js';
 
 /** What a threshold reads its figure from: every result of the run. */
 export interface Measured {
@@ -88,12 +88,25 @@ export interface MemoryParams {
   quick?: Partial<Pick<MemoryParams, 'inFlight' | 'waves' | 'references'>>;
 }
 
+/**
+ * JS heap bytes allocated and promoted per S1 request (bench/lib/alloc.ts), the gateway and the naive proxy each in a
+ * fresh process under `--trace-gc-nvp`: a warm-up, then the measured phase.
+ */
+export interface AllocParams {
+  kind: 'alloc';
+  connections: number;
+  warmupS: number;
+  durationS: number;
+  quickWarmupS: number;
+  quickDurationS: number;
+}
+
 export interface ScenarioSpec {
   id: ScenarioId;
   title: string;
   /** Part of `--quick` (CI proves the harness with these). */
   quick: boolean;
-  params: ProxyParams | ShardParams | EnsembleParams | FloorParams | MemoryParams;
+  params: ProxyParams | ShardParams | EnsembleParams | FloorParams | MemoryParams | AllocParams;
   thresholds: Threshold[];
 }
 
@@ -132,6 +145,13 @@ function memoryDetail(s: ScenarioResult | undefined): string {
     (refs.length > 0 ? `; ${refs.join(', ')}` : '')
   );
 }
+
+/**
+ * ALLOC's limits: the gateway allocates per S1 request at most this many times what the naive proxy does (it
+ * validates, routes, tags and keeps replay; 52 KB against 26 KB measured), and what scavenges promote is at most
+ * this share of what it allocates (a batch's objects die young; the replay entry is meant to live).
+ */
+const ALLOC = { allocatedRatio: 3, promotedShare: 0.1 };
 
 const S3 = { replicas: 4, inputs: 32, baseMs: 50, perInputMs: 5 };
 const S3_SHARE = Math.ceil(S3.inputs / S3.replicas);
@@ -339,7 +359,40 @@ export const SCENARIOS: ScenarioSpec[] = [
       },
     ],
   },
+  {
+    id: 'ALLOC',
+    title: 'allocation: JS heap KB allocated and promoted per S1 request (--trace-gc-nvp), gateway vs naive proxy',
+    quick: true,
+    params: { kind: 'alloc', connections: 32, warmupS: 3, durationS: 15, quickWarmupS: 1, quickDurationS: 2 },
+    thresholds: [
+      {
+        id: 'ALLOC-allocated', description: `gateway KB allocated per S1 request <= ${ALLOC.allocatedRatio}x the naive proxy's (same run)`, op: '<=', limit: ALLOC.allocatedRatio, unit: 'x',
+        measure: (m) => {
+          const { g, n, ran, detail } = allocOf(m);
+          return { value: ratio(g?.allocatedKbPerRequest, n?.allocatedKbPerRequest), detail, ran };
+        },
+      },
+      {
+        id: 'ALLOC-promoted', description: `gateway KB promoted per S1 request <= ${ALLOC.promotedShare * 100}% of what it allocates (batches die young)`, op: '<=', limit: ALLOC.promotedShare, unit: 'x',
+        measure: (m) => {
+          const { g, ran, detail } = allocOf(m);
+          const scavenges = g === undefined ? '' : ` (${g.scavenges} scavenges, ${g.markCompacts} mark-compacts over ${g.requests} requests)`;
+          return { value: ratio(g?.promotedKbPerRequest, g?.allocatedKbPerRequest), detail: detail + scavenges, ran };
+        },
+      },
+    ],
+  },
 ];
+
+/** The gateway's and the naive proxy's allocation figures in ALLOC, and whether both were measured. */
+function allocOf(m: Measured): { g: AllocFigures | undefined; n: AllocFigures | undefined; ran: boolean; detail: string } {
+  const s = m.scenario('ALLOC');
+  const g = s?.targets.find((t) => t.id === 'gateway')?.alloc;
+  const n = s?.targets.find((t) => t.id === 'naive')?.alloc;
+  const one = (who: string, a: AllocFigures | undefined): string =>
+    a === undefined ? `${who} not measured` : `${who} ${fmt(a.allocatedKbPerRequest, 1)} KB allocated, ${fmt(a.promotedKbPerRequest, 2)} KB promoted per request`;
+  return { g, n, ran: s !== undefined, detail: `${one('gateway', g)}; ${one('naive proxy', n)}` };
+}
 
 function s2Cpu(m: Measured): { value: number; detail: string; ran: boolean } {
   const s = m.scenario('S2');

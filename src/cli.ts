@@ -57,7 +57,7 @@ function usageError(message: string, usage = USAGE): number {
 
 /** A listen failure the operator can fix (port taken, not allowed, no such address): one line, not a crash. */
 function listenProblem(err: unknown, host: string, port: number): string | undefined {
-  const code = (err as { code?: string }).code; // node errors carry code without a declared type
+  const code: unknown = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined; // node's errno code
   const where = `${host}:${port}`;
   if (code === 'EADDRINUSE') return `cannot listen on ${where}: the address is already in use (change server.port or --port)`;
   if (code === 'EACCES') return `cannot listen on ${where}: permission denied (ports below 1024 need privileges)`;

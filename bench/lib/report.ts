@@ -32,14 +32,25 @@ function memoryTable(s: ScenarioResult): string[] {
   return lines;
 }
 
+/** ALLOC: one row per front process, its heap allocation and promotion per request. */
+function allocTable(s: ScenarioResult): string[] {
+  const lines = ['| target | KB allocated / request | KB promoted / request | scavenges | mark-compacts | requests |', '|---|---:|---:|---:|---:|---:|'];
+  for (const t of s.targets) {
+    const a = t.alloc;
+    if (a === undefined) lines.push(`| ${t.label} | not measured: ${(t.error ?? 'no data').split('\n')[0]?.slice(0, 160) ?? ''} | | | | |`);
+    else lines.push(`| ${t.label} | ${f(a.allocatedKbPerRequest, 1)} | ${f(a.promotedKbPerRequest, 2)} | ${a.scavenges} | ${a.markCompacts} | ${a.requests} |`);
+  }
+  return lines;
+}
+
 function scenarioTable(s: ScenarioResult): string[] {
   const lines: string[] = [];
   const params = Object.entries(s.params)
     .map(([k, v]) => `${k}=${String(v)}`)
     .join(', ');
   lines.push(`### ${s.id}: ${s.title}`, '', `_${params}_`, '');
-  if (s.kind === 'memory') {
-    lines.push(...memoryTable(s));
+  if (s.kind === 'memory' || s.kind === 'alloc') {
+    lines.push(...(s.kind === 'memory' ? memoryTable(s) : allocTable(s)));
     for (const n of s.notes) lines.push('', `- ${n}`);
     lines.push('');
     return lines;

@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatSummary, summarize } from '../profile-summary.js';
 import { COMPARE_THRESHOLDS, SCENARIOS, SOAK_THRESHOLDS, type Measured, type ScenarioSpec } from '../scenarios.js';
+import { runAllocScenario } from './alloc.js';
 import { compareResults } from './compare.js';
 import { evaluate } from './evaluate.js';
 import { runFloor, runSoakPhase } from './floor-soak.js';
@@ -63,10 +64,10 @@ async function measureAll(run: RunContext, selected: Set<string>): Promise<{ sce
   for (const spec of SCENARIOS) {
     if (!selected.has(spec.id)) continue;
     const p = spec.params;
-    if (p.kind === 'memory') {
+    if (p.kind === 'memory' || p.kind === 'alloc') {
       log(`${spec.id}: ${spec.title}`);
       try {
-        scenarios.push(await runMemoryScenario(run, spec.id, spec.title, p));
+        scenarios.push(p.kind === 'memory' ? await runMemoryScenario(run, spec.id, spec.title, p) : await runAllocScenario(run, spec.id, spec.title, p));
       } catch (err) {
         run.harnessErrors.push(`${spec.id}: ${errText(err)}`);
         log(`${spec.id} failed: ${errText(err)}`);

@@ -75,8 +75,8 @@ export async function startBackend(
 }
 
 /** A bench proxy script (passthrough.js, naive-proxy.js) in front of `upstream`; it prints `{"port":N}`. */
-async function startProxyScript(ctx: ServerContext, name: string, script: string, upstream: string): Promise<Running> {
-  const child = spawnTracked(ctx, name, process.execPath, [join(ctx.benchDir, script), '--upstream', upstream]);
+async function startProxyScript(ctx: ServerContext, name: string, script: string, upstream: string, nodeArgs: string[] = []): Promise<Running> {
+  const child = spawnTracked(ctx, name, process.execPath, [...nodeArgs, join(ctx.benchDir, script), '--upstream', upstream]);
   const line = await child.waitLine((l) => l.startsWith('{"port"'), 15_000);
   const { port } = JSON.parse(line) as { port: number };
   return { child, url: `http://127.0.0.1:${port}`, pids: () => [child.pid] };
@@ -86,9 +86,9 @@ export function startPassthrough(ctx: ServerContext, name: string, upstream: str
   return startProxyScript(ctx, name, 'passthrough.js', upstream);
 }
 
-/** The naive JSON proxy (bench/naive-proxy.ts): the cheapest proxy that reads what it forwards. */
-export function startNaiveProxy(ctx: ServerContext, name: string, upstream: string): Promise<Running> {
-  return startProxyScript(ctx, name, 'naive-proxy.js', upstream);
+/** The naive JSON proxy (bench/naive-proxy.ts): the cheapest proxy that reads what it forwards. `nodeArgs`: node flags. */
+export function startNaiveProxy(ctx: ServerContext, name: string, upstream: string, nodeArgs: string[] = []): Promise<Running> {
+  return startProxyScript(ctx, name, 'naive-proxy.js', upstream, nodeArgs);
 }
 
 /** nginx with one worker (like the single-threaded gateway), keep-alive upstream, bodies kept in memory. */
@@ -142,12 +142,13 @@ http {
   return { child, url, pids: () => processTree(child.pid) };
 }
 
-/** The gateway under test, from a config object (written as YAML), ready when /health answers 200. */
+/** The gateway under test, from a config object (written as YAML), ready when /health answers 200. `nodeArgs`: this one's node flags. */
 export async function startGateway(
   ctx: ServerContext,
   name: string,
   config: Record<string, unknown>,
   readyTimeoutMs = 30_000,
+  nodeArgs: string[] = [],
 ): Promise<Running> {
   const port = await freePort();
   const file = join(ctx.tmp, `${name}.yaml`);
@@ -162,7 +163,7 @@ export async function startGateway(
   writeFileSync(file, stringify(full));
   // The flags the npm start script, the Docker image and deploy/kubernetes start node with; --gateway-node-args
   // comes after, so a flag given there wins (V8 keeps the last value of a flag).
-  const args: string[] = ['--heap-growing-percent=150', ...ctx.nodeArgs];
+  const args: string[] = ['--heap-growing-percent=150', ...ctx.nodeArgs, ...nodeArgs];
   if (ctx.cpuProfDir !== undefined) args.push('--cpu-prof', `--cpu-prof-dir=${ctx.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`);
   args.push(ctx.gatewayCli, '--config', file, '--host', '127.0.0.1', '--port', String(port));
   const child = spawnTracked(ctx, name, process.execPath, args);

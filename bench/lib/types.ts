@@ -1,6 +1,6 @@
 /** Shapes of the bench's results (latest.json in the results directory). */
 
-export type ScenarioId = 'S1' | 'S2' | 'S3' | 'S4' | 'S5' | 'S6' | 'S7' | 'S8';
+export type ScenarioId = 'S1' | 'S2' | 'S3' | 'S4' | 'S5' | 'S6' | 'S7' | 'S8' | 'ALLOC';
 export type Role = 'direct' | 'baseline' | 'gateway';
 
 export interface PhaseResult {
@@ -56,6 +56,19 @@ export interface MemoryFigures {
   exited?: string;
 }
 
+/** The allocation scenario's figures for one front process (bench/lib/alloc.ts), over its measured phase. */
+export interface AllocFigures {
+  requests: number;
+  /** Answers other than 2xx, and connection errors. */
+  non2xx: number;
+  /** JS heap bytes allocated per request (V8's `allocated=`, summed), KB. */
+  allocatedKbPerRequest: number;
+  /** Bytes scavenges promoted to the old generation per request (`promoted=`), KB. */
+  promotedKbPerRequest: number;
+  scavenges: number;
+  markCompacts: number;
+}
+
 export interface TargetSummary {
   id: string;
   label: string;
@@ -80,6 +93,8 @@ export interface TargetSummary {
   };
   /** Memory scenarios (S6-S8): these figures instead of rounds. */
   memory?: MemoryFigures;
+  /** The allocation scenario (ALLOC): these figures instead of rounds. */
+  alloc?: AllocFigures;
   /** p50 / p99 added over the scenario's direct target, ms. */
   addedP50Ms?: number;
   addedP99Ms?: number;
@@ -88,8 +103,8 @@ export interface TargetSummary {
 export interface ScenarioResult {
   id: ScenarioId;
   title: string;
-  /** 'memory': S6-S8, figures per target in `memory` (absent: rounds of load, figures in `median`). */
-  kind?: 'memory';
+  /** 'memory': S6-S8, figures per target in `memory`; 'alloc': ALLOC, in `alloc` (absent: rounds of load, figures in `median`). */
+  kind?: 'memory' | 'alloc';
   params: Record<string, number | string | boolean>;
   targets: TargetSummary[];
   notes: string[];

@@ -25,7 +25,7 @@ export async function backendStats(metrics: GatewayMetrics): Promise<Map<string,
   for (const v of (await metrics.backendDuration.get()).values) {
     const backend = String(v.labels.backend ?? '');
     // Histogram values carry `le` beside the declared labels; prom-client's type names only the declared ones.
-    const le = (v.labels as Record<string, string | number | undefined>).le;
+    const le: unknown = Reflect.get(v.labels, 'le');
     if (v.metricName?.endsWith('_bucket') === true) {
       let b = buckets.get(backend);
       if (b === undefined) buckets.set(backend, (b = []));

@@ -4,6 +4,7 @@
  * then the tails one after the other. Decoding never trusts the bytes: anything unexpected is a miss.
  */
 import type { MemoryTag } from '../routing/plan.js';
+import { isJsonObject } from '../protocol/schemas.js';
 
 const VERSION = 1;
 const NEWLINE = 0x0a;
@@ -20,8 +21,8 @@ export function encodeEntry(e: CacheEntry): Buffer {
 }
 
 function isTag(x: unknown): x is MemoryTag {
-  if (typeof x !== 'object' || x === null) return false;
-  const t = x as Record<string, unknown>; // an object, checked just above
+  if (!isJsonObject(x)) return false;
+  const t = x;
   return typeof t.backend === 'string' && typeof t.route === 'string' && (t.arm === undefined || typeof t.arm === 'string');
 }
 
@@ -35,11 +36,13 @@ export function decodeEntry(buf: Buffer, count: number): CacheEntry | undefined 
   } catch {
     return undefined;
   }
-  const h = head as { v?: unknown; tag?: unknown; n?: unknown }; // each field is checked below
-  if (h.v !== VERSION || !isTag(h.tag) || !Array.isArray(h.n) || h.n.length !== count) return undefined;
+  if (!isJsonObject(head)) return undefined;
+  const { v, tag, n: lengths } = head;
+  if (v !== VERSION || !isTag(tag) || !Array.isArray(lengths) || lengths.length !== count) return undefined;
   const tails: Buffer[] = [];
   let at = nl + 1;
-  for (const n of h.n as unknown[]) {
+  for (const length of lengths) {
+    const n: unknown = length;
     if (typeof n !== 'number' || !Number.isInteger(n) || n <= COMPLETED.length || at + n > buf.length) return undefined;
     const tail = buf.subarray(at, at + n);
     if (tail.compare(COMPLETED, 0, COMPLETED.length, 0, COMPLETED.length) !== 0) return undefined;
@@ -47,5 +50,5 @@ export function decodeEntry(buf: Buffer, count: number): CacheEntry | undefined 
     at += n;
   }
   if (at !== buf.length) return undefined;
-  return { tag: h.tag, tails };
+  return { tag, tails };
 }

@@ -27,6 +27,7 @@ import { backendTarget, cacheKey } from './cache-key.js';
 import { decodeEntry, encodeEntry } from './cache-entry.js';
 import type { BypassReason } from './cache-metrics.js';
 import { ALL_SCOPE, agentScope, backendScope, type ResponseCache } from './response-cache.js';
+import { GatewayError } from '../errors.js';
 
 /** One input the cache was asked about. */
 interface Candidate {
@@ -43,13 +44,21 @@ interface Candidate {
 /** The agent_id and agent_version the backend's replicas announce, or why there is none to key by. */
 function identityOf(upstreams: Upstreams, backend: string): { identity: string } | { bypass: BypassReason } {
   const replicas = upstreams.backends.get(backend)?.replicas ?? [];
-  const ready = replicas.filter((r) => r.state === 'ready' && r.info !== undefined);
-  const known = ready.length > 0 ? ready : replicas.filter((r) => r.info !== undefined);
-  if (known.length === 0) return { bypass: 'unprobed' };
-  const ids = new Set(known.map((r) => JSON.stringify([r.info!.agent_id, r.info!.agent_version]))); // filtered on info above
+  const ready = replicas.flatMap((r) => (r.state === 'ready' && r.info !== undefined ? [r.info] : []));
+  const known = ready.length > 0 ? ready : replicas.flatMap((r) => (r.info === undefined ? [] : [r.info]));
+  const ids = new Set(known.map((info) => JSON.stringify([info.agent_id, info.agent_version])));
+  const [identity] = ids;
+  if (identity === undefined) return { bypass: 'unprobed' };
   // Replicas of two versions (a rolling deploy): which one answers is decided later, so neither can key it.
   if (ids.size > 1) return { bypass: 'identity_mixed' };
-  return { identity: [...ids][0]! }; // one element (size checked)
+  return { identity };
+}
+
+/** The request's input a plan input names: plans are made from the request, one per input. */
+function inputAt(request: IndexedAgentRequest, index: number): IndexedAgentRequest['inputs'][number] {
+  const input = request.inputs[index];
+  if (input === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `plan input ${index} of a request of ${request.inputs.length}`);
+  return input;
 }
 
 function deterministic(extraKeys: unknown): boolean {
@@ -106,7 +115,7 @@ export class CacheLookup {
       metrics.storeFailures.inc({ reason: 'unavailable' }, asked.length);
     } else {
       asked.forEach((c, i) => {
-        const input = request.inputs[c.input]!; // plan inputs index the request
+        const input = inputAt(request, c.input);
         const buf = values[i];
         const entry = buf === undefined ? undefined : decodeEntry(buf, input.num_outputs);
         if (entry === undefined) misses.push(c);
@@ -151,22 +160,28 @@ export class CacheLookup {
       s.add(leg.backend);
     }
     for (const c of this.misses) {
-      const input = request.inputs[c.input]!; // plan inputs index the request
+      const input = inputAt(request, c.input);
+      const from = offsets[c.input] ?? result.outputs.length; // one offset per input
       const legs = servedBy.get(c.input);
       if (legs === undefined || legs.size !== 1 || !legs.has(c.servedBy)) continue;
-      const outs = result.outputs.slice(offsets[c.input], offsets[c.input]! + input.num_outputs); // one offset per input
+      const outs = result.outputs.slice(from, from + input.num_outputs);
       if (outs.length !== input.num_outputs || outs.some((o) => o.status !== 'completed')) continue;
-      const tag = candidateTag(outs[0]!); // num_outputs >= 1
+      const first = outs[0]; // num_outputs >= 1
+      const tag = first === undefined ? undefined : candidateTag(first);
       if (tag === undefined || tag.backend !== c.servedBy) {
         metrics.storeFailures.inc({ reason: 'unstorable' });
         continue;
       }
-      const tails = outs.map((o) => candidateTail(o, input));
-      if (tails.some((t) => t === undefined)) {
+      const tails: Buffer[] = [];
+      for (const o of outs) {
+        const t = candidateTail(o, input);
+        if (t !== undefined) tails.push(t);
+      }
+      if (tails.length !== outs.length) {
         metrics.storeFailures.inc({ reason: 'unstorable' });
         continue;
       }
-      const value = encodeEntry({ tag, tails: tails as Buffer[] }); // none undefined (checked above)
+      const value = encodeEntry({ tag, tails });
       if (value.length > maxEntryBytes) {
         metrics.storeFailures.inc({ reason: 'too_large' });
         continue;
@@ -189,7 +204,7 @@ export class CacheLookup {
 /** Each candidate's key, written into it (store() needs it again), in the order of `asked`. */
 function keysOf(asked: Candidate[], agent: string, request: IndexedAgentRequest, genOf: ReadonlyMap<string, string>): string[] {
   return asked.map((c) => {
-    const input = request.inputs[c.input]!; // plan inputs index the request
+    const input = inputAt(request, c.input);
     const generations = [ALL_SCOPE, agentScope(agent), ...c.backends.map(backendScope)].map((s) => genOf.get(s) ?? '0');
     c.key = cacheKey({ agent, route: c.route, target: c.target, generations }, input.raw, input.num_outputs);
     return c.key;
@@ -199,18 +214,21 @@ function keysOf(asked: Candidate[], agent: string, request: IndexedAgentRequest,
 /** Whether and how `p` is looked up: a candidate with its key's target, or the reason it is not. */
 function candidateFor(route: CompiledRoute, p: InputPlan, request: IndexedAgentRequest, upstreams: Upstreams): Candidate | { bypass: BypassReason } {
   if (route.cache === 'off') return { bypass: 'off' };
-  const input = request.inputs[p.index]!; // plan inputs index the request
+  const input = inputAt(request, p.index);
   if (route.cache === 'deterministic' && !deterministic(input.extra_keys)) return { bypass: 'sampling' };
-  if (p.legs.length !== 1) return { bypass: 'ensemble' };
-  const planned = p.legs[0]!.backend; // one leg (checked above)
-  const backends = route.kind === 'split' && !p.continued ? route.members.map((m) => m.name) : [planned];
+  const [leg] = p.legs;
+  if (p.legs.length !== 1 || leg === undefined) return { bypass: 'ensemble' };
+  const planned = leg.backend;
+  // A split not yet continued keys by every member and its weight: any of them may answer.
+  const split = route.kind === 'split' && !p.continued;
+  const members: readonly { name: string; weight?: number }[] = split ? route.members : [{ name: planned }];
+  const backends = members.map((m) => m.name);
   const parts: string[] = [];
-  for (const b of backends) {
-    const id = identityOf(upstreams, b);
+  for (const m of members) {
+    const id = identityOf(upstreams, m.name);
     if ('bypass' in id) return id;
-    const weight = route.kind === 'split' && !p.continued ? `*${route.members.find((m) => m.name === b)!.weight}` : ''; // b is a member here
-    parts.push(backendTarget(b, id.identity) + weight);
+    parts.push(backendTarget(m.name, id.identity) + (m.weight === undefined ? '' : `*${m.weight}`));
   }
-  const target = `${backends.length > 1 || (route.kind === 'split' && !p.continued) ? 'split' : 'backend'}:${parts.join(',')}`;
+  const target = `${backends.length > 1 || split ? 'split' : 'backend'}:${parts.join(',')}`;
   return { input: p.index, route: p.route, backends, target, servedBy: planned };
 }

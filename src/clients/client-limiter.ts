@@ -204,7 +204,8 @@ export class ClientLimiter {
   }
 
   private firstWaiter(): Waiter | undefined {
-    while (this.head < this.queue.length && this.queue[this.head]!.settled) this.head++; // head < length (loop condition)
+    let first = this.queue[this.head];
+    while (first?.settled === true) first = this.queue[++this.head];
     if (this.head > 64 && this.head * 2 > this.queue.length) {
       this.queue.splice(0, this.head);
       this.head = 0;

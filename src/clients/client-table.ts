@@ -15,31 +15,29 @@ export interface ClientEntry {
 }
 
 export class ClientTable {
-  private readonly entries: readonly ClientEntry[];
-  private readonly digests: readonly Buffer[];
+  /** Each client with its key's digest, in config order. */
+  private readonly clients: readonly { entry: ClientEntry; digest: Buffer }[];
 
   constructor(clients: ClientsConfig) {
-    const names = Object.keys(clients);
-    this.entries = names.map((name) => {
-      const agents = clients[name]!.agents; // name is one of the record's own keys
-      return agents === undefined ? { name } : { name, agents: new Set(agents) };
-    });
-    this.digests = names.map((name) => keyDigest(clients[name]!.key)); // name is one of the record's own keys
+    this.clients = Object.entries(clients).map(([name, { agents, key }]) => ({
+      entry: agents === undefined ? { name } : { name, agents: new Set(agents) },
+      digest: keyDigest(key),
+    }));
   }
 
   /** Client names in config order. */
   get names(): string[] {
-    return this.entries.map((e) => e.name);
+    return this.clients.map((c) => c.entry.name);
   }
 
   /** The client whose key this is, or undefined. Every client's digest is compared, whatever matches. */
   find(key: string): ClientEntry | undefined {
     const given = keyDigest(key);
     let found: ClientEntry | undefined;
-    for (let i = 0; i < this.digests.length; i++) {
+    for (const c of this.clients) {
       // Evaluated for every client; the assignment is the only branch on the outcome.
-      const equal = digestsEqual(given, this.digests[i]!); // i < digests.length (loop bound)
-      if (equal) found = this.entries[i];
+      const equal = digestsEqual(given, c.digest);
+      if (equal) found = c.entry;
     }
     return found;
   }

@@ -82,7 +82,8 @@ export class SessionAffinity {
     const known = this.byBackend.get(backend)?.get(key);
     const held = known === undefined ? undefined : eligible.find((r) => r.url === known);
     if (held !== undefined) return held;
-    let best = eligible[0]!; // eligible is non-empty here (checked above)
+    // hash32 is unsigned: the first replica's score beats -1, so an eligible replica is always chosen.
+    let best: Replica | undefined;
     let bestScore = -1;
     for (const r of eligible) {
       const score = hash32(`${key}\n${r.url}`);

@@ -13,6 +13,7 @@ import type { CompiledRoutes } from '../routing/routes.js';
 import { selectRoute } from '../routing/routes.js';
 import { decodedInput } from '../routing/routing-input.js';
 import { isJsonObject } from '../protocol/schemas.js';
+import { GatewayError } from '../errors.js';
 
 interface CoachingTarget {
   /** Position of the target step in `trajectory`. */
@@ -40,12 +41,13 @@ function stepId(step: JsonObject): unknown {
  * without an input nothing says where the trajectory ran.
  */
 export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget | ValidationIssue {
-  const steps = Array.isArray(body.trajectory) ? body.trajectory : undefined;
-  const usable: number[] = [];
-  steps?.forEach((s, i) => {
-    if (isJsonObject(s) && isJsonObject(s.input)) usable.push(i);
+  const steps: unknown[] = Array.isArray(body.trajectory) ? body.trajectory : [];
+  const usable: { index: number; step: JsonObject; input: JsonObject }[] = [];
+  steps.forEach((step, index) => {
+    if (isJsonObject(step) && isJsonObject(step.input)) usable.push({ index, step, input: step.input });
   });
-  if (steps === undefined || usable.length === 0) {
+  const last = usable.at(-1);
+  if (last === undefined) {
     return {
       type: 'value_error',
       loc: ['body', 'trajectory'],
@@ -54,13 +56,11 @@ export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget 
     };
   }
   const target = idText(body.target_step_id);
-  let index = usable.find((i) => target !== undefined && idText(stepId(steps[i] as JsonObject)) === target); // isJsonObject was checked for every step above
-  if (index === undefined && target !== undefined && /^\d+$/.test(target) && usable.includes(Number(target))) {
-    index = Number(target);
-  }
-  index ??= usable[usable.length - 1]!; // usable is non-empty here (checked above)
-  const step = steps[index] as JsonObject; // isJsonObject was checked for every step above
-  const rawInput = step.input as JsonObject; // input was checked to be an object above
+  const chosen =
+    (target === undefined ? undefined : usable.find((u) => idText(stepId(u.step)) === target)) ??
+    (target !== undefined && /^\d+$/.test(target) ? usable.find((u) => u.index === Number(target)) : undefined) ??
+    last;
+  const { index, step, input: rawInput } = chosen;
   const output = step.output;
   const tag =
     (isJsonObject(rawInput.memory) ? readMemoryTag(rawInput.memory, memoryKey) : undefined) ??
@@ -101,8 +101,9 @@ export function ruleBackend(
   const backend =
     newTrajectoryBackend(route, requestId, routed, canServe) ??
     route.members.find((m) => coaches(m.name))?.name ??
-    // A route has at least one member (the config schema refuses an empty one).
-    route.members[0]!.name;
+    route.members[0]?.name;
+  // A route has at least one member: the config schema refuses an empty one.
+  if (backend === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `route ${route.name} has no member`);
   return { backend, route: route.name };
 }
 

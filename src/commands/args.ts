@@ -54,7 +54,7 @@ export function parseCommandLine(argv: readonly string[], options: Options, maxP
     const r = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
     parsed = { values: r.values as Parsed['values'], positionals: r.positionals }; // parseArgs types values by the options given; ours are strings and booleans
   } catch (err) {
-    const code = (err as { code?: string }).code; // node's parseArgs errors carry code without a declared type
+    const code: unknown = err instanceof Error && 'code' in err ? err.code : undefined; // node's parseArgs errors carry a code
     const message = err instanceof Error ? err.message : String(err);
     const opt = quoted(message);
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
@@ -71,8 +71,8 @@ export function parseCommandLine(argv: readonly string[], options: Options, maxP
     }
     throw new UsageError(message.split('.')[0] ?? message);
   }
-  if (parsed.positionals.length > maxPositionals) {
-    const extra = parsed.positionals[maxPositionals]!; // positionals.length > maxPositionals, checked above
+  const extra = parsed.positionals[maxPositionals];
+  if (extra !== undefined) {
     throw new UsageError(maxPositionals === 0 ? `unexpected argument "${extra}"` : `unexpected extra argument "${extra}"`);
   }
   return parsed;

@@ -51,7 +51,7 @@ export function openTarget(base: string, timeoutMs: number): ProbeTarget {
 /** Errno of an error or of its causes (undici may nest them); DOMExceptions' numeric codes don't count. */
 function errnoOf(err: Error): string | undefined {
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    const code: unknown = (e as NodeJS.ErrnoException).code; // undici errors are ErrnoException-shaped without declaring it
+    const code: unknown = 'code' in e ? e.code : undefined; // undici errors carry an errno code without declaring it
     // A GatewayError's code names the gateway's own error, not the transport's errno.
     if (typeof code === 'string' && code !== 'UND_ERR_ABORTED' && !(e instanceof GatewayError)) return code;
   }

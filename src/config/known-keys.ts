@@ -6,7 +6,7 @@
  * pipe) are unwrapped; records and arrays step into their values; unions offer the keys of their object
  * alternatives.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import { configSchema } from './schema.js';
 import type { PathSegment } from './route-problems.js';
 
@@ -17,12 +17,30 @@ interface Def {
   valueType?: z.core.$ZodType;
   element?: z.core.$ZodType;
   options?: readonly z.core.$ZodType[];
-  shape?: Record<string, z.core.$ZodType>;
+  /** An object schema's keys, each holding its schema (read with schemaAt). */
+  shape?: object;
 }
 
+/** A field of a def that holds a schema, when it does. */
+function schemaAt(def: object, key: string): z.core.$ZodType | undefined {
+  const v: unknown = Reflect.get(def, key);
+  return v instanceof z.core.$ZodType ? v : undefined;
+}
+
+/** The fields read below of a schema's def, each checked to be what it is read as (its type differs per kind). */
 function defOf(s: z.core.$ZodType): Def {
-  // The def's exact type differs per schema kind; only the fields read below matter, each checked before use.
-  return s._zod.def as unknown as Def;
+  const def = s._zod.def;
+  const options: unknown = Reflect.get(def, 'options');
+  const shape: unknown = Reflect.get(def, 'shape');
+  return {
+    type: def.type,
+    innerType: schemaAt(def, 'innerType'),
+    in: schemaAt(def, 'in'),
+    valueType: schemaAt(def, 'valueType'),
+    element: schemaAt(def, 'element'),
+    options: Array.isArray(options) ? options.filter((o: unknown): o is z.core.$ZodType => o instanceof z.core.$ZodType) : undefined,
+    shape: shape !== null && typeof shape === 'object' ? shape : undefined,
+  };
 }
 
 /** The schemas a value at this level may be checked against (several for a union). */
@@ -37,7 +55,10 @@ function unwrap(s: z.core.$ZodType, depth = 0): z.core.$ZodType[] {
 
 function step(s: z.core.$ZodType, seg: PathSegment): z.core.$ZodType[] {
   const d = defOf(s);
-  if (d.type === 'object' && typeof seg === 'string' && d.shape?.[seg] !== undefined) return [d.shape[seg]];
+  if (d.type === 'object' && typeof seg === 'string' && d.shape !== undefined) {
+    const field = schemaAt(d.shape, seg);
+    if (field !== undefined) return [field];
+  }
   if (d.type === 'record' && d.valueType !== undefined) return [d.valueType];
   if (d.type === 'array' && d.element !== undefined && typeof seg === 'number') return [d.element];
   return [];

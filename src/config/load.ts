@@ -7,11 +7,11 @@
  * changing under it.
  */
 import { readFileSync } from 'node:fs';
-import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import { isAlias, isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 import { knownKeysAt } from './known-keys.js';
 import { closest } from './nearest-name.js';
-import { configSchema, type GatewayConfig } from './schema.js';
+import { configSchema, DEFAULT_MEMORY_KEY, type GatewayConfig } from './schema.js';
 import { formatPath, routeProblems, type PathSegment, type Problem } from './route-problems.js';
 import { GatewayError } from '../errors.js';
 
@@ -44,7 +44,10 @@ export class ConfigError extends GatewayError {
 export function deepFreeze<T>(value: T, seen: WeakSet<object> = new WeakSet()): T {
   if (value === null || typeof value !== 'object' || seen.has(value)) return value;
   seen.add(value);
-  for (const key of Reflect.ownKeys(value)) deepFreeze((value as Record<PropertyKey, unknown>)[key], seen); // checked to be a non-null object above
+  for (const key of Reflect.ownKeys(value)) {
+    const child: unknown = Reflect.get(value, key);
+    deepFreeze(child, seen);
+  }
   return Object.freeze(value);
 }
 
@@ -53,7 +56,7 @@ export function loadConfigFile(path: string, env: Env = process.env): GatewayCon
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(path, [], `cannot read config file ${path}: ${(err as Error).message}`, { cause: err }); // fs errors are always Error instances
+    throw new ConfigError(path, [], `cannot read config file ${path}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
   return parseConfigText(text, path, env);
 }
@@ -116,8 +119,8 @@ function syntaxIssues(doc: Document, text: string, at: (offset: number) => Omit<
 }
 
 function memoryKeyOf(raw: unknown): string {
-  const mk = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>).memory_key : undefined; // checked to be a plain object above
-  return typeof mk === 'string' ? mk : (configSchema.shape.memory_key.parse(undefined) as string); // the schema default of memory_key is a string
+  const mk = raw !== null && typeof raw === 'object' && 'memory_key' in raw ? raw.memory_key : undefined;
+  return typeof mk === 'string' ? mk : DEFAULT_MEMORY_KEY;
 }
 
 function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
@@ -131,13 +134,11 @@ function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
  * existing node, which is where the missing key belongs.
  */
 function locate(doc: Document, path: readonly PathSegment[], atKey: boolean): number {
-  const start = (n: unknown): number | undefined =>
-    n !== null && typeof n === 'object' && 'range' in n && Array.isArray(n.range) ? (n.range[0] as number) : undefined; // yaml nodes with a range always have its start
+  const start = (n: unknown): number | undefined => (isNode(n) ? n.range?.[0] : undefined);
   let node: unknown = doc.contents;
   let offset = start(node) ?? 0;
-  for (let i = 0; i < path.length; i++) {
+  for (const [i, seg] of path.entries()) {
     if (isAlias(node)) node = node.resolve(doc);
-    const seg = path[i]!; // i < path.length (loop bound)
     const last = i === path.length - 1;
     if (isMap(node)) {
       const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(seg));
@@ -215,11 +216,18 @@ function coerceSubstituted(raw: unknown, issues: readonly z.core.$ZodIssue[], su
     const text = sub.text.trim();
     const value = issue.expected === 'number' ? (NUMBER_TEXT.test(text) ? Number(text) : undefined) : BOOLEAN_TEXT[text];
     if (value === undefined) continue;
-    const parent = sub.path.slice(0, -1).reduce<unknown>((o, seg) => (o as Record<PropertyKey, unknown>)[seg], raw); // walked values are the parsed YAML objects
-    (parent as Record<PropertyKey, unknown>)[sub.path[sub.path.length - 1]!] = value; // the path of an issue at this level is non-empty
+    // The walked values are the parsed YAML's objects and arrays, and the path of an issue here is non-empty.
+    const parent = sub.path.slice(0, -1).reduce<unknown>((o, seg) => (isObjectLike(o) ? Reflect.get(o, seg) : undefined), raw);
+    const last = sub.path.at(-1);
+    if (!isObjectLike(parent) || last === undefined) continue;
+    Reflect.set(parent, last, value);
     changed = true;
   }
   return changed;
+}
+
+function isObjectLike(v: unknown): v is object {
+  return v !== null && typeof v === 'object';
 }
 
 function segments(path: readonly PropertyKey[]): PathSegment[] {
@@ -264,7 +272,8 @@ function flattenZodIssues(issues: readonly z.core.$ZodIssue[], prefix: PathSegme
       case 'invalid_union': {
         // An alternative that failed only because the value has another type was not the one meant.
         const meant = issue.errors.filter((alt) => !alt.every((i) => i.code === 'invalid_type' && i.path.length === 0));
-        if (meant.length === 1) out.push(...flattenZodIssues(meant[0]!, path)); // meant is non-empty here (checked above)
+        const [only] = meant;
+        if (meant.length === 1 && only !== undefined) out.push(...flattenZodIssues(only, path));
         else out.push({ path, message: issue.message });
         break;
       }

@@ -3,6 +3,7 @@
  * nearest by edit distance, when it is near enough to be a typo. Only names from the operator's own config
  * or command line reach it, and the candidate lists are a few dozen short names, so the cost is trivial.
  */
+import { GatewayError } from '../errors.js';
 
 /**
  * Edit distance with adjacent transpositions counted as one edit ("prot" -> "port"), stopping early once it
@@ -16,8 +17,8 @@ export function editDistance(a: string, b: string, max: number): number {
     const cur = [i];
     let best = i;
     for (let j = 1; j <= b.length; j++) {
-      let v = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)); // rows are b.length + 1 long and j <= b.length
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, before[j - 2]! + 1); // j >= 2 here, rows are b.length + 1 long
+      let v = Math.min(cell(prev, j) + 1, cell(cur, j - 1) + 1, cell(prev, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, cell(before, j - 2) + 1);
       cur.push(v);
       if (v < best) best = v;
     }
@@ -25,7 +26,14 @@ export function editDistance(a: string, b: string, max: number): number {
     before = prev;
     prev = cur;
   }
-  return prev[b.length]!; // rows are b.length + 1 long
+  return cell(prev, b.length);
+}
+
+/** Cell j of a row: rows are b.length + 1 long and every j read is at most b.length, so one is always there. */
+function cell(row: readonly number[], j: number): number {
+  const v = row[j];
+  if (v === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `edit distance cell ${j} of a row of ${row.length}`);
+  return v;
 }
 
 /**

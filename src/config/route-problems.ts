@@ -142,7 +142,8 @@ function tableProblems(routes: unknown[], base: PathSegment[], defined: string[]
       message: 'no catch-all route: the last route must have no "match", so that every input has a route',
     });
   } else {
-    const label = `"${String((routes[first] as Obj).name)}" (${where}[${first}])`; // routes[first] was checked to be an object above
+    const route = routes[first];
+    const label = `"${String(isJsonObject(route) ? route.name : undefined)}" (${where}[${first}])`; // an object: catch-alls are objects
     for (let k = first + 1; k < routes.length; k++) {
       out.push({
         path: [...base, k],

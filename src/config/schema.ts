@@ -33,9 +33,10 @@ export const DEFAULT_LATENCY_BUCKETS_S = [
 /** `host:port` or `[v6]:port`, else undefined. */
 export function parseHostPort(s: string): { host: string; port: number } | undefined {
   const m = /^\[([0-9A-Fa-f:.]+)\]:(\d{1,5})$/.exec(s) ?? /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(s);
-  if (m === null) return undefined;
-  const port = Number(m[2]);
-  return port <= 65535 ? { host: m[1]!, port } : undefined; // the regex has one capture group, always set on a match
+  const [, host, digits] = m ?? [];
+  if (host === undefined || digits === undefined) return undefined;
+  const port = Number(digits);
+  return port <= 65535 ? { host, port } : undefined;
 }
 
 /** Loopback only: `localhost`, 127.0.0.0/8, `::1`. */
@@ -110,7 +111,15 @@ const backendSchema = z
   .refine((b) => (b.url === undefined) !== (b.urls === undefined), {
     message: 'a backend needs exactly one of "url" or "urls"',
   })
-  .transform((b) => ({ ...b, urls: b.urls ?? [b.url as string] })); // the schema checked url to be a string before this refinement
+  .transform((b, ctx) => {
+    const urls = b.urls ?? (b.url === undefined ? undefined : [b.url]);
+    // Not reached: zod runs no transform after a failed refinement, and the one above refuses a backend with neither.
+    if (urls === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'a backend needs exactly one of "url" or "urls"' });
+      return z.NEVER;
+    }
+    return { ...b, urls };
+  });
 
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()], {
   error: 'expected a string, number, boolean or null',
@@ -262,11 +271,10 @@ const clientsSchema = z.record(name, clientSchema).superRefine((clients, ctx) =>
     ctx.addIssue({ code: 'custom', message: 'at least one client (or remove "clients" to serve without keys)' });
   }
   const byKey = new Map<string, string>();
-  for (const n of names) {
+  for (const [n, { key }] of Object.entries(clients)) {
     if (RESERVED_CLIENT_NAMES.includes(n)) {
       ctx.addIssue({ code: 'custom', path: [n], message: `"${n}" is reserved (the metrics' label for requests without a client): choose another name` });
     }
-    const key = clients[n]!.key; // n is one of the record's own keys
     const first = byKey.get(key);
     if (first === undefined) byKey.set(key, n);
     else ctx.addIssue({ code: 'custom', path: [n, 'key'], message: `the same key as clients.${first}: every client needs its own key` });
@@ -443,7 +451,10 @@ export const configSchema = z.strictObject({
       latency_buckets_s: z
         .array(positive)
         .min(1)
-        .refine((b) => b.every((v, i) => i === 0 || v > b[i - 1]!), 'must be strictly ascending') // i >= 1 and i < b.length (loop bound)
+        .refine((b) => b.every((v, i) => {
+          const before = b[i - 1]; // undefined for the first
+          return before === undefined || v > before;
+        }), 'must be strictly ascending')
         .default(() => [...DEFAULT_LATENCY_BUCKETS_S]),
     })
     .prefault({}),

@@ -87,7 +87,7 @@ export function formatSummary(config: GatewayConfig): string {
     `  listen   ${config.server.host}:${config.server.port}`,
     `  store    ${s.store}`,
     `  backends ${names.length} (${s.replicas} replica${s.replicas === 1 ? '' : 's'})`,
-    ...names.map((n) => `    ${n}: ${s.backends[n]!.join(', ')}`), // n comes from s.backends' own keys
+    ...Object.entries(s.backends).map(([n, urls]) => `    ${n}: ${urls.join(', ')}`),
     `  routes   ${s.routes.length} (first match wins)${s.routes.length === 0 ? ': no default agent at /' : ''}`,
     ...s.routes.map((r) => `    ${r}`),
     ...Object.entries(s.agents).flatMap(([name, a]) => [

@@ -5,7 +5,7 @@
  * refused and the running certificate keeps serving.
  */
 import { readFileSync } from 'node:fs';
-import { createSecureContext, type Server as TlsServer } from 'node:tls';
+import { createSecureContext, Server as TlsServer } from 'node:tls';
 import { GatewayError } from '../errors.js';
 import type { GatewayConfig } from './schema.js';
 
@@ -110,7 +110,8 @@ export function prepareServerTlsReload(
     kept,
     apply: (server) => {
       // The front server is node:https whenever server.tls was set at start (http/batch-front.ts).
-      (server as TlsServer).setSecureContext({ cert: opts.cert, key: opts.key, ca: opts.ca });
+      if (!(server instanceof TlsServer)) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'server.tls was set at start, yet the front server is not node:https');
+      server.setSecureContext({ cert: opts.cert, key: opts.key, ca: opts.ca });
     },
   };
 }

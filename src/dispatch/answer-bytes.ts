@@ -9,37 +9,89 @@ import { parseExact, stringifyExact } from '../protocol/exact-json.js';
 import { inputMemoryLayout, joinBody, PartsWriter, taggedMemory, type AnswerBody } from '../protocol/answer-body.js';
 import type { IndexedCandidate } from '../protocol/response-check.js';
 import type { InputSlices } from '../protocol/raw-json.js';
-import { agentDecisionSchema, agentErrorSchema } from '../protocol/schemas.js';
+import { agentDecisionSchema, agentErrorSchema, isJsonObject } from '../protocol/schemas.js';
 import type { IndexedAgentInput } from '../protocol/indexed-request.js';
 import type { AgentOutput, JsonObject } from '../protocol/types.js';
 import { tagKey, tagMemberBytes, type MemoryTag } from '../routing/memory-tag.js';
+import { GatewayError } from '../errors.js';
 
-/** How one candidate writes itself, and its memory tag (read without decoding its memory). */
-interface CandidateBytes {
-  readonly tag: MemoryTag;
-  write(w: PartsWriter): void;
+/** How an error candidate (a plain object, candidates.ts) writes itself, and its memory tag. */
+class ErrorBytes {
+  constructor(
+    private readonly writer: CandidateWriter,
+    private readonly id: Buffer,
+    private readonly candidateIndex: number,
+    private readonly pieces: readonly Buffer[],
+    private readonly errorText: string,
+    readonly tag: MemoryTag,
+  ) {}
+
+  write(w: PartsWriter): void {
+    this.writer.start(w, this.id, this.candidateIndex);
+    w.push(ERROR_MEMORY);
+    for (const p of this.pieces) w.push(p);
+    w.push(NO_STEPS_NO_OUTPUT);
+    w.text(this.errorText);
+    w.push(END);
+  }
 }
 
 /**
- * Where a candidate built here keeps its CandidateBytes: a non-enumerable symbol property, so a spread copy (which
- * may renumber it) falls back to stringifyExact and JSON.stringify never sees it. Not a WeakMap: a young-generation
+ * Where an error candidate keeps its ErrorBytes: a non-enumerable symbol property, so a spread copy (which may
+ * renumber it) falls back to stringifyExact and JSON.stringify never sees it. Not a WeakMap: a young-generation
  * GC treats an old WeakMap's values as live, and these values reach back to their keys through the
  * batch, which can keep every candidate until a full GC.
  */
 const BYTES = Symbol('candidate bytes');
-type WithBytes = AgentOutput & { readonly [BYTES]?: CandidateBytes };
 
-function bytesOf(out: AgentOutput): CandidateBytes | undefined {
-  return (out as WithBytes)[BYTES]; // reads the optional slot setBytes defines; absent on other outputs
+function errorBytesOf(out: AgentOutput): ErrorBytes | undefined {
+  if (!(BYTES in out)) return undefined;
+  const b = out[BYTES];
+  return b instanceof ErrorBytes ? b : undefined;
 }
 
-function setBytes(out: AgentOutput, b: CandidateBytes): void {
-  Object.defineProperty(out, BYTES, { value: b, enumerable: false, configurable: true });
+/**
+ * A candidate built here from bytes: the protocol fields the gateway sets as own data properties, the fields it
+ * decodes only when something reads them as prototype getters, and what they read in private fields. One object
+ * per candidate, its getters shared by every candidate of its class: per-candidate functions (an object
+ * literal's getters, closures) were kept by V8, with everything they reach (the backend's answer), alive through
+ * young-generation GCs until the next full one (docs/performance.md#batches-die-young). JSON.stringify sees the
+ * eight fields through toJSON; a spread copy holds the four own ones only, so a copy is built from the fields.
+ */
+abstract class BytesCandidate implements AgentOutput {
+  readonly #tag: MemoryTag;
+
+  constructor(
+    readonly request_id: string,
+    readonly source_id: AgentOutput['source_id'],
+    readonly candidate_index: number,
+    readonly status: AgentOutput['status'],
+    tag: MemoryTag,
+  ) {
+    this.#tag = tag;
+  }
+
+  abstract get memory(): JsonObject;
+  abstract get internal_steps(): JsonObject[];
+  abstract get output(): AgentOutput['output'];
+  abstract get error(): AgentOutput['error'];
+  /** The candidate's bytes, as the client gets them. */
+  abstract writeTo(w: PartsWriter): void;
+
+  /** The memory tag the candidate's bytes carry, known without decoding its memory. */
+  memoryTag(): MemoryTag {
+    return this.#tag;
+  }
+
+  toJSON(): AgentOutput {
+    const { request_id, source_id, candidate_index, status, memory, internal_steps, output, error } = this;
+    return { request_id, source_id, candidate_index, status, memory, internal_steps, output, error };
+  }
 }
 
 /** The memory tag a candidate carries: known without decoding memory for the candidates built here. */
 export function candidateTag(out: AgentOutput): MemoryTag | undefined {
-  return bytesOf(out)?.tag;
+  return out instanceof BytesCandidate ? out.memoryTag() : errorBytesOf(out)?.tag;
 }
 
 /** The answer: each candidate's bytes, or for a candidate decoded whole, stringifyExact of it. */
@@ -56,75 +108,95 @@ export function answerBody(outputs: readonly AgentOutput[]): AnswerBody {
 
 /** One candidate of an answer: its bytes, or for a candidate decoded whole, stringifyExact of it. */
 export function writeCandidate(o: AgentOutput, w: PartsWriter): void {
-  const b = bytesOf(o);
+  if (o instanceof BytesCandidate) return o.writeTo(w);
+  const b = errorBytesOf(o);
   if (b !== undefined) b.write(w);
   else w.text(stringifyExact(o));
 }
 
-/** What an indexed candidate's accessors read: its answer's bytes and index, and what they decoded, once each. */
-interface LazyCandidate {
-  readonly buf: Buffer;
-  readonly index: IndexedCandidate['index'];
-  readonly memoryKey: string;
-  readonly tag: MemoryTag;
-  memory?: JsonObject;
-  steps?: JsonObject[];
-  output?: AgentOutput['output'];
-  error?: AgentOutput['error'];
+type Span = { readonly start: number; readonly end: number };
+
+const decode = (buf: Buffer, s: Span): unknown => parseExact(buf.toString('utf8', s.start, s.end)).value;
+
+/** A value the indexer (answer-index.ts) or this file's writer proved to be an object; anything else is a bug. */
+function provenObject(v: unknown, what: string): JsonObject {
+  if (isJsonObject(v)) return v;
+  throw new GatewayError('GATEWAY_ERR_INTERNAL', `${what} decoded to a non-object`);
 }
 
-const LAZY = Symbol('indexed candidate');
-type Lazy = { readonly [LAZY]: LazyCandidate };
-
-const decode = (c: LazyCandidate, s: { start: number; end: number }): unknown => parseExact(c.buf.toString('utf8', s.start, s.end)).value;
-
-/** The fields a candidate built here holds as accessors: every AgentOutput field but the four set as values. */
-type LazyFields = Record<Exclude<keyof AgentOutput, 'request_id' | 'source_id' | 'candidate_index' | 'status'>, PropertyDescriptor>;
+/** A value the indexer or this file's writer proved to be a list of objects; anything else is a bug. */
+function provenObjects(v: unknown, what: string): JsonObject[] {
+  if (Array.isArray(v) && v.every(isJsonObject)) return v;
+  throw new GatewayError('GATEWAY_ERR_INTERNAL', `${what} decoded to something other than a list of objects`);
+}
 
 /**
- * An indexed candidate's decoded fields, as own enumerable accessors shared by every candidate. Not an object
- * literal's getters: those are new functions per candidate, and V8 kept such candidates, with everything their
- * getters reach (the backend's answer), alive through young-generation GCs until the next full one
- * (docs/performance.md#batches-die-young). The indexer proved each value's type (answer-index.ts); the
+ * A backend's candidate re-addressed to the client's request: written as the backend's bytes with the tag
+ * inserted; its fields decode on read, once each. The indexer proved each value's type (answer-index.ts); the
  * schemas fill defaults as zod did.
  */
-const CANDIDATE_FIELDS: LazyFields = {
-  memory: {
-    get: function (this: Lazy): JsonObject {
-      const c = this[LAZY];
-      return (c.memory ??= { ...(decode(c, c.index.memory) as JsonObject), [c.memoryKey]: c.tag }); // an object (indexer)
-    },
-    enumerable: true,
-    configurable: true,
-  },
-  internal_steps: {
-    get: function (this: Lazy): JsonObject[] {
-      const c = this[LAZY];
-      // A list of objects: the indexer proved it.
-      return (c.steps ??= c.index.internalSteps === undefined ? [] : (decode(c, c.index.internalSteps) as JsonObject[]));
-    },
-    enumerable: true,
-    configurable: true,
-  },
-  output: {
-    get: function (this: Lazy): AgentOutput['output'] {
-      const c = this[LAZY];
-      if (c.output === undefined) c.output = c.index.output === undefined ? null : agentDecisionSchema.parse(decode(c, c.index.output));
-      return c.output;
-    },
-    enumerable: true,
-    configurable: true,
-  },
-  error: {
-    get: function (this: Lazy): AgentOutput['error'] {
-      const c = this[LAZY];
-      if (c.error === undefined) c.error = c.index.error === undefined ? null : agentErrorSchema.parse(decode(c, c.index.error));
-      return c.error;
-    },
-    enumerable: true,
-    configurable: true,
-  },
-};
+class IndexedOutput extends BytesCandidate {
+  readonly #writer: CandidateWriter;
+  readonly #buf: Buffer;
+  readonly #index: IndexedCandidate['index'];
+  readonly #id: Buffer;
+  readonly #tagBytes: Buffer;
+  readonly #memoryKey: string;
+  #memory: JsonObject | undefined = undefined;
+  #steps: JsonObject[] | undefined = undefined;
+  #output: AgentOutput['output'] | undefined = undefined;
+  #error: AgentOutput['error'] | undefined = undefined;
+
+  constructor(writer: CandidateWriter, requestId: string, input: IndexedAgentInput, candidateIndex: number, cand: IndexedCandidate, tag: MemoryTag, tagBytes: Buffer, memoryKey: string) {
+    super(requestId, input.id, candidateIndex, cand.index.status, tag);
+    this.#writer = writer;
+    this.#buf = cand.buf;
+    this.#index = cand.index;
+    this.#id = idBytes(input.raw);
+    this.#tagBytes = tagBytes;
+    this.#memoryKey = memoryKey;
+  }
+
+  get memory(): JsonObject {
+    return (this.#memory ??= { ...provenObject(decode(this.#buf, this.#index.memory), 'memory'), [this.#memoryKey]: this.memoryTag() });
+  }
+
+  get internal_steps(): JsonObject[] {
+    const s = this.#index.internalSteps;
+    return (this.#steps ??= s === undefined ? [] : provenObjects(decode(this.#buf, s), 'internal_steps'));
+  }
+
+  get output(): AgentOutput['output'] {
+    const s = this.#index.output;
+    if (this.#output === undefined) this.#output = s === undefined ? null : agentDecisionSchema.parse(decode(this.#buf, s));
+    return this.#output;
+  }
+
+  get error(): AgentOutput['error'] {
+    const s = this.#index.error;
+    if (this.#error === undefined) this.#error = s === undefined ? null : agentErrorSchema.parse(decode(this.#buf, s));
+    return this.#error;
+  }
+
+  writeTo(w: PartsWriter): void {
+    const buf = this.#buf;
+    const index = this.#index;
+    this.#writer.start(w, this.#id, this.candidate_index);
+    w.push(index.status === 'completed' ? COMPLETED_MEMORY : ERROR_MEMORY);
+    const mem: Buffer[] = [];
+    taggedMemory(buf, index.memory, this.#tagBytes, true, mem);
+    for (const p of mem) w.push(p);
+    w.push(STEPS);
+    w.push(index.internalSteps === undefined ? EMPTY_LIST : slice(buf, index.internalSteps));
+    w.push(OUTPUT);
+    w.push(index.output === undefined ? NULL : slice(buf, index.output));
+    w.push(ERROR);
+    w.push(index.error === undefined ? NULL : slice(buf, index.error));
+    w.push(END);
+  }
+}
+
+const slice = (buf: Buffer, s: Span): Buffer => buf.subarray(s.start, s.end);
 
 const lit = (s: string): Buffer => Buffer.from(s, 'latin1');
 const LBRACKET = lit('[');
@@ -183,7 +255,8 @@ export class CandidateWriter {
     return { key, bytes };
   }
 
-  private start(w: PartsWriter, id: Buffer, candidateIndex: number): void {
+  /** The protocol fields of a candidate of this batch, up to its candidate_index. */
+  start(w: PartsWriter, id: Buffer, candidateIndex: number): void {
     w.push(this.head);
     w.push(SOURCE_ID);
     w.push(id);
@@ -192,31 +265,7 @@ export class CandidateWriter {
 
   /** A backend's candidate re-addressed to the client's request, as bytes; the object decodes on read. */
   fromIndexed(requestId: string, input: IndexedAgentInput, candidateIndex: number, cand: IndexedCandidate, tag: MemoryTag): AgentOutput {
-    const { buf, index } = cand;
-    const id = idBytes(input.raw);
-    const { bytes: tagBytes } = this.tagMember(tag);
-    const memoryKey = this.memoryKey;
-    const slice = (s: { start: number; end: number }): Buffer => buf.subarray(s.start, s.end);
-    const write = (w: PartsWriter): void => {
-      this.start(w, id, candidateIndex);
-      w.push(index.status === 'completed' ? COMPLETED_MEMORY : ERROR_MEMORY);
-      const mem: Buffer[] = [];
-      taggedMemory(buf, index.memory, tagBytes, true, mem);
-      for (const p of mem) w.push(p);
-      w.push(STEPS);
-      w.push(index.internalSteps === undefined ? EMPTY_LIST : slice(index.internalSteps));
-      w.push(OUTPUT);
-      w.push(index.output === undefined ? NULL : slice(index.output));
-      w.push(ERROR);
-      w.push(index.error === undefined ? NULL : slice(index.error));
-      w.push(END);
-    };
-    const out = { request_id: requestId, source_id: input.id, candidate_index: candidateIndex, status: index.status };
-    Object.defineProperty(out, LAZY, { value: { buf, index, memoryKey, tag } satisfies LazyCandidate, enumerable: false });
-    Object.defineProperties(out, CANDIDATE_FIELDS);
-    const candidate = out as AgentOutput; // the four accessors are defined just above
-    setBytes(candidate, { tag, write });
-    return candidate;
+    return new IndexedOutput(this, requestId, input, candidateIndex, cand, tag, this.tagMember(tag).bytes, this.memoryKey);
   }
 
   /**
@@ -233,20 +282,8 @@ export class CandidateWriter {
       taggedMemory(raw.buf, inputMemoryLayout(raw), tagBytes, false, mem);
       perTag.set(key, mem);
     }
-    const pieces = mem;
-    const id = idBytes(raw);
-    const errorText = stringifyExact(error);
-    setBytes(out, {
-      tag,
-      write: (w) => {
-        this.start(w, id, candidateIndex);
-        w.push(ERROR_MEMORY);
-        for (const p of pieces) w.push(p);
-        w.push(NO_STEPS_NO_OUTPUT);
-        w.text(errorText);
-        w.push(END);
-      },
-    });
+    // Non-enumerable: see BYTES.
+    Object.defineProperty(out, BYTES, { value: new ErrorBytes(this, idBytes(raw), candidateIndex, mem, stringifyExact(error), tag), enumerable: false, configurable: true });
   }
 }
 
@@ -272,58 +309,74 @@ export function candidateTail(out: AgentOutput, input: IndexedAgentInput): Buffe
   return tail;
 }
 
-/** What a cached candidate's accessors read: its stored tail, decoded once when something reads a field. */
-interface CachedTail {
-  readonly tail: Buffer;
-  decoded?: { memory: JsonObject; internal_steps: JsonObject[]; output: AgentOutput['output']; error: AgentOutput['error'] };
+/** A cached candidate's fields, decoded from its stored tail once, when something reads one. */
+interface DecodedTail {
+  memory: JsonObject;
+  internal_steps: JsonObject[];
+  output: AgentOutput['output'];
+  error: AgentOutput['error'];
 }
-
-const CACHED = Symbol('cached candidate');
-type Cached = { readonly [CACHED]: CachedTail };
-
-function decodedTail(c: CachedTail): NonNullable<CachedTail['decoded']> {
-  if (c.decoded === undefined) {
-    // The tail is `,"status":...}`: with `{` for its comma it is the candidate's own JSON object, minus the ids.
-    const obj = parseExact(`{${c.tail.toString('utf8', 1)}`).value as Record<string, unknown>; // a JSON object (written by this file)
-    c.decoded = {
-      memory: obj.memory as JsonObject,
-      internal_steps: (obj.internal_steps ?? []) as JsonObject[],
-      output: obj.output === null || obj.output === undefined ? null : agentDecisionSchema.parse(obj.output),
-      error: obj.error === null || obj.error === undefined ? null : agentErrorSchema.parse(obj.error),
-    };
-  }
-  return c.decoded;
-}
-
-/** Shared accessors of every cached candidate (not per-candidate getters: see CANDIDATE_FIELDS). */
-const CACHED_FIELDS: LazyFields = {
-  memory: { get: function (this: Cached) { return decodedTail(this[CACHED]).memory; }, enumerable: true, configurable: true },
-  internal_steps: { get: function (this: Cached) { return decodedTail(this[CACHED]).internal_steps; }, enumerable: true, configurable: true },
-  output: { get: function (this: Cached) { return decodedTail(this[CACHED]).output; }, enumerable: true, configurable: true },
-  error: { get: function (this: Cached) { return decodedTail(this[CACHED]).error; }, enumerable: true, configurable: true },
-};
 
 /**
  * A cached candidate (docs/cache.md#partial-hits) re-addressed to the current request and input: the
- * request_id and source_id are the current ones, the rest is the stored tail byte for byte. `tag` is the memory
- * tag the tail carries (the first run's), which experiment accounting reads without decoding memory.
+ * request_id and source_id are the current ones, the rest is the stored tail byte for byte.
+ */
+class CachedOutput extends BytesCandidate {
+  readonly #head: Buffer;
+  readonly #id: Buffer;
+  readonly #tail: Buffer;
+  #decoded: DecodedTail | undefined = undefined;
+
+  constructor(requestId: string, input: IndexedAgentInput, candidateIndex: number, tail: Buffer, tag: MemoryTag) {
+    super(requestId, input.id, candidateIndex, 'completed', tag);
+    this.#head = Buffer.from(`{"request_id":${JSON.stringify(requestId)}`, 'utf8');
+    this.#id = idBytes(input.raw);
+    this.#tail = tail;
+  }
+
+  #fields(): DecodedTail {
+    if (this.#decoded === undefined) {
+      // The tail is `,"status":...}`: with `{` for its comma it is the candidate's own JSON object, minus the ids.
+      const obj = provenObject(parseExact(`{${this.#tail.toString('utf8', 1)}`).value, 'a cached tail');
+      this.#decoded = {
+        memory: provenObject(obj.memory, 'cached memory'),
+        internal_steps: obj.internal_steps === undefined ? [] : provenObjects(obj.internal_steps, 'cached internal_steps'),
+        output: obj.output === null || obj.output === undefined ? null : agentDecisionSchema.parse(obj.output),
+        error: obj.error === null || obj.error === undefined ? null : agentErrorSchema.parse(obj.error),
+      };
+    }
+    return this.#decoded;
+  }
+
+  get memory(): JsonObject {
+    return this.#fields().memory;
+  }
+
+  get internal_steps(): JsonObject[] {
+    return this.#fields().internal_steps;
+  }
+
+  get output(): AgentOutput['output'] {
+    return this.#fields().output;
+  }
+
+  get error(): AgentOutput['error'] {
+    return this.#fields().error;
+  }
+
+  writeTo(w: PartsWriter): void {
+    w.push(this.#head);
+    w.push(SOURCE_ID);
+    w.push(this.#id);
+    w.text(`,"candidate_index":${this.candidate_index}`);
+    w.push(this.#tail);
+  }
+}
+
+/**
+ * A cached candidate re-addressed to the current request and input. `tag` is the memory tag the tail carries
+ * (the first run's), which experiment accounting reads without decoding memory.
  */
 export function cachedCandidate(requestId: string, input: IndexedAgentInput, candidateIndex: number, tail: Buffer, tag: MemoryTag): AgentOutput {
-  const head = Buffer.from(`{"request_id":${JSON.stringify(requestId)}`, 'utf8');
-  const id = idBytes(input.raw);
-  const out = { request_id: requestId, source_id: input.id, candidate_index: candidateIndex, status: 'completed' as const };
-  Object.defineProperty(out, CACHED, { value: { tail } satisfies CachedTail, enumerable: false });
-  Object.defineProperties(out, CACHED_FIELDS);
-  const candidate = out as AgentOutput; // the four accessors are defined just above
-  setBytes(candidate, {
-    tag,
-    write: (w) => {
-      w.push(head);
-      w.push(SOURCE_ID);
-      w.push(id);
-      w.text(`,"candidate_index":${candidateIndex}`);
-      w.push(tail);
-    },
-  });
-  return candidate;
+  return new CachedOutput(requestId, input, candidateIndex, tail, tag);
 }

@@ -40,8 +40,8 @@ function parse(glob: string): Parsed {
   const chars = Array.from(glob); // code points, so `?` is one character even outside the BMP
   const tokens: Token[] = [];
   let source = '^';
-  for (let i = 0; i < chars.length; i++) {
-    const c = chars[i]!; // i < chars.length (loop bound)
+  let i = 0;
+  for (let c = chars[0]; c !== undefined; c = chars[++i]) {
     if (c === '*') {
       while (chars[i + 1] === '*') i++; // `**` is `*`
       tokens.push({ kind: 'star' });
@@ -50,8 +50,8 @@ function parse(glob: string): Parsed {
       tokens.push({ kind: 'any' });
       source += '.';
     } else if (c === '\\') {
-      if (i + 1 >= chars.length) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'invalid glob: it ends with a lone "\\"');
-      const lit = chars[++i]!; // i + 1 < chars.length, checked above
+      const lit = chars[++i];
+      if (lit === undefined) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'invalid glob: it ends with a lone "\\"');
       tokens.push({ kind: 'lit', cp: lit });
       source += escapeChar(lit);
     } else if (c === '[') {
@@ -62,10 +62,13 @@ function parse(glob: string): Parsed {
         j++;
       }
       const first = j;
-      while (j < chars.length && (chars[j] !== ']' || j === first)) {
-        const m = chars[j] === '\\' && j + 1 < chars.length ? chars[++j]! : chars[j]!; // j < chars.length, checked above
+      for (let m = chars[j]; m !== undefined && (m !== ']' || j === first); m = chars[++j]) {
+        const escaped = m === '\\' ? chars[j + 1] : undefined;
+        if (escaped !== undefined) {
+          m = escaped;
+          j++;
+        }
         cls += m === '-' && chars[j - 1] !== '\\' ? '-' : escapeChar(m, true);
-        j++;
       }
       if (j >= chars.length) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid glob: the "[" at character ${i + 1} is never closed`);
       // One class alone never backtracks: testing one code point against it is constant time.
@@ -93,7 +96,11 @@ function atomMatches(a: Atom, cp: string): boolean {
 
 /** `piece` matches the code points of `text` starting at `at`. */
 function pieceAt(piece: Atom[], text: string[], at: number): boolean {
-  for (let k = 0; k < piece.length; k++) if (!atomMatches(piece[k]!, text[at + k]!)) return false; // k < piece.length and at + piece.length <= text.length
+  for (let k = 0; k < piece.length; k++) {
+    const a = piece[k];
+    const cp = text[at + k];
+    if (a === undefined || cp === undefined || !atomMatches(a, cp)) return false;
+  }
   return true;
 }
 
@@ -101,17 +108,18 @@ function pieceAt(piece: Atom[], text: string[], at: number): boolean {
 export function compileGlob(glob: string): (text: string) => boolean {
   const { tokens, source } = parse(glob);
   compile(source); // the same validation, and the same errors, as globToRegExp
-  const pieces: Atom[][] = [[]];
+  // The pieces between stars: head before the first, then one after each star; tail is the last of them.
+  const head: Atom[] = [];
+  const afterStars: Atom[][] = [];
+  let tail = head;
   for (const t of tokens) {
-    if (t.kind === 'star') pieces.push([]);
-    else pieces[pieces.length - 1]!.push(t); // pieces is non-empty (split returns at least one)
+    if (t.kind === 'star') afterStars.push((tail = []));
+    else tail.push(t);
   }
-  const head = pieces[0]!; // pieces is non-empty (split returns at least one)
-  const tail = pieces[pieces.length - 1]!; // pieces is non-empty (split returns at least one)
-  const middle = pieces.slice(1, -1);
+  const middle = afterStars.slice(0, -1);
   return (input) => {
     const text = Array.from(input);
-    if (pieces.length === 1) return text.length === head.length && pieceAt(head, text, 0);
+    if (afterStars.length === 0) return text.length === head.length && pieceAt(head, text, 0);
     const end = text.length - tail.length;
     if (end < head.length || !pieceAt(head, text, 0) || !pieceAt(tail, text, end)) return false;
     let pos = head.length;

@@ -46,7 +46,8 @@ export class PartsWriter {
   }
 
   private flush(): void {
-    if (this.pending.length === 1) this.parts.push(this.pending[0]!); // length checked
+    const [only] = this.pending;
+    if (this.pending.length === 1 && only !== undefined) this.parts.push(only);
     else if (this.pending.length > 1) this.parts.push(Buffer.concat(this.pending, this.pendingBytes));
     this.pending = [];
     this.pendingBytes = 0;
@@ -60,7 +61,8 @@ export class PartsWriter {
 
 /** The whole body as one Buffer: for what must hold it at once (the Redis replay store, bounded by its own limit). */
 export function joinBody(body: AnswerBody): Buffer {
-  return body.parts.length === 1 ? body.parts[0]! : Buffer.concat(body.parts as Buffer[], body.length); // length checked
+  const [only] = body.parts;
+  return body.parts.length === 1 && only !== undefined ? only : Buffer.concat(body.parts, body.length);
 }
 
 /**

@@ -53,7 +53,7 @@ function checkText(text: string, shape: SubRequestShape, maxDepth: number): Answ
     answer = parsed.value;
   } catch (err) {
     // parseExact throws only Error (SyntaxError or its own bound errors).
-    return { ok: false, reason: `the answer is not JSON: ${(err as Error).message}` };
+    return { ok: false, reason: `the answer is not JSON: ${err instanceof Error ? err.message : String(err)}` };
   }
   const check = checkSubResponse(answer, shape);
   return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };

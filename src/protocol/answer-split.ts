@@ -81,7 +81,7 @@ export class ElementSplitter {
           i++;
           continue;
         }
-        const c = chunk[i]!; // i < n
+        const c = chunk[i]!; // i < n; a per-byte scan, kept without an undefined branch
         if (c === QUOTE) this.inString = true;
         else if (c === LBRACE || c === LBRACKET) this.depth++;
         else if ((c === RBRACE || c === RBRACKET) && this.depth > 0) this.depth--;
@@ -93,7 +93,7 @@ export class ElementSplitter {
         i++;
         continue;
       }
-      const c = chunk[i]!; // i < n
+      const c = chunk[i]!; // i < n; a per-byte scan, kept without an undefined branch
       if (state === 'start' && (this.seen < BOM.length && (c === BOM[this.seen] || this.seen > 0))) {
         if (c !== BOM[this.seen]) return this.fail('the answer is not a JSON array');
         this.seen++;

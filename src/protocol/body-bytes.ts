@@ -59,7 +59,8 @@ export class BodyBytes {
     const chunks = this.chunks;
     this.drop();
     if (whole !== undefined) return this.filled === whole.length ? whole : whole.subarray(0, this.filled);
-    if (chunks.length === 1) return chunks[0]!; // length checked
+    const [only] = chunks;
+    if (chunks.length === 1 && only !== undefined) return only;
     return Buffer.concat(chunks, this.size);
   }
 }

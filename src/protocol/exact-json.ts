@@ -103,7 +103,8 @@ function needsRewrite(text: string): boolean {
   CANDIDATE_RE.lastIndex = 0;
   let m: RegExpExecArray | null;
   while ((m = CANDIDATE_RE.exec(text)) !== null) {
-    if (!isCanonical(m[1]!)) return true; // the regex has one capture group, always set on a match
+    const digits = m[1]; // the regex's one capture group, set on every match
+    if (digits === undefined || !isCanonical(digits)) return true;
   }
   return false;
 }

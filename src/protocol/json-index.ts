@@ -353,7 +353,9 @@ export class JsonScanner {
       return end - start - 2 <= SHORT_TEXT ? shortText(this.buf, start + 1, end - 1, true) : this.buf.toString('utf8', start + 1, end - 1);
     }
     // A validated string token: JSON.parse decodes its escapes exactly (lone surrogates included).
-    return JSON.parse(this.buf.toString('utf8', start, end)) as string;
+    const text: unknown = JSON.parse(this.buf.toString('utf8', start, end));
+    if (typeof text !== 'string') throw new GatewayError('GATEWAY_ERR_INTERNAL', 'a validated string token decoded to a non-string');
+    return text;
   }
 }
 
@@ -371,7 +373,7 @@ function shortText(buf: Buffer, start: number, end: number, utf8: boolean): stri
   let h = end - start;
   let ascii = true;
   for (let i = start; i < end; i++) {
-    const c = buf[i]!; // i < end <= buf.length
+    const c = buf[i]!; // i < end <= buf.length; a per-byte scan, kept without an undefined branch
     if (c >= 0x80) ascii = false;
     h = (Math.imul(h, 31) + c) | 0;
   }

@@ -69,7 +69,9 @@ export function checkBatchLimits(
   if (memoryBound !== undefined && answer + most * memoryBound <= max) return [];
   let singles = false;
   for (let i = 0; i < inputs.length; i++) {
-    const n = inputs[i]!.num_outputs; // i < inputs.length (loop bound)
+    const input = inputs[i]; // i < inputs.length (loop bound)
+    if (input === undefined) continue;
+    const n = input.num_outputs;
     if (n === 1) {
       singles = true;
       continue;
@@ -79,7 +81,7 @@ export function checkBatchLimits(
   }
   if (!singles || (memoryBound !== undefined && answer + memoryBound <= max)) return [];
   for (let i = 0; i < inputs.length; i++) {
-    if (inputs[i]!.num_outputs !== 1) continue; // i < inputs.length (loop bound)
+    if (inputs[i]?.num_outputs !== 1) continue; // i < inputs.length (loop bound)
     answer += memorySize(i);
     if (answer > max) return [answerTooBig(limits, answer, i)];
   }

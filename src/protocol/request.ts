@@ -30,7 +30,7 @@ function findNonFinite(v: unknown, loc: (string | number)[], out: ValidationIssu
   } else if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) findNonFinite(v[i], [...loc, i], out);
   } else if (typeof v === 'object' && v !== null) {
-    for (const k of Object.keys(v)) findNonFinite((v as Record<string, unknown>)[k], [...loc, k], out); // checked to be a non-null object above
+    for (const k of Object.keys(v)) findNonFinite(Reflect.get(v, k), [...loc, k], out);
   }
 }
 
@@ -42,8 +42,8 @@ export function parseAgentRequest(text: string, limits: RequestLimits): RequestP
     if (err instanceof JsonDepthError) {
       return { ok: false, detail: [{ type: 'json_invalid', loc: ['body'], msg: err.message, input: {} }] };
     }
-    const e = err as JsonSyntaxError; // parseExact throws only JsonSyntaxError (depth handled above)
-    return { ok: false, detail: [jsonInvalidDetail(text, e)] };
+    if (!(err instanceof JsonSyntaxError)) throw err; // parseExact throws no other error
+    return { ok: false, detail: [jsonInvalidDetail(text, err)] };
   }
   const result = agentRequestSchema.safeParse(parsed.value, { reportInput: true });
   const detail: ValidationIssue[] = result.success ? [] : zodToDetail(result.error, parsed.value);

@@ -80,11 +80,12 @@ export class Placement<C> {
     }
     const key = el.key;
     const where = key === undefined ? undefined : this.wanted.get(key);
-    if (key === undefined || where === undefined) {
+    // wanted and slots are built from the same shape: every place wanted names has its row.
+    const row = where === undefined ? undefined : this.slots[where.input];
+    if (key === undefined || where === undefined || row === undefined) {
       this.extras++;
       return { kind: 'extra' };
     }
-    const row = this.slots[where.input]!; // where.input indexes the request's inputs, one row each
     const duplicate = row[where.index] !== undefined;
     row[where.index] = duplicate ? { ok: false, reason: `candidate ${key} appears more than once` } : el.validate(key);
     return { kind: 'slot', input: where.input, index: where.index, duplicate };
@@ -92,7 +93,8 @@ export class Placement<C> {
 
   /** The slot of a candidate the answer never gave. */
   missing(input: number, index: number): Slot<C> {
-    return { ok: false, reason: `candidate ${intKey(this.shape.inputs[input]!.id)}/${index} is missing` }; // input < shape.inputs.length (callers' bound)
+    const shaped = this.shape.inputs[input]; // input < shape.inputs.length (callers' bound)
+    return { ok: false, reason: `candidate ${shaped === undefined ? `#${input}` : intKey(shaped.id)}/${index} is missing` };
   }
 
   filled(): Slot<C>[][] {

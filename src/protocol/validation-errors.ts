@@ -78,7 +78,7 @@ function bound(v: unknown, depth: number, budget: { left: number }): unknown {
     budget.left -= key.length + 4;
     // defineProperty: a "__proto__" key is data here, as in the body it came from.
     Object.defineProperty(out, key, {
-      value: bound((v as Record<string, unknown>)[k], depth + 1, budget), // checked to be a non-null object above
+      value: bound(Reflect.get(v, k), depth + 1, budget),
       enumerable: true,
       writable: true,
       configurable: true,
@@ -105,7 +105,7 @@ function at(root: unknown, path: readonly (string | number)[]): unknown {
   let v = root;
   for (const seg of path) {
     if (v === null || typeof v !== 'object' || !Object.prototype.hasOwnProperty.call(v, seg)) return undefined;
-    v = (v as Record<string | number, unknown>)[seg]; // checked to be an object or array above
+    v = Reflect.get(v, seg);
   }
   return v;
 }
@@ -140,7 +140,8 @@ function issueDetail(issue: z.core.$ZodIssue, root: unknown, prefix: Loc): Valid
   const input = boundInput(value);
   switch (issue.code) {
     case 'custom': {
-      const type = (issue.params?.type as string | undefined) ?? 'value_error'; // our schemas set params.type to a string
+      const given: unknown = issue.params?.type; // our schemas set it to a string
+      const type = typeof given === 'string' ? given : 'value_error';
       const ctx = ctxOf(type);
       return [{ type, loc, msg: issue.message, input, ...(ctx ? { ctx } : {}) }];
     }

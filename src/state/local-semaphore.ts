@@ -107,8 +107,10 @@ export class LocalSemaphores {
 
   /** Grants free slots to queued waiters in order; synchronous, so no newcomer can take a slot in between. */
   private pump(slot: Slot): void {
-    while (slot.held < slot.limit && slot.queue.size > 0) {
-      const [id, grant] = slot.queue.entries().next().value as [number, () => void]; // the queue is non-empty here (checked above)
+    while (slot.held < slot.limit) {
+      const first = slot.queue.entries().next();
+      if (first.done === true) break;
+      const [id, grant] = first.value;
       slot.queue.delete(id);
       slot.held++;
       grant();

@@ -11,9 +11,10 @@ import type { AbortLike } from '../abort.js';
 import { createHash } from 'node:crypto';
 import type { LocalReplay } from './local-replay.js';
 import type { RedisLink } from './redis-link.js';
-import { REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
+import { arrayReply, bufferAt, REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
 import { GAVE_UP, leaseRenewer, newId, raceAbort, replayBytes, Wakers } from './util.js';
+import { GatewayError } from '../errors.js';
 
 /** Safety-net poll of a waiter (a lapsed owner lease announces nothing). */
 const WAIT_POLL_MS = 200;
@@ -64,12 +65,15 @@ export class RedisReplay {
       if (reply === GAVE_UP) {
         // Aborted with the attempt in flight: if it made us the owner, let go at once so nobody waits on us.
         attempt
-          .then((r) => ((r as Buffer[])[0]?.toString('latin1') === 'compute' ? this.lease(key, token).abandon() : undefined)) // the Lua script returns an array of strings, here as Buffers
+          .then((r) => (bufferAt(arrayReply(r), 0)?.toString('latin1') === 'compute' ? this.lease(key, token).abandon() : undefined))
           .catch(() => this.orphans.set(token, key));
         return { kind: 'aborted' };
       }
-      const [state, body] = reply as [Buffer, Buffer | undefined]; // the Lua script returns [state, body?], as Buffers
+      const replied = arrayReply(reply); // [state, body?], as Buffers
+      const state = bufferAt(replied, 0);
+      if (state === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'the replay script answered no state');
       const kind = state.toString('latin1');
+      const body = bufferAt(replied, 1);
       if (kind === 'compute') return { kind: 'compute', lease: this.lease(key, token) };
       if (kind === 'hit') {
         this.stats.replayHits++;

@@ -5,6 +5,7 @@
  * of one script share a {hash tag}, so the scripts also work on Redis Cluster.
  */
 import { createHash } from 'node:crypto';
+import { GatewayError } from '../errors.js';
 
 export interface LuaScript {
   readonly lua: string;
@@ -195,3 +196,25 @@ redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil((cap - tokens) * 60000 / ca
 if ok == 1 then return {1, 0} end
 return {0, math.max(1, math.ceil((need - tokens) * 60000 / cap))}
 `);
+
+/**
+ * A script's array reply, for its caller to read element by element (numberAt, bufferAt): the scripts above
+ * answer arrays, so anything else is a script and a caller out of step, reported as a failed Redis call.
+ */
+export function arrayReply(reply: unknown): readonly unknown[] {
+  if (!Array.isArray(reply)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `a gateway Lua script answered ${typeof reply}, not an array`);
+  return reply;
+}
+
+export function numberAt(reply: readonly unknown[], i: number): number {
+  const v = reply[i];
+  if (typeof v !== 'number') throw new GatewayError('GATEWAY_ERR_INTERNAL', `a gateway Lua script answered ${typeof v} at ${i}, not a number`);
+  return v;
+}
+
+/** Element i of a reply read with callBuffer (scriptBuffer): a Buffer, or undefined past its end. */
+export function bufferAt(reply: readonly unknown[], i: number): Buffer | undefined {
+  const v = reply[i];
+  if (v !== undefined && !Buffer.isBuffer(v)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `a gateway Lua script answered ${typeof v} at ${i}, not bytes`);
+  return v;
+}

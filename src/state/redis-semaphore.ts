@@ -16,7 +16,7 @@ import type { AbortLike } from '../abort.js';
 import type { LocalSemaphores } from './local-semaphore.js';
 import { makePermit } from './local-semaphore.js';
 import type { RedisLink } from './redis-link.js';
-import { SEM_ACQUIRE, SEM_HOLD, SEM_RELEASE } from './redis-scripts.js';
+import { arrayReply, numberAt, SEM_ACQUIRE, SEM_HOLD, SEM_RELEASE } from './redis-scripts.js';
 import type { AcquireOptions, Permit, StoreStats } from './types.js';
 import { GAVE_UP, leaseRenewer, newId, raceAbort, Wakers } from './util.js';
 
@@ -85,7 +85,9 @@ export class RedisSemaphores {
         return this.acquireLocal(key, limit, { signal, timeoutMs: deadline - Date.now() });
       }
       if (reply === GAVE_UP) return this.giveUp(key, id, signal);
-      const [granted, rank] = reply as [number, number]; // the Lua script returns [granted, count]
+      const replied = arrayReply(reply); // [granted, count]
+      const granted = numberAt(replied, 0);
+      const rank = numberAt(replied, 1);
       if (granted === 1) {
         if (signal?.aborted) return this.giveUp(key, id, signal);
         return this.grant({ id, key, inRedis: true, releaseLocal: this.local.hold(key) }, signal);

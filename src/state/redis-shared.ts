@@ -5,7 +5,7 @@
  * While Redis is unavailable, reads answer from the cache and writes stay local, then reach Redis once back.
  */
 import type { RedisLink } from './redis-link.js';
-import { SHARED_GET, SHARED_SET } from './redis-scripts.js';
+import { arrayReply, numberAt, SHARED_GET, SHARED_SET } from './redis-scripts.js';
 import type { StoreStats } from './types.js';
 import type { Listeners } from './util.js';
 
@@ -51,7 +51,10 @@ export class RedisShared {
     const cached = this.cache.get(key);
     if (cached !== undefined && (cached.dirty || Date.now() - cached.fetchedAt < FRESH_MS)) return this.valid(key);
     try {
-      const [value, pttl] = (await this.link.script(SHARED_GET, [this.redisKey(key)], [])) as [string | null, number]; // the Lua script returns [value, ttl]
+      const replied = arrayReply(await this.link.script(SHARED_GET, [this.redisKey(key)], [])); // [value or nil, pttl]
+      const stored = replied[0];
+      const value = typeof stored === 'string' ? stored : null;
+      const pttl = numberAt(replied, 1);
       const now = Date.now();
       // PTTL is -2 for a missing key; a value never expires only if set by hand (-1).
       const expiresAt = value === null ? now + FRESH_MS : pttl < 0 ? Infinity : now + pttl;

@@ -18,7 +18,8 @@ import { RedisLink } from './redis-link.js';
 import { RedisReplay } from './redis-replay.js';
 import { RedisSemaphores } from './redis-semaphore.js';
 import { RedisShared, type SharedMessage } from './redis-shared.js';
-import { TOKEN_TAKE } from './redis-scripts.js';
+import { arrayReply, numberAt, TOKEN_TAKE } from './redis-scripts.js';
+import { isJsonObject } from '../protocol/schemas.js';
 import {
   emptyStats,
   type AcquireOptions,
@@ -39,11 +40,11 @@ type Message = { t: 'sem'; k: string } | { t: 'replay'; k: string } | SharedMess
 
 function parseMessage(raw: string): Message | undefined {
   try {
-    const m = JSON.parse(raw) as { t?: unknown; k?: unknown; o?: unknown; v?: unknown }; // JSON.parse returns unknown data; each field is checked below
-    if (typeof m.k !== 'string') return undefined;
+    const m: unknown = JSON.parse(raw);
+    if (!isJsonObject(m) || typeof m.k !== 'string') return undefined;
     if (m.t === 'sem' || m.t === 'replay') return { t: m.t, k: m.k };
-    if (m.t === 'shared' && typeof m.o === 'string' && (m.v === undefined || typeof m.v === 'string')) {
-      return m as SharedMessage; // every field was checked above
+    if (m.t === 'shared' && typeof m.o === 'string' && (m.v === undefined || typeof m.v === 'string') && (m.ttl === undefined || typeof m.ttl === 'number')) {
+      return { t: m.t, o: m.o, k: m.k, v: m.v, ttl: m.ttl };
     }
   } catch {
     // not ours (someone else publishing on the channel): ignored
@@ -116,7 +117,9 @@ export class RedisStore implements Store {
   async takeTokens(key: string, capacity: number, n: number): Promise<TokenTake | undefined> {
     if (!this.link.isUp()) return undefined;
     try {
-      const [ok, waitMs] = (await this.link.script(TOKEN_TAKE, [`${this.prefix}bucket:{${key}}`], [capacity, n])) as [number, number]; // the Lua script returns {ok, waitMs}
+      const replied = arrayReply(await this.link.script(TOKEN_TAKE, [`${this.prefix}bucket:{${key}}`], [capacity, n])); // {ok, waitMs}
+      const ok = numberAt(replied, 0);
+      const waitMs = numberAt(replied, 1);
       return ok === 1 ? { ok: true } : { ok: false, waitMs };
     } catch {
       this.counts.fallbacks++;

@@ -93,7 +93,7 @@ export function refusedDetail(
 /** Code points before byte `at` of UTF-8 `body`: the position Python's json module names. */
 function charPosition(body: Buffer, at: number): number {
   let n = 0;
-  for (let i = 0; i < at && i < body.length; i++) if ((body[i]! & 0xc0) !== 0x80) n++; // i < body.length
+  for (const byte of body.subarray(0, Math.max(at, 0))) if ((byte & 0xc0) !== 0x80) n++;
   return n;
 }
 
@@ -157,7 +157,7 @@ function infinitePath(v: unknown): (string | number)[] | undefined {
     }
   } else if (typeof v === 'object' && v !== null) {
     for (const k of Object.keys(v)) {
-      const p = infinitePath((v as Record<string, unknown>)[k]); // checked to be a non-null object above
+      const p = infinitePath(Reflect.get(v, k));
       if (p !== undefined) return [k, ...p];
     }
   }

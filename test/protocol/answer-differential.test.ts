@@ -230,14 +230,17 @@ test('a candidate written from bytes reads as a plain output, and a renumbered c
   const text = '[{"request_id":"r1","source_id":1,"candidate_index":0,"status":"completed","memory":{"b":1,"a":[2]},"internal_steps":[{"k":1}],"output":{"say":"x"}}]';
   const tag = { backend: 'a', route: 'default' };
   const out = writtenCandidate(text, tag);
+  // The four protocol fields are its own; the decoded ones are its class's getters, which JSON.stringify sees too.
+  assert.equal(JSON.stringify(Object.keys(out)), '["request_id","source_id","candidate_index","status"]');
   assert.equal(
-    JSON.stringify(Object.keys(out)),
+    JSON.stringify(Object.keys(JSON.parse(JSON.stringify(out)) as object)),
     '["request_id","source_id","candidate_index","status","memory","internal_steps","output","error"]',
   );
   assert.deepEqual(out.memory, { b: 1, a: [2], [KEY]: tag });
   assert.equal(out.memory, out.memory, 'decoded once');
   assert.deepEqual(out.internal_steps, [{ k: 1 }]);
-  const copy = { ...out, candidate_index: 5 };
+  const { request_id, source_id, status, memory, internal_steps, output, error } = out;
+  const copy: AgentOutput = { request_id, source_id, candidate_index: 5, status, memory, internal_steps, output, error };
   const written = joinBody(answerBody([copy])).toString('utf8');
   assert.ok(written.includes('"candidate_index":5'), written);
   assert.ok(written.includes(`"memory":{"b":1,"a":[2],"${KEY}":{"backend":"a","route":"default"}}`), written);
