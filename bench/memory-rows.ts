@@ -2,12 +2,15 @@
  * The memory budget's bench (docs/memory-budget.md): the element-count and budget cases, each sent to one
  * gateway started from its CLI with `--config` and `server.memory_budget_mb: 400`, its backends plain HTTP
  * servers in this process (what they answer costs the gateway, not them). For each case: the statuses, the
- * time, and the longest wait of a `/health` probe sent every 20 ms meanwhile; over all of them the gateway's
- * peak RSS (VmHWM) against the budget (+250 MB allowed), and its RSS 15 s after the last.
+ * time, the longest wait of a `/health` probe sent every 20 ms meanwhile, the gateway's peak RSS over the case
+ * (VmHWM, reset before it through /proc/PID/clear_refs) against the budget (+250 MB allowed), and its RSS 15 s
+ * after the case ended against the budget. A row passes when all four hold: no status but 200, 422 and the
+ * budget's 503 (no 5xx, no dropped connection), /health under 100 ms, both RSS figures within their bounds.
  *
  *   node dist/bench/memory-rows.js [--cli PATH] [--legacy] [--only name,name]
  *     --cli PATH   the gateway CLI to start (default: this tree's dist/src/cli.js), e.g. an older build's
  *     --legacy     the older config key (server.max_bytes_in_flight_mb) instead of memory_budget_mb
+ *   MEMROWS_NODE_ARGS="--flag ..." passes node flags to the gateway; MEMROWS_PORT picks its port.
  *
  * Also run by `npm run bench -- --scenario MEMROWS`, which prints the same table.
  */
@@ -15,7 +18,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { memInfo } from './lib/proc.js';
@@ -30,7 +33,25 @@ interface Row {
   statuses: Record<string, number>;
   ms: number;
   healthMaxMs: number;
+  /** VmHWM over the case, MB. */
+  peakMb: number;
+  /** VmRSS MEMORY_ROWS.afterS after the case ended, MB. */
+  afterMb: number;
   note: string;
+  pass: boolean;
+}
+
+/** The statuses a case may end with: answered, refused (bounded 422), or the documented budget 503. */
+const ALLOWED = new Set(['200', '422', '503']);
+const HEALTH_MAX_MS = 100;
+
+/** Reset the process's VmHWM to its current RSS (Linux: clear_refs 5), so each case gets its own peak. */
+function resetPeak(pid: number): void {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    // An older kernel: the peak stays the process's, the larger figure
+  }
 }
 
 function zerosArray(bytes: number): Buffer {
@@ -61,15 +82,38 @@ async function backend(answer: Answer): Promise<{ url: string; server: Server }>
   return { url: `http://127.0.0.1:${typeof addr === 'object' && addr !== null ? addr.port : 0}`, server };
 }
 
-/** The candidates of a request (ids and num_outputs read from its bytes), each with `pad` bytes of say. */
-function candidates(body: Buffer, pad: number): Buffer {
+/** The candidates a request asks for: its request_id, and each input's id and num_outputs, read from its bytes. */
+function asked(body: Buffer): { request_id: string; inputs: { id: number; num_outputs?: number }[] } {
   // A large body (the cases' one input of millions of members or megabytes) is not parsed here: this process's
   // own stall would show in the /health figure. Its request_id and one input are read from its first bytes.
   const head = body.subarray(0, 4096).toString('latin1');
-  const req =
-    body.length > MB
-      ? { request_id: /"request_id":"([^"]*)"/.exec(head)?.[1] ?? '', inputs: [{ id: Number(/"id":(\d+)/.exec(head)?.[1] ?? 1), num_outputs: 1 }] }
-      : (JSON.parse(body.toString()) as { request_id: string; inputs: { id: number; num_outputs?: number }[] });
+  return body.length > MB
+    ? { request_id: /"request_id":"([^"]*)"/.exec(head)?.[1] ?? '', inputs: [{ id: Number(/"id":(\d+)/.exec(head)?.[1] ?? 1), num_outputs: 1 }] }
+    : (JSON.parse(body.toString()) as { request_id: string; inputs: { id: number; num_outputs?: number }[] });
+}
+
+/**
+ * The candidates of a request written to `res` as pieces around one shared say of `say.length` bytes: no
+ * string of megabytes is built per answer here (this process's own stall would show in the /health figure).
+ */
+function writeCandidates(body: Buffer, say: Buffer, res: ServerResponse): void {
+  const req = asked(body);
+  const pieces: Buffer[] = [Buffer.from('[')];
+  for (const inp of req.inputs) {
+    for (let c = 0; c < (inp.num_outputs ?? 1); c++) {
+      const head = `${pieces.length > 1 ? ',' : ''}{"request_id":${JSON.stringify(req.request_id)},"source_id":${inp.id},"candidate_index":${c},"status":"completed","memory":{},"internal_steps":[],"output":{"say":"`;
+      pieces.push(Buffer.from(head), say, Buffer.from('","tool_calls":[]},"error":null}'));
+    }
+  }
+  pieces.push(Buffer.from(']'));
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(pieces.reduce((n, p) => n + p.length, 0)) });
+  for (const p of pieces) res.write(p);
+  res.end();
+}
+
+/** The candidates of a request (ids and num_outputs read from its bytes), each with `pad` bytes of say. */
+function candidates(body: Buffer, pad: number): Buffer {
+  const req = asked(body);
   const out: string[] = [];
   const say = 's'.repeat(pad);
   for (const inp of req.inputs) {
@@ -161,7 +205,9 @@ async function startGateway(cli: string, legacy: boolean, backends: Record<strin
   };
   const file = join(dir, 'gateway.json');
   writeFileSync(file, JSON.stringify(config));
-  const child = spawn(process.execPath, [cli, '--config', file], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // MEMROWS_NODE_ARGS: node flags for the gateway (a --cpu-prof, a V8 flag tried against the rows).
+  const nodeArgs = (process.env.MEMROWS_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const child = spawn(process.execPath, [...nodeArgs, cli, '--config', file], { stdio: ['ignore', 'ignore', 'inherit'] });
   let exited = false;
   child.on('exit', () => (exited = true));
   const url = `http://127.0.0.1:${port}`;
@@ -181,7 +227,8 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; only?:
   const plain = await backend((r, res) => res.end(candidates(r.body, 10)));
   const zeros = zerosArray(100 * MB);
   const flood = await backend((_r, res) => res.end(zeros));
-  const big = await backend((r, res) => res.end(candidates(r.body, 25 * MB)));
+  const say = Buffer.alloc(25 * MB, 's');
+  const big = await backend((r, res) => writeCandidates(r.body, say, res));
   const endless = await backend((_r, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.write('[');
@@ -197,8 +244,6 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; only?:
     { name: 'default', backend: 'plain' },
   ]);
   const pid = gw.child.pid ?? 0;
-  let peak = 0;
-  const sampler = setInterval(() => (peak = Math.max(peak, memInfo([pid]).hwmMb)), 100);
   const rows: Row[] = [];
   const tagged = (c: string): string => `"attributes":{"case":"${c}"}`;
   const withCase = (c: string, memory = '{}', numOutputs = 1): string => input(1, memory, numOutputs).replace('"memory"', `${tagged(c)},"memory"`);
@@ -207,19 +252,32 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; only?:
   async function row<T>(name: string, note: string, prepare: () => T, run: (bodies: T) => Promise<{ status: number }[]>): Promise<void> {
     if (opts.only !== undefined && !opts.only.includes(name)) return;
     if (!gw.alive()) {
-      rows.push({ name, statuses: { dead: 1 }, ms: 0, healthMaxMs: 0, note: `${note} (the gateway was dead before it)` });
+      rows.push({ name, statuses: { dead: 1 }, ms: 0, healthMaxMs: 0, peakMb: 0, afterMb: 0, note: `${note} (the gateway was dead before it)`, pass: false });
       return;
     }
     const bodies = prepare();
     await new Promise((r) => setTimeout(r, 200));
+    resetPeak(pid);
+    let peak = memInfo([pid]).hwmMb;
+    const sampler = setInterval(() => (peak = Math.max(peak, memInfo([pid]).hwmMb)), 100);
     const probe = healthProbe(gw.url);
     const t = performance.now();
     const results = await run(bodies);
     const ms = performance.now() - t;
     const healthMaxMs = await probe.stop();
-    const r = { name, statuses: countStatuses(results), ms, healthMaxMs, note: gw.alive() ? note : `${note} (the gateway died)` };
+    await new Promise((r) => setTimeout(r, MEMORY_ROWS.afterS * 1000));
+    clearInterval(sampler);
+    const alive = gw.alive();
+    const afterMb = alive ? memInfo([pid]).rssMb : Number.NaN;
+    if (alive) peak = Math.max(peak, memInfo([pid]).hwmMb);
+    const statuses = countStatuses(results);
+    const pass = alive && Object.keys(statuses).every((k) => ALLOWED.has(k)) && healthMaxMs < HEALTH_MAX_MS && peak <= BUDGET_MB + SLACK_MB && afterMb <= BUDGET_MB;
+    const r = { name, statuses, ms, healthMaxMs, peakMb: peak, afterMb, note: alive ? note : `${note} (the gateway died)`, pass };
     rows.push(r);
-    console.error(`${name}: ${JSON.stringify(r.statuses)} in ${(ms / 1000).toFixed(1)} s, /health at most ${healthMaxMs.toFixed(0)} ms, peak RSS so far ${peak.toFixed(0)} MB`);
+    console.error(
+      `${name}: ${JSON.stringify(statuses)} in ${(ms / 1000).toFixed(1)} s, /health at most ${healthMaxMs.toFixed(0)} ms, ` +
+        `peak RSS ${peak.toFixed(0)} MB, RSS ${MEMORY_ROWS.afterS} s after ${afterMb.toFixed(0)} MB: ${pass ? 'PASS' : 'FAIL'}`,
+    );
   }
 
   const zerosBody = (mb: number): Buffer => Buffer.concat([Buffer.from('{"request_id":"z","inputs":'), zerosArray(mb * MB), Buffer.from('}')]);
@@ -265,23 +323,29 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; only?:
   await row('query-10x50mb', '10 concurrent 50 MB batches to /v1/responses?x', () => { const b = pad('q'); return Array.from({ length: 10 }, () => b); }, (bs) => all(bs, { path: '/v1/responses?x' }));
   await row('chunked-10x50mb', '10 concurrent 50 MB chunked batches', () => { const b = pad('c'); return Array.from({ length: 10 }, () => b); }, (bs) => all(bs, { chunked: true }));
 
-  await new Promise((r) => setTimeout(r, MEMORY_ROWS.afterS * 1000));
-  const after15sMb = gw.alive() ? memInfo([pid]).rssMb : Number.NaN;
-  clearInterval(sampler);
-  peak = Math.max(peak, gw.alive() ? memInfo([pid]).hwmMb : 0);
-  gw.child.kill('SIGKILL');
+  const peakMb = Math.max(0, ...rows.map((r) => r.peakMb));
+  const after15sMb = rows.at(-1)?.afterMb ?? Number.NaN;
+  // SIGTERM first: the gateway drains and exits (a --cpu-prof in NODE_OPTIONS then writes its profile).
+  const exited = new Promise((r) => gw.child.once('exit', r));
+  gw.child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 5000).unref())]);
+  if (gw.alive()) gw.child.kill('SIGKILL');
   for (const b of [plain, flood, big, endless]) {
     b.server.closeAllConnections();
     b.server.close();
   }
   const lines = [
-    `| case | statuses | time (s) | longest /health (ms) |`,
-    `|---|---|---|---|`,
-    ...rows.map((r) => `| ${r.note} | ${JSON.stringify(r.statuses)} | ${(r.ms / 1000).toFixed(1)} | ${r.healthMaxMs.toFixed(0)} |`),
+    `| case | statuses | time (s) | longest /health (ms) | peak RSS (MB) | RSS ${MEMORY_ROWS.afterS} s after (MB) | row |`,
+    `|---|---|---|---|---|---|---|`,
+    ...rows.map(
+      (r) =>
+        `| ${r.note} | ${JSON.stringify(r.statuses)} | ${(r.ms / 1000).toFixed(1)} | ${r.healthMaxMs.toFixed(0)} | ${r.peakMb.toFixed(0)} | ${r.afterMb.toFixed(0)} | ${r.pass ? 'PASS' : 'FAIL'} |`,
+    ),
     '',
-    `peak RSS (VmHWM) ${peak.toFixed(0)} MB against a budget of ${BUDGET_MB} MB (+${SLACK_MB} allowed: ${peak <= BUDGET_MB + SLACK_MB ? 'PASS' : 'FAIL'}); RSS 15 s after the last case ${after15sMb.toFixed(0)} MB (${after15sMb <= BUDGET_MB ? 'PASS' : 'FAIL'})`,
+    `budget ${BUDGET_MB} MB: peak RSS within ${BUDGET_MB + SLACK_MB} MB, RSS ${MEMORY_ROWS.afterS} s after each case within ${BUDGET_MB} MB, /health under ${HEALTH_MAX_MS} ms; ` +
+      `${rows.filter((r) => r.pass).length} of ${rows.length} rows pass; load average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`,
   ];
-  return { rows, peakMb: peak, after15sMb, lines };
+  return { rows, peakMb, after15sMb, lines };
 }
 
 if (process.argv[1]?.endsWith('memory-rows.js')) {
