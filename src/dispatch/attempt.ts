@@ -164,8 +164,11 @@ export class Attempt {
         const tried = new Set(this.tried).add(replica);
         return this.unserved({ kind: 'refused', failure: res.failure, backend: replica.backend, tried });
       }
-      // A client's refusal and the gateway's own memory budget say nothing of the replica's health.
-      if (res.failure.code !== 'gateway_backend_rejected' && res.failure.code !== 'gateway_memory_budget') upstreams.recordFailure(replica, res.failure.message);
+      // A client's refusal, the gateway's own memory budget and an unasked 100 Continue (the backend answered;
+      // undici refuses the interim, docs/limits-and-edges.md#1xx-answers-from-backends) say nothing of the
+      // replica's health.
+      const blameless = res.failure.code === 'gateway_backend_rejected' || res.failure.code === 'gateway_memory_budget' || res.unaskedContinue === true;
+      if (!blameless) upstreams.recordFailure(replica, res.failure.message);
       return this.unserved({ kind: 'failed', failure: res.failure });
     }
 
