@@ -45,6 +45,8 @@ export interface BudgetOptions {
   onWaited?(seconds: number): void;
   /** A shadow answer was dropped to make room. */
   onShed?(): void;
+  /** `bytes` were given back (a hold released or shrunk); `heldAfter`: what is still counted (reclaim.ts). */
+  onFreed?(bytes: number, heldAfter: number): void;
   now?(): number;
   setTimer?(fn: () => void, ms: number): unknown;
   clearTimer?(timer: unknown): void;
@@ -89,7 +91,7 @@ class Hold implements BudgetHold {
     const n = Math.min(bytes, this.bytes);
     this.bytes -= n;
     this.owner.add(-n);
-    if (n > 0) this.owner.roomFreed();
+    if (n > 0) this.owner.roomFreed(n);
   }
 
   charge(bytes: number): boolean {
@@ -208,7 +210,9 @@ export class MemoryBudget {
 
   /** @internal */
   leave(hold: Hold): void {
+    let freed = 0;
     if (hold.admitted) {
+      freed = hold.bytes;
       this.used -= hold.bytes;
       hold.bytes = 0;
       if (hold.shadow) this.shadows.delete(hold);
@@ -217,11 +221,12 @@ export class MemoryBudget {
       this.waiters--;
       this.clearTimer(hold);
     }
-    this.roomFreed();
+    this.roomFreed(freed);
   }
 
-  /** @internal Room may have come: waiting requests first (in order), then paused answers. */
-  roomFreed(): void {
+  /** @internal Room may have come (`freed` bytes given back): waiting requests first (in order), then paused answers. */
+  roomFreed(freed: number): void {
+    if (freed > 0) this.opts.onFreed?.(freed, this.used);
     this.drain();
     if (this.roomCallbacks.length === 0) return;
     const fns = this.roomCallbacks;
