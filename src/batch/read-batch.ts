@@ -109,7 +109,7 @@ function checked(request: IndexedAgentRequest, bodyLength: number, server: Gatew
   if (request.inputs.length === 0) return { ok: false, status: 200, body: '[]' };
   const { inputs } = request;
   // Every memory is a slice of the body: its size is its length, and all of them together fit in the body.
-  const tooBig = checkBatchLimits(inputs, (i) => inputs[i]!.raw.memory.byteLength, { // checkBatchLimits only calls back with indexes of inputs
+  const tooBig = checkBatchLimits(inputs, (i) => inputs[i]?.raw.memory.byteLength ?? 0, {
     maxCandidates: server.max_candidates_per_batch,
     maxAnswerBytes: mbToBytes(server.max_answer_mb),
     maxAnswerMb: server.max_answer_mb,

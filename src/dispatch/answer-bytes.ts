@@ -5,11 +5,12 @@
  * candidate writes its input's memory from the client's body. The AgentOutput objects the batch hands around
  * (experiments, shadows, the order check) decode a field only when something reads it.
  */
+import { GatewayError } from '../errors.js';
 import { parseExact, stringifyExact } from '../protocol/exact-json.js';
 import { inputMemoryLayout, joinBody, PartsWriter, taggedMemory, type AnswerBody } from '../protocol/answer-body.js';
 import type { IndexedCandidate } from '../protocol/response-check.js';
 import type { InputSlices } from '../protocol/raw-json.js';
-import { agentDecisionSchema, agentErrorSchema } from '../protocol/schemas.js';
+import { agentDecisionSchema, agentErrorSchema, isJsonObject } from '../protocol/schemas.js';
 import type { IndexedAgentInput } from '../protocol/indexed-request.js';
 import type { AgentOutput, JsonObject } from '../protocol/types.js';
 import { tagKey, tagMemberBytes, type MemoryTag } from '../routing/memory-tag.js';
@@ -78,6 +79,18 @@ type Lazy = { readonly [LAZY]: LazyCandidate };
 
 const decode = (c: LazyCandidate, s: { start: number; end: number }): unknown => parseExact(c.buf.toString('utf8', s.start, s.end)).value;
 
+/** `v` as the JSON object the indexer (or this file's writer) proved it is; a broken proof fails loudly. */
+function objectOf(v: unknown, what: string): JsonObject {
+  if (!isJsonObject(v)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `a checked candidate's ${what} is not a JSON object`);
+  return v;
+}
+
+/** `v` as the list of JSON objects the indexer (or this file's writer) proved it is. */
+function objectsOf(v: unknown, what: string): JsonObject[] {
+  if (!Array.isArray(v)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `a checked candidate's ${what} is not a list`);
+  return v.map((x) => objectOf(x, what));
+}
+
 /** The fields a candidate built here holds as accessors: every AgentOutput field but the four set as values. */
 type LazyFields = Record<Exclude<keyof AgentOutput, 'request_id' | 'source_id' | 'candidate_index' | 'status'>, PropertyDescriptor>;
 
@@ -92,7 +105,7 @@ const CANDIDATE_FIELDS: LazyFields = {
   memory: {
     get: function (this: Lazy): JsonObject {
       const c = this[LAZY];
-      return (c.memory ??= { ...(decode(c, c.index.memory) as JsonObject), [c.memoryKey]: c.tag }); // an object (indexer)
+      return (c.memory ??= { ...objectOf(decode(c, c.index.memory), 'memory'), [c.memoryKey]: c.tag });
     },
     enumerable: true,
     configurable: true,
@@ -100,8 +113,7 @@ const CANDIDATE_FIELDS: LazyFields = {
   internal_steps: {
     get: function (this: Lazy): JsonObject[] {
       const c = this[LAZY];
-      // A list of objects: the indexer proved it.
-      return (c.steps ??= c.index.internalSteps === undefined ? [] : (decode(c, c.index.internalSteps) as JsonObject[]));
+      return (c.steps ??= c.index.internalSteps === undefined ? [] : objectsOf(decode(c, c.index.internalSteps), 'internal_steps'));
     },
     enumerable: true,
     configurable: true,
@@ -284,10 +296,10 @@ type Cached = { readonly [CACHED]: CachedTail };
 function decodedTail(c: CachedTail): NonNullable<CachedTail['decoded']> {
   if (c.decoded === undefined) {
     // The tail is `,"status":...}`: with `{` for its comma it is the candidate's own JSON object, minus the ids.
-    const obj = parseExact(`{${c.tail.toString('utf8', 1)}`).value as Record<string, unknown>; // a JSON object (written by this file)
+    const obj = objectOf(parseExact(`{${c.tail.toString('utf8', 1)}`).value, 'cached tail');
     c.decoded = {
-      memory: obj.memory as JsonObject,
-      internal_steps: (obj.internal_steps ?? []) as JsonObject[],
+      memory: objectOf(obj.memory, 'memory'),
+      internal_steps: obj.internal_steps === undefined ? [] : objectsOf(obj.internal_steps, 'internal_steps'),
       output: obj.output === null || obj.output === undefined ? null : agentDecisionSchema.parse(obj.output),
       error: obj.error === null || obj.error === undefined ? null : agentErrorSchema.parse(obj.error),
     };

@@ -241,8 +241,11 @@ async function judgeShadow(
   let agreedN = 0;
   let disagreedN = 0;
   g.at.forEach((inputIndex, k) => {
-    check.slots[k]!.forEach((slot, c) => { // k indexes check.slots (loop bound)
-      const mine = outputs[offsets[inputIndex]! + c]; // offsets has one entry per input
+    // One row per input of the shadow's group and one offset per input of the request: both always there.
+    const row = check.slots[k] ?? [];
+    const first = offsets[inputIndex] ?? 0;
+    row.forEach((slot, c) => {
+      const mine = outputs[first + c];
       if (!slot.ok || mine === undefined || mine.status !== 'completed') return; // nothing to compare against
       const theirs = decisionOf(slot.candidate);
       const agreed = theirs.completed && sameDecision(mine.output, theirs.output);

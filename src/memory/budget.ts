@@ -58,7 +58,8 @@ class Hold implements BudgetHold {
   released = false;
   /** Arrival time of a waiting request (its clock starts then). */
   arrival = 0;
-  timer: unknown = undefined;
+  /** Cancels the timer of a waiting request (set while it waits). */
+  cancelTimer: (() => void) | undefined = undefined;
   /** Neighbours in the list of admitted batch holds, oldest first (not for shadows). */
   prev: Hold | undefined;
   next: Hold | undefined;
@@ -165,8 +166,7 @@ export class MemoryBudget {
     }
     hold.arrival = arrival;
     const left = Math.max(0, this.opts.timeoutMs() - (this.now() - arrival));
-    const setTimer = this.opts.setTimer ?? ((fn: () => void, ms: number) => setTimeout(fn, ms));
-    hold.timer = setTimer(() => this.timedOut(hold), left);
+    hold.cancelTimer = this.startTimer(() => this.timedOut(hold), left);
     this.queue.push(hold);
     this.waiters++;
     return hold;
@@ -261,16 +261,25 @@ export class MemoryBudget {
 
   private timedOut(hold: Hold): void {
     if (hold.admitted || hold.released) return;
-    hold.timer = undefined;
+    hold.cancelTimer = undefined;
     hold.release();
     hold.onTimeout?.();
   }
 
+  /** `fn` after `ms`, on the injected timers when given; what cancels it. */
+  private startTimer(fn: () => void, ms: number): () => void {
+    const { setTimer, clearTimer } = this.opts;
+    if (setTimer === undefined) {
+      const t = setTimeout(fn, ms);
+      return () => clearTimeout(t);
+    }
+    const t = setTimer(fn, ms);
+    return () => clearTimer?.(t);
+  }
+
   private clearTimer(hold: Hold): void {
-    if (hold.timer === undefined) return;
-    const clear = this.opts.clearTimer ?? ((t: unknown) => clearTimeout(t as NodeJS.Timeout)); // what setTimer returned
-    clear(hold.timer);
-    hold.timer = undefined;
+    hold.cancelTimer?.();
+    hold.cancelTimer = undefined;
   }
 
   private shed(hold: Hold): void {
@@ -285,8 +294,7 @@ export class MemoryBudget {
 
   /** Admit from the head while the head fits; a later, smaller request never overtakes (no starvation). */
   private drain(): void {
-    while (this.head < this.queue.length) {
-      const next = this.queue[this.head]!; // head < queue.length: the loop condition
+    for (let next = this.queue[this.head]; next !== undefined; next = this.queue[this.head]) {
       if (next.released) {
         this.head++;
         continue;

@@ -80,10 +80,11 @@ const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'E
 
 function errorCode(err: unknown): string | undefined {
   let e: unknown = err;
+  // undici errors carry `code` and `cause` without declaring them on every class: read where present.
   for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth++) {
-    const code = (e as { code?: unknown }).code; // undici errors carry code without a declared type
+    const code = 'code' in e ? e.code : undefined;
     if (typeof code === 'string') return code;
-    e = (e as { cause?: unknown }).cause; // undici errors carry cause without a declared type
+    e = 'cause' in e ? e.cause : undefined;
   }
   return undefined;
 }
@@ -298,7 +299,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     // decoded at the end: one large allocation fewer per answer, and each chunk can be freed at once.
     if (this.decoder === undefined) {
       this.decoder = new StringDecoder('utf8');
-      this.text = this.decoder.write(this.chunks.pop()!); // chunks is non-empty on this branch
+      const first = this.chunks.pop();
+      this.text = first === undefined ? '' : this.decoder.write(first);
     }
     this.text += this.decoder.write(chunk);
   }
