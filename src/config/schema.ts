@@ -368,7 +368,8 @@ export const configSchema = z.strictObject({
       admission_timeout_s: positive.default(120),
       /**
        * Share of memory_budget_mb given back by finished batches that triggers a full garbage collection
-       * (memory/reclaim.ts): their bytes are free to the budget at once, to the process only once collected.
+       * (memory/reclaim.ts; a quarter of it when the budget empties): their bytes are free to the budget at once,
+       * to the process only once collected.
        * 0: never (V8 collects on its own schedule).
        */
       memory_reclaim_share: z.number().min(0).max(1).default(0.25),

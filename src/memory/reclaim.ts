@@ -4,8 +4,9 @@
  * when V8 collects the objects over them, and V8 schedules its collections by the JS heap (small here) rather
  * than by those Buffers: a burst of large batches left hundreds of megabytes of dead answers resident, while
  * the budget, seeing room, let the next batches read theirs. So once `share` of the budget has been given back
- * since the last collection, a full one runs (on its own macrotask, never inside the release), and one more
- * runs when the budget empties, so an idle gateway's memory goes back to what it holds.
+ * since the last collection, a full one runs (on its own macrotask, never inside the release); when the budget
+ * empties, a quarter of that share is enough, so an idle gateway's memory goes back to what it holds after a
+ * burst. Small batches never get there: a collection is never the price of an ordinary batch.
  *
  * The collector is V8's `gc`, exposed at start through v8.setFlagsFromString('--expose-gc') when node was not
  * given `--expose-gc` (the Dockerfile and `npm start` give it).
@@ -14,6 +15,9 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 type Collect = () => void;
+
+/** When the budget empties, this fraction of the share's bytes given back is enough for a collection. */
+const EMPTY_DIVISOR = 4;
 
 /** V8's full collection, or undefined where it cannot be had. */
 function collector(): Collect | undefined {
@@ -62,7 +66,8 @@ export class Reclaim {
     if (this.collect === undefined || share <= 0 || bytes <= 0) return;
     this.freed += bytes;
     if (this.scheduled) return;
-    if (this.freed < share * this.opts.limit() && heldAfter > 0) return;
+    const threshold = share * this.opts.limit();
+    if (this.freed < (heldAfter > 0 ? threshold : threshold / EMPTY_DIVISOR)) return;
     this.scheduled = true;
     this.later(() => this.run());
   }

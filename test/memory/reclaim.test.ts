@@ -1,6 +1,7 @@
 /**
  * Collections for what the memory budget gave back (src/memory/reclaim.ts, docs/memory-budget.md#reclaim):
- * a full collection once a share of the budget was released since the last one, one when the budget empties,
+ * a full collection once a share of the budget was released since the last one, or a quarter of it when the
+ * budget empties,
  * never inside the release itself, and none with a share of 0. The budget reports every byte it gives back.
  */
 import assert from 'node:assert/strict';
@@ -32,10 +33,12 @@ test('a quarter of the budget given back while batches still hold: one collectio
   assert.equal(queued.length, 0, 'the count starts again after a collection');
 });
 
-test('the budget emptying schedules a collection whatever was given back; a share of 0 never does', () => {
+test('the budget emptying: a quarter of the share given back is enough, less is not (small batches); a share of 0 never', () => {
   const a = setup(0.25);
   a.r.released(1 * MB, 0);
-  assert.equal(a.queued.length, 1);
+  assert.equal(a.queued.length, 0, 'one small batch answered: no collection');
+  a.r.released(24 * MB, 0);
+  assert.equal(a.queued.length, 1, '25 MB = a quarter of 100 MB (0.25 of 400 MB)');
   a.queued.shift()?.();
   assert.equal(a.collected.n, 1);
   const off = setup(0);
