@@ -11,7 +11,8 @@
  *     --cli PATH   the gateway CLI to start (default: this tree's dist/src/cli.js), e.g. an older build's
  *     --legacy     the older config key (server.max_bytes_in_flight_mb) instead of memory_budget_mb
  *     --bare       plain `node CLI`, without the start command's V8 flag and malloc environment
- *   MEMROWS_NODE_ARGS="--flag ..." passes node flags to the gateway; MEMROWS_PORT picks its port.
+ *   MEMROWS_NODE_ARGS="--flag ..." passes node flags to the gateway; MEMROWS_PORT picks its port;
+ *   MEMROWS_ROW_CAP_S caps each case (default 600 s). A gateway a case killed is started again for the next.
  *
  * Also run by `npm run bench -- --scenario MEMROWS`, which prints the same table.
  */
@@ -243,14 +244,17 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; bare?:
     const timer = setInterval(() => (res.destroyed ? clearInterval(timer) : res.write(chunk)), 5);
     res.on('close', () => clearInterval(timer));
   });
-  const gw = await startGateway(opts.cli, opts.legacy, opts.bare === true, { plain: plain.url, flood: flood.url, big: big.url, big2: big.url, endless: endless.url }, [
+  const start = (): Promise<Gateway> => startGateway(opts.cli, opts.legacy, opts.bare === true, { plain: plain.url, flood: flood.url, big: big.url, big2: big.url, endless: endless.url }, [
     { name: 'ens-flood', match: { 'attributes.case': 'ens-flood' }, ensemble: { plain: 1, flood: 1 } },
     { name: 'shadow-flood', match: { 'attributes.case': 'shadow-flood' }, backend: 'plain', shadow: ['flood'] },
     { name: 'shadow-endless', match: { 'attributes.case': 'shadow-endless' }, backend: 'plain', shadow: ['endless'] },
     { name: 'ens-big', match: { 'attributes.case': 'ens-big' }, ensemble: { big: 1, big2: 1 } },
     { name: 'default', backend: 'plain' },
   ]);
-  const pid = gw.child.pid ?? 0;
+  // A gateway a case killed is started again for the next one (an older build's rows), and a case is capped
+  // at MEMROWS_ROW_CAP_S (its gateway killed): each row says what that case does on its own.
+  let gw = await start();
+  const capMs = Number(process.env.MEMROWS_ROW_CAP_S ?? 600) * 1000;
   const rows: Row[] = [];
   const tagged = (c: string): string => `"attributes":{"case":"${c}"}`;
   const withCase = (c: string, memory = '{}', numOutputs = 1): string => input(1, memory, numOutputs).replace('"memory"', `${tagged(c)},"memory"`);
@@ -258,10 +262,8 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; bare?:
   /** One case: its bodies built first (this process's own work stays out of the /health figure), then sent. */
   async function row<T>(name: string, note: string, prepare: () => T, run: (bodies: T) => Promise<{ status: number }[]>): Promise<void> {
     if (opts.only !== undefined && !opts.only.includes(name)) return;
-    if (!gw.alive()) {
-      rows.push({ name, statuses: { dead: 1 }, ms: 0, healthMaxMs: 0, peakMb: 0, afterMb: 0, note: `${note} (the gateway was dead before it)`, pass: false });
-      return;
-    }
+    if (!gw.alive()) gw = await start();
+    const pid = gw.child.pid ?? 0;
     const bodies = prepare();
     await new Promise((r) => setTimeout(r, 200));
     resetPeak(pid);
@@ -269,17 +271,22 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; bare?:
     const sampler = setInterval(() => (peak = Math.max(peak, memInfo([pid]).hwmMb)), 100);
     const probe = healthProbe(gw.url);
     const t = performance.now();
-    const results = await run(bodies);
+    let cap: NodeJS.Timeout | undefined;
+    const capped = new Promise<'capped'>((r) => (cap = setTimeout(() => r('capped'), capMs)));
+    const outcome = await Promise.race([run(bodies), capped]);
+    clearTimeout(cap);
+    if (outcome === 'capped') gw.child.kill('SIGKILL');
+    const results = outcome === 'capped' ? [{ status: -3 }] : outcome;
     const ms = performance.now() - t;
     const healthMaxMs = await probe.stop();
-    await new Promise((r) => setTimeout(r, MEMORY_ROWS.afterS * 1000));
+    if (gw.alive()) await new Promise((r) => setTimeout(r, MEMORY_ROWS.afterS * 1000));
     clearInterval(sampler);
     const alive = gw.alive();
     const afterMb = alive ? memInfo([pid]).rssMb : Number.NaN;
     if (alive) peak = Math.max(peak, memInfo([pid]).hwmMb);
     const statuses = countStatuses(results);
     const pass = alive && Object.keys(statuses).every((k) => ALLOWED.has(k)) && healthMaxMs < HEALTH_MAX_MS && peak <= BUDGET_MB + SLACK_MB && afterMb <= BUDGET_MB;
-    const r = { name, statuses, ms, healthMaxMs, peakMb: peak, afterMb, note: alive ? note : `${note} (the gateway died)`, pass };
+    const r = { name, statuses, ms, healthMaxMs, peakMb: peak, afterMb, note: alive ? note : `${note} (${outcome === 'capped' ? `capped at ${capMs / 1000} s: killed` : 'the gateway died'})`, pass };
     rows.push(r);
     console.error(
       `${name}: ${JSON.stringify(statuses)} in ${(ms / 1000).toFixed(1)} s, /health at most ${healthMaxMs.toFixed(0)} ms, ` +
