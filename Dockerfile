@@ -22,6 +22,11 @@ RUN npm run build
 # ---- runtime: production dependencies and compiled JavaScript only ----
 FROM node:24-slim AS runtime
 ENV NODE_ENV=production
+# glibc malloc: socket reads are 64 KiB Buffers, below its default mmap threshold, so a burst of large bodies or
+# answers left the heap fragmented and hundreds of MB resident after every Buffer was freed. From 64 KiB they
+# are mapped on their own and given back when freed; two arenas for the gateway's few threads
+# (docs/memory-budget.md#after-a-burst).
+ENV MALLOC_MMAP_THRESHOLD_=65536 MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

@@ -2,12 +2,17 @@
  * The memory budget's bench (docs/memory-budget.md): the element-count and budget cases, each sent to one
  * gateway started from its CLI with `--config` and `server.memory_budget_mb: 400`, its backends plain HTTP
  * servers in this process (what they answer costs the gateway, not them). For each case: the statuses, the
- * time, and the longest wait of a `/health` probe sent every 20 ms meanwhile; over all of them the gateway's
- * peak RSS (VmHWM) against the budget (+250 MB allowed), and its RSS 15 s after the last.
+ * time, the longest wait of a `/health` probe sent every 20 ms meanwhile, the gateway's peak RSS over the case
+ * (VmHWM, reset before it through /proc/PID/clear_refs) against the budget (+250 MB allowed), and its RSS 15 s
+ * after the case ended against the budget. A row passes when all four hold: no status but 200, 422 and the
+ * budget's 503 (no 5xx, no dropped connection), /health under 100 ms, both RSS figures within their bounds.
  *
  *   node dist/bench/memory-rows.js [--cli PATH] [--legacy] [--only name,name]
  *     --cli PATH   the gateway CLI to start (default: this tree's dist/src/cli.js), e.g. an older build's
  *     --legacy     the older config key (server.max_bytes_in_flight_mb) instead of memory_budget_mb
+ *     --bare       plain `node CLI`, without the start command's V8 flag and malloc environment
+ *   MEMROWS_NODE_ARGS="--flag ..." passes node flags to the gateway; MEMROWS_PORT picks its port;
+ *   MEMROWS_ROW_CAP_S caps each case (default 600 s). A gateway a case killed is started again for the next.
  *
  * Also run by `npm run bench -- --scenario MEMROWS`, which prints the same table.
  */
@@ -15,7 +20,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { memInfo } from './lib/proc.js';
@@ -30,7 +35,25 @@ interface Row {
   statuses: Record<string, number>;
   ms: number;
   healthMaxMs: number;
+  /** VmHWM over the case, MB. */
+  peakMb: number;
+  /** VmRSS MEMORY_ROWS.afterS after the case ended, MB. */
+  afterMb: number;
   note: string;
+  pass: boolean;
+}
+
+/** The statuses a case may end with: answered, refused (bounded 422), or the documented budget 503. */
+const ALLOWED = new Set(['200', '422', '503']);
+const HEALTH_MAX_MS = 100;
+
+/** Reset the process's VmHWM to its current RSS (Linux: clear_refs 5), so each case gets its own peak. */
+function resetPeak(pid: number): void {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    // An older kernel: the peak stays the process's, the larger figure
+  }
 }
 
 function zerosArray(bytes: number): Buffer {
@@ -61,15 +84,38 @@ async function backend(answer: Answer): Promise<{ url: string; server: Server }>
   return { url: `http://127.0.0.1:${typeof addr === 'object' && addr !== null ? addr.port : 0}`, server };
 }
 
-/** The candidates of a request (ids and num_outputs read from its bytes), each with `pad` bytes of say. */
-function candidates(body: Buffer, pad: number): Buffer {
+/** The candidates a request asks for: its request_id, and each input's id and num_outputs, read from its bytes. */
+function asked(body: Buffer): { request_id: string; inputs: { id: number; num_outputs?: number }[] } {
   // A large body (the cases' one input of millions of members or megabytes) is not parsed here: this process's
   // own stall would show in the /health figure. Its request_id and one input are read from its first bytes.
   const head = body.subarray(0, 4096).toString('latin1');
-  const req =
-    body.length > MB
-      ? { request_id: /"request_id":"([^"]*)"/.exec(head)?.[1] ?? '', inputs: [{ id: Number(/"id":(\d+)/.exec(head)?.[1] ?? 1), num_outputs: 1 }] }
-      : (JSON.parse(body.toString()) as { request_id: string; inputs: { id: number; num_outputs?: number }[] });
+  return body.length > MB
+    ? { request_id: /"request_id":"([^"]*)"/.exec(head)?.[1] ?? '', inputs: [{ id: Number(/"id":(\d+)/.exec(head)?.[1] ?? 1), num_outputs: 1 }] }
+    : (JSON.parse(body.toString()) as { request_id: string; inputs: { id: number; num_outputs?: number }[] });
+}
+
+/**
+ * The candidates of a request written to `res` as pieces around one shared say of `say.length` bytes: no
+ * string of megabytes is built per answer here (this process's own stall would show in the /health figure).
+ */
+function writeCandidates(body: Buffer, say: Buffer, res: ServerResponse): void {
+  const req = asked(body);
+  const pieces: Buffer[] = [Buffer.from('[')];
+  for (const inp of req.inputs) {
+    for (let c = 0; c < (inp.num_outputs ?? 1); c++) {
+      const head = `${pieces.length > 1 ? ',' : ''}{"request_id":${JSON.stringify(req.request_id)},"source_id":${inp.id},"candidate_index":${c},"status":"completed","memory":{},"internal_steps":[],"output":{"say":"`;
+      pieces.push(Buffer.from(head), say, Buffer.from('","tool_calls":[]},"error":null}'));
+    }
+  }
+  pieces.push(Buffer.from(']'));
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(pieces.reduce((n, p) => n + p.length, 0)) });
+  for (const p of pieces) res.write(p);
+  res.end();
+}
+
+/** The candidates of a request (ids and num_outputs read from its bytes), each with `pad` bytes of say. */
+function candidates(body: Buffer, pad: number): Buffer {
+  const req = asked(body);
   const out: string[] = [];
   const say = 's'.repeat(pad);
   for (const inp of req.inputs) {
@@ -142,7 +188,11 @@ interface Gateway {
   alive(): boolean;
 }
 
-async function startGateway(cli: string, legacy: boolean, backends: Record<string, string>, routes: unknown[]): Promise<Gateway> {
+/** The start command's node flag and environment (Dockerfile ENTRYPOINT and ENV, package.json `start`). */
+const START_NODE_ARGS = ['--heap-growing-percent=150'];
+const START_ENV = { MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_ARENA_MAX: '2' };
+
+async function startGateway(cli: string, legacy: boolean, bare: boolean, backends: Record<string, string>, routes: unknown[]): Promise<Gateway> {
   const dir = mkdtempSync(join(tmpdir(), 'memrows-'));
   // The task's own port range; MEMROWS_PORT picks one (two runs side by side).
   const port = Number(process.env.MEMROWS_PORT ?? 16430 + Math.floor(Math.random() * 10));
@@ -161,7 +211,11 @@ async function startGateway(cli: string, legacy: boolean, backends: Record<strin
   };
   const file = join(dir, 'gateway.json');
   writeFileSync(file, JSON.stringify(config));
-  const child = spawn(process.execPath, [cli, '--config', file], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // Started as the Dockerfile and `npm start` start it: its V8 flag and glibc's malloc settings (--bare: neither).
+  // MEMROWS_NODE_ARGS: more node flags (a --cpu-prof, a V8 flag tried against the rows).
+  const nodeArgs = [...(bare ? [] : START_NODE_ARGS), ...(process.env.MEMROWS_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')];
+  const env = bare ? process.env : { ...process.env, ...START_ENV };
+  const child = spawn(process.execPath, [...nodeArgs, cli, '--config', file], { stdio: ['ignore', 'ignore', 'inherit'], env });
   let exited = false;
   child.on('exit', () => (exited = true));
   const url = `http://127.0.0.1:${port}`;
@@ -176,12 +230,13 @@ async function startGateway(cli: string, legacy: boolean, backends: Record<strin
   throw new Error(`the gateway did not start (${cli})`);
 }
 
-export async function runMemoryRows(opts: { cli: string; legacy: boolean; only?: string[] }): Promise<{ rows: Row[]; peakMb: number; after15sMb: number; lines: string[] }> {
+export async function runMemoryRows(opts: { cli: string; legacy: boolean; bare?: boolean; only?: string[] }): Promise<{ rows: Row[]; peakMb: number; after15sMb: number; lines: string[] }> {
   // Backends: plain, one answering 100 MB of zeros, one answering ~25 MB per candidate, one endless.
   const plain = await backend((r, res) => res.end(candidates(r.body, 10)));
   const zeros = zerosArray(100 * MB);
   const flood = await backend((_r, res) => res.end(zeros));
-  const big = await backend((r, res) => res.end(candidates(r.body, 25 * MB)));
+  const say = Buffer.alloc(25 * MB, 's');
+  const big = await backend((r, res) => writeCandidates(r.body, say, res));
   const endless = await backend((_r, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.write('[');
@@ -189,16 +244,17 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; only?:
     const timer = setInterval(() => (res.destroyed ? clearInterval(timer) : res.write(chunk)), 5);
     res.on('close', () => clearInterval(timer));
   });
-  const gw = await startGateway(opts.cli, opts.legacy, { plain: plain.url, flood: flood.url, big: big.url, big2: big.url, endless: endless.url }, [
+  const start = (): Promise<Gateway> => startGateway(opts.cli, opts.legacy, opts.bare === true, { plain: plain.url, flood: flood.url, big: big.url, big2: big.url, endless: endless.url }, [
     { name: 'ens-flood', match: { 'attributes.case': 'ens-flood' }, ensemble: { plain: 1, flood: 1 } },
     { name: 'shadow-flood', match: { 'attributes.case': 'shadow-flood' }, backend: 'plain', shadow: ['flood'] },
     { name: 'shadow-endless', match: { 'attributes.case': 'shadow-endless' }, backend: 'plain', shadow: ['endless'] },
     { name: 'ens-big', match: { 'attributes.case': 'ens-big' }, ensemble: { big: 1, big2: 1 } },
     { name: 'default', backend: 'plain' },
   ]);
-  const pid = gw.child.pid ?? 0;
-  let peak = 0;
-  const sampler = setInterval(() => (peak = Math.max(peak, memInfo([pid]).hwmMb)), 100);
+  // A gateway a case killed is started again for the next one (an older build's rows), and a case is capped
+  // at MEMROWS_ROW_CAP_S (its gateway killed): each row says what that case does on its own.
+  let gw = await start();
+  const capMs = Number(process.env.MEMROWS_ROW_CAP_S ?? 600) * 1000;
   const rows: Row[] = [];
   const tagged = (c: string): string => `"attributes":{"case":"${c}"}`;
   const withCase = (c: string, memory = '{}', numOutputs = 1): string => input(1, memory, numOutputs).replace('"memory"', `${tagged(c)},"memory"`);
@@ -206,20 +262,36 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; only?:
   /** One case: its bodies built first (this process's own work stays out of the /health figure), then sent. */
   async function row<T>(name: string, note: string, prepare: () => T, run: (bodies: T) => Promise<{ status: number }[]>): Promise<void> {
     if (opts.only !== undefined && !opts.only.includes(name)) return;
-    if (!gw.alive()) {
-      rows.push({ name, statuses: { dead: 1 }, ms: 0, healthMaxMs: 0, note: `${note} (the gateway was dead before it)` });
-      return;
-    }
+    if (!gw.alive()) gw = await start();
+    const pid = gw.child.pid ?? 0;
     const bodies = prepare();
     await new Promise((r) => setTimeout(r, 200));
+    resetPeak(pid);
+    let peak = memInfo([pid]).hwmMb;
+    const sampler = setInterval(() => (peak = Math.max(peak, memInfo([pid]).hwmMb)), 100);
     const probe = healthProbe(gw.url);
     const t = performance.now();
-    const results = await run(bodies);
+    let cap: NodeJS.Timeout | undefined;
+    const capped = new Promise<'capped'>((r) => (cap = setTimeout(() => r('capped'), capMs)));
+    const outcome = await Promise.race([run(bodies), capped]);
+    clearTimeout(cap);
+    if (outcome === 'capped') gw.child.kill('SIGKILL');
+    const results = outcome === 'capped' ? [{ status: -3 }] : outcome;
     const ms = performance.now() - t;
     const healthMaxMs = await probe.stop();
-    const r = { name, statuses: countStatuses(results), ms, healthMaxMs, note: gw.alive() ? note : `${note} (the gateway died)` };
+    if (gw.alive()) await new Promise((r) => setTimeout(r, MEMORY_ROWS.afterS * 1000));
+    clearInterval(sampler);
+    const alive = gw.alive();
+    const afterMb = alive ? memInfo([pid]).rssMb : Number.NaN;
+    if (alive) peak = Math.max(peak, memInfo([pid]).hwmMb);
+    const statuses = countStatuses(results);
+    const pass = alive && Object.keys(statuses).every((k) => ALLOWED.has(k)) && healthMaxMs < HEALTH_MAX_MS && peak <= BUDGET_MB + SLACK_MB && afterMb <= BUDGET_MB;
+    const r = { name, statuses, ms, healthMaxMs, peakMb: peak, afterMb, note: alive ? note : `${note} (${outcome === 'capped' ? `capped at ${capMs / 1000} s: killed` : 'the gateway died'})`, pass };
     rows.push(r);
-    console.error(`${name}: ${JSON.stringify(r.statuses)} in ${(ms / 1000).toFixed(1)} s, /health at most ${healthMaxMs.toFixed(0)} ms, peak RSS so far ${peak.toFixed(0)} MB`);
+    console.error(
+      `${name}: ${JSON.stringify(statuses)} in ${(ms / 1000).toFixed(1)} s, /health at most ${healthMaxMs.toFixed(0)} ms, ` +
+        `peak RSS ${peak.toFixed(0)} MB, RSS ${MEMORY_ROWS.afterS} s after ${afterMb.toFixed(0)} MB: ${pass ? 'PASS' : 'FAIL'}`,
+    );
   }
 
   const zerosBody = (mb: number): Buffer => Buffer.concat([Buffer.from('{"request_id":"z","inputs":'), zerosArray(mb * MB), Buffer.from('}')]);
@@ -265,28 +337,34 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; only?:
   await row('query-10x50mb', '10 concurrent 50 MB batches to /v1/responses?x', () => { const b = pad('q'); return Array.from({ length: 10 }, () => b); }, (bs) => all(bs, { path: '/v1/responses?x' }));
   await row('chunked-10x50mb', '10 concurrent 50 MB chunked batches', () => { const b = pad('c'); return Array.from({ length: 10 }, () => b); }, (bs) => all(bs, { chunked: true }));
 
-  await new Promise((r) => setTimeout(r, MEMORY_ROWS.afterS * 1000));
-  const after15sMb = gw.alive() ? memInfo([pid]).rssMb : Number.NaN;
-  clearInterval(sampler);
-  peak = Math.max(peak, gw.alive() ? memInfo([pid]).hwmMb : 0);
-  gw.child.kill('SIGKILL');
+  const peakMb = Math.max(0, ...rows.map((r) => r.peakMb));
+  const after15sMb = rows.at(-1)?.afterMb ?? Number.NaN;
+  // SIGTERM first: the gateway drains and exits (a --cpu-prof in NODE_OPTIONS then writes its profile).
+  const exited = new Promise((r) => gw.child.once('exit', r));
+  gw.child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 5000).unref())]);
+  if (gw.alive()) gw.child.kill('SIGKILL');
   for (const b of [plain, flood, big, endless]) {
     b.server.closeAllConnections();
     b.server.close();
   }
   const lines = [
-    `| case | statuses | time (s) | longest /health (ms) |`,
-    `|---|---|---|---|`,
-    ...rows.map((r) => `| ${r.note} | ${JSON.stringify(r.statuses)} | ${(r.ms / 1000).toFixed(1)} | ${r.healthMaxMs.toFixed(0)} |`),
+    `| case | statuses | time (s) | longest /health (ms) | peak RSS (MB) | RSS ${MEMORY_ROWS.afterS} s after (MB) | row |`,
+    `|---|---|---|---|---|---|---|`,
+    ...rows.map(
+      (r) =>
+        `| ${r.note} | ${JSON.stringify(r.statuses)} | ${(r.ms / 1000).toFixed(1)} | ${r.healthMaxMs.toFixed(0)} | ${r.peakMb.toFixed(0)} | ${r.afterMb.toFixed(0)} | ${r.pass ? 'PASS' : 'FAIL'} |`,
+    ),
     '',
-    `peak RSS (VmHWM) ${peak.toFixed(0)} MB against a budget of ${BUDGET_MB} MB (+${SLACK_MB} allowed: ${peak <= BUDGET_MB + SLACK_MB ? 'PASS' : 'FAIL'}); RSS 15 s after the last case ${after15sMb.toFixed(0)} MB (${after15sMb <= BUDGET_MB ? 'PASS' : 'FAIL'})`,
+    `budget ${BUDGET_MB} MB: peak RSS within ${BUDGET_MB + SLACK_MB} MB, RSS ${MEMORY_ROWS.afterS} s after each case within ${BUDGET_MB} MB, /health under ${HEALTH_MAX_MS} ms; ` +
+      `${rows.filter((r) => r.pass).length} of ${rows.length} rows pass; load average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`,
   ];
-  return { rows, peakMb: peak, after15sMb, lines };
+  return { rows, peakMb, after15sMb, lines };
 }
 
 if (process.argv[1]?.endsWith('memory-rows.js')) {
-  const { values } = parseArgs({ options: { cli: { type: 'string' }, legacy: { type: 'boolean', default: false }, only: { type: 'string' } } });
+  const { values } = parseArgs({ options: { cli: { type: 'string' }, legacy: { type: 'boolean', default: false }, bare: { type: 'boolean', default: false }, only: { type: 'string' } } });
   const cli = values.cli ?? new URL('../src/cli.js', import.meta.url).pathname;
-  const r = await runMemoryRows({ cli, legacy: values.legacy, only: values.only?.split(',') });
+  const r = await runMemoryRows({ cli, legacy: values.legacy, bare: values.bare, only: values.only?.split(',') });
   console.log(r.lines.join('\n'));
 }

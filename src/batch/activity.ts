@@ -60,7 +60,8 @@ export class Activity {
   recordBatch(summary: Omit<BatchSummary, 'at'>): void {
     const t = this.now();
     const second = Math.floor(t / 1000);
-    const slot = this.perSecond[second % this.perSecond.length]!; // index < length (modulo)
+    // The ring has RATE_WINDOW_S + 1 entries and the index is taken modulo its length: always a slot.
+    const slot = this.perSecond[second % this.perSecond.length] ?? { second, n: 0 };
     if (slot.second !== second) {
       slot.second = second;
       slot.n = 0;

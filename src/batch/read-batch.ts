@@ -3,10 +3,10 @@
  * (docs/protocol-fidelity.md#how-a-batch-is-read), so memory stays the client's bytes, and checked against
  * the batch limits before anything is routed. A body that is not UTF-8 is a 400, a request the contract or the
  * limits refuse a 422 with FastAPI's detail (bounded, validation/bounded-detail.ts); an empty batch is answered
- * `[]` at once. A large body is read on a worker thread (read-offload.ts).
+ * `[]` at once. A large body is read on the reader thread (memory/offload.ts).
  */
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
-import { errorBody, GatewayError } from '../errors.js';
+import { errorBody } from '../errors.js';
 import type { Logger } from '../logging.js';
 import { stringifyExact } from '../protocol/exact-json.js';
 import { readAgentRequest } from '../protocol/read-request.js';
@@ -16,7 +16,7 @@ import { refusedDetail } from '../validation/bounded-detail.js';
 import { indexedRequest, type IndexedAgentRequest } from '../protocol/indexed-request.js';
 import type { IndexLimits } from '../protocol/request-index.js';
 import type { ValidationIssue } from '../protocol/types.js';
-import { OFFLOAD_MIN_BYTES, readOffloaded } from './read-offload.js';
+import { OFFLOAD_MIN_BYTES, readOffloaded } from '../memory/offload.js';
 
 /** The request to route, or the answer that ends the batch here. */
 export type BatchRead =
@@ -71,7 +71,7 @@ function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: strin
 
 /**
  * Read a body without holding the event loop for its size (docs/memory-budget.md#yielding): a large one on
- * the reader thread (read-offload.ts). The body's bytes come back as the returned `body`: `raw` must not be
+ * the reader thread (memory/offload.ts). The body's bytes come back as the returned `body`: `raw` must not be
  * used after this.
  */
 export async function readBatchYielding(
@@ -85,12 +85,8 @@ export async function readBatchYielding(
   if (!bytes.ok) return { read: notDecoded(bytes.encoding, bytes.offset, log), body: raw };
   raw = bytes.buf;
   if (raw.length <= OFFLOAD_MIN_BYTES) return { read: readUtf8(raw, server, memoryKey, log), body: raw };
-  const r = await readOffloaded(raw, limitsOf(server, memoryKey));
-  const { outcome, body } = r;
-  if (r.index !== undefined) {
-    return { read: checked(indexedRequest(r.index, memoryKey), body.length, server, log), body };
-  }
-  if (outcome.ok) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'the body reader returned no index');
+  const { outcome, body } = await readOffloaded(raw, limitsOf(server, memoryKey));
+  if (outcome.ok) return { read: checked(indexedRequest({ ...outcome.index, buf: body }, memoryKey), body.length, server, log), body };
   return { read: outcome.status === 400 ? notUtf8(outcome.message, outcome.offset, log) : invalid(outcome.detail, log), body };
 }
 
@@ -113,7 +109,7 @@ function checked(request: IndexedAgentRequest, bodyLength: number, server: Gatew
   if (request.inputs.length === 0) return { ok: false, status: 200, body: '[]' };
   const { inputs } = request;
   // Every memory is a slice of the body: its size is its length, and all of them together fit in the body.
-  const tooBig = checkBatchLimits(inputs, (i) => inputs[i]!.raw.memory.byteLength, { // checkBatchLimits only calls back with indexes of inputs
+  const tooBig = checkBatchLimits(inputs, (i) => inputs[i]?.raw.memory.byteLength ?? 0, {
     maxCandidates: server.max_candidates_per_batch,
     maxAnswerBytes: mbToBytes(server.max_answer_mb),
     maxAnswerMb: server.max_answer_mb,

@@ -12,7 +12,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { withTraceparent } from '../protocol/correlation.js';
-import { checkAnswerBytes, type AnswerCheck } from '../protocol/answer-check.js';
+import type { AnswerCheck } from '../protocol/answer-check.js';
 import type { IndexedCandidate, Slot, SubRequestShape } from '../protocol/response-check.js';
 import { subRequestBody } from '../protocol/sub-request.js';
 import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
@@ -21,6 +21,7 @@ import { postResponses } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 import type { Permit } from '../state/index.js';
 import type { TraceSpan } from '../tracing/trace-span.js';
+import { checkAnswerYielding } from './answer-check-yielding.js';
 import { attemptAttributes, attemptSpanName, endAttemptSpan } from './attempt-span.js';
 import type { BatchContext, DispatchDeps } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';
@@ -163,13 +164,16 @@ export class Attempt {
         const tried = new Set(this.tried).add(replica);
         return this.unserved({ kind: 'refused', failure: res.failure, backend: replica.backend, tried });
       }
-      // A client's refusal and the gateway's own memory budget say nothing of the replica's health.
-      if (res.failure.code !== 'gateway_backend_rejected' && res.failure.code !== 'gateway_memory_budget') upstreams.recordFailure(replica, res.failure.message);
+      // A client's refusal, the gateway's own memory budget and an unasked 100 Continue (the backend answered;
+      // undici refuses the interim, docs/limits-and-edges.md#1xx-answers-from-backends) say nothing of the
+      // replica's health.
+      const blameless = res.failure.code === 'gateway_backend_rejected' || res.failure.code === 'gateway_memory_budget' || res.unaskedContinue === true;
+      if (!blameless) upstreams.recordFailure(replica, res.failure.message);
       return this.unserved({ kind: 'failed', failure: res.failure });
     }
 
     const t1 = performance.now();
-    const rows = this.check(res.bytes ?? Buffer.from(res.text, 'utf8'));
+    const rows = await this.check(res.bytes ?? Buffer.from(res.text, 'utf8'));
     this.workMs += performance.now() - t1;
     if (!rows.ok) {
       this.ended('gateway_backend_invalid_response', ms, rows.reason);
@@ -220,8 +224,8 @@ export class Attempt {
     return subRequestBody(Buffer.from(JSON.stringify(request.request_id)), items.map((it) => ({ raw: it.input.raw, count: it.count })));
   }
 
-  private check(bytes: Buffer): AnswerCheck {
-    return checkAnswerBytes(bytes, this.shape(), this.replica.maxJsonDepth, this.deps.memoryKey);
+  private check(bytes: Buffer): Promise<AnswerCheck> {
+    return checkAnswerYielding(bytes, this.shape(), this.replica.maxJsonDepth, this.deps.memoryKey);
   }
 
   private shape(): SubRequestShape {

@@ -3,7 +3,7 @@
  * step 4): every candidate lands in its normal position whether a backend produced it or the gateway failed it,
  * with the input's memory kept. The only writer of the slots, the error counts and the leg outcomes.
  */
-import { countedCode, type AttemptFailure, type GatewayErrorCode } from '../errors.js';
+import { countedCode, GatewayError, type AttemptFailure, type GatewayErrorCode } from '../errors.js';
 import { IndexedCandidate, type Slot } from '../protocol/response-check.js';
 import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
@@ -38,15 +38,19 @@ export class BatchSlots {
     return out;
   }
 
+  /** The client's candidates of `it`'s input: item inputs come from the plan, in range of the request. */
+  private rowOf(it: Item): AgentOutput[] {
+    const row = this.slots[it.index];
+    if (row === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `the plan has an item for input ${it.index}, which the request does not have`);
+    return row;
+  }
+
   /** Every candidate of `items` becomes an error candidate with `f`. `ms`: the sub-request's time, if one ran. */
   fail(items: readonly Item[], f: AttemptFailure, ms?: number): void {
     for (const it of items) {
-      // `!` in this method: item inputs index this request's inputs, and offsets + counts fit each input's
-      // num_outputs (the plan built them), so every index is in range.
       this.legs.push({ input: it.index, backend: it.backend, route: it.route, arm: it.arm, ms });
-      for (let c = 0; c < it.count; c++) {
-        this.slots[it.index]![it.offset + c] = this.error(it, it.offset + c, f.code, f.message); // in range (above)
-      }
+      const row = this.rowOf(it);
+      for (let c = 0; c < it.count; c++) row[it.offset + c] = this.error(it, it.offset + c, f.code, f.message);
       count(this.errorCodes, f.code, it.count);
       this.observer.candidatesFilled(it.route, it.backend, 'error', it.count);
       this.observer.gatewayErrors(it.backend, f.code, it.count);
@@ -65,17 +69,17 @@ export class BatchSlots {
     leaveBad: (it: Item) => boolean = () => false,
   ): void {
     items.forEach((it, k) => {
-      // `!` in this method: item inputs and offsets come from the plan (in range of the request), and the
-      // checked answer has one row per item with one slot per candidate asked (checkSubResponse).
       this.legs.push({ input: it.index, backend: it.backend, route: it.route, arm: it.arm, ms });
-      const row = rows[k]!; // one row per item (above)
+      const out = this.rowOf(it);
+      // The checked answer has one row per item with one slot per candidate asked (checkSubResponse).
+      const row = rows[k];
+      if (row === undefined || row.length < it.count) throw new GatewayError('GATEWAY_ERR_INTERNAL', `a checked answer has no row for item ${k}`);
       // A bad slot left empty goes to the item's fallback (failover.ts faultySlots), which fills it.
       const skip = leaveBad(it);
-      for (let c = 0; c < it.count; c++) {
-        const slot = row[c]!; // in range (above)
-        if (skip && !slot.ok) continue;
-        this.slots[it.index]![it.offset + c] = this.candidate(it, c, slot); // in range (above)
-      }
+      row.slice(0, it.count).forEach((slot, c) => {
+        if (skip && !slot.ok) return;
+        out[it.offset + c] = this.candidate(it, c, slot);
+      });
     });
   }
 

@@ -14,7 +14,8 @@ import type { Logger } from '../logging.js';
 import type { MemoryBudget } from '../memory/budget.js';
 import { withTraceparent, type CorrelationHeaders } from '../protocol/correlation.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { checkAnswerBytes, decisionOf } from '../protocol/answer-check.js';
+import { decisionOf } from '../protocol/answer-check.js';
+import { checkAnswerYielding } from './answer-check-yielding.js';
 import { subRequestBody } from '../protocol/sub-request.js';
 import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/indexed-request.js';
 import type { AgentDecision, AgentOutput } from '../protocol/types.js';
@@ -220,7 +221,7 @@ async function judgeShadow(
   end.outcome = 'gateway_backend_invalid_response';
   // Judged as a primary answer is (protocol/answer-check.ts): memory and steps stay bytes, never decoded here.
   const shape = { requestId: request.request_id, inputs: inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })) };
-  const check = checkAnswerBytes(res.bytes ?? Buffer.from(res.text, 'utf8'), shape, replica.maxJsonDepth, deps.memoryKey);
+  const check = await checkAnswerYielding(res.bytes ?? Buffer.from(res.text, 'utf8'), shape, replica.maxJsonDepth, deps.memoryKey);
   if (!check.ok || check.slots.some((row) => row.some((s) => !s.ok))) {
     metrics.shadowRequests.inc({ ...labels, outcome: 'invalid' });
     end.reason = check.ok ? 'a candidate is malformed' : check.reason;
@@ -240,8 +241,11 @@ async function judgeShadow(
   let agreedN = 0;
   let disagreedN = 0;
   g.at.forEach((inputIndex, k) => {
-    check.slots[k]!.forEach((slot, c) => { // k indexes check.slots (loop bound)
-      const mine = outputs[offsets[inputIndex]! + c]; // offsets has one entry per input
+    // One row per input of the shadow's group and one offset per input of the request: both always there.
+    const row = check.slots[k] ?? [];
+    const first = offsets[inputIndex] ?? 0;
+    row.forEach((slot, c) => {
+      const mine = outputs[first + c];
       if (!slot.ok || mine === undefined || mine.status !== 'completed') return; // nothing to compare against
       const theirs = decisionOf(slot.candidate);
       const agreed = theirs.completed && sameDecision(mine.output, theirs.output);

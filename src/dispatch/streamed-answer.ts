@@ -11,7 +11,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
-import type { AttemptFailure } from '../errors.js';
+import { GatewayError, type AttemptFailure } from '../errors.js';
 import { PartsWriter } from '../protocol/answer-body.js';
 import { indexAgentResponse } from '../protocol/answer-index.js';
 import { ElementSplitter } from '../protocol/answer-split.js';
@@ -88,12 +88,18 @@ export class StreamedAnswer implements BodyTap {
   }
 
   // The tap is fed, finished and pumped only after start() (backend-call.ts): `live` is set from then on.
+  private get running(): NonNullable<StreamedAnswer['live']> {
+    const live = this.live;
+    if (live === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'a streamed answer was fed before it started');
+    return live;
+  }
+
   private get splitter(): ElementSplitter {
-    return this.live!.splitter; // set by start() (above)
+    return this.running.splitter;
   }
 
   private get placement(): Placement<AgentOutput | IndexedCandidate> {
-    return this.live!.placement; // set by start() (above)
+    return this.running.placement;
   }
 
   /** The backend's answer was long enough to be streamed here. */
@@ -181,19 +187,22 @@ export class StreamedAnswer implements BodyTap {
     try {
       const items = this.items;
       while (!this.congested && !this.sink.gone && !this.closed) {
-        while (this.k < items.length && this.c >= items[this.k]!.count) { // k < items.length (same condition)
+        let item = items[this.k];
+        while (item !== undefined && this.c >= item.count) {
           this.k++;
           this.c = 0;
+          item = items[this.k];
         }
-        if (this.k === items.length) {
+        if (item === undefined) {
           this.close();
           break;
         }
-        const row = this.placement.slots[this.k]!; // k < items.length, one row per item
+        // The placement has one row per item.
+        const row = this.placement.slots[this.k];
+        if (row === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `the streamed answer's placement has no row for item ${this.k}`);
         const slot = row[this.c];
         // A candidate placed ahead of its turn waits for the ones before it, until the answer is over.
         if (this.cut === undefined && slot === undefined && !this.over) return;
-        const item = items[this.k]!; // k < items.length
         const out =
           this.cut !== undefined
             ? this.slots.failed(item, this.c, this.cut)

@@ -45,6 +45,8 @@ export interface BudgetOptions {
   onWaited?(seconds: number): void;
   /** A shadow answer was dropped to make room. */
   onShed?(): void;
+  /** `bytes` were given back (a hold released or shrunk); `heldAfter`: what is still counted (reclaim.ts). */
+  onFreed?(bytes: number, heldAfter: number): void;
   now?(): number;
   setTimer?(fn: () => void, ms: number): unknown;
   clearTimer?(timer: unknown): void;
@@ -56,7 +58,8 @@ class Hold implements BudgetHold {
   released = false;
   /** Arrival time of a waiting request (its clock starts then). */
   arrival = 0;
-  timer: unknown = undefined;
+  /** Cancels the timer of a waiting request (set while it waits). */
+  cancelTimer: (() => void) | undefined = undefined;
   /** Neighbours in the list of admitted batch holds, oldest first (not for shadows). */
   prev: Hold | undefined;
   next: Hold | undefined;
@@ -89,7 +92,7 @@ class Hold implements BudgetHold {
     const n = Math.min(bytes, this.bytes);
     this.bytes -= n;
     this.owner.add(-n);
-    if (n > 0) this.owner.roomFreed();
+    if (n > 0) this.owner.roomFreed(n);
   }
 
   charge(bytes: number): boolean {
@@ -163,8 +166,7 @@ export class MemoryBudget {
     }
     hold.arrival = arrival;
     const left = Math.max(0, this.opts.timeoutMs() - (this.now() - arrival));
-    const setTimer = this.opts.setTimer ?? ((fn: () => void, ms: number) => setTimeout(fn, ms));
-    hold.timer = setTimer(() => this.timedOut(hold), left);
+    hold.cancelTimer = this.startTimer(() => this.timedOut(hold), left);
     this.queue.push(hold);
     this.waiters++;
     return hold;
@@ -208,7 +210,9 @@ export class MemoryBudget {
 
   /** @internal */
   leave(hold: Hold): void {
+    let freed = 0;
     if (hold.admitted) {
+      freed = hold.bytes;
       this.used -= hold.bytes;
       hold.bytes = 0;
       if (hold.shadow) this.shadows.delete(hold);
@@ -217,11 +221,12 @@ export class MemoryBudget {
       this.waiters--;
       this.clearTimer(hold);
     }
-    this.roomFreed();
+    this.roomFreed(freed);
   }
 
-  /** @internal Room may have come: waiting requests first (in order), then paused answers. */
-  roomFreed(): void {
+  /** @internal Room may have come (`freed` bytes given back): waiting requests first (in order), then paused answers. */
+  roomFreed(freed: number): void {
+    if (freed > 0) this.opts.onFreed?.(freed, this.used);
     this.drain();
     if (this.roomCallbacks.length === 0) return;
     const fns = this.roomCallbacks;
@@ -256,16 +261,25 @@ export class MemoryBudget {
 
   private timedOut(hold: Hold): void {
     if (hold.admitted || hold.released) return;
-    hold.timer = undefined;
+    hold.cancelTimer = undefined;
     hold.release();
     hold.onTimeout?.();
   }
 
+  /** `fn` after `ms`, on the injected timers when given; what cancels it. */
+  private startTimer(fn: () => void, ms: number): () => void {
+    const { setTimer, clearTimer } = this.opts;
+    if (setTimer === undefined) {
+      const t = setTimeout(fn, ms);
+      return () => clearTimeout(t);
+    }
+    const t = setTimer(fn, ms);
+    return () => clearTimer?.(t);
+  }
+
   private clearTimer(hold: Hold): void {
-    if (hold.timer === undefined) return;
-    const clear = this.opts.clearTimer ?? ((t: unknown) => clearTimeout(t as NodeJS.Timeout)); // what setTimer returned
-    clear(hold.timer);
-    hold.timer = undefined;
+    hold.cancelTimer?.();
+    hold.cancelTimer = undefined;
   }
 
   private shed(hold: Hold): void {
@@ -280,8 +294,7 @@ export class MemoryBudget {
 
   /** Admit from the head while the head fits; a later, smaller request never overtakes (no starvation). */
   private drain(): void {
-    while (this.head < this.queue.length) {
-      const next = this.queue[this.head]!; // head < queue.length: the loop condition
+    for (let next = this.queue[this.head]; next !== undefined; next = this.queue[this.head]) {
       if (next.released) {
         this.head++;
         continue;

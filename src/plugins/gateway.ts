@@ -9,6 +9,7 @@ import { Activity } from '../batch/activity.js';
 import { ClientLimits } from '../clients/client-limits.js';
 import { ExperimentHistory } from '../experiments/history.js';
 import { Experiments } from '../experiments/recorder.js';
+import { Reclaim } from '../memory/reclaim.js';
 import { MemoryBudget } from '../memory/budget.js';
 import { memoryBudget } from '../memory/default-budget.js';
 import { GatewayMetrics } from '../metrics.js';
@@ -45,6 +46,11 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
   metrics.bindStore(store);
   // Derived once at start when the config leaves it out; a reload that sets the key changes it.
   const derived = memoryBudget(opts.config.server.memory_budget_mb);
+  const budgetBytes = (): number => {
+    const mb = state.current.config.server.memory_budget_mb;
+    return mb === undefined ? derived.bytes : mbToBytes(mb);
+  };
+  const reclaim = new Reclaim({ limit: budgetBytes, share: () => state.current.config.server.memory_reclaim_share });
   if (derived.source !== 'config') app.log.info({ memory_budget_mb: Math.round(derived.bytes / 2 ** 20), from: derived.source }, 'memory budget derived');
   const state: GatewayState = {
     current: new GatewayRuntime(opts.config, metrics, app.log, store, opts.version),
@@ -62,13 +68,11 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
       refused: (client, limit) => metrics.clientLimitOverloaded.inc({ client, limit }),
     }),
     memory: new MemoryBudget({
-      limit: () => {
-        const mb = state.current.config.server.memory_budget_mb;
-        return mb === undefined ? derived.bytes : mbToBytes(mb);
-      },
+      limit: budgetBytes,
       timeoutMs: () => state.current.config.server.admission_timeout_s * 1000,
       onWaited: (seconds) => metrics.admissionWait.observe(seconds),
       onShed: () => metrics.shadowsShed.inc(),
+      onFreed: (bytes, heldAfter) => reclaim.released(bytes, heldAfter),
     }),
   };
   metrics.memorySource = state.memory;

@@ -14,8 +14,11 @@ import type { Replica } from './replica.js';
 type CallResult =
   /** `streamed`: the body went to the options' stream tap as it arrived; `bytes` and `text` are then empty. */
   | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string; streamed?: boolean }
-  /** `status`: the HTTP status when the backend answered (a non-2xx, or a 2xx refused by a bound). */
-  | { ok: false; failure: AttemptFailure; status?: number };
+  /**
+   * `status`: the HTTP status when the backend answered (a non-2xx, or a 2xx refused by a bound).
+   * `unaskedContinue`: the answer began with `100 Continue`, which undici ends the connection on (see classifyError).
+   */
+  | { ok: false; failure: AttemptFailure; status?: number; unaskedContinue?: boolean };
 
 interface CallOptions {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -77,16 +80,22 @@ const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'E
 
 function errorCode(err: unknown): string | undefined {
   let e: unknown = err;
+  // undici errors carry `code` and `cause` without declaring them on every class: read where present.
   for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth++) {
-    const code = (e as { code?: unknown }).code; // undici errors carry code without a declared type
+    const code = 'code' in e ? e.code : undefined;
     if (typeof code === 'string') return code;
-    e = (e as { cause?: unknown }).cause; // undici errors carry cause without a declared type
+    e = 'cause' in e ? e.cause : undefined;
   }
   return undefined;
 }
 
 function timeoutFailure(timeoutMs: number, key: string): AttemptFailure {
   return { code: 'gateway_backend_timeout', message: `no complete answer within ${Math.round(timeoutMs)} ms (${key})` };
+}
+
+/** undici's error for an answer that began with an unasked `100 Continue` (docs/limits-and-edges.md#1xx-answers-from-backends). */
+function isUnaskedContinue(err: unknown): boolean {
+  return err instanceof errors.SocketError && err.message === 'bad response';
 }
 
 function classifyError(err: unknown, timedOut: boolean, timeoutMs: number, timeoutKey = 'timeout_s'): AttemptFailure {
@@ -101,7 +110,7 @@ function classifyError(err: unknown, timedOut: boolean, timeoutMs: number, timeo
   // (the gateway never sends `Expect`) or bytes arrive with no request running; no option skips it. The backend
   // connected and answered, wrongly: an invalid answer, not an unreachable backend
   // (docs/limits-and-edges.md#1xx-answers-from-backends).
-  if (err instanceof errors.SocketError && err.message === 'bad response') {
+  if (isUnaskedContinue(err)) {
     return { code: 'gateway_backend_invalid_response', message: 'the answer began with 100 Continue (unasked) or bytes came with no request running' };
   }
   return { code: 'gateway_backend_unreachable', message: safeReason(`connection failed: ${code ?? msg}`) };
@@ -290,7 +299,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     // decoded at the end: one large allocation fewer per answer, and each chunk can be freed at once.
     if (this.decoder === undefined) {
       this.decoder = new StringDecoder('utf8');
-      this.text = this.decoder.write(this.chunks.pop()!); // chunks is non-empty on this branch
+      const first = this.chunks.pop();
+      this.text = first === undefined ? '' : this.decoder.write(first);
     }
     this.text += this.decoder.write(chunk);
   }
@@ -316,7 +326,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
     if (this.settled) return;
     const timedOut = err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
-    this.settle({ ok: false, failure: classifyError(err, timedOut, this.timeoutMs, this.opts.timeoutKey) });
+    const failure = classifyError(err, timedOut, this.timeoutMs, this.opts.timeoutKey);
+    this.settle(isUnaskedContinue(err) ? { ok: false, failure, unaskedContinue: true } : { ok: false, failure });
   }
 
   private startTap(controller: Dispatcher.DispatchController, tap: BodyTap): void {
@@ -394,17 +405,24 @@ export async function postResponses(
   /** With asBytes: where the answer's bytes are counted (CallOptions.memory). */
   memory?: AnswerCharge,
 ): Promise<CallResult> {
-  const r = await callReplica(replica, {
-    method: 'POST',
-    path: '/v1/responses',
-    body,
-    headers: { 'content-type': 'application/json', ...headers },
-    timeoutMs,
-    signal,
-    raw: asBytes,
-    stream: asBytes ? stream : undefined,
-    memory: asBytes ? memory : undefined,
-  });
+  const started = performance.now();
+  const call = (ms: number): Promise<CallResult> =>
+    callReplica(replica, {
+      method: 'POST',
+      path: '/v1/responses',
+      body,
+      headers: { 'content-type': 'application/json', ...headers },
+      timeoutMs: ms,
+      signal,
+      raw: asBytes,
+      stream: asBytes ? stream : undefined,
+      memory: asBytes ? memory : undefined,
+    });
+  let r = await call(timeoutMs);
+  // An answer that began with an unasked `100 Continue` ended its connection before its body (undici cannot
+  // skip it): asked once more on a new connection within what is left of the time
+  // (docs/limits-and-edges.md#1xx-answers-from-backends).
+  if (!r.ok && r.unaskedContinue === true && signal?.aborted !== true) r = await call(timeoutMs - (performance.now() - started));
   if (!r.ok) return r;
   if (asBytes) {
     if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status, text: '', bytes: r.bytes, streamed: r.streamed };

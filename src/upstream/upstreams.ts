@@ -103,16 +103,18 @@ export class Upstreams {
   shard(backend: string, n: number, exclude?: ReadonlySet<Replica>): { replica: Replica; count: number }[] {
     const rs = this.routable(backend, exclude);
     if (rs.length === 0) return [];
-    if (rs.length === 1) return n > 0 ? [{ replica: rs[0]!, count: n }] : []; // length checked
-    const load = rs.map((r) => r.inFlightInputs);
-    const take = rs.map(() => 0);
+    const [only] = rs;
+    if (rs.length === 1 && only !== undefined) return n > 0 ? [{ replica: only, count: n }] : [];
+    // Per replica its load and what it takes here, one object each: no index lookups to prove in range.
+    const shares = rs.map((replica) => ({ replica, load: replica.inFlightInputs, count: 0 }));
     for (let k = 0; k < n; k++) {
-      let best = 0;
-      for (let i = 1; i < rs.length; i++) if (load[i]! < load[best]!) best = i; // i and best index load (loop bound)
-      load[best]!++; // best indexes load
-      take[best]!++; // best indexes take
+      let best = shares[0];
+      for (const s of shares) if (best === undefined || s.load < best.load) best = s;
+      if (best === undefined) break;
+      best.load++;
+      best.count++;
     }
-    return rs.map((replica, i) => ({ replica, count: take[i]! })).filter((x) => x.count > 0); // i indexes take (loop bound)
+    return shares.filter((s) => s.count > 0).map(({ replica, count }) => ({ replica, count }));
   }
 
   /** Per-replica concurrency limit (max_in_flight) and how long an excess sub-request may queue. */

@@ -1,0 +1,59 @@
+/**
+ * Collections for what the memory budget gave back (src/memory/reclaim.ts, docs/memory-budget.md#reclaim):
+ * a full collection once a share of the budget was released since the last one, or a quarter of it when the
+ * budget empties,
+ * never inside the release itself, and none with a share of 0. The budget reports every byte it gives back.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { MemoryBudget } from '../../src/memory/budget.js';
+import { Reclaim } from '../../src/memory/reclaim.js';
+
+const MB = 1024 * 1024;
+
+function setup(share: number): { r: Reclaim; collected: { n: number }; queued: (() => void)[] } {
+  const collected = { n: 0 };
+  const queued: (() => void)[] = [];
+  const r = new Reclaim({ limit: () => 400 * MB, share: () => share, collect: () => collected.n++, later: (fn) => queued.push(fn) });
+  return { r, collected, queued };
+}
+
+test('a quarter of the budget given back while batches still hold: one collection, on a later task', () => {
+  const { r, collected, queued } = setup(0.25);
+  r.released(50 * MB, 300 * MB);
+  assert.equal(queued.length, 0, 'under the share: nothing scheduled');
+  r.released(50 * MB, 250 * MB);
+  assert.equal(queued.length, 1);
+  assert.equal(collected.n, 0, 'not inside the release');
+  r.released(10 * MB, 240 * MB);
+  assert.equal(queued.length, 1, 'one collection scheduled at a time');
+  queued.shift()?.();
+  assert.equal(collected.n, 1);
+  r.released(10 * MB, 230 * MB);
+  assert.equal(queued.length, 0, 'the count starts again after a collection');
+});
+
+test('the budget emptying: a quarter of the share given back is enough, less is not (small batches); a share of 0 never', () => {
+  const a = setup(0.25);
+  a.r.released(1 * MB, 0);
+  assert.equal(a.queued.length, 0, 'one small batch answered: no collection');
+  a.r.released(24 * MB, 0);
+  assert.equal(a.queued.length, 1, '25 MB = a quarter of 100 MB (0.25 of 400 MB)');
+  a.queued.shift()?.();
+  assert.equal(a.collected.n, 1);
+  const off = setup(0);
+  off.r.released(400 * MB, 0);
+  assert.equal(off.queued.length, 0);
+});
+
+test('the budget reports each release and shrink with what it still counts', () => {
+  const freed: [number, number][] = [];
+  const b = new MemoryBudget({ limit: () => 100, timeoutMs: () => 1000, onFreed: (bytes, after) => freed.push([bytes, after]) });
+  const one = b.admit(40, () => undefined, () => assert.fail('no timeout'));
+  const two = b.admit(30, () => undefined, () => assert.fail('no timeout'));
+  one.shrink(10);
+  one.release();
+  two.charge(5);
+  two.release();
+  assert.deepEqual(freed, [[10, 60], [30, 30], [35, 0]]);
+});
