@@ -11,7 +11,7 @@
  *   `ambiguous`, never guessed.
  */
 import type { Store } from '../state/types.js';
-import { countersKey, field, keys, OUTCOME_COUNTERS_KEY, type TrajectoryRecord } from './keys.js';
+import { countersKey, field, keyCountersKey, keyField, keys, OUTCOME_COUNTERS_KEY, type KeySum, type TrajectoryRecord } from './keys.js';
 
 export type Outcome = { success: boolean } | { score: number };
 export type OutcomeItem =
@@ -74,21 +74,42 @@ function parseTrajectory(raw: string | undefined): TrajectoryRecord | undefined 
   try {
     const v = JSON.parse(raw) as Partial<TrajectoryRecord>; // written by recorder.ts; checked below
     if (typeof v.agent !== 'string' || typeof v.route !== 'string' || typeof v.experiment !== 'string' || typeof v.arm !== 'string') return undefined;
-    return { agent: v.agent, route: v.route, experiment: v.experiment, arm: v.arm, started_at: String(v.started_at) };
+    const rec: TrajectoryRecord = { agent: v.agent, route: v.route, experiment: v.experiment, arm: v.arm, started_at: String(v.started_at) };
+    if (typeof v.stratum === 'number' && Number.isInteger(v.stratum) && v.stratum >= 0) rec.stratum = v.stratum;
+    if (typeof v.key === 'string' && /^[0-9a-f]{16}$/.test(v.key)) rec.key = v.key;
+    return rec;
   } catch {
     return undefined;
   }
 }
 
+/**
+ * The outcome's increments: the arm's, its stratum's, and its key's when the key is the unit. An arm-level
+ * credit (an ambiguous set whose candidates all have one arm) goes to the first candidate's stratum and key,
+ * which may not be the episode's own: `arm_level` counts those.
+ */
 function credit(store: Store, rec: TrajectoryRecord, o: Outcome, armLevel: boolean): void {
   const key = countersKey(rec.agent, rec.route, rec.experiment);
+  const incr = (f: string, by = 1): void => {
+    store.incr(key, f, by);
+    if (rec.stratum !== undefined) store.incr(key, field.inStratum(rec.stratum, f), by);
+  };
+  const perKey = (what: KeySum, by: number): void => {
+    if (rec.key !== undefined) store.incr(keyCountersKey(rec.agent, rec.route, rec.experiment), keyField(rec.arm, rec.stratum ?? 0, rec.key, what), by);
+  };
   if ('success' in o) {
-    store.incr(key, field.outcomeReported(rec.arm));
-    if (o.success) store.incr(key, field.outcomeSuccess(rec.arm));
+    incr(field.outcomeReported(rec.arm));
+    perKey('ocr', 1);
+    if (o.success) {
+      incr(field.outcomeSuccess(rec.arm));
+      perKey('ocs', 1);
+    }
   } else {
-    store.incr(key, field.scoreN(rec.arm));
-    store.incr(key, field.scoreSum(rec.arm), o.score);
-    store.incr(key, field.scoreSquares(rec.arm), o.score * o.score);
+    incr(field.scoreN(rec.arm));
+    incr(field.scoreSum(rec.arm), o.score);
+    incr(field.scoreSquares(rec.arm), o.score * o.score);
+    perKey('scn', 1);
+    perKey('scs', o.score);
   }
   if (armLevel) store.incr(key, field.outcomeArmLevel(rec.arm));
 }
