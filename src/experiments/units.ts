@@ -12,8 +12,9 @@
  *   seen at the same moment on several replicas.
  */
 import { createHash } from 'node:crypto';
+import type { RatioSums } from '../stats/index.js';
 import type { Store } from '../state/types.js';
-import { keys } from './keys.js';
+import { KEY_SUMS, keys, type KeySum } from './keys.js';
 
 /** Characters of a stratum value kept as its label (values come from clients). */
 export const STRATUM_LABEL_MAX = 200;
@@ -84,4 +85,80 @@ export class UnitSlots {
 /** The labels of an experiment's stratum slots 1..max (undefined where none claimed yet), for the report. */
 export async function slotLabels(store: Store, experiment: string, max: number): Promise<(string | undefined)[]> {
   return Promise.all(Array.from({ length: max }, (_, i) => store.readClaim(keys.slot(experiment, i + 1))));
+}
+
+/** One key's totals (keys.ts KEY_SUMS). */
+export type KeyTotals = Record<KeySum, number>;
+
+/** Per arm, per stratum, per key: the per-key counters (`<arm>|<stratum>|<key>|<what>`) read back. */
+export type KeyCounters = Map<string, Map<number, Map<string, KeyTotals>>>;
+
+const KEY_FIELD = /^([^|]+)\|(\d{1,4})\|([0-9a-f]{16})\|([a-z]+)$/;
+
+function keySum(what: string): KeySum | undefined {
+  return KEY_SUMS.find((k) => k === what);
+}
+
+export function parseKeyCounters(counters: Record<string, number>): KeyCounters {
+  const out: KeyCounters = new Map();
+  for (const [f, v] of Object.entries(counters)) {
+    const m = KEY_FIELD.exec(f);
+    const [, arm = '', stratum = '', key = '', what = ''] = m ?? []; // every group matches when m does
+    const sum = keySum(what);
+    if (m === null || sum === undefined || !Number.isFinite(v)) continue;
+    let byStratum = out.get(arm);
+    if (byStratum === undefined) out.set(arm, (byStratum = new Map()));
+    let byKey = byStratum.get(Number(stratum));
+    if (byKey === undefined) byStratum.set(Number(stratum), (byKey = new Map()));
+    let t = byKey.get(key);
+    if (t === undefined) byKey.set(key, (t = { t: 0, s: 0, n: 0, ocr: 0, ocs: 0, scn: 0, scs: 0 }));
+    t[sum] += v;
+  }
+  return out;
+}
+
+/** An arm's metrics with the key as the unit: K = its keys (with a trajectory, an outcome, a score), sums over keys. */
+export interface KeyUnits {
+  units: number;
+  tool: RatioSums;
+  success: RatioSums;
+  score: RatioSums;
+}
+
+/** Ratio sums over keys of the pairs (s, n) each key has; keys where `has` is false are not units of the metric. */
+function sumsOver(totals: readonly KeyTotals[], has: (t: KeyTotals) => boolean, s: (t: KeyTotals) => number, n: (t: KeyTotals) => number): RatioSums {
+  const out = { units: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0 };
+  for (const t of totals) {
+    if (!has(t)) continue;
+    const a = s(t);
+    const b = n(t);
+    out.units++;
+    out.s += a;
+    out.n += b;
+    out.ss += a * a;
+    out.nn += b * b;
+    out.sn += a * b;
+  }
+  return out;
+}
+
+/** An arm's key units, over every stratum (`stratum` undefined: a key's totals added across its strata) or in one. */
+export function keyUnits(arm: Map<number, Map<string, KeyTotals>> | undefined, stratum?: number): KeyUnits {
+  const merged = new Map<string, KeyTotals>();
+  for (const [h, byKey] of arm ?? []) {
+    if (stratum !== undefined && h !== stratum) continue;
+    for (const [k, t] of byKey) {
+      const m = merged.get(k);
+      if (m === undefined) merged.set(k, { ...t });
+      else for (const w of KEY_SUMS) m[w] += t[w];
+    }
+  }
+  const totals = [...merged.values()];
+  const tool = sumsOver(totals, (t) => t.t > 0, (t) => t.s, (t) => t.n);
+  return {
+    units: tool.units,
+    tool,
+    success: sumsOver(totals, (t) => t.ocr > 0, (t) => t.ocs, (t) => t.ocr),
+    score: sumsOver(totals, (t) => t.scn > 0, (t) => t.scs, (t) => t.scn),
+  };
 }

@@ -85,9 +85,9 @@ export function keyDf(unit: Unit, control: number, treatment: number): number | 
  * d = r_t - r_c, SE = sqrt(V_c + V_t), d ± z_{1-α/2}·SE, two-sided z p. Needs each arm to have 2 units and n > 0,
  * and some variation (SE > 0); otherwise the reason.
  */
-export function fixedRatio(control: RatioSums, treatment: RatioSums, alpha = 0.05, unit: Unit = 'trajectory'): FixedResult | Unavailable {
+export function fixedRatio(control: RatioSums, treatment: RatioSums, alpha = 0.05, unit: Unit = 'trajectory', what = 'with a tool line'): FixedResult | Unavailable {
   checkAlpha(alpha);
-  const both = estimates(control, treatment, unit === 'key' ? 'keys' : 'trajectories', 'with a tool line');
+  const both = estimates(control, treatment, unit === 'key' ? 'keys' : 'trajectories', what);
   if ('reason' in both) return both;
   const df = keyDf(unit, control.units, treatment.units);
   return waldResult(both.t.rate - both.c.rate, Math.sqrt(both.variance), alpha, unit === 'key' ? METHOD_FIXED_RATIO_KEY : METHOD_FIXED_RATIO, df);
