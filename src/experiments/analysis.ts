@@ -250,9 +250,8 @@ export function analyse(arms: readonly ArmInput[], control: string, o: AnalysisO
 function keyWarnings(arms: readonly ArmInput[]): string[] {
   const out: string[] = [];
   const keys = arms.map((a) => keysOf(a).units);
-  const total = keys.reduce((x, y) => x + y, 0);
   if (Math.min(...keys) < FEW_KEYS) {
-    out.push(`few keys (${arms.map((a, i) => `${a.arm} ${keys[i] ?? 0}`).join(', ')}; under ${FEW_KEYS} in an arm): the key is the unit, so the fixed intervals and p-values are read from t with ${Math.max(total - 2, 0)} df (K - 2) and are wide`);
+    out.push(`few keys (${arms.map((a, i) => `${a.arm} ${keys[i] ?? 0}`).join(', ')}; under ${FEW_KEYS} in an arm): the key is the unit, so the fixed intervals and p-values are read from t with K - 2 df (K the keys of both arms with the metric) and are wide`);
   }
   const keyless = arms.reduce((x, a) => x + a.counts.keyless, 0);
   if (keyless > 0) out.push(`${keyless} trajectories had no value at the assign_by path: each was assigned on its own and is a unit by itself`);
