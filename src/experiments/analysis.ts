@@ -289,7 +289,7 @@ function censoringWarnings(arms: readonly ArmInput[], primary: Metric): string[]
  * The sample-ratio check of a split: trajectories assigned per member arm (once per (request_id, input id), after
  * rerouting; with assign_by, keys) against the weights, flagged at p < 0.001, with the reroutes as the cause the
  * gateway knows. The flag reads the chi-square p at every look, which inflates its false alarms above 0.1%
- * (docs/experiment-method.md#sample-ratio-mismatch); the Dirichlet-multinomial p beside it is valid at any look.
+ * (docs/experiment-method.md#sample-ratio-mismatch-srm); the Dirichlet-multinomial p beside it is valid at any look.
  */
 export function sampleRatio(arms: readonly ArmInput[], unit: Unit = 'trajectory'): Srm {
   const unitsOf = (a: ArmInput): number => (unit === 'key' ? keysOf(a).units : a.counts.units);

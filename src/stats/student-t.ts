@@ -1,7 +1,7 @@
 /**
  * Student's t distribution, for comparisons with few randomization units (an `assign_by` key is a unit, and an
  * experiment may have only tens of scenarios): with K units in all the delta-method z is read against t with
- * K - 2 degrees of freedom (docs/experiment-method.md#few-keys-t-with-k-2-degrees-of-freedom). Built on the
+ * K - 2 degrees of freedom (docs/experiment-method.md#few-keys-t-with-k-2-df). Built on the
  * regularized incomplete beta function I_x(a, b) by its Lentz continued fraction.
  */
 import { lnGamma } from './gamma.js';
