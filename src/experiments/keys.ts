@@ -18,6 +18,9 @@
  *   set       x:list:<agent>/<route>                      the route's experiments
  *   shared    experiments:epoch:<agent>/<route>           the time of the route's last reset
  */
+import { isJsonObject } from '../protocol/schemas.js';
+import type { JsonObject } from '../protocol/types.js';
+
 export function countersKey(agent: string, route: string, experiment: string): string {
   return `experiments:${agent}/${route}/${experiment}`;
 }
@@ -113,6 +116,38 @@ export interface TrajectoryRecord {
   stratum?: number;
   /** The assign_by key id, when the key is a unit of its own. */
   key?: string;
+}
+
+const KEY_ID = /^[0-9a-f]{16}$/;
+
+/** A claim's JSON object, or undefined: the store holds what recorder.ts wrote, but a reader checks every field. */
+function parseObject(raw: string | undefined): JsonObject | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const v: unknown = JSON.parse(raw);
+    return isJsonObject(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What `x:traj:<id>` holds, read back; undefined when missing or not one. */
+export function parseTrajectoryRecord(raw: string | undefined): TrajectoryRecord | undefined {
+  const v = parseObject(raw);
+  if (v === undefined) return undefined;
+  const { agent, route, experiment, arm, started_at: started, stratum, key } = v;
+  if (typeof agent !== 'string' || typeof route !== 'string' || typeof experiment !== 'string' || typeof arm !== 'string') return undefined;
+  const rec: TrajectoryRecord = { agent, route, experiment, arm, started_at: String(started) };
+  if (typeof stratum === 'number' && Number.isInteger(stratum) && stratum >= 0) rec.stratum = stratum;
+  if (typeof key === 'string' && KEY_ID.test(key)) rec.key = key;
+  return rec;
+}
+
+/** What `x:exp:<id>` holds, read back; undefined when missing or without a start time. */
+export function parseExperimentRecord(raw: string | undefined): ExperimentRecord | undefined {
+  const v = parseObject(raw);
+  if (v === undefined || typeof v.started_at !== 'string') return undefined;
+  return { agent: String(v.agent), route: String(v.route), name: typeof v.name === 'string' ? v.name : null, started_at: v.started_at };
 }
 
 /** What `x:exp:<id>` holds. */

@@ -25,7 +25,7 @@ import { hasFlag, type MemoryTag, type TrajectoryFlag, type TrajectoryState } fr
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/types.js';
-import { parseEnvFeedback, type FeedbackOutcome } from './feedback.js';
+import { FEEDBACK_OUTCOMES, parseEnvFeedback } from './feedback.js';
 import { countersKey, field, keyCountersKey, keyField, keys, type ExperimentRecord, type KeySum, type TrajectoryRecord } from './keys.js';
 import { Lifetimes } from './lifetime.js';
 import { latencyBucket } from './latency.js';
@@ -391,9 +391,7 @@ export class Experiments {
     const input = request.inputs[d.index];
     if (input?.instruction.type === 'env') {
       const counts = parseEnvFeedback(input.instruction.content);
-      for (const [outcome, n] of Object.entries(counts) as [FeedbackOutcome, number][]) { // Object.entries types keys as string; counts is keyed by FeedbackOutcome
-        incr(field.feedback(arm, outcome), n);
-      }
+      for (const outcome of FEEDBACK_OUTCOMES) incr(field.feedback(arm, outcome), counts[outcome]);
     }
   }
 

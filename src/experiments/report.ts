@@ -8,7 +8,7 @@ import type { CompiledAgent } from '../routing/agents.js';
 import type { CompiledRoute } from '../routing/plan.js';
 import { analyse, sampleRatio, srmWarning, type Comparison, type Metric, type Secondary, type Srm } from './analysis.js';
 import { armReport, emptyArm, parseCounters, type ArmCounts, type ArmReport } from './arm-counts.js';
-import { countersKey, keyCountersKey, keys, type ExperimentRecord } from './keys.js';
+import { countersKey, keyCountersKey, keys, parseExperimentRecord } from './keys.js';
 import { analyseStrata, stratumInputs, type StrataReport } from './strata.js';
 import type { Unit } from '../stats/index.js';
 import { keyUnits, parseKeyCounters, slotLabels, type KeyCounters, type KeyUnits } from './units.js';
@@ -62,18 +62,8 @@ const ENSEMBLE_NOTE = 'ensemble members are not randomized: their rates are desc
 
 export type ReportHost = ExperimentsHost & { experiments: Experiments };
 
-function parseRecord(raw: string | undefined): ExperimentRecord | undefined {
-  if (raw === undefined) return undefined;
-  try {
-    const v = JSON.parse(raw) as Partial<ExperimentRecord>; // written by recorder.ts; each field is checked where read
-    return typeof v.started_at === 'string' ? { agent: String(v.agent), route: String(v.route), name: typeof v.name === 'string' ? v.name : null, started_at: v.started_at } : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 async function experimentInfo(host: ReportHost, id: string, route: CompiledRoute | undefined, epoch?: string): Promise<ExperimentInfo> {
-  const rec = parseRecord(await host.store.readClaim(keys.experiment(id)));
+  const rec = parseExperimentRecord(await host.store.readClaim(keys.experiment(id)));
   return { id, name: rec?.name ?? route?.experiment.name ?? null, started_at: rec?.started_at ?? epoch ?? null };
 }
 
@@ -155,7 +145,7 @@ async function earlierOf(host: ReportHost, agent: CompiledAgent, route: Compiled
   const sorted = infos.sort((a, b) => (b.started_at ?? '').localeCompare(a.started_at ?? '') || (a.id < b.id ? -1 : 1)).slice(0, max);
   const counters = await Promise.all(sorted.map((e) => host.store.readCounters(countersKey(agent.name, route.name, e.id))));
   return sorted.map((e, i) => {
-    const newer = i === 0 ? current.started_at : sorted[i - 1]!.started_at; // i - 1 >= 0 here
+    const newer = i === 0 ? current.started_at : sorted[i - 1]?.started_at;
     const arms = [...parseCounters(counters[i] ?? {})].map(([arm, c]) => ({ arm, trajectories: c.units }));
     return { agent: agent.name, route: route.name, experiment: e, ended_at: newer ?? null, arms };
   });

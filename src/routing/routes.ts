@@ -117,8 +117,8 @@ function assignByOf(agent: string, route: RouteConfig, path: string): AssignBy {
 /** The first route whose match holds; the catch-all is last, so there always is one. */
 export function selectRoute(compiled: CompiledRoutes, input: RoutingInput, headers: Headers): CompiledRoute {
   const routes = compiled.routes;
-  for (let i = 0; i < routes.length - 1; i++) {
-    if (routes[i]!.matches(input, headers)) return routes[i]!; // i < routes.length (loop bound)
-  }
-  return routes[routes.length - 1]!; // routes is non-empty here (checked above)
+  const last = routes.at(-1);
+  for (const r of routes) if (r === last || r.matches(input, headers)) return r;
+  // A compiled table always has its catch-all (assertRouteInvariants); an empty one is a bug upstream.
+  throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `agent ${compiled.agent} has no route`);
 }
