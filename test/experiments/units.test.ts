@@ -9,8 +9,9 @@ import { after, before, test } from 'node:test';
 import type { ExperimentsReport } from '../../src/experiments/report.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { http } from '../helpers/config-file.js';
-import { mkInput, postOk, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
-import { deleteKeys, REDIS_URL, uniquePrefix } from '../state/helpers.js';
+import { mkInput, postOk, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { deleteKeys, uniquePrefix } from '../state/helpers.js';
+import { memoryAndRedis, timeless } from './helpers.js';
 
 const OK = JSON.stringify({ infos: 'dish_robot: pick succeed with message: ok' });
 const BAD = JSON.stringify({ infos: 'dish_robot: pick failed with message: no' });
@@ -72,13 +73,7 @@ let redisReports: ExperimentsReport[];
 
 before(async () => {
   [x, y] = await Promise.all([startFakeAgent({ name: 'x' }), startFakeAgent({ name: 'y' })]);
-  const m = await startGateway(config({}));
-  gateways.push(m);
-  memoryRun = await scenario(() => m);
-  const r = [await startGateway(config({ redis: { url: REDIS_URL, key_prefix: prefix } })), await startGateway(config({ redis: { url: REDIS_URL, key_prefix: prefix } }))];
-  gateways.push(...r);
-  redisRun = await scenario((k) => r[k % 2] ?? m);
-  redisReports = await Promise.all(r.map(async (g) => (await (await fetch(`${g.adminUrl}/gateway/experiments`)).json()) as ExperimentsReport));
+  ({ memory: memoryRun, redis: redisRun, redisReports } = await memoryAndRedis(config, scenario, prefix, gateways));
 });
 
 after(async () => {
@@ -162,19 +157,6 @@ for (const [store, run] of [['memory', () => memoryRun], ['redis, two replicas',
   });
 }
 
-/** The report without what differs between runs: times. */
-function timeless(r: ExperimentsReport): unknown {
-  return {
-    ...r,
-    generated_at: null,
-    store: null,
-    experiments: r.experiments.map((e) => ({
-      ...e,
-      experiment: { ...e.experiment, started_at: null },
-      arms: e.arms.map((a) => ({ ...a, latency_ms: null, crossover: { ...a.crossover, since: null } })),
-    })),
-  };
-}
 
 test('the two Redis replicas report identical JSON, and the memory store the same numbers', () => {
   const [a, b] = redisReports.map((r) => ({ ...r, generated_at: null }));

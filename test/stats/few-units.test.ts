@@ -4,31 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FEW_KEYS, fixedMeans, fixedRatio, keyDf, sequentialMeans, type FixedResult, type SequentialResult, type Unavailable } from '../../src/stats/compare.js';
-import type { RatioSums } from '../../src/stats/ratio.js';
+import { FEW_KEYS, fixedMeans, fixedRatio, keyDf, sequentialMeans, type FixedResult, type SequentialResult } from '../../src/stats/compare.js';
 import { incompleteBeta, tCritical, tTwoSidedP } from '../../src/stats/student-t.js';
-
-function close(actual: number | undefined, expected: number, rel: number, what: string): void {
-  assert.ok(actual !== undefined && Math.abs(actual - expected) <= rel * Math.abs(expected), `${what}: ${actual} != ${expected}`);
-}
-
-function ok<T extends object>(r: T | Unavailable): T {
-  if ('reason' in r) assert.fail(`unavailable: ${r.reason}`);
-  return r;
-}
-
-function sumsOf(pairs: [number, number][]): RatioSums {
-  const out = { units: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0 };
-  for (const [s, n] of pairs) {
-    out.units++;
-    out.s += s;
-    out.n += n;
-    out.ss += s * s;
-    out.nn += n * n;
-    out.sn += s * n;
-  }
-  return out;
-}
+import { close, closeFixed, ok, sumsOf } from './helpers.js';
 
 test('the incomplete beta function and the t distribution match scipy', () => {
   // python3 -c "from scipy import special; print(repr(special.betainc(2.5,0.5,0.3)), repr(special.betainc(30,0.5,0.97)))"
@@ -61,11 +39,7 @@ test('with few keys the delta method is read from t with K - 2 df (scipy)', () =
   // rc,Vc,Kc=arm(C); rt,Vt,Kt=arm(T); d=rt-rc; se=np.sqrt(Vc+Vt); df=Kc+Kt-2; tc=stats.t.ppf(0.975,df)
   // print(repr(d), repr(se), repr(d-tc*se), repr(d+tc*se), repr(2*stats.t.sf(abs(d)/se,df)))"
   const f = ok<FixedResult>(fixedRatio(c, t, 0.05, 'key'));
-  close(f.difference, 0.20740740740740748, 1e-12, 'd');
-  close(f.se, 0.19697980977608012, 1e-11, 'se');
-  close(f.ci95[0], -0.2261422307474188, 1e-9, 'lower');
-  close(f.ci95[1], 0.6409570455622338, 1e-9, 'upper');
-  close(f.p_value, 0.31494982288815637, 1e-9, 'p');
+  closeFixed(f, { d: 0.20740740740740748, se: 0.19697980977608012, lo: -0.2261422307474188, hi: 0.6409570455622338, p: 0.31494982288815637 }, 1e-9);
   assert.equal(f.df, 11);
   assert.equal(f.method, 'delta method, key as unit, t with 11 df');
   // The trajectory as unit reads the same sums from the normal: a narrower interval.
