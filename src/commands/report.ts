@@ -11,6 +11,7 @@ import { ROOT_AGENT } from '../config/schema.js';
 import type { ExperimentReport, ExperimentsReport } from '../experiments/report.js';
 import type { ArmReport } from '../experiments/arm-counts.js';
 import type { Comparison, Secondary } from '../experiments/analysis.js';
+import type { StrataReport } from '../experiments/strata.js';
 
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
 const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
@@ -126,23 +127,34 @@ function stopAdvice(crossed: boolean, trustworthy: boolean): string {
   return crossed ? ' -> you may stop: the arms differ' : ' -> keep running (or stop and report this interval)';
 }
 
+/** A difference and its interval: rates in percentage points, scores on their own scale. */
+function diff(c: Comparison, d: number, lo: number, hi: number): string {
+  if (c.outcome_kind === 'score') return `${d >= 0 ? '+' : ''}${d.toFixed(3)} [${lo.toFixed(3)}, ${hi.toFixed(3)}]`;
+  return `${signedPts(d)} pts [${signedPts(lo)}, ${signedPts(hi)}]`;
+}
+
+function metricName(c: Comparison): string {
+  if (c.metric !== 'outcome') return 'tool success';
+  return c.outcome_kind === 'score' ? 'episode score' : 'episode success';
+}
+
 /** A comparison's lines: the always-valid result (the stop rule) first for the primary metric, then the fixed one. */
 function comparisonLines(c: Comparison, trustworthy: boolean): string[] {
-  const what = `${cell(c.arm)} - ${cell(c.control)}, ${c.metric === 'outcome' ? 'episode success' : 'tool success'}`;
+  const what = `${cell(c.arm)} - ${cell(c.control)}, ${metricName(c)}`;
   const out = [`${c.primary ? 'PRIMARY' : 'also'} ${what} (${cell(c.label)}):`];
   if (c.primary) {
     const q = c.sequential;
     out.push(
       q === null
         ? `  always-valid: n/a (${cell(c.sequential_reason ?? 'not computable')})`
-        : `  always-valid: ${signedPts(q.difference)} pts [${signedPts(q.ci95[0])}, ${signedPts(q.ci95[1])}], ${pValue(q.p_value)}${stopAdvice(q.p_value < q.alpha, trustworthy)}`,
+        : `  always-valid: ${diff(c, q.difference, q.ci95[0], q.ci95[1])}, ${pValue(q.p_value)}${stopAdvice(q.p_value < q.alpha, trustworthy)}`,
     );
   }
   const f = c.fixed;
   out.push(
     f === null
       ? `  fixed: n/a (${cell(c.fixed_reason ?? 'not computable')})`
-      : `  fixed: ${signedPts(f.difference)} pts [${signedPts(f.ci95[0])}, ${signedPts(f.ci95[1])}], ${pValue(f.p_value)} (${cell(f.method)}; valid only at a number of trajectories fixed in advance, read once)`,
+      : `  fixed: ${diff(c, f.difference, f.ci95[0], f.ci95[1])}, ${pValue(f.p_value)} (${cell(f.method)}; valid only at a number of units fixed in advance, read once)`,
   );
   return out;
 }
@@ -153,15 +165,38 @@ function secondaryLine(s: Secondary): string {
   return `  ${cell(s.arm)} - ${cell(s.control)} ${s.metric}: ${v}`;
 }
 
+/** The strata block: each stratum's units per arm and its comparison, then the post-stratified estimate. */
+function strataLines(s: StrataReport): string[] {
+  const out = [`strata by ${cell(s.by)} (${cell(s.label)}; the first ${s.max} values seen have their own, later ones are "other"):`];
+  for (const v of s.values) {
+    const units = v.arms.map((a) => `${cell(a.arm)} ${a.units}`).join(', ');
+    const cmp = v.comparisons.map((c) => (c.fixed === null ? `n/a (${cell(c.fixed_reason ?? '')})` : `${diff(c, c.fixed.difference, c.fixed.ci95[0], c.fixed.ci95[1])}, ${pValue(c.fixed.p_value)}`));
+    out.push(`  ${cell(v.value)} (slot ${v.slot}): ${units}${cmp.length > 0 ? `; ${cmp.join('; ')}` : ''}`);
+  }
+  for (const p of s.post_stratified) {
+    const f = p.fixed;
+    out.push(`  post-stratified ${cell(p.arm)} - ${cell(p.control)}: ${f === null ? `n/a (${cell(p.reason ?? '')})` : `${signedPts(f.difference)} [${signedPts(f.ci95[0])}, ${signedPts(f.ci95[1])}], ${pValue(f.p_value)} over ${f.strata_used} strata`} (descriptive)`);
+  }
+  return out;
+}
+
+function unitLine(r: ExperimentReport): string {
+  return r.unit === 'key'
+    ? `unit: key (assign_by ${cell(r.assign_by ?? '?')}): every trajectory of a key has one arm; comparisons and the SRM count keys`
+    : 'unit: trajectory';
+}
+
 function experimentBlock(r: ExperimentReport): string[] {
   const e = r.experiment;
   const out = [`agent ${cell(r.agent)} (${cell(r.path)}) route ${cell(r.route)}: ${r.kind}, experiment ${cell(e.id)}${e.name === null ? '' : ` "${cell(e.name)}"`}${e.started_at === null ? '' : ` since ${e.started_at}`}, control ${cell(r.control)}`];
   // The SRM line, when flagged, is the first warning: it is printed before anything else of the route.
   if (!r.trustworthy) out.push('NOT TRUSTWORTHY');
   for (const w of r.warnings) out.push(`! ${cell(w)}`);
+  if (r.kind === 'split') out.push(unitLine(r));
   out.push(...table(r.arms.map(armRow)));
   for (const c of r.comparisons.filter((x) => x.primary)) out.push(...comparisonLines(c, r.trustworthy));
   for (const c of r.comparisons.filter((x) => !x.primary)) out.push(...comparisonLines(c, r.trustworthy));
+  if (r.strata !== null) out.push(...strataLines(r.strata));
   if (r.secondary.length > 0) {
     out.push('secondary (descriptive, never a stopping rule):');
     for (const s of r.secondary) out.push(secondaryLine(s));

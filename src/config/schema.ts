@@ -146,6 +146,10 @@ const conditionSchema = z.union([z.string(), z.number(), z.boolean(), z.null(), 
   error: 'expected a plain value (string, number, boolean, null) or an operator object (in, glob, exists, contains, not, regex)',
 });
 
+/** A dot path into an input's free-form values: what `assign_by` and `experiments.stratify_by` read. */
+const INPUT_PATH = /^(attributes|extra_keys)(\.[^\s.]+)+$/;
+const inputPath = z.string().regex(INPUT_PATH, 'expected a dot path into the first input: attributes.<path> or extra_keys.<path> (e.g. attributes.scenario)');
+
 const MATCH_KEY = /^(instruction_type|tools|robots|(attributes|extra_keys|memory)(\.[^\s.]+)+|header\.[A-Za-z0-9_-]+)$/;
 
 /** Weighted members of a split or an ensemble, in file order. */
@@ -173,6 +177,11 @@ const routeSchema = z
     fallback: z.array(name).default([]),
     shadow: z.array(name).default([]),
     sticky: z.boolean().default(true),
+    /**
+     * A split only: the arm is drawn from this value of a trajectory's first input instead of per trajectory,
+     * and the key is the experiment's unit (docs/experiments.md#assigning-by-a-key).
+     */
+    assign_by: inputPath.optional(),
     /** A split's or an ensemble's experiment (docs/experiments.md): its name, primary metric and control arm. */
     experiment: z
       .strictObject({
@@ -193,6 +202,10 @@ const routeSchema = z
   .refine((r) => [r.backend, r.split, r.ensemble].filter((x) => x !== undefined).length === 1, {
     message: 'a route needs exactly one of "backend", "split" or "ensemble"',
   })
+  .refine((r) => r.assign_by === undefined || r.split !== undefined, {
+    message: 'assign_by applies to a split route only',
+    path: ['assign_by'],
+  })
   .refine((r) => r.experiment?.control === undefined || Object.hasOwn(r.split ?? r.ensemble ?? {}, r.experiment.control), {
     message: 'experiment.control must name one of the route\'s split or ensemble members',
     path: ['experiment', 'control'],
@@ -211,6 +224,12 @@ const experimentsSchema = z
         burn_in: z.number().int().min(2).default(20),
       })
       .prefault({}),
+    /** Each value of this path of a trajectory's first input is a stratum of the report (docs/experiments.md#strata). */
+    stratify_by: inputPath.optional(),
+    /** Strata per experiment: the first values seen claim them, later ones go to `other`. */
+    max_strata: z.number().int().min(1).max(1000).default(20),
+    /** assign_by keys per experiment that are units of their own; trajectories of later keys are left out (counted). */
+    max_keys: z.number().int().positive().default(10_000),
     /** How long trajectory marks, the outcome index and experiment records are kept (Redis keys' TTL too). */
     index_ttl_s: positive.default(30 * 24 * 3600),
     /** Outcomes one POST /gateway/experiments/outcomes may carry. */

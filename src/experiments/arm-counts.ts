@@ -35,6 +35,11 @@ export interface ArmCounts {
   scoreN: number;
   scoreSum: number;
   scoreSquares: number;
+  /** assign_by: trajectories with no key (their own units), and of keys past experiments.max_keys (left out). */
+  keyless: number;
+  keysOver: number;
+  /** The unit and outcome sums per stratum slot (0 = other), on a stratified experiment. */
+  strata: Map<number, ArmCounts>;
 }
 
 export function emptyArm(): ArmCounts {
@@ -42,11 +47,11 @@ export function emptyArm(): ArmCounts {
     units: 0, unitsWithLines: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0, steps: 0, stepsSquared: 0, stages: 0, stagesSquared: 0, envError: 0,
     failureReason: 0, errorCandidate: 0, crossed: 0, cached: 0, rerouted: { not_ready: 0, ejected: 0 }, completed: 0,
     error: 0, codes: new Map(), feedback: emptyFeedback(), latency: new Map(), outcomeReported: 0, outcomeSuccess: 0,
-    outcomeArmLevel: 0, scoreN: 0, scoreSum: 0, scoreSquares: 0,
+    outcomeArmLevel: 0, scoreN: 0, scoreSum: 0, scoreSquares: 0, keyless: 0, keysOver: 0, strata: new Map(),
   };
 }
 
-type Scalar = Exclude<keyof ArmCounts, 'rerouted' | 'codes' | 'feedback' | 'latency'>;
+type Scalar = Exclude<keyof ArmCounts, 'rerouted' | 'codes' | 'feedback' | 'latency' | 'strata'>;
 
 /** Field suffix (after `<arm>|`) -> the count it adds to. */
 const SCALARS: Record<string, Scalar> = {
@@ -54,10 +59,19 @@ const SCALARS: Record<string, Scalar> = {
   stages: 'stages', stages_sq: 'stagesSquared', env_error: 'envError', failure_reason: 'failureReason',
   error_candidate: 'errorCandidate', crossed: 'crossed', cached_steps: 'cached', completed: 'completed',
   error: 'error', oc_reported: 'outcomeReported', oc_success: 'outcomeSuccess', oc_arm_level: 'outcomeArmLevel',
-  oc_score_n: 'scoreN', oc_score_sum: 'scoreSum', oc_score_ss: 'scoreSquares',
+  oc_score_n: 'scoreN', oc_score_sum: 'scoreSum', oc_score_ss: 'scoreSquares', keyless: 'keyless', keys_over: 'keysOver',
 };
 
-const OUTCOMES: ReadonlySet<string> = new Set(FEEDBACK_OUTCOMES);
+const STRATUM_FIELD = /^st\|(\d{1,4})\|(.+)$/;
+
+/** The scalar a field suffix adds to, if it is one. */
+function scalarOf(rest: string): Scalar | undefined {
+  return Object.hasOwn(SCALARS, rest) ? SCALARS[rest] : undefined;
+}
+
+function feedbackOutcome(name: string): FeedbackOutcome | undefined {
+  return FEEDBACK_OUTCOMES.find((o) => o === name);
+}
 
 /** Counter fields (`<arm>|<what>[|<detail>]`) back into per-arm counts. */
 export function parseCounters(counters: Record<string, number>): Map<string, ArmCounts> {
@@ -70,12 +84,20 @@ export function parseCounters(counters: Record<string, number>): Map<string, Arm
     const rest = f.slice(bar + 1);
     let a = arms.get(armName);
     if (a === undefined) arms.set(armName, (a = emptyArm()));
-    const scalar = Object.hasOwn(SCALARS, rest) ? SCALARS[rest] : undefined;
+    const scalar = scalarOf(rest);
+    const stratum = STRATUM_FIELD.exec(rest);
+    const fb = rest.startsWith('fb|') ? feedbackOutcome(rest.slice(3)) : undefined;
     if (scalar !== undefined) a[scalar] += v;
+    else if (stratum !== null) {
+      const [, slot = '', what = ''] = stratum; // both groups always match
+      const inner = scalarOf(what);
+      let h = a.strata.get(Number(slot));
+      if (h === undefined) a.strata.set(Number(slot), (h = emptyArm()));
+      if (inner !== undefined) h[inner] += v;
+    } else if (fb !== undefined) a.feedback[fb] += v;
     else if (rest === 'rerouted|not_ready') a.rerouted.not_ready += v;
     else if (rest === 'rerouted|ejected') a.rerouted.ejected += v;
     else if (rest.startsWith('code|')) a.codes.set(rest.slice(5), (a.codes.get(rest.slice(5)) ?? 0) + v);
-    else if (rest.startsWith('fb|') && OUTCOMES.has(rest.slice(3))) a.feedback[rest.slice(3) as FeedbackOutcome] += v; // the recorder writes only FeedbackOutcome names there
     else if (rest.startsWith('lat|')) {
       const b = Number(rest.slice(4));
       if (Number.isInteger(b) && b >= 0) a.latency.set(b, (a.latency.get(b) ?? 0) + v);

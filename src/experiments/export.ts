@@ -3,7 +3,7 @@
  * trajectory of each current experiment, for pandas or R, as JSON lines or CSV. Bounded by
  * experiments.export_max_trajectories per experiment (the first trajectories are kept).
  */
-import { keys, type TrajectoryRecord } from './keys.js';
+import { keys, parseTrajectoryRecord } from './keys.js';
 import type { ReportHost } from './report.js';
 
 export interface TrajectoryRow {
@@ -30,17 +30,6 @@ export const ROW_FIELDS: readonly (keyof TrajectoryRow)[] = [
   'failure_reason', 'error_candidates', 'crossed', 'outcome',
 ];
 
-function parseRecord(raw: string | undefined): TrajectoryRecord | undefined {
-  if (raw === undefined) return undefined;
-  try {
-    const v = JSON.parse(raw) as Partial<TrajectoryRecord>; // written by recorder.ts; checked below
-    return typeof v.arm === 'string' && typeof v.agent === 'string' && typeof v.route === 'string' && typeof v.experiment === 'string'
-      ? { agent: v.agent, route: v.route, experiment: v.experiment, arm: v.arm, started_at: String(v.started_at) }
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 function outcomeOf(raw: string | undefined): boolean | number | null {
   if (raw === undefined) return null;
@@ -56,21 +45,21 @@ async function row(host: ReportHost, id: string): Promise<TrajectoryRow | undefi
     host.store.readSet(keys.steps(id)),
     host.store.readClaim(keys.outcome(id)),
   ]);
-  const r = parseRecord(rec);
+  const r = parseTrajectoryRecord(rec);
   if (r === undefined) return undefined;
-  let last = [0, 0, 0, 0];
+  let last: [number, number, number, number] = [0, 0, 0, 0];
   let flags = '';
   for (const m of steps) {
     const [step, s, n, stages, f] = m.split('|');
-    const v = [Number(step), Number(s), Number(n), Number(stages)];
-    if (v.every(Number.isFinite) && v[0]! > last[0]!) {
+    const v: [number, number, number, number] = [Number(step), Number(s), Number(n), Number(stages)];
+    if (v.every(Number.isFinite) && v[0] > last[0]) {
       last = v;
       flags = f ?? '';
     }
   }
   return {
     agent: r.agent, route: r.route, arm: r.arm, experiment: r.experiment, trajectory: id, started: r.started_at,
-    steps: last[0]!, s: last[1]!, n: last[2]!, stages: last[3]!, // last has four entries (built above)
+    steps: last[0], s: last[1], n: last[2], stages: last[3],
     env_errors: flags.includes('e'), failure_reason: flags.includes('f'), error_candidates: flags.includes('c'),
     crossed: flags.includes('x'), outcome: outcomeOf(outcome),
   };

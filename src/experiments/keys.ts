@@ -3,7 +3,10 @@
  * store adds its own prefix; every key carries the experiment id, so experiments of one route are never summed.
  *
  *   counters  experiments:<agent>/<route>/<experiment>   per-arm counters (fields below)
+ *   counters  experiments:<agent>/<route>/<experiment>/keys   assign_by: per-key sums `<arm>|<stratum>|<key>|<what>`, and `keys`
  *   counters  experiments:outcomes                        outcome posts: accepted, duplicate, conflict, unknown, ...
+ *   claim     x:slot:<experiment>:<i>                     the stratify_by value holding stratum slot i (set once)
+ *   claim     x:key:<experiment>:<key>                    whether an assign_by key is a unit (`in`) or past the bound (`over`)
  *   claim     x:step:<trajectory>:<step>                  the request key that counted that step (replay vs fork)
  *   claim     x:traj:<trajectory>                         what credits its outcome: agent, route, experiment, arm
  *   claim     x:outcome:<trajectory> | x:outcome-ep:<hash>:<episode>   the outcome credited (set once)
@@ -15,8 +18,25 @@
  *   set       x:list:<agent>/<route>                      the route's experiments
  *   shared    experiments:epoch:<agent>/<route>           the time of the route's last reset
  */
+import { isJsonObject } from '../protocol/schemas.js';
+import type { JsonObject } from '../protocol/types.js';
+
 export function countersKey(agent: string, route: string, experiment: string): string {
   return `experiments:${agent}/${route}/${experiment}`;
+}
+
+/** The per-key counters of an `assign_by` experiment, apart so the arm counters stay small. */
+export function keyCountersKey(agent: string, route: string, experiment: string): string {
+  return `${countersKey(agent, route, experiment)}/keys`;
+}
+
+/** What a per-key field sums: trajectories, s, n, outcomes reported / successes, scores posted / their sum. */
+export const KEY_SUMS = ['t', 's', 'n', 'ocr', 'ocs', 'scn', 'scs'] as const;
+export type KeySum = (typeof KEY_SUMS)[number];
+
+/** A per-key field: `<arm>|<stratum>|<key>|<what>` (the key is hex, the stratum a number). */
+export function keyField(arm: string, stratum: number, key: string, what: KeySum): string {
+  return `${arm}|${stratum}|${key}|${what}`;
 }
 
 export const OUTCOME_COUNTERS_KEY = 'experiments:outcomes';
@@ -32,6 +52,8 @@ export const keys = {
   steps: (trajectory: string) => `x:steps:${trajectory}`,
   trajectories: (experiment: string) => `x:trajs:${experiment}`,
   list: (agent: string, route: string) => `x:list:${agent}/${route}`,
+  slot: (experiment: string, slot: number) => `x:slot:${experiment}:${slot}`,
+  key: (experiment: string, key: string) => `x:key:${experiment}:${key}`,
   epoch: (agent: string, route: string) => `experiments:epoch:${agent}/${route}`,
 };
 
@@ -72,6 +94,15 @@ export const field = {
   scoreN: (arm: string) => `${arm}|oc_score_n`,
   scoreSum: (arm: string) => `${arm}|oc_score_sum`,
   scoreSquares: (arm: string) => `${arm}|oc_score_ss`,
+  /** Trajectories whose first input had no value at the route's assign_by path (assigned per trajectory). */
+  keyless: (arm: string) => `${arm}|keyless`,
+  /** Trajectories of keys past experiments.max_keys, left out of the key-unit comparison. */
+  keysOver: (arm: string) => `${arm}|keys_over`,
+  /** One of the fields above in stratum `stratum`: `<arm>|st|<stratum>|<what>`. */
+  inStratum: (stratum: number, f: string) => {
+    const bar = f.indexOf('|');
+    return `${f.slice(0, bar)}|st|${stratum}|${f.slice(bar + 1)}`;
+  },
 };
 
 /** What `x:traj:<id>` holds: enough to credit an outcome to its arm. */
@@ -81,6 +112,42 @@ export interface TrajectoryRecord {
   experiment: string;
   arm: string;
   started_at: string;
+  /** The stratum slot (0 = other) on a stratified experiment. */
+  stratum?: number;
+  /** The assign_by key id, when the key is a unit of its own. */
+  key?: string;
+}
+
+const KEY_ID = /^[0-9a-f]{16}$/;
+
+/** A claim's JSON object, or undefined: the store holds what recorder.ts wrote, but a reader checks every field. */
+function parseObject(raw: string | undefined): JsonObject | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const v: unknown = JSON.parse(raw);
+    return isJsonObject(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What `x:traj:<id>` holds, read back; undefined when missing or not one. */
+export function parseTrajectoryRecord(raw: string | undefined): TrajectoryRecord | undefined {
+  const v = parseObject(raw);
+  if (v === undefined) return undefined;
+  const { agent, route, experiment, arm, started_at: started, stratum, key } = v;
+  if (typeof agent !== 'string' || typeof route !== 'string' || typeof experiment !== 'string' || typeof arm !== 'string') return undefined;
+  const rec: TrajectoryRecord = { agent, route, experiment, arm, started_at: String(started) };
+  if (typeof stratum === 'number' && Number.isInteger(stratum) && stratum >= 0) rec.stratum = stratum;
+  if (typeof key === 'string' && KEY_ID.test(key)) rec.key = key;
+  return rec;
+}
+
+/** What `x:exp:<id>` holds, read back; undefined when missing or without a start time. */
+export function parseExperimentRecord(raw: string | undefined): ExperimentRecord | undefined {
+  const v = parseObject(raw);
+  if (v === undefined || typeof v.started_at !== 'string') return undefined;
+  return { agent: String(v.agent), route: String(v.route), name: typeof v.name === 'string' ? v.name : null, started_at: v.started_at };
 }
 
 /** What `x:exp:<id>` holds. */

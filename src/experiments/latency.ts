@@ -28,18 +28,20 @@ export function bucketQuantile(buckets: ReadonlyMap<number, number>, q: number):
   let total = 0;
   for (const n of buckets.values()) total += n;
   if (total <= 0) return undefined;
+  const top = LATENCY_BOUNDS_MS.at(-1) ?? 0;
   const rank = q * total;
   let below = 0;
   for (let i = 0; i <= LATENCY_BOUNDS_MS.length; i++) {
     const n = buckets.get(i) ?? 0;
     if (n <= 0) continue;
     if (below + n >= rank) {
-      if (i === LATENCY_BOUNDS_MS.length) return LATENCY_BOUNDS_MS[i - 1]!; // 1 <= i < LATENCY_BOUNDS_MS.length (loop bound)
-      const lo = i === 0 ? 0 : LATENCY_BOUNDS_MS[i - 1]!; // 1 <= i < LATENCY_BOUNDS_MS.length (loop bound)
-      const hi = LATENCY_BOUNDS_MS[i]!; // 1 <= i < LATENCY_BOUNDS_MS.length (loop bound)
+      // The bucket past the last bound reads as the last bound; the first starts at 0.
+      const hi = LATENCY_BOUNDS_MS[i];
+      if (hi === undefined) return top;
+      const lo = LATENCY_BOUNDS_MS[i - 1] ?? 0;
       return lo + ((hi - lo) * (rank - below)) / n;
     }
     below += n;
   }
-  return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]!; // LATENCY_BOUNDS_MS is a non-empty constant
+  return top;
 }

@@ -11,7 +11,8 @@
  *   `ambiguous`, never guessed.
  */
 import type { Store } from '../state/types.js';
-import { countersKey, field, keys, OUTCOME_COUNTERS_KEY, type TrajectoryRecord } from './keys.js';
+import { isJsonObject } from '../protocol/schemas.js';
+import { countersKey, field, keyCountersKey, keyField, keys, OUTCOME_COUNTERS_KEY, parseTrajectoryRecord, type KeySum, type TrajectoryRecord } from './keys.js';
 
 export type Outcome = { success: boolean } | { score: number };
 export type OutcomeItem =
@@ -39,15 +40,14 @@ function at(i: number, what: string): string {
  * in constant work.
  */
 export function parseOutcomes(body: unknown, max: number): { ok: true; items: OutcomeItem[] } | { ok: false; problem: string } {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return { ok: false, problem: 'the body must be a JSON object {"outcomes": [...]}' };
-  const list = (body as { outcomes?: unknown }).outcomes; // a non-null, non-array object (checked above)
+  if (!isJsonObject(body)) return { ok: false, problem: 'the body must be a JSON object {"outcomes": [...]}' };
+  const list = body.outcomes;
   if (!Array.isArray(list)) return { ok: false, problem: 'outcomes: expected a list' };
   if (list.length > max) return { ok: false, problem: `outcomes: ${list.length} outcomes, more than experiments.outcomes_max (${max}); post them in parts` };
   const items: OutcomeItem[] = [];
   for (let i = 0; i < list.length; i++) {
-    const o: unknown = list[i];
-    if (o === null || typeof o !== 'object' || Array.isArray(o)) return { ok: false, problem: at(i, 'expected an object') };
-    const r = o as Record<string, unknown>; // a non-null, non-array object (checked above)
+    const r: unknown = list[i];
+    if (!isJsonObject(r)) return { ok: false, problem: at(i, 'expected an object') };
     let outcome: Outcome;
     if (typeof r.success === 'boolean' && r.score === undefined) outcome = { success: r.success };
     else if (typeof r.score === 'number' && Number.isFinite(r.score) && r.success === undefined) outcome = { score: r.score };
@@ -69,26 +69,34 @@ function encode(o: Outcome): string {
   return 'success' in o ? `success:${o.success ? 1 : 0}` : `score:${o.score}`;
 }
 
-function parseTrajectory(raw: string | undefined): TrajectoryRecord | undefined {
-  if (raw === undefined) return undefined;
-  try {
-    const v = JSON.parse(raw) as Partial<TrajectoryRecord>; // written by recorder.ts; checked below
-    if (typeof v.agent !== 'string' || typeof v.route !== 'string' || typeof v.experiment !== 'string' || typeof v.arm !== 'string') return undefined;
-    return { agent: v.agent, route: v.route, experiment: v.experiment, arm: v.arm, started_at: String(v.started_at) };
-  } catch {
-    return undefined;
-  }
-}
 
+/**
+ * The outcome's increments: the arm's, its stratum's, and its key's when the key is the unit. An arm-level
+ * credit (an ambiguous set whose candidates all have one arm) goes to the first candidate's stratum and key,
+ * which may not be the episode's own: `arm_level` counts those.
+ */
 function credit(store: Store, rec: TrajectoryRecord, o: Outcome, armLevel: boolean): void {
   const key = countersKey(rec.agent, rec.route, rec.experiment);
+  const incr = (f: string, by = 1): void => {
+    store.incr(key, f, by);
+    if (rec.stratum !== undefined) store.incr(key, field.inStratum(rec.stratum, f), by);
+  };
+  const perKey = (what: KeySum, by: number): void => {
+    if (rec.key !== undefined) store.incr(keyCountersKey(rec.agent, rec.route, rec.experiment), keyField(rec.arm, rec.stratum ?? 0, rec.key, what), by);
+  };
   if ('success' in o) {
-    store.incr(key, field.outcomeReported(rec.arm));
-    if (o.success) store.incr(key, field.outcomeSuccess(rec.arm));
+    incr(field.outcomeReported(rec.arm));
+    perKey('ocr', 1);
+    if (o.success) {
+      incr(field.outcomeSuccess(rec.arm));
+      perKey('ocs', 1);
+    }
   } else {
-    store.incr(key, field.scoreN(rec.arm));
-    store.incr(key, field.scoreSum(rec.arm), o.score);
-    store.incr(key, field.scoreSquares(rec.arm), o.score * o.score);
+    incr(field.scoreN(rec.arm));
+    incr(field.scoreSum(rec.arm), o.score);
+    incr(field.scoreSquares(rec.arm), o.score * o.score);
+    perKey('scn', 1);
+    perKey('scs', o.score);
   }
   if (armLevel) store.incr(key, field.outcomeArmLevel(rec.arm));
 }
@@ -116,27 +124,32 @@ async function byHash(store: Store, hash: string, episode: string, o: Outcome, t
     stepsOf.set(id, list);
   }
   // An episode ends where its trajectory's last step did: prefer trajectories whose last step has this hash.
-  const ids = [...stepsOf.keys()];
-  const last = await Promise.all(ids.map(async (id) => Math.max(...(await store.readSet(keys.steps(id))).map((m) => Number(m.split('|', 1)[0])))));
-  const ended = ids.filter((id, i) => stepsOf.get(id)!.includes(last[i]!)); // ids come from stepsOf; last has one entry per id
-  const candidates = ended.length > 0 ? ended : ids;
-  const records = await Promise.all(candidates.map(async (id) => parseTrajectory(await store.readClaim(keys.trajectory(id)))));
-  const known = records.filter((r): r is TrajectoryRecord => r !== undefined);
-  if (known.length === 0) return 'unmatched';
-  if (candidates.length === 1) return creditOnce(store, keys.outcome(candidates[0]!), known[0]!, o, ttlMs, false); // one candidate, known
-  const first = known[0]!; // known is not empty (above)
-  const oneArm = known.length === candidates.length && known.every((r) => r.agent === first.agent && r.route === first.route && r.experiment === first.experiment && r.arm === first.arm);
+  const seen = await Promise.all(
+    [...stepsOf].map(async ([id, steps]) => {
+      const last = Math.max(...(await store.readSet(keys.steps(id))).map((m) => Number(m.split('|', 1)[0])));
+      return { id, ended: steps.includes(last) };
+    }),
+  );
+  const ended = seen.filter((t) => t.ended).map((t) => t.id);
+  const candidates = ended.length > 0 ? ended : seen.map((t) => t.id);
+  const records = await Promise.all(candidates.map(async (id) => ({ id, rec: parseTrajectoryRecord(await store.readClaim(keys.trajectory(id))) })));
+  const known = records.flatMap((r) => (r.rec === undefined ? [] : [{ id: r.id, rec: r.rec }]));
+  const [first] = known;
+  if (first === undefined) return 'unmatched';
+  if (candidates.length === 1) return creditOnce(store, keys.outcome(first.id), first.rec, o, ttlMs, false);
+  const f = first.rec;
+  const oneArm = known.length === candidates.length && known.every(({ rec: r }) => r.agent === f.agent && r.route === f.route && r.experiment === f.experiment && r.arm === f.arm);
   if (!oneArm) return 'ambiguous';
-  return creditOnce(store, keys.episodeOutcome(hash, episode), first, o, ttlMs, true);
+  return creditOnce(store, keys.episodeOutcome(hash, episode), f, o, ttlMs, true);
 }
 
 /** Credits every outcome; returns how each was taken. Never throws for a bad outcome (parseOutcomes checked them). */
 export async function postOutcomes(store: Store, items: readonly OutcomeItem[], ttlMs: number, onResult?: (r: OutcomeResult) => void): Promise<OutcomeSummary> {
-  const results = Object.fromEntries(OUTCOME_RESULTS.map((r) => [r, 0])) as Record<OutcomeResult, number>; // every key set from OUTCOME_RESULTS
+  const results: Record<OutcomeResult, number> = { accepted: 0, duplicate: 0, conflict: 0, unknown: 0, arm_level: 0, ambiguous: 0, unmatched: 0 };
   for (const item of items) {
     let r: OutcomeResult;
     if ('trajectory' in item) {
-      const rec = parseTrajectory(await store.readClaim(keys.trajectory(item.trajectory)));
+      const rec = parseTrajectoryRecord(await store.readClaim(keys.trajectory(item.trajectory)));
       r = rec === undefined ? 'unknown' : await creditOnce(store, keys.outcome(item.trajectory), rec, item.outcome, ttlMs, false);
     } else r = await byHash(store, item.traceHash, item.episode, item.outcome, ttlMs);
     results[r]++;

@@ -25,11 +25,17 @@ import { hasFlag, type MemoryTag, type TrajectoryFlag, type TrajectoryState } fr
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/types.js';
-import { parseEnvFeedback, type FeedbackOutcome } from './feedback.js';
-import { countersKey, field, keys, type ExperimentRecord, type TrajectoryRecord } from './keys.js';
+import { FEEDBACK_OUTCOMES, parseEnvFeedback } from './feedback.js';
+import { countersKey, field, keyCountersKey, keyField, keys, type ExperimentRecord, type KeySum, type TrajectoryRecord } from './keys.js';
 import { Lifetimes } from './lifetime.js';
 import { latencyBucket } from './latency.js';
-import { advance, forkedId, requestKey, stepFeedback } from './trajectory.js';
+import { advance, forkedId, forkStart, requestKey, stepFeedback } from './trajectory.js';
+import { keyId, MISSING_VALUE, UnitSlots, valueText } from './units.js';
+import { compileInputPath } from '../routing/match.js';
+import type { RoutingInput } from '../routing/routing-input.js';
+import type { GatewayConfig } from '../config/schema.js';
+
+type ExperimentsConfig = GatewayConfig['experiments'];
 
 /** What the recorder and the report read from the gateway, late-bound so a config reload is seen at once. */
 export interface ExperimentsHost {
@@ -61,6 +67,10 @@ export interface StepDecision {
   /** False for a replayed step: its increments were made when it was first counted. */
   readonly counted: boolean;
   readonly newUnit: boolean;
+  /** A new unit of an assign_by split whose first input had no key (drawn per trajectory, its own unit). */
+  readonly keyless: boolean;
+  /** A new unit whose key came after experiments.max_keys: left out of the key-unit sums. */
+  readonly keysOver: boolean;
   readonly rerouted?: { from: string; why: 'not_ready' | 'ejected' };
 }
 
@@ -111,6 +121,9 @@ export class Experiments {
     private readonly log?: Pick<Logger, 'warn'>,
     private readonly now: () => Date = () => new Date(),
   ) {}
+
+  private readonly slots = new UnitSlots();
+  private readonly readers = new Map<string, (input: RoutingInput) => unknown>();
 
   /** Experiments whose sample-ratio mismatch this process has logged. */
   private readonly srmLogged = new Set<string>();
@@ -188,20 +201,22 @@ export class Experiments {
           const key = requestKey(cfg.salt, request.request_id, input.id);
           const instruction = input.instruction;
           const feedback = stepFeedback(instruction);
-          let state = advance(previous, { id: key, experiment }, instruction, feedback);
+          const unit = continuing ? undefined : await this.newUnit(store, cfg, agent, route, p, input, experiment, key, ttlMs);
+          let state = advance(previous, { id: key, experiment, ...unit?.members }, instruction, feedback);
           let base = previous ?? ZERO;
           let newUnit = !continuing;
           let mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
           if (!mark.first && mark.value !== key && previous !== undefined) {
-            // A fork: the same (trajectory, step) continued by another request. It goes on as a trajectory of its own.
-            state = { ...state, id: forkedId(previous.id, key) };
+            // A fork: the same (trajectory, step) continued by another request. It goes on as a trajectory of its
+            // own that counts only what comes after the fork (docs/experiments.md#forks).
+            state = advance(forkStart(previous, forkedId(previous.id, key)), { id: key, experiment }, instruction, feedback);
             base = ZERO;
             newUnit = true;
             mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
           }
           const counted = mark.first;
           p.trajectory = state;
-          const d: StepDecision = { index: p.index, route, experiment: state.experiment, arm, state, base, counted, newUnit };
+          const d: StepDecision = { index: p.index, route, experiment: state.experiment, arm, state, base, counted, newUnit, keyless: unit?.keyless === true, keysOver: unit?.keysOver === true };
           if (counted) this.track(this.index(store, agent, d, ttlMs, cfg.hash_candidates_max));
           if (counted && newUnit && p.drawnArm !== undefined) {
             return { ...d, rerouted: { from: p.drawnArm, why: this.whyUnservable(p.drawnArm) } };
@@ -212,6 +227,46 @@ export class Experiments {
     }
     const decided = await Promise.all(work);
     return decided.filter((d): d is StepDecision => d !== undefined);
+  }
+
+  /**
+   * The stratum and key a new trajectory's unit gets from its first input (experiments/units.ts). Never re-read:
+   * they travel in the tag, and a fork inherits its parent's.
+   */
+  private async newUnit(
+    store: Store,
+    cfg: ExperimentsConfig,
+    agent: string,
+    route: CompiledRoute,
+    p: InputPlan,
+    input: RoutingInput,
+    experiment: string,
+    trajectory: string,
+    ttlMs: number,
+  ): Promise<{ members: { stratum?: number; key?: string }; keyless: boolean; keysOver: boolean }> {
+    const members: { stratum?: number; key?: string } = {};
+    if (cfg.stratify_by !== undefined) {
+      const label = valueText(this.reader(cfg.stratify_by)(input)) ?? MISSING_VALUE;
+      members.stratum = await this.slots.stratum(store, experiment, label, cfg.max_strata, ttlMs);
+    }
+    if (route.assignBy === undefined) return { members, keyless: false, keysOver: false };
+    // A trajectory without a key was drawn on its own: its unit is itself, under an id no key hash takes.
+    const keyless = p.assignKey === undefined;
+    const id = p.assignKey === undefined ? trajectory.slice(0, 16) : keyId(experiment, p.assignKey);
+    const counter = keyCountersKey(agent, route.name, experiment);
+    const admitted = await this.slots.keyAdmitted(store, experiment, id, cfg.max_keys, ttlMs, counter);
+    if (admitted) members.key = id;
+    return { members, keyless, keysOver: !admitted };
+  }
+
+  /** The reader of a stratify_by path, compiled once per path. */
+  private reader(path: string): (input: RoutingInput) => unknown {
+    let r = this.readers.get(path);
+    if (r === undefined) {
+      if (this.readers.size > 100) this.readers.clear();
+      this.readers.set(path, (r = compileInputPath(path)));
+    }
+    return r;
   }
 
   private whyUnservable(backend: string): 'not_ready' | 'ejected' {
@@ -230,6 +285,8 @@ export class Experiments {
       writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, this.host().current.config.experiments.export_max_trajectories));
       const at = this.now().toISOString();
       const rec: TrajectoryRecord = { agent, route: d.route.name, experiment: d.experiment, arm: d.arm, started_at: at };
+      if (state.stratum !== undefined) rec.stratum = state.stratum;
+      if (state.key !== undefined) rec.key = state.key;
       writes.push(store.claim(keys.trajectory(state.id), JSON.stringify(rec), ttlMs));
       if (!this.recorded.has(d.experiment)) {
         this.recorded.add(d.experiment);
@@ -274,17 +331,35 @@ export class Experiments {
       if (by !== 0) store.incr(key, f, by);
     };
     const { arm, state, base } = d;
+    const st = state.stratum;
+    // The unit sums, also in the trajectory's stratum when the experiment is stratified.
+    const unitIncr = (f: string, by = 1): void => {
+      incr(f, by);
+      if (st !== undefined) incr(field.inStratum(st, f), by);
+    };
     if (d.newUnit) {
-      incr(field.units(arm));
+      unitIncr(field.units(arm));
       metrics.trajectoriesStarted.inc({ agent, route: d.route.name, arm });
       if (d.rerouted !== undefined) incr(field.rerouted(d.rerouted.from, d.rerouted.why));
+      if (d.keyless) incr(field.keyless(arm));
+      if (d.keysOver) incr(field.keysOver(arm));
     }
-    if (base.n === 0 && state.n > 0) incr(field.unitsWithLines(arm));
-    incr(field.s(arm), state.s - base.s);
-    incr(field.n(arm), state.n - base.n);
-    incr(field.ss(arm), state.s * state.s - base.s * base.s);
-    incr(field.nn(arm), state.n * state.n - base.n * base.n);
-    incr(field.sn(arm), state.s * state.n - base.s * base.n);
+    if (base.n === 0 && state.n > 0) unitIncr(field.unitsWithLines(arm));
+    unitIncr(field.s(arm), state.s - base.s);
+    unitIncr(field.n(arm), state.n - base.n);
+    unitIncr(field.ss(arm), state.s * state.s - base.s * base.s);
+    unitIncr(field.nn(arm), state.n * state.n - base.n * base.n);
+    unitIncr(field.sn(arm), state.s * state.n - base.s * base.n);
+    if (state.key !== undefined) {
+      // Per-key totals are plain sums, so replicas merge them by addition; squares are taken at report time.
+      const kk = keyCountersKey(agent, d.route.name, d.experiment);
+      const keyIncr = (what: KeySum, by: number): void => {
+        if (by !== 0 && state.key !== undefined) store.incr(kk, keyField(arm, st ?? 0, state.key, what), by);
+      };
+      keyIncr('t', d.newUnit ? 1 : 0);
+      keyIncr('s', state.s - base.s);
+      keyIncr('n', state.n - base.n);
+    }
     // A fork's unit carries the history it shares with its parent: its steps and stages count from 0.
     incr(field.steps(arm), state.step - base.step);
     incr(field.stepsSquared(arm), state.step * state.step - base.step * base.step);
@@ -316,9 +391,7 @@ export class Experiments {
     const input = request.inputs[d.index];
     if (input?.instruction.type === 'env') {
       const counts = parseEnvFeedback(input.instruction.content);
-      for (const [outcome, n] of Object.entries(counts) as [FeedbackOutcome, number][]) { // Object.entries types keys as string; counts is keyed by FeedbackOutcome
-        incr(field.feedback(arm, outcome), n);
-      }
+      for (const outcome of FEEDBACK_OUTCOMES) incr(field.feedback(arm, outcome), counts[outcome]);
     }
   }
 

@@ -8,7 +8,10 @@ import type { CompiledAgent } from '../routing/agents.js';
 import type { CompiledRoute } from '../routing/plan.js';
 import { analyse, sampleRatio, srmWarning, type Comparison, type Metric, type Secondary, type Srm } from './analysis.js';
 import { armReport, emptyArm, parseCounters, type ArmCounts, type ArmReport } from './arm-counts.js';
-import { countersKey, keys, type ExperimentRecord } from './keys.js';
+import { countersKey, keyCountersKey, keys, parseExperimentRecord } from './keys.js';
+import { analyseStrata, stratumInputs, type StrataReport } from './strata.js';
+import type { Unit } from '../stats/index.js';
+import { keyUnits, parseKeyCounters, slotLabels, type KeyCounters, type KeyUnits } from './units.js';
 import type { Experiments, ExperimentsHost } from './recorder.js';
 
 export interface ExperimentInfo {
@@ -26,6 +29,8 @@ export interface ExperimentReport {
   primary: Metric;
   control: string;
   unit: 'trajectory' | 'key';
+  /** The route's assign_by path when the key is the unit. */
+  assign_by: string | null;
   trustworthy: boolean;
   warnings: string[];
   srm: Srm | null;
@@ -34,7 +39,8 @@ export interface ExperimentReport {
   arms: ArmReport[];
   comparisons: Comparison[];
   secondary: Secondary[];
-  strata: null;
+  /** Per stratum of experiments.stratify_by (descriptive), and the post-stratified estimate; null when not stratified. */
+  strata: StrataReport | null;
 }
 
 export interface EarlierExperiment {
@@ -56,18 +62,8 @@ const ENSEMBLE_NOTE = 'ensemble members are not randomized: their rates are desc
 
 export type ReportHost = ExperimentsHost & { experiments: Experiments };
 
-function parseRecord(raw: string | undefined): ExperimentRecord | undefined {
-  if (raw === undefined) return undefined;
-  try {
-    const v = JSON.parse(raw) as Partial<ExperimentRecord>; // written by recorder.ts; each field is checked where read
-    return typeof v.started_at === 'string' ? { agent: String(v.agent), route: String(v.route), name: typeof v.name === 'string' ? v.name : null, started_at: v.started_at } : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 async function experimentInfo(host: ReportHost, id: string, route: CompiledRoute | undefined, epoch?: string): Promise<ExperimentInfo> {
-  const rec = parseRecord(await host.store.readClaim(keys.experiment(id)));
+  const rec = parseExperimentRecord(await host.store.readClaim(keys.experiment(id)));
   return { id, name: rec?.name ?? route?.experiment.name ?? null, started_at: rec?.started_at ?? epoch ?? null };
 }
 
@@ -76,11 +72,17 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
   const cfg = current.config.experiments;
   const id = await host.experiments.lifetimes.id(store, agent.name, route);
   const epoch = await host.experiments.lifetimes.epoch(store, agent.name, route.name);
-  const [counters, experiment] = await Promise.all([store.readCounters(countersKey(agent.name, route.name, id)), experimentInfo(host, id, route, epoch)]);
+  const unit: Unit = route.kind === 'split' && route.assignBy !== undefined ? 'key' : 'trajectory';
+  const [counters, experiment, keyCounters] = await Promise.all([
+    store.readCounters(countersKey(agent.name, route.name, id)),
+    experimentInfo(host, id, route, epoch),
+    unit === 'key' ? store.readCounters(keyCountersKey(agent.name, route.name, id)) : Promise.resolve({}),
+  ]);
   const parsed = parseCounters(counters);
+  const perKey: KeyCounters = parseKeyCounters(keyCounters);
   const memberNames = route.members.map((m) => m.name);
-  const entries: { arm: string; weight: number; member: boolean; counts: ArmCounts }[] = route.members.map((m) => ({
-    arm: m.name, weight: m.weight, member: true, counts: parsed.get(m.name) ?? emptyArm(),
+  const entries: { arm: string; weight: number; member: boolean; counts: ArmCounts; keys?: KeyUnits }[] = route.members.map((m) => ({
+    arm: m.name, weight: m.weight, member: true, counts: parsed.get(m.name) ?? emptyArm(), ...(unit === 'key' ? { keys: keyUnits(perKey.get(m.name)) } : {}),
   }));
   for (const name of route.backends) {
     const c = parsed.get(name);
@@ -90,10 +92,18 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
   const arms = entries.map((e, i) => armReport(e.arm, e.weight, e.member, e.counts, since[i] ?? null));
 
   const primary: Metric = route.experiment.primary ?? cfg.primary;
-  const control = route.experiment.control ?? memberNames[0]!; // a route has at least one member (config schema)
+  // A route has at least one member (config schema); '' names no arm, and analyse then compares nothing.
+  const control = route.experiment.control ?? memberNames[0] ?? '';
   const members = entries.filter((e) => e.member);
-  const analysis = analyse(members, control, { primary, plannedTrajectories: cfg.sequential.planned_trajectories, burnIn: cfg.sequential.burn_in });
-  const srm = route.kind === 'split' ? sampleRatio(members) : null;
+  const options = { primary, plannedTrajectories: cfg.sequential.planned_trajectories, burnIn: cfg.sequential.burn_in, unit };
+  const analysis = analyse(members, control, options);
+  const srm = route.kind === 'split' ? sampleRatio(members, unit) : null;
+  let strata: StrataReport | null = null;
+  if (cfg.stratify_by !== undefined && route.kind === 'split') {
+    const labels = await slotLabels(store, id, cfg.max_strata);
+    const keyStrata = new Map(members.map((m) => [m.arm, new Map([...m.counts.strata.keys()].map((h) => [h, keyUnits(perKey.get(m.arm), h)]))]));
+    strata = analyseStrata(cfg.stratify_by, cfg.max_strata, labels, members, control, options, stratumInputs(unit === 'key' ? keyStrata : new Map()));
+  }
   // An ensemble's members are not randomized (every input asks each of them): their rates are descriptive, and a
   // difference between them has no interval or test that means what it says for a split.
   const randomized = route.kind === 'split';
@@ -112,7 +122,8 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     experiment,
     primary,
     control,
-    unit: 'trajectory',
+    unit,
+    assign_by: unit === 'key' ? (route.assignBy?.path ?? null) : null,
     trustworthy: srm?.flagged !== true,
     warnings,
     srm,
@@ -120,7 +131,7 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     arms,
     comparisons: randomized ? analysis.comparisons : [],
     secondary: randomized ? analysis.secondary : [],
-    strata: null,
+    strata,
   };
 }
 
@@ -134,7 +145,7 @@ async function earlierOf(host: ReportHost, agent: CompiledAgent, route: Compiled
   const sorted = infos.sort((a, b) => (b.started_at ?? '').localeCompare(a.started_at ?? '') || (a.id < b.id ? -1 : 1)).slice(0, max);
   const counters = await Promise.all(sorted.map((e) => host.store.readCounters(countersKey(agent.name, route.name, e.id))));
   return sorted.map((e, i) => {
-    const newer = i === 0 ? current.started_at : sorted[i - 1]!.started_at; // i - 1 >= 0 here
+    const newer = i === 0 ? current.started_at : sorted[i - 1]?.started_at;
     const arms = [...parseCounters(counters[i] ?? {})].map(([arm, c]) => ({ arm, trajectories: c.units }));
     return { agent: agent.name, route: route.name, experiment: e, ended_at: newer ?? null, arms };
   });

@@ -32,6 +32,16 @@ export function forkedId(parent: string, key: string): string {
   return hex32('fork', parent, key);
 }
 
+/**
+ * Where a fork of `parent` starts (docs/experiments.md#forks): a new trajectory `id` with nothing counted yet,
+ * so its unit holds only the steps after the fork, never the parent's history again. The trace hash, the
+ * experiment, the stratum and the key go on: an outcome names the whole episode, and the fork shares the
+ * parent's first input.
+ */
+export function forkStart(parent: TrajectoryState, id: string): TrajectoryState {
+  return { ...parent, id, step: 0, s: 0, n: 0, stages: 0, flags: '' };
+}
+
 /** The tool outcomes an instruction reports: robot lines succeeded / reported, env error, failure reason. */
 export interface StepFeedback {
   succeeded: number;
@@ -52,26 +62,25 @@ export function stepFeedback(instruction: StepInstruction): StepFeedback {
 }
 
 /**
- * The members after `instruction`: `previous` is what the input arrived with, undefined for a new trajectory
- * (id `id`, in `experiment`). A `user` instruction after the first step is a completed stage.
+ * The members after `instruction`: `previous` is what the input arrived with (or a fork's start), undefined for a
+ * new trajectory (id `id`, in `experiment`, with its stratum and key). A `user` instruction after the first step
+ * is a completed stage.
  */
 export function advance(
   previous: TrajectoryState | undefined,
-  start: { id: string; experiment: string },
+  start: { id: string; experiment: string; stratum?: number; key?: string },
   instruction: StepInstruction,
   feedback: StepFeedback,
 ): TrajectoryState {
-  const p = previous ?? { id: start.id, experiment: start.experiment, step: 0, s: 0, n: 0, stages: 0, hash: TRACE_HASH_SEED, flags: '' };
+  const p = previous ?? { ...start, step: 0, s: 0, n: 0, stages: 0, hash: TRACE_HASH_SEED, flags: '' };
   let next: TrajectoryState = {
-    id: p.id,
-    experiment: p.experiment,
+    ...p, // the stratum and key decided at the first step travel unchanged
     step: Math.min(TAG_MAX_COUNT, p.step + 1),
     // Bounded like a tag read back: n never passes the bound and s never passes n.
     n: Math.min(TAG_MAX_COUNT, p.n + feedback.lines),
     s: Math.min(TAG_MAX_COUNT, p.n + feedback.lines, p.s + feedback.succeeded),
     stages: Math.min(TAG_MAX_COUNT, p.stages + (instruction.type === 'user' && p.step > 0 ? 1 : 0)),
     hash: nextTraceHash(p.hash, traceRole(instruction.type), instruction.content),
-    flags: p.flags,
   };
   if (feedback.envError) next = withFlag(next, 'e');
   if (feedback.failureReason) next = withFlag(next, 'f');

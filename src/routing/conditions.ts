@@ -87,6 +87,7 @@ export function compileCondition(cond: Condition, opts: ConditionOptions = {}): 
     const eq = equals(norm(cond.not));
     checks.push((v) => !some(v, eq));
   }
-  if (checks.length === 1) return checks[0]!; // checks.length === 1 on this branch
+  const [only, ...more] = checks;
+  if (only !== undefined && more.length === 0) return only;
   return (v) => checks.every((check) => check(v));
 }

@@ -38,13 +38,14 @@ export function allocateShares(total: number, shares: readonly number[]): number
     given += whole;
   }
   // Leftovers: at most one per member, so a stable order by fraction (descending) is all that is needed.
-  const order = shares.map((_, i) => i);
-  order.sort((a, b) => fractions[b]! - fractions[a]! || a - b); // order holds indexes of fractions
-  for (let k = 0; given < total; k = (k + 1) % order.length) {
-    counts[order[k]!]!++; // k < order.length and order holds indexes of counts
+  const parts = counts.map((count, i) => ({ i, count, fraction: fractions[i] ?? 0 }));
+  const order = [...parts].sort((a, b) => b.fraction - a.fraction || a.i - b.i);
+  for (let k = 0; given < total && order.length > 0; k = (k + 1) % order.length) {
+    const part = order[k];
+    if (part !== undefined) part.count++;
     given++;
   }
-  return counts;
+  return parts.map((p) => p.count);
 }
 
 /** One member's part of an input's candidates: `offset` is the first candidate index it produces. */
@@ -63,7 +64,7 @@ export function ensembleLegs(total: number, members: readonly Member[]): ShareLe
   const legs: ShareLeg[] = [];
   let offset = 0;
   members.forEach((m, i) => {
-    const count = counts[i]!; // i < counts.length (loop bound)
+    const count = counts[i] ?? 0; // one count per member
     if (count > 0) legs.push({ backend: m.name, count, offset });
     offset += count;
   });

@@ -85,6 +85,15 @@ export function compileKey(key: string, memoryKey: string = DEFAULT_MEMORY_KEY):
   }
 }
 
+/**
+ * The value at an input path (`attributes.<path>` or `extra_keys.<path>`, what `assign_by` and
+ * `experiments.stratify_by` name; the schema refuses any other), undefined where the input has none.
+ */
+export function compileInputPath(path: string): (input: RoutingInput) => unknown {
+  const { resolve } = compileKey(path);
+  return (input) => resolve(input, {});
+}
+
 const ALWAYS: Matcher = () => true;
 
 /**

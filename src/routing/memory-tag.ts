@@ -6,7 +6,8 @@
  *
  * Shape, in the order it is written:
  *   {"backend", "route", "arm"?,                                       where the candidate came from (stickiness)
- *    "trajectory", "experiment", "step", "s", "n", "stages", "hash", "flags"}   on experiment routes only
+ *    "trajectory", "experiment", "step", "s", "n", "stages", "hash", "flags",   on experiment routes only
+ *    "stratum"?, "key"?}                                                 on stratified / assign_by experiments
  * The trajectory members are what the experiment recorder needs to make its increments idempotent and to see forks:
  * the trajectory's id (what outcomes name), the experiment it was assigned in, how many steps it had, its running
  * tool-success sums (s robot lines succeeded of n), the stages completed, the running hash of the instructions it
@@ -44,7 +45,14 @@ export interface TrajectoryState {
   readonly hash: string;
   /** Letters of TrajectoryFlag, in FLAG_ORDER, each at most once. */
   readonly flags: string;
+  /** The stratum slot decided at the first step (0 = other), on a stratified experiment. */
+  readonly stratum?: number;
+  /** 16 hex digits: the assign_by key the trajectory's unit is, when the key is a unit of its own. */
+  readonly key?: string;
 }
+
+/** A stratum slot a tag may carry: experiments.max_strata is at most this. */
+export const TAG_MAX_STRATUM = 1000;
 
 /**
  * The gateway's entry in a candidate's memory. `arm` is the split arm the trajectory was assigned, kept when a
@@ -62,6 +70,7 @@ export const TAG_MAX_COUNT = 1_000_000_000;
 
 const HEX32 = /^[0-9a-f]{32}$/;
 const HEX64 = /^[0-9a-f]{64}$/;
+const HEX16 = /^[0-9a-f]{16}$/;
 const EXPERIMENT_ID = /^[0-9a-f]{1,32}$/;
 const FLAGS = /^e?f?c?x?$/;
 
@@ -76,7 +85,13 @@ function trajectoryOf(raw: JsonObject): TrajectoryState | undefined {
   if (!count(step, 1) || !count(s, 0) || !count(n, 0) || s > n || !count(stages, 0)) return undefined;
   if (typeof hash !== 'string' || !HEX64.test(hash)) return undefined;
   if (typeof flags !== 'string' || !FLAGS.test(flags)) return undefined;
-  return { id, experiment, step, s, n, stages, hash, flags };
+  // Optional members: a malformed one is dropped alone (the unit then counts outside strata, or per trajectory).
+  const { stratum, key } = raw;
+  return {
+    id, experiment, step, s, n, stages, hash, flags,
+    ...(typeof stratum === 'number' && Number.isInteger(stratum) && stratum >= 0 && stratum <= TAG_MAX_STRATUM ? { stratum } : {}),
+    ...(typeof key === 'string' && HEX16.test(key) ? { key } : {}),
+  };
 }
 
 /** The tag a decoded value holds, or undefined when it is not one. */
@@ -148,6 +163,8 @@ export function tagValue(tag: MemoryTag): JsonObject {
     v.stages = t.stages;
     v.hash = t.hash;
     v.flags = t.flags;
+    if (t.stratum !== undefined) v.stratum = t.stratum;
+    if (t.key !== undefined) v.key = t.key;
   }
   return v;
 }
@@ -155,7 +172,7 @@ export function tagValue(tag: MemoryTag): JsonObject {
 /** A cache key for a tag: equal keys, equal bytes. */
 export function tagKey(tag: MemoryTag): string {
   const t = tag.trajectory;
-  const traj = t === undefined ? '' : `${t.id}\u0000${t.experiment}\u0000${t.step}\u0000${t.s}\u0000${t.n}\u0000${t.stages}\u0000${t.hash}\u0000${t.flags}`;
+  const traj = t === undefined ? '' : `${t.id}\u0000${t.experiment}\u0000${t.step}\u0000${t.s}\u0000${t.n}\u0000${t.stages}\u0000${t.hash}\u0000${t.flags}\u0000${t.stratum ?? ''}\u0000${t.key ?? ''}`;
   return `${tag.backend}\u0000${tag.route}\u0000${tag.arm ?? ''}\u0000${tag.arm === undefined ? 0 : 1}\u0000${traj}`;
 }
 

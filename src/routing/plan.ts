@@ -19,7 +19,7 @@
 import { ensembleLegs } from './ensemble-shares.js';
 import type { Headers } from './match.js';
 import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
-import { chooseArm } from './split.js';
+import { assignKeyText, chooseArmAt, keyPoint, splitPoint } from './split.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { inputMemoryTag, type MemoryTag, type TrajectoryState } from './memory-tag.js';
 import type { RoutingInput, RoutingRequest } from './routing-input.js';
@@ -72,6 +72,11 @@ export interface InputPlan {
    * sample-ratio check can say how many trajectories were rerouted away from which arm.
    */
   drawnArm?: string;
+  /**
+   * A new trajectory of an `assign_by` split: the key's value its arm was drawn from (text). Absent when the
+   * first input has no value there: that trajectory was drawn per (request_id, input id) instead.
+   */
+  assignKey?: string;
 }
 
 export interface BatchPlan {
@@ -102,7 +107,7 @@ function isMember(route: CompiledRoute, name: string | undefined): name is strin
 
 /**
  * The one backend a new trajectory of `input` starts on by the rules: a single-backend route's backend, or a
- * split's arm, deterministic for (request_id, input id). Undefined for an ensemble, whose candidates come from
+ * split's arm, deterministic for (request_id, input id) or its assign_by key. Undefined for an ensemble, whose candidates come from
  * several members. planBatch and coaching (which must reach the backend a step ran on) both decide with it.
  */
 export function newTrajectoryBackend(
@@ -113,13 +118,24 @@ export function newTrajectoryBackend(
 ): string | undefined {
   switch (route.kind) {
     case 'backend':
-      // A route has at least one member (the config schema refuses an empty one).
-      return route.members[0]!.name;
+      // A route has at least one member (the config schema refuses an empty one); a route without one has no backend.
+      return route.members[0]?.name;
     case 'split':
-      return chooseArm(requestId, input.id, route.members, canServe);
+      return chooseArmAt(assignment(route, requestId, input).point, route.members, canServe);
     case 'ensemble':
       return undefined;
   }
+}
+
+/**
+ * Where a new trajectory of split `route` falls in [0, 1): from its assign_by key's value when the route has one
+ * and the input holds it, else from (request_id, input id) (docs/experiments.md#assigning-by-a-key).
+ */
+export function assignment(route: CompiledRoute, requestId: string, input: RoutingInput): { point: number; key?: string } {
+  const by = route.assignBy;
+  const key = by === undefined ? undefined : assignKeyText(by.read(input));
+  if (by === undefined || key === undefined) return { point: splitPoint(requestId, input.id) };
+  return { point: keyPoint(by.salt, key), key };
 }
 
 export function planBatch(
@@ -174,6 +190,8 @@ function planInput(
   const backend = newTrajectoryBackend(route, requestId, input, (b) => snapshot.canServe(b));
   if (backend !== undefined) {
     if (route.kind === 'split') {
+      const drawn = assignment(route, requestId, input);
+      if (drawn.key !== undefined) plan.assignKey = drawn.key;
       // Intention to treat: a trajectory of this route keeps the arm it was assigned even when its backend cannot
       // serve now; the step goes elsewhere and is reported as a crossover (docs/experiments.md#crossover).
       const assigned = tag?.trajectory !== undefined && tag.route === route.name && route.sticky
@@ -182,8 +200,8 @@ function planInput(
       plan.arm = assigned ?? backend;
       // Only when some arm cannot serve can the draw differ; hashing again costs nothing otherwise.
       if (assigned === undefined && route.members.some((m) => !snapshot.canServe(m.name))) {
-        const drawn = chooseArm(requestId, input.id, route.members);
-        if (drawn !== backend) plan.drawnArm = drawn;
+        const first = chooseArmAt(drawn.point, route.members);
+        if (first !== backend) plan.drawnArm = first;
       }
     }
     plan.legs.push({ backend, count: n, offset: 0, fallbacks: fallbacksFor(route, backend) });

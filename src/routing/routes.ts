@@ -4,7 +4,7 @@
  */
 import type { GatewayConfig, RouteConfig } from '../config/schema.js';
 import type { RoutingInput } from './routing-input.js';
-import { compileMatch, type Headers, type Matcher } from './match.js';
+import { compileInputPath, compileMatch, type Headers, type Matcher } from './match.js';
 import { formatPath, isCatchAll, routeProblems } from '../config/route-problems.js';
 import { GatewayError } from '../errors.js';
 
@@ -33,6 +33,15 @@ export interface CompiledRoute {
   readonly experiment: { readonly name?: string; readonly primary?: 'tool_success' | 'outcome'; readonly control?: string };
   /** The route's `cache` mode (docs/cache.md); the top-level `cache` must be set for it to apply. */
   readonly cache: RouteConfig['cache'];
+  /** A split's `assign_by` (docs/experiments.md#assigning-by-a-key): the path, its reader, the salt of the draw. */
+  readonly assignBy?: AssignBy;
+}
+
+export interface AssignBy {
+  readonly path: string;
+  readonly read: (input: RoutingInput) => unknown;
+  /** What names the route's experiment, reset aside: a new name, arm or weight draws every key afresh. */
+  readonly salt: string;
 }
 
 export interface CompiledRoutes {
@@ -77,6 +86,7 @@ export function compileRouteTable(
   const routes = table.map(
     (route, index): CompiledRoute =>
       Object.freeze({
+        ...(route.assign_by === undefined ? {} : { assignBy: assignByOf(agent, route, route.assign_by) }),
         name: route.name,
         index,
         matches: compileMatch(route.match, memoryKey),
@@ -99,11 +109,16 @@ export function compileRouteTable(
   });
 }
 
+function assignByOf(agent: string, route: RouteConfig, path: string): AssignBy {
+  const salt = JSON.stringify([agent, route.name, members(route).map((m) => [m.name, m.weight]), route.experiment?.name ?? null]);
+  return Object.freeze({ path, read: compileInputPath(path), salt });
+}
+
 /** The first route whose match holds; the catch-all is last, so there always is one. */
 export function selectRoute(compiled: CompiledRoutes, input: RoutingInput, headers: Headers): CompiledRoute {
   const routes = compiled.routes;
-  for (let i = 0; i < routes.length - 1; i++) {
-    if (routes[i]!.matches(input, headers)) return routes[i]!; // i < routes.length (loop bound)
-  }
-  return routes[routes.length - 1]!; // routes is non-empty here (checked above)
+  const last = routes.at(-1);
+  for (const r of routes) if (r === last || r.matches(input, headers)) return r;
+  // A compiled table always has its catch-all (assertRouteInvariants); an empty one is a bug upstream.
+  throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `agent ${compiled.agent} has no route`);
 }

@@ -6,6 +6,10 @@
  * FNV-1a is cheap and has no state, but its high bits mix poorly for keys that differ only in their last
  * characters (sequential ids), so its result goes through murmur3's 32-bit finalizer before being scaled to
  * [0, 1) and laid onto the cumulative weights.
+ *
+ * A split with `assign_by` (docs/experiments.md#assigning-by-a-key) draws from the key's value instead, salted
+ * with what names the route's experiment, so every trajectory of one key gets the same arm and a new
+ * experiment (another name, arms or weights) draws afresh.
  */
 import { intKey } from '../protocol/exact-json.js';
 import type { Member } from './routes.js';
@@ -36,6 +40,17 @@ export function splitPoint(requestId: string, inputId: unknown): number {
   return hash32(`${requestId}:${intKey(inputId)}`) / TWO_32;
 }
 
+/** An assign_by value as the text its draw and its unit are keyed by: a string as is, else its JSON; null is no key. */
+export function assignKeyText(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/** The point in [0, 1) for an assign_by key's value under `salt`. */
+export function keyPoint(salt: string, keyText: string): number {
+  return hash32(`${salt}\u0000${keyText}`) / TWO_32;
+}
+
 /** The member whose slice of the cumulative weights holds `u`, and where in that slice `u` fell (in [0, 1)). */
 export function pickWeighted(u: number, arms: readonly Member[]): { arm: Member; within: number } {
   let total = 0;
@@ -47,26 +62,32 @@ export function pickWeighted(u: number, arms: readonly Member[]): { arm: Member;
     if (target < end) return { arm: a, within: (target - start) / a.weight };
     start = end;
   }
-  // Only reachable through rounding at the top edge.
-  const last = arms[arms.length - 1]!;
+  // Only reachable through rounding at the top edge, or with no arm at all (callers check for one).
+  const last = arms.at(-1);
+  if (last === undefined) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'a split needs at least one arm');
   return { arm: last, within: 1 - Number.EPSILON };
 }
 
-/**
- * The arm for (requestId, inputId). When the chosen arm cannot serve, the choice moves to the servable arms by
- * their renormalized weights. The second draw reuses where the point fell inside the first arm's slice: that is
- * uniform and independent of which arm was hit, so the unservable arm's traffic spreads over the others in
- * proportion to their weights, instead of all landing on its neighbour. When no arm can serve, the first choice
- * stands, and dispatch applies the route's fallbacks.
- */
+/** The arm for (requestId, inputId): chooseArmAt at that pair's point. */
 export function chooseArm(
   requestId: string,
   inputId: unknown,
   arms: readonly Member[],
   canServe: (backend: string) => boolean = () => true,
 ): string {
+  return chooseArmAt(splitPoint(requestId, inputId), arms, canServe);
+}
+
+/**
+ * The arm for the point `u`. When the chosen arm cannot serve, the choice moves to the servable arms by
+ * their renormalized weights. The second draw reuses where the point fell inside the first arm's slice: that is
+ * uniform and independent of which arm was hit, so the unservable arm's traffic spreads over the others in
+ * proportion to their weights, instead of all landing on its neighbour. When no arm can serve, the first choice
+ * stands, and dispatch applies the route's fallbacks.
+ */
+export function chooseArmAt(u: number, arms: readonly Member[], canServe: (backend: string) => boolean = () => true): string {
   if (arms.length === 0) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'a split needs at least one arm');
-  const first = pickWeighted(splitPoint(requestId, inputId), arms);
+  const first = pickWeighted(u, arms);
   if (arms.length === 1 || canServe(first.arm.name)) return first.arm.name;
   const servable = arms.filter((a) => a !== first.arm && canServe(a.name));
   if (servable.length === 0) return first.arm.name;

@@ -7,7 +7,8 @@
 import { GatewayError } from '../errors.js';
 import { twoSidedP, zCritical } from './normal.js';
 import { fisherExactTwoSided, newcombe } from './proportions.js';
-import { ratioEstimate, type RatioSums } from './ratio.js';
+import { ratioEstimate, type RatioEstimate, type RatioSums } from './ratio.js';
+import { tCritical, tTwoSidedP } from './student-t.js';
 
 export interface FixedResult {
   difference: number;
@@ -16,6 +17,8 @@ export interface FixedResult {
   se: number;
   alpha: number;
   method: string;
+  /** Degrees of freedom of the t the interval and p were read from; absent when they come from the normal. */
+  df?: number;
 }
 
 export interface SequentialResult {
@@ -45,6 +48,13 @@ export interface SequentialOptions {
 }
 
 export const METHOD_FIXED_RATIO = 'delta method, trajectory as unit';
+export const METHOD_FIXED_RATIO_KEY = 'delta method, key as unit';
+export const METHOD_FIXED_MEANS = 'difference of means (Welch standard error), trajectory as unit';
+/** Fewer keys than this in an arm: the fixed result is read from t with K - 2 df (K keys in both arms). */
+export const FEW_KEYS = 30;
+
+/** What a comparison's unit is: the trajectory, or an `assign_by` key (docs/experiments.md#assigning-by-a-key). */
+export type Unit = 'trajectory' | 'key';
 export const METHOD_SEQUENTIAL = 'normal-mixture always-valid (mSPRT)';
 export const METHOD_FIXED_BINARY = 'Newcombe hybrid score; Fisher exact p';
 export const DEFAULT_BURN_IN = 20;
@@ -53,24 +63,64 @@ function checkAlpha(alpha: number): void {
   if (!(alpha > 0 && alpha < 1)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `alpha must be in (0, 1), got ${alpha}`);
 }
 
-/** A difference d with standard error se as a fixed-horizon result: d ± z·se and the two-sided z p-value. */
-export function waldResult(d: number, se: number, alpha: number, method: string): FixedResult {
-  const half = zCritical(alpha) * se;
-  return { difference: d, ci95: [d - half, d + half], p_value: twoSidedP(d / se), se, alpha, method };
+/**
+ * A difference d with standard error se as a fixed-horizon result: d ± z·se and the two-sided z p-value, or with
+ * `df`, d ± t_df·se and the two-sided t p-value.
+ */
+export function waldResult(d: number, se: number, alpha: number, method: string, df?: number): FixedResult {
+  if (df === undefined) {
+    const half = zCritical(alpha) * se;
+    return { difference: d, ci95: [d - half, d + half], p_value: twoSidedP(d / se), se, alpha, method };
+  }
+  const half = tCritical(alpha, df) * se;
+  return { difference: d, ci95: [d - half, d + half], p_value: tTwoSidedP(d / se, df), se, alpha, method: `${method}, t with ${df} df`, df };
+}
+
+/** The df of a key-unit comparison: K - 2 when an arm has fewer than FEW_KEYS keys, else none (the normal). */
+export function keyDf(unit: Unit, control: number, treatment: number): number | undefined {
+  return unit === 'key' && Math.min(control, treatment) < FEW_KEYS && control + treatment > 2 ? control + treatment - 2 : undefined;
 }
 
 /**
  * d = r_t - r_c, SE = sqrt(V_c + V_t), d ± z_{1-α/2}·SE, two-sided z p. Needs each arm to have 2 units and n > 0,
  * and some variation (SE > 0); otherwise the reason.
  */
-export function fixedRatio(control: RatioSums, treatment: RatioSums, alpha = 0.05): FixedResult | Unavailable {
+export function fixedRatio(control: RatioSums, treatment: RatioSums, alpha = 0.05, unit: Unit = 'trajectory', what = 'with a tool line'): FixedResult | Unavailable {
   checkAlpha(alpha);
+  const both = estimates(control, treatment, unit === 'key' ? 'keys' : 'trajectories', what);
+  if ('reason' in both) return both;
+  const df = keyDf(unit, control.units, treatment.units);
+  return waldResult(both.t.rate - both.c.rate, Math.sqrt(both.variance), alpha, unit === 'key' ? METHOD_FIXED_RATIO_KEY : METHOD_FIXED_RATIO, df);
+}
+
+/** Both arms' estimates and their summed variance, or why there is none: `units` and `what` name it. */
+function estimates(control: RatioSums, treatment: RatioSums, units: string, what: string): { c: RatioEstimate; t: RatioEstimate; variance: number } | Unavailable {
   const c = ratioEstimate(control);
   const t = ratioEstimate(treatment);
-  if (c === undefined || t === undefined) return { reason: 'needs 2 trajectories with a tool line per arm' };
-  const se = Math.sqrt(c.variance + t.variance);
-  if (!(se > 0)) return { reason: 'no variation between trajectories yet (the variance is 0)' };
-  return waldResult(t.rate - c.rate, se, alpha, METHOD_FIXED_RATIO);
+  if (c === undefined || t === undefined) return { reason: `needs 2 ${units} ${what} per arm` };
+  const variance = c.variance + t.variance;
+  if (!(variance > 0)) return { reason: `no variation between ${units} yet (the variance is 0)` };
+  return { c, t, variance };
+}
+
+/** Per-arm sums of a score: units scored, Σx, Σx². */
+export interface ScoreSums {
+  units: number;
+  sum: number;
+  squares: number;
+}
+
+/** d = x̄_t - x̄_c, SE = sqrt(var_c/K_c + var_t/K_t) (Welch), d ± z·SE, two-sided z p. Needs 2 scored units per arm. */
+export function fixedMeans(control: ScoreSums, treatment: ScoreSums, alpha = 0.05): FixedResult | Unavailable {
+  checkAlpha(alpha);
+  const both = estimates(meanSums(control.units, control.sum, control.squares), meanSums(treatment.units, treatment.sum, treatment.squares), 'trajectories', 'with a score');
+  if ('reason' in both) return both;
+  return waldResult(both.t.rate - both.c.rate, Math.sqrt(both.variance), alpha, METHOD_FIXED_MEANS);
+}
+
+/** The always-valid comparison of two mean scores, V_j = var_j / K_j; nothing until each arm has `burnIn` scored units. */
+export function sequentialMeans(control: ScoreSums, treatment: ScoreSums, opts: SequentialOptions): SequentialResult | Unavailable {
+  return sequentialRatio(meanSums(control.units, control.sum, control.squares), meanSums(treatment.units, treatment.sum, treatment.squares), opts, 'trajectories', 'with a score');
 }
 
 /** ρ² = (2 ln(1/α) + ln(1 + 2 ln(1/α))) / K*: about 7.94 / K* at α = 0.05. */
@@ -113,17 +163,20 @@ function burnInOf(opts: SequentialOptions): number {
 }
 
 /** The always-valid comparison of two ratio metrics; nothing until each arm has `burnIn` units (default 20). */
-export function sequentialRatio(control: RatioSums, treatment: RatioSums, opts: SequentialOptions): SequentialResult | Unavailable {
+export function sequentialRatio(
+  control: RatioSums,
+  treatment: RatioSums,
+  opts: SequentialOptions,
+  units = 'trajectories',
+  what = 'with a tool line',
+): SequentialResult | Unavailable {
   const alpha = opts.alpha ?? 0.05;
   const burnIn = burnInOf(opts);
   mixtureRho2(alpha, opts.plannedTrajectories); // validates before any early return
-  if (!(control.units >= burnIn) || !(treatment.units >= burnIn)) return { reason: `needs ${burnIn} trajectories per arm` };
-  const c = ratioEstimate(control);
-  const t = ratioEstimate(treatment);
-  if (c === undefined || t === undefined) return { reason: 'needs 2 trajectories with a tool line per arm' };
-  const v = c.variance + t.variance;
-  if (!(v > 0)) return { reason: 'no variation between trajectories yet (the variance is 0)' };
-  return mixtureBoundary(t.rate - c.rate, v, control.units + treatment.units, alpha, opts.plannedTrajectories);
+  if (!(control.units >= burnIn) || !(treatment.units >= burnIn)) return { reason: `needs ${burnIn} ${units} per arm` };
+  const both = estimates(control, treatment, units, what);
+  if ('reason' in both) return both;
+  return mixtureBoundary(both.t.rate - both.c.rate, both.variance, control.units + treatment.units, alpha, opts.plannedTrajectories);
 }
 
 function validBinary(x: BinaryCounts): boolean {

@@ -20,8 +20,10 @@ export function lnGamma(x: number): number {
   // Reflection keeps the Lanczos sum in its accurate range: Γ(x)Γ(1-x) = π / sin(πx).
   if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - lnGamma(1 - x);
   const y = x - 1;
-  let a = LANCZOS[0]!; // a non-empty constant
-  for (let i = 1; i < LANCZOS.length; i++) a += LANCZOS[i]! / (y + i); // i < LANCZOS.length
+  let a = 0;
+  LANCZOS.forEach((c, i) => {
+    a += i === 0 ? c : c / (y + i);
+  });
   const t = y + LANCZOS_G + 0.5;
   return HALF_LN_2PI + (y + 0.5) * Math.log(t) - t + Math.log(a);
 }

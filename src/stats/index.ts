@@ -5,4 +5,5 @@ export * from './compare.js';
 export * from './proportions.js';
 export * from './srm.js';
 export * from './stratified.js';
+export * from './student-t.js';
 export { lnGamma, gammaP, gammaQ } from './gamma.js';

@@ -50,8 +50,9 @@ export function chiSquareGoodnessOfFit(observed: number[], weights: number[]): G
   const df = observed.length - 1;
   if (n === 0 || df < 1) return { statistic: 0, df: Math.max(df, 0), p_value: 1 };
   let statistic = 0;
-  observed.forEach((o, i) => {
-    const e = n * p[i]!; // p has one entry per observed count
+  p.forEach((pi, i) => {
+    const o = observed[i] ?? 0; // the same length (probabilities checks it)
+    const e = n * pi;
     statistic += ((o - e) * (o - e)) / e;
   });
   return { statistic, df, p_value: chiSquareSurvival(statistic, df) };
@@ -72,9 +73,10 @@ export function sequentialSrm(observed: number[], weights: number[], concentrati
   const w = probabilities(observed, weights, 'sequentialSrm');
   const n = observed.reduce((a, b) => a + b, 0);
   let log = lnGamma(concentration) - lnGamma(concentration + n);
-  observed.forEach((x, j) => {
-    const a = concentration * w[j]!; // w has one entry per observed count
-    log += lnGamma(a + x) - lnGamma(a) - x * Math.log(w[j]!);
+  w.forEach((wj, j) => {
+    const x = observed[j] ?? 0; // the same length (probabilities checks it)
+    const a = concentration * wj;
+    log += lnGamma(a + x) - lnGamma(a) - x * Math.log(wj);
   });
   return { log_bayes_factor: log, p_value: Math.min(1, Math.exp(-log)) };
 }
@@ -91,11 +93,11 @@ export function coverageHomogeneity(reported: number[], units: number[]): Goodne
     throw new GatewayError('GATEWAY_ERR_INTERNAL', `coverageHomogeneity: ${reported.length} reported counts but ${units.length} unit counts`);
   }
   reported.forEach((r, i) => {
-    const u = units[i]!; // same length, checked above
+    const u = units[i] ?? Number.NaN; // same length, checked above
     if (!Number.isInteger(r) || r < 0) throw new GatewayError('GATEWAY_ERR_INTERNAL', `coverageHomogeneity: reported[${i}] must be a non-negative integer, got ${r}`);
     if (!Number.isInteger(u) || u < r) throw new GatewayError('GATEWAY_ERR_INTERNAL', `coverageHomogeneity: units[${i}] must be an integer >= reported[${i}], got ${u}`);
   });
-  const arms = units.map((u, i) => ({ u, r: reported[i]! })).filter((a) => a.u > 0); // same length
+  const arms = units.map((u, i) => ({ u, r: reported[i] ?? 0 })).filter((a) => a.u > 0); // same length
   const total = arms.reduce((a, b) => a + b.u, 0);
   const matched = arms.reduce((a, b) => a + b.r, 0);
   const df = arms.length - 1;

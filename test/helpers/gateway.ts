@@ -69,6 +69,7 @@ export interface Cand {
       backend: string; route: string; arm?: string;
       // On experiment routes (docs/experiments.md#the-trajectory-in-the-tag).
       trajectory?: string; experiment?: string; step?: number; s?: number; n?: number; stages?: number; hash?: string; flags?: string;
+      stratum?: number; key?: string;
     };
   };
   internal_steps: unknown[];

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { lnGamma } from '../../src/stats/gamma.js';
 import { erfc, normalCdf, normalQuantile, twoSidedP } from '../../src/stats/normal.js';
-import { addSums, EMPTY_SUMS, ratioEstimate, type RatioSums } from '../../src/stats/ratio.js';
+import { addSums, ratioEstimate } from '../../src/stats/ratio.js';
 import {
   fixedBinary,
   fixedRatio,
@@ -19,31 +19,11 @@ import {
   sequentialRatio,
   type FixedResult,
   type SequentialResult,
-  type Unavailable,
 } from '../../src/stats/compare.js';
 import { fisherExactTwoSided, newcombe, wilson } from '../../src/stats/proportions.js';
 import { chiSquareGoodnessOfFit, chiSquareSurvival, coverageHomogeneity, sequentialSrm } from '../../src/stats/srm.js';
 import { postStratified } from '../../src/stats/stratified.js';
-
-/** |actual - expected| <= rel·|expected| (+ abs for expected values at 0). */
-function close(actual: number | undefined, expected: number, rel: number, what: string, abs = 0): void {
-  assert.ok(
-    actual !== undefined && Math.abs(actual - expected) <= rel * Math.abs(expected) + abs,
-    `${what}: ${actual} != ${expected} (rel ${rel})`,
-  );
-}
-
-function ok<T extends object>(r: T | Unavailable): T {
-  assert.ok(!('reason' in r), `unavailable: ${'reason' in r ? r.reason : ''}`);
-  return r as T; // narrowed by the assertion above
-}
-
-function sumsOf(units: Array<[number, number]>): RatioSums {
-  return units.reduce<RatioSums>(
-    (acc, [s, n]) => addSums(acc, { units: 1, s, n, ss: s * s, nn: n * n, sn: s * n }),
-    EMPTY_SUMS,
-  );
-}
+import { close, ok, sumsOf } from './helpers.js';
 
 test('erfc to 1e-12 relative, both tails (scipy.special.erfc)', () => {
   // python3 -c "from scipy import special; [print(x, repr(float(special.erfc(x)))) for x in [0.1,0.5,1,2,3,5,8,10,20,-1,-3]]"

@@ -1,0 +1,164 @@
+/**
+ * A new trajectory's stratum and assignment key (docs/experiments.md#strata and #assigning-by-a-key), decided at
+ * its first step and carried in its tag from then on, never read again from a later input.
+ *
+ * - Strata: the first `experiments.max_strata` distinct values of `experiments.stratify_by` an experiment sees
+ *   each claim a slot (set-once claims `x:slot:<experiment>:<i>`, i = 1..max, tried in order), so the list is
+ *   fixed as it forms, the same on every replica and between looks; every later value is stratum 0, `other`.
+ * - Keys: the value of the route's `assign_by` path named the arm (routing/split.ts); here it becomes the unit.
+ *   Its id is a hash under the experiment; a set-once claim `x:key:<experiment>:<id>` says whether the key is a
+ *   unit of its own (`in`) or came after `experiments.max_keys` keys and is left out of the key-unit comparison
+ *   (`over`). The count behind that decision is a cluster counter, so the bound holds to within the keys first
+ *   seen at the same moment on several replicas.
+ */
+import { createHash } from 'node:crypto';
+import type { RatioSums } from '../stats/index.js';
+import type { Store } from '../state/types.js';
+import { KEY_SUMS, keys, type KeySum } from './keys.js';
+
+/** Characters of a stratum value kept as its label (values come from clients). */
+export const STRATUM_LABEL_MAX = 200;
+/** The label of stratum 0. */
+export const OTHER_STRATUM = 'other';
+/** The label of a stratify_by path the first input does not have. */
+export const MISSING_VALUE = '(missing)';
+
+/** A value read at a dot path as text: strings as they are, anything else as JSON, cut to STRATUM_LABEL_MAX. */
+export function valueText(v: unknown): string | undefined {
+  if (v === undefined) return undefined;
+  const text = typeof v === 'string' ? v : JSON.stringify(v);
+  return text.slice(0, STRATUM_LABEL_MAX);
+}
+
+/** The id of an assignment key in an experiment: 16 hex digits, the same on every replica. */
+export function keyId(experiment: string, keyText: string): string {
+  return createHash('sha256').update(`key\u0000${experiment}\u0000${keyText}`, 'utf8').digest('hex').slice(0, 16);
+}
+
+/** Per experiment, the slots this process has seen claimed (set-once, so never stale). */
+type SlotCache = Map<string, string[]>;
+/** Cache bounds: past these the caches are dropped and rebuilt from the store. */
+const EXPERIMENTS_CACHED = 1000;
+const KEYS_CACHED = 100_000;
+
+export class UnitSlots {
+  private readonly slots: SlotCache = new Map();
+  private readonly keyStatus = new Map<string, boolean>();
+
+  /** The stratum of `label` in `experiment`: its slot 1..max, or 0 (`other`) once every slot holds another value. */
+  async stratum(store: Store, experiment: string, label: string, max: number, ttlMs: number): Promise<number> {
+    let known = this.slots.get(experiment);
+    if (known === undefined) {
+      if (this.slots.size >= EXPERIMENTS_CACHED) this.slots.clear();
+      this.slots.set(experiment, (known = []));
+    }
+    for (let i = 1; i <= max; i++) {
+      const held = known[i - 1];
+      if (held === label) return i;
+      if (held !== undefined) continue;
+      const c = await store.claim(keys.slot(experiment, i), label, ttlMs);
+      // Slots are claimed in order, so the first unknown one is the next to learn.
+      if (known.length === i - 1) known.push(c.value);
+      if (c.value === label) return i;
+    }
+    return 0;
+  }
+
+  /**
+   * Whether key `id` of `experiment` is a unit of its own: the first `max` keys are, later ones are not; the
+   * answer is set once in the store, so every replica and every later trajectory of the key agree.
+   */
+  async keyAdmitted(store: Store, experiment: string, id: string, max: number, ttlMs: number, counterKey: string): Promise<boolean> {
+    const cacheKey = `${experiment}:${id}`;
+    const hit = this.keyStatus.get(cacheKey);
+    if (hit !== undefined) return hit;
+    const seen = (await store.readCounters(counterKey)).keys ?? 0;
+    const c = await store.claim(keys.key(experiment, id), seen < max ? 'in' : 'over', ttlMs);
+    if (c.first && c.value === 'in') store.incr(counterKey, 'keys');
+    const admitted = c.value === 'in';
+    if (this.keyStatus.size >= KEYS_CACHED) this.keyStatus.clear();
+    this.keyStatus.set(cacheKey, admitted);
+    return admitted;
+  }
+}
+
+/** The labels of an experiment's stratum slots 1..max (undefined where none claimed yet), for the report. */
+export async function slotLabels(store: Store, experiment: string, max: number): Promise<(string | undefined)[]> {
+  return Promise.all(Array.from({ length: max }, (_, i) => store.readClaim(keys.slot(experiment, i + 1))));
+}
+
+/** One key's totals (keys.ts KEY_SUMS). */
+export type KeyTotals = Record<KeySum, number>;
+
+/** Per arm, per stratum, per key: the per-key counters (`<arm>|<stratum>|<key>|<what>`) read back. */
+export type KeyCounters = Map<string, Map<number, Map<string, KeyTotals>>>;
+
+const KEY_FIELD = /^([^|]+)\|(\d{1,4})\|([0-9a-f]{16})\|([a-z]+)$/;
+
+function keySum(what: string): KeySum | undefined {
+  return KEY_SUMS.find((k) => k === what);
+}
+
+export function parseKeyCounters(counters: Record<string, number>): KeyCounters {
+  const out: KeyCounters = new Map();
+  for (const [f, v] of Object.entries(counters)) {
+    const m = KEY_FIELD.exec(f);
+    const [, arm = '', stratum = '', key = '', what = ''] = m ?? []; // every group matches when m does
+    const sum = keySum(what);
+    if (m === null || sum === undefined || !Number.isFinite(v)) continue;
+    let byStratum = out.get(arm);
+    if (byStratum === undefined) out.set(arm, (byStratum = new Map()));
+    let byKey = byStratum.get(Number(stratum));
+    if (byKey === undefined) byStratum.set(Number(stratum), (byKey = new Map()));
+    let t = byKey.get(key);
+    if (t === undefined) byKey.set(key, (t = { t: 0, s: 0, n: 0, ocr: 0, ocs: 0, scn: 0, scs: 0 }));
+    t[sum] += v;
+  }
+  return out;
+}
+
+/** An arm's metrics with the key as the unit: K = its keys (with a trajectory, an outcome, a score), sums over keys. */
+export interface KeyUnits {
+  units: number;
+  tool: RatioSums;
+  success: RatioSums;
+  score: RatioSums;
+}
+
+/** Ratio sums over keys of the pairs (s, n) each key has; keys where `has` is false are not units of the metric. */
+function sumsOver(totals: readonly KeyTotals[], has: (t: KeyTotals) => boolean, s: (t: KeyTotals) => number, n: (t: KeyTotals) => number): RatioSums {
+  const out = { units: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0 };
+  for (const t of totals) {
+    if (!has(t)) continue;
+    const a = s(t);
+    const b = n(t);
+    out.units++;
+    out.s += a;
+    out.n += b;
+    out.ss += a * a;
+    out.nn += b * b;
+    out.sn += a * b;
+  }
+  return out;
+}
+
+/** An arm's key units, over every stratum (`stratum` undefined: a key's totals added across its strata) or in one. */
+export function keyUnits(arm: Map<number, Map<string, KeyTotals>> | undefined, stratum?: number): KeyUnits {
+  const merged = new Map<string, KeyTotals>();
+  for (const [h, byKey] of arm ?? []) {
+    if (stratum !== undefined && h !== stratum) continue;
+    for (const [k, t] of byKey) {
+      const m = merged.get(k);
+      if (m === undefined) merged.set(k, { ...t });
+      else for (const w of KEY_SUMS) m[w] += t[w];
+    }
+  }
+  const totals = [...merged.values()];
+  const tool = sumsOver(totals, (t) => t.t > 0, (t) => t.s, (t) => t.n);
+  return {
+    units: tool.units,
+    tool,
+    success: sumsOver(totals, (t) => t.ocr > 0, (t) => t.ocs, (t) => t.ocr),
+    score: sumsOver(totals, (t) => t.scn > 0, (t) => t.scs, (t) => t.scn),
+  };
+}
