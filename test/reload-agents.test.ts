@@ -50,7 +50,6 @@ test('a reload removes an agent while its batch is in flight: the batch complete
   const g = await gatedAgent();
   const other = await fake('other');
   const before = {
-    probe_interval_s: 3600,
     backends: { g: { url: g.server.url }, other: { url: other.url } },
     routes: [{ name: 'default', backend: 'other' }],
     agents: { kitchen: { routes: [{ name: 'main', backend: 'g' }] } },
@@ -84,7 +83,6 @@ test('a reload removes an agent while its batch is in flight: the batch complete
 test('a reload changes an agent\'s routes, identity and memory key for the next batch, and warns of the key', async () => {
   const [x, y] = [await fake('x'), await fake('y')];
   const config = (backend: string, agent: Record<string, unknown>): Record<string, unknown> => ({
-    probe_interval_s: 3600,
     backends: { x: { url: x.url }, y: { url: y.url } },
     agents: { lab: { ...agent, routes: [{ name: 'main', backend }] } },
   });
@@ -108,7 +106,6 @@ test('a reload changes an agent\'s routes, identity and memory key for the next 
 test('a reload that gives an agent an unknown backend is refused, naming its location, and the agent keeps serving', async () => {
   const x = await fake('x');
   const config = (backend: string): Record<string, unknown> => ({
-    probe_interval_s: 3600,
     backends: { x: { url: x.url } },
     agents: { lab: { routes: [{ name: 'main', backend }] } },
   });

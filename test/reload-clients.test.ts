@@ -22,7 +22,6 @@ after(async () => {
 
 function config(url: string, clients: Record<string, unknown> | undefined): Record<string, unknown> {
   return {
-    probe_interval_s: 3600,
     backends: { a: { url } },
     routes: [{ name: 'default', backend: 'a' }],
     ...(clients === undefined ? {} : { clients }),

@@ -109,7 +109,6 @@ describe('the dashboard against a real Prometheus', () => {
     });
     gw = await startGateway(
       {
-        probe_interval_s: 3600,
         backends: { talker: { url: talker!.url }, actor: { url: actor!.url } },
         routes: [
           { name: 'ensemble', match: { 'extra_keys.ensemble': true }, ensemble: { talker: 1, actor: 1 }, sticky: false, fallback: ['talker', 'actor'] },

@@ -18,7 +18,7 @@ import { waitFor } from '../helpers/wait.js';
 const STREAM_ALL = { stream_answers_over_mb: 0.0001 };
 
 function config(url: string, server: Record<string, unknown> = {}): Record<string, unknown> {
-  return { probe_interval_s: 3600, server, backends: { a: { url } }, routes: [{ name: 'default', backend: 'a' }] };
+  return { server, backends: { a: { url } }, routes: [{ name: 'default', backend: 'a' }] };
 }
 
 /** The raw answer of POST /v1/responses: status, headers, the body's bytes and the trailers. */

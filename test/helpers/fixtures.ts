@@ -1,6 +1,6 @@
 /**
  * What a test starts, stopped when it ends: `const f = useFixtures(t)` in a test, then `f.agent()`,
- * `f.gateway()` (most often `f.gateway(oneBackend({ a }))`) and `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top
+ * `f.gateway()` (most often `f.gateway(oneBackend({ a }))`), `f.fileGateway()`, `f.server()` and `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top
  * level, after the file), passed or failed, in the reverse order it was started: a gateway before the agents it
  * calls, so no sub-request of a closing gateway meets an agent already gone.
  */
@@ -8,6 +8,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import { after } from 'node:test';
 import { listenOn } from '../../demo/agents/protocol.js';
 import { startFakeAgent, type FakeAgent, type FakeAgentOptions } from './fake-agent.js';
+import { startGatewayFromFile, type FileGateway } from './config-file.js';
 import { startGateway, type TestGateway } from './gateway.js';
 
 /**
@@ -21,10 +22,10 @@ const isData = (v: unknown): boolean =>
   v === null || (typeof v !== 'object' && typeof v !== 'function') || Array.isArray(v) || (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype && Object.values(v).every(isData));
 
 /**
- * The config most gateway tests start from: the backends named (`{ a }`, `{ slow: { url, timeout_s: 0.5 }, good }`),
- * one catch-all route `default` to the first of them, and probes an hour apart, so only the probe at start runs
- * and a test that needs probing says how often. `over` goes on top: `route` adds to the route (`fallback`,
- * `shadow`, `split` in place of `backend`), any other key to the config (`probe_interval_s` included).
+ * The config most gateway tests start from: the backends named (`{ a }`, `{ slow: { url, timeout_s: 0.5 }, good }`)
+ * and one catch-all route `default` to the first of them (the gateway fixtures add probes an hour apart, see
+ * `withTestDefaults`). `over` goes on top: `route` adds to the route (`fallback`, `shadow`, `split` in place of
+ * `backend`), any other key to the config (`probe_interval_s` included).
  */
 export function oneBackend(
   backends: Record<string, BackendOf>,
@@ -36,7 +37,6 @@ export function oneBackend(
   const { route, ...rest } = over;
   const to = route?.split !== undefined || route?.ensemble !== undefined ? {} : { backend: names[0] };
   return {
-    probe_interval_s: 3600,
     backends: Object.fromEntries(names.map((n) => [n, block(backends[n]!)])), // n is one of backends' own keys
     routes: [{ name: 'default', ...to, ...route }],
     ...rest,
@@ -48,6 +48,8 @@ export interface Fixtures {
   agent(opts?: FakeAgentOptions): Promise<FakeAgent>;
   /** A gateway (helpers/gateway.ts), closed afterwards. */
   gateway(config: Record<string, unknown>, opts?: Parameters<typeof startGateway>[1]): Promise<TestGateway>;
+  /** A gateway started from a config file it can reload (helpers/config-file.ts), closed and its file removed afterwards. */
+  fileGateway(config: Record<string, unknown>, opts?: Parameters<typeof startGatewayFromFile>[1]): Promise<FileGateway>;
   /** A plain node:http server on 127.0.0.1 for a backend no fake agent can play (raw bytes, trickles), closed afterwards. */
   server(listener: RequestListener): Promise<{ url: string; server: Server }>;
   /** Anything else to undo afterwards (a Redis connection, a temp dir), in the same reverse order. */
@@ -72,6 +74,11 @@ export function useFixtures(t?: { after(fn: () => Promise<void>): void }): Fixtu
     },
     async gateway(config, opts) {
       const gw = await startGateway(config, opts);
+      defer(() => gw.close());
+      return gw;
+    },
+    async fileGateway(config, opts) {
+      const gw = await startGatewayFromFile(config, opts);
       defer(() => gw.close());
       return gw;
     },

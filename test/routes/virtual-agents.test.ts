@@ -29,7 +29,6 @@ before(async () => {
     startFakeAgent({ name: 'root' }),
   ]);
   gw = await startGateway({
-    probe_interval_s: 3600,
     agent: { agent_id: 'the-gateway' },
     backends: { kitchen: { url: kitchen.url }, lab: { url: lab.url }, root: { url: root.url } },
     routes: [{ name: 'default', backend: 'root' }],

@@ -42,7 +42,6 @@ async function receiver(): Promise<OtlpReceiver> {
 /** A gateway exporting to `rx` every 20 ms, so spans arrive without waiting for a flush. */
 async function tracedGateway(rx: OtlpReceiver, config: Record<string, unknown>, tracing: Record<string, unknown> = {}): Promise<TestGateway> {
   const gw = await startGateway({
-    probe_interval_s: 3600,
     tracing: { otlp_endpoint: rx.endpoint, export_interval_s: 0.02, ...tracing },
     ...config,
   });

@@ -22,7 +22,6 @@ async function receiver(): Promise<OtlpReceiver> {
 
 function config(a: FakeAgent, tracing?: Record<string, unknown>): Record<string, unknown> {
   return {
-    probe_interval_s: 3600,
     backends: { a: { url: a.url } },
     routes: [{ name: 'default', backend: 'a' }],
     ...(tracing === undefined ? {} : { tracing }),
