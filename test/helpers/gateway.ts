@@ -47,11 +47,15 @@ export async function startGateway(
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
   const url = `http://127.0.0.1:${port}`;
+  return { ...gatewayAt(url), adminUrl: (await listenAdmin(app)) ?? '', app, close: () => app.close() };
+}
+
+/** A gateway listening at `url` that the test did not build (a CLI process, say), spoken to as a test gateway is. */
+export type RemoteGateway = Pick<TestGateway, 'url' | 'post' | 'call'>;
+
+export function gatewayAt(url: string): RemoteGateway {
   return {
     url,
-    adminUrl: (await listenAdmin(app)) ?? '',
-    app,
-    close: () => app.close(),
     post: (body, headers = {}) => http(`${url}/v1/responses`, { method: 'POST', body, headers }),
     call: (path, init) => http(url + path, init),
   };
