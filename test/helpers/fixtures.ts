@@ -1,12 +1,13 @@
 /**
  * What a test starts, stopped when it ends: `const f = useFixtures(t)` in a test, then `f.agent()`,
- * `f.gateway()` (most often `f.gateway(oneBackend({ a }))`), `f.fileGateway()`, `f.server()` and `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top
+ * `f.gateway()` (most often `f.gateway(oneBackend({ a }))`), `f.fileGateway()`, `f.server()`, `f.cli()` and `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top
  * level, after the file), passed or failed, in the reverse order it was started: a gateway before the agents it
  * calls, so no sub-request of a closing gateway meets an agent already gone.
  */
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { after } from 'node:test';
 import { listenOn } from '../../demo/agents/protocol.js';
+import { runCli, type CliRun } from './cli-process.js';
 import { startFakeAgent, type FakeAgent, type FakeAgentOptions } from './fake-agent.js';
 import { startGatewayFromFile, type FileGateway } from './config-file.js';
 import { startGateway, type TestGateway } from './gateway.js';
@@ -52,6 +53,8 @@ export interface Fixtures {
   fileGateway(config: Record<string, unknown>, opts?: Parameters<typeof startGatewayFromFile>[1]): Promise<FileGateway>;
   /** A plain node:http server on 127.0.0.1 for a backend no fake agent can play (raw bytes, trickles), closed afterwards. */
   server(listener: RequestListener): Promise<{ url: string; server: Server }>;
+  /** The `magma-gateway` command in its own process (helpers/cli-process.ts), sent SIGTERM and waited for afterwards unless it ended. */
+  cli(args: string[], env?: Record<string, string | undefined>): CliRun;
   /** Anything else to undo afterwards (a Redis connection, a temp dir), in the same reverse order. */
   defer(undo: () => unknown): void;
 }
@@ -90,6 +93,14 @@ export function useFixtures(t?: { after(fn: () => Promise<void>): void }): Fixtu
         await new Promise<void>((resolve) => server.close(() => resolve()));
       });
       return { url: `http://127.0.0.1:${port}`, server };
+    },
+    cli(args, env) {
+      const run = runCli(args, env);
+      defer(async () => {
+        if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGTERM');
+        await run.exit;
+      });
+      return run;
     },
     defer,
   };
