@@ -1,8 +1,10 @@
 /**
  * What a test starts, stopped when it ends: `const f = useFixtures(t)` in a test, then `f.agent()`,
- * `f.gateway()` (most often `f.gateway(oneBackend({ a }))`), `f.fileGateway()`, `f.server()`, `f.cli()` and `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top
- * level, after the file), passed or failed, in the reverse order it was started: a gateway before the agents it
- * calls, so no sub-request of a closing gateway meets an agent already gone.
+ * `f.gateway()` (most often `f.gateway(oneBackend({ a }))`), `f.fileGateway()`, `f.server()`, `f.cli()` and
+ * `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top level, after the
+ * file), passed or failed, in the reverse order it was started: a gateway before the agents it calls, so no
+ * sub-request of a closing gateway meets an agent already gone. How to write a test with them:
+ * docs/development.md#writing-a-gateway-test.
  */
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { after } from 'node:test';
