@@ -9,8 +9,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { killAll, runCli } from './helpers/cli-process.js';
-import { startFakeAgent } from './helpers/fake-agent.js';
+import { killAll } from './helpers/cli-process.js';
+import { useFixtures } from './helpers/fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mgw-cli-logs-'));
 after(killAll);
@@ -24,8 +24,9 @@ function config(name: string, text: string): string {
   return path;
 }
 
-test('start with one backend down: summary line, then a warning naming the down replica and the route that cannot serve', async () => {
-  const up = await startFakeAgent({ name: 'up' });
+test('start with one backend down: summary line, then a warning naming the down replica and the route that cannot serve', async (t) => {
+  const f = useFixtures(t);
+  const up = await f.agent({ name: 'up' });
   const path = config(
     'mixed.yaml',
     [
@@ -41,73 +42,54 @@ test('start with one backend down: summary line, then a warning naming the down 
       '',
     ].join('\n'),
   );
-  const r = runCli(['--config', path]);
-  try {
-    const summary = await r.logLine(SUMMARY);
-    assert.equal(summary.level, 30);
-    const listen = summary.listen as string[];
-    assert.match(listen[0]!, /^http:\/\/127\.0\.0\.1:\d+$/);
-    assert.match(String(summary.msg), /serving on http:\/\/127\.0\.0\.1:\d+: 3 routes, 2 backends \(3 replicas\), store memory$/);
-    assert.deepEqual(summary.routes, [
-      'ab -> split up 1, down 1',
-      'only-down -> down (fallback down)',
-      'default -> up (catch-all)',
-    ]);
-    assert.deepEqual(summary.backends, { up: [up.url], down: ['http://127.0.0.1:1', 'http://***@127.0.0.1:2'] });
-    assert.equal(summary.store, 'memory');
-    assert.match(String(summary.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  const r = f.cli(['--config', path]);
+  const summary = await r.logLine(SUMMARY);
+  assert.equal(summary.level, 30);
+  const listen = summary.listen as string[];
+  assert.match(listen[0]!, /^http:\/\/127\.0\.0\.1:\d+$/);
+  assert.match(String(summary.msg), /serving on http:\/\/127\.0\.0\.1:\d+: 3 routes, 2 backends \(3 replicas\), store memory$/);
+  assert.deepEqual(summary.routes, [
+    'ab -> split up 1, down 1',
+    'only-down -> down (fallback down)',
+    'default -> up (catch-all)',
+  ]);
+  assert.deepEqual(summary.backends, { up: [up.url], down: ['http://127.0.0.1:1', 'http://***@127.0.0.1:2'] });
+  assert.equal(summary.store, 'memory');
+  assert.match(String(summary.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
-    await r.logLine((l) => l.replica === 'down#1' && NOT_READY(l));
-    const lines = r.logLines();
-    const notReady = lines.filter(NOT_READY);
-    assert.deepEqual(notReady.map((l) => l.replica).sort(), ['down#0', 'down#1']);
-    for (const l of notReady) {
-      assert.equal(l.level, 40);
-      assert.equal(l.state, 'not_ready');
-      assert.match(String(l.reason), /cannot connect/);
-    }
-    assert.equal(notReady.find((l) => l.replica === 'down#1')!.url, 'http://***@127.0.0.1:2');
-    assert.ok(!JSON.stringify(lines).includes('secret'), 'no URL password in the log');
-    const route = await r.logLine((l) => l.route === 'only-down');
-    assert.match(String(route.msg), /route only-down has no ready backend at start: \/health answers 503/);
-    assert.ok(!lines.some((l) => l.route === 'ab' || l.route === 'default'), 'routes that can serve are not warned about');
-    const warning = await r.logLine((l) => String(l.msg).startsWith('config warning:'));
-    assert.equal(warning.path, 'routes[1].fallback[0]');
-  } finally {
-    r.child.kill('SIGTERM');
-    await r.exit;
-    await up.close();
+  await r.logLine((l) => l.replica === 'down#1' && NOT_READY(l));
+  const lines = r.logLines();
+  const notReady = lines.filter(NOT_READY);
+  assert.deepEqual(notReady.map((l) => l.replica).sort(), ['down#0', 'down#1']);
+  for (const l of notReady) {
+    assert.equal(l.level, 40);
+    assert.equal(l.state, 'not_ready');
+    assert.match(String(l.reason), /cannot connect/);
   }
+  assert.equal(notReady.find((l) => l.replica === 'down#1')!.url, 'http://***@127.0.0.1:2');
+  assert.ok(!JSON.stringify(lines).includes('secret'), 'no URL password in the log');
+  const route = await r.logLine((l) => l.route === 'only-down');
+  assert.match(String(route.msg), /route only-down has no ready backend at start: \/health answers 503/);
+  assert.ok(!lines.some((l) => l.route === 'ab' || l.route === 'default'), 'routes that can serve are not warned about');
+  const warning = await r.logLine((l) => String(l.msg).startsWith('config warning:'));
+  assert.equal(warning.path, 'routes[1].fallback[0]');
 });
 
 const DOWN = 'server: { port: 0 }\nlog_level: info\nbackends:\n  a: { url: "http://127.0.0.1:1" }\nroutes:\n  - { name: d, backend: a }\n';
 
-test('--log-level warn overrides the config: the info summary is gone, the warnings stay', async () => {
-  const r = runCli(['--config', config('down.yaml', DOWN), '--log-level', 'warn']);
-  try {
-    await r.logLine(NOT_READY);
-    // The summary is written before the warnings, in the same tick: had it been enabled, it would be here.
-    assert.ok(!r.logLines().some((l) => (l.level as number) < 40), r.stdout());
-  } finally {
-    r.child.kill('SIGTERM');
-    await r.exit;
-  }
+test('--log-level warn overrides the config: the info summary is gone, the warnings stay', async (t) => {
+  const f = useFixtures(t);
+  const r = f.cli(['--config', config('down.yaml', DOWN), '--log-level', 'warn']);
+  await r.logLine(NOT_READY);
+  // The summary is written before the warnings, in the same tick: had it been enabled, it would be here.
+  assert.ok(!r.logLines().some((l) => (l.level as number) < 40), r.stdout());
 });
 
-test('MAGMA_GATEWAY_LOG_LEVEL overrides the config; --log-level wins over it', async () => {
-  const r = runCli(['--config', config('down2.yaml', DOWN.replace('log_level: info', 'log_level: error'))], { MAGMA_GATEWAY_LOG_LEVEL: 'info' });
-  try {
-    assert.equal((await r.logLine(SUMMARY)).level, 30);
-  } finally {
-    r.child.kill('SIGTERM');
-    await r.exit;
-  }
-  const both = runCli(['--config', config('down3.yaml', DOWN), '--log-level', 'warn'], { MAGMA_GATEWAY_LOG_LEVEL: 'info' });
-  try {
-    await both.logLine(NOT_READY);
-    assert.ok(!both.logLines().some((l) => (l.level as number) < 40), both.stdout());
-  } finally {
-    both.child.kill('SIGTERM');
-    await both.exit;
-  }
+test('MAGMA_GATEWAY_LOG_LEVEL overrides the config; --log-level wins over it', async (t) => {
+  const f = useFixtures(t);
+  const r = f.cli(['--config', config('down2.yaml', DOWN.replace('log_level: info', 'log_level: error'))], { MAGMA_GATEWAY_LOG_LEVEL: 'info' });
+  assert.equal((await r.logLine(SUMMARY)).level, 30);
+  const both = f.cli(['--config', config('down3.yaml', DOWN), '--log-level', 'warn'], { MAGMA_GATEWAY_LOG_LEVEL: 'info' });
+  await both.logLine(NOT_READY);
+  assert.ok(!both.logLines().some((l) => (l.level as number) < 40), both.stdout());
 });

@@ -5,12 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { killAll, runCli } from './helpers/cli-process.js';
-import { startFakeAgent } from './helpers/fake-agent.js';
+import { useFixtures } from './helpers/fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mgw-cli-usage-'));
 after(killAll);
@@ -96,18 +95,14 @@ test('no config file at all is a usage error, exit 2', async () => {
   assertUsageError(r.stderr(), /^magma-gateway: no config file given/);
 });
 
-test('a port already in use is one line naming the address, exit 2', async () => {
-  const blocker = createServer();
-  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
-  const { port } = blocker.address() as AddressInfo;
-  try {
-    const path = config('busy.yaml', `server: { port: ${port} }\nlog_level: silent\nbackends:\n  a: { url: "http://127.0.0.1:1" }\nroutes:\n  - { name: d, backend: a }\n`);
-    const r = runCli(['--config', path]);
-    assert.equal(await r.exit, 2);
-    assertUsageError(r.stderr(), new RegExp(`^magma-gateway: cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
-  } finally {
-    blocker.close();
-  }
+test('a port already in use is one line naming the address, exit 2', async (t) => {
+  const f = useFixtures(t);
+  const { url } = await f.server((_req, res) => res.end());
+  const port = Number(new URL(url).port);
+  const path = config('busy.yaml', `server: { port: ${port} }\nlog_level: silent\nbackends:\n  a: { url: "http://127.0.0.1:1" }\nroutes:\n  - { name: d, backend: a }\n`);
+  const r = runCli(['--config', path]);
+  assert.equal(await r.exit, 2);
+  assertUsageError(r.stderr(), new RegExp(`^magma-gateway: cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
 });
 
 test('validate: a valid file exits 0 with its summary and warnings', async () => {
@@ -144,18 +139,14 @@ test('validate: no file, two files or an unknown option are usage errors, exit 2
   }
 });
 
-test('check takes the agent URL as the argument or as --url, the same way', async () => {
-  const agent = await startFakeAgent({ name: 'conformant' });
-  try {
-    for (const args of [['check', agent.url, '--json'], ['check', '--url', agent.url, '--json']]) {
-      const r = runCli(args);
-      assert.equal(await r.exit, 0, `${args.join(' ')}\n${r.stdout()}${r.stderr()}`);
-      const body = JSON.parse(r.stdout()) as { agent: string; failed: number };
-      assert.equal(body.agent, agent.url);
-      assert.equal(body.failed, 0);
-    }
-  } finally {
-    await agent.close();
+test('check takes the agent URL as the argument or as --url, the same way', async (t) => {
+  const agent = await useFixtures(t).agent({ name: 'conformant' });
+  for (const args of [['check', agent.url, '--json'], ['check', '--url', agent.url, '--json']]) {
+    const r = runCli(args);
+    assert.equal(await r.exit, 0, `${args.join(' ')}\n${r.stdout()}${r.stderr()}`);
+    const body = JSON.parse(r.stdout()) as { agent: string; failed: number };
+    assert.equal(body.agent, agent.url);
+    assert.equal(body.failed, 0);
   }
 });
 

@@ -30,7 +30,6 @@ test('a backend inventing thousands of error codes cannot grow the code series p
     },
   });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     backends: { chaos: { url: agent.url } },
     routes: [{ name: 'ab', split: { chaos: 1 } }],
   });
@@ -59,7 +58,7 @@ test('a backend inventing thousands of error codes cannot grow the code series p
 test('x-gateway-overhead-ms is on batch answers only, not on /health, /metrics, admin paths or 404s', async (t) => {
   const f = useFixtures(t);
   const agent = await f.agent({ name: 'a' });
-  const gw = await f.gateway({ probe_interval_s: 3600, backends: { a: { url: agent.url } }, routes: [{ name: 'd', backend: 'a' }] });
+  const gw = await f.gateway({ backends: { a: { url: agent.url } }, routes: [{ name: 'd', backend: 'a' }] });
   for (const url of ['/health', '/v1/info', '/metrics', '/nope', '/v1/responses'].map((p) => gw.url + p).concat(`${gw.adminUrl}/gateway/routes`)) {
     const res = await fetch(url);
     assert.ok(res.status === 200 || res.status === 404 || res.status === 405, `${url}: ${res.status}`);
@@ -86,7 +85,7 @@ function sample(text: string, series: string): number | undefined {
 test('the HTTP series label the URL path `endpoint` (renamed from `route`), on both listeners', async (t) => {
   const f = useFixtures(t);
   const agent = await f.agent({ name: 'e' });
-  const gw = await f.gateway({ probe_interval_s: 3600, backends: { e: { url: agent.url } }, routes: [{ name: 'd', backend: 'e' }] });
+  const gw = await f.gateway({ backends: { e: { url: agent.url } }, routes: [{ name: 'd', backend: 'e' }] });
   await fetch(`${gw.url}/health`);
   await fetch(`${gw.adminUrl}/gateway/backends`);
   assert.equal((await gw.post({ request_id: 'e1', inputs: [mkInput(1)] })).status, 200);
@@ -120,7 +119,6 @@ test('metrics.latency_buckets_s sets the buckets of every duration histogram; a 
   const f = useFixtures(t);
   const agent = await f.agent({ name: 'b' });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     metrics: { latency_buckets_s: [0.002, 0.2, 20] },
     backends: { b: { url: agent.url } },
     routes: [{ name: 'd', backend: 'b' }],
@@ -147,7 +145,6 @@ test('every series whose labels the config fixes exists at 0 before anything hap
   const f = useFixtures(t);
   const [a, b, s] = await Promise.all([f.agent({ name: 'a' }), f.agent({ name: 'b' }), f.agent({ name: 's' })]);
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     backends: { a: { urls: [a.url, a.url] }, b: { url: b.url }, s: { url: s.url } },
     routes: [
       { name: 'ab', match: { 'extra_keys.ab': true }, split: { a: 1, b: 1 }, fallback: ['a', 'b'] },
@@ -204,7 +201,7 @@ test('every series whose labels the config fixes exists at 0 before anything hap
 test('magma_gateway_build_info{version} is 1, with the package version', async (t) => {
   const f = useFixtures(t);
   const agent = await f.agent({ name: 'v' });
-  const gw = await f.gateway({ probe_interval_s: 3600, backends: { v: { url: agent.url } }, routes: [{ name: 'd', backend: 'v' }] });
+  const gw = await f.gateway({ backends: { v: { url: agent.url } }, routes: [{ name: 'd', backend: 'v' }] });
   const text = await (await fetch(`${gw.url}/metrics`)).text();
   assert.equal(sample(text, `magma_gateway_build_info{version="${PACKAGE_VERSION}"}`), 1);
   assert.equal(text.split('\n').filter((l) => l.startsWith('magma_gateway_build_info{')).length, 1);
@@ -214,7 +211,6 @@ test('a permit that never came free is counted in magma_gateway_permit_timeouts_
   const f = useFixtures(t);
   const agent = await f.agent({ name: 'p', behaviour: (r) => (r.path === '/v1/responses' ? { hang: true } : {}) });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     backends: { p: { url: agent.url, max_in_flight: 1, queue_timeout_s: 0.05 } },
     routes: [{ name: 'd', backend: 'p' }],
   });
@@ -233,7 +229,6 @@ test('while Redis is unreachable the store exports its fallback: active 1, local
   const f = useFixtures(t);
   const agent = await f.agent({ name: 'r' });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     // Port 1: nothing listens, so the Redis store answers from per-process state from the start.
     state: { redis: { url: 'redis://127.0.0.1:1', key_prefix: `metrics-test-${process.pid}:` } },
     backends: { r: { url: agent.url } },
@@ -260,7 +255,6 @@ test('a permit whose Redis lease vanished while held is counted in magma_gateway
   });
   const agent = await f.agent({ name: 'l', behaviour: (r) => (r.path === '/v1/responses' ? { hang: true } : {}) });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     state: { redis: { url: 'redis://127.0.0.1:6379', key_prefix: prefix }, lease_s: 0.3 },
     backends: { l: { url: agent.url, max_in_flight: 1 } },
     routes: [{ name: 'd', backend: 'l' }],

@@ -4,17 +4,13 @@
  * on the old config, and requests after the reload get the 404.
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { startAgentServer, type AgentServer } from '../demo/agents/agent-server.js';
-import { startGatewayFromFile, type FileGateway } from './helpers/config-file.js';
-import { startFakeAgent, type FakeAgent } from './helpers/fake-agent.js';
+import { oneBackend, useFixtures } from './helpers/fixtures.js';
 import { mkInput, type Cand } from './helpers/gateway.js';
 import { waitFor } from './helpers/wait.js';
 
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
+const f = useFixtures();
 
 /** An agent that holds every batch whose request_id starts with `held` until `release()`. */
 async function gatedAgent(): Promise<{ server: AgentServer; seen: string[]; release(): void }> {
@@ -28,34 +24,18 @@ async function gatedAgent(): Promise<{ server: AgentServer; seen: string[]; rele
       return { say: 'gated' };
     },
   });
-  cleanup.push(() => server.close());
+  f.defer(() => server.close());
   return { server, seen, release: () => gates.splice(0).forEach((g) => g()) };
 }
 
-async function fake(name: string): Promise<FakeAgent> {
-  const a = await startFakeAgent({ name });
-  cleanup.push(() => a.close());
-  return a;
-}
-
-async function gateway(config: Record<string, unknown>): Promise<FileGateway> {
-  const gw = await startGatewayFromFile(config);
-  cleanup.push(() => gw.close());
-  return gw;
-}
 
 const batch = (id: string): object => ({ request_id: id, inputs: [mkInput(1), mkInput(2)] });
 
 test('a reload removes an agent while its batch is in flight: the batch completes, the next request is 404', async () => {
   const g = await gatedAgent();
-  const other = await fake('other');
-  const before = {
-    probe_interval_s: 3600,
-    backends: { g: { url: g.server.url }, other: { url: other.url } },
-    routes: [{ name: 'default', backend: 'other' }],
-    agents: { kitchen: { routes: [{ name: 'main', backend: 'g' }] } },
-  };
-  const gw = await gateway(before);
+  const other = await f.agent({ name: 'other' });
+  const before = oneBackend({ other, g: g.server.url }, { agents: { kitchen: { routes: [{ name: 'main', backend: 'g' }] } } });
+  const gw = await f.fileGateway(before);
   const first = gw.app.gateway.current;
   const inFlight = gw.call('/agents/kitchen/v1/responses', { method: 'POST', body: batch('held-1') });
   await waitFor('the held batch at the kitchen agent\'s backend', () => g.seen.includes('held-1'));
@@ -82,13 +62,12 @@ test('a reload removes an agent while its batch is in flight: the batch complete
 });
 
 test('a reload changes an agent\'s routes, identity and memory key for the next batch, and warns of the key', async () => {
-  const [x, y] = [await fake('x'), await fake('y')];
+  const [x, y] = [await f.agent({ name: 'x' }), await f.agent({ name: 'y' })];
   const config = (backend: string, agent: Record<string, unknown>): Record<string, unknown> => ({
-    probe_interval_s: 3600,
     backends: { x: { url: x.url }, y: { url: y.url } },
     agents: { lab: { ...agent, routes: [{ name: 'main', backend }] } },
   });
-  const gw = await gateway(config('x', {}));
+  const gw = await f.fileGateway(config('x', {}));
   const before = await gw.call('/agents/lab/v1/responses', { method: 'POST', body: batch('c1') });
   assert.deepEqual((before.json as Cand[]).map((c) => c.memory.seen_by), ['x', 'x']);
   assert.equal(((await gw.call('/agents/lab/v1/info')).json as { agent_id: string }).agent_id, 'lab');
@@ -106,13 +85,12 @@ test('a reload changes an agent\'s routes, identity and memory key for the next 
 });
 
 test('a reload that gives an agent an unknown backend is refused, naming its location, and the agent keeps serving', async () => {
-  const x = await fake('x');
+  const x = await f.agent({ name: 'x' });
   const config = (backend: string): Record<string, unknown> => ({
-    probe_interval_s: 3600,
     backends: { x: { url: x.url } },
     agents: { lab: { routes: [{ name: 'main', backend }] } },
   });
-  const gw = await gateway(config('x'));
+  const gw = await f.fileGateway(config('x'));
   const res = await gw.reload(config('nope'));
   assert.equal(res.status, 400);
   assert.match((res.json as { detail: string }).detail, /agents\.lab\.routes\[0\]\.backend: unknown backend "nope"/);

@@ -4,10 +4,10 @@
  * state by name and takes the new limits; the reload report names clients, never keys.
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { startAgentServer } from '../demo/agents/agent-server.js';
-import { startGatewayFromFile, type FileGateway } from './helpers/config-file.js';
-import { startFakeAgent } from './helpers/fake-agent.js';
+import type { FileGateway } from './helpers/config-file.js';
+import { oneBackend, useFixtures } from './helpers/fixtures.js';
 import { mkInput } from './helpers/gateway.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -15,18 +15,10 @@ const OLD_KEY = 'reload-old-key-0123456789ab';
 const NEW_KEY = 'reload-new-key-0123456789ab';
 const B_KEY = 'reload-b-key-0123456789abcd';
 
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
+const f = useFixtures();
 
 function config(url: string, clients: Record<string, unknown> | undefined): Record<string, unknown> {
-  return {
-    probe_interval_s: 3600,
-    backends: { a: { url } },
-    routes: [{ name: 'default', backend: 'a' }],
-    ...(clients === undefined ? {} : { clients }),
-  };
+  return oneBackend({ a: url }, clients === undefined ? {} : { clients });
 }
 
 async function status(gw: FileGateway, key: string | undefined): Promise<number> {
@@ -39,9 +31,8 @@ async function batchStatus(gw: FileGateway, key: string): Promise<number> {
 }
 
 test('a reload that changes a key refuses the old key and serves the new one, on both fronts; the report names the client only', async () => {
-  const agent = await startFakeAgent({ name: 'a' });
-  const gw = await startGatewayFromFile(config(agent.url, { 'team-a': { key: OLD_KEY } }));
-  cleanup.push(() => gw.close(), () => agent.close());
+  const agent = await f.agent({ name: 'a' });
+  const gw = await f.fileGateway(config(agent.url, { 'team-a': { key: OLD_KEY } }));
   assert.equal(await status(gw, OLD_KEY), 200);
   assert.equal(await batchStatus(gw, OLD_KEY), 200);
 
@@ -59,9 +50,8 @@ test('a reload that changes a key refuses the old key and serves the new one, on
 });
 
 test('a reload removes a client, and removing clients: opens every endpoint again; adding it closes them', async () => {
-  const agent = await startFakeAgent({ name: 'a' });
-  const gw = await startGatewayFromFile(config(agent.url, { 'team-a': { key: OLD_KEY }, 'team-b': { key: B_KEY } }));
-  cleanup.push(() => gw.close(), () => agent.close());
+  const agent = await f.agent({ name: 'a' });
+  const gw = await f.fileGateway(config(agent.url, { 'team-a': { key: OLD_KEY }, 'team-b': { key: B_KEY } }));
   assert.equal(await status(gw, undefined), 401);
 
   assert.equal((await gw.reload(config(agent.url, { 'team-b': { key: B_KEY } }))).status, 200);
@@ -88,17 +78,17 @@ test('a reload keeps a client\'s batches in flight under its limit, and a raised
       return { say: 'done' };
     },
   });
+  f.defer(() => agent.close());
   const limited = (max: number): Record<string, unknown> => config(agent.url, { 'team-a': { key: OLD_KEY, max_batches_in_flight: max } });
-  const gw = await startGatewayFromFile(limited(1));
-  cleanup.push(() => gw.close(), () => agent.close());
-  const post = (id: string): Promise<unknown> => gw.call(`/k/${OLD_KEY}/v1/responses`, { method: 'POST', body: { request_id: id, inputs: [mkInput(1)] } });
+  const gw = await f.fileGateway(limited(1));
+  const keyed = `/k/${OLD_KEY}/v1/responses`;
   const waiting = (): number => gw.app.gateway.clients.limiterOf('team-a')?.waiting ?? 0;
 
-  const first = post('first');
+  const first = gw.call(keyed, { method: 'POST', body: { request_id: 'first', inputs: [mkInput(1)] } });
   await waitFor('the first batch at the agent', () => gates.length === 1);
   // Same limit, another max_wait_s: the slot the first batch holds is still held after the reload.
   assert.equal((await gw.reload({ ...limited(1), clients: { 'team-a': { key: OLD_KEY, max_batches_in_flight: 1, max_wait_s: 60 } } })).status, 200);
-  const second = post('second');
+  const second = gw.call(keyed, { method: 'POST', body: { request_id: 'second', inputs: [mkInput(1)] } });
   await waitFor('the second batch waiting for the slot', () => waiting() === 1);
   assert.equal(gates.length, 1);
 

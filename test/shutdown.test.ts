@@ -6,26 +6,24 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { Agent, request, type IncomingMessage } from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { stringify } from 'yaml';
 import { startAgentServer, type AgentServer } from '../demo/agents/agent-server.js';
 import { buildApp } from '../src/app.js';
 import { parseConfigText } from '../src/config/load.js';
+import { oneBackend, useFixtures } from './helpers/fixtures.js';
 import { mkInput } from './helpers/gateway.js';
+import { requestOn } from './helpers/raw-http.js';
 import { waitFor, waitHealthy } from './helpers/wait.js';
 
 const CLI = join(process.cwd(), 'dist/src/cli.js');
 const dir = mkdtempSync(join(tmpdir(), 'mgw-shutdown-'));
-const children: ChildProcess[] = [];
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of children) c.kill('SIGKILL');
-  for (const c of cleanup.reverse()) await c();
-});
+const f = useFixtures();
+f.defer(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A real agent that answers each batch only when the test opens its gate. */
 async function gatedAgent(): Promise<{ agent: AgentServer; arrived: Promise<void>; open(): void }> {
@@ -41,7 +39,7 @@ async function gatedAgent(): Promise<{ agent: AgentServer; arrived: Promise<void
       return { say: 'done' };
     },
   });
-  cleanup.push(() => agent.close());
+  f.defer(() => agent.close());
   return { agent, arrived, open };
 }
 
@@ -59,15 +57,11 @@ async function startCli(agentUrl: string, server: Record<string, unknown>): Prom
   const path = join(dir, `gw-${++configs}.yaml`);
   writeFileSync(
     path,
-    stringify({
-      server: { port: 0, ...server }, // the OS picks a free port; the CLI logs it
-      log_level: 'info',
-      backends: { g: { url: agentUrl } },
-      routes: [{ name: 'default', backend: 'g' }],
-    }),
+    // Port 0: the OS picks a free port; the CLI logs it.
+    stringify(oneBackend({ g: agentUrl }, { server: { port: 0, ...server }, log_level: 'info' })),
   );
   const child = spawn(process.execPath, [CLI, '--config', path], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
+  f.defer(() => child.kill('SIGKILL'));
   let out = '';
   const waiters: { text: string; resolve: () => void }[] = [];
   const onData = (d: Buffer): void => {
@@ -90,45 +84,19 @@ async function startCli(agentUrl: string, server: Record<string, unknown>): Prom
   };
 }
 
-function post(url: string, agent: Agent, body: string): Promise<{ res: IncomingMessage; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/v1/responses`, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ res, text }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-function get(url: string, agent: Agent): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/health`, { agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 test('SIGTERM with a keep-alive batch in flight: answered with Connection: close, then the process exits at once', { timeout: 60_000 }, async () => {
   const { agent, arrived, open } = await gatedAgent();
   // Far longer than the test may take: an exit that waited for it would time the test out.
   const cli = await startCli(agent.url, { keep_alive_timeout_s: 600, drain_timeout_s: 600 });
   const busy = new Agent({ keepAlive: true, maxSockets: 1 });
   const idle = new Agent({ keepAlive: true, maxSockets: 1 });
-  cleanup.push(async () => {
-    busy.destroy();
-    idle.destroy();
-  });
+  f.defer(() => [busy, idle].forEach((a) => a.destroy()));
   // An idle keep-alive connection: answered once, then left open.
-  assert.equal((await get(cli.url, idle)).statusCode, 200);
+  assert.equal((await requestOn(idle, `${cli.url}/health`)).res.statusCode, 200);
   const idleSocket = Object.values(idle.freeSockets).flat()[0]!;
   const idleClosed = new Promise<void>((resolve) => idleSocket.once('close', () => resolve()));
 
-  const pending = post(cli.url, busy, JSON.stringify({ request_id: 'term', inputs: [mkInput(1)] }));
+  const pending = requestOn(busy, `${cli.url}/v1/responses`, JSON.stringify({ request_id: 'term', inputs: [mkInput(1)] }));
   await arrived;
   cli.child.kill('SIGTERM');
   await cli.printed('stopping: finishing batches in flight');
@@ -145,8 +113,8 @@ test('a drain that cannot finish is cut at server.drain_timeout_s: connections d
   const { agent, arrived } = await gatedAgent();
   const cli = await startCli(agent.url, { keep_alive_timeout_s: 600, drain_timeout_s: 0.5 });
   const busy = new Agent({ keepAlive: true });
-  cleanup.push(async () => busy.destroy());
-  const pending = post(cli.url, busy, JSON.stringify({ request_id: 'stuck', inputs: [mkInput(1)] })).then(
+  f.defer(() => busy.destroy());
+  const pending = requestOn(busy, `${cli.url}/v1/responses`, JSON.stringify({ request_id: 'stuck', inputs: [mkInput(1)] })).then(
     () => 'answered',
     (err: NodeJS.ErrnoException) => err.code,
   );
@@ -157,9 +125,9 @@ test('a drain that cannot finish is cut at server.drain_timeout_s: connections d
 });
 
 test('while draining, /health answers 503 with a JSON detail', async () => {
-  const cfg = parseConfigText(stringify({ backends: { g: { url: 'http://127.0.0.1:9' } }, routes: [{ name: 'default', backend: 'g' }] }), 'x.yaml', {});
+  const cfg = parseConfigText(stringify(oneBackend({ g: 'http://127.0.0.1:9' })), 'x.yaml', {});
   const app = await buildApp({ config: cfg, logger: false, defaultMetrics: false, probeOnStart: false });
-  cleanup.push(() => app.close());
+  f.defer(() => app.close());
   await app.ready();
   app.drain.begin();
   const res = await app.inject({ method: 'GET', url: '/health' });

@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { Agent, request } from 'undici';
-import { startGatewayFromFile, type FileGateway } from './helpers/config-file.js';
+import type { FileGateway } from './helpers/config-file.js';
+import { useFixtures } from './helpers/fixtures.js';
 import { startFakeAgent, type FakeAgent } from './helpers/fake-agent.js';
 import { mkInput } from './helpers/gateway.js';
 import { makeCert as makeCertIn, type Pem } from './helpers/certs.js';
@@ -79,109 +80,97 @@ describe('server.tls and backends.<name>.tls', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('serves /health, /v1/info and a batch over HTTPS; plain HTTP on the port fails cleanly', async () => {
-    const gw = await startGatewayFromFile(baseConfig(agent.url, { cert: first.cert, key: first.key }));
+  it('serves /health, /v1/info and a batch over HTTPS; plain HTTP on the port fails cleanly', async (t) => {
+    const f = useFixtures(t);
+    const gw = await f.fileGateway(baseConfig(agent.url, { cert: first.cert, key: first.key }));
     const trust = new Agent({ connect: { ca: readFileSync(first.cert) } });
-    try {
-      const base = `https://localhost:${portOf(gw)}`;
-      assert.equal((await get(`${base}/health`, trust)).status, 200);
-      const info = await get(`${base}/v1/info`, trust);
-      assert.equal(info.status, 200);
-      assert.equal((info.json as { protocol_version: string }).protocol_version, '2.0');
-      const res = await request(`${base}/v1/responses`, {
-        dispatcher: trust,
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ request_id: 'tls-1', inputs: [mkInput(1)] }),
-      });
-      assert.equal(res.statusCode, 200);
-      const cands = (await res.body.json()) as { status: string; source_id: number }[];
-      assert.deepEqual(cands.map((c) => [c.source_id, c.status]), [[1, 'completed']]);
+    f.defer(() => trust.close());
+    const base = `https://localhost:${portOf(gw)}`;
+    assert.equal((await get(`${base}/health`, trust)).status, 200);
+    const info = await get(`${base}/v1/info`, trust);
+    assert.equal(info.status, 200);
+    assert.equal((info.json as { protocol_version: string }).protocol_version, '2.0');
+    const res = await request(`${base}/v1/responses`, {
+      dispatcher: trust,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ request_id: 'tls-1', inputs: [mkInput(1)] }),
+    });
+    assert.equal(res.statusCode, 200);
+    const cands = (await res.body.json()) as { status: string; source_id: number }[];
+    assert.deepEqual(cands.map((c) => [c.source_id, c.status]), [[1, 'completed']]);
 
-      // A client that speaks plain HTTP to the TLS port: its connection ends, the gateway keeps serving.
-      const ended = await new Promise<string>((resolve) => {
-        const s = netConnect(portOf(gw), '127.0.0.1', () => s.write('GET /health HTTP/1.1\r\nhost: x\r\n\r\n'));
-        let got = '';
-        s.on('data', (d: Buffer) => (got += d.toString('latin1')));
-        s.on('error', () => resolve(got));
-        s.on('close', () => resolve(got));
-      });
-      assert.ok(!ended.startsWith('HTTP/1.1 200'), 'no plain-HTTP answer on the TLS port');
-      await assert.rejects(request(`http://127.0.0.1:${portOf(gw)}/health`));
-      assert.equal((await get(`${base}/health`, trust)).status, 200);
-      // An untrusted certificate is refused by a client that checks.
-      await assert.rejects(request(`${base}/health`, { dispatcher: new Agent() }));
-    } finally {
-      await trust.close();
-      await gw.close();
-    }
+    // A client that speaks plain HTTP to the TLS port: its connection ends, the gateway keeps serving.
+    const ended = await new Promise<string>((resolve) => {
+      const s = netConnect(portOf(gw), '127.0.0.1', () => s.write('GET /health HTTP/1.1\r\nhost: x\r\n\r\n'));
+      let got = '';
+      s.on('data', (d: Buffer) => (got += d.toString('latin1')));
+      s.on('error', () => resolve(got));
+      s.on('close', () => resolve(got));
+    });
+    assert.ok(!ended.startsWith('HTTP/1.1 200'), 'no plain-HTTP answer on the TLS port');
+    await assert.rejects(request(`http://127.0.0.1:${portOf(gw)}/health`));
+    assert.equal((await get(`${base}/health`, trust)).status, 200);
+    // An untrusted certificate is refused by a client that checks.
+    await assert.rejects(request(`${base}/health`, { dispatcher: new Agent() }));
   });
 
-  it('a reload serves the new certificate on new connections; an unreadable file refuses the reload', async () => {
+  it('a reload serves the new certificate on new connections; an unreadable file refuses the reload', async (t) => {
+    const f = useFixtures(t);
     const cert = join(dir, 'live-cert.pem');
     const key = join(dir, 'live-key.pem');
     writeFileSync(cert, readFileSync(first.cert));
     writeFileSync(key, readFileSync(first.key));
     const config = baseConfig(agent.url, { cert, key });
-    const gw = await startGatewayFromFile(config);
-    try {
-      const port = portOf(gw);
-      assert.equal(await peerFingerprint(port, { ca: readFileSync(first.cert) }), fingerprintOf(first.cert));
+    const gw = await f.fileGateway(config);
+    const port = portOf(gw);
+    assert.equal(await peerFingerprint(port, { ca: readFileSync(first.cert) }), fingerprintOf(first.cert));
 
-      writeFileSync(cert, readFileSync(second.cert));
-      writeFileSync(key, readFileSync(second.key));
-      const ok = await gw.reload(config);
-      assert.equal(ok.status, 200, ok.text);
-      assert.equal(await peerFingerprint(port, { ca: readFileSync(second.cert) }), fingerprintOf(second.cert));
+    writeFileSync(cert, readFileSync(second.cert));
+    writeFileSync(key, readFileSync(second.key));
+    const ok = await gw.reload(config);
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(await peerFingerprint(port, { ca: readFileSync(second.cert) }), fingerprintOf(second.cert));
 
-      const bad = await gw.reload(baseConfig(agent.url, { cert: join(dir, 'missing.pem'), key }));
-      assert.equal(bad.status, 400);
-      assert.match(bad.text, /server\.tls\.cert: cannot read .*missing\.pem/);
-      // The running certificate keeps serving.
-      assert.equal(await peerFingerprint(port, { ca: readFileSync(second.cert) }), fingerprintOf(second.cert));
+    const bad = await gw.reload(baseConfig(agent.url, { cert: join(dir, 'missing.pem'), key }));
+    assert.equal(bad.status, 400);
+    assert.match(bad.text, /server\.tls\.cert: cannot read .*missing\.pem/);
+    // The running certificate keeps serving.
+    assert.equal(await peerFingerprint(port, { ca: readFileSync(second.cert) }), fingerprintOf(second.cert));
 
-      // A backend's TLS file is read on reload too: unreadable, the reload is refused naming its key.
-      const badBackend = await gw.reload(baseConfig(agent.url, { cert, key }, { ca: join(dir, 'no-ca.pem') }));
-      assert.equal(badBackend.status, 400);
-      assert.match(badBackend.text, /backends\.a\.tls\.ca: cannot read .*no-ca\.pem/);
-    } finally {
-      await gw.close();
-    }
+    // A backend's TLS file is read on reload too: unreadable, the reload is refused naming its key.
+    const badBackend = await gw.reload(baseConfig(agent.url, { cert, key }, { ca: join(dir, 'no-ca.pem') }));
+    assert.equal(badBackend.status, 400);
+    assert.match(badBackend.text, /backends\.a\.tls\.ca: cannot read .*no-ca\.pem/);
   });
 
-  it('reaches a backend behind HTTPS with backends.<name>.tls.ca, and not without it', async () => {
-    const trusted = await startGatewayFromFile(
+  it('reaches a backend behind HTTPS with backends.<name>.tls.ca, and not without it', async (t) => {
+    const f = useFixtures(t);
+    const trusted = await f.fileGateway(
       baseConfig(tlsAgent.url.replace('127.0.0.1', 'localhost'), { cert: first.cert, key: first.key }, { ca: agentPem.cert }),
     );
     const trust = new Agent({ connect: { ca: readFileSync(first.cert) } });
-    try {
-      const base = `https://localhost:${portOf(trusted)}`;
-      assert.equal((await get(`${base}/health`, trust)).status, 200);
-      const res = await request(`${base}/v1/responses`, {
-        dispatcher: trust,
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ request_id: 'tls-2', inputs: [mkInput(7)] }),
-      });
-      const cands = (await res.body.json()) as { status: string; output: { say: string } | null }[];
-      assert.equal(cands[0]?.status, 'completed');
-      assert.ok(tlsAgent.requestsTo('/v1/responses').length >= 1);
-    } finally {
-      await trusted.close();
-    }
+    f.defer(() => trust.close());
+    const base = `https://localhost:${portOf(trusted)}`;
+    assert.equal((await get(`${base}/health`, trust)).status, 200);
+    const res = await request(`${base}/v1/responses`, {
+      dispatcher: trust,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ request_id: 'tls-2', inputs: [mkInput(7)] }),
+    });
+    const cands = (await res.body.json()) as { status: string; output: { say: string } | null }[];
+    assert.equal(cands[0]?.status, 'completed');
+    assert.ok(tlsAgent.requestsTo('/v1/responses').length >= 1);
     // Without the CA the agent's certificate is not trusted: not ready, and the batch gets error candidates.
-    const untrusted = await startGatewayFromFile(baseConfig(tlsAgent.url, { cert: first.cert, key: first.key }));
-    try {
-      assert.equal((await get(`https://localhost:${portOf(untrusted)}/health`, trust)).status, 503);
-    } finally {
-      await trust.close();
-      await untrusted.close();
-    }
+    const untrusted = await f.fileGateway(baseConfig(tlsAgent.url, { cert: first.cert, key: first.key }));
+    assert.equal((await get(`https://localhost:${portOf(untrusted)}/health`, trust)).status, 503);
   });
 
-  it('requires a client certificate with server.tls.ca and request_cert', async () => {
+  it('requires a client certificate with server.tls.ca and request_cert', async (t) => {
+    const f = useFixtures(t);
     const client = makeCert('client');
-    const gw = await startGatewayFromFile(
+    const gw = await f.fileGateway(
       baseConfig(agent.url, { cert: first.cert, key: first.key, ca: client.cert, request_cert: true }),
     );
     const withCert = new Agent({
@@ -191,19 +180,16 @@ describe('server.tls and backends.<name>.tls', () => {
     const other = new Agent({
       connect: { ca: readFileSync(first.cert), cert: readFileSync(second.cert), key: readFileSync(second.key) },
     });
-    try {
-      const base = `https://localhost:${portOf(gw)}`;
-      assert.equal((await get(`${base}/health`, withCert)).status, 200);
-      await assert.rejects(get(`${base}/health`, without));
-      await assert.rejects(get(`${base}/health`, other));
-    } finally {
-      await Promise.all([withCert.close(), without.close(), other.close()]);
-      await gw.close();
-    }
+    f.defer(() => Promise.all([withCert.close(), without.close(), other.close()]));
+    const base = `https://localhost:${portOf(gw)}`;
+    assert.equal((await get(`${base}/health`, withCert)).status, 200);
+    await assert.rejects(get(`${base}/health`, without));
+    await assert.rejects(get(`${base}/health`, other));
   });
 
-  it('refuses request_cert without ca, and a key that is not the certificate\'s, naming the key', async () => {
-    await assert.rejects(startGatewayFromFile(baseConfig(agent.url, { cert: first.cert, key: first.key, request_cert: true })), /request_cert needs "ca"/);
-    await assert.rejects(startGatewayFromFile(baseConfig(agent.url, { cert: first.cert, key: second.key })), /server\.tls: the certificate, key or CA files are not usable/);
+  it('refuses request_cert without ca, and a key that is not the certificate\'s, naming the key', async (t) => {
+    const f = useFixtures(t);
+    await assert.rejects(f.fileGateway(baseConfig(agent.url, { cert: first.cert, key: first.key, request_cert: true })), /request_cert needs "ca"/);
+    await assert.rejects(f.fileGateway(baseConfig(agent.url, { cert: first.cert, key: second.key })), /server\.tls: the certificate, key or CA files are not usable/);
   });
 });

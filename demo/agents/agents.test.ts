@@ -132,7 +132,7 @@ describe('demo agents', () => {
 });
 
 describe('agent server', () => {
-  test('a throwing decide yields an error candidate that keeps the memory; not ready answers 503', async () => {
+  test('a throwing decide yields an error candidate that keeps the memory; not ready answers 503', async (t) => {
     let ready = true;
     const s = await startAgentServer({
       info: { agent_id: 'thrower' },
@@ -141,20 +141,17 @@ describe('agent server', () => {
       },
       isReady: () => ready,
     });
-    try {
-      const r = await post(s, [input(5, 'user', 'x', `,"memory":{"k":${BIG}}`)]);
-      assert.equal(r.status, 200);
-      assert.ok(r.text.includes(`"memory":{"k":${BIG}}`));
-      const out = (JSON.parse(r.text) as Out[])[0]!;
-      assert.equal(out.status, 'error');
-      assert.equal(out.error!.message, 'model exploded');
-      assert.equal(out.output, null);
-      ready = false;
-      assert.equal((await fetch(`${s.url}/health`)).status, 503);
-      assert.equal((await post(s, [input(5, 'user', 'x')])).status, 503);
-    } finally {
-      await s.close();
-    }
+    t.after(() => s.close());
+    const r = await post(s, [input(5, 'user', 'x', `,"memory":{"k":${BIG}}`)]);
+    assert.equal(r.status, 200);
+    assert.ok(r.text.includes(`"memory":{"k":${BIG}}`));
+    const out = (JSON.parse(r.text) as Out[])[0]!;
+    assert.equal(out.status, 'error');
+    assert.equal(out.error!.message, 'model exploded');
+    assert.equal(out.output, null);
+    ready = false;
+    assert.equal((await fetch(`${s.url}/health`)).status, 503);
+    assert.equal((await post(s, [input(5, 'user', 'x')])).status, 503);
   });
 
   test('listen arguments: --port, --port=, PORT, host default', () => {

@@ -6,19 +6,21 @@
  * The backend is a real agent that holds each batch until the test lets it go.
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { startAgentServer } from '../../demo/agents/agent-server.js';
 import { http } from '../helpers/config-file.js';
-import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
+import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 
 const KEY_A = 'limits-a-key-0123456789abcdef';
 const KEY_B = 'limits-b-key-0123456789abcdef';
 
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
+/** The headers of team-a's and team-b's batches. */
+const A = { 'x-api-key': KEY_A };
+const B = { 'x-api-key': KEY_B };
+
+const f = useFixtures();
 
 interface Gated {
   gw: TestGateway;
@@ -41,16 +43,8 @@ async function gatedGateway(clients: Record<string, unknown>): Promise<Gated> {
       return { say: 'done' };
     },
   });
-  const gw = await startGateway({
-    probe_interval_s: 3600,
-    clients,
-    backends: { g: { url: agent.url } },
-    routes: [{ name: 'default', backend: 'g' }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await agent.close();
-  });
+  f.defer(() => agent.close());
+  const gw = await f.gateway(oneBackend({ g: agent }, { clients }));
   return {
     gw,
     seen,
@@ -68,15 +62,6 @@ function bigBatch(id: string): string {
   return JSON.stringify({ request_id: id, inputs }).replace('"__BIG__"', '12345678901234567890');
 }
 
-function post(gw: TestGateway, path: string, body: string | object, key: string, signal?: AbortSignal): Promise<Response> {
-  return fetch(`${gw.url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-    signal,
-  });
-}
-
 async function metric(gw: TestGateway, series: string): Promise<number> {
   const text = (await http(`${gw.url}/metrics`)).text;
   const row = text.split('\n').find((l) => l.startsWith(`${series} `));
@@ -88,11 +73,11 @@ const waiting = (gw: TestGateway, client: string): number => gw.app.gateway.clie
 for (const [front, path] of [['the raw front', '/v1/responses'], ['fastify', '/v1/responses?via=fastify']] as const) {
   test(`on ${front}, a batch still over max_batches_in_flight after max_wait_s gets gateway_overloaded candidates, HTTP 200, memory kept`, async () => {
     const { gw, seen, gates, open } = await gatedGateway({ 'team-a': { key: KEY_A, max_batches_in_flight: 1, max_wait_s: 0.3 } });
-    const first = post(gw, path, { request_id: 'held', inputs: [mkInput(1)] }, KEY_A);
+    const first = gw.call(path, { method: 'POST', body: { request_id: 'held', inputs: [mkInput(1)] }, headers: A });
     await waitFor('the first batch at the agent', () => gates.length === 1);
-    const res = await post(gw, path, bigBatch('over'), KEY_A);
+    const res = await gw.call(path, { method: 'POST', body: bigBatch('over'), headers: A });
     assert.equal(res.status, 200);
-    const text = await res.text();
+    const text = res.text;
     assert.ok(text.includes('"n":12345678901234567890'), 'the big integer in memory is kept digit for digit');
     const cands = JSON.parse(text) as Cand[];
     assert.deepEqual(cands.map((c) => [c.source_id, c.candidate_index]), [[7, 0], [7, 1], [3, 0]], 'contract order');
@@ -117,17 +102,17 @@ for (const [front, path] of [['the raw front', '/v1/responses'], ['fastify', '/v
 
 test('a waiting batch is served, in order, as soon as the batch ahead of it finishes', async () => {
   const { gw, seen, gates, open } = await gatedGateway({ 'team-a': { key: KEY_A, max_batches_in_flight: 1 } });
-  const first = post(gw, '/v1/responses', { request_id: 'first', inputs: [mkInput(1)] }, KEY_A);
+  const first = gw.post({ request_id: 'first', inputs: [mkInput(1)] }, A);
   await waitFor('the first batch at the agent', () => gates.length === 1);
-  const second = post(gw, '/v1/responses', { request_id: 'second', inputs: [mkInput(2)] }, KEY_A);
-  const third = post(gw, '/v1/responses', { request_id: 'third', inputs: [mkInput(3)] }, KEY_A);
+  const second = gw.post({ request_id: 'second', inputs: [mkInput(2)] }, A);
+  const third = gw.post({ request_id: 'third', inputs: [mkInput(3)] }, A);
   await waitFor('two batches waiting for the slot', () => waiting(gw, 'team-a') === 2);
   assert.deepEqual(seen, ['first']);
   open();
   for (const r of [first, second, third]) {
     const res = await r;
     assert.equal(res.status, 200);
-    assert.ok((JSON.parse(await res.text()) as Cand[]).every((c) => c.status === 'completed'));
+    assert.ok((res.json as Cand[]).every((c) => c.status === 'completed'));
   }
   assert.deepEqual(seen, ['first', 'second', 'third']);
   assert.equal(await metric(gw, 'magma_gateway_client_limit_waits_total{client="team-a",limit="batches_in_flight"}'), 2);
@@ -138,32 +123,32 @@ test('a waiting batch is served, in order, as soon as the batch ahead of it fini
 test('over max_candidates_per_minute a batch is answered gateway_overloaded naming that limit', async () => {
   const { gw, open } = await gatedGateway({ 'team-a': { key: KEY_A, max_candidates_per_minute: 4, max_wait_s: 0 } });
   open();
-  const ok = await post(gw, '/v1/responses', { request_id: 'fits', inputs: [mkInput(1, { num_outputs: 3 })] }, KEY_A);
-  assert.ok((JSON.parse(await ok.text()) as Cand[]).every((c) => c.status === 'completed'));
-  const over = await post(gw, '/v1/responses', { request_id: 'over', inputs: [mkInput(1, { num_outputs: 2 })] }, KEY_A);
+  const ok = await gw.post({ request_id: 'fits', inputs: [mkInput(1, { num_outputs: 3 })] }, A);
+  assert.ok((ok.json as Cand[]).every((c) => c.status === 'completed'));
+  const over = await gw.post({ request_id: 'over', inputs: [mkInput(1, { num_outputs: 2 })] }, A);
   assert.equal(over.status, 200);
-  const cands = JSON.parse(await over.text()) as Cand[];
+  const cands = over.json as Cand[];
   assert.equal(cands.length, 2);
   for (const c of cands) {
     assert.equal(c.error?.code, 'gateway_overloaded');
     assert.match(c.error?.message ?? '', /clients\.team-a\.max_candidates_per_minute \(4\)/);
   }
   assert.equal(await metric(gw, 'magma_gateway_client_limit_overloaded_total{client="team-a",limit="candidates_per_minute"}'), 1);
-  const one = await post(gw, '/v1/responses', { request_id: 'one-more', inputs: [mkInput(1)] }, KEY_A);
-  assert.ok((JSON.parse(await one.text()) as Cand[]).every((c) => c.status === 'completed'), 'the one token left is still there');
+  const one = await gw.post({ request_id: 'one-more', inputs: [mkInput(1)] }, A);
+  assert.ok((one.json as Cand[]).every((c) => c.status === 'completed'), 'the one token left is still there');
 });
 
 test('a client that leaves while its batch waits frees its place, and is not counted as overloaded', async () => {
   const { gw, seen, gates, open } = await gatedGateway({ 'team-a': { key: KEY_A, max_batches_in_flight: 1 } });
-  const first = post(gw, '/v1/responses', { request_id: 'first', inputs: [mkInput(1)] }, KEY_A);
+  const first = gw.post({ request_id: 'first', inputs: [mkInput(1)] }, A);
   await waitFor('the first batch at the agent', () => gates.length === 1);
   const leaving = new AbortController();
-  const gone = post(gw, '/v1/responses', { request_id: 'gone', inputs: [mkInput(2)] }, KEY_A, leaving.signal);
+  const gone = gw.call('/v1/responses', { method: 'POST', body: { request_id: 'gone', inputs: [mkInput(2)] }, headers: A, signal: leaving.signal });
   await waitFor('the second batch waiting', () => waiting(gw, 'team-a') === 1);
   leaving.abort();
   await assert.rejects(gone);
   await waitFor('the abandoned batch out of the queue', () => waiting(gw, 'team-a') === 0);
-  const next = post(gw, '/v1/responses', { request_id: 'next', inputs: [mkInput(3)] }, KEY_A);
+  const next = gw.post({ request_id: 'next', inputs: [mkInput(3)] }, A);
   await waitFor('the next batch waiting', () => waiting(gw, 'team-a') === 1);
   open();
   assert.equal((await first).status, 200);
@@ -177,11 +162,11 @@ test('limits are per client: another client is served while one client\'s batch 
     'team-a': { key: KEY_A, max_batches_in_flight: 1 },
     'team-b': { key: KEY_B, max_batches_in_flight: 1 },
   });
-  const a1 = post(gw, '/v1/responses', { request_id: 'a1', inputs: [mkInput(1)] }, KEY_A);
+  const a1 = gw.post({ request_id: 'a1', inputs: [mkInput(1)] }, A);
   await waitFor('a1 at the agent', () => gates.length === 1);
-  const a2 = post(gw, '/v1/responses', { request_id: 'a2', inputs: [mkInput(2)] }, KEY_A);
+  const a2 = gw.post({ request_id: 'a2', inputs: [mkInput(2)] }, A);
   await waitFor('a2 waiting', () => waiting(gw, 'team-a') === 1);
-  const b1 = post(gw, '/v1/responses', { request_id: 'b1', inputs: [mkInput(3)] }, KEY_B);
+  const b1 = gw.post({ request_id: 'b1', inputs: [mkInput(3)] }, B);
   await waitFor('b1 at the agent, past team-a\'s queue', () => gates.length === 2);
   assert.equal(waiting(gw, 'team-b'), 0);
   const gauge = await metric(gw, 'magma_gateway_client_limit_waiting{client="team-a"}');

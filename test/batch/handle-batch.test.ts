@@ -48,7 +48,6 @@ test('each ensemble leg asks its own share of num_outputs, memory bytes unchange
   const a = await agent('a');
   const b = await agent('b');
   const gw = await gateway({
-    probe_interval_s: 3600,
     backends: { a: { url: a.url }, b: { url: b.url } },
     routes: [{ name: 'default', ensemble: { a: 1, b: 1 } }],
   });

@@ -7,8 +7,9 @@ import { test } from 'node:test';
 import { readBatch } from '../../src/batch/read-batch.js';
 import { configSchema } from '../../src/config/schema.js';
 import type { Logger } from '../../src/logging.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
-const server = configSchema.parse({ backends: { a: { url: 'http://127.0.0.1:1' } }, routes: [{ name: 'default', backend: 'a' }] }).server;
+const server = configSchema.parse(oneBackend({ a: 'http://127.0.0.1:1' })).server;
 const lines: string[] = [];
 const log: Logger = { level: 'info', error: () => undefined, warn: () => undefined, info: (_o, msg) => void lines.push(msg ?? ''), debug: () => undefined };
 const input = (id: number, n = 1): string => `{"id":${id},"instruction":{"type":"user","content":"go"},"num_outputs":${n}}`;

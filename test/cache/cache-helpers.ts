@@ -33,7 +33,6 @@ export function seenInputs(agent: FakeAgent): string[] {
 /** A gateway config with the response cache on, routes caching deterministic inputs. */
 export function cachedConfig(backends: Record<string, FakeAgent>, route: Record<string, unknown>, over: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    probe_interval_s: 3600,
     backends: Object.fromEntries(Object.entries(backends).map(([n, a]) => [n, { url: a.url }])),
     routes: [{ name: 'main', cache: 'deterministic', ...route }],
     cache: { max_mb: 64, ttl_s: 3600 },

@@ -194,7 +194,7 @@ test('error candidates are never stored, an ensemble input is not cached, and wi
   assert.equal(seenInputs(b).length, 2);
   assert.equal(await metricValue(gw, 'magma_gateway_cache_bypasses_total', { route: 'ens', reason: 'ensemble' }), 2);
 
-  const plain = await f.gateway({ probe_interval_s: 3600, backends: { b: { url: b.url } }, routes: [{ name: 'd', backend: 'b', cache: 'always' }] });
+  const plain = await f.gateway({ backends: { b: { url: b.url } }, routes: [{ name: 'd', backend: 'b', cache: 'always' }] });
   assert.equal((await postBatch(plain, [slotInput(3, 0, undefined)])).hits, null, 'no cache configured: no header');
 });
 
@@ -216,7 +216,6 @@ test('agent_version is stable for resumes: "1" for the default and virtual agent
   const f = useFixtures(t);
   const a = await f.agent({ name: 'a' });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     backends: { a: { url: a.url } },
     routes: [{ name: 'd', backend: 'a' }],
     agents: { kitchen: { routes: [{ name: 'k', backend: 'a' }] }, pinned: { agent: { agent_version: '2024.1' }, routes: [{ name: 'p', backend: 'a' }] } },

@@ -22,13 +22,12 @@ test('a key limited to its agents: 403 GATEWAY_ERR_AGENT_FORBIDDEN elsewhere, se
     clients: { a: { key: KEY_A, agents: ['kitchen'] }, b: { key: KEY_B } },
   });
   const batch = JSON.stringify({ request_id: 'r', inputs: [mkInput(1)] });
-  const post = (path: string, key: string): Promise<Response> =>
-    fetch(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: batch });
-  assert.equal((await post('/agents/kitchen/v1/responses', KEY_A)).status, 200);
+  const [asA, asB] = [KEY_A, KEY_B].map((key) => ({ method: 'POST', body: batch, headers: { authorization: `Bearer ${key}` } }));
+  assert.equal((await gw.call('/agents/kitchen/v1/responses', asA)).status, 200);
   for (const path of ['/agents/garage/v1/responses', '/v1/responses', '/agents/garage/v1/responses?q=1', '/v1/responses?q=1']) {
-    const res = await post(path, KEY_A);
+    const res = await gw.call(path, asA);
     assert.equal(res.status, 403, path);
-    const json = (await res.json()) as { code: string; detail: string };
+    const json = res.json as { code: string; detail: string };
     assert.equal(json.code, 'GATEWAY_ERR_AGENT_FORBIDDEN');
     assert.match(json.detail, /client "a" may not use agent "(garage|default)" \(clients\.a\.agents: kitchen\)/);
   }
@@ -37,8 +36,8 @@ test('a key limited to its agents: 403 GATEWAY_ERR_AGENT_FORBIDDEN elsewhere, se
   assert.equal((await fetch(`${gw.url}/agents/kitchen/v1/info`, { headers: { 'x-api-key': KEY_A } })).status, 200);
   assert.equal((await fetch(`${gw.url}/health`)).status, 200);
   // A key without a list reaches every agent.
-  assert.equal((await post('/agents/garage/v1/responses', KEY_B)).status, 200);
-  assert.equal((await post('/v1/responses', KEY_B)).status, 200);
+  assert.equal((await gw.call('/agents/garage/v1/responses', asB)).status, 200);
+  assert.equal((await gw.call('/v1/responses', asB)).status, 200);
   // Only the two allowed batches reached the backend.
   assert.equal(agent.requestsTo('/v1/responses').length, 3);
 });

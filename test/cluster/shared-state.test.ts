@@ -54,7 +54,6 @@ test('experiment counts are cluster totals: the report is the same on every gate
   const x = await startFakeAgent({ name: 'x' });
   const y = await startFakeAgent({ name: 'y' });
   const config = {
-    probe_interval_s: 3600,
     state: { redis: { url: REDIS_URL, key_prefix: `${prefix}exp:` } },
     backends: { x: { url: x.url }, y: { url: y.url } },
     routes: [{ name: 'ab', split: { x: 50, y: 50 } }],

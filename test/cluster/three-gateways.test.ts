@@ -10,16 +10,17 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { waitFor, waitHealthy } from '../helpers/wait.js';
-import { mkInput, type Cand } from '../helpers/gateway.js';
+import { gatewayAt, mkInput, type Cand, type RemoteGateway } from '../helpers/gateway.js';
 import { deleteKeys, freePort, killHard, REDIS_URL, startRedisServer, uniquePrefix } from '../state/helpers.js';
+import type { HttpAnswer } from '../helpers/config-file.js';
+import { useFixtures } from '../helpers/fixtures.js';
 
 const CLI = join(process.cwd(), 'dist/src/cli.js');
 const dir = mkdtempSync(join(tmpdir(), 'mgw-cluster-'));
 const procs: ChildProcess[] = [];
 const prefix = uniquePrefix();
 
-interface Gw {
-  url: string;
+interface Gw extends RemoteGateway {
   child: ChildProcess;
 }
 
@@ -46,18 +47,11 @@ async function startGatewayProcess(agentUrl: string, redisUrl: string, keyPrefix
   procs.push(child);
   const url = `http://127.0.0.1:${port}`;
   await waitHealthy(url);
-  return { url, child };
+  return { ...gatewayAt(url), child };
 }
 
-async function post(url: string, body: object): Promise<{ status: number; cands: Cand[]; replay: string | null }> {
-  const res = await fetch(`${url}/v1/responses`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, cands: res.status === 200 ? (JSON.parse(text) as Cand[]) : [], replay: res.headers.get('x-gateway-replay') };
-}
+/** The candidates of a batch answer. */
+const cands = (res: HttpAnswer): Cand[] => (res.status === 200 ? (res.json as Cand[]) : []);
 
 let agent: FakeAgent;
 let gws: Gw[] = [];
@@ -75,9 +69,9 @@ after(async () => {
 
 test('max_in_flight 2 holds across three gateways under load from all three', async () => {
   agent.reset();
-  const jobs = Array.from({ length: 30 }, (_, i) => post(gws[i % 3]!.url, { request_id: `load-${i}`, inputs: [mkInput(i)] }));
+  const jobs = Array.from({ length: 30 }, (_, i) => gws[i % 3]!.post({ request_id: `load-${i}`, inputs: [mkInput(i)] }));
   const results = await Promise.all(jobs);
-  assert.ok(results.every((r) => r.status === 200 && r.cands[0]!.status === 'completed'));
+  assert.ok(results.every((r) => r.status === 200 && cands(r)[0]!.status === 'completed'));
   assert.equal(agent.requestsTo('/v1/responses').length, 30);
   assert.ok(agent.maxInFlight <= 2, `the backend saw ${agent.maxInFlight} concurrent sub-requests`);
   assert.equal(agent.maxInFlight, 2, 'the limit was reached, so the test measured something');
@@ -85,12 +79,12 @@ test('max_in_flight 2 holds across three gateways under load from all three', as
 
 test('a replay sent to a different gateway reaches no backend', async () => {
   const body = { request_id: 'replay-1', inputs: [mkInput(1, { memory: { n: 1 } })] };
-  const first = await post(gws[0]!.url, body);
+  const first = await gws[0]!.post(body);
   assert.equal(first.status, 200);
   const before = agent.requestsTo('/v1/responses').length;
-  const again = await post(gws[1]!.url, body);
-  assert.equal(again.replay, 'hit');
-  assert.deepEqual(again.cands, first.cands);
+  const again = await gws[1]!.post(body);
+  assert.equal(again.headers.get('x-gateway-replay'), 'hit');
+  assert.deepEqual(cands(again), cands(first));
   assert.equal(agent.requestsTo('/v1/responses').length, before);
 });
 
@@ -99,10 +93,10 @@ test('a duplicate sent while the first is in flight is computed once', async () 
   try {
     const body = { request_id: 'dup-1', inputs: [mkInput(1)] };
     const before = agent.requestsTo('/v1/responses').length;
-    const a = post(gws[0]!.url, body);
+    const a = gws[0]!.post(body);
     await waitFor('the first at the agent', () => agent.inFlight === 1);
-    const [ra, rb] = await Promise.all([a, post(gws[2]!.url, body)]);
-    assert.deepEqual(ra.cands, rb.cands);
+    const [ra, rb] = await Promise.all([a, gws[2]!.post(body)]);
+    assert.deepEqual(cands(ra), cands(rb));
     assert.equal(agent.requestsTo('/v1/responses').length - before, 1);
   } finally {
     agent.setBehaviour((r) => (r.path === '/v1/responses' ? { delayMs: 60 } : {}));
@@ -114,56 +108,54 @@ test('a killed gateway gives its permits back within the lease time, so a waitin
   try {
     const victim = gws[2]!;
     // Two batches hold both permits through the victim, then it dies without releasing them.
-    void post(victim.url, { request_id: 'hold-1', inputs: [mkInput(1)] }).catch(() => undefined);
-    void post(victim.url, { request_id: 'hold-2', inputs: [mkInput(2)] }).catch(() => undefined);
+    void victim.post({ request_id: 'hold-1', inputs: [mkInput(1)] }).catch(() => undefined);
+    void victim.post({ request_id: 'hold-2', inputs: [mkInput(2)] }).catch(() => undefined);
     await waitFor('both batches at the agent', () => agent.inFlight === 2);
     await killHard(victim.child);
     // Both permits are held by a dead process that never releases them: only their lease (lease_s 2) lapsing
     // frees one, and it must do so before this batch's permit wait ends at queue_timeout_s (10 s).
-    const res = await post(gws[0]!.url, { request_id: 'after-kill', inputs: [mkInput(3)] });
-    assert.equal(res.cands[0]!.status, 'completed', JSON.stringify(res.cands[0]!.error));
+    const res = await gws[0]!.post({ request_id: 'after-kill', inputs: [mkInput(3)] });
+    assert.equal(cands(res)[0]!.status, 'completed', JSON.stringify(cands(res)[0]!.error));
     assert.equal(agent.requestsTo('/v1/responses').filter((r) => (r.body as { request_id: string }).request_id === 'after-kill').length, 1);
   } finally {
     agent.setBehaviour((r) => (r.path === '/v1/responses' ? { delayMs: 60 } : {}));
   }
 });
 
-test('Redis killed and restarted mid-load loses no batch', async () => {
+test('Redis killed and restarted mid-load loses no batch', async (t) => {
+  const f = useFixtures(t);
   const port = await freePort();
   let redis = await startRedisServer(port);
+  f.defer(() => killHard(redis));
   const url = `redis://127.0.0.1:${port}`;
   const gw = await startGatewayProcess(agent.url, url, uniquePrefix());
-  try {
-    let stop = false;
-    const statuses: string[] = [];
-    const loader = (async () => {
-      for (let i = 0; !stop; i++) {
-        const r = await post(gw.url, { request_id: `rk-${i}`, inputs: [mkInput(i)] });
-        statuses.push(r.status === 200 ? r.cands[0]!.status : `http-${r.status}`);
-      }
-    })();
-    const storeUp = async (): Promise<string> => (await (await fetch(`${gw.url}/metrics`)).text()).match(/^magma_gateway_store_up (\d)$/m)?.[1] ?? '?';
-    const flowed = async (n: number): Promise<void> => {
-      const target = statuses.length + n;
-      await waitFor(`${n} more batches answered`, () => statuses.length >= target, { timeoutMs: 10_000 });
-    };
-    await flowed(5);
-    await killHard(redis);
-    await waitFor('the gateway seeing Redis down', async () => (await storeUp()) === '0', { timeoutMs: 10_000 });
-    await flowed(5);
-    const metricsDown = await (await fetch(`${gw.url}/metrics`)).text();
-    redis = await startRedisServer(port);
-    await waitFor('the gateway seeing Redis back', async () => (await storeUp()) === '1', { timeoutMs: 10_000 });
-    await flowed(5);
-    stop = true;
-    await loader;
-    const metricsUp = await (await fetch(`${gw.url}/metrics`)).text();
-    assert.ok(statuses.length > 10, `load kept flowing (${statuses.length} batches)`);
-    assert.deepEqual([...new Set(statuses)], ['completed']);
-    assert.match(metricsDown, /^magma_gateway_store_up 0$/m);
-    assert.match(metricsUp, /^magma_gateway_store_up 1$/m);
-  } finally {
-    gw.child.kill('SIGKILL');
-    await killHard(redis);
-  }
+  f.defer(() => gw.child.kill('SIGKILL'));
+  let stop = false;
+  const statuses: string[] = [];
+  const loader = (async () => {
+    for (let i = 0; !stop; i++) {
+      const r = await gw.post({ request_id: `rk-${i}`, inputs: [mkInput(i)] });
+      statuses.push(r.status === 200 ? cands(r)[0]!.status : `http-${r.status}`);
+    }
+  })();
+  const storeUp = async (): Promise<string> => (await (await fetch(`${gw.url}/metrics`)).text()).match(/^magma_gateway_store_up (\d)$/m)?.[1] ?? '?';
+  const flowed = async (n: number): Promise<void> => {
+    const target = statuses.length + n;
+    await waitFor(`${n} more batches answered`, () => statuses.length >= target, { timeoutMs: 10_000 });
+  };
+  await flowed(5);
+  await killHard(redis);
+  await waitFor('the gateway seeing Redis down', async () => (await storeUp()) === '0', { timeoutMs: 10_000 });
+  await flowed(5);
+  const metricsDown = await (await fetch(`${gw.url}/metrics`)).text();
+  redis = await startRedisServer(port);
+  await waitFor('the gateway seeing Redis back', async () => (await storeUp()) === '1', { timeoutMs: 10_000 });
+  await flowed(5);
+  stop = true;
+  await loader;
+  const metricsUp = await (await fetch(`${gw.url}/metrics`)).text();
+  assert.ok(statuses.length > 10, `load kept flowing (${statuses.length} batches)`);
+  assert.deepEqual([...new Set(statuses)], ['completed']);
+  assert.match(metricsDown, /^magma_gateway_store_up 0$/m);
+  assert.match(metricsUp, /^magma_gateway_store_up 1$/m);
 });

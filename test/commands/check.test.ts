@@ -15,7 +15,8 @@ import { checkCommand, formatTable, runChecks } from '../../src/commands/check.j
 import type { CommandIo } from '../../src/commands/args.js';
 import type { CheckResult } from '../../src/commands/check-http.js';
 import { stringifyExact } from '../../src/protocol/exact-json.js';
-import { startFakeAgent, type BehaviourFn, type FakeBehaviour } from '../helpers/fake-agent.js';
+import type { BehaviourFn, FakeBehaviour } from '../helpers/fake-agent.js';
+import { useFixtures } from '../helpers/fixtures.js';
 
 const ORDERING = 'ordering 7x2 3x1';
 const BATCH = 'batch 4 inputs 1+3+1+2';
@@ -47,22 +48,17 @@ function capture(): CommandIo & { stdout: () => string; stderr: () => string } {
   return { out: (t) => void (out += t), err: (t) => void (err += t), stdout: () => out, stderr: () => err };
 }
 
+/** Every agent probed here is closed once the file's tests are done. */
+const f = useFixtures();
+
 async function onServer<T>(start: () => Promise<AgentServer>, fn: (url: string) => Promise<T>): Promise<T> {
   const s = await start();
-  try {
-    return await fn(s.url);
-  } finally {
-    await s.close();
-  }
+  f.defer(() => s.close());
+  return fn(s.url);
 }
 
 async function onFake<T>(behaviour: FakeBehaviour | BehaviourFn, fn: (url: string) => Promise<T>): Promise<T> {
-  const a = await startFakeAgent({ name: 'probe', behaviour });
-  try {
-    return await fn(a.url);
-  } finally {
-    await a.close();
-  }
+  return fn((await f.agent({ name: 'probe', behaviour })).url);
 }
 
 /** Run the probe on a broken fake agent; assert exactly `expected` rows fail and the command exits 1. */
@@ -170,15 +166,9 @@ describe('check fails broken agents on the right rows', () => {
   test('health not exactly {"status":"ready"}', async () => {
     await expectFailures({ health: 503 }, ['health']);
     // The contract's default would fill `{}` in, but BENCH compares the body exactly.
-    const s = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
-    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-    try {
-      const r = await runChecks(`http://127.0.0.1:${(s.address() as AddressInfo).port}`, { timeoutMs: 2000 });
-      assert.match(row(r, 'health').detail, /expected exactly \{"status":"ready"\}, got \{\}/);
-    } finally {
-      s.closeAllConnections();
-      await new Promise<void>((r) => s.close(() => r()));
-    }
+    const { url } = await f.server((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    const r = await runChecks(url, { timeoutMs: 2000 });
+    assert.match(row(r, 'health').detail, /expected exactly \{"status":"ready"\}, got \{\}/);
   });
 
   test('loses big integers (a JSON.parse/JSON.stringify agent)', async () => {

@@ -16,7 +16,7 @@ import type { Browser, Page } from 'playwright-core';
 import { runCli, type CliRun } from '../helpers/cli-process.js';
 import { configFile, http, type ConfigFile } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, type Cand } from '../helpers/gateway.js';
+import { gatewayAt, mkInput, postOk, type RemoteGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 import { launchBrowser } from './browser.js';
 import { expectedExperiments } from './report-expect.js';
@@ -31,7 +31,8 @@ let a: FakeAgent;
 let b: FakeAgent;
 let file: ConfigFile;
 let cli: CliRun;
-let agentUrl: string;
+/** The gateway the CLI runs. */
+let gw: RemoteGateway;
 let adminUrl: string;
 let browser: Browser;
 let page: Page;
@@ -42,11 +43,6 @@ async function admin(path: string): Promise<unknown> {
   return res.json;
 }
 
-async function post(requestId: string, inputs: object[]): Promise<Cand[]> {
-  const res = await http(`${agentUrl}/v1/responses`, { method: 'POST', body: { request_id: requestId, inputs } });
-  assert.equal(res.status, 200, res.text);
-  return res.json as Cand[];
-}
 
 /** The env's answer to a step: one robot line that succeeded, or one that failed, as BENCH's executors write it. */
 function feedback(ok: boolean): string {
@@ -57,9 +53,10 @@ function feedback(ok: boolean): string {
 /** New trajectories, then two env feedback steps on each (some tool lines fail), as one batch per step. */
 async function episode(prefix: string, trajectories = TRAJECTORIES): Promise<void> {
   const ids = Array.from({ length: trajectories }, (_, i) => i);
-  let cands = await post(`${prefix}-1`, ids.map((i) => mkInput(i)));
+  let cands = await postOk(gw, `${prefix}-1`, ids.map((i) => mkInput(i)));
   for (const step of [2, 3]) {
-    cands = await post(
+    cands = await postOk(
+      gw,
       `${prefix}-${step}`,
       // Arm b's robot fails more often than arm a's: the chart then shows a difference away from zero.
       ids.map((i) => {
@@ -94,7 +91,7 @@ before(async () => {
   });
   cli = runCli(['--config', file.path]);
   const summary = await cli.logLine((l) => String(l.msg).startsWith('magma-gateway ') && 'listen' in l);
-  agentUrl = (summary.listen as string[])[0]!;
+  gw = gatewayAt((summary.listen as string[])[0]!);
   adminUrl = String((await cli.logLine((l) => String(l.msg).startsWith('admin listener'))).url);
   await episode('ep');
   page = await browser.newPage({ viewport: { width: 1280, height: 860 } });

@@ -16,7 +16,6 @@ let gw: FileGateway;
 
 function config(over: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    probe_interval_s: 3600,
     admin: { recent_batches: 3 },
     backends: { ok: { url: ok.url }, failing: { url: failing.url } },
     routes: [

@@ -23,7 +23,6 @@ async function gateway(state: Record<string, unknown> = {}): Promise<TestGateway
   const [a, b] = [await startFakeAgent({ name: 'a' }), await startFakeAgent({ name: 'b' })];
   agents.push(a, b);
   const gw = await startGateway({
-    probe_interval_s: 3600,
     experiments: { snapshot_interval_s: 60, snapshot_points: 3 },
     state,
     backends: { a: { url: a.url }, b: { url: b.url } },

@@ -45,7 +45,7 @@ async function rawBackend(answer: (req: SubRequest, raw: string) => string): Pro
 }
 
 async function gateway(config: Record<string, unknown>): Promise<TestGateway> {
-  const gw = await startGateway({ probe_interval_s: 3600, ...config });
+  const gw = await startGateway(config);
   cleanup.push(() => gw.close());
   return gw;
 }

@@ -15,7 +15,6 @@ after(async () => {
 async function setup(route: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<{ a: FakeAgent; b: FakeAgent; c: FakeAgent; gw: TestGateway }> {
   const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((name) => startFakeAgent({ name })));
   const gw = await startGateway({
-    probe_interval_s: 3600,
     backends: { a: { url: a!.url, eject_after_failures: 100 }, b: { url: b!.url, eject_after_failures: 100 }, c: { url: c!.url } },
     routes: [{ name: 'ens', ...route }],
     ...extra,

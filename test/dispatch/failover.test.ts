@@ -73,12 +73,7 @@ async function closedPort(): Promise<string> {
 }
 
 function gateway(fx: Fixtures, primaryUrl: string, fallbackUrl: string, over: Record<string, unknown> = {}): Promise<TestGateway> {
-  return fx.gateway({
-    probe_interval_s: 3600,
-    backends: { primary: { url: primaryUrl }, fallback: { url: fallbackUrl } },
-    routes: [{ name: 'default', backend: 'primary', fallback: ['fallback'] }],
-    ...over,
-  });
+  return fx.gateway(oneBackend({ primary: primaryUrl, fallback: fallbackUrl }, { route: { fallback: ['fallback'] }, ...over }));
 }
 
 async function primaryReplica(gw: TestGateway): Promise<BackendView['replicas'][number]> {

@@ -18,13 +18,7 @@ import { waitFor } from '../helpers/wait.js';
 const STREAM_ALL = { stream_answers_over_mb: 0.0001 };
 
 function config(url: string, server: Record<string, unknown> = {}): Record<string, unknown> {
-  return { probe_interval_s: 3600, server, backends: { a: { url } }, routes: [{ name: 'default', backend: 'a' }] };
-}
-
-/** The raw answer of POST /v1/responses: status, headers, the body's bytes and the trailers. */
-async function post(gw: TestGateway, body: object): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
-  const res = await fetch(`${gw.url}/v1/responses`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-  return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
+  return oneBackend({ a: url }, { server });
 }
 
 /** A backend that passes probes and answers /v1/responses with `answer`, given the request's body. */
@@ -74,8 +68,8 @@ test('a streamed answer is byte for byte what the whole-answer path writes, on b
   const wholeBytes = new Map<string, string>();
   for (const variant of Object.keys(VARIANTS)) {
     const body = { request_id: `${variant}-1`, inputs };
-    const s = await post(streamed, body);
-    const w = await post(whole, body);
+    const s = await streamed.post(body);
+    const w = await whole.post(body);
     assert.equal(s.status, 200, variant);
     assert.equal(w.status, 200, variant);
     assert.equal(s.bytes.toString('utf8'), w.bytes.toString('utf8'), variant);
@@ -112,8 +106,8 @@ test('an answer without a declared length streams once it is longer than the key
   const streamed = await f.gateway(config(url, STREAM_ALL));
   const whole = await f.gateway(config(url));
   const body = { request_id: 'chunked-1', inputs: [mkInput(5, { num_outputs: 4 })] };
-  const s = await post(streamed, body);
-  const w = await post(whole, body);
+  const s = await streamed.post(body);
+  const w = await whole.post(body);
   assert.equal(s.headers.get('content-length'), null);
   assert.equal(s.bytes.toString('utf8'), w.bytes.toString('utf8'));
   const cands = JSON.parse(s.bytes.toString('utf8')) as Cand[];
@@ -173,7 +167,7 @@ test('an answer invalid before its first candidate is written fails over as a wh
   });
   const good = await f.agent({ name: 'good' });
   const gw = await f.gateway(oneBackend({ bad: { url: bad }, good }, { route: { fallback: ['good'] }, server: STREAM_ALL }));
-  const res = await post(gw, { request_id: 'fo-1', inputs: [mkInput(1, { num_outputs: 2 })] });
+  const res = await gw.post({ request_id: 'fo-1', inputs: [mkInput(1, { num_outputs: 2 })] });
   const cands = JSON.parse(res.bytes.toString('utf8')) as Cand[];
   assert.deepEqual(cands.map((c) => [c.status, c.memory._gateway?.backend]), [
     ['completed', 'good'],
@@ -235,7 +229,7 @@ test('an answer under stream_answers_over_mb is not streamed: a content-length a
   const f = useFixtures(t);
   const a = await f.agent();
   const gw = await f.gateway(config(a.url, { stream_answers_over_mb: 1 }));
-  const res = await post(gw, { request_id: 'small-1', inputs: [mkInput(1, { num_outputs: 2 })] });
+  const res = await gw.post({ request_id: 'small-1', inputs: [mkInput(1, { num_outputs: 2 })] });
   assert.equal(res.status, 200);
   assert.equal(res.headers.get('content-length'), String(res.bytes.length));
   assert.match(res.headers.get('x-gateway-overhead-ms') ?? '', /^\d+\.\d\d$/);

@@ -10,7 +10,7 @@ import { stringify } from 'yaml';
 import { listenAdmin } from '../../src/admin-app.js';
 import { buildApp } from '../../src/app.js';
 import { loadConfigFile } from '../../src/config/load.js';
-import { withAdminListener } from './gateway.js';
+import { withTestDefaults, type AppLogger } from './gateway.js';
 
 export interface ConfigFile {
   readonly path: string;
@@ -36,26 +36,36 @@ export function configFile(config: Record<string, unknown>): ConfigFile {
 
 export interface HttpAnswer {
   status: number;
+  /** The body decoded as UTF-8 (as `Response.text()` decodes it). */
   text: string;
+  /** The body parsed as JSON; undefined when it is not JSON. */
   json: unknown;
   headers: Headers;
+  /** The body's bytes as received. */
+  bytes: Buffer;
 }
 
-export async function http(
-  url: string,
-  init: { method?: string; body?: string | object; headers?: Record<string, string> } = {},
-): Promise<HttpAnswer> {
+export interface HttpInit {
+  method?: string;
+  /** A string is sent as it is, anything else as JSON; either way with `content-type: application/json` unless `headers` set one. */
+  body?: string | object;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export async function http(url: string, init: HttpInit = {}): Promise<HttpAnswer> {
   const body = init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
   const headers = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers };
-  const res = await fetch(url, { method: init.method ?? 'GET', headers, body });
-  const text = await res.text();
+  const res = await fetch(url, { method: init.method ?? 'GET', headers, body, signal: init.signal });
+  const bytes = Buffer.from(await res.arrayBuffer());
+  const text = new TextDecoder().decode(bytes);
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
     json = undefined;
   }
-  return { status: res.status, text, json, headers: res.headers };
+  return { status: res.status, text, json, headers: res.headers, bytes };
 }
 
 export interface FileGateway {
@@ -65,23 +75,23 @@ export interface FileGateway {
   app: FastifyInstance;
   file: ConfigFile;
   /** GET/POST an agent-port path, e.g. `call('/metrics')`. */
-  call(path: string, init?: Parameters<typeof http>[1]): Promise<HttpAnswer>;
+  call(path: string, init?: HttpInit): Promise<HttpAnswer>;
   /** GET/POST an admin path, e.g. `admin('/gateway/backends')`. */
-  admin(path: string, init?: Parameters<typeof http>[1]): Promise<HttpAnswer>;
+  admin(path: string, init?: HttpInit): Promise<HttpAnswer>;
   /** POST /v1/responses. */
   post(body: object, headers?: Record<string, string>): Promise<HttpAnswer>;
-  /** Rewrite the file (admin.listen added as at start), then POST /gateway/reload on the admin listener. */
+  /** Rewrite the file (the test defaults added as at start), then POST /gateway/reload on the admin listener. */
   reload(config?: Record<string, unknown>, headers?: Record<string, string>): Promise<HttpAnswer>;
   close(): Promise<void>;
 }
 
 /**
- * Write `config` to a temp file, build the gateway from that file (configPath set) and listen on port 0, the
- * admin listener too.
+ * Write `config` (with the test defaults of `withTestDefaults`) to a temp file, build the gateway from that file
+ * (configPath set) and listen on port 0, the admin listener too.
  */
-export async function startGatewayFromFile(config: Record<string, unknown>): Promise<FileGateway> {
-  const file = configFile(withAdminListener(config));
-  const app = await buildApp({ config: loadConfigFile(file.path, {}), configPath: file.path, logger: false, defaultMetrics: false });
+export async function startGatewayFromFile(config: Record<string, unknown>, opts: { logger?: AppLogger } = {}): Promise<FileGateway> {
+  const file = configFile(withTestDefaults(config));
+  const app = await buildApp({ config: loadConfigFile(file.path, {}), configPath: file.path, logger: opts.logger ?? false, defaultMetrics: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const url = `http://127.0.0.1:${typeof addr === 'object' && addr !== null ? addr.port : 0}`;
@@ -97,7 +107,7 @@ export async function startGatewayFromFile(config: Record<string, unknown>): Pro
     admin,
     post: (body, headers) => call('/v1/responses', { method: 'POST', body, headers }),
     reload(next, headers) {
-      if (next !== undefined) file.write(withAdminListener(next));
+      if (next !== undefined) file.write(withTestDefaults(next));
       return admin('/gateway/reload', { method: 'POST', headers });
     },
     async close() {

@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { http } from './config-file.js';
 import { oneBackend, useFixtures } from './fixtures.js';
+import type { TestGateway } from './gateway.js';
 
 /** A context whose `after` hooks the test runs itself, so it can look at what they did. */
 function manualContext(): { after(fn: () => Promise<void>): void; end(): Promise<void> } {
@@ -19,7 +21,7 @@ test('a gateway and an agent a test started are closed when it ends, the gateway
   await t.test('a test that starts an agent and a gateway in front of it', async (inner) => {
     const f = useFixtures(inner);
     const agent = await f.agent({ name: 'x' });
-    const gw = await f.gateway({ probe_interval_s: 3600, backends: { x: { url: agent.url } }, routes: [{ name: 'd', backend: 'x' }] });
+    const gw = await f.gateway({ backends: { x: { url: agent.url } }, routes: [{ name: 'd', backend: 'x' }] });
     for (const [name, o] of [['agent', agent], ['gateway', gw]] as const) {
       const close = o.close.bind(o);
       o.close = () => (closed.push(name), close());
@@ -49,11 +51,10 @@ test('after a failed test every undo still runs, and the first failure is report
   assert.deepEqual(ran, [3, 2, 1]);
 });
 
-test('oneBackend: the named backends, a catch-all route to the first, probes an hour apart, `over` on top', async (t) => {
+test('oneBackend: the named backends, a catch-all route to the first, `over` on top', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent({ name: 'a' });
   assert.deepEqual(oneBackend({ a, b: 'http://127.0.0.1:9', c: { urls: ['http://127.0.0.1:8'], timeout_s: 1 } }), {
-    probe_interval_s: 3600,
     backends: { a: { url: a.url }, b: { url: 'http://127.0.0.1:9' }, c: { urls: ['http://127.0.0.1:8'], timeout_s: 1 } },
     routes: [{ name: 'default', backend: 'a' }],
   });
@@ -71,4 +72,21 @@ test('oneBackend: the named backends, a catch-all route to the first, probes an 
   const raw = await f.server((_req, res) => res.end());
   assert.deepEqual(oneBackend({ raw }).backends, { raw: { url: raw.url } });
   assert.throws(() => oneBackend({}), /name at least one backend/);
+});
+
+test('the gateway fixtures probe an hour apart unless the config says how often, and listen for admin', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'a' });
+  const probing = (gw: { app: TestGateway['app'] }): number => gw.app.gateway.current.config.probe_interval_s;
+  const quiet = await f.gateway(oneBackend({ a }));
+  assert.equal(probing(quiet), 3600);
+  assert.equal((await http(`${quiet.adminUrl}/gateway/backends`)).status, 200);
+  assert.equal(probing(await f.gateway(oneBackend({ a }, { probe_interval_s: 0.5 }))), 0.5);
+  const file = await f.fileGateway(oneBackend({ a }));
+  assert.equal(probing(file), 3600);
+  assert.equal((await file.reload(oneBackend({ a }, { probe_interval_s: 2 }))).status, 200);
+  assert.equal(probing(file), 2);
+  assert.equal((await file.reload(oneBackend({ a }))).status, 200);
+  assert.equal(probing(file), 3600, 'a reload gets the defaults too');
+  assert.equal((await f.gateway(oneBackend({ a }), { admin: false })).adminUrl, '');
 });

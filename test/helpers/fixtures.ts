@@ -1,13 +1,17 @@
 /**
  * What a test starts, stopped when it ends: `const f = useFixtures(t)` in a test, then `f.agent()`,
- * `f.gateway()` (most often `f.gateway(oneBackend({ a }))`) and `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top
- * level, after the file), passed or failed, in the reverse order it was started: a gateway before the agents it
- * calls, so no sub-request of a closing gateway meets an agent already gone.
+ * `f.gateway()` (most often `f.gateway(oneBackend({ a }))`), `f.fileGateway()`, `f.server()`, `f.cli()` and
+ * `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top level, after the
+ * file), passed or failed, in the reverse order it was started: a gateway before the agents it calls, so no
+ * sub-request of a closing gateway meets an agent already gone. How to write a test with them:
+ * docs/development.md#writing-a-gateway-test.
  */
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { after } from 'node:test';
 import { listenOn } from '../../demo/agents/protocol.js';
+import { runCli, type CliRun } from './cli-process.js';
 import { startFakeAgent, type FakeAgent, type FakeAgentOptions } from './fake-agent.js';
+import { startGatewayFromFile, type FileGateway } from './config-file.js';
 import { startGateway, type TestGateway } from './gateway.js';
 
 /**
@@ -21,10 +25,10 @@ const isData = (v: unknown): boolean =>
   v === null || (typeof v !== 'object' && typeof v !== 'function') || Array.isArray(v) || (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype && Object.values(v).every(isData));
 
 /**
- * The config most gateway tests start from: the backends named (`{ a }`, `{ slow: { url, timeout_s: 0.5 }, good }`),
- * one catch-all route `default` to the first of them, and probes an hour apart, so only the probe at start runs
- * and a test that needs probing says how often. `over` goes on top: `route` adds to the route (`fallback`,
- * `shadow`, `split` in place of `backend`), any other key to the config (`probe_interval_s` included).
+ * The config most gateway tests start from: the backends named (`{ a }`, `{ slow: { url, timeout_s: 0.5 }, good }`)
+ * and one catch-all route `default` to the first of them (the gateway fixtures add probes an hour apart, see
+ * `withTestDefaults`). `over` goes on top: `route` adds to the route (`fallback`, `shadow`, `split` in place of
+ * `backend`), any other key to the config (`probe_interval_s` included).
  */
 export function oneBackend(
   backends: Record<string, BackendOf>,
@@ -36,7 +40,6 @@ export function oneBackend(
   const { route, ...rest } = over;
   const to = route?.split !== undefined || route?.ensemble !== undefined ? {} : { backend: names[0] };
   return {
-    probe_interval_s: 3600,
     backends: Object.fromEntries(names.map((n) => [n, block(backends[n]!)])), // n is one of backends' own keys
     routes: [{ name: 'default', ...to, ...route }],
     ...rest,
@@ -48,8 +51,12 @@ export interface Fixtures {
   agent(opts?: FakeAgentOptions): Promise<FakeAgent>;
   /** A gateway (helpers/gateway.ts), closed afterwards. */
   gateway(config: Record<string, unknown>, opts?: Parameters<typeof startGateway>[1]): Promise<TestGateway>;
+  /** A gateway started from a config file it can reload (helpers/config-file.ts), closed and its file removed afterwards. */
+  fileGateway(config: Record<string, unknown>, opts?: Parameters<typeof startGatewayFromFile>[1]): Promise<FileGateway>;
   /** A plain node:http server on 127.0.0.1 for a backend no fake agent can play (raw bytes, trickles), closed afterwards. */
   server(listener: RequestListener): Promise<{ url: string; server: Server }>;
+  /** The `magma-gateway` command in its own process (helpers/cli-process.ts), sent SIGTERM and waited for afterwards unless it ended. */
+  cli(args: string[], env?: Record<string, string | undefined>): CliRun;
   /** Anything else to undo afterwards (a Redis connection, a temp dir), in the same reverse order. */
   defer(undo: () => unknown): void;
 }
@@ -75,6 +82,11 @@ export function useFixtures(t?: { after(fn: () => Promise<void>): void }): Fixtu
       defer(() => gw.close());
       return gw;
     },
+    async fileGateway(config, opts) {
+      const gw = await startGatewayFromFile(config, opts);
+      defer(() => gw.close());
+      return gw;
+    },
     async server(listener) {
       const server = createServer(listener);
       const port = await listenOn(server, 0, '127.0.0.1');
@@ -83,6 +95,14 @@ export function useFixtures(t?: { after(fn: () => Promise<void>): void }): Fixtu
         await new Promise<void>((resolve) => server.close(() => resolve()));
       });
       return { url: `http://127.0.0.1:${port}`, server };
+    },
+    cli(args, env) {
+      const run = runCli(args, env);
+      defer(async () => {
+        if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGTERM');
+        await run.exit;
+      });
+      return run;
     },
     defer,
   };

@@ -1,13 +1,13 @@
 /**
- * Start a real gateway (buildApp + listen on 127.0.0.1:0) from a config object, as the CLI would from YAML.
- * Unless told otherwise (or the config sets admin.listen itself) the admin listener runs on 127.0.0.1:0 too.
+ * Start a real gateway (buildApp + listen on 127.0.0.1:0) from a config object, as the CLI would from YAML, with
+ * the test defaults of `withTestDefaults`.
  */
 import type { FastifyInstance } from 'fastify';
 import { stringify } from 'yaml';
 import { listenAdmin } from '../../src/admin-app.js';
 import { buildApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
-import { http } from './config-file.js';
+import { http, type HttpAnswer, type HttpInit } from './config-file.js';
 import { agentInput } from './inputs.js';
 
 export interface TestGateway {
@@ -16,34 +16,48 @@ export interface TestGateway {
   adminUrl: string;
   app: FastifyInstance;
   close(): Promise<void>;
-  post(body: string | object, headers?: Record<string, string>): Promise<{ status: number; text: string; json: unknown; headers: Headers }>;
+  /** POST /v1/responses. */
+  post(body: string | object, headers?: Record<string, string>): Promise<HttpAnswer>;
+  /** GET (or `init.method`) a path of the agent port, e.g. `call('/metrics')`, `call('/k/KEY/v1/responses', { method: 'POST', body })`. */
+  call(path: string, init?: HttpInit): Promise<HttpAnswer>;
 }
 
-/** The config with `admin.listen: 127.0.0.1:0` added unless it has one or `admin` is false. */
-export function withAdminListener(config: Record<string, unknown>, admin = true): Record<string, unknown> {
+/** What buildApp logs to: false (the default in tests) or the options of a logger writing to a stream the test reads. */
+export type AppLogger = Parameters<typeof buildApp>[0]['logger'];
+
+/**
+ * What a test gateway's config gets unless it says otherwise: probes an hour apart, so only the probe at start
+ * runs (a test of probing sets `probe_interval_s` itself), and, unless `admin` is false, the admin listener on
+ * 127.0.0.1:0.
+ */
+export function withTestDefaults(config: Record<string, unknown>, admin = true): Record<string, unknown> {
+  const probed = { probe_interval_s: 3600, ...config };
   const block = (config.admin ?? {}) as Record<string, unknown>;
-  if (!admin || block.listen !== undefined) return config;
-  return { ...config, admin: { ...block, listen: '127.0.0.1:0' } };
+  if (!admin || block.listen !== undefined) return probed;
+  return { ...probed, admin: { ...block, listen: '127.0.0.1:0' } };
 }
 
 export async function startGateway(
   config: Record<string, unknown>,
-  opts: { admin?: boolean; defaultMetrics?: boolean } = {},
+  opts: { admin?: boolean; defaultMetrics?: boolean; logger?: AppLogger } = {},
 ): Promise<TestGateway> {
-  const cfg = parseConfigText(stringify(withAdminListener(config, opts.admin)), 'test-config.yaml', {});
-  const app = await buildApp({ config: cfg, logger: false, defaultMetrics: opts.defaultMetrics ?? false });
+  const cfg = parseConfigText(stringify(withTestDefaults(config, opts.admin)), 'test-config.yaml', {});
+  const app = await buildApp({ config: cfg, logger: opts.logger ?? false, defaultMetrics: opts.defaultMetrics ?? false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
   const url = `http://127.0.0.1:${port}`;
+  return { ...gatewayAt(url), adminUrl: (await listenAdmin(app)) ?? '', app, close: () => app.close() };
+}
+
+/** A gateway listening at `url` that the test did not build (a CLI process, say), spoken to as a test gateway is. */
+export type RemoteGateway = Pick<TestGateway, 'url' | 'post' | 'call'>;
+
+export function gatewayAt(url: string): RemoteGateway {
   return {
     url,
-    adminUrl: (await listenAdmin(app)) ?? '',
-    app,
-    close: () => app.close(),
-    post(body, headers = {}) {
-      return http(`${url}/v1/responses`, { method: 'POST', body, headers });
-    },
+    post: (body, headers = {}) => http(`${url}/v1/responses`, { method: 'POST', body, headers }),
+    call: (path, init) => http(url + path, init),
   };
 }
 
@@ -52,9 +66,9 @@ export function mkInput(id: number | string, over: Record<string, unknown> = {})
   return { ...agentInput({ id, instruction: { type: 'user', content: `task for ${id}` } }), ...over };
 }
 
-/** POST a batch that must answer 200; its candidates. */
-export async function postOk(gw: TestGateway, requestId: string, inputs: object[]): Promise<Cand[]> {
-  const res = await gw.post({ request_id: requestId, inputs });
+/** POST a batch that must answer 200 (to any gateway with a `post`: a test gateway, a file gateway); its candidates. */
+export async function postOk(gw: Pick<TestGateway, 'post'>, requestId: string, inputs: object[], headers?: Record<string, string>): Promise<Cand[]> {
+  const res = await gw.post({ request_id: requestId, inputs }, headers);
   if (res.status !== 200) throw new Error(`expected 200, got ${res.status}: ${res.text}`);
   return res.json as Cand[];
 }

@@ -1,7 +1,9 @@
 /**
- * HTTP/1.x spoken byte by byte over a plain TCP socket, for what fetch cannot do: a client that sends its
- * whole body before it reads anything (python's http.client), an HTTP/1.0 request, an `Expect` header.
+ * HTTP/1.x for what fetch cannot do: spoken byte by byte over a plain TCP socket (a client that sends its whole
+ * body before it reads anything, as python's http.client does, an HTTP/1.0 request, an `Expect` header), or over
+ * a node:http Agent whose keep-alive sockets the test looks at.
  */
+import { request, type Agent, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 
 export interface RawAnswer {
@@ -86,4 +88,21 @@ export async function sendThenRead(url: string, head: string, body: Buffer | str
   socket.destroy();
   const raw = Buffer.concat(chunks).toString();
   return { ...parseAnswer(raw), raw, ...(sendError === undefined ? {} : { sendError }) };
+}
+
+/**
+ * One request on `agent`'s connections (a keep-alive agent whose `freeSockets` the test watches); the answer
+ * and its whole body. A POST body is sent as JSON.
+ */
+export function requestOn(agent: Agent, url: string, body?: string): Promise<{ res: IncomingMessage; text: string }> {
+  return new Promise((resolve, reject) => {
+    const headers = body === undefined ? {} : { 'content-type': 'application/json' };
+    const req = request(url, { method: body === undefined ? 'GET' : 'POST', agent, headers }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ res, text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }

@@ -6,33 +6,21 @@ import assert from 'node:assert/strict';
 import type { RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { request } from 'undici';
 import { stringify } from 'yaml';
 import { buildApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { createFrontServer, type FrontHost } from '../../src/http/batch-front.js';
-import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import type { FakeAgent } from '../helpers/fake-agent.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
+import { mkInput, withTestDefaults, type Cand, type TestGateway } from '../helpers/gateway.js';
 
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
+const f = useFixtures();
 
 async function agentAndGateway(extra: Record<string, unknown> = {}): Promise<{ a: FakeAgent; gw: TestGateway }> {
-  const a = await startFakeAgent({ name: 'a' });
-  const gw = await startGateway({
-    probe_interval_s: 3600,
-    backends: { a: { url: a.url } },
-    routes: [{ name: 'default', backend: 'a' }],
-    ...extra,
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await a.close();
-  });
-  return { a, gw };
+  const a = await f.agent({ name: 'a' });
+  return { a, gw: await f.gateway(oneBackend({ a }, extra)) };
 }
 
 function metricValue(text: string, line: string): number | undefined {
@@ -90,7 +78,7 @@ async function frontWith(closing: boolean): Promise<string> {
   const host = { closing: () => closing, draining: () => false, gateway: { current: { config: { server: serverOpts } } } } as unknown as FrontHost;
   const server = createFrontServer(fastifyStub, () => (closing ? host : undefined), serverOpts);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanup.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  f.defer(() => new Promise<void>((resolve) => server.close(() => resolve())));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
@@ -115,9 +103,9 @@ test('the server keeps connections alive for the configured time, like the serve
 });
 
 test('a virtual agent\'s batch path is answered on the front itself; its other URLs and paths go to fastify', async () => {
-  const a = await startFakeAgent({ name: 'lab' });
+  const a = await f.agent({ name: 'lab' });
   const config = parseConfigText(
-    stringify({ probe_interval_s: 3600, backends: { lab: { url: a.url } }, agents: { lab: { routes: [{ name: 'main', backend: 'lab' }] } } }),
+    stringify(withTestDefaults({ backends: { lab: { url: a.url } }, agents: { lab: { routes: [{ name: 'main', backend: 'lab' }] } } }, false)),
     'front-agents.yaml',
     {},
   );
@@ -136,11 +124,8 @@ test('a virtual agent\'s batch path is answered on the front itself; its other U
   };
   const server = createFrontServer(fastifyStub, () => host, config.server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanup.push(async () => {
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await app.close();
-    await a.close();
-  });
+  f.defer(() => app.close());
+  f.defer(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const body = JSON.stringify({ request_id: 'fa1', inputs: [mkInput(1)] });
   const served = await fetch(`${url}/agents/lab/v1/responses`, { method: 'POST', body });

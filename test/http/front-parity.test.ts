@@ -39,7 +39,9 @@ async function send(url: string, body: string | Buffer, headers: Record<string, 
 test('the raw front and the fastify route answer each outcome with the same status, body and headers, and count it the same', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent({ name: 'a' });
-  const gw = await f.gateway(oneBackend({ a }, { server: { body_limit_mb: 0.05 }, clients: { 'team-a': { key: KEY } }, agents: { lab: { routes: [{ name: 'default', backend: 'a' }] } } }));
+  const one = oneBackend({ a });
+  // The virtual agent `lab` routes as the default agent does.
+  const gw = await f.gateway({ ...one, server: { body_limit_mb: 0.05 }, clients: { 'team-a': { key: KEY } }, agents: { lab: { routes: one.routes } } });
   const auth = { authorization: `Bearer ${KEY}` };
   const cases: { name: string; path: string; body: string | Buffer; headers: Record<string, string> }[] = [
     { name: 'a served batch', path: '/v1/responses', body: JSON.stringify({ request_id: 'p1', inputs: [mkInput(7, { num_outputs: 2 })] }), headers: auth },

@@ -7,30 +7,16 @@
  */
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { startAgentServer } from '../../demo/agents/agent-server.js';
-import { startGatewayFromFile } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
-import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
+import type { FakeAgent } from '../helpers/fake-agent.js';
+import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
+import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
 
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
-
-async function setup(server: Record<string, unknown>): Promise<{ a: FakeAgent; gw: TestGateway; port: number }> {
-  const a = await startFakeAgent({ name: 'a' });
-  const gw = await startGateway({
-    server,
-    probe_interval_s: 3600,
-    backends: { a: { url: a.url } },
-    routes: [{ name: 'default', backend: 'a' }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await a.close();
-  });
+async function setup(f: Fixtures, server: Record<string, unknown>): Promise<{ a: FakeAgent; gw: TestGateway; port: number }> {
+  const a = await f.agent({ name: 'a' });
+  const gw = await f.gateway(oneBackend({ a }, { server }));
   return { a, gw, port: Number(new URL(gw.url).port) };
 }
 
@@ -76,10 +62,11 @@ function parseAnswer(raw: string): { status: number; headers: string; body: unkn
 
 const batchJson = JSON.stringify({ request_id: 'slow', inputs: [mkInput(1)] });
 
-test('headers trickled past server.headers_timeout_s: 408 with a JSON detail naming the key, then close', async () => {
-  const { a, port } = await setup({ headers_timeout_s: 0.4 });
-  const t = trickle(port, 'POST /v1/responses HTTP/1.1\r\nHost: x\r\n', 'x-slow: ' + 'a'.repeat(1000));
-  const answer = parseAnswer(await t.closed);
+test('headers trickled past server.headers_timeout_s: 408 with a JSON detail naming the key, then close', async (t) => {
+  const f = useFixtures(t);
+  const { a, port } = await setup(f, { headers_timeout_s: 0.4 });
+  const slow = trickle(port, 'POST /v1/responses HTTP/1.1\r\nHost: x\r\n', 'x-slow: ' + 'a'.repeat(1000));
+  const answer = parseAnswer(await slow.closed);
   assert.equal(answer.status, 408);
   assert.match(answer.headers, /content-type: application\/json/);
   assert.match(answer.headers, /connection: close/);
@@ -87,11 +74,12 @@ test('headers trickled past server.headers_timeout_s: 408 with a JSON detail nam
   assert.equal(a.requestsTo('/v1/responses').length, 0);
 });
 
-test('a body trickled past server.body_timeout_s: 408 with a JSON detail naming the key, then close', async () => {
-  const { a, gw, port } = await setup({ body_timeout_s: 0.4 });
+test('a body trickled past server.body_timeout_s: 408 with a JSON detail naming the key, then close', async (t) => {
+  const f = useFixtures(t);
+  const { a, gw, port } = await setup(f, { body_timeout_s: 0.4 });
   const head = `POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${batchJson.length}\r\n\r\n`;
-  const t = trickle(port, head, batchJson);
-  const answer = parseAnswer(await t.closed);
+  const slow = trickle(port, head, batchJson);
+  const answer = parseAnswer(await slow.closed);
   assert.equal(answer.status, 408);
   assert.match(answer.headers, /connection: close/);
   assert.match((answer.body as { detail: string }).detail, /server\.body_timeout_s \(0\.4 s\)/);
@@ -103,8 +91,9 @@ test('a body trickled past server.body_timeout_s: 408 with a JSON detail naming 
   assert.match(metrics, /magma_gateway_http_requests_total\{endpoint="\/v1\/responses",status_code="408",client="anonymous"\} 1/);
 });
 
-test('a body that keeps arriving within server.body_timeout_s is served', async () => {
-  const { port } = await setup({ body_timeout_s: 10 });
+test('a body that keeps arriving within server.body_timeout_s is served', async (t) => {
+  const f = useFixtures(t);
+  const { port } = await setup(f, { body_timeout_s: 10 });
   const body = JSON.stringify({ request_id: 'chunks', inputs: [mkInput(1, { memory: { blob: 'y'.repeat(200_000) } })] });
   const socket = connect(port, '127.0.0.1');
   let received = '';
@@ -122,42 +111,39 @@ test('a body that keeps arriving within server.body_timeout_s is served', async 
   assert.equal(cands[0]!.status, 'completed');
 });
 
-test('trickling connections held open do not keep normal batches from being served', async () => {
-  const { gw, port } = await setup({ body_timeout_s: 120, headers_timeout_s: 120, max_connections: 100 });
+test('trickling connections held open do not keep normal batches from being served', async (t) => {
+  const f = useFixtures(t);
+  const { gw, port } = await setup(f, { body_timeout_s: 120, headers_timeout_s: 120, max_connections: 100 });
   const head = `POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: ${batchJson.length}\r\n\r\n`;
   const tricklers = Array.from({ length: 40 }, (_, i) =>
     i % 2 === 0 ? trickle(port, head, batchJson, 200) : trickle(port, 'POST /v1/responses HTTP/1.1\r\n', 'x-a: b\r\n', 200),
   );
-  try {
-    await waitFor('the trickling connections open', async () => (await connections(gw)) >= 40);
-    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => gw.post({ request_id: `n${i}`, inputs: [mkInput(i)] })));
-    assert.deepEqual(answers.map((r) => r.status), Array(30).fill(200));
-    assert.ok(tricklers.every((t) => !t.socket.destroyed), 'the tricklers are still connected');
-  } finally {
-    for (const t of tricklers) t.stop();
-  }
+  f.defer(() => tricklers.forEach((c) => c.stop()));
+  await waitFor('the trickling connections open', async () => (await connections(gw)) >= 40);
+  const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => gw.post({ request_id: `n${i}`, inputs: [mkInput(i)] })));
+  assert.deepEqual(answers.map((r) => r.status), Array(30).fill(200));
+  assert.ok(tricklers.every((c) => !c.socket.destroyed), 'the tricklers are still connected');
 });
 
 function connections(gw: TestGateway): Promise<number> {
   return new Promise((resolve, reject) => gw.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
 }
 
-test('at server.max_connections a new connection takes the slot of the oldest idle or trickling one', async () => {
-  const { gw, port } = await setup({ max_connections: 3, headers_timeout_s: 120, body_timeout_s: 120 });
+test('at server.max_connections a new connection takes the slot of the oldest idle or trickling one', async (t) => {
+  const f = useFixtures(t);
+  const { gw, port } = await setup(f, { max_connections: 3, headers_timeout_s: 120, body_timeout_s: 120 });
   const head = `POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: ${batchJson.length}\r\n\r\n`;
   const oldest = trickle(port, 'POST /v1/responses HTTP/1.1\r\n', 'x-a: ' + 'b'.repeat(1000), 200);
+  f.defer(() => oldest.stop());
   await waitFor('the first connection open', async () => (await connections(gw)) === 1);
   const body = trickle(port, head, batchJson, 200);
   const headers = trickle(port, 'POST /v1/responses HTTP/1.1\r\n', 'x-a: ' + 'b'.repeat(1000), 200);
-  try {
-    await waitFor('3 connections held', async () => (await connections(gw)) === 3);
-    // A fourth connection (a normal batch) closes the oldest connection that holds no work, and is served.
-    assert.equal((await gw.post({ request_id: 'in', inputs: [mkInput(1)] })).status, 200);
-    assert.equal(await oldest.closed, '', 'the oldest idle connection was closed without an answer');
-    assert.ok(!body.socket.destroyed && !headers.socket.destroyed, 'the newer ones keep their slots');
-  } finally {
-    for (const t of [oldest, body, headers]) t.stop();
-  }
+  f.defer(() => [body, headers].forEach((c) => c.stop()));
+  await waitFor('3 connections held', async () => (await connections(gw)) === 3);
+  // A fourth connection (a normal batch) closes the oldest connection that holds no work, and is served.
+  assert.equal((await gw.post({ request_id: 'in', inputs: [mkInput(1)] })).status, 200);
+  assert.equal(await oldest.closed, '', 'the oldest idle connection was closed without an answer');
+  assert.ok(!body.socket.destroyed && !headers.socket.destroyed, 'the newer ones keep their slots');
 });
 
 /**
@@ -165,6 +151,7 @@ test('at server.max_connections a new connection takes the slot of the oldest id
  * from then on (`open`); `seen` lists the request ids the agent received, in order.
  */
 async function gatedGateway(
+  f: Fixtures,
   server: Record<string, unknown>,
 ): Promise<{ gw: TestGateway; gates: (() => void)[]; seen: string[]; open(): void }> {
   const gates: (() => void)[] = [];
@@ -178,16 +165,8 @@ async function gatedGateway(
       return { say: 'done' };
     },
   });
-  const gw = await startGateway({
-    server,
-    probe_interval_s: 3600,
-    backends: { g: { url: agent.url } },
-    routes: [{ name: 'default', backend: 'g' }],
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await agent.close();
-  });
+  f.defer(() => agent.close());
+  const gw = await f.gateway(oneBackend({ g: agent }, { server }));
   const open = (): void => {
     released = true;
     for (const g of gates.splice(0)) g();
@@ -195,8 +174,9 @@ async function gatedGateway(
   return { gw, gates, seen, open };
 }
 
-test('at server.max_connections with every connection serving a batch, a new connection is closed at once', async () => {
-  const { gw, gates, open } = await gatedGateway({ max_connections: 2 });
+test('at server.max_connections with every connection serving a batch, a new connection is closed at once', async (t) => {
+  const f = useFixtures(t);
+  const { gw, gates, open } = await gatedGateway(f, { max_connections: 2 });
   const port = Number(new URL(gw.url).port);
   const held = [0, 1].map((i) => gw.post({ request_id: `held${i}`, inputs: [mkInput(i)] }));
   await waitFor('both batches at the agent', () => gates.length === 2);
@@ -207,26 +187,25 @@ test('at server.max_connections with every connection serving a batch, a new con
   assert.equal((await gw.post({ request_id: 'after', inputs: [mkInput(3)] })).status, 200, 'a freed slot serves again');
 });
 
-test('100 connections that send nothing do not keep normal batches out of a 16-connection gateway', async () => {
-  const { gw, port } = await setup({ max_connections: 16, headers_timeout_s: 120, body_timeout_s: 120 });
+test('100 connections that send nothing do not keep normal batches out of a 16-connection gateway', async (t) => {
+  const f = useFixtures(t);
+  const { gw, port } = await setup(f, { max_connections: 16, headers_timeout_s: 120, body_timeout_s: 120 });
   const silent = Array.from({ length: 100 }, () => trickle(port, '', ''));
-  try {
-    let closed = 0;
-    for (const t of silent) void t.closed.then(() => closed++);
-    // Each connection past the 16th took the slot of an older silent one.
-    await waitFor('84 silent connections closed to make room', () => closed === 84);
-    assert.ok((await connections(gw)) <= 16);
-    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => gw.post({ request_id: `s${i}`, inputs: [mkInput(i)] })));
-    assert.deepEqual(answers.map((r) => r.status), Array(30).fill(200));
-  } finally {
-    for (const t of silent) t.stop();
-  }
+  f.defer(() => silent.forEach((c) => c.stop()));
+  let closed = 0;
+  for (const c of silent) void c.closed.then(() => closed++);
+  // Each connection past the 16th took the slot of an older silent one.
+  await waitFor('84 silent connections closed to make room', () => closed === 84);
+  assert.ok((await connections(gw)) <= 16);
+  const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => gw.post({ request_id: `s${i}`, inputs: [mkInput(i)] })));
+  assert.deepEqual(answers.map((r) => r.status), Array(30).fill(200));
 });
 
-test('over server.memory_budget_mb new batches wait in order; one that leaves frees its place', async () => {
+test('over server.memory_budget_mb new batches wait in order; one that leaves frees its place', async (t) => {
+  const f = useFixtures(t);
   // About 3.6 KB: one of these batches (a 1 KB body, its objects' estimate of 2 KB, src/memory/estimates.ts)
   // leaves no room for a second body, and its answer (about 1 KB) still fits in the whole budget.
-  const { gw, gates, seen } = await gatedGateway({ memory_budget_mb: 0.0035 });
+  const { gw, gates, seen } = await gatedGateway(f, { memory_budget_mb: 0.0035 });
   const metric = async (name: string): Promise<number> => {
     const text = await (await fetch(`${gw.url}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith(name + ' '));
@@ -259,23 +238,14 @@ test('over server.memory_budget_mb new batches wait in order; one that leaves fr
   assert.equal(await metric('magma_gateway_memory_budget_held_bytes'), 0);
 });
 
-test('a reload changes the receive bounds from the next request on', async () => {
-  const a = await startFakeAgent({ name: 'a' });
-  const config = (server: Record<string, unknown>): Record<string, unknown> => ({
-    server,
-    probe_interval_s: 3600,
-    backends: { a: { url: a.url } },
-    routes: [{ name: 'default', backend: 'a' }],
-  });
-  const gw = await startGatewayFromFile(config({ headers_timeout_s: 600 }));
-  cleanup.push(async () => {
-    await gw.close();
-    await a.close();
-  });
-  assert.equal((await gw.reload(config({ headers_timeout_s: 0.4 }))).status, 200);
+test('a reload changes the receive bounds from the next request on', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent({ name: 'a' });
+  const gw = await f.fileGateway(oneBackend({ a }, { server: { headers_timeout_s: 600 } }));
+  assert.equal((await gw.reload(oneBackend({ a }, { server: { headers_timeout_s: 0.4 } }))).status, 200);
   assert.equal((await gw.call('/health')).status, 200);
-  const t = trickle(Number(new URL(gw.url).port), 'POST /v1/responses HTTP/1.1\r\nHost: x\r\n', 'x-slow: ' + 'a'.repeat(1000));
-  const answer = parseAnswer(await t.closed);
+  const slow = trickle(Number(new URL(gw.url).port), 'POST /v1/responses HTTP/1.1\r\nHost: x\r\n', 'x-slow: ' + 'a'.repeat(1000));
+  const answer = parseAnswer(await slow.closed);
   assert.equal(answer.status, 408);
   assert.match((answer.body as { detail: string }).detail, /server\.headers_timeout_s \(0\.4 s\)/);
 });

@@ -14,7 +14,7 @@ import { ConfigError, loadConfigFile, parseConfigText } from '../../src/config/l
 import { reloadGateway } from '../../src/reload.js';
 import { configFile, http } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
-import { mkInput, type TestGateway } from '../helpers/gateway.js';
+import { mkInput, type TestGateway, withTestDefaults } from '../helpers/gateway.js';
 import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
 
 const TOKEN = 's3cret-admin-token';
@@ -64,11 +64,7 @@ test('GET /gateway/config redacts the admin token, backend header values and URL
   const f = useFixtures(t);
   const a = await f.agent({ name: 'c' });
   const secretUrl = a.url.replace('http://', 'http://user:url-password@');
-  const gw = await gateway(f, {
-    admin: { token: TOKEN },
-    backends: { c: { url: secretUrl, headers: { 'x-api-key': 'header-secret' } } },
-    routes: [{ name: 'default', backend: 'c' }],
-  });
+  const gw = await gateway(f, oneBackend({ c: { url: secretUrl, headers: { 'x-api-key': 'header-secret' } } }, { admin: { token: TOKEN } }));
   const res = await http(`${gw.adminUrl}/gateway/config`, { headers: auth });
   assert.equal(res.status, 200);
   for (const secret of [TOKEN, 'header-secret', 'url-password']) assert.ok(!res.text.includes(secret), secret);
@@ -80,11 +76,7 @@ test('GET /gateway/config redacts the admin token, backend header values and URL
 
   // The Redis URL's password and secret-looking Redis options (no Redis is started for this).
   const withRedis = parseConfigText(
-    stringify({
-      state: { redis: { url: 'redis://:redis-pass@10.0.0.1:6379/0', options: { sentinelPassword: 'p2', db: 1 } } },
-      backends: { c: { url: a.url } },
-      routes: [{ name: 'default', backend: 'c' }],
-    }),
+    stringify(oneBackend({ c: a }, { state: { redis: { url: 'redis://:redis-pass@10.0.0.1:6379/0', options: { sentinelPassword: 'p2', db: 1 } } } })),
     't.yaml',
     {},
   );
@@ -97,12 +89,10 @@ test('GET /gateway/config redacts the admin token, backend header values and URL
 test('GET /gateway/config shows each client\'s name and limits, never its key', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent({ name: 'k' });
-  const gw = await gateway(f, {
+  const gw = await gateway(f, oneBackend({ k: a }, {
     admin: { token: TOKEN },
     clients: { 'team-a': { key: 'client-key-a-0123456789', max_batches_in_flight: 2 }, 'team-b': { key: 'client-key-b-0123456789' } },
-    backends: { k: { url: a.url } },
-    routes: [{ name: 'default', backend: 'k' }],
-  });
+  }));
   const res = await http(`${gw.adminUrl}/gateway/config`, { headers: auth });
   assert.equal(res.status, 200);
   assert.ok(!res.text.includes('client-key-'), res.text);
@@ -119,11 +109,7 @@ test('the admin token guards every path of the admin listener (and /metrics when
   const a = await f.agent({ name: 't' });
   const config = (protect: boolean) =>
     parseConfigText(
-      stringify({
-        admin: { listen: '127.0.0.1:0', token: '${GATEWAY_ADMIN_TOKEN}', protect_metrics: protect },
-        backends: { t: { url: a.url } },
-        routes: [{ name: 'default', backend: 't' }],
-      }),
+      stringify(oneBackend({ t: a }, { admin: { listen: '127.0.0.1:0', token: '${GATEWAY_ADMIN_TOKEN}', protect_metrics: protect } })),
       't.yaml',
       { GATEWAY_ADMIN_TOKEN: TOKEN },
     );
@@ -179,7 +165,7 @@ test('the admin token guards every path of the admin listener (and /metrics when
 test('without admin.listen the admin API and the passthrough are not served anywhere', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent({ name: 'n' });
-  const gw = await f.gateway({ backends: { n: { url: a.url } }, routes: [{ name: 'default', backend: 'n' }] }, { admin: false });
+  const gw = await f.gateway(oneBackend({ n: a }), { admin: false });
   assert.equal(gw.app.adminApp, null);
   assert.equal(gw.adminUrl, '');
   for (const [method, path] of [['GET', '/gateway/'], ['GET', '/gateway/backends'], ['GET', '/gateway/config'], ['POST', '/gateway/reload'],
@@ -193,7 +179,7 @@ test('without admin.listen the admin API and the passthrough are not served anyw
 });
 
 test('admin.listen beyond loopback without a non-empty admin.token is refused at start, naming the key', () => {
-  const base = { backends: { x: { url: 'http://127.0.0.1:9' } }, routes: [{ name: 'default', backend: 'x' }] };
+  const base = oneBackend({ x: 'http://127.0.0.1:9' });
   const load = (admin: Record<string, unknown>, env: Record<string, string> = {}) =>
     parseConfigText(stringify({ ...base, admin }), 'gw.yaml', env);
   for (const admin of [{ listen: '0.0.0.0:9901' }, { listen: '0.0.0.0:9901', token: '' }, { listen: '[::]:9901' },
@@ -214,7 +200,7 @@ test('admin.listen beyond loopback without a non-empty admin.token is refused at
 test('GET /gateway/ lists the admin endpoints, each served on the admin listener', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent({ name: 'i' });
-  const gw = await gateway(f, { admin: { token: TOKEN }, backends: { i: { url: a.url } }, routes: [{ name: 'default', backend: 'i' }] });
+  const gw = await gateway(f, oneBackend({ i: a }, { admin: { token: TOKEN } }));
   for (const path of ['/gateway/', '/gateway']) {
     const res = await http(`${gw.adminUrl}${path}`, { headers: auth });
     assert.equal(res.status, 200, path);
@@ -236,7 +222,7 @@ test('GET /gateway/ lists the admin endpoints, each served on the admin listener
 test('a wrong method on a known path is 405 with Allow and a JSON detail, on both listeners; unknown paths 404', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent({ name: 'm' });
-  const gw = await gateway(f, { backends: { m: { url: a.url } }, routes: [{ name: 'default', backend: 'm' }] });
+  const gw = await gateway(f, oneBackend({ m: a }));
   const cases: [string, string, string][] = [
     [gw.url, 'GET /v1/responses', 'POST'],
     [gw.url, 'PUT /v1/responses', 'POST'],
@@ -269,7 +255,7 @@ test('a wrong method on a known path is 405 with Allow and a JSON detail, on bot
 test('/gateway/backends shows last_error while a replica fails, and clears it once the replica is ready again', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent({ name: 'r' });
-  const gw = await gateway(f, { backends: { r: { url: a.url } }, routes: [{ name: 'default', backend: 'r' }] });
+  const gw = await gateway(f, oneBackend({ r: a }));
   const replica = async (): Promise<BackendView['replicas'][number]> =>
     ((await http(`${gw.adminUrl}/gateway/backends`)).json as { backends: BackendView[] }).backends[0]!.replicas[0]!;
   a.setBehaviour({ health: 503 });
@@ -305,11 +291,10 @@ test('/gateway/backends/{name}/... forwards to a replica: prefix stripped, body 
   const f = useFixtures(t);
   const echo = await echoServer(f);
   const [p0, p1] = [await f.agent({ name: 'p0' }), await f.agent({ name: 'p1' })];
-  const gw = await gateway(f, {
-    admin: { token: TOKEN },
-    backends: { echo: { url: echo.url, headers: { 'x-api-key': 'backend-key' } }, pool: { urls: [p0.url, p1.url] } },
-    routes: [{ name: 'default', backend: 'echo', fallback: ['pool'] }],
-  });
+  const gw = await gateway(f, oneBackend(
+    { echo: { url: echo.url, headers: { 'x-api-key': 'backend-key' } }, pool: { urls: [p0.url, p1.url] } },
+    { admin: { token: TOKEN }, route: { fallback: ['pool'] } },
+  ));
   const body = '{"n": 123456789012345678901234567890, "x": 1.50}';
   const res = await http(`${gw.adminUrl}/gateway/backends/echo/some/path?q=1&r=two`, {
     method: 'POST', body, headers: { ...auth, 'content-type': 'application/json', 'x-request-id': 'rid-7' },
@@ -356,7 +341,7 @@ test('/gateway/backends/{name}/... forwards to a replica: prefix stripped, body 
 test('a reload keeps admin.listen until a restart, and refuses a file that would leave it open without a token', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent({ name: 'k' });
-  const base = oneBackend({ k: a });
+  const base = withTestDefaults(oneBackend({ k: a }), false);
   const file = configFile({ ...base, admin: { listen: '0.0.0.0:9901', token: TOKEN } });
   f.defer(() => file.remove());
   // Built, never listening: the refusal is decided on the config, no socket beyond loopback is opened here.

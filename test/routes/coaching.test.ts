@@ -22,7 +22,7 @@ async function agent(name: string, behaviour: FakeBehaviour = { info: COACHING }
 }
 
 async function gateway(config: Record<string, unknown>): Promise<TestGateway> {
-  const gw = await startGateway({ probe_interval_s: 3600, ...config });
+  const gw = await startGateway(config);
   cleanup.push(() => gw.close());
   return gw;
 }

@@ -4,16 +4,14 @@
  * inference sub-requests, shadow copies (with x-magma-gateway-shadow: 1) and coaching calls.
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { correlationHeaders, isValidRequestId, isValidTraceparent } from '../../src/protocol/correlation.js';
-import { startFakeAgent, type FakeAgent, type RecordedRequest } from '../helpers/fake-agent.js';
-import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
-import { oneBackend } from '../helpers/fixtures.js';
+import type { FakeAgent, RecordedRequest } from '../helpers/fake-agent.js';
+import { mkInput, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
+import type { HttpAnswer } from '../helpers/config-file.js';
 
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
+const f = useFixtures();
 
 const VALID_TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 const COACHING = { capabilities: { inference: true, coaching: true }, specialized_coaching: ['failure'] };
@@ -33,21 +31,17 @@ test('correlationHeaders keeps valid values and replaces invalid ones', () => {
 
 /** A gateway whose route shadows `prim` to `shadow`; resolves with the first batch the shadow receives. */
 async function withShadow(): Promise<{ prim: FakeAgent; gw: TestGateway; shadowSeen: Promise<RecordedRequest> }> {
-  const prim = await startFakeAgent({ name: 'prim' });
+  const prim = await f.agent({ name: 'prim' });
   let seen: (r: RecordedRequest) => void = () => undefined;
   const shadowSeen = new Promise<RecordedRequest>((resolve) => (seen = resolve));
-  const shadow = await startFakeAgent({
+  const shadow = await f.agent({
     name: 'shadow',
     behaviour: (r) => {
       if (r.path === '/v1/responses') seen(r);
       return {};
     },
   });
-  const gw = await startGateway(oneBackend({ prim, shadow }, { route: { shadow: ['shadow'] } }));
-  cleanup.push(async () => {
-    await gw.close();
-    await Promise.all([prim.close(), shadow.close()]);
-  });
+  const gw = await f.gateway(oneBackend({ prim, shadow }, { route: { shadow: ['shadow'] } }));
   return { prim, gw, shadowSeen };
 }
 
@@ -87,14 +81,9 @@ function coachingText(): string {
 }
 
 test('coaching forwards a valid traceparent and x-request-id, and replaces invalid ones', async () => {
-  const a = await startFakeAgent({ name: 'a', behaviour: { info: COACHING } });
-  const gw = await startGateway(oneBackend({ a }));
-  cleanup.push(async () => {
-    await gw.close();
-    await a.close();
-  });
-  const post = (headers: Record<string, string>): Promise<Response> =>
-    fetch(`${gw.url}/v1/coaching`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: coachingText() });
+  const a = await f.agent({ name: 'a', behaviour: { info: COACHING } });
+  const gw = await f.gateway(oneBackend({ a }));
+  const coach = (headers: Record<string, string>): Promise<HttpAnswer> => gw.call('/v1/coaching', { method: 'POST', headers, body: coachingText() });
 
   // Session calls follow the same rule (and the fake agent coaches only a run with a session).
   const put = await fetch(`${gw.url}/v1/coaching/sessions/run-c`, { method: 'PUT', headers: { 'content-type': 'application/json', traceparent: 'junk' }, body: '{}' });
@@ -102,14 +91,14 @@ test('coaching forwards a valid traceparent and x-request-id, and replaces inval
   const session = a.requestsTo('/v1/coaching/sessions/run-c')[0]!;
   assert.equal(isValidTraceparent(session.headers['traceparent']), true);
 
-  const ok = await post({ 'x-request-id': 'rid-coach', traceparent: VALID_TP });
-  assert.equal(ok.status, 200, await ok.text());
+  const ok = await coach({ 'x-request-id': 'rid-coach', traceparent: VALID_TP });
+  assert.equal(ok.status, 200, ok.text);
   const first = a.requestsTo('/v1/coaching')[0]!;
   assert.equal(first.headers['traceparent'], VALID_TP);
   assert.equal(first.headers['x-request-id'], 'rid-coach');
 
-  const bad = await post({ 'x-request-id': 'x'.repeat(200), traceparent: 'ff-not-valid' });
-  assert.equal(bad.status, 200, await bad.text());
+  const bad = await coach({ 'x-request-id': 'x'.repeat(200), traceparent: 'ff-not-valid' });
+  assert.equal(bad.status, 200, bad.text);
   const second = a.requestsTo('/v1/coaching')[1]!;
   assert.notEqual(second.headers['traceparent'], 'ff-not-valid');
   assert.equal(isValidTraceparent(second.headers['traceparent']), true, String(second.headers['traceparent']));

@@ -4,35 +4,29 @@
  * naming it; the raw front (listen) and fastify (inject) answer alike; metrics carry the agent's name.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { runChecks } from '../../src/commands/check.js';
-import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
+import type { FakeAgent } from '../helpers/fake-agent.js';
 import { http } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
-import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
-import { oneBackend } from '../helpers/fixtures.js';
+import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 
 let kitchen: FakeAgent;
 let lab: FakeAgent;
 let root: FakeAgent;
 let gw: TestGateway;
 
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
+const f = useFixtures();
 
 before(async () => {
   [kitchen, lab, root] = await Promise.all([
-    startFakeAgent({ name: 'kitchen', behaviour: { info: { capabilities: { inference: true, coaching: true } } } }),
-    startFakeAgent({ name: 'lab' }),
-    startFakeAgent({ name: 'root' }),
+    f.agent({ name: 'kitchen', behaviour: { info: { capabilities: { inference: true, coaching: true } } } }),
+    f.agent({ name: 'lab' }),
+    f.agent({ name: 'root' }),
   ]);
-  gw = await startGateway({
-    probe_interval_s: 3600,
+  gw = await f.gateway(oneBackend({ root, kitchen, lab }, {
     agent: { agent_id: 'the-gateway' },
-    backends: { kitchen: { url: kitchen.url }, lab: { url: lab.url }, root: { url: root.url } },
-    routes: [{ name: 'default', backend: 'root' }],
     agents: {
       'ab-kitchen': {
         agent: { agent_id: 'kitchen-ab', agent_version: '1.0' },
@@ -41,11 +35,7 @@ before(async () => {
       },
       lab: { routes: [{ name: 'main', backend: 'lab' }] },
     },
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await Promise.all([kitchen.close(), lab.close(), root.close()]);
-  });
+  }));
 });
 
 function batch(id: string): object {
@@ -157,12 +147,8 @@ test('each agent\'s /v1/info has its own identity, and capabilities of its own b
 });
 
 test('each agent\'s /health follows its own backends; the root /health only the default agent\'s', async () => {
-  const [up, down] = await Promise.all([startFakeAgent({ name: 'up' }), startFakeAgent({ name: 'down' })]);
-  const g = await startGateway(oneBackend({ up: up.url, down: down.url }, { probe_interval_s: 0.05, agents: { a: { routes: [{ name: 'main', backend: 'up' }] }, b: { routes: [{ name: 'main', backend: 'down' }] } } }));
-  cleanup.push(async () => {
-    await g.close();
-    await Promise.all([up.close(), down.close()]);
-  });
+  const [up, down] = await Promise.all([f.agent({ name: 'up' }), f.agent({ name: 'down' })]);
+  const g = await f.gateway(oneBackend({ up: up.url, down: down.url }, { probe_interval_s: 0.05, agents: { a: { routes: [{ name: 'main', backend: 'up' }] }, b: { routes: [{ name: 'main', backend: 'down' }] } } }));
   assert.equal((await http(`${g.url}/agents/b/health`)).status, 200);
   down.setBehaviour({ health: 503 });
   await waitFor('agent b not ready', async () => (await http(`${g.url}/agents/b/health`)).status === 503);
@@ -223,15 +209,11 @@ test('coaching through a virtual agent reaches that agent\'s coaching backend', 
 });
 
 test('without top-level routes, / has no default agent: batches and /v1/info are 404, /health is the gateway\'s own', async () => {
-  const a = await startFakeAgent({ name: 'only' });
-  const only = await startGateway({
+  const a = await f.agent({ name: 'only' });
+  const only = await f.gateway({
     probe_interval_s: 0.05,
     backends: { only: { url: a.url } },
     agents: { solo: { routes: [{ name: 'main', backend: 'only' }] } },
-  });
-  cleanup.push(async () => {
-    await only.close();
-    await a.close();
   });
   const body = JSON.stringify(batch('nd1'));
   const listened = await http(`${only.url}/v1/responses`, { method: 'POST', body });

@@ -11,7 +11,7 @@ import { evaluateMethods, evaluateSrm } from '../../bench/lib/experiment-evaluat
 import { beta22, beta52, simulateExperiment, TRUE_DIFFERENCE_52 } from '../../bench/lib/experiment-model.js';
 import { seededRandom } from '../../bench/lib/seeded-random.js';
 import { fixedRatio, perComparisonAlpha, sequentialRatio } from '../../src/stats/compare.js';
-import { type RatioSums } from '../../src/stats/ratio.js';
+import type { RatioSums } from '../../src/stats/ratio.js';
 import { chiSquareGoodnessOfFit, sequentialSrm, SRM_ALPHA } from '../../src/stats/srm.js';
 
 const RUNS = 2000;

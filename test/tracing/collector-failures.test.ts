@@ -33,7 +33,6 @@ function reference(): Promise<{ agent: FakeAgent; plain: TestGateway }> {
 
 function config(agent: FakeAgent, tracing?: Record<string, unknown>): Record<string, unknown> {
   return {
-    probe_interval_s: 3600,
     // Replay would answer the second gateway's batches from the first one's store entries: it has its own.
     state: { replay_ttl_s: 0 },
     backends: { a: { url: agent.url }, b: { url: agent.url } },

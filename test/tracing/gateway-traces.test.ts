@@ -4,10 +4,11 @@
  * received, coaching calls, shadows and sampling.
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { isValidTraceparent } from '../../src/protocol/correlation.js';
-import { startFakeAgent, type FakeAgent, type FakeBehaviour, type RecordedRequest } from '../helpers/fake-agent.js';
-import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
+import type { FakeAgent, FakeBehaviour, RecordedRequest } from '../helpers/fake-agent.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
+import { mkInput, type TestGateway } from '../helpers/gateway.js';
 import {
   SPAN_KIND_CLIENT,
   SPAN_KIND_SERVER,
@@ -17,37 +18,24 @@ import {
   type ReceivedSpan,
 } from '../helpers/otlp-receiver.js';
 
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
+const f = useFixtures();
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CLIENT_SPAN = '00f067aa0ba902b7';
 const CLIENT_TP = `00-${TRACE_ID}-${CLIENT_SPAN}-01`;
 const COACHING = { capabilities: { inference: true, coaching: true }, specialized_coaching: ['failure'] };
 
-async function agent(name: string, behaviour: FakeBehaviour = {}): Promise<FakeAgent> {
-  const a = await startFakeAgent({ name, behaviour });
-  cleanup.push(() => a.close());
-  return a;
-}
+const agent = (name: string, behaviour: FakeBehaviour = {}): Promise<FakeAgent> => f.agent({ name, behaviour });
 
 async function receiver(): Promise<OtlpReceiver> {
   const rx = await startOtlpReceiver();
-  cleanup.push(() => rx.close());
+  f.defer(() => rx.close());
   return rx;
 }
 
 /** A gateway exporting to `rx` every 20 ms, so spans arrive without waiting for a flush. */
 async function tracedGateway(rx: OtlpReceiver, config: Record<string, unknown>, tracing: Record<string, unknown> = {}): Promise<TestGateway> {
-  const gw = await startGateway({
-    probe_interval_s: 3600,
-    tracing: { otlp_endpoint: rx.endpoint, export_interval_s: 0.02, ...tracing },
-    ...config,
-  });
-  cleanup.push(() => gw.close());
-  return gw;
+  return f.gateway({ tracing: { otlp_endpoint: rx.endpoint, export_interval_s: 0.02, ...tracing }, ...config });
 }
 
 function batchSpan(spans: readonly ReceivedSpan[], requestId: string): ReceivedSpan | undefined {
@@ -163,7 +151,7 @@ test('a batch is a server span under the client traceparent; each sub-request a 
 test('a replayed batch is one server span with a replay_hit event and no sub-request', async () => {
   const a = await agent('a');
   const rx = await receiver();
-  const gw = await tracedGateway(rx, { backends: { a: { url: a.url } }, routes: [{ name: 'default', backend: 'a' }] });
+  const gw = await tracedGateway(rx, oneBackend({ a }));
   const body = { request_id: 'replayed', inputs: [mkInput(1)] };
   assert.equal((await gw.post(body)).status, 200);
   const again = await gw.post(body);
@@ -183,13 +171,9 @@ test('a replayed batch is one server span with a replay_hit event and no sub-req
 test('a shadow is a client span of the batch with its agreement as an event, and its backend gets that span', async () => {
   const prim = await agent('prim');
   // Named like the primary: the same says, so every candidate agrees.
-  const shadow = await startFakeAgent({ name: 'prim' });
-  cleanup.push(() => shadow.close());
+  const shadow = await agent('prim');
   const rx = await receiver();
-  const gw = await tracedGateway(rx, {
-    backends: { prim: { url: prim.url }, shadow: { url: shadow.url } },
-    routes: [{ name: 'default', backend: 'prim', shadow: ['shadow'] }],
-  });
+  const gw = await tracedGateway(rx, oneBackend({ prim, shadow }, { route: { shadow: ['shadow'] } }));
   const res = await gw.post({ request_id: 'shadowed', inputs: [mkInput(1, { num_outputs: 2 })] }, { traceparent: CLIENT_TP });
   assert.equal(res.status, 200);
   await rx.until('the shadow span', (spans) => spans.some((s) => s.name === 'shadow POST shadow'));
@@ -208,7 +192,7 @@ test('a shadow is a client span of the batch with its agreement as an event, and
 test('coaching calls are server spans under the client traceparent, each backend call a client span', async () => {
   const coach = await agent('coach', { info: COACHING });
   const rx = await receiver();
-  const gw = await tracedGateway(rx, { backends: { coach: { url: coach.url } }, routes: [{ name: 'default', backend: 'coach' }] });
+  const gw = await tracedGateway(rx, oneBackend({ coach }));
   const headers = { 'content-type': 'application/json', traceparent: CLIENT_TP };
   const put = await fetch(`${gw.url}/v1/coaching/sessions/run-7`, { method: 'PUT', headers, body: '{}' });
   assert.equal(put.status, 204);
@@ -253,7 +237,7 @@ test('coaching calls are server spans under the client traceparent, each backend
 test('sample_ratio 0 records no new trace (the backend sees flag 00) but follows a client trace that is sampled', async () => {
   const a = await agent('a');
   const rx = await receiver();
-  const gw = await tracedGateway(rx, { backends: { a: { url: a.url } }, routes: [{ name: 'default', backend: 'a' }] }, { sample_ratio: 0 });
+  const gw = await tracedGateway(rx, oneBackend({ a }), { sample_ratio: 0 });
   assert.equal((await gw.post({ request_id: 'unsampled', inputs: [mkInput(1)] })).status, 200);
   assert.equal((await gw.post({ request_id: 'sampled', inputs: [mkInput(1)] }, { traceparent: CLIENT_TP })).status, 200);
   const [first, second] = a.requestsTo('/v1/responses');

@@ -15,6 +15,7 @@ import { loadTracing } from '../../src/tracing/load-tracing.js';
 import { formatTraceparent } from '../../src/tracing/otel-tracing.js';
 import { NOOP_SPAN, NOOP_TRACING } from '../../src/tracing/trace-span.js';
 import { SPAN_KIND_CLIENT, SPAN_KIND_SERVER, startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -25,8 +26,7 @@ const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CLIENT_TP = `00-${TRACE_ID}-00f067aa0ba902b7-01`;
 
 function tracingConfig(tracing: Record<string, unknown>) {
-  const config = { backends: { a: { url: 'http://127.0.0.1:9' } }, routes: [{ name: 'default', backend: 'a' }], tracing };
-  return parseConfigText(stringify(config), 'tracing-test.yaml', {}).tracing;
+  return parseConfigText(stringify(oneBackend({ a: 'http://127.0.0.1:9' }, { tracing })), 'tracing-test.yaml', {}).tracing;
 }
 
 interface Line {

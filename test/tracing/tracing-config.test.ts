@@ -7,8 +7,9 @@ import { test } from 'node:test';
 import { stringify } from 'yaml';
 import { REDACTED, redactConfig } from '../../src/admin/redact.js';
 import { ConfigError, parseConfigText } from '../../src/config/load.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
-const base = { backends: { a: { url: 'http://127.0.0.1:9' } }, routes: [{ name: 'default', backend: 'a' }] };
+const base = oneBackend({ a: 'http://127.0.0.1:9' });
 const load = (tracing?: Record<string, unknown>) =>
   parseConfigText(stringify(tracing === undefined ? base : { ...base, tracing }), 'tracing.yaml', {});
 

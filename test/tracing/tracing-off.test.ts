@@ -27,7 +27,6 @@ async function setup(): Promise<{ good: FakeAgent; bad: FakeAgent; gw: TestGatew
   const good = await startFakeAgent({ name: 'good' });
   const bad = await startFakeAgent({ name: 'bad', behaviour: { status: 503 } });
   const gw = await startGateway({
-    probe_interval_s: 3600,
     backends: { good: { url: good.url }, bad: { url: bad.url } },
     routes: [
       { name: 'direct', match: { 'extra_keys.arm': 'good' }, backend: 'good' },

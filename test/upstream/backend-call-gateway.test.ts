@@ -76,7 +76,6 @@ test('an endless chunked primary: error candidates naming max_response_mb, then 
   const huge = await rawBackend(f, endless);
   const good = await f.agent({ name: 'good' });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     backends: { huge: { url: huge.url, max_response_mb: 1 }, alone: { url: huge.url, max_response_mb: 2 }, good: { url: good.url } },
     routes: [
       { name: 'fb', match: { 'attributes.kind': 'fb' }, backend: 'huge', fallback: ['good'] },

@@ -4,30 +4,20 @@
  * (503 and back to 200); /v1/info capabilities change with them; an incompatible replica is never routed to.
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import type { BackendView } from '../../src/admin/views.js';
 import { http } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
-import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
-import { oneBackend } from '../helpers/fixtures.js';
+import type { FakeAgent } from '../helpers/fake-agent.js';
+import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 
-const cleanup: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanup.reverse()) await c();
-});
+const f = useFixtures();
 
-async function agent(name: string, port?: number): Promise<FakeAgent> {
-  const a = await startFakeAgent({ name, port });
-  cleanup.push(() => a.close());
-  return a;
-}
+const agent = (name: string, port?: number): Promise<FakeAgent> => f.agent({ name, port });
 
-async function gateway(config: Record<string, unknown>): Promise<TestGateway> {
-  const gw = await startGateway({ probe_interval_s: 0.1, probe_timeout_s: 0.5, ...config });
-  cleanup.push(() => gw.close());
-  return gw;
-}
+/** A gateway probing every 0.1 s, so replica states follow the agents quickly. */
+const gateway = (config: Record<string, unknown>): Promise<TestGateway> => f.gateway({ probe_interval_s: 0.1, probe_timeout_s: 0.5, ...config });
 
 async function states(gw: TestGateway, backend: string): Promise<string[]> {
   const res = await http(`${gw.adminUrl}/gateway/backends`);
@@ -47,7 +37,7 @@ async function batch(gw: TestGateway, n: number, id: string): Promise<string[]> 
 test('a killed replica is ejected, traffic moves with no failed batch, and it comes back when restarted', async () => {
   const a = await agent('a');
   const b = await agent('b');
-  const gw = await gateway({ eject_max_s: 1, backends: { pool: { urls: [a.url, b.url] } }, routes: [{ name: 'default', backend: 'pool' }] });
+  const gw = await gateway(oneBackend({ pool: { urls: [a.url, b.url] } }, { eject_max_s: 1 }));
   assert.deepEqual(await states(gw, 'pool'), ['ready', 'ready']);
   assert.deepEqual(new Set(await batch(gw, 4, 'before')), new Set(['a', 'b']));
 
@@ -87,7 +77,7 @@ test('failed requests alone eject a replica between probes; it returns on a good
 
 test('/health goes 503 naming the route when its backend is not ready, and back to 200', async () => {
   const a = await agent('h');
-  const gw = await gateway({ backends: { h: { url: a.url } }, routes: [{ name: 'default', backend: 'h' }] });
+  const gw = await gateway(oneBackend({ h: a }));
   assert.deepEqual((await http(`${gw.url}/health`)).json, { status: 'ready' });
 
   a.setBehaviour({ health: 503 });
@@ -134,7 +124,7 @@ test('an incompatible replica is never routed to, and is routed to once it speak
   const old = await agent('old');
   const ok = await agent('ok');
   old.setBehaviour({ info: { protocol_version: '1.0' } });
-  const gw = await gateway({ backends: { pool: { urls: [old.url, ok.url] } }, routes: [{ name: 'default', backend: 'pool' }] });
+  const gw = await gateway(oneBackend({ pool: { urls: [old.url, ok.url] } }));
   assert.deepEqual(await states(gw, 'pool'), ['incompatible', 'ready']);
   for (let i = 0; i < 3; i++) assert.deepEqual(new Set(await batch(gw, 4, `inc-${i}`)), new Set(['ok']));
   assert.equal(old.requestsTo('/v1/responses').length, 0);

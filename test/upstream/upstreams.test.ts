@@ -15,6 +15,7 @@ import type { AgentInfo } from '../../src/protocol/types.js';
 import type { Replica } from '../../src/upstream/replica.js';
 import { Upstreams, type ProbeOutcome } from '../../src/upstream/upstreams.js';
 import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
+import { oneBackend } from '../helpers/fixtures.js';
 
 const info: AgentInfo = backendInfoSchema.parse(inferenceOnlyInfo('fake', '0.0.0-test'));
 const OK: ProbeOutcome = { kind: 'ok', info };
@@ -30,13 +31,7 @@ interface Fixture {
 function fixture(replicas: number, over: Record<string, unknown> = {}): Fixture {
   const urls = Array.from({ length: replicas }, (_, i) => `http://127.0.0.1:${9000 + i}`);
   const config = parseConfigText(
-    stringify({
-      probe_interval_s: 1,
-      eject_max_s: 5,
-      backends: { b: { urls, eject_after_failures: 3 } },
-      routes: [{ name: 'default', backend: 'b' }],
-      ...over,
-    }),
+    stringify(oneBackend({ b: { urls, eject_after_failures: 3 } }, { probe_interval_s: 1, eject_max_s: 5, ...over })),
     'test.yaml',
     {},
   );
