@@ -32,7 +32,7 @@ export type Metric = 'tool_success' | 'outcome';
 export type SecondaryMetric = 'stages_per_trajectory' | 'steps_per_trajectory' | 'env_error_share' | 'failure_reason_share' | 'error_candidate_share';
 
 /** Which outcomes the outcome comparison reads: the kind posted, or `mixed` when both were (refused). */
-export type OutcomeKind = 'success' | 'score';
+type OutcomeKind = 'success' | 'score';
 
 export const LABELS: Record<Metric, string> = {
   tool_success: 'process metric: tool success over observed robot lines, not episode success',

@@ -10,16 +10,16 @@ import type { KeyUnits } from './units.js';
 import { OTHER_STRATUM } from './units.js';
 
 const ALPHA = 0.05;
-export const STRATA_LABEL = 'descriptive: no stopping rule (only the overall primary comparison carries one)';
+const STRATA_LABEL = 'descriptive: no stopping rule (only the overall primary comparison carries one)';
 
-export interface StratumArm {
+interface StratumArm {
   arm: string;
   /** Units in the stratum: trajectories, or keys with the key as unit. */
   units: number;
   trajectories: number;
 }
 
-export interface StratumReport {
+interface StratumReport {
   /** The slot (1..experiments.max_strata, in the order values were first seen; 0 = other). */
   slot: number;
   value: string;
@@ -37,7 +37,7 @@ export interface StrataReport {
 }
 
 /** An arm's inputs in one stratum: its counts there, and its keys there with the key as unit. */
-export type StratumInputs = (arm: ArmInput, slot: number) => ArmInput;
+type StratumInputs = (arm: ArmInput, slot: number) => ArmInput;
 
 function descriptive(c: Comparison): Comparison {
   return { ...c, label: `${c.label}; in one stratum, ${STRATA_LABEL}`, sequential_reason: 'descriptive: a stratum carries no stopping rule' };

@@ -17,7 +17,7 @@ import type { Store } from '../state/types.js';
 import { KEY_SUMS, keys, type KeySum } from './keys.js';
 
 /** Characters of a stratum value kept as its label (values come from clients). */
-export const STRATUM_LABEL_MAX = 200;
+const STRATUM_LABEL_MAX = 200;
 /** The label of stratum 0. */
 export const OTHER_STRATUM = 'other';
 /** The label of a stratify_by path the first input does not have. */
@@ -88,7 +88,7 @@ export async function slotLabels(store: Store, experiment: string, max: number):
 }
 
 /** One key's totals (keys.ts KEY_SUMS). */
-export type KeyTotals = Record<KeySum, number>;
+type KeyTotals = Record<KeySum, number>;
 
 /** Per arm, per stratum, per key: the per-key counters (`<arm>|<stratum>|<key>|<what>`) read back. */
 export type KeyCounters = Map<string, Map<number, Map<string, KeyTotals>>>;

@@ -52,7 +52,7 @@ export interface TrajectoryState {
 }
 
 /** A stratum slot a tag may carry: experiments.max_strata is at most this. */
-export const TAG_MAX_STRATUM = 1000;
+const TAG_MAX_STRATUM = 1000;
 
 /**
  * The gateway's entry in a candidate's memory. `arm` is the split arm the trajectory was assigned, kept when a

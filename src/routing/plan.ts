@@ -131,7 +131,7 @@ export function newTrajectoryBackend(
  * Where a new trajectory of split `route` falls in [0, 1): from its assign_by key's value when the route has one
  * and the input holds it, else from (request_id, input id) (docs/experiments.md#assigning-by-a-key).
  */
-export function assignment(route: CompiledRoute, requestId: string, input: RoutingInput): { point: number; key?: string } {
+function assignment(route: CompiledRoute, requestId: string, input: RoutingInput): { point: number; key?: string } {
   const by = route.assignBy;
   const key = by === undefined ? undefined : assignKeyText(by.read(input));
   if (by === undefined || key === undefined) return { point: splitPoint(requestId, input.id) };

@@ -37,7 +37,7 @@ export interface CompiledRoute {
   readonly assignBy?: AssignBy;
 }
 
-export interface AssignBy {
+interface AssignBy {
   readonly path: string;
   readonly read: (input: RoutingInput) => unknown;
   /** What names the route's experiment, reset aside: a new name, arm or weight draws every key afresh. */

@@ -48,8 +48,8 @@ export interface SequentialOptions {
 }
 
 export const METHOD_FIXED_RATIO = 'delta method, trajectory as unit';
-export const METHOD_FIXED_RATIO_KEY = 'delta method, key as unit';
-export const METHOD_FIXED_MEANS = 'difference of means (Welch standard error), trajectory as unit';
+const METHOD_FIXED_RATIO_KEY = 'delta method, key as unit';
+const METHOD_FIXED_MEANS = 'difference of means (Welch standard error), trajectory as unit';
 /** Fewer keys than this in an arm: the fixed result is read from t with K - 2 df (K keys in both arms). */
 export const FEW_KEYS = 30;
 
