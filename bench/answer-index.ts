@@ -1,5 +1,5 @@
 /**
- * Micro-benchmark of the answer side (src/protocol/answer-index.ts, src/dispatch/answer-bytes.ts) on an
+ * Micro-benchmark of the answer side (src/protocol/answer/answer-index.ts, src/dispatch/answer-bytes.ts) on an
  * S2-sized backend answer (32 candidates x 64 KB memory + 8 KB internal_steps): what a sub-request's answer
  * costs from its bytes to the client's answer, indexed and written as slices, against what it replaces
  * (parseExact + zod + the candidates as objects + stringifyExact) and the JSON.parse + JSON.stringify floor.
@@ -12,10 +12,10 @@ import { isUtf8 } from 'node:buffer';
 import { parseArgs } from 'node:util';
 import { answerBody, CandidateWriter } from '../src/dispatch/answer-bytes.js';
 import { fromBackend } from '../src/dispatch/candidates.js';
-import { indexAgentResponse } from '../src/protocol/answer-index.js';
-import { parseExact, stringifyExact } from '../src/protocol/exact-json.js';
-import { readAgentRequest } from '../src/protocol/read-request.js';
-import { checkIndexedResponse, checkSubResponse, IndexedCandidate } from '../src/protocol/response-check.js';
+import { indexAgentResponse } from '../src/protocol/answer/answer-index.js';
+import { parseExact, stringifyExact } from '../src/protocol/json/exact-json.js';
+import { readAgentRequest } from '../src/protocol/request/read-request.js';
+import { checkIndexedResponse, checkSubResponse, IndexedCandidate } from '../src/protocol/answer/response-check.js';
 import type { AgentOutput } from '../src/protocol/types.js';
 import { bodyText, fillerText, historyRequest } from './lib/bodies.js';
 import { MicroBench } from './lib/micro.js';

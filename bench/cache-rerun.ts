@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { parseExact, stringifyExact } from '../src/protocol/exact-json.js';
+import { parseExact, stringifyExact } from '../src/protocol/json/exact-json.js';
 import type { AgentOutput, JsonObject } from '../src/protocol/types.js';
 
 const GATEWAY_CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url));

@@ -1,5 +1,5 @@
 /**
- * Micro-benchmark of the byte indexer (src/protocol/request-index.ts) on S2-sized request bodies (32 inputs x
+ * Micro-benchmark of the byte indexer (src/protocol/request/request-index.ts) on S2-sized request bodies (32 inputs x
  * 64 KB of history memory), against what it replaces (parseAgentRequest: exact parse + zod) and the plain
  * JSON.parse floor of the same bytes. Also the sub-request writer (slices of the body) against
  * stringifyExact of the decoded request.
@@ -10,11 +10,11 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { parseArgs } from 'node:util';
-import { stringifyExact } from '../src/protocol/exact-json.js';
-import { readAgentRequest } from '../src/protocol/read-request.js';
+import { stringifyExact } from '../src/protocol/json/exact-json.js';
+import { readAgentRequest } from '../src/protocol/request/read-request.js';
 import { parseAgentRequest } from '../src/protocol/request.js';
-import { indexAgentRequest } from '../src/protocol/request-index.js';
-import { subRequestBody } from '../src/protocol/sub-request.js';
+import { indexAgentRequest } from '../src/protocol/request/request-index.js';
+import { subRequestBody } from '../src/protocol/request/sub-request.js';
 import { bodyText, historyRequest } from './lib/bodies.js';
 import { MicroBench } from './lib/micro.js';
 

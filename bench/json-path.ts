@@ -11,9 +11,9 @@
  * the same measure /proc gives for the gateway process.
  */
 import { parseArgs } from 'node:util';
-import { parseExact, stringifyExact } from '../src/protocol/exact-json.js';
+import { parseExact, stringifyExact } from '../src/protocol/json/exact-json.js';
 import { parseAgentRequest } from '../src/protocol/request.js';
-import { checkSubResponse, type SubRequestShape } from '../src/protocol/response-check.js';
+import { checkSubResponse, type SubRequestShape } from '../src/protocol/answer/response-check.js';
 import { makeResponder } from './lib/agent-response.js';
 import { bodyText, historyRequest } from './lib/bodies.js';
 import { median } from './lib/stats.js';

@@ -18,7 +18,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { jsonNumberText, numberMark, parseExact, stringifyExact } from '../src/protocol/exact-json.js';
+import { jsonNumberText, numberMark, parseExact, stringifyExact } from '../src/protocol/json/exact-json.js';
 import type { AgentOutput, JsonObject, ToolCall } from '../src/protocol/types.js';
 import { reportCommand } from '../src/commands/report.js';
 

@@ -9,7 +9,7 @@
  * instruction and the agent's reply. A `decide` function only chooses the decision.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { stringifyExact } from '../../src/protocol/exact-json.js';
+import { stringifyExact } from '../../src/protocol/json/exact-json.js';
 import type {
   AgentDecision,
   AgentError,

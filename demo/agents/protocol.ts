@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isStrictInt, jsonNumberText, parseExact, stringifyExact } from '../../src/protocol/exact-json.js';
+import { isStrictInt, jsonNumberText, parseExact, stringifyExact } from '../../src/protocol/json/exact-json.js';
 import type {
   AgentInput,
   AgentOutput,

@@ -11,7 +11,7 @@ import { admitCluster } from '../clients/cluster-limits.js';
 import { failBatch } from '../dispatch/batch.js';
 import { MetricsBatchObserver } from '../dispatch/batch-observer.js';
 import type { AttemptFailure } from '../errors.js';
-import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
+import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import { planBatch, type CompiledRoutes } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { GatewayState } from './gateway-state.js';

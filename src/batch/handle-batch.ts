@@ -16,9 +16,9 @@ import { CacheLookup } from '../cache/cache-lookup.js';
 import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from './gateway-state.js';
 import { correlationHeaders } from '../protocol/correlation.js';
-import type { AnswerBody } from '../protocol/answer-body.js';
+import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import { answerBody } from '../dispatch/answer-bytes.js';
-import { validateAgainstRequest } from '../protocol/response-check.js';
+import { validateAgainstRequest } from '../protocol/answer/response-check.js';
 import { planBatch } from '../routing/plan.js';
 import { CHECK_HEADER } from '../experiments/recorder.js';
 import type { GatewayRuntime } from '../runtime.js';
@@ -64,7 +64,7 @@ interface BatchExchange {
 export interface BatchAnswer {
   status: 200 | 400 | 404 | 422;
   /**
-   * JSON text, or a 200 answer in pieces (protocol/answer-body.ts) the fronts write with backpressure: an
+   * JSON text, or a 200 answer in pieces (protocol/answer/answer-body.ts) the fronts write with backpressure: an
    * answer may be larger than a string can hold.
    */
   body: string | AnswerBody;

@@ -8,13 +8,13 @@
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import { errorBody } from '../errors.js';
 import type { Logger } from '../logging.js';
-import { stringifyExact } from '../protocol/exact-json.js';
-import { readAgentRequest } from '../protocol/read-request.js';
+import { stringifyExact } from '../protocol/json/exact-json.js';
+import { readAgentRequest } from '../protocol/request/read-request.js';
 import { checkBatchLimits } from '../protocol/request-limits.js';
-import { jsonBytesAsUtf8 } from '../protocol/utf8.js';
+import { jsonBytesAsUtf8 } from '../protocol/json/utf8.js';
 import { refusedDetail } from '../validation/bounded-detail.js';
-import { indexedRequest, type IndexedAgentRequest } from '../protocol/indexed-request.js';
-import type { IndexLimits } from '../protocol/request-index.js';
+import { indexedRequest, type IndexedAgentRequest } from '../protocol/request/indexed-request.js';
+import type { IndexLimits } from '../protocol/request/request-index.js';
 import type { ValidationIssue } from '../protocol/types.js';
 import { OFFLOAD_MIN_BYTES, readOffloaded } from '../memory/offload.js';
 

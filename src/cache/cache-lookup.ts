@@ -16,7 +16,7 @@
  * there (stickiness). A continued trajectory is keyed by the backend its tag pins.
  */
 import type { AgentOutput } from '../protocol/types.js';
-import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
+import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { BatchResult } from '../dispatch/batch.js';

@@ -5,7 +5,7 @@
  * target step's input, so an unexpected shape costs at most a less precise route, never a rejection the
  * backend would not have made itself.
  */
-import { intKey, isNumberMark, isStrictInt, numberMarkText } from '../protocol/exact-json.js';
+import { intKey, isNumberMark, isStrictInt, numberMarkText } from '../protocol/json/exact-json.js';
 import type { AgentInput, JsonObject, ValidationIssue } from '../protocol/types.js';
 import type { Headers } from '../routing/match.js';
 import { newTrajectoryBackend, readMemoryTag, type MemoryTag } from '../routing/plan.js';

@@ -5,8 +5,8 @@
  * stringifyExact, so the agent receives `99999999999999999999` and `1.0` as digits; answers are read as raw
  * text with parseExact, so a number the agent rounded is seen rounded.
  */
-import { intKey, jsonNumberText, numberMark, stringifyExact } from '../protocol/exact-json.js';
-import { validateAgainstRequest } from '../protocol/response-check.js';
+import { intKey, jsonNumberText, numberMark, stringifyExact } from '../protocol/json/exact-json.js';
+import { validateAgainstRequest } from '../protocol/answer/response-check.js';
 import { agentOutputSchema, isJsonObject } from '../protocol/schemas.js';
 import type { AgentOutput } from '../protocol/types.js';
 import type { AgentInput, AgentRequest, IntValue, JsonObject } from '../protocol/types.js';

@@ -2,14 +2,14 @@
  * HTTP plumbing for `magma-gateway check`: one exchange with a deadline, the raw body text kept as received.
  *
  * The probe must judge the agent's bytes, not a JS re-reading of them: big integers and `1.0` in memory only
- * survive when the body is read as text and parsed with the exact codec (src/protocol/exact-json.ts).
+ * survive when the body is read as text and parsed with the exact codec (src/protocol/json/exact-json.ts).
  * undici's `request`, not fetch: WHATWG fetch refuses "bad ports" (6000, 6665-6669, 10080 ...), and an agent
  * may well listen there. An AbortSignal.timeout bounds the whole exchange (headers and body) like BENCH's single
  * `requests` timeout; undici's headers/body timeouts are inactivity timers only, kept as a backstop.
  */
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
-import { JsonSyntaxError, parseExact } from '../protocol/exact-json.js';
+import { JsonSyntaxError, parseExact } from '../protocol/json/exact-json.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { GatewayError } from '../errors.js';
 import { CHECK_HEADER } from '../experiments/recorder.js';

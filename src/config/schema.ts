@@ -3,7 +3,7 @@
  * Unknown keys are errors at every level, so a typo never silently changes routing.
  */
 import { z } from 'zod';
-import { DEFAULT_MAX_JSON_DEPTH, MAX_JSON_DEPTH_CEILING } from '../protocol/json-depth.js';
+import { DEFAULT_MAX_JSON_DEPTH, MAX_JSON_DEPTH_CEILING } from '../protocol/json/json-depth.js';
 
 const positive = z.number().positive('must be greater than 0');
 /**

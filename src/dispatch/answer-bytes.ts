@@ -5,12 +5,12 @@
  * candidate writes its input's memory from the client's body. The AgentOutput objects the batch hands around
  * (experiments, shadows, the order check) decode a field only when something reads it.
  */
-import { parseExact, stringifyExact } from '../protocol/exact-json.js';
-import { inputMemoryLayout, joinBody, PartsWriter, taggedMemory, type AnswerBody } from '../protocol/answer-body.js';
-import type { IndexedCandidate } from '../protocol/response-check.js';
-import type { InputSlices } from '../protocol/raw-json.js';
+import { parseExact, stringifyExact } from '../protocol/json/exact-json.js';
+import { inputMemoryLayout, joinBody, PartsWriter, taggedMemory, type AnswerBody } from '../protocol/answer/answer-body.js';
+import type { IndexedCandidate } from '../protocol/answer/response-check.js';
+import type { InputSlices } from '../protocol/request/raw-json.js';
 import { agentDecisionSchema, agentErrorSchema, isJsonObject } from '../protocol/schemas.js';
-import type { IndexedAgentInput } from '../protocol/indexed-request.js';
+import type { IndexedAgentInput } from '../protocol/request/indexed-request.js';
 import type { AgentOutput, JsonObject } from '../protocol/types.js';
 import { tagKey, tagMemberBytes, type MemoryTag } from '../routing/memory-tag.js';
 import { GatewayError } from '../errors.js';

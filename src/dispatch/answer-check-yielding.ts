@@ -1,10 +1,10 @@
 /**
  * A backend's answer checked without holding the event loop for its size (docs/memory-budget.md#yielding): a
  * large one is indexed on the reader thread (memory/offload.ts), a small one in place, and both placed here by
- * the same code (protocol/answer-check.ts), so primary and shadow answers are judged alike.
+ * the same code (protocol/answer/answer-check.ts), so primary and shadow answers are judged alike.
  */
-import { askedOf, checkAnswerBytes, placeAnswer, type AnswerCheck } from '../protocol/answer-check.js';
-import type { SubRequestShape } from '../protocol/response-check.js';
+import { askedOf, checkAnswerBytes, placeAnswer, type AnswerCheck } from '../protocol/answer/answer-check.js';
+import type { SubRequestShape } from '../protocol/answer/response-check.js';
 import { indexAnswerOffloaded, OFFLOAD_MIN_BYTES } from '../memory/offload.js';
 
 /** Check `bytes` (a 2xx answer; unusable afterwards when large: its memory went to the thread and came back). */

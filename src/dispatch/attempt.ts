@@ -12,10 +12,10 @@
  */
 import { performance } from 'node:perf_hooks';
 import { withTraceparent } from '../protocol/correlation.js';
-import type { AnswerCheck } from '../protocol/answer-check.js';
-import type { IndexedCandidate, Slot, SubRequestShape } from '../protocol/response-check.js';
-import { subRequestBody } from '../protocol/sub-request.js';
-import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
+import type { AnswerCheck } from '../protocol/answer/answer-check.js';
+import type { IndexedCandidate, Slot, SubRequestShape } from '../protocol/answer/response-check.js';
+import { subRequestBody } from '../protocol/request/sub-request.js';
+import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
 import { postResponses } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
@@ -214,7 +214,7 @@ export class Attempt {
    * The request body. A sub-request that is the whole client request unchanged (one replica takes every input,
    * in order, with all its candidates, and no memory carries the gateway's key) is the client's own body:
    * forwarding that text saves serializing megabytes again. Otherwise each input is written from its bytes
-   * (protocol/sub-request.ts), memory exactly as the client sent it minus the tag.
+   * (protocol/request/sub-request.ts), memory exactly as the client sent it minus the tag.
    */
   private body(): Buffer {
     const { request, requestBody } = this.batch;

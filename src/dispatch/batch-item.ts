@@ -4,7 +4,7 @@
  * so whoever holds an item can never see it change under them.
  */
 import { GatewayError } from '../errors.js';
-import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/indexed-request.js';
+import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';
 import { legArm } from '../routing/plan.js';
 import { candidateTagOf, type MemoryTag, type TrajectoryState } from '../routing/memory-tag.js';

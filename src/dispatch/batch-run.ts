@@ -7,7 +7,7 @@
  * The run owns its deadline, its slots (through BatchSlots) and its totals; attempts only report back.
  */
 import { performance } from 'node:perf_hooks';
-import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
+import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';
 import type { Replica } from '../upstream/replica.js';
 import type { AttemptFailure } from '../errors.js';

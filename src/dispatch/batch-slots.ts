@@ -4,8 +4,8 @@
  * with the input's memory kept. The only writer of the slots, the error counts and the leg outcomes.
  */
 import { countedCode, GatewayError, type AttemptFailure, type GatewayErrorCode } from '../errors.js';
-import { IndexedCandidate, type Slot } from '../protocol/response-check.js';
-import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
+import { IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
+import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
 import type { LegOutcome } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';

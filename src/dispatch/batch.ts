@@ -4,7 +4,7 @@
  * pure decision (failover.ts), and what happens is reported to one BatchObserver (batch-observer.ts).
  */
 import type { AttemptFailure } from '../errors.js';
-import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
+import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';
 import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
 import { batchObserver, type BatchObserver } from './batch-observer.js';

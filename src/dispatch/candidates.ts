@@ -5,7 +5,7 @@
  * keeps complete memory). Every candidate carries the memory tag (docs/routing.md#the-memory-key-and-stickiness).
  */
 import type { GatewayErrorCode } from '../errors.js';
-import type { IndexedAgentInput } from '../protocol/indexed-request.js';
+import type { IndexedAgentInput } from '../protocol/request/indexed-request.js';
 import type { AgentError, AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
 import { sameTag, stripMemoryKey, tagMemory, type MemoryTag } from '../routing/memory-tag.js';
 

@@ -8,7 +8,7 @@
  * destination into a move or, when the budget refused it, error candidates.
  */
 import type { AttemptFailure } from '../errors.js';
-import type { Slot } from '../protocol/response-check.js';
+import type { Slot } from '../protocol/answer/response-check.js';
 import { groupBy, movedTo, type Item } from './batch-item.js';
 
 /** Below this much time left, no new attempt starts: it could not finish. */

@@ -14,10 +14,10 @@ import type { Logger } from '../logging.js';
 import type { MemoryBudget } from '../memory/budget.js';
 import { withTraceparent, type CorrelationHeaders } from '../protocol/correlation.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { decisionOf } from '../protocol/answer-check.js';
+import { decisionOf } from '../protocol/answer/answer-check.js';
 import { checkAnswerYielding } from './answer-check-yielding.js';
-import { subRequestBody } from '../protocol/sub-request.js';
-import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/indexed-request.js';
+import { subRequestBody } from '../protocol/request/sub-request.js';
+import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentDecision, AgentOutput } from '../protocol/types.js';
 import type { BatchPlan } from '../routing/plan.js';
 import { postResponses } from '../upstream/backend-call.js';
@@ -59,7 +59,7 @@ interface ShadowDeps {
 
 /**
  * Same say and same tool calls (arguments compared as data). isDeepStrictEqual recurses: both decisions come
- * from answers checked against the replica's max_json_depth (protocol/answer-check.ts), far below where it would
+ * from answers checked against the replica's max_json_depth (protocol/answer/answer-check.ts), far below where it would
  * overflow.
  */
 function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | null | undefined): boolean {
@@ -219,7 +219,7 @@ async function judgeShadow(
     return;
   }
   end.outcome = 'gateway_backend_invalid_response';
-  // Judged as a primary answer is (protocol/answer-check.ts): memory and steps stay bytes, never decoded here.
+  // Judged as a primary answer is (protocol/answer/answer-check.ts): memory and steps stay bytes, never decoded here.
   const shape = { requestId: request.request_id, inputs: inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })) };
   const check = await checkAnswerYielding(res.bytes ?? Buffer.from(res.text, 'utf8'), shape, replica.maxJsonDepth, deps.memoryKey);
   if (!check.ok || check.slots.some((row) => row.some((s) => !s.ok))) {

@@ -1,6 +1,6 @@
 /**
  * A backend's answer forwarded to the client as it arrives (docs/protocol-fidelity.md#streamed-answers): each
- * element is cut out (protocol/answer-split.ts), indexed and checked on its own bytes exactly as a whole answer's
+ * element is cut out (protocol/answer/answer-split.ts), indexed and checked on its own bytes exactly as a whole answer's
  * elements are (answer-index.ts, response-check.ts), re-addressed by the batch's slots and written in the
  * contract's order, with backpressure from the client's socket to the backend's read. The gateway holds the
  * element being read, the candidates received ahead of their turn, and what the socket has not sent yet.
@@ -12,11 +12,11 @@
 import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import { GatewayError, type AttemptFailure } from '../errors.js';
-import { PartsWriter } from '../protocol/answer-body.js';
-import { indexAgentResponse } from '../protocol/answer-index.js';
-import { ElementSplitter } from '../protocol/answer-split.js';
-import { indexedView, Placement, type IndexedCandidate, type Slot } from '../protocol/response-check.js';
-import type { IndexedAgentRequest } from '../protocol/indexed-request.js';
+import { PartsWriter } from '../protocol/answer/answer-body.js';
+import { indexAgentResponse } from '../protocol/answer/answer-index.js';
+import { ElementSplitter } from '../protocol/answer/answer-split.js';
+import { indexedView, Placement, type IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
+import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
 import type { BodyFlow, BodyTap } from '../upstream/backend-call.js';
 import { writeCandidate } from './answer-bytes.js';

@@ -4,7 +4,7 @@
  * so a replayed (request_id, input id) gives the same members on every replica.
  */
 import { createHash } from 'node:crypto';
-import { intKey } from '../protocol/exact-json.js';
+import { intKey } from '../protocol/json/exact-json.js';
 import { TAG_MAX_COUNT, withFlag, type TrajectoryState } from '../routing/memory-tag.js';
 import { parseEnvFeedback } from './feedback.js';
 import { nextTraceHash, TRACE_HASH_SEED, traceRole } from './trace-hash.js';

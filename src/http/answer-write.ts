@@ -1,11 +1,11 @@
 /**
  * Writing a batch answer on either front (docs/protocol-fidelity.md#how-a-batch-is-read): a text answer as it
- * is, an answer in pieces (protocol/answer-body.ts) piece by piece, waiting for 'drain' whenever the socket's
+ * is, an answer in pieces (protocol/answer/answer-body.ts) piece by piece, waiting for 'drain' whenever the socket's
  * buffer is full, so the gateway holds the answer's pieces and never a second, joined copy of them.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import type { AnswerBody } from '../protocol/answer-body.js';
+import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import type { ResponseStream } from '../batch/streamed-batch.js';
 
 /** The content-length of an answer. */

@@ -41,7 +41,7 @@ import { accessFor, clientLabelOf, rememberPathKey, takeKeyPath } from './reques
 import { AGENT_BATCH_PATTERN, BATCH_PATH, batchAgent } from './agent-path.js';
 import { bodyLength, mayStream, ResponseWriter, writeBody } from './answer-write.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
-import type { AnswerBody } from '../protocol/answer-body.js';
+import type { AnswerBody } from '../protocol/answer/answer-body.js';
 
 
 /** What the front needs of the app, available once the app is built. */

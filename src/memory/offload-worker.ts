@@ -7,9 +7,9 @@
  * a memory, and none past the bound of inputs or candidates).
  */
 import { parentPort } from 'node:worker_threads';
-import { indexAnswer, type AnswerIndexOutcome } from '../protocol/answer-check.js';
-import { readAgentRequest } from '../protocol/read-request.js';
-import type { IndexLimits, RequestIndex } from '../protocol/request-index.js';
+import { indexAnswer, type AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
+import { readAgentRequest } from '../protocol/request/read-request.js';
+import type { IndexLimits, RequestIndex } from '../protocol/request/request-index.js';
 import type { ValidationIssue } from '../protocol/types.js';
 import { refusedDetail } from '../validation/bounded-detail.js';
 

@@ -10,7 +10,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors.js';
-import type { AnswerIndexOutcome } from '../protocol/answer-check.js';
+import type { AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
 import type { OffloadJob, OffloadOutcome, OffloadReply, OffloadTask, ReadOutcome, RequestLimits } from './offload-worker.js';
 
 /** Bytes larger than this are read on the worker thread. */
@@ -86,7 +86,7 @@ export async function readOffloaded(body: Buffer, limits: RequestLimits): Promis
   return { body: r.body, outcome: r.outcome.read };
 }
 
-/** Index a backend answer's `bytes` on the worker (protocol/answer-check.ts indexAnswer); same hand-over as above. */
+/** Index a backend answer's `bytes` on the worker (protocol/answer/answer-check.ts indexAnswer); same hand-over as above. */
 export async function indexAnswerOffloaded(
   bytes: Buffer,
   asked: number,

@@ -7,7 +7,7 @@
  * its number text, a string is cut and written as a JSON string literal (so quotes and control characters in it
  * cannot change the message's shape), and objects and lists are named, not printed.
  */
-import { isNumberMark, numberMarkText, scrubMarkers } from './exact-json.js';
+import { isNumberMark, numberMarkText, scrubMarkers } from './json/exact-json.js';
 
 /** Characters of a string value quoted in a message; longer ones are cut and marked with `…`. */
 const DESCRIBE_MAX_CHARS = 80;

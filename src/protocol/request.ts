@@ -2,8 +2,8 @@
  * Parse and validate a `POST /v1/responses` body as the contract's AgentRequest (docs/protocol-fidelity.md#the-path-of-a-batch).
  * Invalid bodies become FastAPI-style 422 details naming every problem's location.
  */
-import { intKey, isNumberMark, JsonDepthError, JsonSyntaxError, numberMarkText, overflows, parseExact } from './exact-json.js';
-import { DEFAULT_MAX_JSON_DEPTH } from './json-depth.js';
+import { intKey, isNumberMark, JsonDepthError, JsonSyntaxError, numberMarkText, overflows, parseExact } from './json/exact-json.js';
+import { DEFAULT_MAX_JSON_DEPTH } from './json/json-depth.js';
 import { agentRequestSchema } from './schemas.js';
 import type { AgentRequest, ValidationIssue } from './types.js';
 import { boundInput, jsonInvalidDetail, zodToDetail } from './validation-errors.js';

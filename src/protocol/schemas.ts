@@ -6,8 +6,8 @@
  * they are JSON, and exact-json proved their numbers finite, so walking them again would only cost time.
  */
 import { z } from 'zod';
-import { isNumberMark, isStrictInt } from './exact-json.js';
-import type { IntValue, JsonObject } from './json-values.js';
+import { isNumberMark, isStrictInt } from './json/exact-json.js';
+import type { IntValue, JsonObject } from './json/json-values.js';
 
 export function isJsonObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -4,7 +4,7 @@
  * there is one declaration of every field. Only what has no schema is declared here.
  */
 import type { z } from 'zod';
-import type { IntValue, JsonObject } from './json-values.js';
+import type { IntValue, JsonObject } from './json/json-values.js';
 import type {
   agentDecisionSchema,
   agentErrorSchema,

@@ -8,8 +8,8 @@
  * with stringifyExact, which restores the numbers as they were sent.
  */
 import type { z } from 'zod';
-import { isNumberMark, numberMarkText } from './exact-json.js';
-import { pythonJsonError } from './json-decode-error.js';
+import { isNumberMark, numberMarkText } from './json/exact-json.js';
+import { pythonJsonError } from './json/json-decode-error.js';
 import type { ValidationIssue } from './types.js';
 
 type Loc = (string | number)[];

@@ -24,14 +24,14 @@ import { findTarget, ruleBackend, runIdOf, stripGatewayTags } from '../coaching/
 import { COACHING_SPANS, traceCoachingStatus, type CoachingSpanStart } from '../coaching/coaching-span.js';
 import { ATTR_BACKEND, ATTR_BACKENDS, ATTR_REQUEST_ID, ATTR_RUN_ID, ATTR_VIA, ATTR_X_REQUEST_ID } from '../tracing/attributes.js';
 import type { TraceSpan } from '../tracing/trace-span.js';
-import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/exact-json.js';
+import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/json/exact-json.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from '../http/agent-path.js';
 import { send422 } from './validation-answer.js';
 import { errorBody, GatewayError } from '../errors.js';
-import { firstInvalidUtf8 } from '../protocol/utf8.js';
+import { firstInvalidUtf8 } from '../protocol/json/utf8.js';
 import { isUtf8 } from 'node:buffer';
 
 const NO_COACHING = 'no coaching-capable backend';

@@ -3,7 +3,7 @@
  * BENCH and GEN read it as they read a reference server's. Shared by the batch route and coaching.
  */
 import type { FastifyReply } from 'fastify';
-import { stringifyExact } from '../protocol/exact-json.js';
+import { stringifyExact } from '../protocol/json/exact-json.js';
 import type { ValidationIssue } from '../protocol/types.js';
 
 export function send422(reply: FastifyReply, detail: ValidationIssue[]): FastifyReply {

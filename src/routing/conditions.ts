@@ -13,7 +13,7 @@
  * - `exists` looks at presence only: `null` is present.
  */
 import type { Condition, Scalar } from '../config/schema.js';
-import { isNumberMark, numericValue } from '../protocol/exact-json.js';
+import { isNumberMark, numericValue } from '../protocol/json/exact-json.js';
 import { compileGlob } from '../patterns/glob.js';
 import { compileRegex } from '../patterns/regex.js';
 

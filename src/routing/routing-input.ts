@@ -1,7 +1,7 @@
 /**
  * What routing reads of an input: the protocol fields, the free-form values a match key walks into, and one
  * memory member at a time (a `memory.<path>` key, the memory tag). An input read by the indexer
- * (protocol/indexed-request.ts) is one as it is and decodes only the member asked for; a decoded input (a
+ * (protocol/request/indexed-request.ts) is one as it is and decodes only the member asked for; a decoded input (a
  * coaching trajectory's step, a pure planning test) is wrapped by decodedInput.
  */
 import type { AgentInput, JsonObject } from '../protocol/types.js';

@@ -11,7 +11,7 @@
  * with what names the route's experiment, so every trajectory of one key gets the same arm and a new
  * experiment (another name, arms or weights) draws afresh.
  */
-import { intKey } from '../protocol/exact-json.js';
+import { intKey } from '../protocol/json/exact-json.js';
 import type { Member } from './routes.js';
 import { GatewayError } from '../errors.js';
 

@@ -5,7 +5,7 @@
  */
 import type { AbortLike } from '../abort.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
-import type { AnswerBody } from '../protocol/answer-body.js';
+import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import { onAbort, replayKept } from './util.js';
 
 /**

@@ -7,7 +7,7 @@
  * deadline.
  */
 import type { AbortLike } from '../abort.js';
-import type { AnswerBody } from '../protocol/answer-body.js';
+import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { ClaimResult } from './local-claims.js';
 

@@ -1,6 +1,6 @@
 /** Small helpers shared by both stores. */
 import { BatchSignal, type AbortLike } from '../abort.js';
-import { joinBody, retainedBytes, type AnswerBody } from '../protocol/answer-body.js';
+import { joinBody, retainedBytes, type AnswerBody } from '../protocol/answer/answer-body.js';
 
 /**
  * One 'abort' listener per AbortSignal, shared by every callback registered on it. A request's signal is handed

@@ -8,7 +8,7 @@ import type { AbortLike } from '../abort.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
 import { codeForStatus, type AttemptFailure } from '../errors.js';
 import { safeReason } from '../protocol/describe.js';
-import { exceedsDepth, tooDeepMessage } from '../protocol/json-depth.js';
+import { exceedsDepth, tooDeepMessage } from '../protocol/json/json-depth.js';
 import type { Replica } from './replica.js';
 
 type CallResult =

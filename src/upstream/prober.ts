@@ -10,7 +10,7 @@ import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { parseExact } from '../protocol/exact-json.js';
+import { parseExact } from '../protocol/json/exact-json.js';
 import { backendInfoSchema } from '../protocol/schemas.js';
 import { callReplica } from './backend-call.js';
 import type { Replica } from './replica.js';

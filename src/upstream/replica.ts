@@ -5,7 +5,7 @@
  */
 import { Pool } from 'undici';
 import { DEFAULT_MAX_RESPONSE_MB, mbToBytes } from '../config/schema.js';
-import { DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-depth.js';
+import { DEFAULT_MAX_JSON_DEPTH } from '../protocol/json/json-depth.js';
 import type { AgentInfo } from '../protocol/types.js';
 import type { BackendTlsOptions } from '../config/tls-files.js';
 

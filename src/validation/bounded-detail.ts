@@ -10,9 +10,9 @@
  * gives it. A body refused above its inputs (not JSON, an unknown field, nested too deep) is one problem, at
  * the byte the indexer stopped at.
  */
-import { isNumberMark, numberMarkText, overflows, parseExact } from '../protocol/exact-json.js';
-import type { IndexReject } from '../protocol/json-index.js';
-import type { RequestFindings } from '../protocol/request-index.js';
+import { isNumberMark, numberMarkText, overflows, parseExact } from '../protocol/json/exact-json.js';
+import type { IndexReject } from '../protocol/json/json-index.js';
+import type { RequestFindings } from '../protocol/request/request-index.js';
 import { parseAgentRequest } from '../protocol/request.js';
 import { agentInputSchema, agentRequestSchema } from '../protocol/schemas.js';
 import type { ValidationIssue } from '../protocol/types.js';

@@ -8,8 +8,8 @@ import { test } from 'node:test';
 import { LocalCache } from '../../src/state/local-cache.js';
 import { cacheKey, type KeyTarget } from '../../src/cache/cache-key.js';
 import { decodeEntry, encodeEntry } from '../../src/cache/cache-entry.js';
-import { readAgentRequest } from '../../src/protocol/read-request.js';
-import type { InputSlices } from '../../src/protocol/raw-json.js';
+import { readAgentRequest } from '../../src/protocol/request/read-request.js';
+import type { InputSlices } from '../../src/protocol/request/raw-json.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { configWarnings, formatWarning } from '../../src/config/warnings.js';
 

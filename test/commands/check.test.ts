@@ -14,7 +14,7 @@ import { startTalker } from '../../demo/agents/talker.js';
 import { checkCommand, formatTable, runChecks } from '../../src/commands/check.js';
 import type { CommandIo } from '../../src/commands/args.js';
 import type { CheckResult } from '../../src/commands/check-http.js';
-import { stringifyExact } from '../../src/protocol/exact-json.js';
+import { stringifyExact } from '../../src/protocol/json/exact-json.js';
 import type { BehaviourFn, FakeBehaviour } from '../helpers/fake-agent.js';
 import { useFixtures } from '../helpers/fixtures.js';
 

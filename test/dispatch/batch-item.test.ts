@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { itemsOf, movedTo, tagOf } from '../../src/dispatch/batch-item.js';
 import { legArm, type BatchPlan, type InputPlan } from '../../src/routing/plan.js';
-import { readAgentRequest } from '../../src/protocol/read-request.js';
+import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 
 function input(index: number, extra: Partial<InputPlan>): InputPlan {
   return { index, route: 'r', sticky: false, continued: false, legs: [], shadows: [], ...extra };

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { parseExact, stringifyExact } from '../../src/protocol/exact-json.js';
+import { parseExact, stringifyExact } from '../../src/protocol/json/exact-json.js';
 import { waitFor } from '../helpers/wait.js';
 import { startFakeAgent, type FakeAgent, type FakeBehaviour } from '../helpers/fake-agent.js';
 import { mkInput, startGateway } from '../helpers/gateway.js';

@@ -10,7 +10,7 @@ import {
   abortedFailure, decideFailover, resolveMove, MIN_ATTEMPT_MS, type FailoverView,
 } from '../../src/dispatch/failover.js';
 import { RetryBudget } from '../../src/dispatch/retry-budget.js';
-import { readAgentRequest } from '../../src/protocol/read-request.js';
+import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 
 /** A replica is a name here: the decisions only compare replicas for identity. */
 type R = string;

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Item } from '../../src/dispatch/batch-item.js';
 import { faultySlots } from '../../src/dispatch/failover.js';
-import { readAgentRequest } from '../../src/protocol/read-request.js';
-import type { Slot } from '../../src/protocol/response-check.js';
+import { readAgentRequest } from '../../src/protocol/request/read-request.js';
+import type { Slot } from '../../src/protocol/answer/response-check.js';
 import { useFixtures } from '../helpers/fixtures.js';
 import { mkInput, type Cand } from '../helpers/gateway.js';
 

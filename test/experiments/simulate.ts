@@ -19,9 +19,9 @@ import { experimentsReport } from '../../src/experiments/report.js';
 import type { AgentInput, AgentRequest, JsonObject } from '../../src/protocol/types.js';
 import { candidateTagOf, tagValue } from '../../src/routing/memory-tag.js';
 import { planBatch } from '../../src/routing/plan.js';
-import { stringifyExact } from '../../src/protocol/exact-json.js';
-import type { IndexedAgentRequest } from '../../src/protocol/indexed-request.js';
-import { readAgentRequest } from '../../src/protocol/read-request.js';
+import { stringifyExact } from '../../src/protocol/json/exact-json.js';
+import type { IndexedAgentRequest } from '../../src/protocol/request/indexed-request.js';
+import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 import { isJsonObject } from '../../src/protocol/schemas.js';
 
 export async function gateway(route: Record<string, unknown>): Promise<FastifyInstance> {

@@ -11,7 +11,7 @@
 import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
 import { createServer, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { stringifyExact } from '../../src/protocol/exact-json.js';
+import { stringifyExact } from '../../src/protocol/json/exact-json.js';
 import type { AgentError, AgentInput, AgentOutput, AgentRequest, JsonObject } from '../../src/protocol/types.js';
 import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 import {

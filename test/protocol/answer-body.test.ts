@@ -1,13 +1,13 @@
 /**
- * The memory tag written into memory bytes (src/protocol/answer-body.ts): the other members exactly as sent,
+ * The memory tag written into memory bytes (src/protocol/answer/answer-body.ts): the other members exactly as sent,
  * every tag member cut (an input's memory) or the first one replaced in place (a backend's), whatever their
  * position; and the pieces of an answer summing to its length.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { inputMemoryLayout, joinBody, PartsWriter, taggedMemory } from '../../src/protocol/answer-body.js';
-import { indexAgentResponse } from '../../src/protocol/answer-index.js';
-import { readAgentRequest } from '../../src/protocol/read-request.js';
+import { inputMemoryLayout, joinBody, PartsWriter, taggedMemory } from '../../src/protocol/answer/answer-body.js';
+import { indexAgentResponse } from '../../src/protocol/answer/answer-index.js';
+import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 
 const KEY = '_gw';
 const TAG = Buffer.from('"_gw":{"backend":"a"}');

@@ -1,5 +1,5 @@
 /**
- * The answer indexer (src/protocol/answer-index.ts + checkIndexedResponse) against today's reader (parseExact +
+ * The answer indexer (src/protocol/answer/answer-index.ts + checkIndexedResponse) against today's reader (parseExact +
  * checkSubResponse, zod's agentOutputSchema) as the oracle: seeded generated backend answers, valid and broken,
  * must place the same slots with the same verdicts and reasons, and every candidate taken as bytes must carry the
  * exact bytes the generator wrote for its memory, internal_steps, output and error, the tag written in.
@@ -9,13 +9,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CandidateWriter, answerBody } from '../../src/dispatch/answer-bytes.js';
-import { joinBody } from '../../src/protocol/answer-body.js';
-import { indexAgentResponse } from '../../src/protocol/answer-index.js';
-import { parseExact } from '../../src/protocol/exact-json.js';
-import { checkIndexedResponse, checkSubResponse, IndexedCandidate, type SubRequestShape } from '../../src/protocol/response-check.js';
+import { joinBody } from '../../src/protocol/answer/answer-body.js';
+import { indexAgentResponse } from '../../src/protocol/answer/answer-index.js';
+import { parseExact } from '../../src/protocol/json/exact-json.js';
+import { checkIndexedResponse, checkSubResponse, IndexedCandidate, type SubRequestShape } from '../../src/protocol/answer/response-check.js';
 import type { AgentOutput } from '../../src/protocol/types.js';
-import type { IndexedAgentInput } from '../../src/protocol/indexed-request.js';
-import { readAgentRequest } from '../../src/protocol/read-request.js';
+import type { IndexedAgentInput } from '../../src/protocol/request/indexed-request.js';
+import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 import { seededRandom } from '../../bench/lib/seeded-random.js';
 
 const SEED = Number(process.env.DIFF_SEED ?? 20250101);

@@ -1,10 +1,10 @@
 /**
- * The answer splitter (protocol/answer-split.ts): wherever the bytes are cut into chunks, it finds the same
+ * The answer splitter (protocol/answer/answer-split.ts): wherever the bytes are cut into chunks, it finds the same
  * elements, each exactly the bytes between the array's separators, and refuses what is not an array.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ElementSplitter } from '../../src/protocol/answer-split.js';
+import { ElementSplitter } from '../../src/protocol/answer/answer-split.js';
 
 function split(text: string | Buffer, cut: number): { elements: string[]; ok: boolean; closed: boolean; problem?: string } {
   const elements: string[] = [];

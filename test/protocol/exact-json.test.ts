@@ -9,7 +9,7 @@ import {
   numberMarkText,
   parseExact,
   stringifyExact,
-} from '../../src/protocol/exact-json.js';
+} from '../../src/protocol/json/exact-json.js';
 import { describeValue, safeReason } from '../../src/protocol/describe.js';
 
 function roundTrip(text: string): string {

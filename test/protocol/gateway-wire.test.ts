@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import { stringify } from 'yaml';
 import { buildApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
-import { numberMark } from '../../src/protocol/exact-json.js';
+import { numberMark } from '../../src/protocol/json/exact-json.js';
 import type { AgentOutput } from '../../src/protocol/types.js';
 import { startFakeAgent, type FakeAgent, type FakeBehaviour } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';

@@ -1,11 +1,11 @@
 /**
- * The nesting scan (protocol/json-depth.ts) runs before JSON.parse on every client and backend text: it must
+ * The nesting scan (protocol/json/json-depth.ts) runs before JSON.parse on every client and backend text: it must
  * count only brackets outside strings, and refuse deep text before anything recursive sees it.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact } from '../../src/protocol/exact-json.js';
-import { exceedsDepth, MAX_JSON_DEPTH_CEILING } from '../../src/protocol/json-depth.js';
+import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact } from '../../src/protocol/json/exact-json.js';
+import { exceedsDepth, MAX_JSON_DEPTH_CEILING } from '../../src/protocol/json/json-depth.js';
 import { parseAgentRequest } from '../../src/protocol/request.js';
 
 test('depth counts [ and { outside strings; the first bracket past the limit is reported', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { readAgentRequest } from '../../src/protocol/read-request.js';
-import { isNumberMark, stringifyExact } from '../../src/protocol/exact-json.js';
+import { readAgentRequest } from '../../src/protocol/request/read-request.js';
+import { isNumberMark, stringifyExact } from '../../src/protocol/json/exact-json.js';
 import { parseAgentRequest } from '../../src/protocol/request.js';
 
 const LIMITS = { maxOutputsPerInput: 8, maxJsonDepth: 16, memoryKey: '_gw' };

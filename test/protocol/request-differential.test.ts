@@ -1,5 +1,5 @@
 /**
- * The byte indexer (src/protocol/read-request.ts) against the previous reader, parseAgentRequest (exact parse +
+ * The byte indexer (src/protocol/request/read-request.ts) against the previous reader, parseAgentRequest (exact parse +
  * zod), as the oracle: seeded generated bodies, valid and broken, must get the same verdict and the same 422
  * detail, and a valid body's free-form values must be the exact bytes the generator wrote. Where the previous
  * reader is wrong by design (key order of integer-like keys, bodies that are not UTF-8), the intended
@@ -10,11 +10,11 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { stringifyExact } from '../../src/protocol/exact-json.js';
-import { memoryTagValue, memoryWithoutTag } from '../../src/protocol/indexed-request.js';
-import { readAgentRequest } from '../../src/protocol/read-request.js';
+import { stringifyExact } from '../../src/protocol/json/exact-json.js';
+import { memoryTagValue, memoryWithoutTag } from '../../src/protocol/request/indexed-request.js';
+import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 import { parseAgentRequest } from '../../src/protocol/request.js';
-import { subRequestBody } from '../../src/protocol/sub-request.js';
+import { subRequestBody } from '../../src/protocol/request/sub-request.js';
 import type { AgentInput, JsonObject } from '../../src/protocol/types.js';
 import { stripMemoryKey } from '../../src/routing/memory-tag.js';
 import { seededRandom } from '../../bench/lib/seeded-random.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { indexAgentRequest, type IndexLimits, type RequestIndex, type Span } from '../../src/protocol/request-index.js';
+import { indexAgentRequest, type IndexLimits, type RequestIndex, type Span } from '../../src/protocol/request/request-index.js';
 
 const LIMITS: IndexLimits = { maxOutputsPerInput: 16, maxJsonDepth: 32, memoryKey: '_gw' };
 

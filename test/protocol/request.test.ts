@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { stringifyExact } from '../../src/protocol/exact-json.js';
+import { stringifyExact } from '../../src/protocol/json/exact-json.js';
 import { parseAgentRequest } from '../../src/protocol/request.js';
 
 const LIMITS = { maxOutputsPerInput: 1024 };

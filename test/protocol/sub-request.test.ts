@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { memoryTagValue, memoryWithoutTag } from '../../src/protocol/indexed-request.js';
-import { readAgentRequest } from '../../src/protocol/read-request.js';
-import type { InputSlices } from '../../src/protocol/raw-json.js';
-import { subRequestBody } from '../../src/protocol/sub-request.js';
+import { memoryTagValue, memoryWithoutTag } from '../../src/protocol/request/indexed-request.js';
+import { readAgentRequest } from '../../src/protocol/request/read-request.js';
+import type { InputSlices } from '../../src/protocol/request/raw-json.js';
+import { subRequestBody } from '../../src/protocol/request/sub-request.js';
 
 const LIMITS = { maxOutputsPerInput: 8, maxJsonDepth: 16, memoryKey: '_gw' };
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { isUtf8 } from 'node:buffer';
 import { test } from 'node:test';
-import { firstInvalidUtf8 } from '../../src/protocol/utf8.js';
+import { firstInvalidUtf8 } from '../../src/protocol/json/utf8.js';
 
 test('the first invalid UTF-8 byte is found where isUtf8 refuses, and none in valid text', () => {
   const cases: [number[], number][] = [

@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { stringifyExact } from '../../src/protocol/exact-json.js';
-import { pythonJsonError } from '../../src/protocol/json-decode-error.js';
+import { stringifyExact } from '../../src/protocol/json/exact-json.js';
+import { pythonJsonError } from '../../src/protocol/json/json-decode-error.js';
 import { parseAgentRequest } from '../../src/protocol/request.js';
 import { boundInput, INPUT_LIMITS } from '../../src/protocol/validation-errors.js';
 import { PYDANTIC_422 } from './fixtures/pydantic-422.js';

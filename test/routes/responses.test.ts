@@ -3,7 +3,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { numberMark } from '../../src/protocol/exact-json.js';
+import { numberMark } from '../../src/protocol/json/exact-json.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { oneBackend } from '../helpers/fixtures.js';

@@ -16,7 +16,7 @@ import {
 } from '../../src/routing/plan.js';
 import { agentInput } from '../helpers/inputs.js';
 import { decodedInput } from '../../src/routing/routing-input.js';
-import { readAgentRequest } from '../../src/protocol/read-request.js';
+import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 
 const CONFIG = parseConfigText(
   [

@@ -3,7 +3,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { numberMark } from '../../src/protocol/exact-json.js';
+import { numberMark } from '../../src/protocol/json/exact-json.js';
 import type { Member } from '../../src/routing/routes.js';
 import { chooseArm, hash32, pickWeighted, splitPoint } from '../../src/routing/split.js';
 

@@ -8,11 +8,11 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { indexedRequest, type IndexedAgentRequest } from './indexed-request.js';
-import { parseAgentRequest } from './request.js';
-import type { IndexReject } from './json-index.js';
+import { parseAgentRequest } from '../request.js';
+import type { IndexReject } from '../json/json-index.js';
 import { indexAgentRequest, type IndexLimits, type RequestFindings, type RequestIndex } from './request-index.js';
-import type { ValidationIssue } from './types.js';
-import { firstInvalidUtf8 } from './utf8.js';
+import type { ValidationIssue } from '../types.js';
+import { firstInvalidUtf8 } from '../json/utf8.js';
 
 type RequestRead =
   | { ok: true; request: IndexedAgentRequest; index: RequestIndex }

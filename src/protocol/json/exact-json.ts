@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { exceedsDepth, MAX_JSON_DEPTH_CEILING, stringEnd, tooDeepMessage } from './json-depth.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../../errors.js';
 import type { IntValue } from './json-values.js';
 
 const NONCE = randomBytes(16).toString('hex');

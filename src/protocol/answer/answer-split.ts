@@ -5,7 +5,7 @@
  * what is accepted is exactly what indexing the whole answer accepts. The splitter holds one element's bytes at
  * most, never the answer.
  */
-import { wordView } from './json-index.js';
+import { wordView } from '../json/json-index.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

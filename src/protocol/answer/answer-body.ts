@@ -5,8 +5,8 @@
  * JS string can hold (about 512 MiB), and a 64 KB memory costs a reference, not a copy, however many
  * candidates carry it.
  */
-import type { MemoryLayout } from './output-values.js';
-import type { InputSlices } from './raw-json.js';
+import type { MemoryLayout } from '../request/output-values.js';
+import type { InputSlices } from '../request/raw-json.js';
 
 /** A JSON text in pieces; `length` is the sum of their byte lengths (the content-length). */
 export interface AnswerBody {

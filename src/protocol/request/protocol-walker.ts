@@ -3,7 +3,7 @@
  * body, and the walk over the objects and arrays of the protocol levels, each member or element handed to a
  * callback that reads its value and returns the offset past it (docs/protocol-fidelity.md#how-a-batch-is-read).
  */
-import { IndexReject, JsonScanner, type NumberToken } from './json-index.js';
+import { IndexReject, JsonScanner, type NumberToken } from '../json/json-index.js';
 
 const RBRACE = 0x7d;
 const RBRACKET = 0x5d;

@@ -5,11 +5,11 @@
  * trajectory is decoded only if the gateway must write it itself (an error candidate), and forwarded as the
  * bytes the client sent otherwise, key order and every number included.
  */
-import { MAX_JSON_DEPTH_CEILING } from './json-depth.js';
+import { MAX_JSON_DEPTH_CEILING } from '../json/json-depth.js';
 import { ProtocolWalker } from './protocol-walker.js';
 import { RawJson, type InputSlices } from './raw-json.js';
 import type { InputIndex, RequestIndex, Span } from './request-index.js';
-import type { AgentInput, JsonObject } from './types.js';
+import type { AgentInput, JsonObject } from '../types.js';
 
 const EMPTY_OBJECT = RawJson.of<JsonObject>('{}');
 const EMPTY_LIST = RawJson.of<JsonObject[]>('[]');

@@ -8,12 +8,12 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { indexAgentResponse, TOO_MANY_ELEMENTS, type AnswerElement } from './answer-index.js';
-import { parseExact } from './exact-json.js';
-import { exceedsDepth, tooDeepMessage } from './json-depth.js';
+import { parseExact } from '../json/exact-json.js';
+import { exceedsDepth, tooDeepMessage } from '../json/json-depth.js';
 import { checkIndexedResponse, checkSubResponse, IndexedCandidate, type Slot, type SubRequestShape } from './response-check.js';
-import { firstInvalidUtf8 } from './utf8.js';
-import { agentDecisionSchema } from './schemas.js';
-import type { AgentDecision, AgentOutput } from './types.js';
+import { firstInvalidUtf8 } from '../json/utf8.js';
+import { agentDecisionSchema } from '../schemas.js';
+import type { AgentDecision, AgentOutput } from '../types.js';
 
 export type AnswerCheck =
   | { ok: true; slots: Slot<AgentOutput | IndexedCandidate>[][] }

@@ -11,10 +11,10 @@
  * its instruction and free-form values 4), so the functions below nest at most that far; anything deeper is
  * scanned by JsonScanner.value with its own stack.
  */
-import { numberMark } from './exact-json.js';
-import { IndexReject } from './json-index.js';
+import { numberMark } from '../json/exact-json.js';
+import { IndexReject } from '../json/json-index.js';
 import { ProtocolWalker } from './protocol-walker.js';
-import type { IntValue } from './json-values.js';
+import type { IntValue } from '../json/json-values.js';
 import type { MemoryLayout, TagSpan } from './output-values.js';
 
 /** An instruction as the schema's AgentInstruction (types.ts, which imports this file's types) decodes it. */

@@ -2,11 +2,11 @@
  * Checking backend answers and our own answer against the contract's ordering rule
  * (the contract's AgentResponse.validate_request: input order, then ascending candidate_index).
  */
-import { describePath, describeValue, safeReason } from './describe.js';
+import { describePath, describeValue, safeReason } from '../describe.js';
 import type { AnswerElement, CandidateIndex } from './answer-index.js';
-import { intKey, isNumberMark, parseExact } from './exact-json.js';
-import { agentOutputSchema, isJsonObject } from './schemas.js';
-import type { AgentOutput, AgentRequest, IntValue } from './types.js';
+import { intKey, isNumberMark, parseExact } from '../json/exact-json.js';
+import { agentOutputSchema, isJsonObject } from '../schemas.js';
+import type { AgentOutput, AgentRequest, IntValue } from '../types.js';
 
 /** What one sub-request asked of a backend: per input, its id and how many candidates. */
 export interface SubRequestShape {

@@ -11,7 +11,7 @@
  * byte. Everything else (punctuation, whitespace, numbers) is short and read byte by byte.
  */
 import { endianness } from 'node:os';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../../errors.js';
 
 /** Why a scan refused the bytes: the offset of the offending byte and a short reason (never client text). */
 export class IndexReject extends GatewayError {

@@ -10,9 +10,9 @@
  * whole answer it refuses (not JSON, not an array, a number that overflows) goes through today's path whole.
  * Levels: the array 1, a candidate 2, its free-form values 3, an output's tool_calls 4, a tool call 5.
  */
-import { IndexReject } from './json-index.js';
-import { OutputValueWalker, type MemoryLayout } from './output-values.js';
-import type { Span } from './request-index.js';
+import { IndexReject } from '../json/json-index.js';
+import { OutputValueWalker, type MemoryLayout } from '../request/output-values.js';
+import type { Span } from '../request/request-index.js';
 
 const LBRACE = 0x7b;
 const LBRACKET = 0x5b;

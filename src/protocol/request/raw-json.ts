@@ -4,9 +4,9 @@
  * Forwarding it costs a subarray, never a copy (docs/protocol-fidelity.md#how-a-batch-is-read).
  */
 import type { MemoryLayout } from './output-values.js';
-import { parseExact } from './exact-json.js';
+import { parseExact } from '../json/exact-json.js';
 import type { InputIndex } from './request-index.js';
-import type { JsonObject } from './json-values.js';
+import type { JsonObject } from '../json/json-values.js';
 
 /**
  * `T` is what the indexer proved the bytes to be (an object, a list of objects) where the slice is made; a slice
