@@ -4,7 +4,7 @@
  */
 import type { AbortLike } from '../abort.js';
 import { mbToBytes } from '../config/schema.js';
-import { LocalClaims } from './local-claims.js';
+import { LocalClaims } from './claims.js';
 import { LocalReplay } from './local-replay.js';
 import { LocalSemaphores } from './local-semaphore.js';
 import {
@@ -22,7 +22,7 @@ import {
   type TokenTake,
 } from './types.js';
 import { Listeners } from './util.js';
-import { LocalCache } from './local-cache.js';
+import { LocalCache } from './cache-entries.js';
 
 /**
  * Total bytes of stored replay responses this process keeps (state.replay_cache_mb), oldest dropped first, so

@@ -7,12 +7,11 @@
  * `events` carrying wake-ups and shared-value changes.
  */
 import type { AbortLike } from '../abort.js';
-import { LocalClaims } from './local-claims.js';
+import { LocalClaims, RedisClaims } from './claims.js';
 import { LocalReplay } from './local-replay.js';
-import { RedisClaims } from './redis-claims.js';
 import { LocalSemaphores } from './local-semaphore.js';
 import { replayCapBytes } from './memory-store.js';
-import { RedisCache } from './redis-cache.js';
+import { RedisCache } from './cache-entries.js';
 import { RedisCounters } from './redis-counters.js';
 import { RedisLink } from './redis-link.js';
 import { RedisReplay } from './redis-replay.js';

@@ -9,9 +9,14 @@
 import type { AbortLike } from '../abort.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import type { GatewayConfig } from '../config/schema.js';
-import type { ClaimResult } from './local-claims.js';
 
-export type { ClaimResult } from './local-claims.js';
+/** A claim's answer (claims.ts). */
+export interface ClaimResult {
+  /** True for the caller whose value was stored. */
+  first: boolean;
+  /** The stored value: the caller's when first, else the first caller's. */
+  value: string;
+}
 
 export type StateConfig = GatewayConfig['state'];
 

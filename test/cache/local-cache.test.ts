@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LocalCache } from '../../src/state/local-cache.js';
+import { LocalCache } from '../../src/state/cache-entries.js';
 import { cacheKey, type KeyTarget } from '../../src/cache/cache-key.js';
 import { decodeEntry, encodeEntry } from '../../src/cache/cache-entry.js';
 import { readAgentRequest } from '../../src/protocol/request/read-request.js';

@@ -1,0 +1,137 @@
+/**
+ * Claims: set-once values and small bounded sets with a TTL, the experiment recorder's idempotency marks,
+ * stratum slots and outcome index (docs/experiments.md#what-the-gateway-stores). Two implementations of one
+ * contract: in this process, and in Redis with the in-process one as its fallback.
+ */
+import type { RedisLink } from './redis-link.js';
+import { CLAIM, SET_ADD } from './redis-scripts.js';
+import type { ClaimResult, StoreStats } from './types.js';
+
+interface Entry<T> {
+  value: T;
+  expiresAt: number;
+}
+
+/**
+ * Set-once values and small sets with a TTL, in this process (the memory store, and the Redis store's fallback
+ * while Redis is unavailable). The experiment recorder keeps its idempotency marks and its outcome index here
+ * (docs/experiments.md#what-the-gateway-stores). Bounded: past `maxEntries` (state.index_max_entries) the
+ * oldest entries go first, so a flood of trajectories costs memory only up to the bound.
+ */
+export class LocalClaims {
+  private readonly claims = new Map<string, Entry<string>>();
+  private readonly sets = new Map<string, Entry<Set<string>>>();
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  claim(key: string, value: string, ttlMs: number): ClaimResult {
+    const hit = this.live(this.claims, key);
+    if (hit !== undefined) return { first: false, value: hit.value };
+    this.put(this.claims, key, { value, expiresAt: this.now() + ttlMs });
+    return { first: true, value };
+  }
+
+  read(key: string): string | undefined {
+    return this.live(this.claims, key)?.value;
+  }
+
+  /** Adds a member (at most `maxMembers` per set) and renews the set's TTL. */
+  add(key: string, member: string, ttlMs: number, maxMembers: number): void {
+    const hit = this.live(this.sets, key);
+    const expiresAt = this.now() + ttlMs;
+    if (hit === undefined) {
+      this.put(this.sets, key, { value: new Set([member]), expiresAt });
+      return;
+    }
+    if (hit.value.size < maxMembers) hit.value.add(member);
+    hit.expiresAt = expiresAt;
+  }
+
+  members(key: string): string[] {
+    return [...(this.live(this.sets, key)?.value ?? [])];
+  }
+
+  /** Forgets everything (the store closing). */
+  clear(): void {
+    this.claims.clear();
+    this.sets.clear();
+  }
+
+  private live<T>(map: Map<string, Entry<T>>, key: string): Entry<T> | undefined {
+    const e = map.get(key);
+    if (e === undefined) return undefined;
+    if (e.expiresAt > this.now()) return e;
+    map.delete(key);
+    return undefined;
+  }
+
+  private put<T>(map: Map<string, Entry<T>>, key: string, e: Entry<T>): void {
+    map.set(key, e);
+    // Insertion order is age order: the oldest go first, a few at a time so no single call does much.
+    while (map.size > this.maxEntries) {
+      const oldest = map.keys().next();
+      if (oldest.done === true) break;
+      map.delete(oldest.value);
+    }
+  }
+}
+
+/**
+ * Set-once values and bounded sets shared by every replica (Redis keys `claim:<key>` and `set:<key>`, each with
+ * its TTL), for the experiment recorder's idempotency marks and outcome index. While Redis is unavailable the
+ * per-process LocalClaims answers instead: marks made then are this replica's only, so a step replayed to
+ * another replica during an outage may count twice (docs/experiments.md#what-the-gateway-stores).
+ */
+export class RedisClaims {
+  constructor(
+    private readonly link: RedisLink,
+    private readonly local: LocalClaims,
+    private readonly stats: StoreStats,
+    private readonly prefix: string,
+  ) {}
+
+  async claim(key: string, value: string, ttlMs: number): Promise<ClaimResult> {
+    try {
+      const r = await this.link.script(CLAIM, [`${this.prefix}claim:${key}`], [value, Math.max(1, Math.ceil(ttlMs))]);
+      if (Array.isArray(r) && r.length === 2 && typeof r[1] === 'string') return { first: r[0] === 1, value: r[1] };
+    } catch {
+      // unavailable: answered locally below
+    }
+    this.stats.fallbacks++;
+    return this.local.claim(key, value, ttlMs);
+  }
+
+  async read(key: string): Promise<string | undefined> {
+    try {
+      const v = await this.link.run((c) => c.get(`${this.prefix}claim:${key}`));
+      return v ?? this.local.read(key);
+    } catch {
+      this.stats.fallbacks++;
+      return this.local.read(key);
+    }
+  }
+
+  async add(key: string, member: string, ttlMs: number, maxMembers: number): Promise<void> {
+    try {
+      await this.link.script(SET_ADD, [`${this.prefix}set:${key}`], [member, Math.max(1, Math.ceil(ttlMs)), maxMembers]);
+      return;
+    } catch {
+      this.stats.fallbacks++;
+    }
+    this.local.add(key, member, ttlMs, maxMembers);
+  }
+
+  async members(key: string): Promise<string[]> {
+    try {
+      const remote = await this.link.run((c) => c.smembers(`${this.prefix}set:${key}`));
+      const local = this.local.members(key);
+      return local.length === 0 ? remote : [...new Set([...remote, ...local])];
+    } catch {
+      this.stats.fallbacks++;
+      return this.local.members(key);
+    }
+  }
+}
