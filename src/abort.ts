@@ -18,9 +18,16 @@ export interface AbortLike {
   removeEventListener(type: 'abort', listener: () => void): void;
 }
 
+/**
+ * An abort flag and its listeners, with AbortSignal's dispatch rules: a listener runs once, in the order added;
+ * one added after the abort never runs; one removed while the abort runs its listeners (by an earlier one) is
+ * not run.
+ */
 export class BatchSignal implements AbortLike {
   private abortedFlag = false;
-  private listeners: (() => void)[] | undefined;
+  /** Emptied slots (undefined) only while the abort runs them, so that the run's positions hold. */
+  private listeners: ((() => void) | undefined)[] | undefined;
+  private dispatching = false;
 
   get aborted(): boolean {
     return this.abortedFlag;
@@ -36,24 +43,29 @@ export class BatchSignal implements AbortLike {
     const list = this.listeners;
     if (list === undefined) return;
     const i = list.lastIndexOf(listener);
-    if (i >= 0) list.splice(i, 1);
+    if (i < 0) return;
+    if (this.dispatching) list[i] = undefined;
+    else list.splice(i, 1);
   }
 
   abort(): void {
     if (this.abortedFlag) return;
     this.abortedFlag = true;
     const list = this.listeners;
-    this.listeners = undefined;
     if (list === undefined) return;
+    this.dispatching = true;
     // A listener that throws must not keep the others (other sub-requests, waits) from being cancelled.
     let failure: unknown;
     for (const fn of list) {
+      if (fn === undefined) continue;
       try {
         fn();
       } catch (err) {
         failure ??= err;
       }
     }
+    this.dispatching = false;
+    this.listeners = undefined;
     if (failure !== undefined) throw failure;
   }
 }

@@ -36,6 +36,27 @@ test('a removed listener does not run; a listener added after the abort never ru
   assert.equal(late, 0);
 });
 
+test('as with AbortSignal, a listener removed by an earlier one while the abort runs them does not run, and the rest still do', () => {
+  const run = (signal: BatchSignal | AbortSignal, abort: () => void): string[] => {
+    const calls: string[] = [];
+    const b = (): void => {
+      calls.push('b');
+    };
+    signal.addEventListener('abort', () => {
+      calls.push('a');
+      signal.removeEventListener('abort', b);
+    });
+    signal.addEventListener('abort', b);
+    signal.addEventListener('abort', () => calls.push('c'));
+    abort();
+    return calls;
+  };
+  const s = new BatchSignal();
+  const c = new AbortController();
+  assert.deepEqual(run(s, () => s.abort()), ['a', 'c']);
+  assert.deepEqual(run(c.signal, () => c.abort()), ['a', 'c']);
+});
+
 test('a listener that throws does not keep the others from running; the error is rethrown', () => {
   const s = new BatchSignal();
   let ran = 0;

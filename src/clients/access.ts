@@ -3,7 +3,7 @@
  * one pure decision for both fronts, the raw batch front (http/batch-front.ts) and fastify
  * (plugins/client-keys.ts), which render it the same way. Keys never appear in a message.
  *
- * - No `clients:` configured: every request is anonymous, as before; only a `/k/<key>` address is refused
+ * - No `clients:` configured: every request is anonymous; only a `/k/<key>` address is refused
  *   (404 naming `clients:`), since the key it carries would otherwise be silently ignored.
  * - Configured: a key may come in the address, in `Authorization: Bearer`, in `x-api-key`; when several come
  *   they must be the same key, or the request is refused (which one was meant cannot be known). A missing,

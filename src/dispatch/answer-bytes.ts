@@ -223,7 +223,7 @@ function idBytes(raw: InputSlices): Buffer {
  * names (backend, route, arm), so there are as many as the config can route to, and every batch needs them.
  */
 const tagMembers = new Map<string, Map<string, Buffer>>();
-/** A bound in case names ever stop being the config's: past it a member is built per batch, as before. */
+/** A bound in case names ever stop being the config's: past it a member is built per batch. */
 const MAX_TAG_MEMBERS = 4096;
 
 /** Per batch writer state: the request_id prefix, built once. */

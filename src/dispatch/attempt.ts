@@ -128,7 +128,7 @@ export class Attempt {
     const stream = this.stream;
     const overBytes = ctx.stream?.overBytes;
     const tap = stream === undefined || overBytes === undefined ? undefined : { overBytes, tap: stream };
-    let res = await postResponses(replica, body, headers, timeoutMs, ctx.signal, true, tap, ctx.memory);
+    let res = await postResponses(replica, { body, headers, timeoutMs, signal: ctx.signal, stream: tap, memory: ctx.memory });
     const ms = performance.now() - started;
     upstreams.attemptEnded(replica, nInputs);
     this.status = res.status;
@@ -173,7 +173,7 @@ export class Attempt {
     }
 
     const t1 = performance.now();
-    const rows = await this.check(res.bytes ?? Buffer.from(res.text, 'utf8'));
+    const rows = await this.check(res.bytes);
     this.workMs += performance.now() - t1;
     if (!rows.ok) {
       this.ended('gateway_backend_invalid_response', ms, rows.reason);

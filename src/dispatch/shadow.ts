@@ -168,9 +168,8 @@ async function shadowCall(
 ): Promise<void> {
   const { metrics } = deps;
   const labels = { agent: deps.agent, route: g.route, backend: g.backend };
-  const inputs = g.inputs;
   // Written from the inputs' bytes, never decoded for a shadow.
-  const body = subRequestBody(Buffer.from(JSON.stringify(request.request_id)), inputs.map((inp) => ({ raw: inp.raw, count: inp.num_outputs })));
+  const body = subRequestBody(Buffer.from(JSON.stringify(request.request_id)), g.inputs.map((inp) => ({ raw: inp.raw, count: inp.num_outputs })));
   // Shed first (docs/memory-budget.md): no room now, or room needed later by a batch, ends the shadow here.
   const signal = new BatchSignal();
   let shed = false;
@@ -185,13 +184,13 @@ async function shadowCall(
   }
   let res: Awaited<ReturnType<typeof postResponses>>;
   try {
-    res = await postResponses(replica, body, headers, deps.upstreams.timeoutMs(g.backend), signal, true, undefined, hold);
+    res = await postResponses(replica, { body, headers, timeoutMs: deps.upstreams.timeoutMs(g.backend), signal, memory: hold });
     if (shed) {
       metrics.shadowRequests.inc({ ...labels, outcome: 'shed' });
       end.outcome = 'shed';
       return;
     }
-    await judgeShadow(deps, request, g, inputs, primary, res, replica, span, end);
+    await judgeShadow(deps, request, g, primary, res, replica, span, end);
   } finally {
     hold?.release();
   }
@@ -202,7 +201,6 @@ async function judgeShadow(
   deps: ShadowDeps,
   request: IndexedAgentRequest,
   g: Group,
-  inputs: readonly IndexedAgentInput[],
   primary: Promise<AgentOutput[]>,
   res: Awaited<ReturnType<typeof postResponses>>,
   replica: Replica,
@@ -220,8 +218,8 @@ async function judgeShadow(
   }
   end.outcome = 'gateway_backend_invalid_response';
   // Judged as a primary answer is (protocol/answer/answer-check.ts): memory and steps stay bytes, never decoded here.
-  const shape = { requestId: request.request_id, inputs: inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })) };
-  const check = await checkAnswerYielding(res.bytes ?? Buffer.from(res.text, 'utf8'), shape, replica.maxJsonDepth, deps.memoryKey);
+  const shape = { requestId: request.request_id, inputs: g.inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })) };
+  const check = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, deps.memoryKey);
   if (!check.ok || check.slots.some((row) => row.some((s) => !s.ok))) {
     metrics.shadowRequests.inc({ ...labels, outcome: 'invalid' });
     end.reason = check.ok ? 'a candidate is malformed' : check.reason;

@@ -2,8 +2,8 @@
  * Client and backend values as the gateway quotes them in messages and logs: short, and never a number marker.
  *
  * Messages the gateway builds (an error candidate's message, a log line's reason, the admin API's last error)
- * used to splice raw values in; a marker spliced into a message is not a whole JSON value, so it leaked the
- * marker's secret prefix, and a long string copied a client's megabytes into every candidate. Here a marker is
+ * never splice raw values in: a marker spliced into a message is not a whole JSON value, so it would leak the
+ * marker's secret prefix, and a long string would copy a client's megabytes into every candidate. Here a marker is
  * its number text, a string is cut and written as a JSON string literal (so quotes and control characters in it
  * cannot change the message's shape), and objects and lists are named, not printed.
  */

@@ -19,16 +19,10 @@ export function onAbort(signal: AbortLike | undefined, fn: () => void): () => vo
     return () => {};
   }
   if (signal instanceof BatchSignal) {
-    // A BatchSignal runs the listeners it had when it aborted: one unregistered by an earlier one is skipped here.
-    let live = true;
-    const listener = (): void => {
-      if (live) fn();
-    };
-    signal.addEventListener('abort', listener);
-    return () => {
-      live = false;
-      signal.removeEventListener('abort', listener);
-    };
+    // A distinct entry per registration, even for the same fn, as below.
+    const entry = (): void => fn();
+    signal.addEventListener('abort', entry);
+    return () => signal.removeEventListener('abort', entry);
   }
   const entry = (): void => fn(); // a distinct entry per registration, even for the same fn
   let fns = abortCallbacks.get(signal);

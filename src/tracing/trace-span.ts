@@ -17,7 +17,7 @@ export interface TraceSpan {
   readonly recording: boolean;
   /**
    * The W3C traceparent naming this span, for the calls made within it (src/protocol/correlation.ts
-   * withTraceparent); undefined when tracing is off, so those calls carry the client's traceparent as before.
+   * withTraceparent); undefined when tracing is off, so those calls carry the client's traceparent.
    */
   readonly traceparent: string | undefined;
   /** A client span (a call to a backend) whose parent is this span. */

@@ -8,7 +8,6 @@ import type { AbortLike } from '../abort.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
 import { codeForStatus, type AttemptFailure } from '../errors.js';
 import { safeReason } from '../protocol/describe.js';
-import { exceedsDepth, tooDeepMessage } from '../protocol/json/json-depth.js';
 import type { Replica } from './replica.js';
 
 type CallResult =
@@ -137,7 +136,7 @@ export function callReplica(replica: Replica, opts: CallOptions): Promise<CallRe
         path: replica.path(opts.path),
         headers: opts.headers === undefined ? replica.headers : { ...replica.headers, ...opts.headers },
         body: opts.body,
-        // Also undici's idle timeouts: a silent backend is then noticed by undici itself, as before.
+        // Also undici's idle timeouts: a silent backend is noticed by undici itself too.
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       },
@@ -385,38 +384,40 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   }
 }
 
+/** A 2xx answer of POST /v1/responses as its bytes (empty when `streamed`: they went to the tap), or a failure. */
+export type ResponsesResult =
+  | { ok: true; status: number; bytes: Buffer; streamed: boolean }
+  | { ok: false; failure: AttemptFailure; status?: number; unaskedContinue?: boolean };
+
+export interface ResponsesCall {
+  body: string | Buffer;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  signal?: AbortLike;
+  /** A long 2xx answer is streamed to a tap (CallOptions.stream). */
+  stream?: CallOptions['stream'];
+  /** Where the answer's bytes are counted (CallOptions.memory). */
+  memory?: AnswerCharge;
+}
+
 /**
- * A POST /v1/responses call: non-2xx statuses become failures with their codes, and a 2xx answer nested deeper
- * than server.max_json_depth is gateway_backend_invalid_response before anything parses it.
+ * A POST /v1/responses call: non-2xx statuses become failures with their codes (decoded for their message); a
+ * 2xx answer stays its bytes, which the caller indexes and checks, depth included (protocol/answer/answer-check.ts).
  */
-export async function postResponses(
-  replica: Replica,
-  body: string | Buffer,
-  headers: Record<string, string>,
-  timeoutMs: number,
-  signal?: AbortLike,
-  /**
-   * Keep a 2xx answer as its bytes (`bytes`, `text` empty): the caller indexes them and checks their depth
-   * itself (dispatch/attempt.ts). Other statuses are decoded for their message as always.
-   */
-  asBytes = false,
-  /** With asBytes: a long 2xx answer is streamed to a tap (CallOptions.stream). */
-  stream?: CallOptions['stream'],
-  /** With asBytes: where the answer's bytes are counted (CallOptions.memory). */
-  memory?: AnswerCharge,
-): Promise<CallResult> {
+export async function postResponses(replica: Replica, c: ResponsesCall): Promise<ResponsesResult> {
+  const { timeoutMs, signal } = c;
   const started = performance.now();
   const call = (ms: number): Promise<CallResult> =>
     callReplica(replica, {
       method: 'POST',
       path: '/v1/responses',
-      body,
-      headers: { 'content-type': 'application/json', ...headers },
+      body: c.body,
+      headers: { 'content-type': 'application/json', ...c.headers },
       timeoutMs: ms,
       signal,
-      raw: asBytes,
-      stream: asBytes ? stream : undefined,
-      memory: asBytes ? memory : undefined,
+      raw: true,
+      stream: c.stream,
+      memory: c.memory,
     });
   let r = await call(timeoutMs);
   // An answer that began with an unasked `100 Continue` ended its connection before its body (undici cannot
@@ -424,17 +425,11 @@ export async function postResponses(
   // (docs/limits-and-edges.md#1xx-answers-from-backends).
   if (!r.ok && r.unaskedContinue === true && signal?.aborted !== true) r = await call(timeoutMs - (performance.now() - started));
   if (!r.ok) return r;
-  if (asBytes) {
-    if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status, text: '', bytes: r.bytes, streamed: r.streamed };
-    r.text = textOf(r.bytes);
-  }
-  if (r.status >= 200 && r.status < 300) {
-    if (exceedsDepth(r.text, replica.maxJsonDepth) === -1) return r;
-    return { ok: false, status: r.status, failure: { code: 'gateway_backend_invalid_response', message: `the answer is ${tooDeepMessage(replica.maxJsonDepth)}` } };
-  }
+  if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status, bytes: r.bytes ?? Buffer.alloc(0), streamed: r.streamed === true };
+  const text = textOf(r.bytes);
   return {
     ok: false,
     status: r.status,
-    failure: { code: codeForStatus(r.status), message: safeReason(`HTTP ${r.status}: ${r.text.slice(0, 200)}`) },
+    failure: { code: codeForStatus(r.status), message: safeReason(`HTTP ${r.status}: ${text.slice(0, 200)}`) },
   };
 }

@@ -130,12 +130,20 @@ test('an answer exactly at the bound is kept whole', async () => {
   assert.equal(r.text, body);
 });
 
-test('postResponses: a 2xx answer nested deeper than max_json_depth is invalid_response naming the key', async () => {
-  const deep = '['.repeat(40) + ']'.repeat(40);
+test('postResponses: a 2xx answer comes back as its exact bytes (depth and shape are the answer check\'s); a non-2xx is a failure naming its status', async () => {
+  // Nested past any depth bound, not UTF-8 text a decoder would keep: the bytes are the backend's, untouched.
+  const deep = Buffer.concat([Buffer.from('['.repeat(40)), Buffer.from([0xff, 0x22]), Buffer.from(']'.repeat(40))]);
   const b = await backendOf((_req, res) => res.end(deep), { maxJsonDepth: 32 });
-  const r = await postResponses(b.replica, '{}', {}, 5000);
-  assert.equal(r.ok ? undefined : r.failure.code, 'gateway_backend_invalid_response');
-  assert.match(r.ok ? '' : r.failure.message, /deeper than 32 levels \(server\.max_json_depth\)/);
-  const ok = await backendOf((_req, res) => res.end('['.repeat(32) + ']'.repeat(32)), { maxJsonDepth: 32 });
-  assert.equal((await postResponses(ok.replica, '{}', {}, 5000)).ok, true);
+  const r = await postResponses(b.replica, { body: '{}', headers: {}, timeoutMs: 5000 });
+  assert.ok(r.ok);
+  assert.deepEqual(r.bytes, deep);
+  assert.equal(r.streamed, false);
+  const failing = await backendOf((_req, res) => {
+    res.statusCode = 503;
+    res.end('overloaded, try later');
+  });
+  const f = await postResponses(failing.replica, { body: '{}', headers: {}, timeoutMs: 5000 });
+  assert.equal(f.ok, false);
+  assert.equal(f.ok ? undefined : f.status, 503);
+  assert.match(f.ok ? '' : f.failure.message, /^HTTP 503: overloaded, try later/);
 });

@@ -5,9 +5,9 @@
  * fields the gateway reads (request_id, source_id, candidate_index, status). `memory`, `internal_steps`,
  * `output` and `error` stay offsets: the client gets those bytes as the backend wrote them.
  *
- * A candidate this scan refuses is not an error by itself: its slot is decided by today's path (parseExact of
- * that candidate's bytes, then agentOutputSchema, response-check.ts), so every reason keeps its wording. A
- * whole answer it refuses (not JSON, not an array, a number that overflows) goes through today's path whole.
+ * A candidate this scan refuses is not an error by itself: its slot is decided by the decoding path (parseExact
+ * of that candidate's bytes, then agentOutputSchema, response-check.ts), so every reason has one wording. A
+ * whole answer it refuses (not JSON, not an array, a number that overflows) goes through the decoding path whole.
  * Levels: the array 1, a candidate 2, its free-form values 3, an output's tool_calls 4, a tool call 5.
  */
 import { IndexReject } from '../json/json-index.js';

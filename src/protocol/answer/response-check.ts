@@ -32,7 +32,7 @@ function slotKey(sourceId: unknown, candidateIndex: unknown): string | undefined
   }
 }
 
-/** One element of an answer as placement sees it (today's decoded value or an indexed candidate). */
+/** One element of an answer as placement sees it (a decoded value or an indexed candidate). */
 interface ElementView<C> {
   /** request_id when it is a real string (not a number marker), else undefined. */
   requestId: string | undefined;
@@ -112,7 +112,7 @@ function place<C>(n: number, view: (k: number) => ElementView<C>, shape: SubRequ
   return { ok: true, slots: placement.filled(), extras: placement.extras };
 }
 
-/** A decoded element as today's path reads it: only a JSON object has fields, zod decides the rest. */
+/** A decoded element as the decoding path reads it: only a JSON object has fields, zod decides the rest. */
 function decodedView(raw: unknown): ElementView<AgentOutput> {
   const obj = isJsonObject(raw) ? raw : undefined;
   const rid = obj?.request_id;
