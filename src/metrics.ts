@@ -188,7 +188,7 @@ export class GatewayMetrics {
   });
   readonly replay = new Counter({
     name: 'magma_gateway_replay_total',
-    help: 'Idempotent replay lookups: hit, miss, waited, too_large.',
+    help: 'Idempotent replay lookups: hit, miss, waited, too_large, memory_budget (no room for the stored copy).',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });

@@ -207,3 +207,25 @@ test('shadows: held only while there is room, and shed first when a request must
   batch.release();
   assert.deepEqual(s.order, ['fits once the shadow is gone', 'waits']);
 });
+
+test('a copy for a store takes room only when there is some now and nobody waits; it is never shed, and its release lets a waiter in', () => {
+  const s = setup(100);
+  let batch: BudgetHold | undefined;
+  s.a.admit(60, (h) => (batch = h), never);
+  assert.ok(batch);
+  const copy = s.a.reserve(30);
+  assert.ok(copy);
+  assert.equal(s.a.bytesHeld, 90);
+  assert.equal(s.a.reserve(20), undefined, 'no room: the copy is not made');
+  assert.equal(s.sheds.n, 0, 'a refused copy is no shed shadow');
+  s.a.admit(30, () => s.order.push('waiter'), never);
+  assert.equal(s.a.waiting, 1);
+  assert.equal(s.a.reserve(0), undefined, 'a waiting request goes first, even for an empty copy');
+  // A request that waits sheds shadows, never a copy: the copy is the store's until it has it.
+  assert.equal(s.a.bytesHeld, 90);
+  copy.release();
+  assert.deepEqual(s.order, ['waiter']);
+  assert.equal(s.a.bytesHeld, 90);
+  copy.release();
+  assert.equal(s.a.bytesHeld, 90, 'release is idempotent');
+});

@@ -222,7 +222,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     }
     const result = await batch;
     gw.experiments.recordBatch(compiled, request, plan, result, steps);
-    cache?.store(request, result, ex.log);
+    cache?.store(request, result, ex.log, gw.memory);
     if (result.streamed !== undefined && ex.stream !== undefined) {
       const overheadMs = endStreamed(ex.stream, { t0, beforeDispatch, result, span, plan, lease, metrics, log: logsInfo(ex.log) ? ex.log : undefined }, () => ({
         ...ids,
@@ -246,11 +246,21 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     // failure (a backend restarting) to a retry made after the backend recovered. The lease is abandoned
     // below, so a duplicate waiting for it computes instead.
     if (lease !== undefined && !hasGatewayError(result.errorCodes)) {
-      if (body.length > config.state.replay_max_bytes) metrics.replay.inc({ outcome: 'too_large' });
-      // Stored in the background: the client's answer never waits on the store.
-      const done = lease;
-      lease = undefined;
-      done.finish(body).catch((err: unknown) => ex.log.warn({ err }, 'replay store failed'));
+      const tooLarge = body.length > config.state.replay_max_bytes;
+      if (tooLarge) metrics.replay.inc({ outcome: 'too_large' });
+      // The store's copy of the answer (a joined Buffer on its way to Redis) counts under the memory budget
+      // until the store has it; with no room now it is not made (docs/memory-budget.md#what-is-counted).
+      const copy = tooLarge ? undefined : gw.memory.reserve(body.length);
+      if (!tooLarge && copy === undefined) metrics.replay.inc({ outcome: 'memory_budget' });
+      else {
+        // Stored in the background: the client's answer never waits on the store.
+        const done = lease;
+        lease = undefined;
+        done
+          .finish(body)
+          .catch((err: unknown) => ex.log.warn({ err }, 'replay store failed'))
+          .finally(() => copy?.release());
+      }
     }
     const durationMs = Math.round(performance.now() - t0);
     const routes = countBy(plan.inputs.map((p) => p.route));

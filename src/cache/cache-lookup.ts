@@ -28,6 +28,10 @@ import { decodeEntry, encodeEntry } from './cache-entry.js';
 import type { BypassReason } from './cache-metrics.js';
 import { ALL_SCOPE, agentScope, backendScope, type ResponseCache } from './response-cache.js';
 import { GatewayError } from '../errors.js';
+import type { MemoryBudget } from '../memory/budget.js';
+
+/** What the store step needs of the memory budget: room for its copies. */
+type CopyRoom = Pick<MemoryBudget, 'reserve'>;
 
 /** One input the cache was asked about. */
 interface Candidate {
@@ -133,19 +137,19 @@ export class CacheLookup {
    * Stores the inputs that missed and were answered in full by the backend their key names: every candidate
    * completed, none from a fallback. In the background: the client's answer never waits on the store.
    */
-  store(request: IndexedAgentRequest, result: BatchResult, log: Logger): void {
+  store(request: IndexedAgentRequest, result: BatchResult, log: Logger, memory: CopyRoom): void {
     if (this.misses.length === 0 || result.streamed !== undefined) return;
     // After the answer is written: copying the candidates' bytes must not delay it.
     setImmediate(() => {
       try {
-        this.storeNow(request, result, log);
+        this.storeNow(request, result, log, memory);
       } catch (err) {
         log.warn({ err }, 'response cache store failed');
       }
     });
   }
 
-  private storeNow(request: IndexedAgentRequest, result: BatchResult, log: Logger): void {
+  private storeNow(request: IndexedAgentRequest, result: BatchResult, log: Logger, memory: CopyRoom): void {
     const { metrics, entries, ttlMs, maxEntryBytes } = this.cache;
     const offsets: number[] = [];
     let at = 0;
@@ -188,8 +192,15 @@ export class CacheLookup {
       }
       const { route, key } = c;
       if (key === undefined) continue; // every miss has its key (keysOf ran before it could miss)
+      // The entry is a copy: counted under the memory budget until the store has it, not made without room.
+      const copy = memory.reserve(value.length);
+      if (copy === undefined) {
+        metrics.storeFailures.inc({ reason: 'memory_budget' });
+        continue;
+      }
       entries
         .set(key, value, ttlMs)
+        .finally(() => copy.release())
         .then((stored) => {
           if (stored) {
             metrics.stores.inc({ agent: this.agent, route });

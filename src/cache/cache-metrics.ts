@@ -34,7 +34,7 @@ export class CacheMetrics {
     this.stores = new Counter({ name: 'magma_gateway_cache_stores_total', help: 'Inputs whose candidates were stored in the cache.', labelNames: ['agent', 'route'] as const, registers });
     this.storeFailures = new Counter({
       name: 'magma_gateway_cache_store_failures_total',
-      help: 'Inputs that could have been stored and were not: unavailable (Redis), too_large (cache.max_entry_mb), unstorable.',
+      help: 'Inputs that could have been stored and were not: unavailable (Redis), too_large (cache.max_entry_mb), unstorable, memory_budget (no room for the copy).',
       labelNames: ['reason'] as const,
       registers,
     });

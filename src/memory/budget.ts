@@ -10,7 +10,9 @@
  *   (`whenRoom`) unless its batch is the oldest one held, which always goes on: the oldest batch finishing is
  *   what frees room, so batches paused on each other can never wait forever;
  * - a shadow copy's answer is held only while there is room (`tryHold`) and is shed first: when anything has
- *   to wait, shadow holds are dropped (`onShed`) before it does.
+ *   to wait, shadow holds are dropped (`onShed`) before it does;
+ * - a copy made for the replay store or the response cache once a batch is answered takes room only if there
+ *   is some now (`reserve`), else it is not made.
  *
  * The one owner of the byte, waiter and hold counts. Callbacks rather than promises: every batch passes here.
  */
@@ -169,6 +171,19 @@ export class MemoryBudget {
     hold.cancelTimer = this.startTimer(() => this.timedOut(hold), left);
     this.queue.push(hold);
     this.waiters++;
+    return hold;
+  }
+
+  /**
+   * Room for a copy made once a batch is answered (its replay entry, its cache entries on their way to the
+   * store) when there is room for `bytes` now, else undefined: the copy is skipped rather than waited for, and
+   * never before a waiting request. Not shed: it is given back when the store has the copy.
+   */
+  reserve(bytes: number): BudgetHold | undefined {
+    if (this.waiters > 0 || this.used + bytes > this.opts.limit()) return undefined;
+    const hold = new Hold(this, 0, undefined, undefined, undefined);
+    hold.admitted = true;
+    hold.grow(bytes);
     return hold;
   }
 

@@ -273,3 +273,27 @@ test('the event loop stays free while a large body is read: the indexing of 8 MB
   const bound = Math.max(100, inPlaceMs / 2);
   assert.ok(delay.max / 1e6 < bound, `the event loop waited ${(delay.max / 1e6).toFixed(0)} ms (bound ${bound.toFixed(0)} ms; in place ${inPlaceMs.toFixed(0)} ms)`);
 });
+
+test('the replay store\'s copy of an answer takes room under the budget: without room it is not made and counted, and a retry is computed again', async (t) => {
+  const f: Fixtures = useFixtures(t);
+  // Two candidates of a ~300 KB say each: the answer is about 600 KB, counted on the batch's hold when its copy
+  // for the store is asked for, and the copy as much again.
+  const say = 'x'.repeat(300_000);
+  const a = await f.agent({ behaviour: { candidate: () => ({ output: { say, tool_calls: [] } }) } });
+  const batches = (): number => a.requests.filter((r) => r.path === '/v1/responses').length;
+  const run = async (budgetMb: number): Promise<{ computed: number; refused: number }> => {
+    const gw = await f.gateway({ server: { memory_budget_mb: budgetMb }, backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
+    const before = batches();
+    const body = { request_id: `copy-${budgetMb}`, inputs: [mkInput(0, { num_outputs: 2 })] };
+    // The second is the client's retry of the first: replayed when the first's answer was stored.
+    for (let i = 0; i < 2; i++) {
+      const r = await gw.post(body);
+      assert.equal(r.status, 200, r.text);
+    }
+    // A series never incremented is absent: 0.
+    const refused = await metric(gw, 'magma_gateway_replay_total{outcome="memory_budget"}');
+    return { computed: batches() - before, refused: Number.isNaN(refused) ? 0 : refused };
+  };
+  assert.deepEqual(await run(1), { computed: 2, refused: 2 });
+  assert.deepEqual(await run(64), { computed: 1, refused: 0 });
+});
