@@ -40,5 +40,5 @@ EXPOSE 8888 9901
 # Ready = every route has a ready backend (GET /health answers 200). Demo agent containers override this.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8888/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "--heap-growing-percent=150", "dist/src/cli.js"]
+ENTRYPOINT ["node", "--heap-growing-percent=150", "--expose-gc", "dist/src/cli.js"]
 CMD ["--config", "config/gateway.standalone.yaml"]

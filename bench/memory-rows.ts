@@ -189,7 +189,7 @@ interface Gateway {
 }
 
 /** The start command's node flag and environment (Dockerfile ENTRYPOINT and ENV, package.json `start`). */
-const START_NODE_ARGS = ['--heap-growing-percent=150'];
+const START_NODE_ARGS = ['--heap-growing-percent=150', '--expose-gc'];
 const START_ENV = { MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_ARENA_MAX: '2' };
 
 async function startGateway(cli: string, legacy: boolean, bare: boolean, backends: Record<string, string>, routes: unknown[]): Promise<Gateway> {

@@ -163,7 +163,7 @@ export async function startGateway(
   writeFileSync(file, stringify(full));
   // The flags the npm start script, the Docker image and deploy/kubernetes start node with; --gateway-node-args
   // comes after, so a flag given there wins (V8 keeps the last value of a flag).
-  const args: string[] = ['--heap-growing-percent=150', ...ctx.nodeArgs, ...nodeArgs];
+  const args: string[] = ['--heap-growing-percent=150', '--expose-gc', ...ctx.nodeArgs, ...nodeArgs];
   if (ctx.cpuProfDir !== undefined) args.push('--cpu-prof', `--cpu-prof-dir=${ctx.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`);
   args.push(ctx.gatewayCli, '--config', file, '--host', '127.0.0.1', '--port', String(port));
   const child = spawnTracked(ctx, name, process.execPath, args);

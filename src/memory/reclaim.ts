@@ -8,30 +8,20 @@
  * empties, a quarter of that share is enough, so an idle gateway's memory goes back to what it holds after a
  * burst. Small batches never get there: a collection is never the price of an ordinary batch.
  *
- * The collector is V8's `gc`, exposed at start through v8.setFlagsFromString('--expose-gc') when node was not
- * given `--expose-gc` (the Dockerfile and `npm start` give it).
+ * The collector is V8's `gc`, which node exposes when started with `--expose-gc` on its command line (the
+ * Dockerfile, deploy/ and `npm start` pass it). V8 flags set after start are documented as unpredictable, so
+ * without it there is no reclaim: V8's own schedule decides, and the budget still holds.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 
 type Collect = () => void;
 
 /** When the budget empties, this fraction of the share's bytes given back is enough for a collection. */
 const EMPTY_DIVISOR = 4;
 
-/** V8's full collection, or undefined where it cannot be had. */
+/** V8's full collection, or undefined when node was started without --expose-gc. */
 function collector(): Collect | undefined {
   const exposed: unknown = globalThis.gc;
-  if (typeof exposed === 'function') return () => void exposed();
-  try {
-    setFlagsFromString('--expose-gc');
-    // A new context's global has `gc` once the flag is set; this one's was made before it.
-    const fresh: unknown = runInNewContext('gc');
-    if (typeof fresh === 'function') return () => void fresh();
-  } catch {
-    // A runtime without the flag: V8's own schedule only
-  }
-  return undefined;
+  return typeof exposed === 'function' ? () => void exposed() : undefined;
 }
 
 export interface ReclaimOptions {

@@ -70,7 +70,7 @@ function checkBase(objects: K8sObject[]): void {
   const resolve = (port: number | string | undefined): number | undefined => (typeof port === 'number' ? port : ports.get(port));
 
   // node itself runs the gateway (SIGTERM reaches it), with the V8 flag on its command line (docs/performance.md#v8-flags).
-  assert.deepEqual(gateway.command, ['node', '--heap-growing-percent=150', 'dist/src/cli.js']);
+  assert.deepEqual(gateway.command, ['node', '--heap-growing-percent=150', '--expose-gc', 'dist/src/cli.js']);
   // The config the pods run: mounted from the ConfigMap at the path given on the command line.
   const args = gateway.args ?? [];
   const configPath = must(args[args.indexOf('--config') + 1], '--config');

@@ -83,7 +83,7 @@ const adminPort = Number(must(config.admin.listen, 'admin.listen').split(':').at
 
 describe('monitoring stack files', () => {
   it('the gateway command names a config file of the repo that the gateway loads', () => {
-    assert.deepEqual(gatewayArgs.slice(0, 3), ['node', '--heap-growing-percent=150', 'dist/src/cli.js']);
+    assert.deepEqual(gatewayArgs.slice(0, 4), ['node', '--heap-growing-percent=150', '--expose-gc', 'dist/src/cli.js']);
     assert.deepEqual(Object.keys(config.backends).sort(), ['actor', 'talker']);
     assert.deepEqual(config.routes.map((r) => [r.name, r.match === undefined]), [['ensemble', false], ['ab', true]]);
   });
@@ -116,7 +116,7 @@ describe('monitoring stack files', () => {
     assert.ok(copies.includes('package.json package-lock.json ./'), 'package.json is next to dist/ (the gateway reads its version from it)');
     assert.ok(copies.includes('config ./config'), 'the runtime copies config/');
     // The V8 flag goes on node's command line, the only place node takes it (docs/performance.md#v8-flags).
-    assert.deepEqual(execForm(runtime, 'ENTRYPOINT'), ['node', '--heap-growing-percent=150', 'dist/src/cli.js']);
+    assert.deepEqual(execForm(runtime, 'ENTRYPOINT'), ['node', '--heap-growing-percent=150', '--expose-gc', 'dist/src/cli.js']);
     assert.equal(runtime.getInstructions().filter((i) => i.getKeyword() === 'USER').at(-1)?.getArgumentsContent(), 'node');
     assert.ok(exists('src/cli.ts'), 'dist/src/cli.js is compiled from src/cli.ts');
 
