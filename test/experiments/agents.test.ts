@@ -28,7 +28,6 @@ async function send(path: string, id: string, inputs: object[]): Promise<Cand[]>
 before(async () => {
   [a, b] = await Promise.all([startFakeAgent({ name: 'a' }), startFakeAgent({ name: 'b' })]);
   gw = await startGateway({
-    probe_interval_s: 3600,
     backends: { a: { url: a.url }, b: { url: b.url } },
     routes: [AB_ROUTE],
     agents: { kitchen: { agent: { agent_id: 'kitchen-ab' }, routes: [AB_ROUTE] }, lab: { routes: [AB_ROUTE] } },

@@ -27,7 +27,6 @@ function env(id: number, content: string, memory: Record<string, unknown>, mode:
 before(async () => {
   [a, b, c] = await Promise.all([startFakeAgent({ name: 'a' }), startFakeAgent({ name: 'b' }), startFakeAgent({ name: 'c' })]);
   gw = await startGateway({
-    probe_interval_s: 3600,
     backends: { a: { url: a!.url }, b: { url: b!.url }, c: { url: c!.url } },
     routes: [
       { name: 'gen', match: { 'extra_keys.mode': 'gen' }, ensemble: { a: 1, b: 1 }, sticky: false },

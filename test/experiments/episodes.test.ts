@@ -57,7 +57,6 @@ before(async () => {
     },
   });
   gw = await startGateway({
-    probe_interval_s: 3600,
     backends: { a: { url: a.url }, b: { url: b.url } },
     routes: [
       { name: 'ab', match: { 'extra_keys.experiment': 'ab' }, split: { a: 1, b: 1 } },

@@ -63,7 +63,6 @@ function writeEpisode(path: string, e: (typeof episodes)[number], success = e.su
 before(async () => {
   [actor, talker] = await Promise.all([startFakeAgent({ name: 'actor' }), startFakeAgent({ name: 'talker' })]);
   gw = await startGateway({
-    probe_interval_s: 3600,
     backends: { actor: { url: actor.url }, talker: { url: talker.url } },
     experiments: { primary: 'outcome' },
     routes: [{ name: 'ab', split: { talker: 1, actor: 1 } }],

@@ -67,7 +67,6 @@ test('16 concurrent ensemble batches answering ~3 MB each under an 8 MB budget: 
     res.end(candidates(req, say));
   });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     server: { memory_budget_mb: 8 },
     state: { replay_ttl_s: 0 },
     backends: { a: { url }, b: { url } },
@@ -108,7 +107,6 @@ test('answers over 1 MiB, indexed on the reader thread: one after a byte order m
     res.end(candidates(req, say).slice(0, -1) + '}');
   });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     backends: { bom: { url: bom }, broken: { url: broken } },
     routes: [{ name: 'bom', match: { 'attributes.to': 'bom' }, backend: 'bom' }, { name: 'd', backend: 'broken' }],
   });
@@ -139,7 +137,6 @@ test('8 batches whose shadow answer never ends: every batch answered, each shado
     res.on('close', () => clearInterval(timer));
   });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     server: { memory_budget_mb: 4 },
     backends: { plain: { url: plain }, endless: { url: endless, max_response_mb: 64 } },
     routes: [{ name: 'd', backend: 'plain', shadow: ['endless'] }],

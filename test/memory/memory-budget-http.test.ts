@@ -80,7 +80,7 @@ const batch = (id: string, pad: number): Buffer =>
 test('a 2 MB `[0,0,...]` inputs body gets a small 422: the first problems, in pydantic\'s words, and a count of the rest', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent();
-  const gw = await f.gateway({ probe_interval_s: 3600, server: { max_validation_errors: 50 }, backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
+  const gw = await f.gateway({ server: { max_validation_errors: 50 }, backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
   const body = Buffer.concat([Buffer.from('{"request_id":"z","inputs":'), zeros(2 * 1024 * 1024), Buffer.from('}')]);
   const res = await post(gw.url, body);
   assert.equal(res.status, 422);
@@ -108,7 +108,6 @@ test('a backend answering megabytes of `[0,0,...]` to an ensemble fails its cand
   const bad = await f.agent({ name: 'bad', behaviour: { garbage: flood } });
   const shadowBad = await f.agent({ name: 'shadowbad', behaviour: { garbage: flood } });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     backends: { good: { url: good.url }, bad: { url: bad.url }, shadowbad: { url: shadowBad.url } },
     routes: [{ name: 'd', ensemble: { good: 1, bad: 1 }, shadow: ['shadowbad'] }],
   });
@@ -129,7 +128,7 @@ test('over the budget a second batch waits its turn and a third, past server.adm
   const f = useFixtures(t);
   const agent = await gatedAgent(f);
   // 20 KB: one of these 10 KB batches with its objects' estimate (2 KB) fits, two do not.
-  const gw = await f.gateway({ probe_interval_s: 3600, server: { memory_budget_mb: 20 / 1024, admission_timeout_s: 1 }, backends: { g: { url: agent.url } }, routes: [{ name: 'd', backend: 'g' }] });
+  const gw = await f.gateway({ server: { memory_budget_mb: 20 / 1024, admission_timeout_s: 1 }, backends: { g: { url: agent.url } }, routes: [{ name: 'd', backend: 'g' }] });
   const first = post(gw.url, batch('first', 10_000));
   await waitFor('the first at the backend', () => agent.seen.length === 1);
   const second = post(gw.url, batch('second', 10_000));
@@ -154,7 +153,7 @@ test('over the budget a second batch waits its turn and a third, past server.adm
 test('connections that send headers for a 60 MB body and nothing more hold no budget: a small batch goes straight through', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent();
-  const gw = await f.gateway({ probe_interval_s: 3600, server: { memory_budget_mb: 64, body_limit_mb: 100 }, backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
+  const gw = await f.gateway({ server: { memory_budget_mb: 64, body_limit_mb: 100 }, backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
   const port = Number(new URL(gw.url).port);
   const silent: Socket[] = [];
   f.defer(() => silent.forEach((s) => s.destroy()));
@@ -176,7 +175,7 @@ test('a batch with a query string and a chunked batch are counted and wait like 
   const f = useFixtures(t);
   const agent = await gatedAgent(f);
   // 20 KB as above; a chunked body reserves what it may grow to (here the whole budget) until its end.
-  const gw = await f.gateway({ probe_interval_s: 3600, server: { memory_budget_mb: 20 / 1024 }, backends: { g: { url: agent.url } }, routes: [{ name: 'd', backend: 'g' }] });
+  const gw = await f.gateway({ server: { memory_budget_mb: 20 / 1024 }, backends: { g: { url: agent.url } }, routes: [{ name: 'd', backend: 'g' }] });
   const first = post(gw.url, batch('query', 10_000), { path: '/v1/responses?x' });
   await waitFor('the ?x batch at the backend', () => agent.seen.length === 1);
   assert.ok((await metric(gw, 'magma_gateway_memory_budget_held_bytes')) > 10_000, 'its body is counted');
@@ -196,7 +195,7 @@ test('a backend answer larger than the whole budget fails that backend\'s candid
   // 2 MB against a 1 MB budget: the same decision as a 300 MB answer against a 256 MB one.
   const f = useFixtures(t);
   const big = await f.agent({ name: 'big', behaviour: { candidate: () => ({ output: { say: 's'.repeat(2 * 1024 * 1024), tool_calls: [] } }) } });
-  const gw = await f.gateway({ probe_interval_s: 3600, server: { memory_budget_mb: 1 }, backends: { big: { url: big.url } }, routes: [{ name: 'd', backend: 'big' }] });
+  const gw = await f.gateway({ server: { memory_budget_mb: 1 }, backends: { big: { url: big.url } }, routes: [{ name: 'd', backend: 'big' }] });
   for (const id of ['one', 'two', 'three', 'four']) {
     const res = await gw.post({ request_id: id, inputs: [mkInput(1)] });
     assert.equal(res.status, 200);
@@ -231,7 +230,6 @@ test('a shadow answer is shed when a batch needs the room, and counted', async (
     });
   });
   const gw = await f.gateway({
-    probe_interval_s: 3600,
     server: { memory_budget_mb: 1 },
     backends: { prim: { url: prim.url }, slow: { url: shadow.url } },
     routes: [{ name: 'd', backend: 'prim', shadow: ['slow'] }],
@@ -251,7 +249,7 @@ test('the event loop stays free while a large body is read: the indexing of 8 MB
   // alone would hold the loop for hundreds of ms here; on the reader thread the loop never waits 100 ms.
   const f = useFixtures(t);
   const a = await f.agent();
-  const gw = await f.gateway({ probe_interval_s: 3600, backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
+  const gw = await f.gateway({ backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
   const head = Buffer.from('{"request_id":"big","inputs":[{"id":1,"instruction":{"type":"user","content":"x"},"memory":{"x":[');
   const body = Buffer.concat([head, Buffer.alloc(2 * 1024 * 1024 * 4, '1e5,'), Buffer.from('1e5]}}]x')]);
   // Warm: the reader thread started, and this process's own allocations done before the measure.

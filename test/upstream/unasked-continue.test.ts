@@ -9,7 +9,7 @@ import { createServer, type Socket } from 'node:net';
 import { test } from 'node:test';
 import type { BackendView } from '../../src/admin/views.js';
 import { http } from '../helpers/config-file.js';
-import { useFixtures } from '../helpers/fixtures.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 import type { Cand } from '../helpers/gateway.js';
 
 const f = useFixtures();
@@ -63,7 +63,7 @@ async function replicaOf(adminUrl: string): Promise<BackendView['replicas'][numb
 
 test('a 100 Continue before the first answer only: asked again on a new connection, the batch completes', async () => {
   const backend = await rawBackend((n) => n === 0);
-  const gw = await f.gateway({ probe_interval_s: 3600, backends: { raw: { url: backend.url, eject_after_failures: 1 } }, routes: [{ name: 'default', backend: 'raw' }] });
+  const gw = await f.gateway(oneBackend({ raw: { url: backend.url, eject_after_failures: 1 } }));
   const res = await gw.post(BODY);
   assert.equal(res.status, 200, res.text);
   const [c] = res.json as Cand[];
@@ -74,7 +74,7 @@ test('a 100 Continue before the first answer only: asked again on a new connecti
 
 test('a 100 Continue before every answer: an invalid answer after one more try, never counted towards ejection', async () => {
   const backend = await rawBackend(() => true);
-  const gw = await f.gateway({ probe_interval_s: 3600, backends: { raw: { url: backend.url, eject_after_failures: 1 } }, routes: [{ name: 'default', backend: 'raw' }] });
+  const gw = await f.gateway(oneBackend({ raw: { url: backend.url, eject_after_failures: 1 } }));
   for (const id of ['c2', 'c3', 'c4']) {
     const res = await gw.post(BODY.replace('"c1"', `"${id}"`));
     assert.equal(res.status, 200, res.text);
