@@ -12,9 +12,8 @@ import { stringifyExact } from '../protocol/json/exact-json.js';
 import { readAgentRequest } from '../protocol/request/read-request.js';
 import { checkBatchLimits } from '../protocol/request-limits.js';
 import { jsonBytesAsUtf8 } from '../protocol/json/utf8.js';
-import { refusedDetail } from '../validation/bounded-detail.js';
+import { refusalDetail, type RequestReadLimits } from '../validation/bounded-detail.js';
 import { indexedRequest, type IndexedAgentRequest } from '../protocol/request/indexed-request.js';
-import type { IndexLimits } from '../protocol/request/request-index.js';
 import type { ValidationIssue } from '../protocol/types.js';
 import { OFFLOAD_MIN_BYTES, readOffloaded } from '../memory/offload.js';
 
@@ -31,9 +30,8 @@ function jsonStringBytes(value: string): number {
   return value.length <= 64 ? 0 : Buffer.byteLength(JSON.stringify(value));
 }
 
-type ReadLimits = IndexLimits & { maxProblems: number; maxInputs: number };
 
-function limitsOf(server: GatewayConfig['server'], memoryKey: string): ReadLimits {
+function limitsOf(server: GatewayConfig['server'], memoryKey: string): RequestReadLimits {
   return {
     maxOutputsPerInput: server.max_outputs_per_input,
     maxJsonDepth: server.max_json_depth,
@@ -58,15 +56,7 @@ function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: strin
   const parsed = readAgentRequest(raw, limits);
   if (parsed.ok) return checked(parsed.request, raw.length, server, log);
   if (parsed.status === 400) return notUtf8(parsed.message, parsed.offset, log);
-  const detail =
-    parsed.detail ??
-    refusedDetail(raw, parsed.reject, parsed.findings, {
-      maxOutputsPerInput: server.max_outputs_per_input,
-      maxJsonDepth: server.max_json_depth,
-      maxProblems: server.max_validation_errors,
-      maxCandidates: server.max_candidates_per_batch,
-    });
-  return invalid(detail, log);
+  return invalid(refusalDetail(raw, parsed, limits), log);
 }
 
 /**

@@ -9,11 +9,11 @@
 import { parentPort } from 'node:worker_threads';
 import { indexAnswer, type AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
 import { readAgentRequest } from '../protocol/request/read-request.js';
-import type { IndexLimits, RequestIndex } from '../protocol/request/request-index.js';
+import type { RequestIndex } from '../protocol/request/request-index.js';
 import type { ValidationIssue } from '../protocol/types.js';
-import { refusedDetail } from '../validation/bounded-detail.js';
+import { refusalDetail, type RequestReadLimits } from '../validation/bounded-detail.js';
 
-export type RequestLimits = IndexLimits & { maxProblems: number; maxInputs: number };
+export type RequestLimits = RequestReadLimits;
 
 /** What the thread is asked: read a request body, or index a backend's answer for `asked` candidates. */
 export type OffloadTask =
@@ -49,15 +49,7 @@ export function readJob(buf: Buffer, limits: RequestLimits): ReadOutcome {
     return { ok: true, index: { requestId, requestIdSpan, inputs, repeatedKeys } };
   }
   if (r.status === 400) return { ok: false, status: 400, message: r.message, offset: r.offset };
-  const detail =
-    r.detail ??
-    refusedDetail(buf, r.reject, r.findings, {
-      maxOutputsPerInput: limits.maxOutputsPerInput,
-      maxJsonDepth: limits.maxJsonDepth,
-      maxProblems: limits.maxProblems,
-      maxCandidates: limits.maxInputs,
-    });
-  return { ok: false, status: 422, detail };
+  return { ok: false, status: 422, detail: refusalDetail(buf, r, limits) };
 }
 
 /** One job, either kind. */

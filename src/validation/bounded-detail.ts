@@ -12,7 +12,8 @@
  */
 import { isNumberMark, numberMarkText, overflows, parseExact } from '../protocol/json/exact-json.js';
 import type { IndexReject } from '../protocol/json/json-index.js';
-import type { RequestFindings } from '../protocol/request/request-index.js';
+import type { RequestRead } from '../protocol/request/read-request.js';
+import type { IndexLimits, RequestFindings } from '../protocol/request/request-index.js';
 import { parseAgentRequest } from '../protocol/request.js';
 import { agentInputSchema, agentRequestSchema } from '../protocol/schemas.js';
 import type { ValidationIssue } from '../protocol/types.js';
@@ -162,4 +163,23 @@ function infinitePath(v: unknown): (string | number)[] | undefined {
     }
   }
   return undefined;
+}
+
+/** What reading a request is bounded by: the indexer's limits, the problems a 422 lists and the inputs it reads. */
+export type RequestReadLimits = IndexLimits & { maxProblems: number; maxInputs: number };
+
+/**
+ * The 422 detail of a request read refused (on the main thread or the reader thread alike): the reader's own,
+ * else built from what the indexer saw, bounded by `limits`.
+ */
+export function refusalDetail(body: Buffer, r: Extract<RequestRead, { status: 422 }>, limits: RequestReadLimits): ValidationIssue[] {
+  return (
+    r.detail ??
+    refusedDetail(body, r.reject, r.findings, {
+      maxOutputsPerInput: limits.maxOutputsPerInput,
+      maxJsonDepth: limits.maxJsonDepth,
+      maxProblems: limits.maxProblems,
+      maxCandidates: limits.maxInputs,
+    })
+  );
 }

@@ -14,7 +14,7 @@ import { indexAgentRequest, type IndexLimits, type RequestFindings, type Request
 import type { ValidationIssue } from '../types.js';
 import { firstInvalidUtf8 } from '../json/utf8.js';
 
-type RequestRead =
+export type RequestRead =
   | { ok: true; request: IndexedAgentRequest; index: RequestIndex }
   | { ok: false; status: 422; detail: ValidationIssue[] }
   /** Refused by the indexer, the 422 detail left to the caller (validation/bounded-detail.ts): what it saw. */
