@@ -3,6 +3,7 @@
  * tag the first run wrote included), and that tag. Layout: one JSON line `{"v":1,"tag":{...},"n":[len,...]}`,
  * then the tails one after the other. Decoding never trusts the bytes: anything unexpected is a miss.
  */
+import { isStoredTag } from '../protocol/memory-tag.js';
 import type { MemoryTag } from '../routing/plan.js';
 import { isJsonObject } from '../protocol/schemas.js';
 
@@ -20,12 +21,6 @@ export function encodeEntry(e: CacheEntry): Buffer {
   return Buffer.concat([head, ...e.tails]);
 }
 
-function isTag(x: unknown): x is MemoryTag {
-  if (!isJsonObject(x)) return false;
-  const t = x;
-  return typeof t.backend === 'string' && typeof t.route === 'string' && (t.arm === undefined || typeof t.arm === 'string');
-}
-
 /** The entry of `buf` when it holds exactly `count` completed candidates; undefined otherwise. */
 export function decodeEntry(buf: Buffer, count: number): CacheEntry | undefined {
   const nl = buf.indexOf(NEWLINE);
@@ -38,7 +33,7 @@ export function decodeEntry(buf: Buffer, count: number): CacheEntry | undefined 
   }
   if (!isJsonObject(head)) return undefined;
   const { v, tag, n: lengths } = head;
-  if (v !== VERSION || !isTag(tag) || !Array.isArray(lengths) || lengths.length !== count) return undefined;
+  if (v !== VERSION || !isStoredTag(tag) || !Array.isArray(lengths) || lengths.length !== count) return undefined;
   const tails: Buffer[] = [];
   let at = nl + 1;
   for (const length of lengths) {

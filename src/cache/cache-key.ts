@@ -7,7 +7,7 @@
  * draws fresh request_ids and reuses slot ids. Pure.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { memoryWithoutTag } from '../protocol/request/indexed-request.js';
+import { memoryWithoutTag } from '../protocol/memory-tag.js';
 import type { InputSlices } from '../protocol/request/raw-json.js';
 
 /** Bumped whenever what a key covers or an entry's layout changes: old entries are then never read. */

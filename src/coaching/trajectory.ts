@@ -107,31 +107,6 @@ export function ruleBackend(
   return { backend, route: route.name };
 }
 
-/**
- * Remove the gateway's key from every `memory` object anywhere in the body, in place (docs/routing.md#the-memory-key-and-stickiness: backends
- * never see it; a trajectory carries it on each step's input and possibly on outputs). Iterative, so a deeply
- * nested body cannot overflow the stack. Returns how many tags were removed (for the log line).
- */
-export function stripGatewayTags(root: unknown, memoryKey: string): number {
-  let stripped = 0;
-  const stack: unknown[] = [root];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (Array.isArray(v)) {
-      for (const x of v) if (x !== null && typeof x === 'object') stack.push(x);
-    } else if (isJsonObject(v)) {
-      for (const [k, child] of Object.entries(v)) {
-        if (k === 'memory' && isJsonObject(child) && Object.hasOwn(child, memoryKey)) {
-          delete child[memoryKey];
-          stripped++;
-        }
-        if (child !== null && typeof child === 'object') stack.push(child);
-      }
-    }
-  }
-  return stripped;
-}
-
 /** The run_id of a coaching request as a session key; undefined when absent or not a string/integer. */
 export function runIdOf(body: JsonObject): string | undefined {
   const v = body.run_id;

@@ -2,53 +2,19 @@
  * Candidates written as bytes (docs/protocol-fidelity.md#how-a-batch-is-read): the protocol fields the gateway
  * sets (request_id, source_id as the client wrote it, the renumbered candidate_index, status), then the
  * candidate's memory with the tag inserted, internal_steps and output/error as the backend sent them. An error
- * candidate writes its input's memory from the client's body. The AgentOutput objects the batch hands around
- * (experiments, shadows, the order check) decode a field only when something reads it.
+ * candidate (candidates.ts) writes its input's memory from the client's body. The AgentOutput objects the batch
+ * hands around (experiments, shadows, the order check) decode a field only when something reads it. The tag's
+ * bytes and where they go in a memory are protocol/memory-tag.ts's.
  */
 import { parseExact, stringifyExact } from '../protocol/json/exact-json.js';
-import { inputMemoryLayout, joinBody, PartsWriter, taggedMemory, type AnswerBody } from '../protocol/answer/answer-body.js';
+import { joinBody, PartsWriter, type AnswerBody } from '../protocol/answer/answer-body.js';
+import { inputMemoryLayout, taggedMemory, tagMember, tagMemory, type MemoryTag } from '../protocol/memory-tag.js';
 import type { IndexedCandidate } from '../protocol/answer/response-check.js';
 import type { InputSlices } from '../protocol/request/raw-json.js';
 import { agentDecisionSchema, agentErrorSchema, isJsonObject } from '../protocol/schemas.js';
 import type { IndexedAgentInput } from '../protocol/request/indexed-request.js';
-import type { AgentOutput, JsonObject } from '../protocol/types.js';
-import { tagKey, tagMemberBytes, type MemoryTag } from '../routing/memory-tag.js';
+import type { AgentError, AgentOutput, JsonObject } from '../protocol/types.js';
 import { GatewayError } from '../errors.js';
-
-/** How an error candidate (a plain object, candidates.ts) writes itself, and its memory tag. */
-class ErrorBytes {
-  constructor(
-    private readonly writer: CandidateWriter,
-    private readonly id: Buffer,
-    private readonly candidateIndex: number,
-    private readonly pieces: readonly Buffer[],
-    private readonly errorText: string,
-    readonly tag: MemoryTag,
-  ) {}
-
-  write(w: PartsWriter): void {
-    this.writer.start(w, this.id, this.candidateIndex);
-    w.push(ERROR_MEMORY);
-    for (const p of this.pieces) w.push(p);
-    w.push(NO_STEPS_NO_OUTPUT);
-    w.text(this.errorText);
-    w.push(END);
-  }
-}
-
-/**
- * Where an error candidate keeps its ErrorBytes: a non-enumerable symbol property, so a spread copy (which may
- * renumber it) falls back to stringifyExact and JSON.stringify never sees it. Not a WeakMap: a young-generation
- * GC treats an old WeakMap's values as live, and these values reach back to their keys through the
- * batch, which can keep every candidate until a full GC.
- */
-const BYTES = Symbol('candidate bytes');
-
-function errorBytesOf(out: AgentOutput): ErrorBytes | undefined {
-  if (!(BYTES in out)) return undefined;
-  const b = out[BYTES];
-  return b instanceof ErrorBytes ? b : undefined;
-}
 
 /**
  * A candidate built here from bytes: the protocol fields the gateway sets as own data properties, the fields it
@@ -57,8 +23,9 @@ function errorBytesOf(out: AgentOutput): ErrorBytes | undefined {
  * literal's getters, closures) were kept by V8, with everything they reach (the backend's answer), alive through
  * young-generation GCs until the next full one (docs/performance.md#batches-die-young). JSON.stringify sees the
  * eight fields through toJSON; a spread copy holds the four own ones only, so a copy is built from the fields.
+ * The gateway's error candidates are one too (candidates.ts ErrorCandidate).
  */
-abstract class BytesCandidate implements AgentOutput {
+export abstract class BytesCandidate implements AgentOutput {
   readonly #tag: MemoryTag;
 
   constructor(
@@ -89,9 +56,9 @@ abstract class BytesCandidate implements AgentOutput {
   }
 }
 
-/** The memory tag a candidate carries: known without decoding memory for the candidates built here. */
+/** The memory tag a candidate carries: known without decoding memory for the candidates built from bytes. */
 export function candidateTag(out: AgentOutput): MemoryTag | undefined {
-  return out instanceof BytesCandidate ? out.memoryTag() : errorBytesOf(out)?.tag;
+  return out instanceof BytesCandidate ? out.memoryTag() : undefined;
 }
 
 /** The answer: each candidate's bytes, or for a candidate decoded whole, stringifyExact of it. */
@@ -108,9 +75,7 @@ export function answerBody(outputs: readonly AgentOutput[]): AnswerBody {
 
 /** One candidate of an answer: its bytes, or for a candidate decoded whole, stringifyExact of it. */
 export function writeCandidate(o: AgentOutput, w: PartsWriter): void {
-  if (o instanceof BytesCandidate) return o.writeTo(w);
-  const b = errorBytesOf(o);
-  if (b !== undefined) b.write(w);
+  if (o instanceof BytesCandidate) o.writeTo(w);
   else w.text(stringifyExact(o));
 }
 
@@ -158,7 +123,7 @@ class IndexedOutput extends BytesCandidate {
   }
 
   get memory(): JsonObject {
-    return (this.#memory ??= { ...provenObject(decode(this.#buf, this.#index.memory), 'memory'), [this.#memoryKey]: this.memoryTag() });
+    return (this.#memory ??= tagMemory(provenObject(decode(this.#buf, this.#index.memory), 'memory'), this.#memoryKey, this.memoryTag()));
   }
 
   get internal_steps(): JsonObject[] {
@@ -218,41 +183,17 @@ function idBytes(raw: InputSlices): Buffer {
   return raw.buf.subarray(raw.index.idSpan.start, raw.index.idSpan.end);
 }
 
-/**
- * Tag members (`"<memory_key>":{...}`) per memory key and tag, kept across batches: their parts are config
- * names (backend, route, arm), so there are as many as the config can route to, and every batch needs them.
- */
-const tagMembers = new Map<string, Map<string, Buffer>>();
-/** A bound in case names ever stop being the config's: past it a member is built per batch. */
-const MAX_TAG_MEMBERS = 4096;
-
 /** Per batch writer state: the request_id prefix, built once. */
 export class CandidateWriter {
   private readonly head: Buffer;
-  private readonly tags: Map<string, Buffer>;
   /** An input's memory with a tag, per input and tag: error candidates of one input share these pieces. */
   private readonly inputMemory = new Map<InputSlices, Map<string, Buffer[]>>();
 
   constructor(
     requestId: string,
-    private readonly memoryKey: string,
+    readonly memoryKey: string,
   ) {
     this.head = Buffer.from(`{"request_id":${JSON.stringify(requestId)}`, 'utf8');
-    let tags = tagMembers.get(memoryKey);
-    if (tags === undefined) tagMembers.set(memoryKey, (tags = new Map()));
-    this.tags = tags;
-  }
-
-  private tagMember(tag: MemoryTag): { key: string; bytes: Buffer } {
-    const key = tagKey(tag);
-    // A tag with trajectory members is one input's own: caching it across batches would only fill the map.
-    if (tag.trajectory !== undefined) return { key, bytes: tagMemberBytes(this.memoryKey, tag) };
-    let bytes = this.tags.get(key);
-    if (bytes === undefined) {
-      bytes = tagMemberBytes(this.memoryKey, tag);
-      if (this.tags.size < MAX_TAG_MEMBERS) this.tags.set(key, bytes);
-    }
-    return { key, bytes };
   }
 
   /** The protocol fields of a candidate of this batch, up to its candidate_index. */
@@ -265,15 +206,15 @@ export class CandidateWriter {
 
   /** A backend's candidate re-addressed to the client's request, as bytes; the object decodes on read. */
   fromIndexed(requestId: string, input: IndexedAgentInput, candidateIndex: number, cand: IndexedCandidate, tag: MemoryTag): AgentOutput {
-    return new IndexedOutput(this, requestId, input, candidateIndex, cand, tag, this.tagMember(tag).bytes, this.memoryKey);
+    return new IndexedOutput(this, requestId, input, candidateIndex, cand, tag, tagMember(this.memoryKey, tag).bytes, this.memoryKey);
   }
 
   /**
-   * The error candidate `out` (built by errorCandidate) written from its input's bytes: the input's memory
-   * without its tag plus the new one, the same pieces for every error candidate of that input.
+   * An error candidate's memory (candidates.ts ErrorCandidate) as pieces of its input's bytes: the input's memory
+   * without its tag plus the new one, the same pieces for every error candidate of that input and tag.
    */
-  errorBytes(out: AgentOutput, raw: InputSlices, candidateIndex: number, tag: MemoryTag, error: { code: string; message: string; component: string | null }): void {
-    const { key, bytes: tagBytes } = this.tagMember(tag);
+  errorMemory(raw: InputSlices, tag: MemoryTag): readonly Buffer[] {
+    const { key, bytes: tagBytes } = tagMember(this.memoryKey, tag);
     let perTag = this.inputMemory.get(raw);
     if (perTag === undefined) this.inputMemory.set(raw, (perTag = new Map()));
     let mem = perTag.get(key);
@@ -282,8 +223,17 @@ export class CandidateWriter {
       taggedMemory(raw.buf, inputMemoryLayout(raw), tagBytes, false, mem);
       perTag.set(key, mem);
     }
-    // Non-enumerable: see BYTES.
-    Object.defineProperty(out, BYTES, { value: new ErrorBytes(this, idBytes(raw), candidateIndex, mem, stringifyExact(error), tag), enumerable: false, configurable: true });
+    return mem;
+  }
+
+  /** An error candidate of this batch: `memory` from errorMemory, no steps, no output, `error`. */
+  writeError(w: PartsWriter, raw: InputSlices, candidateIndex: number, memory: readonly Buffer[], error: AgentError): void {
+    this.start(w, idBytes(raw), candidateIndex);
+    w.push(ERROR_MEMORY);
+    for (const p of memory) w.push(p);
+    w.push(NO_STEPS_NO_OUTPUT);
+    w.text(stringifyExact(error));
+    w.push(END);
   }
 }
 

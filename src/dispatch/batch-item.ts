@@ -7,7 +7,7 @@ import { GatewayError } from '../errors.js';
 import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';
 import { legArm } from '../routing/plan.js';
-import { candidateTagOf, type MemoryTag, type TrajectoryState } from '../routing/memory-tag.js';
+import type { TrajectoryState } from '../protocol/memory-tag.js';
 
 export interface Item {
   /** The input's position in the request. */
@@ -48,11 +48,6 @@ export function coversRequest(request: IndexedAgentRequest, items: readonly Item
 /** The item moved to its next fallback `to` (which the caller took from `it.fallbacks[0]`). */
 export function movedTo(it: Item, to: string): Item {
   return { ...it, backend: to, fallbacks: it.fallbacks.slice(1) };
-}
-
-/** The memory tag for candidates of this item, produced by its current backend. */
-export function tagOf(it: Item): MemoryTag {
-  return candidateTagOf(it.backend, it.route, it.arm, it.trajectory);
 }
 
 /** Items grouped by a key, groups and items in first-seen order. */

@@ -9,10 +9,10 @@ import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js
 import type { AgentOutput } from '../protocol/types.js';
 import type { LegOutcome } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';
-import { tagOf, type Item } from './batch-item.js';
-import { tagWithFlag } from '../routing/memory-tag.js';
+import type { Item } from './batch-item.js';
+import { candidateTagOf, tagWithFlag } from '../protocol/memory-tag.js';
 import { CandidateWriter } from './answer-bytes.js';
-import { errorCandidate, fromBackend } from './candidates.js';
+import { ErrorCandidate, fromBackend } from './candidates.js';
 
 export class BatchSlots {
   private readonly slots: AgentOutput[][];
@@ -32,10 +32,8 @@ export class BatchSlots {
   /** An error candidate, written from its input's bytes. */
   private error(it: Item, idx: number, code: GatewayErrorCode, message: string): AgentOutput {
     // An error candidate marks its trajectory, so the recorder counts the trajectory once however it goes on.
-    const tag = tagWithFlag(tagOf(it), 'c');
-    const out = errorCandidate(this.request.request_id, it.input, idx, code, message, it.backend, this.memoryKey, tag);
-    this.writer.errorBytes(out, it.input.raw, idx, tag, out.error);
-    return out;
+    const tag = tagWithFlag(candidateTagOf(it), 'c');
+    return new ErrorCandidate(this.writer, this.request.request_id, it.input, idx, code, message, it.backend, tag);
   }
 
   /** The client's candidates of `it`'s input: item inputs come from the plan, in range of the request. */
@@ -93,7 +91,7 @@ export class BatchSlots {
     else {
       const cand = slot.candidate;
       const status = cand instanceof IndexedCandidate ? cand.index.status : cand.status;
-      const tag = status === 'error' ? tagWithFlag(tagOf(it), 'c') : tagOf(it);
+      const tag = status === 'error' ? tagWithFlag(candidateTagOf(it), 'c') : candidateTagOf(it);
       out = cand instanceof IndexedCandidate
         ? this.writer.fromIndexed(request.request_id, input, idx, cand, tag)
         : fromBackend(request.request_id, input, idx, cand, memoryKey, tag);

@@ -21,7 +21,7 @@ import type { BatchResult } from '../dispatch/batch.js';
 import { candidateTag } from '../dispatch/answer-bytes.js';
 import { METRIC_OUTCOMES, type GatewayMetrics } from '../metrics.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
-import { hasFlag, type MemoryTag, type TrajectoryFlag, type TrajectoryState } from '../routing/memory-tag.js';
+import { hasFlag, type MemoryTag, type TrajectoryFlag, type TrajectoryState } from '../protocol/memory-tag.js';
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/types.js';

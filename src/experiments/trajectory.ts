@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { intKey } from '../protocol/json/exact-json.js';
-import { TAG_MAX_COUNT, withFlag, type TrajectoryState } from '../routing/memory-tag.js';
+import { TAG_MAX_COUNT, withFlag, type TrajectoryState } from '../protocol/memory-tag.js';
 import { parseEnvFeedback } from './feedback.js';
 import { nextTraceHash, TRACE_HASH_SEED, traceRole } from './trace-hash.js';
 

@@ -21,12 +21,12 @@ import type { Headers } from './match.js';
 import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
 import { assignKeyText, chooseArmAt, keyPoint, splitPoint } from './split.js';
 import { isJsonObject } from '../protocol/schemas.js';
-import { inputMemoryTag, type MemoryTag, type TrajectoryState } from './memory-tag.js';
+import { inputMemoryTag, type MemoryTag, type TrajectoryState } from '../protocol/memory-tag.js';
 import type { RoutingInput, RoutingRequest } from './routing-input.js';
 
 // The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
 export { routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
-export { readMemoryTag, type MemoryTag } from './memory-tag.js';
+export { readMemoryTag, type MemoryTag } from '../protocol/memory-tag.js';
 
 /** What the upstream layer knows right now. */
 export interface RoutingSnapshot {
@@ -63,7 +63,7 @@ export interface InputPlan {
   /** The tag the input arrived with; absent for a new trajectory. */
   tag?: MemoryTag;
   /**
-   * The trajectory members this input's candidates carry in their tag (routing/memory-tag.ts). Set after
+   * The trajectory members this input's candidates carry in their tag (protocol/memory-tag.ts). Set after
    * planning by the experiment recorder (experiments/recorder.ts, its only writer), on experiment routes only.
    */
   trajectory?: TrajectoryState;

@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { itemsOf, movedTo, tagOf } from '../../src/dispatch/batch-item.js';
+import { itemsOf, movedTo } from '../../src/dispatch/batch-item.js';
+import { candidateTagOf } from '../../src/protocol/memory-tag.js';
 import { legArm, type BatchPlan, type InputPlan } from '../../src/routing/plan.js';
 import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 
@@ -50,11 +51,11 @@ test('items follow the plan in input then candidate order, with counts, offsets 
 test('a moved item is tagged with the backend that produced it and keeps its arm', () => {
   const [, split] = itemsOf(plan, REQUEST);
   const first = itemsOf(plan, REQUEST)[0]!;
-  assert.deepEqual(tagOf(first), { backend: 'a', route: 'r' });
-  assert.equal(Object.hasOwn(tagOf(first), 'arm'), false, 'no arm key at all, so the tag round-trips as before');
+  assert.deepEqual(candidateTagOf(first), { backend: 'a', route: 'r' });
+  assert.equal(Object.hasOwn(candidateTagOf(first), 'arm'), false, 'no arm key at all, so the tag round-trips as before');
   const moved = movedTo(first, 'b');
-  assert.deepEqual(tagOf(moved), { backend: 'b', route: 'r' });
+  assert.deepEqual(candidateTagOf(moved), { backend: 'b', route: 'r' });
   assert.deepEqual(moved.fallbacks, []);
   assert.deepEqual(first.fallbacks, ['b'], 'the original item is unchanged');
-  assert.deepEqual(tagOf(movedTo(split!, 'z')), { backend: 'z', route: 'ab', arm: 'b' });
+  assert.deepEqual(candidateTagOf(movedTo(split!, 'z')), { backend: 'z', route: 'ab', arm: 'b' });
 });

@@ -17,7 +17,7 @@ import { parseConfigText } from '../../src/config/load.js';
 import type { BatchResult } from '../../src/dispatch/batch.js';
 import { experimentsReport } from '../../src/experiments/report.js';
 import type { AgentInput, AgentRequest, JsonObject } from '../../src/protocol/types.js';
-import { candidateTagOf, tagValue } from '../../src/routing/memory-tag.js';
+import { candidateTagOf, tagValue } from '../../src/protocol/memory-tag.js';
 import { planBatch } from '../../src/routing/plan.js';
 import { stringifyExact } from '../../src/protocol/json/exact-json.js';
 import type { IndexedAgentRequest } from '../../src/protocol/request/indexed-request.js';
@@ -59,7 +59,7 @@ async function step(on: FastifyInstance, requestId: string, inputs: AgentInput[]
   const legs = plan.inputs.map((p) => ({ input: p.index, backend: p.legs[0]!.backend, route: p.route, arm: p.arm, ms: 1 }));
   const result: BatchResult = { outputs: [], workMs: 0, backends: {}, errorCodes: {}, legs };
   gw.experiments.recordBatch(compiled, request, plan, result, steps);
-  return plan.inputs.map((p) => ({ _gateway: tagValue(candidateTagOf(p.legs[0]!.backend, p.route, p.arm, p.trajectory)) }));
+  return plan.inputs.map((p) => ({ _gateway: tagValue(candidateTagOf({ backend: p.legs[0]!.backend, route: p.route, arm: p.arm, trajectory: p.trajectory })) }));
 }
 
 export function beta22(rnd: () => number): number {

@@ -1,11 +1,12 @@
 /**
- * The memory tag written into memory bytes (src/protocol/answer/answer-body.ts): the other members exactly as sent,
+ * The memory tag written into memory bytes (src/protocol/memory-tag.ts): the other members exactly as sent,
  * every tag member cut (an input's memory) or the first one replaced in place (a backend's), whatever their
  * position; and the pieces of an answer summing to its length.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { inputMemoryLayout, joinBody, PartsWriter, taggedMemory } from '../../src/protocol/answer/answer-body.js';
+import { joinBody, PartsWriter } from '../../src/protocol/answer/answer-body.js';
+import { inputMemoryLayout, taggedMemory } from '../../src/protocol/memory-tag.js';
 import { indexAgentResponse } from '../../src/protocol/answer/answer-index.js';
 import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 

@@ -11,12 +11,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { stringifyExact } from '../../src/protocol/json/exact-json.js';
-import { memoryTagValue, memoryWithoutTag } from '../../src/protocol/request/indexed-request.js';
+import { memoryTagValue, memoryWithoutTag, stripMemoryKey } from '../../src/protocol/memory-tag.js';
 import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 import { parseAgentRequest } from '../../src/protocol/request.js';
 import { subRequestBody } from '../../src/protocol/request/sub-request.js';
 import type { AgentInput, JsonObject } from '../../src/protocol/types.js';
-import { stripMemoryKey } from '../../src/routing/memory-tag.js';
 import { seededRandom } from '../../bench/lib/seeded-random.js';
 
 const SEED = Number(process.env.DIFF_SEED ?? 20240611);

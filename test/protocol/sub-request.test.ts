@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { memoryTagValue, memoryWithoutTag } from '../../src/protocol/request/indexed-request.js';
+import { memoryTagValue, memoryWithoutTag } from '../../src/protocol/memory-tag.js';
 import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 import type { InputSlices } from '../../src/protocol/request/raw-json.js';
 import { subRequestBody } from '../../src/protocol/request/sub-request.js';

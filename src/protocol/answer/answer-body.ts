@@ -5,8 +5,6 @@
  * JS string can hold (about 512 MiB), and a 64 KB memory costs a reference, not a copy, however many
  * candidates carry it.
  */
-import type { MemoryLayout } from '../request/output-values.js';
-import type { InputSlices } from '../request/raw-json.js';
 
 /** A JSON text in pieces; `length` is the sum of their byte lengths (the content-length). */
 export interface AnswerBody {
@@ -79,48 +77,3 @@ export function retainedBytes(body: AnswerBody): number {
   }
   return n;
 }
-
-const OPEN = Buffer.from('{', 'latin1');
-const CLOSE = Buffer.from('}', 'latin1');
-const COMMA = Buffer.from(',', 'latin1');
-
-/**
- * A memory object's bytes with the gateway's tag member (`"<memory_key>":{...}`, docs/routing.md#the-memory-key-and-stickiness),
- * everything else as in `buf`. `replace`: the tag takes the place of the first member already
- * named memory_key (a backend candidate, as `{...memory, [key]: tag}` did); otherwise every such member is cut
- * and the tag goes last (an input's memory on an error candidate, as strip-then-tag did).
- */
-export function taggedMemory(buf: Buffer, m: MemoryLayout, tagMember: Buffer, replace: boolean, out: Buffer[]): void {
-  if (m.count === 0) {
-    out.push(OPEN, tagMember, CLOSE);
-    return;
-  }
-  out.push(buf.subarray(m.start, m.firstKeyStart));
-  if (m.tags.length === 0) {
-    out.push(buf.subarray(m.firstKeyStart, m.lastValueEnd), COMMA, tagMember, buf.subarray(m.lastValueEnd, m.end));
-    return;
-  }
-  // Runs of kept members between the tag members, each written whole (its own separators included).
-  let first = true;
-  const segment = (b: Buffer): void => {
-    if (!first) out.push(COMMA);
-    out.push(b);
-    first = false;
-  };
-  let runStart = m.firstKeyStart;
-  m.tags.forEach((t, i) => {
-    if (t.prevEnd !== -1 && runStart !== t.keyStart) segment(buf.subarray(runStart, t.prevEnd));
-    if (replace && i === 0) segment(tagMember);
-    runStart = t.nextStart;
-  });
-  if (runStart !== -1) segment(buf.subarray(runStart, m.lastValueEnd));
-  if (!replace) segment(tagMember);
-  out.push(buf.subarray(m.lastValueEnd, m.end));
-}
-
-/** An input's memory (request index) in the layout taggedMemory reads; `{}` when the client sent none. */
-export function inputMemoryLayout(raw: InputSlices): MemoryLayout {
-  return raw.index.memoryLayout ?? NO_MEMORY;
-}
-
-const NO_MEMORY: MemoryLayout = { start: 0, end: 0, count: 0, firstKeyStart: -1, lastValueEnd: -1, tags: [] };

@@ -11,7 +11,8 @@
  * Levels: the array 1, a candidate 2, its free-form values 3, an output's tool_calls 4, a tool call 5.
  */
 import { IndexReject } from '../json/json-index.js';
-import { OutputValueWalker, type MemoryLayout } from '../request/output-values.js';
+import type { MemoryLayout } from '../memory-tag.js';
+import { OutputValueWalker } from '../request/output-values.js';
 import type { Span } from '../request/request-index.js';
 
 const LBRACE = 0x7b;

@@ -6,6 +6,7 @@
  * bytes the client sent otherwise, key order and every number included.
  */
 import { MAX_JSON_DEPTH_CEILING } from '../json/json-depth.js';
+import { memoryTagValue } from '../memory-tag.js';
 import { ProtocolWalker } from './protocol-walker.js';
 import { RawJson, type InputSlices } from './raw-json.js';
 import type { InputIndex, RequestIndex, Span } from './request-index.js';
@@ -99,38 +100,6 @@ export interface IndexedAgentRequest {
 /** The request of an index. */
 export function indexedRequest(index: RequestIndex, memoryKey: string): IndexedAgentRequest {
   return { request_id: index.requestId, inputs: index.inputs.map((ii) => inputOf(index.buf, ii, memoryKey)), repeatedKeys: index.repeatedKeys };
-}
-
-/** The decoded value of memory's tag member (the last one, as JSON.parse keeps), or undefined when there is none. */
-export function memoryTagValue(raw: InputSlices): unknown {
-  const tags = raw.index.memoryLayout?.tags;
-  const last = tags?.[tags.length - 1];
-  if (last === undefined) return undefined;
-  return new RawJson(raw.buf, last.valueStart, last.valueEnd).value();
-}
-
-/**
- * Memory's bytes without the gateway's tag member(s), as pieces of the body: everything else exactly as sent,
- * the whitespace and separators of the remaining members included. One piece when there is no tag.
- */
-export function memoryWithoutTag(raw: InputSlices): Buffer[] {
-  const m = raw.index.memoryLayout;
-  const mem = raw.memory;
-  if (m === undefined || m.tags.length === 0) return [mem.bytes()];
-  const buf = raw.buf;
-  // Runs of kept members between the tags; a run followed by another keeps the separator after it (up to the
-  // key of the tag that follows it), the last one ends with its last value.
-  const runs: { start: number; end: number; sepEnd: number }[] = [];
-  let runStart = m.firstKeyStart;
-  for (const t of m.tags) {
-    if (t.prevEnd !== -1 && runStart !== -1 && runStart !== t.keyStart) runs.push({ start: runStart, end: t.prevEnd, sepEnd: t.keyStart });
-    runStart = t.nextStart;
-  }
-  if (runStart !== -1) runs.push({ start: runStart, end: m.lastValueEnd, sepEnd: m.lastValueEnd });
-  const pieces: Buffer[] = [buf.subarray(m.start, m.firstKeyStart)];
-  runs.forEach((r, i) => pieces.push(buf.subarray(r.start, i < runs.length - 1 ? r.sepEnd : r.end)));
-  pieces.push(buf.subarray(m.lastValueEnd, m.end));
-  return pieces;
 }
 
 /** Walks the top level of an indexed memory for one member by name (a validated object: nothing is refused). */

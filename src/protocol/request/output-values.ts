@@ -2,36 +2,15 @@
  * The values inside a backend's candidate that the answer indexer (answer-index.ts) checks as strictly as
  * agentOutputSchema (schemas.ts) without decoding them: an AgentDecision with its tool calls, an AgentError, and
  * the top level of `memory`, whose members named memory_key are located so that the gateway's tag can be
- * written in their place (answer-body.ts). Levels as in answer-index.ts: a candidate's values are at 3, an
+ * written in their place (memory-tag.ts). Levels as in answer-index.ts: a candidate's values are at 3, an
  * output's tool_calls at 4, a tool call at 5.
  */
+import type { MemoryLayout, TagSpan } from '../memory-tag.js';
 import { ProtocolWalker } from './protocol-walker.js';
 
 const LBRACE = 0x7b;
 const LBRACKET = 0x5b;
 const QUOTE = 0x22;
-
-/** A top-level member of memory named memory_key, with its neighbours' edges (for cutting it out). */
-export interface TagSpan {
-  readonly keyStart: number;
-  readonly valueStart: number;
-  readonly valueEnd: number;
-  /** valueEnd of the member before it, -1 when it is the first. */
-  readonly prevEnd: number;
-  /** keyStart of the member after it, -1 when it is the last. */
-  nextStart: number;
-}
-
-/** What the tag writer needs of a memory object: its edges and where the gateway's key already is. */
-export interface MemoryLayout {
-  readonly start: number;
-  readonly end: number;
-  readonly count: number;
-  /** keyStart of the first member, valueEnd of the last (meaningless when count is 0). */
-  readonly firstKeyStart: number;
-  readonly lastValueEnd: number;
-  readonly tags: readonly TagSpan[];
-}
 
 export abstract class OutputValueWalker extends ProtocolWalker {
   constructor(

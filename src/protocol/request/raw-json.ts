@@ -3,7 +3,7 @@
  * (request-index.ts), decoded exactly (exact-json.ts) only when something reads it, and at most once.
  * Forwarding it costs a subarray, never a copy (docs/protocol-fidelity.md#how-a-batch-is-read).
  */
-import type { MemoryLayout } from './output-values.js';
+import type { MemoryLayout } from '../memory-tag.js';
 import { parseExact } from '../json/exact-json.js';
 import type { InputIndex } from './request-index.js';
 import type { JsonObject } from '../json/json-values.js';

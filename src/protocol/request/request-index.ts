@@ -15,7 +15,7 @@ import { numberMark } from '../json/exact-json.js';
 import { IndexReject } from '../json/json-index.js';
 import { ProtocolWalker } from './protocol-walker.js';
 import type { IntValue } from '../json/json-values.js';
-import type { MemoryLayout, TagSpan } from './output-values.js';
+import type { MemoryLayout, TagSpan } from '../memory-tag.js';
 
 /** An instruction as the schema's AgentInstruction (types.ts, which imports this file's types) decodes it. */
 interface IndexedInstruction {

@@ -4,7 +4,7 @@
  * `num_outputs` set to the leg's count + `]}`. The pieces are slices of the body; they are joined once into
  * the Buffer that is written to the backend, so no multi-megabyte string is built and no value re-encoded.
  */
-import { memoryWithoutTag } from './indexed-request.js';
+import { memoryWithoutTag } from '../memory-tag.js';
 import type { InputSlices } from './raw-json.js';
 import type { Span } from './request-index.js';
 
