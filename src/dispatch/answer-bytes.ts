@@ -106,24 +106,22 @@ class IndexedOutput extends BytesCandidate {
   readonly #index: IndexedCandidate['index'];
   readonly #id: Buffer;
   readonly #tagBytes: Buffer;
-  readonly #memoryKey: string;
   #memory: JsonObject | undefined = undefined;
   #steps: JsonObject[] | undefined = undefined;
   #output: AgentOutput['output'] | undefined = undefined;
   #error: AgentOutput['error'] | undefined = undefined;
 
-  constructor(writer: CandidateWriter, requestId: string, input: IndexedAgentInput, candidateIndex: number, cand: IndexedCandidate, tag: MemoryTag, tagBytes: Buffer, memoryKey: string) {
+  constructor(writer: CandidateWriter, requestId: string, input: IndexedAgentInput, candidateIndex: number, cand: IndexedCandidate, tag: MemoryTag, tagBytes: Buffer) {
     super(requestId, input.id, candidateIndex, cand.index.status, tag);
     this.#writer = writer;
     this.#buf = cand.buf;
     this.#index = cand.index;
     this.#id = idBytes(input.raw);
     this.#tagBytes = tagBytes;
-    this.#memoryKey = memoryKey;
   }
 
   get memory(): JsonObject {
-    return (this.#memory ??= tagMemory(provenObject(decode(this.#buf, this.#index.memory), 'memory'), this.#memoryKey, this.memoryTag()));
+    return (this.#memory ??= tagMemory(provenObject(decode(this.#buf, this.#index.memory), 'memory'), this.#writer.memoryKey, this.memoryTag()));
   }
 
   get internal_steps(): JsonObject[] {
@@ -206,7 +204,7 @@ export class CandidateWriter {
 
   /** A backend's candidate re-addressed to the client's request, as bytes; the object decodes on read. */
   fromIndexed(requestId: string, input: IndexedAgentInput, candidateIndex: number, cand: IndexedCandidate, tag: MemoryTag): AgentOutput {
-    return new IndexedOutput(this, requestId, input, candidateIndex, cand, tag, tagMember(this.memoryKey, tag).bytes, this.memoryKey);
+    return new IndexedOutput(this, requestId, input, candidateIndex, cand, tag, tagMember(this.memoryKey, tag).bytes);
   }
 
   /**

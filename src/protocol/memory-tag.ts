@@ -133,11 +133,16 @@ export function isStoredTag(x: unknown): x is MemoryTag {
 
 // --- building a tag -------------------------------------------------------------------------------------------
 
-/**
- * The tag of a candidate produced by `backend` for a trajectory of `route` (assigned `arm`, if any): `from` is a
- * dispatch item or anything else naming them.
- */
-export function candidateTagOf(from: { readonly backend: string; readonly route: string; readonly arm?: string | undefined; readonly trajectory?: TrajectoryState | undefined }): MemoryTag {
+/** Where a candidate comes from: a dispatch item (dispatch/batch-item.ts Item) is one. */
+interface CandidateSource {
+  readonly backend: string;
+  readonly route: string;
+  readonly arm?: string | undefined;
+  readonly trajectory?: TrajectoryState | undefined;
+}
+
+/** The tag of a candidate produced by `backend` for a trajectory of `route` (assigned `arm`, if any). */
+export function candidateTagOf(from: CandidateSource): MemoryTag {
   const { backend, route, arm, trajectory } = from;
   const tag: MemoryTag = { backend, route };
   if (arm !== undefined) tag.arm = arm;
