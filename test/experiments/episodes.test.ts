@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { reportCommand } from '../../src/commands/report.js';
-import type { ExperimentsReport } from '../../src/experiments/report.js';
+import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import type { AgentInput } from '../../src/protocol/types.js';
 import { chooseArm } from '../../src/routing/split.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';

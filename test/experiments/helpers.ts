@@ -1,5 +1,5 @@
 /** What the experiment tests that compare stores share. */
-import type { ExperimentsReport } from '../../src/experiments/report.js';
+import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { REDIS_URL } from '../state/helpers.js';
 

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { ExperimentsReport } from '../../src/experiments/report.js';
+import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, postOk, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { deleteKeys, uniquePrefix } from '../state/helpers.js';

@@ -15,7 +15,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import type { BatchResult } from '../../src/dispatch/batch.js';
-import { experimentsReport } from '../../src/experiments/report.js';
+import { experimentsReport } from '../../src/experiments/report/report.js';
 import type { AgentInput, AgentRequest, JsonObject } from '../../src/protocol/types.js';
 import { candidateTagOf, tagValue } from '../../src/routing/memory-tag.js';
 import { planBatch } from '../../src/routing/plan.js';
