@@ -5,7 +5,7 @@
  */
 import type { Activity } from './activity.js';
 import type { ClientLimits } from '../clients/client-limits.js';
-import type { ExperimentHistory } from '../experiments/history.js';
+import type { ExperimentHistory } from '../experiments/report/history.js';
 import type { Experiments } from '../experiments/recorder.js';
 import type { MemoryBudget } from '../memory/budget.js';
 import type { GatewayMetrics } from '../metrics.js';

@@ -8,10 +8,11 @@
 import { writeFileSync } from 'node:fs';
 import { baseUrl, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo, type Parsed } from './args.js';
 import { ROOT_AGENT } from '../config/schema.js';
-import type { ExperimentReport, ExperimentsReport } from '../experiments/report.js';
+import type { ExperimentReport, ExperimentsReport } from '../experiments/report/report.js';
 import type { ArmReport } from '../experiments/arm-counts.js';
-import type { Comparison, Secondary } from '../experiments/analysis.js';
-import type { StrataReport } from '../experiments/strata.js';
+import type { Secondary } from '../experiments/report/analysis.js';
+import type { Comparison } from '../experiments/report/comparison.js';
+import type { StrataReport } from '../experiments/report/strata.js';
 
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
 const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';

@@ -102,14 +102,15 @@ export function startShadows(
   }
   const jobs: Promise<void>[] = [];
   for (const g of groups.values()) {
+    const shadow = new Shadow(deps, request, g, primary);
     if (deps.limiter.inFlight >= deps.limiter.max) {
-      deps.metrics.shadowRequests.inc({ agent: deps.agent, route: g.route, backend: g.backend, outcome: 'dropped' });
-      if (span.recording) span.event(EVENT_SHADOW_DROPPED, { [ATTR_ROUTE]: g.route, [ATTR_BACKEND]: g.backend });
+      shadow.dropped(span);
       continue;
     }
     deps.limiter.inFlight++;
     jobs.push(
-      runShadow(deps, request, g, primary, headers, span)
+      shadow
+        .run(headers, span)
         .catch((err: unknown) => deps.log.debug({ err, backend: g.backend }, 'shadow failed'))
         .finally(() => deps.limiter.inFlight--),
     );
@@ -117,140 +118,129 @@ export function startShadows(
   return Promise.all(jobs).then(() => undefined);
 }
 
-/** The shadow's client span, when the batch's span is recorded. */
-function shadowSpan(parent: TraceSpan, g: Group, replica: Replica): TraceSpan | undefined {
-  if (!parent.recording) return undefined;
-  const server = serverOf(replica);
-  return parent.client(`shadow ${attemptSpanName(replica)}`, {
-    [ATTR_ROUTE]: g.route,
-    [ATTR_BACKEND]: g.backend,
-    [ATTR_REPLICA]: replica.id,
-    [ATTR_HTTP_REQUEST_METHOD]: 'POST',
-    [ATTR_URL_FULL]: replica.origin + replica.path('/v1/responses'),
-    [ATTR_SERVER_ADDRESS]: server.address,
-    [ATTR_SERVER_PORT]: server.port,
-    [ATTR_INPUTS]: g.inputs.length,
-  });
-}
+/**
+ * One shadow sub-request: a group's inputs sent to one replica of its shadow backend, its answer judged and compared
+ * with the primary's. Like an Attempt (attempt.ts) it keeps its own state (its metric labels, its client span, how
+ * it ended) and is that state's only writer.
+ */
+class Shadow {
+  private readonly labels: { agent: string; route: string; backend: string };
+  /** Its own client span, only when the batch's span is recorded; what it ended with, for that span. */
+  private span: TraceSpan | undefined;
+  private outcome: string | undefined;
+  private status: number | undefined;
+  private reason: string | undefined;
 
-async function runShadow(
-  deps: ShadowDeps,
-  request: IndexedAgentRequest,
-  g: Group,
-  primary: Promise<AgentOutput[]>,
-  headers: Record<string, string>,
-  parent: TraceSpan,
-): Promise<void> {
-  const replica = deps.upstreams.shard(g.backend, 1)[0]?.replica;
-  if (replica === undefined) {
-    deps.metrics.shadowRequests.inc({ agent: deps.agent, route: g.route, backend: g.backend, outcome: 'no_backend' });
-    return;
+  constructor(
+    private readonly deps: ShadowDeps,
+    private readonly request: IndexedAgentRequest,
+    private readonly g: Group,
+    private readonly primary: Promise<AgentOutput[]>,
+  ) {
+    this.labels = { agent: deps.agent, route: g.route, backend: g.backend };
   }
-  const span = shadowSpan(parent, g, replica);
-  const end: { outcome?: string; status?: number; reason?: string } = {};
-  try {
-    await shadowCall(deps, request, g, primary, withTraceparent(headers, (span ?? parent).traceparent), replica, span, end);
-  } finally {
-    if (span !== undefined) endAttemptSpan(span, end.outcome, end.status, end.reason);
-  }
-}
 
-/** The shadow sub-request and its comparison; `end` gets how it ended, for the span. */
-async function shadowCall(
-  deps: ShadowDeps,
-  request: IndexedAgentRequest,
-  g: Group,
-  primary: Promise<AgentOutput[]>,
-  headers: Record<string, string>,
-  replica: Replica,
-  span: TraceSpan | undefined,
-  end: { outcome?: string; status?: number; reason?: string },
-): Promise<void> {
-  const { metrics } = deps;
-  const labels = { agent: deps.agent, route: g.route, backend: g.backend };
-  // Written from the inputs' bytes, never decoded for a shadow.
-  const body = subRequestBody(Buffer.from(JSON.stringify(request.request_id)), g.inputs.map((inp) => ({ raw: inp.raw, count: inp.num_outputs })));
-  // Shed first (docs/memory-budget.md): no room now, or room needed later by a batch, ends the shadow here.
-  const signal = new BatchSignal();
-  let shed = false;
-  const hold = deps.memory?.tryHold(body.length, () => {
-    shed = true;
-    signal.abort();
-  });
-  if (deps.memory !== undefined && hold === undefined) {
-    metrics.shadowRequests.inc({ ...labels, outcome: 'shed' });
-    end.outcome = 'shed';
-    return;
+  /** Past shadow_max_in_flight: not sent, counted. */
+  dropped(parent: TraceSpan): void {
+    this.ended('dropped');
+    if (parent.recording) parent.event(EVENT_SHADOW_DROPPED, { [ATTR_ROUTE]: this.g.route, [ATTR_BACKEND]: this.g.backend });
   }
-  let res: Awaited<ReturnType<typeof postResponses>>;
-  try {
-    res = await postResponses(replica, { body, headers, timeoutMs: deps.upstreams.timeoutMs(g.backend), signal, memory: hold });
-    if (shed) {
-      metrics.shadowRequests.inc({ ...labels, outcome: 'shed' });
-      end.outcome = 'shed';
-      return;
+
+  async run(headers: Record<string, string>, parent: TraceSpan): Promise<void> {
+    const replica = this.deps.upstreams.shard(this.g.backend, 1)[0]?.replica;
+    if (replica === undefined) return this.ended('no_backend');
+    this.span = this.startSpan(parent, replica);
+    try {
+      await this.call(replica, withTraceparent(headers, (this.span ?? parent).traceparent));
+    } finally {
+      if (this.span !== undefined) endAttemptSpan(this.span, this.outcome, this.status, this.reason);
     }
-    await judgeShadow(deps, request, g, primary, res, replica, span, end);
-  } finally {
-    hold?.release();
   }
-}
 
-/** The shadow's answer judged and compared with the primary's; `end` gets how it ended, for the span. */
-async function judgeShadow(
-  deps: ShadowDeps,
-  request: IndexedAgentRequest,
-  g: Group,
-  primary: Promise<AgentOutput[]>,
-  res: Awaited<ReturnType<typeof postResponses>>,
-  replica: Replica,
-  span: TraceSpan | undefined,
-  end: { outcome?: string; status?: number; reason?: string },
-): Promise<void> {
-  const { metrics } = deps;
-  const labels = { agent: deps.agent, route: g.route, backend: g.backend };
-  end.status = res.status;
-  if (!res.ok) {
-    metrics.shadowRequests.inc({ ...labels, outcome: 'failed' });
-    end.outcome = res.failure.code;
-    end.reason = res.failure.message;
-    return;
-  }
-  end.outcome = 'gateway_backend_invalid_response';
-  // Judged as a primary answer is (protocol/answer/answer-check.ts): memory and steps stay bytes, never decoded here.
-  const shape = { requestId: request.request_id, inputs: g.inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })) };
-  const check = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, deps.memoryKey);
-  if (!check.ok || check.slots.some((row) => row.some((s) => !s.ok))) {
-    metrics.shadowRequests.inc({ ...labels, outcome: 'invalid' });
-    end.reason = check.ok ? 'a candidate is malformed' : check.reason;
-    return;
-  }
-  metrics.shadowRequests.inc({ ...labels, outcome: 'ok' });
-  end.outcome = 'ok';
-
-  // Candidates of input i start at this offset in the client's answer (input order, then candidate index).
-  const outputs = await primary;
-  const offsets: number[] = [];
-  let at = 0;
-  for (const inp of request.inputs) {
-    offsets.push(at);
-    at += inp.num_outputs;
-  }
-  let agreedN = 0;
-  let disagreedN = 0;
-  g.at.forEach((inputIndex, k) => {
-    // One row per input of the shadow's group and one offset per input of the request: both always there.
-    const row = check.slots[k] ?? [];
-    const first = offsets[inputIndex] ?? 0;
-    row.forEach((slot, c) => {
-      const mine = outputs[first + c];
-      if (!slot.ok || mine === undefined || mine.status !== 'completed') return; // nothing to compare against
-      const theirs = decisionOf(slot.candidate);
-      const agreed = theirs.completed && sameDecision(mine.output, theirs.output);
-      metrics.shadowAgreement.inc({ ...labels, agreed: String(agreed) });
-      if (agreed) agreedN++;
-      else disagreedN++;
+  /** Its client span, when the batch's span is recorded. */
+  private startSpan(parent: TraceSpan, replica: Replica): TraceSpan | undefined {
+    if (!parent.recording) return undefined;
+    const server = serverOf(replica);
+    return parent.client(`shadow ${attemptSpanName(replica)}`, {
+      [ATTR_ROUTE]: this.g.route,
+      [ATTR_BACKEND]: this.g.backend,
+      [ATTR_REPLICA]: replica.id,
+      [ATTR_HTTP_REQUEST_METHOD]: 'POST',
+      [ATTR_URL_FULL]: replica.origin + replica.path('/v1/responses'),
+      [ATTR_SERVER_ADDRESS]: server.address,
+      [ATTR_SERVER_PORT]: server.port,
+      [ATTR_INPUTS]: this.g.inputs.length,
     });
-  });
-  span?.event(EVENT_SHADOW_AGREEMENT, { [ATTR_AGREED]: agreedN, [ATTR_DISAGREED]: disagreedN });
+  }
+
+  /** Counted under `outcome` (the one place it is); its span, if any, ends with `spanOutcome`. */
+  private ended(outcome: string, spanOutcome = outcome, reason?: string): void {
+    this.deps.metrics.shadowRequests.inc({ ...this.labels, outcome });
+    this.outcome = spanOutcome;
+    this.reason = reason;
+  }
+
+  /** The sub-request, then its judgement. */
+  private async call(replica: Replica, headers: Record<string, string>): Promise<void> {
+    const { deps, g } = this;
+    // Written from the inputs' bytes, never decoded for a shadow.
+    const body = subRequestBody(Buffer.from(JSON.stringify(this.request.request_id)), g.inputs.map((inp) => ({ raw: inp.raw, count: inp.num_outputs })));
+    // Shed first (docs/memory-budget.md): no room now, or room needed later by a batch, ends the shadow here.
+    const signal = new BatchSignal();
+    let shed = false;
+    const hold = deps.memory?.tryHold(body.length, () => {
+      shed = true;
+      signal.abort();
+    });
+    if (deps.memory !== undefined && hold === undefined) return this.ended('shed');
+    try {
+      const res = await postResponses(replica, { body, headers, timeoutMs: deps.upstreams.timeoutMs(g.backend), signal, memory: hold });
+      if (shed) return this.ended('shed');
+      await this.judge(replica, res);
+    } finally {
+      hold?.release();
+    }
+  }
+
+  /** The answer judged as a primary answer is, then compared with the primary's decision per candidate. */
+  private async judge(replica: Replica, res: Awaited<ReturnType<typeof postResponses>>): Promise<void> {
+    const { request, g } = this;
+    this.status = res.status;
+    if (!res.ok) return this.ended('failed', res.failure.code, res.failure.message);
+    // Until judged: a check that throws leaves the span saying the answer was not valid.
+    this.outcome = 'gateway_backend_invalid_response';
+    // Judged as a primary answer is (protocol/answer/answer-check.ts): memory and steps stay bytes, never decoded here.
+    const shape = { requestId: request.request_id, inputs: g.inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })) };
+    const check = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, this.deps.memoryKey);
+    if (!check.ok || check.slots.some((row) => row.some((s) => !s.ok))) {
+      return this.ended('invalid', 'gateway_backend_invalid_response', check.ok ? 'a candidate is malformed' : check.reason);
+    }
+    this.ended('ok');
+
+    // Candidates of input i start at this offset in the client's answer (input order, then candidate index).
+    const outputs = await this.primary;
+    const offsets: number[] = [];
+    let at = 0;
+    for (const inp of request.inputs) {
+      offsets.push(at);
+      at += inp.num_outputs;
+    }
+    let agreedN = 0;
+    let disagreedN = 0;
+    g.at.forEach((inputIndex, k) => {
+      // One row per input of the shadow's group and one offset per input of the request: both always there.
+      const row = check.slots[k] ?? [];
+      const first = offsets[inputIndex] ?? 0;
+      row.forEach((slot, c) => {
+        const mine = outputs[first + c];
+        if (!slot.ok || mine === undefined || mine.status !== 'completed') return; // nothing to compare against
+        const theirs = decisionOf(slot.candidate);
+        const agreed = theirs.completed && sameDecision(mine.output, theirs.output);
+        this.deps.metrics.shadowAgreement.inc({ ...this.labels, agreed: String(agreed) });
+        if (agreed) agreedN++;
+        else disagreedN++;
+      });
+    });
+    this.span?.event(EVENT_SHADOW_AGREEMENT, { [ATTR_AGREED]: agreedN, [ATTR_DISAGREED]: disagreedN });
+  }
 }

@@ -7,7 +7,7 @@ import fp from 'fastify-plugin';
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import { Activity } from '../batch/activity.js';
 import { ClientLimits } from '../clients/client-limits.js';
-import { ExperimentHistory } from '../experiments/history.js';
+import { ExperimentHistory } from '../experiments/report/history.js';
 import { Experiments } from '../experiments/recorder.js';
 import { Reclaim } from '../memory/reclaim.js';
 import { MemoryBudget } from '../memory/budget.js';

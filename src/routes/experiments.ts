@@ -8,9 +8,9 @@
  *   GET  /gateway/experiments/trajectories   one row per trajectory, JSON lines (`?format=csv`: CSV)
  */
 import type { FastifyInstance } from 'fastify';
-import { experimentsReport } from '../experiments/report.js';
+import { experimentsReport } from '../experiments/report/report.js';
 import { parseOutcomes, postOutcomes } from '../experiments/outcomes.js';
-import { rowsAsCsv, rowsAsJsonLines, trajectoryRows } from '../experiments/export.js';
+import { rowsAsCsv, rowsAsJsonLines, trajectoryRows } from '../experiments/report/export.js';
 import { errorBody } from '../errors.js';
 import { fieldOf } from '../http/request-fields.js';
 

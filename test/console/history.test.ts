@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { ExperimentHistory, HISTORY_KEY } from '../../src/experiments/history.js';
+import { ExperimentHistory, HISTORY_KEY } from '../../src/experiments/report/history.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 import { RedisStore } from '../../src/state/redis-store.js';
 import type { Store } from '../../src/state/types.js';

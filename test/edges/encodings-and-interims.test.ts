@@ -31,11 +31,6 @@ function utf32le(text: string): Buffer {
   return b;
 }
 
-async function post(url: string, body: Buffer | string): Promise<{ status: number; json: unknown }> {
-  const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : new Uint8Array(body) });
-  return { status: res.status, json: await res.json() };
-}
-
 test('a body with a UTF-8 BOM, or in UTF-16 or UTF-32, is read as FastAPI reads it and forwarded as UTF-8', async () => {
   // python3 -c 'import json; [json.loads(b) for b in (b"\xef\xbb\xbf{}", "{}".encode("utf-16"), "{}".encode("utf-16-be"), "{}".encode("utf-32-le"))]'
   // accepts each (json.detect_encoding), and a strict pydantic AgentRequest validates the result.
@@ -49,7 +44,7 @@ test('a body with a UTF-8 BOM, or in UTF-16 or UTF-32, is read as FastAPI reads 
   ];
   for (const [name, body] of bodies) {
     const before = agent.requestsTo('/v1/responses').length;
-    const res = await post(gw.url, body);
+    const res = await gw.post(body);
     assert.equal(res.status, 200, `${name}: ${JSON.stringify(res.json)}`);
     const cands = res.json as { status: string; request_id: string }[];
     assert.equal(cands.length, 1, name);
@@ -65,7 +60,7 @@ test('a UTF-16 body that does not decode (a lone surrogate, an odd length) is a 
   const lone = Buffer.concat([Buffer.from('{"request_id":"', 'utf16le'), Buffer.from([0x00, 0xd8]), Buffer.from('","inputs":[]}', 'utf16le')]);
   const odd = Buffer.concat([Buffer.from(BODY, 'utf16le'), Buffer.from([0x20])]);
   for (const [body, at] of [[lone, 30], [odd, Buffer.from(BODY, 'utf16le').length]] as const) {
-    const res = await post(gw.url, body);
+    const res = await gw.post(body);
     assert.equal(res.status, 400);
     const j = res.json as { code: string; detail: string };
     assert.equal(j.code, 'GATEWAY_ERR_BODY_ENCODING');
@@ -79,7 +74,7 @@ test('a lone-surrogate escape in request_id is accepted, as json.loads and pydan
   const agent = await f.agent({ name: 'a' });
   const gw = await f.gateway({ backends: { a: { url: agent.url } }, routes: [{ name: 'd', backend: 'a' }] });
   const body = `{"request_id":"a\\ud800","inputs":[${INPUT}]}`;
-  const res = await post(gw.url, body);
+  const res = await gw.post(body);
   assert.equal(res.status, 200, JSON.stringify(res.json));
   assert.equal(agent.requestsTo('/v1/responses')[0]!.raw, body);
 });
@@ -88,7 +83,7 @@ test('a repeated protocol key is its last copy over HTTP: a shadowed copy with a
   const agent = await f.agent({ name: 'a' });
   const gw = await f.gateway({ backends: { a: { url: agent.url } }, routes: [{ name: 'd', backend: 'a' }] });
   const body = `{"request_id":"r2","inputs":[{"id":9,"bogus":1,"instruction":{"type":"user","content":"old"}}],"inputs":[{"id":1,"instruction":{"type":"user","content":"old","x":1},"instruction":{"type":"env","content":"new"}}]}`;
-  const res = await post(gw.url, body);
+  const res = await gw.post(body);
   assert.equal(res.status, 200, JSON.stringify(res.json));
   assert.equal(agent.requestsTo('/v1/responses')[0]!.raw, '{"request_id":"r2","inputs":[{"id":1,"instruction":{"type":"env","content":"new"}}]}');
 });
@@ -101,11 +96,11 @@ test('1xx from a backend: 102 and 103 are skipped; 100 Continue (undici 7 ends t
     routes: [{ name: 's', match: { 'attributes.to': 's' }, backend: 's' }, { name: 'c', backend: 'c' }],
   });
   for (const id of ['r3', 'r4']) {
-    const res = await post(gw.url, `{"request_id":"${id}","inputs":[{"id":1,"instruction":{"type":"user","content":"x"},"attributes":{"to":"s"}}]}`);
+    const res = await gw.post(`{"request_id":"${id}","inputs":[{"id":1,"instruction":{"type":"user","content":"x"},"attributes":{"to":"s"}}]}`);
     assert.equal(res.status, 200);
     assert.equal((res.json as { status: string }[])[0]!.status, 'completed');
   }
-  const res = await post(gw.url, BODY);
+  const res = await gw.post(BODY);
   assert.equal(res.status, 200);
   const c = (res.json as { status: string; error?: { code: string; message: string } }[])[0]!;
   assert.equal(c.status, 'error', JSON.stringify(c));

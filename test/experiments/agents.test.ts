@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { reportCommand } from '../../src/commands/report.js';
 import { countersKey } from '../../src/experiments/keys.js';
-import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report.js';
+import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report/report.js';
 import { http } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ArmReport } from '../../src/experiments/arm-counts.js';
-import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report.js';
+import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report/report.js';
 import { chooseArm } from '../../src/routing/split.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway, postOk } from '../helpers/gateway.js';
@@ -18,7 +18,6 @@ let gw: TestGateway;
 let report: ExperimentsReport;
 let metricsText: string;
 
-const post = (requestId: string, inputs: object[]): Promise<Cand[]> => postOk(gw, requestId, inputs);
 
 function env(id: number, content: string, memory: Record<string, unknown>, mode: string, n = 1): object {
   return mkInput(id, { instruction: { type: 'env', content }, memory, extra_keys: { mode }, num_outputs: n });
@@ -37,22 +36,22 @@ before(async () => {
   });
 
   // An ensemble of two candidates, then the environment's answer to b's candidate, ensembled again.
-  const g1 = await post('g1', [mkInput(0, { extra_keys: { mode: 'gen' }, num_outputs: 2 })]);
+  const g1 = await postOk(gw, 'g1', [mkInput(0, { extra_keys: { mode: 'gen' }, num_outputs: 2 })]);
   assert.deepEqual(g1.map((x) => x.memory._gateway?.backend), ['a', 'b']);
-  const g2 = await post('g2', [env(0, '{"infos": "r: pick succeed with message: ok"}', g1[1]!.memory, 'gen', 2)]);
+  const g2 = await postOk(gw, 'g2', [env(0, '{"infos": "r: pick succeed with message: ok"}', g1[1]!.memory, 'gen', 2)]);
   assert.deepEqual(g2.map((x) => x.memory._gateway?.backend), ['a', 'b']);
 
   // b is down: a split trajectory assigned to b is served by the fallback c, and so is gen1's single leg on b.
   b!.setBehaviour({ status: 500 });
   let rid = 'f0';
   for (let k = 0; chooseArm(rid, 1, [{ name: 'a', weight: 1 }, { name: 'b', weight: 1 }]) !== 'b'; k++) rid = `f${k}`;
-  const f1 = await post(rid, [mkInput(1, { extra_keys: { mode: 'ab' } }), mkInput(2, { extra_keys: { mode: 'gen1' } })]);
+  const f1 = await postOk(gw, rid, [mkInput(1, { extra_keys: { mode: 'ab' } }), mkInput(2, { extra_keys: { mode: 'gen1' } })]);
   assert.deepEqual(f1.map((x) => where(x)), [{ backend: 'c', route: 'ab', arm: 'b' }, { backend: 'c', route: 'gen1' }]);
   // The fallback's step is a crossover of the trajectory assigned b, marked in its tag.
   assert.equal(f1[0]!.memory._gateway?.flags, 'x');
   b!.setBehaviour({});
   // The env answer to the fallback's decision: sticky, so it continues on c.
-  await post('f2', [env(1, '{"infos": "r: place failed with message: no"}', f1[0]!.memory, 'ab')]);
+  await postOk(gw, 'f2', [env(1, '{"infos": "r: place failed with message: no"}', f1[0]!.memory, 'ab')]);
 
   report = (await (await fetch(`${gw.adminUrl}/gateway/experiments`)).json()) as ExperimentsReport;
   metricsText = await (await fetch(`${gw.url}/metrics`)).text();

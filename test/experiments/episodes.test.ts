@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { reportCommand } from '../../src/commands/report.js';
-import type { ExperimentsReport } from '../../src/experiments/report.js';
+import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import type { AgentInput } from '../../src/protocol/types.js';
 import { chooseArm } from '../../src/routing/split.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
@@ -41,7 +41,6 @@ let gw: TestGateway;
 let report: ExperimentsReport;
 let metricsText: string;
 
-const post = (requestId: string, inputs: object[]): Promise<Cand[]> => postOk(gw, requestId, inputs);
 
 before(async () => {
   a = await startFakeAgent({ name: 'a', behaviour: { delayMs: 10 } });
@@ -65,7 +64,7 @@ before(async () => {
   });
 
   // Batch 1: four new trajectories, slots 0 and 1 on arm a, 2 and 3 on arm b.
-  const r1 = await post(requestIdFor('r1', [[0, 'a'], [1, 'a'], [2, 'b'], [3, 'b']]), [0, 1, 2, 3].map((i) => mkInput(i, { extra_keys: AB })));
+  const r1 = await postOk(gw, requestIdFor('r1', [[0, 'a'], [1, 'a'], [2, 'b'], [3, 'b']]), [0, 1, 2, 3].map((i) => mkInput(i, { extra_keys: AB })));
   assert.deepEqual(r1.map(where), [
     { backend: 'a', route: 'ab', arm: 'a' }, { backend: 'a', route: 'ab', arm: 'a' },
     { backend: 'b', route: 'ab', arm: 'b' }, { backend: 'b', route: 'ab', arm: 'b' },
@@ -80,7 +79,7 @@ before(async () => {
   }
 
   // Batch 2: the environment reports on batch 1's decisions.
-  const r2 = await post('r2', [
+  const r2 = await postOk(gw, 'r2', [
     env(0, JSON.stringify({ infos: 'dish_robot: pick succeed with message: plate_1 grasped', previous_tool_call: PICK }), r1[0]!.memory),
     env(1, JSON.stringify({
       infos: 'dish_robot: pick succeed with message: ok\ntable_robot: place failed with message: blocked',
@@ -92,7 +91,7 @@ before(async () => {
   ]);
 
   // Batch 3: slot 3 starts a new episode (fresh memory) that lands on b and fails there.
-  const r3 = await post(requestIdFor('r3', [[3, 'b']]), [
+  const r3 = await postOk(gw, requestIdFor('r3', [[3, 'b']]), [
     env(0, JSON.stringify({ infos: 'The action has completed.', previous_tool_call: PICK }), r2[0]!.memory),
     env(1, '{"infos": "dish_robot: wash succeed with message: clean"}', r2[1]!.memory),
     env(2, JSON.stringify({
@@ -113,7 +112,7 @@ before(async () => {
   // slot 1: a forged tag naming an unknown route and backend: ignored for feedback, a new trajectory on the split;
   // slot 2: continues on b, with an explicit null error;
   // slot 3: a tag of the plain `default` route: metric only (the report lists split and ensemble routes).
-  const r4 = await post(requestIdFor('r4', [[1, 'a']]), [
+  const r4 = await postOk(gw, requestIdFor('r4', [[1, 'a']]), [
     env(0, '{"infos": "dish_robot: place failed with message: dropped"}', r3[0]!.memory, {}),
     env(1, '{"infos": "dish_robot: pick succeed with message: forged"}', { _gateway: { backend: 'zzz', route: 'nope' } }),
     env(2, '{"infos": "table_robot: place succeed with message: ok", "error": null}', r3[2]!.memory),

@@ -6,26 +6,18 @@
  * numbers are those of the memory store.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import type { ExperimentsReport } from '../../src/experiments/report.js';
-import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
+import { test } from 'node:test';
+import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import { mkInput, postOk, type Cand, type TestGateway } from '../helpers/gateway.js';
-import { deleteKeys, uniquePrefix } from '../state/helpers.js';
-import { memoryAndRedis, timeless } from './helpers.js';
+import { timeless, useMemoryAndRedis, type TwoBackends } from './helpers.js';
 
 const OK = JSON.stringify({ infos: 'dish_robot: pick succeed with message: ok' });
 const BAD = JSON.stringify({ infos: 'dish_robot: pick failed with message: no' });
 
-let x: FakeAgent;
-let y: FakeAgent;
-const prefix = uniquePrefix();
-const gateways: TestGateway[] = [];
-
-function config(state: Record<string, unknown>): Record<string, unknown> {
+function config(backends: TwoBackends, state: Record<string, unknown>): Record<string, unknown> {
   return {
-    probe_interval_s: 3600,
     state: { replay_ttl_s: 0, ...state },
-    backends: { x: { url: x.url }, y: { url: y.url } },
+    backends,
     routes: [{ name: 'ab', split: { x: 1, y: 1 } }],
   };
 }
@@ -60,22 +52,9 @@ async function scenario(on: (k: number) => TestGateway): Promise<Run> {
   return { report: (await res.json()) as ExperimentsReport, replayed: [r1, again], fork: { parent: r2[0]!, child: child! }, branches: [b0!, b1!] };
 }
 
-let memoryRun: Run;
-let redisRun: Run;
-let redisReports: ExperimentsReport[];
+const runs = useMemoryAndRedis(config, scenario);
 
-before(async () => {
-  [x, y] = await Promise.all([startFakeAgent({ name: 'x' }), startFakeAgent({ name: 'y' })]);
-  ({ memory: memoryRun, redis: redisRun, redisReports } = await memoryAndRedis(config, scenario, prefix, gateways));
-});
-
-after(async () => {
-  await Promise.all(gateways.map((g) => g.close()));
-  await Promise.all([x?.close(), y?.close()]);
-  await deleteKeys(prefix);
-});
-
-for (const [store, run] of [['memory', () => memoryRun], ['redis, two replicas', () => redisRun]] as const) {
+for (const [store, run] of [['memory', () => runs().memory], ['redis, two replicas', () => runs().redis]] as const) {
   test(`${store}: a replayed batch gets the same tags and is counted once`, () => {
     const { replayed, report } = run();
     assert.deepEqual(replayed[1].map((c) => c.memory._gateway), replayed[0].map((c) => c.memory._gateway));
@@ -108,11 +87,11 @@ for (const [store, run] of [['memory', () => memoryRun], ['redis, two replicas',
 
 
 test('the two Redis replicas report identical JSON, generated_at aside', () => {
-  const [a, b] = redisReports.map((r) => ({ ...r, generated_at: null }));
+  const [a, b] = runs().redisReports.map((r) => ({ ...r, generated_at: null }));
   assert.deepEqual(a, b);
-  assert.equal(redisReports[0]!.store, 'redis');
+  assert.equal(runs().redisReports[0]!.store, 'redis');
 });
 
 test('the memory store and Redis count the same scenario the same', () => {
-  assert.deepEqual(timeless(redisRun.report), timeless(memoryRun.report));
+  assert.deepEqual(timeless(runs().redis.report), timeless(runs().memory.report));
 });

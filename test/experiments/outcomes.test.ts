@@ -14,8 +14,8 @@ import { after, before, test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import { outcomesCommand } from '../../src/commands/outcomes.js';
 import { reportCommand } from '../../src/commands/report.js';
-import type { TrajectoryRow } from '../../src/experiments/export.js';
-import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report.js';
+import type { TrajectoryRow } from '../../src/experiments/report/export.js';
+import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report/report.js';
 import { chooseArm } from '../../src/routing/split.js';
 import { http } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
@@ -143,13 +143,12 @@ test('a second import changes nothing; a conflicting re-post is rejected and cou
   const again = await run(['import', dir, '--url', gw.adminUrl, '--json']);
   assert.equal(again.code, 0, again.err);
   assert.equal((JSON.parse(again.out) as { results: Record<string, number> }).results.duplicate, 33);
-  const post = (outcomes: unknown[]): Promise<{ status: number; json: unknown; text: string }> =>
-    http(`${gw.adminUrl}/gateway/experiments/outcomes`, { method: 'POST', body: { outcomes } });
-  const conflict = await post([
+  const outcomes = [
     { trajectory: episodes[0]!.trajectory, success: false },
     { trajectory: episodes[1]!.trajectory, success: true },
     { trajectory: 'f'.repeat(32), success: true },
-  ]);
+  ];
+  const conflict = await http(`${gw.adminUrl}/gateway/experiments/outcomes`, { method: 'POST', body: { outcomes } });
   assert.equal(conflict.status, 200, conflict.text);
   assert.deepEqual((conflict.json as { results: Record<string, number> }).results, { accepted: 0, duplicate: 1, conflict: 1, unknown: 1, arm_level: 0, ambiguous: 0, unmatched: 0 });
   const after = await report();

@@ -9,8 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { formatReport, reportCommand } from '../../src/commands/report.js';
 import type { CommandIo } from '../../src/commands/args.js';
-import type { ExperimentsReport } from '../../src/experiments/report.js';
-import { analyse, sampleRatio, srmWarning } from '../../src/experiments/analysis.js';
+import type { ExperimentsReport } from '../../src/experiments/report/report.js';
+import { analyse } from '../../src/experiments/report/analysis.js';
+import { sampleRatio, srmWarning } from '../../src/experiments/report/sample-ratio.js';
 import { armReport, emptyArm, type ArmCounts } from '../../src/experiments/arm-counts.js';
 
 function counts(over: Partial<ArmCounts>): ArmCounts {

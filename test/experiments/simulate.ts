@@ -15,7 +15,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import type { BatchResult } from '../../src/dispatch/batch.js';
-import { experimentsReport } from '../../src/experiments/report.js';
+import { experimentsReport } from '../../src/experiments/report/report.js';
 import type { AgentInput, AgentRequest, JsonObject } from '../../src/protocol/types.js';
 import { candidateTagOf, tagValue } from '../../src/protocol/memory-tag.js';
 import { planBatch } from '../../src/routing/plan.js';
@@ -23,15 +23,20 @@ import { stringifyExact } from '../../src/protocol/json/exact-json.js';
 import type { IndexedAgentRequest } from '../../src/protocol/request/indexed-request.js';
 import { readAgentRequest } from '../../src/protocol/request/read-request.js';
 import { isJsonObject } from '../../src/protocol/schemas.js';
+import { withTestDefaults } from '../helpers/gateway.js';
 
 export async function gateway(route: Record<string, unknown>): Promise<FastifyInstance> {
   const config = parseConfigText(
-    JSON.stringify({
-      probe_interval_s: 3600,
-      backends: { a: { url: 'http://127.0.0.1:9' }, b: { url: 'http://127.0.0.1:9' } },
-      experiments: { earlier_max: 0 },
-      routes: [{ name: 'ab', split: { a: 1, b: 1 }, ...route }],
-    }),
+    JSON.stringify(
+      withTestDefaults(
+        {
+          backends: { a: { url: 'http://127.0.0.1:9' }, b: { url: 'http://127.0.0.1:9' } },
+          experiments: { earlier_max: 0 },
+          routes: [{ name: 'ab', split: { a: 1, b: 1 }, ...route }],
+        },
+        false,
+      ),
+    ),
     'simulation.yaml',
     {},
   );

@@ -5,29 +5,21 @@
  * report identical JSON, and the numbers are the memory store's.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import type { ExperimentsReport } from '../../src/experiments/report.js';
-import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
+import { test } from 'node:test';
+import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import { http } from '../helpers/config-file.js';
 import { mkInput, postOk, type Cand, type TestGateway } from '../helpers/gateway.js';
-import { deleteKeys, uniquePrefix } from '../state/helpers.js';
-import { memoryAndRedis, timeless } from './helpers.js';
+import { timeless, useMemoryAndRedis, type TwoBackends } from './helpers.js';
 
 const OK = JSON.stringify({ infos: 'dish_robot: pick succeed with message: ok' });
 const BAD = JSON.stringify({ infos: 'dish_robot: pick failed with message: no' });
 const SUITES = ['easy', 'hard', 'mid'];
 const N = 24;
 
-let x: FakeAgent;
-let y: FakeAgent;
-const prefix = uniquePrefix();
-const gateways: TestGateway[] = [];
-
-function config(state: Record<string, unknown>): Record<string, unknown> {
+function config(backends: TwoBackends, state: Record<string, unknown>): Record<string, unknown> {
   return {
-    probe_interval_s: 3600,
     state,
-    backends: { x: { url: x.url }, y: { url: y.url } },
+    backends,
     experiments: { stratify_by: 'attributes.suite', max_strata: 2, primary: 'outcome' },
     routes: [{ name: 'ab', split: { x: 1, y: 1 }, assign_by: 'attributes.scenario' }],
   };
@@ -67,22 +59,9 @@ async function scenario(on: (k: number) => TestGateway): Promise<Run> {
   return { report, mixed, starts, later };
 }
 
-let memoryRun: Run;
-let redisRun: Run;
-let redisReports: ExperimentsReport[];
+const runs = useMemoryAndRedis(config, scenario);
 
-before(async () => {
-  [x, y] = await Promise.all([startFakeAgent({ name: 'x' }), startFakeAgent({ name: 'y' })]);
-  ({ memory: memoryRun, redis: redisRun, redisReports } = await memoryAndRedis(config, scenario, prefix, gateways));
-});
-
-after(async () => {
-  await Promise.all(gateways.map((g) => g.close()));
-  await Promise.all([x?.close(), y?.close()]);
-  await deleteKeys(prefix);
-});
-
-for (const [store, run] of [['memory', () => memoryRun], ['redis, two replicas', () => redisRun]] as const) {
+for (const [store, run] of [['memory', () => runs().memory], ['redis, two replicas', () => runs().redis]] as const) {
   test(`${store}: a trajectory's stratum and key are its first step's, carried in the tag`, () => {
     const { starts, later } = run();
     const tags = starts.map((c) => c.memory._gateway);
@@ -159,7 +138,7 @@ for (const [store, run] of [['memory', () => memoryRun], ['redis, two replicas',
 
 
 test('the two Redis replicas report identical JSON, and the memory store the same numbers', () => {
-  const [a, b] = redisReports.map((r) => ({ ...r, generated_at: null }));
+  const [a, b] = runs().redisReports.map((r) => ({ ...r, generated_at: null }));
   assert.deepEqual(a, b);
-  assert.deepEqual(timeless(redisRun.report), timeless(memoryRun.report));
+  assert.deepEqual(timeless(runs().redis.report), timeless(runs().memory.report));
 });

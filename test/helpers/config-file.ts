@@ -47,14 +47,19 @@ export interface HttpAnswer {
 
 export interface HttpInit {
   method?: string;
-  /** A string is sent as it is, anything else as JSON; either way with `content-type: application/json` unless `headers` set one. */
-  body?: string | object;
+  /**
+   * A string or bytes (a Buffer) are sent as they are, anything else as JSON; either way with
+   * `content-type: application/json` unless `headers` set one.
+   */
+  body?: string | Uint8Array | object;
   headers?: Record<string, string>;
   signal?: AbortSignal;
 }
 
 export async function http(url: string, init: HttpInit = {}): Promise<HttpAnswer> {
-  const body = init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
+  const { body: given } = init;
+  // fetch takes a plain Uint8Array, not a Buffer's type: the bytes are copied into one.
+  const body = given === undefined ? undefined : typeof given === 'string' ? given : given instanceof Uint8Array ? new Uint8Array(given) : JSON.stringify(given);
   const headers = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers };
   const res = await fetch(url, { method: init.method ?? 'GET', headers, body, signal: init.signal });
   const bytes = Buffer.from(await res.arrayBuffer());

@@ -16,8 +16,8 @@ export interface TestGateway {
   adminUrl: string;
   app: FastifyInstance;
   close(): Promise<void>;
-  /** POST /v1/responses. */
-  post(body: string | object, headers?: Record<string, string>): Promise<HttpAnswer>;
+  /** POST /v1/responses: a string or bytes sent as they are, anything else as JSON. */
+  post(body: string | Uint8Array | object, headers?: Record<string, string>): Promise<HttpAnswer>;
   /** GET (or `init.method`) a path of the agent port, e.g. `call('/metrics')`, `call('/k/KEY/v1/responses', { method: 'POST', body })`. */
   call(path: string, init?: HttpInit): Promise<HttpAnswer>;
 }

@@ -1,7 +1,7 @@
 /**
  * HTTP/1.x for what fetch cannot do: spoken byte by byte over a plain TCP socket (a client that sends its whole
  * body before it reads anything, as python's http.client does, an HTTP/1.0 request, an `Expect` header), or over
- * a node:http Agent whose keep-alive sockets the test looks at.
+ * a node:http Agent whose keep-alive sockets the test looks at, or a large or chunked body written in pieces.
  */
 import { request, type Agent, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
@@ -104,5 +104,33 @@ export function requestOn(agent: Agent, url: string, body?: string): Promise<{ r
     });
     req.on('error', reject);
     req.end(body);
+  });
+}
+
+/**
+ * POST `body` (bytes, sent as they are) on a fresh connection, written in 1 MiB pieces as a client streams a large
+ * body (the test process never copies it whole); chunked when `chunked`, else with its content-length.
+ */
+export function postBytes(url: string, body: Buffer, opts: { path?: string; chunked?: boolean } = {}): Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: opts.path ?? '/v1/responses',
+        method: 'POST',
+        agent: false,
+        headers: opts.chunked === true ? { 'content-type': 'application/json' } : { 'content-type': 'application/json', 'content-length': String(body.length) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      },
+    );
+    req.on('error', reject);
+    for (let at = 0; at < body.length; at += 1 << 20) req.write(body.subarray(at, at + (1 << 20)));
+    req.end();
   });
 }

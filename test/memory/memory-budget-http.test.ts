@@ -6,7 +6,6 @@
  * and the event loop kept free while a large body is read.
  */
 import assert from 'node:assert/strict';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { test } from 'node:test';
@@ -17,6 +16,7 @@ import { parseAgentRequest } from '../../src/protocol/request.js';
 import type { ValidationIssue } from '../../src/protocol/types.js';
 import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
 import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { postBytes } from '../helpers/raw-http.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** `[0,0,...]` of about `bytes` bytes: an element every two bytes. */
@@ -30,32 +30,6 @@ async function metric(gw: TestGateway, name: string): Promise<number> {
   const text = await (await fetch(`${gw.url}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(name + ' ') || l.startsWith(name + '{'));
   return Number(line?.slice(line.lastIndexOf(' ') + 1));
-}
-
-/** POST `body` (bytes, sent as they are) on a fresh connection; chunked when `chunked`. */
-function post(url: string, body: Buffer, opts: { path?: string; chunked?: boolean } = {}): Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const req = httpRequest(
-      {
-        host: u.hostname,
-        port: u.port,
-        path: opts.path ?? '/v1/responses',
-        method: 'POST',
-        agent: false,
-        headers: opts.chunked === true ? { 'content-type': 'application/json' } : { 'content-type': 'application/json', 'content-length': String(body.length) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      },
-    );
-    req.on('error', reject);
-    // In pieces, as a client streams a large body: the test process never copies it whole.
-    for (let at = 0; at < body.length; at += 1 << 20) req.write(body.subarray(at, at + (1 << 20)));
-    req.end();
-  });
 }
 
 /** An agent that holds each batch until the test releases it; `seen` lists the request ids in arrival order. */
@@ -82,7 +56,7 @@ test('a 2 MB `[0,0,...]` inputs body gets a small 422: the first problems, in py
   const a = await f.agent();
   const gw = await f.gateway({ server: { max_validation_errors: 50 }, backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
   const body = Buffer.concat([Buffer.from('{"request_id":"z","inputs":'), zeros(2 * 1024 * 1024), Buffer.from('}')]);
-  const res = await post(gw.url, body);
+  const res = await postBytes(gw.url, body);
   assert.equal(res.status, 422);
   assert.ok(res.body.length < 32 * 1024, `a bounded detail, not one per element: ${res.body.length} bytes`);
   const detail = (JSON.parse(res.body.toString()) as { detail: ValidationIssue[] }).detail;
@@ -129,15 +103,15 @@ test('over the budget a second batch waits its turn and a third, past server.adm
   const agent = await gatedAgent(f);
   // 20 KB: one of these 10 KB batches with its objects' estimate (2 KB) fits, two do not.
   const gw = await f.gateway({ server: { memory_budget_mb: 20 / 1024, admission_timeout_s: 1 }, backends: { g: { url: agent.url } }, routes: [{ name: 'd', backend: 'g' }] });
-  const first = post(gw.url, batch('first', 10_000));
+  const first = postBytes(gw.url, batch('first', 10_000));
   await waitFor('the first at the backend', () => agent.seen.length === 1);
-  const second = post(gw.url, batch('second', 10_000));
+  const second = postBytes(gw.url, batch('second', 10_000));
   await waitFor('the second waiting', async () => (await metric(gw, 'magma_gateway_admission_waiting')) === 1);
   agent.gates.shift()!();
   assert.equal((await first).status, 200);
   await waitFor('the second at the backend', () => agent.seen.length === 2);
   // The second holds the budget now; the third waits behind it until its clock runs out.
-  const third = await post(gw.url, batch('third', 10_000));
+  const third = await postBytes(gw.url, batch('third', 10_000));
   assert.equal(third.status, 503);
   assert.equal(third.headers['retry-after'], '5');
   const body = JSON.parse(third.body.toString()) as { code: string; detail: string };
@@ -176,10 +150,10 @@ test('a batch with a query string and a chunked batch are counted and wait like 
   const agent = await gatedAgent(f);
   // 20 KB as above; a chunked body reserves what it may grow to (here the whole budget) until its end.
   const gw = await f.gateway({ server: { memory_budget_mb: 20 / 1024 }, backends: { g: { url: agent.url } }, routes: [{ name: 'd', backend: 'g' }] });
-  const first = post(gw.url, batch('query', 10_000), { path: '/v1/responses?x' });
+  const first = postBytes(gw.url, batch('query', 10_000), { path: '/v1/responses?x' });
   await waitFor('the ?x batch at the backend', () => agent.seen.length === 1);
   assert.ok((await metric(gw, 'magma_gateway_memory_budget_held_bytes')) > 10_000, 'its body is counted');
-  const chunked = post(gw.url, batch('chunked', 10_000), { chunked: true });
+  const chunked = postBytes(gw.url, batch('chunked', 10_000), { chunked: true });
   await waitFor('the chunked batch waiting', async () => (await metric(gw, 'magma_gateway_admission_waiting')) === 1);
   agent.gates.shift()!();
   assert.equal((await first).status, 200);
@@ -237,7 +211,7 @@ test('a shadow answer is shed when a batch needs the room, and counted', async (
   assert.equal((await gw.post({ request_id: 'shadowed', inputs: [mkInput(1)] })).status, 200);
   await waitFor('the shadow reading', async () => (await metric(gw, 'magma_gateway_memory_budget_held_bytes')) > 50_000);
   // A 900 KB batch: it must wait for room, and the shadow goes first.
-  const res = await post(gw.url, batch('big', 900_000));
+  const res = await postBytes(gw.url, batch('big', 900_000));
   assert.equal(res.status, 200);
   // Two: the first batch's shadow dropped mid-answer, and the big batch's own copy never sent (no room for it).
   assert.equal(await metric(gw, 'magma_gateway_shadows_shed_total'), 2);
@@ -253,10 +227,10 @@ test('the event loop stays free while a large body is read: the indexing of 8 MB
   const head = Buffer.from('{"request_id":"big","inputs":[{"id":1,"instruction":{"type":"user","content":"x"},"memory":{"x":[');
   const body = Buffer.concat([head, Buffer.alloc(2 * 1024 * 1024 * 4, '1e5,'), Buffer.from('1e5]}}]x')]);
   // Warm: the reader thread started, and this process's own allocations done before the measure.
-  assert.equal((await post(gw.url, body)).status, 422);
+  assert.equal((await postBytes(gw.url, body)).status, 422);
   const delay = monitorEventLoopDelay({ resolution: 5 });
   delay.enable();
-  const res = await post(gw.url, body);
+  const res = await postBytes(gw.url, body);
   delay.disable();
   assert.equal(res.status, 422);
   const detail = (JSON.parse(res.body.toString()) as { detail: ValidationIssue[] }).detail;

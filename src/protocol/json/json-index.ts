@@ -147,19 +147,8 @@ export class JsonScanner {
         if (m !== 0) break;
         k++;
       }
-      if (m === 0) {
-        // Past the last whole word: the tail is read byte by byte.
-        p = (k << 2) - base;
-        if (p >= len) throw new IndexReject(len, 'unterminated string');
-        while (p < len) {
-          const c = b[p] ?? -1;
-          if (c === QUOTE) return p;
-          if (c === BACKSLASH) p = this.escape(p);
-          else if (c < 0x20) throw new IndexReject(p, 'control character in a string');
-          else p++;
-        }
-        throw new IndexReject(len, 'unterminated string');
-      }
+      // Past the last whole word: the tail is read byte by byte.
+      if (m === 0) return this.stringEndBytes((k << 2) - base);
       p = (k << 2) - base + ((31 - Math.clz32(m & -m)) >>> 3);
       const c = b[p] ?? -1;
       if (c === QUOTE) return p;

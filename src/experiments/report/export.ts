@@ -3,7 +3,7 @@
  * trajectory of each current experiment, for pandas or R, as JSON lines or CSV. Bounded by
  * experiments.export_max_trajectories per experiment (the first trajectories are kept).
  */
-import { keys, parseTrajectoryRecord } from './keys.js';
+import { keys, parseTrajectoryRecord } from '../keys.js';
 import type { ReportHost } from './report.js';
 
 export interface TrajectoryRow {

@@ -3,11 +3,11 @@
  * primary metric's comparison, and the post-stratified overall estimate. All descriptive: always-valid inference
  * handles looks, not strata, so only the overall primary comparison carries `sequential` and a stopping rule.
  */
-import { perComparisonAlpha, postStratified, type FixedResult, type Unit } from '../stats/index.js';
-import { compare, metricSums, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison } from './analysis.js';
-import { emptyArm } from './arm-counts.js';
-import type { KeyUnits } from './units.js';
-import { OTHER_STRATUM } from './units.js';
+import { perComparisonAlpha, postStratified, type FixedResult, type Unit } from '../../stats/index.js';
+import { compare, metricSums, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison } from './comparison.js';
+import { emptyArm } from '../arm-counts.js';
+import type { KeyUnits } from '../units.js';
+import { OTHER_STRATUM } from '../units.js';
 
 const ALPHA = 0.05;
 const STRATA_LABEL = 'descriptive: no stopping rule (only the overall primary comparison carries one)';

@@ -4,15 +4,17 @@
  * then the earlier experiments of the same routes, listed apart. Everything comes from the store's counters and
  * records, so with Redis every replica reports the same JSON (generated_at aside).
  */
-import type { CompiledAgent } from '../routing/agents.js';
-import type { CompiledRoute } from '../routing/plan.js';
-import { analyse, sampleRatio, srmWarning, type Comparison, type Metric, type Secondary, type Srm } from './analysis.js';
-import { armReport, emptyArm, parseCounters, type ArmCounts, type ArmReport } from './arm-counts.js';
-import { countersKey, keyCountersKey, keys, parseExperimentRecord } from './keys.js';
+import type { CompiledAgent } from '../../routing/agents.js';
+import type { CompiledRoute } from '../../routing/plan.js';
+import { analyse, type Secondary } from './analysis.js';
+import type { Comparison, Metric } from './comparison.js';
+import { sampleRatio, srmWarning, type Srm } from './sample-ratio.js';
+import { armReport, emptyArm, parseCounters, type ArmCounts, type ArmReport } from '../arm-counts.js';
+import { countersKey, keyCountersKey, keys, parseExperimentRecord } from '../keys.js';
 import { analyseStrata, stratumInputs, type StrataReport } from './strata.js';
-import type { Unit } from '../stats/index.js';
-import { keyUnits, parseKeyCounters, slotLabels, type KeyCounters, type KeyUnits } from './units.js';
-import type { Experiments, ExperimentsHost } from './recorder.js';
+import type { Unit } from '../../stats/index.js';
+import { keyUnits, parseKeyCounters, slotLabels, type KeyCounters, type KeyUnits } from '../units.js';
+import type { Experiments, ExperimentsHost } from '../recorder.js';
 
 export interface ExperimentInfo {
   id: string;

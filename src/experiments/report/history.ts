@@ -6,7 +6,7 @@
  * answers `GET /gateway/experiments/history`; with the memory store it is this process's own.
  */
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../logging.js';
+import type { Logger } from '../../logging.js';
 import { experimentsReport, type ExperimentsReport } from './report.js';
 
 /*

@@ -1,0 +1,60 @@
+/**
+ * The outcome index of a counted step (docs/experiments.md#outcomes-from-bench): the trace hash an imported episode is matched
+ * by, the trajectory's step set (its last step is the export row), and for a new unit the records that credit its
+ * arm and list its experiment. Written once per counted step; the experiment's record once per process.
+ */
+import type { Store } from '../state/types.js';
+import type { TrajectoryState } from '../protocol/memory-tag.js';
+import type { GatewayConfig } from '../config/schema.js';
+import { keys, type ExperimentRecord, type TrajectoryRecord } from './keys.js';
+import type { Lifetimes } from './lifetime.js';
+import type { StepDecision } from './step-decision.js';
+
+/**
+ * Steps of one trajectory the index remembers (its last step is where an episode ended, and its export row):
+ * BENCH episodes have tens of steps; past this a trajectory's outcome join and export row stop advancing.
+ */
+const MAX_STEPS_INDEXED = 1000;
+/** Experiments one route's list keeps (the report shows the last experiments.earlier_max). */
+const MAX_EXPERIMENTS_LISTED = 1000;
+
+export class StepIndex {
+  /** Experiments whose record this process has written (one write per experiment per process). */
+  private readonly recorded = new Set<string>();
+
+  constructor(
+    private readonly lifetimes: Lifetimes,
+    private readonly now: () => Date,
+  ) {}
+
+  async write(store: Store, agent: string, d: StepDecision, cfg: GatewayConfig['experiments']): Promise<void> {
+    const ttlMs = cfg.index_ttl_s * 1000;
+    const { state } = d;
+    const writes: Promise<unknown>[] = [
+      store.addToSet(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, cfg.hash_candidates_max),
+      store.addToSet(keys.steps(state.id), stepMember(state), ttlMs, MAX_STEPS_INDEXED),
+    ];
+    if (d.newUnit) {
+      writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories));
+      const at = this.now().toISOString();
+      const rec: TrajectoryRecord = { agent, route: d.route.name, experiment: d.experiment, arm: d.arm, started_at: at };
+      if (state.stratum !== undefined) rec.stratum = state.stratum;
+      if (state.key !== undefined) rec.key = state.key;
+      writes.push(store.claim(keys.trajectory(state.id), JSON.stringify(rec), ttlMs));
+      if (!this.recorded.has(d.experiment)) {
+        this.recorded.add(d.experiment);
+        // A reset experiment started at its reset, whenever its first trajectory came.
+        const epoch = await this.lifetimes.epoch(store, agent, d.route.name);
+        const exp: ExperimentRecord = { agent, route: d.route.name, name: d.route.experiment.name ?? null, started_at: epoch ?? at };
+        writes.push(store.claim(keys.experiment(d.experiment), JSON.stringify(exp), ttlMs));
+        writes.push(store.addToSet(keys.list(agent, d.route.name), d.experiment, ttlMs, MAX_EXPERIMENTS_LISTED));
+      }
+    }
+    await Promise.all(writes);
+  }
+}
+
+/** A counted step in the trajectory's step set: what the export's row shows once it is the last. */
+function stepMember(t: TrajectoryState): string {
+  return `${t.step}|${t.s}|${t.n}|${t.stages}|${t.flags}`;
+}
