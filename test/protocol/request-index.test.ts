@@ -111,6 +111,23 @@ test('strings are refused with a control character, a bad escape or no end; lone
   assert.match(refused(rq(`${long}\\q${long}`)), /escape/);
 });
 
+test('a string that runs into the last bytes of a body (past its last whole word) is scanned byte by byte, as strictly', () => {
+  // The word-at-a-time scan leaves the body's last 0-3 bytes to the byte loop: a control character or a bad escape
+  // there must still be named as such, not taken for the end of an unterminated string.
+  for (let pad = 0; pad < 8; pad++) {
+    for (let shift = 0; shift < 4; shift++) {
+      for (const [tail, reason] of [['\u0001', /control/], ['\\q', /escape/], ['', /unterminated/]] as const) {
+        const body = `{"request_id":"${'x'.repeat(40 + pad)}${tail}`;
+        const backing = Buffer.alloc(body.length + 8, 0x20);
+        backing.write(body, shift);
+        const r = indexAgentRequest(backing.subarray(shift, shift + body.length), LIMITS);
+        assert.equal(r.ok, false, `pad ${pad} shift ${shift} tail ${JSON.stringify(tail)}`);
+        if (!r.ok) assert.match(r.reject.reason, reason, `pad ${pad} shift ${shift} tail ${JSON.stringify(tail)}`);
+      }
+    }
+  }
+});
+
 test('a body at any byte offset of its ArrayBuffer is scanned the same', () => {
   const body = `{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":"${'y'.repeat(301)}\\"z"}}]}`;
   for (let shift = 0; shift < 4; shift++) {
