@@ -122,6 +122,8 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
       app.gateway.metrics.admissionTimeouts.inc();
       return reply.code(503).headers(overBudgetHeaders()).send(overBudgetBody(runtime.config.server.admission_timeout_s));
     }
+    // A client that left while it waited released its hold: nothing is built or forwarded for it.
+    if (reply.raw.destroyed) return reply;
     let parsed: ExactParse;
     try {
       // Bounded before stripGatewayTags, findTarget and stringifyExact walk it (docs/protocol-fidelity.md#limits).

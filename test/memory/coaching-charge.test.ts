@@ -112,3 +112,19 @@ test('a coaching body whose parsed tree has no room waits for it, counted meanwh
   assert.equal(coached(), 1);
   await waitFor('everything given back', async () => (await held(gw)) === 0);
 });
+
+test('a coaching client that leaves while its tree waits for room: nothing is built or forwarded, held returns to zero', async (t) => {
+  const f = useFixtures(t);
+  const { gw, coached, open, first } = await setup(f, 60);
+  const before = await held(gw);
+  const abort = new AbortController();
+  const res = fetch(`${gw.url}/v1/coaching`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY, signal: abort.signal });
+  res.catch(() => undefined);
+  await waitFor('the tree counted, waiting', async () => (await held(gw)) >= before + jsonTreeEstimate(BODY));
+  abort.abort();
+  await waitFor('the coaching request\'s hold given back', async () => (await held(gw)) === before);
+  open();
+  assert.equal((await first).status, 200);
+  await waitFor('everything given back', async () => (await held(gw)) === 0);
+  assert.equal(coached(), 0, 'nothing reached the coaching agent');
+});
