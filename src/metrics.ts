@@ -242,7 +242,7 @@ export class GatewayMetrics {
   memorySource: { readonly bytesHeld: number; readonly waiting: number; readonly limit: number } | undefined;
   readonly memoryHeld: Gauge = new Gauge({
     name: 'magma_gateway_memory_budget_held_bytes',
-    help: 'Bytes held for batches now under server.memory_budget_mb: request bodies, their index estimates, backend and shadow answers.',
+    help: 'Bytes held for batches now under server.memory_budget_mb: request bodies, their index estimates, backend and shadow answers, streamed answers waiting for their client.',
     registers: [this.registry],
     collect: (): void => this.memoryHeld.set(this.memorySource?.bytesHeld ?? 0),
   });

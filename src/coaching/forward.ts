@@ -11,7 +11,7 @@ import type { AbortLike } from '../abort.js';
 import { endAttemptSpan } from '../dispatch/attempt-span.js';
 import { correlationHeaders, withTraceparent } from '../protocol/correlation.js';
 import { NOOP_SPAN, type TraceSpan } from '../tracing/trace-span.js';
-import { callReplica } from '../upstream/backend-call.js';
+import { callReplica, type AnswerCharge } from '../upstream/backend-call.js';
 import type { Replica } from '../upstream/replica.js';
 import { coachingCallAttributes, coachingOutcome } from './coaching-span.js';
 
@@ -28,6 +28,8 @@ interface ForwardOptions {
   timeoutMs: number;
   /** The client went away: stop waiting (reported as a timeout, nobody reads it). */
   signal: AbortLike;
+  /** The call's hold on the memory budget: the answer's bytes are counted there as they arrive (docs/memory-budget.md). */
+  memory?: AnswerCharge;
 }
 
 /** `parent`: the coaching call's server span (the no-op span when untraced). */

@@ -5,6 +5,11 @@
  * contract's order, with backpressure from the client's socket to the backend's read. The gateway holds the
  * element being read, the candidates received ahead of their turn, and what the socket has not sent yet.
  *
+ * What waits for the client's socket is counted on the batch's hold on the memory budget
+ * (docs/memory-budget.md#streamed-answers): charged when written while the socket has not taken it, given back
+ * as the socket drains. While the budget has no room for it, the backend's read pauses as it does for a full
+ * socket; the batch's hold, given back whole when the client's response closes, takes the rest on every path.
+ *
  * As Envoy does, the answer can fail over until its first byte is written; after that, a backend that breaks
  * off or turns invalid leaves every candidate not yet written as an error candidate in its place, so the client
  * still gets a complete, valid answer.
@@ -18,7 +23,8 @@ import { ElementSplitter } from '../protocol/answer/answer-split.js';
 import { indexedView, Placement, type IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
-import type { BodyFlow, BodyTap } from '../upstream/backend-call.js';
+import { SocketCharge } from '../memory/socket-charge.js';
+import type { AnswerCharge, BodyFlow, BodyTap } from '../upstream/backend-call.js';
 import { writeCandidate } from './answer-bytes.js';
 import type { Item } from './batch-item.js';
 import type { BatchSlots } from './batch-slots.js';
@@ -47,7 +53,7 @@ export class StreamedAnswer implements BodyTap {
    * Built when the answer proves long enough to stream (start): most batches that may stream never do, and pay
    * only for this object.
    */
-  private live: { splitter: ElementSplitter; placement: Placement<AgentOutput | IndexedCandidate> } | undefined;
+  private live: { splitter: ElementSplitter; placement: Placement<AgentOutput | IndexedCandidate>; socket: SocketCharge } | undefined;
   private elements = 0;
   /** The next position to write: item `k`, candidate `c`. */
   private k = 0;
@@ -73,6 +79,8 @@ export class StreamedAnswer implements BodyTap {
     private readonly sink: AnswerSink,
     private readonly maxDepth: number,
     private readonly memoryKey: string,
+    /** The batch's hold on the memory budget; absent when the batch has none (direct dispatch in tests). */
+    private readonly memory?: AnswerCharge,
   ) {}
 
   start(flow: BodyFlow): void {
@@ -84,6 +92,7 @@ export class StreamedAnswer implements BodyTap {
         requestId: request.request_id,
         inputs: this.items.map((it) => ({ id: it.input.id, count: it.count })),
       }),
+      socket: new SocketCharge(this.sink, this.memory, { pause: () => flow.pause(), roomCame: () => this.paceRead() }, () => this.drained()),
     };
   }
 
@@ -214,6 +223,7 @@ export class StreamedAnswer implements BodyTap {
         this.written++;
         this.send(w);
       }
+      if (this.sink.gone) this.running.socket.gone();
       if (this.sink.gone || (this.closed && !this.congested)) this.done();
     } finally {
       this.pumping = false;
@@ -234,7 +244,7 @@ export class StreamedAnswer implements BodyTap {
   private close(): void {
     this.closed = true;
     if (this.committed) {
-      this.sink.write(RBRACKET);
+      this.running.socket.written(this.sink.write(RBRACKET));
       return;
     }
     const w = this.open();
@@ -247,16 +257,25 @@ export class StreamedAnswer implements BodyTap {
     const body = w.done();
     // Every part is written: they are slices of one candidate at most, and the socket takes them in order.
     for (const part of body.parts) ok = this.sink.write(part) && ok;
+    this.running.socket.written(ok);
     // The backend is read on while no more than this candidate waits for the socket: pausing at the socket's
     // first refusal would leave it idle while the next candidate is read, and the backend idle while it drains.
     if (ok || this.sink.buffered <= body.length) return;
     this.congested = true;
     this.flow?.pause();
-    this.sink.onDrain(() => {
-      this.congested = false;
-      this.pump();
-      if (!this.congested) this.flow?.resume();
-    });
+  }
+
+  /** The client's socket took everything written: a pump paused on it goes on. */
+  private drained(): void {
+    if (!this.congested) return;
+    this.congested = false;
+    this.pump();
+    this.paceRead();
+  }
+
+  /** The backend is read while both the socket and the budget take more. */
+  private paceRead(): void {
+    if (!this.congested && !this.running.socket.starved) this.flow?.resume();
   }
 
   private done(): void {

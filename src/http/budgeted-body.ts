@@ -89,13 +89,20 @@ async function readBudgeted(app: FastifyInstance, req: FastifyRequest, payload: 
 
 /**
  * Install, in `app`'s scope, a parser of every content type that reads under the budget, handing the body on
- * as bytes or as UTF-8 text; the request's hold is given back once its answer is written (or it is abandoned).
+ * as bytes, as UTF-8 text, or as `as` decodes it (which may throw the request's 4xx); the request's hold is
+ * given back once its answer is written (or it is abandoned).
  */
-export function budgetedBodies(app: FastifyInstance, bodyLimit: number, as: 'buffer' | 'string'): void {
+export function budgetedBodies(app: FastifyInstance, bodyLimit: number, as: 'buffer' | 'string' | ((bytes: Buffer) => string)): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: unknown) => void) => {
     readBudgeted(app, req, payload, bodyLimit).then(
-      (buf) => done(null, as === 'buffer' ? buf : buf.toString('utf8')),
+      (buf) => {
+        try {
+          done(null, as === 'buffer' ? buf : as === 'string' ? buf.toString('utf8') : as(buf));
+        } catch (err) {
+          done(err instanceof Error ? err : new Error(String(err)));
+        }
+      },
       (err: Error) => done(err),
     );
   });

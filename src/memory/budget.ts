@@ -12,7 +12,9 @@
  * - a shadow copy's answer is held only while there is room (`tryHold`) and is shed first: when anything has
  *   to wait, shadow holds are dropped (`onShed`) before it does;
  * - a copy made for the replay store or the response cache once a batch is answered takes room only if there
- *   is some now (`reserve`), else it is not made.
+ *   is some now (`reserve`), else it is not made;
+ * - what a streamed answer leaves waiting for its client's socket, and a coaching body's parsed tree before it is
+ *   built, are charged as an answer's chunks are, and wait for room the same way (memory/grow-when-room.ts).
  *
  * The one owner of the byte, waiter and hold counts. Callbacks rather than promises: every batch passes here.
  */

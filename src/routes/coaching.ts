@@ -34,8 +34,17 @@ import { send422 } from './validation-answer.js';
 import { errorBody, GatewayError } from '../errors.js';
 import { firstInvalidUtf8 } from '../protocol/json/utf8.js';
 import { isUtf8 } from 'node:buffer';
+import { budgetedBodies, holdOf } from '../http/budgeted-body.js';
+import { overBudgetBody, overBudgetHeaders } from '../http/front-rules.js';
+import { coachingObjectsEstimate } from '../memory/estimates.js';
+import { growWhenRoom } from '../memory/grow-when-room.js';
 
 const NO_COACHING = 'no coaching-capable backend';
+
+/** What is left of server.admission_timeout_s since the request arrived, in ms. */
+function admissionLeftMs(runtime: GatewayRuntime, reply: FastifyReply): number {
+  return runtime.config.server.admission_timeout_s * 1000 - reply.elapsedTime;
+}
 
 /** A session path's parameters: the run, and on a virtual agent's path its name. */
 type SessionParams = { run_id: string } & Partial<AgentParams>;
@@ -49,14 +58,11 @@ function clientGone(reply: FastifyReply): { signal: AbortLike; done: () => void 
 async function coachingRoutes(app: FastifyInstance): Promise<void> {
   // Bodies checked as bytes, as the batch path checks them: decoding to a string first would turn bytes that
   // are not UTF-8 into U+FFFD and forward text the client never sent (docs/limits-and-edges.md).
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body: Buffer, done) => {
-    if (isUtf8(body)) {
-      done(null, body.toString('utf8'));
-      return;
-    }
+  // Read under the memory budget like every body (http/budgeted-body.ts); the parsed tree is added in coach().
+  budgetedBodies(app, app.initialConfig.bodyLimit ?? 1024 * 1024, (body) => {
+    if (isUtf8(body)) return body.toString('utf8');
     const offset = firstInvalidUtf8(body);
-    done(new GatewayError('GATEWAY_ERR_BODY_ENCODING', `There was an error parsing the body: it is not valid UTF-8 (byte ${offset})`), undefined);
+    throw new GatewayError('GATEWAY_ERR_BODY_ENCODING', `There was an error parsing the body: it is not valid UTF-8 (byte ${offset})`);
   });
   // Per gateway process, across config reloads (replicas are remembered by url): see coaching/backends.ts.
   const affinity = new SessionAffinity();
@@ -110,6 +116,15 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
     const compiled = agent.routes;
     const { memoryKey } = compiled;
     const text = typeof req.body === 'string' ? req.body : '';
+    const hold = holdOf(req);
+    // The tree parsed over the body, and the text written back from it, take room before they are built
+    // (docs/memory-budget.md#what-is-counted); they are given back with the body once the answer is written.
+    if (hold !== undefined && !(await growWhenRoom(hold, coachingObjectsEstimate(text), admissionLeftMs(runtime, reply)))) {
+      app.gateway.metrics.admissionTimeouts.inc();
+      return reply.code(503).headers(overBudgetHeaders()).send(overBudgetBody(runtime.config.server.admission_timeout_s));
+    }
+    // A client that left while it waited released its hold: nothing is built or forwarded for it.
+    if (reply.raw.destroyed) return reply;
     let parsed: ExactParse;
     try {
       // Bounded before stripGatewayTags, findTarget and stringifyExact walk it (docs/protocol-fidelity.md#limits).
@@ -176,6 +191,7 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
       headers,
       timeoutMs: runtime.upstreams.timeoutMs(backend),
       signal: gone.signal,
+      memory: hold,
     }, span);
     gone.done();
     req.log.info(

@@ -233,16 +233,17 @@ class CollectHandler implements Dispatcher.DispatchHandler {
       this.tooLarge(controller);
       return;
     }
-    if (typeof length === 'string' && this.opts.memory !== undefined && statusCode < 300 && Number(length) > this.opts.memory.capacity()) {
-      this.cannotHold(controller, Number(length));
+    const n = typeof length === 'string' ? Number(length) : NaN;
+    const stream = this.opts.raw === true && statusCode < 300 && this.opts.stream !== undefined && n > this.opts.stream.overBytes ? this.opts.stream : undefined;
+    // A streamed answer is never held whole (the tap counts what waits for the client): only one kept must fit.
+    if (stream === undefined && this.opts.memory !== undefined && statusCode < 300 && n > this.opts.memory.capacity()) {
+      this.cannotHold(controller, n);
       return;
     }
     if (this.opts.raw === true) {
       const ct = headers['content-type'];
       this.contentType = Array.isArray(ct) ? ct[0] : ct;
-      const n = typeof length === 'string' ? Number(length) : NaN;
-      const stream = this.opts.stream;
-      if (stream !== undefined && statusCode < 300 && n > stream.overBytes) {
+      if (stream !== undefined) {
         this.startTap(controller, stream.tap);
         return;
       }
@@ -264,8 +265,10 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     const body = this.body;
     if (body !== undefined) {
       const memory = this.opts.memory;
+      const stream = this.opts.stream;
+      const streams = stream !== undefined && this.status < 300 && this.received > stream.overBytes;
       if (memory !== undefined && this.status < 300) {
-        if (this.received > memory.capacity()) {
+        if (!streams && this.received > memory.capacity()) {
           this.cannotHold(controller, this.received);
           return;
         }
@@ -280,9 +283,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
         }
       }
       body.add(chunk);
-      const stream = this.opts.stream;
       // No declared length: streamed from the moment the answer proves longer than the bound.
-      if (stream !== undefined && this.status < 300 && this.received > stream.overBytes) {
+      if (streams) {
         const held = body.pieces();
         this.body = undefined;
         this.startTap(controller, stream.tap);
