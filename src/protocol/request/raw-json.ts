@@ -3,7 +3,6 @@
  * (request-index.ts), decoded exactly (exact-json.ts) only when something reads it, and at most once.
  * Forwarding it costs a subarray, never a copy (docs/protocol-fidelity.md#how-a-batch-is-read).
  */
-import type { MemoryLayout } from '../memory-tag.js';
 import { parseExact } from '../json/exact-json.js';
 import type { InputIndex } from './request-index.js';
 import type { JsonObject } from '../json/json-values.js';
@@ -70,11 +69,10 @@ export interface InputSlices {
   readonly memory: RawJson<JsonObject>;
   readonly extraKeys: RawJson<JsonObject>;
   /**
-   * Filled on first use by answer-body.ts and indexed-request.ts. Fields of the input, not global WeakMaps
-   * keyed by it: a young-generation GC treats an old WeakMap's values as live (its keys are weak only to full
-   * GCs), so what they reach can outlive its batch (docs/performance.md#batches-die-young).
+   * Decoded top-level members of memory by name, filled on first use (indexed-request.ts memoryMember). A field
+   * of the input, not a global WeakMap keyed by it: a young-generation GC treats an old WeakMap's values as live
+   * (its keys are weak only to full GCs), so what they reach can outlive its batch
+   * (docs/performance.md#batches-die-young).
    */
-  memoryLayout?: MemoryLayout;
-  /** Decoded top-level members of memory by name (indexed-request.ts memoryMember). */
   memberValues?: Map<string, unknown>;
 }
