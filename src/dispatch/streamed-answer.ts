@@ -5,9 +5,9 @@
  * contract's order, with backpressure from the client's socket to the backend's read. The gateway holds the
  * element being read, the candidates received ahead of their turn, and what the socket has not sent yet.
  *
- * What waits for the client's socket is counted on the batch's hold on the memory budget
- * (docs/memory-budget.md#streamed-answers): charged when written while the socket has not taken it, given back
- * as the socket drains. While the budget has no room for it, the backend's read pauses as it does for a full
+ * What waits for the client's socket, and the candidates received ahead of their turn, are counted on the batch's
+ * hold on the memory budget (docs/memory-budget.md#streamed-answers): charged when written while the socket has
+ * not taken them (when placed, for those ahead), given back as the socket drains (when written). While the budget has no room for it, the backend's read pauses as it does for a full
  * socket; the batch's hold, given back whole when the client's response closes, takes the rest on every path.
  *
  * As Envoy does, the answer can fail over until its first byte is written; after that, a backend that breaks
@@ -55,6 +55,8 @@ export class StreamedAnswer implements BodyTap {
    */
   private live: { splitter: ElementSplitter; placement: Placement<AgentOutput | IndexedCandidate>; socket: SocketCharge } | undefined;
   private elements = 0;
+  /** Bytes of each candidate placed ahead of its turn and not yet written (item, candidate), counted on the budget. */
+  private readonly ahead: number[][] = [];
   /** The next position to write: item `k`, candidate `c`. */
   private k = 0;
   private c = 0;
@@ -163,9 +165,17 @@ export class StreamedAnswer implements BodyTap {
       return;
     }
     const placed = this.placement.add(k, indexedView(wrapped, el));
-    if (placed.kind === 'condemned') this.invalid(placed.reason);
+    if (placed.kind === 'condemned') {
+      this.invalid(placed.reason);
+      return;
+    }
     // Written at once, not after the chunk: a chunk may hold many small candidates.
-    else this.pump();
+    this.pump();
+    if (placed.kind === 'slot' && !placed.duplicate && this.placement.slots[placed.input]?.[placed.index] !== WRITTEN) {
+      // Not its turn yet: it is held until the candidates before it are written.
+      (this.ahead[placed.input] ??= [])[placed.index] = wrapped.length;
+      this.running.socket.held(wrapped.length);
+    }
   }
 
   /** The answer turned out not to be one: refused while nothing is written, else cut where it is. */
@@ -217,6 +227,12 @@ export class StreamedAnswer implements BodyTap {
             ? this.slots.failed(item, this.c, this.cut)
             : this.slots.candidate(item, this.c, slot ?? this.placement.missing(this.k, this.c));
         row[this.c] = WRITTEN;
+        const aheadRow = this.ahead[this.k];
+        const wasAhead = aheadRow?.[this.c];
+        if (aheadRow !== undefined && wasAhead !== undefined) {
+          aheadRow[this.c] = 0;
+          this.running.socket.released(wasAhead);
+        }
         this.c++;
         const w = this.open();
         writeCandidate(out, w);

@@ -1,7 +1,8 @@
 /**
- * What a streamed answer leaves waiting for its client's socket, counted on the batch's hold on the memory budget
- * (docs/memory-budget.md#streamed-answers): charged when a write finds the socket's buffer full, given back when it
- * drains or the client is gone. While the budget has no room, the answer's reader is told to pause, and to go on
+ * What a streamed answer holds, counted on the batch's hold on the memory budget
+ * (docs/memory-budget.md#streamed-answers): what waits for its client's socket, charged when a write finds the
+ * socket's buffer full and given back when it drains or the client is gone; and the candidates received ahead of
+ * their turn, charged when placed and given back when written. While the budget has no room, the answer's reader is told to pause, and to go on
  * when room comes (its batch the oldest held always may). A socket that refused a write always drains or closes,
  * and the batch's hold is released whole when its response closes, so no path keeps a count.
  */
@@ -56,6 +57,18 @@ export class SocketCharge {
     this.count(true);
   }
 
+  /**
+   * A candidate placed ahead of its turn is held until the ones before it come: counted like what waits for the
+   * socket, and given back by `released` once it is written.
+   */
+  held(bytes: number): void {
+    if (this.memory !== undefined && bytes > 0) this.charged(this.memory, bytes);
+  }
+
+  released(bytes: number): void {
+    if (this.memory !== undefined && bytes > 0) this.memory.shrink(bytes);
+  }
+
   /** Bring the count to what waits now: more is charged (no room: the reader pauses), less given back. */
   private count(drained: boolean): void {
     const memory = this.memory;
@@ -64,11 +77,15 @@ export class SocketCharge {
     const more = now - this.queued;
     this.queued = now;
     if (more < 0) memory.shrink(-more);
-    else if (more > 0 && !memory.charge(more) && !this.starved) {
-      this.starved = true;
-      this.pace.pause();
-      memory.whenRoom(() => this.roomCame(memory));
-    }
+    else if (more > 0) this.charged(memory, more);
+  }
+
+  /** Count `bytes` more; without room the reader pauses until room comes. */
+  private charged(memory: HoldCharge, bytes: number): void {
+    if (memory.charge(bytes) || this.starved) return;
+    this.starved = true;
+    this.pace.pause();
+    memory.whenRoom(() => this.roomCame(memory));
   }
 
   /** Room may have come: go on if the budget says so (`charge(0)` asks without counting more), else wait again. */

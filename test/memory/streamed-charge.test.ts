@@ -54,7 +54,8 @@ interface Backend {
 }
 
 /**
- * `stream-*`: N candidates of PAD, with a content-length, written as the socket takes them. `hog-*`: one candidate
+ * `stream-*`: N candidates of PAD, with a content-length, written as the socket takes them; `stream-rev-*` the same
+ * in reverse order, its last (candidate 0) once opened. `hog-*`: one candidate
  * of `hog` bytes of memory, all but its last bytes written, the rest once opened. Others: one small candidate, at
  * once or, for `gate-*`, once opened. Every answer is for input 9 (`mkInput(9, ...)`).
  */
@@ -72,6 +73,15 @@ async function backend(f: Fixtures, hog = 0): Promise<Backend> {
       if (req.url === '/v1/info') return void res.end(JSON.stringify(inferenceOnlyInfo('raw')));
       const id = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { request_id: string }).request_id;
       seen.push(id);
+      if (id.startsWith('stream-rev')) {
+        // Every candidate but the first, last first; the first only once opened.
+        const pieces = Array.from({ length: N }, (_, i) => candidate(id, 9, N - 1 - i, PAD)).map((c, i) => `${i === 0 ? '[' : ','}${c}${i === N - 1 ? ']' : ''}`);
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(pieces.reduce((n, p) => n + p.length, 0)) });
+        const last = pieces.pop() ?? '';
+        for (const p of pieces) res.write(p);
+        void gated(id).then(() => res.end(last, () => (finished = true)));
+        return;
+      }
       if (id.startsWith('stream-')) {
         void (id.startsWith('stream-gate') ? gated(id) : Promise.resolve()).then(() => {
           const pieces = Array.from({ length: N }, (_, c) => `${c === 0 ? '[' : ','}${candidate(id, 9, c, PAD)}${c === N - 1 ? ']' : ''}`);
@@ -188,5 +198,27 @@ test('while an older batch holds the budget full, a streamed answer\'s read wait
   await reading;
   assert.ok(got > N * PAD, `the whole answer came once there was room: ${got} bytes`);
   assert.equal(b.finished(), true);
+  await waitFor('everything given back', async () => (await held(gw)) === 0);
+});
+
+test('candidates a streamed answer receives ahead of their turn are counted until written: a concurrent batch waits for them', async (t) => {
+  const f = useFixtures(t);
+  const b = await backend(f);
+  const gw = await f.gateway(oneBackend({ a: b.url }, { server: { memory_budget_mb: BUDGET / (1024 * 1024), stream_answers_over_mb: 1.5, admission_timeout_s: 60 } }));
+  f.defer(() => b.openAll());
+  const streamed = gw.post(streamBody('stream-rev-1'));
+  // The oldest batch held reads on over the budget (docs/memory-budget.md): it alone can never wait for itself.
+  // N - 2: the splitter may still hold the last one received, until the bytes after it show where it ends.
+  await waitFor('the candidates after the first held ahead of their turn, counted', async () => (await held(gw)) >= (N - 2) * PAD, { timeoutMs: 30_000 });
+  const big = gw.post({ request_id: 'big-1', inputs: [mkInput(9, { memory: { pad: 'p'.repeat(950_000) } })] });
+  await waitFor('the concurrent batch waiting for room', async () => (await metric(gw, 'magma_gateway_admission_waiting')) === 1);
+  assert.deepEqual(b.seen, ['stream-rev-1'], 'it has not reached the backend');
+  b.open('stream-rev-1');
+  const res = await streamed;
+  assert.equal(res.status, 200, res.text);
+  const cands = res.json as Cand[];
+  assert.deepEqual(cands.map((c) => c.candidate_index), Array.from({ length: N }, (_, i) => i), 'written in the contract\'s order');
+  assert.ok(cands.every((c) => c.status === 'completed'));
+  assert.equal((await big).status, 200);
   await waitFor('everything given back', async () => (await held(gw)) === 0);
 });
