@@ -5,12 +5,10 @@
  * a client that does not read holds the backend back; a small answer is not streamed. Real loopback servers.
  */
 import assert from 'node:assert/strict';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { test } from 'node:test';
-import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 import type { FakeBehaviour } from '../helpers/fake-agent.js';
-import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
+import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -19,20 +17,6 @@ const STREAM_ALL = { stream_answers_over_mb: 0.0001 };
 
 function config(url: string, server: Record<string, unknown> = {}): Record<string, unknown> {
   return oneBackend({ a: url }, { server });
-}
-
-/** A backend that passes probes and answers /v1/responses with `answer`, given the request's body. */
-async function rawBackend(f: Fixtures, answer: (res: ServerResponse, body: string) => void): Promise<string> {
-  const { url } = await f.server((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.url === '/health') return void res.end('{"status":"ready"}');
-      if (req.url === '/v1/info') return void res.end(JSON.stringify(inferenceOnlyInfo('raw')));
-      answer(res, Buffer.concat(chunks).toString('utf8'));
-    });
-  });
-  return url;
 }
 
 /** A completed candidate of `requestId` for input `id`, its memory padded to about `pad` bytes. */
@@ -95,14 +79,14 @@ test('a streamed answer is byte for byte what the whole-answer path writes, on b
 
 test('an answer without a declared length streams once it is longer than the key, chunk boundaries anywhere', async (t) => {
   const f = useFixtures(t);
-  const url = await rawBackend(f, (res) => {
+  const url = (await f.rawAgent((res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     const text = `[${[0, 1, 2, 3].map((c) => candidate('chunked-1', 5, c, 300)).join(',')}]`;
     // Seven-byte chunks: every element boundary, escape and string falls inside a chunk somewhere.
     const bytes = Buffer.from(text);
     for (let at = 0; at < bytes.length; at += 7) res.write(bytes.subarray(at, at + 7));
     res.end();
-  });
+  })).url;
   const streamed = await f.gateway(config(url, STREAM_ALL));
   const whole = await f.gateway(config(url));
   const body = { request_id: 'chunked-1', inputs: [mkInput(5, { num_outputs: 4 })] };
@@ -119,7 +103,7 @@ for (const how of ['reset', 'garbage'] as const) {
     const f = useFixtures(t);
     let clientReading: () => void = () => undefined;
     const reading = new Promise<void>((resolve) => (clientReading = resolve));
-    const url = await rawBackend(f, (res) => {
+    const url = (await f.rawAgent((res) => {
       // Two candidates known whole: each is followed by its separator.
       const first = `[${candidate('cut-1', 3, 0, 200)},${candidate('cut-1', 3, 1, 200)},`;
       res.writeHead(200, { 'content-type': 'application/json', ...(how === 'reset' ? { 'content-length': String(first.length * 3) } : {}) });
@@ -127,7 +111,7 @@ for (const how of ['reset', 'garbage'] as const) {
       // Once the client has the answer's first bytes, the rest never comes: the connection drops, or what
       // follows is not JSON.
       void reading.then(() => (how === 'reset' ? res.socket?.destroy() : res.end('{"request_id": nope}]')));
-    });
+    })).url;
     const gw = await f.gateway(config(url, STREAM_ALL));
     const memory = { kept: 'input memory', n: 1.0 };
     const res = await fetch(`${gw.url}/v1/responses`, {
@@ -161,10 +145,10 @@ for (const how of ['reset', 'garbage'] as const) {
 
 test('an answer invalid before its first candidate is written fails over as a whole answer does', async (t) => {
   const f = useFixtures(t);
-  const bad = await rawBackend(f, (res) => {
+  const bad = (await f.rawAgent((res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(`[${candidate('other-request', 1, 0, 200)}]`);
-  });
+  })).url;
   const good = await f.agent({ name: 'good' });
   const gw = await f.gateway(oneBackend({ bad: { url: bad }, good }, { route: { fallback: ['good'] }, server: STREAM_ALL }));
   const res = await gw.post({ request_id: 'fo-1', inputs: [mkInput(1, { num_outputs: 2 })] });
@@ -182,7 +166,7 @@ test('a client that does not read holds the backend back; reading again complete
   let written = 0;
   let blocked = false;
   let finished = false;
-  const url = await rawBackend(f, (res) => {
+  const url = (await f.rawAgent((res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     let c = 0;
     const pump = (): void => {
@@ -200,7 +184,7 @@ test('a client that does not read holds the backend back; reading again complete
       res.end(() => (finished = true));
     };
     pump();
-  });
+  })).url;
   const gw = await f.gateway(config(url, { stream_answers_over_mb: 1, max_answer_mb: 1024 }));
   const port = Number(new URL(gw.url).port);
   const body = JSON.stringify({ request_id: 'slow-1', inputs: [mkInput(9, { num_outputs: n })] });

@@ -1,13 +1,14 @@
 /**
  * What a test starts, stopped when it ends: `const f = useFixtures(t)` in a test, then `f.agent()`,
- * `f.gateway()` (most often `f.gateway(oneBackend({ a }))`), `f.fileGateway()`, `f.server()`, `f.cli()` and
+ * `f.gateway()` (most often `f.gateway(oneBackend({ a }))`), `f.fileGateway()`, `f.server()`, `f.rawAgent()`, `f.cli()` and
  * `f.defer()`. Everything is closed after that test (or, for `useFixtures()` at a file's top level, after the
  * file), passed or failed, in the reverse order it was started: a gateway before the agents it calls, so no
  * sub-request of a closing gateway meets an agent already gone. How to write a test with them:
  * docs/development.md#writing-a-gateway-test.
  */
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { after } from 'node:test';
+import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 import { listenOn } from '../../demo/agents/protocol.js';
 import { runCli, type CliRun } from './cli-process.js';
 import { startFakeAgent, type FakeAgent, type FakeAgentOptions } from './fake-agent.js';
@@ -55,6 +56,12 @@ export interface Fixtures {
   fileGateway(config: Record<string, unknown>, opts?: Parameters<typeof startGatewayFromFile>[1]): Promise<FileGateway>;
   /** A plain node:http server on 127.0.0.1 for a backend no fake agent can play (raw bytes, trickles), closed afterwards. */
   server(listener: RequestListener): Promise<{ url: string; server: Server }>;
+  /**
+   * An agent written by hand on `f.server()`: it passes probes (`/health` ready, `/v1/info` inference-only, or
+   * `info`) and hands every other request's whole body to `answer`, for answers no fake agent writes (bytes cut,
+   * out of order, paced by hand).
+   */
+  rawAgent(answer: (res: ServerResponse, body: Buffer, req: IncomingMessage) => void, info?: (res: ServerResponse) => void): Promise<{ url: string; server: Server }>;
   /** The `magma-gateway` command in its own process (helpers/cli-process.ts), sent SIGTERM and waited for afterwards unless it ended. */
   cli(args: string[], env?: Record<string, string | undefined>): CliRun;
   /** Anything else to undo afterwards (a Redis connection, a temp dir), in the same reverse order. */
@@ -95,6 +102,17 @@ export function useFixtures(t?: { after(fn: () => Promise<void>): void }): Fixtu
         await new Promise<void>((resolve) => server.close(() => resolve()));
       });
       return { url: `http://127.0.0.1:${port}`, server };
+    },
+    rawAgent(answer, info = (res) => res.end(JSON.stringify(inferenceOnlyInfo('raw')))) {
+      return this.server((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          if (req.url === '/health') return void res.end('{"status":"ready"}');
+          if (req.url === '/v1/info') return void info(res);
+          answer(res, Buffer.concat(chunks), req);
+        });
+      });
     },
     cli(args, env) {
       const run = runCli(args, env);

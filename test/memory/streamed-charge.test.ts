@@ -6,10 +6,9 @@
  * `magma_gateway_memory_budget_held_bytes`.
  */
 import assert from 'node:assert/strict';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
-import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
 import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
@@ -65,57 +64,51 @@ async function backend(f: Fixtures, hog = 0): Promise<Backend> {
   const seen: string[] = [];
   const gates = new Map<string, () => void>();
   const gated = (id: string): Promise<void> => new Promise((resolve) => gates.set(id, resolve));
-  const { url } = await f.server((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.url === '/health') return void res.end('{"status":"ready"}');
-      if (req.url === '/v1/info') return void res.end(JSON.stringify(inferenceOnlyInfo('raw')));
-      const id = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { request_id: string }).request_id;
-      seen.push(id);
-      if (id.startsWith('stream-rev')) {
-        // Every candidate but the first, last first; the first only once opened.
-        const pieces = Array.from({ length: N }, (_, i) => candidate(id, 9, N - 1 - i, PAD)).map((c, i) => `${i === 0 ? '[' : ','}${c}${i === N - 1 ? ']' : ''}`);
+  const { url } = await f.rawAgent((res: ServerResponse, body: Buffer) => {
+    const id = (JSON.parse(body.toString('utf8')) as { request_id: string }).request_id;
+    seen.push(id);
+    if (id.startsWith('stream-rev')) {
+      // Every candidate but the first, last first; the first only once opened.
+      const pieces = Array.from({ length: N }, (_, i) => candidate(id, 9, N - 1 - i, PAD)).map((c, i) => `${i === 0 ? '[' : ','}${c}${i === N - 1 ? ']' : ''}`);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(pieces.reduce((n, p) => n + p.length, 0)) });
+      const last = pieces.pop() ?? '';
+      for (const p of pieces) res.write(p);
+      void gated(id).then(() => res.end(last, () => (finished = true)));
+      return;
+    }
+    if (id.startsWith('stream-')) {
+      void (id.startsWith('stream-gate') ? gated(id) : Promise.resolve()).then(() => {
+        const pieces = Array.from({ length: N }, (_, c) => `${c === 0 ? '[' : ','}${candidate(id, 9, c, PAD)}${c === N - 1 ? ']' : ''}`);
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(pieces.reduce((n, p) => n + p.length, 0)) });
-        const last = pieces.pop() ?? '';
-        for (const p of pieces) res.write(p);
-        void gated(id).then(() => res.end(last, () => (finished = true)));
-        return;
-      }
-      if (id.startsWith('stream-')) {
-        void (id.startsWith('stream-gate') ? gated(id) : Promise.resolve()).then(() => {
-          const pieces = Array.from({ length: N }, (_, c) => `${c === 0 ? '[' : ','}${candidate(id, 9, c, PAD)}${c === N - 1 ? ']' : ''}`);
-          res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(pieces.reduce((n, p) => n + p.length, 0)) });
-          let c = 0;
-          const pump = (): void => {
-            blocked = false;
-            while (c < N && !res.destroyed) {
-              if (!res.write(pieces[c++])) {
-                blocked = true;
-                res.once('drain', pump);
-                return;
-              }
+        let c = 0;
+        const pump = (): void => {
+          blocked = false;
+          while (c < N && !res.destroyed) {
+            if (!res.write(pieces[c++])) {
+              blocked = true;
+              res.once('drain', pump);
+              return;
             }
-            res.end(() => (finished = true));
-          };
-          pump();
-        });
-        return;
-      }
-      if (id.startsWith('hog-')) {
-        const text = `[${candidate(id, 9, 0, hog)}]`;
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(text.length) });
-        res.write(text.slice(0, -16));
-        void gated(id).then(() => res.end(text.slice(-16)));
-        return;
-      }
-      const answer = (): void => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(`[${candidate(id, 9, 0, 0)}]`);
-      };
-      if (id.startsWith('gate-')) void gated(id).then(answer);
-      else answer();
-    });
+          }
+          res.end(() => (finished = true));
+        };
+        pump();
+      });
+      return;
+    }
+    if (id.startsWith('hog-')) {
+      const text = `[${candidate(id, 9, 0, hog)}]`;
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(text.length) });
+      res.write(text.slice(0, -16));
+      void gated(id).then(() => res.end(text.slice(-16)));
+      return;
+    }
+    const answer = (): void => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`[${candidate(id, 9, 0, 0)}]`);
+    };
+    if (id.startsWith('gate-')) void gated(id).then(answer);
+    else answer();
   });
   return {
     url,

@@ -4,9 +4,8 @@
  * process keeps serving. Backends are real loopback servers.
  */
 import assert from 'node:assert/strict';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { test } from 'node:test';
-import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
 import { waitFor } from '../helpers/wait.js';
 import { mkInput, type Cand } from '../helpers/gateway.js';
 import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
@@ -15,18 +14,13 @@ import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
 async function rawBackend(
   f: Fixtures,
   answer: (res: ServerResponse) => void,
-  info: (res: ServerResponse) => void = (res) => res.end(JSON.stringify(inferenceOnlyInfo('raw'))),
+  info?: (res: ServerResponse) => void,
 ): Promise<{ url: string; closes: () => number }> {
   let closes = 0;
-  const { url } = await f.server((req: IncomingMessage, res: ServerResponse) => {
-    req.resume();
-    req.on('end', () => {
-      if (req.url === '/health') return void res.end('{"status":"ready"}');
-      if (req.url === '/v1/info') return void info(res);
-      res.on('close', () => closes++);
-      answer(res);
-    });
-  });
+  const { url } = await f.rawAgent((res) => {
+    res.on('close', () => closes++);
+    answer(res);
+  }, info);
   return { url, closes: () => closes };
 }
 
