@@ -6,7 +6,6 @@
  * and the event loop kept free while a large body is read.
  */
 import assert from 'node:assert/strict';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { test } from 'node:test';
@@ -17,6 +16,7 @@ import { parseAgentRequest } from '../../src/protocol/request.js';
 import type { ValidationIssue } from '../../src/protocol/types.js';
 import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
 import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { post } from '../helpers/raw-post.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** `[0,0,...]` of about `bytes` bytes: an element every two bytes. */
@@ -30,32 +30,6 @@ async function metric(gw: TestGateway, name: string): Promise<number> {
   const text = await (await fetch(`${gw.url}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(name + ' ') || l.startsWith(name + '{'));
   return Number(line?.slice(line.lastIndexOf(' ') + 1));
-}
-
-/** POST `body` (bytes, sent as they are) on a fresh connection; chunked when `chunked`. */
-function post(url: string, body: Buffer, opts: { path?: string; chunked?: boolean } = {}): Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const req = httpRequest(
-      {
-        host: u.hostname,
-        port: u.port,
-        path: opts.path ?? '/v1/responses',
-        method: 'POST',
-        agent: false,
-        headers: opts.chunked === true ? { 'content-type': 'application/json' } : { 'content-type': 'application/json', 'content-length': String(body.length) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      },
-    );
-    req.on('error', reject);
-    // In pieces, as a client streams a large body: the test process never copies it whole.
-    for (let at = 0; at < body.length; at += 1 << 20) req.write(body.subarray(at, at + (1 << 20)));
-    req.end();
-  });
 }
 
 /** An agent that holds each batch until the test releases it; `seen` lists the request ids in arrival order. */

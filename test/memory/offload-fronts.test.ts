@@ -6,31 +6,14 @@
  * sent, and a UTF-16 body is decoded there too.
  */
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
 import { test } from 'node:test';
 import { offloaded } from '../../src/memory/offload.js';
 import { useFixtures } from '../helpers/fixtures.js';
+import { post } from '../helpers/raw-post.js';
 
 /** A valid batch of one input whose memory holds `bytes` bytes of text: over 1 MiB, so read on the thread. */
 function bigBatch(id: string, bytes: number): Buffer {
   return Buffer.from(`{"request_id":"${id}","inputs":[{"id":1,"instruction":{"type":"user","content":"x"},"memory":{"p":"${'p'.repeat(bytes)}"}}]}`);
-}
-
-/** POST `body` in 64 KiB writes on a fresh connection; chunked when `chunked`. */
-function post(url: string, path: string, body: Buffer, chunked: boolean): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (!chunked) headers['content-length'] = String(body.length);
-    const req = httpRequest({ host: u.hostname, port: u.port, path, method: 'POST', agent: false, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
-    });
-    req.on('error', reject);
-    for (let at = 0; at < body.length; at += 1 << 16) req.write(body.subarray(at, at + (1 << 16)));
-    req.end();
-  });
 }
 
 const CASES = [
@@ -48,8 +31,8 @@ for (const c of CASES) {
     const gw = await f.gateway({ backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
     const body = bigBatch(`${c.chunked ? 'c' : 'l'}-${c.path.length}`, 2 * 1024 * 1024);
     const before = { ...offloaded.request };
-    const res = await post(gw.url, c.path, body, c.chunked);
-    assert.equal(res.status, 200, res.text);
+    const res = await post(gw.url, body, { path: c.path, chunked: c.chunked });
+    assert.equal(res.status, 200, res.body.toString());
     assert.equal(offloaded.request.jobs - before.jobs, 1, 'one job on the reader thread');
     const pieces = offloaded.request.pieces - before.pieces;
     if (c.chunked) assert.ok(pieces > 1, `handed over as its chunks (${pieces}), not joined on the event loop`);
@@ -67,12 +50,12 @@ test('a 2 MB UTF-16 body, chunked: decoded on the reader thread and forwarded as
   const utf8 = bigBatch('wide', 1024 * 1024);
   const wide = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(utf8.toString(), 'utf16le')]);
   const before = offloaded.request.jobs;
-  const res = await post(gw.url, '/v1/responses', wide, true);
-  assert.equal(res.status, 200, res.text);
+  const res = await post(gw.url, wide, { chunked: true });
+  assert.equal(res.status, 200, res.body.toString());
   assert.equal(offloaded.request.jobs - before, 1);
   assert.equal(a.requests.find((r) => r.path === '/v1/responses')?.raw, utf8.toString());
   // One byte short: an odd length, which no UTF-16 body has.
-  const bad = await post(gw.url, '/v1/responses?x=1', wide.subarray(0, wide.length - 1), true);
-  assert.equal(bad.status, 400, bad.text);
-  assert.match(bad.text, new RegExp(`not valid UTF-16LE \\(byte ${wide.length - 2}\\)`));
+  const bad = await post(gw.url, wide.subarray(0, wide.length - 1), { path: '/v1/responses?x=1', chunked: true });
+  assert.equal(bad.status, 400, bad.body.toString());
+  assert.match(bad.body.toString(), new RegExp(`not valid UTF-16LE \\(byte ${wide.length - 2}\\)`));
 });
