@@ -17,6 +17,7 @@ import { startShadows } from '../dispatch/shadow.js';
 import type { GatewayState } from './gateway-state.js';
 import { correlationHeaders } from '../protocol/correlation.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
+import type { ReceivedBody } from '../protocol/body-bytes.js';
 import { answerBody } from '../dispatch/answer-bytes.js';
 import { validateAgainstRequest } from '../protocol/answer/response-check.js';
 import { planBatch } from '../routing/plan.js';
@@ -45,7 +46,8 @@ interface BatchExchange {
    * for the default agent at `/v1/responses`. A name the config does not have is answered 404.
    */
   agent?: string;
-  body: Buffer;
+  /** As received: one Buffer, or its chunks when it came without a length (joined where it is read). */
+  body: ReceivedBody;
   headers: IncomingHttpHeaders;
   log: Logger;
   /** Calls `fn` if the client closes the connection before the answer is written; returns the unregister. */

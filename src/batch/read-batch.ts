@@ -11,11 +11,11 @@ import type { Logger } from '../logging.js';
 import { stringifyExact } from '../protocol/json/exact-json.js';
 import { readAgentRequest } from '../protocol/request/read-request.js';
 import { checkBatchLimits } from '../protocol/request-limits.js';
-import { jsonBytesAsUtf8 } from '../protocol/json/utf8.js';
+import { jsonBytesAsUtf8, notDecodedMessage } from '../protocol/json/utf8.js';
 import { refusalDetail, type RequestReadLimits } from '../validation/bounded-detail.js';
 import { indexedRequest, type IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { ValidationIssue } from '../protocol/types.js';
-import { OFFLOAD_MIN_BYTES, readOffloaded } from '../memory/offload.js';
+import { joinedHere, OFFLOAD_MIN_BYTES, readOffloaded, receivedSize, type ReceivedBody } from '../memory/offload.js';
 
 /** The request to route, or the answer that ends the batch here. */
 export type BatchRead =
@@ -61,21 +61,23 @@ function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: strin
 
 /**
  * Read a body without holding the event loop for its size (docs/memory-budget.md#yielding): a large one on
- * the reader thread (memory/offload.ts). The body's bytes come back as the returned `body`: `raw` must not be
- * used after this.
+ * the reader thread (memory/offload.ts), which also joins it when it came in chunks and decodes it when it is
+ * UTF-16 or UTF-32. The bytes read come back as the returned `body`: `received` must not be used after this.
  */
 export async function readBatchYielding(
-  raw: Buffer,
+  received: ReceivedBody,
   server: GatewayConfig['server'],
   memoryKey: string,
   log: Logger,
 ): Promise<{ read: BatchRead; body: Buffer }> {
-  // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
-  const bytes = jsonBytesAsUtf8(raw);
-  if (!bytes.ok) return { read: notDecoded(bytes.encoding, bytes.offset, log), body: raw };
-  raw = bytes.buf;
-  if (raw.length <= OFFLOAD_MIN_BYTES) return { read: readUtf8(raw, server, memoryKey, log), body: raw };
-  const { outcome, body } = await readOffloaded(raw, limitsOf(server, memoryKey));
+  if (receivedSize(received) <= OFFLOAD_MIN_BYTES) {
+    const raw = joinedHere(received);
+    // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
+    const bytes = jsonBytesAsUtf8(raw);
+    if (!bytes.ok) return { read: notDecoded(bytes.encoding, bytes.offset, log), body: raw };
+    return { read: readUtf8(bytes.buf, server, memoryKey, log), body: bytes.buf };
+  }
+  const { outcome, body } = await readOffloaded(received, limitsOf(server, memoryKey));
   if (outcome.ok) return { read: checked(indexedRequest({ ...outcome.index, buf: body }, memoryKey), body.length, server, log), body };
   return { read: outcome.status === 400 ? notUtf8(outcome.message, outcome.offset, log) : invalid(outcome.detail, log), body };
 }
@@ -86,7 +88,7 @@ function notUtf8(message: string, offset: number, log: Logger): BatchRead {
 }
 
 function notDecoded(encoding: string, offset: number, log: Logger): BatchRead {
-  return notUtf8(`There was an error parsing the body: it is not valid ${encoding} (byte ${offset})`, offset, log);
+  return notUtf8(notDecodedMessage(encoding, offset), offset, log);
 }
 
 function invalid(detail: ValidationIssue[], log: Logger): BatchRead {

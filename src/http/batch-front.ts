@@ -283,7 +283,7 @@ function receive(
     const endpoint = endpointOf(agent);
     const ex = {
       agent: agent === '' ? undefined : agent,
-      body: body.take(),
+      body: body.received(),
       headers: req.headers,
       log: h.log,
       onClientGone: (fn: () => void) => onClientGone(res, fn),

@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
 import type { BudgetHold } from '../memory/budget.js';
 import { memoryBudgetDetail } from '../memory/over-budget.js';
-import { BodyBytes } from '../protocol/body-bytes.js';
+import { BodyBytes, type ReceivedBody } from '../protocol/body-bytes.js';
 
 /** The hold of each request whose body a budgeted parser read, until its answer is written. */
 const holds = new WeakMap<IncomingMessage, BudgetHold>();
@@ -23,6 +23,10 @@ export function holdOf(req: FastifyRequest): BudgetHold | undefined {
 
 function tooLarge(bodyLimit: number): Error {
   return Object.assign(new Error(`request body exceeds ${bodyLimit} bytes`), { statusCode: 413 });
+}
+
+function joined(received: ReceivedBody): Buffer {
+  return Buffer.isBuffer(received) ? received : Buffer.concat(received);
 }
 
 /** Wait for the stream's first byte (or its end), without reading it. */
@@ -44,7 +48,7 @@ function firstByte(payload: IncomingMessage): Promise<void> {
   });
 }
 
-async function readBudgeted(app: FastifyInstance, req: FastifyRequest, payload: IncomingMessage, bodyLimit: number): Promise<Buffer> {
+async function readBudgeted(app: FastifyInstance, req: FastifyRequest, payload: IncomingMessage, bodyLimit: number): Promise<ReceivedBody> {
   const arrival = performance.now();
   const declared = Number(req.headers['content-length']);
   if (declared > bodyLimit) throw tooLarge(bodyLimit);
@@ -84,21 +88,29 @@ async function readBudgeted(app: FastifyInstance, req: FastifyRequest, payload: 
     throw err;
   }
   if (body.size < reserved) hold.shrink(reserved - body.size);
-  return body.take();
+  return body.received();
+}
+
+/** A body handed on as received (the batch route: memory/offload.ts joins a large one off the event loop). */
+export function receivedBodyOf(body: unknown): ReceivedBody {
+  if (Buffer.isBuffer(body)) return body;
+  if (Array.isArray(body) && body.every((p) => Buffer.isBuffer(p))) return body;
+  return Buffer.alloc(0);
 }
 
 /**
  * Install, in `app`'s scope, a parser of every content type that reads under the budget, handing the body on
- * as bytes, as UTF-8 text, or as `as` decodes it (which may throw the request's 4xx); the request's hold is
- * given back once its answer is written (or it is abandoned).
+ * as received (one Buffer, or its chunks when it came without a length: receivedBodyOf), as UTF-8 text, or as
+ * `as` decodes it (which may throw the request's 4xx); the request's hold is given back once its answer is
+ * written (or it is abandoned).
  */
-export function budgetedBodies(app: FastifyInstance, bodyLimit: number, as: 'buffer' | 'string' | ((bytes: Buffer) => string)): void {
+export function budgetedBodies(app: FastifyInstance, bodyLimit: number, as: 'received' | 'string' | ((bytes: Buffer) => string)): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: unknown) => void) => {
     readBudgeted(app, req, payload, bodyLimit).then(
-      (buf) => {
+      (received) => {
         try {
-          done(null, as === 'buffer' ? buf : as === 'string' ? buf.toString('utf8') : as(buf));
+          done(null, as === 'received' ? received : as === 'string' ? joined(received).toString('utf8') : as(joined(received)));
         } catch (err) {
           done(err instanceof Error ? err : new Error(String(err)));
         }

@@ -7,11 +7,18 @@
  * One worker, started with the first large job and kept (unref'd while idle: never the reason the process stays
  * up); jobs queue in its message port in arrival order. A worker that dies fails the jobs it had, and the next
  * large job starts a new one.
+ *
+ * A body that came without a length (chunked) is handed over as the chunks it arrived in and joined there: the
+ * join of 50 MB is a copy (and 50 MB of fresh pages) that held the event loop for 70 to 170 ms per body under
+ * load (docs/memory-budget.md#yielding), and the chunks are then freed by the thread's own collector.
  */
 import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors.js';
+import type { ReceivedBody } from '../protocol/body-bytes.js';
 import type { AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
 import type { OffloadJob, OffloadOutcome, OffloadReply, OffloadTask, ReadOutcome, RequestLimits } from './offload-worker.js';
+
+export type { ReceivedBody };
 
 /** Bytes larger than this are read on the worker thread. */
 export const OFFLOAD_MIN_BYTES = 1024 * 1024;
@@ -22,6 +29,24 @@ let worker: Worker | undefined;
 let nextId = 0;
 const pending = new Map<number, Pending>();
 
+/** Jobs of each kind handed to the thread so far, and the pieces their bytes came in (tests read them: what ran where). */
+export const offloaded: Record<OffloadTask['kind'], { jobs: number; pieces: number }> = { request: { jobs: 0, pieces: 0 }, answer: { jobs: 0, pieces: 0 } };
+
+/** The bytes of `body`, however it came. */
+export function receivedSize(body: ReceivedBody): number {
+  if (Buffer.isBuffer(body)) return body.length;
+  let n = 0;
+  for (const p of body) n += p.length;
+  return n;
+}
+
+/** `body` as one Buffer, joined here: for bodies small enough to be read in place. */
+export function joinedHere(body: ReceivedBody): Buffer {
+  if (Buffer.isBuffer(body)) return body;
+  const [only] = body;
+  return body.length === 1 && only !== undefined ? only : Buffer.concat(body);
+}
+
 function theWorker(): Worker {
   if (worker !== undefined) return worker;
   const w = new Worker(new URL('./offload-worker.js', import.meta.url));
@@ -29,7 +54,7 @@ function theWorker(): Worker {
   w.on('message', (reply: OffloadReply) => {
     const p = pending.get(reply.id);
     pending.delete(reply.id);
-    p?.resolve({ body: Buffer.from(reply.body), outcome: reply.outcome });
+    p?.resolve({ body: Buffer.from(reply.body, reply.offset, reply.length), outcome: reply.outcome });
     if (pending.size === 0) w.unref();
   });
   const fail = (err: Error): void => {
@@ -43,31 +68,44 @@ function theWorker(): Worker {
   return w;
 }
 
-/** A Buffer whose ArrayBuffer it alone spans can be handed over; any other is copied into one first. */
-function ownStore(buf: Buffer): ArrayBuffer {
-  if (buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength && buf.buffer instanceof ArrayBuffer) return buf.buffer;
+function copied(buf: Buffer): ArrayBuffer {
   const copy = new ArrayBuffer(buf.length);
   buf.copy(new Uint8Array(copy));
   return copy;
 }
 
-/** `body` and `task` to the worker; the Buffer given is unusable afterwards (its memory comes back as `body`). */
-function offload(body: Buffer, task: OffloadTask): Promise<{ body: Buffer; outcome: OffloadOutcome }> {
+/**
+ * The stores to hand over for `pieces`: a piece whose ArrayBuffer it alone spans goes as that ArrayBuffer (a
+ * socket's chunks do, and the raw front's preallocated body); any other, or a store already listed, is copied.
+ */
+function ownStores(pieces: readonly Buffer[]): ArrayBuffer[] {
+  const seen = new Set<ArrayBufferLike>();
+  return pieces.map((p) => {
+    const own = p.byteOffset === 0 && p.byteLength === p.buffer.byteLength && p.buffer instanceof ArrayBuffer && !seen.has(p.buffer);
+    seen.add(p.buffer);
+    return own && p.buffer instanceof ArrayBuffer ? p.buffer : copied(p);
+  });
+}
+
+/** `body` and `task` to the worker; the Buffers given are unusable afterwards (their bytes come back as `body`). */
+function offload(body: ReceivedBody, task: OffloadTask): Promise<{ body: Buffer; outcome: OffloadOutcome }> {
   const w = theWorker();
   const id = nextId++;
-  const store = ownStore(body);
+  const pieces = Buffer.isBuffer(body) ? [body] : body;
+  const stores = ownStores(pieces);
+  offloaded[task.kind].jobs++;
+  offloaded[task.kind].pieces += stores.length;
   return new Promise((resolve, reject) => {
     pending.set(id, { resolve, reject });
     // Kept alive while it has work: a batch waiting for its read must not let the process exit under it.
     w.ref();
-    const job: OffloadJob = { id, body: store, length: body.length, task };
+    const job: OffloadJob = { id, pieces: stores, task };
     try {
-      w.postMessage(job, [store]);
+      w.postMessage(job, stores);
     } catch {
-      // A store node will not hand over (a pooled one): a copy goes instead.
-      const copy = new ArrayBuffer(body.length);
-      body.copy(new Uint8Array(copy));
-      w.postMessage({ ...job, body: copy }, [copy]);
+      // A store node will not hand over (a pooled one): copies go instead.
+      const copies = pieces.map(copied);
+      w.postMessage({ ...job, pieces: copies }, copies);
     }
   });
 }
@@ -77,10 +115,11 @@ function unexpected(kind: string): GatewayError {
 }
 
 /**
- * Read a request `body` on the worker. The Buffer given is unusable afterwards (its memory went to the worker
- * and came back as the returned `body`, the same bytes).
+ * Read a request `body` on the worker: joined there when it came in pieces, then as UTF-8 (protocol/json/utf8.ts
+ * jsonBytesAsUtf8), then indexed. The Buffers given are unusable afterwards; the returned `body` is the UTF-8
+ * bytes read (the same memory when the body was one UTF-8 Buffer).
  */
-export async function readOffloaded(body: Buffer, limits: RequestLimits): Promise<{ body: Buffer; outcome: ReadOutcome }> {
+export async function readOffloaded(body: ReceivedBody, limits: RequestLimits): Promise<{ body: Buffer; outcome: ReadOutcome }> {
   const r = await offload(body, { kind: 'request', limits });
   if (r.outcome.kind !== 'request') throw unexpected('request');
   return { body: r.body, outcome: r.outcome.read };

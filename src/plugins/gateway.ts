@@ -50,7 +50,11 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     const mb = state.current.config.server.memory_budget_mb;
     return mb === undefined ? derived.bytes : mbToBytes(mb);
   };
-  const reclaim = new Reclaim({ limit: budgetBytes, share: () => state.current.config.server.memory_reclaim_share });
+  const reclaim = new Reclaim({
+    limit: budgetBytes,
+    share: () => state.current.config.server.memory_reclaim_share,
+    held: () => state.memory.bytesHeld,
+  });
   if (derived.source !== 'config') app.log.info({ memory_budget_mb: Math.round(derived.bytes / 2 ** 20), from: derived.source }, 'memory budget derived');
   const state: GatewayState = {
     current: new GatewayRuntime(opts.config, metrics, app.log, store, opts.version),

@@ -6,6 +6,9 @@
  * batches and answers); a body of unknown length (chunked) is kept as its chunks and joined at the end. Callers
  * bound the declared length before (server.body_limit_mb, a backend's max_response_mb).
  */
+/** A body as received: one Buffer, or its chunks in order (a body that came without a length, unjoined). */
+export type ReceivedBody = Buffer | readonly Buffer[];
+
 export class BodyBytes {
   /** Bytes received so far. */
   size = 0;
@@ -51,6 +54,15 @@ export class BodyBytes {
     const chunks = this.chunks;
     this.drop();
     return whole === undefined ? chunks : [whole.subarray(0, this.filled), ...chunks];
+  }
+
+  /**
+   * The body once it is complete, unjoined: one Buffer when it is one (a declared length, a single chunk), else
+   * its chunks, so a large one is joined off the event loop (memory/offload.ts); the collector keeps nothing after.
+   */
+  received(): ReceivedBody {
+    if (this.whole !== undefined || this.chunks.length <= 1) return this.take();
+    return this.pieces();
   }
 
   /** The body, once it is complete; the collector keeps nothing after. */

@@ -11,14 +11,14 @@ import { answerHeaders, handleBatch } from '../batch/handle-batch.js';
 import { clientNameOf } from '../http/request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH, type AgentParams } from '../http/agent-path.js';
 import { bodyLength, mayStream, ResponseWriter, sendable } from '../http/answer-write.js';
-import { budgetedBodies, holdOf } from '../http/budgeted-body.js';
+import { budgetedBodies, holdOf, receivedBodyOf } from '../http/budgeted-body.js';
 import { OVERHEAD_HEADER, overheadValue } from '../http/front-rules.js';
 
 export async function responsesRoute(app: FastifyInstance): Promise<void> {
   // In this route's scope the body stays raw bytes: hashed for replay and, when a sub-request is the whole
   // request, forwarded as is, so megabytes are never re-encoded. It is decoded once for parsing.
   // Read under the memory budget, as on the raw front (http/budgeted-body.ts).
-  budgetedBodies(app, app.initialConfig.bodyLimit ?? 1024 * 1024, 'buffer');
+  budgetedBodies(app, app.initialConfig.bodyLimit ?? 1024 * 1024, 'received');
 
   // Only batch answers carry the gateway's own time; this covers the ones handleBatch does not make (413).
   app.addHook('onSend', async (_req, reply, payload) => {
@@ -29,7 +29,7 @@ export async function responsesRoute(app: FastifyInstance): Promise<void> {
   const batch = async (agent: string | undefined, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const a = await handleBatch(app.gateway, {
       agent,
-      body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+      body: receivedBodyOf(req.body),
       headers: req.headers,
       log: req.log,
       onClientGone: (fn) => onClientGone(reply.raw, fn),

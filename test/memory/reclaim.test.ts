@@ -11,10 +11,13 @@ import { Reclaim } from '../../src/memory/reclaim.js';
 
 const MB = 1024 * 1024;
 
-function setup(share: number): { r: Reclaim; collected: { n: number }; queued: (() => void)[] } {
+/** `arrayBuffers`: the process's ArrayBuffer bytes as the reclaim reads them (default: all of them garbage). */
+function setup(share: number, arrayBuffers = { n: 10_000 * MB }): { r: Reclaim; collected: { n: number }; queued: (() => void)[] } {
   const collected = { n: 0 };
   const queued: (() => void)[] = [];
-  const r = new Reclaim({ limit: () => 400 * MB, share: () => share, collect: () => collected.n++, later: (fn) => queued.push(fn) });
+  const r = new Reclaim({
+    limit: () => 400 * MB, share: () => share, collect: () => collected.n++, later: (fn) => queued.push(fn), arrayBufferBytes: () => arrayBuffers.n,
+  });
   return { r, collected, queued };
 }
 
@@ -44,6 +47,46 @@ test('the budget emptying: a quarter of the share given back is enough, less is 
   const off = setup(0);
   off.r.released(400 * MB, 0);
   assert.equal(off.queued.length, 0);
+});
+
+test('a collection V8 has already done is not forced again: skipped while what it would free is under the share, run once it is not', () => {
+  const arrayBuffers = { n: 0 };
+  const { r, collected, queued } = setup(0.25, arrayBuffers);
+  // 100 MB given back while 250 MB are held, but the process's ArrayBuffers are 260 MB: V8 freed the rest.
+  r.released(100 * MB, 250 * MB);
+  arrayBuffers.n = 260 * MB;
+  queued.shift()?.();
+  assert.equal(collected.n, 0, 'nothing worth a pause: not run');
+  assert.equal(r.skipped, 1);
+  // The 10 MB of garbage left still count: 90 MB more given back, and this time it is there.
+  r.released(80 * MB, 170 * MB);
+  assert.equal(queued.length, 0, '90 MB: under the share');
+  r.released(10 * MB, 160 * MB);
+  assert.equal(queued.length, 1);
+  arrayBuffers.n = 160 * MB + 100 * MB;
+  queued.shift()?.();
+  assert.equal(collected.n, 1);
+  // The budget empty: what is left is exact, and a quarter of the share of it is collected.
+  r.released(160 * MB, 0);
+  arrayBuffers.n = 30 * MB;
+  queued.shift()?.();
+  assert.equal(collected.n, 2);
+});
+
+test('what the budget holds is read when the collection\'s turn comes: batches admitted since the release are not garbage', () => {
+  const collected = { n: 0 };
+  const queued: (() => void)[] = [];
+  const held = { n: 200 * MB };
+  const r = new Reclaim({
+    limit: () => 400 * MB, share: () => 0.25, collect: () => collected.n++, later: (fn) => queued.push(fn),
+    arrayBufferBytes: () => 350 * MB, held: () => held.n,
+  });
+  r.released(100 * MB, 200 * MB);
+  // Two 60 MB bodies admitted and received meanwhile: of the 350 MB, 30 MB would be freed, not 150 MB.
+  held.n = 320 * MB;
+  queued.shift()?.();
+  assert.equal(collected.n, 0);
+  assert.equal(r.skipped, 1);
 });
 
 test('the budget reports each release and shrink with what it still counts', () => {

@@ -114,6 +114,11 @@ function transcode(b: Buffer, encoding: Wide, skip: number): JsonBytes {
   return { ok: true, buf: out.subarray(0, o), encoding };
 }
 
+/** The 400's message for a body that does not decode as the encoding it was told by. */
+export function notDecodedMessage(encoding: string, offset: number): string {
+  return `There was an error parsing the body: it is not valid ${encoding} (byte ${offset})`;
+}
+
 export function jsonBytesAsUtf8(b: Buffer): JsonBytes {
   const { encoding, skip } = detect(b);
   if (encoding === 'UTF-8') return { ok: true, buf: skip === 0 ? b : b.subarray(skip), encoding };

@@ -1,0 +1,61 @@
+/**
+ * Large bodies are read on the reader thread from either front (docs/memory-budget.md#yielding): the raw front's
+ * batches and those fastify reads (a query string), with a Content-Length or chunked. What runs where is
+ * observed through the reader thread's counts (memory/offload.ts `offloaded`): one request job per large body, and a
+ * chunked body handed over as its chunks (joined there, not on the event loop). The backend gets the very bytes
+ * sent, and a UTF-16 body is decoded there too.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { offloaded } from '../../src/memory/offload.js';
+import { useFixtures } from '../helpers/fixtures.js';
+import { postBytes } from '../helpers/raw-http.js';
+
+/** A valid batch of one input whose memory holds `bytes` bytes of text: over 1 MiB, so read on the thread. */
+function bigBatch(id: string, bytes: number): Buffer {
+  return Buffer.from(`{"request_id":"${id}","inputs":[{"id":1,"instruction":{"type":"user","content":"x"},"memory":{"p":"${'p'.repeat(bytes)}"}}]}`);
+}
+
+const CASES = [
+  { front: 'raw front', path: '/v1/responses', chunked: false },
+  { front: 'raw front', path: '/v1/responses', chunked: true },
+  { front: 'fastify (a query string)', path: '/v1/responses?x=1', chunked: false },
+  { front: 'fastify (a query string)', path: '/v1/responses?x=1', chunked: true },
+];
+
+for (const c of CASES) {
+  const how = c.chunked ? 'chunked' : 'with a Content-Length';
+  test(`${c.front}, a 2 MB body ${how}: read on the reader thread${c.chunked ? ', handed over as its chunks' : ' as one piece'}, forwarded byte for byte`, async (t) => {
+    const f = useFixtures(t);
+    const a = await f.agent();
+    const gw = await f.gateway({ backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
+    const body = bigBatch(`${c.chunked ? 'c' : 'l'}-${c.path.length}`, 2 * 1024 * 1024);
+    const before = { ...offloaded.request };
+    const res = await postBytes(gw.url, body, { path: c.path, chunked: c.chunked });
+    assert.equal(res.status, 200, res.body.toString());
+    assert.equal(offloaded.request.jobs - before.jobs, 1, 'one job on the reader thread');
+    const pieces = offloaded.request.pieces - before.pieces;
+    if (c.chunked) assert.ok(pieces > 1, `handed over as its chunks (${pieces}), not joined on the event loop`);
+    else assert.equal(pieces, 1, 'received into one Buffer of its length');
+    const seen = a.requests.filter((r) => r.path === '/v1/responses');
+    assert.equal(seen.length, 1);
+    assert.equal(seen[0]?.raw, body.toString(), 'the backend got the bytes sent');
+  });
+}
+
+test('a 2 MB UTF-16 body, chunked: decoded on the reader thread and forwarded as UTF-8; one that does not decode is a 400 naming its byte', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent();
+  const gw = await f.gateway({ backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
+  const utf8 = bigBatch('wide', 1024 * 1024);
+  const wide = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(utf8.toString(), 'utf16le')]);
+  const before = offloaded.request.jobs;
+  const res = await postBytes(gw.url, wide, { chunked: true });
+  assert.equal(res.status, 200, res.body.toString());
+  assert.equal(offloaded.request.jobs - before, 1);
+  assert.equal(a.requests.find((r) => r.path === '/v1/responses')?.raw, utf8.toString());
+  // One byte short: an odd length, which no UTF-16 body has.
+  const bad = await postBytes(gw.url, wide.subarray(0, wide.length - 1), { path: '/v1/responses?x=1', chunked: true });
+  assert.equal(bad.status, 400, bad.body.toString());
+  assert.match(bad.body.toString(), new RegExp(`not valid UTF-16LE \\(byte ${wide.length - 2}\\)`));
+});
