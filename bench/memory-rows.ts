@@ -2,9 +2,9 @@
  * The memory budget's bench (docs/memory-budget.md): the element-count and budget cases, each sent to one
  * gateway started from its CLI with `--config` and `server.memory_budget_mb: 400`, its backends plain HTTP
  * servers in this process (what they answer costs the gateway, not them). For each case: the statuses, the
- * time, the longest wait of a `/health` probe sent every 20 ms meanwhile, the gateway's peak RSS over the case
- * (VmHWM, reset before it through /proc/PID/clear_refs) against the budget (+250 MB allowed), and its RSS 15 s
- * after the case ended against the budget. A row passes when all four hold: no status but 200, 422 and the
+ * time, the longest wait of a `/health` probe sent every 20 ms meanwhile from a process of its own, the
+ * gateway's peak RSS over the case (VmHWM, reset before it through /proc/PID/clear_refs) against the budget
+ * (+250 MB allowed), and its RSS 15 s after the case ended against the budget. A row passes when all four hold: no status but 200, 422 and the
  * budget's 503 (no 5xx, no dropped connection), /health under 100 ms, both RSS figures within their bounds.
  *
  *   node dist/bench/memory-rows.js [--cli PATH] [--legacy] [--only name,name]
@@ -156,27 +156,41 @@ function post(url: string, body: Buffer, opts: { path?: string; chunked?: boolea
   });
 }
 
-/** Probes /health every 20 ms until stopped; the longest answer time. */
+/**
+ * The /health prober's own process: it does nothing else, so the longest wait it sees is the gateway's, not a
+ * stall of this process (which builds, sends and reads hundreds of megabytes per case). Probes every 20 ms until a
+ * line arrives on its stdin, then prints the longest answer time in ms.
+ */
+const PROBER = `
+const url = process.argv[1];
+let stopped = false;
+let worst = 0;
+process.stdin.on('data', () => { stopped = true; });
+(async () => {
+  while (!stopped) {
+    const t = performance.now();
+    try { await fetch(url + '/health', { signal: AbortSignal.timeout(60000) }); } catch {}
+    worst = Math.max(worst, performance.now() - t);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  process.stdout.write(String(worst), () => process.exit(0));
+})();
+`;
+
+/** Probes /health every 20 ms from a process of its own until stopped; the longest answer time. */
 function healthProbe(url: string): { stop(): Promise<number> } {
-  let stopped = false;
-  let worst = 0;
-  const loop = (async () => {
-    while (!stopped) {
-      const t = performance.now();
-      try {
-        await fetch(`${url}/health`, { signal: AbortSignal.timeout(60_000) });
-      } catch {
-        // a dead gateway: the row's statuses say so
-      }
-      worst = Math.max(worst, performance.now() - t);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  })();
+  const child = spawn(process.execPath, ['-e', PROBER, url], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (s: string) => (out += s));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
     async stop() {
-      stopped = true;
-      await loop;
-      return worst;
+      child.stdin.end('stop\n');
+      await exited;
+      const worst = Number(out);
+      // A prober that died says nothing of the gateway: the figure is then unknown, and the row fails.
+      return Number.isFinite(worst) && out !== '' ? worst : Number.POSITIVE_INFINITY;
     },
   };
 }
