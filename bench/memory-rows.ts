@@ -158,8 +158,9 @@ function post(url: string, body: Buffer, opts: { path?: string; chunked?: boolea
 
 /**
  * The /health prober's own process: it does nothing else, so the longest wait it sees is the gateway's, not a
- * stall of this process (which builds, sends and reads hundreds of megabytes per case). Probes every 20 ms until a
- * line arrives on its stdin, then prints the longest answer time in ms.
+ * stall of this process (which builds, sends and reads hundreds of megabytes per case). One probe first, not
+ * timed (node loads fetch on its first call), then "ready" on stdout; it probes every 20 ms until a line
+ * arrives on its stdin, then prints the longest answer time in ms.
  */
 const PROBER = `
 const url = process.argv[1];
@@ -167,6 +168,8 @@ let stopped = false;
 let worst = 0;
 process.stdin.on('data', () => { stopped = true; });
 (async () => {
+  await fetch(url + '/health').catch(() => undefined);
+  process.stdout.write('ready\\n');
   while (!stopped) {
     const t = performance.now();
     try { await fetch(url + '/health', { signal: AbortSignal.timeout(60000) }); } catch {}
@@ -177,20 +180,27 @@ process.stdin.on('data', () => { stopped = true; });
 })();
 `;
 
-/** Probes /health every 20 ms from a process of its own until stopped; the longest answer time. */
-function healthProbe(url: string): { stop(): Promise<number> } {
+/** Probes /health every 20 ms from a process of its own until stopped; resolves once it probes. */
+async function healthProbe(url: string): Promise<{ stop(): Promise<number> }> {
   const child = spawn(process.execPath, ['-e', PROBER, url], { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (s: string) => (out += s));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve) => {
+    child.stdout.on('data', (s: string) => {
+      out += s;
+      if (out.includes('\n')) resolve();
+    });
+    void exited.then(() => resolve());
+  });
+  out = out.slice(out.indexOf('\n') + 1);
   return {
     async stop() {
       child.stdin.end('stop\n');
       await exited;
       const worst = Number(out);
       // A prober that died says nothing of the gateway: the figure is then unknown, and the row fails.
-      return Number.isFinite(worst) && out !== '' ? worst : Number.POSITIVE_INFINITY;
+      return out !== '' && Number.isFinite(worst) ? worst : Number.POSITIVE_INFINITY;
     },
   };
 }
@@ -237,7 +247,7 @@ async function startGateway(cli: string, legacy: boolean, bare: boolean, backend
   // MEMROWS_NODE_ARGS: more node flags (a --cpu-prof, a V8 flag tried against the rows).
   const nodeArgs = [...(bare ? [] : START_NODE_ARGS), ...(process.env.MEMROWS_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')];
   const env = bare ? process.env : { ...process.env, ...START_ENV };
-  const child = spawn(process.execPath, [...nodeArgs, cli, '--config', file], { stdio: ['ignore', 'ignore', 'inherit'], env });
+  const child = spawn(process.execPath, [...nodeArgs, cli, '--config', file], { stdio: ['ignore', process.env.MEMROWS_GATEWAY_STDOUT === '1' ? 'inherit' : 'ignore', 'inherit'], env });
   let exited = false;
   child.on('exit', () => (exited = true));
   const url = `http://127.0.0.1:${port}`;
@@ -291,7 +301,7 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; bare?:
     resetPeak(pid);
     let peak = memInfo([pid]).hwmMb;
     const sampler = setInterval(() => (peak = Math.max(peak, memInfo([pid]).hwmMb)), 100);
-    const probe = healthProbe(gw.url);
+    const probe = await healthProbe(gw.url);
     const t = performance.now();
     let cap: NodeJS.Timeout | undefined;
     const capped = new Promise<'capped'>((r) => (cap = setTimeout(() => r('capped'), capMs)));
