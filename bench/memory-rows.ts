@@ -11,7 +11,8 @@
  *     --cli PATH   the gateway CLI to start (default: this tree's dist/src/cli.js), e.g. an older build's
  *     --legacy     the older config key (server.max_bytes_in_flight_mb) instead of memory_budget_mb
  *     --bare       plain `node CLI`, without the start command's V8 flag and malloc environment
- *   MEMROWS_NODE_ARGS="--flag ..." passes node flags to the gateway; MEMROWS_PORT picks its port;
+ *   MEMROWS_NODE_ARGS="--flag ..." passes node flags to the gateway (MEMROWS_GATEWAY_STDOUT=1 shows its stdout, for
+ *   --trace-gc); MEMROWS_PORT picks its port;
  *   MEMROWS_ROW_CAP_S caps each case (default 600 s). A gateway a case killed is started again for the next.
  *
  * Also run by `npm run bench -- --scenario MEMROWS`, which prints the same table.
