@@ -21,17 +21,17 @@ export function requestObjectsEstimate(inputs: readonly { num_outputs: number }[
 }
 
 /** A JSON object JSON.parse builds: its header and a property store. */
-export const JSON_OBJECT_BYTES = 32;
+const JSON_OBJECT_BYTES = 32;
 /** A JSON array: its header and its elements' store. */
-export const JSON_ARRAY_BYTES = 32;
+const JSON_ARRAY_BYTES = 32;
 /** One property of an object: its field and its share of the object's shape. */
-export const JSON_PROPERTY_BYTES = 16;
+const JSON_PROPERTY_BYTES = 16;
 /** One more element of an array (its slot). */
-export const JSON_ELEMENT_BYTES = 8;
+const JSON_ELEMENT_BYTES = 8;
 /** A number (a heap number when it is not a small integer). */
-export const JSON_NUMBER_BYTES = 16;
+const JSON_NUMBER_BYTES = 16;
 /** A string's header; its characters are counted besides, one byte each, two in a string with any beyond U+00FF. */
-export const JSON_STRING_BYTES = 16;
+const JSON_STRING_BYTES = 16;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
