@@ -15,7 +15,8 @@ import { jsonBytesAsUtf8, notDecodedMessage } from '../protocol/json/utf8.js';
 import { refusalDetail, type RequestReadLimits } from '../validation/bounded-detail.js';
 import { indexedRequest, type IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { ValidationIssue } from '../protocol/types.js';
-import { joinedHere, OFFLOAD_MIN_BYTES, readOffloaded, receivedSize, type ReceivedBody } from '../memory/offload.js';
+import { OFFLOAD_MIN_BYTES, readOffloaded } from '../memory/offload.js';
+import { joinedHere, receivedSize, type ReceivedBody } from '../protocol/body-bytes.js';
 
 /** The request to route, or the answer that ends the batch here. */
 export type BatchRead =

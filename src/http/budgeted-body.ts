@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
 import type { BudgetHold } from '../memory/budget.js';
 import { memoryBudgetDetail } from '../memory/over-budget.js';
-import { BodyBytes, type ReceivedBody } from '../protocol/body-bytes.js';
+import { BodyBytes, joinedHere, type ReceivedBody } from '../protocol/body-bytes.js';
 
 /** The hold of each request whose body a budgeted parser read, until its answer is written. */
 const holds = new WeakMap<IncomingMessage, BudgetHold>();
@@ -23,10 +23,6 @@ export function holdOf(req: FastifyRequest): BudgetHold | undefined {
 
 function tooLarge(bodyLimit: number): Error {
   return Object.assign(new Error(`request body exceeds ${bodyLimit} bytes`), { statusCode: 413 });
-}
-
-function joined(received: ReceivedBody): Buffer {
-  return Buffer.isBuffer(received) ? received : Buffer.concat(received);
 }
 
 /** Wait for the stream's first byte (or its end), without reading it. */
@@ -110,7 +106,7 @@ export function budgetedBodies(app: FastifyInstance, bodyLimit: number, as: 'rec
     readBudgeted(app, req, payload, bodyLimit).then(
       (received) => {
         try {
-          done(null, as === 'received' ? received : as === 'string' ? joined(received).toString('utf8') : as(joined(received)));
+          done(null, as === 'received' ? received : as === 'string' ? joinedHere(received).toString('utf8') : as(joinedHere(received)));
         } catch (err) {
           done(err instanceof Error ? err : new Error(String(err)));
         }

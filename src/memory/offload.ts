@@ -18,7 +18,6 @@ import type { ReceivedBody } from '../protocol/body-bytes.js';
 import type { AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
 import type { OffloadJob, OffloadOutcome, OffloadReply, OffloadTask, ReadOutcome, RequestLimits } from './offload-worker.js';
 
-export type { ReceivedBody };
 
 /** Bytes larger than this are read on the worker thread. */
 export const OFFLOAD_MIN_BYTES = 1024 * 1024;
@@ -31,21 +30,6 @@ const pending = new Map<number, Pending>();
 
 /** Jobs of each kind handed to the thread so far, and the pieces their bytes came in (tests read them: what ran where). */
 export const offloaded: Record<OffloadTask['kind'], { jobs: number; pieces: number }> = { request: { jobs: 0, pieces: 0 }, answer: { jobs: 0, pieces: 0 } };
-
-/** The bytes of `body`, however it came. */
-export function receivedSize(body: ReceivedBody): number {
-  if (Buffer.isBuffer(body)) return body.length;
-  let n = 0;
-  for (const p of body) n += p.length;
-  return n;
-}
-
-/** `body` as one Buffer, joined here: for bodies small enough to be read in place. */
-export function joinedHere(body: ReceivedBody): Buffer {
-  if (Buffer.isBuffer(body)) return body;
-  const [only] = body;
-  return body.length === 1 && only !== undefined ? only : Buffer.concat(body);
-}
 
 function theWorker(): Worker {
   if (worker !== undefined) return worker;

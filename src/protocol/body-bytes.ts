@@ -9,6 +9,21 @@
 /** A body as received: one Buffer, or its chunks in order (a body that came without a length, unjoined). */
 export type ReceivedBody = Buffer | readonly Buffer[];
 
+/** The bytes of `body`, however it came. */
+export function receivedSize(body: ReceivedBody): number {
+  if (Buffer.isBuffer(body)) return body.length;
+  let n = 0;
+  for (const p of body) n += p.length;
+  return n;
+}
+
+/** `body` as one Buffer, joined on this thread: for bodies read in place (small ones, or text a route needs whole). */
+export function joinedHere(body: ReceivedBody): Buffer {
+  if (Buffer.isBuffer(body)) return body;
+  const [only] = body;
+  return body.length === 1 && only !== undefined ? only : Buffer.concat(body);
+}
+
 export class BodyBytes {
   /** Bytes received so far. */
   size = 0;
