@@ -15,8 +15,8 @@ import { jsonBytesAsUtf8, notDecodedMessage } from '../protocol/json/utf8.js';
 import { refusalDetail, type RequestReadLimits } from '../validation/bounded-detail.js';
 import { indexedRequest, type IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { ValidationIssue } from '../protocol/types.js';
-import { OFFLOAD_MIN_BYTES, readOffloaded } from '../memory/offload.js';
-import { joinedHere, receivedSize, type ReceivedBody } from '../protocol/body-bytes.js';
+import { readOffloaded } from '../memory/offload.js';
+import { joinedHere, LARGE_BODY_BYTES, receivedSize, type ReceivedBody } from '../protocol/body-bytes.js';
 
 /** The request to route, or the answer that ends the batch here. */
 export type BatchRead =
@@ -71,7 +71,7 @@ export async function readBatchYielding(
   memoryKey: string,
   log: Logger,
 ): Promise<{ read: BatchRead; body: Buffer }> {
-  if (receivedSize(received) <= OFFLOAD_MIN_BYTES) {
+  if (receivedSize(received) <= LARGE_BODY_BYTES) {
     const raw = joinedHere(received);
     // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
     const bytes = jsonBytesAsUtf8(raw);

@@ -395,9 +395,9 @@ export const configSchema = z.strictObject({
       admission_timeout_s: positive.default(120),
       /**
        * Share of memory_budget_mb given back by finished batches that triggers a full garbage collection
-       * (memory/reclaim.ts; a quarter of it when the budget empties): their bytes are free to the budget at once,
-       * to the process only once collected.
-       * 0: never (V8 collects on its own schedule).
+       * (memory/reclaim.ts; a quarter of it when the budget empties): their bytes are the process's until
+       * collected, so they count against the budget until then.
+       * 0: never (V8 collects on its own schedule, and bytes given back are room at once).
        */
       memory_reclaim_share: z.number().min(0).max(1).default(0.25),
       /** Problems listed in a 422 detail; the rest are counted in one last entry. */

@@ -5,11 +5,15 @@
  */
 import { askedOf, checkAnswerBytes, placeAnswer, type AnswerCheck } from '../protocol/answer/answer-check.js';
 import type { SubRequestShape } from '../protocol/answer/response-check.js';
-import { indexAnswerOffloaded, OFFLOAD_MIN_BYTES } from '../memory/offload.js';
+import { indexAnswerOffloaded } from '../memory/offload.js';
+import { joinedHere, LARGE_BODY_BYTES, receivedSize, type ReceivedBody } from '../protocol/body-bytes.js';
 
-/** Check `bytes` (a 2xx answer; unusable afterwards when large: its memory went to the thread and came back). */
-export async function checkAnswerYielding(bytes: Buffer, shape: SubRequestShape, maxDepth: number, memoryKey: string): Promise<AnswerCheck> {
-  if (bytes.length <= OFFLOAD_MIN_BYTES) return checkAnswerBytes(bytes, shape, maxDepth, memoryKey);
+/**
+ * Check `bytes` (a 2xx answer as received; unusable afterwards when large: its memory went to the thread, which
+ * joins it when it came as chunks, and came back as one Buffer).
+ */
+export async function checkAnswerYielding(bytes: ReceivedBody, shape: SubRequestShape, maxDepth: number, memoryKey: string): Promise<AnswerCheck> {
+  if (receivedSize(bytes) <= LARGE_BODY_BYTES) return checkAnswerBytes(joinedHere(bytes), shape, maxDepth, memoryKey);
   const { body, outcome } = await indexAnswerOffloaded(bytes, askedOf(shape), maxDepth, memoryKey);
   return placeAnswer(body, outcome, shape, maxDepth);
 }

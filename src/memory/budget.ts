@@ -51,6 +51,11 @@ export interface BudgetOptions {
   onShed?(): void;
   /** `bytes` were given back (a hold released or shrunk); `heldAfter`: what is still counted (reclaim.ts). */
   onFreed?(bytes: number, heldAfter: number): void;
+  /**
+   * Bytes given back and not yet collected (reclaim.ts `uncollected`): the process still holds them, so they
+   * count against the budget, besides what holds count, until a collection frees them (`collected`).
+   */
+  uncollected?(): number;
   now?(): number;
   setTimer?(fn: () => void, ms: number): unknown;
   clearTimer?(timer: unknown): void;
@@ -141,6 +146,16 @@ export class MemoryBudget {
     return this.used;
   }
 
+  /** What counts against the budget: what holds count, and what they gave back that is not yet collected. */
+  private get counted(): number {
+    return this.used + (this.opts.uncollected?.() ?? 0);
+  }
+
+  /** A collection freed bytes given back (reclaim.ts): waiting requests, then paused answers, may go on. */
+  collected(): void {
+    this.roomFreed(0);
+  }
+
   /** Requests waiting for room. */
   get waiting(): number {
     return this.waiters;
@@ -182,7 +197,7 @@ export class MemoryBudget {
    * never before a waiting request. Not shed: it is given back when the store has the copy.
    */
   reserve(bytes: number): BudgetHold | undefined {
-    if (this.waiters > 0 || this.used + bytes > this.opts.limit()) return undefined;
+    if (this.waiters > 0 || this.counted + bytes > this.opts.limit()) return undefined;
     const hold = new Hold(this, 0, undefined, undefined, undefined);
     hold.admitted = true;
     hold.grow(bytes);
@@ -191,7 +206,7 @@ export class MemoryBudget {
 
   /** A shadow answer's hold when there is room for `bytes` now, else undefined (shed before it starts). */
   tryHold(bytes: number, onShed: () => void): BudgetHold | undefined {
-    if (this.waiters > 0 || this.used + bytes > this.opts.limit()) {
+    if (this.waiters > 0 || this.counted + bytes > this.opts.limit()) {
       this.opts.onShed?.();
       return undefined;
     }
@@ -209,14 +224,14 @@ export class MemoryBudget {
 
   /** @internal An answer's reader may go on: room left, or its batch is the oldest held. */
   mayRead(hold: Hold): boolean {
-    if (this.used <= this.opts.limit()) return true;
+    if (this.counted <= this.opts.limit()) return true;
     if (hold.shadow) {
       this.shed(hold);
       return false;
     }
     // Shadows go first: their bytes may be all that is over.
     this.shedShadows();
-    if (this.used <= this.opts.limit()) return true;
+    if (this.counted <= this.opts.limit()) return true;
     return hold === this.oldest;
   }
 
@@ -252,7 +267,7 @@ export class MemoryBudget {
   }
 
   private fits(bytes: number): boolean {
-    return this.oldest === undefined || this.used + bytes <= this.opts.limit();
+    return this.oldest === undefined || this.counted + bytes <= this.opts.limit();
   }
 
   private start(hold: Hold): void {

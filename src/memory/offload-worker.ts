@@ -7,6 +7,7 @@
  * data, offsets into those bytes (a few objects per input or candidate: the indexers build none per element of
  * a memory, and none past the bound of inputs or candidates).
  */
+import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { indexAnswer, type AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
 import { jsonBytesAsUtf8, notDecodedMessage } from '../protocol/json/utf8.js';
@@ -96,9 +97,33 @@ function handBack(body: Buffer): { store: ArrayBuffer; offset: number } {
   return { store: copy, offset: 0 };
 }
 
+/**
+ * The thread's CPU share below the event loop's. Under a burst of large answers every core is busy (sockets, the
+ * collector, this thread), and a thread of equal weight took CPU from the event loop when it had a /health to
+ * answer; at nice 10 it gets what the event loop leaves. Linux only: there a nice value is a thread's own,
+ * elsewhere it would be the whole process's.
+ */
+const READER_NICE = 10;
+if (parentPort !== null && process.platform === 'linux') {
+  try {
+    setPriority(READER_NICE);
+  } catch {
+    // Not allowed here (a container without the capability to lower a priority is still allowed to raise it): as is.
+  }
+}
+
+/**
+ * The collector, when node was started with --expose-gc (memory/reclaim.ts): the stores of a joined body are
+ * freed as soon as the join is done rather than when this small heap next fills, so a body is held twice for
+ * one job, not until the collector comes round.
+ */
+const collect: unknown = globalThis.gc;
+
 parentPort?.on('message', (job: OffloadJob) => {
   const { outcome, body } = runJob(job);
   const { store, offset } = handBack(body);
   const reply: OffloadReply = { id: job.id, body: store, offset, length: body.length, outcome };
   parentPort?.postMessage(reply, [store]);
+  // On a later turn: the job (and its pieces) is unreachable by then.
+  if (job.pieces.length > 1 && typeof collect === 'function') setImmediate(() => collect());
 });

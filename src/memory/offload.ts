@@ -2,15 +2,15 @@
  * Reads whose time grows with the bytes run on one worker thread (memory/offload-worker.ts,
  * docs/memory-budget.md#yielding): a large batch body's read and a large backend answer's index, so one 60 MB
  * body or 100 MB answer does not stop `/health` and every other batch for the seconds it takes. Bytes up to
- * OFFLOAD_MIN_BYTES are read in place: their read takes less than the hand-over would.
+ * LARGE_BODY_BYTES (protocol/body-bytes.ts) are read in place: their read takes less than the hand-over would.
  *
  * One worker, started with the first large job and kept (unref'd while idle: never the reason the process stays
  * up); jobs queue in its message port in arrival order. A worker that dies fails the jobs it had, and the next
  * large job starts a new one.
  *
- * A body that came without a length (chunked) is handed over as the chunks it arrived in and joined there: the
- * join of 50 MB is a copy (and 50 MB of fresh pages) that held the event loop for 70 to 170 ms per body under
- * load (docs/memory-budget.md#yielding), and the chunks are then freed by the thread's own collector.
+ * A large body or answer is handed over as the chunks it arrived in and joined there: the join of 50 MB is a
+ * copy (and 50 MB of fresh pages) that held the event loop for 70 to 170 ms per body under load
+ * (docs/memory-budget.md#yielding), and the chunks are then freed by the thread's own collector.
  */
 import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors.js';
@@ -18,18 +18,20 @@ import type { ReceivedBody } from '../protocol/body-bytes.js';
 import type { AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
 import type { OffloadJob, OffloadOutcome, OffloadReply, OffloadTask, ReadOutcome, RequestLimits } from './offload-worker.js';
 
-
-/** Bytes larger than this are read on the worker thread. */
-export const OFFLOAD_MIN_BYTES = 1024 * 1024;
-
 type Pending = { resolve: (r: { body: Buffer; outcome: OffloadOutcome }) => void; reject: (err: Error) => void };
 
 let worker: Worker | undefined;
 let nextId = 0;
 const pending = new Map<number, Pending>();
 
-/** Jobs of each kind handed to the thread so far, and the pieces their bytes came in (tests read them: what ran where). */
-export const offloaded: Record<OffloadTask['kind'], { jobs: number; pieces: number }> = { request: { jobs: 0, pieces: 0 }, answer: { jobs: 0, pieces: 0 } };
+/**
+ * Jobs of each kind handed to the thread so far, the pieces their bytes came in, and how many of those were
+ * copied rather than handed over (tests read them: what ran where, and that the chunks were not copied here).
+ */
+export const offloaded: Record<OffloadTask['kind'], { jobs: number; pieces: number; copied: number }> = {
+  request: { jobs: 0, pieces: 0, copied: 0 },
+  answer: { jobs: 0, pieces: 0, copied: 0 },
+};
 
 function theWorker(): Worker {
   if (worker !== undefined) return worker;
@@ -60,14 +62,18 @@ function copied(buf: Buffer): ArrayBuffer {
 
 /**
  * The stores to hand over for `pieces`: a piece whose ArrayBuffer it alone spans goes as that ArrayBuffer (a
- * socket's chunks do, and the raw front's preallocated body); any other, or a store already listed, is copied.
+ * socket's chunks do, and a small body received into one Buffer); any other, or a store already listed, is
+ * copied. An empty piece is never handed over: an empty store is often one its maker shares (undici keeps one
+ * empty Buffer for every connection, and handing it over broke them all).
  */
-function ownStores(pieces: readonly Buffer[]): ArrayBuffer[] {
+function ownStores(pieces: readonly Buffer[], count: { copied: number }): ArrayBuffer[] {
   const seen = new Set<ArrayBufferLike>();
   return pieces.map((p) => {
-    const own = p.byteOffset === 0 && p.byteLength === p.buffer.byteLength && p.buffer instanceof ArrayBuffer && !seen.has(p.buffer);
+    const own = p.byteLength > 0 && p.byteOffset === 0 && p.byteLength === p.buffer.byteLength && p.buffer instanceof ArrayBuffer && !seen.has(p.buffer);
     seen.add(p.buffer);
-    return own && p.buffer instanceof ArrayBuffer ? p.buffer : copied(p);
+    if (own && p.buffer instanceof ArrayBuffer) return p.buffer;
+    count.copied++;
+    return copied(p);
   });
 }
 
@@ -76,9 +82,10 @@ function offload(body: ReceivedBody, task: OffloadTask): Promise<{ body: Buffer;
   const w = theWorker();
   const id = nextId++;
   const pieces = Buffer.isBuffer(body) ? [body] : body;
-  const stores = ownStores(pieces);
-  offloaded[task.kind].jobs++;
-  offloaded[task.kind].pieces += stores.length;
+  const count = offloaded[task.kind];
+  const stores = ownStores(pieces, count);
+  count.jobs++;
+  count.pieces += stores.length;
   return new Promise((resolve, reject) => {
     pending.set(id, { resolve, reject });
     // Kept alive while it has work: a batch waiting for its read must not let the process exit under it.
@@ -111,7 +118,7 @@ export async function readOffloaded(body: ReceivedBody, limits: RequestLimits): 
 
 /** Index a backend answer's `bytes` on the worker (protocol/answer/answer-check.ts indexAnswer); same hand-over as above. */
 export async function indexAnswerOffloaded(
-  bytes: Buffer,
+  bytes: ReceivedBody,
   asked: number,
   maxDepth: number,
   memoryKey: string,

@@ -14,9 +14,15 @@
  * free: the bytes in ArrayBuffers (Buffers included) beyond what the budget still counts. Less than the share
  * and it is not run; those bytes stay counted toward the next one.
  *
+ * Until they are collected, the bytes given back are still the process's: the budget counts them
+ * (`uncollected`) as it counts what batches hold, so new batches are admitted against memory that is free, not
+ * against dead answers V8 has yet to collect. Without this a burst of large answers ran 100 to 150 MB over the
+ * budget in RSS and the fresh reads it admitted competed with the collections for the CPU. Each collection, or
+ * a turn that finds V8 already freed them, lowers the count and tells the budget (`onCollected`).
+ *
  * The collector is V8's `gc`, which node exposes when started with `--expose-gc` on its command line (the
  * Dockerfile, deploy/ and `npm start` pass it). V8 flags set after start are documented as unpredictable, so
- * without it there is no reclaim: V8's own schedule decides, and the budget still holds.
+ * without it there is no reclaim: V8's own schedule decides, nothing given back is counted, and the budget still holds.
  */
 
 type Collect = () => void;
@@ -43,6 +49,8 @@ export interface ReclaimOptions {
   arrayBufferBytes?(): number;
   /** What the budget counts now (batches admitted since the last release included); default: what it counted then. */
   held?(): number;
+  /** The count of bytes given back and not collected went down: the budget may have room again. */
+  onCollected?(): void;
 }
 
 export class Reclaim {
@@ -59,6 +67,11 @@ export class Reclaim {
     this.collect = opts.collect ?? collector();
     this.later = opts.later ?? ((fn) => void setImmediate(fn));
     this.arrayBufferBytes = opts.arrayBufferBytes ?? (() => process.memoryUsage().arrayBuffers);
+  }
+
+  /** Bytes given back since the last collection that a collection would still free (0 without a collector). */
+  get uncollected(): number {
+    return this.freed;
   }
 
   /** Collections run so far. */
@@ -92,11 +105,15 @@ export class Reclaim {
     const garbage = this.arrayBufferBytes() - this.held;
     if (garbage < this.due(this.opts.share())) {
       this.skipped++;
-      this.freed = Math.max(0, Math.min(this.freed, garbage));
+      const left = Math.max(0, Math.min(this.freed, garbage));
+      const lower = left < this.freed;
+      this.freed = left;
+      if (lower) this.opts.onCollected?.();
       return;
     }
     this.freed = 0;
     this.collections++;
     this.collect?.();
+    this.opts.onCollected?.();
   }
 }

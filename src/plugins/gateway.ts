@@ -54,6 +54,7 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     limit: budgetBytes,
     share: () => state.current.config.server.memory_reclaim_share,
     held: () => state.memory.bytesHeld,
+    onCollected: () => state.memory.collected(),
   });
   if (derived.source !== 'config') app.log.info({ memory_budget_mb: Math.round(derived.bytes / 2 ** 20), from: derived.source }, 'memory budget derived');
   const state: GatewayState = {
@@ -77,6 +78,7 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
       onWaited: (seconds) => metrics.admissionWait.observe(seconds),
       onShed: () => metrics.shadowsShed.inc(),
       onFreed: (bytes, heldAfter) => reclaim.released(bytes, heldAfter),
+      uncollected: () => reclaim.uncollected,
     }),
   };
   metrics.memorySource = state.memory;

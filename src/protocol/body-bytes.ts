@@ -2,12 +2,17 @@
  * An HTTP body collected as it arrives: a client's batch on the raw front (http/batch-front.ts), a backend's
  * answer (upstream/backend-call.ts). With a declared length the bytes are copied into one Buffer of that size
  * and each chunk is free at once: a 2 MB body is held once while it arrives, not as its chunks until the last
- * one and then their concatenation besides. A body that arrives in one chunk is that chunk, with no copy (small
- * batches and answers); a body of unknown length (chunked) is kept as its chunks and joined at the end. Callers
- * bound the declared length before (server.body_limit_mb, a backend's max_response_mb).
+ * one and then their concatenation besides, and the copy is spread over the chunks as they come. A body that
+ * arrives in one chunk is that chunk, with no copy (small batches and answers). A body of unknown length
+ * (chunked) is kept as its chunks: a large one is joined off the event loop (memory/offload.ts), where one
+ * `Buffer.concat` of 50 MB held the loop for up to 170 ms. Callers bound the declared length before
+ * (server.body_limit_mb, a backend's max_response_mb).
  */
 /** A body as received: one Buffer, or its chunks in order (a body that came without a length, unjoined). */
 export type ReceivedBody = Buffer | readonly Buffer[];
+
+/** A body over this is read off the event loop (memory/offload.ts); one up to it is joined and read in place. */
+export const LARGE_BODY_BYTES = 1024 * 1024;
 
 /** The bytes of `body`, however it came. */
 export function receivedSize(body: ReceivedBody): number {
@@ -35,6 +40,9 @@ export class BodyBytes {
   constructor(private readonly declared: number | undefined) {}
 
   add(chunk: Buffer): void {
+    // An empty chunk holds nothing, and may be a view of a Buffer its sender shares (undici's empty Buffer):
+    // kept, it would be handed to the reader thread with the rest, and its store taken from the sender.
+    if (chunk.length === 0) return;
     this.size += chunk.length;
     const whole = this.whole;
     if (whole !== undefined) {

@@ -5,14 +5,19 @@
 import { StringDecoder } from 'node:string_decoder';
 import { errors, type Dispatcher } from 'undici';
 import type { AbortLike } from '../abort.js';
-import { BodyBytes } from '../protocol/body-bytes.js';
+import { BodyBytes, joinedHere, type ReceivedBody } from '../protocol/body-bytes.js';
 import { codeForStatus, type AttemptFailure } from '../errors.js';
 import { safeReason } from '../protocol/describe.js';
+import { ReadPauses } from './read-pauses.js';
 import type { Replica } from './replica.js';
 
 type CallResult =
-  /** `streamed`: the body went to the options' stream tap as it arrived; `bytes` and `text` are then empty. */
-  | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string; streamed?: boolean }
+  /**
+   * `bytes`: a raw answer as received (one that came without a length as its chunks, which the reader thread
+   * joins when it is large). `streamed`: the body went to the options' stream tap as it arrived; `bytes` and
+   * `text` are then empty.
+   */
+  | { ok: true; status: number; text: string; bytes?: ReceivedBody; contentType?: string; streamed?: boolean }
   /**
    * `status`: the HTTP status when the backend answered (a non-2xx, or a 2xx refused by a bound).
    * `unaskedContinue`: the answer began with `100 Continue`, which undici ends the connection on (see classifyError).
@@ -158,8 +163,8 @@ function cancelOnAbort(h: CollectHandler): () => void {
 const UTF8_BOM = 0xfeff;
 
 /** Bytes decoded as undici's body.text() does: UTF-8, a leading byte order mark dropped. */
-function textOf(bytes: Buffer | undefined): string {
-  const text = bytes?.toString('utf8') ?? '';
+function textOf(bytes: ReceivedBody | undefined): string {
+  const text = bytes === undefined ? '' : joinedHere(bytes).toString('utf8');
   return text.charCodeAt(0) === UTF8_BOM ? text.slice(1) : text;
 }
 
@@ -189,6 +194,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   private readonly timer: NodeJS.Timeout | undefined;
   /** Set once the answer is streamed to the options' tap. */
   private tap: BodyTap | undefined;
+  /** Why the read is paused now; set with the first byte of the body. */
+  private pauses: ReadPauses | undefined;
 
   constructor(
     private readonly replica: Replica,
@@ -254,6 +261,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.settled) return;
     this.received += chunk.length;
+    const pauses = this.pausesOf(controller);
+    pauses.read(chunk.length);
     if (this.received > this.maxBytes) {
       this.tooLarge(controller);
       return;
@@ -276,10 +285,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
         if (!memory.charge(chunk.length)) {
           if (this.settled) return; // a shed shadow: its call was aborted
           // Backpressure: undici stops reading the socket, so TCP holds the rest at the backend.
-          controller.pause();
-          memory.whenRoom(() => {
-            if (!this.settled) controller.resume();
-          });
+          pauses.pause('budget');
+          memory.whenRoom(() => pauses.resume('budget'));
         }
       }
       body.add(chunk);
@@ -313,7 +320,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
       return;
     }
     if (this.opts.raw === true) {
-      const bytes = this.body?.take() ?? Buffer.alloc(0);
+      const bytes = this.body?.received() ?? Buffer.alloc(0);
       this.settle({ ok: true, status: this.status, text: '', bytes, contentType: this.contentType });
       return;
     }
@@ -335,14 +342,15 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     this.tap = tap;
     this.controller = controller;
     tap.start({
-      pause: () => {
-        if (!this.settled) controller.pause();
-      },
-      resume: () => {
-        if (!this.settled) controller.resume();
-      },
+      pause: () => this.pausesOf(controller).pause('client'),
+      resume: () => this.pausesOf(controller).resume('client'),
       fail: (failure) => this.stop(failure),
     });
+  }
+
+  private pausesOf(controller: Dispatcher.DispatchController): ReadPauses {
+    this.pauses ??= new ReadPauses(controller, () => !this.settled);
+    return this.pauses;
   }
 
   /** An answer the memory budget can never hold: its candidates fail, the backend is not blamed for it. */
@@ -388,7 +396,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
 
 /** A 2xx answer of POST /v1/responses as its bytes (empty when `streamed`: they went to the tap), or a failure. */
 export type ResponsesResult =
-  | { ok: true; status: number; bytes: Buffer; streamed: boolean }
+  | { ok: true; status: number; bytes: ReceivedBody; streamed: boolean }
   | { ok: false; failure: AttemptFailure; status?: number; unaskedContinue?: boolean };
 
 export interface ResponsesCall {

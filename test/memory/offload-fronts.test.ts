@@ -1,9 +1,9 @@
 /**
  * Large bodies are read on the reader thread from either front (docs/memory-budget.md#yielding): the raw front's
  * batches and those fastify reads (a query string), with a Content-Length or chunked. What runs where is
- * observed through the reader thread's counts (memory/offload.ts `offloaded`): one request job per large body, and a
- * chunked body handed over as its chunks (joined there, not on the event loop). The backend gets the very bytes
- * sent, and a UTF-16 body is decoded there too.
+ * observed through the reader thread's counts (memory/offload.ts `offloaded`): one request job per large body, a
+ * chunked body handed over as its chunks (joined there, not on the event loop), none copied. The backend gets the
+ * very bytes sent, and a UTF-16 body is decoded there too.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -25,7 +25,7 @@ const CASES = [
 
 for (const c of CASES) {
   const how = c.chunked ? 'chunked' : 'with a Content-Length';
-  test(`${c.front}, a 2 MB body ${how}: read on the reader thread${c.chunked ? ', handed over as its chunks' : ' as one piece'}, forwarded byte for byte`, async (t) => {
+  test(`${c.front}, a 2 MB body ${how}: read on the reader thread${c.chunked ? ', handed over as its chunks' : ' as one piece'}, none copied, forwarded byte for byte`, async (t) => {
     const f = useFixtures(t);
     const a = await f.agent();
     const gw = await f.gateway({ backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
@@ -37,6 +37,7 @@ for (const c of CASES) {
     const pieces = offloaded.request.pieces - before.pieces;
     if (c.chunked) assert.ok(pieces > 1, `handed over as its chunks (${pieces}), not joined on the event loop`);
     else assert.equal(pieces, 1, 'received into one Buffer of its length');
+    assert.equal(offloaded.request.copied - before.copied, 0, 'each piece handed over as its own store, none copied here');
     const seen = a.requests.filter((r) => r.path === '/v1/responses');
     assert.equal(seen.length, 1);
     assert.equal(seen[0]?.raw, body.toString(), 'the backend got the bytes sent');

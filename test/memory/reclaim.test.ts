@@ -100,3 +100,84 @@ test('the budget reports each release and shrink with what it still counts', () 
   two.release();
   assert.deepEqual(freed, [[10, 60], [30, 30], [35, 0]]);
 });
+
+/** A budget of 400 MB wired to a reclaim as the gateway wires them; collections and later tasks run when the test says. */
+function wired(arrayBuffers: { n: number }, collector = true): { b: MemoryBudget; r: Reclaim; collected: { n: number }; queued: (() => void)[] } {
+  const collected = { n: 0 };
+  const queued: (() => void)[] = [];
+  const ref: { b?: MemoryBudget } = {};
+  const r = new Reclaim({
+    limit: () => 400 * MB, share: () => 0.25, ...(collector ? { collect: () => void collected.n++ } : {}), later: (fn) => queued.push(fn),
+    arrayBufferBytes: () => arrayBuffers.n, held: () => ref.b?.bytesHeld ?? 0, onCollected: () => ref.b?.collected(),
+  });
+  const b = new MemoryBudget({
+    limit: () => 400 * MB, timeoutMs: () => 60_000, onFreed: (bytes, after) => r.released(bytes, after), uncollected: () => r.uncollected,
+    setTimer: () => undefined, clearTimer: () => undefined,
+  });
+  ref.b = b;
+  return { b, r, collected, queued };
+}
+
+test('bytes given back count against the budget until collected: a request that fits only without them waits for the collection, which admits it', () => {
+  const arrayBuffers = { n: 0 };
+  const { b, r, collected, queued } = wired(arrayBuffers, true);
+  const admitted: string[] = [];
+  const one = b.admit(200 * MB, () => admitted.push('one'), () => assert.fail('no timeout'));
+  b.admit(150 * MB, () => admitted.push('two'), () => assert.fail('no timeout'));
+  const three = b.admit(100 * MB, () => admitted.push('three'), () => assert.fail('no timeout'));
+  assert.deepEqual(admitted, ['one', 'two'], 'the third waits: 450 MB asked of 400');
+  // The first batch answered: 200 MB given back, but its Buffers are still there until a collection.
+  arrayBuffers.n = 350 * MB;
+  one.release();
+  assert.equal(r.uncollected, 200 * MB);
+  assert.deepEqual(admitted, ['one', 'two'], '150 held + 200 uncollected + 100 asked is over the budget');
+  assert.equal(queued.length, 1, 'a collection is due (200 MB over the 100 MB share)');
+  queued.shift()?.();
+  assert.equal(collected.n, 1);
+  assert.equal(r.uncollected, 0);
+  assert.deepEqual(admitted, ['one', 'two', 'three'], 'the collection made the room');
+  three.release();
+});
+
+test('V8 found to have collected them already: the count goes down without a forced collection, and the waiting request goes in', () => {
+  const arrayBuffers = { n: 0 };
+  const { b, r, collected, queued } = wired(arrayBuffers, true);
+  const admitted: string[] = [];
+  const one = b.admit(200 * MB, () => admitted.push('one'), () => assert.fail('no timeout'));
+  b.admit(150 * MB, () => admitted.push('two'), () => assert.fail('no timeout'));
+  b.admit(100 * MB, () => admitted.push('three'), () => assert.fail('no timeout'));
+  one.release();
+  // By the collection's turn V8 has freed all but 20 MB of them on its own.
+  arrayBuffers.n = 170 * MB;
+  queued.shift()?.();
+  assert.equal(collected.n, 0, 'no collection forced');
+  assert.equal(r.uncollected, 20 * MB);
+  assert.deepEqual(admitted, ['one', 'two', 'three'], '150 + 20 + 100 fits');
+});
+
+test('without a collector (node started without --expose-gc) bytes given back are room at once', () => {
+  const { b, r, queued } = wired({ n: 10_000 * MB }, false);
+  const admitted: string[] = [];
+  const one = b.admit(200 * MB, () => admitted.push('one'), () => assert.fail('no timeout'));
+  b.admit(150 * MB, () => admitted.push('two'), () => assert.fail('no timeout'));
+  b.admit(100 * MB, () => admitted.push('three'), () => assert.fail('no timeout'));
+  one.release();
+  assert.equal(r.uncollected, 0);
+  assert.equal(queued.length, 0);
+  assert.deepEqual(admitted, ['one', 'two', 'three']);
+});
+
+test('an answer paused on uncollected bytes reads on after the collection; the oldest batch never pauses for them', () => {
+  const arrayBuffers = { n: 10_000 * MB };
+  const { b, queued } = wired(arrayBuffers, true);
+  const one = b.admit(150 * MB, () => undefined, () => assert.fail('no timeout'));
+  const two = b.admit(100 * MB, () => undefined, () => assert.fail('no timeout'));
+  const three = b.admit(100 * MB, () => undefined, () => assert.fail('no timeout'));
+  one.release(); // 150 MB uncollected: 200 held + 150 = 350
+  assert.equal(two.charge(40 * MB), true, 'the oldest reads on (390 counted)');
+  assert.equal(three.charge(20 * MB), false, '410 counted: a younger answer pauses');
+  let resumed = false;
+  three.whenRoom(() => (resumed = true));
+  queued.shift()?.();
+  assert.equal(resumed, true, 'the collection let it read on');
+});

@@ -38,6 +38,19 @@ describe('body bytes', () => {
     assert.deepEqual(r.take(), body);
   });
 
+  it('an empty chunk is not kept: it may be a Buffer its sender shares', () => {
+    const shared = Buffer.alloc(0);
+    const r = new BodyBytes(undefined);
+    r.add(body.subarray(0, 10));
+    r.add(shared);
+    r.add(body.subarray(10, 20));
+    const got = r.received();
+    assert.ok(Array.isArray(got));
+    assert.equal(got.length, 2);
+    assert.ok(!got.includes(shared));
+    assert.deepEqual(Buffer.concat(got), body.subarray(0, 20));
+  });
+
   it('dropped: nothing is kept, and a later take is empty', () => {
     const r = new BodyBytes(body.length);
     r.add(body.subarray(0, 100));

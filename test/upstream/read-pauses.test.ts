@@ -1,0 +1,56 @@
+/**
+ * Why a backend answer's read is paused (src/upstream/read-pauses.ts): past READ_PER_TURN bytes in one turn of
+ * the event loop it pauses until the turn's end; the budget, the client's socket and the turn each resume only
+ * their own reason, and the read goes on once none is left; nothing moves once the call is settled.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { READ_PER_TURN, ReadPauses } from '../../src/upstream/read-pauses.js';
+
+function setup(): { p: ReadPauses; calls: string[]; turnEnds: (() => void)[]; live: { v: boolean } } {
+  const calls: string[] = [];
+  const turnEnds: (() => void)[] = [];
+  const live = { v: true };
+  const p = new ReadPauses({ pause: () => calls.push('pause'), resume: () => calls.push('resume') }, () => live.v, (fn) => turnEnds.push(fn));
+  return { p, calls, turnEnds, live };
+}
+
+test('past READ_PER_TURN bytes in one turn the read pauses, and goes on at the turn\'s end', () => {
+  const { p, calls, turnEnds } = setup();
+  const chunk = 64 * 1024;
+  for (let read = chunk; read < READ_PER_TURN; read += chunk) p.read(chunk);
+  assert.deepEqual(calls, [], 'under the bound: read on');
+  p.read(chunk);
+  assert.deepEqual(calls, ['pause']);
+  assert.equal(turnEnds.length, 1);
+  turnEnds.shift()?.();
+  assert.deepEqual(calls, ['pause', 'resume']);
+  // The count starts again in the next turn.
+  p.read(chunk);
+  assert.deepEqual(calls, ['pause', 'resume']);
+});
+
+test('reasons compose: room coming back in the budget does not resume a read the client\'s socket or the turn still holds', () => {
+  const { p, calls, turnEnds } = setup();
+  p.pause('client');
+  p.pause('budget');
+  p.read(READ_PER_TURN);
+  assert.deepEqual(calls, ['pause'], 'one pause for three reasons');
+  p.resume('budget');
+  turnEnds.shift()?.();
+  assert.deepEqual(calls, ['pause'], 'the client still holds it');
+  assert.equal(p.paused, true);
+  p.resume('client');
+  assert.deepEqual(calls, ['pause', 'resume']);
+  p.resume('client');
+  assert.deepEqual(calls, ['pause', 'resume'], 'a reason resumed twice resumes once');
+});
+
+test('once the call is settled nothing is paused or resumed', () => {
+  const { p, calls, turnEnds, live } = setup();
+  p.read(READ_PER_TURN);
+  live.v = false;
+  turnEnds.shift()?.();
+  p.pause('budget');
+  assert.deepEqual(calls, ['pause']);
+});
