@@ -108,7 +108,7 @@ if (parentPort !== null && process.platform === 'linux') {
   try {
     setPriority(READER_NICE);
   } catch {
-    // Not allowed here (a container without the capability to lower a priority is still allowed to raise it): as is.
+    // Refused here (a sandbox's seccomp policy): the thread keeps the event loop's priority.
   }
 }
 

@@ -8,9 +8,9 @@
  * up); jobs queue in its message port in arrival order. A worker that dies fails the jobs it had, and the next
  * large job starts a new one.
  *
- * A large body or answer is handed over as the chunks it arrived in and joined there: the join of 50 MB is a
- * copy (and 50 MB of fresh pages) that held the event loop for 70 to 170 ms per body under load
- * (docs/memory-budget.md#yielding), and the chunks are then freed by the thread's own collector.
+ * A body or answer that came without a length (chunked) is handed over as the chunks it arrived in and joined
+ * there: the join of 50 MB is a copy (and 50 MB of fresh pages) that held the event loop for 70 to 170 ms per
+ * body under load (docs/memory-budget.md#yielding), and the chunks are then freed by the thread's own collector.
  */
 import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors.js';

@@ -16,9 +16,9 @@
  *
  * Until they are collected, the bytes given back are still the process's: the budget counts them
  * (`uncollected`) as it counts what batches hold, so new batches are admitted against memory that is free, not
- * against dead answers V8 has yet to collect. Without this a burst of large answers ran 100 to 150 MB over the
- * budget in RSS and the fresh reads it admitted competed with the collections for the CPU. Each collection, or
- * a turn that finds V8 already freed them, lowers the count and tells the budget (`onCollected`).
+ * against dead answers V8 has yet to collect (on a fresh gateway's first burst of 16 x 50 MB answers, the peak
+ * RSS went from 617-656 MB to 577-648 MB; docs/memory-budget.md#reclaim). Each collection, or a turn that finds
+ * V8 already freed them, lowers the count and tells the budget (`onCollected`).
  *
  * The collector is V8's `gc`, which node exposes when started with `--expose-gc` on its command line (the
  * Dockerfile, deploy/ and `npm start` pass it). V8 flags set after start are documented as unpredictable, so

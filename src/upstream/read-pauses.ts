@@ -14,10 +14,10 @@
  */
 export const READ_PER_TURN = 256 * 1024;
 
-export type PauseReason = 'budget' | 'client' | 'turn';
+type PauseReason = 'budget' | 'client' | 'turn';
 
 /** undici's DispatchController, as far as pausing goes. */
-export interface Pausable {
+interface Pausable {
   pause(): void;
   resume(): void;
 }

@@ -17,6 +17,13 @@ function answer(bytes: number): Buffer {
   return Buffer.from(JSON.stringify([cand]));
 }
 
+/** A copy of `b` in a store of its own (allocUnsafeSlow: never a slice of node's pool, whose size differs by version). */
+function own(b: Buffer): Buffer {
+  const out = Buffer.allocUnsafeSlow(b.length);
+  b.copy(out);
+  return out;
+}
+
 /** True when `store` was taken (detached): a view over it can no longer be made. */
 function taken(store: ArrayBufferLike): boolean {
   try {
@@ -32,12 +39,11 @@ test('the hand-over takes only stores a piece alone spans: an empty shared Buffe
   const sharedEmpty = Buffer.alloc(0);
   // Pieces as a socket's reader leaves them: an owned store, a slice of a larger store, the shared empty Buffer
   // between them, and the rest as stores of their own.
-  // (Each over 4 KiB, so node gives it a store of its own rather than a slice of its pool.)
-  const head = Buffer.from(bytes.subarray(0, 10_000));
+  const head = own(bytes.subarray(0, 10_000));
   const larger = Buffer.alloc(15_000);
   bytes.copy(larger, 100, 10_000, 13_000);
   const slice = larger.subarray(100, 3100);
-  const tail = Buffer.from(bytes.subarray(13_000));
+  const tail = own(bytes.subarray(13_000));
   const before = { ...offloaded.answer };
   const { body, outcome } = await indexAnswerOffloaded([head, sharedEmpty, slice, tail], 1, 64, 'mk');
   assert.ok(outcome.ok, 'indexed as one valid answer');
@@ -55,8 +61,8 @@ test('the hand-over takes only stores a piece alone spans: an empty shared Buffe
 test('the same store listed twice is handed over once and copied the second time', async () => {
   const bytes = answer(2 * MB);
   const half = Math.floor(bytes.length / 2);
-  const first = Buffer.from(bytes.subarray(0, half));
-  const second = Buffer.from(bytes.subarray(half));
+  const first = own(bytes.subarray(0, half));
+  const second = own(bytes.subarray(half));
   const before = { ...offloaded.answer };
   // `second` twice would not be an answer; the join must still hold both copies, in order.
   const { body } = await indexAnswerOffloaded([first, second, second], 1, 64, 'mk');

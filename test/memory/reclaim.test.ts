@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryBudget } from '../../src/memory/budget.js';
+import { MemoryBudget, type BudgetHold } from '../../src/memory/budget.js';
 import { Reclaim } from '../../src/memory/reclaim.js';
 
 const MB = 1024 * 1024;
@@ -118,13 +118,20 @@ function wired(arrayBuffers: { n: number }, collector = true): { b: MemoryBudget
   return { b, r, collected, queued };
 }
 
+/** Batches of 200, 150 and 100 MB asking in turn: the third waits (450 MB of 400); `admitted` lists who got in. */
+function threeBatches(b: MemoryBudget): { admitted: string[]; one: BudgetHold; three: BudgetHold } {
+  const admitted: string[] = [];
+  const ask = (name: string, mb: number): BudgetHold => b.admit(mb * MB, () => admitted.push(name), () => assert.fail('no timeout'));
+  const one = ask('one', 200);
+  ask('two', 150);
+  const three = ask('three', 100);
+  return { admitted, one, three };
+}
+
 test('bytes given back count against the budget until collected: a request that fits only without them waits for the collection, which admits it', () => {
   const arrayBuffers = { n: 0 };
   const { b, r, collected, queued } = wired(arrayBuffers, true);
-  const admitted: string[] = [];
-  const one = b.admit(200 * MB, () => admitted.push('one'), () => assert.fail('no timeout'));
-  b.admit(150 * MB, () => admitted.push('two'), () => assert.fail('no timeout'));
-  const three = b.admit(100 * MB, () => admitted.push('three'), () => assert.fail('no timeout'));
+  const { admitted, one, three } = threeBatches(b);
   assert.deepEqual(admitted, ['one', 'two'], 'the third waits: 450 MB asked of 400');
   // The first batch answered: 200 MB given back, but its Buffers are still there until a collection.
   arrayBuffers.n = 350 * MB;
@@ -142,10 +149,7 @@ test('bytes given back count against the budget until collected: a request that 
 test('V8 found to have collected them already: the count goes down without a forced collection, and the waiting request goes in', () => {
   const arrayBuffers = { n: 0 };
   const { b, r, collected, queued } = wired(arrayBuffers, true);
-  const admitted: string[] = [];
-  const one = b.admit(200 * MB, () => admitted.push('one'), () => assert.fail('no timeout'));
-  b.admit(150 * MB, () => admitted.push('two'), () => assert.fail('no timeout'));
-  b.admit(100 * MB, () => admitted.push('three'), () => assert.fail('no timeout'));
+  const { admitted, one } = threeBatches(b);
   one.release();
   // By the collection's turn V8 has freed all but 20 MB of them on its own.
   arrayBuffers.n = 170 * MB;
@@ -157,10 +161,7 @@ test('V8 found to have collected them already: the count goes down without a for
 
 test('without a collector (node started without --expose-gc) bytes given back are room at once', () => {
   const { b, r, queued } = wired({ n: 10_000 * MB }, false);
-  const admitted: string[] = [];
-  const one = b.admit(200 * MB, () => admitted.push('one'), () => assert.fail('no timeout'));
-  b.admit(150 * MB, () => admitted.push('two'), () => assert.fail('no timeout'));
-  b.admit(100 * MB, () => admitted.push('three'), () => assert.fail('no timeout'));
+  const { admitted, one } = threeBatches(b);
   one.release();
   assert.equal(r.uncollected, 0);
   assert.equal(queued.length, 0);
