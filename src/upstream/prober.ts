@@ -121,8 +121,11 @@ export class Prober {
     const call = (path: string) =>
       callReplica(r, { method: 'GET', path, timeoutMs: Math.max(1, end - Date.now()), signal,
         timeoutKey: 'probe_timeout_s', maxBytes: this.config.probe_max_response_kb * 1024, maxBytesKey: 'probe_max_response_kb' });
-    const why = (path: string, failure: { message: string }): string =>
-      signal.aborted ? `${path}: no whole answer within probe_timeout_s (${this.config.probe_timeout_s} s)` : `${path}: ${failure.message}`;
+    // The call's own timer and the round's signal end at the same moment, and either may fire first: one reason for both.
+    const why = (path: string, failure: { code: string; message: string }): string =>
+      signal.aborted || failure.code === 'gateway_backend_timeout'
+        ? `${path}: no whole answer within probe_timeout_s (${this.config.probe_timeout_s} s)`
+        : `${path}: ${failure.message}`;
     const health = await call('/health');
     if (!health.ok || health.status < 200 || health.status >= 300) {
       return { kind: 'failed', reason: health.ok ? `/health answered ${health.status}` : why('/health', health.failure) };

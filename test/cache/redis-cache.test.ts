@@ -49,6 +49,9 @@ test('with its Redis killed, the gateway answers every batch from the backends (
   const a = await f.agent({ name: 'a' });
   const gw = await f.gateway(cachedConfig({ a }, { backend: 'a' }, { state: { redis: { url, key_prefix: uniquePrefix() } } }));
   const inputs = Array.from({ length: 4 }, (_, i) => slotInput(i, 0, undefined));
+  // Connected first: a store tried while the gateway's client is still connecting is a counted failure, not a
+  // store, and under a loaded CI the first batch could come before the connection.
+  await waitFor('the store is up', async () => (await metricValue(gw, 'magma_gateway_store_up')) === 1, { timeoutMs: 10_000 });
   await postBatch(gw, inputs);
   await waitFor('stored', async () => (await metricValue(gw, 'magma_gateway_cache_stores_total')) === 4);
   assert.equal((await postBatch(gw, inputs)).hits, '4');
