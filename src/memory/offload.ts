@@ -62,9 +62,9 @@ function copied(buf: Buffer): ArrayBuffer {
 
 /**
  * The stores to hand over for `pieces`: a piece whose ArrayBuffer it alone spans goes as that ArrayBuffer (a
- * socket's chunks do, and a small body received into one Buffer); any other, or a store already listed, is
- * copied. An empty piece is never handed over: an empty store is often one its maker shares (undici keeps one
- * empty Buffer for every connection, and handing it over broke them all).
+ * socket's chunks do, and a body received into one Buffer of its declared length); any other, or a store
+ * already listed, is copied. An empty piece is never handed over: an empty store is often one its maker shares
+ * (undici keeps one empty Buffer for every connection, and handing it over broke them all).
  */
 function ownStores(pieces: readonly Buffer[], count: { copied: number }): ArrayBuffer[] {
   const seen = new Set<ArrayBufferLike>();

@@ -8,7 +8,7 @@ import type { AbortLike } from '../abort.js';
 import { BodyBytes, joinedHere, type ReceivedBody } from '../protocol/body-bytes.js';
 import { codeForStatus, type AttemptFailure } from '../errors.js';
 import { safeReason } from '../protocol/describe.js';
-import { ReadPauses } from './read-pauses.js';
+import { READ_PER_TURN, ReadPauses } from './read-pauses.js';
 import type { Replica } from './replica.js';
 
 type CallResult =
@@ -194,7 +194,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   private readonly timer: NodeJS.Timeout | undefined;
   /** Set once the answer is streamed to the options' tap. */
   private tap: BodyTap | undefined;
-  /** Why the read is paused now; set with the first byte of the body. */
+  /** Why the read is paused now; made once the answer is READ_PER_TURN long or a pause is asked for. */
   private pauses: ReadPauses | undefined;
 
   constructor(
@@ -261,8 +261,10 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.settled) return;
     this.received += chunk.length;
-    const pauses = this.pausesOf(controller);
-    pauses.read(chunk.length);
+    // Tracked from the byte that makes the answer READ_PER_TURN long: a smaller one never pauses for the turn,
+    // and most answers are small, so most calls make no ReadPauses at all.
+    if (this.pauses !== undefined) this.pauses.read(chunk.length);
+    else if (this.received >= READ_PER_TURN) this.pausesOf(controller).read(this.received);
     if (this.received > this.maxBytes) {
       this.tooLarge(controller);
       return;
@@ -285,6 +287,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
         if (!memory.charge(chunk.length)) {
           if (this.settled) return; // a shed shadow: its call was aborted
           // Backpressure: undici stops reading the socket, so TCP holds the rest at the backend.
+          const pauses = this.pausesOf(controller);
           pauses.pause('budget');
           memory.whenRoom(() => pauses.resume('budget'));
         }

@@ -6,11 +6,12 @@
  */
 
 /**
- * Bytes one answer reads per turn of the event loop. libuv reads a ready socket up to 32 times (2 MiB) per turn,
- * and each 64 KiB goes through undici and into the answer's Buffer before the next: with 32 large answers
- * arriving at once, one turn ran 60 to 130 ms and every `/health` waited for it (docs/memory-budget.md#yielding).
- * Past this many bytes the answer's read pauses until the turn's end, so each turn serves every connection a
- * little, as Envoy bounds what one connection reads per event.
+ * Bytes one answer reads before it lets the turn of the event loop end. libuv reads a ready socket up to 32 times
+ * (2 MiB) per turn, and each 64 KiB goes through undici and into the answer's Buffer before the next: with 32
+ * large answers arriving at once, one turn ran 60 to 130 ms and every `/health` waited for it
+ * (docs/memory-budget.md#yielding). After each such share the answer's read pauses until the turn's end, so each
+ * turn serves every connection a little, as Envoy bounds what one connection reads per event. An answer smaller
+ * than this never pauses for it.
  */
 export const READ_PER_TURN = 256 * 1024;
 
@@ -22,9 +23,13 @@ interface Pausable {
   resume(): void;
 }
 
+/** Each reason's bit in ReadPauses.reasons (a number, not a Set: one of these may exist per backend call). */
+const BIT: Record<PauseReason, number> = { budget: 1, client: 2, turn: 4 };
+
 export class ReadPauses {
-  private readonly reasons = new Set<PauseReason>();
-  private readThisTurn = 0;
+  /** The reasons paused for now, as BIT bits. */
+  private reasons = 0;
+  private readSincePause = 0;
 
   /**
    * @param live false once the call is settled: nothing is paused or resumed after
@@ -36,28 +41,29 @@ export class ReadPauses {
     private readonly later: (fn: () => void) => void = (fn) => void setImmediate(fn),
   ) {}
 
-  /** `bytes` of the answer were read: past READ_PER_TURN in this turn, the rest waits for the next. */
+  /** `bytes` of the answer were read: once READ_PER_TURN were read since the last such pause, the rest waits for the next turn. */
   read(bytes: number): void {
-    this.readThisTurn += bytes;
-    if (this.readThisTurn < READ_PER_TURN) return;
-    this.readThisTurn = 0;
+    this.readSincePause += bytes;
+    if (this.readSincePause < READ_PER_TURN) return;
+    this.readSincePause = 0;
     this.pause('turn');
     this.later(() => this.resume('turn'));
   }
 
   pause(reason: PauseReason): void {
     if (!this.live()) return;
-    if (this.reasons.size === 0) this.controller.pause();
-    this.reasons.add(reason);
+    if (this.reasons === 0) this.controller.pause();
+    this.reasons |= BIT[reason];
   }
 
   resume(reason: PauseReason): void {
-    if (!this.live() || !this.reasons.delete(reason)) return;
-    if (this.reasons.size === 0) this.controller.resume();
+    if (!this.live() || (this.reasons & BIT[reason]) === 0) return;
+    this.reasons &= ~BIT[reason];
+    if (this.reasons === 0) this.controller.resume();
   }
 
   /** Paused now, for any reason. */
   get paused(): boolean {
-    return this.reasons.size > 0;
+    return this.reasons !== 0;
   }
 }
