@@ -11,6 +11,7 @@ import { http, type HttpAnswer } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { oneBackend } from '../helpers/fixtures.js';
+import { injectBatch } from '../helpers/inject.js';
 
 const KEY_A = 'team-a-key-6f1d0c9e2b7a4d13';
 const KEY_B = 'team-b-key-93b2e5a07c4f1d68';
@@ -133,7 +134,7 @@ test('a missing or wrong key gets the same 401 on every agent endpoint, known or
 test('both fronts refuse a batch with the same body and headers', async () => {
   const raw = await http(`${gw.url}${FRONTS.raw}`, { method: 'POST', body: batch('x') });
   const viaFastify = await http(`${gw.url}${FRONTS.fastify}`, { method: 'POST', body: batch('x') });
-  const injected = await gw.app.inject({ method: 'POST', url: '/v1/responses', payload: batch('x'), headers: { 'content-type': 'application/json' } });
+  const injected = await injectBatch(gw.app, { method: 'POST', url: '/v1/responses', payload: batch('x'), headers: { 'content-type': 'application/json' } });
   assert.deepEqual(raw.json, viaFastify.json);
   assert.deepEqual(JSON.parse(injected.body), raw.json);
   for (const h of ['www-authenticate', 'connection']) {
