@@ -144,10 +144,10 @@ test('both fronts refuse a batch with the same body and headers', async () => {
   assert.ok(raw.headers.has('x-gateway-overhead-ms') && viaFastify.headers.has('x-gateway-overhead-ms'));
 });
 
-test('app.inject, which skips the front, strips /k/<key> and decides the same', async () => {
+test('injected requests (fastify\'s app.inject, the front\'s listener) strip /k/<key> and decide the same', async () => {
   const info = await gw.app.inject({ method: 'GET', url: `/k/${KEY_A}/v1/info` });
   assert.equal(info.statusCode, 200, info.body);
-  const res = await gw.app.inject({
+  const res = await injectBatch(gw.app, {
     method: 'POST',
     url: `/k/${KEY_B}/v1/responses`,
     payload: batch('inject'),
