@@ -458,6 +458,14 @@ export const configSchema = z.strictObject({
       protect_metrics: z.boolean().default(false),
       /** Batches `GET /gateway/batches` (the console's Recent batches page) keeps, newest first; 0 keeps none. */
       recent_batches: z.number().int().min(0).max(100_000).default(200),
+      /**
+       * Host names the admin listener answers besides its own address and the loopback names (a Service's DNS
+       * name, a proxy's): any other `Host` is refused 421, so a DNS-rebinding page never reads it.
+       */
+      allowed_hosts: z
+        .array(z.string().regex(/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/, 'expected a host name or address without a port (admin.example, 10.0.0.5, [fd00::5])'))
+        .max(100)
+        .default([]),
     })
     .superRefine((a, ctx) => {
       const at = a.listen === undefined ? undefined : parseHostPort(a.listen);

@@ -9,10 +9,20 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { errorBody, GatewayError, internalCode, messageOf, type GatewayErrCode } from '../errors.js';
+import { errorBody, GatewayError, internalCode, messageOf, registeredBody, type GatewayErrCode } from '../errors.js';
 import { pathOfUrl } from '../http/agent-path.js';
 import { bodyTooLarge, closing, overBudgetHeaders } from '../http/front-rules.js';
 import { discardBody } from '../http/body-discard.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The config key of a route's own `bodyLimit` (e.g. `experiments.outcomes_max_bytes`): its 413 names that
+     * key and value rather than server.body_limit_mb, so the operator raises the limit that was hit.
+     */
+    bodyLimitKey?: string;
+  }
+}
 
 interface PathPattern {
   /** Literal segments, `:param` (one non-empty segment) or a trailing `*` (the rest, possibly empty). */
@@ -110,7 +120,8 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number, dis
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     const status = err.statusCode ?? 500;
     if (status === 413) {
-      const body = bodyTooLarge(bodyLimitMb);
+      const key = req.routeOptions.config.bodyLimitKey;
+      const body = key === undefined ? bodyTooLarge(bodyLimitMb) : registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', key, `${req.routeOptions.bodyLimit} bytes`);
       // Written once the rest of the body is dropped (http/body-discard.ts): a client sending its whole body
       // first reads the answer instead of meeting a reset. fastify's own answer closes the connection.
       discardBody(req.raw, discardBytes(), 0, () => {
