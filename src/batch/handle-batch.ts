@@ -203,7 +203,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     // The trajectory members of the candidates' tags, decided before dispatch writes them (docs/experiments.md).
     const steps = await gw.experiments.begin(compiled, request, plan, ex.headers[CHECK_HEADER] !== undefined);
     // The response cache (docs/cache.md): the inputs it answers are neither dispatched nor shadowed.
-    const cache = gw.cache === undefined ? undefined : await CacheLookup.begin(gw.cache, compiled, runtime.upstreams, request, plan);
+    const cache = gw.cache === undefined ? undefined : await CacheLookup.begin(gw.cache, compiled, runtime.upstreams, request, plan, ex.client);
     const dispatched = cache?.dispatchPlan ?? plan;
     const beforeDispatch = performance.now();
     const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };

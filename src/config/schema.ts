@@ -564,6 +564,11 @@ export const configSchema = z.strictObject({
       ttl_s: positive.default(7 * 24 * 3600),
       /** One input's candidates larger than this are not stored (in memory and in Redis). */
       max_entry_mb: positive.default(16),
+      /**
+       * With `clients:`, whether every client reads the entries any client caused (docs/cache.md#clients): a hit
+       * then tells a client that another sent the same input. Default: each client its own entries.
+       */
+      shared_across_clients: z.boolean().default(false),
     })
     .optional(),
   /** Client keys and per-client limits (docs/operations.md#client-keys); absent = every agent endpoint open, as without it. */
