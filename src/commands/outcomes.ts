@@ -95,14 +95,16 @@ export function readResults(dir: string, limits: ResultLimits): ReadResult {
   let agent: string | null = null;
   const runFile = join(dir, 'run.json');
   const runRead = readResultFile(runFile, limits.maxFileBytes);
+  const notRun = (why: string): GatewayError => new GatewayError('GATEWAY_ERR_USAGE', `${runFile}: ${why} (is ${dir} a BENCH results directory?)`);
+  if ('skip' in runRead) throw notRun(runRead.skip);
+  let run: unknown;
   try {
-    if ('skip' in runRead) throw new Error(runRead.skip);
-    const run: unknown = JSON.parse(runRead.text);
-    if (isObject(run) && isObject(run.agent) && typeof run.agent.agent_id === 'string') {
-      agent = typeof run.agent.agent_version === 'string' ? `${run.agent.agent_id} ${run.agent.agent_version}` : run.agent.agent_id;
-    }
-  } catch (err) {
-    throw new GatewayError('GATEWAY_ERR_USAGE', `${runFile}: not found, not readable or not JSON (is ${dir} a BENCH results directory?): ${err instanceof Error ? err.message : String(err)}`);
+    run = JSON.parse(runRead.text);
+  } catch {
+    throw notRun('not JSON');
+  }
+  if (isObject(run) && isObject(run.agent) && typeof run.agent.agent_id === 'string') {
+    agent = typeof run.agent.agent_version === 'string' ? `${run.agent.agent_id} ${run.agent.agent_version}` : run.agent.agent_id;
   }
   const byId = new Map<string, Episode>();
   const skipped: { file: string; reason: string }[] = [];
