@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { errorBody, GatewayError, internalCode, messageOf, registeredBody, type GatewayErrCode } from '../errors.js';
+import { errorBody, GatewayError, internalCode, messageOf, registeredBody, type ErrorBody, type GatewayErrCode } from '../errors.js';
 import { pathOfUrl } from '../http/agent-path.js';
 import { bodyTooLarge, closing, overBudgetHeaders } from '../http/front-rules.js';
 import { discardBody } from '../http/body-discard.js';
@@ -91,6 +91,12 @@ function expectationFailed(req: IncomingMessage, res: ServerResponse): void {
   res.end(body);
 }
 
+/** The 413's body: the limit the route declares (`config.bodyLimitKey` with its bodyLimit), else server.body_limit_mb. */
+function tooLargeBody(req: FastifyRequest, bodyLimitMb: number): ErrorBody {
+  const key = req.routeOptions.config.bodyLimitKey;
+  return key === undefined ? bodyTooLarge(bodyLimitMb) : registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', key, `${req.routeOptions.bodyLimit} bytes`);
+}
+
 /**
  * Installs the error and not-found handlers. Call before any route is registered: only routes registered after
  * the onRoute hook are known to the 405 check.
@@ -120,8 +126,7 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number, dis
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     const status = err.statusCode ?? 500;
     if (status === 413) {
-      const key = req.routeOptions.config.bodyLimitKey;
-      const body = key === undefined ? bodyTooLarge(bodyLimitMb) : registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', key, `${req.routeOptions.bodyLimit} bytes`);
+      const body = tooLargeBody(req, bodyLimitMb);
       // Written once the rest of the body is dropped (http/body-discard.ts): a client sending its whole body
       // first reads the answer instead of meeting a reset. fastify's own answer closes the connection.
       discardBody(req.raw, discardBytes(), 0, () => {
