@@ -7,6 +7,7 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { mbToBytes, parseHostPort } from './config/schema.js';
 import { ANONYMOUS_CLIENT } from './metrics.js';
+import adminGuard from './plugins/admin-guard.js';
 import authPlugin from './plugins/auth.js';
 import { frameworkErrors, installHttpErrors } from './plugins/http-errors.js';
 import { clientError } from './http/batch-front.js';
@@ -44,6 +45,8 @@ export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInsta
   installHttpErrors(admin, config.server.body_limit_mb);
   admin.removeAllContentTypeParsers();
   admin.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  // Before the token: a page in the operator's browser is refused whatever it holds (docs/operations.md#admin-security).
+  await admin.register(adminGuard);
   // The console's built files are open (they hold no data); their list is read once, as @fastify/static does.
   await admin.register(authPlugin, { listener: 'admin', open: consolePaths(consoleFiles()) });
   // The admin listener takes no client keys: its requests are anonymous to the client label.

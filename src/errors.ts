@@ -100,6 +100,18 @@ export const GATEWAY_ERR = {
     meaning: 'A valid client key asked for an agent its `clients.<name>.agents` list does not hold; the detail names the client and its agents.',
     status: 403,
   },
+  GATEWAY_ERR_CROSS_SITE: {
+    meaning: 'The admin listener refused a state-changing request (or a passthrough request) that a browser page on another origin sent: its `Origin` is not the listener\'s own, or `Sec-Fetch-Site` says same-site or cross-site. Whatever the token.',
+    status: 403,
+  },
+  GATEWAY_ERR_CONTENT_TYPE: {
+    meaning: 'A state-changing admin request carries a body that is not `content-type: application/json` (a browser sends text/plain and form bodies without asking first).',
+    status: 415,
+  },
+  GATEWAY_ERR_HOST_NOT_SERVED: {
+    meaning: 'The admin listener was asked with a `Host` it does not serve (its own address, loopback names, admin.allowed_hosts): how a DNS-rebinding page would reach it. Whatever the token.',
+    status: 421,
+  },
   GATEWAY_ERR_NOT_FOUND: {
     meaning: 'No route serves this path, an admin path names an unknown backend or replica, or an address carries /k/<key> while no clients: is configured.',
     status: 404,
@@ -115,9 +127,9 @@ export const GATEWAY_ERR = {
     message: (part: 'headers' | 'body', seconds: number) => `request ${part} not received within server.${part}_timeout_s (${seconds} s)`,
   },
   GATEWAY_ERR_BODY_TOO_LARGE: {
-    meaning: 'The request body exceeds server.body_limit_mb; the connection closes.',
+    meaning: 'The request body exceeds the limit its endpoint has, named with its value (server.body_limit_mb, experiments.outcomes_max_bytes); the connection closes.',
     status: 413,
-    message: (limitMb: number) => `request body exceeds server.body_limit_mb (${limitMb} MiB)`,
+    message: (limitKey: string, limit: string) => `request body exceeds ${limitKey} (${limit})`,
   },
   GATEWAY_ERR_HEADERS_TOO_LARGE: {
     meaning: 'The request headers exceed node\'s header size limit.',

@@ -121,7 +121,8 @@ test('each message template is an HTTP answer the README documents, and its text
   const templated = GATEWAY_ERR_CODES.filter((code) => 'message' in GATEWAY_ERR[code]);
   assert.deepEqual(templated.sort(), ['GATEWAY_ERR_BODY_TOO_LARGE', 'GATEWAY_ERR_HEADERS_TOO_LARGE', 'GATEWAY_ERR_INTERNAL', 'GATEWAY_ERR_REQUEST_TIMEOUT']);
   const messages = [
-    registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', 2),
+    registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', 'server.body_limit_mb', '2 MiB'),
+    registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', 'experiments.outcomes_max_bytes', '4096 bytes'),
     registeredBody('GATEWAY_ERR_HEADERS_TOO_LARGE'),
     registeredBody('GATEWAY_ERR_INTERNAL'),
     registeredBody('GATEWAY_ERR_REQUEST_TIMEOUT', 'headers', 5),
@@ -129,6 +130,7 @@ test('each message template is an HTTP answer the README documents, and its text
   ];
   assert.deepEqual(messages.map((m) => m.detail), [
     'request body exceeds server.body_limit_mb (2 MiB)',
+    'request body exceeds experiments.outcomes_max_bytes (4096 bytes)',
     'request headers too large',
     'internal gateway error',
     'request headers not received within server.headers_timeout_s (5 s)',

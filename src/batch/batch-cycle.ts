@@ -185,7 +185,7 @@ export class BatchCycle {
     const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers });
     const steps = await gw.experiments.begin(compiled, request, plan, ex.headers[CHECK_HEADER] !== undefined);
     // The inputs the cache answers are neither dispatched nor shadowed (docs/cache.md).
-    const cache = gw.cache === undefined ? undefined : await CacheLookup.begin(gw.cache, compiled, runtime.upstreams, request, plan);
+    const cache = gw.cache === undefined ? undefined : await CacheLookup.begin(gw.cache, compiled, runtime.upstreams, request, plan, ex.client);
     return { plan, dispatched: cache?.dispatchPlan ?? plan, steps, cache };
   }
 

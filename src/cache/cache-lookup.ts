@@ -23,7 +23,7 @@ import type { BatchResult } from '../dispatch/batch.js';
 import { cachedCandidate, candidateTag, candidateTail } from '../dispatch/answer-bytes.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import type { Logger } from '../logging.js';
-import { backendTarget, cacheKey } from './cache-key.js';
+import { backendTarget, cacheKey, cacheOwner } from './cache-key.js';
 import { decodeEntry, encodeEntry } from './cache-entry.js';
 import type { BypassReason } from './cache-metrics.js';
 import { ALL_SCOPE, agentScope, backendScope, type ResponseCache } from './response-cache.js';
@@ -89,13 +89,14 @@ export class CacheLookup {
     return this.cached.size;
   }
 
-  /** Looks every input of `plan` up. Never rejects: the store's failures are misses. */
+  /** Looks every input of `plan` up, among `client`'s entries. Never rejects: the store's failures are misses. */
   static async begin(
     cache: ResponseCache,
     compiled: CompiledRoutes,
     upstreams: Upstreams,
     request: IndexedAgentRequest,
     plan: BatchPlan,
+    client: string | undefined,
   ): Promise<CacheLookup> {
     const { metrics, entries } = cache;
     const agent = compiled.agent;
@@ -113,7 +114,7 @@ export class CacheLookup {
     if (asked.length === 0) return new CacheLookup(cache, agent, plan, misses, found);
     const scopes = [ALL_SCOPE, agentScope(agent), ...new Set(asked.flatMap((c) => c.backends.map(backendScope)))];
     const gens = await entries.generations(scopes);
-    const values = gens === undefined ? undefined : await entries.get(keysOf(asked, agent, request, new Map(scopes.map((s, i) => [s, gens[i] ?? '0']))));
+    const values = gens === undefined ? undefined : await entries.get(keysOf(asked, cacheOwner(client, cache.sharedAcrossClients), agent, request, new Map(scopes.map((s, i) => [s, gens[i] ?? '0']))));
     if (values === undefined) {
       // The store is unavailable: every lookup is a miss, and nothing is stored for this batch.
       metrics.storeFailures.inc({ reason: 'unavailable' }, asked.length);
@@ -213,11 +214,11 @@ export class CacheLookup {
 }
 
 /** Each candidate's key, written into it (store() needs it again), in the order of `asked`. */
-function keysOf(asked: Candidate[], agent: string, request: IndexedAgentRequest, genOf: ReadonlyMap<string, string>): string[] {
+function keysOf(asked: Candidate[], owner: string, agent: string, request: IndexedAgentRequest, genOf: ReadonlyMap<string, string>): string[] {
   return asked.map((c) => {
     const input = inputAt(request, c.input);
     const generations = [ALL_SCOPE, agentScope(agent), ...c.backends.map(backendScope)].map((s) => genOf.get(s) ?? '0');
-    c.key = cacheKey({ agent, route: c.route, target: c.target, generations }, input.raw, input.num_outputs);
+    c.key = cacheKey({ owner, agent, route: c.route, target: c.target, generations }, input.raw, input.num_outputs);
     return c.key;
   });
 }

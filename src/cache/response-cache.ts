@@ -26,12 +26,15 @@ export class ResponseCache {
   readonly metrics: CacheMetrics;
   readonly ttlMs: number;
   readonly maxEntryBytes: number;
+  /** Entries read by every client rather than only the one that caused them (docs/cache.md#clients). */
+  readonly sharedAcrossClients: boolean;
 
   constructor(config: CacheConfig, store: Store, registry: Registry) {
     this.entries = store.cacheEntries({ capBytes: mbToBytes(config.max_mb) });
     this.metrics = new CacheMetrics(registry, () => this.entries);
     this.ttlMs = config.ttl_s * 1000;
     this.maxEntryBytes = mbToBytes(config.max_entry_mb);
+    this.sharedAcrossClients = config.shared_across_clients;
   }
 
   /**

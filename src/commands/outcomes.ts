@@ -10,9 +10,9 @@
  * (payload.role, payload.content) of the `instruction` and `tool_feedback` entries, in order; `agent_answer` and
  * `failure_diagnostics` are skipped.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { baseUrl, parseCommandLine, processIo, secondsOption, usageExit, type CommandIo, type Parsed } from './args.js';
+import { episodeFiles, readResultFile, type ResultLimits } from './results-files.js';
 import { traceHash } from '../experiments/trace-hash.js';
 import { GatewayError } from '../errors.js';
 
@@ -20,6 +20,7 @@ const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
 /** Outcomes per POST: well under experiments.outcomes_max's default. */
 const CHUNK = 1000;
 const DEFAULT_MAX_EPISODE_MB = 64;
+const DEFAULT_MAX_FILES = 50_000;
 
 export const OUTCOMES_USAGE = `usage: magma-gateway outcomes import <BENCH results dir> [--url <admin-url>] [--token <token>] [--dry-run] [--json]
   Posts each BENCH episode's success to the gateway's experiment report, matched to its trajectory by the hash of
@@ -28,7 +29,8 @@ export const OUTCOMES_USAGE = `usage: magma-gateway outcomes import <BENCH resul
   --token <t>            admin bearer token (default: env GATEWAY_ADMIN_TOKEN)
   --dry-run              read and hash the episodes, print what would be posted, post nothing
   --json                 print the summary as JSON
-  --max-episode-mb <n>   skip episode files larger than this (default ${DEFAULT_MAX_EPISODE_MB})
+  --max-episode-mb <n>   skip episode files larger than this (default ${DEFAULT_MAX_EPISODE_MB}); links, FIFOs, devices are skipped too
+  --max-files <n>        refuse a directory with more entries than this under scenarios/ (default ${DEFAULT_MAX_FILES})
   --timeout <s>          deadline of each request (default 60)
   exit code: 0 posted, 1 the results or the gateway could not be read, 2 usage error
 `;
@@ -39,6 +41,7 @@ const FLAGS = {
   'dry-run': { type: 'boolean' },
   json: { type: 'boolean' },
   'max-episode-mb': { type: 'string' },
+  'max-files': { type: 'string' },
   timeout: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -56,22 +59,6 @@ export interface ReadResult {
   episodes: Episode[];
   /** Files skipped, with why. */
   skipped: { file: string; reason: string }[];
-}
-
-function listJson(dir: string): string[] {
-  try {
-    return readdirSync(dir).filter((f) => f.endsWith('.json')).sort().map((f) => join(dir, f));
-  } catch {
-    return [];
-  }
-}
-
-function scenarioDirs(dir: string): string[] {
-  try {
-    return readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory() && d.name !== '.partial').map((d) => join(dir, d.name)).sort();
-  } catch {
-    return [];
-  }
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -100,38 +87,30 @@ export function readEpisode(text: string): Omit<Episode, 'file'> | string {
   return { episode_id: v.episode_id, success: v.success, trace_hash: traceHash(pairs) };
 }
 
-/** Every episode of a results directory, deduplicated by episode_id (the final place wins over `.partial/`). */
-export function readResults(dir: string, maxEpisodeBytes: number): ReadResult {
+/**
+ * Every episode of a results directory, deduplicated by episode_id (the final place wins over `.partial/`). Files
+ * are listed and read by results-files.ts: regular files only, never through a link, each bounded in bytes.
+ */
+export function readResults(dir: string, limits: ResultLimits): ReadResult {
   let agent: string | null = null;
+  const runFile = join(dir, 'run.json');
+  const runRead = readResultFile(runFile, limits.maxFileBytes);
+  const notRun = (why: string): GatewayError => new GatewayError('GATEWAY_ERR_USAGE', `${runFile}: ${why} (is ${dir} a BENCH results directory?)`);
+  if ('skip' in runRead) throw notRun(runRead.skip);
+  let run: unknown;
   try {
-    const run: unknown = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8'));
-    if (isObject(run) && isObject(run.agent) && typeof run.agent.agent_id === 'string') {
-      agent = typeof run.agent.agent_version === 'string' ? `${run.agent.agent_id} ${run.agent.agent_version}` : run.agent.agent_id;
-    }
+    run = JSON.parse(runRead.text);
   } catch {
-    throw new GatewayError('GATEWAY_ERR_USAGE', `${join(dir, 'run.json')}: not found or not JSON (is ${dir} a BENCH results directory?)`);
+    throw notRun('not JSON');
+  }
+  if (isObject(run) && isObject(run.agent) && typeof run.agent.agent_id === 'string') {
+    agent = typeof run.agent.agent_version === 'string' ? `${run.agent.agent_id} ${run.agent.agent_version}` : run.agent.agent_id;
   }
   const byId = new Map<string, Episode>();
   const skipped: { file: string; reason: string }[] = [];
-  const scenarios = join(dir, 'scenarios');
-  // Partial first, so an episode also found in its final place is replaced by that one.
-  const files = [
-    ...scenarioDirs(join(scenarios, '.partial')).flatMap((s) => listJson(join(s, 'episodes'))),
-    ...scenarioDirs(scenarios).flatMap((s) => listJson(join(s, 'episodes'))),
-  ];
-  for (const file of files) {
-    let text: string;
-    try {
-      if (statSync(file).size > maxEpisodeBytes) {
-        skipped.push({ file, reason: `larger than --max-episode-mb` });
-        continue;
-      }
-      text = readFileSync(file, 'utf8');
-    } catch (err) {
-      skipped.push({ file, reason: err instanceof Error ? err.message : String(err) });
-      continue;
-    }
-    const e = readEpisode(text);
+  for (const file of episodeFiles(dir, limits.maxFiles, skipped)) {
+    const read = readResultFile(file, limits.maxFileBytes);
+    const e = 'skip' in read ? read.skip : readEpisode(read.text);
     if (typeof e === 'string') skipped.push({ file, reason: e });
     else byId.set(e.episode_id, { ...e, file });
   }
@@ -180,6 +159,7 @@ export async function outcomesCommand(argv: string[], io: CommandIo = processIo)
   let base: string;
   let seconds: number;
   let maxMb: number;
+  let maxFiles: number;
   try {
     const parsed = parseCommandLine(argv, FLAGS, 2);
     values = parsed.values;
@@ -194,12 +174,13 @@ export async function outcomesCommand(argv: string[], io: CommandIo = processIo)
     base = baseUrl(typeof values.url === 'string' ? values.url : DEFAULT_ADMIN_URL, 'admin URL');
     seconds = secondsOption(values.timeout, '--timeout', 60);
     maxMb = secondsOption(values['max-episode-mb'], '--max-episode-mb', DEFAULT_MAX_EPISODE_MB);
+    maxFiles = secondsOption(values['max-files'], '--max-files', DEFAULT_MAX_FILES);
   } catch (err) {
     return usageExit(err, 'outcomes', OUTCOMES_USAGE, io);
   }
   let read: ReadResult;
   try {
-    read = readResults(dir, maxMb * 1024 * 1024);
+    read = readResults(dir, { maxFileBytes: Math.floor(maxMb * 1024 * 1024), maxFiles: Math.floor(maxFiles) });
   } catch (err) {
     io.err(`magma-gateway outcomes: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;

@@ -461,6 +461,14 @@ export const configSchema = z.strictObject({
       protect_metrics: z.boolean().default(false),
       /** Batches `GET /gateway/batches` (the console's Recent batches page) keeps, newest first; 0 keeps none. */
       recent_batches: z.number().int().min(0).max(100_000).default(200),
+      /**
+       * Host names the admin listener answers besides its own address and the loopback names (a Service's DNS
+       * name, a proxy's): any other `Host` is refused 421, so a DNS-rebinding page never reads it.
+       */
+      allowed_hosts: z
+        .array(z.string().regex(/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/, 'expected a host name or address without a port (admin.example, 10.0.0.5, [fd00::5])'))
+        .max(100)
+        .default([]),
     })
     .superRefine((a, ctx) => {
       const at = a.listen === undefined ? undefined : parseHostPort(a.listen);
@@ -559,6 +567,11 @@ export const configSchema = z.strictObject({
       ttl_s: positive.default(7 * 24 * 3600),
       /** One input's candidates larger than this are not stored (in memory and in Redis). */
       max_entry_mb: positive.default(16),
+      /**
+       * With `clients:`, whether every client reads the entries any client caused (docs/cache.md#clients): a hit
+       * then tells a client that another sent the same input. Default: each client its own entries.
+       */
+      shared_across_clients: z.boolean().default(false),
     })
     .optional(),
   /** Client keys and per-client limits (docs/operations.md#client-keys); absent = every agent endpoint open, as without it. */

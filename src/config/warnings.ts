@@ -54,7 +54,22 @@ export function configWarnings(config: GatewayConfig): ConfigWarning[] {
   }
   out.push(...clientKeyWarnings(config));
   out.push(...deadlineWarnings(config));
+  out.push(...adminWarnings(config));
   return out;
+}
+
+/**
+ * An admin listener without a token (allowed on loopback): the Host and Origin rules keep browser pages out, but
+ * any local process, another user's included, may read the config and reset experiments
+ * (docs/operations.md#admin-security).
+ */
+function adminWarnings(config: GatewayConfig): ConfigWarning[] {
+  const { listen, token } = config.admin;
+  if (listen === undefined || (token !== undefined && token !== '')) return [];
+  return [{
+    path: 'admin.token',
+    message: `the admin listener ${listen} has no token: any process on this host can read the config and experiments, reset them, reload and reach the backends; set admin.token (docs/operations.md#admin-security)`,
+  }];
 }
 
 /**

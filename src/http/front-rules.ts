@@ -68,7 +68,7 @@ export function drainHeaders(draining: boolean): Record<string, string> | undefi
 
 /** 413: the body is over server.body_limit_mb. */
 export function bodyTooLarge(limitMb: number): ErrorBody {
-  return registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', limitMb);
+  return registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', 'server.body_limit_mb', `${limitMb} MiB`);
 }
 
 /** 408: the body did not arrive within server.body_timeout_s. */

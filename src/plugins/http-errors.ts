@@ -9,10 +9,20 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { errorBody, GatewayError, internalCode, messageOf, type GatewayErrCode } from '../errors.js';
+import { errorBody, GatewayError, internalCode, messageOf, registeredBody, type ErrorBody, type GatewayErrCode } from '../errors.js';
 import { pathOfUrl } from '../http/agent-path.js';
 import { answerHeaders, bodyTooLarge, closing, overBudgetHeaders } from '../http/front-rules.js';
 import { answerAndLinger, type LingerBounds } from '../http/lingering-close.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The config key of a route's own `bodyLimit` (e.g. `experiments.outcomes_max_bytes`): its 413 names that
+     * key and value rather than server.body_limit_mb, so the operator raises the limit that was hit.
+     */
+    bodyLimitKey?: string;
+  }
+}
 
 interface PathPattern {
   /** Literal segments, `:param` (one non-empty segment) or a trailing `*` (the rest, possibly empty). */
@@ -81,6 +91,12 @@ function expectationFailed(req: IncomingMessage, res: ServerResponse): void {
   res.end(body);
 }
 
+/** The 413's body: the limit the route declares (`config.bodyLimitKey` with its bodyLimit), else server.body_limit_mb. */
+function tooLargeBody(req: FastifyRequest, bodyLimitMb: number): ErrorBody {
+  const key = req.routeOptions.config.bodyLimitKey;
+  return key === undefined ? bodyTooLarge(bodyLimitMb) : registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', key, `${req.routeOptions.bodyLimit} bytes`);
+}
+
 /**
  * Installs the error and not-found handlers. Call before any route is registered: only routes registered after
  * the onRoute hook are known to the 405 check.
@@ -121,7 +137,7 @@ export function installHttpErrors(
       // closes (http/lingering-close.ts), as on the batch front; the onResponse hooks run at its end.
       reply.hijack();
       const headers = { ...answerHeaders({}, reply.elapsedTime), 'content-type': 'application/json', ...closing() };
-      answerAndLinger(req.raw, reply.raw, 413, headers, JSON.stringify(bodyTooLarge(bodyLimitMb)), linger());
+      answerAndLinger(req.raw, reply.raw, 413, headers, JSON.stringify(tooLargeBody(req, bodyLimitMb)), linger());
       return undefined;
     }
     if (err instanceof GatewayError && err.code === 'GATEWAY_ERR_MEMORY_BUDGET') {

@@ -43,7 +43,7 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
   app.post(
     '/gateway/experiments/outcomes',
     // Read once at start: a reload does not re-register routes (docs/experiments.md#configuration).
-    { bodyLimit: app.gateway.current.config.experiments.outcomes_max_bytes },
+    { bodyLimit: app.gateway.current.config.experiments.outcomes_max_bytes, config: { bodyLimitKey: 'experiments.outcomes_max_bytes' } },
     async (req, reply) => {
       const cfg = app.gateway.current.config.experiments;
       const json = jsonBody(req.body);

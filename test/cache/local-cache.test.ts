@@ -62,7 +62,7 @@ const BASE = {
   num_outputs: 1,
   extra_keys: { inference_mode: true },
 };
-const T: KeyTarget = { agent: 'default', route: 'r', target: 'backend:a@["id","1"]', generations: ['0', '0', '0'] };
+const T: KeyTarget = { owner: '*', agent: 'default', route: 'r', target: 'backend:a@["id","1"]', generations: ['0', '0', '0'] };
 const key = (over: object, target: KeyTarget = T, rid = 'r1'): string =>
   cacheKey(target, inputOf({ request_id: rid, inputs: [{ ...BASE, ...over }] }), (over as { num_outputs?: number }).num_outputs ?? 1);
 
@@ -83,6 +83,7 @@ test('the key holds every part of an input that decides its answer, and not the 
     ['route', key({}, { ...T, route: 'other' })],
     ['agent_version', key({}, { ...T, target: 'backend:a@["id","2"]' })],
     ['generation', key({}, { ...T, generations: ['0', '0', '1'] })],
+    ['owner', key({}, { ...T, owner: 'client:team-a' })],
   ];
   for (const [what, other] of changed) assert.notEqual(other, k, `${what} changes the key`);
   assert.equal(new Set(changed.map(([, v]) => v)).size, changed.length);
@@ -110,7 +111,7 @@ test('a route asking for the cache without the top-level `cache` is warned about
   ]);
   const on = parseConfigText(['cache: {}', 'backends: { a: { url: "http://127.0.0.1:1" } }', 'routes:', '  - { name: d, backend: a, cache: always }'].join('\n'), 't.yaml', {});
   assert.deepEqual(configWarnings(on), []);
-  assert.deepEqual(on.cache, { max_mb: 256, ttl_s: 604800, max_entry_mb: 16 }, 'the documented defaults');
+  assert.deepEqual(on.cache, { max_mb: 256, ttl_s: 604800, max_entry_mb: 16, shared_across_clients: false }, 'the documented defaults');
   assert.equal(on.routes[0]!.cache, 'always');
   assert.equal(parseConfigText(['backends: { a: { url: "http://127.0.0.1:1" } }', 'routes: [{ name: d, backend: a }]'].join('\n'), 't.yaml', {}).routes[0]!.cache, 'off');
 });

@@ -11,13 +11,16 @@ import { configWarnings } from '../../src/config/warnings.js';
 test('every shipped config loads without problems or warnings', () => {
   // Compose passes GATEWAY_ADMIN_TOKEN (its admin listener is beyond loopback, so a token is required).
   const env: Record<string, Record<string, string>> = { 'config/gateway.docker.yaml': { GATEWAY_ADMIN_TOKEN: 't' } };
+  // The demo configs keep their loopback admin listener without a token (the console opens at once), and say so.
+  const untokened = new Set(['config/gateway.yaml', 'config/examples/virtual-agents.yaml']);
+  const warned = (config: Parameters<typeof configWarnings>[0]): string[] => configWarnings(config).map((w) => w.path);
   for (const file of ['config/gateway.yaml', 'config/gateway.docker.yaml', 'config/gateway.standalone.yaml']) {
     const config = loadConfigFile(file, env[file] ?? {});
-    assert.deepEqual(configWarnings(config), [], file);
+    assert.deepEqual(warned(config), untokened.has(file) ? ['admin.token'] : [], file);
   }
   assert.ok(loadConfigFile('config/examples/full.yaml', { GATEWAY_ADMIN_TOKEN: 't', QWEN_TOKEN: 'q' }));
   const agents = loadConfigFile('config/examples/virtual-agents.yaml', {});
-  assert.deepEqual(configWarnings(agents), [], 'config/examples/virtual-agents.yaml');
+  assert.deepEqual(warned(agents), ['admin.token'], 'config/examples/virtual-agents.yaml');
   assert.deepEqual(Object.keys(agents.agents), ['ab-kitchen', 'gen-sampling'], 'the virtual agents example serves two agents');
 });
 

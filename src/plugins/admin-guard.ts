@@ -1,0 +1,179 @@
+/**
+ * What a browser can make the admin listener do, refused whatever the token (docs/operations.md#admin-security).
+ * The token keeps out whoever does not hold it; these rules keep out a page the operator's own browser opens:
+ *
+ * - DNS rebinding: a page whose name is re-pointed at 127.0.0.1 reads the listener as its own origin, but its
+ *   requests carry its own name in `Host`. Only the listener's own address, the loopback names and
+ *   `admin.allowed_hosts` are answered; any other `Host` gets 421 before anything is read.
+ * - Cross-site requests: a page on another origin (another port of the same host included: browsers call that
+ *   same-site) can POST `text/plain` or a form without a preflight, and send any method to the passthrough.
+ *   Such requests carry an `Origin` other than the listener's, or `Sec-Fetch-Site: same-site|cross-site`: 403.
+ *   A state-changing request with a body must say `content-type: application/json`, which a page on another
+ *   origin cannot send without a preflight (answered without CORS headers, so refused by the browser): 415.
+ *   A CLI or a script sends neither `Origin` nor `Sec-Fetch-Site`, and is not affected.
+ *
+ * Every answer says `nosniff` and carries a CSP that allows the console's own files only; passthrough answers
+ * (an agent's pages, shown on the admin origin) are sandboxed so their scripts cannot act as the console.
+ *
+ * The decision is a pure function (`refusal`); the plugin reads the facts from the request and the rules from
+ * the runtime current at each request, so a reload can change `admin.allowed_hosts`.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { isLoopback, parseHostPort } from '../config/schema.js';
+import { errorBody, type GatewayErrCode } from '../errors.js';
+
+/** What the decision looks at, read from one request. */
+export interface RequestFacts {
+  method: string;
+  /** The `Host` header as sent (absent on HTTP/1.0, which no browser speaks). */
+  host: string | undefined;
+  origin: string | undefined;
+  fetchSite: string | undefined;
+  contentType: string | undefined;
+  /** Whether a body comes (a non-zero content-length, or chunked). */
+  hasBody: boolean;
+  /** A request to the backend passthrough: any method reaches the agent. */
+  passthrough: boolean;
+}
+
+/** The hosts the listener answers as its own. */
+export interface ServedHosts {
+  /** The host part of `admin.listen`. */
+  listenHost: string | undefined;
+  /** The address the connection arrived on (the listener may be bound to 0.0.0.0). */
+  localAddress: string | undefined;
+  /** `admin.allowed_hosts`. */
+  allowed: readonly string[];
+}
+
+export interface Refusal {
+  status: 403 | 415 | 421;
+  code: GatewayErrCode;
+  detail: string;
+}
+
+/** Longest piece of a header quoted back in a refusal: the header comes from the client. */
+const MAX_QUOTED = 128;
+
+const quote = (s: string): string => JSON.stringify(s.length > MAX_QUOTED ? `${s.slice(0, MAX_QUOTED)}...` : s);
+
+/** The host name of a `Host` value: lowercased, without its port, brackets or a trailing dot; undefined if malformed. */
+export function hostName(host: string): string | undefined {
+  const at = parseHostPort(host) ?? (/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/.test(host) ? { host: host.replace(/^\[|\]$/g, '') } : undefined);
+  return at?.host.toLowerCase().replace(/\.$/, '');
+}
+
+/** `::ffff:127.0.0.1` (an IPv4 connection on a dual-stack socket) as `127.0.0.1`. */
+function plainAddress(addr: string): string {
+  return addr.toLowerCase().replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
+}
+
+/** Whether `name` is one the listener serves: never one a rebinding page can make a browser send. */
+export function servesHost(name: string, served: ServedHosts): boolean {
+  // `*.localhost` resolves to loopback in the browser itself (RFC 6761), never through DNS.
+  if (isLoopback(name) || name.endsWith('.localhost')) return true;
+  const own = [served.listenHost, served.localAddress].flatMap((a) => (a === undefined ? [] : [plainAddress(a)]));
+  if (own.includes(name)) return true;
+  return served.allowed.some((h) => h.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '') === name);
+}
+
+/** Whether `origin` is the listener's own: the same host and port as the request's `Host`. */
+function sameOrigin(origin: string, host: string): boolean {
+  try {
+    const o = new URL(origin);
+    // URL drops a scheme's default port from `host`; `Host` omits it too. A TLS proxy in front may change the scheme.
+    return (o.protocol === 'http:' || o.protocol === 'https:') && o.host === new URL(`${o.protocol}//${host}`).host;
+  } catch {
+    return false; // `null` (a sandboxed frame, a file), or malformed
+  }
+}
+
+/** Why the request is refused, or undefined when it may go on to the token check and its route. */
+export function refusal(req: RequestFacts, served: ServedHosts): Refusal | undefined {
+  if (req.host !== undefined) {
+    const name = hostName(req.host);
+    if (name === undefined || !servesHost(name, served)) {
+      return {
+        status: 421,
+        code: 'GATEWAY_ERR_HOST_NOT_SERVED',
+        detail: `this admin listener does not serve Host ${quote(req.host)}: use its address or a loopback name, or add the name to admin.allowed_hosts`,
+      };
+    }
+  }
+  const changes = req.method !== 'GET' && req.method !== 'HEAD';
+  if (!changes && !req.passthrough) return undefined;
+  if (req.origin !== undefined && (req.host === undefined || !sameOrigin(req.origin, req.host))) {
+    return { status: 403, code: 'GATEWAY_ERR_CROSS_SITE', detail: `refused: Origin ${quote(req.origin)} is not this admin listener's own` };
+  }
+  if (req.fetchSite === 'cross-site' || req.fetchSite === 'same-site') {
+    return { status: 403, code: 'GATEWAY_ERR_CROSS_SITE', detail: `refused: sent from another site (Sec-Fetch-Site: ${req.fetchSite})` };
+  }
+  if (changes && req.hasBody) {
+    const type = (req.contentType ?? '').split(';')[0]?.trim().toLowerCase();
+    if (type !== 'application/json') {
+      return {
+        status: 415,
+        code: 'GATEWAY_ERR_CONTENT_TYPE',
+        detail: `a ${req.method} body to the admin listener must be content-type: application/json (got ${req.contentType === undefined ? 'none' : quote(req.contentType)})`,
+      };
+    }
+  }
+  return undefined;
+}
+
+/** The passthrough's routes (routes/admin-passthrough.ts): `/gateway/backends/:name` and what is under it. */
+function isPassthrough(req: FastifyRequest): boolean {
+  const url = req.routeOptions.url ?? '';
+  return url === '/gateway/backends/:name' || url.startsWith('/gateway/backends/:name/');
+}
+
+function header(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+function factsOf(req: FastifyRequest): RequestFacts {
+  const h = req.headers;
+  const length = header(h['content-length']);
+  return {
+    method: req.method,
+    host: header(h.host),
+    origin: header(h.origin),
+    fetchSite: header(h['sec-fetch-site'])?.toLowerCase(),
+    contentType: header(h['content-type']),
+    hasBody: h['transfer-encoding'] !== undefined || (length !== undefined && length !== '0'),
+    passthrough: isPassthrough(req),
+  };
+}
+
+/**
+ * The console's CSP: its own files only, no inline script, never framed (clickjacking), no form posted anywhere.
+ * The console sets styles through the DOM (allowed); it loads nothing from outside (docs/console.md).
+ */
+export const CONSOLE_CSP = "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'";
+/** An agent's page through the passthrough: a unique origin of its own, so it never acts as the console. */
+export const PASSTHROUGH_CSP = `${CONSOLE_CSP}; sandbox`;
+
+async function adminGuard(app: FastifyInstance): Promise<void> {
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    const { admin } = app.gateway.current.config;
+    const listenHost = admin.listen === undefined ? undefined : parseHostPort(admin.listen)?.host;
+    const refused = refusal(factsOf(req), { listenHost, localAddress: req.socket.localAddress, allowed: admin.allowed_hosts });
+    if (refused === undefined) return;
+    req.log.warn(
+      { method: req.method, path: req.routeOptions.url ?? 'unmatched', host: header(req.headers.host)?.slice(0, MAX_QUOTED), origin: header(req.headers.origin)?.slice(0, MAX_QUOTED) },
+      `admin request refused: ${refused.code}`,
+    );
+    // The body, if any, is not read: the connection ends with the answer.
+    return reply.code(refused.status).header('connection', 'close').send(errorBody(refused.code, refused.detail));
+  });
+  app.addHook('onSend', async (req, reply, payload) => {
+    reply.header('x-content-type-options', 'nosniff');
+    // Another origin may not embed the answers (a <script> or <img> of a JSON endpoint).
+    reply.header('cross-origin-resource-policy', 'same-origin');
+    reply.header('content-security-policy', isPassthrough(req) ? PASSTHROUGH_CSP : CONSOLE_CSP);
+    return payload;
+  });
+}
+
+export default fp(adminGuard, { name: 'magma-gateway-admin-guard', fastify: '5.x', decorators: { fastify: ['gateway'] } });
