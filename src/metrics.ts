@@ -174,6 +174,12 @@ export class GatewayMetrics {
     labelNames: ['agent', 'route', 'arm'] as const,
     registers: [this.registry],
   });
+  readonly trajectoriesLeftOut = new Counter({
+    name: 'magma_gateway_trajectories_left_out_total',
+    help: 'Trajectories started after their experiment held experiments.max_trajectories: not counted, not stored (docs/experiments.md).',
+    labelNames: ['agent', 'route'] as const,
+    registers: [this.registry],
+  });
   readonly srmFlagged = new Gauge({
     name: 'magma_gateway_experiment_srm_flagged',
     help: '1 while the last report found a sample-ratio mismatch on the route (docs/experiments.md), else 0.',

@@ -188,6 +188,9 @@ export interface Store {
   claim(key: string, value: string, ttlMs: number): Promise<ClaimResult>;
 }
 
+/** Cluster-wide counters (Store.incr, readCounters, flush). */
+export type Counters = Pick<Store, 'incr' | 'readCounters' | 'flush'>;
+
 export function emptyStats(): StoreStats {
   return {
     replayHits: 0,
