@@ -209,7 +209,7 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };
     const sink = ex.stream !== undefined && streamable(compiled, dispatched) ? new StreamSink(ex.stream, requestId, cache?.hits) : undefined;
     const batch = runBatch(
-      { ...deps, budget: runtime.budget, store },
+      { ...deps, budget: runtime.budget, permits: store },
       request,
       dispatched,
       {

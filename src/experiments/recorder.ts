@@ -22,7 +22,7 @@ import type { GatewayMetrics } from '../metrics.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
-import type { Store } from '../state/types.js';
+import type { CappedLists, Claims, Counters, SharedValues, StoreHealth } from '../state/types.js';
 import { boundCountersKey, countersKey, field, keyCountersKey, keys } from './keys.js';
 import { Lifetimes } from './lifetime.js';
 import { countBatch } from './step-counts.js';
@@ -38,10 +38,14 @@ import type { GatewayConfig } from '../config/schema.js';
 
 type ExperimentsConfig = GatewayConfig['experiments'];
 
+/** The store's ports the experiments use: counters, claims (marks, index, slots), lists (history), shared values (epochs). */
+export type ExperimentsStore = Counters & Claims & CappedLists & SharedValues & Pick<StoreHealth, 'kind'>;
+
 /** What the recorder and the report read from the gateway, late-bound so a config reload is seen at once. */
 export interface ExperimentsHost {
   current: Pick<GatewayRuntime, 'agents' | 'config' | 'upstreams'>;
-  store: Store;
+  /** What the recorder, the report, the export and the history use of the store. */
+  store: ExperimentsStore;
   metrics: GatewayMetrics;
 }
 
@@ -195,7 +199,7 @@ export class Experiments {
    * they travel in the tag, and a fork inherits its parent's.
    */
   private async newUnit(
-    store: Store,
+    store: Claims & Counters,
     cfg: ExperimentsConfig,
     agent: string,
     route: CompiledRoute,
