@@ -12,7 +12,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { agentTables } from './config/agents.js';
 import { DEFAULT_LATENCY_BUCKETS_S, type GatewayConfig, type RouteConfig } from './config/schema.js';
 import { GATEWAY_ERROR_CODES, MAX_CODE_LABEL_CHARS } from './errors.js';
-import type { StoreStats } from './state/types.js';
+import type { StoreHealth, StoreStats } from './state/types.js';
 import { MetricCells } from './metric-cells.js';
 
 /** The default of `metrics.latency_buckets_s`: 1 ms .. 600 s. */
@@ -35,11 +35,7 @@ export const ANONYMOUS_CLIENT = 'anonymous';
 const CLIENT_LIMITS = ['batches_in_flight', 'candidates_per_minute'] as const;
 
 /** What the store metrics read at each scrape (the store counts; the registry only exports). */
-interface StoreHealth {
-  readonly kind: 'memory' | 'redis';
-  isUp(): boolean;
-  stats(): StoreStats;
-}
+type StoreFigures = Pick<StoreHealth, 'kind' | 'isUp' | 'stats'>;
 
 interface MetricsOptions {
   defaultMetrics?: boolean;
@@ -62,7 +58,7 @@ export class GatewayMetrics {
   private readonly codes = new Map<string, Set<string>>();
   /** Histogram series already zeroed: zero() resets, so a series is zeroed once, before its first observation. */
   private readonly zeroed = new Set<string>();
-  private store: StoreHealth | undefined;
+  private store: StoreFigures | undefined;
   private readonly latencyBuckets: number[];
 
   readonly httpRequests: Counter<'endpoint' | 'status_code' | 'client'>;
@@ -172,6 +168,12 @@ export class GatewayMetrics {
     name: 'magma_gateway_trajectories_started_total',
     help: 'Trajectories started on an experiment route, by the arm they were assigned (docs/experiments.md).',
     labelNames: ['agent', 'route', 'arm'] as const,
+    registers: [this.registry],
+  });
+  readonly trajectoriesLeftOut = new Counter({
+    name: 'magma_gateway_trajectories_left_out_total',
+    help: 'Trajectories started after their experiment held experiments.max_trajectories: not counted, not stored (docs/experiments.md).',
+    labelNames: ['agent', 'route'] as const,
     registers: [this.registry],
   });
   readonly srmFlagged = new Gauge({
@@ -374,7 +376,7 @@ export class GatewayMetrics {
   }
 
   /** The store whose health figures are exported (read at each scrape). */
-  bindStore(store: StoreHealth): void {
+  bindStore(store: StoreFigures): void {
     this.store = store;
   }
 

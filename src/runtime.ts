@@ -13,7 +13,7 @@ import { routeBackends } from './routing/plan.js';
 import { Prober } from './upstream/prober.js';
 import { SharedEjections } from './upstream/shared-ejections.js';
 import { Upstreams } from './upstream/upstreams.js';
-import type { Store } from './state/index.js';
+import type { SharedValues } from './state/types.js';
 import { loadTracing } from './tracing/load-tracing.js';
 import { NOOP_TRACING, type Tracing } from './tracing/trace-span.js';
 import { ClientTable } from './clients/client-table.js';
@@ -39,7 +39,7 @@ export class GatewayRuntime {
     readonly config: GatewayConfig,
     metrics: GatewayMetrics,
     log: Logger,
-    store?: Store,
+    store?: SharedValues,
     /** The gateway's version, the traces' service.version. */
     private readonly version = '0.0.0',
   ) {

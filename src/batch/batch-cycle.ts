@@ -197,7 +197,7 @@ export class BatchCycle {
     const deps = { upstreams: runtime.upstreams, metrics: gw.metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };
     const stream = ex.stream !== undefined && streamable(compiled, p.dispatched) ? ex.stream : undefined;
     stream?.describe(this.requestId, p.cache?.hits);
-    const batch = runBatch({ ...deps, budget: runtime.budget, store: gw.store }, request, p.dispatched, {
+    const batch = runBatch({ ...deps, budget: runtime.budget, permits: gw.store }, request, p.dispatched, {
       deadline: this.deadline,
       headers: this.b.headers,
       signal: this.signal,

@@ -10,7 +10,7 @@ import type { Experiments } from '../experiments/recorder.js';
 import type { MemoryBudget } from '../memory/budget.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { GatewayRuntime } from '../runtime.js';
-import type { Store } from '../state/index.js';
+import type { Store } from '../state/types.js';
 import type { ResponseCache } from '../cache/response-cache.js';
 
 export interface GatewayState {
@@ -18,7 +18,10 @@ export interface GatewayState {
   metrics: GatewayMetrics;
   version: string;
   configPath: string | undefined;
-  /** Shared state (docs/deployment.md#several-gateway-replicas-redis): in memory by default, Redis when `state.redis` is configured. */
+  /**
+   * Shared state (docs/deployment.md#several-gateway-replicas-redis): in memory by default, Redis when `state.redis`
+   * is configured. Every port (state/types.ts); each consumer is handed the ones it uses.
+   */
   store: Store;
   /** A/B and ensemble accounting into the store's counters (docs/operations.md#experiment-report). */
   experiments: Experiments;

@@ -5,7 +5,7 @@
  */
 import type { Registry } from 'prom-client';
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
-import type { CacheEntries, Store } from '../state/types.js';
+import type { CacheEntries, CacheStore } from '../state/types.js';
 import { CacheMetrics } from './cache-metrics.js';
 
 export type CacheConfig = NonNullable<GatewayConfig['cache']>;
@@ -29,7 +29,7 @@ export class ResponseCache {
   /** Entries read by every client rather than only the one that caused them (docs/cache.md#clients). */
   readonly sharedAcrossClients: boolean;
 
-  constructor(config: CacheConfig, store: Store, registry: Registry) {
+  constructor(config: CacheConfig, store: CacheStore, registry: Registry) {
     this.entries = store.cacheEntries({ capBytes: mbToBytes(config.max_mb) });
     this.metrics = new CacheMetrics(registry, () => this.entries);
     this.ttlMs = config.ttl_s * 1000;

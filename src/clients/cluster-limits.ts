@@ -9,11 +9,12 @@
  * replica's own limits hold, and every batch so admitted is counted (`localOnly`) for the metrics warning.
  */
 import type { AbortLike } from '../abort.js';
-import type { Store } from '../state/types.js';
+import type { Permits, StoreHealth, TokenBuckets } from '../state/types.js';
 import type { Admission, Granted, LimitName, LimitSettings } from './client-limiter.js';
 
 export interface ClusterLimitDeps {
-  store: Store;
+  /** The cluster-wide slots and buckets, and whether Redis answers now. */
+  store: Permits & TokenBuckets & Pick<StoreHealth, 'isUp'>;
   /** A batch admitted by this process's limits alone, Redis being unavailable. */
   localOnly(client: string, limit: LimitName): void;
   /** Milliseconds; Date.now in the gateway. */

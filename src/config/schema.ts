@@ -230,6 +230,8 @@ const experimentsSchema = z
     max_strata: z.number().int().min(1).max(1000).default(20),
     /** assign_by keys per experiment that are units of their own; trajectories of later keys are left out (counted). */
     max_keys: z.number().int().positive().default(10_000),
+    /** Trajectories recorded per experiment (counted, indexed, stored); later ones are left out (counted as such). */
+    max_trajectories: z.number().int().positive().default(50_000),
     /** How long trajectory marks, the outcome index and experiment records are kept (Redis keys' TTL too). */
     index_ttl_s: positive.default(30 * 24 * 3600),
     /** Outcomes one POST /gateway/experiments/outcomes may carry. */

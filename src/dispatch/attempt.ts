@@ -61,7 +61,7 @@ export class Attempt {
   private reason: string | undefined;
 
   constructor(
-    private readonly deps: Pick<DispatchDeps, 'upstreams' | 'budget' | 'store' | 'log' | 'memoryKey'>,
+    private readonly deps: Pick<DispatchDeps, 'upstreams' | 'budget' | 'permits' | 'log' | 'memoryKey'>,
     private readonly observer: BatchObserver,
     private readonly batch: BatchInputs,
     private readonly ctx: BatchContext,
@@ -74,7 +74,7 @@ export class Attempt {
   ) {}
 
   async run(): Promise<AttemptResult> {
-    const { upstreams, budget, store } = this.deps;
+    const { upstreams, budget, permits } = this.deps;
     const replica = this.replica;
     const parent = this.ctx.span;
     if (parent?.recording === true) {
@@ -85,7 +85,7 @@ export class Attempt {
     try {
       const limit = upstreams.limitOf(replica.backend);
       if (limit !== undefined) {
-        permit = await store.acquire(`permit:${replica.backend}:${replica.url}`, limit.max, {
+        permit = await permits.acquire(`permit:${replica.backend}:${replica.url}`, limit.max, {
           signal: this.ctx.signal,
           timeoutMs: Math.min(limit.queueMs ?? Infinity, Math.max(0, this.ctx.deadline - Date.now() - MIN_ATTEMPT_MS)),
         });

@@ -7,7 +7,7 @@ import type { AbortLike } from '../abort.js';
 import type { Logger } from '../logging.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { AgentOutput } from '../protocol/types.js';
-import type { Store } from '../state/index.js';
+import type { Permits } from '../state/types.js';
 import type { AnswerCharge } from '../upstream/backend-call.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import type { TraceSpan } from '../tracing/trace-span.js';
@@ -17,7 +17,7 @@ export interface DispatchDeps {
   upstreams: Upstreams;
   budget: RetryBudget;
   /** Concurrency permits for backends with max_in_flight (cluster-wide with Redis). */
-  store: Store;
+  permits: Permits;
   metrics: GatewayMetrics;
   log: Logger;
   /** The agent the batch was sent to (docs/routing.md#virtual-agents): its metrics' `agent` label. */

@@ -38,6 +38,8 @@ export interface ArmCounts {
   /** assign_by: trajectories with no key (their own units), and of keys past experiments.max_keys (left out). */
   keyless: number;
   keysOver: number;
+  /** Trajectories started after experiments.max_trajectories: left out of everything else. */
+  leftOut: number;
   /** The unit and outcome sums per stratum slot (0 = other), on a stratified experiment. */
   strata: Map<number, ArmCounts>;
 }
@@ -47,7 +49,7 @@ export function emptyArm(): ArmCounts {
     units: 0, unitsWithLines: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0, steps: 0, stepsSquared: 0, stages: 0, stagesSquared: 0, envError: 0,
     failureReason: 0, errorCandidate: 0, crossed: 0, cached: 0, rerouted: { not_ready: 0, ejected: 0 }, completed: 0,
     error: 0, codes: new Map(), feedback: emptyFeedback(), latency: new Map(), outcomeReported: 0, outcomeSuccess: 0,
-    outcomeArmLevel: 0, scoreN: 0, scoreSum: 0, scoreSquares: 0, keyless: 0, keysOver: 0, strata: new Map(),
+    outcomeArmLevel: 0, scoreN: 0, scoreSum: 0, scoreSquares: 0, keyless: 0, keysOver: 0, leftOut: 0, strata: new Map(),
   };
 }
 
@@ -60,6 +62,7 @@ const SCALARS: Record<string, Scalar> = {
   error_candidate: 'errorCandidate', crossed: 'crossed', cached_steps: 'cached', completed: 'completed',
   error: 'error', oc_reported: 'outcomeReported', oc_success: 'outcomeSuccess', oc_arm_level: 'outcomeArmLevel',
   oc_score_n: 'scoreN', oc_score_sum: 'scoreSum', oc_score_ss: 'scoreSquares', keyless: 'keyless', keys_over: 'keysOver',
+  left_out: 'leftOut',
 };
 
 const STRATUM_FIELD = /^st\|(\d{1,4})\|(.+)$/;

@@ -4,6 +4,7 @@
  *
  *   counters  experiments:<agent>/<route>/<experiment>   per-arm counters (fields below)
  *   counters  experiments:<agent>/<route>/<experiment>/keys   assign_by: per-key sums `<arm>|<stratum>|<key>|<what>`, and `keys`
+ *   counters  experiments:<agent>/<route>/<experiment>/bound  `recorded`: trajectories recorded, against experiments.max_trajectories
  *   counters  experiments:outcomes                        outcome posts: accepted, duplicate, conflict, unknown, ...
  *   claim     x:slot:<experiment>:<i>                     the stratify_by value holding stratum slot i (set once)
  *   claim     x:key:<experiment>:<key>                    whether an assign_by key is a unit (`in`) or past the bound (`over`)
@@ -37,6 +38,11 @@ export type KeySum = (typeof KEY_SUMS)[number];
 /** A per-key field: `<arm>|<stratum>|<key>|<what>` (the key is hex, the stratum a number). */
 export function keyField(arm: string, stratum: number, key: string, what: KeySum): string {
   return `${arm}|${stratum}|${key}|${what}`;
+}
+
+/** How many trajectories the experiment recorded (field `recorded`): experiments.max_trajectories bounds it. */
+export function boundCountersKey(agent: string, route: string, experiment: string): string {
+  return `${countersKey(agent, route, experiment)}/bound`;
 }
 
 export const OUTCOME_COUNTERS_KEY = 'experiments:outcomes';
@@ -98,6 +104,8 @@ export const field = {
   keyless: (arm: string) => `${arm}|keyless`,
   /** Trajectories of keys past experiments.max_keys, left out of the key-unit comparison. */
   keysOver: (arm: string) => `${arm}|keys_over`,
+  /** Trajectories started after experiments.max_trajectories: not counted, not stored (trajectory-bound.ts). */
+  leftOut: (arm: string) => `${arm}|left_out`,
   /** One of the fields above in stratum `stratum`: `<arm>|st|<stratum>|<what>`. */
   inStratum: (stratum: number, f: string) => {
     const bar = f.indexOf('|');

@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { CompiledRoute } from '../routing/plan.js';
-import type { Store } from '../state/types.js';
+import type { SharedValues } from '../state/types.js';
 import { EPOCH_PREFIX, keys } from './keys.js';
 
 /** The experiment id: 16 hex digits of a hash of what names the experiment. */
@@ -21,12 +21,12 @@ export function experimentId(agent: string, route: CompiledRoute, epoch: string 
 export class Lifetimes {
   /** Reset time per `<agent>/<route>`; null = read, none set. */
   private readonly epochs = new Map<string, string | null>();
-  private subscribed: Store | undefined;
+  private subscribed: SharedValues | undefined;
 
   /** The last id computed per compiled route (a reload compiles new ones), with the epoch it was for. */
   private readonly ids = new WeakMap<CompiledRoute, { agent: string; epoch: string | undefined; id: string }>();
 
-  async id(store: Store, agent: string, route: CompiledRoute): Promise<string> {
+  async id(store: SharedValues, agent: string, route: CompiledRoute): Promise<string> {
     const epoch = await this.epoch(store, agent, route.name);
     // Asked per input on the request path: the hash is computed once per route and reset.
     const hit = this.ids.get(route);
@@ -36,7 +36,7 @@ export class Lifetimes {
     return id;
   }
 
-  async epoch(store: Store, agent: string, route: string): Promise<string | undefined> {
+  async epoch(store: SharedValues, agent: string, route: string): Promise<string | undefined> {
     this.subscribe(store);
     const k = `${agent}/${route}`;
     const known = this.epochs.get(k);
@@ -48,14 +48,14 @@ export class Lifetimes {
   }
 
   /** Starts a new experiment on the route, on every replica. */
-  async reset(store: Store, agent: string, route: string, ttlMs: number, now: Date): Promise<void> {
+  async reset(store: SharedValues, agent: string, route: string, ttlMs: number, now: Date): Promise<void> {
     this.subscribe(store);
     const at = now.toISOString();
     this.epochs.set(`${agent}/${route}`, at);
     await store.setShared(keys.epoch(agent, route), at, ttlMs);
   }
 
-  private subscribe(store: Store): void {
+  private subscribe(store: SharedValues): void {
     if (this.subscribed === store) return;
     this.subscribed = store;
     this.epochs.clear();

@@ -10,7 +10,7 @@
  *   level when they all sit in one arm of one experiment (`arm_level`, once per episode), and otherwise counted as
  *   `ambiguous`, never guessed.
  */
-import type { Store } from '../state/types.js';
+import type { Claims, Counters } from '../state/types.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { countersKey, field, keyCountersKey, keyField, keys, OUTCOME_COUNTERS_KEY, parseTrajectoryRecord, type KeySum, type TrajectoryRecord } from './keys.js';
 
@@ -75,7 +75,7 @@ function encode(o: Outcome): string {
  * credit (an ambiguous set whose candidates all have one arm) goes to the first candidate's stratum and key,
  * which may not be the episode's own: `arm_level` counts those.
  */
-function credit(store: Store, rec: TrajectoryRecord, o: Outcome, armLevel: boolean): void {
+function credit(store: Counters & Claims, rec: TrajectoryRecord, o: Outcome, armLevel: boolean): void {
   const key = countersKey(rec.agent, rec.route, rec.experiment);
   const incr = (f: string, by = 1): void => {
     store.incr(key, f, by);
@@ -102,7 +102,7 @@ function credit(store: Store, rec: TrajectoryRecord, o: Outcome, armLevel: boole
 }
 
 /** Sets `markKey` once to the outcome and credits `rec` the first time. */
-async function creditOnce(store: Store, markKey: string, rec: TrajectoryRecord, o: Outcome, ttlMs: number, armLevel: boolean): Promise<OutcomeResult> {
+async function creditOnce(store: Counters & Claims, markKey: string, rec: TrajectoryRecord, o: Outcome, ttlMs: number, armLevel: boolean): Promise<OutcomeResult> {
   const value = encode(o);
   const mark = await store.claim(markKey, value, ttlMs);
   if (mark.first) {
@@ -112,7 +112,7 @@ async function creditOnce(store: Store, markKey: string, rec: TrajectoryRecord, 
   return mark.value === value ? 'duplicate' : 'conflict';
 }
 
-async function byHash(store: Store, hash: string, episode: string, o: Outcome, ttlMs: number): Promise<OutcomeResult> {
+async function byHash(store: Counters & Claims, hash: string, episode: string, o: Outcome, ttlMs: number): Promise<OutcomeResult> {
   const members = await store.readSet(keys.hash(hash));
   if (members.length === 0) return 'unmatched';
   const stepsOf = new Map<string, number[]>();
@@ -144,7 +144,7 @@ async function byHash(store: Store, hash: string, episode: string, o: Outcome, t
 }
 
 /** Credits every outcome; returns how each was taken. Never throws for a bad outcome (parseOutcomes checked them). */
-export async function postOutcomes(store: Store, items: readonly OutcomeItem[], ttlMs: number, onResult?: (r: OutcomeResult) => void): Promise<OutcomeSummary> {
+export async function postOutcomes(store: Counters & Claims, items: readonly OutcomeItem[], ttlMs: number, onResult?: (r: OutcomeResult) => void): Promise<OutcomeSummary> {
   const results: Record<OutcomeResult, number> = { accepted: 0, duplicate: 0, conflict: 0, unknown: 0, arm_level: 0, ambiguous: 0, unmatched: 0 };
   for (const item of items) {
     let r: OutcomeResult;

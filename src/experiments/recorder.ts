@@ -8,7 +8,8 @@
  *   same key again is a replay (not counted, same members), another key is a fork (a client re-sending an old
  *   memory, or several branches of one candidate) and continues as a NEW trajectory with a derived id, its unit
  *   counted with the whole history it carries.
- *   What a counted step writes to the outcome index is step-index.ts.
+ *   What a counted step writes to the outcome index is step-index.ts. A trajectory that starts after its experiment
+ *   recorded experiments.max_trajectories is left out, counted as such and nothing else (trajectory-bound.ts).
  * - `recordBatch`, after the batch: plain counter increments per experiment and arm (step-counts.ts), idempotent
  *   with the marks above.
  *
@@ -21,12 +22,14 @@ import type { GatewayMetrics } from '../metrics.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
-import type { Store } from '../state/types.js';
-import { keyCountersKey, keys } from './keys.js';
+import type { CappedLists, Claims, Counters, SharedValues, StoreHealth } from '../state/types.js';
+import { boundCountersKey, countersKey, field, keyCountersKey, keys } from './keys.js';
 import { Lifetimes } from './lifetime.js';
 import { countBatch } from './step-counts.js';
 import { isExperiment, routeIndex, trajectoryArm, type StepDecision } from './step-decision.js';
 import { StepIndex } from './step-index.js';
+import { TrajectoryBound } from './trajectory-bound.js';
+import { hasFlag, withFlag, type TrajectoryState } from '../protocol/memory-tag.js';
 import { advance, forkedId, forkStart, requestKey, stepFeedback } from './trajectory.js';
 import { keyId, MISSING_VALUE, UnitSlots, valueText } from './units.js';
 import { compileInputPath } from '../routing/match.js';
@@ -35,10 +38,14 @@ import type { GatewayConfig } from '../config/schema.js';
 
 type ExperimentsConfig = GatewayConfig['experiments'];
 
+/** The store's ports the experiments use: counters, claims (marks, index, slots), lists (history), shared values (epochs). */
+export type ExperimentsStore = Counters & Claims & CappedLists & SharedValues & Pick<StoreHealth, 'kind'>;
+
 /** What the recorder and the report read from the gateway, late-bound so a config reload is seen at once. */
 export interface ExperimentsHost {
   current: Pick<GatewayRuntime, 'agents' | 'config' | 'upstreams'>;
-  store: Store;
+  /** What the recorder, the report, the export and the history use of the store. */
+  store: ExperimentsStore;
   metrics: GatewayMetrics;
 }
 
@@ -61,6 +68,7 @@ export class Experiments {
   private readonly stepIndex = new StepIndex(this.lifetimes, () => this.now());
 
   private readonly slots = new UnitSlots();
+  private readonly bound = new TrajectoryBound();
   private readonly readers = new Map<string, (input: RoutingInput) => unknown>();
 
   /** Experiments whose sample-ratio mismatch this process has logged. */
@@ -139,6 +147,11 @@ export class Experiments {
           const key = requestKey(cfg.salt, request.request_id, input.id);
           const instruction = input.instruction;
           const feedback = stepFeedback(instruction);
+          const boundKey = boundCountersKey(agent, route.name, experiment);
+          if (hasFlag(previous, 'o')) return this.leftOut(p, advance(previous, { id: key, experiment }, instruction, feedback), undefined);
+          if (!continuing && !(await this.bound.admit(store, boundKey, cfg.max_trajectories))) {
+            return this.leftOut(p, advance(undefined, { id: key, experiment }, instruction, feedback), { agent, route: route.name, experiment, arm });
+          }
           const unit = continuing ? undefined : await this.newUnit(store, cfg, agent, route, p, input, experiment, key, ttlMs);
           let state = advance(previous, { id: key, experiment, ...unit?.members }, instruction, feedback);
           let base = previous ?? ZERO;
@@ -148,6 +161,7 @@ export class Experiments {
             // A fork: the same (trajectory, step) continued by another request. It goes on as a trajectory of its
             // own that counts only what comes after the fork (docs/experiments.md#forks).
             state = advance(forkStart(previous, forkedId(previous.id, key)), { id: key, experiment }, instruction, feedback);
+            if (!(await this.bound.admit(store, boundKey, cfg.max_trajectories))) return this.leftOut(p, state, { agent, route: route.name, experiment, arm });
             base = ZERO;
             newUnit = true;
             mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
@@ -168,11 +182,24 @@ export class Experiments {
   }
 
   /**
+   * A trajectory past experiments.max_trajectories (trajectory-bound.ts): its tag goes on flagged `o`, so its later
+   * steps skip the store too; nothing is counted but its start (`started`, undefined for a later step).
+   */
+  private leftOut(p: InputPlan, state: TrajectoryState, started: { agent: string; route: string; experiment: string; arm: string } | undefined): undefined {
+    p.trajectory = withFlag(state, 'o');
+    if (started !== undefined) {
+      this.host().store.incr(countersKey(started.agent, started.route, started.experiment), field.leftOut(started.arm));
+      this.host().metrics.trajectoriesLeftOut.inc({ agent: started.agent, route: started.route });
+    }
+    return undefined;
+  }
+
+  /**
    * The stratum and key a new trajectory's unit gets from its first input (experiments/units.ts). Never re-read:
    * they travel in the tag, and a fork inherits its parent's.
    */
   private async newUnit(
-    store: Store,
+    store: Claims & Counters,
     cfg: ExperimentsConfig,
     agent: string,
     route: CompiledRoute,

@@ -1,5 +1,5 @@
 /**
- * The counters of one answered batch (docs/experiments.md#what-each-number-means): plain increments (Store.incr,
+ * The counters of one answered batch (docs/experiments.md#what-each-number-means): plain increments (Counters.incr,
  * fire-and-forget, batched by the store) per experiment and arm, from what `begin` decided for each input. The unit
  * sums K, Σs, Σn, Σs², Σn², Σs·n are increments from the tag's previous s and n, so they are idempotent with the
  * step marks; then steps, stages, trajectories with an env error / failure reason / error candidate / crossover,
@@ -12,7 +12,7 @@ import { METRIC_OUTCOMES, type GatewayMetrics } from '../metrics.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import { hasFlag, type TrajectoryFlag } from '../protocol/memory-tag.js';
 import type { BatchPlan, CompiledRoutes } from '../routing/plan.js';
-import type { Store } from '../state/types.js';
+import type { Claims, Counters } from '../state/types.js';
 import { FEEDBACK_OUTCOMES, parseEnvFeedback } from './feedback.js';
 import { countersKey, field, keyCountersKey, keyField, keys, type KeySum } from './keys.js';
 import { latencyBucket } from './latency.js';
@@ -20,7 +20,7 @@ import { armOf, routeIndex, type StepDecision } from './step-decision.js';
 
 /** Where a batch's counts go, and what the crossover mark needs. */
 export interface CountSink {
-  store: Store;
+  store: Counters & Claims;
   metrics: GatewayMetrics;
   /** experiments.index_ttl_s in ms: how long a crossover mark stays. */
   ttlMs: number;
@@ -118,7 +118,7 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
 }
 
 /** Each leg's sub-request time, per arm, for the counted steps. */
-function countLatency(store: Store, compiled: CompiledRoutes, result: BatchResult, decisions: readonly StepDecision[]): void {
+function countLatency(store: Counters, compiled: CompiledRoutes, result: BatchResult, decisions: readonly StepDecision[]): void {
   if (decisions.length === 0) return;
   const byInput = new Map(decisions.filter((d) => d.counted).map((d) => [d.index, d]));
   for (const leg of result.legs) {

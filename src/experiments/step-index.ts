@@ -3,7 +3,7 @@
  * by, the trajectory's step set (its last step is the export row), and for a new unit the records that credit its
  * arm and list its experiment. Written once per counted step; the experiment's record once per process.
  */
-import type { Store } from '../state/types.js';
+import type { Claims, SharedValues } from '../state/types.js';
 import type { TrajectoryState } from '../protocol/memory-tag.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { keys, type ExperimentRecord, type TrajectoryRecord } from './keys.js';
@@ -27,7 +27,7 @@ export class StepIndex {
     private readonly now: () => Date,
   ) {}
 
-  async write(store: Store, agent: string, d: StepDecision, cfg: GatewayConfig['experiments']): Promise<void> {
+  async write(store: Claims & SharedValues, agent: string, d: StepDecision, cfg: GatewayConfig['experiments']): Promise<void> {
     const ttlMs = cfg.index_ttl_s * 1000;
     const { state } = d;
     const writes: Promise<unknown>[] = [

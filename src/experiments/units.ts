@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { RatioSums } from '../stats/index.js';
-import type { Store } from '../state/types.js';
+import type { Claims, Counters } from '../state/types.js';
 import { KEY_SUMS, keys, type KeySum } from './keys.js';
 
 /** Characters of a stratum value kept as its label (values come from clients). */
@@ -46,7 +46,7 @@ export class UnitSlots {
   private readonly keyStatus = new Map<string, boolean>();
 
   /** The stratum of `label` in `experiment`: its slot 1..max, or 0 (`other`) once every slot holds another value. */
-  async stratum(store: Store, experiment: string, label: string, max: number, ttlMs: number): Promise<number> {
+  async stratum(store: Claims, experiment: string, label: string, max: number, ttlMs: number): Promise<number> {
     let known = this.slots.get(experiment);
     if (known === undefined) {
       if (this.slots.size >= EXPERIMENTS_CACHED) this.slots.clear();
@@ -68,7 +68,7 @@ export class UnitSlots {
    * Whether key `id` of `experiment` is a unit of its own: the first `max` keys are, later ones are not; the
    * answer is set once in the store, so every replica and every later trajectory of the key agree.
    */
-  async keyAdmitted(store: Store, experiment: string, id: string, max: number, ttlMs: number, counterKey: string): Promise<boolean> {
+  async keyAdmitted(store: Claims & Counters, experiment: string, id: string, max: number, ttlMs: number, counterKey: string): Promise<boolean> {
     const cacheKey = `${experiment}:${id}`;
     const hit = this.keyStatus.get(cacheKey);
     if (hit !== undefined) return hit;
@@ -83,7 +83,7 @@ export class UnitSlots {
 }
 
 /** The labels of an experiment's stratum slots 1..max (undefined where none claimed yet), for the report. */
-export async function slotLabels(store: Store, experiment: string, max: number): Promise<(string | undefined)[]> {
+export async function slotLabels(store: Claims, experiment: string, max: number): Promise<(string | undefined)[]> {
   return Promise.all(Array.from({ length: max }, (_, i) => store.readClaim(keys.slot(experiment, i + 1))));
 }
 

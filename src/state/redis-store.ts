@@ -2,9 +2,9 @@
  * The Redis store: state shared by every gateway replica configured with the same Redis and key_prefix.
  * Composes the connection (redis-link.ts), cluster-wide semaphores, replay, counters and shared values, each
  * with a per-process fallback used while Redis is unavailable (see each module). Key layout, all under
- * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `claim:<key>`, `set:<key>`, `list:<key>`, and one pub/sub channel
- * key_prefix: `sem:{key}:*`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `cache:e:<digest>` and `cache:{gen}:<scope>`, and one pub/sub channel
- * `events` carrying wake-ups and shared-value changes.
+ * key_prefix: `sem:{key}:*`, `bucket:{key}`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `claim:<key>`,
+ * `set:<key>`, `list:<key>`, `cache:e:<digest>` and `cache:{gen}:<scope>`, and one pub/sub channel `events` carrying
+ * wake-ups and shared-value changes (TTLs and sizes: docs/experiments.md#bounds-and-sizing).
  */
 import type { AbortLike } from '../abort.js';
 import { LocalClaims, RedisClaims } from './claims.js';

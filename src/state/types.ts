@@ -1,6 +1,6 @@
 /**
- * The shared-state store: one interface, an in-memory implementation (default, no dependency) and a Redis
- * implementation for several gateway replicas behind a load balancer (config `state.redis`).
+ * The shared-state store: one port per concern (below), an in-memory implementation of them all (default, no
+ * dependency) and a Redis implementation for several gateway replicas behind a load balancer (config `state.redis`).
  *
  * Every method completes within its own bounds whatever Redis does: while Redis is unreachable or slow the
  * Redis store answers from per-process state (see redis-store.ts), so a request never waits on Redis past its
@@ -26,7 +26,7 @@ export interface StateLog {
   warn(obj: object, msg: string): void;
 }
 
-/** The answer of a token-bucket take (Store.takeTokens). */
+/** The answer of a token-bucket take (TokenBuckets.takeTokens). */
 export type TokenTake = { ok: true } | { ok: false; waitMs: number };
 
 /** One unit of a per-key concurrency limit. */
@@ -108,25 +108,43 @@ export interface CacheEntriesOptions {
   capBytes: number;
 }
 
-export interface Store {
+/*
+ * The store's ports: one per concern, each consumer taking only the ones it uses (dispatch the permits, the batch
+ * core the replay, the client limits permits and token buckets, the experiments counters, claims, lists and shared
+ * values, the cache its entries, ejections the shared values). Both stores implement all of them (`Store`); only
+ * src/state/ and the composition root (plugins/gateway.ts, batch/gateway-state.ts) name `Store` itself.
+ */
+
+/** Which store it is, whether it is reachable, and what it counted (metrics, the console). */
+export interface StoreHealth {
   readonly kind: 'memory' | 'redis';
   /** False while Redis is unreachable or slow; the memory store is always up. */
   isUp(): boolean;
   /** Called on every change of isUp(); returns an unsubscribe function. */
   onUpChange(listener: (up: boolean) => void): () => void;
+  stats(): StoreStats;
+}
 
+/** Idempotent replay of batches (docs/deployment.md#several-gateway-replicas-redis). */
+export interface ReplayStore {
   /**
    * Idempotent replay of a batch: `bodyHash` from hashBody(). Waits (until `signal` aborts) while an identical
    * batch is being computed by any replica; if that one is abandoned or its replica dies, one waiter computes.
    */
   replayBegin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin>;
+}
 
+/** Per-key concurrency limits. */
+export interface Permits {
   /**
    * A permit of a per-key limit (key = a backend replica), FIFO across all gateway replicas sharing Redis.
    * `undefined` = timed out or aborted. The limit is the caller's current one (max_in_flight).
    */
   acquire(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined>;
+}
 
+/** Cluster-wide token buckets (a client's candidates per minute). */
+export interface TokenBuckets {
   /**
    * Takes `n` tokens from a cluster-wide token bucket of `capacity` tokens refilled at capacity per minute (a
    * client's max_candidates_per_minute), starting full. A take larger than the bucket waits for a full bucket,
@@ -135,15 +153,21 @@ export interface Store {
    * share with: it grants every take (the local limiter is the whole limit).
    */
   takeTokens(key: string, capacity: number, n: number): Promise<TokenTake | undefined>;
+}
 
+/** Cluster-wide counters (experiment arms, feedback, outcomes). */
+export interface Counters {
   /** Adds `by` (default 1) to a cluster-wide counter; fire-and-forget, batched. */
   incr(key: string, field: string, by?: number): void;
   /** Cluster totals of every field of `key`, including this process's increments not yet sent. */
   readCounters(key: string): Promise<Record<string, number>>;
   /** Sends pending counter increments now (the store also does so on its own within ~200 ms). */
   flush(): Promise<void>;
+}
 
-  /** Small shared values (ejections, probe results) that expire after ttlMs. */
+/** Small shared values (ejections, probe results, experiment epochs) that expire, with change announcements. */
+export interface SharedValues {
+  /** Stores `value` under `key` for ttlMs. */
   setShared(key: string, value: string, ttlMs: number): Promise<void>;
   deleteShared(key: string): Promise<void>;
   /** Current value; at most ~1 s stale between replicas (changes are also pushed via onSharedChange). */
@@ -153,10 +177,14 @@ export interface Store {
    * `undefined` = deleted. Expiry by TTL is not announced. Returns an unsubscribe function.
    */
   onSharedChange(listener: (key: string, value: string | undefined) => void): () => void;
+}
 
+/** Set-once values and bounded sets with a TTL: the experiment recorder's marks and index (claims.ts). */
+export interface Claims {
   /**
-   * A set-once value with a TTL (the experiment recorder's idempotency marks and indexes): the first caller's
-   * `value` is kept; every caller learns the stored value and whether it was the first.
+   * Set-once: the first caller, on any replica sharing the store, stores `value` under `key` until it expires
+   * after `ttlMs`; every caller learns the stored value and whether it was the first (idempotency marks, slots,
+   * the one writer per interval of the experiment history). Redis unavailable: answered locally.
    */
   claim(key: string, value: string, ttlMs: number): Promise<ClaimResult>;
   /** The value a claim holds, if any. */
@@ -165,27 +193,30 @@ export interface Store {
   addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<void>;
   /** The members of a set, in no particular order. */
   readSet(key: string): Promise<string[]>;
-  /** The response cache's entries in this store: this process's memory, or Redis shared by every replica. */
-  cacheEntries(opts: CacheEntriesOptions): CacheEntries;
+}
 
-  stats(): StoreStats;
-  /** Releases this process's permits and abandons its replay leases, sends pending counters, disconnects. */
-  close(): Promise<void>;
-
+/** Lists that keep their last entries (the experiment history, experiments/report/history.ts). */
+export interface CappedLists {
   /**
    * Appends `value` to the list `key`, keeping only its last `max` entries (the oldest dropped), the whole list
-   * forgotten `ttlMs` after its last append. Used for the experiment history (experiments/history.ts). Redis
-   * unavailable: the value is dropped (a gap in the history, counted in `fallbacks`).
+   * forgotten `ttlMs` after its last append. Redis unavailable: the value is dropped (a gap in the history,
+   * counted in `fallbacks`).
    */
   pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void>;
   /** The list `key`, oldest first; empty when there is none, or while Redis is unavailable (counted in `fallbacks`). */
   readList(key: string): Promise<string[]>;
-  /**
-   * Set-once: the first caller, on any replica sharing the store, stores `value` under `key` until it expires
-   * after `ttlMs`; every caller learns the stored value and whether it was the first (the one writer per
-   * interval of the experiment history). Redis unavailable: not first.
-   */
-  claim(key: string, value: string, ttlMs: number): Promise<ClaimResult>;
+}
+
+/** Where the response cache keeps its entries. */
+export interface CacheStore {
+  /** The response cache's entries in this store: this process's memory, or Redis shared by every replica. */
+  cacheEntries(opts: CacheEntriesOptions): CacheEntries;
+}
+
+/** Every port, as the two stores implement them; held by the composition root. */
+export interface Store extends StoreHealth, ReplayStore, Permits, TokenBuckets, Counters, SharedValues, Claims, CappedLists, CacheStore {
+  /** Releases this process's permits and abandons its replay leases, sends pending counters, disconnects. */
+  close(): Promise<void>;
 }
 
 export function emptyStats(): StoreStats {

@@ -6,7 +6,7 @@
  * outcome reaches every replica within one interval by construction.
  */
 import type { Logger } from '../logging.js';
-import type { Store } from '../state/index.js';
+import type { SharedValues } from '../state/types.js';
 import type { Replica } from './replica.js';
 import type { Upstreams } from './upstreams.js';
 
@@ -22,7 +22,7 @@ export class SharedEjections {
 
   constructor(
     private readonly upstreams: Upstreams,
-    private readonly store: Store,
+    private readonly store: SharedValues,
     private readonly log: Logger,
   ) {
     for (const r of upstreams.all()) this.byKey.set(ejectionKey(r), r);

@@ -109,6 +109,7 @@ test('defaults fill every key a minimal file leaves out', () => {
     sequential: { planned_trajectories: 200, burn_in: 20 },
     max_strata: 20,
     max_keys: 10_000,
+    max_trajectories: 50_000,
     index_ttl_s: 30 * 24 * 3600,
     outcomes_max: 10_000,
     outcomes_max_bytes: 4 * 1024 * 1024,

@@ -35,10 +35,24 @@ async function hold(permit: Permit, gauge: { now: number; max: number }, ms: num
   permit.release();
 }
 
+/** Every port's contract, against one store: the same behaviour whichever store is configured. */
 export function contractSuite(name: string, harness: Harness): void {
   describe(`${name} store contract`, { timeout: 30_000 }, () => {
     after(() => harness.cleanup());
+    permitsContract(harness);
+    permitWaitsContract(harness);
+    replayContract(harness);
+    replayWaitersContract(harness);
+    countersContract(harness);
+    sharedValuesContract(harness);
+    claimsContract(harness);
+    cappedListsContract(harness);
+  });
+}
 
+/** Per-key concurrency limits (Permits): the limit holds, FIFO, no waiting with timeoutMs 0. */
+function permitsContract(harness: Harness): void {
+  describe('permits', () => {
     it('never exceeds the limit under 50 concurrent acquirers', async () => {
       const store = await harness.make();
       const key = uniqueKey();
@@ -87,7 +101,12 @@ export function contractSuite(name: string, harness: Harness): void {
       p.release();
       await harness.assertIdle(key);
     });
+  });
+}
 
+/** Permits: how a wait ends without a permit (timeout, abort) and leaks nothing. */
+function permitWaitsContract(harness: Harness): void {
+  describe('permit waits', () => {
     it('times out a waiter with undefined and counts it', async () => {
       const store = await harness.make();
       const key = uniqueKey();
@@ -125,7 +144,12 @@ export function contractSuite(name: string, harness: Harness): void {
       assert.equal(await store.acquire(key, 1, { signal: AbortSignal.abort(), timeoutMs: 0 }), undefined);
       await harness.assertIdle(key);
     });
+  });
+}
 
+/** Idempotent replay (ReplayStore): what is stored, for how long, and what is not. */
+function replayContract(harness: Harness): void {
+  describe('replay', () => {
     it('replay: compute, then hit with the stored body', async () => {
       const store = await harness.make();
       const rid = randomUUID();
@@ -163,6 +187,20 @@ export function contractSuite(name: string, harness: Harness): void {
       assert.deepEqual(replayed(await store.replayBegin(rid, 'h')), { kind: 'hit', body: '[2]' });
     });
 
+    it('replay: a response over replay_max_bytes is not stored, and counted', async () => {
+      const store = await harness.make({ replay_max_bytes: 10 });
+      const rid = randomUUID();
+      const first = await store.replayBegin(rid, 'h');
+      if (first.kind === 'compute') await first.lease.finish('x'.repeat(11));
+      assert.equal((await store.replayBegin(rid, 'h')).kind, 'compute');
+      assert.equal(store.stats().replayTooLarge, 1);
+    });
+  });
+}
+
+/** ReplayStore: duplicates that arrive while the first is computing. */
+function replayWaitersContract(harness: Harness): void {
+  describe('replay waiters', () => {
     it('replay: a duplicate waits for the first and gets its result', async () => {
       const store = await harness.make();
       const rid = randomUUID();
@@ -215,16 +253,12 @@ export function contractSuite(name: string, harness: Harness): void {
       assert.deepEqual(await waiting, { kind: 'aborted' });
       if (first.kind === 'compute') await first.lease.abandon();
     });
+  });
+}
 
-    it('replay: a response over replay_max_bytes is not stored, and counted', async () => {
-      const store = await harness.make({ replay_max_bytes: 10 });
-      const rid = randomUUID();
-      const first = await store.replayBegin(rid, 'h');
-      if (first.kind === 'compute') await first.lease.finish('x'.repeat(11));
-      assert.equal((await store.replayBegin(rid, 'h')).kind, 'compute');
-      assert.equal(store.stats().replayTooLarge, 1);
-    });
-
+/** Cluster-wide counters (Counters). */
+function countersContract(harness: Harness): void {
+  describe('counters', () => {
     it('counters add up', async () => {
       const store = await harness.make();
       const key = `exp-${randomUUID()}`;
@@ -236,7 +270,12 @@ export function contractSuite(name: string, harness: Harness): void {
       assert.deepEqual(await store.readCounters(key), { qwen: 3, gpt: 0.5 });
       assert.deepEqual(await store.readCounters(`none-${randomUUID()}`), {});
     });
+  });
+}
 
+/** Shared values (SharedValues): set, read, announced, expired. */
+function sharedValuesContract(harness: Harness): void {
+  describe('shared values', () => {
     it('shared values: set, get, announce, delete, expire', async () => {
       const store = await harness.make();
       const key = `eject:${randomUUID()}`;
@@ -256,6 +295,45 @@ export function contractSuite(name: string, harness: Harness): void {
         [key, undefined],
         [key, 'briefly'],
       ]);
+    });
+  });
+}
+
+/** Set-once values and bounded sets (Claims): the first caller's value stays, sets keep at most their bound. */
+function claimsContract(harness: Harness): void {
+  describe('claims', () => {
+    it('claims: the first value stays, every caller learns it; sets keep at most maxMembers', async () => {
+      const store = await harness.make();
+      const key = `x:${randomUUID()}`;
+      assert.deepEqual(await store.claim(key, 'a', 10_000), { first: true, value: 'a' });
+      assert.deepEqual(await store.claim(key, 'b', 10_000), { first: false, value: 'a' });
+      assert.equal(await store.readClaim(key), 'a');
+      assert.equal(await store.readClaim(`none-${randomUUID()}`), undefined);
+      const set = `s:${randomUUID()}`;
+      for (const m of ['1', '2', '2', '3']) await store.addToSet(set, m, 10_000, 2);
+      assert.deepEqual((await store.readSet(set)).sort(), ['1', '2']);
+      assert.deepEqual(await store.readSet(`none-${randomUUID()}`), []);
+    });
+
+    it('claims: a claim is gone after its TTL, and the next caller is first again', async () => {
+      const store = await harness.make();
+      const key = `x:${randomUUID()}`;
+      await store.claim(key, 'a', 60);
+      await waitFor('the claim to expire', async () => (await store.readClaim(key)) === undefined, { timeoutMs: 1500 });
+      assert.deepEqual(await store.claim(key, 'b', 10_000), { first: true, value: 'b' });
+    });
+  });
+}
+
+/** Lists that keep their last entries (CappedLists). */
+function cappedListsContract(harness: Harness): void {
+  describe('capped lists', () => {
+    it('lists: keep the last max entries, oldest first', async () => {
+      const store = await harness.make();
+      const key = `l:${randomUUID()}`;
+      for (const v of ['1', '2', '3', '4']) await store.pushCapped(key, v, 3, 10_000);
+      assert.deepEqual(await store.readList(key), ['2', '3', '4']);
+      assert.deepEqual(await store.readList(`none-${randomUUID()}`), []);
     });
   });
 }

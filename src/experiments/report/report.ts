@@ -110,6 +110,8 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
   // difference between them has no interval or test that means what it says for a split.
   const randomized = route.kind === 'split';
   const warnings = randomized ? [...analysis.warnings] : [ENSEMBLE_NOTE];
+  const leftOut = members.reduce((x, m) => x + m.counts.leftOut, 0);
+  if (leftOut > 0) warnings.push(`${leftOut} trajectories started after experiments.max_trajectories (${cfg.max_trajectories}) were recorded: they are left out of every count`);
   if (srm?.flagged === true) {
     const line = srmWarning(srm);
     warnings.unshift(line);

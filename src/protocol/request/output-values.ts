@@ -5,7 +5,7 @@
  * written in their place (memory-tag.ts). Levels as in answer-index.ts: a candidate's values are at 3, an
  * output's tool_calls at 4, a tool call at 5.
  */
-import type { MemoryLayout, TagSpan } from '../memory-tag.js';
+import type { MemoryLayout } from '../memory-tag.js';
 import { ProtocolWalker } from './protocol-walker.js';
 
 const LBRACE = 0x7b;
@@ -13,14 +13,6 @@ const LBRACKET = 0x5b;
 const QUOTE = 0x22;
 
 export abstract class OutputValueWalker extends ProtocolWalker {
-  constructor(
-    buf: Buffer,
-    maxDepth: number,
-    readonly memoryKey: string,
-  ) {
-    super(buf, maxDepth, memoryKey);
-  }
-
   /** The string at `v` when the value there is one, else undefined; `end` receives where the value ends. */
   protected stringAt(v: number, depth: number, end: { at: number }): string | undefined {
     const s = this.s;
@@ -113,37 +105,6 @@ export abstract class OutputValueWalker extends ProtocolWalker {
 
   /** A memory object at `p`: its edges and the members named memory_key. */
   protected memory(p: number): MemoryLayout & { end: number } {
-    const s = this.s;
-    const key = this.key;
-    const tags: TagSpan[] = [];
-    let count = 0;
-    let firstKeyStart = -1;
-    let lastValueEnd = -1;
-    let lastTag: TagSpan | undefined;
-    const end = this.members(p, 3, (_name, v) => {
-      const keyStart = key.start;
-      const keyEnd = key.end;
-      const escaped = s.escaped;
-      const e = s.value(v, 3);
-      if (lastTag !== undefined) {
-        lastTag.nextStart = keyStart;
-        lastTag = undefined;
-      }
-      if (this.isMemoryKey(keyStart, keyEnd, escaped)) {
-        lastTag = { keyStart, valueStart: v, valueEnd: e, prevEnd: count === 0 ? -1 : lastValueEnd, nextStart: -1 };
-        tags.push(lastTag);
-      }
-      if (count === 0) firstKeyStart = keyStart;
-      lastValueEnd = e;
-      count++;
-      return e;
-    }, false);
-    return { start: p, end, count, firstKeyStart, lastValueEnd, tags };
-  }
-
-  private isMemoryKey(keyStart: number, keyEnd: number, escaped: boolean): boolean {
-    if (escaped) return this.s.text(keyStart, keyEnd, true) === this.memoryKey;
-    const k = this.memoryKeyBytes;
-    return keyEnd - keyStart - 2 === k.length && this.buf.compare(k, 0, k.length, keyStart + 1, keyEnd - 1) === 0;
+    return this.memoryLayout(p, 3, (v) => this.s.value(v, 3));
   }
 }

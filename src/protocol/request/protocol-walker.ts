@@ -4,6 +4,7 @@
  * callback that reads its value and returns the offset past it (docs/protocol-fidelity.md#how-a-batch-is-read).
  */
 import { IndexReject, JsonScanner, type NumberToken } from '../json/json-index.js';
+import type { MemoryLayout, TagSpan } from '../memory-tag.js';
 
 const RBRACE = 0x7d;
 const RBRACKET = 0x5d;
@@ -33,7 +34,8 @@ export abstract class ProtocolWalker {
   constructor(
     readonly buf: Buffer,
     readonly maxDepth: number,
-    memoryKey: string,
+    /** The member of `memory` that holds the gateway's tag (memory-tag.ts). */
+    readonly memoryKey: string,
   ) {
     this.s = new JsonScanner(buf, maxDepth);
     this.memoryKeyBytes = memoryKeyBytes(memoryKey);
@@ -63,6 +65,47 @@ export abstract class ProtocolWalker {
       if (c !== COMMA) throw new IndexReject(q, "expected ',' or '}'");
       q++;
     }
+  }
+
+  /**
+   * A memory object at `p` (its `{`), at `depth`: its edges and the members named memory_key, located so that the
+   * gateway's tag can be written in their place (memory-tag.ts). Keys are not decoded; `value(v)` reads each
+   * member's value and returns the offset past it (the request side also checks its numbers are finite).
+   */
+  protected memoryLayout(p: number, depth: number, value: (v: number) => number): MemoryLayout & { end: number } {
+    const s = this.s;
+    const key = this.key;
+    const tags: TagSpan[] = [];
+    let count = 0;
+    let firstKeyStart = -1;
+    let lastValueEnd = -1;
+    let lastTag: TagSpan | undefined;
+    const end = this.members(p, depth, (_name, v) => {
+      const keyStart = key.start;
+      const keyEnd = key.end;
+      const escaped = s.escaped;
+      const e = value(v);
+      if (lastTag !== undefined) {
+        lastTag.nextStart = keyStart;
+        lastTag = undefined;
+      }
+      if (this.isMemoryKey(keyStart, keyEnd, escaped)) {
+        lastTag = { keyStart, valueStart: v, valueEnd: e, prevEnd: count === 0 ? -1 : lastValueEnd, nextStart: -1 };
+        tags.push(lastTag);
+      }
+      if (count === 0) firstKeyStart = keyStart;
+      lastValueEnd = e;
+      count++;
+      return e;
+    }, false);
+    return { start: p, end, count, firstKeyStart, lastValueEnd, tags };
+  }
+
+  /** Whether the key spanning keyStart..keyEnd (its quotes included) is memory_key; escaped keys compare as text. */
+  private isMemoryKey(keyStart: number, keyEnd: number, escaped: boolean): boolean {
+    if (escaped) return this.s.text(keyStart, keyEnd, true) === this.memoryKey;
+    const k = this.memoryKeyBytes;
+    return keyEnd - keyStart - 2 === k.length && this.buf.compare(k, 0, k.length, keyStart + 1, keyEnd - 1) === 0;
   }
 
   /** The array at `p` (its `[`), at `depth`: `onElement(start)` reads each element. Returns the offset past `]`. */

@@ -15,7 +15,7 @@ import { numberMark } from '../json/exact-json.js';
 import { IndexReject } from '../json/json-index.js';
 import { ProtocolWalker } from './protocol-walker.js';
 import type { IntValue } from '../json/json-values.js';
-import type { MemoryLayout, TagSpan } from '../memory-tag.js';
+import type { MemoryLayout } from '../memory-tag.js';
 
 /** An instruction as the schema's AgentInstruction (types.ts, which imports this file's types) decodes it. */
 interface IndexedInstruction {
@@ -386,40 +386,12 @@ class RequestIndexer extends ProtocolWalker {
 
   /** A memory object at `p`: its edges, the members that are the tag, and whether its numbers are finite. */
   private memory(p: number): MemoryLayout & { end: number; finite: boolean } {
-    const s = this.s;
-    const key = this.key;
-    const tags: TagSpan[] = [];
-    let count = 0;
-    let firstKeyStart = -1;
-    let lastValueEnd = -1;
-    let lastTag: { nextStart: number } | undefined;
     let finite = true;
-    const end = this.members(p, 4, (_name, v) => {
-      const keyStart = key.start;
-      const keyEnd = key.end;
-      const escaped = s.escaped;
+    const layout = this.memoryLayout(p, 4, (v) => {
       const r = this.finite(v, 4);
       if (!r.finite) finite = false;
-      if (lastTag !== undefined) {
-        lastTag.nextStart = keyStart;
-        lastTag = undefined;
-      }
-      if (this.isMemoryKey(keyStart, keyEnd, escaped)) {
-        const t = { keyStart, valueStart: v, valueEnd: r.end, prevEnd: count === 0 ? -1 : lastValueEnd, nextStart: -1 };
-        tags.push(t);
-        lastTag = t;
-      }
-      if (count === 0) firstKeyStart = keyStart;
-      lastValueEnd = r.end;
-      count++;
       return r.end;
-    }, false);
-    return { start: p, end, finite, count, firstKeyStart, lastValueEnd, tags };
-  }
-
-  private isMemoryKey(keyStart: number, keyEnd: number, escaped: boolean): boolean {
-    if (escaped) return this.s.text(keyStart, keyEnd, true) === this.limits.memoryKey;
-    const k = this.memoryKeyBytes;
-    return keyEnd - keyStart - 2 === k.length && this.buf.compare(k, 0, k.length, keyStart + 1, keyEnd - 1) === 0;
+    });
+    return { ...layout, finite };
   }
 }
