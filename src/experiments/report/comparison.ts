@@ -4,6 +4,7 @@
  * as the unit. Pure: counts in, a comparison out, the statistics from src/stats.
  */
 import {
+  BINARY_UNIT,
   fixedBinary,
   fixedMeans,
   fixedRatio,
@@ -24,7 +25,7 @@ import type { KeyUnits } from '../units.js';
 export type Metric = 'tool_success' | 'outcome';
 
 /** Which outcomes the outcome comparison reads: the kind posted, or `mixed` when both were (refused). */
-type OutcomeKind = 'success' | 'score';
+export type OutcomeKind = 'success' | 'score';
 
 export const LABELS: Record<Metric, string> = {
   tool_success: 'process metric: tool success over observed robot lines, not episode success',
@@ -96,6 +97,21 @@ export function metricSums(metric: Metric, kind: OutcomeKind, unit: Unit, a: Arm
   return unit === 'key' ? k.success : meanSums(a.counts.outcomeReported, a.counts.outcomeSuccess, a.counts.outcomeSuccess);
 }
 
+/**
+ * What the always-valid burn-in of `metric` counts, named as a researcher counts it: trajectories for tool success,
+ * trajectories with an outcome (or a score) for the outcome, keys (with one) when the key is the unit.
+ */
+export function burnInUnit(metric: Metric, kind: OutcomeKind, unit: Unit): string {
+  if (unit === 'key') return metric === 'tool_success' ? 'keys' : kind === 'score' ? 'keys with a score' : 'keys with an outcome';
+  if (metric === 'tool_success') return 'trajectories';
+  return kind === 'score' ? 'trajectories with a score' : BINARY_UNIT;
+}
+
+/** How many of burnInUnit's units an arm has: the units of the sums its comparison reads. */
+export function burnInCount(metric: Metric, kind: OutcomeKind, unit: Unit, a: ArmInput): number {
+  return metricSums(metric, kind, unit, a).units;
+}
+
 const FIXED_VALID_WHEN = 'valid only at a number of trajectories fixed in advance, read once';
 
 export function split<T extends object>(r: T | Unavailable): { value: T | null; reason: string | null } {
@@ -128,7 +144,7 @@ function fixedOf(metric: Metric, kind: OutcomeKind, unit: Unit, c: ArmInput, t: 
 function sequentialOf(metric: Metric, kind: OutcomeKind, unit: Unit, c: ArmInput, t: ArmInput, alpha: number, o: AnalysisOptions): SequentialResult | Unavailable {
   const opts = { alpha, plannedTrajectories: o.plannedTrajectories, burnIn: o.burnIn };
   if (unit === 'key') {
-    return sequentialRatio(metricSums(metric, kind, unit, c), metricSums(metric, kind, unit, t), opts, 'keys', metric === 'tool_success' ? 'with a tool line' : outcomeWhat(kind));
+    return sequentialRatio(metricSums(metric, kind, unit, c), metricSums(metric, kind, unit, t), opts, 'keys', metric === 'tool_success' ? 'with a tool line' : outcomeWhat(kind), burnInUnit(metric, kind, unit));
   }
   if (metric === 'tool_success') return sequentialRatio(toolSums(c.counts), toolSums(t.counts), opts);
   if (kind === 'score') return sequentialMeans(scoreSums(c.counts), scoreSums(t.counts), opts);
