@@ -5,6 +5,7 @@
  */
 import {
   BINARY_UNIT,
+  clampResult,
   fixedBinary,
   fixedMeans,
   fixedRatio,
@@ -12,7 +13,9 @@ import {
   sequentialBinary,
   sequentialMeans,
   sequentialRatio,
+  RATE_DIFFERENCE_RANGE,
   type FixedResult,
+  type Range,
   type RatioSums,
   type ScoreSums,
   type SequentialResult,
@@ -151,14 +154,25 @@ function sequentialOf(metric: Metric, kind: OutcomeKind, unit: Unit, c: ArmInput
   return sequentialBinary(binary(c.counts), binary(t.counts), opts);
 }
 
-/** One metric's comparison of `t` against `c`; the always-valid part for the primary metric only. */
+/** The range a metric's difference cannot leave: rates differ by at most 1; a score has no bound the gateway knows. */
+export function differenceRange(metric: Metric, kind: OutcomeKind | 'mixed' | null): Range | null {
+  return metric === 'outcome' && kind === 'score' ? null : RATE_DIFFERENCE_RANGE;
+}
+
+/** `r` with its interval inside `range`, or the reason there is none. */
+function inRange<T extends { ci95: [number, number] }>(r: T | Unavailable, range: Range | null): T | Unavailable {
+  return 'reason' in r ? r : clampResult(r, range);
+}
+
+/** One metric's comparison of `t` against `c`; the always-valid part for the primary metric only; intervals inside the metric's range. */
 export function compare(metric: Metric, primary: boolean, c: ArmInput, t: ArmInput, alpha: number, o: AnalysisOptions, kind: OutcomeKind | 'mixed' | null): Comparison {
   const unit = o.unit ?? 'trajectory';
   const k: OutcomeKind = kind === 'score' ? 'score' : 'success';
   const mixed = metric === 'outcome' && kind === 'mixed';
-  const fixed = split(mixed ? { reason: MIXED_REASON } : fixedOf(metric, k, unit, c, t, alpha));
+  const range = differenceRange(metric, kind);
+  const fixed = split(mixed ? { reason: MIXED_REASON } : inRange(fixedOf(metric, k, unit, c, t, alpha), range));
   let sequential: { value: SequentialResult | null; reason: string | null } = { value: null, reason: 'descriptive: the always-valid result is for the primary metric only' };
-  if (primary) sequential = split(mixed ? { reason: MIXED_REASON } : sequentialOf(metric, k, unit, c, t, alpha, o));
+  if (primary) sequential = split(mixed ? { reason: MIXED_REASON } : inRange(sequentialOf(metric, k, unit, c, t, alpha, o), range));
   return {
     arm: t.arm,
     control: c.arm,
