@@ -62,6 +62,10 @@ test('an arm not ready at the start: SRM flagged with its cause, first warning, 
   assert.ok(e.srm!.p_value! < 1e-6 && e.srm!.sequential_p_value! < 0.001, JSON.stringify(e.srm));
   assert.equal(e.srm?.cause, `${drawnB} trajectories rerouted from b: not ready`);
   assert.equal(e.trustworthy, false);
+  // The verdict names the cause in the served JSON, before the burn-in is reached on b.
+  assert.equal(e.verdict.state, 'not_trustworthy');
+  assert.equal(e.verdict.arm, null);
+  assert.ok(e.verdict.text.includes(`cause: ${drawnB} trajectories rerouted from b: not ready`), e.verdict.text);
   assert.match(e.warnings[0]!, /^sample-ratio mismatch \(p = [0-9.e+-]+\): trajectories a 30, b 0, expected a 15, b 15; cause: \d+ trajectories rerouted from b: not ready/);
   assert.deepEqual(e.arms.map((x) => x.rerouted_from.not_ready), [0, drawnB]);
   const metrics = (await gw.call('/metrics')).text;
@@ -119,4 +123,26 @@ test('reset starts afresh on every replica of the route; unknown routes are a 40
   const bad = await gw.admin('/gateway/experiments/reset', { method: 'POST', body: { route: 'nope' } });
   assert.equal(bad.status, 404);
   assert.match((bad.json as { detail: string }).detail, /no split or ensemble route matches route "nope"/);
+});
+
+test('a reload after a reset: the reset experiment keeps its real lifetime, the new one starts with its first trajectory', async () => {
+  const reset = (await report()).experiments[0]!;
+  assert.ok(reset.experiment.started_at !== null);
+  const res = await gw.reload(config({ a: 1, b: 2 }));
+  assert.equal(res.status, 200, res.text);
+  const before = await report();
+  // Before its first trajectory the new experiment's start is not known: not the reset's time, which the
+  // experiment before it took (that gave the earlier one started_at = ended_at).
+  assert.notEqual(before.experiments[0]!.experiment.id, reset.experiment.id);
+  assert.equal(before.experiments[0]!.experiment.started_at, null);
+  assert.equal(before.earlier[0]!.experiment.id, reset.experiment.id);
+  await newTrajectories('s4', 2);
+  const r = await report();
+  const now = r.experiments[0]!.experiment;
+  const earlier = r.earlier[0]!;
+  assert.equal(earlier.experiment.id, reset.experiment.id);
+  assert.equal(earlier.experiment.started_at, reset.experiment.started_at);
+  assert.ok(now.started_at !== null && now.started_at > reset.experiment.started_at!, `${now.started_at} after ${reset.experiment.started_at}`);
+  assert.equal(earlier.ended_at, now.started_at);
+  assert.ok(earlier.ended_at! > earlier.experiment.started_at!);
 });
