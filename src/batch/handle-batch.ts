@@ -35,6 +35,7 @@ import { requestObjectsEstimate } from '../memory/estimates.js';
 import { ROOT_AGENT } from '../config/schema.js';
 import type { CompiledAgent } from '../routing/agents.js';
 import { batchLogIds } from './batch-log.js';
+import { batchRecord } from './batch-record.js';
 
 /** Every code the gateway itself writes in a candidate starts so (src/errors.ts). */
 const GATEWAY_CODE_PREFIX = 'gateway_';
@@ -264,13 +265,14 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
           .finally(() => copy?.release());
       }
     }
-    const durationMs = Math.round(performance.now() - t0);
+    const elapsedMs = performance.now() - t0;
+    const durationMs = Math.round(elapsedMs);
     const routes = countBy(plan.inputs.map((p) => p.route));
-    // The console's recent batches (batch/activity.ts): counts and names only, never memory or prompts.
-    gw.activity.recordBatch({
-      request_id: request.request_id, agent: agent.name, client: ex.client ?? null, inputs: request.inputs.length, candidates: result.outputs.length,
-      routes, backends: result.backends, error_codes: result.errorCodes, duration_ms: durationMs, overhead_ms: Math.round(overheadMs * 100) / 100,
-    });
+    // The console's recent batches (batch/batch-record.ts): ids, names, counts and codes only, never memory or prompts.
+    gw.activity.recordBatch(batchRecord({
+      request, plan, result, agent: agent.name, client: ex.client ?? null, cacheHits: cache?.hits, durationMs: elapsedMs, overheadMs,
+      inputsKept: config.admin.batch_inputs_kept,
+    }));
     // Guarded: building the line (route counts, rounding) costs time even when the level drops it.
     if (logsInfo(ex.log)) {
       ex.log.info(

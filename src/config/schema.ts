@@ -458,6 +458,12 @@ export const configSchema = z.strictObject({
       protect_metrics: z.boolean().default(false),
       /** Batches `GET /gateway/batches` (the console's Recent batches page) keeps, newest first; 0 keeps none. */
       recent_batches: z.number().int().min(0).max(100_000).default(200),
+      /** Inputs of each recent batch kept with their own row (id, route, arm, backend, status, cache, error code). */
+      batch_inputs_kept: z.number().int().min(0).max(10_000).default(100),
+      /** Seconds between two samples of the console's pulse (batches/s, errors/s, overhead, per-backend latency). */
+      pulse_interval_s: z.number().min(1).max(3600).default(10),
+      /** Samples of the pulse kept, the oldest dropped (the default is one hour at one every 10 s). */
+      pulse_points: z.number().int().min(1).max(10_000).default(360),
     })
     .superRefine((a, ctx) => {
       const at = a.listen === undefined ? undefined : parseHostPort(a.listen);
