@@ -61,6 +61,18 @@ export interface Stratum {
   comparisons: Comparison[];
 }
 
+/** What the report says to do (its `verdict`), the first thing an experiment's card shows. */
+export type VerdictState = 'collecting' | 'keep_running' | 'arms_differ' | 'planned_size_reached' | 'not_trustworthy';
+
+export interface Verdict {
+  state: VerdictState;
+  /** The better arm, when the arms differ. */
+  arm: string | null;
+  text: string;
+  /** Toward the burn-in or the planned size: done of needed, when the report gives it. */
+  progress: { done: number; of: number; what: string | null } | null;
+}
+
 export interface Experiment {
   agent: string;
   path: string | null;
@@ -78,6 +90,9 @@ export interface Experiment {
   arms: Arm[];
   comparisons: Comparison[];
   strata: { by: string; values: Stratum[] } | null;
+  verdict: Verdict | null;
+  /** An earlier experiment's end; null for a current one. */
+  endedAt: string | null;
 }
 
 export interface Earlier {
@@ -158,6 +173,26 @@ function comparison(v: unknown): Comparison {
   };
 }
 
+const STATES: readonly VerdictState[] = ['collecting', 'keep_running', 'arms_differ', 'planned_size_reached', 'not_trustworthy'];
+
+/** `verdict.progress`: a share (0..1), or counts `{done|trajectories|have, of|needed|target|burn_in}`. */
+function progress(v: unknown): Verdict['progress'] {
+  const share = num(v);
+  if (share !== null) return { done: Math.round(share * 100), of: 100, what: '%' };
+  const p = obj(v);
+  const done = num(p.done) ?? num(p.trajectories) ?? num(p.have) ?? num(p.current) ?? num(p.min_trajectories);
+  const of = num(p.of) ?? num(p.needed) ?? num(p.target) ?? num(p.burn_in) ?? num(p.required) ?? num(p.planned);
+  return done === null || of === null || of <= 0 ? null : { done, of, what: str(p.unit) ?? str(p.what) ?? str(p.toward) };
+}
+
+function verdict(v: unknown): Verdict | null {
+  if (v === null || v === undefined) return null;
+  const x = obj(v);
+  const state = STATES.find((s) => s === x.state);
+  if (state === undefined) return null;
+  return { state, arm: str(x.arm), text: str(x.text) ?? '', progress: x.progress === undefined || x.progress === null ? null : progress(x.progress) };
+}
+
 function experiment(v: unknown): Experiment {
   const e = obj(v);
   const meta = obj(e.experiment);
@@ -193,7 +228,19 @@ function experiment(v: unknown): Experiment {
               comparisons: arr(obj(s).comparisons).map(comparison),
             })),
           },
+    verdict: verdict(e.verdict),
+    endedAt: str(e.ended_at),
   };
+}
+
+/** `GET /gateway/experiments/earlier`: the final reports of earlier experiments, by experiment id. */
+export function normalizeFinals(json: unknown): Map<string, Experiment> {
+  const out = new Map<string, Experiment>();
+  for (const v of arr(obj(json).experiments)) {
+    const e = experiment(v);
+    if (e.id !== null) out.set(e.id, e);
+  }
+  return out;
 }
 
 /** A route of the earlier report shape, as an experiment of the agreed one (no id, no sequential interval). */
@@ -221,7 +268,7 @@ function earlierShapeRoute(agent: string, path: string, v: unknown): Experiment 
   return {
     agent, path, route: str(r.route) ?? '?', kind: str(r.kind) ?? 'split', id: null, name: null, startedAt: null,
     primary: 'tool_success', control: str(c?.a) ?? arms[0]?.arm ?? null, unit: 'trajectory', trustworthy: true, warnings: [], srm: null,
-    arms, comparisons, strata: null,
+    arms, comparisons, strata: null, verdict: null, endedAt: null,
   };
 }
 

@@ -33,7 +33,11 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
       index: 'index.html',
       // The page is small and changes with each build: the browser asks again rather than guess.
       cacheControl: false,
-      setHeaders: (reply) => void reply.header('cache-control', 'no-cache'),
+      setHeaders: (res, path) => {
+        res.header('cache-control', 'no-cache');
+        // The docs page the console links to, shown as text rather than downloaded.
+        if (path.endsWith('.md')) res.header('content-type', 'text/plain; charset=utf-8');
+      },
     });
   } else {
     app.get('/', async (_req, reply) =>
