@@ -29,7 +29,7 @@ function zeroLine(u: uPlot): void {
   const { ctx, bbox } = u;
   ctx.save();
   ctx.strokeStyle = '#1d2330';
-  ctx.lineWidth = 1.5 * devicePixelRatio;
+  ctx.lineWidth = 2 * devicePixelRatio; // whole pixel rows either side of the value: a crisp line
   ctx.beginPath();
   ctx.moveTo(bbox.left, py);
   ctx.lineTo(bbox.left + bbox.width, py);
