@@ -1,8 +1,8 @@
 /**
  * `magma-gateway report http://host:port` (or `--url`; default the admin listener of the example configs): the
  * experiment report of a running gateway (GET /gateway/experiments on its admin listener, docs/experiments.md)
- * for a researcher in a terminal, per split or ensemble route of each agent (`--agent` picks one): the sample-ratio
- * warning first, the arms, the primary comparison with its label and the stop rule, then the secondary metrics.
+ * for a researcher in a terminal, per split or ensemble route of each agent (`--agent` picks one): the verdict
+ * first, then the sample-ratio warning, the arms, the primary comparison with its label and the stop rule, then the secondary metrics.
  * `--json` prints the endpoint's JSON unchanged, for scripts.
  */
 import { writeFileSync } from 'node:fs';
@@ -190,6 +190,9 @@ function unitLine(r: ExperimentReport): string {
 function experimentBlock(r: ExperimentReport): string[] {
   const e = r.experiment;
   const out = [`agent ${cell(r.agent)} (${cell(r.path)}) route ${cell(r.route)}: ${r.kind}, experiment ${cell(e.id)}${e.name === null ? '' : ` "${cell(e.name)}"`}${e.started_at === null ? '' : ` since ${e.started_at}`}, control ${cell(r.control)}`];
+  // The verdict is what a researcher acts on, so it comes first; a gateway older than the verdict sends none.
+  const v = r.verdict as ExperimentReport['verdict'] | undefined; // the JSON may come from an older gateway
+  if (v !== undefined) out.push(`VERDICT ${cell(v.text)}`);
   // The SRM line, when flagged, is the first warning: it is printed before anything else of the route.
   if (!r.trustworthy) out.push('NOT TRUSTWORTHY');
   for (const w of r.warnings) out.push(`! ${cell(w)}`);

@@ -120,7 +120,7 @@ export function fixedMeans(control: ScoreSums, treatment: ScoreSums, alpha = 0.0
 
 /** The always-valid comparison of two mean scores, V_j = var_j / K_j; nothing until each arm has `burnIn` scored units. */
 export function sequentialMeans(control: ScoreSums, treatment: ScoreSums, opts: SequentialOptions): SequentialResult | Unavailable {
-  return sequentialRatio(meanSums(control.units, control.sum, control.squares), meanSums(treatment.units, treatment.sum, treatment.squares), opts, 'trajectories', 'with a score');
+  return sequentialRatio(meanSums(control.units, control.sum, control.squares), meanSums(treatment.units, treatment.sum, treatment.squares), opts, 'trajectories', 'with a score', 'trajectories with a score');
 }
 
 /** ρ² = (2 ln(1/α) + ln(1 + 2 ln(1/α))) / K*: about 7.94 / K* at α = 0.05. */
@@ -162,18 +162,23 @@ function burnInOf(opts: SequentialOptions): number {
   return b;
 }
 
-/** The always-valid comparison of two ratio metrics; nothing until each arm has `burnIn` units (default 20). */
+/**
+ * The always-valid comparison of two ratio metrics; nothing until each arm has `burnIn` units (default 20).
+ * `burnInUnit` names what the burn-in counts (the sums' units), so the reason says what is missing: with outcomes
+ * it is trajectories with an outcome, not trajectories.
+ */
 export function sequentialRatio(
   control: RatioSums,
   treatment: RatioSums,
   opts: SequentialOptions,
   units = 'trajectories',
   what = 'with a tool line',
+  burnInUnit = units,
 ): SequentialResult | Unavailable {
   const alpha = opts.alpha ?? 0.05;
   const burnIn = burnInOf(opts);
   mixtureRho2(alpha, opts.plannedTrajectories); // validates before any early return
-  if (!(control.units >= burnIn) || !(treatment.units >= burnIn)) return { reason: `needs ${burnIn} ${units} per arm` };
+  if (!(control.units >= burnIn) || !(treatment.units >= burnIn)) return { reason: `needs ${burnIn} ${burnInUnit} per arm` };
   const both = estimates(control, treatment, units, what);
   if ('reason' in both) return both;
   return mixtureBoundary(both.t.rate - both.c.rate, both.variance, control.units + treatment.units, alpha, opts.plannedTrajectories);
@@ -205,13 +210,16 @@ function smoothedVariance(x: BinaryCounts): number {
   return (p * (1 - p)) / x.units;
 }
 
+/** What the binary burn-in counts: units with a posted outcome (a trajectory without one is no unit of this metric). */
+export const BINARY_UNIT = 'trajectories with an outcome';
+
 /** The always-valid comparison of two success rates, with V_j = p̃(1-p̃)/K_j; nothing until each arm has `burnIn` units. */
 export function sequentialBinary(control: BinaryCounts, treatment: BinaryCounts, opts: SequentialOptions): SequentialResult | Unavailable {
   const alpha = opts.alpha ?? 0.05;
   const burnIn = burnInOf(opts);
   mixtureRho2(alpha, opts.plannedTrajectories);
   if (!validBinary(control) || !validBinary(treatment)) return { reason: 'invalid counts (successes must be integers between 0 and units)' };
-  if (control.units < burnIn || treatment.units < burnIn) return { reason: `needs ${burnIn} trajectories per arm` };
+  if (control.units < burnIn || treatment.units < burnIn) return { reason: `needs ${burnIn} ${BINARY_UNIT} per arm` };
   const d = treatment.successes / treatment.units - control.successes / control.units;
   const v = smoothedVariance(control) + smoothedVariance(treatment);
   return mixtureBoundary(d, v, control.units + treatment.units, alpha, opts.plannedTrajectories);

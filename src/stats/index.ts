@@ -7,3 +7,4 @@ export * from './srm.js';
 export * from './stratified.js';
 export * from './student-t.js';
 export { lnGamma, gammaP, gammaQ } from './gamma.js';
+export * from './range.js';

@@ -62,6 +62,10 @@ test('an arm not ready at the start: SRM flagged with its cause, first warning, 
   assert.ok(e.srm!.p_value! < 1e-6 && e.srm!.sequential_p_value! < 0.001, JSON.stringify(e.srm));
   assert.equal(e.srm?.cause, `${drawnB} trajectories rerouted from b: not ready`);
   assert.equal(e.trustworthy, false);
+  // The verdict names the cause in the served JSON, before the burn-in is reached on b.
+  assert.equal(e.verdict.state, 'not_trustworthy');
+  assert.equal(e.verdict.arm, null);
+  assert.ok(e.verdict.text.includes(`cause: ${drawnB} trajectories rerouted from b: not ready`), e.verdict.text);
   assert.match(e.warnings[0]!, /^sample-ratio mismatch \(p = [0-9.e+-]+\): trajectories a 30, b 0, expected a 15, b 15; cause: \d+ trajectories rerouted from b: not ready/);
   assert.deepEqual(e.arms.map((x) => x.rerouted_from.not_ready), [0, drawnB]);
   const metrics = (await gw.call('/metrics')).text;

@@ -134,7 +134,7 @@ test('outcomes import: each episode joined to its trajectory by trace hash; acto
   // python3 -c "from scipy.stats import fisher_exact; print(fisher_exact([[17,0],[0,16]]).pvalue)" -> 8.570426247835423e-10
   assert.ok(Math.abs(primary.fixed!.p_value - 8.570426247835423e-10) < 1e-15, String(primary.fixed!.p_value));
   assert.equal(primary.fixed!.method, 'Newcombe hybrid score; Fisher exact p');
-  assert.equal(primary.sequential_reason, 'needs 20 trajectories per arm');
+  assert.equal(primary.sequential_reason, 'needs 20 trajectories with an outcome per arm');
   assert.deepEqual(r.outcome_coverage, { p_value: 1, flagged: false });
 });
 

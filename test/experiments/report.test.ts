@@ -12,6 +12,7 @@ import type { CommandIo } from '../../src/commands/args.js';
 import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import { analyse } from '../../src/experiments/report/analysis.js';
 import { sampleRatio, srmWarning } from '../../src/experiments/report/sample-ratio.js';
+import { experimentVerdict } from '../../src/experiments/report/verdict.js';
 import { armReport, emptyArm, type ArmCounts } from '../../src/experiments/arm-counts.js';
 
 function counts(over: Partial<ArmCounts>): ArmCounts {
@@ -27,7 +28,8 @@ const QWEN = counts({
 const GPT = counts({ rerouted: { not_ready: 30, ejected: 0 } });
 const MEMBERS = [{ arm: 'qwen', weight: 50, counts: QWEN }, { arm: 'gpt', weight: 50, counts: GPT }];
 const SRM = sampleRatio(MEMBERS);
-const ANALYSIS = analyse(MEMBERS, 'qwen', { primary: 'tool_success', plannedTrajectories: 200, burnIn: 20 });
+const OPTIONS = { primary: 'tool_success', plannedTrajectories: 200, burnIn: 20 } as const;
+const ANALYSIS = analyse(MEMBERS, 'qwen', OPTIONS);
 
 const REPORT: ExperimentsReport = {
   generated_at: '2025-01-01T00:00:00.000Z',
@@ -36,6 +38,7 @@ const REPORT: ExperimentsReport = {
     {
       agent: 'default', path: '/', route: 'ab', kind: 'split',
       experiment: { id: '0123456789abcdef', name: 'spring', started_at: '2025-01-01T00:00:00.000Z' },
+      verdict: experimentVerdict('split', MEMBERS, ANALYSIS, SRM, OPTIONS),
       primary: 'tool_success', control: 'qwen', unit: 'trajectory', assign_by: null, trustworthy: false,
       warnings: [srmWarning(SRM), ...ANALYSIS.warnings], srm: SRM, outcome_coverage: ANALYSIS.outcome_coverage,
       arms: [
@@ -77,7 +80,7 @@ async function run(argv: string[]): Promise<{ code: number; out: string; err: st
   return { code, out, err };
 }
 
-test('the text: SRM first, then the arms, the primary comparison with its label, the stop rule, secondary', async () => {
+test('the text: the verdict first, then SRM, then the arms, the primary comparison with its label, the stop rule, secondary', async () => {
   answer = { status: 200, body: JSON.stringify(REPORT) };
   const r = await run(['--url', url]);
   assert.equal(r.code, 0, r.err);
@@ -85,8 +88,9 @@ test('the text: SRM first, then the arms, the primary comparison with its label,
   const lines = r.out.split('\n');
   const head = lines.findIndex((l) => l.startsWith('agent default (/) route ab: split, experiment 0123456789abcdef "spring"'));
   assert.ok(head > 0, r.out);
-  assert.equal(lines[head + 1], 'NOT TRUSTWORTHY');
-  assert.match(lines[head + 2]!, /^! sample-ratio mismatch \(p = .*\): trajectories qwen 30, gpt 0, expected qwen 15, gpt 15; cause: 30 trajectories rerouted from gpt: not ready/);
+  assert.match(lines[head + 1]!, /^VERDICT not trustworthy: sample-ratio mismatch \(trajectories qwen 30, gpt 0; expected qwen 15, gpt 15, p = .*\); cause: 30 trajectories rerouted from gpt: not ready\. Do not stop on a win/);
+  assert.equal(lines[head + 2], 'NOT TRUSTWORTHY');
+  assert.match(lines[head + 3]!, /^! sample-ratio mismatch \(p = .*\): trajectories qwen 30, gpt 0, expected qwen 15, gpt 15; cause: 30 trajectories rerouted from gpt: not ready/);
   assert.ok(SRM.flagged && SRM.p_value! < 1e-6);
   const row = (arm: string): string[] => lines.find((l) => l.startsWith(`${arm} `))!.trim().split(/\s{2,}/);
   assert.deepEqual(row('qwen').slice(0, 5), ['qwen', '50', '30', '140', '80/120']);
@@ -111,6 +115,14 @@ test('an always-valid result prints the stop rule\'s verdict', () => {
   assert.ok(formatReport(withCmp).includes('  always-valid: +12.5 pts [+2.0, +23.0], p = 0.010 -> you may stop: the arms differ'));
   c.sequential = { ...c.sequential, p_value: 0.5, ci95: [-0.1, 0.3] };
   assert.ok(formatReport(withCmp).includes('p = 0.500 -> keep running (or stop and report this interval)'));
+});
+
+test('a report from a gateway without the verdict prints as before', () => {
+  const old = structuredClone(REPORT) as unknown as { experiments: Record<string, unknown>[] }; // drops a required field on purpose
+  delete old.experiments[0]!.verdict;
+  const text = formatReport(old as unknown as ExperimentsReport); // the shape an older gateway serves
+  assert.ok(!text.includes('VERDICT'));
+  assert.ok(text.includes('NOT TRUSTWORTHY'));
 });
 
 test('--json prints the report as served', async () => {

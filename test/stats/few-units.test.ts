@@ -66,7 +66,7 @@ test('score means: the Welch difference (scipy) and the always-valid one after t
   assert.equal(f.method, 'difference of means (Welch standard error), trajectory as unit');
   assert.deepEqual(fixedMeans({ units: 1, sum: 1, squares: 1 }, { units: 6, sum: 4.8, squares: 3.925 }), { reason: 'needs 2 trajectories with a score per arm' });
   const few = sequentialMeans({ units: 5, sum: 2.7, squares: 1.75 }, { units: 6, sum: 4.8, squares: 3.925 }, { plannedTrajectories: 200 });
-  assert.deepEqual(few, { reason: 'needs 20 trajectories per arm' });
+  assert.deepEqual(few, { reason: 'needs 20 trajectories with a score per arm' });
   // 20 scores each, means 0.5 and 0.8, variance 0.04 (sample): V = 0.04/20 + 0.04/20 = 0.004.
   // python3 -c "import numpy as np; a=0.05;d=0.3;V=0.004;u=40;Ks=200; rho2=(2*np.log(1/a)+np.log(1+2*np.log(1/a)))/Ks;c=rho2*u; print(repr(min(1,np.sqrt(1+c)*np.exp(-c*(d*d/V)/(2*(1+c))))), repr(d-np.sqrt(V*(1+c)/c*np.log((1+c)/a**2))))"
   const ss = (mean: number): number => 19 * 0.04 + 20 * mean * mean;

@@ -263,7 +263,7 @@ test('burn-in: nothing until each arm has 20 units, then a result', () => {
   assert.ok(!('reason' in sequentialRatio(enough, enough, { plannedTrajectories: 200 })));
   assert.deepEqual(
     sequentialBinary({ units: 19, successes: 5 }, { units: 40, successes: 9 }, { plannedTrajectories: 200 }),
-    { reason: 'needs 20 trajectories per arm' },
+    { reason: 'needs 20 trajectories with an outcome per arm' },
   );
   assert.throws(() => sequentialRatio(enough, enough, { plannedTrajectories: 0 }), /plannedTrajectories must be a positive number/);
 });

@@ -5,7 +5,7 @@
  * read first. The sample-ratio check is sample-ratio.ts. Pure: counts in, report pieces out, the statistics from
  * src/stats.
  */
-import { coverageHomogeneity, FEW_KEYS, fixedRatio, meanSums, perComparisonAlpha, SRM_ALPHA, type FixedResult } from '../../stats/index.js';
+import { clampResult, coverageHomogeneity, FEW_KEYS, fixedRatio, meanSums, perComparisonAlpha, RATE_DIFFERENCE_RANGE, SRM_ALPHA, type FixedResult, type Range } from '../../stats/index.js';
 import type { ArmCounts } from '../arm-counts.js';
 import { compare, keysOf, MIXED_REASON, outcomeKind, split, type AnalysisOptions, type ArmInput, type Comparison, type Metric } from './comparison.js';
 
@@ -21,13 +21,14 @@ export interface Secondary {
   fixed_reason: string | null;
 }
 
-const SECONDARY: readonly { metric: SecondaryMetric; sums: (c: ArmCounts) => [number, number] }[] = [
-  { metric: 'stages_per_trajectory', sums: (c) => [c.stages, c.stagesSquared] },
-  { metric: 'steps_per_trajectory', sums: (c) => [c.steps, c.stepsSquared] },
-  // A share is a mean of 0/1 per trajectory: its sum of squares is its sum.
-  { metric: 'env_error_share', sums: (c) => [c.envError, c.envError] },
-  { metric: 'failure_reason_share', sums: (c) => [c.failureReason, c.failureReason] },
-  { metric: 'error_candidate_share', sums: (c) => [c.errorCandidate, c.errorCandidate] },
+/** Each secondary metric's per-trajectory sums, and the range its difference cannot leave (none for counts). */
+const SECONDARY: readonly { metric: SecondaryMetric; sums: (c: ArmCounts) => [number, number]; range: Range | null }[] = [
+  { metric: 'stages_per_trajectory', sums: (c) => [c.stages, c.stagesSquared], range: null },
+  { metric: 'steps_per_trajectory', sums: (c) => [c.steps, c.stepsSquared], range: null },
+  // A share is a mean of 0/1 per trajectory: its sum of squares is its sum, and two shares differ by at most 1.
+  { metric: 'env_error_share', sums: (c) => [c.envError, c.envError], range: RATE_DIFFERENCE_RANGE },
+  { metric: 'failure_reason_share', sums: (c) => [c.failureReason, c.failureReason], range: RATE_DIFFERENCE_RANGE },
+  { metric: 'error_candidate_share', sums: (c) => [c.errorCandidate, c.errorCandidate], range: RATE_DIFFERENCE_RANGE },
 ];
 
 export interface Analysis {
@@ -55,7 +56,8 @@ export function analyse(arms: readonly ArmInput[], control: string, o: AnalysisO
     for (const s of SECONDARY) {
       const [cs, css] = s.sums(c.counts);
       const [ts, tss] = s.sums(t.counts);
-      const r = split(fixedRatio(meanSums(c.counts.units, cs, css), meanSums(t.counts.units, ts, tss), alpha));
+      const f = fixedRatio(meanSums(c.counts.units, cs, css), meanSums(t.counts.units, ts, tss), alpha);
+      const r = split('reason' in f ? f : clampResult(f, s.range));
       secondary.push({ arm: t.arm, control: c.arm, metric: s.metric, fixed: r.value, fixed_reason: r.reason });
     }
   }

@@ -4,6 +4,8 @@
  * as the unit. Pure: counts in, a comparison out, the statistics from src/stats.
  */
 import {
+  BINARY_UNIT,
+  clampResult,
   fixedBinary,
   fixedMeans,
   fixedRatio,
@@ -11,7 +13,9 @@ import {
   sequentialBinary,
   sequentialMeans,
   sequentialRatio,
+  RATE_DIFFERENCE_RANGE,
   type FixedResult,
+  type Range,
   type RatioSums,
   type ScoreSums,
   type SequentialResult,
@@ -24,7 +28,7 @@ import type { KeyUnits } from '../units.js';
 export type Metric = 'tool_success' | 'outcome';
 
 /** Which outcomes the outcome comparison reads: the kind posted, or `mixed` when both were (refused). */
-type OutcomeKind = 'success' | 'score';
+export type OutcomeKind = 'success' | 'score';
 
 export const LABELS: Record<Metric, string> = {
   tool_success: 'process metric: tool success over observed robot lines, not episode success',
@@ -96,6 +100,21 @@ export function metricSums(metric: Metric, kind: OutcomeKind, unit: Unit, a: Arm
   return unit === 'key' ? k.success : meanSums(a.counts.outcomeReported, a.counts.outcomeSuccess, a.counts.outcomeSuccess);
 }
 
+/**
+ * What the always-valid burn-in of `metric` counts, named as a researcher counts it: trajectories for tool success,
+ * trajectories with an outcome (or a score) for the outcome, keys (with one) when the key is the unit.
+ */
+export function burnInUnit(metric: Metric, kind: OutcomeKind, unit: Unit): string {
+  if (unit === 'key') return metric === 'tool_success' ? 'keys' : kind === 'score' ? 'keys with a score' : 'keys with an outcome';
+  if (metric === 'tool_success') return 'trajectories';
+  return kind === 'score' ? 'trajectories with a score' : BINARY_UNIT;
+}
+
+/** How many of burnInUnit's units an arm has: the units of the sums its comparison reads. */
+export function burnInCount(metric: Metric, kind: OutcomeKind, unit: Unit, a: ArmInput): number {
+  return metricSums(metric, kind, unit, a).units;
+}
+
 const FIXED_VALID_WHEN = 'valid only at a number of trajectories fixed in advance, read once';
 
 export function split<T extends object>(r: T | Unavailable): { value: T | null; reason: string | null } {
@@ -128,21 +147,32 @@ function fixedOf(metric: Metric, kind: OutcomeKind, unit: Unit, c: ArmInput, t: 
 function sequentialOf(metric: Metric, kind: OutcomeKind, unit: Unit, c: ArmInput, t: ArmInput, alpha: number, o: AnalysisOptions): SequentialResult | Unavailable {
   const opts = { alpha, plannedTrajectories: o.plannedTrajectories, burnIn: o.burnIn };
   if (unit === 'key') {
-    return sequentialRatio(metricSums(metric, kind, unit, c), metricSums(metric, kind, unit, t), opts, 'keys', metric === 'tool_success' ? 'with a tool line' : outcomeWhat(kind));
+    return sequentialRatio(metricSums(metric, kind, unit, c), metricSums(metric, kind, unit, t), opts, 'keys', metric === 'tool_success' ? 'with a tool line' : outcomeWhat(kind), burnInUnit(metric, kind, unit));
   }
   if (metric === 'tool_success') return sequentialRatio(toolSums(c.counts), toolSums(t.counts), opts);
   if (kind === 'score') return sequentialMeans(scoreSums(c.counts), scoreSums(t.counts), opts);
   return sequentialBinary(binary(c.counts), binary(t.counts), opts);
 }
 
-/** One metric's comparison of `t` against `c`; the always-valid part for the primary metric only. */
+/** The range a metric's difference cannot leave: rates differ by at most 1; a score has no bound the gateway knows. */
+export function differenceRange(metric: Metric, kind: OutcomeKind | 'mixed' | null): Range | null {
+  return metric === 'outcome' && kind === 'score' ? null : RATE_DIFFERENCE_RANGE;
+}
+
+/** `r` with its interval inside `range`, or the reason there is none. */
+function inRange<T extends { ci95: [number, number] }>(r: T | Unavailable, range: Range | null): T | Unavailable {
+  return 'reason' in r ? r : clampResult(r, range);
+}
+
+/** One metric's comparison of `t` against `c`; the always-valid part for the primary metric only; intervals inside the metric's range. */
 export function compare(metric: Metric, primary: boolean, c: ArmInput, t: ArmInput, alpha: number, o: AnalysisOptions, kind: OutcomeKind | 'mixed' | null): Comparison {
   const unit = o.unit ?? 'trajectory';
   const k: OutcomeKind = kind === 'score' ? 'score' : 'success';
   const mixed = metric === 'outcome' && kind === 'mixed';
-  const fixed = split(mixed ? { reason: MIXED_REASON } : fixedOf(metric, k, unit, c, t, alpha));
+  const range = differenceRange(metric, kind);
+  const fixed = split(mixed ? { reason: MIXED_REASON } : inRange(fixedOf(metric, k, unit, c, t, alpha), range));
   let sequential: { value: SequentialResult | null; reason: string | null } = { value: null, reason: 'descriptive: the always-valid result is for the primary metric only' };
-  if (primary) sequential = split(mixed ? { reason: MIXED_REASON } : sequentialOf(metric, k, unit, c, t, alpha, o));
+  if (primary) sequential = split(mixed ? { reason: MIXED_REASON } : inRange(sequentialOf(metric, k, unit, c, t, alpha, o), range));
   return {
     arm: t.arm,
     control: c.arm,

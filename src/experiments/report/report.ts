@@ -8,6 +8,7 @@ import type { CompiledAgent } from '../../routing/agents.js';
 import type { CompiledRoute } from '../../routing/plan.js';
 import { analyse, type Secondary } from './analysis.js';
 import type { Comparison, Metric } from './comparison.js';
+import { experimentVerdict, type Verdict } from './verdict.js';
 import { sampleRatio, srmWarning, type Srm } from './sample-ratio.js';
 import { armReport, emptyArm, parseCounters, type ArmCounts, type ArmReport } from '../arm-counts.js';
 import { countersKey, keyCountersKey, keys, parseExperimentRecord } from '../keys.js';
@@ -28,6 +29,8 @@ export interface ExperimentReport {
   route: string;
   kind: 'split' | 'ensemble';
   experiment: ExperimentInfo;
+  /** What to do now, from the checks and the primary always-valid result (verdict.ts). */
+  verdict: Verdict;
   primary: Metric;
   control: string;
   unit: 'trajectory' | 'key';
@@ -116,12 +119,15 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     host.experiments.srmFlagged(agent.name, route.name, id, line);
   }
   metrics.srmFlagged.set({ agent: agent.name, route: route.name }, srm?.flagged === true ? 1 : 0);
+  const v = experimentVerdict(randomized ? 'split' : 'ensemble', members, analysis, srm, options);
+  const comparisons = randomized ? analysis.comparisons : [];
   return {
     agent: agent.name,
     path: `${agent.prefix}/`,
     route: route.name,
     kind: route.kind === 'split' ? 'split' : 'ensemble',
     experiment,
+    verdict: v,
     primary,
     control,
     unit,
@@ -131,7 +137,7 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     srm,
     outcome_coverage: analysis.outcome_coverage,
     arms,
-    comparisons: randomized ? analysis.comparisons : [],
+    comparisons,
     secondary: randomized ? analysis.secondary : [],
     strata,
   };

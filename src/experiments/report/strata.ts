@@ -3,8 +3,8 @@
  * primary metric's comparison, and the post-stratified overall estimate. All descriptive: always-valid inference
  * handles looks, not strata, so only the overall primary comparison carries `sequential` and a stopping rule.
  */
-import { perComparisonAlpha, postStratified, type FixedResult, type Unit } from '../../stats/index.js';
-import { compare, metricSums, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison } from './comparison.js';
+import { clampResult, perComparisonAlpha, postStratified, type FixedResult, type Unit } from '../../stats/index.js';
+import { compare, differenceRange, metricSums, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison } from './comparison.js';
 import { emptyArm } from '../arm-counts.js';
 import type { KeyUnits } from '../units.js';
 import { OTHER_STRATUM } from '../units.js';
@@ -92,7 +92,7 @@ export function analyseStrata(
         treatment: metricSums(o.primary, k, unit, inStratum(t, h.slot)),
       }));
       const r = postStratified(strata, alpha);
-      post.push({ arm: t.arm, control, fixed: 'reason' in r ? null : r, reason: 'reason' in r ? r.reason : null });
+      post.push({ arm: t.arm, control, fixed: 'reason' in r ? null : clampResult(r, differenceRange(o.primary, kind)), reason: 'reason' in r ? r.reason : null });
     }
   }
   return { by, max, label: STRATA_LABEL, values, post_stratified: post };

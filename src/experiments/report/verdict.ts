@@ -1,0 +1,191 @@
+/**
+ * The verdict of one experiment (docs/experiments.md#the-verdict): the one line a researcher acts on, read from the
+ * report's own pieces (the sample-ratio check, the outcome coverage check, the primary always-valid comparisons and
+ * the burn-in counts). Pure: the same report gives the same verdict on every replica. The states, first match wins:
+ *
+ * - `not_trustworthy`: the assignment is off (SRM), or, with the outcome primary, outcomes were matched unevenly
+ *   between arms (or both kinds were posted): no result of this experiment may be acted on; the cause is named.
+ * - `collecting`: some arm has fewer units than the burn-in, so there is no always-valid interval yet; how many more
+ *   of which unit each arm needs.
+ * - `arms_differ`: a primary always-valid interval excludes 0; `arm` is the better one, and the researcher may stop.
+ * - `planned_size_reached`: every comparison has the planned units (experiments.sequential.planned_trajectories)
+ *   with no difference: report the interval.
+ * - `keep_running`: none of these yet.
+ */
+import type { Analysis } from './analysis.js';
+import { burnInCount, burnInUnit, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison, type Metric } from './comparison.js';
+import type { Srm } from './sample-ratio.js';
+
+export type VerdictState = 'collecting' | 'keep_running' | 'arms_differ' | 'planned_size_reached' | 'not_trustworthy';
+
+/** One arm's progress through the burn-in: `have` of `need` units of kind `unit` (as the burn-in counts them). */
+export interface Progress {
+  have: number;
+  need: number;
+  unit: string;
+}
+
+export interface Verdict {
+  state: VerdictState;
+  /** The better arm for `arms_differ`, else null. */
+  arm: string | null;
+  text: string;
+  /** Per member arm, its burn-in progress while `collecting`; null in every other state. */
+  progress: Record<string, Progress> | null;
+}
+
+export interface VerdictArm {
+  arm: string;
+  /** Units assigned (trajectories, or keys when the key is the unit). */
+  units: number;
+  /** Units with an outcome (of either kind), for the coverage named by not_trustworthy. */
+  outcomes: number;
+  /** Units the burn-in of the primary metric counts (VerdictInput.burnInUnit). */
+  burnIn: number;
+}
+
+export interface VerdictInput {
+  kind: 'split' | 'ensemble';
+  primary: Metric;
+  srm: Srm | null;
+  outcomeCoverage: { p_value: number; flagged: boolean } | null;
+  /** Both success and score outcomes were posted: the outcome comparison is refused. */
+  mixed: boolean;
+  /** The member arms, the control among them. */
+  arms: readonly VerdictArm[];
+  /** The primary comparisons, each arm against the control. */
+  comparisons: readonly Comparison[];
+  burnIn: number;
+  burnInUnit: string;
+  plannedTrajectories: number;
+}
+
+const pctOf = (x: number, of: number): string => (of > 0 ? `${((100 * x) / of).toFixed(1)}%` : 'n/a');
+
+function pts(x: number): string {
+  const v = (x * 100).toFixed(1);
+  return x > 0 ? `+${v}` : v;
+}
+
+function signed(x: number): string {
+  return `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
+}
+
+function metricName(c: Comparison): string {
+  if (c.metric !== 'outcome') return 'tool success';
+  return c.outcome_kind === 'score' ? 'episode score' : 'episode success';
+}
+
+/** A comparison's always-valid difference and interval: rates in percentage points, scores on their own scale. */
+function interval(c: Comparison): string {
+  const q = c.sequential;
+  if (q === null) return `n/a (${c.sequential_reason ?? 'not computable'})`;
+  const p = q.p_value < 0.001 ? 'p < 0.001' : `p = ${q.p_value.toFixed(3)}`;
+  if (c.outcome_kind === 'score') return `${signed(q.difference)} [${signed(q.ci95[0])}, ${signed(q.ci95[1])}], ${p}`;
+  return `${pts(q.difference)} pts [${pts(q.ci95[0])}, ${pts(q.ci95[1])}], ${p}`;
+}
+
+function notTrustworthy(i: VerdictInput): string | null {
+  if (i.srm?.flagged === true) {
+    const s = i.srm;
+    const what = s.unit === 'key' ? 'keys' : 'trajectories';
+    const obs = Object.entries(s.observed).map(([a, n]) => `${a} ${n}`).join(', ');
+    const exp = Object.entries(s.expected).map(([a, n]) => `${a} ${n}`).join(', ');
+    const p = s.p_value === null ? '' : `, p = ${s.p_value.toExponential(2)}`;
+    const cause = s.cause === null ? 'no arm was rerouted, so something else chose the arms (a filter, a client, a restart)' : s.cause;
+    return `not trustworthy: sample-ratio mismatch (${what} ${obs}; expected ${exp}${p}); cause: ${cause}. Do not stop on a win: fix the cause, then reset the experiment`;
+  }
+  if (i.primary !== 'outcome') return null;
+  if (i.mixed) return 'not trustworthy: both success and score outcomes were posted to this experiment, and the primary outcome comparison is refused; reset the experiment and import one kind';
+  if (i.outcomeCoverage?.flagged === true) {
+    const cov = i.arms.map((a) => `${a.arm} ${Math.min(a.outcomes, a.units)}/${a.units} (${pctOf(Math.min(a.outcomes, a.units), a.units)})`).join(', ');
+    return `not trustworthy: outcome coverage differs between arms (${cov}; p = ${i.outcomeCoverage.p_value.toExponential(2)}): episodes were matched unevenly, which biases the episode-success comparison; check the import's unmatched and ambiguous counts before reading it`;
+  }
+  return null;
+}
+
+function collecting(i: VerdictInput): Verdict | null {
+  const short = i.arms.filter((a) => a.burnIn < i.burnIn);
+  if (short.length === 0) return null;
+  const progress = Object.fromEntries(i.arms.map((a) => [a.arm, { have: a.burnIn, need: i.burnIn, unit: i.burnInUnit }]));
+  // Most needed first, so the arm that holds the result back is named first; ties in the arms' order.
+  const missing = short.map((a) => ({ arm: a.arm, more: i.burnIn - a.burnIn })).sort((x, y) => y.more - x.more);
+  const list = missing.map((m, k) => (k === 0 ? `${m.more} more ${i.burnInUnit} on ${m.arm}` : `${m.more} on ${m.arm}`)).join(', ');
+  const none = i.primary === 'outcome' && i.arms.every((a) => a.outcomes === 0);
+  const hint = none ? ' (import the episodes: magma-gateway outcomes import <BENCH results dir>)' : '';
+  return { state: 'collecting', arm: null, text: `collecting: ${list} before the always-valid interval${hint}`, progress };
+}
+
+/** Of the comparisons whose interval excludes 0, the better arm: the treatment with the highest lower bound, else the control. */
+function better(differ: readonly Comparison[]): string {
+  let best: Comparison | undefined;
+  for (const c of differ) {
+    const lo = c.sequential?.ci95[0] ?? 0;
+    if (lo > 0 && (best === undefined || lo > (best.sequential?.ci95[0] ?? 0))) best = c;
+  }
+  return best?.arm ?? differ[0]?.control ?? '';
+}
+
+function excludesZero(c: Comparison): boolean {
+  const q = c.sequential;
+  return q !== null && (q.ci95[0] > 0 || q.ci95[1] < 0);
+}
+
+/** The verdict of one experiment from its report's pieces (see the top of this file). */
+export function verdict(i: VerdictInput): Verdict {
+  const bad = notTrustworthy(i);
+  if (bad !== null) return { state: 'not_trustworthy', arm: null, text: bad, progress: null };
+  if (i.kind === 'ensemble') {
+    return { state: 'keep_running', arm: null, text: 'ensemble: every input asks each member, so the members are not randomized and no verdict compares them; their figures are descriptive', progress: null };
+  }
+  const coll = collecting(i);
+  if (coll !== null) return coll;
+  const cmp = i.comparisons.filter((c) => c.primary);
+  if (cmp.length === 0) return { state: 'keep_running', arm: null, text: 'keep running: a split needs two member arms with units to compare', progress: null };
+  const differ = cmp.filter(excludesZero);
+  if (differ.length > 0) {
+    const arm = better(differ);
+    const lines = differ.map((c) => {
+      const [win, lose] = (c.sequential?.difference ?? 0) > 0 ? [c.arm, c.control] : [c.control, c.arm];
+      return `${win} is better than ${lose} on ${metricName(c)} (${c.arm} - ${c.control} always-valid ${interval(c)})`;
+    });
+    const open = cmp.length > differ.length ? `; ${cmp.filter((c) => !excludesZero(c)).map((c) => `${c.arm} - ${c.control} undecided`).join(', ')}` : '';
+    return { state: 'arms_differ', arm, text: `${lines.join('; ')}${open}: you may stop and report this interval`, progress: null };
+  }
+  const units = (c: Comparison): number => i.arms.filter((a) => a.arm === c.arm || a.arm === c.control).reduce((s, a) => s + a.burnIn, 0);
+  const have = Math.min(...cmp.map(units));
+  const each = cmp.map((c) => `${c.arm} - ${c.control} ${interval(c)}`).join('; ');
+  if (have >= i.plannedTrajectories) {
+    return {
+      state: 'planned_size_reached',
+      arm: null,
+      text: `planned size reached: ${have} ${i.burnInUnit} of ${i.plannedTrajectories} planned, and no difference between the arms on ${metricName(cmp[0]!)}: stop and report the always-valid interval, ${each}`, // cmp is not empty (checked above)
+      progress: null,
+    };
+  }
+  return {
+    state: 'keep_running',
+    arm: null,
+    text: `keep running: no difference yet on ${metricName(cmp[0]!)} (always-valid ${each}); ${i.plannedTrajectories - have} more ${i.burnInUnit} to the planned ${i.plannedTrajectories}, or stop now and report this interval`, // cmp is not empty
+    progress: null,
+  };
+}
+
+/** The verdict of a route's experiment from what the report computed: its member arms, analysis and SRM check. */
+export function experimentVerdict(kind: 'split' | 'ensemble', members: readonly ArmInput[], analysis: Analysis, srm: Srm | null, o: AnalysisOptions): Verdict {
+  const posted = outcomeKind(members);
+  const k = posted === 'score' ? 'score' : 'success';
+  const unit = o.unit ?? 'trajectory';
+  return verdict({
+    kind,
+    primary: o.primary,
+    srm,
+    outcomeCoverage: analysis.outcome_coverage,
+    mixed: posted === 'mixed',
+    arms: members.map((m) => ({ arm: m.arm, units: m.counts.units, outcomes: m.counts.outcomeReported + m.counts.scoreN, burnIn: burnInCount(o.primary, k, unit, m) })),
+    comparisons: kind === 'split' ? analysis.comparisons : [],
+    burnIn: o.burnIn,
+    burnInUnit: burnInUnit(o.primary, k, unit),
+    plannedTrajectories: o.plannedTrajectories,
+  });
+}
