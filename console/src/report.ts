@@ -69,8 +69,8 @@ export interface Verdict {
   /** The better arm, when the arms differ. */
   arm: string | null;
   text: string;
-  /** Toward the burn-in or the planned size: done of needed, when the report gives it. */
-  progress: { done: number; of: number; what: string | null } | null;
+  /** While collecting: each arm's units toward the burn-in (`have` of `need`), the least advanced first. */
+  progress: { arm: string; have: number; need: number; unit: string }[] | null;
 }
 
 export interface Experiment {
@@ -175,14 +175,16 @@ function comparison(v: unknown): Comparison {
 
 const STATES: readonly VerdictState[] = ['collecting', 'keep_running', 'arms_differ', 'planned_size_reached', 'not_trustworthy'];
 
-/** `verdict.progress`: a share (0..1), or counts `{done|trajectories|have, of|needed|target|burn_in}`. */
+/** `verdict.progress`: `{<arm>: {have, need, unit}}`, as a list, the least advanced arm first. */
 function progress(v: unknown): Verdict['progress'] {
-  const share = num(v);
-  if (share !== null) return { done: Math.round(share * 100), of: 100, what: '%' };
-  const p = obj(v);
-  const done = num(p.done) ?? num(p.trajectories) ?? num(p.have) ?? num(p.current) ?? num(p.min_trajectories);
-  const of = num(p.of) ?? num(p.needed) ?? num(p.target) ?? num(p.burn_in) ?? num(p.required) ?? num(p.planned);
-  return done === null || of === null || of <= 0 ? null : { done, of, what: str(p.unit) ?? str(p.what) ?? str(p.toward) };
+  const out: NonNullable<Verdict['progress']> = [];
+  for (const [arm, x] of Object.entries(obj(v))) {
+    const p = obj(x);
+    const have = num(p.have);
+    const need = num(p.need);
+    if (have !== null && need !== null && need > 0) out.push({ arm, have, need, unit: str(p.unit) ?? 'units' });
+  }
+  return out.length === 0 ? null : out.sort((a, b) => a.have / a.need - b.have / b.need);
 }
 
 function verdict(v: unknown): Verdict | null {

@@ -1,7 +1,9 @@
 /**
  * The verdict an experiment's card opens with: the report's `verdict` (state, better arm, sentence) in words a
- * researcher acts on, colour-coded by state, with the progress toward the burn-in while the experiment collects.
- * The sentence is the report's own; the headline only names the state (and the winner) so it reads at a glance.
+ * researcher acts on, colour-coded by state, with each arm's progress toward the burn-in while it collects. The
+ * sentence is the report's own (its leading state name left out, the headline says it); the headline names the
+ * state and the winner so it reads at a glance. Under a sample-ratio mismatch the verdict is the banner: its
+ * sentence holds the counts, the p-value and the cause, said once.
  */
 import { html } from 'htm/preact';
 import type { Experiment, Verdict } from './report.js';
@@ -23,19 +25,27 @@ const TONE: Record<Verdict['state'], string> = {
   not_trustworthy: 'bad',
 };
 
+/** The report's sentence without the state it starts with ("collecting: 14 more ..."), capitalised. */
+function sentence(v: Verdict): string {
+  const t = v.text.replace(/^(collecting|keep running|not trustworthy|planned size reached):\s*/i, '');
+  return t === '' ? t : `${t[0]!.toUpperCase()}${t.slice(1)}${/[.!]$/.test(t) ? '' : '.'}`; // t is not empty
+}
+
 export function VerdictCard(props: { e: Experiment }) {
   const v = props.e.verdict;
   if (v === null) return null;
   const p = v.progress;
-  const share = p === null ? 0 : Math.max(0, Math.min(1, p.done / p.of));
-  return html`<div class=${`verdict ${TONE[v.state]}`} data-verdict=${v.state} data-arm=${v.arm ?? ''}>
+  const least = p?.[0];
+  const srm = v.state === 'not_trustworthy' && props.e.srm?.flagged === true;
+  return html`<div class=${`verdict ${TONE[v.state]}`} data-verdict=${v.state} data-arm=${v.arm ?? ''} role=${v.state === 'not_trustworthy' ? 'alert' : undefined}
+      data-srm=${srm ? 'flagged' : undefined}>
     <div class="headline">${HEADLINE[v.state](v)}</div>
-    ${v.text === '' ? null : html`<div class="text" data-verdict-text>${v.text}</div>`}
-    ${p === null
+    ${v.text === '' ? null : html`<div class="text" data-verdict-text>${sentence(v)}</div>`}
+    ${p === null || least === undefined
       ? null
-      : html`<div class="progress" data-progress=${`${p.done}/${p.of}`}>
-          <progress max=${p.of} value=${Math.min(p.done, p.of)}></progress>
-          <span class="muted">${p.what === '%' ? `${p.done}%` : `${p.done} of ${p.of}${p.what === null ? '' : ` ${p.what}`}`} (${Math.round(share * 100)}%)</span>
+      : html`<div class="progress" data-progress=${`${least.have}/${least.need}`}>
+          ${p.map((a) => html`<div class="arm-progress"><span class="arm">${a.arm}</span><progress max=${a.need} value=${Math.min(a.have, a.need)}></progress>
+            <span class="muted">${a.have} of ${a.need} ${a.unit}</span></div>`)}
         </div>`}
   </div>`;
 }
@@ -43,4 +53,9 @@ export function VerdictCard(props: { e: Experiment }) {
 /** Whether the comparisons can be read as results: not under a flagged SRM or a not_trustworthy verdict. */
 export function trustworthy(e: Experiment): boolean {
   return e.trustworthy && e.verdict?.state !== 'not_trustworthy' && e.srm?.flagged !== true;
+}
+
+/** The verdict says the SRM itself (its cause included): no second banner for it. */
+export function verdictIsBanner(e: Experiment): boolean {
+  return e.verdict?.state === 'not_trustworthy' && e.srm?.flagged === true;
 }

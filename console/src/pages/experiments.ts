@@ -9,7 +9,7 @@ import { download, Unauthorized, usePoll } from '../api.js';
 import { DifferenceChart } from '../chart.js';
 import { ci, ms, pct, pp, pValue, tally, time } from '../format.js';
 import { historySeries, normalizeFinals, normalizeReport, type Arm, type Comparison, type Experiment, type Report } from '../report.js';
-import { trustworthy, VerdictCard } from '../verdict.js';
+import { trustworthy, VerdictCard, verdictIsBanner } from '../verdict.js';
 
 function armsTable(arms: Arm[], control: string | null) {
   return html`<table class="arms"><thead><tr><th>arm</th><th class="num">weight</th><th class="num">trajectories</th><th class="num">steps</th>
@@ -41,7 +41,7 @@ function comparisonsTable(cs: Comparison[], trusted: boolean) {
 
 /** The SRM banner: the report's own sentence once (it holds the counts, the p-value and the cause). */
 function srmBanner(e: Experiment) {
-  if (e.srm?.flagged !== true) return null;
+  if (e.srm?.flagged !== true || verdictIsBanner(e)) return null;
   const { cause } = e.srm;
   const own = e.warnings[0] === undefined ? undefined : e.warnings[0] + (cause === null || e.warnings[0].includes(cause) ? '' : `; cause: ${cause}`);
   const text =
