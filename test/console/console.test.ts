@@ -67,7 +67,9 @@ async function episode(prefix: string, trajectories = TRAJECTORIES): Promise<voi
   }
 }
 
+/** Loads the page afresh at `hash` (a goto to the same URL with only its hash changed would not reload it). */
 async function open(hash: string): Promise<void> {
+  await page.goto('about:blank');
   await page.goto(`${adminUrl}/#/${hash}`);
 }
 
@@ -78,7 +80,7 @@ async function openWith<T>(hash: string, endpoint: string): Promise<T> {
   return (await (await answered).json()) as T; // the endpoint's documented shape
 }
 
-/** An episode on the lab agent's split where arm a's robot always succeeds and arm b's always fails. */
+/** An episode on the lab agent's split where arm a's robot mostly succeeds and arm b's mostly fails. */
 async function labEpisode(trajectories: number): Promise<void> {
   const post = async (id: string, inputs: object[]) => {
     const res = await http(`${gw.url}/agents/lab/v1/responses`, { method: 'POST', body: { request_id: id, inputs } });
@@ -88,7 +90,9 @@ async function labEpisode(trajectories: number): Promise<void> {
   const ids = Array.from({ length: trajectories }, (_, i) => i);
   let cands = await post('lab-1', ids.map((i) => mkInput(i)));
   for (const step of [2, 3]) {
-    cands = await post(`lab-${step}`, ids.map((i) => mkInput(i, { instruction: { type: 'env', content: feedback(cands[i]!.memory._gateway?.backend === 'a') }, memory: cands[i]!.memory })));
+    // Mostly successes on a, mostly failures on b, with some of each (an interval needs variation).
+    const ok = (i: number) => (cands[i]!.memory._gateway?.backend === 'a' ? (i + step) % 7 !== 0 : (i + step) % 6 === 0);
+    cands = await post(`lab-${step}`, ids.map((i) => mkInput(i, { instruction: { type: 'env', content: feedback(ok(i)) }, memory: cands[i]!.memory })));
   }
 }
 
@@ -121,7 +125,7 @@ before(async () => {
     experiments: { snapshot_interval_s: 0.5 },
     backends: { a: { url: a.url }, b: { url: b.url } },
     routes: [{ name: 'ab', split: { a: 50, b: 50 } }],
-    // A second experiment whose arms clearly differ (a's robot always succeeds, b's always fails).
+    // A second experiment whose arms clearly differ (a's robot mostly succeeds, b's mostly fails).
     agents: { lab: { routes: [{ name: 'xy', split: { a: 50, b: 50 } }] } },
   });
   cli = runCli(['--config', file.path]);
@@ -281,10 +285,14 @@ test('each figure the console shows is the endpoint\'s own value: Overview\'s ag
 
 test('an experiment whose arms differ names the better arm and says you may stop', async () => {
   await labEpisode(60);
+  let seen: unknown;
   await waitFor('the lab experiment\'s verdict', async () => {
     const r = (await admin('/gateway/experiments')) as { experiments: { agent: string; verdict?: { state: string } }[] };
+    seen = r.experiments.find((e) => e.agent === 'lab')?.verdict;
     return r.experiments.find((e) => e.agent === 'lab')?.verdict?.state === 'arms_differ';
-  }, { timeoutMs: 15_000 });
+  }, { timeoutMs: 15_000 }).catch((err: unknown) => {
+    throw new Error(`${String(err)}: ${JSON.stringify(seen)}`);
+  });
   await open('experiments');
   const verdict = page.locator('[data-experiment="lab/xy"] [data-verdict]');
   await verdict.waitFor({ timeout: 5000 });

@@ -31,6 +31,7 @@ async function admin<T>(path: string): Promise<T> {
 /** Opens `hash` and gives the JSON of `endpoint` that the page received for what it shows now. */
 async function openWith<T>(hash: string, endpoint: string): Promise<T> {
   const answered = page.waitForResponse((r) => new URL(r.url()).pathname === endpoint && r.status() === 200);
+  await page.goto('about:blank'); // a goto changing only the hash would not load the page afresh
   await page.goto(`${gw.adminUrl}/#/${hash}`);
   return (await (await answered).json()) as T;
 }
