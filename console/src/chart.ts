@@ -37,6 +37,9 @@ function zeroLine(u: uPlot): void {
   ctx.restore();
 }
 
+/** A legend value in percentage points; a dash where the report has none (e.g. before the burn-in). */
+const ppValue = (_u: uPlot, v: number | null): string => (v === null || v === undefined ? '–' : `${v > 0 ? '+' : ''}${v.toFixed(1)} pp`);
+
 function options(width: number, label: string, box: () => HTMLElement | null): uPlot.Options {
   return {
     width,
@@ -45,11 +48,11 @@ function options(width: number, label: string, box: () => HTMLElement | null): u
     axes: [TIME_AXIS, { label: `${label} (pp)`, size: 60 }],
     series: [
       {},
-      { label: 'difference', stroke: '#2f5fd0', width: 2, points: { show: true, size: 5 } },
-      { label: 'fixed 95% low', stroke: '#8aa4e6', dash: [4, 4] },
-      { label: 'fixed 95% high', stroke: '#8aa4e6', dash: [4, 4] },
-      { label: 'always-valid low', stroke: '#d08a2f' },
-      { label: 'always-valid high', stroke: '#d08a2f' },
+      { label: 'difference', stroke: '#2f5fd0', width: 2, points: { show: true, size: 5 }, value: ppValue },
+      { label: 'fixed 95% low', stroke: '#8aa4e6', dash: [4, 4], value: ppValue },
+      { label: 'fixed 95% high', stroke: '#8aa4e6', dash: [4, 4], value: ppValue },
+      { label: 'always-valid low', stroke: '#d08a2f', value: ppValue },
+      { label: 'always-valid high', stroke: '#d08a2f', value: ppValue },
     ],
     bands: [
       { series: [5, 4], fill: 'rgba(208, 138, 47, 0.12)' },

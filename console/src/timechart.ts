@@ -45,6 +45,9 @@ export function markRange(box: HTMLElement | null, u: uPlot): void {
   box.dataset.zeroPx = y.min <= 0 && y.max >= 0 ? String(Math.round(u.valToPos(0, 'y', true))) : '';
 }
 
+/** A legend value as the endpoint gives it (the figure itself, not rounded away); a dash for a gap. */
+const plain = (_u: uPlot, v: number | null): string => (v === null || v === undefined ? '–' : String(v));
+
 export interface Line {
   label: string;
   values: (number | null)[];
@@ -68,7 +71,7 @@ export function TimeChart(props: { t: number[]; lines: Line[]; unit: string; hei
       height: props.height ?? 160,
       scales: { x: { time: true }, y: { range: fittedRange(0, Infinity, 0) } },
       axes: [TIME_AXIS, { label: props.unit, size: 56, labelSize: 18 }],
-      series: [{}, ...props.lines.map((l) => ({ label: l.label, stroke: l.stroke, width: 1.5, ...(l.dash === undefined ? {} : { dash: l.dash }), points: { show: false } }))],
+      series: [{}, ...props.lines.map((l) => ({ label: l.label, stroke: l.stroke, width: 1.5, ...(l.dash === undefined ? {} : { dash: l.dash }), points: { show: false }, value: plain }))],
       legend: { live: true },
       hooks: { ...LATEST_LEGEND_HOOKS, draw: [(u: uPlot) => markRange(box.current, u)] },
     };

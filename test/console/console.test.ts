@@ -119,7 +119,7 @@ before(async () => {
   b = await startFakeAgent({ name: 'b', behaviour: { delayMs: 25 } });
   file = configFile({
     server: { host: '127.0.0.1', port: 0 },
-    admin: { listen: '127.0.0.1:0', token: TOKEN },
+    admin: { listen: '127.0.0.1:0', token: TOKEN, pulse_interval_s: 1 },
     log_level: 'info',
     probe_interval_s: 0.5,
     experiments: { snapshot_interval_s: 0.5 },
@@ -193,6 +193,10 @@ test('Overview shows the version, the store and the batches as /gateway/overview
   assert.match((await page.locator('[data-stat="store"] .value').textContent()) ?? '', new RegExp(`^${o.store.kind}\\s*up$`));
   assert.equal(await page.locator('[data-stat="config"] .value').textContent(), file.path);
   assert.match((await page.locator('[data-stat="overhead"] .sub').textContent()) ?? '', /^\d+ batches since start$/);
+  // The pulse draws once it has a few samples (one a second here).
+  await waitFor('three pulse points', async () => ((await admin('/gateway/pulse')) as { points: unknown[] }).points.length >= 3, { timeoutMs: 15_000 });
+  await open('overview');
+  await waitFor('the batches chart drawn', async () => Number(await page.locator('[data-chart="batches"]').getAttribute('data-points')) >= 3, { timeoutMs: 10_000 });
   await shot('overview');
 });
 
@@ -231,7 +235,7 @@ test('Experiments shows the arms and trajectories of /gateway/experiments, and a
   assert.ok(Number(await chart.getAttribute('data-y-min')) <= 0 && Number(await chart.getAttribute('data-y-max')) >= 0, '0 is in range');
   assert.ok((await zeroLinePixels(chart)) > 300, 'a dark line across the plot at 0');
   // The legend shows the latest values without a hover (uPlot shows `--` until hovered otherwise).
-  assert.notEqual(await chart.locator('.u-legend .u-series').nth(1).locator('.u-value').textContent(), '--');
+  assert.match((await chart.locator('.u-legend .u-series').nth(1).locator('.u-value').textContent()) ?? '', /^\+?-?\d+\.\d pp$/);
   const inked = await card.locator('.uplot canvas').evaluate((c) => {
     const canvas = c as HTMLCanvasElement;
     const px = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
@@ -263,6 +267,8 @@ test('Recent batches lists the last batches as /gateway/batches does, newest fir
   await page.locator('tr[data-batch]').first().waitFor();
   const rows = await page.locator('tr[data-batch]').evaluateAll((trs) => trs.map((t) => t.getAttribute('data-batch')));
   assert.deepEqual(rows, batches.map((x) => x.request_id));
+  await page.locator('tr[data-batch="ep-3"]').click(); // the picture with one batch opened to its inputs
+  await page.locator('table.inputs tr[data-input]').first().waitFor();
   await shot('batches');
 });
 

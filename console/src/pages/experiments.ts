@@ -77,8 +77,8 @@ function ExperimentCard(props: { e: Experiment; history: unknown; onUnauthorized
       ${e.strata.values.map((s) => html`<tr data-stratum=${s.value}><td>${s.value}</td><td>${tally(Object.fromEntries(s.arms.map((a) => [a.arm, a.trajectories])))}</td>
         <td>${s.comparisons.map((c) => html`<div>${c.arm} − ${c.control}: ${pp(c.fixed?.difference)} ${ci(c.fixed?.ci95 ?? null, pp)}</div>`)}</td></tr>`)}</tbody></table>`}
     ${primary === undefined ? null : html`<h3>${primary.arm} − ${primary.control} over time</h3>
-      ${series.t.length === 0
-        ? html`<p class="muted" data-chart="empty">No snapshot yet: one is taken every experiments.snapshot_interval_s.</p>`
+      ${!series.difference.some((d, i) => d !== null || series.fixedLo[i] !== null || series.seqLo[i] !== null)
+        ? html`<p class="muted" data-chart="empty">No result yet: the first point is drawn as soon as the report has one, then one every experiments.snapshot_interval_s.</p>`
         : html`<${DifferenceChart} series=${series} label=${primary.metric} />`}`}
     ${props.earlier === true ? null : html`<p><button class="link" onClick=${save} data-download="trajectories">Download the per-trajectory export</button>
       ${downloadError === undefined ? null : html` <span class="muted">${downloadError}</span>`}</p>`}
