@@ -1,7 +1,8 @@
 /**
  * What the console (docs/console.md) shows of the gateway's recent activity and that no metric holds: the last
  * batches (a bounded ring, `admin.recent_batches`), batches per second over the last seconds, when the gateway
- * started, and the last config reload. One owner per piece: handle-batch.ts records batches, reload.ts records
+ * started, and the last config reload. One owner per piece: a batch's ending records it (its record built by
+ * batch-record.ts, the same for a buffered and a streamed answer), reload.ts records
  * reloads; the admin views only read.
  *
  * A batch summary holds counts, names and codes only: never memory, a prompt or a key.

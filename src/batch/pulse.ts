@@ -17,6 +17,8 @@ type Buckets = Record<string, number>;
 export interface PulseRaw {
   /** The interval's number: floor(end / interval), the same on every replica. */
   slot: number;
+  /** Seconds the sample covers: the interval, or less for the first one after start. */
+  seconds?: number;
   batches: number;
   errors: number;
   overhead: Buckets;
@@ -48,6 +50,7 @@ export interface PulseSink {
 }
 
 interface Reading {
+  at: number;
   batches: number;
   errors: number;
   overhead: Buckets;
@@ -67,7 +70,7 @@ const quantileMs = (b: Buckets, q: number): number | null => {
 const perSecond = (n: number, intervalS: number): number => Math.round((n / intervalS) * 1000) / 1000;
 
 /** The metrics' cumulative values now. */
-async function read(metrics: GatewayMetrics, batches: number): Promise<Reading> {
+async function read(metrics: GatewayMetrics, batches: number): Promise<Omit<Reading, 'at'>> {
   let errors = 0;
   for (const v of (await metrics.candidateErrors.get()).values) errors += v.value;
   const overhead: Buckets = {};
@@ -128,7 +131,7 @@ export class Pulse {
   async sample(): Promise<PulseRaw | undefined> {
     const { intervalS, points } = this.host.settings();
     try {
-      const now = await read(this.host.metrics, this.host.batches());
+      const now: Reading = { ...(await read(this.host.metrics, this.host.batches())), at: this.now() };
       const prev = this.last;
       this.last = now;
       if (prev === undefined) return undefined;
@@ -139,7 +142,8 @@ export class Pulse {
         if (requests > 0) backends[name] = { requests, failures: b.failures - (p?.failures ?? 0), latency: minus(b.latency, p?.latency) };
       }
       const raw: PulseRaw = {
-        slot: Math.round(this.now() / (intervalS * 1000)),
+        slot: Math.round(now.at / (intervalS * 1000)),
+        seconds: Math.min(intervalS, Math.max(0.001, (now.at - prev.at) / 1000)),
         batches: now.batches - prev.batches,
         errors: now.errors - prev.errors,
         overhead: minus(now.overhead, prev.overhead),
@@ -159,11 +163,19 @@ export class Pulse {
   async view(): Promise<PulseView> {
     const { intervalS, points } = this.host.settings();
     const shared = this.host.sink === undefined ? undefined : await this.host.sink.read().catch(() => undefined);
+    // Counts become rates over the seconds each replica's sample covers, then add up across replicas.
     const merged = new Map<number, PulseRaw>();
-    for (const r of shared ?? this.ring) {
+    for (const raw of shared ?? this.ring) {
+      const k = intervalS / (raw.seconds ?? intervalS);
+      const r: PulseRaw = {
+        ...raw,
+        batches: raw.batches * k,
+        errors: raw.errors * k,
+        backends: Object.fromEntries(Object.entries(raw.backends).map(([n, b]) => [n, { ...b, requests: b.requests * k, failures: b.failures * k }])),
+      };
       const m = merged.get(r.slot);
       if (m === undefined) {
-        merged.set(r.slot, { ...r, backends: { ...r.backends } });
+        merged.set(r.slot, r);
         continue;
       }
       m.batches += r.batches;
