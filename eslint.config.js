@@ -21,6 +21,7 @@ export default tseslint.config(
       'src/batch/**/*.ts',
       'src/protocol/**/*.ts',
       'src/http/batch-front.ts',
+      'src/http/front-exchange.ts',
       'src/upstream/backend-call.ts',
       'src/clients/client-limiter.ts',
     ],

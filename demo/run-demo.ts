@@ -8,7 +8,8 @@
  *    memory forward, then one ensemble step (GEN-like, 4 candidates of one input), printing who answered what.
  * 4. Prints the experiment report (the `report` subcommand's table, read from the gateway's admin listener),
  *    stops everything, exits 0. With `--keep` (`npm run demo -- --keep`) it stays up instead, printing the
- *    console's address (docs/console.md), until Ctrl-C.
+ *    console's address (docs/console.md), until Ctrl-C. With `--port BASE` (`npm run demo -- --port 8100`) it
+ *    uses BASE to BASE+3 (gateway, admin, talker, actor) instead of free ports.
  * Any HTTP error, invalid answer, error candidate or lost big integer exits 1; the whole demo is capped at 60 s.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -33,8 +34,26 @@ const AGENTS = {
 /** Kept in memory from step 1 to the end: proves big integers cross agent and gateway digit for digit. */
 const SEED = '12345678901234567890';
 const TRAJECTORIES = 4;
+const ARGS = process.argv.slice(2);
 /** `--keep`: stay up after the episode so the console can be looked at. */
-const KEEP = process.argv.slice(2).includes('--keep');
+const KEEP = ARGS.includes('--keep');
+/**
+ * `--port BASE`: the gateway on BASE, its admin listener on BASE+1, the talker and actor agents on BASE+2 and
+ * BASE+3 (`npm run demo -- --port 8100`), for a machine where the ports in use are agreed; else free ports.
+ */
+const BASE_PORT = basePort(ARGS);
+
+function basePort(args: string[]): number | undefined {
+  const at = args.indexOf('--port');
+  if (at < 0) return undefined;
+  const text = args[at + 1] ?? '';
+  const n = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= 65532)) {
+    process.stderr.write(`run-demo: --port needs a base port from 1 to 65532 (four ports from it are used), got "${text}"\n`);
+    process.exit(2);
+  }
+  return n;
+}
 
 const TOOLS: JsonObject[] = [
   {
@@ -73,9 +92,9 @@ function relay(child: ChildProcess, prefix: string, onLine?: (line: string) => v
   }
 }
 
-/** Start a demo agent process on a free port; resolves with its URL from its "listening on" line. */
-function startAgent(name: keyof typeof AGENTS): Promise<string> {
-  const child = spawn(process.execPath, [AGENTS[name], '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Start a demo agent process on `port` (0: a free one); resolves with its URL from its "listening on" line. */
+function startAgent(name: keyof typeof AGENTS, port: number): Promise<string> {
+  const child = spawn(process.execPath, [AGENTS[name], '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     relay(child, name, (line) => {
@@ -325,12 +344,13 @@ async function printExperiments(adminBase: string): Promise<void> {
 
 async function main(): Promise<void> {
   if (!existsSync(GATEWAY_CLI)) throw new DemoError(`${GATEWAY_CLI} not found: build the gateway first (npm run build)`);
-  const [talker, actor] = await Promise.all([startAgent('talker'), startAgent('actor')]);
+  const from = (offset: number): number => (BASE_PORT === undefined ? 0 : BASE_PORT + offset);
+  const [talker, actor] = await Promise.all([startAgent('talker', from(2)), startAgent('actor', from(3))]);
   log(`talker agent: ${talker}`);
   log(`actor agent:  ${actor}`);
 
   // Both held open at once, so they differ.
-  const [port, adminPort] = await Promise.all([freePort(), freePort()]);
+  const [port, adminPort] = BASE_PORT === undefined ? await Promise.all([freePort(), freePort()]) : [BASE_PORT, BASE_PORT + 1];
   tmpDir = mkdtempSync(join(tmpdir(), 'magma-gateway-demo-'));
   const configPath = join(tmpDir, 'gateway.yaml');
   writeFileSync(configPath, gatewayConfig(port, adminPort, talker, actor));

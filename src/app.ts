@@ -1,5 +1,7 @@
 /**
- * Builds the gateway's Fastify app without listening (house style: the entry point listens).
+ * Builds the gateway's agent listener without listening (house style: the entry point listens): the batch
+ * front (http/batch-front.ts) takes every `POST /v1/responses` on the server it makes, and fastify, behind
+ * it, everything else (docs/architecture.md).
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -17,11 +19,19 @@ import { settleReloads } from './reload.js';
 import { identityRoutes } from './routes/identity.js';
 import { metricsRoute } from './routes/metrics.js';
 import { drainHeaders } from './http/front-rules.js';
-import { createFrontServer, type FrontHost } from './http/batch-front.js';
+import { BatchFront } from './http/batch-front.js';
+import { AGENT_BATCH_PATTERN, BATCH_PATH } from './http/agent-path.js';
 import { clientLabelOf, rewriteKeyUrl } from './http/request-client.js';
-import { responsesRoute } from './routes/responses.js';
 import { budgetedBodies } from './http/budgeted-body.js';
+import { lingerBounds } from './http/lingering-close.js';
 import { Drain } from './shutdown.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The batch front; tests inject batches into its listener (light-my-request), as `inject` does into fastify's router. */
+    front: BatchFront;
+  }
+}
 
 /** The one field of package.json the gateway reads (its version in /v1/info and the overview). */
 const PACKAGE_JSON = z.object({ version: z.string() });
@@ -42,8 +52,9 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   // The server's own bounds (receive time, idle time, connections) are set on the front server
   // (http/batch-front.ts); these are what fastify would set on a server it created itself.
   const timeouts = { keepAliveTimeout: Math.round(config.server.keep_alive_timeout_s * 1000), requestTimeout: 0 };
-  // Filled in once every route is registered (below); until then the front leaves everything to fastify.
-  const front: { host?: FrontHost } = {};
+  // The hot path: every batch is answered here. It makes the server fastify listens on, and is attached to
+  // the app's state at the end, once the gateway plugin has built it.
+  const front = new BatchFront(config.server);
   let closing = false;
   const drain = new Drain();
   const app = Fastify({
@@ -56,19 +67,24 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     // A path fastify's router refuses (a bad % escape) answered in the gateway's error shape.
     frameworkErrors,
     // POST /v1/responses is answered before fastify (http/batch-front.ts); the rest goes to fastify.
-    serverFactory: (handler) => createFrontServer(handler, () => front.host, config.server),
+    serverFactory: (handler) => front.createServer(handler),
     // A client key in the address (`/k/<key>/...`, docs/operations.md#client-keys) is not part of the path fastify
     // routes; the listening front strips it first, this covers requests that skip the front (app.inject).
     rewriteUrl: rewriteKeyUrl,
   });
   app.decorate('drain', drain);
-  // From here on the front leaves every request to fastify, which answers 503 while closing.
+  app.decorate('front', front);
+  // From here on the front answers batches 503, and fastify every other request (return503OnClosing).
   app.addHook('preClose', async () => {
     closing = true;
   });
 
   // 404, 405 with Allow, 413 and 500 as JSON; before any route, so every route's path is known to the 405 check.
-  installHttpErrors(app, config.server.body_limit_mb, () => mbToBytes(app.gateway.current.config.server.body_discard_mb));
+  // The batch paths are the front's; fastify answers their other methods (405 with Allow: POST).
+  installHttpErrors(app, config.server.body_limit_mb, () => lingerBounds(app.gateway.current.config.server), [
+    { url: BATCH_PATH, method: 'POST' },
+    { url: AGENT_BATCH_PATTERN, method: 'POST' },
+  ]);
 
   await app.register(gatewayPlugin, {
     config,
@@ -100,7 +116,6 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   budgetedBodies(app, bodyLimit, 'string');
 
   await app.register(identityRoutes, { draining: () => drain.draining });
-  await app.register(responsesRoute);
   await app.register(metricsRoute);
   await app.register(import('./routes/coaching.js'));
 
@@ -126,13 +141,13 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
       await admin.close();
     });
   }
-  front.host = {
+  front.attach({
     gateway: app.gateway,
     log: app.log,
     bodyLimit,
     bodyLimitMb: config.server.body_limit_mb,
     closing: () => closing,
     draining: () => drain.draining,
-  };
+  });
   return app;
 }

@@ -2,10 +2,10 @@
 /**
  * The `magma-gateway` command. The entry point only reads its arguments, loads config, listens and handles
  * signals (house style); everything else is built by buildApp. Every mistake on the command line (an unknown
- * option or command, a bad value, a port already in use) is one line plus the usage and exit code 2, never a
- * stack trace (docs/operations.md#command-line).
+ * option or command, a bad value) is one line plus the usage and exit code 2; a failure at run time (a port
+ * already in use) is its one line and exit code 1; never a stack trace (docs/operations.md#command-line).
  *
- *   magma-gateway [serve] [--config FILE] [--host H] [--port P] [--log-level L]   serve
+ *   magma-gateway [serve] [--config FILE] [--host H] [--port P] [--admin-listen H:P] [--log-level L]   serve
  *   magma-gateway validate [--config FILE]                                       check a config, do not start
  *   magma-gateway check <agent-url>                                              contract probe of an agent
  *   magma-gateway report [<admin-url>]                                           the A/B experiment report
@@ -21,16 +21,17 @@ import { OUTCOMES_USAGE, outcomesCommand } from './commands/outcomes.js';
 import { REPORT_USAGE, reportCommand } from './commands/report.js';
 import { parseServeArgs } from './commands/serve-args.js';
 import { VALIDATE_USAGE, validateCommand } from './commands/validate.js';
-import { ConfigError, loadConfigFile } from './config/load.js';
-import { parseHostPort } from './config/schema.js';
+import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
+import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
 import { closest } from './config/nearest-name.js';
 import { loggerOptions } from './logging.js';
 import { reloadGateway } from './reload.js';
 import { shutdownGateway } from './shutdown.js';
 
 const USAGE = `usage:
-  magma-gateway [serve] [--config FILE] [--host HOST] [--port PORT] [--log-level LEVEL]
-      run the gateway (config: --config or MAGMA_GATEWAY_CONFIG; log level also MAGMA_GATEWAY_LOG_LEVEL)
+  magma-gateway [serve] [--config FILE] [--host HOST] [--port PORT] [--admin-listen HOST:PORT] [--log-level LEVEL]
+      run the gateway; each also from the environment: MAGMA_GATEWAY_CONFIG, MAGMA_GATEWAY_PORT,
+      MAGMA_GATEWAY_ADMIN_LISTEN, MAGMA_GATEWAY_LOG_LEVEL (the flag wins)
   magma-gateway validate [--config FILE]                 check a config file without starting
   magma-gateway check <agent-url> [--timeout S] [--json] test an agent against the MAGMA v2.0 contract
   magma-gateway report [<admin-url>] [--token T] [--json] print the experiment report (admin listener,
@@ -55,11 +56,17 @@ function usageError(message: string, usage = USAGE): number {
   return 2;
 }
 
+/** A failure at run time, not a mistake in the command line: its one line, no usage, exit code 1. */
+function runtimeError(message: string): number {
+  process.stderr.write(`magma-gateway: ${message}\n`);
+  return 1;
+}
+
 /** A listen failure the operator can fix (port taken, not allowed, no such address): one line, not a crash. */
 function listenProblem(err: unknown, host: string, port: number): string | undefined {
   const code: unknown = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined; // node's errno code
   const where = `${host}:${port}`;
-  if (code === 'EADDRINUSE') return `cannot listen on ${where}: the address is already in use (change server.port or --port)`;
+  if (code === 'EADDRINUSE') return `cannot listen on ${where}: the address is already in use (change the port in the config or with --port / --admin-listen)`;
   if (code === 'EACCES') return `cannot listen on ${where}: permission denied (ports below 1024 need privileges)`;
   if (code === 'EADDRNOTAVAIL') return `cannot listen on ${where}: no such local address (change server.host or --host)`;
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `cannot listen on ${where}: unknown host name (change server.host or --host)`;
@@ -75,9 +82,22 @@ async function listenOrExplain(app: FastifyInstance, host: string, port: number)
     const problem = listenProblem(err, host, port);
     if (problem === undefined) throw err;
     await app.close();
-    usageError(problem);
+    runtimeError(problem);
     return false;
   }
+}
+
+/**
+ * The config with `--admin-listen` in force: as if the file said so, checked as the schema checks the file (an
+ * admin listener beyond loopback needs a token). A reload keeps it (admin.listen is restart-only, reload.ts).
+ */
+function withAdminListen(config: GatewayConfig, listen: string | undefined): GatewayConfig {
+  if (listen === undefined) return config;
+  const at = parseHostPort(listen);
+  if (at !== undefined && !isLoopback(at.host) && (config.admin.token === undefined || config.admin.token === '')) {
+    throw new UsageError(`--admin-listen ${listen}: an admin listener beyond loopback needs admin.token in the config`);
+  }
+  return deepFreeze({ ...config, admin: { ...config.admin, listen } });
 }
 
 async function serve(argv: string[]): Promise<number> {
@@ -95,10 +115,11 @@ async function serve(argv: string[]): Promise<number> {
     process.stderr.write(`magma-gateway: ${err instanceof ConfigError ? err.message : String(err)}\n`);
     return 2;
   }
+  config = withAdminListen(config, opts.adminListen);
   const app = await buildApp({ config, configPath: path, logger: loggerOptions(opts.logLevel ?? config.log_level) });
   const host = opts.host ?? config.server.host;
   const port = opts.port ?? config.server.port;
-  if (!(await listenOrExplain(app, host, port))) return 2;
+  if (!(await listenOrExplain(app, host, port))) return 1;
   // The admin API on its own socket (admin.listen), when configured.
   let adminUrl: string | undefined;
   try {
@@ -108,7 +129,7 @@ async function serve(argv: string[]): Promise<number> {
     const problem = at === undefined ? undefined : listenProblem(err, at.host, at.port);
     if (problem === undefined) throw err;
     await app.close();
-    return usageError(`admin.listen: ${problem}`);
+    return runtimeError(`admin.listen: ${problem}`);
   }
   if (adminUrl !== undefined) app.log.info({ url: adminUrl }, 'admin listener: /gateway/* and the backend passthrough');
 

@@ -23,6 +23,11 @@ export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
 
 export const GATEWAY_ERROR_CODES = Object.keys(GATEWAY_ERRORS) as GatewayErrorCode[]; // Object.keys types its result string[]
 
+/** Whether a candidate's error code is one the gateway itself writes (a backend's own codes are not). */
+export function isGatewayErrorCode(code: string): code is GatewayErrorCode {
+  return Object.hasOwn(GATEWAY_ERRORS, code);
+}
+
 /**
  * Characters of a backend's own error code kept where the gateway counts it (metric labels, the batch log
  * line, the experiment report). The code comes from the backend and is bounded by nothing but the answer's

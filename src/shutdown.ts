@@ -3,7 +3,9 @@
  *
  * Draining: `/health` answers 503 (a load balancer stops sending), new connections are refused, idle
  * keep-alive connections are closed, and every answer still to come carries `Connection: close`, so each
- * client's connection ends with its last answer. The process exits once the last connection has closed,
+ * client's connection ends with its last answer. An answer whose head went out before the drain (a streamed
+ * one) could not say so: its connection is closed as soon as the answer is out and the connection idle
+ * (http/batch-front.ts), as is any connection that becomes idle during the drain. The process exits once the last connection has closed,
  * not when an idle keep-alive socket would have timed out. `server.drain_timeout_s` bounds the whole drain:
  * after it every remaining connection is destroyed and the process exits anyway.
  */

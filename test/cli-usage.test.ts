@@ -95,14 +95,34 @@ test('no config file at all is a usage error, exit 2', async () => {
   assertUsageError(r.stderr(), /^magma-gateway: no config file given/);
 });
 
-test('a port already in use is one line naming the address, exit 2', async (t) => {
+test('a port already in use is one line naming the address, without the usage, exit 1', async (t) => {
   const f = useFixtures(t);
   const { url } = await f.server((_req, res) => res.end());
   const port = Number(new URL(url).port);
   const path = config('busy.yaml', `server: { port: ${port} }\nlog_level: silent\nbackends:\n  a: { url: "http://127.0.0.1:1" }\nroutes:\n  - { name: d, backend: a }\n`);
   const r = runCli(['--config', path]);
-  assert.equal(await r.exit, 2);
-  assertUsageError(r.stderr(), new RegExp(`^magma-gateway: cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
+  assert.equal(await r.exit, 1);
+  assert.match(r.stderr(), new RegExp(`^magma-gateway: cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use[^\n]*\n$`));
+  // The same for the admin listener, its address given on the command line.
+  const admin = runCli(['--config', path, '--port', '0', '--admin-listen', `127.0.0.1:${port}`]);
+  assert.equal(await admin.exit, 1);
+  assert.match(admin.stderr(), new RegExp(`^magma-gateway: admin\\.listen: cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use[^\n]*\n$`));
+});
+
+test('--admin-listen and MAGMA_GATEWAY_ADMIN_LISTEN, --port and MAGMA_GATEWAY_PORT: checked before anything starts', async () => {
+  const path = config('flags.yaml', 'log_level: silent\nbackends:\n  a: { url: "http://127.0.0.1:1" }\nroutes:\n  - { name: d, backend: a }\n');
+  const bad = runCli(['--config', path, '--admin-listen', 'nowhere']);
+  assert.equal(await bad.exit, 2);
+  assertUsageError(bad.stderr(), /^magma-gateway: --admin-listen must be host:port .*got "nowhere"$/);
+  const badEnv = runCli(['--config', path], { MAGMA_GATEWAY_ADMIN_LISTEN: '127.0.0.1:99999' });
+  assert.equal(await badEnv.exit, 2);
+  assertUsageError(badEnv.stderr(), /^magma-gateway: MAGMA_GATEWAY_ADMIN_LISTEN must be host:port/);
+  const badPort = runCli(['--config', path], { MAGMA_GATEWAY_PORT: 'eighty' });
+  assert.equal(await badPort.exit, 2);
+  assertUsageError(badPort.stderr(), /^magma-gateway: MAGMA_GATEWAY_PORT must be a port number from 0 to 65535, got "eighty"$/);
+  const open = runCli(['--config', path, '--admin-listen', '0.0.0.0:0']);
+  assert.equal(await open.exit, 2);
+  assertUsageError(open.stderr(), /^magma-gateway: --admin-listen 0\.0\.0\.0:0: an admin listener beyond loopback needs admin\.token/);
 });
 
 test('validate: a valid file exits 0 with its summary and warnings', async () => {
@@ -163,4 +183,13 @@ test('check and report with two different URLs, or none, are usage errors, exit 
     assert.match(r.stderr(), first);
     assert.ok(!/^\s+at /m.test(r.stderr()));
   }
+});
+
+test('on a shared machine: the port from --port, the admin listener from MAGMA_GATEWAY_ADMIN_LISTEN, no config edit', async (t) => {
+  const f = useFixtures(t);
+  const path = config('shared.yaml', 'log_level: info\nbackends:\n  a: { url: "http://127.0.0.1:1" }\nroutes:\n  - { name: d, backend: a }\n');
+  const run = f.cli(['--config', path, '--port', '0'], { MAGMA_GATEWAY_ADMIN_LISTEN: '127.0.0.1:0' });
+  const line = await run.logLine((l) => l.msg === 'admin listener: /gateway/* and the backend passthrough');
+  const res = await fetch(`${String(line.url)}/gateway/overview`);
+  assert.equal(res.status, 200);
 });

@@ -1,13 +1,14 @@
 /**
  * Shutdown (src/shutdown.ts) with the real CLI and a keep-alive client: on SIGTERM the batch in flight is
  * answered with `Connection: close`, idle keep-alive connections are closed, and the process exits once the
- * last batch is answered instead of waiting for keep_alive_timeout_s; server.drain_timeout_s bounds a drain
+ * last batch is answered instead of waiting for keep_alive_timeout_s; a streamed answer begun before the
+ * drain has its connection closed once it is out, and the process exits 0 then; server.drain_timeout_s bounds a drain
  * that cannot finish. /health answers 503 while draining.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent } from 'node:http';
+import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -107,6 +108,39 @@ test('SIGTERM with a keep-alive batch in flight: answered with Connection: close
   assert.equal(res.headers.connection, 'close');
   assert.equal((JSON.parse(text) as { status: string }[])[0]!.status, 'completed');
   assert.equal(await cli.exit, 0, 'exited after the last answer, long before keep_alive_timeout_s');
+});
+
+test('SIGTERM while a streamed 8 MB answer is in flight: the answer completes, its connection closes, the process exits 0', { timeout: 60_000 }, async () => {
+  const agent = await startAgentServer({ info: { agent_id: 'big' }, decide: async () => ({ say: 'x'.repeat(8 * 1024 * 1024) }) });
+  f.defer(() => agent.close());
+  // Far longer than the test may take: an exit that waited for either would time the test out.
+  const cli = await startCli(agent.url, { keep_alive_timeout_s: 600, drain_timeout_s: 600, stream_answers_over_mb: 1 });
+  const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
+  f.defer(() => keepAlive.destroy());
+  const { res, socketClosed } = await new Promise<{ res: IncomingMessage; socketClosed: Promise<void> }>((resolve, reject) => {
+    const req = httpRequest(`${cli.url}/v1/responses`, { method: 'POST', agent: keepAlive, headers: { 'content-type': 'application/json' } }, (r) => {
+      // Not read yet: the answer stays in flight, held back by the client.
+      r.pause();
+      resolve({ res: r, socketClosed: new Promise<void>((done) => req.socket?.once('close', () => done())) });
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ request_id: 'stream-term', inputs: [mkInput(1)] }));
+  });
+  assert.equal(res.statusCode, 200);
+  assert.equal(res.headers['transfer-encoding'], 'chunked', 'the answer is streamed');
+  assert.equal(res.headers.connection, 'keep-alive', 'begun before the drain: its head promised a kept connection');
+  cli.child.kill('SIGTERM');
+  await cli.printed('stopping: finishing batches in flight');
+  let bytes = 0;
+  res.on('data', (d: Buffer) => (bytes += d.length));
+  const ended = new Promise<void>((resolve) => res.once('end', () => resolve()));
+  res.resume();
+  await ended;
+  assert.ok(bytes > 8 * 1024 * 1024, `the whole answer came: ${bytes} bytes`);
+  assert.match(String(res.trailers['x-gateway-overhead-ms']), /^\d+\.\d\d$/);
+  // Idle once the answer is out: the gateway closes the connection then, and exits with it.
+  await socketClosed;
+  assert.equal(await cli.exit, 0, 'exited once the streamed answer was out, long before drain_timeout_s');
 });
 
 test('a drain that cannot finish is cut at server.drain_timeout_s: connections destroyed, the process exits', { timeout: 60_000 }, async () => {

@@ -79,7 +79,7 @@ function inputRows(s: BatchRecordSource): BatchInputRecord[] {
 }
 
 /** The record of one answered batch, buffered or streamed. */
-export function batchRecord(s: BatchRecordSource): Omit<BatchSummary, 'at' | 'seq'> {
+export function consoleRecord(s: BatchRecordSource): Omit<BatchSummary, 'at' | 'seq'> {
   const { request, plan, result } = s;
   return {
     request_id: request.request_id,

@@ -365,10 +365,13 @@ export const configSchema = z.strictObject({
       port: z.number().int().min(0).max(65535).default(8888),
       body_limit_mb: positive.default(64),
       /**
-       * Bytes of a body over body_limit_mb read and thrown away before the 413 is written, so a client that sends
-       * its whole body before reading gets the answer instead of a reset (0: answer at once).
+       * After a 413 (or 408) is written, the rest of the body is read and thrown away, up to this many MiB and
+       * body_discard_s, before the connection closes (nginx's lingering close): a client that sends its whole
+       * body before reading gets the answer instead of a reset (0: close at once).
        */
       body_discard_mb: z.number().min(0).default(256),
+      /** Seconds the connection stays open after a 413 for the rest of the body (nginx's lingering_time). */
+      body_discard_s: z.number().min(0).default(30),
       /** Cap on num_outputs per input: one request cannot make the gateway build unbounded candidate arrays. */
       max_outputs_per_input: z.number().int().positive().default(1024),
       /** Deepest JSON nesting accepted from clients and backends; deeper would overflow recursive walks. */

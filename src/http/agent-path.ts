@@ -1,12 +1,10 @@
 /**
  * Where a virtual agent is served (docs/routing.md#virtual-agents): `/agents/<name>/health`, `/v1/info`,
- * `/v1/responses` and the coaching paths. Fastify routes declare the `/agents/:agent` prefix; the raw batch
- * front (batch-front.ts) reads the batch path itself with batchAgent, in plain linear string operations: the
- * URL is client text.
+ * `/v1/responses` and the coaching paths. Fastify routes declare the `/agents/:agent` prefix; the batch front
+ * (batch-front.ts) reads the batch path itself with batchAgent.
  */
 import type { FastifyReply } from 'fastify';
 import { unknownAgentDetail } from '../batch/handle-batch.js';
-import { MAX_AGENT_NAME_LENGTH } from '../config/schema.js';
 import { errorBody } from '../errors.js';
 import { AGENT_BATCH_ENDPOINT, BATCH_ENDPOINT } from '../metrics.js';
 
@@ -29,30 +27,29 @@ export function pathOfUrl(url: string): string {
   return q < 0 ? url : url.slice(0, q);
 }
 
-/** A character of a config name ([A-Za-z0-9_.-], config/schema.ts). */
-function isNameChar(c: number): boolean {
-  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 46 || c === 45;
-}
+/** The longest agent segment read (fastify's maxParamLength, which its router applied here before). */
+const MAX_SEGMENT = 100;
 
 /**
- * The agent a batch URL is for: `''` for the default agent's `/v1/responses`, the name for
- * `/agents/<name>/v1/responses`, undefined for any other URL (another path, a query string, a percent-encoded,
- * dot-only or over-long segment), which fastify then answers by its own rules. Only names a config could hold
- * are taken, so both fronts answer every URL alike: fastify's router decodes and normalises what this leaves to
- * it.
+ * The agent a batch path is for (`url`'s path, its query string ignored): `''` for the default agent's
+ * `/v1/responses`, the name for `/agents/<name>/v1/responses` (percent-decoded, as fastify's router decodes a
+ * parameter), undefined for any other path or a segment that does not decode (fastify answers those). A name
+ * the config does not have is the batch core's 404 (handle-batch.ts). Plain linear string operations: the URL
+ * is client text.
  */
 export function batchAgent(url: string): string | undefined {
-  if (url === BATCH_PATH) return '';
-  const end = url.length - BATCH_PATH.length;
-  const length = end - AGENTS.length;
-  if (length <= 0 || length > MAX_AGENT_NAME_LENGTH || !url.startsWith(AGENTS) || !url.endsWith(BATCH_PATH)) return undefined;
-  let dotsOnly = true;
-  for (let i = AGENTS.length; i < end; i++) {
-    const c = url.charCodeAt(i);
-    if (!isNameChar(c)) return undefined;
-    if (c !== 46) dotsOnly = false;
+  const path = pathOfUrl(url);
+  if (path === BATCH_PATH) return '';
+  const end = path.length - BATCH_PATH.length;
+  if (end - AGENTS.length <= 0 || !path.startsWith(AGENTS) || !path.endsWith(BATCH_PATH)) return undefined;
+  const segment = path.slice(AGENTS.length, end);
+  if (segment.length > MAX_SEGMENT || segment.includes('/')) return undefined;
+  if (!segment.includes('%')) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
   }
-  return dotsOnly ? undefined : url.slice(AGENTS.length, end);
 }
 
 /** The 404 for an agent the running config does not have; `undefined` asks for the default agent. */

@@ -1,12 +1,12 @@
 /**
- * Writing a batch answer on either front (docs/protocol-fidelity.md#how-a-batch-is-read): a text answer as it
+ * Writing a batch answer on the front (docs/protocol-fidelity.md#how-a-batch-is-read): a text answer as it
  * is, an answer in pieces (protocol/answer/answer-body.ts) piece by piece, waiting for 'drain' whenever the socket's
  * buffer is full, so the gateway holds the answer's pieces and never a second, joined copy of them.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import type { ResponseStream } from '../batch/streamed-batch.js';
+import { streamedHeaders, streamedTrailers, type AnswerFacts } from './front-rules.js';
 
 /** The content-length of an answer. */
 export function bodyLength(body: string | AnswerBody): number {
@@ -42,17 +42,6 @@ export function writeBody(res: ServerResponse, body: string | AnswerBody): void 
 }
 
 /**
- * What fastify's reply.send takes for `body`: the one Buffer, or a stream of the pieces. Text goes as its bytes:
- * fastify would add `; charset=utf-8` to the content-type of a string, which the raw front does not send.
- */
-export function sendable(body: string | AnswerBody): Buffer | Readable {
-  if (typeof body === 'string') return Buffer.from(body, 'utf8');
-  const first = body.parts[0];
-  if (first !== undefined && body.parts.length === 1) return first;
-  return Readable.from(body.parts, { objectMode: false });
-}
-
-/**
  * Whether an answer to `req` may be streamed. A streamed answer sends its overhead header as a trailer, which
  * needs chunked framing: HTTP/1.0 has neither (node throws ERR_HTTP_TRAILER_INVALID), and nginx talks HTTP/1.0
  * to its upstreams by default. Such a client gets the whole answer with a content-length instead
@@ -64,15 +53,15 @@ export function mayStream(req: IncomingMessage): boolean {
 
 /**
  * A streamed answer (docs/protocol-fidelity.md#streamed-answers) on a node:http response: 200 with chunked
- * framing, the overhead header as a trailer. `beforeHead` runs right before the head is written (fastify's
- * hijack); `extraHeaders` are the front's own (connection: close while draining).
+ * framing, the head written with the first byte, the overhead header as a trailer (front-rules.ts writes both).
+ * `extraHeaders` are the front's own (connection: close while draining), read when the head goes out.
  */
 export class ResponseWriter implements ResponseStream {
   private closed = false;
+  private facts: AnswerFacts = {};
 
   constructor(
     private readonly res: ServerResponse,
-    private readonly beforeHead: () => void,
     private readonly extraHeaders: () => Record<string, string> | undefined,
   ) {}
 
@@ -80,14 +69,17 @@ export class ResponseWriter implements ResponseStream {
     return this.closed || this.res.destroyed;
   }
 
-  begin(headers: Record<string, string>): void {
+  describe(requestId: string | undefined, cacheHits: number | undefined): void {
+    this.facts = { requestId, cacheHits };
+  }
+
+  begin(): void {
     if (this.gone) return;
     // Listened to only here: the answers that are not streamed pay nothing for it.
     this.res.once('close', () => {
       this.closed = true;
     });
-    this.beforeHead();
-    this.res.writeHead(200, { ...headers, ...this.extraHeaders(), 'content-type': 'application/json' });
+    this.res.writeHead(200, { ...streamedHeaders(this.facts), ...this.extraHeaders(), 'content-type': 'application/json' });
   }
 
   write(b: Buffer): boolean {
@@ -103,9 +95,9 @@ export class ResponseWriter implements ResponseStream {
     this.res.once('drain', fn);
   }
 
-  end(trailers: Record<string, string>): void {
+  end(overheadMs: number): void {
     if (this.gone || this.res.writableEnded) return;
-    this.res.addTrailers(trailers);
+    this.res.addTrailers(streamedTrailers(overheadMs));
     this.res.end();
   }
 }

@@ -1,6 +1,6 @@
 /**
- * Request bodies read by fastify (a batch with a query string, `app.inject()`, coaching) under the same memory
- * budget as the raw front's batches (docs/memory-budget.md): nothing is held before the first body byte, then
+ * Request bodies read by fastify (coaching, and any other body fastify parses) under the same memory
+ * budget as the batch front's batches (docs/memory-budget.md): nothing is held before the first body byte, then
  * the request waits for room in arrival order (its declared length, or for a chunked body what it may grow
  * to), is answered 503 GATEWAY_ERR_MEMORY_BUDGET past server.admission_timeout_s, and keeps its bytes counted
  * until its answer is written.
@@ -87,26 +87,18 @@ async function readBudgeted(app: FastifyInstance, req: FastifyRequest, payload: 
   return body.received();
 }
 
-/** A body handed on as received (the batch route: memory/offload.ts joins a large one off the event loop). */
-export function receivedBodyOf(body: unknown): ReceivedBody {
-  if (Buffer.isBuffer(body)) return body;
-  if (Array.isArray(body) && body.every((p) => Buffer.isBuffer(p))) return body;
-  return Buffer.alloc(0);
-}
-
 /**
  * Install, in `app`'s scope, a parser of every content type that reads under the budget, handing the body on
- * as received (one Buffer, or its chunks when it came without a length: receivedBodyOf), as UTF-8 text, or as
- * `as` decodes it (which may throw the request's 4xx); the request's hold is given back once its answer is
+ * as UTF-8 text, or as `as` decodes it (which may throw the request's 4xx); the request's hold is given back once its answer is
  * written (or it is abandoned).
  */
-export function budgetedBodies(app: FastifyInstance, bodyLimit: number, as: 'received' | 'string' | ((bytes: Buffer) => string)): void {
+export function budgetedBodies(app: FastifyInstance, bodyLimit: number, as: 'string' | ((bytes: Buffer) => string)): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: unknown) => void) => {
     readBudgeted(app, req, payload, bodyLimit).then(
       (received) => {
         try {
-          done(null, as === 'received' ? received : as === 'string' ? joinedHere(received).toString('utf8') : as(joinedHere(received)));
+          done(null, as === 'string' ? joinedHere(received).toString('utf8') : as(joinedHere(received)));
         } catch (err) {
           done(err instanceof Error ? err : new Error(String(err)));
         }

@@ -25,6 +25,8 @@ export class ConnectionSlots {
   private readonly handshaking = new Map<string, Socket>();
   /** A TLS socket -> the TCP connection it runs on, the one holding the slot. */
   private readonly tcpOf = new WeakMap<Socket, Socket>();
+  /** Connections admitted here: a request injected in a test (light-my-request) has a socket of its own. */
+  private readonly known = new WeakSet<Socket>();
   /** Connections closed to make room, for the metrics and tests. */
   evicted = 0;
   /** New connections closed because every slot was serving a request. */
@@ -43,6 +45,7 @@ export class ConnectionSlots {
    */
   admit(socket: Socket, tls = false): void {
     this.open++;
+    this.known.add(socket);
     const peer = tls ? peerOf(socket) : undefined;
     if (peer !== undefined) this.handshaking.set(peer, socket);
     socket.once('close', () => {
@@ -82,7 +85,7 @@ export class ConnectionSlots {
 
   /** The connection's batch body is being read: evictable, after every idle connection. */
   receivingBody(socket: Socket): void {
-    if (!socket.destroyed) this.receiving.add(this.slotOf(socket));
+    if (!socket.destroyed && this.known.has(this.slotOf(socket))) this.receiving.add(this.slotOf(socket));
   }
 
   /** The body is complete: the batch is being served. */
@@ -94,7 +97,7 @@ export class ConnectionSlots {
   done(socket: Socket): void {
     const slot = this.slotOf(socket);
     this.receiving.delete(slot);
-    if (!socket.destroyed && !slot.destroyed) {
+    if (this.known.has(slot) && !socket.destroyed && !slot.destroyed) {
       // Re-added so that it is the newest.
       this.idle.delete(slot);
       this.idle.add(slot);

@@ -11,8 +11,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, GatewayError, internalCode, messageOf, type GatewayErrCode } from '../errors.js';
 import { pathOfUrl } from '../http/agent-path.js';
-import { bodyTooLarge, closing, overBudgetHeaders } from '../http/front-rules.js';
-import { discardBody } from '../http/body-discard.js';
+import { answerHeaders, bodyTooLarge, closing, overBudgetHeaders } from '../http/front-rules.js';
+import { answerAndLinger, type LingerBounds } from '../http/lingering-close.js';
 
 interface PathPattern {
   /** Literal segments, `:param` (one non-empty segment) or a trailing `*` (the rest, possibly empty). */
@@ -85,8 +85,15 @@ function expectationFailed(req: IncomingMessage, res: ServerResponse): void {
  * Installs the error and not-found handlers. Call before any route is registered: only routes registered after
  * the onRoute hook are known to the 405 check.
  */
-export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number, discardBytes: () => number = () => 0): void {
+export function installHttpErrors(
+  app: FastifyInstance,
+  bodyLimitMb: number,
+  linger: () => LingerBounds = () => ({ maxBytes: 0, maxMs: 0 }),
+  servedElsewhere: readonly { url: string; method: string }[] = [],
+): void {
   const patterns = new Map<string, PathPattern>();
+  // Paths answered before fastify (the batch front): their other methods are 405 all the same.
+  for (const r of servedElsewhere) patterns.set(r.url, { segments: segmentsOf(r.url), methods: new Set([r.method]) });
   app.server.on('checkExpectation', expectationFailed);
   app.addHook('onRoute', (route) => {
     let p = patterns.get(route.url);
@@ -110,13 +117,11 @@ export function installHttpErrors(app: FastifyInstance, bodyLimitMb: number, dis
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     const status = err.statusCode ?? 500;
     if (status === 413) {
-      const body = bodyTooLarge(bodyLimitMb);
-      // Written once the rest of the body is dropped (http/body-discard.ts): a client sending its whole body
-      // first reads the answer instead of meeting a reset. fastify's own answer closes the connection.
-      discardBody(req.raw, discardBytes(), 0, () => {
-        if (!reply.sent) void reply.code(413).headers(closing()).send(body);
-      });
-      // Nothing returned: fastify sends a returned value at once.
+      // Written at once, then the rest of the body is read and dropped within bounds before the connection
+      // closes (http/lingering-close.ts), as on the batch front; the onResponse hooks run at its end.
+      reply.hijack();
+      const headers = { ...answerHeaders({}, reply.elapsedTime), 'content-type': 'application/json', ...closing() };
+      answerAndLinger(req.raw, reply.raw, 413, headers, JSON.stringify(bodyTooLarge(bodyLimitMb)), linger());
       return undefined;
     }
     if (err instanceof GatewayError && err.code === 'GATEWAY_ERR_MEMORY_BUDGET') {

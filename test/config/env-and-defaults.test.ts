@@ -78,6 +78,7 @@ test('defaults fill every key a minimal file leaves out', () => {
     port: 8888,
     body_limit_mb: 64,
     body_discard_mb: 256,
+    body_discard_s: 30,
     max_outputs_per_input: 1024,
     max_json_depth: 128,
     max_candidates_per_batch: 4096,

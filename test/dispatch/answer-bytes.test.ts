@@ -11,6 +11,7 @@ import { after, test } from 'node:test';
 import { request } from 'undici';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { oneBackend } from '../helpers/fixtures.js';
+import { injectBatch } from '../helpers/inject.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -115,8 +116,8 @@ test('an answer of many candidates larger than the socket buffers is written who
   assert.equal(text.split(`"memory":${tagged}`).length - 1, 64, 'every candidate carries the exact memory bytes');
   const parsed = JSON.parse(text) as { candidate_index: number }[];
   assert.deepEqual(parsed.map((o) => o.candidate_index), Array.from({ length: 64 }, (_, i) => i));
-  // The fastify route (app.inject) answers the same bytes.
-  const injected = await gw.app.inject({ method: 'POST', url: '/v1/responses', payload: body, headers: { 'content-type': 'application/json' } });
+  // Injected into the front (light-my-request), the same bytes.
+  const injected = await injectBatch(gw.app, { method: 'POST', url: '/v1/responses', payload: body, headers: { 'content-type': 'application/json' } });
   assert.equal(injected.statusCode, 200);
   assert.equal(Number(injected.headers['content-length']), injected.rawPayload.length);
   assert.ok(injected.rawPayload.equals(bytes), 'both fronts answer the same bytes');

@@ -1,6 +1,6 @@
 /**
- * The raw front for POST /v1/responses (http/batch-front.ts): it must do what fastify and the app's hooks did
- * for that path, and leave everything else to fastify.
+ * The front for POST /v1/responses (http/batch-front.ts): it answers every batch path, query string or not,
+ * with what fastify and the app's hooks do for other paths, and leaves everything else to fastify.
  */
 import assert from 'node:assert/strict';
 import type { RequestListener } from 'node:http';
@@ -11,7 +11,7 @@ import { request } from 'undici';
 import { stringify } from 'yaml';
 import { buildApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
-import { createFrontServer, type FrontHost } from '../../src/http/batch-front.js';
+import { BatchFront, type FrontHost } from '../../src/http/batch-front.js';
 import type { FakeAgent } from '../helpers/fake-agent.js';
 import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 import { mkInput, withTestDefaults, type Cand, type TestGateway } from '../helpers/gateway.js';
@@ -55,9 +55,9 @@ test('a chunked body (no content-length) over body_limit_mb is 413 with a JSON d
   assert.equal(a.requestsTo('/v1/responses').length, 0);
 });
 
-test('a batch path with a query string is served by the fastify route with the same answer', async () => {
+test('a batch path with a query string is served by the front with the same answer', async () => {
   const { gw } = await agentAndGateway();
-  const res = await fetch(`${gw.url}/v1/responses?via=fastify`, {
+  const res = await fetch(`${gw.url}/v1/responses?via=front`, {
     method: 'POST',
     body: JSON.stringify({ request_id: 'q1', inputs: [mkInput(4, { num_outputs: 2 })] }),
   });
@@ -67,33 +67,44 @@ test('a batch path with a query string is served by the fastify route with the s
   assert.match(res.headers.get('x-gateway-overhead-ms') ?? '', /^\d+\.\d\d$/);
 });
 
-/** A front whose "fastify" answers `fastify` and whose host says whether it is closing. */
-async function frontWith(closing: boolean): Promise<string> {
+/** A front whose "fastify" answers `fastify`; with an app attached or not. */
+async function frontWith(host: FrontHost | undefined): Promise<string> {
   const fastifyStub: RequestListener = (_req, res) => {
     res.end('fastify');
   };
   const serverOpts = { keep_alive_timeout_s: 1, headers_timeout_s: 60, body_timeout_s: 300, max_connections: 100, tls_handshake_timeout_s: 10 };
-  // Cast: of a host it leaves every request from, the front reads only closing(), draining() and the server
-  // options of the running config.
-  const host = { closing: () => closing, draining: () => false, gateway: { current: { config: { server: serverOpts } } } } as unknown as FrontHost;
-  const server = createFrontServer(fastifyStub, () => (closing ? host : undefined), serverOpts);
+  const front = new BatchFront(serverOpts);
+  if (host !== undefined) front.attach(host);
+  const server = front.createServer(fastifyStub);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   f.defer(() => new Promise<void>((resolve) => server.close(() => resolve())));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-test('while the app closes, the front leaves batches to fastify (which answers 503)', async () => {
-  const url = await frontWith(true);
-  const res = await fetch(`${url}/v1/responses`, { method: 'POST', body: '{}' });
-  assert.equal(await res.text(), 'fastify');
+function hostOf(app: TestGateway['app']): FrontHost {
+  return { gateway: app.gateway, log: app.log, bodyLimit: 1024 * 1024, bodyLimitMb: 1, closing: () => false, draining: () => false };
+}
+
+test('while the app closes, the front answers batches 503 itself, in the gateway\'s error shape', async () => {
+  const { gw } = await agentAndGateway();
+  const url = await frontWith({ ...hostOf(gw.app), closing: () => true });
+  for (const path of ['/v1/responses', '/v1/responses?x=1']) {
+    const res = await fetch(`${url}${path}`, { method: 'POST', body: '{}' });
+    assert.equal(res.status, 503, path);
+    assert.equal(((await res.json()) as { code: string }).code, 'GATEWAY_ERR_NOT_READY');
+    assert.equal(res.headers.get('connection'), 'close');
+  }
 });
 
 test('other paths and methods, and a front with no app yet, go to fastify', async () => {
-  const url = await frontWith(false);
-  for (const [method, path] of [['GET', '/v1/responses'], ['POST', '/v1/info'], ['POST', '/v1/responses']] as const) {
-    const res = await fetch(`${url}${path}`, { method, body: method === 'POST' ? '{}' : undefined });
+  const { gw } = await agentAndGateway();
+  const attached = await frontWith(hostOf(gw.app));
+  for (const [method, path] of [['GET', '/v1/responses'], ['POST', '/v1/info'], ['POST', '/v1/responses/']] as const) {
+    const res = await fetch(`${attached}${path}`, { method, body: method === 'POST' ? '{}' : undefined });
     assert.equal(await res.text(), 'fastify', `${method} ${path}`);
   }
+  const bare = await frontWith(undefined);
+  assert.equal(await (await fetch(`${bare}/v1/responses`, { method: 'POST', body: '{}' })).text(), 'fastify');
 });
 
 test('the server keeps connections alive for the configured time, like the server fastify builds', async () => {
@@ -102,7 +113,7 @@ test('the server keeps connections alive for the configured time, like the serve
   assert.equal(gw.app.server.requestTimeout, 0);
 });
 
-test('a virtual agent\'s batch path is answered on the front itself; its other URLs and paths go to fastify', async () => {
+test('a virtual agent\'s batch path is answered on the front itself, query string or encoded name; its other methods and paths go to fastify', async () => {
   const a = await f.agent({ name: 'lab' });
   const config = parseConfigText(
     stringify(withTestDefaults({ backends: { lab: { url: a.url } }, agents: { lab: { routes: [{ name: 'main', backend: 'lab' }] } } }, false)),
@@ -114,15 +125,9 @@ test('a virtual agent\'s batch path is answered on the front itself; its other U
   const fastifyStub: RequestListener = (_req, res) => {
     res.end('fastify');
   };
-  const host: FrontHost = {
-    gateway: app.gateway,
-    log: app.log,
-    bodyLimit: 1024 * 1024,
-    bodyLimitMb: 1,
-    closing: () => false,
-    draining: () => false,
-  };
-  const server = createFrontServer(fastifyStub, () => host, config.server);
+  const front = new BatchFront(config.server);
+  front.attach(hostOf(app));
+  const server = front.createServer(fastifyStub);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   f.defer(() => app.close());
   f.defer(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -134,7 +139,10 @@ test('a virtual agent\'s batch path is answered on the front itself; its other U
   const unknown = await fetch(`${url}/agents/nope/v1/responses`, { method: 'POST', body });
   assert.equal(unknown.status, 404, 'the front answers an unknown agent itself');
   assert.equal(((await unknown.json()) as { code: string }).code, 'GATEWAY_ERR_UNKNOWN_AGENT');
-  for (const [method, path] of [['POST', '/agents/lab/v1/responses?x=1'], ['POST', '/agents/%6Cab/v1/responses'], ['GET', '/agents/lab/v1/responses'], ['POST', '/agents/lab/v1/info']] as const) {
+  for (const path of ['/agents/lab/v1/responses?x=1', '/agents/%6Cab/v1/responses']) {
+    assert.equal((await fetch(`${url}${path}`, { method: 'POST', body })).status, 200, `the front serves ${path}`);
+  }
+  for (const [method, path] of [['GET', '/agents/lab/v1/responses'], ['POST', '/agents/lab/v1/info']] as const) {
     const res = await fetch(`${url}${path}`, { method, body: method === 'POST' ? body : undefined });
     assert.equal(await res.text(), 'fastify', `${method} ${path}`);
   }

@@ -1,7 +1,7 @@
 /**
- * The two HTTP fronts of a batch (http/batch-front.ts on node:http, routes/responses.ts on fastify, which
- * serves the batch paths the front leaves to it, such as one with a query string) answer every outcome the
- * same: status, JSON body, the gateway's headers and the HTTP metrics they count.
+ * A batch path with and without a query string (both answered by the batch front, http/batch-front.ts) gets
+ * every outcome the same: status, JSON body, the gateway's headers and the HTTP metrics they count. Their
+ * access-log lines are compared in access-log-parity.test.ts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -36,7 +36,7 @@ async function send(url: string, body: string | Buffer, headers: Record<string, 
   };
 }
 
-test('the raw front and the fastify route answer each outcome with the same status, body and headers, and count it the same', async (t) => {
+test('with and without a query string, each outcome has the same status, body and headers, and is counted the same', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent({ name: 'a' });
   const one = oneBackend({ a });
@@ -54,7 +54,6 @@ test('the raw front and the fastify route answer each outcome with the same stat
     { name: 'an unknown virtual agent (404)', path: '/agents/nobody/v1/responses', body: JSON.stringify({ request_id: 'p6', inputs: [mkInput(1)] }), headers: auth },
   ];
   for (const [i, c] of cases.entries()) {
-    // A query string is what makes the raw front leave a batch path to fastify.
     const raw = await send(`${gw.url}${c.path}`, c.body, { ...c.headers, 'x-request-id': `case-${i}-raw` });
     const viaFastify = await send(`${gw.url}${c.path}?via=fastify`, c.body, { ...c.headers, 'x-request-id': `case-${i}-fastify` });
     // x-request-id is echoed (or not) alike: compared as "the one sent" rather than by value.

@@ -11,6 +11,7 @@ import { http, type HttpAnswer } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { oneBackend } from '../helpers/fixtures.js';
+import { injectBatch } from '../helpers/inject.js';
 
 const KEY_A = 'team-a-key-6f1d0c9e2b7a4d13';
 const KEY_B = 'team-b-key-93b2e5a07c4f1d68';
@@ -133,7 +134,7 @@ test('a missing or wrong key gets the same 401 on every agent endpoint, known or
 test('both fronts refuse a batch with the same body and headers', async () => {
   const raw = await http(`${gw.url}${FRONTS.raw}`, { method: 'POST', body: batch('x') });
   const viaFastify = await http(`${gw.url}${FRONTS.fastify}`, { method: 'POST', body: batch('x') });
-  const injected = await gw.app.inject({ method: 'POST', url: '/v1/responses', payload: batch('x'), headers: { 'content-type': 'application/json' } });
+  const injected = await injectBatch(gw.app, { method: 'POST', url: '/v1/responses', payload: batch('x'), headers: { 'content-type': 'application/json' } });
   assert.deepEqual(raw.json, viaFastify.json);
   assert.deepEqual(JSON.parse(injected.body), raw.json);
   for (const h of ['www-authenticate', 'connection']) {
@@ -143,10 +144,10 @@ test('both fronts refuse a batch with the same body and headers', async () => {
   assert.ok(raw.headers.has('x-gateway-overhead-ms') && viaFastify.headers.has('x-gateway-overhead-ms'));
 });
 
-test('app.inject, which skips the front, strips /k/<key> and decides the same', async () => {
+test('injected requests (fastify\'s app.inject, the front\'s listener) strip /k/<key> and decide the same', async () => {
   const info = await gw.app.inject({ method: 'GET', url: `/k/${KEY_A}/v1/info` });
   assert.equal(info.statusCode, 200, info.body);
-  const res = await gw.app.inject({
+  const res = await injectBatch(gw.app, {
     method: 'POST',
     url: `/k/${KEY_B}/v1/responses`,
     payload: batch('inject'),

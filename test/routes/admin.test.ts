@@ -16,6 +16,7 @@ import { configFile, http } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
 import { mkInput, type TestGateway, withTestDefaults } from '../helpers/gateway.js';
 import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
+import { injectBatch } from '../helpers/inject.js';
 
 const TOKEN = 's3cret-admin-token';
 
@@ -151,7 +152,7 @@ test('the admin token guards every path of the admin listener (and /metrics when
     assert.equal((await app.inject({ method: 'GET', url, headers: auth })).statusCode, 404, url);
   }
   assert.equal((await app.inject({ method: 'POST', url: '/gateway/reload', headers: auth })).statusCode, 404);
-  const batch = await app.inject({ method: 'POST', url: '/v1/responses', payload: { request_id: 'r', inputs: [mkInput(1)] } });
+  const batch = await injectBatch(app, { method: 'POST', url: '/v1/responses', payload: { request_id: 'r', inputs: [mkInput(1)] } });
   assert.equal(batch.statusCode, 200);
 
   const strict = await buildApp({ config: config(true), logger: false, defaultMetrics: false });

@@ -11,6 +11,7 @@ import { http } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
 import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { oneBackend, useFixtures } from '../helpers/fixtures.js';
+import { injectBatch } from '../helpers/inject.js';
 
 let kitchen: FakeAgent;
 let lab: FakeAgent;
@@ -81,7 +82,7 @@ test('a virtual agent tags candidates under its own memory key, and its backend 
 test('a batch for an unknown agent is a JSON 404 naming it, on the raw front and through fastify alike', async () => {
   const before = kitchen.requestsTo('/v1/responses').length + lab.requestsTo('/v1/responses').length;
   const listened = await postTo('/agents/ab-kitchn/v1/responses', batch('u1'));
-  const injected = await gw.app.inject({ method: 'POST', url: '/agents/ab-kitchn/v1/responses', payload: JSON.stringify(batch('u1')) });
+  const injected = await injectBatch(gw.app, { method: 'POST', url: '/agents/ab-kitchn/v1/responses', payload: JSON.stringify(batch('u1')) });
   assert.equal(listened.status, 404);
   assert.equal(injected.statusCode, 404);
   const body = listened.json as { detail: string; code: string };
@@ -97,7 +98,7 @@ test('the raw front and fastify give a virtual agent\'s batch the same answer', 
   const listened = await postTo('/agents/lab/v1/responses', body);
   // The query string makes the front leave the request to fastify; inject never reaches the front at all.
   const viaFastify = await postTo('/agents/lab/v1/responses?via=fastify', body);
-  const injected = await gw.app.inject({ method: 'POST', url: '/agents/lab/v1/responses', payload: body });
+  const injected = await injectBatch(gw.app, { method: 'POST', url: '/agents/lab/v1/responses', payload: body });
   assert.deepEqual([listened.status, viaFastify.status, injected.statusCode], [200, 200, 200]);
   assert.equal(viaFastify.text, listened.text);
   assert.equal(injected.body, listened.text);
@@ -117,7 +118,7 @@ test('names no agent can have (too long, percent-encoded, dots) get the same ans
   for (const name of ['x'.repeat(65), 'x'.repeat(101), 'x'.repeat(5000), '%6Cab', '..', 'a%2Fb']) {
     const url = `/agents/${name}/v1/responses`;
     const listened = await postTo(url, body);
-    const injected = await gw.app.inject({ method: 'POST', url, payload: body });
+    const injected = await injectBatch(gw.app, { method: 'POST', url, payload: body });
     assert.equal(listened.status, injected.statusCode, name.slice(0, 20));
     assert.equal(listened.text, injected.body, name.slice(0, 20));
   }
@@ -217,7 +218,7 @@ test('without top-level routes, / has no default agent: batches and /v1/info are
   });
   const body = JSON.stringify(batch('nd1'));
   const listened = await http(`${only.url}/v1/responses`, { method: 'POST', body });
-  const injected = await only.app.inject({ method: 'POST', url: '/v1/responses', payload: body });
+  const injected = await injectBatch(only.app, { method: 'POST', url: '/v1/responses', payload: body });
   assert.deepEqual([listened.status, injected.statusCode], [404, 404]);
   assert.deepEqual(JSON.parse(injected.body), listened.json);
   assert.equal((listened.json as { code: string }).code, 'GATEWAY_ERR_UNKNOWN_AGENT');

@@ -1,0 +1,274 @@
+/**
+ * One `POST /v1/responses` on the batch front (http/batch-front.ts), from its headers to its answer, as one
+ * object (as fastify's Reply is): the node request and response, the agent its path names, its client, its
+ * arrival time and its hold on the memory budget. Its stages, in order:
+ *
+ *   serve    the gateway closing (503), the client key (401/403), the declared length (413), the body clock (408)
+ *   admit    room under the memory budget for the body, in arrival order (503 past server.admission_timeout_s)
+ *   receive  the body read into one buffer, counted against the hold; over the limit mid-body (413)
+ *   run      the batch core (batch/handle-batch.ts), then its answer written whole or already streamed
+ *
+ * Every answer goes through `answer` (or `refuse`, its lingering form): one place writes the content headers,
+ * the gateway's headers (front-rules.ts), counts the HTTP metrics and writes the access-log line.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { FastifyBaseLogger } from 'fastify';
+import { onClientGone } from '../abort.js';
+import type { BudgetHold } from '../memory/budget.js';
+import { ROOT_AGENT } from '../config/schema.js';
+import type { GatewayState } from '../batch/gateway-state.js';
+import { handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
+import { errorBody, internalCode, messageOf } from '../errors.js';
+import { BodyBytes } from '../protocol/body-bytes.js';
+import type { AnswerBody } from '../protocol/answer/answer-body.js';
+import { ANONYMOUS, accessLabel, decideAgent, refusalHeaders } from '../clients/access.js';
+import type { ConnectionSlots } from './connection-slots.js';
+import type { ReceiveDeadlines } from './receive-deadlines.js';
+import { accessFor } from './request-client.js';
+import { AGENT_BATCH_PATTERN, BATCH_PATH } from './agent-path.js';
+import { bodyLength, mayStream, ResponseWriter, writeBody } from './answer-write.js';
+import { answerAndLinger, lingerBounds } from './lingering-close.js';
+import {
+  answerHeaders,
+  bodyTimedOut,
+  bodyTooLarge,
+  closing,
+  closingBody,
+  drainHeaders,
+  logAnswer,
+  overBudgetBody,
+  overBudgetHeaders,
+  type AnswerFacts,
+} from './front-rules.js';
+
+/** What the front needs of the app, available once the app is built. */
+export interface FrontHost {
+  gateway: GatewayState;
+  log: FastifyBaseLogger;
+  bodyLimit: number;
+  bodyLimitMb: number;
+  /** True from the moment `app.close()` starts: new batches are answered 503. */
+  closing(): boolean;
+  /** True while the gateway drains for shutdown (src/shutdown.ts): every answer closes its connection. */
+  draining(): boolean;
+}
+
+/** The front's parts an exchange uses. */
+export interface FrontParts {
+  host: FrontHost;
+  deadlines: ReceiveDeadlines;
+  slots: ConnectionSlots;
+  /** server.body_timeout_s in force, for the 408's detail. */
+  bodyTimeoutS(): number;
+}
+
+type Status = BatchAnswer['status'] | 401 | 403 | 404 | 408 | 413 | 500 | 503;
+
+export class FrontExchange {
+  readonly t0 = performance.now();
+  /** The `endpoint` label of the HTTP metrics: fastify's route pattern, so names never become label values. */
+  readonly endpoint: string;
+  /** The client's name when clients are configured; undefined when anonymous. */
+  private client: string | undefined;
+  /** The metrics' and access log's client label. */
+  private label = ANONYMOUS;
+  private hold: BudgetHold | undefined;
+  private body: BodyBytes | undefined;
+  /** What the hold reserved for the body: its declared length, or what a chunked body may grow to. */
+  private reserved = 0;
+  /** Set once the request is answered before its body was read whole (413, 408): the rest is not kept. */
+  private stopped = false;
+
+  /**
+   * @param agent '' for the default agent, else a virtual agent's name as the URL has it (handleBatch looks it up)
+   * @param pathKey the client key the address carried (`/k/<key>`), if any
+   */
+  constructor(
+    private readonly front: FrontParts,
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    private readonly agent: string,
+    private readonly pathKey: string | undefined,
+  ) {
+    this.endpoint = agent === '' ? BATCH_PATH : AGENT_BATCH_PATTERN;
+  }
+
+  private get host(): FrontHost {
+    return this.front.host;
+  }
+
+  /** The stages before the body is read: closing, client key, declared length, then the wait for room. */
+  serve(): void {
+    const { req, res } = this;
+    if (this.host.closing()) {
+      this.answer(503, JSON.stringify(closingBody()), closing());
+      req.resume();
+      return;
+    }
+    if (!this.decideClient()) return;
+    const declared = Number(req.headers['content-length']);
+    if (declared > this.host.bodyLimit) {
+      this.tooLarge();
+      return;
+    }
+    // 'close' comes once, answered or not: the bytes are given back, or a client that left frees its place.
+    res.once('close', () => this.hold?.release());
+    // Until its first body byte a request holds nothing (docs/memory-budget.md): a client that sends headers and
+    // then nothing cannot keep room from others. The body clock runs meanwhile, so such a client gets its 408.
+    this.front.deadlines.track(req, res, () => this.timedOut());
+    if (declared === 0 || req.complete) this.admit(declared);
+    else req.once('readable', () => this.admit(declared));
+  }
+
+  /** The client key (docs/operations.md#client-keys), decided before any body byte; false when refused. */
+  private decideClient(): boolean {
+    const table = this.host.gateway.current.clients;
+    // Without clients: and without a /k/ address, the one check a batch pays.
+    if (table === undefined && this.pathKey === undefined) return true;
+    const keyed = accessFor(table, this.req, this.pathKey, 'required');
+    // A key limited to some agents (clients.<name>.agents) is refused the others here.
+    const access = decideAgent(keyed, this.agent === '' ? ROOT_AGENT : this.agent);
+    this.label = accessLabel(access);
+    if (access.ok) {
+      this.client = access.client?.name;
+      return true;
+    }
+    this.answer(access.status, JSON.stringify(errorBody(access.code, access.detail)), refusalHeaders(access));
+    this.req.resume();
+    return false;
+  }
+
+  private admit(declared: number): void {
+    const { req, res, host } = this;
+    if (res.destroyed || res.headersSent) return;
+    // Waiting for room is not receiving: the body clock starts again once the request is admitted.
+    this.front.deadlines.done(req);
+    // A body of unknown length (chunked) reserves what it may grow to; what it did not use is given back at its end.
+    this.reserved = Number.isFinite(declared) ? declared : Math.min(host.bodyLimit, host.gateway.memory.limit);
+    this.hold = host.gateway.memory.admit(
+      this.reserved,
+      (held) => this.receive(held),
+      () => this.overBudget(),
+      this.t0,
+    );
+  }
+
+  private receive(hold: BudgetHold): void {
+    const { req, res } = this;
+    if (res.destroyed) return;
+    this.hold = hold;
+    const declared = Number(req.headers['content-length']);
+    this.body = new BodyBytes(Number.isSafeInteger(declared) && declared > 0 ? declared : undefined);
+    this.front.slots.receivingBody(req.socket);
+    this.front.deadlines.track(req, res, () => this.timedOut());
+    req.on('data', (chunk: Buffer) => this.add(chunk));
+    req.on('error', () => undefined); // a client that resets mid-body: nothing to answer, 'close' cleans up
+    req.on('end', () => this.received());
+    // Read from here: until admitted, TCP held the body back at the client.
+    req.resume();
+  }
+
+  private add(chunk: Buffer): void {
+    const body = this.body;
+    if (this.stopped || body === undefined) return;
+    if (body.size + chunk.length > this.host.bodyLimit) {
+      this.tooLarge();
+      return;
+    }
+    // Past its reservation (a chunked body larger than the whole budget, admitted alone) it is counted as it comes.
+    const over = body.size + chunk.length - Math.max(this.reserved, body.size);
+    if (over > 0) this.hold?.grow(over);
+    body.add(chunk);
+  }
+
+  private received(): void {
+    this.front.deadlines.done(this.req);
+    this.front.slots.bodyDone(this.req.socket);
+    const body = this.body;
+    if (this.stopped || body === undefined) return;
+    if (body.size < this.reserved) this.hold?.shrink(this.reserved - body.size);
+    void this.run(body);
+  }
+
+  /** The batch core, then its answer: written whole here, or already streamed by the core through the writer. */
+  private async run(body: BodyBytes): Promise<void> {
+    const { req, res, host } = this;
+    try {
+      const a = await handleBatch(host.gateway, {
+        agent: this.agent === '' ? undefined : this.agent,
+        body: body.received(),
+        headers: req.headers,
+        log: host.log,
+        onClientGone: (fn: () => void) => onClientGone(res, fn),
+        client: this.client,
+        memory: this.hold,
+        stream: mayStream(req) ? new ResponseWriter(res, () => drainHeaders(host.draining())) : undefined,
+      });
+      if (a.streamed === true) this.observe(200);
+      else this.answer(a.status, a.body, {}, a);
+    } catch (err) {
+      host.log.error({ err }, 'internal error');
+      // A streamed answer already begun cannot become an error: the client sees it cut off.
+      if (res.headersSent) res.destroy();
+      this.answer(500, JSON.stringify(errorBody(internalCode(err), messageOf('GATEWAY_ERR_INTERNAL'))), {});
+    }
+  }
+
+  /** No room came within server.admission_timeout_s of the request's arrival: 503, the unread body dropped with the connection. */
+  private overBudget(): void {
+    this.host.gateway.metrics.admissionTimeouts.inc();
+    this.answer(503, JSON.stringify(overBudgetBody(this.host.gateway.current.config.server.admission_timeout_s)), overBudgetHeaders());
+    this.req.resume();
+  }
+
+  /** 413, at once: the declared length or the bytes read are over server.body_limit_mb. */
+  private tooLarge(): void {
+    this.refuse(413, JSON.stringify(bodyTooLarge(this.host.bodyLimitMb)));
+  }
+
+  /** 408: the body did not arrive within server.body_timeout_s. */
+  private timedOut(): void {
+    if (this.res.headersSent) {
+      this.res.destroy();
+      return;
+    }
+    this.refuse(408, JSON.stringify(bodyTimedOut(this.front.bodyTimeoutS())));
+  }
+
+  /**
+   * An answer written before the body was read whole: what was read is dropped and its room given back, then
+   * the answer goes out at once and the rest of the body is read and thrown away within bounds
+   * (http/lingering-close.ts) before the connection closes.
+   */
+  private refuse(status: 408 | 413, text: string): void {
+    const { req, res } = this;
+    if (res.headersSent || res.destroyed) return;
+    this.stopped = true;
+    this.body?.drop();
+    this.hold?.release();
+    this.front.deadlines.done(req);
+    const headers = { ...answerHeaders({}, performance.now() - this.t0), 'content-type': 'application/json', ...closing() };
+    answerAndLinger(req, res, status, headers, text, lingerBounds(this.host.gateway.current.config.server));
+    this.observe(status);
+  }
+
+  /** The one writer of a whole answer on the front: content headers, the gateway's headers, metrics, access log. */
+  private answer(status: Status, body: string | AnswerBody, headers: Record<string, string>, facts: AnswerFacts = {}): void {
+    const { res } = this;
+    if (res.headersSent || res.destroyed) return;
+    Object.assign(headers, answerHeaders(facts, performance.now() - this.t0), drainHeaders(this.host.draining()));
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(bodyLength(body));
+    res.writeHead(status, headers);
+    writeBody(res, body);
+    this.observe(status);
+  }
+
+  /** What plugins/http-metrics.ts and plugins/access-log.ts record for fastify's routes. */
+  private observe(status: number): void {
+    const ms = performance.now() - this.t0;
+    this.host.gateway.metrics.observeHttp(this.endpoint, status, ms / 1000, this.label);
+    logAnswer(this.host.log, this.req, { url: this.req.url ?? '/', status, route: this.endpoint, client: this.label, ms });
+  }
+}
