@@ -18,5 +18,8 @@ await build({
   logLevel: 'warning',
 });
 copyFileSync('console/index.html', join(out, 'index.html'));
+copyFileSync('console/favicon.svg', join(out, 'favicon.svg'));
+// The empty Experiments page links to the docs page, served from here: it opens on an air-gapped cluster too.
+copyFileSync('docs/experiments.md', join(out, 'experiments.md'));
 const bytes = readdirSync(out).reduce((n, f) => n + statSync(join(out, f)).size, 0);
 console.log(`console: ${out} ${bytes} bytes`);

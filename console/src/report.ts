@@ -61,6 +61,18 @@ export interface Stratum {
   comparisons: Comparison[];
 }
 
+/** What the report says to do (its `verdict`), the first thing an experiment's card shows. */
+export type VerdictState = 'collecting' | 'keep_running' | 'arms_differ' | 'planned_size_reached' | 'not_trustworthy';
+
+export interface Verdict {
+  state: VerdictState;
+  /** The better arm, when the arms differ. */
+  arm: string | null;
+  text: string;
+  /** While collecting: each arm's units toward the burn-in (`have` of `need`), the least advanced first. */
+  progress: { arm: string; have: number; need: number; unit: string }[] | null;
+}
+
 export interface Experiment {
   agent: string;
   path: string | null;
@@ -78,6 +90,9 @@ export interface Experiment {
   arms: Arm[];
   comparisons: Comparison[];
   strata: { by: string; values: Stratum[] } | null;
+  verdict: Verdict | null;
+  /** An earlier experiment's end; null for a current one. */
+  endedAt: string | null;
 }
 
 export interface Earlier {
@@ -158,6 +173,28 @@ function comparison(v: unknown): Comparison {
   };
 }
 
+const STATES: readonly VerdictState[] = ['collecting', 'keep_running', 'arms_differ', 'planned_size_reached', 'not_trustworthy'];
+
+/** `verdict.progress`: `{<arm>: {have, need, unit}}`, as a list, the least advanced arm first. */
+function progress(v: unknown): Verdict['progress'] {
+  const out: NonNullable<Verdict['progress']> = [];
+  for (const [arm, x] of Object.entries(obj(v))) {
+    const p = obj(x);
+    const have = num(p.have);
+    const need = num(p.need);
+    if (have !== null && need !== null && need > 0) out.push({ arm, have, need, unit: str(p.unit) ?? 'units' });
+  }
+  return out.length === 0 ? null : out.sort((a, b) => a.have / a.need - b.have / b.need);
+}
+
+function verdict(v: unknown): Verdict | null {
+  if (v === null || v === undefined) return null;
+  const x = obj(v);
+  const state = STATES.find((s) => s === x.state);
+  if (state === undefined) return null;
+  return { state, arm: str(x.arm), text: str(x.text) ?? '', progress: x.progress === undefined || x.progress === null ? null : progress(x.progress) };
+}
+
 function experiment(v: unknown): Experiment {
   const e = obj(v);
   const meta = obj(e.experiment);
@@ -193,7 +230,19 @@ function experiment(v: unknown): Experiment {
               comparisons: arr(obj(s).comparisons).map(comparison),
             })),
           },
+    verdict: verdict(e.verdict),
+    endedAt: str(e.ended_at),
   };
+}
+
+/** `GET /gateway/experiments/earlier`: the final reports of earlier experiments, by experiment id. */
+export function normalizeFinals(json: unknown): Map<string, Experiment> {
+  const out = new Map<string, Experiment>();
+  for (const v of arr(obj(json).experiments)) {
+    const e = experiment(v);
+    if (e.id !== null) out.set(e.id, e);
+  }
+  return out;
 }
 
 /** A route of the earlier report shape, as an experiment of the agreed one (no id, no sequential interval). */
@@ -221,7 +270,7 @@ function earlierShapeRoute(agent: string, path: string, v: unknown): Experiment 
   return {
     agent, path, route: str(r.route) ?? '?', kind: str(r.kind) ?? 'split', id: null, name: null, startedAt: null,
     primary: 'tool_success', control: str(c?.a) ?? arms[0]?.arm ?? null, unit: 'trajectory', trustworthy: true, warnings: [], srm: null,
-    arms, comparisons, strata: null,
+    arms, comparisons, strata: null, verdict: null, endedAt: null,
   };
 }
 

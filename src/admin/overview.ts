@@ -8,6 +8,9 @@
  *     Prometheus's histogram_quantile does (so the console agrees with a dashboard over the same series).
  */
 import type { GatewayState } from '../batch/gateway-state.js';
+import { histogramQuantile, type Bucket } from '../stats/histogram-quantile.js';
+
+export { histogramQuantile };
 
 export interface Overview {
   version: string;
@@ -19,33 +22,21 @@ export interface Overview {
   batches: { per_second: number; in_flight: number };
   error_candidates: Record<string, number>;
   overhead_ms: { samples: number; p50: number | null; p99: number | null };
+  /**
+   * The response cache since start, null without one: hit rate = hits / (hits + misses) over cacheable inputs
+   * (magma_gateway_cache_hits_total, _misses_total), and what this process holds (magma_gateway_cache_bytes,
+   * _entries; 0 with Redis, whose entries are not counted here).
+   */
+  cache: { hits: number; misses: number; hit_rate: number | null; bytes: number; entries: number } | null;
 }
 
-interface Bucket {
-  le: number;
-  /** Cumulative count of observations <= le. */
-  count: number;
-}
-
-/** Prometheus's histogram_quantile over cumulative buckets: linear within the bucket holding the rank. */
-export function histogramQuantile(buckets: readonly Bucket[], q: number): number | null {
-  const sorted = [...buckets].sort((a, b) => a.le - b.le);
-  const total = sorted.at(-1)?.count ?? 0;
-  if (total === 0) return null;
-  const rank = q * total;
-  let prevLe = 0;
-  let prevCount = 0;
-  for (const b of sorted) {
-    if (b.count >= rank) {
-      // In the +Inf bucket nothing bounds the value: the highest finite bound is the answer, as Prometheus gives.
-      if (!Number.isFinite(b.le)) return prevLe;
-      const inBucket = b.count - prevCount;
-      return inBucket === 0 ? b.le : prevLe + ((b.le - prevLe) * (rank - prevCount)) / inBucket;
-    }
-    prevLe = b.le;
-    prevCount = b.count;
-  }
-  return prevLe;
+async function cacheFigures(gw: GatewayState): Promise<Overview['cache']> {
+  if (gw.cache === undefined) return null;
+  const sum = async (c: { get(): Promise<{ values: { value: number }[] }> }): Promise<number> => (await c.get()).values.reduce((n, v) => n + v.value, 0);
+  const hits = await sum(gw.cache.metrics.hits);
+  const misses = await sum(gw.cache.metrics.misses);
+  const held = gw.cache.entries.held();
+  return { hits, misses, hit_rate: hits + misses === 0 ? null : Math.round((hits / (hits + misses)) * 1e4) / 1e4, bytes: held.bytes, entries: held.entries };
 }
 
 const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -84,5 +75,6 @@ export async function overview(gw: GatewayState, listeners: Overview['listeners'
       p50: ms(histogramQuantile(buckets, 0.5)),
       p99: ms(histogramQuantile(buckets, 0.99)),
     },
+    cache: await cacheFigures(gw),
   };
 }

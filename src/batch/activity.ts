@@ -1,14 +1,33 @@
 /**
  * What the console (docs/console.md) shows of the gateway's recent activity and that no metric holds: the last
  * batches (a bounded ring, `admin.recent_batches`), batches per second over the last seconds, when the gateway
- * started, and the last config reload. One owner per piece: handle-batch.ts records batches, reload.ts records
+ * started, and the last config reload. One owner per piece: a batch's ending records it (its record built by
+ * batch-record.ts, the same for a buffered and a streamed answer), reload.ts records
  * reloads; the admin views only read.
  *
  * A batch summary holds counts, names and codes only: never memory, a prompt or a key.
  */
 
-/** One answered batch as `GET /gateway/batches` lists it. */
+/** One input of a batch as `GET /gateway/batches/<seq>` shows it: ids, names and codes only. */
+export interface BatchInputRecord {
+  /** The input's id, cut to INPUT_ID_CHARS (batch-record.ts). */
+  id: string;
+  route: string | null;
+  arm: string | null;
+  /** Who answered it (a fallback or several ensemble members: comma-joined); null when the cache did. */
+  backend: string | null;
+  candidates: number;
+  /** From its candidates; null for a streamed answer, whose candidates are not held. */
+  status: 'completed' | 'error' | 'mixed' | null;
+  cached: boolean;
+  /** The first error candidate's code, if any. */
+  error_code: string | null;
+}
+
+/** One answered batch as `GET /gateway/batches/<seq>` shows it; the list leaves `input_rows` out. */
 export interface BatchSummary {
+  /** Numbers the batches this process recorded, from 1: a row's handle (request ids may repeat). */
+  seq: number;
   at: string;
   /** Cut to REQUEST_ID_CHARS: the id comes from the client, the ring's memory stays bounded. */
   request_id: string;
@@ -19,9 +38,19 @@ export interface BatchSummary {
   routes: Record<string, number>;
   backends: Record<string, number>;
   error_codes: Record<string, number>;
+  /** Milliseconds to the microsecond, from the batch read to its answer's end. */
   duration_ms: number;
   overhead_ms: number;
+  /** The answer was streamed (docs/protocol-fidelity.md#streamed-answers). */
+  streamed: boolean;
+  /** Inputs the response cache answered; null without a cache. */
+  cache_hits: number | null;
+  /** The first `admin.batch_inputs_kept` inputs. */
+  input_rows: BatchInputRecord[];
 }
+
+/** A batch as the list shows it: without its inputs. */
+export type BatchListed = Omit<BatchSummary, 'input_rows'>;
 
 /** The last reload, ok or refused (with why). */
 export interface ReloadRecord {
@@ -32,7 +61,7 @@ export interface ReloadRecord {
 }
 
 export const REQUEST_ID_CHARS = 64;
-/** Seconds of per-second batch counts kept for the rate. */
+/** Seconds of per-second batch counts kept for the rate (the Overview's figure; the pulse samples it). */
 const RATE_WINDOW_S = 10;
 
 export class Activity {
@@ -43,6 +72,7 @@ export class Activity {
   /** Batch counts per whole second, RATE_WINDOW_S + 1 slots indexed by second modulo their number. */
   private readonly perSecond: { second: number; n: number }[];
   private reload: ReloadRecord | undefined;
+  private seq = 0;
 
   /**
    * @param capacity read at each record, so a reload that changes `admin.recent_batches` resizes the ring
@@ -57,7 +87,7 @@ export class Activity {
   }
 
   /** One answered batch. Constant time: the ring overwrites its oldest entry. */
-  recordBatch(summary: Omit<BatchSummary, 'at'>): void {
+  recordBatch(summary: Omit<BatchSummary, 'at' | 'seq'>): void {
     const t = this.now();
     const second = Math.floor(t / 1000);
     // The ring has RATE_WINDOW_S + 1 entries and the index is taken modulo its length: always a slot.
@@ -67,9 +97,11 @@ export class Activity {
       slot.n = 0;
     }
     slot.n++;
+    this.seq++;
     const cap = Math.max(0, Math.floor(this.capacity()));
     if (cap === 0) return;
     const entry: BatchSummary = {
+      seq: this.seq,
       at: new Date(t).toISOString(),
       ...summary,
       request_id: summary.request_id.length > REQUEST_ID_CHARS ? summary.request_id.slice(0, REQUEST_ID_CHARS) : summary.request_id,
@@ -83,8 +115,22 @@ export class Activity {
     this.next = (this.next + 1) % cap;
   }
 
-  /** The last `limit` batches, newest first. */
-  recent(limit = Infinity): BatchSummary[] {
+  /** The last `limit` batches, newest first, without their inputs. */
+  recent(limit = Infinity): BatchListed[] {
+    return this.newest(limit).map(({ input_rows: _inputs, ...listed }) => listed);
+  }
+
+  /** Batches recorded since start (the pulse's batch rate is its growth). */
+  get recorded(): number {
+    return this.seq;
+  }
+
+  /** The batch numbered `seq`, inputs included, while the ring still holds it. */
+  batch(seq: number): BatchSummary | undefined {
+    return this.ring.find((e) => e?.seq === seq);
+  }
+
+  private newest(limit = Infinity): BatchSummary[] {
     const out: BatchSummary[] = [];
     const n = this.ring.length;
     // Newest is just before `next` once the ring has wrapped, the last pushed before that.
@@ -114,7 +160,7 @@ export class Activity {
 
   /** Keeps the newest entries that fit the new capacity, oldest first. */
   private resize(cap: number): void {
-    const kept = this.recent(cap).reverse();
+    const kept = this.newest(cap).reverse();
     this.ring.length = 0;
     this.ring.push(...kept);
     this.next = 0; // oldest first from index 0: the newest is the last, as before the ring first wraps

@@ -278,7 +278,7 @@ export class BatchCycle {
     const { agent, gw, request, ex, raw } = this.b;
     const record = batchRecord({
       request, agent: agent.name, client: ex.client, plan: p.plan, result,
-      durationMs: performance.now() - this.b.t0, overheadMs,
+      durationMs: performance.now() - this.b.t0, overheadMs, cacheHits: p.cache?.hits, inputsKept: gw.current.config.admin.batch_inputs_kept,
     });
     gw.activity.recordBatch(record);
     // Guarded: building the line (route counts, rounding) costs time even when the level drops it.

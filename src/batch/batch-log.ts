@@ -13,6 +13,7 @@ import type { CorrelationHeaders } from '../protocol/correlation.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';
 import type { BatchSummary } from './activity.js';
+import { consoleRecord } from './batch-record.js';
 
 /** Characters of a `request_id` a log line holds. */
 export const REQUEST_ID_LOG_CHARS = 256;
@@ -57,27 +58,18 @@ export interface FinishedBatch {
   result: BatchResult;
   durationMs: number;
   overheadMs: number;
+  /** Inputs the response cache answered; undefined without a cache. */
+  cacheHits: number | undefined;
+  /** Inputs kept with their own row in the console (`admin.batch_inputs_kept`). */
+  inputsKept: number;
 }
 
 /**
- * The one record of a finished batch: what the console's recent batches keep (batch/activity.ts) and what the
- * `batch` log line says. Counts, names and codes only, never memory or prompts.
+ * The one record of a finished batch: what the console's recent batches keep (batch/activity.ts, built by
+ * batch-record.ts: ids, names, counts and codes, never memory or prompts) and what the `batch` log line says.
  */
-export function batchRecord(f: FinishedBatch): Omit<BatchSummary, 'at'> {
-  const { result } = f;
-  return {
-    request_id: f.request.request_id,
-    agent: f.agent,
-    client: f.client ?? null,
-    inputs: f.request.inputs.length,
-    // A streamed answer's candidates went out as they came: `outputs` is empty, `streamed` counts them.
-    candidates: result.streamed ?? result.outputs.length,
-    routes: countBy(f.plan.inputs.map((p) => p.route)),
-    backends: result.backends,
-    error_codes: result.errorCodes,
-    duration_ms: Math.round(f.durationMs),
-    overhead_ms: Math.round(f.overheadMs * 100) / 100,
-  };
+export function batchRecord(f: FinishedBatch): Omit<BatchSummary, 'at' | 'seq'> {
+  return consoleRecord({ ...f, client: f.client ?? null });
 }
 
 /** What the log line says beyond the record. */
@@ -91,7 +83,7 @@ export interface LineExtras {
 }
 
 /** The `batch` log line (docs/operations.md#logs): the ids, then the record (its request_id bounded, client when known). */
-export function batchLogLine(ids: BatchLogIds, r: Omit<BatchSummary, 'at'>, x: LineExtras): Record<string, unknown> {
+export function batchLogLine(ids: BatchLogIds, r: Omit<BatchSummary, 'at' | 'seq'>, x: LineExtras): Record<string, unknown> {
   return {
     ...ids,
     agent: r.agent,
@@ -103,8 +95,9 @@ export function batchLogLine(ids: BatchLogIds, r: Omit<BatchSummary, 'at'>, x: L
     routes: r.routes,
     backends: r.backends,
     error_codes: r.error_codes,
-    duration_ms: r.duration_ms,
-    overhead_ms: r.overhead_ms,
+    // The line keeps its whole milliseconds and overhead to 0.01 ms, as before the console's record was finer.
+    duration_ms: Math.round(r.duration_ms),
+    overhead_ms: Math.round(r.overhead_ms * 100) / 100,
     body_bytes: x.bodyBytes,
     ...(x.cacheHits === undefined ? {} : { cache_hits: x.cacheHits }),
   };
@@ -113,10 +106,4 @@ export function batchLogLine(ids: BatchLogIds, r: Omit<BatchSummary, 'at'>, x: L
 /** Whether `log` writes info lines (pino's isLevelEnabled, which the Logger interface does not declare). */
 export function logsInfo(log: Logger): boolean {
   return log.level === 'info' || log.level === 'debug' || log.level === 'trace';
-}
-
-function countBy(xs: string[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const x of xs) out[x] = (out[x] ?? 0) + 1;
-  return out;
 }

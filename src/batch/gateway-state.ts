@@ -4,6 +4,7 @@
  * plugin (plugins/gateway.ts); defined here so the batch core needs nothing from the HTTP layer.
  */
 import type { Activity } from './activity.js';
+import type { Pulse } from './pulse.js';
 import type { ClientLimits } from '../clients/client-limits.js';
 import type { ExperimentHistory } from '../experiments/report/history.js';
 import type { Experiments } from '../experiments/recorder.js';
@@ -31,6 +32,8 @@ export interface GatewayState {
   clients: ClientLimits;
   /** Recent batches, batch rate, start time and last reload, for the console (docs/console.md). */
   activity: Activity;
+  /** Batches/s, errors/s, overhead and per-backend latency over the last hour, for the console (batch/pulse.ts). */
+  pulse: Pulse;
   /** Snapshots of the experiment report over time, in the store (experiments/history.ts). */
   history: ExperimentHistory;
   /** The one memory budget (docs/memory-budget.md): every batch's bytes are held on it. */

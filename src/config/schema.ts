@@ -480,6 +480,12 @@ export const configSchema = z.strictObject({
         .array(z.string().regex(/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/, 'expected a host name or address without a port (admin.example, 10.0.0.5, [fd00::5])'))
         .max(100)
         .default([]),
+      /** Inputs of each recent batch kept with their own row (id, route, arm, backend, status, cache, error code). */
+      batch_inputs_kept: z.number().int().min(0).max(10_000).default(100),
+      /** Seconds between two samples of the console's pulse (batches/s, errors/s, overhead, per-backend latency). */
+      pulse_interval_s: z.number().min(1).max(3600).default(10),
+      /** Samples of the pulse kept, the oldest dropped (the default is one hour at one every 10 s). */
+      pulse_points: z.number().int().min(1).max(10_000).default(360),
     })
     .superRefine((a, ctx) => {
       const at = a.listen === undefined ? undefined : parseHostPort(a.listen);

@@ -6,6 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import { Activity } from '../batch/activity.js';
+import { Pulse } from '../batch/pulse.js';
+import { sharedPulse } from '../batch/pulse-shared.js';
 import { ClientLimits } from '../clients/client-limits.js';
 import { ExperimentHistory } from '../experiments/report/history.js';
 import { Experiments } from '../experiments/recorder.js';
@@ -67,6 +69,14 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     experiments: new Experiments(() => state, app.log),
     history: new ExperimentHistory(() => state, app.log),
     activity: new Activity(() => state.current.config.admin.recent_batches),
+    pulse: new Pulse({
+      metrics,
+      batches: () => state.activity.recorded,
+      settings: () => ({ intervalS: state.current.config.admin.pulse_interval_s, points: state.current.config.admin.pulse_points }),
+      log: app.log,
+      // Shared only when the store is (Redis): the memory store is this process's own, like the ring.
+      sink: store.kind === 'redis' ? sharedPulse(store) : undefined,
+    }),
     clients: new ClientLimits(opts.config.clients, {
       waited: (client, limit) => metrics.clientLimitWaits.inc({ client, limit }),
       waitEnded: (client, seconds) => metrics.clientLimitWait.observe({ client }, seconds),
@@ -91,12 +101,15 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     await state.current.startTracing();
     const first = state.current.start();
     state.history.start();
+    void state.pulse.sample(); // the baseline: the first point comes one interval later
+    state.pulse.start();
     if (opts.probeOnStart !== false) await first;
   });
   // Once listening (the address is known), after the first probe round: the start-up summary and warnings.
   app.addHook('onListen', async () => logStartSummary(app, opts.probeOnStart !== false));
   app.addHook('onClose', async () => {
     state.history.stop();
+    state.pulse.stop();
     await state.current.close();
     await state.store.close();
   });

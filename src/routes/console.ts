@@ -4,6 +4,8 @@
  * needed:
  *   GET /gateway/overview              version, uptime, listeners, store, last reload, batch rate, errors, overhead
  *   GET /gateway/batches?limit=N       the last batches (admin.recent_batches kept), newest first
+ *   GET /gateway/batches/<seq>         one of them with its inputs (ids, route, arm, backend, status, cache, code)
+ *   GET /gateway/pulse                 batches/s, errors/s, overhead and per-backend latency over time
  *   GET /gateway/experiments/history   the experiment snapshots kept in the store, oldest first
  * Protection (admin.token) is the auth plugin's: it lets the built files through and guards the rest.
  */
@@ -31,7 +33,11 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
       index: 'index.html',
       // The page is small and changes with each build: the browser asks again rather than guess.
       cacheControl: false,
-      setHeaders: (reply) => void reply.header('cache-control', 'no-cache'),
+      setHeaders: (res, path) => {
+        res.header('cache-control', 'no-cache');
+        // The docs page the console links to, shown as text rather than downloaded.
+        if (path.endsWith('.md')) res.header('content-type', 'text/plain; charset=utf-8');
+      },
     });
   } else {
     app.get('/', async (_req, reply) =>
@@ -50,6 +56,18 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
     const { recent_batches } = app.gateway.current.config.admin;
     return reply.header('cache-control', 'no-store').send({ capacity: recent_batches, batches: app.gateway.activity.recent(limit) });
   });
+
+  app.get<{ Params: { seq: string } }>('/gateway/batches/:seq', async (req, reply) => {
+    const seq = Number(req.params.seq);
+    if (!Number.isInteger(seq) || seq < 1) {
+      return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', `path parameter seq: expected a whole number >= 1 (a batch's seq), got ${JSON.stringify(req.params.seq.slice(0, 32))}`));
+    }
+    const batch = app.gateway.activity.batch(seq);
+    if (batch === undefined) return reply.code(404).send(errorBody('GATEWAY_ERR_NOT_FOUND', `batch ${seq} is not among the last ${app.gateway.current.config.admin.recent_batches} kept (admin.recent_batches)`));
+    return reply.header('cache-control', 'no-store').send(batch);
+  });
+
+  app.get('/gateway/pulse', async (_req, reply) => reply.header('cache-control', 'no-store').send(await app.gateway.pulse.view()));
 
   app.get('/gateway/experiments/history', async (_req, reply) => {
     const { snapshot_interval_s, snapshot_points } = app.gateway.current.config.experiments;

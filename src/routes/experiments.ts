@@ -6,12 +6,14 @@
  *   POST /gateway/experiments/outcomes  episode outcomes: {"outcomes": [{"trajectory"|"trace_hash", "success"|"score"}]}
  *   POST /gateway/experiments/reset     starts afresh: every experiment, or the body's {agent, route}
  *   GET  /gateway/experiments/trajectories   one row per trajectory, JSON lines (`?format=csv`: CSV)
+ *   GET  /gateway/experiments/earlier   the final reports of earlier experiments, newest first
  */
 import type { FastifyInstance } from 'fastify';
 import { experimentsReport } from '../experiments/report/report.js';
 import { parseOutcomes, postOutcomes } from '../experiments/outcomes.js';
 import { rowsAsCsv, rowsAsJsonLines, trajectoryRows } from '../experiments/report/export.js';
 import { errorBody } from '../errors.js';
+import { keepFinal, readFinals } from '../experiments/report/finals.js';
 import { fieldOf } from '../http/request-fields.js';
 
 /** The admin listener hands bodies over as text (admin-app.ts): the JSON value, empty = `{}`, or the problem. */
@@ -31,6 +33,11 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
     // Fresh numbers on every call: an experiment is watched while it runs.
     return reply.header('cache-control', 'no-store').send(report);
   });
+
+  // The final reports of earlier experiments (finals.ts), newest first: the console opens them like the current ones.
+  app.get('/gateway/experiments/earlier', async (_req, reply) =>
+    reply.header('cache-control', 'no-store').send({ experiments: await readFinals(app.gateway.store) }),
+  );
 
   app.get('/gateway/experiments/trajectories', async (req, reply) => {
     const format = fieldOf(req.query, 'format');
@@ -68,6 +75,12 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
     const route = fieldOf(body, 'route');
     if ((agent !== undefined && typeof agent !== 'string') || (route !== undefined && typeof route !== 'string')) {
       return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', 'agent and route must be strings'));
+    }
+    // The experiments about to end keep their report as it is now (finals.ts), the console's earlier experiments.
+    const before = await experimentsReport(app.gateway);
+    const endedAt = new Date().toISOString();
+    for (const e of before.experiments) {
+      if ((agent === undefined || e.agent === agent) && (route === undefined || e.route === route)) await keepFinal(app.gateway.store, e, endedAt);
     }
     const reset = await app.gateway.experiments.reset(agent, route);
     if (reset.length === 0) {

@@ -3,8 +3,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Activity, REQUEST_ID_CHARS, type BatchSummary } from '../../src/batch/activity.js';
 
-function summary(id: string): Omit<BatchSummary, 'at'> {
-  return { request_id: id, agent: 'default', client: null, inputs: 1, candidates: 1, routes: { ab: 1 }, backends: { a: 1 }, error_codes: {}, duration_ms: 3, overhead_ms: 0.5 };
+function summary(id: string): Omit<BatchSummary, 'at' | 'seq'> {
+  return {
+    request_id: id, agent: 'default', client: null, inputs: 1, candidates: 1, routes: { ab: 1 }, backends: { a: 1 }, error_codes: {}, duration_ms: 3, overhead_ms: 0.5,
+    streamed: false, cache_hits: null, input_rows: [{ id: '0', route: 'ab', arm: 'a', backend: 'a', candidates: 1, status: 'completed', cached: false, error_code: null }],
+  };
 }
 
 test('the ring keeps the last N batches, newest first, and wraps in place', () => {
@@ -59,4 +62,15 @@ test('the last reload is remembered with its outcome', () => {
   assert.equal(act.lastReload(), null);
   act.recordReload({ trigger: 'api', ok: false, detail: 'bad yaml' });
   assert.deepEqual(act.lastReload(), { at: '2026-01-01T00:00:00.000Z', trigger: 'api', ok: false, detail: 'bad yaml' });
+});
+
+test('the list leaves the inputs out; a batch opens by its seq, inputs included, while the ring holds it', () => {
+  const act = new Activity(() => 2, () => 0);
+  for (const id of ['r1', 'r2', 'r3']) act.recordBatch(summary(id));
+  const [newest] = act.recent();
+  assert.equal(newest!.seq, 3);
+  assert.equal('input_rows' in newest!, false);
+  assert.deepEqual(act.batch(3)?.input_rows.map((r) => r.id), ['0']);
+  assert.equal(act.batch(1), undefined, 'dropped from the ring');
+  assert.equal(act.recorded, 3);
 });

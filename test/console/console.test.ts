@@ -67,8 +67,45 @@ async function episode(prefix: string, trajectories = TRAJECTORIES): Promise<voi
   }
 }
 
+/** Loads the page afresh at `hash` (a goto to the same URL with only its hash changed would not reload it). */
 async function open(hash: string): Promise<void> {
+  await page.goto('about:blank');
   await page.goto(`${adminUrl}/#/${hash}`);
+}
+
+/** Opens `hash` and gives the JSON of `endpoint` the page received for what it shows. */
+async function openWith<T>(hash: string, endpoint: string): Promise<T> {
+  const answered = page.waitForResponse((r) => new URL(r.url()).pathname === endpoint && r.status() === 200);
+  await open(hash);
+  return (await (await answered).json()) as T; // the endpoint's documented shape
+}
+
+/** An episode on the lab agent's split where arm a's robot mostly succeeds and arm b's mostly fails. */
+async function labEpisode(trajectories: number): Promise<void> {
+  const post = async (id: string, inputs: object[]) => {
+    const res = await http(`${gw.url}/agents/lab/v1/responses`, { method: 'POST', body: { request_id: id, inputs } });
+    assert.equal(res.status, 200, res.text);
+    return res.json as { memory: { _gateway?: { backend?: string } } }[];
+  };
+  const ids = Array.from({ length: trajectories }, (_, i) => i);
+  let cands = await post('lab-1', ids.map((i) => mkInput(i)));
+  for (const step of [2, 3]) {
+    // Mostly successes on a, mostly failures on b, with some of each (an interval needs variation).
+    const ok = (i: number) => (cands[i]!.memory._gateway?.backend === 'a' ? (i + step) % 7 !== 0 : (i + step) % 6 === 0);
+    cands = await post(`lab-${step}`, ids.map((i) => mkInput(i, { instruction: { type: 'env', content: feedback(ok(i)) }, memory: cands[i]!.memory })));
+  }
+}
+
+/** The chart's canvas pixels on the row where 0 is drawn, dark ones counted (the zero line). */
+async function zeroLinePixels(chart: ReturnType<Page['locator']>): Promise<number> {
+  const zero = Number(await chart.getAttribute('data-zero-px'));
+  return chart.locator('canvas').evaluate((c, y) => {
+    const canvas = c as HTMLCanvasElement;
+    const px = canvas.getContext('2d')!.getImageData(0, y, canvas.width, 1).data;
+    let n = 0;
+    for (let i = 0; i < px.length; i += 4) if (px[i + 3]! > 200 && px[i]! < 80 && px[i + 1]! < 80 && px[i + 2]! < 90) n++;
+    return n;
+  }, zero);
 }
 
 async function shot(name: string): Promise<void> {
@@ -82,12 +119,14 @@ before(async () => {
   b = await startFakeAgent({ name: 'b', behaviour: { delayMs: 25 } });
   file = configFile({
     server: { host: '127.0.0.1', port: 0 },
-    admin: { listen: '127.0.0.1:0', token: TOKEN },
+    admin: { listen: '127.0.0.1:0', token: TOKEN, pulse_interval_s: 1 },
     log_level: 'info',
     probe_interval_s: 0.5,
     experiments: { snapshot_interval_s: 0.5 },
     backends: { a: { url: a.url }, b: { url: b.url } },
     routes: [{ name: 'ab', split: { a: 50, b: 50 } }],
+    // A second experiment whose arms clearly differ (a's robot mostly succeeds, b's mostly fails).
+    agents: { lab: { routes: [{ name: 'xy', split: { a: 50, b: 50 } }] } },
   });
   cli = runCli(['--config', file.path]);
   const summary = await cli.logLine((l) => String(l.msg).startsWith('magma-gateway ') && 'listen' in l);
@@ -154,6 +193,10 @@ test('Overview shows the version, the store and the batches as /gateway/overview
   assert.match((await page.locator('[data-stat="store"] .value').textContent()) ?? '', new RegExp(`^${o.store.kind}\\s*up$`));
   assert.equal(await page.locator('[data-stat="config"] .value').textContent(), file.path);
   assert.match((await page.locator('[data-stat="overhead"] .sub').textContent()) ?? '', /^\d+ batches since start$/);
+  // The pulse draws once it has a few samples (one a second here).
+  await waitFor('three pulse points', async () => ((await admin('/gateway/pulse')) as { points: unknown[] }).points.length >= 3, { timeoutMs: 15_000 });
+  await open('overview');
+  await waitFor('the batches chart drawn', async () => Number(await page.locator('[data-chart="batches"]').getAttribute('data-points')) >= 3, { timeoutMs: 10_000 });
   await shot('overview');
 });
 
@@ -186,6 +229,13 @@ test('Experiments shows the arms and trajectories of /gateway/experiments, and a
   assert.deepEqual(shown, ab.arms);
   await card.locator('.uplot canvas').waitFor();
   await waitFor('the chart holds two points', async () => Number(await card.locator('.chart').getAttribute('data-points')) >= 2, { timeoutMs: 10_000 });
+  // The zero line is drawn, and the y range stays within what a difference of rates can be (±100 pp).
+  const chart = card.locator('[data-chart="difference"]');
+  assert.ok(Number(await chart.getAttribute('data-y-min')) >= -100 && Number(await chart.getAttribute('data-y-max')) <= 100);
+  assert.ok(Number(await chart.getAttribute('data-y-min')) <= 0 && Number(await chart.getAttribute('data-y-max')) >= 0, '0 is in range');
+  assert.ok((await zeroLinePixels(chart)) > 300, 'a dark line across the plot at 0');
+  // The legend shows the latest values without a hover (uPlot shows `--` until hovered otherwise).
+  assert.match((await chart.locator('.u-legend .u-series').nth(1).locator('.u-value').textContent()) ?? '', /^\+?-?\d+\.\d pp$/);
   const inked = await card.locator('.uplot canvas').evaluate((c) => {
     const canvas = c as HTMLCanvasElement;
     const px = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
@@ -203,6 +253,11 @@ test('Experiments shows the arms and trajectories of /gateway/experiments, and a
   await page.reload(); // the picture without the download's answer beside the link
   await card.locator('.uplot canvas').waitFor();
   await shot('experiments');
+  // 6 trajectories per arm: still in its burn-in, the verdict says so and how far it is.
+  const verdict = card.locator('[data-verdict]');
+  await verdict.waitFor({ timeout: 5000 });
+  assert.equal(await verdict.getAttribute('data-verdict'), 'collecting');
+  assert.match((await verdict.locator('[data-progress]').getAttribute('data-progress')) ?? '', /^\d+\/\d+$/);
 });
 
 test('Recent batches lists the last batches as /gateway/batches does, newest first', async () => {
@@ -212,7 +267,45 @@ test('Recent batches lists the last batches as /gateway/batches does, newest fir
   await page.locator('tr[data-batch]').first().waitFor();
   const rows = await page.locator('tr[data-batch]').evaluateAll((trs) => trs.map((t) => t.getAttribute('data-batch')));
   assert.deepEqual(rows, batches.map((x) => x.request_id));
+  await page.locator('tr[data-batch="ep-3"]').click(); // the picture with one batch opened to its inputs
+  await page.locator('table.inputs tr[data-input]').first().waitFor();
   await shot('batches');
+});
+
+test('each figure the console shows is the endpoint\'s own value: Overview\'s against /gateway/overview, a comparison against the report', async () => {
+  const o = await openWith<{ batches: { per_second: number; in_flight: number }; overhead_ms: { samples: number; p50: number | null; p99: number | null }; uptime_s: number }>('overview', '/gateway/overview');
+  await page.locator('[data-stat="rate"] .value').waitFor();
+  assert.equal(await page.locator('[data-stat="rate"] .value').textContent(), o.batches.per_second.toFixed(2));
+  assert.equal(await page.locator('[data-stat="in-flight"] .value').textContent(), String(o.batches.in_flight));
+  assert.equal(await page.locator('[data-stat="overhead"] .sub').textContent(), `${o.overhead_ms.samples} batches since start`);
+  const ms = (x: number | null) => (x === null ? '–' : x < 1 ? `${x.toFixed(3)} ms` : x < 10 ? `${x.toFixed(2)} ms` : `${Math.round(x)} ms`);
+  assert.equal(await page.locator('[data-stat="overhead"] .value').textContent(), `${ms(o.overhead_ms.p50)} / ${ms(o.overhead_ms.p99)}`);
+  const report = await openWith<{ experiments: { agent: string; route: string; comparisons: { arm: string; control: string; fixed: { difference: number } | null }[] }[] }>('experiments', '/gateway/experiments');
+  const ab = report.experiments.find((e) => e.route === 'ab')!;
+  const c = ab.comparisons[0]!;
+  const cell = page.locator(`[data-experiment="default/ab"] tr[data-comparison="${c.arm}-${c.control}"] td`).nth(2);
+  await cell.waitFor();
+  const d = c.fixed!.difference * 100;
+  assert.equal(await cell.textContent(), `${d > 0 ? '+' : d < 0 ? '−' : ''}${Math.abs(d).toFixed(1)} pp`);
+});
+
+test('an experiment whose arms differ names the better arm and says you may stop', async () => {
+  await labEpisode(60);
+  let seen: unknown;
+  await waitFor('the lab experiment\'s verdict', async () => {
+    const r = (await admin('/gateway/experiments')) as { experiments: { agent: string; verdict?: { state: string } }[] };
+    seen = r.experiments.find((e) => e.agent === 'lab')?.verdict;
+    return r.experiments.find((e) => e.agent === 'lab')?.verdict?.state === 'arms_differ';
+  }, { timeoutMs: 15_000 }).catch((err: unknown) => {
+    throw new Error(`${String(err)}: ${JSON.stringify(seen)}`);
+  });
+  await open('experiments');
+  const verdict = page.locator('[data-experiment="lab/xy"] [data-verdict]');
+  await verdict.waitFor({ timeout: 5000 });
+  assert.equal(await verdict.getAttribute('data-verdict'), 'arms_differ');
+  assert.equal(await verdict.getAttribute('data-arm'), 'a');
+  assert.match((await verdict.locator('.headline').textContent()) ?? '', /^a is better: you may stop$/);
+  assert.equal(await page.locator('[data-experiment="lab/xy"] [data-primary].ok').count(), 1, 'a trustworthy comparison keeps its badge');
 });
 
 test('an arm going down: Backends shows it not ready, and Experiments shows the SRM banner when the report flags it', async () => {
@@ -233,7 +326,37 @@ test('an arm going down: Backends shows it not ready, and Experiments shows the 
   // What a person sees: the banner, with the cause the report gives.
   const banner = page.locator('[data-experiment="default/ab"] [data-srm="flagged"]');
   await banner.waitFor();
-  assert.match((await banner.textContent()) ?? '', /rerouted from b/);
+  const text = (await banner.textContent()) ?? '';
+  assert.match(text, /rerouted from b/);
+  assert.equal(text.split('rerouted from b').length, 2, `the cause once: ${text}`);
+  assert.equal(text.match(/not trustworthy/gi)?.length, 1, `said once: ${text}`);
+  assert.equal(await page.locator('[data-experiment="default/ab"] [role="alert"]').count(), 1, 'one banner');
+  // Not trustworthy: no green primary badge, the comparison marked, the verdict saying so.
+  const card = page.locator('[data-experiment="default/ab"]');
+  assert.equal(await card.locator('[data-primary].ok').count(), 0, 'no green primary badge');
+  assert.ok((await card.locator('[data-untrustworthy]').count()) > 0);
+  assert.equal(await card.locator('[data-verdict]').getAttribute('data-verdict'), 'not_trustworthy');
+  assert.match((await card.locator('[data-verdict] .headline').textContent()) ?? '', /Not trustworthy/);
+});
+
+test('after a reset, the earlier experiment keeps its result and opens like the current one', async () => {
+  const before = (await admin('/gateway/experiments')) as { experiments: { route: string; experiment: { id: string }; comparisons: { fixed: { difference: number } | null }[] }[] };
+  const old = before.experiments.find((e) => e.route === 'ab')!;
+  const res = await http(`${adminUrl}/gateway/experiments/reset`, { method: 'POST', headers: AUTH, body: { route: 'ab' } });
+  assert.equal(res.status, 200, res.text);
+  const finals = (await admin('/gateway/experiments/earlier')) as { experiments: { experiment: { id: string }; comparisons: { fixed: { difference: number } | null }[] }[] };
+  const final = finals.experiments.find((e) => e.experiment.id === old.experiment.id);
+  assert.ok(final !== undefined, 'the ended experiment\'s report is kept');
+  assert.deepEqual(final.comparisons.map((c) => c.fixed?.difference), old.comparisons.map((c) => c.fixed?.difference));
+  await open('experiments');
+  const row = page.locator(`tr[data-earlier="${old.experiment.id}"]`);
+  await row.waitFor();
+  await row.locator('[data-open-earlier]').click();
+  const card = page.locator(`.card [data-experiment="default/ab"]`).filter({ hasText: old.experiment.id });
+  await card.locator('tr[data-comparison]').first().waitFor();
+  const d = old.comparisons[0]!.fixed!.difference * 100;
+  assert.equal(await card.locator('tr[data-comparison] td').nth(2).textContent(), `${d > 0 ? '+' : d < 0 ? '−' : ''}${Math.abs(d).toFixed(1)} pp`);
+  assert.match((await card.locator('h3').first().textContent()) ?? '', /ended/);
 });
 
 after(() => {

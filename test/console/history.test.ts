@@ -10,7 +10,10 @@ import { MemoryStore } from '../../src/state/memory-store.js';
 import { RedisStore } from '../../src/state/redis-store.js';
 import type { Store } from '../../src/state/types.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { mkInput, postOk, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { http } from '../helpers/config-file.js';
+import { experimentsReport, type ExperimentsReport } from '../../src/experiments/report/report.js';
+import { noteReport, readFinals } from '../../src/experiments/report/finals.js';
 import { StepClock } from '../helpers/step-clock.js';
 import { waitFor } from '../helpers/wait.js';
 import { deleteKeys, memoryConfig, recordingLog, REDIS_URL, redisConfig, uniquePrefix, waitUntilUp } from '../state/helpers.js';
@@ -129,4 +132,61 @@ test('two replicas on one Redis write one snapshot per interval between them', a
   assert.equal((await h1.read()).length, written);
   assert.deepEqual(await h1.read(), await h2.read(), 'the same history from either replica');
   assert.equal((await g1.app.gateway.store.readList(HISTORY_KEY)).length, 3);
+});
+
+test('the first point as soon as an experiment has a result, written once between two replicas; none before', async () => {
+  const prefix = uniquePrefix();
+  prefixes.push(prefix);
+  const redis = { redis: { url: REDIS_URL, key_prefix: prefix } };
+  const [g1, g2] = [await gateway(redis), await gateway(redis)];
+  for (const g of [g1, g2]) assert.ok(await waitUntilUp(g.app.gateway.store, 5000), 'redis at 127.0.0.1:6379 is up');
+  const clock = new StepClock();
+  clock.advance(1_800_000_000_000);
+  const h1 = new ExperimentHistory(() => g1.app.gateway, recordingLog(), clock);
+  const h2 = new ExperimentHistory(() => g2.app.gateway, recordingLog(), clock);
+  assert.deepEqual(await Promise.all([h1.firstResults(), h2.firstResults()]), [false, false], 'no result yet: no point');
+  // Trajectories with tool lines on both arms: the comparison has a difference.
+  const feedback = (ok: boolean) => JSON.stringify({ infos: `arm_robot: pick ${ok ? 'succeed' : 'failed'} with message: x`, previous_tool_call: { arm_robot: { name: 'pick', arguments: {} } } });
+  const ids = Array.from({ length: 12 }, (_, i) => i);
+  let cands = await postOk(g1, 'h-1', ids.map((i) => mkInput(i)));
+  for (const step of [2, 3]) {
+    cands = await postOk(g1, `h-${step}`, ids.map((i) => mkInput(i, { instruction: { type: 'env', content: feedback((i + step) % 3 !== 0) }, memory: cands[i]!.memory })));
+  }
+  const wrote = await Promise.all([h1.firstResults(), h2.firstResults()]);
+  assert.equal(wrote.filter(Boolean).length, 1, 'one replica wrote the first point');
+  const points = await h1.read();
+  assert.equal(points.length, 1);
+  assert.notEqual(points[0]!.experiments[0]!.comparisons[0]!.difference, null);
+  assert.deepEqual(await Promise.all([h1.firstResults(), h2.firstResults()]), [false, false], 'once per experiment');
+});
+
+test('an ended experiment keeps its final report: at a reset as it was just before, and once', async () => {
+  const g = await gateway();
+  await postOk(g, 'f-1', [mkInput(1), mkInput(2)]);
+  const before = await experimentsReport(g.app.gateway);
+  const reset = await http(`${g.adminUrl}/gateway/experiments/reset`, { method: 'POST', body: {} });
+  assert.equal(reset.status, 200, reset.text);
+  const earlier = await http(`${g.adminUrl}/gateway/experiments/earlier`);
+  const finals = (earlier.json as { experiments: { experiment: { id: string }; arms: { trajectories: number }[]; ended_at: string }[] }).experiments;
+  assert.equal(finals.length, 1);
+  assert.equal(finals[0]!.experiment.id, before.experiments[0]!.experiment.id);
+  assert.deepEqual(finals[0]!.arms.map((a) => a.trajectories), before.experiments[0]!.arms.map((a) => a.trajectories));
+  // A snapshot after the reset sees the new id; the ended experiment's final is not written twice.
+  const history = new ExperimentHistory(() => g.app.gateway, recordingLog());
+  assert.equal(await history.snapshot(), true);
+  assert.equal(((await http(`${g.adminUrl}/gateway/experiments/earlier`)).json as { experiments: unknown[] }).experiments.length, 1);
+});
+
+test('a change of arms keeps the earlier experiment\'s report as the last snapshot saw it', async () => {
+  const store = await makeStore('memory');
+  const e = (id: string, n: number) => ({ agent: 'default', route: 'ab', experiment: { id, name: null, started_at: `2026-12-0${n}T00:00:00.000Z` }, arms: [{ arm: 'a', trajectories: n }] });
+  const report = (x: ReturnType<typeof e>) => ({ generated_at: '2026-12-05T00:00:00.000Z', store: 'memory', experiments: [x], earlier: [] }) as unknown as ExperimentsReport; // the fields finals.ts reads
+  await noteReport(store, report(e('old', 1)));
+  await noteReport(store, report(e('old', 2)));
+  assert.deepEqual(await readFinals(store), [], 'still running');
+  await noteReport(store, report(e('new', 3)));
+  const finals = (await readFinals(store)) as { experiment: { id: string }; arms: { trajectories: number }[]; ended_at: string }[];
+  assert.deepEqual(finals.map((f) => [f.experiment.id, f.arms[0]!.trajectories, f.ended_at]), [['old', 2, '2026-12-03T00:00:00.000Z']]);
+  await noteReport(store, report(e('new', 4)));
+  assert.equal((await readFinals(store)).length, 1);
 });

@@ -46,8 +46,20 @@ const SPARSE = {
   srm: null, strata: null,
 };
 
+/** In its burn-in, with the report's verdict and each arm's progress. */
+const COLLECTING = {
+  ...FLAGGED, agent: 'lab', path: '/agents/lab/', route: 'xy', experiment: { id: 'exp-3', name: null, started_at: null }, trustworthy: true, warnings: [], srm: null, strata: null,
+  verdict: { state: 'collecting', arm: null, text: 'collecting: 14 more trajectories on b, 8 on a before the always-valid interval', progress: { a: { have: 12, need: 20, unit: 'trajectories' }, b: { have: 6, need: 20, unit: 'trajectories' } } },
+};
+
+/** Arms that differ. */
+const DIFFER = {
+  ...COLLECTING, route: 'uv', experiment: { id: 'exp-4', name: null, started_at: null },
+  verdict: { state: 'arms_differ', arm: 'b', text: 'b is better than a on tool success (b - a always-valid +20.0 pts [+5.0, +35.0], p < 0.001): you may stop and report this interval', progress: null },
+};
+
 const REPORT = {
-  generated_at: '2026-12-01T20:00:00.000Z', store: 'redis', experiments: [FLAGGED, SPARSE],
+  generated_at: '2026-12-01T20:00:00.000Z', store: 'redis', experiments: [FLAGGED, SPARSE, COLLECTING, DIFFER],
   earlier: [{ agent: 'default', route: 'ab', experiment: { id: 'exp-0', name: 'prompt-v1', started_at: '2026-12-01T18:00:00.000Z' }, ended_at: '2026-12-01T19:00:00.000Z', arms: [{ arm: 'a', trajectories: 12 }] }],
 };
 
@@ -88,9 +100,11 @@ test('a flagged SRM shows the banner with the report\'s first warning and its ca
   const banner = page.locator('[data-experiment="default/ab"] [data-srm="flagged"]');
   assert.equal(await banner.count(), 1);
   const text = (await banner.textContent()) ?? '';
-  assert.ok(text.includes(FLAGGED.warnings[0]!), text);
-  assert.ok(text.includes(FLAGGED.srm.cause), text);
-  assert.ok(text.includes('a 30 · b 0'), text);
+  // The report's first warning, with its cause, each said once (a report without a verdict).
+  assert.ok(text.toLowerCase().includes(FLAGGED.warnings[0]!.replace(/^sample ratio mismatch: /, '')), text);
+  assert.equal(text.split(FLAGGED.srm.cause).length, 2, text);
+  assert.equal(text.match(/sample ratio mismatch/gi)?.length, 1, text);
+  assert.equal(await page.locator('[data-experiment="default/ab"] [data-primary].ok').count(), 0, 'no green primary badge under an SRM');
   assert.equal(await page.locator('[data-experiment="kitchen/ens"] [data-srm]').count(), 0, 'srm null: no banner');
   // The other warnings are shown too, apart from the banner.
   assert.deepEqual(await page.locator('[data-experiment="default/ab"] [data-warning]').allTextContents(), [FLAGGED.warnings[1]]);
@@ -118,6 +132,33 @@ test('arms with weights and trajectories, strata, earlier experiments; missing p
     rows.map((r) => r.querySelector('[data-trajectories]')?.textContent),
   );
   assert.deepEqual(sparseArms, ['3', '4']);
+});
+
+test('a verdict opens the card: the burn-in progress of each arm, the better arm named with "you may stop"', async () => {
+  const collecting = page.locator('[data-experiment="lab/xy"] [data-verdict]');
+  assert.equal(await collecting.getAttribute('data-verdict'), 'collecting');
+  assert.equal(await collecting.locator('[data-progress]').getAttribute('data-progress'), '6/20', 'the least advanced arm first');
+  assert.deepEqual(await collecting.locator('.arm-progress').allTextContents(), ['b6 of 20 trajectories', 'a12 of 20 trajectories']);
+  assert.equal(await collecting.locator('[data-verdict-text]').textContent(), '14 more trajectories on b, 8 on a before the always-valid interval.'.replace(/^./, (c) => c.toUpperCase()));
+  const differ = page.locator('[data-experiment="lab/uv"] [data-verdict]');
+  assert.equal(await differ.getAttribute('data-arm'), 'b');
+  assert.equal(await differ.locator('.headline').textContent(), 'b is better: you may stop');
+  // The verdict is first in its card, right under the title.
+  assert.equal(await page.locator('[data-experiment="lab/uv"] > :nth-child(2)').getAttribute('data-verdict'), 'arms_differ');
+});
+
+test('no experiment: the page shows a config example and links to the docs page, which is served', async () => {
+  const p = await browser.newPage();
+  await p.route('**/gateway/experiments', (r) => r.fulfill({ json: { generated_at: null, store: 'memory', experiments: [], earlier: [] } }));
+  await p.goto(`${gw.adminUrl}/#/experiments`);
+  const empty = p.locator('[data-empty="experiments"]');
+  await empty.waitFor();
+  assert.match((await empty.locator('pre').textContent()) ?? '', /split: \{ talker: 50, actor: 50 \}/);
+  const href = await empty.locator('a').getAttribute('href');
+  const doc = await p.request.get(new URL(href!, `${gw.adminUrl}/`).toString());
+  assert.equal(doc.status(), 200);
+  assert.match(await doc.text(), /^# Experiments/);
+  await p.close();
 });
 
 test('the chart draws the history of the experiment\'s id, and no script error happened', async () => {

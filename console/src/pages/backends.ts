@@ -2,6 +2,8 @@
 import { html } from 'htm/preact';
 import { usePoll } from '../api.js';
 import { ms, tally, time } from '../format.js';
+import { pulseColumns, span, type PulseJson, type PulseColumns } from '../pulse.js';
+import { TimeChart } from '../timechart.js';
 
 interface Replica {
   id: string;
@@ -47,18 +49,36 @@ function routesTable(routes: Route[]) {
   </tbody></table>`;
 }
 
+/** A backend's latency and failures over the last hour (the pulse). */
+function backendCharts(name: string, cols: PulseColumns) {
+  const b = cols.backend(name);
+  return html`<div class="charts" data-backend-pulse=${name}>
+    <div><div class="chart-title">Latency</div>
+      <${TimeChart} name=${`latency-${name}`} t=${cols.t} unit="ms" height=${140} lines=${[
+        { label: 'p50', values: b.latencyP50, stroke: '#2f5fd0' },
+        { label: 'p95', values: b.latencyP95, stroke: '#9a6700' },
+      ]} /></div>
+    <div><div class="chart-title">Sub-requests and failures per second</div>
+      <${TimeChart} name=${`failures-${name}`} t=${cols.t} unit="per s" height=${140} lines=${[
+        { label: 'requests/s', values: b.requests, stroke: '#1a7f37' },
+        { label: 'failures/s', values: b.failures, stroke: '#b42318' },
+      ]} /></div>
+  </div>`;
+}
+
 export function Backends(props: { onUnauthorized: () => void }) {
   const { data, error } = usePoll(
-    ['/gateway/backends', '/gateway/routes'],
-    ([b, r]) => ({ backends: (b as { backends: Backend[] }).backends, routes: (r as { routes: Route[]; agents: Agent[] }) }), // the endpoints' documented shapes
+    ['/gateway/backends', '/gateway/routes', '/gateway/pulse'],
+    ([b, r, p]) => ({ backends: (b as { backends: Backend[] }).backends, routes: (r as { routes: Route[]; agents: Agent[] }), pulse: p as PulseJson }), // the endpoints' documented shapes
     props.onUnauthorized,
   );
   if (data === undefined) return html`<p class="muted">${error ?? 'Loading…'}</p>`;
+  const cols = pulseColumns(data.pulse);
   return html`<h2>Backends</h2>
     ${error === undefined ? null : html`<div class="banner error">${error}</div>`}
     ${data.backends.map((b) => html`<div class="card" data-backend=${b.name}>
       <h3>${b.name} <span class=${`badge ${b.ready ? 'ok' : 'bad'}`}>${b.ready ? 'ready' : 'not ready'}</span>
-        <span class="muted" style="font-weight:normal"> · latency p50 ${ms(b.latency_ms?.p50)} · p95 ${ms(b.latency_ms?.p95)} · errors ${tally(errorsOf(b.outcomes))} · routes ${b.routes.join(', ') || '–'}</span></h3>
+        <span class="muted normal"> · latency p50 ${ms(b.latency_ms?.p50)} · p95 ${ms(b.latency_ms?.p95)} · errors ${tally(errorsOf(b.outcomes))} · routes ${b.routes.join(', ') || '–'}</span></h3>
       <table><thead><tr><th>replica</th><th>state</th><th>why</th><th>last probe</th><th class="num">in flight</th><th class="num">ejections</th></tr></thead><tbody>
         ${b.replicas.map((r) => html`<tr data-replica=${r.id}>
           <td><code>${r.url}</code></td>
@@ -67,7 +87,9 @@ export function Backends(props: { onUnauthorized: () => void }) {
           <td>${r.last_probe === null ? '–' : html`${time(r.last_probe.at)} ${r.last_probe.ok ? 'ok' : 'failed'} (${Math.round(r.last_probe.ms)} ms)`}</td>
           <td class="num">${r.in_flight.requests} req · ${r.in_flight.inputs} inputs</td>
           <td class="num">${r.ejections}</td></tr>`)}
-      </tbody></table></div>`)}
+      </tbody></table>
+      <p class="muted small">Over time: ${span(data.pulse)}</p>
+      ${backendCharts(b.name, cols)}</div>`)}
     <div class="card"><h3>Default agent's routes</h3>${data.routes.routes.length === 0 ? html`<p class="muted">none</p>` : routesTable(data.routes.routes)}</div>
     ${data.routes.agents.map((a) => html`<div class="card" data-agent=${a.name}><h3>Agent ${a.name} <code>${a.path}</code>
       <span class=${`badge ${a.ready ? 'ok' : 'bad'}`}>${a.ready ? 'can serve' : 'cannot serve'}</span></h3>${routesTable(a.routes)}</div>`)}`;

@@ -7,7 +7,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../logging.js';
-import { experimentsReport, type ExperimentsReport } from './report.js';
+import { experimentsReport, type ExperimentReport, type ExperimentsReport } from './report.js';
+import { noteReport } from './finals.js';
+
+/** How often, at most, a replica looks for an experiment's first result (docs/console.md#history). */
+const FIRST_RESULT_CHECK_MS = 5000;
+
+/** A result to chart: a comparison with a difference, or an ensemble with trajectories (its rates). */
+function hasResult(e: ExperimentReport): boolean {
+  if (e.kind === 'ensemble') return e.arms.some((a) => a.trajectories > 0);
+  return e.comparisons.some((c) => (c.fixed?.difference ?? c.sequential?.difference ?? null) !== null);
+}
 
 /*
  * One point of the experiment history (`GET /gateway/experiments/history`, docs/console.md): per current
@@ -114,6 +124,9 @@ type HistoryHost = ReportHost & {
 
 export class ExperimentHistory {
   private timer: unknown;
+  private watch: unknown;
+  /** Experiment ids with a result in a point already: their first point is taken. */
+  private readonly resulted = new Set<string>();
   /** Who wrote a slot, for someone reading the claims in Redis. */
   private readonly id = randomUUID();
   private stopped = false;
@@ -138,7 +151,32 @@ export class ExperimentHistory {
   stop(): void {
     this.stopped = true;
     if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    if (this.watch !== undefined) this.clock.clearTimer(this.watch);
     this.timer = undefined;
+    this.watch = undefined;
+  }
+
+  /**
+   * The first point of an experiment as soon as it has a result, not at the next interval's boundary: checked
+   * every FIRST_RESULT_CHECK_MS (or the interval, when shorter). One replica writes it (a claim per experiment).
+   * True when it wrote.
+   */
+  async firstResults(): Promise<boolean> {
+    const { intervalMs, points } = this.settings;
+    try {
+      const host = this.host();
+      const report = await experimentsReport(host);
+      const fresh = report.experiments.filter((e) => hasResult(e) && !this.resulted.has(e.experiment.id));
+      if (fresh.length === 0) return false;
+      for (const e of fresh) this.resulted.add(e.experiment.id);
+      const claims = await Promise.all(fresh.map((e) => host.store.claim(`${HISTORY_KEY}:first:${e.experiment.id}`, this.id, 2 * points * intervalMs)));
+      if (!claims.some((c) => c.first)) return false;
+      await host.store.pushCapped(HISTORY_KEY, JSON.stringify(pointFromReport(reportView(report), this.clock.now())), points, 2 * points * intervalMs);
+      return true;
+    } catch (err) {
+      this.log.warn({ err }, 'experiment history: first-result snapshot failed');
+      return false;
+    }
   }
 
   /**
@@ -153,9 +191,13 @@ export class ExperimentHistory {
       const host = this.host();
       // The claim outlives its interval, so a replica whose timer fires late cannot write the same slot twice.
       if (!(await host.store.claim(`${HISTORY_KEY}:slot:${intervalMs}:${slot}`, this.id, 2 * intervalMs)).first) return false;
-      const point = pointFromReport(reportView(await experimentsReport(host)), now);
+      const report = await experimentsReport(host);
+      const point = pointFromReport(reportView(report), now);
       // Kept as long as the whole history spans, twice over, then forgotten if nobody writes any more.
       await host.store.pushCapped(HISTORY_KEY, JSON.stringify(point), points, 2 * points * intervalMs);
+      for (const e of report.experiments) if (hasResult(e)) this.resulted.add(e.experiment.id);
+      // An experiment that ended since the last snapshot (its arms changed) keeps its last report (finals.ts).
+      await noteReport(host.store, report);
       return true;
     } catch (err) {
       this.log.warn({ err }, 'experiment history: snapshot failed');
@@ -187,5 +229,13 @@ export class ExperimentHistory {
     this.timer = this.clock.setTimer(() => {
       void this.snapshot().finally(() => this.schedule());
     }, wait);
+    if (this.watch === undefined) this.scheduleWatch();
+  }
+
+  private scheduleWatch(): void {
+    if (this.stopped) return;
+    this.watch = this.clock.setTimer(() => {
+      void this.firstResults().finally(() => this.scheduleWatch());
+    }, Math.min(FIRST_RESULT_CHECK_MS, this.settings.intervalMs));
   }
 }

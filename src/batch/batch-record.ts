@@ -1,0 +1,99 @@
+/**
+ * What the console keeps of one answered batch (docs/console.md#recent-batches), built at the batch's one ending
+ * from what the batch already holds (the request's ids, the plan, the dispatch result): counts, names, ids and
+ * codes. Never memory, a prompt, a tool, an attribute or a key: the record is safe to show to anyone who can
+ * read the admin API. The ring that keeps records is activity.ts.
+ */
+import type { BatchPlan } from '../routing/plan.js';
+import type { BatchResult } from '../dispatch/batch-types.js';
+import type { BatchSummary, BatchInputRecord } from './activity.js';
+
+/** Longest input id kept: the id comes from the client (a big integer is a string of digits). */
+export const INPUT_ID_CHARS = 32;
+
+export interface BatchRecordSource {
+  request: { request_id: string; inputs: readonly { id: number | string; num_outputs: number }[] };
+  plan: BatchPlan;
+  result: BatchResult;
+  agent: string;
+  client: string | null;
+  /** Inputs the response cache answered; undefined without a cache. */
+  cacheHits: number | undefined;
+  /** From the batch's start (performance.now() milliseconds) to its end, unrounded. */
+  durationMs: number;
+  overheadMs: number;
+  /** At most this many inputs keep their own row (`admin.batch_inputs_kept`). */
+  inputsKept: number;
+}
+
+/** Keys in a stable order (sorted), so two rows list the same backends alike whatever answered first. */
+export function sortedCounts(c: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(c).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/** Milliseconds to the microsecond: a fast batch reads 0.412 ms, not 0. */
+const micro = (ms: number): number => Math.round(ms * 1000) / 1000;
+
+function countBy(xs: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const x of xs) out[x] = (out[x] ?? 0) + 1;
+  return out;
+}
+
+/** Each input's row: route and arm from the plan, backend from the leg that answered, status from its candidates. */
+function inputRows(s: BatchRecordSource): BatchInputRecord[] {
+  const { request, plan, result } = s;
+  const n = Math.min(request.inputs.length, Math.max(0, s.inputsKept));
+  const backendOf = new Map<number, string[]>();
+  for (const leg of result.legs) {
+    const list = backendOf.get(leg.input) ?? [];
+    if (!list.includes(leg.backend)) list.push(leg.backend);
+    backendOf.set(leg.input, list);
+  }
+  const rows: BatchInputRecord[] = [];
+  // Candidates come in request order, each input's num_outputs in a row (the contract's order), when kept.
+  let offset = 0;
+  for (let i = 0; i < n; i++) {
+    const input = request.inputs[i];
+    const p = plan.inputs[i];
+    if (input === undefined) break;
+    const own = result.outputs.slice(offset, offset + input.num_outputs);
+    offset += input.num_outputs;
+    const failed = own.filter((o) => o.status === 'error');
+    const cached = result.cached?.has(i) === true;
+    const backends = backendOf.get(i) ?? [];
+    const id = String(input.id);
+    rows.push({
+      id: id.length > INPUT_ID_CHARS ? id.slice(0, INPUT_ID_CHARS) : id,
+      route: p?.route ?? null,
+      arm: p?.arm ?? null,
+      backend: cached ? null : backends.sort().join(', ') || (p?.legs.map((l) => l.backend).join(', ') ?? null),
+      candidates: input.num_outputs,
+      // A streamed answer is not held: its candidates' statuses are not known here, only the batch's codes.
+      status: own.length === 0 ? null : failed.length === 0 ? 'completed' : failed.length === own.length ? 'error' : 'mixed',
+      cached,
+      error_code: failed[0]?.error?.code ?? null,
+    });
+  }
+  return rows;
+}
+
+/** The record of one answered batch, buffered or streamed. */
+export function consoleRecord(s: BatchRecordSource): Omit<BatchSummary, 'at' | 'seq'> {
+  const { request, plan, result } = s;
+  return {
+    request_id: request.request_id,
+    agent: s.agent,
+    client: s.client,
+    inputs: request.inputs.length,
+    candidates: result.streamed ?? result.outputs.length,
+    streamed: result.streamed !== undefined,
+    cache_hits: s.cacheHits ?? null,
+    routes: sortedCounts(countBy(plan.inputs.map((p) => p.route))),
+    backends: sortedCounts(result.backends),
+    error_codes: sortedCounts(result.errorCodes),
+    duration_ms: micro(s.durationMs),
+    overhead_ms: micro(s.overheadMs),
+    input_rows: inputRows(s),
+  };
+}

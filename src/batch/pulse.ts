@@ -1,0 +1,214 @@
+/**
+ * The gateway's pulse (docs/console.md#the-pulse): every `admin.pulse_interval_s`, at the same wall-clock
+ * boundaries on every replica, one sample of what happened since the last one, read from the metrics the gateway
+ * already keeps: batches, error candidates, the overhead histogram, and per backend its sub-requests, failures and
+ * latency histogram. The last `admin.pulse_points` samples are kept in this process (a ring); with Redis they are
+ * also written to the store (pulse-shared.ts), and `view` merges every replica's samples slot by slot, so every
+ * replica's console shows the same history. Quantiles come from the merged buckets (Prometheus's
+ * histogram_quantile over the interval's increase), never from an average of quantiles.
+ */
+import type { GatewayMetrics } from '../metrics.js';
+import { histogramQuantile } from '../stats/histogram-quantile.js';
+
+/** Cumulative bucket counts by their `le` as the metric writes it ("0.005", "+Inf"). */
+type Buckets = Record<string, number>;
+
+/** What one replica counted over one interval (the store's form: counts, so replicas add up). */
+export interface PulseRaw {
+  /** The interval's number: floor(end / interval), the same on every replica. */
+  slot: number;
+  /** Seconds the sample covers: the interval, or less for the first one after start. */
+  seconds?: number;
+  batches: number;
+  errors: number;
+  overhead: Buckets;
+  backends: Record<string, { requests: number; failures: number; latency: Buckets }>;
+}
+
+/** One point as `GET /gateway/pulse` answers it. */
+export interface PulsePoint {
+  at: string;
+  batches_per_s: number;
+  error_candidates_per_s: number;
+  overhead_ms: { p50: number | null; p95: number | null };
+  backends: Record<string, { requests_per_s: number; failures_per_s: number; latency_ms: { p50: number | null; p95: number | null } }>;
+}
+
+export interface PulseView {
+  interval_s: number;
+  capacity: number;
+  /** Samples come from every replica sharing the store (Redis), else from this process. */
+  shared: boolean;
+  points: PulsePoint[];
+}
+
+/** Where samples go besides the ring, and where they are read back from (pulse-shared.ts, with Redis). */
+export interface PulseSink {
+  push(raw: PulseRaw, points: number, intervalMs: number): Promise<void>;
+  /** Every replica's samples; undefined when the store cannot answer (the ring is shown instead). */
+  read(): Promise<PulseRaw[] | undefined>;
+}
+
+interface Reading {
+  at: number;
+  batches: number;
+  errors: number;
+  overhead: Buckets;
+  backends: Map<string, { requests: number; failures: number; latency: Buckets }>;
+}
+
+const minus = (a: Buckets, b: Buckets | undefined): Buckets => Object.fromEntries(Object.entries(a).map(([le, n]) => [le, n - (b?.[le] ?? 0)]));
+const plus = (a: Buckets, b: Buckets): Buckets => {
+  const out = { ...a };
+  for (const [le, n] of Object.entries(b)) out[le] = (out[le] ?? 0) + n;
+  return out;
+};
+const quantileMs = (b: Buckets, q: number): number | null => {
+  const s = histogramQuantile(Object.entries(b).map(([le, count]) => ({ le: le === '+Inf' ? Infinity : Number(le), count })), q);
+  return s === null ? null : Math.round(s * 1e6) / 1e3;
+};
+const perSecond = (n: number, intervalS: number): number => Math.round((n / intervalS) * 1000) / 1000;
+
+/** The metrics' cumulative values now. */
+async function read(metrics: GatewayMetrics, batches: number): Promise<Omit<Reading, 'at'>> {
+  let errors = 0;
+  for (const v of (await metrics.candidateErrors.get()).values) errors += v.value;
+  const overhead: Buckets = {};
+  for (const v of (await metrics.overhead.get()).values) {
+    // Histogram values carry `le` beside the declared labels; prom-client's type names only the declared ones.
+    if (v.metricName?.endsWith('_bucket') === true) overhead[String(Reflect.get(v.labels, 'le'))] = v.value;
+  }
+  const backends: Reading['backends'] = new Map();
+  const of = (name: string) => {
+    let b = backends.get(name);
+    if (b === undefined) backends.set(name, (b = { requests: 0, failures: 0, latency: {} }));
+    return b;
+  };
+  for (const v of (await metrics.backendDuration.get()).values) {
+    if (v.metricName?.endsWith('_bucket') === true) of(String(v.labels.backend ?? '')).latency[String(Reflect.get(v.labels, 'le'))] = v.value;
+  }
+  for (const v of (await metrics.backendRequests.get()).values) {
+    const b = of(String(v.labels.backend ?? ''));
+    b.requests += v.value;
+    if (v.labels.outcome !== 'ok') b.failures += v.value;
+  }
+  return { batches, errors, overhead, backends };
+}
+
+export interface PulseHost {
+  metrics: GatewayMetrics;
+  /** Batches recorded since start (activity.ts). */
+  batches(): number;
+  settings(): { intervalS: number; points: number };
+  log: { warn(obj: object, msg: string): void };
+  sink?: PulseSink;
+}
+
+export class Pulse {
+  private readonly ring: PulseRaw[] = [];
+  private last: Reading | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly host: PulseHost,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  start(): void {
+    this.stop();
+    const intervalMs = this.host.settings().intervalS * 1000;
+    // At the next boundary of the interval: the same instant on every replica, so their slots line up.
+    this.timer = setTimeout(() => void this.sample().finally(() => this.start()), intervalMs - (this.now() % intervalMs));
+    this.timer.unref(); // the pulse never keeps the process alive
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Takes one sample (the first only sets the baseline). Never throws: a failed sample is a gap, logged. */
+  async sample(): Promise<PulseRaw | undefined> {
+    const { intervalS, points } = this.host.settings();
+    try {
+      const now: Reading = { ...(await read(this.host.metrics, this.host.batches())), at: this.now() };
+      const prev = this.last;
+      this.last = now;
+      if (prev === undefined) return undefined;
+      const backends: PulseRaw['backends'] = {};
+      for (const [name, b] of now.backends) {
+        const p = prev.backends.get(name);
+        const requests = b.requests - (p?.requests ?? 0);
+        if (requests > 0) backends[name] = { requests, failures: b.failures - (p?.failures ?? 0), latency: minus(b.latency, p?.latency) };
+      }
+      const raw: PulseRaw = {
+        slot: Math.round(now.at / (intervalS * 1000)),
+        seconds: Math.min(intervalS, Math.max(0.001, (now.at - prev.at) / 1000)),
+        batches: now.batches - prev.batches,
+        errors: now.errors - prev.errors,
+        overhead: minus(now.overhead, prev.overhead),
+        backends,
+      };
+      this.ring.push(raw);
+      if (this.ring.length > points) this.ring.splice(0, this.ring.length - points);
+      await this.host.sink?.push(raw, points, intervalS * 1000);
+      return raw;
+    } catch (err) {
+      this.host.log.warn({ err }, 'pulse: sample failed');
+      return undefined;
+    }
+  }
+
+  /** The kept samples as points, oldest first: every replica's merged when the store shares them. */
+  async view(): Promise<PulseView> {
+    const { intervalS, points } = this.host.settings();
+    const shared = this.host.sink === undefined ? undefined : await this.host.sink.read().catch(() => undefined);
+    // Counts become rates over the seconds each replica's sample covers, then add up across replicas.
+    const merged = new Map<number, PulseRaw>();
+    for (const raw of shared ?? this.ring) {
+      const k = intervalS / (raw.seconds ?? intervalS);
+      const r: PulseRaw = {
+        ...raw,
+        batches: raw.batches * k,
+        errors: raw.errors * k,
+        backends: Object.fromEntries(Object.entries(raw.backends).map(([n, b]) => [n, { ...b, requests: b.requests * k, failures: b.failures * k }])),
+      };
+      const m = merged.get(r.slot);
+      if (m === undefined) {
+        merged.set(r.slot, r);
+        continue;
+      }
+      m.batches += r.batches;
+      m.errors += r.errors;
+      m.overhead = plus(m.overhead, r.overhead);
+      for (const [name, b] of Object.entries(r.backends)) {
+        const mb = m.backends[name];
+        m.backends[name] = mb === undefined ? b : { requests: mb.requests + b.requests, failures: mb.failures + b.failures, latency: plus(mb.latency, b.latency) };
+      }
+    }
+    const slots = [...merged.values()].sort((a, b) => a.slot - b.slot).slice(-points);
+    return {
+      interval_s: intervalS,
+      capacity: points,
+      shared: shared !== undefined,
+      points: slots.map((r) => ({
+        at: new Date(r.slot * intervalS * 1000).toISOString(),
+        batches_per_s: perSecond(r.batches, intervalS),
+        error_candidates_per_s: perSecond(r.errors, intervalS),
+        overhead_ms: { p50: quantileMs(r.overhead, 0.5), p95: quantileMs(r.overhead, 0.95) },
+        backends: Object.fromEntries(
+          Object.entries(r.backends)
+            .sort(([a], [b]) => (a < b ? -1 : 1))
+            .map(([name, b]) => [
+              name,
+              {
+                requests_per_s: perSecond(b.requests, intervalS),
+                failures_per_s: perSecond(b.failures, intervalS),
+                latency_ms: { p50: quantileMs(b.latency, 0.5), p95: quantileMs(b.latency, 0.95) },
+              },
+            ]),
+        ),
+      })),
+    };
+  }
+}
