@@ -14,9 +14,7 @@ import { IndexReject } from '../json/json-index.js';
 import type { MemoryLayout } from '../memory-tag.js';
 import { OutputValueWalker } from '../request/output-values.js';
 import type { Span } from '../request/request-index.js';
-
-const LBRACE = 0x7b;
-const LBRACKET = 0x5b;
+import { LBRACKET, LBRACE } from '../json/json-bytes.js';
 
 export interface CandidateIndex {
   readonly span: Span;
@@ -91,10 +89,6 @@ class AnswerIndexer extends OutputValueWalker {
     if (s.nonFinite) throw new IndexReject(s.nonFiniteAt, 'a number overflows to infinity');
     return elements;
   }
-
-
-
-
 
   /** One candidate object at `p`. */
   private candidate(p: number): { end: number; candidate: CandidateIndex | undefined } {

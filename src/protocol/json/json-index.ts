@@ -12,6 +12,7 @@
  */
 import { endianness } from 'node:os';
 import { GatewayError } from '../../errors.js';
+import { QUOTE, BACKSLASH } from './json-bytes.js';
 
 /** Why a scan refused the bytes: the offset of the offending byte and a short reason (never client text). */
 export class IndexReject extends GatewayError {
@@ -24,8 +25,6 @@ export class IndexReject extends GatewayError {
   }
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const LITTLE_ENDIAN = endianness() === 'LE';
 
 /**

@@ -7,10 +7,7 @@
  */
 import type { MemoryLayout } from '../memory-tag.js';
 import { ProtocolWalker } from './protocol-walker.js';
-
-const LBRACE = 0x7b;
-const LBRACKET = 0x5b;
-const QUOTE = 0x22;
+import { QUOTE, LBRACKET, LBRACE } from '../json/json-bytes.js';
 
 export abstract class OutputValueWalker extends ProtocolWalker {
   /** The string at `v` when the value there is one, else undefined; `end` receives where the value ends. */

@@ -5,10 +5,7 @@
  */
 import { IndexReject, JsonScanner, type NumberToken } from '../json/json-index.js';
 import type { MemoryLayout, TagSpan } from '../memory-tag.js';
-
-const RBRACE = 0x7d;
-const RBRACKET = 0x5d;
-const COMMA = 0x2c;
+import { COMMA, RBRACKET, RBRACE } from '../json/json-bytes.js';
 
 /** The memory key's bytes per key: the config has one or a few, and every body's two walks need them. */
 const keyBytes = new Map<string, Buffer>();

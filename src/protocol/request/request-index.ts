@@ -16,16 +16,13 @@ import { IndexReject } from '../json/json-index.js';
 import { ProtocolWalker } from './protocol-walker.js';
 import type { IntValue } from '../json/json-values.js';
 import type { MemoryLayout } from '../memory-tag.js';
+import { QUOTE, LBRACKET, LBRACE } from '../json/json-bytes.js';
 
 /** An instruction as the schema's AgentInstruction (types.ts, which imports this file's types) decodes it. */
 interface IndexedInstruction {
   type: 'user' | 'env';
   content: string;
 }
-
-const LBRACE = 0x7b;
-const LBRACKET = 0x5b;
-const QUOTE = 0x22;
 
 export interface IndexLimits {
   maxOutputsPerInput: number;
@@ -61,7 +58,6 @@ export interface Span {
   readonly start: number;
   readonly end: number;
 }
-
 
 export interface InputIndex {
   /** The input object, braces included. */

@@ -1,0 +1,11 @@
+/**
+ * The JSON structural bytes the byte scanners compare against (json-index.ts, the request and answer walkers,
+ * answer-split.ts, memory/estimates.ts): one home, so every scanner reads the same names.
+ */
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const COMMA = 0x2c;
+export const LBRACKET = 0x5b;
+export const RBRACKET = 0x5d;
+export const LBRACE = 0x7b;
+export const RBRACE = 0x7d;
