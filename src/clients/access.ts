@@ -1,6 +1,6 @@
 /**
  * Who may ask the agent listener what (docs/operations.md#client-keys, docs/operations.md#client-keys):
- * one pure decision for both fronts, the raw batch front (http/batch-front.ts) and fastify
+ * one pure decision for both ways in, the batch front (http/front-exchange.ts) and fastify
  * (plugins/client-keys.ts), which render it the same way. Keys never appear in a message.
  *
  * - No `clients:` configured: every request is anonymous; only a `/k/<key>` address is refused
@@ -97,7 +97,7 @@ export function accessLabel(access: Access): string {
 }
 
 /**
- * The headers of a refused key, the same on both fronts: the challenge on a 401, and the connection closed
+ * The headers of a refused key, the same on the batch front and fastify's routes: the challenge on a 401, and the connection closed
  * after the answer (a request body, if any, is not read for a client the gateway does not know).
  */
 export function refusalHeaders(access: Extract<Access, { ok: false }>): Record<string, string> {

@@ -337,7 +337,7 @@ const identitySchema = z
 
 /**
  * Longest virtual agent name: it is a URL path segment, and fastify's router takes path parameters of at most
- * 100 characters; a bound below that keeps both fronts (http/agent-path.ts) answering every URL alike.
+ * 100 characters; a bound below that keeps the batch front (http/agent-path.ts) and fastify's router answering every URL alike.
  */
 export const MAX_AGENT_NAME_LENGTH = 64;
 

@@ -26,7 +26,7 @@ import type { Duplex } from 'node:stream';
 import type { GatewayConfig } from '../config/schema.js';
 import { clientConnectionCap } from '../fd-limit.js';
 import { readServerTls } from '../config/tls-files.js';
-import { errorBody, registeredBody } from '../errors.js';
+import { errorBody, GatewayError, registeredBody } from '../errors.js';
 import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { FrontExchange, type FrontHost, type FrontParts } from './front-exchange.js';
@@ -61,7 +61,7 @@ export class BatchFront implements FrontParts {
   }
 
   get host(): FrontHost {
-    if (this.attached === undefined) throw new Error('the batch front has no app attached');
+    if (this.attached === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'the batch front has no app attached');
     return this.attached;
   }
 

@@ -5,7 +5,7 @@
  * Kept in WeakMaps keyed by the node request, never on an object that is logged or serialized, and gone with
  * the request.
  *
- * Two ways in: the raw front's listener strips the prefix first thing (http/batch-front.ts), and fastify's
+ * Two ways in: the front's listener strips the prefix first thing (http/batch-front.ts), and fastify's
  * `rewriteUrl` (app.ts) does it for requests that did not come through that listener (`app.inject()`); a
  * request the front has stripped is not stripped twice (`/k/a/k/b/...` routes `/k/b/...`, a path nobody serves).
  */

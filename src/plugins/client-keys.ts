@@ -1,5 +1,5 @@
 /**
- * Client keys on the agent listener's fastify routes (docs/operations.md#client-keys): every request but the raw front's
+ * Client keys on the agent listener's fastify routes (docs/operations.md#client-keys): every request but the batch front's
  * batches (http/batch-front.ts, which decides with the same function) goes through this one root onRequest
  * hook, known paths and unknown ones alike, so a client without a key learns nothing about which paths
  * exist. The decision is src/clients/access.ts; keys and the rules are read from the runtime current at each

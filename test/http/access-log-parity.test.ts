@@ -38,14 +38,17 @@ test('each refusal of POST /v1/responses writes one access-log line, the same wi
   const a = await f.agent({ name: 'a' });
   const lines: Record<string, unknown>[] = [];
   const stream = { write: (l: string): void => void lines.push(JSON.parse(l) as Record<string, unknown>) };
-  const gw = await f.gateway(
-    oneBackend({ a }, {
-      server: { body_limit_mb: 1, memory_budget_mb: 1, admission_timeout_s: 0.2, body_timeout_s: 0.3 },
-      clients: { 'team-a': { key: KEY } },
-    }),
-    { logger: { ...loggerOptions('info'), stream } },
-  );
-  f.defer(() => gw.app.server.closeAllConnections());
+  // Two gateways logging to one stream: the 408 needs a short body clock, the 503 a long one (a slow machine
+  // must not turn a wait for room into a 408).
+  const start = async (server: Record<string, unknown>): Promise<Awaited<ReturnType<typeof f.gateway>>> => {
+    const g = await f.gateway(oneBackend({ a }, { server: { body_limit_mb: 1, ...server }, clients: { 'team-a': { key: KEY } } }), {
+      logger: { ...loggerOptions('info'), stream },
+    });
+    f.defer(() => g.app.server.closeAllConnections());
+    return g;
+  };
+  const gw = await start({ body_timeout_s: 0.3 });
+  const budgeted = await start({ memory_budget_mb: 1, admission_timeout_s: 0.2, body_timeout_s: 60 });
   const valid = JSON.stringify({ request_id: 'ok', inputs: [mkInput(1)] });
   const head = (path: string, id: string, length: number, auth = true): string =>
     [`POST ${path} HTTP/1.1`, 'host: x', 'content-type: application/json', `content-length: ${length}`, `x-request-id: ${id}`, ...(auth ? [`authorization: Bearer ${KEY}`] : [])].join('\r\n');
@@ -70,10 +73,10 @@ test('each refusal of POST /v1/responses writes one access-log line, the same wi
   for (const c of cases) await run(c.status, c.run);
   // 503: the whole budget held by a body that has begun and does not end; the next body waits past
   // server.admission_timeout_s for room.
-  const holder = connect(Number(new URL(gw.url).port), '127.0.0.1');
+  const holder = connect(Number(new URL(budgeted.url).port), '127.0.0.1');
   sockets.push(holder);
   holder.write(`${head('/v1/responses', 'holder', 1024 * 1024 - 1)}\r\n\r\n{`);
-  await run(503, (p, id) => ask(gw.url, head(p, id, 512 * 1024), '{'));
+  await run(503, (p, id) => ask(budgeted.url, head(p, id, 512 * 1024), '{'));
 
   for (const status of [401, 404, 408, 413, 422, 503]) {
     const logged = (path: string): Record<string, unknown> => {
