@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { CompiledRoute } from '../routing/plan.js';
 import type { Store } from '../state/types.js';
-import { EPOCH_PREFIX, keys, parseExperimentRecord } from './keys.js';
+import { EPOCH_PREFIX, keys } from './keys.js';
 
 /** The experiment id: 16 hex digits of a hash of what names the experiment. */
 export function experimentId(agent: string, route: CompiledRoute, epoch: string | undefined): string {
@@ -63,15 +63,4 @@ export class Lifetimes {
       if (key.startsWith(EPOCH_PREFIX)) this.epochs.set(key.slice(EPOCH_PREFIX.length), value ?? null);
     });
   }
-}
-
-/**
- * Did another experiment of the route already start at or after the reset `epoch`? Then `experiment` was started
- * by a reload (or a restart with another config) after that reset, not by the reset: it started with its first
- * trajectory, and the one before it ended there, not at the reset (which would give it no lifetime at all).
- */
-export async function epochTaken(store: Store, agent: string, route: string, experiment: string, epoch: string): Promise<boolean> {
-  const others = (await store.readSet(keys.list(agent, route))).filter((id) => id !== experiment);
-  const records = await Promise.all(others.map((id) => store.readClaim(keys.experiment(id))));
-  return records.some((r) => (parseExperimentRecord(r)?.started_at ?? '') >= epoch);
 }
