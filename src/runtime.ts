@@ -8,7 +8,7 @@ import type { GatewayConfig } from './config/schema.js';
 import type { GatewayMetrics } from './metrics.js';
 import { RetryBudget } from './dispatch/retry-budget.js';
 import { ShadowLimiter } from './dispatch/shadow.js';
-import { compileAgents, findAgent, routesLacking, type CompiledAgent, type CompiledAgents } from './routing/agents.js';
+import { armsLacking, compileAgents, findAgent, routesLacking, type CompiledAgent, type CompiledAgents } from './routing/agents.js';
 import { routeBackends } from './routing/plan.js';
 import { Prober } from './upstream/prober.js';
 import { SharedEjections } from './upstream/shared-ejections.js';
@@ -78,6 +78,11 @@ export class GatewayRuntime {
   /** Routes of `agent` none of whose backends has a ready replica: its /health is not ready while there is one. */
   routesLackingBackend(agent: CompiledAgent): string[] {
     return routesLacking(agent, (b) => this.upstreams.isReady(b));
+  }
+
+  /** Arms of `agent`'s all_arms_ready splits with no ready replica (`<route>: <arm>`): its /health is not ready while there is one. */
+  armsLackingReplica(agent: CompiledAgent): string[] {
+    return armsLacking(agent, (b) => this.upstreams.isReady(b));
   }
 
   /** Count a batch in flight on this runtime. */

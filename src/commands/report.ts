@@ -82,9 +82,11 @@ function topCodes(codes: Record<string, number>, n = 3): string {
 }
 
 const HEAD = ['ARM', 'WEIGHT', 'TRAJ', 'STEPS', 'LINES OK/ALL', 'TOOL SUCCESS [95% CI]', 'OUTCOMES [95% CI]', 'COVERAGE',
-  'STAGES/TRAJ', 'ENV ERR', 'ERR CAND', 'CROSSED', 'P50 MS', 'P95 MS', 'TOP ERROR CODES'];
+  'STAGES/TRAJ', 'ENV ERR', 'ERR CAND', 'CROSSED', 'P50 MS', 'P95 MS', 'CALLS FAILED', 'TOP ERROR CODES'];
 /** Columns of counts and numbers are right-aligned; names and free text left-aligned. */
-const RIGHT = [false, true, true, true, true, true, true, true, true, true, true, true, true, true, false];
+const RIGHT = [false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, false];
+/** What the shares and times of the table are shares and times of, printed under it. */
+const TABLE_UNITS = 'ENV ERR, CROSSED: share of trajectories; ERR CAND: share of trajectories with an error candidate (of an ensemble member\'s own candidates: "/cand"); P50/P95 MS: the sub-requests that served the arm\'s steps, one per step leg, failed and timed-out ones included (CALLS FAILED: their share)';
 
 function armRow(a: ArmReport): string[] {
   return [
@@ -98,10 +100,12 @@ function armRow(a: ArmReport): string[] {
     share(a.outcomes.coverage),
     num(a.stages_per_trajectory),
     share(a.env_error_share),
-    share(a.error_candidate_share),
+    a.error_candidate_share_of === 'candidates' ? `${share(a.error_candidate_share)}/cand` : share(a.error_candidate_share),
     share(a.crossover.share),
     ms(a.latency_ms.p50),
     ms(a.latency_ms.p95),
+    // A gateway older than the failed-call count sends none.
+    a.latency_ms.failed_share === undefined ? '-' : share(a.latency_ms.failed_share),
     topCodes(a.error_codes),
   ].map(cell);
 }
@@ -160,9 +164,16 @@ function comparisonLines(c: Comparison, trustworthy: boolean): string[] {
   return out;
 }
 
+/** A secondary difference: shares in percentage points, counts per trajectory as they are, each labelled. */
 function secondaryLine(s: Secondary): string {
   const f = s.fixed;
-  const v = f === null ? `n/a (${cell(s.fixed_reason ?? '')})` : `${f.difference >= 0 ? '+' : ''}${f.difference.toFixed(3)} [${f.ci95[0].toFixed(3)}, ${f.ci95[1].toFixed(3)}]`;
+  const share = s.metric.endsWith('_share');
+  const signed = (x: number): string => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
+  const v = f === null
+    ? `n/a (${cell(s.fixed_reason ?? '')})`
+    : share
+      ? `${signedPts(f.difference)} pts [${signedPts(f.ci95[0])}, ${signedPts(f.ci95[1])}] (share of trajectories)`
+      : `${signed(f.difference)} [${signed(f.ci95[0])}, ${signed(f.ci95[1])}] per trajectory`;
   return `  ${cell(s.arm)} - ${cell(s.control)} ${s.metric}: ${v}`;
 }
 
@@ -174,9 +185,12 @@ function strataLines(s: StrataReport): string[] {
     const cmp = v.comparisons.map((c) => (c.fixed === null ? `n/a (${cell(c.fixed_reason ?? '')})` : `${diff(c, c.fixed.difference, c.fixed.ci95[0], c.fixed.ci95[1])}, ${pValue(c.fixed.p_value)}`));
     out.push(`  ${cell(v.value)} (slot ${v.slot}): ${units}${cmp.length > 0 ? `; ${cmp.join('; ')}` : ''}`);
   }
+  // The strata compare the primary metric: a score on its own scale, a rate in points.
+  const score = s.values.some((v) => v.comparisons.some((c) => c.outcome_kind === 'score'));
   for (const p of s.post_stratified) {
     const f = p.fixed;
-    out.push(`  post-stratified ${cell(p.arm)} - ${cell(p.control)}: ${f === null ? `n/a (${cell(p.reason ?? '')})` : `${signedPts(f.difference)} [${signedPts(f.ci95[0])}, ${signedPts(f.ci95[1])}], ${pValue(f.p_value)} over ${f.strata_used} strata`} (descriptive)`);
+    const d = f === null ? '' : score ? `${f.difference.toFixed(3)} [${f.ci95[0].toFixed(3)}, ${f.ci95[1].toFixed(3)}]` : `${signedPts(f.difference)} pts [${signedPts(f.ci95[0])}, ${signedPts(f.ci95[1])}]`;
+    out.push(`  post-stratified ${cell(p.arm)} - ${cell(p.control)}: ${f === null ? `n/a (${cell(p.reason ?? '')})` : `${d}, ${pValue(f.p_value)} over ${f.strata_used} strata`} (descriptive)`);
   }
   return out;
 }
@@ -197,7 +211,7 @@ function experimentBlock(r: ExperimentReport): string[] {
   if (!r.trustworthy) out.push('NOT TRUSTWORTHY');
   for (const w of r.warnings) out.push(`! ${cell(w)}`);
   if (r.kind === 'split') out.push(unitLine(r));
-  out.push(...table(r.arms.map(armRow)));
+  out.push(...table(r.arms.map(armRow)), `  (${TABLE_UNITS})`);
   for (const c of r.comparisons.filter((x) => x.primary)) out.push(...comparisonLines(c, r.trustworthy));
   for (const c of r.comparisons.filter((x) => !x.primary)) out.push(...comparisonLines(c, r.trustworthy));
   if (r.strata !== null) out.push(...strataLines(r.strata));

@@ -182,6 +182,11 @@ const routeSchema = z
      * and the key is the experiment's unit (docs/experiments.md#assigning-by-a-key).
      */
     assign_by: inputPath.optional(),
+    /**
+     * A split only: /health (of its agent's path and of the gateway root) answers 503 naming the arm while any
+     * arm has no ready replica, so a run never starts one-armed (docs/routing.md#a-split-that-needs-every-arm).
+     */
+    all_arms_ready: z.boolean().default(false),
     /** A split's or an ensemble's experiment (docs/experiments.md): its name, primary metric and control arm. */
     experiment: z
       .strictObject({
@@ -205,6 +210,10 @@ const routeSchema = z
   .refine((r) => r.assign_by === undefined || r.split !== undefined, {
     message: 'assign_by applies to a split route only',
     path: ['assign_by'],
+  })
+  .refine((r) => !r.all_arms_ready || r.split !== undefined, {
+    message: 'all_arms_ready applies to a split route only',
+    path: ['all_arms_ready'],
   })
   .refine((r) => r.experiment?.control === undefined || Object.hasOwn(r.split ?? r.ensemble ?? {}, r.experiment.control), {
     message: 'experiment.control must name one of the route\'s split or ensemble members',

@@ -59,6 +59,7 @@ export class Attempt {
   private outcome: string | undefined;
   private status: number | undefined;
   private reason: string | undefined;
+  private wireMs: number | undefined;
 
   constructor(
     private readonly deps: Pick<DispatchDeps, 'upstreams' | 'budget' | 'store' | 'log' | 'memoryKey'>,
@@ -103,10 +104,19 @@ export class Attempt {
     }
   }
 
+  /**
+   * How the sub-request ended (`ok` or a gateway_* code) and its wall time on the wire, once it ended on the
+   * wire; undefined when it never reached it (no permit). The experiment report credits it to the arms it served.
+   */
+  get call(): { outcome: string; ms: number } | undefined {
+    return this.outcome === undefined || this.wireMs === undefined ? undefined : { outcome: this.outcome, ms: this.wireMs };
+  }
+
   /** Reported once, however the attempt ended: to the batch's observer, and kept for the client span. */
   private ended(outcome: string, ms: number | undefined, reason?: string): void {
     this.outcome = outcome;
     this.reason = reason;
+    this.wireMs = ms;
     this.observer.attemptEnded(this.replica.backend, outcome, ms);
   }
 
@@ -182,6 +192,15 @@ export class Attempt {
       log.warn({ backend: replica.backend, replica: replica.id, reason: rows.reason }, 'backend answer invalid');
       return this.unserved({ kind: 'failed', failure: { code: 'gateway_backend_invalid_response', message: rows.reason } });
     }
+    const bad = badCandidates(rows.slots);
+    if (bad.count > 0) {
+      // A short answer, or one with invalid candidates, is the backend's fault even when its good candidates are
+      // kept: the sub-request is invalid_response in the metrics, the log and the Backends page, not ok.
+      this.ended('gateway_backend_invalid_response', ms, bad.reason);
+      upstreams.recordFailure(replica, bad.reason);
+      log.warn({ backend: replica.backend, replica: replica.id, code: 'gateway_backend_invalid_response', candidates: bad.count, reason: bad.reason.slice(0, 512) }, 'backend answer partly invalid: its good candidates are kept');
+      return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs };
+    }
     this.ended('ok', ms);
     upstreams.recordSuccess(replica, ms);
     return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs };
@@ -236,4 +255,18 @@ export class Attempt {
       inputs: this.items.map((it) => ({ id: it.input.id, count: it.count })),
     };
   }
+}
+
+/** How many candidates of a checked answer are missing or invalid, and the first one's reason. */
+function badCandidates(rows: readonly (readonly Slot<unknown>[])[]): { count: number; reason: string } {
+  let count = 0;
+  let reason: string | undefined;
+  for (const row of rows) {
+    for (const slot of row) {
+      if (slot.ok) continue;
+      count++;
+      reason ??= slot.reason;
+    }
+  }
+  return { count, reason: reason ?? '' };
 }

@@ -52,6 +52,7 @@ export class BatchRun {
       backends: this.backends,
       errorCodes: this.slots.errorCodes,
       legs: this.slots.legs,
+      calls: this.slots.calls,
       streamed: this.streamed,
       ...(this.ctx.cached === undefined || this.ctx.cached.size === 0 ? {} : { cached: new Set(this.ctx.cached.keys()) }),
     };
@@ -97,6 +98,8 @@ export class BatchRun {
     const attempt = new Attempt(this.deps, this.observer, this.inputs, this.ctx, replica, items, tried, stream);
     const r = await attempt.run();
     this.account(replica, items.length, r);
+    const call = attempt.call;
+    if (call !== undefined) this.slots.called(replica.backend, items, call.outcome, call.ms);
     // Moving on happens here, after the attempt gave its permit and its budget slot back.
     if (r.kind === 'streamed') {
       this.slots.streamed(items, r.ms);

@@ -7,7 +7,7 @@ import { countedCode, GatewayError, type AttemptFailure, type GatewayErrorCode }
 import { IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
-import type { LegOutcome } from './batch-types.js';
+import type { CallOutcome, LegOutcome } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';
 import type { Item } from './batch-item.js';
 import { candidateTagOf, tagWithFlag } from '../protocol/memory-tag.js';
@@ -18,6 +18,7 @@ export class BatchSlots {
   private readonly slots: AgentOutput[][];
   readonly errorCodes: Record<string, number> = {};
   readonly legs: LegOutcome[] = [];
+  readonly calls: CallOutcome[] = [];
   private readonly writer: CandidateWriter;
 
   constructor(
@@ -111,6 +112,11 @@ export class BatchSlots {
     this.observer.candidatesFilled(it.route, it.backend, 'error', 1);
     this.observer.gatewayErrors(it.backend, f.code, 1);
     return out;
+  }
+
+  /** A sub-request to `backend` carrying `items` ended on the wire with `outcome` after `ms`. */
+  called(backend: string, items: readonly Item[], outcome: string, ms: number): void {
+    this.calls.push({ backend, legs: items.map((it) => ({ input: it.index, route: it.route, arm: it.arm })), outcome, ms });
   }
 
   /** The legs of a streamed answer: their candidates went out through candidate() and failed(). */

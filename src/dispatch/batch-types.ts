@@ -74,6 +74,11 @@ export interface BatchResult {
   /** Per leg that got an answer (or a final failure): who served it and how long its sub-request took. */
   legs: LegOutcome[];
   /**
+   * Every sub-request that ended on the wire, failed and timed-out ones too (a leg's first try before its
+   * fallback among them): the experiment report's latency per arm counts them as the Backends page does.
+   */
+  calls?: CallOutcome[];
+  /**
    * The answer was streamed to the context's sink (all but its end): `outputs` is then empty, the candidates
    * went out as they came and this many were written.
    */
@@ -83,6 +88,14 @@ export interface BatchResult {
    * them, and the experiment recorder counts them as cached steps only, since they were counted when first computed.
    */
   cached?: ReadonlySet<number>;
+}
+
+/** One sub-request that ended on the wire: the legs it carried, how it ended (`ok` or a gateway_* code), its wall time. */
+export interface CallOutcome {
+  backend: string;
+  legs: readonly { input: number; route: string; arm?: string }[];
+  outcome: string;
+  ms: number;
 }
 
 export interface LegOutcome {

@@ -29,6 +29,8 @@ export interface ArmCounts {
   codes: Map<string, number>;
   feedback: FeedbackCounts;
   latency: Map<number, number>;
+  /** Of the latency samples, those of sub-requests that failed or timed out; absent: none. */
+  failedCalls?: number;
   outcomeReported: number;
   outcomeSuccess: number;
   outcomeArmLevel: number;
@@ -97,6 +99,7 @@ export function parseCounters(counters: Record<string, number>): Map<string, Arm
     } else if (fb !== undefined) a.feedback[fb] += v;
     else if (rest === 'rerouted|not_ready') a.rerouted.not_ready += v;
     else if (rest === 'rerouted|ejected') a.rerouted.ejected += v;
+    else if (rest === 'calls_failed') a.failedCalls = (a.failedCalls ?? 0) + v;
     else if (rest.startsWith('code|')) a.codes.set(rest.slice(5), (a.codes.get(rest.slice(5)) ?? 0) + v);
     else if (rest.startsWith('lat|')) {
       const b = Number(rest.slice(4));
@@ -132,7 +135,13 @@ export interface ArmReport {
   candidates: { completed: number; error: number };
   error_codes: Record<string, number>;
   feedback: FeedbackCounts;
-  latency_ms: { samples: number; p50: number | null; p95: number | null };
+  /**
+   * The sub-requests that served the arm's steps, one sample per step leg, failed and timed-out ones included
+   * (`failed`, `failed_share`), so a timeout shows in p95 as on the Backends page.
+   */
+  latency_ms: { samples: number; p50: number | null; p95: number | null; failed: number; failed_share: number | null };
+  /** What `error_candidate_share` is a share of: a split arm's trajectories, or an ensemble member's own candidates. */
+  error_candidate_share_of: 'trajectories' | 'candidates';
 }
 
 export function round(x: number | undefined, digits: number): number | null {
@@ -191,6 +200,9 @@ export function armReport(arm: string, weight: number, member: boolean, c: ArmCo
       samples,
       p50: round(bucketQuantile(c.latency, 0.5), 1),
       p95: round(bucketQuantile(c.latency, 0.95), 1),
+      failed: c.failedCalls ?? 0,
+      failed_share: share(c.failedCalls ?? 0, samples),
     },
+    error_candidate_share_of: 'trajectories',
   };
 }

@@ -88,6 +88,8 @@ export const field = {
   code: (arm: string, code: string) => `${arm}|code|${code}`,
   feedback: (arm: string, outcome: string) => `${arm}|fb|${outcome}`,
   latency: (arm: string, bucket: number) => `${arm}|lat|${bucket}`,
+  /** Of the latency samples, those from sub-requests that failed or timed out (report/arm-calls.ts). */
+  failedCalls: (arm: string) => `${arm}|calls_failed`,
   outcomeReported: (arm: string) => `${arm}|oc_reported`,
   outcomeSuccess: (arm: string) => `${arm}|oc_success`,
   outcomeArmLevel: (arm: string) => `${arm}|oc_arm_level`,

@@ -117,15 +117,25 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
   }
 }
 
-/** Each leg's sub-request time, per arm, for the counted steps. */
+/**
+ * Each sub-request's time per arm, for the counted steps it carried (one sample per leg): failed and timed-out
+ * calls too, as the Backends page counts them, and those also as failed calls; a leg's first try before its
+ * fallback among them. A split's leg is its trajectory's arm's (intention to treat); an ensemble's, the member's
+ * that was asked. A call the client's departure cut short says nothing of the arm and is left out.
+ */
 function countLatency(store: Store, compiled: CompiledRoutes, result: BatchResult, decisions: readonly StepDecision[]): void {
   if (decisions.length === 0) return;
   const byInput = new Map(decisions.filter((d) => d.counted).map((d) => [d.index, d]));
-  for (const leg of result.legs) {
-    const d = byInput.get(leg.input);
-    if (leg.ms === undefined || d === undefined || result.cached?.has(d.index) === true) continue;
-    const by = d.route.kind === 'ensemble' ? (armOf(d.route, { backend: leg.backend, arm: leg.arm }) ?? d.arm) : d.arm;
-    store.incr(countersKey(compiled.agent, d.route.name, d.experiment), field.latency(by, latencyBucket(leg.ms)));
+  for (const call of result.calls ?? []) {
+    if (call.outcome === 'cancelled') continue;
+    for (const leg of call.legs) {
+      const d = byInput.get(leg.input);
+      if (d === undefined || result.cached?.has(d.index) === true) continue;
+      const by = d.route.kind === 'ensemble' ? (armOf(d.route, { backend: call.backend, arm: leg.arm }) ?? d.arm) : d.arm;
+      const key = countersKey(compiled.agent, d.route.name, d.experiment);
+      store.incr(key, field.latency(by, latencyBucket(call.ms)));
+      if (call.outcome !== 'ok') store.incr(key, field.failedCalls(by));
+    }
   }
 }
 

@@ -8,6 +8,7 @@ import type { TrajectoryState } from '../protocol/memory-tag.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { keys, type ExperimentRecord, type TrajectoryRecord } from './keys.js';
 import type { Lifetimes } from './lifetime.js';
+import { epochTaken } from './epoch-taken.js';
 import type { StepDecision } from './step-decision.js';
 
 /**
@@ -43,9 +44,11 @@ export class StepIndex {
       writes.push(store.claim(keys.trajectory(state.id), JSON.stringify(rec), ttlMs));
       if (!this.recorded.has(d.experiment)) {
         this.recorded.add(d.experiment);
-        // A reset experiment started at its reset, whenever its first trajectory came.
+        // A reset experiment started at its reset, whenever its first trajectory came; one a reload started after
+        // that reset, with its first trajectory (epoch-taken.ts).
         const epoch = await this.lifetimes.epoch(store, agent, d.route.name);
-        const exp: ExperimentRecord = { agent, route: d.route.name, name: d.route.experiment.name ?? null, started_at: epoch ?? at };
+        const reset = epoch !== undefined && !(await epochTaken(store, agent, d.route.name, d.experiment, epoch));
+        const exp: ExperimentRecord = { agent, route: d.route.name, name: d.route.experiment.name ?? null, started_at: reset ? epoch : at };
         writes.push(store.claim(keys.experiment(d.experiment), JSON.stringify(exp), ttlMs));
         writes.push(store.addToSet(keys.list(agent, d.route.name), d.experiment, ttlMs, MAX_EXPERIMENTS_LISTED));
       }

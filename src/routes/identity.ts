@@ -76,22 +76,32 @@ const SHUTTING_DOWN = 'shutting down: finishing the batches in flight';
 
 export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions): Promise<void> {
   /**
-   * An agent's readiness: every route of it has a ready backend. The root path without a default agent (only
-   * virtual agents configured) is the gateway's own readiness, which load balancers probe: ready unless it
-   * drains, so that one agent's backends being down takes no other agent's traffic off this replica.
+   * An agent's readiness: every route of it has a ready backend, and every arm of its `all_arms_ready` splits
+   * one. The root path without a default agent (only virtual agents configured) is the gateway's own readiness,
+   * which load balancers probe: ready unless it drains, so that one agent's backends being down takes no other
+   * agent's traffic off this replica; but an `all_arms_ready` split of any agent makes the root not ready too
+   * (docs/routing.md#a-split-that-needs-every-arm): a run that checks / must not start one-armed.
    */
-  function health(agent: CompiledAgent | undefined, reply: FastifyReply): FastifyReply | { status: 'ready' } {
+  function health(agent: CompiledAgent | undefined, reply: FastifyReply, root = false): FastifyReply | { status: 'ready' } {
     if (opts.draining?.() === true) return reply.code(503).send(errorBody('GATEWAY_ERR_NOT_READY', SHUTTING_DOWN));
-    const lacking = agent === undefined ? [] : app.gateway.current.routesLackingBackend(agent);
+    const runtime = app.gateway.current;
+    const lacking = agent === undefined ? [] : runtime.routesLackingBackend(agent);
     if (lacking.length > 0) {
       return reply
         .code(503)
         .send(errorBody('GATEWAY_ERR_NOT_READY', `not ready: no ready, compatible backend for route(s) ${lacking.join(', ')}`));
     }
+    const agents = root ? runtime.agents.all : agent === undefined ? [] : [agent];
+    const arms = agents.flatMap((a) => runtime.armsLackingReplica(a));
+    if (arms.length > 0) {
+      return reply
+        .code(503)
+        .send(errorBody('GATEWAY_ERR_NOT_READY', `not ready: a split with all_arms_ready has an arm with no ready replica (${arms.join(', ')})`));
+    }
     return { status: 'ready' };
   }
 
-  app.get('/health', async (_req, reply) => health(app.gateway.current.agents.root, reply));
+  app.get('/health', async (_req, reply) => health(app.gateway.current.agents.root, reply, true));
 
   app.get('/v1/info', async (_req, reply) => {
     const runtime = app.gateway.current;

@@ -66,3 +66,15 @@ export function findAgent(agents: CompiledAgents, name: string | undefined): Com
 export function routesLacking(agent: CompiledAgent, isReady: (backend: string) => boolean): string[] {
   return agent.routes.routes.filter((r) => ![...r.backends].some(isReady)).map((r) => r.name);
 }
+
+/**
+ * The arms of `agent`'s `all_arms_ready` splits that have no ready replica, as `<route>: <arm>` (a virtual agent's
+ * prefixed `<agent>/`): its /health, and the gateway root's, are not ready while there is one, so that a run never
+ * starts one-armed (docs/routing.md#a-split-that-needs-every-arm).
+ */
+export function armsLacking(agent: CompiledAgent, isReady: (backend: string) => boolean): string[] {
+  const where = agent.virtual ? `${agent.name}/` : '';
+  return agent.routes.routes
+    .filter((r) => r.kind === 'split' && r.allArmsReady)
+    .flatMap((r) => r.members.filter((m) => !isReady(m.name)).map((m) => `${where}${r.name}: ${m.name}`));
+}

@@ -35,6 +35,8 @@ export interface CompiledRoute {
   readonly cache: RouteConfig['cache'];
   /** A split's `assign_by` (docs/experiments.md#assigning-by-a-key): the path, its reader, the salt of the draw. */
   readonly assignBy?: AssignBy;
+  /** A split whose every arm must have a ready replica for its agent's /health to be ready. */
+  readonly allArmsReady: boolean;
 }
 
 interface AssignBy {
@@ -92,6 +94,7 @@ export function compileRouteTable(
         matches: compileMatch(route.match, memoryKey),
         catchAll: isCatchAll(route),
         sticky: route.sticky,
+        allArmsReady: route.all_arms_ready,
         kind: route.backend !== undefined ? 'backend' : route.split !== undefined ? 'split' : 'ensemble',
         members: Object.freeze(members(route)),
         backends: new Set(routeBackends(route)),

@@ -97,10 +97,12 @@ test('ensemble members: the trajectory is counted once, on the member of its fir
 
 test('a split arm served by its fallback is still that arm (intention to treat), reported as a crossover', () => {
   const r = route('ab');
+  // b's latency has three calls: its own that failed (HTTP 500), the fallback's for that step, and the next step's.
   assert.deepEqual(r.arms.map(summary), [
     ['a', true, 0, 0, 0, 0, 0, 0, 0],
-    ['b', true, 1, 2, 2, 0, 0, 1, 2],
+    ['b', true, 1, 2, 2, 0, 0, 1, 3],
   ]);
+  assert.equal(r.arms[1]!.latency_ms.failed, 1);
   assert.equal(r.arms[1]!.crossover.trajectories, 1);
   assert.equal(r.arms[1]!.crossover.share, 1);
   assert.ok(r.arms[1]!.crossover.since !== null && !Number.isNaN(Date.parse(r.arms[1]!.crossover.since)));
@@ -114,8 +116,9 @@ test('a split arm served by its fallback is still that arm (intention to treat),
 
 test('a fallback that served an ensemble leg without an arm shows as its own non-member arm', () => {
   const r = route('gen1');
+  // b's failed call before the fallback is b's latency sample (and failed call), c's answer is c's.
   assert.deepEqual(r.arms.map(summary), [
-    ['b', true, 1, 1, 0, 0, 0, 0, 0],
+    ['b', true, 1, 1, 0, 0, 0, 0, 1],
     ['a', true, 0, 0, 0, 0, 0, 0, 0],
     ['c', false, 0, 0, 1, 0, 0, 0, 1],
   ]);

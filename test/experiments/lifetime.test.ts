@@ -124,3 +124,25 @@ test('reset starts afresh on every replica of the route; unknown routes are a 40
   assert.equal(bad.status, 404);
   assert.match((bad.json as { detail: string }).detail, /no split or ensemble route matches route "nope"/);
 });
+
+test('a reload after a reset: the reset experiment keeps its real lifetime, the new one starts with its first trajectory', async () => {
+  const reset = (await report()).experiments[0]!;
+  assert.ok(reset.experiment.started_at !== null);
+  const res = await gw.reload(config({ a: 1, b: 2 }));
+  assert.equal(res.status, 200, res.text);
+  const before = await report();
+  // Before its first trajectory the new experiment's start is not known: not the reset's time, which the
+  // experiment before it took (that gave the earlier one started_at = ended_at).
+  assert.notEqual(before.experiments[0]!.experiment.id, reset.experiment.id);
+  assert.equal(before.experiments[0]!.experiment.started_at, null);
+  assert.equal(before.earlier[0]!.experiment.id, reset.experiment.id);
+  await newTrajectories('s4', 2);
+  const r = await report();
+  const now = r.experiments[0]!.experiment;
+  const earlier = r.earlier[0]!;
+  assert.equal(earlier.experiment.id, reset.experiment.id);
+  assert.equal(earlier.experiment.started_at, reset.experiment.started_at);
+  assert.ok(now.started_at !== null && now.started_at > reset.experiment.started_at!, `${now.started_at} after ${reset.experiment.started_at}`);
+  assert.equal(earlier.ended_at, now.started_at);
+  assert.ok(earlier.ended_at! > earlier.experiment.started_at!);
+});

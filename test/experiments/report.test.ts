@@ -96,6 +96,9 @@ test('the text: the verdict first, then SRM, then the arms, the primary comparis
   assert.deepEqual(row('qwen').slice(0, 5), ['qwen', '50', '30', '140', '80/120']);
   assert.equal(row('qwen').at(-1), 'bad?[31mcode 1, gateway_backend_timeout 1', 'control characters neutralised');
   assert.deepEqual(row('backup').slice(0, 4), ['backup (fallback)', '-', '0', '3']);
+  // The calls-failed share beside the latency, and what each share and time is of, under the table.
+  assert.equal(row('qwen').at(-2), '0.0%');
+  assert.ok(lines.some((l) => l.startsWith('  (ENV ERR, CROSSED: share of trajectories; ERR CAND: share of trajectories with an error candidate')), r.out);
   const primary = lines.findIndex((l) => l.startsWith('PRIMARY gpt - qwen, tool success (process metric: tool success over observed robot lines, not episode success):'));
   assert.ok(primary > head, r.out);
   assert.match(lines[primary + 1]!, /^ {2}always-valid: n\/a \(needs 20 trajectories per arm\)$/);

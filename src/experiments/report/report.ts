@@ -9,6 +9,7 @@ import type { CompiledRoute } from '../../routing/plan.js';
 import { analyse, type Secondary } from './analysis.js';
 import type { Comparison, Metric } from './comparison.js';
 import { experimentVerdict, type Verdict } from './verdict.js';
+import { memberFigures } from './member-figures.js';
 import { sampleRatio, srmWarning, type Srm } from './sample-ratio.js';
 import { armReport, emptyArm, parseCounters, type ArmCounts, type ArmReport } from '../arm-counts.js';
 import { countersKey, keyCountersKey, keys, parseExperimentRecord } from '../keys.js';
@@ -16,6 +17,7 @@ import { analyseStrata, stratumInputs, type StrataReport } from './strata.js';
 import type { Unit } from '../../stats/index.js';
 import { keyUnits, parseKeyCounters, slotLabels, type KeyCounters, type KeyUnits } from '../units.js';
 import type { Experiments, ExperimentsHost } from '../recorder.js';
+import { epochTaken } from '../epoch-taken.js';
 
 export interface ExperimentInfo {
   id: string;
@@ -67,9 +69,16 @@ const ENSEMBLE_NOTE = 'ensemble members are not randomized: their rates are desc
 
 export type ReportHost = ExperimentsHost & { experiments: Experiments };
 
-async function experimentInfo(host: ReportHost, id: string, route: CompiledRoute | undefined, epoch?: string): Promise<ExperimentInfo> {
+/**
+ * The experiment's name and start: from its record, written at its first trajectory; before that, the reset that
+ * started it, unless another experiment of the route already started after that reset (a reload started this one,
+ * and when is not known until its first trajectory).
+ */
+async function experimentInfo(host: ReportHost, id: string, route: CompiledRoute | undefined, agent?: string, epoch?: string): Promise<ExperimentInfo> {
   const rec = parseExperimentRecord(await host.store.readClaim(keys.experiment(id)));
-  return { id, name: rec?.name ?? route?.experiment.name ?? null, started_at: rec?.started_at ?? epoch ?? null };
+  let started = rec?.started_at ?? null;
+  if (started === null && epoch !== undefined && route !== undefined && agent !== undefined && !(await epochTaken(host.store, agent, route.name, id, epoch))) started = epoch;
+  return { id, name: rec?.name ?? route?.experiment.name ?? null, started_at: started };
 }
 
 async function routeReport(host: ReportHost, agent: CompiledAgent, route: CompiledRoute): Promise<ExperimentReport> {
@@ -80,7 +89,7 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
   const unit: Unit = route.kind === 'split' && route.assignBy !== undefined ? 'key' : 'trajectory';
   const [counters, experiment, keyCounters] = await Promise.all([
     store.readCounters(countersKey(agent.name, route.name, id)),
-    experimentInfo(host, id, route, epoch),
+    experimentInfo(host, id, route, agent.name, epoch),
     unit === 'key' ? store.readCounters(keyCountersKey(agent.name, route.name, id)) : Promise.resolve({}),
   ]);
   const parsed = parseCounters(counters);
@@ -94,7 +103,7 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     if (!memberNames.includes(name) && c !== undefined) entries.push({ arm: name, weight: 0, member: false, counts: c });
   }
   const since = await Promise.all(entries.map((e) => (e.counts.crossed > 0 ? store.readClaim(keys.crossed(id, e.arm)) : Promise.resolve(undefined))));
-  const arms = entries.map((e, i) => armReport(e.arm, e.weight, e.member, e.counts, since[i] ?? null));
+  const arms = entries.map((e, i) => armReport(e.arm, e.weight, e.member, e.counts, since[i] ?? null)).map((a) => (route.kind === 'ensemble' ? memberFigures(a) : a));
 
   const primary: Metric = route.experiment.primary ?? cfg.primary;
   // A route has at least one member (config schema); '' names no arm, and analyse then compares nothing.
@@ -120,7 +129,6 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
   }
   metrics.srmFlagged.set({ agent: agent.name, route: route.name }, srm?.flagged === true ? 1 : 0);
   const v = experimentVerdict(randomized ? 'split' : 'ensemble', members, analysis, srm, options);
-  const comparisons = randomized ? analysis.comparisons : [];
   return {
     agent: agent.name,
     path: `${agent.prefix}/`,
@@ -137,7 +145,7 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     srm,
     outcome_coverage: analysis.outcome_coverage,
     arms,
-    comparisons,
+    comparisons: randomized ? analysis.comparisons : [],
     secondary: randomized ? analysis.secondary : [],
     strata,
   };
