@@ -57,9 +57,17 @@ function inputRows(s: BatchRecordSource): BatchInputRecord[] {
     const input = request.inputs[i];
     const p = plan.inputs[i];
     if (input === undefined) break;
-    const own = result.outputs.slice(offset, offset + input.num_outputs);
+    // Its candidates, counted in place (no copy: this runs at every batch's end).
+    const own = Math.max(0, Math.min(input.num_outputs, result.outputs.length - offset));
+    let failed = 0;
+    let code: string | null = null;
+    for (let k = offset; k < offset + own; k++) {
+      const o = result.outputs[k];
+      if (o?.status !== 'error') continue;
+      failed++;
+      code ??= o.error?.code ?? null;
+    }
     offset += input.num_outputs;
-    const failed = own.filter((o) => o.status === 'error');
     const cached = result.cached?.has(i) === true;
     const backends = backendOf.get(i) ?? [];
     const id = String(input.id);
@@ -70,9 +78,9 @@ function inputRows(s: BatchRecordSource): BatchInputRecord[] {
       backend: cached ? null : backends.sort().join(', ') || (p?.legs.map((l) => l.backend).join(', ') ?? null),
       candidates: input.num_outputs,
       // A streamed answer is not held: its candidates' statuses are not known here, only the batch's codes.
-      status: own.length === 0 ? null : failed.length === 0 ? 'completed' : failed.length === own.length ? 'error' : 'mixed',
+      status: own === 0 ? null : failed === 0 ? 'completed' : failed === own ? 'error' : 'mixed',
       cached,
-      error_code: failed[0]?.error?.code ?? null,
+      error_code: code,
     });
   }
   return rows;

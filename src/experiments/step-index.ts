@@ -7,7 +7,8 @@ import type { Claims, SharedValues } from '../state/types.js';
 import type { TrajectoryState } from '../protocol/memory-tag.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { keys, type ExperimentRecord, type TrajectoryRecord } from './keys.js';
-import { epochTaken, type Lifetimes } from './lifetime.js';
+import type { Lifetimes } from './lifetime.js';
+import { epochTaken } from './epoch-taken.js';
 import type { StepDecision } from './step-decision.js';
 
 /**
@@ -44,7 +45,7 @@ export class StepIndex {
       if (!this.recorded.has(d.experiment)) {
         this.recorded.add(d.experiment);
         // A reset experiment started at its reset, whenever its first trajectory came; one a reload started after
-        // that reset, with its first trajectory (lifetime.ts epochTaken).
+        // that reset, with its first trajectory (epoch-taken.ts).
         const epoch = await this.lifetimes.epoch(store, agent, d.route.name);
         const reset = epoch !== undefined && !(await epochTaken(store, agent, d.route.name, d.experiment, epoch));
         const exp: ExperimentRecord = { agent, route: d.route.name, name: d.route.experiment.name ?? null, started_at: reset ? epoch : at };

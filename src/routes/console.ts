@@ -34,9 +34,9 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
       // The page is small and changes with each build: the browser asks again rather than guess.
       cacheControl: false,
       setHeaders: (res, path) => {
-        res.header('cache-control', 'no-cache');
+        res.setHeader('cache-control', 'no-cache');
         // The docs page the console links to, shown as text rather than downloaded.
-        if (path.endsWith('.md')) res.header('content-type', 'text/plain; charset=utf-8');
+        if (path.endsWith('.md')) res.setHeader('content-type', 'text/plain; charset=utf-8');
       },
     });
   } else {

@@ -74,6 +74,13 @@ test('keep_running, then planned_size_reached at the planned units with no diffe
   assert.match(done.text, /^planned size reached: 200 trajectories with an outcome of 200 planned, and no difference between the arms on episode success: stop and report the always-valid interval, b - a \+2\.0 pts \[-/);
 });
 
+test('keep_running past the burn-in without an interval: the reason is named', () => {
+  // 25 trajectories per arm and no robot line observed: tool success has no interval to read.
+  const v = judge([arm('a', { units: 25 }), arm('b', { units: 25 })], TOOL);
+  assert.equal(v.state, 'keep_running');
+  assert.equal(v.text, 'keep running: no always-valid interval yet on tool success for b - a (needs 2 trajectories with a tool line per arm)');
+});
+
 test('not_trustworthy: a sample-ratio mismatch names its cause and wins over collecting', () => {
   const v = judge([arm('qwen', { units: 30 }), arm('gpt', { rerouted: { not_ready: 30, ejected: 0 } })], TOOL);
   assert.equal(v.state, 'not_trustworthy');

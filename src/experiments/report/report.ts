@@ -17,7 +17,7 @@ import { analyseStrata, stratumInputs, type StrataReport } from './strata.js';
 import type { Unit } from '../../stats/index.js';
 import { keyUnits, parseKeyCounters, slotLabels, type KeyCounters, type KeyUnits } from '../units.js';
 import type { Experiments, ExperimentsHost } from '../recorder.js';
-import { epochTaken } from '../lifetime.js';
+import { epochTaken } from '../epoch-taken.js';
 
 export interface ExperimentInfo {
   id: string;

@@ -152,6 +152,12 @@ export function verdict(i: VerdictInput): Verdict {
     const open = cmp.length > differ.length ? `; ${cmp.filter((c) => !excludesZero(c)).map((c) => `${c.arm} - ${c.control} undecided`).join(', ')}` : '';
     return { state: 'arms_differ', arm, text: `${lines.join('; ')}${open}: you may stop and report this interval`, progress: null };
   }
+  const missing = cmp.find((c) => c.sequential === null);
+  if (missing !== undefined) {
+    // Past the burn-in, yet no interval: no robot line, no variation yet, or outcomes of both kinds.
+    const reason = missing.sequential_reason ?? 'not computable';
+    return { state: 'keep_running', arm: null, text: `keep running: no always-valid interval yet on ${metricName(missing)} for ${missing.arm} - ${missing.control} (${reason})`, progress: null };
+  }
   const units = (c: Comparison): number => i.arms.filter((a) => a.arm === c.arm || a.arm === c.control).reduce((s, a) => s + a.burnIn, 0);
   const have = Math.min(...cmp.map(units));
   const each = cmp.map((c) => `${c.arm} - ${c.control} ${interval(c)}`).join('; ');
