@@ -117,15 +117,14 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
   }
 }
 
-/**
- * Each sub-request's time per arm, for the counted steps it carried (one sample per leg): failed and timed-out
- * calls too, as the Backends page counts them, and those also as failed calls; a leg's first try before its
- * fallback among them. A split's leg is its trajectory's arm's (intention to treat); an ensemble's, the member's
- * that was asked. A call the client's departure cut short says nothing of the arm and is left out.
- */
+/** Each leg's sub-request time, per arm, for the counted steps. */
 function countLatency(store: Counters, compiled: CompiledRoutes, result: BatchResult, decisions: readonly StepDecision[]): void {
   if (decisions.length === 0) return;
   const byInput = new Map(decisions.filter((d) => d.counted).map((d) => [d.index, d]));
+  // Every sub-request that served a counted step, failed and timed-out ones too (as the Backends page counts them,
+  // and those also as failed calls), a leg's first try before its fallback among them. A split's leg is its
+  // trajectory's arm's (intention to treat); an ensemble's, the member's that was asked. A call the client's
+  // departure cut short says nothing of the arm and is left out.
   for (const call of result.calls ?? []) {
     if (call.outcome === 'cancelled') continue;
     for (const leg of call.legs) {
