@@ -199,11 +199,14 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
       permit = admitted;
     }
 
-    const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers });
-    // The trajectory members of the candidates' tags, decided before dispatch writes them (docs/experiments.md).
-    const steps = await gw.experiments.begin(compiled, request, plan, ex.headers[CHECK_HEADER] !== undefined);
+    // Tags on experiment routes are followed only when the gateway signed them (docs/experiments.md#signed-tags).
+    const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers, tags: await gw.experiments.tagSigner() });
     // The response cache (docs/cache.md): the inputs it answers are neither dispatched nor shadowed.
     const cache = gw.cache === undefined ? undefined : await CacheLookup.begin(gw.cache, compiled, runtime.upstreams, request, plan);
+    // The trajectory members of the candidates' tags, decided before dispatch writes them, knowing which steps
+    // the cache answers and what produced them (docs/experiments.md#replays-and-resumed-episodes).
+    const steps = await gw.experiments.begin(compiled, request, plan, ex.headers[CHECK_HEADER] !== undefined, cache?.found);
+    cache?.answer(request, plan, compiled.memoryKey);
     const dispatched = cache?.dispatchPlan ?? plan;
     const beforeDispatch = performance.now();
     const deps = { upstreams: runtime.upstreams, metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };

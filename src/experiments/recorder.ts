@@ -22,7 +22,10 @@ import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/types.js';
-import { keyCountersKey, keys } from './keys.js';
+import { keyCountersKey, keys, parseTrajectoryRecord, type TrajectoryRecord } from './keys.js';
+import { endOfReplay, lastStepOf, replayStep, type CacheHit } from './replay.js';
+import { hmacSigner, loadTagSecret } from './tag-signer.js';
+import type { TagSigner, TrajectoryState } from '../protocol/memory-tag.js';
 import { Lifetimes } from './lifetime.js';
 import { countBatch } from './step-counts.js';
 import { isExperiment, routeIndex, trajectoryArm, type StepDecision } from './step-decision.js';
@@ -94,6 +97,29 @@ export class Experiments {
     return done;
   }
 
+  private signerFor: { secret: string | undefined; store: Store; signer: Promise<TagSigner> } | undefined;
+
+  /**
+   * The signer of memory tags (tag-signer.ts), loaded once per configured secret and store. Undefined while the
+   * store cannot give a shared secret: tags are then neither signed nor checked, and the recorder counts nothing
+   * (its own store writes fail the same way).
+   */
+  async tagSigner(): Promise<TagSigner | undefined> {
+    const { store, current } = this.host();
+    const secret = current.config.experiments.tag_secret;
+    if (this.signerFor === undefined || this.signerFor.secret !== secret || this.signerFor.store !== store) {
+      this.signerFor = { secret, store, signer: loadTagSecret(secret, process.env, store).then(hmacSigner) };
+    }
+    const pending = this.signerFor;
+    try {
+      return await pending.signer;
+    } catch (err) {
+      if (this.signerFor === pending) this.signerFor = undefined; // tried again on the next batch
+      this.log?.warn({ err }, 'memory tag secret unavailable: tags are not signed for this batch');
+      return undefined;
+    }
+  }
+
   /** Resolves once this process's index writes so far are in the store. */
   async settled(): Promise<void> {
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
@@ -108,22 +134,23 @@ export class Experiments {
    * The trajectory members of each experiment input of `plan` (set on the plan) and what counts. Never throws and
    * never fails the batch: on a store failure the inputs go out without trajectory members and are not counted.
    */
-  async begin(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, excluded: boolean): Promise<StepDecision[]> {
+  async begin(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, excluded: boolean, hits?: ReadonlyMap<number, CacheHit>): Promise<StepDecision[]> {
     if (excluded) return [];
     try {
-      return await this.decide(compiled, request, plan);
+      return await this.decide(compiled, request, plan, hits);
     } catch (err) {
       this.log?.warn({ err }, 'experiment accounting failed for a batch');
       return [];
     }
   }
 
-  private async decide(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan): Promise<StepDecision[]> {
+  private async decide(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, hits: ReadonlyMap<number, CacheHit> | undefined): Promise<StepDecision[]> {
     const { store, current } = this.host();
     const { experiments: cfg } = current.config;
     const ttlMs = cfg.index_ttl_s * 1000;
     const routes = routeIndex(compiled);
     const agent = compiled.agent;
+    const signer = await this.tagSigner();
     const work: Promise<StepDecision | undefined>[] = [];
     for (const p of plan.inputs) {
       const route = routes.get(p.route);
@@ -134,27 +161,58 @@ export class Experiments {
           const experiment = await this.lifetimes.id(store, agent, route);
           const previous = p.tag !== undefined && p.tag.route === p.route ? p.tag.trajectory : undefined;
           const continuing = previous !== undefined;
+          const hit = hits?.get(p.index);
+          // A new trajectory the cache answers takes the arm that produced the answer, and stays there.
+          if (hit !== undefined && !continuing && route.kind === 'split' && route.members.some((m) => m.name === hit.backend)) p.arm = hit.arm ?? hit.backend;
           const arm = trajectoryArm(route, p, continuing);
           if (arm === undefined) return undefined;
           const key = requestKey(cfg.salt, request.request_id, input.id);
           const instruction = input.instruction;
           const feedback = stepFeedback(instruction);
           const unit = continuing ? undefined : await this.newUnit(store, cfg, agent, route, p, input, experiment, key, ttlMs);
-          let state = advance(previous, { id: key, experiment, ...unit?.members }, instruction, feedback);
+          const common = { index: p.index, route, arm, cached: hit !== undefined, keyless: unit?.keyless === true, keysOver: unit?.keysOver === true, ...(p.rejectedTag === undefined ? {} : { rejected: p.rejectedTag }) };
+          const sign = (t: TrajectoryState): TrajectoryState => ({ ...t, signer });
+          const advanced = advance(previous, { id: key, experiment, ...unit?.members }, instruction, feedback);
+          const { replay: _was, ...live } = advanced;
+
+          let step = replayStep(previous, experiment, hit);
+          let inherit: { id: string; record: TrajectoryRecord } | undefined;
+          if (step.kind === 'ended') {
+            const resolved = await this.endReplay(store, step, ttlMs, advanced.id);
+            if (resolved.kind === 'continue') step = { kind: 'replay', of: resolved.of };
+            else if (resolved.kind === 'supersede') inherit = resolved.inherit;
+          }
+          if (step.kind === 'replay') {
+            // Not counted: the original's steps were. An outcome posted for this id credits the original.
+            const state = sign({ ...advanced, replay: step.of });
+            p.trajectory = state;
+            this.track(store.claim(keys.replayOf(state.id), step.of, ttlMs));
+            return { ...common, experiment: state.experiment, state, base: ZERO, counted: false, newUnit: false, replay: { of: step.of, first: !continuing } };
+          }
+          let state: TrajectoryState = live;
           let base = previous ?? ZERO;
           let newUnit = !continuing;
+          if (step.kind === 'ended' && inherit === undefined) {
+            // Diverged from a finished prefix: a unit of its own, counted with the whole history it carries.
+            base = ZERO;
+            newUnit = true;
+          }
           let mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
           if (!mark.first && mark.value !== key && previous !== undefined) {
             // A fork: the same (trajectory, step) continued by another request. It goes on as a trajectory of its
             // own that counts only what comes after the fork (docs/experiments.md#forks).
             state = advance(forkStart(previous, forkedId(previous.id, key)), { id: key, experiment }, instruction, feedback);
+            const { replay: _r, ...forked } = state;
+            state = forked;
             base = ZERO;
             newUnit = true;
+            inherit = undefined;
             mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
           }
           const counted = mark.first;
+          state = sign(state);
           p.trajectory = state;
-          const d: StepDecision = { index: p.index, route, experiment: state.experiment, arm, state, base, counted, newUnit, keyless: unit?.keyless === true, keysOver: unit?.keysOver === true };
+          const d: StepDecision = { ...common, experiment: state.experiment, state, base, counted, newUnit, ...(inherit === undefined ? {} : { supersedes: inherit }) };
           if (counted) this.track(this.stepIndex.write(store, agent, d, cfg));
           if (counted && newUnit && p.drawnArm !== undefined) {
             return { ...d, rerouted: { from: p.drawnArm, why: this.whyUnservable(p.drawnArm) } };
@@ -163,8 +221,36 @@ export class Experiments {
         })(),
       );
     }
-    const decided = await Promise.all(work);
-    return decided.filter((d): d is StepDecision => d !== undefined);
+    const decided = (await Promise.all(work)).filter((d): d is StepDecision => d !== undefined);
+    const rejected = decided.filter((d) => d.rejected !== undefined && d.counted);
+    if (rejected.length > 0) {
+      this.log?.warn(
+        { agent, request_id: request.request_id, rejected_tags: rejected.length, reasons: [...new Set(rejected.map((d) => d.rejected))], routes: [...new Set(rejected.map((d) => d.route.name))] },
+        'memory tags not trusted: those inputs start new trajectories (docs/experiments.md#signed-tags)',
+      );
+    }
+    return decided;
+  }
+
+  /**
+   * Where a replay that ended goes (replay.ts endOfReplay): on as a replay of the trajectory that took the
+   * original over, or `trajectory` takes the original over (set once: of two resumed copies, one does), or a new unit.
+   */
+  private async endReplay(
+    store: Store,
+    ended: { of: string; replayed: number; next?: string },
+    ttlMs: number,
+    trajectory: string,
+  ): Promise<{ kind: 'continue'; of: string } | { kind: 'supersede'; inherit: { id: string; record: TrajectoryRecord } } | { kind: 'diverge' }> {
+    const successor = await store.readClaim(keys.superseded(ended.of));
+    const last = lastStepOf(await store.readSet(keys.steps(successor ?? ended.of)));
+    const how = endOfReplay(ended, successor, last);
+    if (how === 'continue' && successor !== undefined) return { kind: 'continue', of: successor };
+    if (how !== 'supersede') return { kind: 'diverge' };
+    const record = parseTrajectoryRecord(await store.readClaim(keys.trajectory(ended.of)));
+    if (record === undefined) return { kind: 'diverge' };
+    const took = await store.claim(keys.superseded(ended.of), trajectory, ttlMs);
+    return took.first || took.value === trajectory ? { kind: 'supersede', inherit: { id: ended.of, record } } : { kind: 'diverge' };
   }
 
   /**

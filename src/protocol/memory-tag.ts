@@ -50,6 +50,20 @@ export interface TrajectoryState {
   readonly stratum?: number;
   /** 16 hex digits: the assign_by key the trajectory's unit is, when the key is a unit of its own. */
   readonly key?: string;
+  /**
+   * While every step so far came from the response cache as the same earlier trajectory's same step: that
+   * trajectory's id (a replay, docs/experiments.md#replays-and-resumed-episodes). Dropped at the first live step.
+   */
+  readonly replay?: string;
+  /** What signs the tag when it is written (set by the experiment recorder, which holds the secret; never read back). */
+  readonly signer?: TagSigner;
+}
+
+/** Signs a tag's canonical text (experiments/tag-signer.ts): an HMAC under a secret every replica shares. */
+export interface TagSigner {
+  sign(text: string): string;
+  /** Whether `sig` is the signature of `text` (a constant-time compare). */
+  verify(text: string, sig: string): boolean;
 }
 
 /**
@@ -61,6 +75,8 @@ export interface MemoryTag {
   route: string;
   arm?: string;
   trajectory?: TrajectoryState;
+  /** The signature read back with a tag that has trajectory members (never set when building one). */
+  sig?: string;
 }
 
 /** Bounds on the numbers a tag may carry: a client cannot make the counters jump by more than this per step. */
@@ -73,6 +89,14 @@ const HEX64 = /^[0-9a-f]{64}$/;
 const HEX16 = /^[0-9a-f]{16}$/;
 const EXPERIMENT_ID = /^[0-9a-f]{1,32}$/;
 const FLAGS = /^e?f?c?x?$/;
+/** A signature: 16 bytes of HMAC-SHA256, base64url (22 characters). */
+const SIG = /^[A-Za-z0-9_-]{22}$/;
+
+/**
+ * Robot lines one env input may add to a trajectory's counters (experiments/trajectory.ts caps a step's lines at
+ * it): what makes "counters no step could have produced" checkable from the tag alone.
+ */
+export const MAX_LINES_PER_STEP = 64;
 
 // --- reading a tag from values -------------------------------------------------------------------------------
 
@@ -93,6 +117,7 @@ function trajectoryOf(raw: JsonObject): TrajectoryState | undefined {
     id, experiment, step, s, n, stages, hash, flags,
     ...(typeof stratum === 'number' && Number.isInteger(stratum) && stratum >= 0 && stratum <= TAG_MAX_STRATUM ? { stratum } : {}),
     ...(typeof key === 'string' && HEX16.test(key) ? { key } : {}),
+    ...(typeof raw.replay === 'string' && HEX32.test(raw.replay) ? { replay: raw.replay } : {}),
   };
 }
 
@@ -105,7 +130,41 @@ function tagOfValue(raw: unknown): MemoryTag | undefined {
   if (typeof raw.arm === 'string') tag.arm = raw.arm;
   const trajectory = trajectoryOf(raw);
   if (trajectory !== undefined) tag.trajectory = trajectory;
+  if (typeof raw.sig === 'string' && SIG.test(raw.sig)) tag.sig = raw.sig;
   return tag;
+}
+
+// --- trusting a tag -------------------------------------------------------------------------------------------
+
+/** Why a tag read back is not trusted (docs/experiments.md#signed-tags): counted as `rejected_tags`. */
+export type TagRejection = 'unsigned' | 'signature' | 'counters';
+
+/**
+ * The text a tag's signature covers: the route and arm (so a client cannot move a trajectory between arms) and
+ * every trajectory member. The backend is left out: a fallback legitimately changes it.
+ */
+export function signedText(route: string, arm: string | undefined, t: TrajectoryState): string {
+  return JSON.stringify([route, arm ?? null, t.id, t.experiment, t.step, t.s, t.n, t.stages, t.hash, t.flags, t.stratum ?? null, t.key ?? null, t.replay ?? null]);
+}
+
+/**
+ * Counters one step at a time could have produced: each step adds at most MAX_LINES_PER_STEP robot lines and
+ * one stage. A tag past these was not written by the gateway, whatever its signature says.
+ */
+export function countersPossible(t: TrajectoryState): boolean {
+  return t.s <= t.n && t.n <= t.step * MAX_LINES_PER_STEP && t.stages <= t.step;
+}
+
+/**
+ * Whether a tag read back may be continued: undefined when it may (or carries nothing to trust: no trajectory
+ * and no arm), else why not. Pure; the signer holds the secret.
+ */
+export function tagRejection(tag: MemoryTag, signer: TagSigner): TagRejection | undefined {
+  const t = tag.trajectory;
+  if (t === undefined) return tag.arm === undefined ? undefined : 'unsigned';
+  if (tag.sig === undefined) return 'unsigned';
+  if (!signer.verify(signedText(tag.route, tag.arm, t), tag.sig)) return 'signature';
+  return countersPossible(t) ? undefined : 'counters';
 }
 
 /**
@@ -171,7 +230,7 @@ export function hasFlag(t: TrajectoryState | undefined, flag: TrajectoryFlag): b
 /** A cache key for a tag: equal keys, equal bytes. */
 function tagKey(tag: MemoryTag): string {
   const t = tag.trajectory;
-  const traj = t === undefined ? '' : `${t.id}\u0000${t.experiment}\u0000${t.step}\u0000${t.s}\u0000${t.n}\u0000${t.stages}\u0000${t.hash}\u0000${t.flags}\u0000${t.stratum ?? ''}\u0000${t.key ?? ''}`;
+  const traj = t === undefined ? '' : `${t.id}\u0000${t.experiment}\u0000${t.step}\u0000${t.s}\u0000${t.n}\u0000${t.stages}\u0000${t.hash}\u0000${t.flags}\u0000${t.stratum ?? ''}\u0000${t.key ?? ''}\u0000${t.replay ?? ''}`;
   return `${tag.backend}\u0000${tag.route}\u0000${tag.arm ?? ''}\u0000${tag.arm === undefined ? 0 : 1}\u0000${traj}`;
 }
 
@@ -197,6 +256,8 @@ export function tagValue(tag: MemoryTag): JsonObject {
     v.flags = t.flags;
     if (t.stratum !== undefined) v.stratum = t.stratum;
     if (t.key !== undefined) v.key = t.key;
+    if (t.replay !== undefined) v.replay = t.replay;
+    if (t.signer !== undefined) v.sig = t.signer.sign(signedText(tag.route, tag.arm, t));
   }
   return v;
 }
