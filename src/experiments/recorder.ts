@@ -25,7 +25,7 @@ import type { Store } from '../state/types.js';
 import { keyCountersKey, keys, parseTrajectoryRecord, type TrajectoryRecord } from './keys.js';
 import { endOfReplay, lastStepOf, replayStep, type CacheHit } from './replay.js';
 import { hmacSigner, loadTagSecret } from './tag-signer.js';
-import type { TagSigner, TrajectoryState } from '../protocol/memory-tag.js';
+import { hasFlag, withFlag, type TagSigner, type TrajectoryState } from '../protocol/memory-tag.js';
 import { Lifetimes } from './lifetime.js';
 import { countBatch } from './step-counts.js';
 import { isExperiment, routeIndex, trajectoryArm, type StepDecision } from './step-decision.js';
@@ -169,9 +169,18 @@ export class Experiments {
           const key = requestKey(cfg.salt, request.request_id, input.id);
           const instruction = input.instruction;
           const feedback = stepFeedback(instruction);
-          const unit = continuing ? undefined : await this.newUnit(store, cfg, agent, route, p, input, experiment, key, ttlMs);
-          const common = { index: p.index, route, arm, cached: hit !== undefined, keyless: unit?.keyless === true, keysOver: unit?.keysOver === true, ...(p.rejectedTag === undefined ? {} : { rejected: p.rejectedTag }) };
           const sign = (t: TrajectoryState): TrajectoryState => ({ ...t, signer });
+          if (p.rejectedTag !== undefined || hasFlag(previous, 'r')) {
+            // Not trusted (docs/experiments.md#signed-tags): a trajectory of its own that is never counted, so
+            // an edited tag cannot move a unit, add one, or inflate one; the rejection is counted once.
+            const state = sign(withFlag(advance(previous, { id: key, experiment }, instruction, feedback), 'r'));
+            p.trajectory = state;
+            const first = p.rejectedTag === undefined ? false : (await store.claim(keys.step(state.id, state.step), key, ttlMs)).first;
+            const base = { index: p.index, route, arm, experiment, state, base: ZERO, counted: false, newUnit: false, cached: hit !== undefined, keyless: false, keysOver: false };
+            return first && p.rejectedTag !== undefined ? { ...base, rejected: p.rejectedTag } : base;
+          }
+          const unit = continuing ? undefined : await this.newUnit(store, cfg, agent, route, p, input, experiment, key, ttlMs);
+          const common = { index: p.index, route, arm, cached: hit !== undefined, keyless: unit?.keyless === true, keysOver: unit?.keysOver === true };
           const advanced = advance(previous, { id: key, experiment, ...unit?.members }, instruction, feedback);
           const { replay: _was, ...live } = advanced;
 
@@ -222,11 +231,11 @@ export class Experiments {
       );
     }
     const decided = (await Promise.all(work)).filter((d): d is StepDecision => d !== undefined);
-    const rejected = decided.filter((d) => d.rejected !== undefined && d.counted);
+    const rejected = decided.filter((d) => d.rejected !== undefined);
     if (rejected.length > 0) {
       this.log?.warn(
         { agent, request_id: request.request_id, rejected_tags: rejected.length, reasons: [...new Set(rejected.map((d) => d.rejected))], routes: [...new Set(rejected.map((d) => d.route.name))] },
-        'memory tags not trusted: those inputs start new trajectories (docs/experiments.md#signed-tags)',
+        'memory tags not trusted: those inputs start new trajectories that are never counted (docs/experiments.md#signed-tags)',
       );
     }
     return decided;

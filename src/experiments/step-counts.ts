@@ -39,6 +39,10 @@ export function countBatch(sink: CountSink, compiled: CompiledRoutes, request: I
     // Steps the response cache served: counted below like live ones unless they replay another trajectory's.
     if (d.cached) sink.store.incr(key, field.cached(d.arm), 1);
     if (d.replay?.first === true) sink.store.incr(key, field.replays(d.arm), 1);
+    if (d.rejected !== undefined) {
+      sink.store.incr(key, field.rejectedTags(d.arm), 1);
+      sink.metrics.rejectedTags.inc({ agent: compiled.agent, route: d.route.name, reason: d.rejected });
+    }
     if (d.counted) countStep(sink, compiled.agent, request, result, d, offsets);
   }
   countLatency(sink.store, compiled, result, decisions);
@@ -57,10 +61,6 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
     incr(f, by);
     if (st !== undefined) incr(field.inStratum(st, f), by);
   };
-  if (d.rejected !== undefined && d.newUnit) {
-    incr(field.rejectedTags(arm));
-    metrics.rejectedTags.inc({ agent, route: d.route.name, reason: d.rejected });
-  }
   if (d.supersedes !== undefined) incr(field.superseded(arm));
   if (d.newUnit) {
     unitIncr(field.units(arm));

@@ -29,7 +29,7 @@ export interface StepDecision {
   readonly replay?: { of: string; first: boolean };
   /** The trajectory this one took over (a resumed episode), with its record: its unit is now this one's. */
   readonly supersedes?: { id: string; record: TrajectoryRecord };
-  /** The tag the input arrived with was not trusted (it starts this new trajectory). */
+  /** The tag the input arrived with was not trusted: it starts an uncounted trajectory; set on the first such step only. */
   readonly rejected?: TagRejection;
 }
 

@@ -24,10 +24,11 @@ import type { JsonObject } from './types.js';
 
 /**
  * Set-once facts about a trajectory, one letter each: `e` an env input carried an `error`, `f` a `failure_reason`,
- * `c` the gateway returned an error candidate for it, `x` a step was served by another backend than its arm.
+ * `c` the gateway returned an error candidate for it, `x` a step was served by another backend than its arm, `r`
+ * it began from a tag the gateway did not trust (docs/experiments.md#signed-tags): none of its steps is counted.
  */
-export type TrajectoryFlag = 'e' | 'f' | 'c' | 'x';
-const FLAG_ORDER: readonly TrajectoryFlag[] = ['e', 'f', 'c', 'x'];
+export type TrajectoryFlag = 'e' | 'f' | 'c' | 'x' | 'r';
+const FLAG_ORDER: readonly TrajectoryFlag[] = ['e', 'f', 'c', 'x', 'r'];
 
 /** The experiment members of a tag (docs/experiments.md#the-trajectory-in-the-tag). */
 export interface TrajectoryState {
@@ -88,7 +89,7 @@ const HEX32 = /^[0-9a-f]{32}$/;
 const HEX64 = /^[0-9a-f]{64}$/;
 const HEX16 = /^[0-9a-f]{16}$/;
 const EXPERIMENT_ID = /^[0-9a-f]{1,32}$/;
-const FLAGS = /^e?f?c?x?$/;
+const FLAGS = /^e?f?c?x?r?$/;
 /** A signature: 16 bytes of HMAC-SHA256, base64url (22 characters). */
 const SIG = /^[A-Za-z0-9_-]{22}$/;
 
