@@ -200,7 +200,8 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     }
 
     // Tags on experiment routes are followed only when the gateway signed them (docs/experiments.md#signed-tags).
-    const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers, tags: await gw.experiments.tagSigner() });
+    const tags = compiled.routes.some((r) => r.kind !== 'backend') ? await gw.experiments.tagSigner() : undefined;
+    const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers, tags });
     // The response cache (docs/cache.md): the inputs it answers are neither dispatched nor shadowed.
     const cache = gw.cache === undefined ? undefined : await CacheLookup.begin(gw.cache, compiled, runtime.upstreams, request, plan);
     // The trajectory members of the candidates' tags, decided before dispatch writes them, knowing which steps

@@ -112,13 +112,19 @@ export class Experiments {
     }
     const pending = this.signerFor;
     try {
-      return await pending.signer;
+      const signer = await pending.signer;
+      this.signerWarned = false;
+      return signer;
     } catch (err) {
       if (this.signerFor === pending) this.signerFor = undefined; // tried again on the next batch
-      this.log?.warn({ err }, 'memory tag secret unavailable: tags are not signed for this batch');
+      // Once per outage, not per batch.
+      if (!this.signerWarned) this.log?.warn({ err }, 'memory tag secret unavailable: tags are neither signed nor checked until the store answers');
+      this.signerWarned = true;
       return undefined;
     }
   }
+
+  private signerWarned = false;
 
   /** Resolves once this process's index writes so far are in the store. */
   async settled(): Promise<void> {

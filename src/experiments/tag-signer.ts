@@ -11,6 +11,7 @@
  *    start summary says so).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { GatewayError } from '../errors.js';
 import type { TagSigner } from '../protocol/memory-tag.js';
 import type { Store } from '../state/types.js';
 
@@ -41,11 +42,17 @@ export function tagSecretSource(configured: string | undefined, env: NodeJS.Proc
   return store === 'redis' ? 'store' : 'process';
 }
 
-/** The secret: configured, from the environment, or the one shared through the store (set once, first wins). */
-export async function loadTagSecret(configured: string | undefined, env: NodeJS.ProcessEnv, store: Pick<Store, 'claim'>): Promise<string> {
+/**
+ * The secret: configured, from the environment, or the one shared through the store (set once, first wins).
+ * Rejects when a Redis store answered from this process's fallback (Redis unavailable): a secret only this
+ * replica knows would make every other replica reject its tags, so the caller tries again later.
+ */
+export async function loadTagSecret(configured: string | undefined, env: NodeJS.ProcessEnv, store: Pick<Store, 'claim' | 'kind' | 'stats'>): Promise<string> {
   if (configured !== undefined && configured !== '') return configured;
   const fromEnv = env[TAG_SECRET_ENV];
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+  const fallbacks = store.stats().fallbacks;
   const c = await store.claim(TAG_SECRET_KEY, randomBytes(32).toString('base64url'), GENERATED_TTL_MS);
+  if (store.kind === 'redis' && store.stats().fallbacks !== fallbacks) throw new GatewayError('GATEWAY_ERR_STATE_UNAVAILABLE', 'Redis did not answer: the replicas\' shared tag secret is unknown');
   return c.value;
 }

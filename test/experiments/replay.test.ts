@@ -9,6 +9,7 @@ import { countersPossible, MAX_LINES_PER_STEP, signedText, tagRejection, tagValu
 import { endOfReplay, lastStepOf, replayStep } from '../../src/experiments/replay.js';
 import { hmacSigner, loadTagSecret, TAG_SECRET_ENV, tagSecretSource } from '../../src/experiments/tag-signer.js';
 import { stepFeedback } from '../../src/experiments/trajectory.js';
+import type { StoreStats } from '../../src/state/types.js';
 
 const X = '0123456789abcdef';
 const O = 'a'.repeat(32);
@@ -71,7 +72,10 @@ test('tags are trusted only when signed by the gateway and their counters are po
 
 test('the secret: the config, else the environment, else one set once in the store', async () => {
   const claims = new Map<string, string>();
+  const stats = { fallbacks: 0 } as StoreStats; // only fallbacks is read
   const store = {
+    kind: 'redis' as const,
+    stats: () => stats,
     claim: (key: string, value: string): Promise<{ first: boolean; value: string }> => {
       const held = claims.get(key);
       if (held !== undefined) return Promise.resolve({ first: false, value: held });
@@ -85,6 +89,9 @@ test('the secret: the config, else the environment, else one set once in the sto
   const b = await loadTagSecret(undefined, {}, store);
   assert.equal(a, b, 'two replicas sharing the store agree');
   assert.equal(a.length, 43);
+  // Redis unavailable: the store answered from this process alone; no secret rather than one only it knows.
+  const down = { ...store, claim: (key: string, value: string) => { stats.fallbacks++; return Promise.resolve({ first: true, value: `${key}${value}` }); } };
+  await assert.rejects(loadTagSecret(undefined, {}, down), /shared tag secret is unknown/);
   assert.deepEqual(
     [tagSecretSource('x'.repeat(16), {}, 'memory'), tagSecretSource(undefined, { [TAG_SECRET_ENV]: 'v' }, 'memory'), tagSecretSource(undefined, {}, 'redis'), tagSecretSource(undefined, {}, 'memory')],
     ['config', 'environment', 'store', 'process'],
