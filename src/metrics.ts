@@ -176,6 +176,12 @@ export class GatewayMetrics {
     labelNames: ['agent', 'route'] as const,
     registers: [this.registry],
   });
+  readonly rejectedTags = new Counter({
+    name: 'magma_gateway_experiment_rejected_tags_total',
+    help: 'Inputs on an experiment route whose memory tag was not trusted (unsigned, bad signature, impossible counters) and started a new trajectory.',
+    labelNames: ['agent', 'route', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly srmFlagged = new Gauge({
     name: 'magma_gateway_experiment_srm_flagged',
     help: '1 while the last report found a sample-ratio mismatch on the route (docs/experiments.md), else 0.',
@@ -184,7 +190,7 @@ export class GatewayMetrics {
   });
   readonly outcomes = new Counter({
     name: 'magma_gateway_experiment_outcomes_total',
-    help: 'Episode outcomes posted: accepted, duplicate, conflict, unknown, arm_level, ambiguous, unmatched.',
+    help: 'Episode outcomes posted: accepted, duplicate, conflict, replay, superseded, unknown, ambiguous, unmatched.',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });

@@ -182,10 +182,15 @@ export class BatchCycle {
   async plan(): Promise<Planned> {
     const { runtime, agent, gw, request, ex } = this.b;
     const compiled = agent.routes;
-    const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers });
-    const steps = await gw.experiments.begin(compiled, request, plan, ex.headers[CHECK_HEADER] !== undefined);
+    // Tags on experiment routes are followed only when the gateway signed them (docs/experiments.md#signed-tags).
+    const tags = compiled.routes.some((r) => r.kind !== 'backend') ? await gw.experiments.tagSigner() : undefined;
+    const plan = planBatch(request, compiled, runtime.upstreams, { headers: ex.headers, tags });
     // The inputs the cache answers are neither dispatched nor shadowed (docs/cache.md).
     const cache = gw.cache === undefined ? undefined : await CacheLookup.begin(gw.cache, compiled, runtime.upstreams, request, plan, ex.client);
+    // The trajectory members of the candidates' tags, decided before dispatch writes them, knowing which steps
+    // the cache answers and what produced them (docs/experiments.md#replays-and-resumed-episodes).
+    const steps = await gw.experiments.begin(compiled, request, plan, ex.headers[CHECK_HEADER] !== undefined, cache?.found);
+    cache?.answer(request, plan, compiled.memoryKey);
     return { plan, dispatched: cache?.dispatchPlan ?? plan, steps, cache };
   }
 

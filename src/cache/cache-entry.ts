@@ -1,24 +1,54 @@
 /**
- * One stored cache entry: every candidate of one input, as the bytes after their candidate_index (the memory
- * tag the first run wrote included), and that tag. Layout: one JSON line `{"v":1,"tag":{...},"n":[len,...]}`,
- * then the tails one after the other. Decoding never trusts the bytes: anything unexpected is a miss.
+ * One stored cache entry (docs/cache.md#what-an-entry-holds): every candidate of one input, as the bytes after
+ * their candidate_index with the memory tag cut out (`at` says where it goes back), the backend and arm that
+ * produced them, and the trajectory step that did (so a trajectory answered wholly from the cache is recognised
+ * as a replay of it). No tag is ever stored: a hit gets one built from the request's own tag, as a live answer does.
+ * Layout: one JSON line `{"v":2,"backend","arm"?,"by"?:{"t","k","x"},"n":[len,...],"at":[offset,...]}`, then the
+ * tails one after the other. Decoding never trusts the bytes: anything unexpected is a miss (entries of the
+ * first layout, which held the first run's tag, are misses too).
  */
-import { isStoredTag } from '../protocol/memory-tag.js';
-import type { MemoryTag } from '../routing/plan.js';
 import { isJsonObject } from '../protocol/schemas.js';
 
-const VERSION = 1;
+const VERSION = 2;
 const NEWLINE = 0x0a;
 const COMPLETED = Buffer.from(',"status":"completed",', 'latin1');
+const HEX32 = /^[0-9a-f]{32}$/;
+const EXPERIMENT_ID = /^[0-9a-f]{1,32}$/;
+
+/** The trajectory step whose live answer an entry holds: its id, its step, its experiment. */
+export interface Producer {
+  t: string;
+  k: number;
+  x: string;
+}
+
+/** One candidate's bytes without the tag, and the offset in them where the tag member goes. */
+export interface UntaggedTail {
+  tail: Buffer;
+  at: number;
+}
 
 export interface CacheEntry {
-  tag: MemoryTag;
-  tails: Buffer[];
+  backend: string;
+  arm?: string;
+  by?: Producer;
+  tails: UntaggedTail[];
 }
 
 export function encodeEntry(e: CacheEntry): Buffer {
-  const head = Buffer.from(`${JSON.stringify({ v: VERSION, tag: e.tag, n: e.tails.map((t) => t.length) })}\n`, 'utf8');
-  return Buffer.concat([head, ...e.tails]);
+  const head = { v: VERSION, backend: e.backend, ...(e.arm === undefined ? {} : { arm: e.arm }), ...(e.by === undefined ? {} : { by: e.by }), n: e.tails.map((t) => t.tail.length), at: e.tails.map((t) => t.at) };
+  return Buffer.concat([Buffer.from(`${JSON.stringify(head)}\n`, 'utf8'), ...e.tails.map((t) => t.tail)]);
+}
+
+function producerOf(v: unknown): Producer | undefined {
+  if (!isJsonObject(v)) return undefined;
+  const { t, k, x } = v;
+  if (typeof t !== 'string' || !HEX32.test(t) || typeof k !== 'number' || !Number.isInteger(k) || k < 1 || typeof x !== 'string' || !EXPERIMENT_ID.test(x)) return undefined;
+  return { t, k, x };
+}
+
+function offset(v: unknown, max: number): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v > COMPLETED.length && v < max;
 }
 
 /** The entry of `buf` when it holds exactly `count` completed candidates; undefined otherwise. */
@@ -32,18 +62,21 @@ export function decodeEntry(buf: Buffer, count: number): CacheEntry | undefined 
     return undefined;
   }
   if (!isJsonObject(head)) return undefined;
-  const { v, tag, n: lengths } = head;
-  if (v !== VERSION || !isStoredTag(tag) || !Array.isArray(lengths) || lengths.length !== count) return undefined;
-  const tails: Buffer[] = [];
+  const { v, backend, arm, n: lengths, at: offsets } = head;
+  if (v !== VERSION || typeof backend !== 'string' || backend === '' || (arm !== undefined && typeof arm !== 'string')) return undefined;
+  if (!Array.isArray(lengths) || !Array.isArray(offsets) || lengths.length !== count || offsets.length !== count) return undefined;
+  const tails: UntaggedTail[] = [];
   let at = nl + 1;
-  for (const length of lengths) {
-    const n: unknown = length;
-    if (typeof n !== 'number' || !Number.isInteger(n) || n <= COMPLETED.length || at + n > buf.length) return undefined;
+  for (let i = 0; i < count; i++) {
+    const n: unknown = lengths[i];
+    const o: unknown = offsets[i];
+    if (typeof n !== 'number' || !Number.isInteger(n) || n <= COMPLETED.length || at + n > buf.length || !offset(o, n)) return undefined;
     const tail = buf.subarray(at, at + n);
     if (tail.compare(COMPLETED, 0, COMPLETED.length, 0, COMPLETED.length) !== 0) return undefined;
-    tails.push(tail);
+    tails.push({ tail, at: o });
     at += n;
   }
   if (at !== buf.length) return undefined;
-  return { tag, tails };
+  const by = producerOf(head.by);
+  return { backend, ...(typeof arm === 'string' ? { arm } : {}), ...(by === undefined ? {} : { by }), tails };
 }

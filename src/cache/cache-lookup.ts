@@ -12,19 +12,24 @@
  *
  * A new trajectory on a split route is keyed by every arm (with its weight and identity), not by the arm drawn:
  * the draw hashes the request_id, which a rerun changes, so keying by it would miss every resumed trajectory
- * that drew another arm. A hit serves the arm the first run drew, its tag included, and the trajectory stays
- * there (stickiness). A continued trajectory is keyed by the backend its tag pins.
+ * that drew another arm. A hit serves the arm the first run drew and the trajectory stays there (stickiness). A
+ * continued trajectory is keyed by the backend its tag pins.
+ *
+ * Entries hold no tag (cache-entry.ts). Between `begin` and `answer` the experiment recorder reads the hits
+ * (which backend, arm and trajectory step produced each) and decides the trajectory members; `answer` then
+ * builds each cached candidate's tag from the request's own, exactly as a live candidate's is built.
  */
 import type { AgentOutput } from '../protocol/types.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { BatchResult } from '../dispatch/batch.js';
-import { cachedCandidate, candidateTag, candidateTail } from '../dispatch/answer-bytes.js';
+import { cachedCandidate, candidateTag, untaggedTail } from '../dispatch/answer-bytes.js';
+import { candidateTagOf } from '../protocol/memory-tag.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import type { Logger } from '../logging.js';
 import { backendTarget, cacheKey, cacheOwner } from './cache-key.js';
-import { decodeEntry, encodeEntry } from './cache-entry.js';
+import { decodeEntry, encodeEntry, type CacheEntry, type UntaggedTail } from './cache-entry.js';
 import type { BypassReason } from './cache-metrics.js';
 import { ALL_SCOPE, agentScope, backendScope, type ResponseCache } from './response-cache.js';
 import { GatewayError } from '../errors.js';
@@ -72,6 +77,8 @@ function deterministic(extraKeys: unknown): boolean {
 export class CacheLookup {
   /** The plan without the inputs the cache answered: what goes to backends (and shadows). */
   readonly dispatchPlan: BatchPlan;
+  /** Cached candidates by input index (every candidate of the input), once `answer` built them. */
+  readonly cached = new Map<number, readonly AgentOutput[]>();
 
   private constructor(
     private readonly cache: ResponseCache,
@@ -79,14 +86,29 @@ export class CacheLookup {
     plan: BatchPlan,
     /** The lookups that missed, to store once answered; empty when the store was unavailable. */
     private readonly misses: readonly Candidate[],
-    /** Cached candidates by input index (every candidate of the input). */
-    readonly cached: ReadonlyMap<number, readonly AgentOutput[]>,
+    /** The entries found, by input index: what produced them, for the experiment recorder (docs/experiments.md). */
+    readonly found: ReadonlyMap<number, CacheEntry>,
   ) {
-    this.dispatchPlan = cached.size === 0 ? plan : { inputs: plan.inputs.filter((p) => !cached.has(p.index)) };
+    this.dispatchPlan = found.size === 0 ? plan : { inputs: plan.inputs.filter((p) => !found.has(p.index)) };
   }
 
   get hits(): number {
-    return this.cached.size;
+    return this.found.size;
+  }
+
+  /**
+   * The cached candidates, each tagged from its plan input as a live candidate is (protocol/memory-tag.ts
+   * candidateTagOf): the request's trajectory members, the backend that produced the answer, the input's arm.
+   * Called once the recorder has set the plan's trajectory members.
+   */
+  answer(request: IndexedAgentRequest, plan: BatchPlan, memoryKey: string): void {
+    for (const p of plan.inputs) {
+      const entry = this.found.get(p.index);
+      if (entry === undefined) continue;
+      const input = inputAt(request, p.index);
+      const tag = candidateTagOf({ backend: entry.backend, route: p.route, arm: p.arm, trajectory: p.trajectory });
+      this.cached.set(p.index, entry.tails.map((tail, k) => cachedCandidate(request.request_id, input, k, tail, memoryKey, tag)));
+    }
   }
 
   /** Looks every input of `plan` up, among `client`'s entries. Never rejects: the store's failures are misses. */
@@ -109,7 +131,7 @@ export class CacheLookup {
       if ('bypass' in c) metrics.bypasses.inc({ agent, route: p.route, reason: c.bypass });
       else asked.push(c);
     }
-    const found = new Map<number, AgentOutput[]>();
+    const found = new Map<number, CacheEntry>();
     const misses: Candidate[] = [];
     if (asked.length === 0) return new CacheLookup(cache, agent, plan, misses, found);
     const scopes = [ALL_SCOPE, agentScope(agent), ...new Set(asked.flatMap((c) => c.backends.map(backendScope)))];
@@ -123,8 +145,9 @@ export class CacheLookup {
         const input = inputAt(request, c.input);
         const buf = values[i];
         const entry = buf === undefined ? undefined : decodeEntry(buf, input.num_outputs);
-        if (entry === undefined) misses.push(c);
-        else found.set(c.input, entry.tails.map((tail, k) => cachedCandidate(request.request_id, input, k, tail, entry.tag)));
+        // An entry names the backend that produced it: one the key's target does not name is not this input's.
+        if (entry === undefined || !c.backends.includes(entry.backend)) misses.push(c);
+        else found.set(c.input, entry);
       });
     }
     for (const c of asked) {
@@ -177,16 +200,19 @@ export class CacheLookup {
         metrics.storeFailures.inc({ reason: 'unstorable' });
         continue;
       }
-      const tails: Buffer[] = [];
+      const tails: UntaggedTail[] = [];
       for (const o of outs) {
-        const t = candidateTail(o, input);
+        const t = untaggedTail(o);
         if (t !== undefined) tails.push(t);
       }
       if (tails.length !== outs.length) {
         metrics.storeFailures.inc({ reason: 'unstorable' });
         continue;
       }
-      const value = encodeEntry({ tag, tails });
+      // The producing step (a live one: hits are never stored) lets a later trajectory be seen to replay it.
+      const t = tag.trajectory;
+      const by = t === undefined ? undefined : { t: t.id, k: t.step, x: t.experiment };
+      const value = encodeEntry({ backend: tag.backend, ...(tag.arm === undefined ? {} : { arm: tag.arm }), ...(by === undefined ? {} : { by }), tails });
       if (value.length > maxEntryBytes) {
         metrics.storeFailures.inc({ reason: 'too_large' });
         continue;

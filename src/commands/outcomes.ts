@@ -27,7 +27,7 @@ export const OUTCOMES_USAGE = `usage: magma-gateway outcomes import <BENCH resul
   the instructions the agent received (POST /gateway/experiments/outcomes on the admin listener).
   --url <url>            the gateway's admin listener, default ${DEFAULT_ADMIN_URL}
   --token <t>            admin bearer token (default: env GATEWAY_ADMIN_TOKEN)
-  --dry-run              read and hash the episodes, print what would be posted, post nothing
+  --dry-run              print per episode what would be posted (episode, trajectory matched, arm, success), post nothing
   --json                 print the summary as JSON
   --max-episode-mb <n>   skip episode files larger than this (default ${DEFAULT_MAX_EPISODE_MB}); links, FIFOs, devices are skipped too
   --max-files <n>        refuse a directory with more entries than this under scenarios/ (default ${DEFAULT_MAX_FILES})
@@ -120,6 +120,8 @@ export function readResults(dir: string, limits: ResultLimits): ReadResult {
 interface PostSummary {
   received: number;
   results: Record<string, number>;
+  /** A dry run's matches, one per outcome posted, in order. */
+  matches: { trajectory: string | null; arm: string | null; result: string }[];
 }
 
 /** One POST of outcomes: the gateway's summary, or what went wrong. */
@@ -149,7 +151,11 @@ async function post(endpoint: string, token: string | undefined, body: string, t
   if (!isObject(v) || !isObject(v.results)) return { problem: `${endpoint} did not answer an outcomes summary` };
   const results: Record<string, number> = {};
   for (const [k, n] of Object.entries(v.results)) if (typeof n === 'number') results[k] = n;
-  return { received: typeof v.received === 'number' ? v.received : 0, results };
+  const matches = (Array.isArray(v.dry_run) ? v.dry_run : []).map((m: unknown) => {
+    const o = isObject(m) ? m : {};
+    return { trajectory: typeof o.trajectory === 'string' ? o.trajectory : null, arm: typeof o.arm === 'string' ? o.arm : null, result: typeof o.result === 'string' ? o.result : '?' };
+  });
+  return { received: typeof v.received === 'number' ? v.received : 0, results, matches };
 }
 
 /** The `outcomes` subcommand; `argv` is what follows `outcomes`. Returns the exit code. */
@@ -186,30 +192,42 @@ export async function outcomesCommand(argv: string[], io: CommandIo = processIo)
     return 1;
   }
   const totals: Record<string, number> = {};
-  if (values['dry-run'] !== true) {
-    const endpoint = `${base}/gateway/experiments/outcomes`;
-    const token = typeof values.token === 'string' ? values.token : process.env.GATEWAY_ADMIN_TOKEN;
-    for (let i = 0; i < read.episodes.length; i += CHUNK) {
-      const outcomes = read.episodes.slice(i, i + CHUNK).map((e) => ({ trace_hash: e.trace_hash, episode: e.episode_id, success: e.success }));
-      const s = await post(endpoint, token, JSON.stringify({ outcomes }), Math.ceil(seconds * 1000));
-      if ('problem' in s) {
-        io.err(`magma-gateway outcomes: ${s.problem}${i > 0 ? ` (the first ${i} episodes were posted; posting again is safe)` : ''}\n`);
-        return 1;
-      }
-      for (const [k, n] of Object.entries(s.results)) totals[k] = (totals[k] ?? 0) + n;
+  const dry = values['dry-run'] === true;
+  // A dry run asks the gateway what each episode would match, and credits nothing (docs/experiments.md#outcomes-from-bench).
+  const matches: (Episode & { trajectory: string | null; arm: string | null; result: string })[] = [];
+  const endpoint = `${base}/gateway/experiments/outcomes`;
+  const token = typeof values.token === 'string' ? values.token : process.env.GATEWAY_ADMIN_TOKEN;
+  for (let i = 0; i < read.episodes.length; i += CHUNK) {
+    const chunk = read.episodes.slice(i, i + CHUNK);
+    const outcomes = chunk.map((e) => ({ trace_hash: e.trace_hash, episode: e.episode_id, success: e.success }));
+    const s = await post(endpoint, token, JSON.stringify(dry ? { outcomes, dry_run: true } : { outcomes }), Math.ceil(seconds * 1000));
+    if ('problem' in s) {
+      io.err(`magma-gateway outcomes: ${s.problem}${i > 0 && !dry ? ` (the first ${i} episodes were posted; posting again is safe)` : ''}\n`);
+      return 1;
     }
+    for (const [k, n] of Object.entries(s.results)) totals[k] = (totals[k] ?? 0) + n;
+    chunk.forEach((e, k) => {
+      const m = s.matches[k];
+      matches.push({ ...e, trajectory: m?.trajectory ?? null, arm: m?.arm ?? null, result: m?.result ?? '?' });
+    });
   }
-  const summary = { agent: read.agent, episodes: read.episodes.length, skipped: read.skipped, posted: values['dry-run'] === true ? 0 : read.episodes.length, results: totals };
+  const summary = {
+    agent: read.agent, episodes: read.episodes.length, skipped: read.skipped, posted: dry ? 0 : read.episodes.length, results: totals,
+    ...(dry ? { would_post: matches.map((m) => ({ episode: m.episode_id, trajectory: m.trajectory, arm: m.arm, success: m.success, result: m.result })) } : {}),
+  };
   if (values.json === true) io.out(`${JSON.stringify(summary, null, 2)}\n`);
   else {
     const lines = [`${read.episodes.length} episodes read from ${dir}${read.agent === null ? '' : ` (agent ${read.agent})`}, ${read.skipped.length} files skipped`];
     for (const s of read.skipped.slice(0, 10)) lines.push(`  skipped ${s.file}: ${s.reason}`);
-    if (values['dry-run'] === true) lines.push('dry run: nothing posted');
-    else {
-      lines.push(Object.entries(totals).map(([k, n]) => `${k} ${n}`).join(', '));
-      lines.push('accepted = credited to its trajectory; arm_level = identical traces all in one arm, credited to that arm;');
-      lines.push('ambiguous = identical traces in several arms, unmatched = no trajectory with that trace: neither is credited.');
+    if (dry) {
+      lines.push('dry run: nothing posted; per episode: episode, trajectory matched, arm, success, what posting would do');
+      for (const m of matches) lines.push(`  ${m.episode_id}  ${m.trajectory ?? '-'}  ${m.arm ?? '-'}  ${m.success ? 'success' : 'failure'}  ${m.result}`);
     }
+    lines.push(`${dry ? 'would be: ' : ''}${Object.entries(totals).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ') || 'nothing'}`);
+    lines.push('accepted = credited to its trajectory; replay = its trajectory was credited already (a rerun answered from the cache);');
+    lines.push('duplicate = this episode was posted before; conflict = another outcome was posted for it; superseded = only a resumed');
+    lines.push("episode's abandoned prefix has this trace; ambiguous = identical traces in several arms; unmatched = no trajectory with");
+    lines.push('that trace. Only accepted credits anything: importing again never counts twice.');
     io.out(`${lines.join('\n')}\n`);
   }
   return 0;

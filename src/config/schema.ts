@@ -255,6 +255,12 @@ const experimentsSchema = z
     export_max_trajectories: z.number().int().positive().default(10_000),
     /** Mixed into trajectory ids with request_id and input id; the same on every replica. */
     salt: z.string().default('magma-gateway'),
+    /**
+     * The secret memory tags are signed with (docs/experiments.md#signed-tags), the same on every replica:
+     * `${VAR}` reads it from the environment. Absent: MAGMA_GATEWAY_TAG_SECRET, else one shared through Redis, else
+     * one per process.
+     */
+    tag_secret: z.string().min(16, 'use at least 16 characters (e.g. the output of: openssl rand -hex 32)').optional(),
     /** Seconds between two snapshots of the experiment report into the store (one replica writes each). */
     snapshot_interval_s: positive.default(60),
     /** Snapshots kept, the oldest dropped (1440 = a day at one a minute). */

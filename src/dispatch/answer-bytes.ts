@@ -7,7 +7,7 @@
  * bytes and where they go in a memory are protocol/memory-tag.ts's.
  */
 import { parseExact, stringifyExact } from '../protocol/json/exact-json.js';
-import { joinBody, PartsWriter, type AnswerBody } from '../protocol/answer/answer-body.js';
+import { PartsWriter, type AnswerBody } from '../protocol/answer/answer-body.js';
 import { inputMemoryLayout, taggedMemory, tagMember, tagMemory, type MemoryTag } from '../protocol/memory-tag.js';
 import type { IndexedCandidate } from '../protocol/answer/response-check.js';
 import type { InputSlices } from '../protocol/request/raw-json.js';
@@ -141,6 +141,24 @@ class IndexedOutput extends BytesCandidate {
     return this.#error;
   }
 
+  /** See untaggedTail: the tag member is written as a marker piece, found again by identity and left out. */
+  untaggedTail(): { tail: Buffer; at: number } {
+    const marker = Buffer.from('\u0000', 'latin1');
+    const mem: Buffer[] = [];
+    taggedMemory(this.#buf, this.#index.memory, marker, true, mem);
+    const cut = mem.indexOf(marker); // taggedMemory pushes the member it is given as one piece
+    const before = Buffer.concat([COMPLETED_MEMORY, ...mem.slice(0, cut)]);
+    const after: Buffer[] = mem.slice(cut + 1);
+    const index = this.#index;
+    after.push(STEPS, index.internalSteps === undefined ? EMPTY_LIST : slice(this.#buf, index.internalSteps));
+    after.push(OUTPUT, index.output === undefined ? NULL : slice(this.#buf, index.output));
+    after.push(ERROR, index.error === undefined ? NULL : slice(this.#buf, index.error), END);
+    const tail = Buffer.allocUnsafeSlow(before.length + after.reduce((n, b) => n + b.length, 0));
+    let at = before.copy(tail, 0);
+    for (const b of after) at += b.copy(tail, at);
+    return { tail, at: before.length };
+  }
+
   writeTo(w: PartsWriter): void {
     const buf = this.#buf;
     const index = this.#index;
@@ -236,25 +254,13 @@ export class CandidateWriter {
 }
 
 /**
- * The bytes of a candidate after its candidate_index (`,"status":...}`): what the response cache keeps of it
- * (docs/cache.md), the memory with the tag it was written with included. Undefined when the candidate does not
- * start with the protocol fields of its request, input and index as the writers here write them (then it is
- * not cached). A copy: the entry must not keep the backend's whole answer alive.
+ * The bytes of a candidate after its candidate_index (`,"status":...}`) with its memory tag cut out, and where
+ * the tag member goes back: what the response cache keeps of it (docs/cache.md#what-an-entry-holds). Only a
+ * completed backend candidate written as bytes has one; anything else is not cached. A copy: the entry must not
+ * keep the backend's whole answer alive.
  */
-export function candidateTail(out: AgentOutput, input: IndexedAgentInput): Buffer | undefined {
-  const w = new PartsWriter();
-  writeCandidate(out, w);
-  const bytes = joinBody(w.done());
-  const head = Buffer.concat([
-    Buffer.from(`{"request_id":${JSON.stringify(out.request_id)}`, 'utf8'),
-    SOURCE_ID,
-    idBytes(input.raw),
-    Buffer.from(`,"candidate_index":${out.candidate_index}`, 'latin1'),
-  ]);
-  if (bytes.length <= head.length || bytes.compare(head, 0, head.length, 0, head.length) !== 0) return undefined;
-  const tail = Buffer.allocUnsafeSlow(bytes.length - head.length);
-  bytes.copy(tail, 0, head.length);
-  return tail;
+export function untaggedTail(out: AgentOutput): { tail: Buffer; at: number } | undefined {
+  return out instanceof IndexedOutput && out.status === 'completed' ? out.untaggedTail() : undefined;
 }
 
 /** A cached candidate's fields, decoded from its stored tail once, when something reads one. */
@@ -272,20 +278,25 @@ interface DecodedTail {
 class CachedOutput extends BytesCandidate {
   readonly #head: Buffer;
   readonly #id: Buffer;
-  readonly #tail: Buffer;
+  readonly #before: Buffer;
+  readonly #tagBytes: Buffer;
+  readonly #after: Buffer;
   #decoded: DecodedTail | undefined = undefined;
 
-  constructor(requestId: string, input: IndexedAgentInput, candidateIndex: number, tail: Buffer, tag: MemoryTag) {
+  constructor(requestId: string, input: IndexedAgentInput, candidateIndex: number, stored: { tail: Buffer; at: number }, tag: MemoryTag, tagBytes: Buffer) {
     super(requestId, input.id, candidateIndex, 'completed', tag);
     this.#head = Buffer.from(`{"request_id":${JSON.stringify(requestId)}`, 'utf8');
     this.#id = idBytes(input.raw);
-    this.#tail = tail;
+    this.#before = stored.tail.subarray(0, stored.at);
+    this.#tagBytes = tagBytes;
+    this.#after = stored.tail.subarray(stored.at);
   }
 
   #fields(): DecodedTail {
     if (this.#decoded === undefined) {
       // The tail is `,"status":...}`: with `{` for its comma it is the candidate's own JSON object, minus the ids.
-      const obj = provenObject(parseExact(`{${this.#tail.toString('utf8', 1)}`).value, 'a cached tail');
+      const text = `{${this.#before.toString('utf8', 1)}${this.#tagBytes.toString('utf8')}${this.#after.toString('utf8')}`;
+      const obj = provenObject(parseExact(text).value, 'a cached tail');
       this.#decoded = {
         memory: provenObject(obj.memory, 'cached memory'),
         internal_steps: obj.internal_steps === undefined ? [] : provenObjects(obj.internal_steps, 'cached internal_steps'),
@@ -317,14 +328,16 @@ class CachedOutput extends BytesCandidate {
     w.push(SOURCE_ID);
     w.push(this.#id);
     w.text(`,"candidate_index":${this.candidate_index}`);
-    w.push(this.#tail);
+    w.push(this.#before);
+    w.push(this.#tagBytes);
+    w.push(this.#after);
   }
 }
 
 /**
- * A cached candidate re-addressed to the current request and input. `tag` is the memory tag the tail carries
- * (the first run's), which experiment accounting reads without decoding memory.
+ * A cached candidate re-addressed to the current request and input, its tag (`tag`, built from the request's own
+ * tag as a live answer's is) put back where the stored tail had it.
  */
-export function cachedCandidate(requestId: string, input: IndexedAgentInput, candidateIndex: number, tail: Buffer, tag: MemoryTag): AgentOutput {
-  return new CachedOutput(requestId, input, candidateIndex, tail, tag);
+export function cachedCandidate(requestId: string, input: IndexedAgentInput, candidateIndex: number, stored: { tail: Buffer; at: number }, memoryKey: string, tag: MemoryTag): AgentOutput {
+  return new CachedOutput(requestId, input, candidateIndex, stored, tag, tagMember(memoryKey, tag).bytes);
 }

@@ -23,6 +23,9 @@ export interface ArmCounts {
   errorCandidate: number;
   crossed: number;
   cached: number;
+  replays: number;
+  superseded: number;
+  rejectedTags: number;
   rerouted: { not_ready: number; ejected: number };
   completed: number;
   error: number;
@@ -33,7 +36,6 @@ export interface ArmCounts {
   failedCalls?: number;
   outcomeReported: number;
   outcomeSuccess: number;
-  outcomeArmLevel: number;
   scoreN: number;
   scoreSum: number;
   scoreSquares: number;
@@ -49,9 +51,9 @@ export interface ArmCounts {
 export function emptyArm(): ArmCounts {
   return {
     units: 0, unitsWithLines: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0, steps: 0, stepsSquared: 0, stages: 0, stagesSquared: 0, envError: 0,
-    failureReason: 0, errorCandidate: 0, crossed: 0, cached: 0, rerouted: { not_ready: 0, ejected: 0 }, completed: 0,
+    failureReason: 0, errorCandidate: 0, crossed: 0, cached: 0, replays: 0, superseded: 0, rejectedTags: 0, rerouted: { not_ready: 0, ejected: 0 }, completed: 0,
     error: 0, codes: new Map(), feedback: emptyFeedback(), latency: new Map(), outcomeReported: 0, outcomeSuccess: 0,
-    outcomeArmLevel: 0, scoreN: 0, scoreSum: 0, scoreSquares: 0, keyless: 0, keysOver: 0, leftOut: 0, strata: new Map(),
+    scoreN: 0, scoreSum: 0, scoreSquares: 0, keyless: 0, keysOver: 0, leftOut: 0, strata: new Map(),
   };
 }
 
@@ -61,8 +63,8 @@ type Scalar = Exclude<keyof ArmCounts, 'rerouted' | 'codes' | 'feedback' | 'late
 const SCALARS: Record<string, Scalar> = {
   units: 'units', units_lines: 'unitsWithLines', s: 's', n: 'n', ss: 'ss', nn: 'nn', sn: 'sn', steps: 'steps', steps_sq: 'stepsSquared',
   stages: 'stages', stages_sq: 'stagesSquared', env_error: 'envError', failure_reason: 'failureReason',
-  error_candidate: 'errorCandidate', crossed: 'crossed', cached_steps: 'cached', completed: 'completed',
-  error: 'error', oc_reported: 'outcomeReported', oc_success: 'outcomeSuccess', oc_arm_level: 'outcomeArmLevel',
+  error_candidate: 'errorCandidate', crossed: 'crossed', cached_steps: 'cached', replays: 'replays', superseded: 'superseded', rejected_tags: 'rejectedTags', completed: 'completed',
+  error: 'error', oc_reported: 'outcomeReported', oc_success: 'outcomeSuccess',
   oc_score_n: 'scoreN', oc_score_sum: 'scoreSum', oc_score_ss: 'scoreSquares', keyless: 'keyless', keys_over: 'keysOver',
   left_out: 'leftOut',
 };
@@ -125,7 +127,7 @@ export interface ArmReport {
   tool_success: { successes: number; lines: number; rate: number | null; ci95: [number, number] | null; ci95_reason: string | null };
   outcomes: {
     reported: number; successes: number; rate: number | null; ci95: [number, number] | null; coverage: number | null;
-    score_mean: number | null; arm_level: number;
+    score_mean: number | null;
   };
   stages_per_trajectory: number | null;
   steps_per_trajectory: number | null;
@@ -134,6 +136,12 @@ export interface ArmReport {
   error_candidate_share: number | null;
   crossover: { trajectories: number; share: number | null; since: string | null };
   cached_steps: number;
+  /** Trajectories answered wholly from the cache as replays of this arm's: counted once, as the original. */
+  replays: number;
+  /** This arm's trajectories a resumed one took over: not units (docs/experiments.md#replays-and-resumed-episodes). */
+  superseded: number;
+  /** Inputs whose memory tag was not trusted and that started a new trajectory here (docs/experiments.md#signed-tags). */
+  rejected_tags: number;
   rerouted_from: { not_ready: number; ejected: number };
   candidates: { completed: number; error: number };
   error_codes: Record<string, number>;
@@ -186,7 +194,6 @@ export function armReport(arm: string, weight: number, member: boolean, c: ArmCo
       ci95: wilson(c.outcomeSuccess, c.outcomeReported) ?? null,
       coverage: share(c.outcomeReported, c.units),
       score_mean: share(c.scoreSum, c.scoreN),
-      arm_level: c.outcomeArmLevel,
     },
     stages_per_trajectory: share(c.stages, c.units),
     steps_per_trajectory: share(c.steps, c.units),
@@ -195,6 +202,9 @@ export function armReport(arm: string, weight: number, member: boolean, c: ArmCo
     error_candidate_share: share(c.errorCandidate, c.units),
     crossover: { trajectories: c.crossed, share: share(c.crossed, c.units), since: crossedSince },
     cached_steps: c.cached,
+    replays: c.replays,
+    superseded: c.superseded,
+    rejected_tags: c.rejectedTags,
     rerouted_from: { ...c.rerouted },
     candidates: { completed: c.completed, error: c.error },
     error_codes: Object.fromEntries([...c.codes].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))),

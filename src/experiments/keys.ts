@@ -10,6 +10,8 @@
  *   claim     x:key:<experiment>:<key>                    whether an assign_by key is a unit (`in`) or past the bound (`over`)
  *   claim     x:step:<trajectory>:<step>                  the request key that counted that step (replay vs fork)
  *   claim     x:traj:<trajectory>                         what credits its outcome: agent, route, experiment, arm
+ *   claim     x:replay:<trajectory>                       the trajectory a replay replays (its outcome credits that one)
+ *   claim     x:sup:<trajectory>                          the trajectory that superseded it (took its unit over)
  *   claim     x:outcome:<trajectory> | x:outcome-ep:<hash>:<episode>   the outcome credited (set once)
  *   claim     x:exp:<experiment>                          the experiment's record: agent, route, name, started_at
  *   claim     x:crossed:<experiment>:<arm>                when the arm's first crossover happened
@@ -50,6 +52,8 @@ export const OUTCOME_COUNTERS_KEY = 'experiments:outcomes';
 export const keys = {
   step: (trajectory: string, step: number) => `x:step:${trajectory}:${step}`,
   trajectory: (trajectory: string) => `x:traj:${trajectory}`,
+  replayOf: (trajectory: string) => `x:replay:${trajectory}`,
+  superseded: (trajectory: string) => `x:sup:${trajectory}`,
   outcome: (trajectory: string) => `x:outcome:${trajectory}`,
   episodeOutcome: (hash: string, episode: string) => `x:outcome-ep:${hash}:${episode}`,
   experiment: (experiment: string) => `x:exp:${experiment}`,
@@ -88,6 +92,12 @@ export const field = {
   errorCandidate: (arm: string) => `${arm}|error_candidate`,
   crossed: (arm: string) => `${arm}|crossed`,
   cached: (arm: string) => `${arm}|cached_steps`,
+  /** Trajectories answered from the cache as replays of one of the arm's (docs/experiments.md#replays-and-resumed-episodes). */
+  replays: (arm: string) => `${arm}|replays`,
+  /** The arm's trajectories a resumed one took over: no longer units. */
+  superseded: (arm: string) => `${arm}|superseded`,
+  /** Inputs whose tag was not trusted and started a new trajectory in this arm (docs/experiments.md#signed-tags). */
+  rejectedTags: (arm: string) => `${arm}|rejected_tags`,
   rerouted: (arm: string, why: 'not_ready' | 'ejected') => `${arm}|rerouted|${why}`,
   completed: (arm: string) => `${arm}|completed`,
   error: (arm: string) => `${arm}|error`,
@@ -98,7 +108,6 @@ export const field = {
   failedCalls: (arm: string) => `${arm}|calls_failed`,
   outcomeReported: (arm: string) => `${arm}|oc_reported`,
   outcomeSuccess: (arm: string) => `${arm}|oc_success`,
-  outcomeArmLevel: (arm: string) => `${arm}|oc_arm_level`,
   scoreN: (arm: string) => `${arm}|oc_score_n`,
   scoreSum: (arm: string) => `${arm}|oc_score_sum`,
   scoreSquares: (arm: string) => `${arm}|oc_score_ss`,

@@ -3,28 +3,46 @@
  * the arm its trajectory was assigned, once. An outcome names its trajectory by id (from the memory tag) or by the
  * trace hash of its episode (what `magma-gateway outcomes import` computes from BENCH's results).
  *
- * - Idempotent per trajectory: the first outcome is kept (a set-once mark); the same again is a `duplicate`, a
- *   different one a `conflict`, rejected and counted, never overwriting.
+ * One to one: each episode credits at most one trajectory, each trajectory at most one episode, so importing a
+ * directory twice, or a rerun's, never credits anything twice and outcome coverage cannot pass 100%.
+ * - Per trajectory the first outcome is kept (a set-once mark); the same again is a `duplicate`, a different one a
+ *   `conflict`, rejected and counted, never overwriting. Per episode (trace hash and episode id) likewise.
+ * - A trace hash several trajectories of one arm ended with (one-step episodes of one task, deterministic agents)
+ *   credits the first of them with no outcome yet; when every one has its outcome, the episode is a `replay` (a
+ *   rerun's episode answered from the cache: its trajectory was credited already) or, with another outcome, a
+ *   `conflict`. Trajectories of several arms or experiments sharing it: `ambiguous`, never guessed.
+ * - An outcome for a replay (docs/experiments.md#replays-and-resumed-episodes) credits the trajectory it replays;
+ *   one for a superseded trajectory is counted `superseded` and credits nothing (the resumed one holds the unit).
  * - An unknown trajectory or a hash the gateway never saw is counted (`unknown`, `unmatched`) and ignored.
- * - A hash several trajectories ended with (one-step episodes of one task, deterministic agents) is credited at arm
- *   level when they all sit in one arm of one experiment (`arm_level`, once per episode), and otherwise counted as
- *   `ambiguous`, never guessed.
+ * A dry run decides the same way from the marks as they are, writing nothing, and lists each item's match.
  */
 import type { Claims, Counters } from '../state/types.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { countersKey, field, keyCountersKey, keyField, keys, OUTCOME_COUNTERS_KEY, parseTrajectoryRecord, type KeySum, type TrajectoryRecord } from './keys.js';
+import { lastStepOf } from './replay.js';
 
 export type Outcome = { success: boolean } | { score: number };
 export type OutcomeItem =
   | { trajectory: string; outcome: Outcome }
   | { traceHash: string; episode: string; outcome: Outcome };
 
-export const OUTCOME_RESULTS = ['accepted', 'duplicate', 'conflict', 'unknown', 'arm_level', 'ambiguous', 'unmatched'] as const;
+export const OUTCOME_RESULTS = ['accepted', 'duplicate', 'conflict', 'replay', 'superseded', 'unknown', 'ambiguous', 'unmatched'] as const;
 export type OutcomeResult = (typeof OUTCOME_RESULTS)[number];
+
+/** What one outcome matched, listed by a dry run. */
+export interface OutcomeMatch {
+  episode: string | null;
+  trajectory: string | null;
+  arm: string | null;
+  outcome: Outcome;
+  result: OutcomeResult;
+}
 
 export interface OutcomeSummary {
   received: number;
   results: Record<OutcomeResult, number>;
+  /** A dry run's per-item matches (nothing was credited). */
+  dry_run?: OutcomeMatch[];
 }
 
 const HEX32 = /^[0-9a-f]{32}$/;
@@ -39,8 +57,9 @@ function at(i: number, what: string): string {
  * The outcomes of a body, or the first problem with its location. Bounded: at most `max` outcomes, each checked
  * in constant work.
  */
-export function parseOutcomes(body: unknown, max: number): { ok: true; items: OutcomeItem[] } | { ok: false; problem: string } {
+export function parseOutcomes(body: unknown, max: number): { ok: true; items: OutcomeItem[]; dryRun: boolean } | { ok: false; problem: string } {
   if (!isJsonObject(body)) return { ok: false, problem: 'the body must be a JSON object {"outcomes": [...]}' };
+  if (body.dry_run !== undefined && typeof body.dry_run !== 'boolean') return { ok: false, problem: 'dry_run: expected true or false' };
   const list = body.outcomes;
   if (!Array.isArray(list)) return { ok: false, problem: 'outcomes: expected a list' };
   if (list.length > max) return { ok: false, problem: `outcomes: ${list.length} outcomes, more than experiments.outcomes_max (${max}); post them in parts` };
@@ -62,7 +81,7 @@ export function parseOutcomes(body: unknown, max: number): { ok: true; items: Ou
       items.push({ traceHash: r.trace_hash, episode, outcome });
     } else return { ok: false, problem: at(i, 'needs "trajectory" or "trace_hash"') };
   }
-  return { ok: true, items };
+  return { ok: true, items, dryRun: body.dry_run === true };
 }
 
 function encode(o: Outcome): string {
@@ -70,12 +89,8 @@ function encode(o: Outcome): string {
 }
 
 
-/**
- * The outcome's increments: the arm's, its stratum's, and its key's when the key is the unit. An arm-level
- * credit (an ambiguous set whose candidates all have one arm) goes to the first candidate's stratum and key,
- * which may not be the episode's own: `arm_level` counts those.
- */
-function credit(store: Counters & Claims, rec: TrajectoryRecord, o: Outcome, armLevel: boolean): void {
+/** The outcome's increments: the arm's, its stratum's, and its key's when the key is the unit. */
+function credit(store: Counters & Claims, rec: TrajectoryRecord, o: Outcome): void {
   const key = countersKey(rec.agent, rec.route, rec.experiment);
   const incr = (f: string, by = 1): void => {
     store.incr(key, f, by);
@@ -98,23 +113,59 @@ function credit(store: Counters & Claims, rec: TrajectoryRecord, o: Outcome, arm
     perKey('scn', 1);
     perKey('scs', o.score);
   }
-  if (armLevel) store.incr(key, field.outcomeArmLevel(rec.arm));
 }
 
-/** Sets `markKey` once to the outcome and credits `rec` the first time. */
-async function creditOnce(store: Counters & Claims, markKey: string, rec: TrajectoryRecord, o: Outcome, ttlMs: number, armLevel: boolean): Promise<OutcomeResult> {
-  const value = encode(o);
-  const mark = await store.claim(markKey, value, ttlMs);
-  if (mark.first) {
-    credit(store, rec, o, armLevel);
-    return armLevel ? 'arm_level' : 'accepted';
+/**
+ * Set-once marks as a post sees them: claimed in the store, or for a dry run read from it and claimed only in
+ * this post (so a dry run of a whole directory matches one to one as the real post would).
+ */
+class Marks {
+  private readonly local = new Map<string, string>();
+
+  constructor(
+    private readonly store: Counters & Claims,
+    private readonly ttlMs: number,
+    readonly dry: boolean,
+  ) {}
+
+  async claim(key: string, value: string): Promise<{ first: boolean; value: string }> {
+    if (!this.dry) return this.store.claim(key, value, this.ttlMs);
+    const held = this.local.get(key) ?? (await this.store.readClaim(key));
+    if (held !== undefined) return { first: false, value: held };
+    this.local.set(key, value);
+    return { first: true, value };
   }
-  return mark.value === value ? 'duplicate' : 'conflict';
+
+  read(key: string): Promise<string | undefined> | string | undefined {
+    return this.local.get(key) ?? this.store.readClaim(key);
+  }
 }
 
-async function byHash(store: Counters & Claims, hash: string, episode: string, o: Outcome, ttlMs: number): Promise<OutcomeResult> {
+type Matched = { result: OutcomeResult; trajectory?: string; rec?: TrajectoryRecord };
+
+/** Credits `id` (record `rec`) with `o` once. */
+async function creditOnce(marks: Marks, id: string, rec: TrajectoryRecord, o: Outcome): Promise<Matched> {
+  const mark = await marks.claim(keys.outcome(id), encode(o));
+  if (mark.first) return { result: 'accepted', trajectory: id, rec };
+  return { result: mark.value === encode(o) ? 'duplicate' : 'conflict', trajectory: id, rec };
+}
+
+/** An outcome posted by trajectory id: a replay's credits what it replays, a superseded one's nothing. */
+async function byId(marks: Marks, store: Counters & Claims, id: string, o: Outcome): Promise<Matched> {
+  if ((await store.readClaim(keys.superseded(id))) !== undefined) return { result: 'superseded', trajectory: id };
+  const rec = parseTrajectoryRecord(await store.readClaim(keys.trajectory(id)));
+  if (rec !== undefined) return creditOnce(marks, id, rec, o);
+  const original = await store.readClaim(keys.replayOf(id));
+  if (original === undefined) return { result: 'unknown', trajectory: id };
+  // The original may itself have been taken over by a resumed trajectory: that one holds the unit now.
+  const holder = (await store.readClaim(keys.superseded(original))) ?? original;
+  const orec = parseTrajectoryRecord(await store.readClaim(keys.trajectory(holder)));
+  return orec === undefined ? { result: 'unknown', trajectory: id } : creditOnce(marks, holder, orec, o);
+}
+
+async function byHash(marks: Marks, store: Counters & Claims, hash: string, episode: string, o: Outcome): Promise<Matched> {
   const members = await store.readSet(keys.hash(hash));
-  if (members.length === 0) return 'unmatched';
+  if (members.length === 0) return { result: 'unmatched' };
   const stepsOf = new Map<string, number[]>();
   for (const m of members) {
     const colon = m.lastIndexOf(':');
@@ -123,39 +174,73 @@ async function byHash(store: Counters & Claims, hash: string, episode: string, o
     list.push(Number(m.slice(colon + 1)));
     stepsOf.set(id, list);
   }
-  // An episode ends where its trajectory's last step did: prefer trajectories whose last step has this hash.
+  // Superseded trajectories are no units; an episode ends where its trajectory's last step did.
   const seen = await Promise.all(
     [...stepsOf].map(async ([id, steps]) => {
-      const last = Math.max(...(await store.readSet(keys.steps(id))).map((m) => Number(m.split('|', 1)[0])));
-      return { id, ended: steps.includes(last) };
+      const [last, sup] = await Promise.all([store.readSet(keys.steps(id)), store.readClaim(keys.superseded(id))]);
+      return { id, ended: steps.includes(lastStepOf(last)), superseded: sup !== undefined };
     }),
   );
-  const ended = seen.filter((t) => t.ended).map((t) => t.id);
-  const candidates = ended.length > 0 ? ended : seen.map((t) => t.id);
+  const units = seen.filter((t) => !t.superseded);
+  // Only the prefix of an episode a resumed trajectory took over (a crashed run's partial episode): no unit.
+  if (units.length === 0) return { result: 'superseded', ...(seen[0] === undefined ? {} : { trajectory: seen[0].id }) };
+  const ended = units.filter((t) => t.ended);
+  const candidates = (ended.length > 0 ? ended : units).map((t) => t.id).sort();
   const records = await Promise.all(candidates.map(async (id) => ({ id, rec: parseTrajectoryRecord(await store.readClaim(keys.trajectory(id))) })));
   const known = records.flatMap((r) => (r.rec === undefined ? [] : [{ id: r.id, rec: r.rec }]));
   const [first] = known;
-  if (first === undefined) return 'unmatched';
-  if (candidates.length === 1) return creditOnce(store, keys.outcome(first.id), first.rec, o, ttlMs, false);
+  if (first === undefined) return { result: 'unmatched' };
   const f = first.rec;
-  const oneArm = known.length === candidates.length && known.every(({ rec: r }) => r.agent === f.agent && r.route === f.route && r.experiment === f.experiment && r.arm === f.arm);
-  if (!oneArm) return 'ambiguous';
-  return creditOnce(store, keys.episodeOutcome(hash, episode), f, o, ttlMs, true);
+  const oneArm = known.every(({ rec: r }) => r.agent === f.agent && r.route === f.route && r.experiment === f.experiment && r.arm === f.arm);
+  if (!oneArm) return { result: 'ambiguous' };
+  // The same episode posted again (the same directory imported twice) is a duplicate, whatever it matched.
+  const episodeMark = keys.episodeOutcome(hash, episode);
+  const before = await marks.read(episodeMark);
+  if (before !== undefined) {
+    const [value = '', id] = before.split('>');
+    const rec = known.find((k) => k.id === id)?.rec;
+    return { result: value === encode(o) ? 'duplicate' : 'conflict', ...(id === undefined || id === '' ? {} : { trajectory: id }), ...(rec === undefined ? {} : { rec }) };
+  }
+  let same: { id: string; rec: TrajectoryRecord } | undefined;
+  for (const k of known) {
+    const m = await creditOnce(marks, k.id, k.rec, o);
+    if (m.result === 'accepted') {
+      await marks.claim(episodeMark, `${encode(o)}>${k.id}`);
+      return m;
+    }
+    if (m.result === 'duplicate') same ??= k;
+  }
+  // Every trajectory with this trace has its outcome: a rerun's episode the cache replayed, or a contradiction.
+  if (same === undefined) return { result: 'conflict', trajectory: first.id, rec: f };
+  await marks.claim(episodeMark, `${encode(o)}>${same.id}`);
+  return { result: 'replay', trajectory: same.id, rec: same.rec };
 }
 
-/** Credits every outcome; returns how each was taken. Never throws for a bad outcome (parseOutcomes checked them). */
-export async function postOutcomes(store: Counters & Claims, items: readonly OutcomeItem[], ttlMs: number, onResult?: (r: OutcomeResult) => void): Promise<OutcomeSummary> {
-  const results: Record<OutcomeResult, number> = { accepted: 0, duplicate: 0, conflict: 0, unknown: 0, arm_level: 0, ambiguous: 0, unmatched: 0 };
+/**
+ * Credits every outcome (or, `dryRun`, says what it would credit); returns how each was taken. Never throws for a
+ * bad outcome (parseOutcomes checked them).
+ */
+export async function postOutcomes(
+  store: Counters & Claims,
+  items: readonly OutcomeItem[],
+  ttlMs: number,
+  onResult?: (r: OutcomeResult) => void,
+  dryRun = false,
+): Promise<OutcomeSummary> {
+  const results = Object.fromEntries(OUTCOME_RESULTS.map((r) => [r, 0])) as Record<OutcomeResult, number>; // every key set just above
+  const marks = new Marks(store, ttlMs, dryRun);
+  const listed: OutcomeMatch[] = [];
   for (const item of items) {
-    let r: OutcomeResult;
-    if ('trajectory' in item) {
-      const rec = parseTrajectoryRecord(await store.readClaim(keys.trajectory(item.trajectory)));
-      r = rec === undefined ? 'unknown' : await creditOnce(store, keys.outcome(item.trajectory), rec, item.outcome, ttlMs, false);
-    } else r = await byHash(store, item.traceHash, item.episode, item.outcome, ttlMs);
-    results[r]++;
-    store.incr(OUTCOME_COUNTERS_KEY, r);
-    onResult?.(r);
+    const m = 'trajectory' in item ? await byId(marks, store, item.trajectory, item.outcome) : await byHash(marks, store, item.traceHash, item.episode, item.outcome);
+    if (m.result === 'accepted' && m.rec !== undefined && !dryRun) credit(store, m.rec, item.outcome);
+    results[m.result]++;
+    if (dryRun) {
+      listed.push({ episode: 'episode' in item ? item.episode : null, trajectory: m.trajectory ?? null, arm: m.rec?.arm ?? null, outcome: item.outcome, result: m.result });
+    } else {
+      store.incr(OUTCOME_COUNTERS_KEY, m.result);
+      onResult?.(m.result);
+    }
   }
   await store.flush();
-  return { received: items.length, results };
+  return { received: items.length, results, ...(dryRun ? { dry_run: listed } : {}) };
 }

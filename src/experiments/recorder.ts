@@ -23,13 +23,15 @@ import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { CappedLists, Claims, Counters, SharedValues, StoreHealth } from '../state/types.js';
-import { boundCountersKey, countersKey, field, keyCountersKey, keys } from './keys.js';
+import { boundCountersKey, countersKey, field, keyCountersKey, keys, parseTrajectoryRecord, type TrajectoryRecord } from './keys.js';
+import { endOfReplay, lastStepOf, replayStep, type CacheHit } from './replay.js';
+import { hmacSigner, loadTagSecret } from './tag-signer.js';
+import { hasFlag, withFlag, type TagSigner, type TrajectoryState } from '../protocol/memory-tag.js';
 import { Lifetimes } from './lifetime.js';
 import { countBatch } from './step-counts.js';
 import { isExperiment, routeIndex, trajectoryArm, type StepDecision } from './step-decision.js';
 import { StepIndex } from './step-index.js';
 import { TrajectoryBound } from './trajectory-bound.js';
-import { hasFlag, withFlag, type TrajectoryState } from '../protocol/memory-tag.js';
 import { advance, forkedId, forkStart, requestKey, stepFeedback } from './trajectory.js';
 import { keyId, MISSING_VALUE, UnitSlots, valueText } from './units.js';
 import { compileInputPath } from '../routing/match.js';
@@ -39,7 +41,7 @@ import type { GatewayConfig } from '../config/schema.js';
 type ExperimentsConfig = GatewayConfig['experiments'];
 
 /** The store's ports the experiments use: counters, claims (marks, index, slots), lists (history), shared values (epochs). */
-export type ExperimentsStore = Counters & Claims & CappedLists & SharedValues & Pick<StoreHealth, 'kind'>;
+export type ExperimentsStore = Counters & Claims & CappedLists & SharedValues & Pick<StoreHealth, 'kind' | 'stats'>;
 
 /** What the recorder and the report read from the gateway, late-bound so a config reload is seen at once. */
 export interface ExperimentsHost {
@@ -102,6 +104,35 @@ export class Experiments {
     return done;
   }
 
+  private signerFor: { secret: string | undefined; store: ExperimentsStore; signer: Promise<TagSigner> } | undefined;
+
+  /**
+   * The signer of memory tags (tag-signer.ts), loaded once per configured secret and store. Undefined while the
+   * store cannot give a shared secret: tags are then neither signed nor checked, and the recorder counts nothing
+   * (its own store writes fail the same way).
+   */
+  async tagSigner(): Promise<TagSigner | undefined> {
+    const { store, current } = this.host();
+    const secret = current.config.experiments.tag_secret;
+    if (this.signerFor === undefined || this.signerFor.secret !== secret || this.signerFor.store !== store) {
+      this.signerFor = { secret, store, signer: loadTagSecret(secret, process.env, store).then(hmacSigner) };
+    }
+    const pending = this.signerFor;
+    try {
+      const signer = await pending.signer;
+      this.signerWarned = false;
+      return signer;
+    } catch (err) {
+      if (this.signerFor === pending) this.signerFor = undefined; // tried again on the next batch
+      // Once per outage, not per batch.
+      if (!this.signerWarned) this.log?.warn({ err }, 'memory tag secret unavailable: tags are neither signed nor checked until the store answers');
+      this.signerWarned = true;
+      return undefined;
+    }
+  }
+
+  private signerWarned = false;
+
   /** Resolves once this process's index writes so far are in the store. */
   async settled(): Promise<void> {
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
@@ -116,22 +147,23 @@ export class Experiments {
    * The trajectory members of each experiment input of `plan` (set on the plan) and what counts. Never throws and
    * never fails the batch: on a store failure the inputs go out without trajectory members and are not counted.
    */
-  async begin(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, excluded: boolean): Promise<StepDecision[]> {
+  async begin(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, excluded: boolean, hits?: ReadonlyMap<number, CacheHit>): Promise<StepDecision[]> {
     if (excluded) return [];
     try {
-      return await this.decide(compiled, request, plan);
+      return await this.decide(compiled, request, plan, hits);
     } catch (err) {
       this.log?.warn({ err }, 'experiment accounting failed for a batch');
       return [];
     }
   }
 
-  private async decide(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan): Promise<StepDecision[]> {
+  private async decide(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, hits: ReadonlyMap<number, CacheHit> | undefined): Promise<StepDecision[]> {
     const { store, current } = this.host();
     const { experiments: cfg } = current.config;
     const ttlMs = cfg.index_ttl_s * 1000;
     const routes = routeIndex(compiled);
     const agent = compiled.agent;
+    const signer = await this.tagSigner();
     const work: Promise<StepDecision | undefined>[] = [];
     for (const p of plan.inputs) {
       const route = routes.get(p.route);
@@ -142,33 +174,73 @@ export class Experiments {
           const experiment = await this.lifetimes.id(store, agent, route);
           const previous = p.tag !== undefined && p.tag.route === p.route ? p.tag.trajectory : undefined;
           const continuing = previous !== undefined;
+          const hit = hits?.get(p.index);
+          // A new trajectory the cache answers takes the arm that produced the answer, and stays there.
+          if (hit !== undefined && !continuing && route.kind === 'split' && route.members.some((m) => m.name === hit.backend)) p.arm = hit.arm ?? hit.backend;
           const arm = trajectoryArm(route, p, continuing);
           if (arm === undefined) return undefined;
           const key = requestKey(cfg.salt, request.request_id, input.id);
           const instruction = input.instruction;
           const feedback = stepFeedback(instruction);
+          const sign = (t: TrajectoryState): TrajectoryState => ({ ...t, signer });
+          if (p.rejectedTag !== undefined || hasFlag(previous, 'r')) {
+            // Not trusted (docs/experiments.md#signed-tags): a trajectory of its own that is never counted, so
+            // an edited tag cannot move a unit, add one, or inflate one; the rejection is counted once.
+            const state = sign(withFlag(advance(previous, { id: key, experiment }, instruction, feedback), 'r'));
+            p.trajectory = state;
+            const first = p.rejectedTag === undefined ? false : (await store.claim(keys.step(state.id, state.step), key, ttlMs)).first;
+            const base = { index: p.index, route, arm, experiment, state, base: ZERO, counted: false, newUnit: false, cached: hit !== undefined, keyless: false, keysOver: false };
+            return first && p.rejectedTag !== undefined ? { ...base, rejected: p.rejectedTag } : base;
+          }
           const boundKey = boundCountersKey(agent, route.name, experiment);
-          if (hasFlag(previous, 'o')) return this.leftOut(p, advance(previous, { id: key, experiment }, instruction, feedback), undefined);
+          if (hasFlag(previous, 'o')) return this.leftOut(p, sign(advance(previous, { id: key, experiment }, instruction, feedback)), undefined);
           if (!continuing && !(await this.bound.admit(store, boundKey, cfg.max_trajectories))) {
-            return this.leftOut(p, advance(undefined, { id: key, experiment }, instruction, feedback), { agent, route: route.name, experiment, arm });
+            return this.leftOut(p, sign(advance(undefined, { id: key, experiment }, instruction, feedback)), { agent, route: route.name, experiment, arm });
           }
           const unit = continuing ? undefined : await this.newUnit(store, cfg, agent, route, p, input, experiment, key, ttlMs);
-          let state = advance(previous, { id: key, experiment, ...unit?.members }, instruction, feedback);
+          const common = { index: p.index, route, arm, cached: hit !== undefined, keyless: unit?.keyless === true, keysOver: unit?.keysOver === true };
+          const advanced = advance(previous, { id: key, experiment, ...unit?.members }, instruction, feedback);
+          const { replay: _was, ...live } = advanced;
+
+          let step = replayStep(previous, experiment, hit);
+          let inherit: { id: string; record: TrajectoryRecord } | undefined;
+          if (step.kind === 'ended') {
+            const resolved = await this.endReplay(store, step, ttlMs, advanced.id);
+            if (resolved.kind === 'continue') step = { kind: 'replay', of: resolved.of };
+            else if (resolved.kind === 'supersede') inherit = resolved.inherit;
+          }
+          if (step.kind === 'replay') {
+            // Not counted: the original's steps were. An outcome posted for this id credits the original.
+            const state = sign({ ...advanced, replay: step.of });
+            p.trajectory = state;
+            this.track(store.claim(keys.replayOf(state.id), step.of, ttlMs));
+            return { ...common, experiment: state.experiment, state, base: ZERO, counted: false, newUnit: false, replay: { of: step.of, first: !continuing } };
+          }
+          let state: TrajectoryState = live;
           let base = previous ?? ZERO;
           let newUnit = !continuing;
+          if (step.kind === 'ended' && inherit === undefined) {
+            // Diverged from a finished prefix: a unit of its own, counted with the whole history it carries.
+            base = ZERO;
+            newUnit = true;
+          }
           let mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
           if (!mark.first && mark.value !== key && previous !== undefined) {
             // A fork: the same (trajectory, step) continued by another request. It goes on as a trajectory of its
             // own that counts only what comes after the fork (docs/experiments.md#forks).
             state = advance(forkStart(previous, forkedId(previous.id, key)), { id: key, experiment }, instruction, feedback);
-            if (!(await this.bound.admit(store, boundKey, cfg.max_trajectories))) return this.leftOut(p, state, { agent, route: route.name, experiment, arm });
+            const { replay: _r, ...forked } = state;
+            state = forked;
+            if (!(await this.bound.admit(store, boundKey, cfg.max_trajectories))) return this.leftOut(p, sign(state), { agent, route: route.name, experiment, arm });
             base = ZERO;
             newUnit = true;
+            inherit = undefined;
             mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
           }
           const counted = mark.first;
+          state = sign(state);
           p.trajectory = state;
-          const d: StepDecision = { index: p.index, route, experiment: state.experiment, arm, state, base, counted, newUnit, keyless: unit?.keyless === true, keysOver: unit?.keysOver === true };
+          const d: StepDecision = { ...common, experiment: state.experiment, state, base, counted, newUnit, ...(inherit === undefined ? {} : { supersedes: inherit }) };
           if (counted) this.track(this.stepIndex.write(store, agent, d, cfg));
           if (counted && newUnit && p.drawnArm !== undefined) {
             return { ...d, rerouted: { from: p.drawnArm, why: this.whyUnservable(p.drawnArm) } };
@@ -177,8 +249,36 @@ export class Experiments {
         })(),
       );
     }
-    const decided = await Promise.all(work);
-    return decided.filter((d): d is StepDecision => d !== undefined);
+    const decided = (await Promise.all(work)).filter((d): d is StepDecision => d !== undefined);
+    const rejected = decided.filter((d) => d.rejected !== undefined);
+    if (rejected.length > 0) {
+      this.log?.warn(
+        { agent, request_id: request.request_id, rejected_tags: rejected.length, reasons: [...new Set(rejected.map((d) => d.rejected))], routes: [...new Set(rejected.map((d) => d.route.name))] },
+        'memory tags not trusted: those inputs start new trajectories that are never counted (docs/experiments.md#signed-tags)',
+      );
+    }
+    return decided;
+  }
+
+  /**
+   * Where a replay that ended goes (replay.ts endOfReplay): on as a replay of the trajectory that took the
+   * original over, or `trajectory` takes the original over (set once: of two resumed copies, one does), or a new unit.
+   */
+  private async endReplay(
+    store: ExperimentsStore,
+    ended: { of: string; replayed: number; next?: string },
+    ttlMs: number,
+    trajectory: string,
+  ): Promise<{ kind: 'continue'; of: string } | { kind: 'supersede'; inherit: { id: string; record: TrajectoryRecord } } | { kind: 'diverge' }> {
+    const successor = await store.readClaim(keys.superseded(ended.of));
+    const last = lastStepOf(await store.readSet(keys.steps(successor ?? ended.of)));
+    const how = endOfReplay(ended, successor, last);
+    if (how === 'continue' && successor !== undefined) return { kind: 'continue', of: successor };
+    if (how !== 'supersede') return { kind: 'diverge' };
+    const record = parseTrajectoryRecord(await store.readClaim(keys.trajectory(ended.of)));
+    if (record === undefined) return { kind: 'diverge' };
+    const took = await store.claim(keys.superseded(ended.of), trajectory, ttlMs);
+    return took.first || took.value === trajectory ? { kind: 'supersede', inherit: { id: ended.of, record } } : { kind: 'diverge' };
   }
 
   /**

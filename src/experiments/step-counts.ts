@@ -3,7 +3,8 @@
  * fire-and-forget, batched by the store) per experiment and arm, from what `begin` decided for each input. The unit
  * sums K, Σs, Σn, Σs², Σn², Σs·n are increments from the tag's previous s and n, so they are idempotent with the
  * step marks; then steps, stages, trajectories with an env error / failure reason / error candidate / crossover,
- * rerouted new trajectories (for the SRM cause), cached steps, candidates, latency. Env feedback also feeds
+ * rerouted new trajectories (for the SRM cause), cached steps, replays, superseded trajectories, rejected tags,
+ * candidates, latency. Env feedback also feeds
  * `magma_gateway_execution_feedback_total` by the tag the input arrived with, on every route.
  */
 import type { BatchResult } from '../dispatch/batch.js';
@@ -33,21 +34,22 @@ export interface CountSink {
 export function countBatch(sink: CountSink, compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, result: BatchResult, decisions: readonly StepDecision[]): void {
   feedbackMetric(sink.metrics, compiled, request, plan);
   const offsets = outputOffsets(request, result);
-  for (const d of decisions) if (d.counted) countStep(sink, compiled.agent, request, result, d, offsets);
+  for (const d of decisions) {
+    const key = countersKey(compiled.agent, d.route.name, d.experiment);
+    // Steps the response cache served: counted below like live ones unless they replay another trajectory's.
+    if (d.cached) sink.store.incr(key, field.cached(d.arm), 1);
+    if (d.replay?.first === true) sink.store.incr(key, field.replays(d.arm), 1);
+    if (d.rejected !== undefined) {
+      sink.store.incr(key, field.rejectedTags(d.arm), 1);
+      sink.metrics.rejectedTags.inc({ agent: compiled.agent, route: d.route.name, reason: d.rejected });
+    }
+    if (d.counted) countStep(sink, compiled.agent, request, result, d, offsets);
+  }
   countLatency(sink.store, compiled, result, decisions);
 }
 
 function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest, result: BatchResult, d: StepDecision, offsets: readonly number[]): void {
   const { store, metrics } = sink;
-  // The place for steps the response cache served: they were counted when first computed, on the arm and in the
-  // experiment of the tag the cached candidates carry (a resumed trajectory keeps the first run's arm).
-  if (result.cached?.has(d.index) === true) {
-    const first = result.outputs[offsets[d.index] ?? -1];
-    const tag = first === undefined ? undefined : candidateTag(first);
-    const arm = (tag === undefined ? undefined : armOf(d.route, tag)) ?? d.arm;
-    store.incr(countersKey(agent, d.route.name, tag?.trajectory?.experiment ?? d.experiment), field.cached(arm), 1);
-    return;
-  }
   const key = countersKey(agent, d.route.name, d.experiment);
   const incr = (f: string, by = 1): void => {
     if (by !== 0) store.incr(key, f, by);
@@ -59,6 +61,7 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
     incr(f, by);
     if (st !== undefined) incr(field.inStratum(st, f), by);
   };
+  if (d.supersedes !== undefined) incr(field.superseded(arm));
   if (d.newUnit) {
     unitIncr(field.units(arm));
     metrics.trajectoriesStarted.inc({ agent, route: d.route.name, arm });

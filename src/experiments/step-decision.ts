@@ -2,7 +2,8 @@
  * What `begin` decides for one input of an experiment route (docs/experiments.md): the trajectory state, whether the
  * step counts, and the arm it is credited to; with the route lookup and the arm rules both halves of the recorder use.
  */
-import type { MemoryTag, TrajectoryState } from '../protocol/memory-tag.js';
+import type { MemoryTag, TagRejection, TrajectoryState } from '../protocol/memory-tag.js';
+import type { TrajectoryRecord } from './keys.js';
 import type { CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 
 /** What `begin` decided for one input, which `recordBatch` counts. */
@@ -22,6 +23,14 @@ export interface StepDecision {
   /** A new unit whose key came after experiments.max_keys: left out of the key-unit sums. */
   readonly keysOver: boolean;
   readonly rerouted?: { from: string; why: 'not_ready' | 'ejected' };
+  /** The response cache answered the step. */
+  readonly cached: boolean;
+  /** A step of a replay of this trajectory (docs/experiments.md#replays-and-resumed-episodes): not counted; `first` at its step 1. */
+  readonly replay?: { of: string; first: boolean };
+  /** The trajectory this one took over (a resumed episode), with its record: its unit is now this one's. */
+  readonly supersedes?: { id: string; record: TrajectoryRecord };
+  /** The tag the input arrived with was not trusted: it starts an uncounted trajectory; set on the first such step only. */
+  readonly rejected?: TagRejection;
 }
 
 /** Routes by name, built once per compiled config (the hot path looks a route up per input). */

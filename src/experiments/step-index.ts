@@ -1,7 +1,7 @@
 /**
  * The outcome index of a counted step (docs/experiments.md#outcomes-from-bench): the trace hash an imported episode is matched
- * by, the trajectory's step set (its last step is the export row), and for a new unit the records that credit its
- * arm and list its experiment. Written once per counted step; the experiment's record once per process.
+ * by, the trajectory's step set (its last step is the export row), and for a new unit (or one that took a
+ * superseded trajectory's over) the records that credit its arm and list its experiment. Written once per counted step; the experiment's record once per process.
  */
 import type { Claims, SharedValues } from '../state/types.js';
 import type { TrajectoryState } from '../protocol/memory-tag.js';
@@ -35,6 +35,12 @@ export class StepIndex {
       store.addToSet(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, cfg.hash_candidates_max),
       store.addToSet(keys.steps(state.id), stepMember(state), ttlMs, MAX_STEPS_INDEXED),
     ];
+    if (d.supersedes !== undefined) {
+      // The resumed trajectory takes the superseded one's unit over: its record (arm, experiment, stratum, key,
+      // start), its place in the export; the superseded one's claim `x:sup:` (recorder.ts) leaves it out.
+      writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories));
+      writes.push(store.claim(keys.trajectory(state.id), JSON.stringify(d.supersedes.record), ttlMs));
+    }
     if (d.newUnit) {
       writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories));
       const at = this.now().toISOString();

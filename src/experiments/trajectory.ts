@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { intKey } from '../protocol/json/exact-json.js';
-import { TAG_MAX_COUNT, withFlag, type TrajectoryState } from '../protocol/memory-tag.js';
+import { MAX_LINES_PER_STEP, TAG_MAX_COUNT, withFlag, type TrajectoryState } from '../protocol/memory-tag.js';
 import { parseEnvFeedback } from './feedback.js';
 import { nextTraceHash, TRACE_HASH_SEED, traceRole } from './trace-hash.js';
 
@@ -50,12 +50,17 @@ export interface StepFeedback {
   failureReason: boolean;
 }
 
+/**
+ * What one instruction adds to a trajectory's counters. At most MAX_LINES_PER_STEP robot lines per step (the
+ * successes first), so the counters stay within what the tag check accepts (docs/experiments.md#signed-tags).
+ */
 export function stepFeedback(instruction: StepInstruction): StepFeedback {
   if (instruction.type !== 'env') return { succeeded: 0, lines: 0, envError: false, failureReason: false };
   const c = parseEnvFeedback(instruction.content);
+  const succeeded = Math.min(MAX_LINES_PER_STEP, c.tool_succeeded);
   return {
-    succeeded: c.tool_succeeded,
-    lines: c.tool_succeeded + c.tool_failed,
+    succeeded,
+    lines: Math.min(MAX_LINES_PER_STEP, c.tool_succeeded + c.tool_failed),
     envError: c.env_error > 0,
     failureReason: c.failure_reason > 0,
   };

@@ -8,6 +8,7 @@
 import type { FastifyInstance } from 'fastify';
 import { summarizeConfig } from '../config/summary.js';
 import { configWarnings, formatWarning } from '../config/warnings.js';
+import { TAG_SECRET_ENV, tagSecretSource } from '../experiments/tag-signer.js';
 
 function listenUrls(app: FastifyInstance): string[] {
   const scheme = app.gateway.current.config.server.tls === undefined ? 'http' : 'https';
@@ -41,6 +42,15 @@ export function logStartSummary(app: FastifyInstance, probed: boolean): void {
       `${backends} backend${backends === 1 ? '' : 's'} (${s.replicas} replica${s.replicas === 1 ? '' : 's'}), store ${s.store}${clients}`,
   );
   for (const w of configWarnings(config)) app.log.warn({ path: w.path }, `config warning: ${formatWarning(w)}`);
+  // Memory tags are signed (docs/experiments.md#signed-tags): a per-process secret does not survive a restart.
+  const experiments = runtime.agents.all.some((a) => a.routes.routes.some((r) => r.kind !== 'backend'));
+  if (experiments && tagSecretSource(config.experiments.tag_secret, process.env, config.state.redis === undefined ? 'memory' : 'redis') === 'process') {
+    // Worded without the config key's name: the log never holds the word a password check looks for.
+    app.log.warn(
+      { docs: 'docs/experiments.md#signed-tags' },
+      `memory tags are signed with a key made at this start: after a restart, trajectories in flight start again as new ones (give every start the same key: ${TAG_SECRET_ENV}, or the experiments section of the config)`,
+    );
+  }
   if (!probed) return;
   for (const [name, b] of runtime.upstreams.backends) {
     for (const r of b.replicas) {

@@ -8,12 +8,16 @@
  * Shape, in the order it is written:
  *   {"backend", "route", "arm"?,                                       where the candidate came from (stickiness)
  *    "trajectory", "experiment", "step", "s", "n", "stages", "hash", "flags",   on experiment routes only
- *    "stratum"?, "key"?}                                                 on stratified / assign_by experiments
+ *    "stratum"?, "key"?,                                                 on stratified / assign_by experiments
+ *    "replay"?, "sig"}                                                   a replay's original; the signature
  * The trajectory members are what the experiment recorder needs to make its increments idempotent and to see forks:
  * the trajectory's id (what outcomes name), the experiment it was assigned in, how many steps it had, its running
  * tool-success sums (s robot lines succeeded of n), the stages completed, the running hash of the instructions it
  * received (what `outcomes import` joins BENCH episodes by) and set-once flags. The tag stays small and bounded
- * (about 250 bytes): every member is a bounded number, a fixed-length hex string or a few flag letters.
+ * (about 300 bytes): every member is a bounded number, a fixed-length hex string or a few flag letters. The
+ * gateway signs the route, arm and trajectory members (docs/experiments.md#signed-tags): a TrajectoryState the
+ * recorder made carries the signer (which holds the secret) that signs it when written, and planning checks a tag
+ * read back with the same signer (tagRejection).
  *
  * Memory comes from clients, so a damaged tag costs only what it carries: a tag whose trajectory members are
  * malformed is read without them (stickiness kept, the trajectory counted as a new one).
@@ -24,11 +28,12 @@ import type { JsonObject } from './types.js';
 
 /**
  * Set-once facts about a trajectory, one letter each: `e` an env input carried an `error`, `f` a `failure_reason`,
- * `c` the gateway returned an error candidate for it, `x` a step was served by another backend than its arm, `o` it
- * started after its experiment held experiments.max_trajectories and is left out (never counted nor stored).
+ * `c` the gateway returned an error candidate for it, `x` a step was served by another backend than its arm, `r`
+ * it began from a tag the gateway did not trust (docs/experiments.md#signed-tags): none of its steps is counted; `o`
+ * it started after its experiment held experiments.max_trajectories and is left out (never counted nor stored).
  */
-export type TrajectoryFlag = 'e' | 'f' | 'c' | 'x' | 'o';
-const FLAG_ORDER: readonly TrajectoryFlag[] = ['e', 'f', 'c', 'x', 'o'];
+export type TrajectoryFlag = 'e' | 'f' | 'c' | 'x' | 'r' | 'o';
+const FLAG_ORDER: readonly TrajectoryFlag[] = ['e', 'f', 'c', 'x', 'r', 'o'];
 
 /** The experiment members of a tag (docs/experiments.md#the-trajectory-in-the-tag). */
 export interface TrajectoryState {
@@ -51,6 +56,20 @@ export interface TrajectoryState {
   readonly stratum?: number;
   /** 16 hex digits: the assign_by key the trajectory's unit is, when the key is a unit of its own. */
   readonly key?: string;
+  /**
+   * While every step so far came from the response cache as the same earlier trajectory's same step: that
+   * trajectory's id (a replay, docs/experiments.md#replays-and-resumed-episodes). Dropped at the first live step.
+   */
+  readonly replay?: string;
+  /** What signs the tag when it is written (set by the experiment recorder, which holds the secret; never read back). */
+  readonly signer?: TagSigner;
+}
+
+/** Signs a tag's canonical text (experiments/tag-signer.ts): an HMAC under a secret every replica shares. */
+export interface TagSigner {
+  sign(text: string): string;
+  /** Whether `sig` is the signature of `text` (a constant-time compare). */
+  verify(text: string, sig: string): boolean;
 }
 
 /**
@@ -62,6 +81,8 @@ export interface MemoryTag {
   route: string;
   arm?: string;
   trajectory?: TrajectoryState;
+  /** The signature read back with a tag that has trajectory members (never set when building one). */
+  sig?: string;
 }
 
 /** Bounds on the numbers a tag may carry: a client cannot make the counters jump by more than this per step. */
@@ -73,7 +94,15 @@ const HEX32 = /^[0-9a-f]{32}$/;
 const HEX64 = /^[0-9a-f]{64}$/;
 const HEX16 = /^[0-9a-f]{16}$/;
 const EXPERIMENT_ID = /^[0-9a-f]{1,32}$/;
-const FLAGS = /^e?f?c?x?o?$/;
+const FLAGS = /^e?f?c?x?r?o?$/;
+/** A signature: 16 bytes of HMAC-SHA256, base64url (22 characters). */
+const SIG = /^[A-Za-z0-9_-]{22}$/;
+
+/**
+ * Robot lines one env input may add to a trajectory's counters (experiments/trajectory.ts caps a step's lines at
+ * it): what makes "counters no step could have produced" checkable from the tag alone.
+ */
+export const MAX_LINES_PER_STEP = 64;
 
 // --- reading a tag from values -------------------------------------------------------------------------------
 
@@ -94,6 +123,7 @@ function trajectoryOf(raw: JsonObject): TrajectoryState | undefined {
     id, experiment, step, s, n, stages, hash, flags,
     ...(typeof stratum === 'number' && Number.isInteger(stratum) && stratum >= 0 && stratum <= TAG_MAX_STRATUM ? { stratum } : {}),
     ...(typeof key === 'string' && HEX16.test(key) ? { key } : {}),
+    ...(typeof raw.replay === 'string' && HEX32.test(raw.replay) ? { replay: raw.replay } : {}),
   };
 }
 
@@ -106,7 +136,41 @@ function tagOfValue(raw: unknown): MemoryTag | undefined {
   if (typeof raw.arm === 'string') tag.arm = raw.arm;
   const trajectory = trajectoryOf(raw);
   if (trajectory !== undefined) tag.trajectory = trajectory;
+  if (typeof raw.sig === 'string' && SIG.test(raw.sig)) tag.sig = raw.sig;
   return tag;
+}
+
+// --- trusting a tag -------------------------------------------------------------------------------------------
+
+/** Why a tag read back is not trusted (docs/experiments.md#signed-tags): counted as `rejected_tags`. */
+export type TagRejection = 'unsigned' | 'signature' | 'counters';
+
+/**
+ * The text a tag's signature covers: the route and arm (so a client cannot move a trajectory between arms) and
+ * every trajectory member. The backend is left out: a fallback legitimately changes it.
+ */
+export function signedText(route: string, arm: string | undefined, t: TrajectoryState): string {
+  return JSON.stringify([route, arm ?? null, t.id, t.experiment, t.step, t.s, t.n, t.stages, t.hash, t.flags, t.stratum ?? null, t.key ?? null, t.replay ?? null]);
+}
+
+/**
+ * Counters one step at a time could have produced: each step adds at most MAX_LINES_PER_STEP robot lines and
+ * one stage. A tag past these was not written by the gateway, whatever its signature says.
+ */
+export function countersPossible(t: TrajectoryState): boolean {
+  return t.s <= t.n && t.n <= t.step * MAX_LINES_PER_STEP && t.stages <= t.step;
+}
+
+/**
+ * Whether a tag read back may be continued: undefined when it may (or carries nothing to trust: no trajectory
+ * and no arm), else why not. Pure; the signer holds the secret.
+ */
+export function tagRejection(tag: MemoryTag, signer: TagSigner): TagRejection | undefined {
+  const t = tag.trajectory;
+  if (t === undefined) return tag.arm === undefined ? undefined : 'unsigned';
+  if (tag.sig === undefined) return 'unsigned';
+  if (!signer.verify(signedText(tag.route, tag.arm, t), tag.sig)) return 'signature';
+  return countersPossible(t) ? undefined : 'counters';
 }
 
 /**
@@ -124,12 +188,6 @@ export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag 
  */
 export function inputMemoryTag(input: { memoryMember(key: string): unknown }, memoryKey: string): MemoryTag | undefined {
   return tagOfValue(input.memoryMember(memoryKey));
-}
-
-/** A tag as JSON.stringify wrote a MemoryTag into a response-cache entry (cache/cache-entry.ts). */
-export function isStoredTag(x: unknown): x is MemoryTag {
-  if (!isJsonObject(x)) return false;
-  return typeof x.backend === 'string' && typeof x.route === 'string' && (x.arm === undefined || typeof x.arm === 'string');
 }
 
 // --- building a tag -------------------------------------------------------------------------------------------
@@ -172,7 +230,7 @@ export function hasFlag(t: TrajectoryState | undefined, flag: TrajectoryFlag): b
 /** A cache key for a tag: equal keys, equal bytes. */
 function tagKey(tag: MemoryTag): string {
   const t = tag.trajectory;
-  const traj = t === undefined ? '' : `${t.id}\u0000${t.experiment}\u0000${t.step}\u0000${t.s}\u0000${t.n}\u0000${t.stages}\u0000${t.hash}\u0000${t.flags}\u0000${t.stratum ?? ''}\u0000${t.key ?? ''}`;
+  const traj = t === undefined ? '' : `${t.id}\u0000${t.experiment}\u0000${t.step}\u0000${t.s}\u0000${t.n}\u0000${t.stages}\u0000${t.hash}\u0000${t.flags}\u0000${t.stratum ?? ''}\u0000${t.key ?? ''}\u0000${t.replay ?? ''}`;
   return `${tag.backend}\u0000${tag.route}\u0000${tag.arm ?? ''}\u0000${tag.arm === undefined ? 0 : 1}\u0000${traj}`;
 }
 
@@ -198,6 +256,8 @@ export function tagValue(tag: MemoryTag): JsonObject {
     v.flags = t.flags;
     if (t.stratum !== undefined) v.stratum = t.stratum;
     if (t.key !== undefined) v.key = t.key;
+    if (t.replay !== undefined) v.replay = t.replay;
+    if (t.signer !== undefined) v.sig = t.signer.sign(signedText(tag.route, tag.arm, t));
   }
   return v;
 }

@@ -3,7 +3,7 @@
  * auth plugin, not here.
  *   GET  /gateway/experiments           the report as JSON, for people (through `magma-gateway report`) and
  *                                       scripts; from the store, so with Redis every replica answers the same
- *   POST /gateway/experiments/outcomes  episode outcomes: {"outcomes": [{"trajectory"|"trace_hash", "success"|"score"}]}
+ *   POST /gateway/experiments/outcomes  episode outcomes: {"outcomes": [{"trajectory"|"trace_hash", "success"|"score"}], "dry_run"?}
  *   POST /gateway/experiments/reset     starts afresh: every experiment, or the body's {agent, route}
  *   GET  /gateway/experiments/trajectories   one row per trajectory, JSON lines (`?format=csv`: CSV)
  *   GET  /gateway/experiments/earlier   the final reports of earlier experiments, newest first
@@ -59,7 +59,7 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
       if (!parsed.ok) return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', parsed.problem));
       // This replica's index writes first, so an outcome posted right after its episode's last step is found.
       await app.gateway.experiments.settled();
-      const summary = await postOutcomes(app.gateway.store, parsed.items, cfg.index_ttl_s * 1000, (r) => app.gateway.metrics.outcomes.inc({ result: r }));
+      const summary = await postOutcomes(app.gateway.store, parsed.items, cfg.index_ttl_s * 1000, (r) => app.gateway.metrics.outcomes.inc({ result: r }), parsed.dryRun);
       return summary;
     },
   );

@@ -21,7 +21,7 @@ import type { Headers } from './match.js';
 import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
 import { assignKeyText, chooseArmAt, keyPoint, splitPoint } from './split.js';
 import { isJsonObject } from '../protocol/schemas.js';
-import { inputMemoryTag, type MemoryTag, type TrajectoryState } from '../protocol/memory-tag.js';
+import { inputMemoryTag, tagRejection, type MemoryTag, type TagRejection, type TagSigner, type TrajectoryState } from '../protocol/memory-tag.js';
 import type { RoutingInput, RoutingRequest } from './routing-input.js';
 
 // The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
@@ -36,6 +36,11 @@ export interface RoutingSnapshot {
 
 interface PlanContext {
   headers: Record<string, string | string[] | undefined>;
+  /**
+   * Checks the tags of inputs on experiment routes (docs/experiments.md#signed-tags): one that fails is not
+   * followed (the input starts a new trajectory) and is named in InputPlan.rejectedTag. Absent: tags are trusted.
+   */
+  tags?: TagSigner;
 }
 
 /** `count` candidates of one input from `backend`, numbered from `offset` in the input's output. */
@@ -77,6 +82,8 @@ export interface InputPlan {
    * first input has no value there: that trajectory was drawn per (request_id, input id) instead.
    */
   assignKey?: string;
+  /** The input's tag was not trusted (a bad signature, none, impossible counters): it starts a new trajectory. */
+  rejectedTag?: TagRejection;
 }
 
 export interface BatchPlan {
@@ -146,7 +153,7 @@ export function planBatch(
 ): BatchPlan {
   const headers: Headers = ctx.headers;
   const inputs = request.inputs.map((input, index) =>
-    planInput(request.request_id, input, index, compiled, snapshot, headers),
+    planInput(request.request_id, input, index, compiled, snapshot, headers, ctx.tags),
   );
   return { inputs };
 }
@@ -158,9 +165,13 @@ function planInput(
   compiled: CompiledRoutes,
   snapshot: RoutingSnapshot,
   headers: Headers,
+  signer: TagSigner | undefined,
 ): InputPlan {
   const route = selectRoute(compiled, input, headers);
-  const tag = inputMemoryTag(input, compiled.memoryKey);
+  const read = inputMemoryTag(input, compiled.memoryKey);
+  // An experiment route follows only a tag the gateway signed: a client cannot pick its arm or counters.
+  const rejected = read === undefined || signer === undefined || route.kind === 'backend' ? undefined : tagRejection(read, signer);
+  const tag = rejected === undefined ? read : undefined;
   const n = input.num_outputs;
   const plan: InputPlan = {
     index,
@@ -171,6 +182,7 @@ function planInput(
     shadows: [...route.shadow],
   };
   if (tag !== undefined) plan.tag = tag;
+  if (rejected !== undefined) plan.rejectedTag = rejected;
 
   if (tag !== undefined) {
     const coaching = hasCoaching(input) && compiled.backends.has(tag.backend);

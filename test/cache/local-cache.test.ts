@@ -89,15 +89,21 @@ test('the key holds every part of an input that decides its answer, and not the 
   assert.equal(new Set(changed.map(([, v]) => v)).size, changed.length);
 });
 
-test('a stored entry decodes only as exactly what was stored', () => {
-  const tails = [Buffer.from(',"status":"completed","memory":{},"internal_steps":[],"output":null,"error":null}')];
-  const buf = encodeEntry({ tag: { backend: 'a', route: 'r' }, tails });
-  assert.deepEqual(decodeEntry(buf, 1), { tag: { backend: 'a', route: 'r' }, tails });
+test('a stored entry decodes only as exactly what was stored, and holds no tag', () => {
+  const tail = Buffer.from(',"status":"completed","memory":{},"internal_steps":[],"output":null,"error":null}');
+  const tails = [{ tail, at: tail.indexOf('{}') + 1 }];
+  const by = { t: 'a'.repeat(32), k: 2, x: '0123456789abcdef' };
+  const buf = encodeEntry({ backend: 'a', arm: 'a', by, tails });
+  assert.deepEqual(decodeEntry(buf, 1), { backend: 'a', arm: 'a', by, tails });
+  assert.equal(buf.includes('"route"'), false, 'no tag member is stored');
   assert.equal(decodeEntry(buf, 2), undefined, 'another num_outputs');
   assert.equal(decodeEntry(buf.subarray(0, buf.length - 1), 1), undefined, 'truncated');
   assert.equal(decodeEntry(Buffer.from('garbage'), 1), undefined);
-  const errorTail = [Buffer.from(',"status":"error","memory":{},"internal_steps":[],"output":null,"error":{}}')];
-  assert.equal(decodeEntry(encodeEntry({ tag: { backend: 'a', route: 'r' }, tails: errorTail }), 1), undefined, 'never an error candidate');
+  assert.equal(decodeEntry(encodeEntry({ backend: 'a', tails: [{ tail, at: tail.length + 5 }] }), 1), undefined, 'the tag offset outside the tail');
+  const v1 = Buffer.concat([Buffer.from(`${JSON.stringify({ v: 1, tag: { backend: 'a', route: 'r' }, n: [tail.length] })}\n`), tail]);
+  assert.equal(decodeEntry(v1, 1), undefined, 'an entry of the first layout (with the first run\'s tag) is a miss');
+  const errorTail = Buffer.from(',"status":"error","memory":{},"internal_steps":[],"output":null,"error":{}}');
+  assert.equal(decodeEntry(encodeEntry({ backend: 'a', tails: [{ tail: errorTail, at: errorTail.indexOf('{}') + 1 }] }), 1), undefined, 'never an error candidate');
 });
 
 test('a route asking for the cache without the top-level `cache` is warned about', () => {

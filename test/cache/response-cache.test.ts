@@ -1,7 +1,7 @@
 /**
  * The response cache end to end (docs/cache.md): real gateways in front of real loopback agents that record
  * what they receive. A BENCH-like rerun costs the agents nothing and answers byte for byte what the first run
- * did; sampling is never cached; a half-cached batch sends only its new inputs; a redeployed agent gets every
+ * did, apart from the memory tag, which is the rerun's own (a replay of the first run's trajectory); sampling is never cached; a half-cached batch sends only its new inputs; a redeployed agent gets every
  * input again; the admin DELETE empties; error candidates are never stored; experiments count cached steps.
  */
 import assert from 'node:assert/strict';
@@ -16,20 +16,25 @@ import { cachedConfig, freshRequestId, metricValue, postBatch, seenInputs, slotI
  * Runs `steps` BENCH steps over `slots` slots: one batch per step, each input carrying the memory of the
  * candidate answered to its slot the step before. Returns each answer's text with its request_id blanked.
  */
-async function benchRun(gw: TestGateway, slots: number, steps: number): Promise<{ answers: string[]; hits: (string | null)[] }> {
+async function benchRun(gw: TestGateway, slots: number, steps: number): Promise<{ answers: string[]; hits: (string | null)[]; tags: Tag[][] }> {
   const memory = new Map<number, Record<string, unknown>>();
   const answers: string[] = [];
   const hits: (string | null)[] = [];
+  const tags: Tag[][] = [];
   for (let step = 0; step < steps; step++) {
     const inputs = Array.from({ length: slots }, (_, slot) => slotInput(slot, step, memory.get(slot)));
     const a = await postBatch(gw, inputs);
     assert.equal(a.status, 200, a.text);
     for (const c of a.json as Cand[]) memory.set(c.source_id, c.memory);
-    answers.push(a.text.split(JSON.stringify(a.requestId)).join('"<rid>"'));
+    tags.push((a.json as Cand[]).map((c) => c.memory._gateway as Tag));
+    // The tag member has no nested object: cut as bytes, the rest compared byte for byte.
+    answers.push(a.text.split(JSON.stringify(a.requestId)).join('"<rid>"').replace(/,?"_gateway":\{[^{}]*\}/g, ''));
     hits.push(a.hits);
   }
-  return { answers, hits };
+  return { answers, hits, tags };
 }
+
+type Tag = { trajectory: string; step: number; arm: string; replay?: string; sig?: string };
 
 test('a BENCH-like rerun (16 slots x 4 steps) is answered from the cache, byte for byte, and the backends see nothing', async (t) => {
   const f = useFixtures(t);
@@ -47,14 +52,24 @@ test('a BENCH-like rerun (16 slots x 4 steps) is answered from the cache, byte f
   const rerun = await benchRun(gw, 16, 4);
   assert.equal(seenInputs(a).length + seenInputs(b).length, firstCalls, 'the backends saw no input of the rerun');
   assert.deepEqual(rerun.hits, ['16', '16', '16', '16']);
-  assert.deepEqual(rerun.answers, first.answers, 'the rerun answers what the first run did, byte for byte (request_id apart)');
+  assert.deepEqual(rerun.answers, first.answers, 'the rerun answers what the first run did, byte for byte (request_id and tag apart)');
+  // Each rerun tag is the rerun trajectory's own, built as a live one would be: never the first run's.
+  rerun.tags.forEach((row, k) =>
+    row.forEach((tag, slot) => {
+      const was = first.tags[k]![slot]!;
+      assert.notEqual(tag.trajectory, was.trajectory, 'a new trajectory id');
+      assert.equal(tag.trajectory, rerun.tags[0]![slot]!.trajectory, 'kept at every step');
+      assert.deepEqual([tag.step, tag.arm, tag.replay, was.replay], [k + 1, was.arm, was.trajectory, undefined], 'a replay of the first run\'s trajectory, on its arm');
+      assert.notEqual(tag.sig, was.sig);
+    }),
+  );
   assert.equal(await metricValue(gw, 'magma_gateway_cache_hits_total', { route: 'main' }), 64);
   assert.equal(await metricValue(gw, 'magma_gateway_cache_misses_total', { route: 'main' }), 64);
   assert.equal(await metricValue(gw, 'magma_gateway_cache_stores_total', { route: 'main' }), 64);
 
-  // Experiments stay honest: the rerun's steps are cached_steps, not steps, and add no latency samples.
+  // Experiments stay honest: the rerun's trajectories replay the first run's: counted once, as replays.
   const report = (await http(`${gw.adminUrl}/gateway/experiments`)).json as {
-    experiments: { route: string; arms: { arm: string; steps: number; cached_steps: number; latency_ms: { samples: number } }[] }[];
+    experiments: { route: string; arms: { arm: string; trajectories: number; replays: number; steps: number; cached_steps: number; latency_ms: { samples: number } }[] }[];
   };
   const arms = report.experiments.find((r) => r.route === 'main')!.arms;
   const total = (k: 'steps' | 'cached_steps'): number => arms.reduce((n, x) => n + x[k], 0);
@@ -62,6 +77,7 @@ test('a BENCH-like rerun (16 slots x 4 steps) is answered from the cache, byte f
   assert.equal(total('cached_steps'), 64);
   for (const arm of arms) {
     assert.equal(arm.cached_steps, arm.steps, `arm ${arm.arm}: each cached step is counted on the arm that computed it`);
+    assert.equal(arm.replays, arm.trajectories, `arm ${arm.arm}: each rerun trajectory is a replay of one of its own`);
     assert.equal(arm.latency_ms.samples, arm.steps, `arm ${arm.arm}: no latency sample for a hit`);
   }
 });

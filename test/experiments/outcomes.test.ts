@@ -3,8 +3,9 @@
  * metric: `actor` finishes every stage in one tool call (BENCH then sends the next stage's instruction, so the
  * gateway never sees a robot line), `talker` never calls a tool. Without outcomes the report cannot rank and says
  * why; after `magma-gateway outcomes import` of a BENCH-shaped results directory (schema 2.0, written here),
- * `actor` ranks first by Newcombe's interval and Fisher's p. Also: the import is idempotent, a conflicting
- * re-post is rejected and counted, unknown ids are counted, bad bodies get a 400 naming the problem.
+ * `actor` ranks first by Newcombe's interval and Fisher's p. Also: the import is idempotent and one to one (a dry
+ * run lists the matches), a conflicting re-post is rejected and counted, unknown ids are counted, bad bodies get a
+ * 400 naming the problem.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -150,7 +151,7 @@ test('a second import changes nothing; a conflicting re-post is rejected and cou
   ];
   const conflict = await http(`${gw.adminUrl}/gateway/experiments/outcomes`, { method: 'POST', body: { outcomes } });
   assert.equal(conflict.status, 200, conflict.text);
-  assert.deepEqual((conflict.json as { results: Record<string, number> }).results, { accepted: 0, duplicate: 1, conflict: 1, unknown: 1, arm_level: 0, ambiguous: 0, unmatched: 0 });
+  assert.deepEqual((conflict.json as { results: Record<string, number> }).results, { accepted: 0, duplicate: 1, conflict: 1, replay: 0, superseded: 0, unknown: 1, ambiguous: 0, unmatched: 0 });
   const after = await report();
   assert.deepEqual(after.arms.map((a) => a.outcomes), before.arms.map((a) => a.outcomes));
   const metrics = (await http(`${gw.url}/metrics`)).text;
@@ -166,7 +167,7 @@ test('a second import changes nothing; a conflicting re-post is rejected and cou
   }
 });
 
-test('identical traces in one arm are credited at arm level; in several arms they are ambiguous', async () => {
+test('identical traces in one arm match one to one; a third such episode is a replay; in several arms they are ambiguous', async () => {
   // Two more actor episodes and one talker episode, all with the same single instruction.
   const same = 'the same one-step task';
   const c1 = await postOk(gw, requestIdFor('dupA', 'actor'), [mkInput(0, { instruction: { type: 'user', content: same } })]);
@@ -179,11 +180,25 @@ test('identical traces in one arm are credited at arm level; in several arms the
     for (const id of ['dup-1', 'dup-2']) {
       writeEpisode(join(d, 'scenarios', 's', 'episodes', `${id}.json`), { id, arm: 'actor', success: true, received: [{ role: 'USER', content: same }], trajectory: '' });
     }
+    const dry = await run(['import', d, '--url', gw.adminUrl, '--json', '--dry-run']);
+    assert.equal(dry.code, 0, dry.err);
+    const plan = JSON.parse(dry.out) as { posted: number; would_post: { episode: string; trajectory: string; arm: string; success: boolean; result: string }[] };
+    assert.equal(plan.posted, 0);
+    assert.deepEqual(plan.would_post.map((w) => [w.episode, w.arm, w.success, w.result]), [['dup-1', 'actor', true, 'accepted'], ['dup-2', 'actor', true, 'accepted']]);
+    assert.deepEqual(new Set(plan.would_post.map((w) => w.trajectory)), new Set([c1[0]!.memory._gateway?.trajectory, c2[0]!.memory._gateway?.trajectory]), 'one trajectory each');
+    assert.equal((await report()).arms.find((a) => a.arm === 'actor')!.outcomes.reported, 17, 'a dry run credits nothing');
     const r1 = await run(['import', d, '--url', gw.adminUrl, '--json']);
     assert.equal(r1.code, 0, r1.err);
-    assert.equal((JSON.parse(r1.out) as { results: Record<string, number> }).results.arm_level, 2);
+    assert.equal((JSON.parse(r1.out) as { results: Record<string, number> }).results.accepted, 2);
+    const again = await run(['import', d, '--url', gw.adminUrl, '--json']);
+    assert.equal((JSON.parse(again.out) as { results: Record<string, number> }).results.duplicate, 2);
+    // A third episode with that trace (a rerun's, under another id): both trajectories have theirs, nothing is credited twice.
+    writeEpisode(join(d, 'scenarios', 's', 'episodes', 'dup-9.json'), { id: 'dup-9', arm: 'actor', success: true, received: [{ role: 'USER', content: same }], trajectory: '' });
+    const third = await run(['import', d, '--url', gw.adminUrl, '--json']);
+    assert.deepEqual((JSON.parse(third.out) as { results: Record<string, number> }).results, { accepted: 0, duplicate: 2, conflict: 0, replay: 1, superseded: 0, unknown: 0, ambiguous: 0, unmatched: 0 });
+    rmSync(join(d, 'scenarios', 's', 'episodes', 'dup-9.json'));
     const actorArm = (await report()).arms.find((a) => a.arm === 'actor')!;
-    assert.deepEqual([actorArm.outcomes.reported, actorArm.outcomes.arm_level], [19, 2]);
+    assert.deepEqual([actorArm.outcomes.reported, actorArm.trajectories, actorArm.outcomes.coverage], [19, 19, 1]);
     // Now the same trace also on talker: the hash no longer names one arm.
     await postOk(gw, requestIdFor('dupC', 'talker'), [mkInput(0, { instruction: { type: 'user', content: same } })]);
     writeEpisode(join(d, 'scenarios', 's', 'episodes', 'dup-3.json'), { id: 'dup-3', arm: '?', success: false, received: [{ role: 'USER', content: same }], trajectory: '' });

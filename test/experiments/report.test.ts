@@ -40,7 +40,7 @@ const REPORT: ExperimentsReport = {
       experiment: { id: '0123456789abcdef', name: 'spring', started_at: '2025-01-01T00:00:00.000Z' },
       verdict: experimentVerdict('split', MEMBERS, ANALYSIS, SRM, OPTIONS),
       primary: 'tool_success', control: 'qwen', unit: 'trajectory', assign_by: null, trustworthy: false,
-      warnings: [srmWarning(SRM), ...ANALYSIS.warnings], srm: SRM, outcome_coverage: ANALYSIS.outcome_coverage,
+      warnings: [srmWarning(SRM), ...ANALYSIS.warnings], srm: SRM, outcome_coverage: ANALYSIS.outcome_coverage, rejected_tags: 0,
       arms: [
         armReport('qwen', 50, true, QWEN, null),
         armReport('gpt', 50, true, GPT, null),

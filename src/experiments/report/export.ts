@@ -40,13 +40,15 @@ function outcomeOf(raw: string | undefined): boolean | number | null {
 }
 
 async function row(host: ReportHost, id: string): Promise<TrajectoryRow | undefined> {
-  const [rec, steps, outcome] = await Promise.all([
+  const [rec, steps, outcome, superseded] = await Promise.all([
     host.store.readClaim(keys.trajectory(id)),
     host.store.readSet(keys.steps(id)),
     host.store.readClaim(keys.outcome(id)),
+    host.store.readClaim(keys.superseded(id)),
   ]);
   const r = parseTrajectoryRecord(rec);
-  if (r === undefined) return undefined;
+  // A superseded trajectory is no unit: the resumed one that took it over has the row (docs/experiments.md#export).
+  if (r === undefined || superseded !== undefined) return undefined;
   let last: [number, number, number, number] = [0, 0, 0, 0];
   let flags = '';
   for (const m of steps) {

@@ -43,6 +43,8 @@ export interface ExperimentReport {
   srm: Srm | null;
   /** Is outcome coverage the same in every arm? Flagged like an SRM; null before any outcome. */
   outcome_coverage: { p_value: number; flagged: boolean } | null;
+  /** Inputs whose memory tag was not trusted, over every arm (docs/experiments.md#signed-tags). */
+  rejected_tags: number;
   arms: ArmReport[];
   comparisons: Comparison[];
   secondary: Secondary[];
@@ -146,6 +148,7 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     warnings,
     srm,
     outcome_coverage: analysis.outcome_coverage,
+    rejected_tags: arms.reduce((n, a) => n + a.rejected_tags, 0),
     arms,
     comparisons: randomized ? analysis.comparisons : [],
     secondary: randomized ? analysis.secondary : [],

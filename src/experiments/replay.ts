@@ -1,0 +1,72 @@
+/**
+ * Replays and resumed episodes (docs/experiments.md#replays-and-resumed-episodes): which unit a step belongs to
+ * when the response cache answers it. Pure; the recorder reads the store for the two facts these need (how far
+ * the replayed trajectory went, and whether another trajectory already took it over).
+ *
+ * - A trajectory whose every step so far the cache answered with the same earlier trajectory's same step (of the
+ *   same experiment) is a replay of it: its steps are not counted again, its tag carries `replay: <original>`,
+ *   and an outcome posted for it credits the original.
+ * - At its first step that is not such a hit (a live answer, or another trajectory's entry) the replay ends:
+ *   - when the original never went past the steps replayed (an episode cut short, then resumed: BENCH
+ *     `--resume`), the replaying trajectory supersedes it: it takes over the original's unit and goes on from the
+ *     original's counters; the original is `superseded`, no longer a unit, out of the outcome join and the export;
+ *   - when the original went further (it finished, or continued otherwise), the replaying trajectory diverged
+ *     from a finished prefix: a new unit, counted with its whole history.
+ * - A cached step of a trajectory that is not a replay (its earlier steps were live, or another experiment's
+ *   trajectory produced the entry) is counted like a live step: two trajectories whose inputs coincide keep
+ *   their own ids and their own counts.
+ */
+import type { TrajectoryState } from '../protocol/memory-tag.js';
+
+/** What the response cache's hit says produced it (cache/cache-entry.ts Producer). */
+export interface CacheHit {
+  readonly backend: string;
+  readonly arm?: string;
+  readonly by?: { readonly t: string; readonly k: number; readonly x: string };
+}
+
+export type ReplayStep =
+  /** Counted as every live step is. */
+  | { kind: 'live' }
+  /** A step of a replay of `of`: not counted. */
+  | { kind: 'replay'; of: string }
+  /** The replay of `of` (its first `replayed` steps) ended here; `next` produced this step's hit, if one did. */
+  | { kind: 'ended'; of: string; replayed: number; next?: string };
+
+/**
+ * What the step after `previous` (undefined: a new trajectory) is, in `experiment`, given the cache's hit for it.
+ * A hit replays only the same step of a trajectory of the same experiment: a reset starts clean.
+ */
+export function replayStep(previous: TrajectoryState | undefined, experiment: string, hit: CacheHit | undefined): ReplayStep {
+  const step = (previous?.step ?? 0) + 1;
+  const by = hit?.by;
+  const producer = by !== undefined && by.x === experiment && by.k === step ? by.t : undefined;
+  if (previous === undefined) return producer === undefined ? { kind: 'live' } : { kind: 'replay', of: producer };
+  const of = previous.replay;
+  if (of === undefined || previous.experiment !== experiment) return { kind: 'live' };
+  if (producer === of) return { kind: 'replay', of };
+  return { kind: 'ended', of, replayed: previous.step, ...(producer === undefined ? {} : { next: producer }) };
+}
+
+/**
+ * How an ended replay resolves: `successor` is the trajectory that already superseded the original (if any),
+ * `lastStep` the original's (or its successor's) last counted step.
+ * - `continue`: the hit came from the successor's own step: still a replay, of the successor;
+ * - `supersede`: the original stopped where the replay did: the replaying trajectory takes its unit over;
+ * - `diverge`: the original went further: a new unit with its whole history.
+ */
+export function endOfReplay(ended: { replayed: number; next?: string }, successor: string | undefined, lastStep: number): 'continue' | 'supersede' | 'diverge' {
+  if (successor !== undefined && ended.next === successor) return 'continue';
+  if (successor !== undefined) return 'diverge';
+  return lastStep <= ended.replayed ? 'supersede' : 'diverge';
+}
+
+/** The last step a trajectory's step set (`<step>|...` members, experiments/step-index.ts) holds; 0 when empty. */
+export function lastStepOf(members: readonly string[]): number {
+  let last = 0;
+  for (const m of members) {
+    const step = Number(m.split('|', 1)[0]);
+    if (Number.isInteger(step) && step > last) last = step;
+  }
+  return last;
+}
