@@ -9,6 +9,7 @@ import { BodyBytes, joinedHere, type ReceivedBody } from '../protocol/body-bytes
 import { codeForStatus, type AttemptFailure } from '../errors.js';
 import { safeReason } from '../protocol/describe.js';
 import { READ_PER_TURN, ReadPauses } from './read-pauses.js';
+import { postReadingPastContinue, type ContinueResult } from './read-past-continue.js';
 import type { Replica } from './replica.js';
 
 type CallResult =
@@ -432,13 +433,25 @@ export async function postResponses(replica: Replica, c: ResponsesCall): Promise
       stream: c.stream,
       memory: c.memory,
     });
-  let r = await call(timeoutMs);
+  const first = await call(timeoutMs);
+  let r: CallResult | ContinueResult = first;
   // An answer that began with an unasked `100 Continue` ended its connection before its body (undici cannot
-  // skip it): asked once more on a new connection within what is left of the time
+  // skip it): asked once more through node:http, which reads past it, within what is left of the time
   // (docs/limits-and-edges.md#1xx-answers-from-backends).
-  if (!r.ok && r.unaskedContinue === true && signal?.aborted !== true) r = await call(timeoutMs - (performance.now() - started));
+  if (!first.ok && first.unaskedContinue === true && signal?.aborted !== true) {
+    r = await postReadingPastContinue(replica, {
+      path: '/v1/responses',
+      body: c.body,
+      headers: { 'content-type': 'application/json', ...c.headers },
+      timeoutMs: timeoutMs - (performance.now() - started),
+      maxBytes: replica.maxResponseBytes,
+      maxBytesKey: `backends.${replica.backend}.max_response_mb`,
+      timeoutKey: 'timeout_s',
+      signal,
+    });
+  }
   if (!r.ok) return r;
-  if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status, bytes: r.bytes ?? Buffer.alloc(0), streamed: r.streamed === true };
+  if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status, bytes: r.bytes ?? Buffer.alloc(0), streamed: 'streamed' in r && r.streamed === true };
   const text = textOf(r.bytes);
   return {
     ok: false,

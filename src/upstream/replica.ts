@@ -75,6 +75,8 @@ export class Replica {
   readonly headers: Record<string, string>;
   /** What this replica's answers may be: bytes kept (backend-call.ts) and JSON nesting accepted. */
   readonly maxResponseBytes: number;
+  /** backends.<name>.tls, for the node:http transport that reads past an unasked `100 Continue` (read-past-continue.ts). */
+  readonly tls: BackendTlsOptions | undefined;
   readonly maxJsonDepth: number;
   readonly pool: Pool;
 
@@ -92,6 +94,7 @@ export class Replica {
     this.headers = opts.headers;
     this.maxResponseBytes = opts.maxResponseBytes ?? mbToBytes(DEFAULT_MAX_RESPONSE_MB);
     this.maxJsonDepth = opts.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+    this.tls = opts.tls;
     this.pool = new Pool(this.origin, {
       // Keep-alive connections reused across batches; enough of them for sub-requests of concurrent batches.
       connections: 64,
