@@ -189,7 +189,7 @@ async function browseConsole(page: Page, token?: string): Promise<string[]> {
   await page.goto(`${gw.adminUrl}/#/backends`);
   await page.locator('[data-backend="a"]').waitFor();
   await page.goto(`${gw.adminUrl}/#/experiments`);
-  await page.locator('[data-experiment="default/ab"] .uplot canvas').waitFor();
+  await page.locator('[data-experiment="default/ab"] [data-verdict]').waitFor();
   await page.goto(`${gw.adminUrl}/#/batches`);
   await page.locator('tr[data-batch]').first().waitFor();
   return problems;
