@@ -6,7 +6,7 @@
  * store's list and set methods.
  */
 import { randomUUID } from 'node:crypto';
-import type { Store } from '../state/index.js';
+import type { CappedLists, Claims } from '../state/types.js';
 import type { PulseRaw, PulseSink } from './pulse.js';
 
 const REPLICAS_KEY = 'pulse:replicas';
@@ -19,7 +19,7 @@ function isRaw(v: unknown): v is PulseRaw {
     && typeof r.overhead === 'object' && typeof r.backends === 'object';
 }
 
-export function sharedPulse(store: Pick<Store, 'pushCapped' | 'readList' | 'addToSet' | 'readSet'>, replica: string = randomUUID()): PulseSink {
+export function sharedPulse(store: CappedLists & Pick<Claims, 'addToSet' | 'readSet'>, replica: string = randomUUID()): PulseSink {
   return {
     async push(raw, points, intervalMs) {
       const ttlMs = 2 * points * intervalMs;
