@@ -35,6 +35,8 @@ function config(agent: FakeAgent, tracing?: Record<string, unknown>): Record<str
   return {
     // Replay would answer the second gateway's batches from the first one's store entries: it has its own.
     state: { replay_ttl_s: 0 },
+    // One tag secret for both gateways, as replicas share one: the tags' signatures are then the same bytes.
+    experiments: { tag_secret: 'collector-failures-shared-secret' },
     backends: { a: { url: agent.url }, b: { url: agent.url } },
     routes: [{ name: 'default', split: { a: 1, b: 1 } }],
     ...(tracing === undefined ? {} : { tracing }),
