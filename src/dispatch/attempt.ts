@@ -147,7 +147,7 @@ export class Attempt {
     if (stream?.started === true) {
       const outcome = await stream.finish(res.ok ? undefined : res.failure);
       this.workMs += outcome.workMs;
-      if (outcome.committed) return this.streamed(res, ms, outcome.written);
+      if (outcome.committed) return this.streamed(res, ms, outcome.written, outcome.bad);
       if (res.ok) {
         // The answer ended but never began for the client: it went away, or the answer was refused whole.
         if (outcome.refused === undefined) return { kind: 'aborted', ms, clientGone: true, workMs: this.workMs };
@@ -207,10 +207,21 @@ export class Attempt {
   }
 
   /** A streamed answer's end: the batch is answered whatever happened to the backend after it began. */
-  private streamed(res: Awaited<ReturnType<typeof postResponses>>, ms: number, written: number): AttemptResult {
+  private streamed(res: Awaited<ReturnType<typeof postResponses>>, ms: number, written: number, bad: { count: number; reason: string }): AttemptResult {
     const { upstreams, log } = this.deps;
     const { replica, ctx } = this;
     const result: AttemptResult = { kind: 'streamed', ms, written, workMs: this.workMs };
+    if (res.ok && bad.count > 0) {
+      // As for a whole answer (send): candidates missing or invalid are the backend's fault even though the
+      // others went out; their places hold error candidates.
+      this.ended('gateway_backend_invalid_response', ms, bad.reason);
+      upstreams.recordFailure(replica, bad.reason);
+      log.warn(
+        { backend: replica.backend, replica: replica.id, code: 'gateway_backend_invalid_response', candidates: bad.count, reason: bad.reason.slice(0, 512), written },
+        'streamed backend answer partly invalid: its good candidates are kept',
+      );
+      return result;
+    }
     if (res.ok) {
       this.ended('ok', ms);
       upstreams.recordSuccess(replica, ms);

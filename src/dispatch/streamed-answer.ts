@@ -44,6 +44,12 @@ interface StreamOutcome {
   /** Why the answer was refused before it began (the attempt failed as a whole answer would). */
   refused?: string;
   written: number;
+  /**
+   * Candidates written as error candidates because the backend's answer lacked them or had them invalid (not
+   * those cut off after it broke off, which fail the attempt on their own), and the first one's reason: the
+   * attempt counts such an answer as invalid_response, as it does a whole one (dispatch/attempt.ts).
+   */
+  bad: { count: number; reason: string };
   workMs: number;
 }
 
@@ -61,6 +67,8 @@ export class StreamedAnswer implements BodyTap {
   private k = 0;
   private c = 0;
   private written = 0;
+  private bad = 0;
+  private badReason: string | undefined;
   private committed = false;
   private congested = false;
   private pumping = false;
@@ -144,7 +152,13 @@ export class StreamedAnswer implements BodyTap {
   }
 
   private outcome(): StreamOutcome {
-    return { committed: this.committed, refused: this.refused, written: this.written, workMs: this.workMs };
+    return {
+      committed: this.committed,
+      refused: this.refused,
+      written: this.written,
+      bad: { count: this.bad, reason: this.badReason ?? '' },
+      workMs: this.workMs,
+    };
   }
 
   /** One element, as a one-element array: proved, checked and placed as indexing the whole answer would. */
@@ -222,10 +236,16 @@ export class StreamedAnswer implements BodyTap {
         const slot = row[this.c];
         // A candidate placed ahead of its turn waits for the ones before it, until the answer is over.
         if (this.cut === undefined && slot === undefined && !this.over) return;
-        const out =
-          this.cut !== undefined
-            ? this.slots.failed(item, this.c, this.cut)
-            : this.slots.candidate(item, this.c, slot ?? this.placement.missing(this.k, this.c));
+        let out: AgentOutput;
+        if (this.cut !== undefined) out = this.slots.failed(item, this.c, this.cut);
+        else {
+          const placed = slot ?? this.placement.missing(this.k, this.c);
+          if (!placed.ok) {
+            this.bad++;
+            this.badReason ??= placed.reason;
+          }
+          out = this.slots.candidate(item, this.c, placed);
+        }
         row[this.c] = WRITTEN;
         const aheadRow = this.ahead[this.k];
         const wasAhead = aheadRow?.[this.c];

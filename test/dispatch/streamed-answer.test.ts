@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import type { FakeBehaviour } from '../helpers/fake-agent.js';
 import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
+import { loggerOptions } from '../../src/logging.js';
 import { waitFor } from '../helpers/wait.js';
 import { injectBatch } from '../helpers/inject.js';
 
@@ -222,3 +223,37 @@ test('an answer under stream_answers_over_mb is not streamed: a content-length a
   const whole = await f.gateway(config(a.url));
   assert.equal(whole.app.gateway.current.config.server.stream_answers_over_mb, 64);
 });
+
+for (const how of ['short', 'invalid'] as const) {
+  test(`a streamed answer ${how === 'short' ? 'one candidate short' : 'with an invalid candidate'}: its good candidates go out, the backend's outcome is invalid_response in metric, log and Backends data`, async (t) => {
+    const f = useFixtures(t);
+    const url = (await f.rawAgent((res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const cands = [0, 1, 2].map((c) => candidate('part-1', 4, c, 300));
+      // Short: the last candidate never comes. Invalid: the middle one is completed without an output.
+      if (how === 'short') cands.pop();
+      else cands[1] = JSON.stringify({ ...(JSON.parse(cands[1] ?? '{}') as object), output: null });
+      res.end(`[${cands.join(',')}]`);
+    })).url;
+    const lines: string[] = [];
+    const gw = await f.gateway(config(url, STREAM_ALL), { logger: { ...loggerOptions('info'), stream: { write: (l: string): void => void lines.push(l) } } });
+    const res = await gw.post({ request_id: 'part-1', inputs: [mkInput(4, { num_outputs: 3 })] });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-length'), null, 'streamed');
+    const cands = JSON.parse(res.bytes.toString('utf8')) as Cand[];
+    const bad = how === 'short' ? 2 : 1;
+    // The salvaged candidates and the error candidate in its place, as today.
+    assert.deepEqual(
+      cands.map((c) => [c.candidate_index, c.status, c.memory._gateway?.backend]),
+      [0, 1, 2].map((i) => [i, i === bad ? 'error' : 'completed', 'a']),
+    );
+    assert.equal(cands[bad]?.error?.code, 'gateway_backend_invalid_response');
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.match(metrics, /magma_gateway_backend_requests_total\{backend="a",outcome="gateway_backend_invalid_response"\} 1/);
+    assert.doesNotMatch(metrics, /magma_gateway_backend_requests_total\{backend="a",outcome="ok"\} [1-9]/);
+    const backends = (await (await fetch(`${gw.adminUrl}/gateway/backends`)).json()) as { backends: { name: string; outcomes: Record<string, number> }[] };
+    assert.deepEqual(backends.backends.find((b) => b.name === 'a')?.outcomes, { gateway_backend_invalid_response: 1 });
+    const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.backend === 'a');
+    assert.ok(logged.some((l) => l.code === 'gateway_backend_invalid_response' && l.candidates === 1 && l.written === 3), JSON.stringify(logged));
+  });
+}
