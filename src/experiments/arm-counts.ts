@@ -44,6 +44,10 @@ export interface ArmCounts {
   keysOver: number;
   /** Trajectories started after experiments.max_trajectories: left out of everything else. */
   leftOut: number;
+  /** Index writes past an index bound (step-index.ts): trace-hash candidates, export rows, steps per trajectory. */
+  hashOver: number;
+  exportOver: number;
+  stepsOver: number;
   /** The unit and outcome sums per stratum slot (0 = other), on a stratified experiment. */
   strata: Map<number, ArmCounts>;
 }
@@ -53,7 +57,7 @@ export function emptyArm(): ArmCounts {
     units: 0, unitsWithLines: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0, steps: 0, stepsSquared: 0, stages: 0, stagesSquared: 0, envError: 0,
     failureReason: 0, errorCandidate: 0, crossed: 0, cached: 0, replays: 0, superseded: 0, rejectedTags: 0, rerouted: { not_ready: 0, ejected: 0 }, completed: 0,
     error: 0, codes: new Map(), feedback: emptyFeedback(), latency: new Map(), outcomeReported: 0, outcomeSuccess: 0,
-    scoreN: 0, scoreSum: 0, scoreSquares: 0, keyless: 0, keysOver: 0, leftOut: 0, strata: new Map(),
+    scoreN: 0, scoreSum: 0, scoreSquares: 0, keyless: 0, keysOver: 0, leftOut: 0, hashOver: 0, exportOver: 0, stepsOver: 0, strata: new Map(),
   };
 }
 
@@ -66,7 +70,7 @@ const SCALARS: Record<string, Scalar> = {
   error_candidate: 'errorCandidate', crossed: 'crossed', cached_steps: 'cached', replays: 'replays', superseded: 'superseded', rejected_tags: 'rejectedTags', completed: 'completed',
   error: 'error', oc_reported: 'outcomeReported', oc_success: 'outcomeSuccess',
   oc_score_n: 'scoreN', oc_score_sum: 'scoreSum', oc_score_ss: 'scoreSquares', keyless: 'keyless', keys_over: 'keysOver',
-  left_out: 'leftOut',
+  left_out: 'leftOut', hash_over: 'hashOver', export_over: 'exportOver', steps_over: 'stepsOver',
 };
 
 const STRATUM_FIELD = /^st\|(\d{1,4})\|(.+)$/;

@@ -117,6 +117,14 @@ export const field = {
   keysOver: (arm: string) => `${arm}|keys_over`,
   /** Trajectories started after experiments.max_trajectories: not counted, not stored (trajectory-bound.ts). */
   leftOut: (arm: string) => `${arm}|left_out`,
+  /**
+   * Index writes an index bound left out (step-index.ts): steps not indexed under their trace hash
+   * (experiments.hash_candidates_max), trajectories past experiments.export_max_trajectories, steps past the
+   * steps indexed per trajectory.
+   */
+  hashOver: (arm: string) => `${arm}|hash_over`,
+  exportOver: (arm: string) => `${arm}|export_over`,
+  stepsOver: (arm: string) => `${arm}|steps_over`,
   /** One of the fields above in stratum `stratum`: `<arm>|st|<stratum>|<what>`. */
   inStratum: (stratum: number, f: string) => {
     const bar = f.indexOf('|');

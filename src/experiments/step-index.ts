@@ -3,10 +3,10 @@
  * by, the trajectory's step set (its last step is the export row), and for a new unit (or one that took a
  * superseded trajectory's over) the records that credit its arm and list its experiment. Written once per counted step; the experiment's record once per process.
  */
-import type { Claims, SharedValues } from '../state/types.js';
+import type { Claims, Counters, SharedValues } from '../state/types.js';
 import type { TrajectoryState } from '../protocol/memory-tag.js';
 import type { GatewayConfig } from '../config/schema.js';
-import { keys, type ExperimentRecord, type TrajectoryRecord } from './keys.js';
+import { countersKey, field, keys, type ExperimentRecord, type TrajectoryRecord } from './keys.js';
 import type { Lifetimes } from './lifetime.js';
 import { epochTaken } from './epoch-taken.js';
 import type { StepDecision } from './step-decision.js';
@@ -15,7 +15,7 @@ import type { StepDecision } from './step-decision.js';
  * Steps of one trajectory the index remembers (its last step is where an episode ended, and its export row):
  * BENCH episodes have tens of steps; past this a trajectory's outcome join and export row stop advancing.
  */
-const MAX_STEPS_INDEXED = 1000;
+export const MAX_STEPS_INDEXED = 1000;
 /** Experiments one route's list keeps (the report shows the last experiments.earlier_max). */
 const MAX_EXPERIMENTS_LISTED = 1000;
 
@@ -28,21 +28,26 @@ export class StepIndex {
     private readonly now: () => Date,
   ) {}
 
-  async write(store: Claims & SharedValues, agent: string, d: StepDecision, cfg: GatewayConfig['experiments']): Promise<void> {
+  async write(store: Claims & SharedValues & Counters, agent: string, d: StepDecision, cfg: GatewayConfig['experiments']): Promise<void> {
     const ttlMs = cfg.index_ttl_s * 1000;
     const { state } = d;
+    // A write an index bound leaves out is counted per arm, never silently dropped (docs/experiments.md#bounds-and-sizing).
+    const counted = (over: (arm: string) => string) => (kept: boolean): void => {
+      if (!kept) store.incr(countersKey(agent, d.route.name, d.experiment), over(d.arm));
+    };
+    const exported = counted(field.exportOver);
     const writes: Promise<unknown>[] = [
-      store.addToSet(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, cfg.hash_candidates_max),
-      store.addToSet(keys.steps(state.id), stepMember(state), ttlMs, MAX_STEPS_INDEXED),
+      store.addToSet(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, cfg.hash_candidates_max).then(counted(field.hashOver)),
+      store.addToSet(keys.steps(state.id), stepMember(state), ttlMs, MAX_STEPS_INDEXED).then(counted(field.stepsOver)),
     ];
     if (d.supersedes !== undefined) {
       // The resumed trajectory takes the superseded one's unit over: its record (arm, experiment, stratum, key,
       // start), its place in the export; the superseded one's claim `x:sup:` (recorder.ts) leaves it out.
-      writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories));
+      writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories).then(exported));
       writes.push(store.claim(keys.trajectory(state.id), JSON.stringify(d.supersedes.record), ttlMs));
     }
     if (d.newUnit) {
-      writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories));
+      writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories).then(exported));
       const at = this.now().toISOString();
       const rec: TrajectoryRecord = { agent, route: d.route.name, experiment: d.experiment, arm: d.arm, started_at: at };
       if (state.stratum !== undefined) rec.stratum = state.stratum;

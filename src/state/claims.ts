@@ -39,15 +39,19 @@ export class LocalClaims {
   }
 
   /** Adds a member (at most `maxMembers` per set) and renews the set's TTL. */
-  add(key: string, member: string, ttlMs: number, maxMembers: number): void {
+  /** Whether `member` is in the set afterwards: false when the set was full without it. */
+  add(key: string, member: string, ttlMs: number, maxMembers: number): boolean {
     const hit = this.live(this.sets, key);
     const expiresAt = this.now() + ttlMs;
     if (hit === undefined) {
       this.put(this.sets, key, { value: new Set([member]), expiresAt });
-      return;
+      return true;
     }
-    if (hit.value.size < maxMembers) hit.value.add(member);
     hit.expiresAt = expiresAt;
+    if (hit.value.has(member)) return true;
+    if (hit.value.size >= maxMembers) return false;
+    hit.value.add(member);
+    return true;
   }
 
   members(key: string): string[] {
@@ -114,14 +118,13 @@ export class RedisClaims {
     }
   }
 
-  async add(key: string, member: string, ttlMs: number, maxMembers: number): Promise<void> {
+  async add(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean> {
     try {
-      await this.link.script(SET_ADD, [`${this.prefix}set:${key}`], [member, Math.max(1, Math.ceil(ttlMs)), maxMembers]);
-      return;
+      return (await this.link.script(SET_ADD, [`${this.prefix}set:${key}`], [member, Math.max(1, Math.ceil(ttlMs)), maxMembers])) !== 0;
     } catch {
       this.stats.fallbacks++;
     }
-    this.local.add(key, member, ttlMs, maxMembers);
+    return this.local.add(key, member, ttlMs, maxMembers);
   }
 
   async members(key: string): Promise<string[]> {

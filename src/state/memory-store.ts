@@ -121,8 +121,8 @@ export class MemoryStore implements Store {
     return this.claims.read(key);
   }
 
-  async addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<void> {
-    this.claims.add(key, member, ttlMs, maxMembers);
+  async addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean> {
+    return this.claims.add(key, member, ttlMs, maxMembers);
   }
 
   async readSet(key: string): Promise<string[]> {

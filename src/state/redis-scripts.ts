@@ -163,13 +163,21 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return {1, ARGV[1]}
 `);
 
-/** Adds a member to a bounded set and renews its ttl. KEYS: the set. ARGV: member, ttl ms, max members. */
+/**
+ * Adds a member to a bounded set and renews its ttl. KEYS: the set. ARGV: member, ttl ms, max members. Returns 1
+ * when the member is in the set afterwards, 0 when the set was full without it (the caller counts it left out).
+ */
 export const SET_ADD = script(`
-if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 0 and redis.call('SCARD', KEYS[1]) < tonumber(ARGV[3]) then
-  redis.call('SADD', KEYS[1], ARGV[1])
+local kept = 1
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 0 then
+  if redis.call('SCARD', KEYS[1]) < tonumber(ARGV[3]) then
+    redis.call('SADD', KEYS[1], ARGV[1])
+  else
+    kept = 0
+  end
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
+return kept
 `);
 
 /**

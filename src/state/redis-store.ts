@@ -162,7 +162,7 @@ export class RedisStore implements Store {
     return this.claims.read(key);
   }
 
-  addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<void> {
+  addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean> {
     return this.claims.add(key, member, ttlMs, maxMembers);
   }
 

@@ -189,8 +189,11 @@ export interface Claims {
   claim(key: string, value: string, ttlMs: number): Promise<ClaimResult>;
   /** The value a claim holds, if any. */
   readClaim(key: string): Promise<string | undefined>;
-  /** Adds `member` to a set of at most `maxMembers` members and renews its TTL. */
-  addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<void>;
+  /**
+   * Adds `member` to a set of at most `maxMembers` members and renews its TTL. False: the set was full and
+   * `member` was not in it, so it was left out (callers count that, docs/experiments.md#bounds-and-sizing).
+   */
+  addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean>;
   /** The members of a set, in no particular order. */
   readSet(key: string): Promise<string[]>;
 }

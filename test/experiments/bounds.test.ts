@@ -2,7 +2,8 @@
  * What one experiment may store (docs/experiments.md#bounds-and-sizing): after experiments.max_trajectories
  * trajectories, later ones are left out (counted, in the report and a metric) and the store stops growing, on
  * the memory store and on Redis alike; on Redis the bytes a trajectory costs are measured against the docs'
- * sizing rule.
+ * sizing rule. Writes past the index bounds (trace-hash candidates, export rows, steps per trajectory) are counted
+ * and named in the report on both stores.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import { useFixtures } from '../helpers/fixtures.js';
 import { mkInput, postOk, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { deleteKeys, REDIS_URL, uniquePrefix } from '../state/helpers.js';
+import { MAX_STEPS_INDEXED } from '../../src/experiments/step-index.js';
 
 const MAX = 500;
 /** Trajectories per batch: 40 batches make the 20,000. */
@@ -126,4 +128,50 @@ test('redis: keys and bytes stop growing at max_trajectories; the docs size a tr
   const documented = documentedBytes();
   assertNear(perTrajectory, documented.trajectory, 'trajectory');
   assertNear(perStep, documented.step, 'step');
+});
+
+/** The index bounds: a small trace-hash bound and export bound, and one trajectory past the steps indexed. */
+const HASH_MAX = 2;
+const EXPORT_MAX = 3;
+const SAME_TASK = 5;
+
+function indexConfig(backends: Record<string, { url: string }>, state: Record<string, unknown>): Record<string, unknown> {
+  return { ...config(backends, state), experiments: { hash_candidates_max: HASH_MAX, export_max_trajectories: EXPORT_MAX } };
+}
+
+/** Five trajectories of the same task (one trace hash), then one of them stepped past the steps indexed. */
+async function passIndexBounds(gw: TestGateway): Promise<void> {
+  const same = Array.from({ length: SAME_TASK }, (_, i) => mkInput(i, { instruction: { type: 'user', content: 'the same task' } }));
+  let [c] = await postOk(gw, 'same', same);
+  for (let step = 2; step <= MAX_STEPS_INDEXED + 2; step++) {
+    assert.ok(c !== undefined);
+    [c] = await postOk(gw, `long${step}`, [mkInput(c.source_id, { instruction: { type: 'env', content: `feedback ${step}` }, memory: c.memory })]);
+  }
+  await gw.app.gateway.experiments.settled();
+  await gw.app.gateway.store.flush();
+}
+
+function assertIndexWarnings(r: ExperimentsReport): void {
+  const e = r.experiments[0];
+  assert.ok(e !== undefined);
+  const has = (start: string): boolean => e.warnings.some((w) => w.startsWith(start));
+  assert.ok(has(`${SAME_TASK - HASH_MAX} steps were not indexed under their trace hash, which already held experiments.hash_candidates_max (${HASH_MAX})`), e.warnings.join('\n'));
+  assert.ok(has(`${SAME_TASK - EXPORT_MAX} trajectories past experiments.export_max_trajectories (${EXPORT_MAX})`), e.warnings.join('\n'));
+  assert.ok(has(`2 steps past the ${MAX_STEPS_INDEXED} steps indexed per trajectory were not indexed`), e.warnings.join('\n'));
+}
+
+test('memory store: index writes past the trace-hash, export and steps bounds are counted and named in the report', async () => {
+  const [x, y] = await Promise.all([f.agent({ name: 'x' }), f.agent({ name: 'y' })]);
+  const gw = await f.gateway(indexConfig({ x: { url: x.url }, y: { url: y.url } }, {}));
+  await passIndexBounds(gw);
+  assertIndexWarnings(await report(gw));
+});
+
+test('redis: index writes past the trace-hash, export and steps bounds are counted and named in the report', async () => {
+  const prefix = uniquePrefix();
+  f.defer(() => deleteKeys(prefix));
+  const [x, y] = await Promise.all([f.agent({ name: 'x' }), f.agent({ name: 'y' })]);
+  const gw = await f.gateway(indexConfig({ x: { url: x.url }, y: { url: y.url } }, { redis: { url: REDIS_URL, key_prefix: prefix } }));
+  await passIndexBounds(gw);
+  assertIndexWarnings(await report(gw));
 });

@@ -310,7 +310,10 @@ function claimsContract(harness: Harness): void {
       assert.equal(await store.readClaim(key), 'a');
       assert.equal(await store.readClaim(`none-${randomUUID()}`), undefined);
       const set = `s:${randomUUID()}`;
-      for (const m of ['1', '2', '2', '3']) await store.addToSet(set, m, 10_000, 2);
+      const kept: boolean[] = [];
+      for (const m of ['1', '2', '2', '3', '1']) kept.push(await store.addToSet(set, m, 10_000, 2));
+      // A member already in a full set is kept; one that does not fit is reported left out.
+      assert.deepEqual(kept, [true, true, true, false, true]);
       assert.deepEqual((await store.readSet(set)).sort(), ['1', '2']);
       assert.deepEqual(await store.readSet(`none-${randomUUID()}`), []);
     });

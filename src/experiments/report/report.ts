@@ -18,6 +18,8 @@ import type { Unit } from '../../stats/index.js';
 import { keyUnits, parseKeyCounters, slotLabels, type KeyCounters, type KeyUnits } from '../units.js';
 import type { Experiments, ExperimentsHost } from '../recorder.js';
 import { epochTaken } from '../epoch-taken.js';
+import type { GatewayConfig } from '../../config/schema.js';
+import { MAX_STEPS_INDEXED } from '../step-index.js';
 
 export interface ExperimentInfo {
   id: string;
@@ -126,6 +128,7 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
   const warnings = randomized ? [...analysis.warnings] : [ENSEMBLE_NOTE];
   const leftOut = members.reduce((x, m) => x + m.counts.leftOut, 0);
   if (leftOut > 0) warnings.push(`${leftOut} trajectories started after experiments.max_trajectories (${cfg.max_trajectories}) were recorded: they are left out of every count`);
+  warnings.push(...indexWarnings(members.map((m) => m.counts), cfg));
   if (srm?.flagged === true) {
     const line = srmWarning(srm);
     warnings.unshift(line);
@@ -187,4 +190,17 @@ export async function experimentsReport(host: ReportHost, now: Date = new Date()
     }
   }
   return { generated_at: now.toISOString(), store: host.store.kind, experiments, earlier };
+}
+
+/** One warning per index bound a write passed (docs/experiments.md#bounds-and-sizing): what it left out, and the bound. */
+function indexWarnings(counts: ArmCounts[], cfg: GatewayConfig['experiments']): string[] {
+  const sum = (f: (c: ArmCounts) => number): number => counts.reduce((x, c) => x + f(c), 0);
+  const lines: string[] = [];
+  const hash = sum((c) => c.hashOver);
+  const exp = sum((c) => c.exportOver);
+  const steps = sum((c) => c.stepsOver);
+  if (hash > 0) lines.push(`${hash} steps were not indexed under their trace hash, which already held experiments.hash_candidates_max (${cfg.hash_candidates_max}) candidates: an imported episode ending there counts as unmatched`);
+  if (exp > 0) lines.push(`${exp} trajectories past experiments.export_max_trajectories (${cfg.export_max_trajectories}) are left out of the export`);
+  if (steps > 0) lines.push(`${steps} steps past the ${MAX_STEPS_INDEXED} steps indexed per trajectory were not indexed: those trajectories' export rows and outcome joins stopped advancing`);
+  return lines;
 }
