@@ -38,7 +38,6 @@ import type { GatewayState } from './gateway-state.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from '../logging.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
-import type { ReceivedBody } from '../protocol/body-bytes.js';
 import type { BudgetHold } from '../memory/budget.js';
 import type { ResponseStream } from './streamed-batch.js';
 
@@ -50,7 +49,7 @@ export interface BatchExchange {
    */
   agent?: string;
   /** As received: one Buffer, or its chunks when it came without a length (joined where it is read). */
-  body: ReceivedBody;
+  body: Buffer;
   headers: IncomingHttpHeaders;
   log: Logger;
   /** Calls `fn` if the client closes the connection before the answer is written; returns the unregister. */
@@ -228,7 +227,8 @@ export class BatchCycle {
   private finish(p: Planned, result: BatchResult, beforeDispatch: number): BatchAnswer {
     const { agent, gw, request, ex, span } = this.b;
     gw.experiments.recordBatch(agent.routes, request, p.plan, result, p.steps);
-    p.cache?.store(request, result, ex.log, gw.memory);
+    // The copies are made after the answer is written: the batch's bytes are kept until then.
+    p.cache?.store(request, result, ex.log, gw.memory, ex.memory?.keep());
     const streamed = result.streamed !== undefined && ex.stream !== undefined;
     const t2 = performance.now();
     let body: BatchAnswer['body'] = '';

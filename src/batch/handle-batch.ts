@@ -30,7 +30,9 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
   try {
     const agent = runtime.agent(ex.agent);
     if (agent === undefined) return unknownAgent(ex.agent);
-    const answer = await batchOn(runtime, agent, gw, ex, span);
+    // The batch's bytes (its body, its answers) stay until its cycle ends, even if the client left before.
+    const letGo = ex.memory?.keep();
+    const answer = await batchOn(runtime, agent, gw, ex, span).finally(letGo);
     if (span.recording) traceAnswer(span, answer.status, answer.replayHit);
     return answer;
   } catch (err) {

@@ -3,7 +3,7 @@
  * (docs/protocol-fidelity.md#how-a-batch-is-read), so memory stays the client's bytes, and checked against
  * the batch limits before anything is routed. A body that is not UTF-8 is a 400, a request the contract or the
  * limits refuse a 422 with FastAPI's detail (bounded, validation/bounded-detail.ts); an empty batch is answered
- * `[]` at once. A large body is read on the reader thread (memory/offload.ts).
+ * `[]` at once. A large body is read on the reader thread (reader/reader.ts).
  */
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import { errorBody } from '../errors.js';
@@ -15,8 +15,8 @@ import { jsonBytesAsUtf8, notDecodedMessage } from '../protocol/json/utf8.js';
 import { refusalDetail, type RequestReadLimits } from '../validation/bounded-detail.js';
 import { indexedRequest, type IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { ValidationIssue } from '../protocol/types.js';
-import { readOffloaded } from '../memory/offload.js';
-import { joinedHere, LARGE_BODY_BYTES, receivedSize, type ReceivedBody } from '../protocol/body-bytes.js';
+import { readOffloaded } from '../reader/reader.js';
+import { LARGE_BODY_BYTES } from '../protocol/body-bytes.js';
 
 /** The request to route, or the answer that ends the batch here. */
 export type BatchRead =
@@ -62,17 +62,17 @@ function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: strin
 
 /**
  * Read a body without holding the event loop for its size (docs/memory-budget.md#yielding): a large one on
- * the reader thread (memory/offload.ts), which also joins it when it came in chunks and decodes it when it is
+ * the reader thread (reader/reader.ts), which also joins it when it came in chunks and decodes it when it is
  * UTF-16 or UTF-32. The bytes read come back as the returned `body`: `received` must not be used after this.
  */
 export async function readBatchYielding(
-  received: ReceivedBody,
+  received: Buffer,
   server: GatewayConfig['server'],
   memoryKey: string,
   log: Logger,
 ): Promise<{ read: BatchRead; body: Buffer }> {
-  if (receivedSize(received) <= LARGE_BODY_BYTES) {
-    const raw = joinedHere(received);
+  if (received.length <= LARGE_BODY_BYTES) {
+    const raw = received;
     // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
     const bytes = jsonBytesAsUtf8(raw);
     if (!bytes.ok) return { read: notDecoded(bytes.encoding, bytes.offset, log), body: raw };

@@ -161,14 +161,17 @@ export class CacheLookup {
    * Stores the inputs that missed and were answered in full by the backend their key names: every candidate
    * completed, none from a fallback. In the background: the client's answer never waits on the store.
    */
-  store(request: IndexedAgentRequest, result: BatchResult, log: Logger, memory: CopyRoom): void {
-    if (this.misses.length === 0 || result.streamed !== undefined) return;
-    // After the answer is written: copying the candidates' bytes must not delay it.
+  store(request: IndexedAgentRequest, result: BatchResult, log: Logger, memory: CopyRoom, done: () => void = () => undefined): void {
+    if (this.misses.length === 0 || result.streamed !== undefined) return done();
+    // After the answer is written: copying the candidates' bytes must not delay it. `done` lets the batch's
+    // bytes go once the copies are made.
     setImmediate(() => {
       try {
         this.storeNow(request, result, log, memory);
       } catch (err) {
         log.warn({ err }, 'response cache store failed');
+      } finally {
+        done();
       }
     });
   }

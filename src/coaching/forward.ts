@@ -9,7 +9,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AbortLike } from '../abort.js';
 import { endAttemptSpan } from '../dispatch/attempt-span.js';
-import { joinedHere } from '../protocol/body-bytes.js';
 import { correlationHeaders, withTraceparent } from '../protocol/correlation.js';
 import { NOOP_SPAN, type TraceSpan } from '../tracing/trace-span.js';
 import { callReplica, type AnswerCharge } from '../upstream/backend-call.js';
@@ -47,7 +46,7 @@ export async function forward(replica: Replica, opts: ForwardOptions, parent: Tr
   if (!r.ok) {
     return { ok: false, status: r.failure.code === 'gateway_backend_timeout' ? 504 : 502, message: r.failure.message };
   }
-  return { ok: true, status: r.status, contentType: r.contentType, body: r.bytes === undefined ? Buffer.alloc(0) : joinedHere(r.bytes) };
+  return { ok: true, status: r.status, contentType: r.contentType, body: r.bytes === undefined ? Buffer.alloc(0) : r.bytes };
 }
 
 /** The short reason a backend's answer gives: its JSON `detail` when it is a string, else the text's start. */

@@ -413,13 +413,6 @@ export const configSchema = z.strictObject({
       memory_budget_mb: positive.optional(),
       /** Longest a new request waits for room under memory_budget_mb, from its arrival; a 503 after it. */
       admission_timeout_s: positive.default(120),
-      /**
-       * Share of memory_budget_mb given back by finished batches that triggers a full garbage collection
-       * (memory/reclaim.ts; a quarter of it when the budget empties): their bytes are the process's until
-       * collected, so they count against the budget until then.
-       * 0: never (V8 collects on its own schedule, and bytes given back are room at once).
-       */
-      memory_reclaim_share: z.number().min(0).max(1).default(0.25),
       /** Problems listed in a 422 detail; the rest are counted in one last entry. */
       max_validation_errors: z.number().int().positive().default(100),
       /** Time to receive a request's headers; 408 after it. */

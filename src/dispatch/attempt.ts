@@ -13,7 +13,6 @@
 import { performance } from 'node:perf_hooks';
 import { withTraceparent } from '../protocol/correlation.js';
 import type { AnswerCheck } from '../protocol/answer/answer-check.js';
-import type { ReceivedBody } from '../protocol/body-bytes.js';
 import type { IndexedCandidate, Slot, SubRequestShape } from '../protocol/answer/response-check.js';
 import { subRequestBody } from '../protocol/request/sub-request.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
@@ -255,7 +254,7 @@ export class Attempt {
     return subRequestBody(Buffer.from(JSON.stringify(request.request_id)), items.map((it) => ({ raw: it.input.raw, count: it.count })));
   }
 
-  private check(bytes: ReceivedBody): Promise<AnswerCheck> {
+  private check(bytes: Buffer): Promise<AnswerCheck> {
     return checkAnswerYielding(bytes, this.shape(), this.replica.maxJsonDepth, this.deps.memoryKey);
   }
 

@@ -100,9 +100,13 @@ export function startShadows(
       } else groups.set(key, { route: p.route, backend, inputs: [input], at: [p.index] });
     }
   }
+  // The primary's decisions are read as soon as the batch is answered: its candidates are views of the batch's
+  // bytes, given back when its answer is written, while a shadow's answer may come much later.
+  const decisions = primary.then((outputs) => outputs.map((o) => (o.status === 'completed' ? o.output : undefined)));
+  decisions.catch(() => undefined);
   const jobs: Promise<void>[] = [];
   for (const g of groups.values()) {
-    const shadow = new Shadow(deps, request, g, primary);
+    const shadow = new Shadow(deps, request, g, decisions);
     if (deps.limiter.inFlight >= deps.limiter.max) {
       shadow.dropped(span);
       continue;
@@ -135,7 +139,8 @@ class Shadow {
     private readonly deps: ShadowDeps,
     private readonly request: IndexedAgentRequest,
     private readonly g: Group,
-    private readonly primary: Promise<AgentOutput[]>,
+    /** The primary's decision per candidate, in the client's answer order (undefined: not completed). */
+    private readonly primary: Promise<(AgentDecision | null | undefined)[]>,
   ) {
     this.labels = { agent: deps.agent, route: g.route, backend: g.backend };
   }
@@ -233,9 +238,9 @@ class Shadow {
       const first = offsets[inputIndex] ?? 0;
       row.forEach((slot, c) => {
         const mine = outputs[first + c];
-        if (!slot.ok || mine === undefined || mine.status !== 'completed') return; // nothing to compare against
+        if (!slot.ok || mine === undefined) return; // nothing to compare against
         const theirs = decisionOf(slot.candidate);
-        const agreed = theirs.completed && sameDecision(mine.output, theirs.output);
+        const agreed = theirs.completed && sameDecision(mine, theirs.output);
         this.deps.metrics.shadowAgreement.inc({ ...this.labels, agreed: String(agreed) });
         if (agreed) agreedN++;
         else disagreedN++;

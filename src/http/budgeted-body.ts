@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
 import type { BudgetHold } from '../memory/budget.js';
 import { memoryBudgetDetail } from '../memory/over-budget.js';
-import { BodyBytes, joinedHere, type ReceivedBody } from '../protocol/body-bytes.js';
+import { BodyBytes } from '../protocol/body-bytes.js';
 
 /** The hold of each request whose body a budgeted parser read, until its answer is written. */
 const holds = new WeakMap<IncomingMessage, BudgetHold>();
@@ -44,7 +44,7 @@ function firstByte(payload: IncomingMessage): Promise<void> {
   });
 }
 
-async function readBudgeted(app: FastifyInstance, req: FastifyRequest, payload: IncomingMessage, bodyLimit: number): Promise<ReceivedBody> {
+async function readBudgeted(app: FastifyInstance, req: FastifyRequest, payload: IncomingMessage, bodyLimit: number): Promise<Buffer> {
   const arrival = performance.now();
   const declared = Number(req.headers['content-length']);
   if (declared > bodyLimit) throw tooLarge(bodyLimit);
@@ -60,7 +60,7 @@ async function readBudgeted(app: FastifyInstance, req: FastifyRequest, payload: 
     throw new GatewayError('GATEWAY_ERR_MEMORY_BUDGET', memoryBudgetDetail(app.gateway.current.config.server.admission_timeout_s));
   }
   holds.set(req.raw, hold);
-  const body = new BodyBytes(Number.isSafeInteger(declared) && declared > 0 ? declared : undefined);
+  const body = new BodyBytes({ declared, max: bodyLimit, owner: hold });
   try {
     await new Promise<void>((resolve, reject) => {
       payload.on('data', (chunk: Buffer) => {
@@ -98,7 +98,7 @@ export function budgetedBodies(app: FastifyInstance, bodyLimit: number, as: 'str
     readBudgeted(app, req, payload, bodyLimit).then(
       (received) => {
         try {
-          done(null, as === 'string' ? joinedHere(received).toString('utf8') : as(joinedHere(received)));
+          done(null, as === 'string' ? received.toString('utf8') : as(received));
         } catch (err) {
           done(err instanceof Error ? err : new Error(String(err)));
         }

@@ -159,7 +159,7 @@ export class FrontExchange {
     if (res.destroyed) return;
     this.hold = hold;
     const declared = Number(req.headers['content-length']);
-    this.body = new BodyBytes(Number.isSafeInteger(declared) && declared > 0 ? declared : undefined);
+    this.body = new BodyBytes({ declared, max: this.host.bodyLimit, owner: hold });
     this.front.slots.receivingBody(req.socket);
     this.front.deadlines.track(req, res, () => this.timedOut());
     req.on('data', (chunk: Buffer) => this.add(chunk));

@@ -16,11 +16,17 @@
  * - what a streamed answer leaves waiting for its client's socket, and a coaching body's parsed tree before it is
  *   built, are charged as an answer's chunks are, and wait for room the same way (memory/grow-when-room.ts).
  *
+ * A hold also owns the stores of its large bodies (protocol/byte-store.ts): their pages go back to the system
+ * when it is released, so what the budget counts is what the process holds, without waiting for a collection.
+ * Whatever reads a batch's bytes after its answer is written (the response cache's copy) keeps the hold open
+ * until it is done (`keep`).
+ *
  * The one owner of the byte, waiter and hold counts. Callbacks rather than promises: every batch passes here.
  */
+import type { ByteStore, StoreOwner } from '../protocol/byte-store.js';
 
 /** A place in the budget: a batch's (admitted or waiting) or a shadow answer's. */
-export interface BudgetHold {
+export interface BudgetHold extends StoreOwner {
   /** Count `bytes` more (the body as it arrives, the objects built over it); never waits. */
   grow(bytes: number): void;
   /** Give back `bytes` of what was counted (a reservation larger than what arrived). */
@@ -36,8 +42,10 @@ export interface BudgetHold {
   readonly bytes: number;
   /** The whole budget in bytes. */
   capacity(): number;
-  /** Give everything back (admitted) or leave the queue (waiting); idempotent. */
+  /** Give everything back (admitted) or leave the queue (waiting), once nothing keeps it; idempotent. */
   release(): void;
+  /** Keep the hold's bytes past its release until the returned function is called (once). */
+  keep(): () => void;
 }
 
 export interface BudgetOptions {
@@ -49,13 +57,6 @@ export interface BudgetOptions {
   onWaited?(seconds: number): void;
   /** A shadow answer was dropped to make room. */
   onShed?(): void;
-  /** `bytes` were given back (a hold released or shrunk); `heldAfter`: what is still counted (reclaim.ts). */
-  onFreed?(bytes: number, heldAfter: number): void;
-  /**
-   * Bytes given back and not yet collected (reclaim.ts `uncollected`): the process still holds them, so they
-   * count against the budget, besides what holds count, until a collection frees them (`collected`).
-   */
-  uncollected?(): number;
   now?(): number;
   setTimer?(fn: () => void, ms: number): unknown;
   clearTimer?(timer: unknown): void;
@@ -65,6 +66,10 @@ class Hold implements BudgetHold {
   bytes = 0;
   admitted = false;
   released = false;
+  /** Release was asked while something kept the hold: done when the last keeper lets go. */
+  private ending = false;
+  private keepers = 0;
+  private stores: ByteStore[] | undefined;
   /** Arrival time of a waiting request (its clock starts then). */
   arrival = 0;
   /** Cancels the timer of a waiting request (set while it waits). */
@@ -101,7 +106,7 @@ class Hold implements BudgetHold {
     const n = Math.min(bytes, this.bytes);
     this.bytes -= n;
     this.owner.add(-n);
-    if (n > 0) this.owner.roomFreed(n);
+    if (n > 0) this.owner.roomFreed();
   }
 
   charge(bytes: number): boolean {
@@ -118,9 +123,32 @@ class Hold implements BudgetHold {
     return this.owner.limit;
   }
 
+  adopt(store: ByteStore): void {
+    if (this.released) store.release();
+    else (this.stores ??= []).push(store);
+  }
+
+  keep(): () => void {
+    if (this.released) return () => undefined;
+    this.keepers++;
+    let once = false;
+    return () => {
+      if (once) return;
+      once = true;
+      this.keepers--;
+      if (this.ending && this.keepers === 0) this.release();
+    };
+  }
+
   release(): void {
     if (this.released) return;
+    if (this.keepers > 0) {
+      this.ending = true;
+      return;
+    }
     this.released = true;
+    if (this.stores !== undefined) for (const s of this.stores) s.release();
+    this.stores = undefined;
     this.owner.leave(this);
   }
 }
@@ -144,16 +172,6 @@ export class MemoryBudget {
   /** Bytes counted now, all holds together. */
   get bytesHeld(): number {
     return this.used;
-  }
-
-  /** What counts against the budget: what holds count, and what they gave back that is not yet collected. */
-  private get counted(): number {
-    return this.used + (this.opts.uncollected?.() ?? 0);
-  }
-
-  /** A collection freed bytes given back (reclaim.ts): waiting requests, then paused answers, may go on. */
-  collected(): void {
-    this.roomFreed(0);
   }
 
   /** Requests waiting for room. */
@@ -197,7 +215,7 @@ export class MemoryBudget {
    * never before a waiting request. Not shed: it is given back when the store has the copy.
    */
   reserve(bytes: number): BudgetHold | undefined {
-    if (this.waiters > 0 || this.counted + bytes > this.opts.limit()) return undefined;
+    if (this.waiters > 0 || this.used + bytes > this.opts.limit()) return undefined;
     const hold = new Hold(this, 0, undefined, undefined, undefined);
     hold.admitted = true;
     hold.grow(bytes);
@@ -206,7 +224,7 @@ export class MemoryBudget {
 
   /** A shadow answer's hold when there is room for `bytes` now, else undefined (shed before it starts). */
   tryHold(bytes: number, onShed: () => void): BudgetHold | undefined {
-    if (this.waiters > 0 || this.counted + bytes > this.opts.limit()) {
+    if (this.waiters > 0 || this.used + bytes > this.opts.limit()) {
       this.opts.onShed?.();
       return undefined;
     }
@@ -224,14 +242,14 @@ export class MemoryBudget {
 
   /** @internal An answer's reader may go on: room left, or its batch is the oldest held. */
   mayRead(hold: Hold): boolean {
-    if (this.counted <= this.opts.limit()) return true;
+    if (this.used <= this.opts.limit()) return true;
     if (hold.shadow) {
       this.shed(hold);
       return false;
     }
     // Shadows go first: their bytes may be all that is over.
     this.shedShadows();
-    if (this.counted <= this.opts.limit()) return true;
+    if (this.used <= this.opts.limit()) return true;
     return hold === this.oldest;
   }
 
@@ -242,9 +260,7 @@ export class MemoryBudget {
 
   /** @internal */
   leave(hold: Hold): void {
-    let freed = 0;
     if (hold.admitted) {
-      freed = hold.bytes;
       this.used -= hold.bytes;
       hold.bytes = 0;
       if (hold.shadow) this.shadows.delete(hold);
@@ -253,12 +269,11 @@ export class MemoryBudget {
       this.waiters--;
       this.clearTimer(hold);
     }
-    this.roomFreed(freed);
+    this.roomFreed();
   }
 
-  /** @internal Room may have come (`freed` bytes given back): waiting requests first (in order), then paused answers. */
-  roomFreed(freed: number): void {
-    if (freed > 0) this.opts.onFreed?.(freed, this.used);
+  /** @internal Room may have come: waiting requests first (in order), then paused answers. */
+  roomFreed(): void {
     this.drain();
     if (this.roomCallbacks.length === 0) return;
     const fns = this.roomCallbacks;
@@ -267,7 +282,7 @@ export class MemoryBudget {
   }
 
   private fits(bytes: number): boolean {
-    return this.oldest === undefined || this.counted + bytes <= this.opts.limit();
+    return this.oldest === undefined || this.used + bytes <= this.opts.limit();
   }
 
   private start(hold: Hold): void {

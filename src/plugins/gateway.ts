@@ -11,7 +11,6 @@ import { sharedPulse } from '../batch/pulse-shared.js';
 import { ClientLimits } from '../clients/client-limits.js';
 import { ExperimentHistory } from '../experiments/report/history.js';
 import { Experiments } from '../experiments/recorder.js';
-import { Reclaim } from '../memory/reclaim.js';
 import { MemoryBudget } from '../memory/budget.js';
 import { memoryBudget } from '../memory/default-budget.js';
 import { GatewayMetrics } from '../metrics.js';
@@ -52,12 +51,7 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     const mb = state.current.config.server.memory_budget_mb;
     return mb === undefined ? derived.bytes : mbToBytes(mb);
   };
-  const reclaim = new Reclaim({
-    limit: budgetBytes,
-    share: () => state.current.config.server.memory_reclaim_share,
-    held: () => state.memory.bytesHeld,
-    onCollected: () => state.memory.collected(),
-  });
+
   if (derived.source !== 'config') app.log.info({ memory_budget_mb: Math.round(derived.bytes / 2 ** 20), from: derived.source }, 'memory budget derived');
   const state: GatewayState = {
     current: new GatewayRuntime(opts.config, metrics, app.log, store, opts.version),
@@ -87,8 +81,6 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
       timeoutMs: () => state.current.config.server.admission_timeout_s * 1000,
       onWaited: (seconds) => metrics.admissionWait.observe(seconds),
       onShed: () => metrics.shadowsShed.inc(),
-      onFreed: (bytes, heldAfter) => reclaim.released(bytes, heldAfter),
-      uncollected: () => reclaim.uncollected,
     }),
   };
   metrics.memorySource = state.memory;

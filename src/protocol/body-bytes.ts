@@ -1,32 +1,27 @@
 /**
- * An HTTP body collected as it arrives: a client's batch on the raw front (http/batch-front.ts), a backend's
- * answer (upstream/backend-call.ts). With a declared length the bytes are copied into one Buffer of that size
- * and each chunk is free at once: a 2 MB body is held once while it arrives, not as its chunks until the last
- * one and then their concatenation besides, and the copy is spread over the chunks as they come. A body that
- * arrives in one chunk is that chunk, with no copy (small batches and answers). A body of unknown length
- * (chunked) is kept as its chunks: a large one is joined off the event loop (memory/offload.ts), where one
- * `Buffer.concat` of 50 MB held the loop for up to 170 ms. Callers bound the declared length before
- * (server.body_limit_mb, a backend's max_response_mb).
+ * An HTTP body collected as it arrives: a client's batch on the batch front (http/front-exchange.ts), a backend's
+ * answer (upstream/backend-call.ts). A large one (a declared length over LARGE_BODY_BYTES, or a chunked one once
+ * it grows past it) is copied into a store the gateway allocates and its owner gives back when the batch ends
+ * (protocol/byte-store.ts): each chunk is free at once, the body is held once, and its pages go back to the
+ * system without waiting for a collection. A small one with a declared length is copied into one Buffer of that
+ * size; one that arrives in one chunk is that chunk, with no copy (small batches and answers). Callers bound
+ * the size before (server.body_limit_mb, a backend's max_response_mb) and pass that bound as `max`.
  */
-/** A body as received: one Buffer, or its chunks in order (a body that came without a length, unjoined). */
-export type ReceivedBody = Buffer | readonly Buffer[];
+import { newStore, type ByteStore, type StoreOwner } from './byte-store.js';
 
-/** A body over this is read off the event loop (memory/offload.ts); one up to it is joined and read in place. */
+/** A body over this is read off the event loop (reader/reader.ts) and held in a store; one up to it is read in place. */
 export const LARGE_BODY_BYTES = 1024 * 1024;
 
-/** The bytes of `body`, however it came. */
-export function receivedSize(body: ReceivedBody): number {
-  if (Buffer.isBuffer(body)) return body.length;
-  let n = 0;
-  for (const p of body) n += p.length;
-  return n;
-}
+/** The bound of a store when the caller names none. */
+const DEFAULT_MAX_BYTES = 1024 * 1024 * 1024;
 
-/** `body` as one Buffer, joined on this thread: for bodies read in place (small ones, or text a route needs whole). */
-export function joinedHere(body: ReceivedBody): Buffer {
-  if (Buffer.isBuffer(body)) return body;
-  const [only] = body;
-  return body.length === 1 && only !== undefined ? only : Buffer.concat(body);
+export interface BodyBytesOptions {
+  /** The content-length, when the message has one. */
+  declared?: number;
+  /** The bytes the caller lets the body reach (it refuses one byte more before adding it). */
+  max?: number;
+  /** Who gives a large body's store back when its batch ends (memory/budget.ts holds). */
+  owner?: StoreOwner;
 }
 
 export class BodyBytes {
@@ -35,15 +30,30 @@ export class BodyBytes {
   private chunks: Buffer[] = [];
   private whole: Buffer | undefined;
   private filled = 0;
+  private store: ByteStore | undefined;
+  private readonly declared: number | undefined;
 
-  /** `declared`: the content-length, when the request has one. */
-  constructor(private readonly declared: number | undefined) {}
+  constructor(private readonly opts: BodyBytesOptions = {}) {
+    this.declared = opts.declared !== undefined && Number.isSafeInteger(opts.declared) && opts.declared > 0 ? opts.declared : undefined;
+  }
 
   add(chunk: Buffer): void {
-    // An empty chunk holds nothing, and may be a view of a Buffer its sender shares (undici's empty Buffer):
-    // kept, it would be handed to the reader thread with the rest, and its store taken from the sender.
+    // An empty chunk holds nothing, and may be a view of a Buffer its sender shares (undici's empty Buffer).
     if (chunk.length === 0) return;
     this.size += chunk.length;
+    if (this.store !== undefined) {
+      this.store.append(chunk);
+      return;
+    }
+    const declared = this.declared;
+    if (this.size > LARGE_BODY_BYTES || (declared !== undefined && declared > LARGE_BODY_BYTES)) {
+      // Allocated with the first byte, not before: a client that declares a length and sends nothing holds nothing.
+      const store = newStore(declared, Math.max(this.opts.max ?? DEFAULT_MAX_BYTES, declared ?? 0), this.opts.owner);
+      for (const c of this.taken()) store.append(c);
+      store.append(chunk);
+      this.store = store;
+      return;
+    }
     const whole = this.whole;
     if (whole !== undefined) {
       if (this.filled + chunk.length <= whole.length) {
@@ -54,9 +64,8 @@ export class BodyBytes {
       // More than declared (node's parser and undici never hand over more): kept as chunks from here on.
       this.chunks.push(whole.subarray(0, this.filled));
       this.whole = undefined;
-    } else if (this.chunks.length === 0 && this.declared !== undefined && chunk.length < this.declared) {
-      // Allocated with the first byte, not before: a client that declares a length and sends nothing holds nothing.
-      const buf = Buffer.allocUnsafe(this.declared);
+    } else if (this.chunks.length === 0 && declared !== undefined && chunk.length < declared) {
+      const buf = Buffer.allocUnsafe(declared);
       chunk.copy(buf, 0);
       this.whole = buf;
       this.filled = chunk.length;
@@ -65,37 +74,32 @@ export class BodyBytes {
     this.chunks.push(chunk);
   }
 
-  /** The request was answered before its body was read whole: what was kept goes. */
+  /** The request was answered before its body was read whole: what was kept goes, a store's pages at once. */
   drop(): void {
+    this.store?.release();
+    this.store = undefined;
+    this.taken();
+  }
+
+  /** The body once it is complete (or what came so far); the collector keeps nothing after. */
+  received(): Buffer {
+    const store = this.store;
+    if (store !== undefined) {
+      this.store = undefined;
+      return store.bytes();
+    }
+    const pieces = this.taken();
+    const [only] = pieces;
+    if (pieces.length === 1 && only !== undefined) return only;
+    return Buffer.concat(pieces);
+  }
+
+  /** What was kept outside a store, as pieces in order; the collector keeps none of them after. */
+  private taken(): Buffer[] {
+    const whole = this.whole;
+    const chunks = this.chunks;
     this.chunks = [];
     this.whole = undefined;
-  }
-
-  /** What was received so far, as pieces in order (to hand on elsewhere); the collector keeps nothing after. */
-  pieces(): Buffer[] {
-    const whole = this.whole;
-    const chunks = this.chunks;
-    this.drop();
     return whole === undefined ? chunks : [whole.subarray(0, this.filled), ...chunks];
-  }
-
-  /**
-   * The body once it is complete, unjoined: one Buffer when it is one (a declared length, a single chunk), else
-   * its chunks, so a large one is joined off the event loop (memory/offload.ts); the collector keeps nothing after.
-   */
-  received(): ReceivedBody {
-    if (this.whole !== undefined || this.chunks.length <= 1) return this.take();
-    return this.pieces();
-  }
-
-  /** The body, once it is complete; the collector keeps nothing after. */
-  take(): Buffer {
-    const whole = this.whole;
-    const chunks = this.chunks;
-    this.drop();
-    if (whole !== undefined) return this.filled === whole.length ? whole : whole.subarray(0, this.filled);
-    const [only] = chunks;
-    if (chunks.length === 1 && only !== undefined) return only;
-    return Buffer.concat(chunks, this.size);
   }
 }

@@ -1,6 +1,7 @@
 /** Small helpers shared by both stores. */
 import { BatchSignal, type AbortLike } from '../abort.js';
 import { joinBody, retainedBytes, type AnswerBody } from '../protocol/answer/answer-body.js';
+import { storeOf } from '../protocol/byte-store.js';
 
 /**
  * One 'abort' listener per AbortSignal, shared by every callback registered on it. A request's signal is handed
@@ -171,7 +172,8 @@ export function replayKept(body: string | AnswerBody, max: number): { body: stri
   if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : { body, bytes: body.length };
   if (body.length > max) return undefined;
   const bytes = retainedBytes(body);
-  if (bytes <= 2 * body.length) return { body, bytes };
+  // A piece of a body's store (protocol/byte-store.ts) is empty once its batch ends: such an answer is copied.
+  if (bytes <= 2 * body.length && !body.parts.some((p) => storeOf(p) !== undefined)) return { body, bytes };
   // Always a new Buffer, even of one piece: the copy is what lets the large backing store go. Not from Node's
   // pool (Buffer.concat takes a small copy from a shared 8 KB slab, which the entry would then pin): a store of
   // its own, so what the cache counts is what it holds.

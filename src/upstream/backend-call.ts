@@ -5,7 +5,8 @@
 import { StringDecoder } from 'node:string_decoder';
 import { errors, type Dispatcher } from 'undici';
 import type { AbortLike } from '../abort.js';
-import { BodyBytes, joinedHere, type ReceivedBody } from '../protocol/body-bytes.js';
+import { BodyBytes } from '../protocol/body-bytes.js';
+import type { StoreOwner } from '../protocol/byte-store.js';
 import { codeForStatus, type AttemptFailure } from '../errors.js';
 import { safeReason } from '../protocol/describe.js';
 import { READ_PER_TURN, ReadPauses } from './read-pauses.js';
@@ -18,7 +19,7 @@ type CallResult =
    * joins when it is large). `streamed`: the body went to the options' stream tap as it arrived; `bytes` and
    * `text` are then empty.
    */
-  | { ok: true; status: number; text: string; bytes?: ReceivedBody; contentType?: string; streamed?: boolean }
+  | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string; streamed?: boolean }
   /**
    * `status`: the HTTP status when the backend answered (a non-2xx, or a 2xx refused by a bound).
    * `unaskedContinue`: the answer began with `100 Continue`, which undici ends the connection on (see classifyError).
@@ -58,7 +59,7 @@ interface CallOptions {
  * The memory budget's count of one answer (memory/budget.ts, docs/memory-budget.md), as the call sees it.
  * `charge` false: pause the read until `whenRoom` calls back (a shed shadow's charge aborts the call instead).
  */
-export interface AnswerCharge {
+export interface AnswerCharge extends StoreOwner {
   charge(bytes: number): boolean;
   whenRoom(fn: () => void): void;
   /** Give back `bytes` counted by charge (the answer was dropped). */
@@ -164,8 +165,8 @@ function cancelOnAbort(h: CollectHandler): () => void {
 const UTF8_BOM = 0xfeff;
 
 /** Bytes decoded as undici's body.text() does: UTF-8, a leading byte order mark dropped. */
-function textOf(bytes: ReceivedBody | undefined): string {
-  const text = bytes === undefined ? '' : joinedHere(bytes).toString('utf8');
+function textOf(bytes: Buffer | undefined): string {
+  const text = bytes === undefined ? '' : bytes.toString('utf8');
   return text.charCodeAt(0) === UTF8_BOM ? text.slice(1) : text;
 }
 
@@ -255,7 +256,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
         this.startTap(controller, stream.tap);
         return;
       }
-      this.body = new BodyBytes(Number.isSafeInteger(n) && n > 0 ? n : undefined);
+      this.body = new BodyBytes({ declared: n, max: this.maxBytes, owner: this.opts.memory });
     }
   }
 
@@ -296,10 +297,10 @@ class CollectHandler implements Dispatcher.DispatchHandler {
       body.add(chunk);
       // No declared length: streamed from the moment the answer proves longer than the bound.
       if (streams) {
-        const held = body.pieces();
+        const held = body.received();
         this.body = undefined;
         this.startTap(controller, stream.tap);
-        for (const c of held) if (!this.settled) stream.tap.data(c);
+        if (!this.settled) stream.tap.data(held);
       }
       return;
     }
@@ -400,7 +401,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
 
 /** A 2xx answer of POST /v1/responses as its bytes (empty when `streamed`: they went to the tap), or a failure. */
 export type ResponsesResult =
-  | { ok: true; status: number; bytes: ReceivedBody; streamed: boolean }
+  | { ok: true; status: number; bytes: Buffer; streamed: boolean }
   | { ok: false; failure: AttemptFailure; status?: number; unaskedContinue?: boolean };
 
 export interface ResponsesCall {

@@ -11,10 +11,10 @@ import { request as httpsRequest } from 'node:https';
 import type { AbortLike } from '../abort.js';
 import type { AttemptFailure } from '../errors.js';
 import { safeReason } from '../protocol/describe.js';
-import { BodyBytes, type ReceivedBody } from '../protocol/body-bytes.js';
+import { BodyBytes } from '../protocol/body-bytes.js';
 import type { Replica } from './replica.js';
 
-export type ContinueResult = { ok: true; status: number; bytes: ReceivedBody } | { ok: false; failure: AttemptFailure; status?: number };
+export type ContinueResult = { ok: true; status: number; bytes: Buffer } | { ok: false; failure: AttemptFailure; status?: number };
 
 export interface ContinueCall {
   path: string;
@@ -53,10 +53,10 @@ export function postReadingPastContinue(replica: Replica, c: ContinueCall): Prom
       const declared = Number(res.headers['content-length']);
       const tooLarge = (): void => fail({ code: 'gateway_backend_invalid_response', message: `the answer is larger than ${c.maxBytes} bytes (${c.maxBytesKey})` });
       if (declared > c.maxBytes) return tooLarge();
-      const body = new BodyBytes(Number.isSafeInteger(declared) && declared > 0 ? declared : undefined);
+      const body = new BodyBytes({ declared, max: c.maxBytes });
       res.on('data', (chunk: Buffer) => {
-        body.add(chunk);
-        if (body.size > c.maxBytes) tooLarge();
+        if (body.size + chunk.length > c.maxBytes) tooLarge();
+        else body.add(chunk);
       });
       res.on('end', () => finish({ ok: true, status: status ?? 0, bytes: body.received() }));
       // Cut before its end: the backend broke off, as undici would report it.

@@ -1,69 +1,87 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BodyBytes } from '../../src/protocol/body-bytes.js';
+import { BodyBytes, LARGE_BODY_BYTES } from '../../src/protocol/body-bytes.js';
+import { storeOf, type ByteStore } from '../../src/protocol/byte-store.js';
 
 const body = Buffer.from(Array.from({ length: 5000 }, (_, i) => String.fromCharCode(32 + (i % 90))).join(''), 'latin1');
 const pieces = (b: Buffer, n: number): Buffer[] => Array.from({ length: Math.ceil(b.length / n) }, (_, i) => b.subarray(i * n, (i + 1) * n));
+const large = Buffer.alloc(LARGE_BODY_BYTES * 3 + 17, 'x');
+large.write('head', 0);
+large.write('tail', large.length - 4);
+
+/** An owner as a memory-budget hold is one: it keeps the stores it adopts and gives them back when told. */
+class Owner {
+  readonly stores: ByteStore[] = [];
+  adopt(s: ByteStore): void {
+    this.stores.push(s);
+  }
+  release(): void {
+    for (const s of this.stores) s.release();
+  }
+}
 
 describe('body bytes', () => {
-  it('a declared length: the chunks copied into one Buffer of that size, bytes as sent', () => {
-    const r = new BodyBytes(body.length);
+  it('a small declared length: the chunks copied into one Buffer of that size, bytes as sent', () => {
+    const r = new BodyBytes({ declared: body.length });
     const chunks = pieces(body, 700);
     for (const c of chunks) r.add(c);
     assert.equal(r.size, body.length);
-    const got = r.take();
+    const got = r.received();
     assert.deepEqual(got, body);
-    assert.equal(got.buffer.byteLength >= body.length, true);
-    // Memory of its own: no byte shared with a chunk. (Node 24 pools Buffers up to 32 KiB, so got and the chunks
-    // may sit in one ArrayBuffer; the bytes they cover must not overlap.)
+    // Memory of its own: no byte shared with a chunk (node may pool small Buffers in one ArrayBuffer).
     const overlaps = (c: Buffer): boolean => c.buffer === got.buffer && c.byteOffset < got.byteOffset + got.length && got.byteOffset < c.byteOffset + c.length;
     assert.ok(!chunks.some(overlaps), 'a Buffer of its own, not a chunk');
+    assert.equal(storeOf(got), undefined, 'a small body is not in a store');
   });
 
-  it('a body in one chunk is that chunk, not a copy', () => {
-    const r = new BodyBytes(body.length);
+  it('a small body in one chunk is that chunk, not a copy', () => {
+    const r = new BodyBytes({ declared: body.length });
     r.add(body);
-    assert.equal(r.take(), body);
+    assert.equal(r.received(), body);
   });
 
-  it('without a declared length (chunked): the chunks joined at the end', () => {
-    const r = new BodyBytes(undefined);
+  it('small and chunked: joined at the end; more than declared is kept too, in order', () => {
+    const r = new BodyBytes();
     for (const c of pieces(body, 333)) r.add(c);
-    assert.deepEqual(r.take(), body);
+    assert.deepEqual(r.received(), body);
+    const more = new BodyBytes({ declared: 1000 });
+    for (const c of pieces(body, 600)) more.add(c);
+    assert.deepEqual(more.received(), body);
   });
 
-  it('more bytes than declared are kept too, in order', () => {
-    const r = new BodyBytes(1000);
-    for (const c of pieces(body, 600)) r.add(c);
-    assert.deepEqual(r.take(), body);
-  });
+  for (const declared of [large.length, undefined]) {
+    it(`a large body (${declared === undefined ? 'chunked' : 'declared'}) goes into a store its owner gives back: bytes as sent, then empty`, () => {
+      const owner = new Owner();
+      const r = new BodyBytes({ declared, max: large.length, owner });
+      for (const c of pieces(large, 65_536)) r.add(c);
+      const got = r.received();
+      assert.equal(got.equals(large), true);
+      const store = storeOf(got);
+      assert.ok(store !== undefined, 'the bytes are a view of a store');
+      assert.deepEqual(owner.stores, [store], 'adopted by its owner');
+      owner.release();
+      assert.equal(got.length, 0, 'the pages went back: the view is empty');
+    });
+  }
 
   it('an empty chunk is not kept: it may be a Buffer its sender shares', () => {
-    const shared = Buffer.alloc(0);
-    const r = new BodyBytes(undefined);
+    const r = new BodyBytes();
     r.add(body.subarray(0, 10));
-    r.add(shared);
+    r.add(Buffer.alloc(0));
     r.add(body.subarray(10, 20));
-    const got = r.received();
-    assert.ok(Array.isArray(got));
-    assert.equal(got.length, 2);
-    assert.ok(!got.includes(shared));
-    assert.deepEqual(Buffer.concat(got), body.subarray(0, 20));
+    assert.deepEqual(r.received(), body.subarray(0, 20));
   });
 
-  it('dropped: nothing is kept, and a later take is empty', () => {
-    const r = new BodyBytes(body.length);
+  it('dropped: nothing is kept, a store is given back at once', () => {
+    const r = new BodyBytes({ declared: body.length });
     r.add(body.subarray(0, 100));
     r.drop();
-    assert.equal(r.take().length, 0);
-  });
-
-  it('pieces: the bytes received so far, in order, with or without a declared length; nothing kept after', () => {
-    for (const declared of [body.length, undefined]) {
-      const r = new BodyBytes(declared);
-      for (const c of pieces(body.subarray(0, 3000), 700)) r.add(c);
-      assert.deepEqual(Buffer.concat(r.pieces()), body.subarray(0, 3000), `declared ${String(declared)}`);
-      assert.equal(r.take().length, 0);
-    }
+    assert.equal(r.received().length, 0);
+    const owner = new Owner();
+    const big = new BodyBytes({ declared: large.length, owner });
+    big.add(large.subarray(0, 100));
+    const view = owner.stores[0]?.bytes();
+    big.drop();
+    assert.equal(view?.length, 0);
   });
 });

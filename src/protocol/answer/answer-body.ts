@@ -5,6 +5,7 @@
  * JS string can hold (about 512 MiB), and a 64 KB memory costs a reference, not a copy, however many
  * candidates carry it.
  */
+import { storeOf } from '../byte-store.js';
 
 /** A JSON text in pieces; `length` is the sum of their byte lengths (the content-length). */
 export interface AnswerBody {
@@ -60,7 +61,8 @@ export class PartsWriter {
 /** The whole body as one Buffer: for what must hold it at once (the Redis replay store, bounded by its own limit). */
 export function joinBody(body: AnswerBody): Buffer {
   const [only] = body.parts;
-  return body.parts.length === 1 && only !== undefined ? only : Buffer.concat(body.parts, body.length);
+  // A piece of a body's store (protocol/byte-store.ts) is empty once its batch ends: what outlives it is a copy.
+  return body.parts.length === 1 && only !== undefined && storeOf(only) === undefined ? only : Buffer.concat(body.parts, body.length);
 }
 
 /**

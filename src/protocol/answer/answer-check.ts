@@ -25,7 +25,7 @@ const TEXT_CHECK_MAX_BYTES = 1024 * 1024;
 /**
  * The first half of the check, the one whose time grows with the answer: the UTF-8 check and the byte indexer.
  * Plain data in and out (offsets, no Buffer), so a large answer's index is built on the reader thread
- * (memory/offload.ts) and placed here. `skip`: the bytes of a UTF-8 byte order mark the indexer started after.
+ * (reader/reader.ts) and placed here. `skip`: the bytes of a UTF-8 byte order mark the indexer started after.
  * `decode`: a refusal small enough to be decoded for a reason in the schema's words (checkText).
  */
 export type AnswerIndexOutcome =

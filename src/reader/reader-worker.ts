@@ -1,9 +1,9 @@
 /**
- * The reader thread (memory/offload.ts, docs/memory-budget.md#yielding): the reads whose time grows with the
- * bytes -- a large batch body's join (when it came in chunks), decoding (a UTF-16 or UTF-32 body), UTF-8 check,
+ * The reader thread (reader/reader.ts, docs/memory-budget.md#yielding): the reads whose time grows with the
+ * bytes -- decoding (a UTF-16 or UTF-32 body), UTF-8 check,
  * byte index and, for a refused body, its bounded 422 detail; a large backend answer's UTF-8 check and byte
- * index -- off the event loop that serves every other client. The bytes come in as transferred ArrayBuffers and
- * the bytes read go back the same way (copied only to join chunks or to decode); what comes back besides is plain
+ * index -- off the event loop that serves every other client. The bytes come in as a transferred ArrayBuffer and
+ * go back the same way (copied only to decode); what comes back besides is plain
  * data, offsets into those bytes (a few objects per input or candidate: the indexers build none per element of
  * a memory, and none past the bound of inputs or candidates).
  */
@@ -25,8 +25,9 @@ export type OffloadTask =
 
 export interface OffloadJob {
   id: number;
-  /** The body's bytes in order, each store whole (one for a body received as one Buffer). */
-  pieces: ArrayBuffer[];
+  /** The body's bytes: the first `length` of this memory. */
+  bytes: ArrayBuffer;
+  length: number;
   task: OffloadTask;
 }
 
@@ -45,6 +46,8 @@ export interface OffloadReply {
   offset: number;
   length: number;
   outcome: OffloadOutcome;
+  /** The memory the job came in, when the bytes read are elsewhere (a decoded body). */
+  sent?: ArrayBuffer;
 }
 
 /** The read of one request body, as the thread does it (exported so it is tested without a thread). */
@@ -58,25 +61,9 @@ export function readJob(buf: Buffer, limits: RequestLimits): ReadOutcome {
   return { ok: false, status: 422, detail: refusalDetail(buf, r, limits) };
 }
 
-/** The job's pieces as one Buffer: the one piece itself, or the pieces copied into a Buffer of their total. */
-function joined(pieces: readonly ArrayBuffer[]): Buffer {
-  const [only] = pieces;
-  if (pieces.length === 1 && only !== undefined) return Buffer.from(only);
-  let size = 0;
-  for (const p of pieces) size += p.byteLength;
-  // Never from node's pool: the result is handed back whole.
-  const out = Buffer.allocUnsafeSlow(size);
-  let at = 0;
-  for (const p of pieces) {
-    out.set(new Uint8Array(p), at);
-    at += p.byteLength;
-  }
-  return out;
-}
-
 /** One job, either kind: the outcome and the bytes it read. */
 export function runJob(job: OffloadJob): { outcome: OffloadOutcome; body: Buffer } {
-  const received = joined(job.pieces);
+  const received = Buffer.from(job.bytes, 0, job.length);
   const task = job.task;
   if (task.kind === 'answer') return { outcome: { kind: 'answer', index: indexAnswer(received, task.asked, task.maxDepth, task.memoryKey) }, body: received };
   // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
@@ -88,9 +75,10 @@ export function runJob(job: OffloadJob): { outcome: OffloadOutcome; body: Buffer
   return { outcome: { kind: 'request', read: readJob(bytes.buf, task.limits) }, body: bytes.buf };
 }
 
-/** The store to hand `body` back in: its own, or (a small decoded body from node's pool) a copy. */
-function handBack(body: Buffer): { store: ArrayBuffer; offset: number } {
+/** The memory to hand `body` back in: the job's own, a decoded body's own, or (a small one from node's pool) a copy. */
+function handBack(job: OffloadJob, body: Buffer): { store: ArrayBuffer; offset: number } {
   const store = body.buffer;
+  if (store === job.bytes) return { store, offset: body.byteOffset };
   if (store instanceof ArrayBuffer && store.byteLength >= body.byteOffset + body.length && body.length > Buffer.poolSize / 2) return { store, offset: body.byteOffset };
   const copy = new ArrayBuffer(body.length);
   body.copy(new Uint8Array(copy));
@@ -112,18 +100,11 @@ if (parentPort !== null && process.platform === 'linux') {
   }
 }
 
-/**
- * The collector, when node was started with --expose-gc (memory/reclaim.ts): the stores of a joined body are
- * freed as soon as the join is done rather than when this small heap next fills, so a body is held twice for
- * one job, not until the collector comes round.
- */
-const collect: unknown = globalThis.gc;
-
 parentPort?.on('message', (job: OffloadJob) => {
   const { outcome, body } = runJob(job);
-  const { store, offset } = handBack(body);
-  const reply: OffloadReply = { id: job.id, body: store, offset, length: body.length, outcome };
-  parentPort?.postMessage(reply, [store]);
-  // On a later turn: the job (and its pieces) is unreachable by then.
-  if (job.pieces.length > 1 && typeof collect === 'function') setImmediate(() => collect());
+  const { store, offset } = handBack(job, body);
+  // The job's memory always goes back (its store's owner gives it back), even when the body read is a decoded copy.
+  const own = store === job.bytes;
+  const reply: OffloadReply = { id: job.id, body: store, offset, length: body.length, outcome, ...(own ? {} : { sent: job.bytes }) };
+  parentPort?.postMessage(reply, own ? [store] : [store, job.bytes]);
 });

@@ -1,0 +1,96 @@
+/**
+ * The bytes of one large body (a batch over LARGE_BODY_BYTES, a backend's large answer) in memory the gateway
+ * allocates for them and gives back itself (docs/memory-budget.md#where-the-bytes-live).
+ *
+ * Why not Buffers: node frees a Buffer's bytes only when V8 collects the object over it. A body held for a
+ * batch's life outlives the young generation, so its bytes wait for a full collection, which V8 schedules by its
+ * own heap, not by them: after a burst of large batches hundreds of megabytes stayed resident until a forced
+ * collection (`--expose-gc`) or the next burst. A resizable ArrayBuffer reserves its address range and commits
+ * pages as it grows; `resize(0)` decommits them at once, whatever the collector does. So the batch that owns a
+ * store (its memory-budget hold, memory/budget.ts) gives its pages back when it ends, and what the budget counts
+ * is what the process holds.
+ *
+ * The chunks a socket delivers are copied in as they come and are garbage at once: they die young, where V8
+ * frees them in its frequent small collections. A store is only ever handed to the reader thread
+ * (reader/reader.ts) whole, because the gateway made it: nothing else in the process shares its memory.
+ */
+
+/** Who gives a store's pages back: the hold of the batch (or shadow call) the body belongs to. */
+export interface StoreOwner {
+  adopt(store: ByteStore): void;
+}
+
+/** The first size of a store whose final size is not known (a chunked body): it doubles from there. */
+const FIRST_BYTES = 4 * 1024 * 1024;
+
+/** The store each of the gateway's resizable ArrayBuffers belongs to (storeOf). */
+const stores = new WeakMap<ArrayBuffer, ByteStore>();
+
+export class ByteStore {
+  /** Bytes written so far. */
+  size = 0;
+  private ab: ArrayBuffer;
+  private released = false;
+  /** Handed to the reader thread: the memory is not this thread's until it comes back. */
+  private away = false;
+
+  /** `expected`: the declared length, when known; `max`: the bound the caller enforces (no body grows past it). */
+  constructor(expected: number | undefined, max: number) {
+    const limit = Math.max(max, expected ?? 0, 1);
+    this.ab = new ArrayBuffer(Math.min(expected ?? FIRST_BYTES, limit), { maxByteLength: limit });
+    stores.set(this.ab, this);
+  }
+
+  /** Copy `chunk` in after what is there; the caller has bounded the total by `max`. */
+  append(chunk: Buffer): void {
+    if (this.released || this.away) return;
+    const need = this.size + chunk.length;
+    if (need > this.ab.byteLength) this.ab.resize(Math.min(this.ab.maxByteLength, Math.max(need, this.ab.byteLength * 2)));
+    chunk.copy(new Uint8Array(this.ab, this.size, chunk.length));
+    this.size = need;
+  }
+
+  /** The bytes written, without a copy: valid until the owner releases the store. */
+  bytes(): Buffer {
+    return Buffer.from(this.ab, 0, this.size);
+  }
+
+  /** The memory, to transfer to the reader thread; it comes back through `returned`. */
+  handOver(): ArrayBuffer {
+    this.away = true;
+    return this.ab;
+  }
+
+  /** The reader thread gave the memory back (or, for a body it decoded, memory of its own): this store holds it now. */
+  returned(ab: ArrayBuffer): void {
+    this.ab = ab;
+    this.away = false;
+    stores.set(ab, this);
+    if (this.released) this.free();
+  }
+
+  /** Give the pages back now (or as soon as the reader thread returns them). Views over them become empty. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    if (!this.away) this.free();
+  }
+
+  private free(): void {
+    // A body the reader thread decoded comes back in a plain ArrayBuffer: the collector frees that one.
+    if (this.ab.resizable) this.ab.resize(0);
+  }
+}
+
+/** The store a Buffer is a view of, when the gateway made it, else undefined. */
+export function storeOf(buf: Buffer): ByteStore | undefined {
+  const ab = buf.buffer;
+  return ab instanceof ArrayBuffer ? stores.get(ab) : undefined;
+}
+
+/** A new store, given back by `owner` when it ends (without an owner, by the collector). */
+export function newStore(expected: number | undefined, max: number, owner: StoreOwner | undefined): ByteStore {
+  const store = new ByteStore(expected, max);
+  owner?.adopt(store);
+  return store;
+}
