@@ -12,7 +12,8 @@ import { endAttemptSpan } from '../dispatch/attempt-span.js';
 import { joinedHere } from '../protocol/body-bytes.js';
 import { correlationHeaders, withTraceparent } from '../protocol/correlation.js';
 import { NOOP_SPAN, type TraceSpan } from '../tracing/trace-span.js';
-import { callReplica, type AnswerCharge } from '../upstream/backend-call.js';
+import { callReplica } from '../upstream/call-replica.js';
+import type { AnswerCharge } from '../upstream/call-types.js';
 import type { Replica } from '../upstream/replica.js';
 import { coachingCallAttributes, coachingOutcome } from './coaching-span.js';
 
