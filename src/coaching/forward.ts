@@ -11,7 +11,8 @@ import type { AbortLike } from '../abort.js';
 import { endAttemptSpan } from '../dispatch/attempt-span.js';
 import { correlationHeaders, withTraceparent } from '../protocol/correlation.js';
 import { NOOP_SPAN, type TraceSpan } from '../tracing/trace-span.js';
-import { callReplica, type AnswerCharge } from '../upstream/backend-call.js';
+import { callReplica } from '../upstream/call-replica.js';
+import type { AnswerCharge } from '../upstream/call-types.js';
 import type { Replica } from '../upstream/replica.js';
 import { coachingCallAttributes, coachingOutcome } from './coaching-span.js';
 

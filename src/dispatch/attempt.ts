@@ -17,7 +17,7 @@ import type { IndexedCandidate, Slot, SubRequestShape } from '../protocol/answer
 import { subRequestBody } from '../protocol/request/sub-request.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
-import { postResponses } from '../upstream/backend-call.js';
+import { postResponses } from '../upstream/post-responses.js';
 import type { Replica } from '../upstream/replica.js';
 import type { Permit } from '../state/index.js';
 import type { TraceSpan } from '../tracing/trace-span.js';

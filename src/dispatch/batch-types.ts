@@ -8,7 +8,7 @@ import type { Logger } from '../logging.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { AgentOutput } from '../protocol/types.js';
 import type { Permits } from '../state/types.js';
-import type { AnswerCharge } from '../upstream/backend-call.js';
+import type { AnswerCharge } from '../upstream/call-types.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import type { TraceSpan } from '../tracing/trace-span.js';
 import type { RetryBudget } from './retry-budget.js';

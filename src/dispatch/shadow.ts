@@ -20,7 +20,7 @@ import { subRequestBody } from '../protocol/request/sub-request.js';
 import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentDecision, AgentOutput } from '../protocol/types.js';
 import type { BatchPlan } from '../routing/plan.js';
-import { postResponses } from '../upstream/backend-call.js';
+import { postResponses } from '../upstream/post-responses.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import { attemptSpanName, endAttemptSpan, serverOf } from './attempt-span.js';
 import {

@@ -24,7 +24,7 @@ import { indexedView, Placement, type IndexedCandidate, type Slot } from '../pro
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
 import { SocketCharge } from '../memory/socket-charge.js';
-import type { AnswerCharge, BodyFlow, BodyTap } from '../upstream/backend-call.js';
+import type { AnswerCharge, BodyFlow, BodyTap } from '../upstream/call-types.js';
 import { writeCandidate } from './answer-bytes.js';
 import type { Item } from './batch-item.js';
 import type { BatchSlots } from './batch-slots.js';

@@ -1,156 +1,13 @@
-/**
- * One HTTP call to a backend replica, bounded in time and bytes, its outcome classified into the gateway's error
- * codes (docs/errors.md#candidate-error-codes). Nothing here throws: a failed call is a value the dispatcher can route on.
- */
+/** undici's dispatch handler collecting one backend call's answer (upstream/call-replica.ts) under its bounds. */
 import { StringDecoder } from 'node:string_decoder';
 import { errors, type Dispatcher } from 'undici';
-import type { AbortLike } from '../abort.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
-import type { StoreOwner } from '../protocol/byte-store.js';
-import { codeForStatus, type AttemptFailure } from '../errors.js';
-import { safeReason } from '../protocol/describe.js';
+import type { AttemptFailure } from '../errors.js';
+import { classifyError, isUnaskedContinue, timeoutFailure } from './call-failure.js';
+import type { BodyTap, CallOptions, CallResult } from './call-types.js';
 import { READ_PER_TURN, ReadPauses } from './read-pauses.js';
-import { postReadingPastContinue, type ContinueResult } from './read-past-continue.js';
 import type { Replica } from './replica.js';
-
-type CallResult =
-  /**
-   * `bytes`: a raw answer as received (one that came without a length as its chunks, which the reader thread
-   * joins when it is large). `streamed`: the body went to the options' stream tap as it arrived; `bytes` and
-   * `text` are then empty.
-   */
-  | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string; streamed?: boolean }
-  /**
-   * `status`: the HTTP status when the backend answered (a non-2xx, or a 2xx refused by a bound).
-   * `unaskedContinue`: the answer began with `100 Continue`, which undici ends the connection on (see classifyError).
-   */
-  | { ok: false; failure: AttemptFailure; status?: number; unaskedContinue?: boolean };
-
-interface CallOptions {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  path: string;
-  body?: string | Buffer;
-  headers?: Record<string, string>;
-  /** Bounds the whole attempt: connect, headers and every byte of the body. */
-  timeoutMs: number;
-  /** The config key of timeoutMs, named in the failure message; default `timeout_s`. */
-  timeoutKey?: string;
-  /** Aborts the call (client went away, deadline); reported as a timeout. */
-  signal?: AbortLike;
-  /** Keep the answer's bytes and content type undecoded (passed back unchanged: coaching), `text` stays empty. */
-  raw?: boolean;
-  /**
-   * Bytes of the answer kept; one byte more aborts the call at once (nothing more is buffered) as
-   * gateway_backend_invalid_response. Default: the replica's backends.<name>.max_response_mb.
-   */
-  maxBytes?: number;
-  /** The config key of maxBytes, named in the failure message; default `backends.<name>.max_response_mb`. */
-  maxBytesKey?: string;
-  /**
-   * Raw mode: a 2xx answer longer than `overBytes` (its declared length, else the bytes received so far) goes to
-   * `tap` as it arrives instead of being kept. The byte bound and the timer still hold.
-   */
-  stream?: { overBytes: number; tap: BodyTap };
-  /** Raw mode: the answer's bytes are counted here as they arrive, its read paused while there is no room. */
-  memory?: AnswerCharge;
-}
-
-/**
- * The memory budget's count of one answer (memory/budget.ts, docs/memory-budget.md), as the call sees it.
- * `charge` false: pause the read until `whenRoom` calls back (a shed shadow's charge aborts the call instead).
- */
-export interface AnswerCharge extends StoreOwner {
-  charge(bytes: number): boolean;
-  whenRoom(fn: () => void): void;
-  /** Give back `bytes` counted by charge (the answer was dropped). */
-  shrink(bytes: number): void;
-  /** The whole budget: an answer larger can never be held. */
-  capacity(): number;
-}
-
-/** Where a streamed answer's bytes go, chunk by chunk, in order. */
-export interface BodyTap {
-  /** The answer is streamed from now on; `flow` paces or ends the backend's read. */
-  start(flow: BodyFlow): void;
-  data(chunk: Buffer): void;
-}
-
-/** A streamed answer's read: paused while its reader cannot take more, or ended with a failure. */
-export interface BodyFlow {
-  pause(): void;
-  resume(): void;
-  fail(failure: AttemptFailure): void;
-}
-
-const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
-
-function errorCode(err: unknown): string | undefined {
-  let e: unknown = err;
-  // undici errors carry `code` and `cause` without declaring them on every class: read where present.
-  for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth++) {
-    const code = 'code' in e ? e.code : undefined;
-    if (typeof code === 'string') return code;
-    e = 'cause' in e ? e.cause : undefined;
-  }
-  return undefined;
-}
-
-function timeoutFailure(timeoutMs: number, key: string): AttemptFailure {
-  return { code: 'gateway_backend_timeout', message: `no complete answer within ${Math.round(timeoutMs)} ms (${key})` };
-}
-
-/** undici's error for an answer that began with an unasked `100 Continue` (docs/limits-and-edges.md#1xx-answers-from-backends). */
-function isUnaskedContinue(err: unknown): boolean {
-  return err instanceof errors.SocketError && err.message === 'bad response';
-}
-
-function classifyError(err: unknown, timedOut: boolean, timeoutMs: number, timeoutKey = 'timeout_s'): AttemptFailure {
-  if (timedOut) return timeoutFailure(timeoutMs, timeoutKey);
-  const code = errorCode(err);
-  const msg = err instanceof Error ? err.message : String(err);
-  if (code !== undefined && CONNECT_CODES.has(code)) {
-    return { code: 'gateway_backend_unreachable', message: `cannot connect: ${code}`, notSent: true };
-  }
-  if (err instanceof errors.RequestAbortedError) return { code: 'gateway_backend_timeout', message: 'aborted' };
-  // undici 7 (client-h1.js) ends the connection with this SocketError when an answer starts with `100 Continue`
-  // (the gateway never sends `Expect`) or bytes arrive with no request running; no option skips it. The backend
-  // connected and answered, wrongly: an invalid answer, not an unreachable backend
-  // (docs/limits-and-edges.md#1xx-answers-from-backends).
-  if (isUnaskedContinue(err)) {
-    return { code: 'gateway_backend_invalid_response', message: 'the answer began with 100 Continue (unasked) or bytes came with no request running' };
-  }
-  return { code: 'gateway_backend_unreachable', message: safeReason(`connection failed: ${code ?? msg}`) };
-}
-
-/**
- * Raw call: any HTTP status comes back as ok:true with its text; only transport failures and the bounds are
- * failures. One timer per call bounds the whole attempt (undici's own headers/body timeouts only bound the
- * silence between bytes, so a backend trickling one byte a second would never trip them); the caller's signal
- * (client gone, batch deadline) can end it sooner.
- *
- * Why a dispatch handler and not `pool.request()`: request() wraps every answer in a Readable stream and
- * listens on an AbortSignal; here the answer is collected straight into bytes and a cancel just calls the
- * dispatch controller's abort.
- */
-export function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
-  const timeoutMs = Math.max(1, Math.floor(opts.timeoutMs));
-  return new Promise<CallResult>((resolve) => {
-    const handler = new CollectHandler(replica, opts, timeoutMs, resolve);
-    if (handler.settled) return;
-    replica.pool.dispatch(
-      {
-        method: opts.method,
-        path: replica.path(opts.path),
-        headers: opts.headers === undefined ? replica.headers : { ...replica.headers, ...opts.headers },
-        body: opts.body,
-        // Also undici's idle timeouts: a silent backend is noticed by undici itself too.
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      },
-      handler,
-    );
-  });
-}
+import { UTF8_BOM } from './text-body.js';
 
 /**
  * The handler's abort listener, made here rather than written `this.onSignal = () => ...`: V8 allocates a
@@ -162,21 +19,13 @@ function cancelOnAbort(h: CollectHandler): () => void {
   return () => h.cancel();
 }
 
-const UTF8_BOM = 0xfeff;
-
-/** Bytes decoded as undici's body.text() does: UTF-8, a leading byte order mark dropped. */
-function textOf(bytes: Buffer | undefined): string {
-  const text = bytes === undefined ? '' : bytes.toString('utf8');
-  return text.charCodeAt(0) === UTF8_BOM ? text.slice(1) : text;
-}
-
 /**
  * undici's dispatch-controller handler (onRequestStart, onResponseStart, onResponseData, onResponseEnd,
  * onResponseError; undici 7 adapts it, undici 8 calls it directly): collects one answer. The only owner of
  * the call's state; `settle` resolves once, and whatever ends the call first (answer, error, timer, signal,
  * byte bound) wins.
  */
-class CollectHandler implements Dispatcher.DispatchHandler {
+export class CollectHandler implements Dispatcher.DispatchHandler {
   settled = false;
   private controller: Dispatcher.DispatchController | undefined;
   private status = 0;
@@ -397,66 +246,4 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     if (this.onSignal !== undefined) this.opts.signal?.removeEventListener('abort', this.onSignal);
     this.resolve(r);
   }
-}
-
-/** A 2xx answer of POST /v1/responses as its bytes (empty when `streamed`: they went to the tap), or a failure. */
-export type ResponsesResult =
-  | { ok: true; status: number; bytes: Buffer; streamed: boolean }
-  | { ok: false; failure: AttemptFailure; status?: number; unaskedContinue?: boolean };
-
-export interface ResponsesCall {
-  body: string | Buffer;
-  headers: Record<string, string>;
-  timeoutMs: number;
-  signal?: AbortLike;
-  /** A long 2xx answer is streamed to a tap (CallOptions.stream). */
-  stream?: CallOptions['stream'];
-  /** Where the answer's bytes are counted (CallOptions.memory). */
-  memory?: AnswerCharge;
-}
-
-/**
- * A POST /v1/responses call: non-2xx statuses become failures with their codes (decoded for their message); a
- * 2xx answer stays its bytes, which the caller indexes and checks, depth included (protocol/answer/answer-check.ts).
- */
-export async function postResponses(replica: Replica, c: ResponsesCall): Promise<ResponsesResult> {
-  const { timeoutMs, signal } = c;
-  const started = performance.now();
-  const call = (ms: number): Promise<CallResult> =>
-    callReplica(replica, {
-      method: 'POST',
-      path: '/v1/responses',
-      body: c.body,
-      headers: { 'content-type': 'application/json', ...c.headers },
-      timeoutMs: ms,
-      signal,
-      raw: true,
-      stream: c.stream,
-      memory: c.memory,
-    });
-  const first = await call(timeoutMs);
-  let r: CallResult | ContinueResult = first;
-  // An answer that began with an unasked `100 Continue` ended its connection before its body (undici cannot
-  // skip it): asked once more through node:http, which reads past it, within what is left of the time
-  // (docs/limits-and-edges.md#1xx-answers-from-backends).
-  if (!first.ok && first.unaskedContinue === true && signal?.aborted !== true) {
-    r = await postReadingPastContinue(replica, {
-      path: '/v1/responses',
-      body: c.body,
-      headers: { 'content-type': 'application/json', ...c.headers },
-      timeoutMs: timeoutMs - (performance.now() - started),
-      maxBytes: replica.maxResponseBytes,
-      maxBytesKey: `backends.${replica.backend}.max_response_mb`,
-      timeoutKey: 'timeout_s',
-      signal,
-    });
-  }
-  if (!r.ok) return r;
-  if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status, bytes: r.bytes ?? Buffer.alloc(0), streamed: 'streamed' in r && r.streamed === true };
-  const text = textOf(r.bytes);
-  return {
-    ok: false,
-    status: r.status,
-    failure: { code: codeForStatus(r.status), message: safeReason(`HTTP ${r.status}: ${text.slice(0, 200)}`) },
-  };
 }

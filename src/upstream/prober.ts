@@ -12,7 +12,7 @@ import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { parseExact } from '../protocol/json/exact-json.js';
 import { backendInfoSchema } from '../protocol/schemas.js';
-import { callReplica } from './backend-call.js';
+import { callReplica } from './call-replica.js';
 import type { Replica } from './replica.js';
 import type { ProbeOutcome, Upstreams } from './upstreams.js';
 

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
-import { callReplica, postResponses } from '../../src/upstream/backend-call.js';
+import { callReplica } from '../../src/upstream/call-replica.js';
+import { postResponses } from '../../src/upstream/post-responses.js';
 import { Replica } from '../../src/upstream/replica.js';
 
 const cleanup: (() => Promise<void>)[] = [];

@@ -7,7 +7,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { BatchSignal } from '../../src/abort.js';
-import { callReplica } from '../../src/upstream/backend-call.js';
+import { callReplica } from '../../src/upstream/call-replica.js';
 import { Replica } from '../../src/upstream/replica.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -1,0 +1,75 @@
+/**
+ * The shapes of one backend call (upstream/call-replica.ts): what it is asked, what it answers, and the hooks a
+ * caller gives it to count an answer's bytes or take them as they arrive.
+ */
+import type { AbortLike } from '../abort.js';
+import type { StoreOwner } from '../protocol/byte-store.js';
+import type { AttemptFailure } from '../errors.js';
+
+export type CallResult =
+  /**
+   * `bytes`: a raw answer as received (a view of its store when large: protocol/byte-store.ts). `streamed`: the body went to the options' stream tap as it arrived; `bytes` and
+   * `text` are then empty.
+   */
+  | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string; streamed?: boolean }
+  /**
+   * `status`: the HTTP status when the backend answered (a non-2xx, or a 2xx refused by a bound).
+   * `unaskedContinue`: the answer began with `100 Continue`, which undici ends the connection on (see classifyError).
+   */
+  | { ok: false; failure: AttemptFailure; status?: number; unaskedContinue?: boolean };
+
+export interface CallOptions {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  path: string;
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+  /** Bounds the whole attempt: connect, headers and every byte of the body. */
+  timeoutMs: number;
+  /** The config key of timeoutMs, named in the failure message; default `timeout_s`. */
+  timeoutKey?: string;
+  /** Aborts the call (client went away, deadline); reported as a timeout. */
+  signal?: AbortLike;
+  /** Keep the answer's bytes and content type undecoded (passed back unchanged: coaching), `text` stays empty. */
+  raw?: boolean;
+  /**
+   * Bytes of the answer kept; one byte more aborts the call at once (nothing more is buffered) as
+   * gateway_backend_invalid_response. Default: the replica's backends.<name>.max_response_mb.
+   */
+  maxBytes?: number;
+  /** The config key of maxBytes, named in the failure message; default `backends.<name>.max_response_mb`. */
+  maxBytesKey?: string;
+  /**
+   * Raw mode: a 2xx answer longer than `overBytes` (its declared length, else the bytes received so far) goes to
+   * `tap` as it arrives instead of being kept. The byte bound and the timer still hold.
+   */
+  stream?: { overBytes: number; tap: BodyTap };
+  /** Raw mode: the answer's bytes are counted here as they arrive, its read paused while there is no room. */
+  memory?: AnswerCharge;
+}
+
+/**
+ * The memory budget's count of one answer (memory/budget.ts, docs/memory-budget.md), as the call sees it.
+ * `charge` false: pause the read until `whenRoom` calls back (a shed shadow's charge aborts the call instead).
+ */
+export interface AnswerCharge extends StoreOwner {
+  charge(bytes: number): boolean;
+  whenRoom(fn: () => void): void;
+  /** Give back `bytes` counted by charge (the answer was dropped). */
+  shrink(bytes: number): void;
+  /** The whole budget: an answer larger can never be held. */
+  capacity(): number;
+}
+
+/** Where a streamed answer's bytes go, chunk by chunk, in order. */
+export interface BodyTap {
+  /** The answer is streamed from now on; `flow` paces or ends the backend's read. */
+  start(flow: BodyFlow): void;
+  data(chunk: Buffer): void;
+}
+
+/** A streamed answer's read: paused while its reader cannot take more, or ended with a failure. */
+export interface BodyFlow {
+  pause(): void;
+  resume(): void;
+  fail(failure: AttemptFailure): void;
+}
