@@ -23,7 +23,7 @@ import { ElementSplitter } from '../protocol/answer/answer-split.js';
 import { indexedView, Placement, type IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
-import { SocketCharge } from '../memory/socket-charge.js';
+import { SocketCharge } from './socket-charge.js';
 import type { AnswerCharge, BodyFlow, BodyTap } from '../upstream/call-types.js';
 import { writeCandidate } from './answer-bytes.js';
 import type { Item } from './batch-item.js';

@@ -14,7 +14,7 @@
  * - a copy made for the replay store or the response cache once a batch is answered takes room only if there
  *   is some now (`reserve`), else it is not made;
  * - what a streamed answer leaves waiting for its client's socket, and a coaching body's parsed tree before it is
- *   built, are charged as an answer's chunks are, and wait for room the same way (memory/grow-when-room.ts).
+ *   built, are charged as an answer's chunks are, and wait for room the same way (coaching/grow-when-room.ts).
  *
  * A hold also owns the stores of its large bodies (protocol/byte-store.ts): their pages go back to the system
  * when it is released, so what the budget counts is what the process holds, without waiting for a collection.

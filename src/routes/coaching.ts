@@ -36,8 +36,8 @@ import { firstInvalidUtf8 } from '../protocol/json/utf8.js';
 import { isUtf8 } from 'node:buffer';
 import { budgetedBodies, holdOf } from '../http/budgeted-body.js';
 import { overBudgetBody, overBudgetHeaders } from '../http/front-rules.js';
-import { coachingObjectsEstimate } from '../memory/estimates.js';
-import { growWhenRoom } from '../memory/grow-when-room.js';
+import { coachingObjectsEstimate } from '../coaching/tree-estimate.js';
+import { growWhenRoom } from '../coaching/grow-when-room.js';
 
 const NO_COACHING = 'no coaching-capable backend';
 

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startAgentServer } from '../../demo/agents/agent-server.js';
-import { jsonTreeEstimate } from '../../src/memory/estimates.js';
+import { jsonTreeEstimate } from '../../src/coaching/tree-estimate.js';
 import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
 import { mkInput, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';

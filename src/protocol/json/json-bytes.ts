@@ -1,6 +1,6 @@
 /**
  * The JSON structural bytes the byte scanners compare against (json-index.ts, the request and answer walkers,
- * answer-split.ts, memory/estimates.ts): one home, so every scanner reads the same names.
+ * answer-split.ts, coaching/tree-estimate.ts): one home, so every scanner reads the same names.
  */
 export const QUOTE = 0x22;
 export const BACKSLASH = 0x5c;

@@ -4,7 +4,7 @@
  * while the budget is over, with the same rule (memory/budget.ts): the oldest batch held always goes on, so two
  * requests can never wait for each other.
  */
-import type { BudgetHold } from './budget.js';
+import type { BudgetHold } from '../memory/budget.js';
 
 /**
  * Count `bytes` more on `hold` and resolve true once the budget lets it go on (at once when there is room), or
