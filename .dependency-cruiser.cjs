@@ -16,7 +16,7 @@ const LAYERS = [
   { name: 'dispatch', path: '^src/dispatch/' },
   { name: 'batch', path: '^src/(batch/|cache/|clients/|coaching/|experiments/|runtime\\.ts$)' },
   { name: 'http', path: '^src/(http/|routes/|plugins/|admin/|reload\\.ts$)' },
-  { name: 'app', path: '^src/(commands/|app\\.ts$|admin-app\\.ts$|cli\\.ts$|shutdown\\.ts$)' },
+  { name: 'app', path: '^src/(commands/|app\\.ts$|admin-app\\.ts$|cli\\.ts$|process-settings\\.ts$|shutdown\\.ts$)' },
 ];
 const INFRA = '^src/(state/|memory/|patterns/|tracing/|metrics\\.ts$|logging\\.ts$|errors\\.ts$|abort\\.ts$|fd-limit\\.ts$)';
 

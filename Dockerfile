@@ -6,9 +6,8 @@
 #   docker run --entrypoint node magma-gateway dist/demo/agents/talker.js --host 0.0.0.0 --port 8101
 # docker-compose.yml wires it up with Redis, the demo agents, Prometheus and Grafana (config/gateway.docker.yaml).
 # The entrypoint is node itself (no npm, no shell), so SIGTERM reaches the gateway and it drains before exiting.
-# --heap-growing-percent=150 is a V8 flag for node's command line (node refuses it in NODE_OPTIONS): batches hold
-# megabytes in Buffers outside a small JS heap, where V8's own growth ran a full GC every batch or two
-# (docs/performance.md#v8-flags). deploy/kubernetes and docker-compose.yml pass the same command.
+# No node flags and no malloc variables: the gateway sets its V8 heap growth itself (docs/performance.md#v8-flags),
+# so it runs the same here as under `npm start`. deploy/kubernetes and docker-compose.yml run the same command.
 
 # ---- build: compile TypeScript (tsc -> dist/) with the dev dependencies ----
 FROM node:24-slim AS build
@@ -22,11 +21,6 @@ RUN npm run build
 # ---- runtime: production dependencies and compiled JavaScript only ----
 FROM node:24-slim AS runtime
 ENV NODE_ENV=production
-# glibc malloc: socket reads are 64 KiB Buffers, below its default mmap threshold, so a burst of large bodies or
-# answers left the heap fragmented and hundreds of MB resident after every Buffer was freed. From 64 KiB they
-# are mapped on their own and given back when freed; two arenas for the gateway's few threads
-# (docs/memory-budget.md#after-a-burst).
-ENV MALLOC_MMAP_THRESHOLD_=65536 MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
@@ -40,5 +34,5 @@ EXPOSE 8888 9901
 # Ready = every route has a ready backend (GET /health answers 200). Demo agent containers override this.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8888/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "--heap-growing-percent=150", "--expose-gc", "dist/src/cli.js"]
+ENTRYPOINT ["node", "dist/src/cli.js"]
 CMD ["--config", "config/gateway.standalone.yaml"]

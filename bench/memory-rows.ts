@@ -10,7 +10,6 @@
  *   node dist/bench/memory-rows.js [--cli PATH] [--legacy] [--only name,name]
  *     --cli PATH   the gateway CLI to start (default: this tree's dist/src/cli.js), e.g. an older build's
  *     --legacy     the older config key (server.max_bytes_in_flight_mb) instead of memory_budget_mb
- *     --bare       plain `node CLI`, without the start command's V8 flag and malloc environment
  *   MEMROWS_NODE_ARGS="--flag ..." passes node flags to the gateway (MEMROWS_GATEWAY_STDOUT=1 shows its stdout, for
  *   --trace-gc); MEMROWS_PORT picks its port;
  *   MEMROWS_ROW_CAP_S caps each case (default 600 s). A gateway a case killed is started again for the next.
@@ -230,11 +229,7 @@ interface Gateway {
   alive(): boolean;
 }
 
-/** The start command's node flag and environment (Dockerfile ENTRYPOINT and ENV, package.json `start`). */
-const START_NODE_ARGS = ['--heap-growing-percent=150', '--expose-gc'];
-const START_ENV = { MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_ARENA_MAX: '2' };
-
-async function startGateway(cli: string, legacy: boolean, bare: boolean, backends: Record<string, string>, routes: unknown[]): Promise<Gateway> {
+async function startGateway(cli: string, legacy: boolean, backends: Record<string, string>, routes: unknown[]): Promise<Gateway> {
   const dir = mkdtempSync(join(tmpdir(), 'memrows-'));
   // The task's own port range; MEMROWS_PORT picks one (two runs side by side).
   const port = Number(process.env.MEMROWS_PORT ?? 16430 + Math.floor(Math.random() * 10));
@@ -253,11 +248,10 @@ async function startGateway(cli: string, legacy: boolean, bare: boolean, backend
   };
   const file = join(dir, 'gateway.json');
   writeFileSync(file, JSON.stringify(config));
-  // Started as the Dockerfile and `npm start` start it: its V8 flag and glibc's malloc settings (--bare: neither).
-  // MEMROWS_NODE_ARGS: more node flags (a --cpu-prof, a V8 flag tried against the rows).
-  const nodeArgs = [...(bare ? [] : START_NODE_ARGS), ...(process.env.MEMROWS_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')];
-  const env = bare ? process.env : { ...process.env, ...START_ENV };
-  const child = spawn(process.execPath, [...nodeArgs, cli, '--config', file], { stdio: ['ignore', process.env.MEMROWS_GATEWAY_STDOUT === '1' ? 'inherit' : 'ignore', 'inherit'], env });
+  // Started as every start command starts it, plain `node CLI`; MEMROWS_NODE_ARGS: node flags to try against the
+  // rows (a --cpu-prof, a V8 flag).
+  const nodeArgs = (process.env.MEMROWS_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const child = spawn(process.execPath, [...nodeArgs, cli, '--config', file], { stdio: ['ignore', process.env.MEMROWS_GATEWAY_STDOUT === '1' ? 'inherit' : 'ignore', 'inherit'] });
   let exited = false;
   child.on('exit', () => (exited = true));
   const url = `http://127.0.0.1:${port}`;
@@ -272,7 +266,7 @@ async function startGateway(cli: string, legacy: boolean, bare: boolean, backend
   throw new Error(`the gateway did not start (${cli})`);
 }
 
-export async function runMemoryRows(opts: { cli: string; legacy: boolean; bare?: boolean; only?: string[] }): Promise<{ rows: Row[]; peakMb: number; after15sMb: number; lines: string[] }> {
+export async function runMemoryRows(opts: { cli: string; legacy: boolean; only?: string[] }): Promise<{ rows: Row[]; peakMb: number; after15sMb: number; lines: string[] }> {
   // Backends: plain, one answering 100 MB of zeros, one answering ~25 MB per candidate, one endless.
   const plain = await backend((r, res) => res.end(candidates(r, 10)));
   const zeros = zerosArray(100 * MB);
@@ -286,7 +280,7 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; bare?:
     const timer = setInterval(() => (res.destroyed ? clearInterval(timer) : res.write(chunk)), 5);
     res.on('close', () => clearInterval(timer));
   });
-  const start = (): Promise<Gateway> => startGateway(opts.cli, opts.legacy, opts.bare === true, { plain: plain.url, flood: flood.url, big: big.url, big2: big.url, endless: endless.url }, [
+  const start = (): Promise<Gateway> => startGateway(opts.cli, opts.legacy, { plain: plain.url, flood: flood.url, big: big.url, big2: big.url, endless: endless.url }, [
     { name: 'ens-flood', match: { 'attributes.case': 'ens-flood' }, ensemble: { plain: 1, flood: 1 } },
     { name: 'shadow-flood', match: { 'attributes.case': 'shadow-flood' }, backend: 'plain', shadow: ['flood'] },
     { name: 'shadow-endless', match: { 'attributes.case': 'shadow-endless' }, backend: 'plain', shadow: ['endless'] },
@@ -405,8 +399,8 @@ export async function runMemoryRows(opts: { cli: string; legacy: boolean; bare?:
 }
 
 if (process.argv[1]?.endsWith('memory-rows.js')) {
-  const { values } = parseArgs({ options: { cli: { type: 'string' }, legacy: { type: 'boolean', default: false }, bare: { type: 'boolean', default: false }, only: { type: 'string' } } });
+  const { values } = parseArgs({ options: { cli: { type: 'string' }, legacy: { type: 'boolean', default: false }, only: { type: 'string' } } });
   const cli = values.cli ?? new URL('../src/cli.js', import.meta.url).pathname;
-  const r = await runMemoryRows({ cli, legacy: values.legacy, bare: values.bare, only: values.only?.split(',') });
+  const r = await runMemoryRows({ cli, legacy: values.legacy, only: values.only?.split(',') });
   console.log(r.lines.join('\n'));
 }

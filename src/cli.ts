@@ -25,6 +25,7 @@ import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
 import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
 import { closest } from './config/nearest-name.js';
 import { loggerOptions } from './logging.js';
+import { applyProcessSettings } from './process-settings.js';
 import { reloadGateway } from './reload.js';
 import { shutdownGateway } from './shutdown.js';
 
@@ -116,7 +117,11 @@ async function serve(argv: string[]): Promise<number> {
     return 2;
   }
   config = withAdminListen(config, opts.adminListen);
+  // Process-wide and before the first batch, so every way of starting the gateway runs the same process.
+  const heap = applyProcessSettings();
   const app = await buildApp({ config, configPath: path, logger: loggerOptions(opts.logLevel ?? config.log_level) });
+  if (heap.source === 'gateway') app.log.info({ heap_growing_percent: heap.percent }, `V8 heap growth ${heap.percent}% (set by the gateway)`);
+  else app.log.info({ node_arg: heap.arg }, `V8 heap growth from node's command line (${heap.arg}), the gateway's own not applied`);
   const host = opts.host ?? config.server.host;
   const port = opts.port ?? config.server.port;
   if (!(await listenOrExplain(app, host, port))) return 1;

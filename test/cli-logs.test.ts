@@ -2,7 +2,8 @@
  * What the gateway logs at start, read from the CLI's stdout as an operator reads it: the summary line
  * (listen address, routes with their backends, replicas, store), a warning naming each replica that is not
  * ready after the first probe and each route that cannot serve, config warnings, ISO timestamps, and
- * --log-level / MAGMA_GATEWAY_LOG_LEVEL overriding the config's log_level.
+ * --log-level / MAGMA_GATEWAY_LOG_LEVEL overriding the config's log_level, and the V8 heap growth in force
+ * (the gateway's own, or the one node was started with).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -92,4 +93,24 @@ test('MAGMA_GATEWAY_LOG_LEVEL overrides the config; --log-level wins over it', a
   const both = f.cli(['--config', config('down3.yaml', DOWN), '--log-level', 'warn'], { MAGMA_GATEWAY_LOG_LEVEL: 'info' });
   await both.logLine(NOT_READY);
   assert.ok(!both.logLines().some((l) => (l.level as number) < 40), both.stdout());
+});
+
+const HEAP = (l: Record<string, unknown>): boolean => String(l.msg).startsWith('V8 heap growth');
+
+test('started plainly (node dist/src/cli.js), the gateway sets its own V8 heap growth and says so', async (t) => {
+  const f = useFixtures(t);
+  const r = f.cli(['--config', config('heap.yaml', DOWN)]);
+  const line = await r.logLine(HEAP);
+  assert.equal(line.level, 30);
+  assert.equal(line.heap_growing_percent, 150);
+  assert.equal(line.msg, 'V8 heap growth 150% (set by the gateway)');
+});
+
+test("node's own --heap-growing-percent on its command line is kept: the gateway does not set its own", async (t) => {
+  const f = useFixtures(t);
+  const r = f.cli(['--config', config('heap-node.yaml', DOWN)], {}, ['--heap-growing-percent=120']);
+  const line = await r.logLine(HEAP);
+  assert.equal(line.node_arg, '--heap-growing-percent=120');
+  assert.equal(line.heap_growing_percent, undefined);
+  assert.match(String(line.msg), /from node's command line \(--heap-growing-percent=120\)/);
 });

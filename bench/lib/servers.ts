@@ -161,9 +161,9 @@ export async function startGateway(
     ...ctx.extraConfig,
   };
   writeFileSync(file, stringify(full));
-  // The flags the npm start script, the Docker image and deploy/kubernetes start node with; --gateway-node-args
-  // comes after, so a flag given there wins (V8 keeps the last value of a flag).
-  const args: string[] = ['--heap-growing-percent=150', '--expose-gc', ...ctx.nodeArgs, ...nodeArgs];
+  // Plain `node CLI`, as every start command runs it; --gateway-node-args adds node flags to try (a
+  // --heap-growing-percent there is kept by the gateway instead of its own).
+  const args: string[] = [...ctx.nodeArgs, ...nodeArgs];
   if (ctx.cpuProfDir !== undefined) args.push('--cpu-prof', `--cpu-prof-dir=${ctx.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`);
   args.push(ctx.gatewayCli, '--config', file, '--host', '127.0.0.1', '--port', String(port));
   const child = spawnTracked(ctx, name, process.execPath, args);

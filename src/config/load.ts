@@ -241,7 +241,7 @@ function segments(path: readonly PropertyKey[]): PathSegment[] {
 const REMOVED_KEYS: ReadonlyMap<string, string> = new Map([
   [
     'server.heap_growing_percent',
-    "pass --heap-growing-percent=N on node's command line instead (the npm start script, the Docker image and deploy/kubernetes pass 150)",
+    "the gateway sets a V8 heap growth of 150% itself; for another, pass --heap-growing-percent=N on node's command line",
   ],
 ]);
 

@@ -37,9 +37,9 @@ test('an unknown top-level key is named with its line and column', () => {
   assertProblem(err, '1:1', 'sever', 'unknown key "sever"');
 });
 
-test('a removed key is refused with what replaces it, at its line (server.heap_growing_percent is a node flag now)', () => {
+test('a removed key is refused with what replaces it, at its line (server.heap_growing_percent: the gateway sets it, node\'s flag overrides)', () => {
   const err = errorOf(yaml('server:', '  port: 8888', '  heap_growing_percent: 150', ...BACKENDS, 'routes:', '  - { name: d, backend: qwen }'));
-  assertProblem(err, '3:3', 'server.heap_growing_percent', 'key "heap_growing_percent" was removed: pass --heap-growing-percent=N on node\'s command line');
+  assertProblem(err, '3:3', 'server.heap_growing_percent', 'key "heap_growing_percent" was removed: the gateway sets a V8 heap growth of 150% itself; for another, pass --heap-growing-percent=N on node\'s command line');
 });
 
 test('an unknown key in a backend is named with its path and line', () => {

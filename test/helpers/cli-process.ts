@@ -39,8 +39,9 @@ function parseLines(text: string): Record<string, unknown>[] {
   return out;
 }
 
-export function runCli(args: string[], env: Record<string, string | undefined> = {}): CliRun {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+/** `nodeArgs` go to node itself, before the script (an operator's own V8 flag). */
+export function runCli(args: string[], env: Record<string, string | undefined> = {}, nodeArgs: string[] = []): CliRun {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   running.push(child);
   let out = '';
   let err = '';

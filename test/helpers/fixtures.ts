@@ -63,7 +63,7 @@ export interface Fixtures {
    */
   rawAgent(answer: (res: ServerResponse, body: Buffer, req: IncomingMessage) => void, info?: (res: ServerResponse) => void): Promise<{ url: string; server: Server }>;
   /** The `magma-gateway` command in its own process (helpers/cli-process.ts), sent SIGTERM and waited for afterwards unless it ended. */
-  cli(args: string[], env?: Record<string, string | undefined>): CliRun;
+  cli(args: string[], env?: Record<string, string | undefined>, nodeArgs?: string[]): CliRun;
   /** Anything else to undo afterwards (a Redis connection, a temp dir), in the same reverse order. */
   defer(undo: () => unknown): void;
 }
@@ -114,8 +114,8 @@ export function useFixtures(t?: { after(fn: () => Promise<void>): void }): Fixtu
         });
       });
     },
-    cli(args, env) {
-      const run = runCli(args, env);
+    cli(args, env, nodeArgs) {
+      const run = runCli(args, env, nodeArgs);
       defer(async () => {
         if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGTERM');
         await run.exit;
