@@ -243,6 +243,7 @@ const REMOVED_KEYS: ReadonlyMap<string, string> = new Map([
     'server.heap_growing_percent',
     "the gateway sets a V8 heap growth of 150% itself; for another, pass --heap-growing-percent=N on node's command line",
   ],
+  ['server.memory_reclaim_share', "nothing: a finished batch's large bodies and answers are given back to the system when it ends, with no collection forced"],
 ]);
 
 /** `unknown key "timeout" (did you mean "timeout_s"?)`, the suggestion only when one is close. */

@@ -5,7 +5,7 @@
  * Why not Buffers: node frees a Buffer's bytes only when V8 collects the object over it. A body held for a
  * batch's life outlives the young generation, so its bytes wait for a full collection, which V8 schedules by its
  * own heap, not by them: after a burst of large batches hundreds of megabytes stayed resident until a forced
- * collection (`--expose-gc`) or the next burst. A resizable ArrayBuffer reserves its address range and commits
+ * collection forced from outside or the next burst. A resizable ArrayBuffer reserves its address range and commits
  * pages as it grows; `resize(0)` decommits them at once, whatever the collector does. So the batch that owns a
  * store (its memory-budget hold, memory/budget.ts) gives its pages back when it ends, and what the budget counts
  * is what the process holds.

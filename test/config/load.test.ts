@@ -42,6 +42,11 @@ test('a removed key is refused with what replaces it, at its line (server.heap_g
   assertProblem(err, '3:3', 'server.heap_growing_percent', 'key "heap_growing_percent" was removed: the gateway sets a V8 heap growth of 150% itself; for another, pass --heap-growing-percent=N on node\'s command line');
 });
 
+test('server.memory_reclaim_share is refused at its line: nothing replaces it', () => {
+  const err = errorOf(yaml('server:', '  memory_reclaim_share: 0.25', ...BACKENDS, 'routes:', '  - { name: d, backend: qwen }'));
+  assertProblem(err, '2:3', 'server.memory_reclaim_share', 'key "memory_reclaim_share" was removed: nothing: a finished batch\'s large bodies and answers are given back to the system when it ends, with no collection forced');
+});
+
 test('an unknown key in a backend is named with its path and line', () => {
   const err = errorOf(
     yaml(...BACKENDS, '  mistral:', '    url: http://127.0.0.1:8003', '    timeout: 5', 'routes:', '  - { name: d, backend: qwen }'),
