@@ -4,7 +4,7 @@
  *   stats -> protocol -> config -> routing -> upstream -> dispatch -> batch core -> HTTP -> app/cli
  * stats (the experiment report's pure statistics) is a leaf: it imports nothing else from src/ but errors.ts (itself
  * a leaf), so that a broken precondition throws a registered GatewayError like everywhere else.
- * Infrastructure (state, memory, metrics, logging, tracing, errors, abort, patterns, fd-limit) sits beside them: importable from any
+ * Infrastructure (state, memory, reader, metrics, logging, tracing, errors, abort, patterns, fd-limit) sits beside them: importable from any
  * layer, importing only protocol, config and other infrastructure.
  */
 const LAYERS = [
@@ -18,7 +18,7 @@ const LAYERS = [
   { name: 'http', path: '^src/(http/|routes/|plugins/|admin/|reload\\.ts$)' },
   { name: 'app', path: '^src/(commands/|app\\.ts$|admin-app\\.ts$|cli\\.ts$|process-settings\\.ts$|shutdown\\.ts$)' },
 ];
-const INFRA = '^src/(state/|memory/|patterns/|tracing/|metrics\\.ts$|logging\\.ts$|errors\\.ts$|abort\\.ts$|fd-limit\\.ts$)';
+const INFRA = '^src/(state/|memory/|reader/|patterns/|tracing/|metrics\\.ts$|logging\\.ts$|errors\\.ts$|abort\\.ts$|fd-limit\\.ts$)';
 
 const upward = LAYERS.slice(0, -1).map((layer, i) => ({
   name: `layer-${layer.name}-imports-downward-only`,
