@@ -61,7 +61,7 @@ export class ByteStore {
     return this.ab;
   }
 
-  /** The reader thread gave the memory back (or, for a body it decoded, memory of its own): this store holds it now. */
+  /** The reader thread gave the memory back (transferred again: a new ArrayBuffer object over the same pages). */
   returned(ab: ArrayBuffer): void {
     this.ab = ab;
     this.away = false;
@@ -77,7 +77,7 @@ export class ByteStore {
   }
 
   private free(): void {
-    // A body the reader thread decoded comes back in a plain ArrayBuffer: the collector frees that one.
+    // Only when a reader thread that died kept the memory is this a plain, empty ArrayBuffer.
     if (this.ab.resizable) this.ab.resize(0);
   }
 }
