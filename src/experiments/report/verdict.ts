@@ -1,16 +1,8 @@
 /**
- * The verdict of one experiment (docs/experiments.md#the-verdict): the one line a researcher acts on, read from the
- * report's own pieces (the sample-ratio check, the outcome coverage check, the primary always-valid comparisons and
- * the burn-in counts). Pure: the same report gives the same verdict on every replica. The states, first match wins:
- *
- * - `not_trustworthy`: the assignment is off (SRM), or, with the outcome primary, outcomes were matched unevenly
- *   between arms (or both kinds were posted): no result of this experiment may be acted on; the cause is named.
- * - `collecting`: some arm has fewer units than the burn-in, so there is no always-valid interval yet; how many more
- *   of which unit each arm needs.
- * - `arms_differ`: a primary always-valid interval excludes 0; `arm` is the better one, and the researcher may stop.
- * - `planned_size_reached`: every comparison has the planned units (experiments.sequential.planned_trajectories)
- *   with no difference: report the interval.
- * - `keep_running`: none of these yet.
+ * The verdict of one experiment (docs/experiments.md#the-verdict, which lists the states and when each applies):
+ * the one line a researcher acts on, read from the report's own pieces (the sample-ratio check, the outcome
+ * coverage check, the primary always-valid comparisons and the burn-in counts). Pure: the same report gives the
+ * same verdict on every replica. The states are tried in order, first match wins.
  */
 import type { Analysis } from './analysis.js';
 import { burnInCount, burnInUnit, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison, type Metric } from './comparison.js';
