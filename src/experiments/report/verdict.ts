@@ -59,6 +59,15 @@ function pts(x: number): string {
   return x > 0 ? `+${v}` : v;
 }
 
+/** A difference of two rates and its interval, in percentage points (also `magma-gateway report`'s form). */
+export function ptsInterval(d: number, lo: number, hi: number): string {
+  return `${pts(d)} pts [${pts(lo)}, ${pts(hi)}]`;
+}
+
+export function pValueText(p: number): string {
+  return p < 0.001 ? 'p < 0.001' : `p = ${p.toFixed(3)}`;
+}
+
 function signed(x: number): string {
   return `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
 }
@@ -72,9 +81,9 @@ function metricName(c: Comparison): string {
 function interval(c: Comparison): string {
   const q = c.sequential;
   if (q === null) return `n/a (${c.sequential_reason ?? 'not computable'})`;
-  const p = q.p_value < 0.001 ? 'p < 0.001' : `p = ${q.p_value.toFixed(3)}`;
+  const p = pValueText(q.p_value);
   if (c.outcome_kind === 'score') return `${signed(q.difference)} [${signed(q.ci95[0])}, ${signed(q.ci95[1])}], ${p}`;
-  return `${pts(q.difference)} pts [${pts(q.ci95[0])}, ${pts(q.ci95[1])}], ${p}`;
+  return `${ptsInterval(q.difference, q.ci95[0], q.ci95[1])}, ${p}`;
 }
 
 function notTrustworthy(i: VerdictInput): string | null {
