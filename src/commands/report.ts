@@ -6,13 +6,13 @@
  * `--json` prints the endpoint's JSON unchanged, for scripts.
  */
 import { writeFileSync } from 'node:fs';
-import { baseUrl, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo, type Parsed } from './args.js';
+import { baseUrl, cell, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo, type Parsed } from './args.js';
 import { ROOT_AGENT } from '../config/schema.js';
 import type { ExperimentReport, ExperimentsReport } from '../experiments/report/report.js';
 import type { ArmReport } from '../experiments/arm-counts.js';
 import type { Secondary } from '../experiments/report/analysis.js';
 import type { Comparison } from '../experiments/report/comparison.js';
-import { pValueText, ptsInterval } from '../experiments/report/verdict.js';
+import { metricName, pValueText, ptsInterval } from '../experiments/report/verdict.js';
 import type { StrataReport } from '../experiments/report/strata.js';
 
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
@@ -39,11 +39,6 @@ const REPORT_FLAGS = {
   trajectories: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
-
-/** One table cell: one line, no control characters (error codes come from backends and reach the terminal). */
-function cell(text: string): string {
-  return text.replace(/\s+/g, ' ').replace(/\p{Cc}/gu, '?').trim();
-}
 
 function pct(x: number): string {
   return `${(x * 100).toFixed(1)}%`;
@@ -128,11 +123,6 @@ function stopAdvice(crossed: boolean, trustworthy: boolean): string {
 function diff(c: Comparison, d: number, lo: number, hi: number): string {
   if (c.outcome_kind === 'score') return `${d >= 0 ? '+' : ''}${d.toFixed(3)} [${lo.toFixed(3)}, ${hi.toFixed(3)}]`;
   return ptsInterval(d, lo, hi);
-}
-
-function metricName(c: Comparison): string {
-  if (c.metric !== 'outcome') return 'tool success';
-  return c.outcome_kind === 'score' ? 'episode score' : 'episode success';
 }
 
 /** A comparison's lines: the always-valid result (the stop rule) first for the primary metric, then the fixed one. */

@@ -72,7 +72,7 @@ function signed(x: number): string {
   return `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
 }
 
-function metricName(c: Comparison): string {
+export function metricName(c: Comparison): string {
   if (c.metric !== 'outcome') return 'tool success';
   return c.outcome_kind === 'score' ? 'episode score' : 'episode success';
 }
