@@ -64,292 +64,119 @@ export class GatewayMetrics {
   readonly httpRequests: Counter<'endpoint' | 'status_code' | 'client'>;
   private readonly httpCells: MetricCells<'endpoint' | 'status_code' | 'client'>;
   readonly httpDuration: Histogram<'endpoint' | 'client'>;
-  readonly inputs: Counter<'agent' | 'route' | 'backend'> = new Counter({
-    name: 'magma_gateway_inputs_total',
-    help: 'Inputs routed, by agent, routing rule and backend.',
-    labelNames: ['agent', 'route', 'backend'] as const,
-    registers: [this.registry],
-    collect: (): void => this.inputCells.flush(),
-  });
-  readonly candidates: Counter<'agent' | 'route' | 'backend' | 'status'> = new Counter({
-    name: 'magma_gateway_candidates_total',
-    help: 'Candidates returned to clients, by agent, route, producing backend and status.',
-    labelNames: ['agent', 'route', 'backend', 'status'] as const,
-    registers: [this.registry],
-    collect: (): void => this.candidateCells.flush(),
-  });
-  readonly candidateErrors = new Counter({
-    name: 'magma_gateway_candidate_errors_total',
-    help: 'Error candidates by agent, backend and error code (gateway_* codes are the gateway\'s own).',
-    labelNames: ['agent', 'backend', 'code'] as const,
-    registers: [this.registry],
-  });
-  readonly backendRequests: Counter<'backend' | 'outcome'> = new Counter({
-    name: 'magma_gateway_backend_requests_total',
-    help: 'Sub-requests sent to backends, by outcome (ok or a gateway_* failure code).',
-    labelNames: ['backend', 'outcome'] as const,
-    registers: [this.registry],
-    collect: (): void => this.backendRequestCells.flush(),
-  });
+  readonly inputs: Counter<'agent' | 'route' | 'backend'> = this.counter('magma_gateway_inputs_total', ['agent', 'route', 'backend'],
+    'Inputs routed, by agent, routing rule and backend.', (): void => this.inputCells.flush());
+  readonly candidates: Counter<'agent' | 'route' | 'backend' | 'status'> = this.counter('magma_gateway_candidates_total', ['agent', 'route', 'backend', 'status'],
+    'Candidates returned to clients, by agent, route, producing backend and status.', (): void => this.candidateCells.flush());
+  readonly candidateErrors = this.counter('magma_gateway_candidate_errors_total', ['agent', 'backend', 'code'],
+    'Error candidates by agent, backend and error code (gateway_* codes are the gateway\'s own).');
+  readonly backendRequests: Counter<'backend' | 'outcome'> = this.counter('magma_gateway_backend_requests_total', ['backend', 'outcome'],
+    'Sub-requests sent to backends, by outcome (ok or a gateway_* failure code).', (): void => this.backendRequestCells.flush());
   readonly backendDuration: Histogram<'backend'>;
-  readonly backendInFlight: Gauge<'backend'> = new Gauge({
-    name: 'magma_gateway_backend_in_flight',
-    help: 'Sub-requests in flight per backend.',
-    labelNames: ['backend'] as const,
-    registers: [this.registry],
-    collect: (): void => this.inFlightCells.flush(),
-  });
+  readonly backendInFlight: Gauge<'backend'> = this.gauge('magma_gateway_backend_in_flight', ['backend'],
+    'Sub-requests in flight per backend.', (): void => this.inFlightCells.flush());
   // The batch path's counts (metric-cells.ts): flushed into the series above when the registry is read.
   private readonly inputCells: MetricCells<'agent' | 'route' | 'backend'> = new MetricCells(['agent', 'route', 'backend'], this.inputs);
   private readonly candidateCells: MetricCells<'agent' | 'route' | 'backend' | 'status'> = new MetricCells(['agent', 'route', 'backend', 'status'], this.candidates);
   private readonly backendRequestCells: MetricCells<'backend' | 'outcome'> = new MetricCells(['backend', 'outcome'], this.backendRequests);
   private readonly inFlightCells: MetricCells<'backend'> = new MetricCells(['backend'], this.backendInFlight);
-  readonly backendUp = new Gauge({
-    name: 'magma_gateway_backend_up',
-    help: '1 when the replica is ready and compatible, 0 otherwise.',
-    labelNames: ['backend', 'replica'] as const,
-    registers: [this.registry],
-  });
-  readonly ejections = new Counter({
-    name: 'magma_gateway_backend_ejections_total',
-    help: 'Replicas ejected after consecutive failures.',
-    labelNames: ['backend', 'replica'] as const,
-    registers: [this.registry],
-  });
-  readonly probeFailures = new Counter({
-    name: 'magma_gateway_probe_failures_total',
-    help: 'Failed /health or /v1/info probes.',
-    labelNames: ['backend', 'replica'] as const,
-    registers: [this.registry],
-  });
-  readonly fallbacks = new Counter({
-    name: 'magma_gateway_fallbacks_total',
-    help: 'Inputs moved to a fallback backend after a failure.',
-    labelNames: ['agent', 'route', 'from', 'to'] as const,
-    registers: [this.registry],
-  });
-  readonly retries = new Counter({
-    name: 'magma_gateway_retries_total',
-    help: 'Sub-requests retried on another replica of the same backend after a connect failure.',
-    labelNames: ['backend'] as const,
-    registers: [this.registry],
-  });
-  readonly retryBudgetExhausted = new Counter({
-    name: 'magma_gateway_retry_budget_exhausted_total',
-    help: 'Retries or fallbacks refused because the retry budget was spent.',
-    labelNames: ['backend'] as const,
-    registers: [this.registry],
-  });
-  readonly overhead = new Histogram({
-    name: 'magma_gateway_overhead_seconds',
-    help: 'Time spent in the gateway itself per batch (parsing, validation, planning, assembly), excluding waiting on backends.',
-    buckets: OVERHEAD_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly shadowRequests = new Counter({
-    name: 'magma_gateway_shadow_requests_total',
-    help: 'Shadow copies sent, by outcome (ok, failed, invalid, dropped, shed: dropped for the memory budget).',
-    labelNames: ['agent', 'route', 'backend', 'outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly shadowAgreement = new Counter({
-    name: 'magma_gateway_shadow_agreement_total',
-    help: 'Shadow decisions compared with the primary\'s (same tool calls and say).',
-    labelNames: ['agent', 'route', 'backend', 'agreed'] as const,
-    registers: [this.registry],
-  });
-  readonly executionFeedback = new Counter({
-    name: 'magma_gateway_execution_feedback_total',
-    help: 'Environment feedback attributed to the backend whose decision it reports on.',
-    labelNames: ['agent', 'route', 'backend', 'outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly trajectoriesStarted = new Counter({
-    name: 'magma_gateway_trajectories_started_total',
-    help: 'Trajectories started on an experiment route, by the arm they were assigned (docs/experiments.md).',
-    labelNames: ['agent', 'route', 'arm'] as const,
-    registers: [this.registry],
-  });
-  readonly trajectoriesLeftOut = new Counter({
-    name: 'magma_gateway_trajectories_left_out_total',
-    help: 'Trajectories started after their experiment held experiments.max_trajectories: not counted, not stored (docs/experiments.md).',
-    labelNames: ['agent', 'route'] as const,
-    registers: [this.registry],
-  });
-  readonly rejectedTags = new Counter({
-    name: 'magma_gateway_experiment_rejected_tags_total',
-    help: 'Inputs on an experiment route whose memory tag was not trusted (unsigned, bad signature, impossible counters) and started a new trajectory.',
-    labelNames: ['agent', 'route', 'reason'] as const,
-    registers: [this.registry],
-  });
-  readonly srmFlagged = new Gauge({
-    name: 'magma_gateway_experiment_srm_flagged',
-    help: '1 while the last report found a sample-ratio mismatch on the route (docs/experiments.md), else 0.',
-    labelNames: ['agent', 'route'] as const,
-    registers: [this.registry],
-  });
-  readonly outcomes = new Counter({
-    name: 'magma_gateway_experiment_outcomes_total',
-    help: 'Episode outcomes posted: accepted, duplicate, conflict, replay, superseded, unknown, ambiguous, unmatched.',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
-  readonly replay = new Counter({
-    name: 'magma_gateway_replay_total',
-    help: 'Idempotent replay lookups: hit, miss, waited, too_large, memory_budget (no room for the stored copy).',
-    labelNames: ['outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly replayConflicts = new Counter({
-    name: 'magma_gateway_replay_conflicts_total',
-    help: 'A request_id seen again with a different body (computed normally).',
-    registers: [this.registry],
-  });
-  readonly storeUp = new Gauge({
-    name: 'magma_gateway_store_up',
-    help: '1 while the shared state store (Redis) is reachable, or for the in-memory store.',
-    registers: [this.registry],
-  });
-  readonly storeFallbackActive = new Gauge({
-    name: 'magma_gateway_store_fallback_active',
-    help: '1 while the Redis store answers from per-process state because Redis is unavailable; 0 otherwise.',
-    registers: [this.registry],
-    collect: () => {
+  readonly backendUp = this.gauge('magma_gateway_backend_up', ['backend', 'replica'],
+    '1 when the replica is ready and compatible, 0 otherwise.');
+  readonly ejections = this.counter('magma_gateway_backend_ejections_total', ['backend', 'replica'],
+    'Replicas ejected after consecutive failures.');
+  readonly probeFailures = this.counter('magma_gateway_probe_failures_total', ['backend', 'replica'],
+    'Failed /health or /v1/info probes.');
+  readonly fallbacks = this.counter('magma_gateway_fallbacks_total', ['agent', 'route', 'from', 'to'],
+    'Inputs moved to a fallback backend after a failure.');
+  readonly retries = this.counter('magma_gateway_retries_total', ['backend'],
+    'Sub-requests retried on another replica of the same backend after a connect failure.');
+  readonly retryBudgetExhausted = this.counter('magma_gateway_retry_budget_exhausted_total', ['backend'],
+    'Retries or fallbacks refused because the retry budget was spent.');
+  readonly overhead: Histogram = this.histogram('magma_gateway_overhead_seconds', [],
+    'Time spent in the gateway itself per batch (parsing, validation, planning, assembly), excluding waiting on backends.', OVERHEAD_BUCKETS);
+  readonly shadowRequests = this.counter('magma_gateway_shadow_requests_total', ['agent', 'route', 'backend', 'outcome'],
+    'Shadow copies sent, by outcome (ok, failed, invalid, dropped, shed: dropped for the memory budget).');
+  readonly shadowAgreement = this.counter('magma_gateway_shadow_agreement_total', ['agent', 'route', 'backend', 'agreed'],
+    'Shadow decisions compared with the primary\'s (same tool calls and say).');
+  readonly executionFeedback = this.counter('magma_gateway_execution_feedback_total', ['agent', 'route', 'backend', 'outcome'],
+    'Environment feedback attributed to the backend whose decision it reports on.');
+  readonly trajectoriesStarted = this.counter('magma_gateway_trajectories_started_total', ['agent', 'route', 'arm'],
+    'Trajectories started on an experiment route, by the arm they were assigned (docs/experiments.md).');
+  readonly trajectoriesLeftOut = this.counter('magma_gateway_trajectories_left_out_total', ['agent', 'route'],
+    'Trajectories started after their experiment held experiments.max_trajectories: not counted, not stored (docs/experiments.md).');
+  readonly rejectedTags = this.counter('magma_gateway_experiment_rejected_tags_total', ['agent', 'route', 'reason'],
+    'Inputs on an experiment route whose memory tag was not trusted (unsigned, bad signature, impossible counters) and started a new trajectory.');
+  readonly srmFlagged = this.gauge('magma_gateway_experiment_srm_flagged', ['agent', 'route'],
+    '1 while the last report found a sample-ratio mismatch on the route (docs/experiments.md), else 0.');
+  readonly outcomes = this.counter('magma_gateway_experiment_outcomes_total', ['result'],
+    'Episode outcomes posted: accepted, duplicate, conflict, replay, superseded, unknown, ambiguous, unmatched.');
+  readonly replay = this.counter('magma_gateway_replay_total', ['outcome'],
+    'Idempotent replay lookups: hit, miss, waited, too_large, memory_budget (no room for the stored copy).');
+  readonly replayConflicts = this.counter('magma_gateway_replay_conflicts_total', [],
+    'A request_id seen again with a different body (computed normally).');
+  readonly storeUp = this.gauge('magma_gateway_store_up', [],
+    '1 while the shared state store (Redis) is reachable, or for the in-memory store.');
+  readonly storeFallbackActive: Gauge = this.gauge('magma_gateway_store_fallback_active', [],
+    '1 while the Redis store answers from per-process state because Redis is unavailable; 0 otherwise.', (): void => {
       const s = this.store;
       this.storeFallbackActive.set(s !== undefined && s.kind === 'redis' && !s.isUp() ? 1 : 0);
-    },
-  });
-  readonly storeFallbacks = this.storeCounter(
-    'magma_gateway_store_fallbacks_total',
-    'Store operations answered from per-process state because Redis was unavailable.',
-    'fallbacks',
-  );
-  readonly storeLeasesLost = this.storeCounter(
-    'magma_gateway_store_leases_lost_total',
-    'Permits whose Redis lease was dropped while still held (a long stall or an outage).',
-    'leasesLost',
-  );
-  readonly permitTimeouts = this.storeCounter(
-    'magma_gateway_permit_timeouts_total',
-    'Sub-requests that waited queue_timeout_s for a max_in_flight permit and got none.',
-    'acquireTimeouts',
-  );
-  readonly reloads = new Counter({
-    name: 'magma_gateway_config_reloads_total',
-    help: 'Config reloads, by result (ok, refused).',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
-  readonly buildInfo = new Gauge({
-    name: 'magma_gateway_build_info',
-    help: 'Always 1; the version label says which gateway build is running.',
-    labelNames: ['version'] as const,
-    registers: [this.registry],
-  });
+    });
+  readonly storeFallbacks = this.storeCounter('magma_gateway_store_fallbacks_total', 'fallbacks',
+    'Store operations answered from per-process state because Redis was unavailable.');
+  readonly storeLeasesLost = this.storeCounter('magma_gateway_store_leases_lost_total', 'leasesLost',
+    'Permits whose Redis lease was dropped while still held (a long stall or an outage).');
+  readonly permitTimeouts = this.storeCounter('magma_gateway_permit_timeouts_total', 'acquireTimeouts',
+    'Sub-requests that waited queue_timeout_s for a max_in_flight permit and got none.');
+  readonly reloads = this.counter('magma_gateway_config_reloads_total', ['result'],
+    'Config reloads, by result (ok, refused).');
+  readonly buildInfo = this.gauge('magma_gateway_build_info', ['version'],
+    'Always 1; the version label says which gateway build is running.');
   /** The memory budget's counts (src/memory/budget.ts), read at scrape time: nothing is written per batch. */
   memorySource: { readonly bytesHeld: number; readonly waiting: number; readonly limit: number } | undefined;
-  readonly memoryHeld: Gauge = new Gauge({
-    name: 'magma_gateway_memory_budget_held_bytes',
-    help: 'Bytes held for batches now under server.memory_budget_mb: request bodies, their index estimates, backend and shadow answers, streamed answers waiting for their client.',
-    registers: [this.registry],
-    collect: (): void => this.memoryHeld.set(this.memorySource?.bytesHeld ?? 0),
-  });
-  readonly memoryLimit: Gauge = new Gauge({
-    name: 'magma_gateway_memory_budget_bytes',
-    help: 'server.memory_budget_mb in bytes (configured or derived at start).',
-    registers: [this.registry],
-    collect: (): void => this.memoryLimit.set(this.memorySource?.limit ?? 0),
-  });
-  readonly admissionWaiting: Gauge = new Gauge({
-    name: 'magma_gateway_admission_waiting',
-    help: 'Requests waiting for room under server.memory_budget_mb.',
-    registers: [this.registry],
-    collect: (): void => this.admissionWaiting.set(this.memorySource?.waiting ?? 0),
-  });
-  readonly admissionTimeouts = new Counter({
-    name: 'magma_gateway_admission_timeouts_total',
-    help: 'Requests answered 503 GATEWAY_ERR_MEMORY_BUDGET after waiting server.admission_timeout_s for room.',
-    registers: [this.registry],
-  });
-  readonly shadowsShed = new Counter({
-    name: 'magma_gateway_shadows_shed_total',
-    help: 'Shadow copies dropped (not sent, or their answer abandoned) to leave room under server.memory_budget_mb.',
-    registers: [this.registry],
-  });
+  readonly memoryHeld: Gauge = this.gauge('magma_gateway_memory_budget_held_bytes', [],
+    'Bytes held for batches now under server.memory_budget_mb: request bodies, their index estimates, backend and shadow answers, streamed answers waiting for their client.',
+    (): void => this.memoryHeld.set(this.memorySource?.bytesHeld ?? 0));
+  readonly memoryLimit: Gauge = this.gauge('magma_gateway_memory_budget_bytes', [],
+    'server.memory_budget_mb in bytes (configured or derived at start).', (): void => this.memoryLimit.set(this.memorySource?.limit ?? 0));
+  readonly admissionWaiting: Gauge = this.gauge('magma_gateway_admission_waiting', [],
+    'Requests waiting for room under server.memory_budget_mb.', (): void => this.admissionWaiting.set(this.memorySource?.waiting ?? 0));
+  readonly admissionTimeouts = this.counter('magma_gateway_admission_timeouts_total', [],
+    'Requests answered 503 GATEWAY_ERR_MEMORY_BUDGET after waiting server.admission_timeout_s for room.');
+  readonly shadowsShed = this.counter('magma_gateway_shadows_shed_total', [],
+    'Shadow copies dropped (not sent, or their answer abandoned) to leave room under server.memory_budget_mb.');
   /** Built in the constructor: its buckets are metrics.latency_buckets_s, as for every duration histogram. */
   readonly admissionWait: Histogram;
-  readonly clientLimitWaits = new Counter({
-    name: 'magma_gateway_client_limit_waits_total',
-    help: 'Batches that did not fit their client\'s limits at once and waited, by client and the limit in the way.',
-    labelNames: ['client', 'limit'] as const,
-    registers: [this.registry],
-  });
-  readonly clientLimitOverloaded = new Counter({
-    name: 'magma_gateway_client_limit_overloaded_total',
-    help: 'Batches answered with gateway_overloaded candidates because their client stayed over a limit for max_wait_s.',
-    labelNames: ['client', 'limit'] as const,
-    registers: [this.registry],
-  });
-  /** Built in the constructor (latency buckets). */
-  readonly clientLimitsLocalOnly = new Counter({
-    name: 'magma_gateway_client_limits_local_only_total',
-    help: 'Batches admitted by their client\'s limits in this process alone because Redis (state.redis) was unavailable: across replicas the limit may have been exceeded meanwhile.',
-    labelNames: ['client', 'limit'] as const,
-    registers: [this.registry],
-  });
+  readonly clientLimitWaits = this.counter('magma_gateway_client_limit_waits_total', ['client', 'limit'],
+    'Batches that did not fit their client\'s limits at once and waited, by client and the limit in the way.');
+  readonly clientLimitOverloaded = this.counter('magma_gateway_client_limit_overloaded_total', ['client', 'limit'],
+    'Batches answered with gateway_overloaded candidates because their client stayed over a limit for max_wait_s.');
+  readonly clientLimitsLocalOnly = this.counter('magma_gateway_client_limits_local_only_total', ['client', 'limit'],
+    'Batches admitted by their client\'s limits in this process alone because Redis (state.redis) was unavailable: across replicas the limit may have been exceeded meanwhile.');
 
   readonly clientLimitWait: Histogram<'client'>;
   /** Batches waiting for their client's limits now, by client, read at scrape time (src/clients/client-limits.ts). */
   clientLimitsSource: { waitingByClient(): Map<string, number> } | undefined;
-  readonly clientLimitWaiting: Gauge<'client'> = new Gauge({
-    name: 'magma_gateway_client_limit_waiting',
-    help: 'Batches waiting now for their client\'s max_batches_in_flight or max_candidates_per_minute.',
-    labelNames: ['client'] as const,
-    registers: [this.registry],
-    collect: (): void => {
+  readonly clientLimitWaiting: Gauge<'client'> = this.gauge('magma_gateway_client_limit_waiting', ['client'],
+    'Batches waiting now for their client\'s max_batches_in_flight or max_candidates_per_minute.', (): void => {
       // A client removed by a reload has no series left to report.
       this.clientLimitWaiting.reset();
       for (const [client, n] of this.clientLimitsSource?.waitingByClient() ?? []) this.clientLimitWaiting.set({ client }, n);
-    },
-  });
+    });
 
   constructor(opts: MetricsOptions = {}) {
     this.latencyBuckets = [...(opts.latencyBucketsS ?? LATENCY_BUCKETS)];
-    this.admissionWait = new Histogram({
-      name: 'magma_gateway_admission_wait_seconds',
-      help: 'How long requests that had to wait for room under server.memory_budget_mb waited.',
-      buckets: this.latencyBuckets,
-      registers: [this.registry],
-    });
-    this.httpRequests = new Counter({
-      name: 'magma_gateway_http_requests_total',
-      help: 'HTTP requests answered by the gateway, by endpoint (URL path pattern), status code and client (clients: names, anonymous, unauthorized).',
-      labelNames: ['endpoint', 'status_code', 'client'] as const,
-      registers: [this.registry],
-      collect: (): void => this.httpCells.flush(),
-    });
+    this.admissionWait = this.histogram('magma_gateway_admission_wait_seconds', [],
+      'How long requests that had to wait for room under server.memory_budget_mb waited.', this.latencyBuckets);
+    this.httpRequests = this.counter('magma_gateway_http_requests_total', ['endpoint', 'status_code', 'client'],
+      'HTTP requests answered by the gateway, by endpoint (URL path pattern), status code and client (clients: names, anonymous, unauthorized).',
+      (): void => this.httpCells.flush());
     this.httpCells = new MetricCells(['endpoint', 'status_code', 'client'], this.httpRequests);
-    this.httpDuration = new Histogram({
-      name: 'magma_gateway_http_request_duration_seconds',
-      help: 'Time to answer an HTTP request, by endpoint (a whole batch for /v1/responses) and client.',
-      labelNames: ['endpoint', 'client'] as const,
-      buckets: this.latencyBuckets,
-      registers: [this.registry],
-    });
-    this.clientLimitWait = new Histogram({
-      name: 'magma_gateway_client_limit_wait_seconds',
-      help: 'How long batches that waited for their client\'s limits waited (served or not).',
-      labelNames: ['client'] as const,
-      buckets: this.latencyBuckets,
-      registers: [this.registry],
-    });
-    this.backendDuration = new Histogram({
-      name: 'magma_gateway_backend_request_duration_seconds',
-      help: 'Backend sub-request latency.',
-      labelNames: ['backend'] as const,
-      buckets: this.latencyBuckets,
-      registers: [this.registry],
-    });
+    this.httpDuration = this.histogram('magma_gateway_http_request_duration_seconds', ['endpoint', 'client'],
+      'Time to answer an HTTP request, by endpoint (a whole batch for /v1/responses) and client.', this.latencyBuckets);
+    this.clientLimitWait = this.histogram('magma_gateway_client_limit_wait_seconds', ['client'],
+      'How long batches that waited for their client\'s limits waited (served or not).', this.latencyBuckets);
+    this.backendDuration = this.histogram('magma_gateway_backend_request_duration_seconds', ['backend'],
+      'Backend sub-request latency.', this.latencyBuckets);
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
     this.storeUp.set(1);
     this.buildInfo.set({ version: opts.version ?? 'unknown' }, 1);
@@ -386,17 +213,23 @@ export class GatewayMetrics {
     this.store = store;
   }
 
+  private counter<L extends string>(name: string, labelNames: readonly L[], help: string, collect?: () => void): Counter<L> {
+    return new Counter({ name, help, labelNames, registers: [this.registry], collect });
+  }
+
+  private gauge<L extends string>(name: string, labelNames: readonly L[], help: string, collect?: () => void): Gauge<L> {
+    return new Gauge({ name, help, labelNames, registers: [this.registry], collect });
+  }
+
+  private histogram<L extends string>(name: string, labelNames: readonly L[], help: string, buckets: number[]): Histogram<L> {
+    return new Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
+  }
+
   /** A counter that mirrors one of the store's monotonic counts at each scrape. */
-  private storeCounter(name: string, help: string, field: keyof StoreStats): Counter {
-    const counter: Counter = new Counter({
-      name,
-      help,
-      registers: [this.registry],
-      collect: () => {
-        const v = this.store?.stats()[field] ?? 0;
-        counter.reset();
-        counter.inc(v);
-      },
+  private storeCounter(name: string, field: keyof StoreStats, help: string): Counter {
+    const counter: Counter = this.counter(name, [], help, () => {
+      counter.reset();
+      counter.inc(this.store?.stats()[field] ?? 0);
     });
     return counter;
   }

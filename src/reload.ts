@@ -1,16 +1,14 @@
 /**
- * Hot reload (docs/operations.md#hot-reload): SIGHUP or `POST /gateway/reload` re-reads the config file. A
- * valid file becomes a new
- * GatewayRuntime, probed once before it takes traffic, then swapped in as `app.gateway.current`: batches that
- * started on the old runtime finish on it (they hold it from their first line), and the old runtime closes its
- * pools once they drain. Virtual agents come and go with the runtime: a batch for an agent the new file removes
- * finishes on the old runtime's copy of it, and later requests for it are answered 404. An invalid file is refused with the loader's message and the old config keeps serving.
+ * Hot reload (docs/operations.md#hot-reload): SIGHUP or `POST /gateway/reload` re-reads the config file. A valid
+ * file becomes a new GatewayRuntime, probed once before it takes traffic, then swapped in as
+ * `app.gateway.current`: batches that started on the old runtime finish on it (they hold it from their first
+ * line), and the old runtime closes its pools once they drain. A batch for a virtual agent the new file removes
+ * finishes on the old runtime's copy of it. An invalid file is refused and the old config keeps serving.
  *
- * Settings fixed when the server was built cannot change here: `server.host`, `server.port`,
- * `server.body_limit_mb` (the listening socket and fastify's body limit), `admin.listen` (the admin socket),
- * `metrics` (histogram buckets) and `state` (the store is shared by every runtime and holds leases and replays). When the file changes them, the reload still applies everything
- * else, keeps their running values and lists them in `restart_required`: refusing would hold back a routing fix
- * for a port edit that only a restart can apply anyway.
+ * Settings fixed when the server was built (the listening sockets, fastify's body limit, histogram buckets, and
+ * `state`: the store is shared by every runtime and holds leases and replays) cannot change here. When the file
+ * changes them, the reload still applies everything else and lists them in `restart_required`: refusing would
+ * hold back a routing fix for a port edit that only a restart can apply anyway.
  */
 import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
 import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';

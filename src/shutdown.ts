@@ -1,13 +1,11 @@
 /**
- * Stopping the gateway on SIGTERM/SIGINT without keeping anyone waiting (docs/configuration.md#limits-and-timeouts).
- *
- * Draining: `/health` answers 503 (a load balancer stops sending), new connections are refused, idle
- * keep-alive connections are closed, and every answer still to come carries `Connection: close`, so each
- * client's connection ends with its last answer. An answer whose head went out before the drain (a streamed
- * one) could not say so: its connection is closed as soon as the answer is out and the connection idle
- * (http/batch-front.ts), as is any connection that becomes idle during the drain. The process exits once the last connection has closed,
- * not when an idle keep-alive socket would have timed out. `server.drain_timeout_s` bounds the whole drain:
- * after it every remaining connection is destroyed and the process exits anyway.
+ * Stopping the gateway on SIGTERM/SIGINT without keeping anyone waiting (docs/operations.md#signals-and-shutdown:
+ * `/health` 503, new connections refused, idle ones closed; docs/configuration.md#limits-and-timeouts). Every answer
+ * still to come carries `Connection: close`, so each client's connection ends with its last answer. An answer
+ * whose head went out before the drain (a streamed one) could not say so: its connection is closed as soon as the
+ * answer is out and the connection idle (http/batch-front.ts), as is any connection that becomes idle during the
+ * drain. The process exits once the last connection has closed, not when an idle keep-alive socket would have
+ * timed out; `server.drain_timeout_s` bounds the whole drain, then every remaining connection is destroyed.
  */
 import type { FastifyInstance } from 'fastify';
 

@@ -17,7 +17,7 @@ import type { CompiledAgent } from '../routing/agents.js';
 import { batchLogIds } from './batch-log.js';
 import { BatchCycle, type BatchAnswer, type BatchExchange } from './batch-cycle.js';
 
-export type { BatchAnswer, BatchExchange } from './batch-cycle.js';
+export type { BatchAnswer } from './batch-cycle.js';
 
 export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
   const runtime = gw.current;

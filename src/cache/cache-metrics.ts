@@ -11,7 +11,6 @@ export type BypassReason = (typeof BYPASS_REASONS)[number];
 
 /** Why an answer that could have been stored was not. */
 export const STORE_FAILURES = ['unavailable', 'too_large', 'unstorable'] as const;
-export type StoreFailure = (typeof STORE_FAILURES)[number];
 
 export class CacheMetrics {
   readonly hits: Counter<'agent' | 'route'>;

@@ -1,16 +1,11 @@
 /**
- * Who may ask the agent listener what (docs/operations.md#client-keys, docs/operations.md#client-keys):
- * one pure decision for both ways in, the batch front (http/front-exchange.ts) and fastify
+ * Who may ask the agent listener what (docs/operations.md#client-keys: where a key travels, who is refused, the
+ * two exceptions): one pure decision for both ways in, the batch front (http/front-exchange.ts) and fastify
  * (plugins/client-keys.ts), which render it the same way. Keys never appear in a message.
  *
- * - No `clients:` configured: every request is anonymous; only a `/k/<key>` address is refused
- *   (404 naming `clients:`), since the key it carries would otherwise be silently ignored.
- * - Configured: a key may come in the address, in `Authorization: Bearer`, in `x-api-key`; when several come
- *   they must be the same key, or the request is refused (which one was meant cannot be known). A missing,
- *   unknown or disagreeing key is 401.
- * - `optional` paths (the health checks) answer without a key, but a key given there must be valid, so a
- *   mistyped key fails a run's first call; `ignored` paths (`/metrics`, governed by admin.protect_metrics,
- *   whose bearer token is the admin token) do not look at keys at all.
+ * Without `clients:` a `/k/<key>` address is refused since the key it carries would otherwise be silently
+ * ignored; keys that disagree are refused because which one was meant cannot be known; a key given on an
+ * `optional` path (the health checks) must be valid, so a mistyped key fails a run's first call.
  */
 import type { GatewayErrCode } from '../errors.js';
 import { ANONYMOUS_CLIENT } from '../metrics.js';

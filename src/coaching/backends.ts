@@ -113,9 +113,4 @@ export class SessionAffinity {
   forget(backend: string, runId: string): void {
     this.byBackend.get(backend)?.delete(runId);
   }
-
-  /** Sessions remembered for `backend` (tests, diagnostics). */
-  size(backend: string): number {
-    return this.byBackend.get(backend)?.size ?? 0;
-  }
 }

@@ -1,23 +1,11 @@
 /**
  * The spans of coaching calls (docs/operations.md#tracing): a server span per `POST /v1/coaching` and per session
- * `PUT`/`DELETE`, a client span per call to a backend (forward.ts). Attributes are built only for recorded
- * spans: callers check `span.recording`.
+ * `PUT`/`DELETE`, a client span per call to a backend (forward.ts, attributes from dispatch/attempt-span.ts).
+ * Attributes are built only for recorded spans: callers check `span.recording`.
  */
 import { codeForStatus } from '../errors.js';
-import { serverOf } from '../dispatch/attempt-span.js';
-import {
-  ATTR_BACKEND,
-  ATTR_ERROR_TYPE,
-  ATTR_HTTP_REQUEST_METHOD,
-  ATTR_HTTP_RESPONSE_STATUS_CODE,
-  ATTR_HTTP_ROUTE,
-  ATTR_REPLICA,
-  ATTR_SERVER_ADDRESS,
-  ATTR_SERVER_PORT,
-  ATTR_URL_FULL,
-} from '../tracing/attributes.js';
+import { ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE } from '../tracing/attributes.js';
 import type { SpanAttributes, TraceSpan } from '../tracing/trace-span.js';
-import type { Replica } from '../upstream/replica.js';
 
 export interface CoachingSpanStart {
   name: string;
@@ -44,19 +32,6 @@ export function traceCoachingStatus(span: TraceSpan, status: number): void {
   span.set({ [ATTR_HTTP_RESPONSE_STATUS_CODE]: status });
   if (status >= 500) span.fail(String(status));
   else if (status >= 400) span.set({ [ATTR_ERROR_TYPE]: String(status) });
-}
-
-export function coachingCallAttributes(replica: Replica, method: string, path: string): SpanAttributes {
-  const server = serverOf(replica);
-  return {
-    [ATTR_BACKEND]: replica.backend,
-    [ATTR_REPLICA]: replica.id,
-    [ATTR_HTTP_REQUEST_METHOD]: method,
-    // The origin carries no user info: a password in a backend url stays out of the trace.
-    [ATTR_URL_FULL]: replica.origin + replica.path(path),
-    [ATTR_SERVER_ADDRESS]: server.address,
-    [ATTR_SERVER_PORT]: server.port,
-  };
 }
 
 /**

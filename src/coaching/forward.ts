@@ -8,13 +8,13 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AbortLike } from '../abort.js';
-import { endAttemptSpan } from '../dispatch/attempt-span.js';
+import { endAttemptSpan, replicaCallAttributes } from '../dispatch/attempt-span.js';
 import { correlationHeaders, withTraceparent } from '../protocol/correlation.js';
 import { NOOP_SPAN, type TraceSpan } from '../tracing/trace-span.js';
 import { callReplica } from '../upstream/call-replica.js';
 import type { AnswerCharge } from '../upstream/call-types.js';
 import type { Replica } from '../upstream/replica.js';
-import { coachingCallAttributes, coachingOutcome } from './coaching-span.js';
+import { coachingOutcome } from './coaching-span.js';
 
 type ForwardResult =
   | { ok: true; status: number; contentType: string | undefined; body: Buffer }
@@ -36,7 +36,7 @@ interface ForwardOptions {
 /** `parent`: the coaching call's server span (the no-op span when untraced). */
 export async function forward(replica: Replica, opts: ForwardOptions, parent: TraceSpan = NOOP_SPAN): Promise<ForwardResult> {
   const span = parent.recording
-    ? parent.client(`${opts.method} ${replica.backend}`, coachingCallAttributes(replica, opts.method, opts.path))
+    ? parent.client(`${opts.method} ${replica.backend}`, replicaCallAttributes(replica, opts.method, opts.path))
     : undefined;
   const headers = withTraceparent(opts.headers, (span ?? parent).traceparent);
   const r = await callReplica(replica, { ...opts, headers, raw: true });

@@ -118,3 +118,11 @@ export function secondsOption(value: string | boolean | undefined, flag: string,
   }
   return s;
 }
+
+/**
+ * One table cell: one line, no control characters (an agent's body and the error codes backends send reach the
+ * terminal and must not drive it).
+ */
+export function cell(text: string): string {
+  return text.replace(/\s+/g, ' ').replace(/\p{Cc}/gu, '?').trim();
+}

@@ -7,7 +7,7 @@
  * an agent does (garbage, resets, hangs up to the timeout) may crash it. Checks run one at a time, like BENCH
  * sends one request at a time, so a single-worker agent is judged on its contract, not on its concurrency.
  */
-import { baseUrl, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo } from './args.js';
+import { baseUrl, cell, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo } from './args.js';
 import { checkBatch, checkEmpty, checkMemory, checkOrdering } from './check-cases.js';
 import { describeError, openTarget, TransportError, type CheckResult, type ProbeTarget } from './check-http.js';
 import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } from './check-probes.js';
@@ -76,11 +76,6 @@ async function runAll(target: ProbeTarget): Promise<CheckResult[]> {
     }
   }
   return results;
-}
-
-/** One table cell: one line, and no control characters (an agent's body must not drive the terminal). */
-function cell(text: string): string {
-  return text.replace(/\s+/g, ' ').replace(/\p{Cc}/gu, '?').trim();
 }
 
 /** Aligned CHECK / RESULT / DETAIL columns, then "N passed, M failed". */

@@ -1,14 +1,9 @@
 /**
- * `magma-gateway outcomes import <BENCH results dir>` (docs/experiments.md#outcomes-from-bench): reads BENCH's
- * results (schema 2.0), hashes each episode's trace the way the gateway hashed the instructions it received
- * (experiments/trace-hash.ts), and posts the outcomes by trace hash to POST /gateway/experiments/outcomes. The
- * gateway resolves each hash to its trajectory; ambiguous and unmatched episodes are counted and printed, never
- * guessed.
- *
- * Episodes: `scenarios/<scenario>/episodes/<episode_id>.json`, and `scenarios/.partial/<scenario>/episodes/*.json`
- * while a scenario runs; an episode found in both is taken from its final place. The trace pairs hashed are the
- * (payload.role, payload.content) of the `instruction` and `tool_feedback` entries, in order; `agent_answer` and
- * `failure_diagnostics` are skipped.
+ * `magma-gateway outcomes import <BENCH results dir>` (docs/experiments.md#outcomes-from-bench, which says where
+ * the episodes are and which trace entries are hashed): reads BENCH's results (schema 2.0), hashes each episode's
+ * trace the way the gateway hashed the instructions it received (experiments/trace-hash.ts), and posts the
+ * outcomes by trace hash to POST /gateway/experiments/outcomes. The gateway resolves each hash to its trajectory;
+ * ambiguous and unmatched episodes are counted and printed, never guessed.
  */
 import { join } from 'node:path';
 import { baseUrl, parseCommandLine, processIo, secondsOption, usageExit, type CommandIo, type Parsed } from './args.js';

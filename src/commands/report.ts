@@ -6,12 +6,13 @@
  * `--json` prints the endpoint's JSON unchanged, for scripts.
  */
 import { writeFileSync } from 'node:fs';
-import { baseUrl, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo, type Parsed } from './args.js';
+import { baseUrl, cell, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo, type Parsed } from './args.js';
 import { ROOT_AGENT } from '../config/schema.js';
 import type { ExperimentReport, ExperimentsReport } from '../experiments/report/report.js';
 import type { ArmReport } from '../experiments/arm-counts.js';
 import type { Secondary } from '../experiments/report/analysis.js';
 import type { Comparison } from '../experiments/report/comparison.js';
+import { metricName, pValueText, ptsInterval } from '../experiments/report/verdict.js';
 import type { StrataReport } from '../experiments/report/strata.js';
 
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
@@ -38,11 +39,6 @@ const REPORT_FLAGS = {
   trajectories: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
-
-/** One table cell: one line, no control characters (error codes come from backends and reach the terminal). */
-function cell(text: string): string {
-  return text.replace(/\s+/g, ' ').replace(/\p{Cc}/gu, '?').trim();
-}
 
 function pct(x: number): string {
   return `${(x * 100).toFixed(1)}%`;
@@ -117,15 +113,6 @@ function table(rows: string[][]): string[] {
   return [line(HEAD), ...rows.map(line)];
 }
 
-function signedPts(x: number): string {
-  const v = (x * 100).toFixed(1);
-  return x > 0 ? `+${v}` : v;
-}
-
-function pValue(p: number): string {
-  return p < 0.001 ? 'p < 0.001' : `p = ${p.toFixed(3)}`;
-}
-
 /** What the always-valid result allows: under a sample-ratio mismatch a win is no reason to stop. */
 function stopAdvice(crossed: boolean, trustworthy: boolean): string {
   if (!trustworthy) return ' -> do not stop on this: the assignment is off (SRM); fix the cause and restart';
@@ -135,12 +122,7 @@ function stopAdvice(crossed: boolean, trustworthy: boolean): string {
 /** A difference and its interval: rates in percentage points, scores on their own scale. */
 function diff(c: Comparison, d: number, lo: number, hi: number): string {
   if (c.outcome_kind === 'score') return `${d >= 0 ? '+' : ''}${d.toFixed(3)} [${lo.toFixed(3)}, ${hi.toFixed(3)}]`;
-  return `${signedPts(d)} pts [${signedPts(lo)}, ${signedPts(hi)}]`;
-}
-
-function metricName(c: Comparison): string {
-  if (c.metric !== 'outcome') return 'tool success';
-  return c.outcome_kind === 'score' ? 'episode score' : 'episode success';
+  return ptsInterval(d, lo, hi);
 }
 
 /** A comparison's lines: the always-valid result (the stop rule) first for the primary metric, then the fixed one. */
@@ -152,14 +134,14 @@ function comparisonLines(c: Comparison, trustworthy: boolean): string[] {
     out.push(
       q === null
         ? `  always-valid: n/a (${cell(c.sequential_reason ?? 'not computable')})`
-        : `  always-valid: ${diff(c, q.difference, q.ci95[0], q.ci95[1])}, ${pValue(q.p_value)}${stopAdvice(q.p_value < q.alpha, trustworthy)}`,
+        : `  always-valid: ${diff(c, q.difference, q.ci95[0], q.ci95[1])}, ${pValueText(q.p_value)}${stopAdvice(q.p_value < q.alpha, trustworthy)}`,
     );
   }
   const f = c.fixed;
   out.push(
     f === null
       ? `  fixed: n/a (${cell(c.fixed_reason ?? 'not computable')})`
-      : `  fixed: ${diff(c, f.difference, f.ci95[0], f.ci95[1])}, ${pValue(f.p_value)} (${cell(f.method)}; valid only at a number of units fixed in advance, read once)`,
+      : `  fixed: ${diff(c, f.difference, f.ci95[0], f.ci95[1])}, ${pValueText(f.p_value)} (${cell(f.method)}; valid only at a number of units fixed in advance, read once)`,
   );
   return out;
 }
@@ -172,7 +154,7 @@ function secondaryLine(s: Secondary): string {
   const v = f === null
     ? `n/a (${cell(s.fixed_reason ?? '')})`
     : share
-      ? `${signedPts(f.difference)} pts [${signedPts(f.ci95[0])}, ${signedPts(f.ci95[1])}] (share of trajectories)`
+      ? `${ptsInterval(f.difference, f.ci95[0], f.ci95[1])} (share of trajectories)`
       : `${signed(f.difference)} [${signed(f.ci95[0])}, ${signed(f.ci95[1])}] per trajectory`;
   return `  ${cell(s.arm)} - ${cell(s.control)} ${s.metric}: ${v}`;
 }
@@ -182,15 +164,15 @@ function strataLines(s: StrataReport): string[] {
   const out = [`strata by ${cell(s.by)} (${cell(s.label)}; the first ${s.max} values seen have their own, later ones are "other"):`];
   for (const v of s.values) {
     const units = v.arms.map((a) => `${cell(a.arm)} ${a.units}`).join(', ');
-    const cmp = v.comparisons.map((c) => (c.fixed === null ? `n/a (${cell(c.fixed_reason ?? '')})` : `${diff(c, c.fixed.difference, c.fixed.ci95[0], c.fixed.ci95[1])}, ${pValue(c.fixed.p_value)}`));
+    const cmp = v.comparisons.map((c) => (c.fixed === null ? `n/a (${cell(c.fixed_reason ?? '')})` : `${diff(c, c.fixed.difference, c.fixed.ci95[0], c.fixed.ci95[1])}, ${pValueText(c.fixed.p_value)}`));
     out.push(`  ${cell(v.value)} (slot ${v.slot}): ${units}${cmp.length > 0 ? `; ${cmp.join('; ')}` : ''}`);
   }
   // The strata compare the primary metric: a score on its own scale, a rate in points.
   const score = s.values.some((v) => v.comparisons.some((c) => c.outcome_kind === 'score'));
   for (const p of s.post_stratified) {
     const f = p.fixed;
-    const d = f === null ? '' : score ? `${f.difference.toFixed(3)} [${f.ci95[0].toFixed(3)}, ${f.ci95[1].toFixed(3)}]` : `${signedPts(f.difference)} pts [${signedPts(f.ci95[0])}, ${signedPts(f.ci95[1])}]`;
-    out.push(`  post-stratified ${cell(p.arm)} - ${cell(p.control)}: ${f === null ? `n/a (${cell(p.reason ?? '')})` : `${d}, ${pValue(f.p_value)} over ${f.strata_used} strata`} (descriptive)`);
+    const d = f === null ? '' : score ? `${f.difference.toFixed(3)} [${f.ci95[0].toFixed(3)}, ${f.ci95[1].toFixed(3)}]` : ptsInterval(f.difference, f.ci95[0], f.ci95[1]);
+    out.push(`  post-stratified ${cell(p.arm)} - ${cell(p.control)}: ${f === null ? `n/a (${cell(p.reason ?? '')})` : `${d}, ${pValueText(f.p_value)} over ${f.strata_used} strata`} (descriptive)`);
   }
   return out;
 }

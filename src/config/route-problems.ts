@@ -40,7 +40,7 @@ export function formatPath(path: readonly PathSegment[]): string {
 
 type Obj = Record<string, unknown>;
 
-export function isCatchAll(route: { match?: unknown }): boolean {
+function isCatchAll(route: { match?: unknown }): boolean {
   const m = route.match;
   // `match:` left empty is a schema error of its own; counting it as a catch-all avoids a second, misleading one.
   return m === undefined || m === null || (isJsonObject(m) && Object.keys(m).length === 0);

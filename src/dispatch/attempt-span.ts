@@ -35,6 +35,20 @@ export function attemptSpanName(replica: Replica): string {
   return `POST ${replica.backend}`;
 }
 
+/** A call to a replica (a sub-request, a coaching call): which backend and replica, and where it went. */
+export function replicaCallAttributes(replica: Replica, method: string, path: string): SpanAttributes {
+  const server = serverOf(replica);
+  return {
+    [ATTR_BACKEND]: replica.backend,
+    [ATTR_REPLICA]: replica.id,
+    [ATTR_HTTP_REQUEST_METHOD]: method,
+    // The origin carries no user info: a password in a backend url stays out of the trace.
+    [ATTR_URL_FULL]: replica.origin + replica.path(path),
+    [ATTR_SERVER_ADDRESS]: server.address,
+    [ATTR_SERVER_PORT]: server.port,
+  };
+}
+
 export function attemptAttributes(replica: Replica, path: string, items: readonly Item[], replicaRetry: boolean): SpanAttributes {
   let candidates = 0;
   const routes: string[] = [];
@@ -42,15 +56,8 @@ export function attemptAttributes(replica: Replica, path: string, items: readonl
     candidates += it.count;
     if (!routes.includes(it.route)) routes.push(it.route);
   }
-  const server = serverOf(replica);
   return {
-    [ATTR_BACKEND]: replica.backend,
-    [ATTR_REPLICA]: replica.id,
-    [ATTR_HTTP_REQUEST_METHOD]: 'POST',
-    // The origin carries no user info: a password in a backend url stays out of the trace.
-    [ATTR_URL_FULL]: replica.origin + replica.path(path),
-    [ATTR_SERVER_ADDRESS]: server.address,
-    [ATTR_SERVER_PORT]: server.port,
+    ...replicaCallAttributes(replica, 'POST', path),
     [ATTR_INPUTS]: items.length,
     [ATTR_CANDIDATES]: candidates,
     [ATTR_ROUTES]: routes,

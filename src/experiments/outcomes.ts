@@ -1,20 +1,10 @@
 /**
- * Episode outcomes (docs/experiments.md#outcomes-from-bench): `POST /gateway/experiments/outcomes` credits each outcome to
- * the arm its trajectory was assigned, once. An outcome names its trajectory by id (from the memory tag) or by the
- * trace hash of its episode (what `magma-gateway outcomes import` computes from BENCH's results).
- *
- * One to one: each episode credits at most one trajectory, each trajectory at most one episode, so importing a
- * directory twice, or a rerun's, never credits anything twice and outcome coverage cannot pass 100%.
- * - Per trajectory the first outcome is kept (a set-once mark); the same again is a `duplicate`, a different one a
- *   `conflict`, rejected and counted, never overwriting. Per episode (trace hash and episode id) likewise.
- * - A trace hash several trajectories of one arm ended with (one-step episodes of one task, deterministic agents)
- *   credits the first of them with no outcome yet; when every one has its outcome, the episode is a `replay` (a
- *   rerun's episode answered from the cache: its trajectory was credited already) or, with another outcome, a
- *   `conflict`. Trajectories of several arms or experiments sharing it: `ambiguous`, never guessed.
- * - An outcome for a replay (docs/experiments.md#replays-and-resumed-episodes) credits the trajectory it replays;
- *   one for a superseded trajectory is counted `superseded` and credits nothing (the resumed one holds the unit).
- * - An unknown trajectory or a hash the gateway never saw is counted (`unknown`, `unmatched`) and ignored.
- * A dry run decides the same way from the marks as they are, writing nothing, and lists each item's match.
+ * Episode outcomes (docs/experiments.md#outcomes-from-bench: the one-to-one join and what each result means):
+ * `POST /gateway/experiments/outcomes` credits each outcome to the arm its trajectory was assigned, once. An
+ * outcome names its trajectory by id (from the memory tag) or by the trace hash of its episode (what
+ * `magma-gateway outcomes import` computes from BENCH's results). Per trajectory and per episode the first
+ * outcome is kept (a set-once mark), never overwritten. A dry run decides the same way from the marks as they
+ * are, writing nothing, and lists each item's match.
  */
 import type { Claims, Counters } from '../state/types.js';
 import { isJsonObject } from '../protocol/schemas.js';

@@ -1,20 +1,10 @@
 /**
- * Replays and resumed episodes (docs/experiments.md#replays-and-resumed-episodes): which unit a step belongs to
- * when the response cache answers it. Pure; the recorder reads the store for the two facts these need (how far
- * the replayed trajectory went, and whether another trajectory already took it over).
- *
- * - A trajectory whose every step so far the cache answered with the same earlier trajectory's same step (of the
- *   same experiment) is a replay of it: its steps are not counted again, its tag carries `replay: <original>`,
- *   and an outcome posted for it credits the original.
- * - At its first step that is not such a hit (a live answer, or another trajectory's entry) the replay ends:
- *   - when the original never went past the steps replayed (an episode cut short, then resumed: BENCH
- *     `--resume`), the replaying trajectory supersedes it: it takes over the original's unit and goes on from the
- *     original's counters; the original is `superseded`, no longer a unit, out of the outcome join and the export;
- *   - when the original went further (it finished, or continued otherwise), the replaying trajectory diverged
- *     from a finished prefix: a new unit, counted with its whole history.
- * - A cached step of a trajectory that is not a replay (its earlier steps were live, or another experiment's
- *   trajectory produced the entry) is counted like a live step: two trajectories whose inputs coincide keep
- *   their own ids and their own counts.
+ * Replays and resumed episodes (docs/experiments.md#replays-and-resumed-episodes: when a trajectory is a replay,
+ * when it supersedes its original, when it diverged): which unit a step belongs to when the response cache answers
+ * it. Pure; the recorder reads the store for the two facts these need (how far the replayed trajectory went, and
+ * whether another trajectory already took it over). A cached step of a trajectory that is not a replay (its
+ * earlier steps were live, or another experiment's trajectory produced the entry) is counted like a live step:
+ * two trajectories whose inputs coincide keep their own ids and their own counts.
  */
 import type { TrajectoryState } from '../protocol/memory-tag.js';
 

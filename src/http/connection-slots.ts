@@ -35,10 +35,6 @@ export class ConnectionSlots {
   /** @param cap the open connections allowed; may change (a reload) */
   constructor(public cap: number) {}
 
-  get size(): number {
-    return this.open;
-  }
-
   /**
    * A new connection: it takes a free slot, the slot of a connection holding no work, or is closed. `tls`: its
    * TLS handshake is to come (secured() follows).

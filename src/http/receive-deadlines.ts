@@ -51,11 +51,6 @@ export class ReceiveDeadlines {
     this.receiving.clear();
   }
 
-  /** Requests still being received (for tests and the shutdown log). */
-  get size(): number {
-    return this.receiving.size;
-  }
-
   private sweep(): void {
     const now = Date.now();
     for (const [req, r] of this.receiving) {

@@ -63,12 +63,6 @@ export function clientLabelOf(req: IncomingMessage): string {
   return access === undefined ? ANONYMOUS : accessLabel(access);
 }
 
-/** The client a served request belongs to; undefined when anonymous. */
-export function clientNameOf(req: IncomingMessage): string | undefined {
-  const access = accesses.get(req);
-  return access?.ok === true ? access.client?.name : undefined;
-}
-
 /** The URL as a log line may show it: the key the address carried, and any other `/k/<segment>`, redacted. */
 export function loggableUrl(req: IncomingMessage, url: string): string {
   return (pathKeys.has(req) ? REDACTED_PREFIX : '') + redactKeyPaths(url);

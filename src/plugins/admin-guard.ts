@@ -1,19 +1,9 @@
 /**
- * What a browser can make the admin listener do, refused whatever the token (docs/operations.md#admin-security).
- * The token keeps out whoever does not hold it; these rules keep out a page the operator's own browser opens:
- *
- * - DNS rebinding: a page whose name is re-pointed at 127.0.0.1 reads the listener as its own origin, but its
- *   requests carry its own name in `Host`. Only the listener's own address, the loopback names and
- *   `admin.allowed_hosts` are answered; any other `Host` gets 421 before anything is read.
- * - Cross-site requests: a page on another origin (another port of the same host included: browsers call that
- *   same-site) can POST `text/plain` or a form without a preflight, and send any method to the passthrough.
- *   Such requests carry an `Origin` other than the listener's, or `Sec-Fetch-Site: same-site|cross-site`: 403.
- *   A state-changing request with a body must say `content-type: application/json`, which a page on another
- *   origin cannot send without a preflight (answered without CORS headers, so refused by the browser): 415.
- *   A CLI or a script sends neither `Origin` nor `Sec-Fetch-Site`, and is not affected.
- *
- * Every answer says `nosniff` and carries a CSP that allows the console's own files only; passthrough answers
- * (an agent's pages, shown on the admin origin) are sandboxed so their scripts cannot act as the console.
+ * What a browser can make the admin listener do, refused whatever the token (docs/operations.md#admin-security:
+ * the `Host` check against DNS rebinding 421, cross-origin requests 403, bodies not JSON 415, CSP and the sandboxed
+ * passthrough). A JSON body is what a page on another origin cannot send without a preflight, and the preflight
+ * is answered without CORS headers, so the browser refuses it. A CLI or a script sends neither `Origin` nor
+ * `Sec-Fetch-Site`, and is not affected.
  *
  * The decision is a pure function (`refusal`); the plugin reads the facts from the request and the rules from
  * the runtime current at each request, so a reload can change `admin.allowed_hosts`.

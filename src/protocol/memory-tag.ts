@@ -10,14 +10,11 @@
  *    "trajectory", "experiment", "step", "s", "n", "stages", "hash", "flags",   on experiment routes only
  *    "stratum"?, "key"?,                                                 on stratified / assign_by experiments
  *    "replay"?, "sig"}                                                   a replay's original; the signature
- * The trajectory members are what the experiment recorder needs to make its increments idempotent and to see forks:
- * the trajectory's id (what outcomes name), the experiment it was assigned in, how many steps it had, its running
- * tool-success sums (s robot lines succeeded of n), the stages completed, the running hash of the instructions it
- * received (what `outcomes import` joins BENCH episodes by) and set-once flags. The tag stays small and bounded
- * (about 300 bytes): every member is a bounded number, a fixed-length hex string or a few flag letters. The
- * gateway signs the route, arm and trajectory members (docs/experiments.md#signed-tags): a TrajectoryState the
- * recorder made carries the signer (which holds the secret) that signs it when written, and planning checks a tag
- * read back with the same signer (tagRejection).
+ * What each trajectory member means is docs/experiments.md#the-trajectory-in-the-tag; the recorder needs them to
+ * make its increments idempotent and to see forks. The tag stays small and bounded (about 300 bytes): every member
+ * is a bounded number, a fixed-length hex string or a few flag letters. Signing (docs/experiments.md#signed-tags):
+ * a TrajectoryState the recorder made carries the signer (which holds the secret) that signs it when written, and
+ * planning checks a tag read back with the same signer (tagRejection).
  *
  * Memory comes from clients, so a damaged tag costs only what it carries: a tag whose trajectory members are
  * malformed is read without them (stickiness kept, the trajectory counted as a new one).

@@ -1,7 +1,7 @@
 /**
- * `/gateway/backends/{name}/...` forwarded to a replica of that backend (docs/operations.md#admin-api), so an operator reaches
- * any
- * agent's own endpoints (its /health, /v1/info, a debug page) through the gateway without opening its port.
+ * `/gateway/backends/{name}/...` forwarded to a replica of that backend (docs/operations.md#admin-api), so an
+ * operator reaches any agent's own endpoints (its /health, /v1/info, a debug page) through the gateway without
+ * opening its port.
  *
  * One @fastify/http-proxy registration serves every backend: its prefix carries `:name`, and the replica is
  * chosen per request from the runtime current at that moment, so backends added or removed by a reload are

@@ -1,19 +1,8 @@
 /**
  * The operator API under /gateway/, served on the admin listener only (admin-app.ts, docs/operations.md#admin-api).
- * Read-only views of the runtime current at the request, the reload trigger, and the passthrough to backends.
- * Protection (the optional bearer token) is the auth plugin's job: it covers every request of the listener.
- *
- *   GET  /gateway/                      an index of these endpoints
- *   GET  /gateway/backends              each replica: url, state, last probe, info, in flight, last error
- *   GET  /gateway/routes                the routes as compiled (each virtual agent's too), with which of their backends are ready
- *   GET  /gateway/config                the running config, secrets redacted (admin/redact.ts)
- *   POST /gateway/reload                re-read the config file: 200 {"reloaded": true, ...} or 400 with the reason
- *   GET  /gateway/experiments           the A/B and ensemble report (routes/experiments.ts)
- *   GET  /gateway/overview, /gateway/batches, /gateway/experiments/history   for the console (routes/console.ts)
- *   POST /gateway/experiments/outcomes  episode outcomes for the report (routes/experiments.ts)
- *   POST /gateway/experiments/reset     start experiments afresh (routes/experiments.ts)
- *   DELETE /gateway/cache[?agent=&backend=]  empty the response cache, or one agent's or backend's entries (docs/cache.md)
- *   ANY  /gateway/backends/{name}/...   forwarded to a ready replica of that backend (routes/admin-passthrough.ts)
+ * Read-only views of the runtime current at the request, the reload trigger, and the passthrough to backends; the
+ * endpoints are ADMIN_ENDPOINTS below (what `GET /gateway/` lists). Protection (the optional bearer token) is the
+ * auth plugin's job: it covers every request of the listener.
  */
 import type { FastifyInstance } from 'fastify';
 import { passthrough } from './admin-passthrough.js';

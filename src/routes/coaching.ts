@@ -1,20 +1,12 @@
 /**
- * The coaching endpoints through the gateway (docs/routing.md#coaching-routing).
- *
- * - `PUT` / `DELETE /v1/coaching/sessions/{run_id}` go to every coaching-capable backend (coaching/backends.ts),
- *   one replica each (the one holding the run's session). A session must exist on every backend a trajectory
- *   of the run may be coached on, and the gateway cannot know in advance which those are. All 2xx -> 204;
- *   otherwise the highest status among the failures (unreachable 502, timeout 504, no ready replica 503) with
- *   `{"detail": "...", "backends": [{backend, status, detail}]}` naming every backend, so the caller sees which
- *   sessions do exist. Successful ones are not rolled back: a DELETE could remove a session an identical
- *   earlier PUT had created, and the caller can DELETE the run itself.
- * - `POST /v1/coaching` goes to the backend that ran the target step: the memory tag on that step's input (or
- *   on its output's memory); coaching state is agent-specific, like `extra_keys.coaching` in /v1/responses
- *   (plan.ts). Untagged: the backend the rules give that input as a new trajectory. The gateway's tags are
- *   removed from every memory in the body, numbers kept exactly (exact-json.ts), and the backend's answer
- *   comes back unchanged: status, content-type, bytes. Unreachable: 502; no answer within timeout_s: 504.
- * - No coaching-capable backend, or the chosen backend does not coach: 503 `{"detail": ...}`.
- * - Traced (docs/operations.md#tracing): a server span per call, a client span per backend call (coaching/forward.ts).
+ * The coaching endpoints through the gateway (docs/routing.md#coaching-routing: where each call goes, statuses,
+ * bodies). Sessions go to every coaching-capable backend (coaching/backends.ts): a session must exist on every
+ * backend a trajectory of the run may be coached on, and the gateway cannot know in advance which those are.
+ * Sessions that succeeded are not rolled back when another fails: a DELETE could remove a session an identical
+ * earlier PUT had created, and the caller can DELETE the run itself. `POST /v1/coaching` goes to the backend that
+ * ran the target step because coaching state is agent-specific (as for `extra_keys.coaching`, plan.ts); tags are
+ * stripped with numbers kept exactly (exact-json.ts). Traced (docs/operations.md#tracing): a server span per call,
+ * a client span per backend call (coaching/forward.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { aggregate, coachingBackends, isSuccess, SessionAffinity, type BackendOutcome } from '../coaching/backends.js';

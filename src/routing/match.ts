@@ -1,18 +1,13 @@
 /**
- * Route matching: which input a route's `match` selects (docs/routing.md#routes).
+ * Route matching: which input a route's `match` selects (docs/routing.md#routes, which lists the keys).
  *
  * A match is compiled once per config into a closure: each key becomes a resolver (where in the input the
  * value lives) paired with a predicate (conditions.ts). Matching one input against one route then costs a few
  * property reads and no parsing, which matters because it runs for every input of every batch.
  *
- * Keys:
- * - `instruction_type`: `instruction.type` ("user" or "env");
- * - `attributes.<path>`, `extra_keys.<path>`, `memory.<path>`: a dot path into nested objects; a digit segment
- *   also indexes a list (`attributes.known_robots.0`);
- * - `tools`: the names of the input's tools (absent when it has none, so `tools: { exists: false }` works);
- * - `robots`: `attributes.known_robots`;
- * - `header.<name>`: a request header, name case-insensitive; a repeated header is a list.
- * The gateway's own memory key is never visible to `memory.<path>`: routing reads it only as a sticky tag.
+ * In a dot path a digit segment also indexes a list (`attributes.known_robots.0`); `tools` is absent when the
+ * input has none, so `tools: { exists: false }` works; a repeated header is a list. The gateway's own memory key
+ * is never visible to `memory.<path>`: routing reads it only as a sticky tag.
  */
 import { DEFAULT_MEMORY_KEY, type Condition } from '../config/schema.js';
 import { compileCondition, type Predicate } from './conditions.js';

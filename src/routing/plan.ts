@@ -1,20 +1,13 @@
 /**
  * Planning a batch (docs/protocol-fidelity.md#the-path-of-a-batch step 3): for each input, which route, which
- * backends produce which of its
- * candidates, where to fall back, what to shadow. Pure: the only view of the world is a RoutingSnapshot taken
- * by the caller, so a plan is reproducible in tests and never waits on I/O.
+ * backends produce which of its candidates, where to fall back, what to shadow. Pure: the only view of the world
+ * is a RoutingSnapshot taken by the caller, so a plan is reproducible in tests and never waits on I/O.
  *
- * Per input:
- * 1. The first route whose match holds, evaluated on the input as the client sent it (`memory.<path>` works,
- *    the gateway's own memory key excepted).
- * 2. Coaching: an input with `extra_keys.coaching` whose memory tag names a configured backend that can serve
- *    goes back to that backend, whatever the route says: coaching state is agent-specific and means nothing to
- *    another implementation.
- * 3. Stickiness (docs/routing.md#the-memory-key-and-stickiness): on a sticky route, a tag naming one of
- * the route's backends that can serve
- *    continues there with all candidates, so a trajectory never switches agent implementation mid-way.
- * 4. Otherwise the route assigns: `backend` one leg; `split` a weighted arm, deterministic per
- *    (request_id, input id); `ensemble` one leg per member with a share of the candidates.
+ * Per input, in the order that doc gives (first matching route, coaching, stickiness, the route's assignment):
+ * the match reads the input as the client sent it (`memory.<path>` works, the gateway's own memory key excepted);
+ * coaching goes back to the tagged backend whatever the route says, because coaching state is agent-specific
+ * and means nothing to another implementation; stickiness (docs/routing.md#the-memory-key-and-stickiness) keeps
+ * a trajectory on one agent implementation; a split arm is deterministic per (request_id, input id).
  */
 import { ensembleLegs } from './ensemble-shares.js';
 import type { Headers } from './match.js';

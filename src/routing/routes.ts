@@ -5,7 +5,7 @@
 import type { GatewayConfig, RouteConfig } from '../config/schema.js';
 import type { RoutingInput } from './routing-input.js';
 import { compileInputPath, compileMatch, type Headers, type Matcher } from './match.js';
-import { formatPath, isCatchAll, routeProblems } from '../config/route-problems.js';
+import { formatPath, routeProblems } from '../config/route-problems.js';
 import { GatewayError } from '../errors.js';
 
 /** A split arm or an ensemble member: a backend and its weight (split) or candidate share (ensemble). */
@@ -18,7 +18,6 @@ export interface CompiledRoute {
   readonly name: string;
   readonly index: number;
   readonly matches: Matcher;
-  readonly catchAll: boolean;
   readonly sticky: boolean;
   readonly kind: 'backend' | 'split' | 'ensemble';
   /** `backend`: one member of weight 1; `split`: the arms; `ensemble`: the members. In file order. */
@@ -92,7 +91,6 @@ export function compileRouteTable(
         name: route.name,
         index,
         matches: compileMatch(route.match, memoryKey),
-        catchAll: isCatchAll(route),
         sticky: route.sticky,
         allArmsReady: route.all_arms_ready,
         kind: route.backend !== undefined ? 'backend' : route.split !== undefined ? 'split' : 'ensemble',

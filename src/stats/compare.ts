@@ -6,7 +6,7 @@
  */
 import { GatewayError } from '../errors.js';
 import { twoSidedP, zCritical } from './normal.js';
-import { fisherExactTwoSided, newcombe } from './proportions.js';
+import { checkAlpha, fisherExactTwoSided, newcombe } from './proportions.js';
 import { ratioEstimate, type RatioEstimate, type RatioSums } from './ratio.js';
 import { tCritical, tTwoSidedP } from './student-t.js';
 
@@ -58,10 +58,6 @@ export type Unit = 'trajectory' | 'key';
 export const METHOD_SEQUENTIAL = 'normal-mixture always-valid (mSPRT)';
 export const METHOD_FIXED_BINARY = 'Newcombe hybrid score; Fisher exact p';
 export const DEFAULT_BURN_IN = 20;
-
-function checkAlpha(alpha: number): void {
-  if (!(alpha > 0 && alpha < 1)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `alpha must be in (0, 1), got ${alpha}`);
-}
 
 /**
  * A difference d with standard error se as a fixed-horizon result: d ± z·se and the two-sided z p-value, or with

@@ -65,14 +65,6 @@ function upperFraction(a: number, x: number): number {
   return Math.exp(-x + a * Math.log(x) - lnGamma(a)) * h;
 }
 
-/** Regularized lower incomplete gamma P(a, x), a > 0, x >= 0. */
-export function gammaP(a: number, x: number): number {
-  if (!(a > 0) || !(x >= 0)) return Number.NaN;
-  if (x === 0) return 0;
-  if (x === Infinity) return 1;
-  return x < a + 1 ? lowerSeries(a, x) : 1 - upperFraction(a, x);
-}
-
 /**
  * Regularized upper incomplete gamma Q(a, x) = 1 - P(a, x), a > 0, x >= 0, computed directly in the upper tail
  * so that tiny values (p-values of 1e-10 and below) keep their relative accuracy instead of being 1 - 0.9999999999.

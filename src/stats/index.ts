@@ -6,5 +6,4 @@ export * from './proportions.js';
 export * from './srm.js';
 export * from './stratified.js';
 export * from './student-t.js';
-export { lnGamma, gammaP, gammaQ } from './gamma.js';
 export * from './range.js';

@@ -5,7 +5,7 @@
 import { GatewayError } from '../errors.js';
 import { zCritical } from './normal.js';
 
-function checkAlpha(alpha: number): void {
+export function checkAlpha(alpha: number): void {
   if (!(alpha > 0 && alpha < 1)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `alpha must be in (0, 1), got ${alpha}`);
 }
 

@@ -9,8 +9,6 @@
 /** A closed range [low, high] a metric's values, or its differences, cannot leave. */
 export type Range = readonly [number, number];
 
-/** The possible values of a rate. */
-export const RATE_RANGE: Range = Object.freeze([0, 1] as const);
 /** The possible values of a difference of two rates. */
 export const RATE_DIFFERENCE_RANGE: Range = Object.freeze([-1, 1] as const);
 

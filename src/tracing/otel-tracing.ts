@@ -1,15 +1,10 @@
 /**
- * Tracing with the OpenTelemetry JS SDK (docs/operations.md#tracing): one TracerProvider per runtime, created when it
- * starts (load-tracing.ts, which loads this module only when tracing is on) and shut down (flushed) when it closes, so a reload with new `tracing` keys gets a provider built from them while
- * batches still running on the old config end their spans on the old one.
- *
- * Nothing global: no registered provider, no context manager, no propagator, no auto-instrumentation. Every
- * span is started with an explicit parent context, so nothing depends on async context tracking.
- *
- * Bounded, and never on the batch's path: ended spans go into the BatchSpanProcessor's queue
- * (`max_queue_size`; when it is full new spans are dropped), which the OTLP/HTTP exporter sends in the
- * background, `max_export_batch_size` at a time, each export bounded by `export_timeout_s` retries included. A
- * dead or slow collector costs dropped spans and one log line, never a batch's time.
+ * Tracing with the OpenTelemetry JS SDK (docs/operations.md#tracing, which says how it is bounded and never in a
+ * batch's way, and why nothing global is installed): one TracerProvider per runtime, created when it starts
+ * (load-tracing.ts, which loads this module only when tracing is on) and shut down (flushed) when it closes, so a
+ * reload with new `tracing` keys gets a provider built from them while batches still running on the old config
+ * end their spans on the old one. Every span is started with an explicit parent context, so nothing depends on
+ * async context tracking.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';

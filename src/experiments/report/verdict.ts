@@ -1,16 +1,8 @@
 /**
- * The verdict of one experiment (docs/experiments.md#the-verdict): the one line a researcher acts on, read from the
- * report's own pieces (the sample-ratio check, the outcome coverage check, the primary always-valid comparisons and
- * the burn-in counts). Pure: the same report gives the same verdict on every replica. The states, first match wins:
- *
- * - `not_trustworthy`: the assignment is off (SRM), or, with the outcome primary, outcomes were matched unevenly
- *   between arms (or both kinds were posted): no result of this experiment may be acted on; the cause is named.
- * - `collecting`: some arm has fewer units than the burn-in, so there is no always-valid interval yet; how many more
- *   of which unit each arm needs.
- * - `arms_differ`: a primary always-valid interval excludes 0; `arm` is the better one, and the researcher may stop.
- * - `planned_size_reached`: every comparison has the planned units (experiments.sequential.planned_trajectories)
- *   with no difference: report the interval.
- * - `keep_running`: none of these yet.
+ * The verdict of one experiment (docs/experiments.md#the-verdict, which lists the states and when each applies):
+ * the one line a researcher acts on, read from the report's own pieces (the sample-ratio check, the outcome
+ * coverage check, the primary always-valid comparisons and the burn-in counts). Pure: the same report gives the
+ * same verdict on every replica. The states are tried in order, first match wins.
  */
 import type { Analysis } from './analysis.js';
 import { burnInCount, burnInUnit, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison, type Metric } from './comparison.js';
@@ -67,11 +59,20 @@ function pts(x: number): string {
   return x > 0 ? `+${v}` : v;
 }
 
+/** A difference of two rates and its interval, in percentage points (also `magma-gateway report`'s form). */
+export function ptsInterval(d: number, lo: number, hi: number): string {
+  return `${pts(d)} pts [${pts(lo)}, ${pts(hi)}]`;
+}
+
+export function pValueText(p: number): string {
+  return p < 0.001 ? 'p < 0.001' : `p = ${p.toFixed(3)}`;
+}
+
 function signed(x: number): string {
   return `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
 }
 
-function metricName(c: Comparison): string {
+export function metricName(c: Comparison): string {
   if (c.metric !== 'outcome') return 'tool success';
   return c.outcome_kind === 'score' ? 'episode score' : 'episode success';
 }
@@ -80,9 +81,9 @@ function metricName(c: Comparison): string {
 function interval(c: Comparison): string {
   const q = c.sequential;
   if (q === null) return `n/a (${c.sequential_reason ?? 'not computable'})`;
-  const p = q.p_value < 0.001 ? 'p < 0.001' : `p = ${q.p_value.toFixed(3)}`;
+  const p = pValueText(q.p_value);
   if (c.outcome_kind === 'score') return `${signed(q.difference)} [${signed(q.ci95[0])}, ${signed(q.ci95[1])}], ${p}`;
-  return `${pts(q.difference)} pts [${pts(q.ci95[0])}, ${pts(q.ci95[1])}], ${p}`;
+  return `${ptsInterval(q.difference, q.ci95[0], q.ci95[1])}, ${p}`;
 }
 
 function notTrustworthy(i: VerdictInput): string | null {
