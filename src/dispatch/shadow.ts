@@ -22,18 +22,13 @@ import type { AgentDecision, AgentOutput } from '../protocol/types.js';
 import type { BatchPlan } from '../routing/plan.js';
 import { postResponses } from '../upstream/post-responses.js';
 import type { Upstreams } from '../upstream/upstreams.js';
-import { attemptSpanName, endAttemptSpan, serverOf } from './attempt-span.js';
+import { attemptSpanName, endAttemptSpan, replicaCallAttributes } from './attempt-span.js';
 import {
   ATTR_AGREED,
   ATTR_BACKEND,
   ATTR_DISAGREED,
-  ATTR_HTTP_REQUEST_METHOD,
   ATTR_INPUTS,
-  ATTR_REPLICA,
   ATTR_ROUTE,
-  ATTR_SERVER_ADDRESS,
-  ATTR_SERVER_PORT,
-  ATTR_URL_FULL,
   EVENT_SHADOW_AGREEMENT,
   EVENT_SHADOW_DROPPED,
 } from '../tracing/attributes.js';
@@ -165,15 +160,9 @@ class Shadow {
   /** Its client span, when the batch's span is recorded. */
   private startSpan(parent: TraceSpan, replica: Replica): TraceSpan | undefined {
     if (!parent.recording) return undefined;
-    const server = serverOf(replica);
     return parent.client(`shadow ${attemptSpanName(replica)}`, {
       [ATTR_ROUTE]: this.g.route,
-      [ATTR_BACKEND]: this.g.backend,
-      [ATTR_REPLICA]: replica.id,
-      [ATTR_HTTP_REQUEST_METHOD]: 'POST',
-      [ATTR_URL_FULL]: replica.origin + replica.path('/v1/responses'),
-      [ATTR_SERVER_ADDRESS]: server.address,
-      [ATTR_SERVER_PORT]: server.port,
+      ...replicaCallAttributes(replica, 'POST', '/v1/responses'),
       [ATTR_INPUTS]: this.g.inputs.length,
     });
   }
