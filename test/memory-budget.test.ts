@@ -229,3 +229,20 @@ test('a copy for a store takes room only when there is some now and nobody waits
   copy.release();
   assert.equal(s.a.bytesHeld, 90, 'release is idempotent');
 });
+
+test('shadows together hold at most their share of the budget: one that would pass it is shed, or not started', () => {
+  const shed: string[] = [];
+  const a = new MemoryBudget({ limit: () => 100, timeoutMs: () => 1000, shadowShare: () => 0.25, onShed: () => shed.push('counted') });
+  const one = a.tryHold(10, () => shed.push('one'));
+  const two = a.tryHold(10, () => shed.push('two'));
+  assert.ok(one && two);
+  assert.equal(a.tryHold(10, () => shed.push('three')), undefined, '30 > 25: not started');
+  assert.equal(one.charge(5), true, '25: at the share, read on');
+  assert.equal(two.charge(1), false, '26: past it, shed rather than paused');
+  assert.deepEqual(shed, ['counted', 'counted', 'two']);
+  assert.equal(a.bytesHeld, 15, 'the shed shadow gave its bytes back');
+  let batch: BudgetHold | undefined;
+  a.admit(80, (h) => (batch = h), never);
+  assert.ok(batch, 'a batch still has the rest of the budget');
+  assert.equal(batch.charge(5), true);
+});

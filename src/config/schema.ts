@@ -413,6 +413,11 @@ export const configSchema = z.strictObject({
       memory_budget_mb: positive.optional(),
       /** Longest a new request waits for room under memory_budget_mb, from its arrival; a 503 after it. */
       admission_timeout_s: positive.default(120),
+      /**
+       * Share of memory_budget_mb shadow answers may hold together; past it the shadow reading is shed (shadows
+       * never answer anyone, and an endless one would otherwise take the whole budget before it is shed).
+       */
+      memory_shadow_share: z.number().gt(0).max(1).default(0.25),
       /** Problems listed in a 422 detail; the rest are counted in one last entry. */
       max_validation_errors: z.number().int().positive().default(100),
       /** Time to receive a request's headers; 408 after it. */

@@ -9,8 +9,9 @@
  * - a backend answer counts its chunks as they arrive (`charge`); while the budget is over, its read pauses
  *   (`whenRoom`) unless its batch is the oldest one held, which always goes on: the oldest batch finishing is
  *   what frees room, so batches paused on each other can never wait forever;
- * - a shadow copy's answer is held only while there is room (`tryHold`) and is shed first: when anything has
- *   to wait, shadow holds are dropped (`onShed`) before it does;
+ * - a shadow copy's answer is held only while there is room (`tryHold`), all shadows together within
+ *   server.memory_shadow_share of the budget, and is shed first: when anything has to wait, or the shadows
+ *   pass their share, shadow holds are dropped (`onShed`);
  * - a copy made for the replay store or the response cache once a batch is answered takes room only if there
  *   is some now (`reserve`), else it is not made;
  * - what a streamed answer leaves waiting for its client's socket, and a coaching body's parsed tree before it is
@@ -55,6 +56,8 @@ export interface BudgetOptions {
   timeoutMs(): number;
   /** Seconds a request waited, for those that did. */
   onWaited?(seconds: number): void;
+  /** server.memory_shadow_share, read at each decision: the share of the budget shadows' holds may count together. */
+  shadowShare?(): number;
   /** A shadow answer was dropped to make room. */
   onShed?(): void;
   now?(): number;
@@ -98,14 +101,14 @@ class Hold implements BudgetHold {
       return;
     }
     this.bytes += bytes;
-    this.owner.add(bytes);
+    this.owner.add(bytes, this.shadow);
   }
 
   shrink(bytes: number): void {
     if (this.released || !this.admitted) return;
     const n = Math.min(bytes, this.bytes);
     this.bytes -= n;
-    this.owner.add(-n);
+    this.owner.add(-n, this.shadow);
     if (n > 0) this.owner.roomFreed();
   }
 
@@ -162,6 +165,8 @@ export class MemoryBudget {
   private oldest: Hold | undefined;
   private newest: Hold | undefined;
   private readonly shadows = new Set<Hold>();
+  /** Bytes the shadows' holds count, within server.memory_shadow_share of the budget. */
+  private shadowBytes = 0;
   private roomCallbacks: (() => void)[] = [];
   private readonly now: () => number;
 
@@ -224,7 +229,7 @@ export class MemoryBudget {
 
   /** A shadow answer's hold when there is room for `bytes` now, else undefined (shed before it starts). */
   tryHold(bytes: number, onShed: () => void): BudgetHold | undefined {
-    if (this.waiters > 0 || this.used + bytes > this.opts.limit()) {
+    if (this.waiters > 0 || this.used + bytes > this.opts.limit() || this.shadowBytes + bytes > this.shadowRoom) {
       this.opts.onShed?.();
       return undefined;
     }
@@ -236,12 +241,22 @@ export class MemoryBudget {
   }
 
   /** @internal */
-  add(bytes: number): void {
+  add(bytes: number, shadow: boolean): void {
     this.used += bytes;
+    if (shadow) this.shadowBytes += bytes;
+  }
+
+  /** The shadows' bound: server.memory_shadow_share of the budget. */
+  private get shadowRoom(): number {
+    return (this.opts.shadowShare?.() ?? 1) * this.opts.limit();
   }
 
   /** @internal An answer's reader may go on: room left, or its batch is the oldest held. */
   mayRead(hold: Hold): boolean {
+    if (hold.shadow && this.shadowBytes > this.shadowRoom) {
+      this.shed(hold);
+      return false;
+    }
     if (this.used <= this.opts.limit()) return true;
     if (hold.shadow) {
       this.shed(hold);
@@ -262,6 +277,7 @@ export class MemoryBudget {
   leave(hold: Hold): void {
     if (hold.admitted) {
       this.used -= hold.bytes;
+      if (hold.shadow) this.shadowBytes -= hold.bytes;
       hold.bytes = 0;
       if (hold.shadow) this.shadows.delete(hold);
       else this.unlink(hold);

@@ -80,6 +80,7 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
       limit: budgetBytes,
       timeoutMs: () => state.current.config.server.admission_timeout_s * 1000,
       onWaited: (seconds) => metrics.admissionWait.observe(seconds),
+      shadowShare: () => state.current.config.server.memory_shadow_share,
       onShed: () => metrics.shadowsShed.inc(),
     }),
   };

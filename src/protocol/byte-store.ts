@@ -23,6 +23,19 @@ export interface StoreOwner {
 /** The first size of a store whose final size is not known (a chunked body): it doubles from there. */
 const FIRST_BYTES = 4 * 1024 * 1024;
 
+/**
+ * Who shrinks a released store's memory: `resize(0)` decommits its pages, which costs about 17 ms per 50 MB on
+ * the thread that calls it (measured on Node 20), enough for ten released together to hold the event loop past
+ * /health's 100 ms. The reader thread does it (reader/reader.ts installs it): handing the memory over costs
+ * 0.1 ms here. Until one is installed (tests of this file alone), the store shrinks its memory itself.
+ */
+let shrinker: (ab: ArrayBuffer) => void = (ab) => ab.resize(0);
+
+/** Installed once by the reader thread's module. */
+export function shrinkStoresWith(fn: (ab: ArrayBuffer) => void): void {
+  shrinker = fn;
+}
+
 /** The store each of the gateway's resizable ArrayBuffers belongs to (storeOf). */
 const stores = new WeakMap<ArrayBuffer, ByteStore>();
 
@@ -50,8 +63,10 @@ export class ByteStore {
     this.size = need;
   }
 
-  /** The bytes written, without a copy: valid until the owner releases the store. */
+  /** The bytes written, without a copy: valid until the owner releases the store (empty after). */
   bytes(): Buffer {
+    // Released, its memory may be detached (handed to the shrink thread): a view of it could not be made.
+    if (this.released) return Buffer.alloc(0);
     return Buffer.from(this.ab, 0, this.size);
   }
 
@@ -78,7 +93,7 @@ export class ByteStore {
 
   private free(): void {
     // Only when a reader thread that died kept the memory is this a plain, empty ArrayBuffer.
-    if (this.ab.resizable) this.ab.resize(0);
+    if (this.ab.resizable && this.ab.byteLength > 0) shrinker(this.ab);
   }
 }
 

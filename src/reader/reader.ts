@@ -13,9 +13,12 @@
  */
 import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors.js';
-import { storeOf } from '../protocol/byte-store.js';
+import { shrinkStoresWith, storeOf } from '../protocol/byte-store.js';
+import { shrinkOffTheLoop } from './shrink-thread.js';
 import type { AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
 import type { OffloadJob, OffloadOutcome, OffloadReply, OffloadTask, ReadOutcome, RequestLimits } from './reader-worker.js';
+
+shrinkStoresWith(shrinkOffTheLoop);
 
 type Pending = { resolve: (r: OffloadReply) => void; reject: (err: Error) => void };
 

@@ -85,6 +85,7 @@ test('defaults fill every key a minimal file leaves out', () => {
     max_answer_mb: 128,
     stream_answers_over_mb: 64,
     admission_timeout_s: 120,
+    memory_shadow_share: 0.25,
     max_validation_errors: 100,
     headers_timeout_s: 60,
     body_timeout_s: 60,
