@@ -23,6 +23,8 @@ export default tseslint.config(
       'src/http/batch-front.ts',
       'src/http/front-exchange.ts',
       'src/upstream/backend-call.ts',
+      'src/upstream/answer-bounds.ts',
+      'src/upstream/answer-collector.ts',
       'src/clients/client-limiter.ts',
     ],
     rules: {

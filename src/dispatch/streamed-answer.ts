@@ -106,7 +106,7 @@ export class StreamedAnswer implements BodyTap {
     };
   }
 
-  // The tap is fed, finished and pumped only after start() (backend-call.ts): `live` is set from then on.
+  // The tap is fed, finished and pumped only after start() (upstream/answer-collector.ts): `live` is set from then on.
   private get running(): NonNullable<StreamedAnswer['live']> {
     const live = this.live;
     if (live === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'a streamed answer was fed before it started');

@@ -1,6 +1,6 @@
 /**
  * An HTTP body collected as it arrives: a client's batch on the batch front (http/front-exchange.ts), a backend's
- * answer (upstream/backend-call.ts). A large one (a declared length over LARGE_BODY_BYTES, or a chunked one once
+ * answer (upstream/answer-collector.ts). A large one (a declared length over LARGE_BODY_BYTES, or a chunked one once
  * it grows past it) is copied into a store the gateway allocates and its owner gives back when the batch ends
  * (protocol/byte-store.ts): each chunk is free at once, the body is held once, and its pages go back to the
  * system without waiting for a collection. A small one with a declared length is copied into one Buffer of that

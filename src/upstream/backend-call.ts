@@ -1,13 +1,16 @@
-/** undici's dispatch handler collecting one backend call's answer (upstream/call-replica.ts) under its bounds. */
-import { StringDecoder } from 'node:string_decoder';
+/**
+ * undici's dispatch handler for one backend call (upstream/call-replica.ts): the outermost piece of a chain in
+ * undici's handler style, each piece wrapping the next: the answer's size bound and the memory budget's charge
+ * (answer-bounds.ts), then the collector (answer-collector.ts).
+ */
 import { errors, type Dispatcher } from 'undici';
-import { BodyBytes } from '../protocol/body-bytes.js';
 import type { AttemptFailure } from '../errors.js';
+import { BudgetCharge, SizeBound } from './answer-bounds.js';
+import { AnswerCollector } from './answer-collector.js';
 import { classifyError, isUnaskedContinue, timeoutFailure } from './call-failure.js';
-import type { BodyTap, CallOptions, CallResult } from './call-types.js';
+import type { AnswerHandler, AnswerHeaders, CallOptions, CallResult, CallRun } from './call-types.js';
 import { READ_PER_TURN, ReadPauses } from './read-pauses.js';
 import type { Replica } from './replica.js';
-import { UTF8_BOM } from './text-body.js';
 
 /**
  * The handler's abort listener, made here rather than written `this.onSignal = () => ...`: V8 allocates a
@@ -15,46 +18,40 @@ import { UTF8_BOM } from './text-body.js';
  * one lives as long as its sub-request, and from the old generation it kept the whole call (request, answer,
  * batch) alive through every young-generation GC until the next full one: every small batch was promoted.
  */
-function cancelOnAbort(h: CollectHandler): () => void {
+function cancelOnAbort(h: BackendCall): () => void {
   return () => h.cancel();
 }
 
 /**
  * undici's dispatch-controller handler (onRequestStart, onResponseStart, onResponseData, onResponseEnd,
- * onResponseError; undici 7 adapts it, undici 8 calls it directly): collects one answer. The only owner of
- * the call's state; `settle` resolves once, and whatever ends the call first (answer, error, timer, signal,
- * byte bound) wins.
+ * onResponseError; undici 7 adapts it, undici 8 calls it directly). The pieces are plain classes, not undici's
+ * DecoratorHandler: that one is deprecated in undici 7, its types declare no method a subclass could call through
+ * `super`, and a piece must also let go of what it holds when the call is stopped (`drop`).
+ *
+ * This piece alone owns the call's state: the timer, the caller's signal, the read's pauses and the controller.
+ * `settle` resolves once, and whatever ends the call first (answer, error, timer, signal, a bound) wins; once
+ * settled, nothing more reaches the other pieces.
  */
-export class CollectHandler implements Dispatcher.DispatchHandler {
+export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
   settled = false;
+  readonly maxBytes: number;
   private controller: Dispatcher.DispatchController | undefined;
   private status = 0;
-  private contentType: string | undefined;
   private received = 0;
-  /** Bytes counted on opts.memory (given back if the answer is dropped). */
-  private charged = 0;
-  private readonly maxBytes: number;
-  /** Text mode: the first chunk, until a second one arrives. */
-  private readonly chunks: Buffer[] = [];
-  /** Raw mode: the answer's bytes, held once however it arrives (protocol/body-bytes.ts). */
-  private body: BodyBytes | undefined;
-  /** Text mode, answers of more than one chunk: decoded as they arrive (see onResponseData). */
-  private decoder: StringDecoder | undefined;
-  private text = '';
+  private readonly next: AnswerHandler;
   private readonly onSignal: (() => void) | undefined;
   private readonly timer: NodeJS.Timeout | undefined;
-  /** Set once the answer is streamed to the options' tap. */
-  private tap: BodyTap | undefined;
   /** Why the read is paused now; made once the answer is READ_PER_TURN long or a pause is asked for. */
   private pauses: ReadPauses | undefined;
 
   constructor(
-    private readonly replica: Replica,
-    private readonly opts: CallOptions,
+    readonly replica: Replica,
+    readonly opts: CallOptions,
     private readonly timeoutMs: number,
     private readonly resolve: (r: CallResult) => void,
   ) {
     this.maxBytes = opts.maxBytes ?? replica.maxResponseBytes;
+    this.next = new SizeBound(this, new BudgetCharge(this, new AnswerCollector(this)));
     const { signal } = opts;
     if (signal?.aborted === true) {
       this.settle({ ok: false, failure: { code: 'gateway_backend_timeout', message: 'cancelled before the call started' } });
@@ -77,36 +74,10 @@ export class CollectHandler implements Dispatcher.DispatchHandler {
     else this.controller = controller;
   }
 
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: Record<string, string | string[] | undefined>,
-  ): void {
-    if (this.settled) return;
-    if (statusCode < 200) return; // 1xx: informational, the real answer follows
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: AnswerHeaders): void {
+    if (this.settled || statusCode < 200) return; // 1xx: informational, the real answer follows
     this.status = statusCode;
-    const length = headers['content-length'];
-    // A declared length over the bound fails before the first byte of the body is read.
-    if (typeof length === 'string' && Number(length) > this.maxBytes) {
-      this.tooLarge(controller);
-      return;
-    }
-    const n = typeof length === 'string' ? Number(length) : NaN;
-    const stream = this.opts.raw === true && statusCode < 300 && this.opts.stream !== undefined && n > this.opts.stream.overBytes ? this.opts.stream : undefined;
-    // A streamed answer is never held whole (the tap counts what waits for the client): only one kept must fit.
-    if (stream === undefined && this.opts.memory !== undefined && statusCode < 300 && n > this.opts.memory.capacity()) {
-      this.cannotHold(controller, n);
-      return;
-    }
-    if (this.opts.raw === true) {
-      const ct = headers['content-type'];
-      this.contentType = Array.isArray(ct) ? ct[0] : ct;
-      if (stream !== undefined) {
-        this.startTap(controller, stream.tap);
-        return;
-      }
-      this.body = new BodyBytes({ declared: n, max: this.maxBytes, owner: this.opts.memory });
-    }
+    this.next.onResponseStart(controller, statusCode, headers);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -116,72 +87,11 @@ export class CollectHandler implements Dispatcher.DispatchHandler {
     // and most answers are small, so most calls make no ReadPauses at all.
     if (this.pauses !== undefined) this.pauses.read(chunk.length);
     else if (this.received >= READ_PER_TURN) this.pausesOf(controller).read(this.received);
-    if (this.received > this.maxBytes) {
-      this.tooLarge(controller);
-      return;
-    }
-    if (this.tap !== undefined) {
-      this.tap.data(chunk);
-      return;
-    }
-    const body = this.body;
-    if (body !== undefined) {
-      const memory = this.opts.memory;
-      const stream = this.opts.stream;
-      const streams = stream !== undefined && this.status < 300 && this.received > stream.overBytes;
-      if (memory !== undefined && this.status < 300) {
-        if (!streams && this.received > memory.capacity()) {
-          this.cannotHold(controller, this.received);
-          return;
-        }
-        this.charged += chunk.length;
-        if (!memory.charge(chunk.length)) {
-          if (this.settled) return; // a shed shadow: its call was aborted
-          // Backpressure: undici stops reading the socket, so TCP holds the rest at the backend.
-          const pauses = this.pausesOf(controller);
-          pauses.pause('budget');
-          memory.whenRoom(() => pauses.resume('budget'));
-        }
-      }
-      body.add(chunk);
-      // No declared length: streamed from the moment the answer proves longer than the bound.
-      if (streams) {
-        const held = body.received();
-        this.body = undefined;
-        this.startTap(controller, stream.tap);
-        if (!this.settled) stream.tap.data(held);
-      }
-      return;
-    }
-    if (this.chunks.length === 0 && this.decoder === undefined) {
-      this.chunks.push(chunk);
-      return;
-    }
-    // A multi-chunk answer (megabytes) is decoded chunk by chunk rather than joined into one Buffer and
-    // decoded at the end: one large allocation fewer per answer, and each chunk can be freed at once.
-    if (this.decoder === undefined) {
-      this.decoder = new StringDecoder('utf8');
-      const first = this.chunks.pop();
-      this.text = first === undefined ? '' : this.decoder.write(first);
-    }
-    this.text += this.decoder.write(chunk);
+    this.next.onResponseData(controller, chunk);
   }
 
   onResponseEnd(): void {
-    if (this.settled) return;
-    if (this.tap !== undefined) {
-      this.settle({ ok: true, status: this.status, text: '', streamed: true });
-      return;
-    }
-    if (this.opts.raw === true) {
-      const bytes = this.body?.received() ?? Buffer.alloc(0);
-      this.settle({ ok: true, status: this.status, text: '', bytes, contentType: this.contentType });
-      return;
-    }
-    // Decoded like undici's body.text(): UTF-8, a leading byte order mark dropped.
-    let text = this.decoder !== undefined ? this.text + this.decoder.end() : (this.chunks[0]?.toString('utf8') ?? '');
-    if (text.charCodeAt(0) === UTF8_BOM) text = text.slice(1);
-    this.settle({ ok: true, status: this.status, text });
+    if (!this.settled) this.next.onResponseEnd();
   }
 
   /** `controller` is null when undici 8 fails a dispatch before the request started. */
@@ -192,54 +102,21 @@ export class CollectHandler implements Dispatcher.DispatchHandler {
     this.settle(isUnaskedContinue(err) ? { ok: false, failure, unaskedContinue: true } : { ok: false, failure });
   }
 
-  private startTap(controller: Dispatcher.DispatchController, tap: BodyTap): void {
-    this.tap = tap;
-    this.controller = controller;
-    tap.start({
-      pause: () => this.pausesOf(controller).pause('client'),
-      resume: () => this.pausesOf(controller).resume('client'),
-      fail: (failure) => this.stop(failure),
-    });
-  }
-
-  private pausesOf(controller: Dispatcher.DispatchController): ReadPauses {
+  pausesOf(controller: Dispatcher.DispatchController): ReadPauses {
     this.pauses ??= new ReadPauses(controller, () => !this.settled);
     return this.pauses;
   }
 
-  /** An answer the memory budget can never hold: its candidates fail, the backend is not blamed for it. */
-  private cannotHold(controller: Dispatcher.DispatchController, bytes: number): void {
-    this.controller = controller;
-    this.stop({
-      code: 'gateway_memory_budget',
-      message: `the answer (${bytes} bytes and more) cannot be held under server.memory_budget_mb (${this.opts.memory?.capacity() ?? 0} bytes)`,
-    });
-  }
-
-  private tooLarge(controller: Dispatcher.DispatchController): void {
-    const key = this.opts.maxBytesKey ?? `backends.${this.replica.backend}.max_response_mb`;
-    this.controller = controller;
-    this.stop({
-      code: 'gateway_backend_invalid_response',
-      message: `the answer is larger than ${this.maxBytes} bytes (${key})`,
-    });
-  }
-
-  /** End the call now with `failure`: answered first, then undici is told to drop the connection's request. */
-  private stop(failure: AttemptFailure): void {
+  /** Answered first, then the pieces let go of what they hold, then undici is told to drop the request. */
+  stop(failure: AttemptFailure): void {
     if (this.settled) return;
     // A status already received (an answer too large or too slow after its headers) goes on the client span.
     this.settle(this.status > 0 ? { ok: false, failure, status: this.status } : { ok: false, failure });
-    this.chunks.length = 0;
-    this.body?.drop();
-    this.body = undefined;
-    this.text = '';
-    if (this.charged > 0) this.opts.memory?.shrink(this.charged);
-    this.charged = 0;
+    this.next.drop();
     this.controller?.abort(new errors.RequestAbortedError());
   }
 
-  private settle(r: CallResult): void {
+  settle(r: CallResult): void {
     if (this.settled) return;
     this.settled = true;
     if (this.timer !== undefined) clearTimeout(this.timer);

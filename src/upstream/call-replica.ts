@@ -2,7 +2,7 @@
  * One HTTP call to a backend replica, bounded in time and bytes, its outcome classified into the gateway's error
  * codes (docs/errors.md#candidate-error-codes). Nothing here throws: a failed call is a value the dispatcher can route on.
  */
-import { CollectHandler } from './backend-call.js';
+import { BackendCall } from './backend-call.js';
 import type { CallOptions, CallResult } from './call-types.js';
 import type { Replica } from './replica.js';
 
@@ -19,7 +19,7 @@ import type { Replica } from './replica.js';
 export function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
   const timeoutMs = Math.max(1, Math.floor(opts.timeoutMs));
   return new Promise<CallResult>((resolve) => {
-    const handler = new CollectHandler(replica, opts, timeoutMs, resolve);
+    const handler = new BackendCall(replica, opts, timeoutMs, resolve);
     if (handler.settled) return;
     replica.pool.dispatch(
       {

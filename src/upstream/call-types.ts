@@ -2,9 +2,12 @@
  * The shapes of one backend call (upstream/call-replica.ts): what it is asked, what it answers, and the hooks a
  * caller gives it to count an answer's bytes or take them as they arrive.
  */
+import type { Dispatcher } from 'undici';
 import type { AbortLike } from '../abort.js';
 import type { StoreOwner } from '../protocol/byte-store.js';
 import type { AttemptFailure } from '../errors.js';
+import type { ReadPauses } from './read-pauses.js';
+import type { Replica } from './replica.js';
 
 export type CallResult =
   /**
@@ -73,3 +76,31 @@ export interface BodyFlow {
   resume(): void;
   fail(failure: AttemptFailure): void;
 }
+
+/** What the pieces of one call's handler chain (upstream/backend-call.ts) share: its options, its read, its end. */
+export interface CallRun {
+  readonly replica: Replica;
+  readonly opts: CallOptions;
+  /** Bytes of the answer kept: opts.maxBytes, else the replica's max_response_mb. */
+  readonly maxBytes: number;
+  readonly settled: boolean;
+  /** Why the read is paused (read-pauses.ts), made on first use. */
+  pausesOf(controller: Dispatcher.DispatchController): ReadPauses;
+  /** The answer, once: a second settle, or a stop after, does nothing. */
+  settle(result: CallResult): void;
+  /** End the call now with `failure`, each piece letting go of what it holds, then undici's request aborted. */
+  stop(failure: AttemptFailure): void;
+}
+
+/**
+ * A piece of the chain: undici's controller-API callbacks of an answer, each passed on to the next piece or not,
+ * and `drop` when the call is stopped before its end.
+ */
+export interface AnswerHandler {
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: AnswerHeaders): void;
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void;
+  onResponseEnd(): void;
+  drop(): void;
+}
+
+export type AnswerHeaders = Record<string, string | string[] | undefined>;

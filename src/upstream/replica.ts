@@ -73,7 +73,7 @@ export class Replica {
   /** Path prefix of the url (a backend mounted under /agent), prepended to every contract path. */
   readonly basePath: string;
   readonly headers: Record<string, string>;
-  /** What this replica's answers may be: bytes kept (backend-call.ts) and JSON nesting accepted. */
+  /** What this replica's answers may be: bytes kept (answer-bounds.ts) and JSON nesting accepted. */
   readonly maxResponseBytes: number;
   /** backends.<name>.tls, for the node:http transport that reads past an unasked `100 Continue` (read-past-continue.ts). */
   readonly tls: BackendTlsOptions | undefined;

@@ -1,0 +1,125 @@
+/**
+ * The bounds a backend answer is read under, two pieces of the call's handler chain (upstream/backend-call.ts),
+ * each wrapping the next: its size (max_response_mb) and the memory budget's room for it. A piece that refuses
+ * the answer stops the call and passes nothing more on.
+ */
+import type { Dispatcher } from 'undici';
+import type { AnswerHandler, AnswerHeaders, CallOptions, CallRun } from './call-types.js';
+
+/** The answer's content-length, NaN when it declares none. */
+export function declaredLength(headers: AnswerHeaders): number {
+  const length = headers['content-length'];
+  return typeof length === 'string' ? Number(length) : NaN;
+}
+
+/** The options' stream when a raw 2xx answer of `bytes` goes to its tap as it arrives instead of being kept. */
+export function streamOf(opts: CallOptions, status: number, bytes: number): CallOptions['stream'] {
+  return opts.raw === true && status < 300 && opts.stream !== undefined && bytes > opts.stream.overBytes ? opts.stream : undefined;
+}
+
+/** Passes each callback on to the next piece, as undici's DecoratorHandler does (see backend-call.ts for why not it). */
+class PassOn implements AnswerHandler {
+  constructor(
+    protected readonly call: CallRun,
+    private readonly next: AnswerHandler,
+  ) {}
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: AnswerHeaders): void {
+    this.next.onResponseStart(controller, statusCode, headers);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.next.onResponseData(controller, chunk);
+  }
+
+  onResponseEnd(): void {
+    this.next.onResponseEnd();
+  }
+
+  drop(): void {
+    this.next.drop();
+  }
+}
+
+/** One byte over the bound ends the call at once; a declared length over it, before the body's first byte. */
+export class SizeBound extends PassOn {
+  private received = 0;
+
+  override onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: AnswerHeaders): void {
+    if (declaredLength(headers) > this.call.maxBytes) this.tooLarge();
+    else super.onResponseStart(controller, statusCode, headers);
+  }
+
+  override onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.received += chunk.length;
+    if (this.received > this.call.maxBytes) this.tooLarge();
+    else super.onResponseData(controller, chunk);
+  }
+
+  private tooLarge(): void {
+    const { opts, replica, maxBytes } = this.call;
+    const key = opts.maxBytesKey ?? `backends.${replica.backend}.max_response_mb`;
+    this.call.stop({ code: 'gateway_backend_invalid_response', message: `the answer is larger than ${maxBytes} bytes (${key})` });
+  }
+}
+
+/**
+ * The memory budget's count of a kept raw 2xx answer (opts.memory): each chunk charged as it arrives, the read
+ * paused while there is no room. A streamed answer is never held whole (the tap counts what waits for the
+ * client): only one kept must fit, and a chunked one is charged until it proves long enough to be streamed.
+ */
+export class BudgetCharge extends PassOn {
+  private received = 0;
+  /** Bytes counted on opts.memory (given back if the answer is dropped). */
+  private charged = 0;
+  private charging = false;
+
+  override onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: AnswerHeaders): void {
+    const { opts } = this.call;
+    const n = declaredLength(headers);
+    const kept = streamOf(opts, statusCode, n) === undefined;
+    if (kept && opts.memory !== undefined && statusCode < 300 && n > opts.memory.capacity()) {
+      this.cannotHold(n);
+      return;
+    }
+    this.charging = kept && opts.memory !== undefined && opts.raw === true && statusCode < 300;
+    super.onResponseStart(controller, statusCode, headers);
+  }
+
+  override onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const { memory, stream } = this.call.opts;
+    if (this.charging && memory !== undefined) {
+      this.received += chunk.length;
+      const streams = stream !== undefined && this.received > stream.overBytes;
+      if (!streams && this.received > memory.capacity()) {
+        this.cannotHold(this.received);
+        return;
+      }
+      this.charged += chunk.length;
+      if (!memory.charge(chunk.length)) {
+        if (this.call.settled) return; // a shed shadow: its call was aborted
+        // Backpressure: undici stops reading the socket, so TCP holds the rest at the backend.
+        const pauses = this.call.pausesOf(controller);
+        pauses.pause('budget');
+        memory.whenRoom(() => pauses.resume('budget'));
+      }
+      // This chunk is kept, and handed to the tap with the rest kept so far; what follows goes to the tap alone.
+      if (streams) this.charging = false;
+    }
+    super.onResponseData(controller, chunk);
+  }
+
+  override drop(): void {
+    super.drop();
+    if (this.charged > 0) this.call.opts.memory?.shrink(this.charged);
+    this.charged = 0;
+  }
+
+  /** An answer the memory budget can never hold: its candidates fail, the backend is not blamed for it. */
+  private cannotHold(bytes: number): void {
+    this.call.stop({
+      code: 'gateway_memory_budget',
+      message: `the answer (${bytes} bytes and more) cannot be held under server.memory_budget_mb (${this.call.opts.memory?.capacity() ?? 0} bytes)`,
+    });
+  }
+}
