@@ -9,7 +9,14 @@
  */
 import { Worker } from 'node:worker_threads';
 
-const SOURCE = "require('node:worker_threads').parentPort.on('message', (ab) => ab.resize(0));";
+/**
+ * At nice 10 on Linux, as the reader thread (reader-worker.ts): the pages can wait, the event loop cannot. Refused in a
+ * sandbox, the thread keeps the loop's priority.
+ */
+const SOURCE = `
+if (process.platform === 'linux') try { require('node:os').setPriority(10); } catch {}
+require('node:worker_threads').parentPort.on('message', (ab) => ab.resize(0));
+`;
 
 let thread: Worker | undefined;
 
