@@ -101,6 +101,8 @@ export interface BatchParts {
   request: IndexedAgentRequest;
   /** The body as read (UTF-8), forwarded as is when a sub-request is the whole request. */
   raw: Buffer;
+  /** Its replay hash when the reader thread made it (a large body), else made here when replay needs it. */
+  rawHash?: string;
   headers: CorrelationHeaders;
   ids: BatchLogIds;
   /** When the batch's body was taken (performance.now()). */
@@ -142,7 +144,7 @@ export class BatchCycle {
     // Per agent: the same batch sent to two agents is two computations (their routes differ). The default
     // agent's key is the request_id alone, as before virtual agents existed.
     const replayId = agent.virtual ? `agents/${agent.name}/${request.request_id}` : request.request_id;
-    const begin = await gw.store.replayBegin(replayId, hashBody(this.b.raw), this.signal);
+    const begin = await gw.store.replayBegin(replayId, this.b.rawHash ?? hashBody(this.b.raw), this.signal);
     if (begin.kind === 'hit') {
       gw.metrics.replay.inc({ outcome: 'hit' });
       span.event(EVENT_REPLAY_HIT);

@@ -65,14 +65,14 @@ function unknownAgent(name: string | undefined): BatchAnswer {
 async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: GatewayState, ex: BatchExchange, span: TraceSpan): Promise<BatchAnswer> {
   const t0 = performance.now();
   // A large body is read on the reader thread and comes back as `raw` (ex.body is not used after this).
-  const { read, body: raw } = await readBatchYielding(ex.body, runtime.config.server, agent.routes.memoryKey, ex.log);
+  const { read, body: raw, hash: rawHash } = await readBatchYielding(ex.body, runtime.config.server, agent.routes.memoryKey, ex.log);
   if (!read.ok) return { status: read.status, body: read.body };
   const { request } = read;
   ex.memory?.grow(requestObjectsEstimate(request.inputs));
   const headers = correlationHeaders(ex.headers);
   if (span.recording) traceRequest(span, request, headers);
   const ids = batchLogIds(request.request_id, headers, span.traceparent);
-  const cycle = new BatchCycle({ runtime, agent, gw, ex, span, request, raw, headers, ids, t0 });
+  const cycle = new BatchCycle({ runtime, agent, gw, ex, span, request, raw, rawHash, headers, ids, t0 });
   try {
     return (await cycle.replay()) ?? (await cycle.admitClient()) ?? (await cycle.dispatch(await cycle.plan()));
   } finally {

@@ -62,15 +62,16 @@ function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: strin
 
 /**
  * Read a body without holding the event loop for its size (docs/memory-budget.md#yielding): a large one on
- * the reader thread (reader/reader.ts), which also joins it when it came in chunks and decodes it when it is
- * UTF-16 or UTF-32. The bytes read come back as the returned `body`: `received` must not be used after this.
+ * the reader thread (reader/reader.ts), which also decodes it when it is UTF-16 or UTF-32 and hashes it for
+ * replay (`hash`: hashing 60 MB here held the event loop for tens of ms). The bytes read come back as the
+ * returned `body`: `received` must not be used after this.
  */
 export async function readBatchYielding(
   received: Buffer,
   server: GatewayConfig['server'],
   memoryKey: string,
   log: Logger,
-): Promise<{ read: BatchRead; body: Buffer }> {
+): Promise<{ read: BatchRead; body: Buffer; hash?: string }> {
   if (received.length <= LARGE_BODY_BYTES) {
     const raw = received;
     // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
@@ -79,7 +80,7 @@ export async function readBatchYielding(
     return { read: readUtf8(bytes.buf, server, memoryKey, log), body: bytes.buf };
   }
   const { outcome, body } = await readOffloaded(received, limitsOf(server, memoryKey));
-  if (outcome.ok) return { read: checked(indexedRequest({ ...outcome.index, buf: body }, memoryKey), body.length, server, log), body };
+  if (outcome.ok) return { read: checked(indexedRequest({ ...outcome.index, buf: body }, memoryKey), body.length, server, log), body, hash: outcome.hash };
   return { read: outcome.status === 400 ? notUtf8(outcome.message, outcome.offset, log) : invalid(outcome.detail, log), body };
 }
 

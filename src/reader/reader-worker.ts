@@ -9,6 +9,7 @@
  */
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
+import { hashBody } from '../protocol/body-hash.js';
 import { indexAnswer, type AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
 import { jsonBytesAsUtf8, notDecodedMessage } from '../protocol/json/utf8.js';
 import { readAgentRequest } from '../protocol/request/read-request.js';
@@ -32,7 +33,8 @@ export interface OffloadJob {
 }
 
 export type ReadOutcome =
-  | { ok: true; index: Omit<RequestIndex, 'buf'> }
+  /** `hash`: the replay store's hash of the bytes read (protocol/body-hash.ts), made here, off the event loop. */
+  | { ok: true; index: Omit<RequestIndex, 'buf'>; hash: string }
   | { ok: false; status: 400; message: string; offset: number }
   | { ok: false; status: 422; detail: ValidationIssue[] };
 
@@ -55,7 +57,7 @@ export function readJob(buf: Buffer, limits: RequestLimits): ReadOutcome {
   const r = readAgentRequest(buf, limits);
   if (r.ok) {
     const { requestId, requestIdSpan, inputs, repeatedKeys } = r.index;
-    return { ok: true, index: { requestId, requestIdSpan, inputs, repeatedKeys } };
+    return { ok: true, index: { requestId, requestIdSpan, inputs, repeatedKeys }, hash: hashBody(buf) };
   }
   if (r.status === 400) return { ok: false, status: 400, message: r.message, offset: r.offset };
   return { ok: false, status: 422, detail: refusalDetail(buf, r, limits) };

@@ -3,27 +3,13 @@
  * the in-memory store, or the Redis store
  * when `state.redis` is configured. Callers see one interface (types.ts) either way.
  */
-import * as crypto from 'node:crypto';
 import { MemoryStore } from './memory-store.js';
 import { RedisStore } from './redis-store.js';
 import type { StateConfig, StateLog, Store } from './types.js';
 
 export type { Permit, ReplayLease, Store } from './types.js';
+export { hashBody } from '../protocol/body-hash.js';
 
 export function createStore(config: StateConfig, log: StateLog): Store {
   return config.redis === undefined ? new MemoryStore(config, log) : new RedisStore(config, log);
-}
-
-/**
- * crypto.hash, Node 20.12 and later: one call with no Hash object to build, half the cost of createHash for a
- * small body. Read off the namespace because the engines range starts before it existed (undefined there).
- */
-const oneShotHash: typeof crypto.hash | undefined = crypto.hash;
-
-/**
- * The body hash replay compares: SHA-256 of the request body's bytes as received. Two batches replay each
- * other only when byte-identical, the safe reading of "the same body".
- */
-export function hashBody(body: string | Uint8Array): string {
-  return oneShotHash !== undefined ? oneShotHash('sha256', body, 'base64url') : crypto.createHash('sha256').update(body).digest('base64url');
 }
