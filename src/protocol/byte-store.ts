@@ -97,6 +97,19 @@ export class ByteStore {
   }
 }
 
+/** Memory the gateway allocated whole for one body (body-bytes.ts): the reader thread may take it and give it back. */
+const own = new WeakSet<ArrayBuffer>();
+
+export function markOwn(buf: Buffer): Buffer {
+  if (buf.buffer instanceof ArrayBuffer && buf.byteOffset === 0 && buf.length === buf.buffer.byteLength) own.add(buf.buffer);
+  return buf;
+}
+
+/** `buf` is the whole of memory the gateway allocated for one body. */
+export function isOwn(buf: Buffer): boolean {
+  return buf.buffer instanceof ArrayBuffer && own.has(buf.buffer) && buf.byteOffset === 0 && buf.length === buf.buffer.byteLength;
+}
+
 /** The store a Buffer is a view of, when the gateway made it, else undefined. */
 export function storeOf(buf: Buffer): ByteStore | undefined {
   const ab = buf.buffer;

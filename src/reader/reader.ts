@@ -8,12 +8,13 @@
  * up); jobs queue in its message port in arrival order. A worker that dies fails the jobs it had, and the next
  * large job starts a new one.
  *
- * Safe by construction: the memory handed over is either a store the gateway allocated for that body
- * (protocol/byte-store.ts), transferred and transferred back, or a copy. Never a Buffer some library may share.
+ * Safe by construction: the memory handed over is a store the gateway allocated for that body
+ * (protocol/byte-store.ts) or a Buffer it allocated whole for it (protocol/body-bytes.ts), transferred and
+ * transferred back, or else a copy. Never a Buffer some library may share.
  */
 import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors.js';
-import { shrinkStoresWith, storeOf } from '../protocol/byte-store.js';
+import { isOwn, shrinkStoresWith, storeOf } from '../protocol/byte-store.js';
 import { shrinkOffTheLoop } from './shrink-thread.js';
 import type { AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
 import type { OffloadJob, OffloadOutcome, OffloadReply, OffloadTask, ReadOutcome, RequestLimits } from './reader-worker.js';
@@ -66,6 +67,7 @@ async function offload(body: Buffer, task: OffloadTask): Promise<{ body: Buffer;
   const whole = store !== undefined && body.byteOffset === 0 && body.length === store.size;
   let bytes: ArrayBuffer;
   if (whole) bytes = store.handOver();
+  else if (isOwn(body) && body.buffer instanceof ArrayBuffer) bytes = body.buffer;
   else {
     count.copied++;
     bytes = new ArrayBuffer(body.length);

@@ -98,7 +98,7 @@ test('16 concurrent ensemble batches answering ~3 MB each under an 8 MB budget: 
   await waitFor('everything given back', async () => (await held(gw)) === 0);
 });
 
-test('answers over 1 MiB, handed to the reader thread as the store they were received into and indexed there: one after a byte order mark is taken, one wrong at its last byte is refused', async (t) => {
+test('answers over 1 MiB, handed to the reader thread as the memory they were received into and indexed there: one after a byte order mark is taken, one wrong at its last byte is refused', async (t) => {
   const f = useFixtures(t);
   const say = 'é'.repeat(0.75 * MB); // 1.5 MB of UTF-8
   const bom = await backend(f, (req, res) => {
@@ -116,7 +116,7 @@ test('answers over 1 MiB, handed to the reader thread as the store they were rec
   const before = { ...offloaded.answer };
   const ok = await gw.post({ request_id: 'b1', inputs: [mkInput(1, { attributes: { to: 'bom' } })] });
   assert.equal(offloaded.answer.jobs - before.jobs, 1);
-  assert.equal(offloaded.answer.copied - before.copied, 0, 'handed over as its store, not copied here');
+  assert.equal(offloaded.answer.copied - before.copied, 0, 'handed over as the memory it was received into, not copied here');
   assert.equal(ok.status, 200);
   const [c] = ok.json as Cand[];
   assert.equal(c?.status, 'completed', JSON.stringify(c?.error));

@@ -20,7 +20,8 @@ const MB = 1024 * 1024;
 
 /** `bytes` of a large body received under `hold`, as a socket delivers them. */
 function receivedUnder(owner: StoreOwner, bytes: Buffer): Buffer {
-  const b = new BodyBytes({ declared: bytes.length, owner });
+  // Chunked (no declared length): past 1 MiB it goes into a store.
+  const b = new BodyBytes({ max: bytes.length, owner });
   for (let at = 0; at < bytes.length; at += 65_536) b.add(bytes.subarray(at, at + 65_536));
   return b.received();
 }
@@ -66,7 +67,10 @@ async function backend(f: Fixtures, say: string): Promise<{ url: string; calls: 
           JSON.stringify({ request_id: b.request_id, source_id: inp.id, candidate_index: c, status: 'completed', memory: {}, internal_steps: [], output: { say, tool_calls: [] }, error: null }),
         ),
       );
-      res.end(`[${out.join(',')}]`);
+      // Chunked, in two writes: an answer past 1 MiB without a length is held in a store.
+      const text = `[${out.join(',')}]`;
+      res.write(text.slice(0, 100));
+      res.end(text.slice(100));
     });
   });
   return { url: s.url, calls: () => calls };

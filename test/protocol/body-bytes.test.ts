@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BodyBytes, LARGE_BODY_BYTES } from '../../src/protocol/body-bytes.js';
-import { storeOf, type ByteStore } from '../../src/protocol/byte-store.js';
+import { BodyBytes, LARGE_BODY_BYTES, STORE_BYTES } from '../../src/protocol/body-bytes.js';
+import { isOwn, storeOf, type ByteStore } from '../../src/protocol/byte-store.js';
 
 const body = Buffer.from(Array.from({ length: 5000 }, (_, i) => String.fromCharCode(32 + (i % 90))).join(''), 'latin1');
 const pieces = (b: Buffer, n: number): Buffer[] => Array.from({ length: Math.ceil(b.length / n) }, (_, i) => b.subarray(i * n, (i + 1) * n));
-const large = Buffer.alloc(LARGE_BODY_BYTES * 3 + 17, 'x');
+const large = Buffer.alloc(STORE_BYTES + 17, 'x');
 large.write('head', 0);
 large.write('tail', large.length - 4);
 
@@ -32,6 +32,20 @@ describe('body bytes', () => {
     const overlaps = (c: Buffer): boolean => c.buffer === got.buffer && c.byteOffset < got.byteOffset + got.length && got.byteOffset < c.byteOffset + c.length;
     assert.ok(!chunks.some(overlaps), 'a Buffer of its own, not a chunk');
     assert.equal(storeOf(got), undefined, 'a small body is not in a store');
+    assert.equal(isOwn(got), true, 'memory of its own, whole: the reader thread may take it');
+  });
+
+  it('a declared length over 1 MiB and up to STORE_BYTES: one Buffer of its own, not a store; chunked past 1 MiB: a store', () => {
+    const mid = Buffer.alloc(LARGE_BODY_BYTES * 2, 'm');
+    const declared = new BodyBytes({ declared: mid.length });
+    for (const c of pieces(mid, 65_536)) declared.add(c);
+    const got = declared.received();
+    assert.equal(got.equals(mid), true);
+    assert.equal(storeOf(got), undefined);
+    assert.equal(isOwn(got), true);
+    const chunked = new BodyBytes({ max: mid.length });
+    for (const c of pieces(mid, 65_536)) chunked.add(c);
+    assert.ok(storeOf(chunked.received()) !== undefined);
   });
 
   it('a small body in one chunk is that chunk, not a copy', () => {

@@ -2,7 +2,7 @@
  * Large bodies are read on the reader thread from either front (docs/memory-budget.md#yielding): the raw front's
  * batches and those fastify reads (a query string), with a Content-Length or chunked. What runs where is
  * observed through the reader thread's counts (reader/reader.ts `offloaded`): one request job per large body,
- * with a length or chunked, handed over as the store it was received into (protocol/byte-store.ts), none copied. The backend gets the
+ * with a length or chunked, handed over as the memory it was received into (its store, or a Buffer of its own), none copied. The backend gets the
  * very bytes sent, and a UTF-16 body is decoded there too.
  */
 import assert from 'node:assert/strict';
@@ -25,7 +25,7 @@ const CASES = [
 
 for (const c of CASES) {
   const how = c.chunked ? 'chunked' : 'with a Content-Length';
-  test(`${c.front}, a 2 MB body ${how}: read on the reader thread, handed over as its store, none copied, forwarded byte for byte`, async (t) => {
+  test(`${c.front}, a 2 MB body ${how}: read on the reader thread, handed over as the memory it was received into, none copied, forwarded byte for byte`, async (t) => {
     const f = useFixtures(t);
     const a = await f.agent();
     const gw = await f.gateway({ backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
@@ -34,7 +34,7 @@ for (const c of CASES) {
     const res = await postBytes(gw.url, body, { path: c.path, chunked: c.chunked });
     assert.equal(res.status, 200, res.body.toString());
     assert.equal(offloaded.request.jobs - before.jobs, 1, 'one job on the reader thread');
-    assert.equal(offloaded.request.copied - before.copied, 0, 'handed over as the store it was received into, not copied here');
+    assert.equal(offloaded.request.copied - before.copied, 0, 'handed over as the memory it was received into, not copied here');
     const seen = a.requests.filter((r) => r.path === '/v1/responses');
     assert.equal(seen.length, 1);
     assert.equal(seen[0]?.raw, body.toString(), 'the backend got the bytes sent');
