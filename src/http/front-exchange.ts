@@ -21,6 +21,7 @@ import type { GatewayState } from '../batch/gateway-state.js';
 import { handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
 import { errorBody, internalCode, messageOf } from '../errors.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
+import { READ_PER_TURN } from '../upstream/read-pauses.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import { ANONYMOUS, accessLabel, decideAgent, refusalHeaders } from '../clients/access.js';
 import type { ConnectionSlots } from './connection-slots.js';
@@ -79,6 +80,8 @@ export class FrontExchange {
   private reserved = 0;
   /** Set once the request is answered before its body was read whole (413, 408): the rest is not kept. */
   private stopped = false;
+  /** Body bytes read since the read last waited for the next turn of the event loop. */
+  private readThisTurn = 0;
 
   /**
    * @param agent '' for the default agent, else a virtual agent's name as the URL has it (handleBatch looks it up)
@@ -180,6 +183,23 @@ export class FrontExchange {
     const over = body.size + chunk.length - Math.max(this.reserved, body.size);
     if (over > 0) this.hold?.grow(over);
     body.add(chunk);
+    this.yieldTurn(chunk.length);
+  }
+
+  /**
+   * After READ_PER_TURN bytes the body's read waits for the next turn, as a backend answer's does
+   * (upstream/read-pauses.ts): a large body's chunks are copied into fresh memory whose pages fault in as they
+   * are written, and ten 50 MB bodies read 2 MB each per turn held the event loop past /health's 100 ms.
+   */
+  private yieldTurn(bytes: number): void {
+    this.readThisTurn += bytes;
+    if (this.readThisTurn < READ_PER_TURN) return;
+    this.readThisTurn = 0;
+    const { req } = this;
+    req.pause();
+    setImmediate(() => {
+      if (!this.stopped) req.resume();
+    });
   }
 
   private received(): void {
