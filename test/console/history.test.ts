@@ -112,7 +112,8 @@ test('a snapshot every interval, at most snapshot_points kept, each point from t
   for (const c of ab.comparisons) assert.deepEqual([c.arm, c.control, c.difference, c.fixed_ci95, c.sequential_ci95], ['b', 'a', null, null, null]);
 });
 
-test('two replicas on one Redis write one snapshot per interval between them', async () => {
+/** Two gateways on one Redis key prefix, each with its own history writer on one shared step clock. */
+async function twoReplicas() {
   const prefix = uniquePrefix();
   prefixes.push(prefix);
   const redis = { redis: { url: REDIS_URL, key_prefix: prefix } };
@@ -122,6 +123,11 @@ test('two replicas on one Redis write one snapshot per interval between them', a
   clock.advance(1_800_000_000_000);
   const h1 = new ExperimentHistory(() => g1.app.gateway, recordingLog(), clock);
   const h2 = new ExperimentHistory(() => g2.app.gateway, recordingLog(), clock);
+  return { g1, g2, h1, h2, clock };
+}
+
+test('two replicas on one Redis write one snapshot per interval between them', async () => {
+  const { g1, h1, h2, clock } = await twoReplicas();
   let written = 0;
   for (let i = 0; i < 3; i++) {
     const wrote = await Promise.all([h1.snapshot(), h2.snapshot()]);
@@ -135,15 +141,7 @@ test('two replicas on one Redis write one snapshot per interval between them', a
 });
 
 test('the first point as soon as an experiment has a result, written once between two replicas; none before', async () => {
-  const prefix = uniquePrefix();
-  prefixes.push(prefix);
-  const redis = { redis: { url: REDIS_URL, key_prefix: prefix } };
-  const [g1, g2] = [await gateway(redis), await gateway(redis)];
-  for (const g of [g1, g2]) assert.ok(await waitUntilUp(g.app.gateway.store, 5000), 'redis at 127.0.0.1:6379 is up');
-  const clock = new StepClock();
-  clock.advance(1_800_000_000_000);
-  const h1 = new ExperimentHistory(() => g1.app.gateway, recordingLog(), clock);
-  const h2 = new ExperimentHistory(() => g2.app.gateway, recordingLog(), clock);
+  const { g1, h1, h2 } = await twoReplicas();
   assert.deepEqual(await Promise.all([h1.firstResults(), h2.firstResults()]), [false, false], 'no result yet: no point');
   // Trajectories with tool lines on both arms: the comparison has a difference.
   const feedback = (ok: boolean) => JSON.stringify({ infos: `arm_robot: pick ${ok ? 'succeed' : 'failed'} with message: x`, previous_tool_call: { arm_robot: { name: 'pick', arguments: {} } } });
