@@ -1,21 +1,23 @@
 /**
- * The values inside a backend's candidate that the answer indexer (answer-index.ts) checks as strictly as
- * agentOutputSchema (schemas.ts) without decoding them: an AgentDecision with its tool calls, an AgentError, and
- * the top level of `memory`, whose members named memory_key are located so that the gateway's tag can be
- * written in their place (memory-tag.ts). Levels as in answer-index.ts: a candidate's values are at 3, an
- * output's tool_calls at 4, a tool call at 5.
+ * The values of a backend's candidate the answer indexer checks as strictly as agentOutputSchema without decoding
+ * them. Depths: a candidate's values 3, an output's tool_calls 4, a tool call 5.
  */
 import type { MemoryLayout } from '../memory-tag.js';
 import { ProtocolWalker } from './protocol-walker.js';
 import { QUOTE, LBRACKET, LBRACE } from '../json/json-bytes.js';
 
 export abstract class OutputValueWalker extends ProtocolWalker {
-  /** The string at `v` when the value there is one, else undefined; `end` receives where the value ends. */
-  protected stringAt(v: number, depth: number, end: { at: number }): string | undefined {
+  /** The string at `v` when the value there is one, else undefined; `endAt` receives where the value ends. */
+  protected stringAt(v: number, depth: number): string | undefined {
     const s = this.s;
     const e = s.value(v, depth);
-    end.at = e;
+    this.endAt.at = e;
     return s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
+  }
+
+  protected nonEmptyAt(v: number, depth: number): string | undefined {
+    const t = this.stringAt(v, depth);
+    return t !== undefined && t.length > 0 ? t : undefined;
   }
 
   protected readonly endAt = { at: 0 };
@@ -26,8 +28,7 @@ export abstract class OutputValueWalker extends ProtocolWalker {
     let ok = true;
     const end = this.members(p, 3, (name, v) => {
       if (name === 'say') {
-        const t = this.stringAt(v, 3, this.endAt);
-        if (t === undefined) ok = false;
+        if (this.stringAt(v, 3) === undefined) ok = false;
         return this.endAt.at;
       }
       if (name === 'tool_calls') {
@@ -53,51 +54,37 @@ export abstract class OutputValueWalker extends ProtocolWalker {
 
   /** A strict ToolCall at `p`: name and target_robot_name non-empty strings, arguments an object. */
   private toolCall(p: number): { end: number; ok: boolean } {
-    const s = this.s;
-    let ok = true;
-    let name: string | undefined;
-    let target: string | undefined;
-    const end = this.members(p, 5, (field, v) => {
-      if (field === 'name' || field === 'target_robot_name') {
-        const t = this.stringAt(v, 5, this.endAt);
-        const good = t !== undefined && t.length > 0 ? t : undefined;
-        if (field === 'name') name = good;
-        else target = good;
-        return this.endAt.at;
-      }
-      if (field === 'arguments') {
-        if (s.at(v) !== LBRACE) ok = false;
-        return s.value(v, 5);
-      }
-      ok = false;
-      return s.value(v, 5);
-    });
-    return { end, ok: ok && name !== undefined && target !== undefined };
+    return this.twoStrings(p, 5, ['name', 'target_robot_name'], 'arguments', (c) => c === LBRACE);
   }
 
   /** A strict AgentError at `p`: code and message non-empty strings, component a string or null. */
   protected agentError(p: number): { end: number; ok: boolean } {
+    return this.twoStrings(p, 3, ['code', 'message'], 'component', (c) => c === QUOTE || c === 0x6e);
+  }
+
+  /** An object of the two non-empty strings `required` and an optional `other` whose first byte `otherOk` takes. */
+  private twoStrings(
+    p: number,
+    depth: number,
+    required: readonly [string, string],
+    other: string,
+    otherOk: (c: number) => boolean,
+  ): { end: number; ok: boolean } {
     const s = this.s;
     let ok = true;
-    let code: string | undefined;
-    let message: string | undefined;
-    const end = this.members(p, 3, (field, v) => {
-      if (field === 'code' || field === 'message') {
-        const t = this.stringAt(v, 3, this.endAt);
-        const good = t !== undefined && t.length > 0 ? t : undefined;
-        if (field === 'code') code = good;
-        else message = good;
+    let first: string | undefined;
+    let second: string | undefined;
+    const end = this.members(p, depth, (field, v) => {
+      if (field === required[0] || field === required[1]) {
+        const t = this.nonEmptyAt(v, depth);
+        if (field === required[0]) first = t;
+        else second = t;
         return this.endAt.at;
       }
-      if (field === 'component') {
-        const c = s.at(v);
-        if (c !== QUOTE && c !== 0x6e) ok = false;
-        return s.value(v, 3);
-      }
-      ok = false;
-      return s.value(v, 3);
+      if (field !== other || !otherOk(s.at(v))) ok = false;
+      return s.value(v, depth);
     });
-    return { end, ok: ok && code !== undefined && message !== undefined };
+    return { end, ok: ok && first !== undefined && second !== undefined };
   }
 
   /** A memory object at `p`: its edges and the members named memory_key. */
