@@ -3,7 +3,7 @@
  * any other with a declared length into one Buffer of the gateway's own, and one that comes in one chunk as that
  * chunk. Callers bound the size (server.body_limit_mb, max_response_mb) and pass it as `max`.
  */
-import { markOwn, newStore, type ByteStore, type StoreOwner } from './byte-store.js';
+import { ByteStore, markOwn, type StoreOwner } from './byte-store.js';
 
 /** A body over this is read off the event loop (reader/reader.ts). */
 export const LARGE_BODY_BYTES = 1024 * 1024;
@@ -47,7 +47,8 @@ export class BodyBytes {
     const declared = this.declared;
     if (declared === undefined ? this.size > LARGE_BODY_BYTES : declared > STORE_BYTES) {
       // Allocated with the first byte, not before: a client that declares a length and sends nothing holds nothing.
-      const store = newStore(declared, Math.max(this.opts.max ?? DEFAULT_MAX_BYTES, declared ?? 0), this.opts.owner);
+      const store = new ByteStore(declared, Math.max(this.opts.max ?? DEFAULT_MAX_BYTES, declared ?? 0));
+      this.opts.owner?.adopt(store);
       for (const c of this.taken()) store.append(c);
       store.append(chunk);
       this.store = store;

@@ -1,7 +1,6 @@
 /**
- * One large body in a resizable ArrayBuffer the gateway gives back itself (docs/memory-budget.md#where-the-bytes-live):
- * a Buffer held for a batch's life waits for a full collection, which V8 schedules by its heap, not by these bytes
- * (hundreds of MB stayed resident after a burst); `resize(0)` decommits the pages at once.
+ * One large body in a resizable ArrayBuffer whose pages `resize(0)` gives back at once: a Buffer held for a batch
+ * waits for a full GC, which V8 schedules by its heap (docs/memory-budget.md#where-the-bytes-live).
  */
 
 /** The hold of the batch (or shadow call) the body belongs to. */
@@ -95,11 +94,4 @@ export function isOwn(buf: Buffer): boolean {
 export function storeOf(buf: Buffer): ByteStore | undefined {
   const ab = buf.buffer;
   return ab instanceof ArrayBuffer ? stores.get(ab) : undefined;
-}
-
-/** Without an owner, the collector gives it back. */
-export function newStore(expected: number | undefined, max: number, owner: StoreOwner | undefined): ByteStore {
-  const store = new ByteStore(expected, max);
-  owner?.adopt(store);
-  return store;
 }

@@ -1,7 +1,4 @@
-/**
- * `x-request-id` and `traceparent`, once per client request and unchanged on every call it causes
- * (docs/operations.md#logs); with tracing on, a call's traceparent names its own span (docs/operations.md#tracing).
- */
+/** `x-request-id` and `traceparent`, the same on every call a client request causes (docs/operations.md#logs). */
 import { randomFillSync, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 

@@ -1,6 +1,6 @@
 /**
- * Values as messages and logs quote them: a spliced marker would leak its secret prefix, and a long string copy a
- * client's megabytes into every candidate; strings are JSON literals, so they cannot change a message's shape.
+ * Values as messages quote them: a spliced marker would leak its secret prefix, a long string copy megabytes into
+ * every candidate; strings are JSON literals, so they cannot change a message's shape.
  */
 import { isNumberMark, numberMarkText, scrubMarkers } from './json/exact-json.js';
 

@@ -1,7 +1,4 @@
-/**
- * Limits on what a valid request may make the gateway build (docs/configuration.md#limits-and-timeouts): every
- * candidate carries its input's memory, so 600 KB of memory and `num_outputs: 1024` ask a 600 MB answer.
- */
+/** Every candidate carries its input's memory: 600 KB times `num_outputs: 1024` is a 600 MB answer. */
 import type { AgentInput, ValidationIssue } from './types.js';
 
 /** A candidate's bytes besides its memory: a floor, so error candidates the gateway writes are never undercounted. */

@@ -1,7 +1,4 @@
-/**
- * The MAGMA Agent HTTP contract v2.0, as strict as its pydantic models in strict mode. Free-form objects are
- * checked for their type only: JSON.parse proved them JSON and exact-json their numbers finite.
- */
+/** The MAGMA Agent HTTP contract v2.0, as strict as its pydantic models in strict mode. */
 import { z } from 'zod';
 import { isNumberMark, isStrictInt } from './json/exact-json.js';
 import type { IntValue, JsonObject } from './json/json-values.js';

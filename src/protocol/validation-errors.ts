@@ -1,7 +1,4 @@
-/**
- * 422 details in FastAPI's shape and pydantic 2's words (docs/errors.md#validation-errors-422). Echoed inputs are
- * bounded: pydantic echoes a missing field's parent, megabytes of memory. Write them with stringifyExact.
- */
+/** 422 details in FastAPI's shape and pydantic 2's words (docs/errors.md#validation-errors-422). */
 import type { z } from 'zod';
 import { isNumberMark, numberMarkText } from './json/exact-json.js';
 import { pythonJsonError } from './json/json-decode-error.js';
@@ -9,7 +6,7 @@ import type { ValidationIssue } from './types.js';
 
 type Loc = (string | number)[];
 
-/** Bounds of an echoed `input` (and of keys in `loc`), documented in docs/errors.md#validation-errors-422. */
+/** pydantic echoes a missing field's parent, megabytes of memory: echoed inputs (and keys in `loc`) are bounded. */
 export const INPUT_LIMITS = {
   depth: 3,
   items: 16,

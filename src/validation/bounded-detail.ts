@@ -1,7 +1,4 @@
-/**
- * The 422 detail of a refused AgentRequest, bounded (docs/memory-budget.md#the-bounded-422). A small body is parsed
- * whole; a larger one never is: each invalid input the indexer kept is decoded alone, in the whole parse's words.
- */
+/** The 422 detail of a refused AgentRequest, bounded (docs/memory-budget.md#the-bounded-422). */
 import { parseExact } from '../protocol/json/exact-json.js';
 import type { IndexReject } from '../protocol/json/json-index.js';
 import type { RequestRead } from '../protocol/request/read-request.js';

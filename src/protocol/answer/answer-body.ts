@@ -1,7 +1,4 @@
-/**
- * The client's answer as Buffers never joined into one string (docs/protocol-fidelity.md#how-a-batch-is-read): it
- * may exceed a JS string's 512 MiB, and a 64 KB memory costs a reference however many candidates carry it.
- */
+/** Never one string: an answer may exceed 512 MiB, and a memory costs a reference however many candidates carry it. */
 import { storeOf } from '../byte-store.js';
 
 export interface AnswerBody {

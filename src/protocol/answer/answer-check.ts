@@ -1,7 +1,4 @@
-/**
- * A backend's answer bytes checked against its sub-request (docs/protocol-fidelity.md#how-a-batch-is-read): the byte
- * indexer keeps valid candidates as bytes; an answer it refuses whole is decoded for a reason in the schema's words.
- */
+/** A backend's answer bytes checked against its sub-request (docs/protocol-fidelity.md#how-a-batch-is-read). */
 import { isUtf8 } from 'node:buffer';
 import { indexAgentResponse, TOO_MANY_ELEMENTS, type AnswerElement } from './answer-index.js';
 import { parseExact } from '../json/exact-json.js';

@@ -19,10 +19,7 @@ const MARK_LEN = NUMBER_MARK.length;
  */
 const RISKY_RE =
   /[:,[][ \t\r\n]*-?\d(?:(?<=-0)(?![.\deE])|[\d.]{15}|\d*(?:\.\d+)?[eE]|\d*\.\d*0(?!\d)|(?<=0)\.000000)/;
-/**
- * In-string look-alikes only cost a slow path. Both regexes are linear on client text: each attempt starts at a
- * `[`, `:` or `,` and its digits span at most one token, so no attempt re-reads more than that token.
- */
+/** Linear, as RISKY_RE: an attempt starts at a `[`, `:` or `,` and its digits span one token at most. */
 const CANDIDATE_RE = /[[:,]\s*(-?\d[\d.eE+-]*)/g;
 const NUMBER_RE = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
@@ -219,10 +216,7 @@ export function jsonNumberText(v: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * An integer literal in the source, never `1.0` or `1e0` (pydantic's strict int): a canonical JS number below 1e21
- * prints as plain digits, so an integral one came from an integer literal.
- */
+/** Pydantic's strict int: an integral JS number below 1e21 prints as plain digits, so it was written so. */
 export function isStrictInt(v: unknown): v is IntValue {
   if (typeof v === 'number') return Number.isInteger(v) && Math.abs(v) < 1e21;
   return isNumberMark(v) && /^-?\d+$/.test(numberMarkText(v));

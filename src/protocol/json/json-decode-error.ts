@@ -1,7 +1,6 @@
 /**
- * Where and why a body JSON.parse refused is not JSON, in the words and code-point positions of CPython 3.11/3.12's
- * `json` (FastAPI's `json_invalid` 422, docs/errors.md#validation-errors-422). One pass, explicit stack. One
- * deliberate difference: `NaN` and `Infinity` are "Expecting value", as the contract requires finite numbers.
+ * Why a body is not JSON in CPython 3.11/3.12 json's words and code-point positions, but `NaN` and `Infinity` are
+ * "Expecting value": the contract requires finite numbers (docs/errors.md#validation-errors-422).
  */
 
 interface JsonDecodeError {
@@ -104,27 +103,25 @@ function scan(s: string): void {
     // A value starts at i.
     if (i >= s.length) throw new Fail(i, 'Expecting value');
     const c = s.charCodeAt(i);
-    let opened = false;
     if (c === 0x22) i = scanString(s, i);
     else if (c === 0x7b) {
       i = skipWs(s, i + 1);
-      if (s.charCodeAt(i) === 0x7d) i++;
-      else {
+      if (s.charCodeAt(i) !== 0x7d) {
         stack.push(OBJECT);
         i = scanKey(s, i);
-        opened = true;
+        continue;
       }
+      i++;
     } else if (c === 0x5b) {
       i = skipWs(s, i + 1);
-      if (s.charCodeAt(i) === 0x5d) i++;
-      else {
+      if (s.charCodeAt(i) !== 0x5d) {
         stack.push(ARRAY);
-        opened = true;
+        continue;
       }
+      i++;
     } else if (s.startsWith('null', i) || s.startsWith('true', i)) i += 4;
     else if (s.startsWith('false', i)) i += 5;
     else i = scanNumber(s, i);
-    if (opened) continue;
     // A value ended at i: close containers until one expects another value.
     for (;;) {
       const top = stack[stack.length - 1];

@@ -1,7 +1,6 @@
 /**
- * JSON text's nesting depth by one linear scan before anything walks it: JSON.parse copes with deep nesting, but
- * JSON.stringify, zod and any recursive walk overflow the stack (docs/protocol-fidelity.md#limits). Strings are
- * jumped over with indexOf; the text is not validated (JSON.parse does that after).
+ * Nesting depth by one linear scan before anything walks the text: JSON.parse copes with deep nesting, but
+ * JSON.stringify, zod and any recursive walk overflow the stack (docs/protocol-fidelity.md#limits).
  */
 
 export const DEFAULT_MAX_JSON_DEPTH = 128;

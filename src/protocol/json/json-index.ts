@@ -1,7 +1,6 @@
 /**
- * The grammar layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): proves bytes are RFC 8259
- * JSON within server.max_json_depth with finite numbers, building no value; UTF-8 is the caller's (isUtf8). String
- * interiors, most of a memory, are skipped a 32-bit word at a time; nesting uses an explicit stack.
+ * Proves bytes RFC 8259 JSON within server.max_json_depth, numbers finite, building no value; string interiors,
+ * most of a memory, are skipped a 32-bit word at a time (docs/protocol-fidelity.md#how-a-batch-is-read).
  */
 import { endianness } from 'node:os';
 import { GatewayError } from '../../errors.js';
@@ -46,7 +45,7 @@ export interface NumberToken {
   negative: boolean;
 }
 
-/** A method that reads a token takes the offset where it starts and returns the one past it, or throws IndexReject. */
+/** A method reading a token takes the offset where it starts, returns the one past it or throws IndexReject. */
 export class JsonScanner {
   readonly len: number;
   private readonly words: Uint32Array | undefined;
@@ -82,12 +81,6 @@ export class JsonScanner {
       p++;
     }
     return p;
-  }
-
-  expect(p: number, c: number, what: string): number {
-    const q = this.ws(p);
-    if (this.at(q) !== c) throw new IndexReject(q, `expected ${what}`);
-    return q + 1;
   }
 
   string(open: number): number {
@@ -211,10 +204,7 @@ export class JsonScanner {
     return p;
   }
 
-  /**
-   * Decided from the decimal magnitude without allocating (millions of `1e5` pay no string each); only a number
-   * of magnitude 10^308 is converted to see which side of the largest double it is on.
-   */
+  /** From the decimal magnitude without allocating (millions of `1e5` pay no string); only ~10^308 is converted. */
   private overflows(start: number, end: number, intStart: number, intDigits: number, fracStart: number, fracEnd: number, exp: number): boolean {
     let magnitude: number | undefined;
     for (let i = 0; i < intDigits; i++) {
@@ -249,7 +239,9 @@ export class JsonScanner {
     if (this.at(q) !== QUOTE) throw new IndexReject(q, 'expected a property name in double quotes');
     key.start = q;
     key.end = this.string(q);
-    return this.ws(this.expect(key.end, 0x3a, "':'"));
+    const colon = this.ws(key.end);
+    if (this.at(colon) !== 0x3a) throw new IndexReject(colon, "expected ':'");
+    return this.ws(colon + 1);
   }
 
   private readonly scratch: NumberToken = { start: 0, end: 0, integer: true, negative: false };
@@ -311,10 +303,7 @@ export class JsonScanner {
   }
 }
 
-/**
- * Short texts (names, statuses) found again by their bytes: every body repeats the same few, and Buffer's toString
- * costs more than hashing a few bytes. Direct-mapped, so the table stays this size whatever clients send.
- */
+/** Every body repeats the same few short texts, and toString costs more than hashing their bytes. Direct-mapped. */
 const SHORT_TEXT = 24;
 const TEXT_SLOTS = 1024;
 const shortTexts: (string | undefined)[] = new Array<string | undefined>(TEXT_SLOTS).fill(undefined);

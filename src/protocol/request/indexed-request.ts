@@ -1,7 +1,4 @@
-/**
- * An AgentRequest over its body's bytes: the free-form values are RawJson slices decoded on first read, so memory
- * is forwarded as sent unless the gateway writes it itself (docs/protocol-fidelity.md#how-a-batch-is-read).
- */
+/** An AgentRequest over its body's bytes, free-form values decoded on first read. */
 import { MAX_JSON_DEPTH_CEILING } from '../json/json-depth.js';
 import { memoryTagValue } from '../memory-tag.js';
 import { ProtocolWalker } from './protocol-walker.js';

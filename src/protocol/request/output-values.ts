@@ -1,7 +1,4 @@
-/**
- * The values of a backend's candidate the answer indexer checks as strictly as agentOutputSchema without decoding
- * them. Depths: a candidate's values 3, an output's tool_calls 4, a tool call 5.
- */
+/** A candidate's values checked as strictly as agentOutputSchema; depths: 3, tool_calls 4, a tool call 5. */
 import type { MemoryLayout } from '../memory-tag.js';
 import { ProtocolWalker } from './protocol-walker.js';
 import { QUOTE, LBRACKET, LBRACE } from '../json/json-bytes.js';

@@ -1,7 +1,4 @@
-/**
- * What the request and answer indexers share: a JsonScanner, and the walk over the protocol levels' objects and
- * arrays, each member or element handed to a callback that returns the offset past its value.
- */
+/** The request and answer indexers' walk: a callback per member or element returns the offset past its value. */
 import { IndexReject, JsonScanner, type NumberToken } from '../json/json-index.js';
 import type { MemoryLayout, TagSpan } from '../memory-tag.js';
 import { COMMA, RBRACKET, RBRACE } from '../json/json-bytes.js';

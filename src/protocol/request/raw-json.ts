@@ -1,7 +1,4 @@
-/**
- * A JSON value kept as a slice of the body the indexer validated, decoded exactly at most once, when something
- * reads it; forwarding it costs a subarray (docs/protocol-fidelity.md#how-a-batch-is-read).
- */
+/** A validated slice of the body, decoded at most once, when read (docs/protocol-fidelity.md#how-a-batch-is-read). */
 import { parseExact } from '../json/exact-json.js';
 import type { InputIndex } from './request-index.js';
 import type { JsonObject } from '../json/json-values.js';

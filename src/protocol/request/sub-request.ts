@@ -1,7 +1,4 @@
-/**
- * A sub-request's body from slices of the client's (docs/protocol-fidelity.md#how-a-batch-is-read): each input as
- * sent, memory without the tag, num_outputs the leg's; joined once, so no value is re-encoded.
- */
+/** A sub-request's body from slices of the client's, joined once (docs/protocol-fidelity.md#how-a-batch-is-read). */
 import { memoryWithoutTag } from '../memory-tag.js';
 import type { InputSlices } from './raw-json.js';
 import type { Span } from './request-index.js';
