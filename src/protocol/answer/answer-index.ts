@@ -1,13 +1,14 @@
 /**
  * The AgentResponse layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): checks candidates
  * as strictly as agentOutputSchema, decoding only the small fields; a candidate it refuses is judged by the
- * decoding path (response-check.ts), so every reason has one wording. Depths: the array 1, a candidate 2.
+ * decoding path (response-check.ts), so every reason has one wording. Depths: the array 1, a candidate 2, its
+ * values 3, an output's tool_calls 4, a tool call 5.
  */
 import { IndexReject } from '../json/json-index.js';
 import type { MemoryLayout } from '../memory-tag.js';
-import { OutputValueWalker } from '../request/output-values.js';
+import { ProtocolWalker } from '../request/protocol-walker.js';
 import type { Span } from '../request/request-index.js';
-import { LBRACKET, LBRACE } from '../json/json-bytes.js';
+import { QUOTE, LBRACKET, LBRACE } from '../json/json-bytes.js';
 
 export interface CandidateIndex {
   readonly span: Span;
@@ -44,7 +45,7 @@ const isNumberStart = (c: number): boolean => c === 0x2d || (c >= 0x30 && c <= 0
 
 export const TOO_MANY_ELEMENTS = 'more elements than the candidates asked for';
 
-class AnswerIndexer extends OutputValueWalker {
+class AnswerIndexer extends ProtocolWalker {
   constructor(
     buf: Buffer,
     maxDepth: number,
@@ -130,7 +131,7 @@ class AnswerIndexer extends OutputValueWalker {
             memory = undefined;
             return s.value(v, 2);
           }
-          memory = this.memory(v);
+          memory = this.memoryLayout(v, 3, (q) => s.value(q, 3));
           return memory.end;
         }
         case 'internal_steps': {
@@ -181,4 +182,83 @@ class AnswerIndexer extends OutputValueWalker {
     };
   }
 
+  /** The string at `v` when the value there is one, else undefined; `endAt` receives where the value ends. */
+  private stringAt(v: number, depth: number): string | undefined {
+    const s = this.s;
+    const e = s.value(v, depth);
+    this.endAt.at = e;
+    return s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
+  }
+
+  private nonEmptyAt(v: number, depth: number): string | undefined {
+    const t = this.stringAt(v, depth);
+    return t !== undefined && t.length > 0 ? t : undefined;
+  }
+
+  private readonly endAt = { at: 0 };
+
+  /** A strict AgentDecision object at `p`: {say?: string, tool_calls?: [ToolCall]}. */
+  private decision(p: number): { end: number; ok: boolean } {
+    const s = this.s;
+    let ok = true;
+    const end = this.members(p, 3, (name, v) => {
+      if (name === 'say') {
+        if (this.stringAt(v, 3) === undefined) ok = false;
+        return this.endAt.at;
+      }
+      if (name === 'tool_calls') {
+        if (s.at(v) !== LBRACKET) {
+          ok = false;
+          return s.value(v, 3);
+        }
+        return this.elements(v, 4, (q) => {
+          if (s.at(q) !== LBRACE) {
+            ok = false;
+            return s.value(q, 4);
+          }
+          const r = this.toolCall(q);
+          if (!r.ok) ok = false;
+          return r.end;
+        });
+      }
+      ok = false;
+      return s.value(v, 3);
+    });
+    return { end, ok };
+  }
+
+  /** A strict ToolCall at `p`: name and target_robot_name non-empty strings, arguments an object. */
+  private toolCall(p: number): { end: number; ok: boolean } {
+    return this.twoStrings(p, 5, ['name', 'target_robot_name'], 'arguments', (c) => c === LBRACE);
+  }
+
+  /** A strict AgentError at `p`: code and message non-empty strings, component a string or null. */
+  private agentError(p: number): { end: number; ok: boolean } {
+    return this.twoStrings(p, 3, ['code', 'message'], 'component', (c) => c === QUOTE || c === 0x6e);
+  }
+
+  /** An object of the two non-empty strings `required` and an optional `other` whose first byte `otherOk` takes. */
+  private twoStrings(
+    p: number,
+    depth: number,
+    required: readonly [string, string],
+    other: string,
+    otherOk: (c: number) => boolean,
+  ): { end: number; ok: boolean } {
+    const s = this.s;
+    let ok = true;
+    let first: string | undefined;
+    let second: string | undefined;
+    const end = this.members(p, depth, (field, v) => {
+      if (field === required[0] || field === required[1]) {
+        const t = this.nonEmptyAt(v, depth);
+        if (field === required[0]) first = t;
+        else second = t;
+        return this.endAt.at;
+      }
+      if (field !== other || !otherOk(s.at(v))) ok = false;
+      return s.value(v, depth);
+    });
+    return { end, ok: ok && first !== undefined && second !== undefined };
+  }
 }
