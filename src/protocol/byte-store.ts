@@ -27,7 +27,6 @@ export class ByteStore {
   size = 0;
   private ab: ArrayBuffer;
   private released = false;
-  /** Handed to the reader thread until it comes back. */
   private away = false;
 
   /** `expected`: the declared length; `max`: the bound the caller enforces. */

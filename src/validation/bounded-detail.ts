@@ -13,12 +13,8 @@ const FULL_DETAIL_MAX_BYTES = 64 * 1024;
 
 const ELEMENT_DECODE_MAX_BYTES = 1024 * 1024;
 
-interface DetailLimits {
-  maxOutputsPerInput: number;
-  maxJsonDepth: number;
-  maxProblems: number;
-  maxCandidates: number;
-}
+/** maxInputs is server.max_candidates_per_batch. */
+export type RequestReadLimits = IndexLimits & { maxProblems: number; maxInputs: number };
 
 function boundDetail(detail: ValidationIssue[], max: number, more = 0): ValidationIssue[] {
   const rest = Math.max(0, detail.length - max) + more;
@@ -39,7 +35,7 @@ function refusedDetail(
   body: Buffer,
   reject: IndexReject,
   findings: RequestFindings | undefined,
-  limits: DetailLimits,
+  limits: RequestReadLimits,
 ): ValidationIssue[] {
   const tooMany: ValidationIssue[] =
     findings === undefined || findings.tooManyInputs === 0
@@ -48,7 +44,7 @@ function refusedDetail(
           {
             type: 'too_long',
             loc: ['body', 'inputs'],
-            msg: `the batch has ${findings.tooManyInputs} inputs, so asks for at least as many candidates; at most ${limits.maxCandidates} (server.max_candidates_per_batch)`,
+            msg: `the batch has ${findings.tooManyInputs} inputs, so asks for at least as many candidates; at most ${limits.maxInputs} (server.max_candidates_per_batch)`,
             input: findings.tooManyInputs,
           },
         ];
@@ -107,7 +103,7 @@ function requestIdDetail(body: Buffer, span: { start: number; end: number }): Va
   return zodToDetail(r.error, value, ['body', 'request_id']);
 }
 
-function inputDetail(body: Buffer, bad: { start: number; end: number; index: number }, limits: DetailLimits): ValidationIssue[] {
+function inputDetail(body: Buffer, bad: { start: number; end: number; index: number }, limits: RequestReadLimits): ValidationIssue[] {
   const loc = ['body', 'inputs', bad.index];
   const d = decode(body, bad.start, bad.end, Math.max(1, limits.maxJsonDepth - 2));
   if (!d.ok) {
@@ -123,17 +119,7 @@ function inputDetail(body: Buffer, bad: { start: number; end: number; index: num
   return [{ type: 'finite_number', loc: infinite[0]?.loc ?? loc, msg: 'Input should be a finite number', input: boundInput(d.value) }];
 }
 
-export type RequestReadLimits = IndexLimits & { maxProblems: number; maxInputs: number };
-
 /** The reader's own detail, else one built from what the indexer saw. */
 export function refusalDetail(body: Buffer, r: Extract<RequestRead, { status: 422 }>, limits: RequestReadLimits): ValidationIssue[] {
-  return (
-    r.detail ??
-    refusedDetail(body, r.reject, r.findings, {
-      maxOutputsPerInput: limits.maxOutputsPerInput,
-      maxJsonDepth: limits.maxJsonDepth,
-      maxProblems: limits.maxProblems,
-      maxCandidates: limits.maxInputs,
-    })
-  );
+  return r.detail ?? refusedDetail(body, r.reject, r.findings, limits);
 }

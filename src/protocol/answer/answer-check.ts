@@ -39,9 +39,7 @@ export function indexAnswer(bytes: Uint8Array, asked: number, maxDepth: number, 
 }
 
 export function askedOf(shape: SubRequestShape): number {
-  let asked = 0;
-  for (const inp of shape.inputs) asked += inp.count;
-  return asked;
+  return shape.inputs.reduce((asked, inp) => asked + inp.count, 0);
 }
 
 /** `outcome`: indexAnswer over the same bytes. */

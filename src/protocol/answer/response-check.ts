@@ -28,7 +28,6 @@ function slotKey(sourceId: unknown, candidateIndex: unknown): string | undefined
   }
 }
 
-/** A decoded value or an indexed candidate. */
 interface ElementView<C> {
   /** Undefined when not a real string (a number marker). */
   requestId: string | undefined;

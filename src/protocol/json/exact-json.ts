@@ -129,15 +129,7 @@ export function parseExact(text: string, opts: ExactParseOptions = {}): ExactPar
   const maxDepth = Math.min(opts.maxDepth ?? MAX_JSON_DEPTH_CEILING, MAX_JSON_DEPTH_CEILING);
   const deepAt = exceedsDepth(text, maxDepth);
   if (deepAt !== -1) throw new JsonDepthError(maxDepth, deepAt);
-  let src = text;
-  let marked = false;
-  let nonFinite = false;
-  if (needsRewrite(text)) {
-    const r = rewrite(text);
-    src = r.text;
-    marked = r.marked;
-    nonFinite = r.nonFinite;
-  }
+  const { text: src, marked, nonFinite } = needsRewrite(text) ? rewrite(text) : { text, marked: false, nonFinite: false };
   try {
     return { value: JSON.parse(src), marked, nonFinite };
   } catch (err) {

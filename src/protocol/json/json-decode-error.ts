@@ -100,7 +100,6 @@ function scan(s: string): void {
   const stack: number[] = [];
   let i = skipWs(s, 0);
   for (;;) {
-    // A value starts at i.
     if (i >= s.length) throw new Fail(i, 'Expecting value');
     const c = s.charCodeAt(i);
     if (c === 0x22) i = scanString(s, i);

@@ -67,7 +67,6 @@ export class JsonScanner {
     this.stack = new Uint8Array(maxDepth + 2);
   }
 
-  /** The byte at `p`, or -1 past the end. */
   at(p: number): number {
     return p < this.len ? (this.buf[p] ?? -1) : -1;
   }
@@ -95,8 +94,7 @@ export class JsonScanner {
     const b = this.buf;
     const len = this.len;
     const base = this.base;
-    // The `words` view exists on this path (see string()).
-    const w = this.words as Uint32Array;
+    const w = this.words as Uint32Array; // string() takes this path only when the view exists
     const kEnd = (len + base) >>> 2;
     for (;;) {
       while (((p + base) & 3) !== 0) {
