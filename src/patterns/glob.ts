@@ -1,11 +1,7 @@
 /**
- * Shell-style globs for the `glob` match operator (docs/routing.md#routes), matched in O(text x glob) time.
- *
- * A glob turned into a regex (`kitchen-*-*-v?` -> `^kitchen-.*-.*-v.$`) backtracks polynomially in the text's
- * length, one power per `*` (`*a*a*a*a*a*b` never finishes on a few hundred `a`), and the text comes from
- * clients. So the glob is matched by the classic star algorithm instead: the pieces between stars must appear
- * in order, the first at the start and the last at the end, and taking each middle piece at its leftmost place
- * is always right. The regex form stays for validation and for anyone who wants to see the glob as a regex.
+ * Shell-style globs (docs/routing.md#routes) in O(text x glob): as a regex a glob backtracks one power per `*`
+ * (`*a*a*a*a*a*b` never finishes on a few hundred `a`), so the star algorithm matches it, each middle piece taken
+ * at its leftmost place. The regex form stays for validation.
  */
 import { GatewayError } from '../errors.js';
 
@@ -14,7 +10,7 @@ type Token = Atom | { kind: 'star' };
 
 interface Parsed {
   tokens: Token[];
-  /** The same glob as an anchored regex source (flags `su`). */
+  /** Anchored, flags `su`. */
   source: string;
 }
 
@@ -31,11 +27,7 @@ function compile(source: string): RegExp {
   }
 }
 
-/**
- * `*` any run of characters (also empty, also newlines), `?` one character (a code point), `[abc]`, `[a-z]`,
- * `[!abc]` / `[^abc]` a character class (a `]` right after `[` or `[!` is a member, as in shells), `\x` a
- * literal `x`. Throws on a malformed glob so the config loader can report it with its position.
- */
+/** `?` is one code point; a `]` right after `[` or `[!` is a member, as in shells. Throws on a malformed glob. */
 function parse(glob: string): Parsed {
   const chars = Array.from(glob); // code points, so `?` is one character even outside the BMP
   const tokens: Token[] = [];
@@ -83,7 +75,6 @@ function parse(glob: string): Parsed {
   return { tokens, source: source + '$' };
 }
 
-/** The glob as an anchored RegExp (validation, tests). Throws on a malformed glob. */
 export function globToRegExp(glob: string): RegExp {
   return compile(parse(glob).source);
 }
@@ -94,7 +85,6 @@ function atomMatches(a: Atom, cp: string): boolean {
   return a.re.test(cp);
 }
 
-/** `piece` matches the code points of `text` starting at `at`. */
 function pieceAt(piece: Atom[], text: string[], at: number): boolean {
   for (let k = 0; k < piece.length; k++) {
     const a = piece[k];
@@ -104,7 +94,6 @@ function pieceAt(piece: Atom[], text: string[], at: number): boolean {
   return true;
 }
 
-/** A predicate matching the whole text against the glob. Throws on a malformed glob. */
 export function compileGlob(glob: string): (text: string) => boolean {
   const { tokens, source } = parse(glob);
   compile(source); // the same validation, and the same errors, as globToRegExp

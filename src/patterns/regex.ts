@@ -1,10 +1,7 @@
-/**
- * The `regex` match operator's compile step (docs/routing.md#routes), shared by the config loader (which reports a
- * bad pattern at its path) and the router (which compiles it once per route). Text-only, so any layer may use it.
- */
+/** The `regex` match operator's compile step (docs/routing.md#routes), for the config loader and the router. */
 import { GatewayError } from '../errors.js';
 
-/** A JavaScript regular expression, unanchored (use `^...$` to anchor), without flags. */
+/** Unanchored, without flags. */
 export function compileRegex(source: string): RegExp {
   try {
     return new RegExp(source);

@@ -1,12 +1,4 @@
-/**
- * The correlation headers every backend call carries (docs/operations.md#logs): `x-request-id` and W3C `traceparent`.
- * Computed once per client request, from the client's headers when they are valid, generated otherwise, and
- * passed unchanged to every call the request causes: sub-requests, retries, fallbacks, shadows and coaching
- * calls. One rule, so a call can be followed across the gateway's and the backends' logs.
- *
- * With tracing on (docs/operations.md#tracing) the one difference is the traceparent's parent id: each call carries the
- * span it runs in (withTraceparent), in the same trace; x-request-id and everything else stay as they are.
- */
+/** `x-request-id` and `traceparent`, the same on every call a client request causes (docs/operations.md#logs). */
 import { randomFillSync, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
@@ -16,15 +8,15 @@ export type CorrelationHeaders = {
   traceparent: string;
 };
 
-/** Longer ids are replaced: they end up in every backend's log lines. */
+/** Longer ids are replaced: they end up in every backend's logs. */
 const REQUEST_ID_MAX_CHARS = 128;
 
 /** Version (not ff), trace id and parent id (neither all zeros), flags: https://www.w3.org/TR/trace-context/ */
 const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
-/** The only length TRACEPARENT accepts: checked first so the regex only ever sees 55 characters. */
+/** Checked first so the regex only ever sees 55 characters. */
 const TRACEPARENT_CHARS = 55;
 
-/** 1 to REQUEST_ID_MAX_CHARS visible ASCII characters (no spaces, no control characters). */
+/** Visible ASCII only. */
 export function isValidRequestId(v: unknown): v is string {
   if (typeof v !== 'string' || v.length === 0 || v.length > REQUEST_ID_MAX_CHARS) return false;
   for (let i = 0; i < v.length; i++) {
@@ -38,7 +30,6 @@ export function isValidTraceparent(v: unknown): v is string {
   return typeof v === 'string' && v.length === TRACEPARENT_CHARS && TRACEPARENT.test(v);
 }
 
-/** The client's valid x-request-id and traceparent, each replaced by a fresh one when absent or invalid. */
 export function correlationHeaders(headers: IncomingHttpHeaders): CorrelationHeaders {
   const rid = headers['x-request-id'];
   const tp = headers['traceparent'];
@@ -48,18 +39,12 @@ export function correlationHeaders(headers: IncomingHttpHeaders): CorrelationHea
   };
 }
 
-/**
- * `headers` with the traceparent of the span the call runs in; the same object when there is none (tracing
- * off), so the call carries the batch's correlation headers exactly as without tracing.
- */
+/** The same object when tracing is off. */
 export function withTraceparent<H extends Record<string, string>>(headers: H, traceparent: string | undefined): H {
   return traceparent === undefined ? headers : { ...headers, traceparent };
 }
 
-/**
- * Random hex for generated trace ids, cut from a pool refilled 4 KiB at a time: one small string per batch
- * instead of two UUIDs, two regex replaces and a slice (about 2 KB of garbage per small batch; docs/performance.md).
- */
+/** One small string per batch instead of two UUIDs, two replaces and a slice (about 2 KB of garbage). */
 const TRACE_POOL = Buffer.alloc(4096);
 let tracePoolAt = TRACE_POOL.length;
 

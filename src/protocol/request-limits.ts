@@ -1,44 +1,22 @@
-/**
- * Limits on what one valid request may make the gateway build, checked before any backend is called
- * (docs/configuration.md#limits-and-timeouts).
- *
- * A request is small but its answer need not be: every candidate, an error candidate too, carries its input's
- * memory, so one input with 600 KB of memory and `num_outputs: 1024` asks for a 600 MB answer, more than a
- * JavaScript string can hold. Both the number of candidates and that estimated size are bounded, and a request
- * over either is a 422 naming the config key, like any other invalid request.
- */
+/** Every candidate carries its input's memory: 600 KB times `num_outputs: 1024` is a 600 MB answer. */
 import type { AgentInput, ValidationIssue } from './types.js';
 
-/**
- * What a candidate costs in the answer besides its memory: request_id, source_id, candidate_index, status,
- * the gateway's memory tag, an error object or an output. A floor, so the estimate never undercounts the
- * error candidates the gateway itself would write.
- */
+/** A candidate's bytes besides its memory: a floor, so error candidates the gateway writes are never undercounted. */
 export const CANDIDATE_OVERHEAD_BYTES = 512;
 
 interface BatchLimits {
-  /** server.max_candidates_per_batch */
   maxCandidates: number;
-  /** server.max_answer_mb, in bytes */
   maxAnswerBytes: number;
-  /** The key names as the config spells them, for the messages. */
+  /** For the messages. */
   maxAnswerMb: number;
-  /**
-   * The bytes of the batch's `request_id` as every candidate writes it (a JSON string, escapes included): the
-   * client chooses its length, and each candidate, an error candidate too, repeats it.
-   */
+  /** The request_id as every candidate repeats it (a JSON string): the client chooses its length. */
   requestIdBytes?: number;
 }
 
 /**
- * Problems with the batch's size as 422 details (empty when within limits).
- *
- * `memorySize(i)` gives the byte size of input i's memory. It is called at most once per input, not at all
- * when the candidate count is already over its limit, and no more once the estimate is over. `memoryBound`,
- * when given, bounds the memories of all inputs together: for a body whose numbers are all canonical, the
- * body's byte length (re-serialized memory is never longer than its text in the body). With it, nothing is
- * measured when even the bound fits (a BENCH batch: one candidate per input), and inputs asking one
- * candidate are measured only when the bound for them together does not fit.
+ * `memorySize(i)` is called at most once per input, and no more once the estimate is over. `memoryBound` bounds
+ * all memories together (the body's length when its numbers are canonical): nothing is measured when it fits,
+ * and inputs asking one candidate only when the bound for them together does not.
  */
 export function checkBatchLimits(
   inputs: readonly Pick<AgentInput, 'num_outputs'>[],
@@ -88,7 +66,7 @@ export function checkBatchLimits(
   return [];
 }
 
-/** `index`: the input whose memory took the estimate over; undefined when the request_id alone did. */
+/** `index` undefined: the request_id alone took the estimate over. */
 function answerTooBig(limits: BatchLimits, answer: number, index: number | undefined): ValidationIssue {
   const over =
     index === undefined

@@ -1,11 +1,8 @@
-/**
- * Parse and validate a `POST /v1/responses` body as the contract's AgentRequest (docs/protocol-fidelity.md#the-path-of-a-batch).
- * Invalid bodies become FastAPI-style 422 details naming every problem's location.
- */
+/** A `POST /v1/responses` body decoded and validated; the source of every 422 detail's words. */
 import { intKey, isNumberMark, JsonDepthError, JsonSyntaxError, numberMarkText, overflows, parseExact } from './json/exact-json.js';
 import { DEFAULT_MAX_JSON_DEPTH } from './json/json-depth.js';
 import { agentRequestSchema } from './schemas.js';
-import type { AgentRequest, ValidationIssue } from './types.js';
+import type { AgentRequest, IntValue, ValidationIssue } from './types.js';
 import { boundInput, jsonInvalidDetail, zodToDetail } from './validation-errors.js';
 
 type RequestParse =
@@ -14,15 +11,11 @@ type RequestParse =
 
 interface RequestLimits {
   maxOutputsPerInput: number;
-  /** server.max_json_depth: deeper bodies are refused before anything walks them. */
   maxJsonDepth?: number;
 }
 
-/**
- * Locations of numbers that overflow to infinity (`1e400`; an integer never does): the contract requires finite numbers. Recursive,
- * which is safe because parseExact refused anything deeper than server.max_json_depth.
- */
-function findNonFinite(v: unknown, loc: (string | number)[], out: ValidationIssue[]): void {
+/** Recursive, safe because parseExact refused anything deeper than server.max_json_depth. */
+export function findNonFinite(v: unknown, loc: (string | number)[], out: ValidationIssue[]): void {
   if (isNumberMark(v)) {
     if (overflows(numberMarkText(v))) {
       out.push({ type: 'finite_number', loc: [...loc], msg: 'Input should be a finite number', input: v });
@@ -70,14 +63,24 @@ export function parseAgentRequest(text: string, limits: RequestLimits): RequestP
       });
     } else seen.set(key, i);
     if (typeof input.num_outputs !== 'number' || input.num_outputs > limits.maxOutputsPerInput) {
-      detail.push({
-        type: 'less_than_equal',
-        loc: ['body', 'inputs', i, 'num_outputs'],
-        msg: `Input should be less than or equal to ${limits.maxOutputsPerInput} (server.max_outputs_per_input)`,
-        input: typeof input.num_outputs === 'number' ? input.num_outputs : numberMarkText(input.num_outputs),
-      });
+      detail.push(tooManyOutputs(['body', 'inputs', i], input.num_outputs, limits.maxOutputsPerInput));
     }
   });
   if (detail.length > 0) return { ok: false, detail };
   return { ok: true, request };
+}
+
+/** num_outputs over server.max_outputs_per_input at the input `loc`. */
+export function tooManyOutputs(loc: (string | number)[], n: IntValue, max: number): ValidationIssue {
+  return {
+    type: 'less_than_equal',
+    loc: [...loc, 'num_outputs'],
+    msg: `Input should be less than or equal to ${max} (server.max_outputs_per_input)`,
+    input: typeof n === 'number' ? n : numberMarkText(n),
+  };
+}
+
+/** The indexer refused a body parseAgentRequest accepts (the differential test keeps this unreached). */
+export function readersDisagree(reject: { reason: string; at: number }): ValidationIssue {
+  return { type: 'value_error', loc: ['body'], msg: `Value error, ${reject.reason} (byte ${reject.at})`, input: {} };
 }

@@ -1,10 +1,4 @@
-/**
- * zod schemas for every object of the MAGMA Agent HTTP contract v2.0, as strict as the reference
- * pydantic models in strict mode: unknown fields rejected at every protocol
- * level, strict integers, case-exact literals, real booleans. Free-form objects (tools, attributes, memory,
- * extra_keys, internal_steps) are checked for their type only and kept by reference: JSON.parse already proved
- * they are JSON, and exact-json proved their numbers finite, so walking them again would only cost time.
- */
+/** The MAGMA Agent HTTP contract v2.0, as strict as its pydantic models in strict mode. */
 import { z } from 'zod';
 import { isNumberMark, isStrictInt } from './json/exact-json.js';
 import type { IntValue, JsonObject } from './json/json-values.js';
@@ -13,11 +7,7 @@ export function isJsonObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/**
- * Every string-typed protocol field. A number marker (exact-json.ts) is a JS string standing for a JSON number
- * such as `1.0` or `12345678901234567890`: pydantic would refuse that number where a string is wanted, and so
- * does this, with pydantic's type and message. Never use z.string() for a field of client or backend data.
- */
+/** A number marker is a JS string standing for a number, refused as pydantic refuses it: never use z.string(). */
 const jsonString = z.custom<string>((v) => typeof v === 'string' && !isNumberMark(v), {
   error: 'Input should be a valid string',
   params: { type: 'string_type' },
@@ -41,7 +31,7 @@ const jsonObject = z.custom<JsonObject>(isJsonObject, {
 const list = <T extends z.ZodType>(item: T) =>
   z.array(item, { error: 'Input should be a valid list' });
 
-/** Strict AgentInfo, for what the gateway serves (contract "Health and identity"). */
+/** What the gateway serves (contract "Health and identity"). */
 export const agentInfoSchema = z.strictObject({
   protocol_version: jsonString.default('2.0'),
   agent_id: jsonString,
@@ -53,9 +43,8 @@ export const agentInfoSchema = z.strictObject({
 });
 
 /**
- * Backends' info is read leniently (docs/protocol-fidelity.md#health-and-identity): older cores add fields such as
- * coaching_session_version. Unknown fields are accepted and dropped, not kept: the admin API shows this value
- * with plain JSON, where a number marker in an unknown field would leak as a string.
+ * Lenient (docs/protocol-fidelity.md#health-and-identity): unknown fields are dropped, not kept, since the admin
+ * API shows this with plain JSON, where a number marker would leak as a string.
  */
 export const backendInfoSchema = z.object(agentInfoSchema.shape);
 

@@ -1,12 +1,4 @@
-/**
- * The gateway's 422 details in FastAPI's shape and pydantic 2's words: `{"detail": [{type, loc, msg, input,
- * ctx?}]}` (docs/errors.md#validation-errors-422), so clients that print FastAPI errors print ours the same way.
- * test/protocol/fixtures/pydantic-422.ts holds the reference answers this is tested against.
- *
- * Echoed inputs are bounded (see boundInput): pydantic echoes a missing field's whole parent object, which
- * for an agent input carries megabytes of memory. Inputs may hold number markers: the body must be written
- * with stringifyExact, which restores the numbers as they were sent.
- */
+/** 422 details in FastAPI's shape and pydantic 2's words (docs/errors.md#validation-errors-422). */
 import type { z } from 'zod';
 import { isNumberMark, numberMarkText } from './json/exact-json.js';
 import { pythonJsonError } from './json/json-decode-error.js';
@@ -14,13 +6,10 @@ import type { ValidationIssue } from './types.js';
 
 type Loc = (string | number)[];
 
-/** Bounds of an echoed `input` (and of keys in `loc`); fixed, documented in docs/errors.md#validation-errors-422. */
+/** pydantic echoes a missing field's parent, megabytes of memory: echoed inputs (and keys in `loc`) are bounded. */
 export const INPUT_LIMITS = {
-  /** Containers nested below the echoed value that are shown; deeper ones are summarised. */
   depth: 3,
-  /** Items of one array or keys of one object shown; the rest are counted. */
   items: 16,
-  /** Characters of one string shown. */
   stringChars: 256,
   /** Approximate JSON characters of the whole echoed value. */
   totalChars: 2048,
@@ -32,12 +21,7 @@ function truncated(s: string, max: number): string {
   return s.length <= max ? s : `${s.slice(0, max)}… (${s.length - max} more characters)`;
 }
 
-/**
- * A copy of `value` small enough to echo: at most INPUT_LIMITS.depth levels, INPUT_LIMITS.items entries per
- * container, strings cut at INPUT_LIMITS.stringChars, about INPUT_LIMITS.totalChars in all. What is left out
- * is counted in place ("… 84 more items", a "…" key for objects). Recursion is at most `depth` deep, so a
- * value nested a million levels costs the same as one nested four.
- */
+/** What is left out is counted in place ("… 84 more items", a "…" key); recursion is at most `depth` deep. */
 export function boundInput(value: unknown): unknown {
   const budget = { left: INPUT_LIMITS.totalChars };
   return bound(value, 0, budget);
@@ -89,7 +73,7 @@ function bound(v: unknown, depth: number, budget: { left: number }): unknown {
   return out;
 }
 
-/** A loc with over-long keys cut (an unknown key can be as long as the body). */
+/** An unknown key can be as long as the body. */
 function boundLoc(loc: Loc): Loc {
   return loc.map((p) => (typeof p === 'string' ? truncated(p, INPUT_LIMITS.stringChars) : p));
 }
@@ -100,7 +84,6 @@ function expectedLiterals(values: readonly unknown[]): string {
   return q.length <= 1 ? (q[0] ?? '') : `${q.slice(0, -1).join(', ')} or ${q[q.length - 1]}`;
 }
 
-/** The value at `path` under `root`, or undefined when the path leaves it. */
 function at(root: unknown, path: readonly (string | number)[]): unknown {
   let v = root;
   for (const seg of path) {
@@ -110,7 +93,6 @@ function at(root: unknown, path: readonly (string | number)[]): unknown {
   return v;
 }
 
-/** pydantic's ctx for the constraint types the contract uses. */
 function ctxOf(type: string): Record<string, unknown> | undefined {
   if (type === 'string_too_short') return { min_length: 1 };
   if (type === 'greater_than') return { gt: 0 };
@@ -160,16 +142,11 @@ function issueDetail(issue: z.core.$ZodIssue, root: unknown, prefix: Loc): Valid
   }
 }
 
-/** zod issues of `root` (the parsed body) as FastAPI details under `prefix` (`["body"]`). */
 export function zodToDetail(error: z.ZodError, root?: unknown, prefix: Loc = ['body']): ValidationIssue[] {
   return error.issues.flatMap((issue) => issueDetail(issue, root, prefix));
 }
 
-/**
- * The detail for a body JSON.parse refused, as FastAPI builds it: `json_invalid` at `["body", <char position>]`,
- * msg "JSON decode error", input {}, ctx.error = Python's message. An empty body is FastAPI's `missing` body.
- * `fallback` (JSON.parse's own position and message) is used only if the scanner finds nothing wrong.
- */
+/** As FastAPI builds it; `fallback` (JSON.parse's) is used only if Python's scanner finds nothing wrong. */
 export function jsonInvalidDetail(text: string, fallback: { position: number; message: string }): ValidationIssue {
   if (text.length === 0) return { type: 'missing', loc: ['body'], msg: 'Field required', input: null };
   const e = pythonJsonError(text) ?? { pos: fallback.position, msg: fallback.message };

@@ -1,41 +1,22 @@
-/**
- * The 422 detail of a refused AgentRequest, bounded (docs/memory-budget.md#the-bounded-422): at most
- * `server.max_validation_errors` problems, then one entry counting the rest, and no work proportional to the
- * number of elements a client sent beyond what the indexer's one pass already did.
- *
- * A small body (at most FULL_DETAIL_MAX_BYTES) is parsed whole by parseAgentRequest (request.ts), every
- * message pydantic's; its detail is then cut to the bound. A larger one is never parsed whole: the indexer
- * (request-index.ts) has kept where its first invalid inputs are, and each of those is decoded alone and
- * checked with the AgentInput schema, so every problem of an input keeps the words and `loc` the whole parse
- * gives it. A body refused above its inputs (not JSON, an unknown field, nested too deep) is one problem, at
- * the byte the indexer stopped at.
- */
-import { isNumberMark, numberMarkText, overflows, parseExact } from '../protocol/json/exact-json.js';
+/** The 422 detail of a refused AgentRequest, bounded (docs/memory-budget.md#the-bounded-422). */
+import { parseExact } from '../protocol/json/exact-json.js';
 import type { IndexReject } from '../protocol/json/json-index.js';
 import type { RequestRead } from '../protocol/request/read-request.js';
 import type { IndexLimits, RequestFindings } from '../protocol/request/request-index.js';
-import { parseAgentRequest } from '../protocol/request.js';
+import { findNonFinite, parseAgentRequest, readersDisagree, tooManyOutputs } from '../protocol/request.js';
 import { agentInputSchema, agentRequestSchema } from '../protocol/schemas.js';
 import type { ValidationIssue } from '../protocol/types.js';
 import { boundInput, zodToDetail } from '../protocol/validation-errors.js';
 
-/** Bodies up to this are parsed whole for their detail: the parse costs about what the indexer did. */
-export const FULL_DETAIL_MAX_BYTES = 64 * 1024;
+/** Up to this the whole parse costs about what the indexer did. */
+const FULL_DETAIL_MAX_BYTES = 64 * 1024;
 
-/** Decoded alone for its detail only up to this; a larger element is described by its type. */
 const ELEMENT_DECODE_MAX_BYTES = 1024 * 1024;
 
-interface DetailLimits {
-  maxOutputsPerInput: number;
-  maxJsonDepth: number;
-  /** server.max_validation_errors */
-  maxProblems: number;
-  /** server.max_candidates_per_batch */
-  maxCandidates: number;
-}
+/** maxInputs is server.max_candidates_per_batch. */
+export type RequestReadLimits = IndexLimits & { maxProblems: number; maxInputs: number };
 
-/** `detail` cut to `max` problems, the rest counted in one last entry. */
-export function boundDetail(detail: ValidationIssue[], max: number, more = 0): ValidationIssue[] {
+function boundDetail(detail: ValidationIssue[], max: number, more = 0): ValidationIssue[] {
   const rest = Math.max(0, detail.length - max) + more;
   if (rest === 0) return detail;
   return [...detail.slice(0, max), restEntry(rest, max)];
@@ -50,12 +31,11 @@ function restEntry(rest: number, max: number): ValidationIssue {
   };
 }
 
-/** The detail of a body the indexer refused; `findings` what it saw, when it got as far as the inputs. */
-export function refusedDetail(
+function refusedDetail(
   body: Buffer,
   reject: IndexReject,
   findings: RequestFindings | undefined,
-  limits: DetailLimits,
+  limits: RequestReadLimits,
 ): ValidationIssue[] {
   const tooMany: ValidationIssue[] =
     findings === undefined || findings.tooManyInputs === 0
@@ -64,7 +44,7 @@ export function refusedDetail(
           {
             type: 'too_long',
             loc: ['body', 'inputs'],
-            msg: `the batch has ${findings.tooManyInputs} inputs, so asks for at least as many candidates; at most ${limits.maxCandidates} (server.max_candidates_per_batch)`,
+            msg: `the batch has ${findings.tooManyInputs} inputs, so asks for at least as many candidates; at most ${limits.maxInputs} (server.max_candidates_per_batch)`,
             input: findings.tooManyInputs,
           },
         ];
@@ -73,8 +53,7 @@ export function refusedDetail(
   if (body.length <= FULL_DETAIL_MAX_BYTES && tooMany.length === 0) {
     const parsed = parseAgentRequest(body.toString('utf8'), limits);
     if (!parsed.ok) return boundDetail(parsed.detail, limits.maxProblems);
-    // The two readers disagree: the indexer's reason is the answer (the differential test keeps this unreached).
-    return [{ type: 'value_error', loc: ['body'], msg: `Value error, ${reject.reason} (byte ${reject.at})`, input: {} }];
+    return [readersDisagree(reject)];
   }
   if (findings === undefined || !findings.structured) return [topLevelProblem(body, reject)];
   const detail: ValidationIssue[] = [];
@@ -91,7 +70,7 @@ export function refusedDetail(
   return [...boundDetail(detail, limits.maxProblems, unlisted), ...tooMany];
 }
 
-/** Code points before byte `at` of UTF-8 `body`: the position Python's json module names. */
+/** The code-point position Python's json module names. */
 function charPosition(body: Buffer, at: number): number {
   let n = 0;
   for (const byte of body.subarray(0, Math.max(at, 0))) if ((byte & 0xc0) !== 0x80) n++;
@@ -124,8 +103,7 @@ function requestIdDetail(body: Buffer, span: { start: number; end: number }): Va
   return zodToDetail(r.error, value, ['body', 'request_id']);
 }
 
-/** The problems of one invalid input, as the whole parse words them. */
-function inputDetail(body: Buffer, bad: { start: number; end: number; index: number }, limits: DetailLimits): ValidationIssue[] {
+function inputDetail(body: Buffer, bad: { start: number; end: number; index: number }, limits: RequestReadLimits): ValidationIssue[] {
   const loc = ['body', 'inputs', bad.index];
   const d = decode(body, bad.start, bad.end, Math.max(1, limits.maxJsonDepth - 2));
   if (!d.ok) {
@@ -134,52 +112,14 @@ function inputDetail(body: Buffer, bad: { start: number; end: number; index: num
   const r = agentInputSchema.safeParse(d.value, { reportInput: true });
   if (!r.success) return zodToDetail(r.error, d.value, loc);
   const n = r.data.num_outputs;
-  if (typeof n !== 'number' || n > limits.maxOutputsPerInput) {
-    return [
-      {
-        type: 'less_than_equal',
-        loc: [...loc, 'num_outputs'],
-        msg: `Input should be less than or equal to ${limits.maxOutputsPerInput} (server.max_outputs_per_input)`,
-        input: typeof n === 'number' ? n : numberMarkText(n),
-      },
-    ];
-  }
+  if (typeof n !== 'number' || n > limits.maxOutputsPerInput) return [tooManyOutputs(loc, n, limits.maxOutputsPerInput)];
   // Schema-valid: what is left is a number that overflows to infinity somewhere in it.
-  return [{ type: 'finite_number', loc: [...loc, ...(infinitePath(d.value) ?? [])], msg: 'Input should be a finite number', input: boundInput(d.value) }];
+  const infinite: ValidationIssue[] = [];
+  findNonFinite(d.value, loc, infinite);
+  return [{ type: 'finite_number', loc: infinite[0]?.loc ?? loc, msg: 'Input should be a finite number', input: boundInput(d.value) }];
 }
 
-/** The path to the first number that overflows, or undefined (a depth-bounded value: parseExact refused deeper ones). */
-function infinitePath(v: unknown): (string | number)[] | undefined {
-  if (isNumberMark(v)) return overflows(numberMarkText(v)) ? [] : undefined;
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) {
-      const p = infinitePath(v[i]);
-      if (p !== undefined) return [i, ...p];
-    }
-  } else if (typeof v === 'object' && v !== null) {
-    for (const k of Object.keys(v)) {
-      const p = infinitePath(Reflect.get(v, k));
-      if (p !== undefined) return [k, ...p];
-    }
-  }
-  return undefined;
-}
-
-/** What reading a request is bounded by: the indexer's limits, the problems a 422 lists and the inputs it reads. */
-export type RequestReadLimits = IndexLimits & { maxProblems: number; maxInputs: number };
-
-/**
- * The 422 detail of a request read refused (on the main thread or the reader thread alike): the reader's own,
- * else built from what the indexer saw, bounded by `limits`.
- */
+/** The reader's own detail, else one built from what the indexer saw. */
 export function refusalDetail(body: Buffer, r: Extract<RequestRead, { status: 422 }>, limits: RequestReadLimits): ValidationIssue[] {
-  return (
-    r.detail ??
-    refusedDetail(body, r.reject, r.findings, {
-      maxOutputsPerInput: limits.maxOutputsPerInput,
-      maxJsonDepth: limits.maxJsonDepth,
-      maxProblems: limits.maxProblems,
-      maxCandidates: limits.maxInputs,
-    })
-  );
+  return r.detail ?? refusedDetail(body, r.reject, r.findings, limits);
 }

@@ -1,11 +1,4 @@
-/**
- * A backend's answer, as its bytes, checked against what one sub-request asked for (docs/protocol-fidelity.md#how-a-batch-is-read):
- * the byte indexer first (answer-index.ts), so each valid candidate stays the backend's
- * bytes and nothing is decoded that nobody reads; an answer the indexer refuses whole goes through the decoding
- * path (parseExact, then the schemas), whose reasons are the ones a backend's operator reads in the logs.
- *
- * One function for the primary sub-requests and for shadow copies, so both judge an answer the same way.
- */
+/** A backend's answer bytes checked against its sub-request (docs/protocol-fidelity.md#how-a-batch-is-read). */
 import { isUtf8 } from 'node:buffer';
 import { indexAgentResponse, TOO_MANY_ELEMENTS, type AnswerElement } from './answer-index.js';
 import { parseExact } from '../json/exact-json.js';
@@ -23,16 +16,13 @@ export type AnswerCheck =
 const TEXT_CHECK_MAX_BYTES = 1024 * 1024;
 
 /**
- * The first half of the check, the one whose time grows with the answer: the UTF-8 check and the byte indexer.
- * Plain data in and out (offsets, no Buffer), so a large answer's index is built on the reader thread
- * (reader/reader.ts) and placed here. `skip`: the bytes of a UTF-8 byte order mark the indexer started after.
- * `decode`: a refusal small enough to be decoded for a reason in the schema's words (checkText).
+ * The half whose time grows with the answer, plain data so the reader thread can build it. `skip`: a UTF-8 BOM's
+ * bytes; `decode`: a refusal small enough to be decoded for a reason in the schema's words.
  */
 export type AnswerIndexOutcome =
   | { ok: true; skip: number; elements: AnswerElement[] }
   | { ok: false; skip: number; reason: string; decode: boolean };
 
-/** Index `bytes` (a 2xx answer as received) for `asked` candidates; `maxDepth` is the replica's max_json_depth. */
 export function indexAnswer(bytes: Uint8Array, asked: number, maxDepth: number, memoryKey: string): AnswerIndexOutcome {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // Nothing a backend sends is altered: an answer that is not UTF-8 is not one (a UTF-8 byte order mark is dropped).
@@ -48,14 +38,11 @@ export function indexAnswer(bytes: Uint8Array, asked: number, maxDepth: number, 
   return { ok: false, skip, reason: `the answer is not a valid AgentResponse: ${indexed.reject.reason} at byte ${indexed.reject.at}`, decode };
 }
 
-/** The candidates a sub-request asked for. */
 export function askedOf(shape: SubRequestShape): number {
-  let asked = 0;
-  for (const inp of shape.inputs) asked += inp.count;
-  return asked;
+  return shape.inputs.reduce((asked, inp) => asked + inp.count, 0);
 }
 
-/** The second half: `bytes` placed by their index (`outcome`, from indexAnswer over the same bytes) onto `shape`. */
+/** `outcome`: indexAnswer over the same bytes. */
 export function placeAnswer(bytes: Buffer, outcome: AnswerIndexOutcome, shape: SubRequestShape, maxDepth: number): AnswerCheck {
   const body = bytes.subarray(outcome.skip);
   if (!outcome.ok) return outcome.decode ? checkText(body.toString('utf8'), shape, maxDepth) : { ok: false, reason: outcome.reason };
@@ -63,12 +50,10 @@ export function placeAnswer(bytes: Buffer, outcome: AnswerIndexOutcome, shape: S
   return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
 }
 
-/** Check `bytes` (a 2xx answer as received) against `shape` in place (both halves on this thread). */
 export function checkAnswerBytes(bytes: Buffer, shape: SubRequestShape, maxDepth: number, memoryKey: string): AnswerCheck {
   return placeAnswer(bytes, indexAnswer(bytes, askedOf(shape), maxDepth, memoryKey), shape, maxDepth);
 }
 
-/** The answer parsed exactly (after a depth check) and checked. */
 function checkText(text: string, shape: SubRequestShape, maxDepth: number): AnswerCheck {
   if (exceedsDepth(text, maxDepth) !== -1) return { ok: false, reason: `the answer is ${tooDeepMessage(maxDepth)}` };
   let answer: unknown;
@@ -84,7 +69,7 @@ function checkText(text: string, shape: SubRequestShape, maxDepth: number): Answ
   return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
 }
 
-/** A checked candidate's status and decision; an indexed one decodes its `output` bytes only, nothing else. */
+/** An indexed candidate decodes its `output` bytes only. */
 export function decisionOf(c: AgentOutput | IndexedCandidate): { completed: boolean; output: AgentDecision | null } {
   if (!(c instanceof IndexedCandidate)) return { completed: c.status === 'completed', output: c.output ?? null };
   const { buf, index } = c;

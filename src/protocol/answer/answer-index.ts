@@ -1,25 +1,19 @@
 /**
- * The AgentResponse layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): one pass over
- * a backend's answer that proves it JSON (json-index.ts) and checks each candidate as strictly as
- * agentOutputSchema (schemas.ts: unknown fields, types, status against output/error), decoding only the small
- * fields the gateway reads (request_id, source_id, candidate_index, status). `memory`, `internal_steps`,
- * `output` and `error` stay offsets: the client gets those bytes as the backend wrote them.
- *
- * A candidate this scan refuses is not an error by itself: its slot is decided by the decoding path (parseExact
- * of that candidate's bytes, then agentOutputSchema, response-check.ts), so every reason has one wording. A
- * whole answer it refuses (not JSON, not an array, a number that overflows) goes through the decoding path whole.
- * Levels: the array 1, a candidate 2, its free-form values 3, an output's tool_calls 4, a tool call 5.
+ * The AgentResponse layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): checks candidates
+ * as strictly as agentOutputSchema, decoding only the small fields; a candidate it refuses is judged by the
+ * decoding path (response-check.ts), so every reason has one wording. Depths: the array 1, a candidate 2, its
+ * values 3, an output's tool_calls 4, a tool call 5.
  */
 import { IndexReject } from '../json/json-index.js';
 import type { MemoryLayout } from '../memory-tag.js';
-import { OutputValueWalker } from '../request/output-values.js';
+import { ProtocolWalker } from '../request/protocol-walker.js';
 import type { Span } from '../request/request-index.js';
-import { LBRACKET, LBRACE } from '../json/json-bytes.js';
+import { QUOTE, LBRACKET, LBRACE } from '../json/json-bytes.js';
 
 export interface CandidateIndex {
   readonly span: Span;
   readonly requestId: string;
-  /** source_id and candidate_index as intKey gives them (exact-json.ts). */
+  /** As intKey gives them. */
   readonly sourceKey: string;
   readonly indexKey: string;
   readonly status: 'completed' | 'error';
@@ -30,7 +24,6 @@ export interface CandidateIndex {
   readonly error: Span | undefined;
 }
 
-/** One element of the answer array; `candidate` undefined when it is not a valid AgentOutput. */
 export interface AnswerElement {
   readonly span: Span;
   readonly candidate: CandidateIndex | undefined;
@@ -38,10 +31,7 @@ export interface AnswerElement {
 
 type AnswerIndexResult = { ok: true; elements: AnswerElement[] } | { ok: false; reject: IndexReject };
 
-/**
- * Index `buf` (UTF-8 already checked) as an AgentResponse. `maxElements`: past this many elements the answer is
- * refused there, before an object is built for each of millions of elements (`[0,0,...]`).
- */
+/** `maxElements`: refused there, before an object is built for each of millions of elements (`[0,0,...]`). */
 export function indexAgentResponse(buf: Buffer, maxDepth: number, memoryKey: string, maxElements = Number.MAX_SAFE_INTEGER): AnswerIndexResult {
   try {
     return { ok: true, elements: new AnswerIndexer(buf, maxDepth, memoryKey, maxElements).run() };
@@ -53,10 +43,9 @@ export function indexAgentResponse(buf: Buffer, maxDepth: number, memoryKey: str
 
 const isNumberStart = (c: number): boolean => c === 0x2d || (c >= 0x30 && c <= 0x39);
 
-/** The refusal of an answer with more elements than its sub-request could use. */
 export const TOO_MANY_ELEMENTS = 'more elements than the candidates asked for';
 
-class AnswerIndexer extends OutputValueWalker {
+class AnswerIndexer extends ProtocolWalker {
   constructor(
     buf: Buffer,
     maxDepth: number,
@@ -90,7 +79,6 @@ class AnswerIndexer extends OutputValueWalker {
     return elements;
   }
 
-  /** One candidate object at `p`. */
   private candidate(p: number): { end: number; candidate: CandidateIndex | undefined } {
     const s = this.s;
     const tok = this.tok;
@@ -119,12 +107,10 @@ class AnswerIndexer extends OutputValueWalker {
     const end = this.members(p, 2, (name, v) => {
       const c = s.at(v);
       switch (name) {
-        case 'request_id': {
-          const t = this.stringAt(v, 2, endAt);
-          requestId = t !== undefined && t.length > 0 ? t : undefined;
+        case 'request_id':
+          requestId = this.nonEmptyAt(v, 2);
           if (requestId === undefined) ok = false;
           return endAt.at;
-        }
         case 'source_id':
           sourceKey = intAt(v, false);
           if (sourceKey === undefined) ok = false;
@@ -134,7 +120,7 @@ class AnswerIndexer extends OutputValueWalker {
           if (indexKey === undefined) ok = false;
           return endAt.at;
         case 'status': {
-          const t = this.stringAt(v, 2, endAt);
+          const t = this.stringAt(v, 2);
           status = t === 'completed' || t === 'error' ? t : undefined;
           if (status === undefined) ok = false;
           return endAt.at;
@@ -145,7 +131,7 @@ class AnswerIndexer extends OutputValueWalker {
             memory = undefined;
             return s.value(v, 2);
           }
-          memory = this.memory(v);
+          memory = this.memoryLayout(v, 3, (q) => s.value(q, 3));
           return memory.end;
         }
         case 'internal_steps': {
@@ -196,4 +182,83 @@ class AnswerIndexer extends OutputValueWalker {
     };
   }
 
+  /** The string at `v` when the value there is one, else undefined; `endAt` receives where the value ends. */
+  private stringAt(v: number, depth: number): string | undefined {
+    const s = this.s;
+    const e = s.value(v, depth);
+    this.endAt.at = e;
+    return s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
+  }
+
+  private nonEmptyAt(v: number, depth: number): string | undefined {
+    const t = this.stringAt(v, depth);
+    return t !== undefined && t.length > 0 ? t : undefined;
+  }
+
+  private readonly endAt = { at: 0 };
+
+  /** A strict AgentDecision object at `p`: {say?: string, tool_calls?: [ToolCall]}. */
+  private decision(p: number): { end: number; ok: boolean } {
+    const s = this.s;
+    let ok = true;
+    const end = this.members(p, 3, (name, v) => {
+      if (name === 'say') {
+        if (this.stringAt(v, 3) === undefined) ok = false;
+        return this.endAt.at;
+      }
+      if (name === 'tool_calls') {
+        if (s.at(v) !== LBRACKET) {
+          ok = false;
+          return s.value(v, 3);
+        }
+        return this.elements(v, 4, (q) => {
+          if (s.at(q) !== LBRACE) {
+            ok = false;
+            return s.value(q, 4);
+          }
+          const r = this.toolCall(q);
+          if (!r.ok) ok = false;
+          return r.end;
+        });
+      }
+      ok = false;
+      return s.value(v, 3);
+    });
+    return { end, ok };
+  }
+
+  /** A strict ToolCall at `p`: name and target_robot_name non-empty strings, arguments an object. */
+  private toolCall(p: number): { end: number; ok: boolean } {
+    return this.twoStrings(p, 5, ['name', 'target_robot_name'], 'arguments', (c) => c === LBRACE);
+  }
+
+  /** A strict AgentError at `p`: code and message non-empty strings, component a string or null. */
+  private agentError(p: number): { end: number; ok: boolean } {
+    return this.twoStrings(p, 3, ['code', 'message'], 'component', (c) => c === QUOTE || c === 0x6e);
+  }
+
+  /** An object of the two non-empty strings `required` and an optional `other` whose first byte `otherOk` takes. */
+  private twoStrings(
+    p: number,
+    depth: number,
+    required: readonly [string, string],
+    other: string,
+    otherOk: (c: number) => boolean,
+  ): { end: number; ok: boolean } {
+    const s = this.s;
+    let ok = true;
+    let first: string | undefined;
+    let second: string | undefined;
+    const end = this.members(p, depth, (field, v) => {
+      if (field === required[0] || field === required[1]) {
+        const t = this.nonEmptyAt(v, depth);
+        if (field === required[0]) first = t;
+        else second = t;
+        return this.endAt.at;
+      }
+      if (field !== other || !otherOk(s.at(v))) ok = false;
+      return s.value(v, depth);
+    });
+    return { end, ok: ok && first !== undefined && second !== undefined };
+  }
 }

@@ -1,14 +1,10 @@
-/**
- * Checking backend answers and our own answer against the contract's ordering rule
- * (the contract's AgentResponse.validate_request: input order, then ascending candidate_index).
- */
+/** Backend answers and our own checked against AgentResponse.validate_request's ordering rule. */
 import { describePath, describeValue, safeReason } from '../describe.js';
 import type { AnswerElement, CandidateIndex } from './answer-index.js';
 import { intKey, isNumberMark, parseExact } from '../json/exact-json.js';
 import { agentOutputSchema, isJsonObject } from '../schemas.js';
 import type { AgentOutput, AgentRequest, IntValue } from '../types.js';
 
-/** What one sub-request asked of a backend: per input, its id and how many candidates. */
 export interface SubRequestShape {
   requestId: string;
   inputs: { id: IntValue; count: number }[];
@@ -17,9 +13,9 @@ export interface SubRequestShape {
 export type Slot<C> = { ok: true; candidate: C } | { ok: false; reason: string };
 
 type SubResponseCheckOf<C> =
-  /** The whole answer is unusable (not an array, or it names another request): the sub-request failed. */
+  /** Not an array, or it names another request: the sub-request failed. */
   | { ok: false; reason: string }
-  /** Per input, per candidate index: a valid candidate or why that one slot failed. Extra candidates are ignored. */
+  /** Per input, per candidate index. */
   | { ok: true; slots: Slot<C>[][]; extras: number };
 type SubResponseCheck = SubResponseCheckOf<AgentOutput>;
 
@@ -32,29 +28,23 @@ function slotKey(sourceId: unknown, candidateIndex: unknown): string | undefined
   }
 }
 
-/** One element of an answer as placement sees it (a decoded value or an indexed candidate). */
 interface ElementView<C> {
-  /** request_id when it is a real string (not a number marker), else undefined. */
+  /** Undefined when not a real string (a number marker). */
   requestId: string | undefined;
   /** `source/candidate` as intKey gives them, undefined when either is missing or not an integer. */
   key: string | undefined;
-  /** The element as a candidate, or why it is not one. */
   validate(key: string): Slot<C>;
 }
 
-/** What one element did to the slots (Placement.add). */
 type Placed =
-  /** It names another request: the whole answer is not ours. */
   | { kind: 'condemned'; reason: string }
-  /** It fills no slot asked for; ignored. */
   | { kind: 'extra' }
-  /** It went to slot `index` of input `input`; `duplicate`: that slot was filled before and now failed. */
+  /** `duplicate`: that slot was filled before and now failed. */
   | { kind: 'slot'; input: number; index: number; duplicate: boolean };
 
 /**
- * A backend's answer mapped onto the slots it was asked for, one element at a time. Wrong order is reordered;
- * one malformed candidate fails only its own slot; missing or duplicated candidates fail their slot; a
- * request_id of another request fails the whole answer, because it means the answer is not ours.
+ * Wrong order is reordered; a malformed, missing or duplicated candidate fails only its slot; a request_id of
+ * another request fails the whole answer, which is then not ours.
  */
 export class Placement<C> {
   private readonly wanted = new Map<string, { input: number; index: number }>();
@@ -69,7 +59,6 @@ export class Placement<C> {
     this.slots = shape.inputs.map((inp) => new Array<Slot<C> | undefined>(inp.count));
   }
 
-  /** Element `k` of the answer. */
   add(k: number, el: ElementView<C>): Placed {
     const { shape } = this;
     // Only a real string naming another request condemns the whole answer; a marker (`1.0`) or any other type
@@ -91,7 +80,6 @@ export class Placement<C> {
     return { kind: 'slot', input: where.input, index: where.index, duplicate };
   }
 
-  /** The slot of a candidate the answer never gave. */
   missing(input: number, index: number): Slot<C> {
     const shaped = this.shape.inputs[input]; // input < shape.inputs.length (callers' bound)
     return { ok: false, reason: `candidate ${shaped === undefined ? `#${input}` : intKey(shaped.id)}/${index} is missing` };
@@ -102,7 +90,6 @@ export class Placement<C> {
   }
 }
 
-/** Map a whole answer onto the slots it was asked for (see Placement). */
 function place<C>(n: number, view: (k: number) => ElementView<C>, shape: SubRequestShape): SubResponseCheckOf<C> {
   const placement = new Placement<C>(shape);
   for (let k = 0; k < n; k++) {
@@ -112,7 +99,7 @@ function place<C>(n: number, view: (k: number) => ElementView<C>, shape: SubRequ
   return { ok: true, slots: placement.filled(), extras: placement.extras };
 }
 
-/** A decoded element as the decoding path reads it: only a JSON object has fields, zod decides the rest. */
+/** Only a JSON object has fields; zod decides the rest. */
 function decodedView(raw: unknown): ElementView<AgentOutput> {
   const obj = isJsonObject(raw) ? raw : undefined;
   const rid = obj?.request_id;
@@ -134,13 +121,11 @@ function decodedView(raw: unknown): ElementView<AgentOutput> {
   };
 }
 
-/** Map a decoded backend answer (parseExact) onto the slots it was asked for (see place). */
 export function checkSubResponse(body: unknown, shape: SubRequestShape): SubResponseCheck {
   if (!Array.isArray(body)) return { ok: false, reason: 'the answer is not a JSON array of AgentOutput' };
   return place(body.length, (k) => decodedView(body[k]), shape);
 }
 
-/** A backend candidate the indexer accepted: its bytes and where its fields are (answer-index.ts). */
 export class IndexedCandidate {
   constructor(
     readonly buf: Buffer,
@@ -148,11 +133,7 @@ export class IndexedCandidate {
   ) {}
 }
 
-/**
- * The same placement over an indexed answer (answer-index.ts): a candidate the indexer accepted is taken as
- * its bytes; any other element is decoded from its bytes and judged exactly as checkSubResponse judges it,
- * so reasons keep their wording.
- */
+/** An element the indexer did not accept is decoded and judged as checkSubResponse judges it, in its words. */
 export function checkIndexedResponse(
   buf: Buffer,
   elements: readonly AnswerElement[],
@@ -162,7 +143,6 @@ export function checkIndexedResponse(
   return place<AgentOutput | IndexedCandidate>(elements.length, (k) => indexedView(buf, elements[k]!), shape);
 }
 
-/** One indexed element as placement sees it (see checkIndexedResponse). */
 export function indexedView(buf: Buffer, el: AnswerElement): ElementView<AgentOutput | IndexedCandidate> {
   const c = el.candidate;
   if (c !== undefined) {
@@ -172,10 +152,7 @@ export function indexedView(buf: Buffer, el: AnswerElement): ElementView<AgentOu
   return decodedView(parseExact(buf.toString('utf8', el.span.start, el.span.end)).value);
 }
 
-/**
- * AgentResponse.validate_request: one entry per requested candidate, in input order then ascending
- * candidate_index from 0, matching request_id and source_id. Returns the first problem, or undefined.
- */
+/** AgentResponse.validate_request: the first problem, or undefined. */
 export function validateAgainstRequest(request: AgentRequest, outputs: AgentOutput[]): string | undefined {
   let n = 0;
   for (const input of request.inputs) {

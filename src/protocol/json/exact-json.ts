@@ -1,16 +1,8 @@
 /**
- * Exact JSON: parse and serialize at native JSON.parse / JSON.stringify speed without losing a number.
- *
- * The contract (docs/protocol-fidelity.md#exact-json) requires integers of any size and every number in
- * the free-form objects to round-trip exactly. JS numbers cannot hold `12345678901234567890`, `1.0` or `-0` as
- * written, and a lossless parser is ~80x slower than JSON.parse on this machine.
- *
- * Design: almost every number in real traffic is "canonical": `String(Number(text)) === text`, so JSON.parse
- * then JSON.stringify reproduces it digit for digit. A cheap scan finds number-like tokens; when all are
- * canonical (the common case) the body goes straight to JSON.parse. Otherwise each non-canonical number token
- * outside strings is rewritten to a string marker `"\uE000<nonce><source text>"` before JSON.parse, and
- * `stringifyExact` turns markers back into the raw number text after JSON.stringify. The nonce is 128 random
- * bits drawn at start, never sent anywhere, so no client string can collide with a marker.
+ * Parse and serialize at native JSON.parse / JSON.stringify speed without losing a number (a lossless parser is
+ * ~80x slower): a number that does not print back as written (`1.0`, `-0`, 20 digits) is rewritten to a string
+ * marker `"\uE000<nonce><text>"` before JSON.parse and back after JSON.stringify. The nonce is 128 random bits
+ * never sent anywhere, so no client string collides with a marker (docs/protocol-fidelity.md#exact-json).
  */
 import { randomBytes } from 'node:crypto';
 import { exceedsDepth, MAX_JSON_DEPTH_CEILING, stringEnd, tooDeepMessage } from './json-depth.js';
@@ -18,28 +10,17 @@ import { GatewayError } from '../../errors.js';
 import type { IntValue } from './json-values.js';
 
 const NONCE = randomBytes(16).toString('hex');
-/** Prefix of a string that stands for a JSON number kept as its source text. */
 const NUMBER_MARK = '\uE000' + NONCE;
 const MARK_LEN = NUMBER_MARK.length;
 
 /**
- * Every non-canonical number token matches this: right after a structural `:`, `,` or `[` (the only places a
- * number can start, so digits inside strings such as hex ids never trigger it), a token with `-0`, 16+ digits,
- * an exponent, a fraction ending in 0, or a value below 1e-6. A canonical token has at most 15 significant
- * digits, no exponent below 1e21, no trailing fraction zero and no `-0`, so it never matches. Most bodies match
- * nothing, and one native regex test (about 0.7x a JSON.parse of the same text) is all they cost.
+ * Matches every non-canonical number token after a structural `:`, `,` or `[`: `-0`, 16+ digits, an exponent, a
+ * fraction ending in 0, or below 1e-6. Most bodies match nothing and cost this one native test (0.7x a JSON.parse).
  */
 const RISKY_RE =
   /[:,[][ \t\r\n]*-?\d(?:(?<=-0)(?![.\deE])|[\d.]{15}|\d*(?:\.\d+)?[eE]|\d*\.\d*0(?!\d)|(?<=0)\.000000)/;
-/**
- * A number-like token right after a structural `[`, `:` or `,`; in-string look-alikes only cost a slow path.
- *
- * Both regexes run on client and backend text and are linear: each attempt starts at a `[`, `:` or `,`, its
- * whitespace run ends at the next other character, and its digits span at most one token (one `.` at most
- * inside `\d*\.\d*`), so attempts never re-read more than the token after their own start character.
- */
+/** Linear, as RISKY_RE: an attempt starts at a `[`, `:` or `,` and its digits span one token at most. */
 const CANDIDATE_RE = /[[:,]\s*(-?\d[\d.eE+-]*)/g;
-/** The JSON number grammar, whole token. */
 const NUMBER_RE = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
 export class JsonSyntaxError extends GatewayError {
@@ -52,7 +33,7 @@ export class JsonSyntaxError extends GatewayError {
   }
 }
 
-/** The text nests deeper than the limit: refused before JSON.parse, so nothing recursive ever sees it. */
+/** Refused before JSON.parse, so nothing recursive ever sees the text. */
 export class JsonDepthError extends JsonSyntaxError {
   constructor(
     readonly maxDepth: number,
@@ -64,17 +45,11 @@ export class JsonDepthError extends JsonSyntaxError {
 }
 
 interface ExactParseOptions {
-  /**
-   * Deepest nesting accepted (server.max_json_depth); never more than MAX_JSON_DEPTH_CEILING, which is also the
-   * bound when none is given, so no caller can hand an unbounded value to a recursive walk.
-   */
+  /** server.max_json_depth, capped at MAX_JSON_DEPTH_CEILING (also the default). */
   maxDepth?: number;
 }
 
-/**
- * A number token that overflows to +-Infinity (`1e400`): the contract requires finite numbers. An integer of any
- * length is exact and never overflows (docs/protocol-fidelity.md#exact-json): only a fraction or an exponent can.
- */
+/** `1e400`: an integer of any length is exact and never overflows, only a fraction or an exponent can. */
 export function overflows(tok: string): boolean {
   return !INTEGER_RE.test(tok) && !Number.isFinite(Number(tok));
 }
@@ -82,9 +57,8 @@ const INTEGER_RE = /^-?\d+$/;
 
 export interface ExactParse {
   value: unknown;
-  /** True when the value holds number markers (stringifyExact turns them back into numbers). */
   marked: boolean;
-  /** True when some number overflows to +-Infinity (e.g. 1e400, never an integer): the contract requires finite numbers. */
+  /** Some number overflows to +-Infinity: the contract requires finite numbers. */
   nonFinite: boolean;
 }
 
@@ -109,12 +83,11 @@ function needsRewrite(text: string): boolean {
   return false;
 }
 
+/** 0-9 . e E + - */
 function isNumberChar(c: number): boolean {
-  // 0-9 . e E + -
   return (c >= 48 && c <= 57) || c === 46 || c === 101 || c === 69 || c === 43 || c === 45;
 }
 
-/** Rewrite every non-canonical number token outside strings into a marker string. */
 function rewrite(text: string): { text: string; marked: boolean; nonFinite: boolean } {
   const parts: string[] = [];
   let marked = false;
@@ -151,23 +124,12 @@ function rewrite(text: string): { text: string; marked: boolean; nonFinite: bool
   return { text: parts.join(''), marked, nonFinite };
 }
 
-/**
- * Parse JSON text, keeping every number exactly. Throws JsonSyntaxError on invalid JSON, JsonDepthError (a
- * JsonSyntaxError) on text nested deeper than the limit.
- */
+/** Throws JsonSyntaxError on invalid JSON, JsonDepthError (one) on text nested deeper than the limit. */
 export function parseExact(text: string, opts: ExactParseOptions = {}): ExactParse {
   const maxDepth = Math.min(opts.maxDepth ?? MAX_JSON_DEPTH_CEILING, MAX_JSON_DEPTH_CEILING);
   const deepAt = exceedsDepth(text, maxDepth);
   if (deepAt !== -1) throw new JsonDepthError(maxDepth, deepAt);
-  let src = text;
-  let marked = false;
-  let nonFinite = false;
-  if (needsRewrite(text)) {
-    const r = rewrite(text);
-    src = r.text;
-    marked = r.marked;
-    nonFinite = r.nonFinite;
-  }
+  const { text: src, marked, nonFinite } = needsRewrite(text) ? rewrite(text) : { text, marked: false, nonFinite: false };
   try {
     return { value: JSON.parse(src), marked, nonFinite };
   } catch (err) {
@@ -185,15 +147,9 @@ function toSyntaxError(err: unknown, text: string): JsonSyntaxError {
 }
 
 /**
- * Serialize a value produced by parseExact (or built from such values) back to exact JSON text.
- *
- * Only a marker that is a whole JSON string value becomes a number again: in JSON.stringify's output (no
- * whitespace) its opening quote follows a structural `[`, `,` or `:` (or starts the text), the number text
- * follows the prefix, and the closing quote comes right after it, followed by `,`, `]`, `}` or the end (never
- * `:`: that is an object key). A marker anywhere else, e.g. copied into a message the gateway built, is data:
- * it stays a string and only its secret prefix is dropped, so the text stays valid JSON and the nonce never
- * leaves the process. Every output is scanned: a value without markers costs one indexOf over its text, and no
- * caller has to know whether its value holds any.
+ * Only a marker that is a whole JSON string value (not a key) becomes a number again. A marker anywhere else, e.g.
+ * copied into a message, is data: it stays a string and only its secret prefix is dropped, so the nonce never
+ * leaves the process. A value without markers costs one indexOf.
  */
 export function stringifyExact(value: unknown): string {
   const s = JSON.stringify(value);
@@ -216,7 +172,7 @@ export function stringifyExact(value: unknown): string {
   return out + s.slice(last);
 }
 
-/** For a marker at `at` in JSON.stringify output: the index of its closing quote when it is a whole value, else -1. */
+/** The index of the closing quote of the marker at `at` when it is a whole value, else -1. */
 function wholeMarkerEnd(s: string, at: number): number {
   if (s.charCodeAt(at - 1) !== 34) return -1;
   const before = at >= 2 ? s.charCodeAt(at - 2) : -1;
@@ -229,12 +185,11 @@ function wholeMarkerEnd(s: string, at: number): number {
   return NUMBER_RE.test(s.slice(at + MARK_LEN, e)) ? e : -1;
 }
 
-/** Text with every number marker replaced by its number text: safe to log or to put in a message. */
+/** Safe to log or to put in a message. */
 export function scrubMarkers(text: string): string {
   return text.includes(NUMBER_MARK) ? text.split(NUMBER_MARK).join('') : text;
 }
 
-/** A number kept as source text (big integer, `1.0`, `-0`, `1e400`, ...). */
 export function isNumberMark(v: unknown): v is string {
   return typeof v === 'string' && v.length > MARK_LEN && v.charCodeAt(0) === 0xe000 && v.startsWith(NUMBER_MARK);
 }
@@ -243,29 +198,23 @@ export function numberMarkText(v: string): string {
   return v.slice(MARK_LEN);
 }
 
-/** Build a marker for a number given as source text (tests, config values). */
 export function numberMark(text: string): string {
   return NUMBER_MARK + text;
 }
 
-/** The JSON source text of a number value, marked or not; undefined when `v` is not a number. */
 export function jsonNumberText(v: unknown): string | undefined {
   if (typeof v === 'number') return String(v);
   if (isNumberMark(v)) return numberMarkText(v);
   return undefined;
 }
 
-/**
- * A strict integer in the pydantic sense: an integer literal in the source (`7`, `-3`, `99999999999999999999`),
- * never `1.0`, `1e0`, `true` or `"1"`. Canonical JS numbers below 1e21 print as plain digits, so an integral
- * number here came from an integer literal; larger ones print with an exponent and were written that way.
- */
+/** Pydantic's strict int: an integral JS number below 1e21 prints as plain digits, so it was written so. */
 export function isStrictInt(v: unknown): v is IntValue {
   if (typeof v === 'number') return Number.isInteger(v) && Math.abs(v) < 1e21;
   return isNumberMark(v) && /^-?\d+$/.test(numberMarkText(v));
 }
 
-/** A normalized decimal key for a strict integer (so `-0` and `0` are the same id). */
+/** `-0` and `0` are the same id. */
 export function intKey(v: unknown): string {
   if (typeof v === 'number') return String(v === 0 ? 0 : v);
   // The JSON grammar allows no leading zeros, so the text is already the decimal form except for `-0`; BigInt
@@ -277,7 +226,7 @@ export function intKey(v: unknown): string {
   return String(v);
 }
 
-/** Numeric value for comparisons (routing matches); big integers lose precision here, which is fine for matching. */
+/** For routing matches, where a big integer's lost precision does not matter. */
 export function numericValue(v: unknown): number | undefined {
   if (typeof v === 'number') return v;
   if (isNumberMark(v)) return Number(numberMarkText(v));

@@ -1,7 +1,4 @@
-/**
- * The JSON structural bytes the byte scanners compare against (json-index.ts, the request and answer walkers,
- * answer-split.ts, coaching/tree-estimate.ts): one home, so every scanner reads the same names.
- */
+/** The JSON structural bytes every byte scanner compares against. */
 export const QUOTE = 0x22;
 export const BACKSLASH = 0x5c;
 export const COMMA = 0x2c;

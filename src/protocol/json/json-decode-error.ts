@@ -1,27 +1,16 @@
 /**
- * Where and why a body is not JSON, in the words and positions of Python's `json` module (what FastAPI puts
- * in its `json_invalid` 422: `loc: ["body", <char index>]`, `ctx.error`), so a client sees the same answer
- * from the gateway as from a reference agent (docs/errors.md#validation-errors-422).
- *
- * JSON.parse only says that a body is invalid (and, depending on the Node version, not always where); this
- * scanner runs only after JSON.parse refused a body. It is one pass with an explicit stack (no recursion, so
- * any nesting depth is safe) and constant work per character. Positions are counted in code points, as
- * Python indexes a decoded str. Messages follow CPython 3.11 and 3.12 (3.13 words trailing commas differently). One deliberate difference: Python
- * accepts `NaN`, `Infinity` and `-Infinity`; the contract requires finite numbers, so they are "Expecting
- * value" here.
+ * Why a body is not JSON in CPython 3.11/3.12 json's words and code-point positions, but `NaN` and `Infinity` are
+ * "Expecting value": the contract requires finite numbers (docs/errors.md#validation-errors-422).
  */
 
 interface JsonDecodeError {
-  /** Python's character position (code points from the start of the body). */
   pos: number;
-  /** Python's `JSONDecodeError.msg`, e.g. "Expecting value". */
   msg: string;
 }
 
 const WS = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 const DIGIT = (c: number): boolean => c >= 0x30 && c <= 0x39;
 const HEX = (c: number): boolean => DIGIT(c) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
-/** Characters allowed after a backslash (besides `u`). */
 const SIMPLE_ESCAPES = new Set(['"', '\\', '/', 'b', 'f', 'n', 'r', 't'].map((c) => c.charCodeAt(0)));
 
 class Fail {
@@ -31,7 +20,7 @@ class Fail {
   ) {}
 }
 
-/** UTF-16 index -> code point index (a surrogate pair is one character for Python). */
+/** A surrogate pair is one character for Python. */
 function codePoints(s: string, index: number): number {
   let n = index;
   for (let i = 1; i < index; i++) {
@@ -44,7 +33,6 @@ function codePoints(s: string, index: number): number {
   return n;
 }
 
-/** Index just past the string whose opening quote is at `begin`. */
 function scanString(s: string, begin: number): number {
   let i = begin + 1;
   for (;;) {
@@ -69,7 +57,6 @@ function scanString(s: string, begin: number): number {
   }
 }
 
-/** Index just past the number at `i`, or a Fail when no number starts there. */
 function scanNumber(s: string, start: number): number {
   let i = start;
   if (s.charCodeAt(i) === 0x2d) i++;
@@ -99,7 +86,6 @@ function skipWs(s: string, i: number): number {
   return i;
 }
 
-/** After `{` or `,` in an object: a key and its colon; returns where the value starts. */
 function scanKey(s: string, i: number): number {
   if (s.charCodeAt(i) !== 0x22) throw new Fail(i, 'Expecting property name enclosed in double quotes');
   i = skipWs(s, scanString(s, i));
@@ -114,30 +100,27 @@ function scan(s: string): void {
   const stack: number[] = [];
   let i = skipWs(s, 0);
   for (;;) {
-    // A value starts at i.
     if (i >= s.length) throw new Fail(i, 'Expecting value');
     const c = s.charCodeAt(i);
-    let opened = false;
     if (c === 0x22) i = scanString(s, i);
     else if (c === 0x7b) {
       i = skipWs(s, i + 1);
-      if (s.charCodeAt(i) === 0x7d) i++;
-      else {
+      if (s.charCodeAt(i) !== 0x7d) {
         stack.push(OBJECT);
         i = scanKey(s, i);
-        opened = true;
+        continue;
       }
+      i++;
     } else if (c === 0x5b) {
       i = skipWs(s, i + 1);
-      if (s.charCodeAt(i) === 0x5d) i++;
-      else {
+      if (s.charCodeAt(i) !== 0x5d) {
         stack.push(ARRAY);
-        opened = true;
+        continue;
       }
+      i++;
     } else if (s.startsWith('null', i) || s.startsWith('true', i)) i += 4;
     else if (s.startsWith('false', i)) i += 5;
     else i = scanNumber(s, i);
-    if (opened) continue;
     // A value ended at i: close containers until one expects another value.
     for (;;) {
       const top = stack[stack.length - 1];
@@ -161,7 +144,7 @@ function scan(s: string): void {
   }
 }
 
-/** Python's error for a body JSON.parse refused; undefined when Python would accept it (see the file comment). */
+/** Undefined when Python would accept the body. */
 export function pythonJsonError(text: string): JsonDecodeError | undefined {
   try {
     scan(text);

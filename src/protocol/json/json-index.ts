@@ -1,14 +1,6 @@
 /**
- * The grammar layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): a validating scan of
- * JSON bytes that builds no value. It proves a value is RFC 8259 JSON (strings with valid escapes and no control
- * characters, numbers as the grammar writes them, `true`/`false`/`null`), no deeper than server.max_json_depth
- * and free of numbers that overflow to infinity, and says where it ends; request-index.ts reads the protocol
- * fields around it. UTF-8 validity is checked once for the whole body (buffer.isUtf8) before any scan.
- *
- * Nested values are scanned with an explicit stack (no recursion), so any depth up to the limit is safe.
- * String interiors, most of an agent's memory, are skipped four bytes at a time: one 32-bit word says whether
- * any of its bytes is a quote, a backslash or a control character, and only such a word is looked at byte by
- * byte. Everything else (punctuation, whitespace, numbers) is short and read byte by byte.
+ * Proves bytes RFC 8259 JSON within server.max_json_depth, numbers finite, building no value; string interiors,
+ * most of a memory, are skipped a 32-bit word at a time (docs/protocol-fidelity.md#how-a-batch-is-read).
  */
 import { endianness } from 'node:os';
 import { GatewayError } from '../../errors.js';
@@ -27,10 +19,7 @@ export class IndexReject extends GatewayError {
 
 const LITTLE_ENDIAN = endianness() === 'LE';
 
-/**
- * `buf` as 32-bit words for the four-bytes-at-a-time scans (this scanner's strings, answer-split.ts): word k holds
- * bytes 4k - base .. 4k - base + 3 of `buf`. undefined on big-endian hosts, which scan byte by byte.
- */
+/** Word k holds bytes 4k - base .. 4k - base + 3 of `buf`; undefined on big-endian hosts (byte by byte). */
 export function wordView(buf: Buffer): { words: Uint32Array | undefined; base: number } {
   const base = buf.byteOffset & 3;
   return { words: LITTLE_ENDIAN ? new Uint32Array(buf.buffer, buf.byteOffset - base, (buf.length + base) >>> 2) : undefined, base };
@@ -40,7 +29,6 @@ export function wordView(buf: Buffer): { words: Uint32Array | undefined; base: n
 const ESCAPES = new Uint8Array(256);
 for (const c of '"\\/bfnrt') ESCAPES[c.charCodeAt(0)] = 1;
 ESCAPES[0x75] = 2;
-/** 1 for an ASCII hex digit. */
 const HEX = new Uint8Array(256);
 for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
 
@@ -49,31 +37,25 @@ const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 const OBJECT = 1;
 const ARRAY = 2;
 
-/** What a number token is, for the protocol's integer fields. */
 export interface NumberToken {
   start: number;
   end: number;
-  /** No fraction and no exponent: a strict integer in the pydantic sense. */
+  /** No fraction and no exponent: pydantic's strict integer. */
   integer: boolean;
   negative: boolean;
 }
 
-/**
- * One scan over one body. Positions are byte offsets into `buf`; every method that reads a token takes the
- * offset where it starts and returns the offset just past it, or throws IndexReject.
- */
+/** A method reading a token takes the offset where it starts, returns the one past it or throws IndexReject. */
 export class JsonScanner {
   readonly len: number;
-  /** `buf` as 32-bit words (little-endian hosts); word k holds bytes 4k - base .. 4k - base + 3. */
   private readonly words: Uint32Array | undefined;
   private readonly base: number;
   /** The container kinds of the value being skipped, one per nesting level. */
   private readonly stack: Uint8Array;
-  /** Set when the last string read held a backslash (its text differs from its bytes). */
+  /** The last string read held a backslash (its text differs from its bytes). */
   escaped = false;
-  /** Set when a value skipped since the caller last cleared it held a number that overflows to infinity. */
+  /** A value skipped since the caller last cleared this held a number that overflows. */
   nonFinite = false;
-  /** Where the first such number starts, for the message. */
   nonFiniteAt = -1;
 
   constructor(
@@ -85,12 +67,10 @@ export class JsonScanner {
     this.stack = new Uint8Array(maxDepth + 2);
   }
 
-  /** The byte at `p`, or -1 past the end. */
   at(p: number): number {
     return p < this.len ? (this.buf[p] ?? -1) : -1;
   }
 
-  /** The first offset at or after `p` that is not JSON whitespace. */
   ws(p: number): number {
     const b = this.buf;
     const len = this.len;
@@ -102,14 +82,6 @@ export class JsonScanner {
     return p;
   }
 
-  /** `c` at `p`, after whitespace; returns the offset past it. */
-  expect(p: number, c: number, what: string): number {
-    const q = this.ws(p);
-    if (this.at(q) !== c) throw new IndexReject(q, `expected ${what}`);
-    return q + 1;
-  }
-
-  /** The string whose opening quote is at `open`: returns the offset past its closing quote. */
   string(open: number): number {
     if (this.at(open) !== QUOTE) throw new IndexReject(open, 'expected a string');
     this.escaped = false;
@@ -117,16 +89,14 @@ export class JsonScanner {
     return close + 1;
   }
 
-  /** Offset of the closing quote of a string whose interior starts at `p`, four bytes at a time. */
+  /** The closing quote of a string whose interior starts at `p`. */
   private stringEndWords(p: number): number {
     const b = this.buf;
     const len = this.len;
     const base = this.base;
-    // The `words` view exists on this path (see string()).
-    const w = this.words as Uint32Array;
+    const w = this.words as Uint32Array; // string() takes this path only when the view exists
     const kEnd = (len + base) >>> 2;
     for (;;) {
-      // Byte by byte up to a word boundary.
       while (((p + base) & 3) !== 0) {
         if (p >= len) throw new IndexReject(len, 'unterminated string');
         const c = b[p] ?? -1;
@@ -156,7 +126,6 @@ export class JsonScanner {
     }
   }
 
-  /** The same on hosts where the word trick does not apply. */
   private stringEndBytes(p: number): number {
     const b = this.buf;
     const len = this.len;
@@ -170,7 +139,6 @@ export class JsonScanner {
     throw new IndexReject(len, 'unterminated string');
   }
 
-  /** The escape whose backslash is at `p`: returns the offset past it. */
   private escape(p: number): number {
     this.escaped = true;
     const kind = ESCAPES[this.at(p + 1) & 0xff] ?? 0;
@@ -183,7 +151,6 @@ export class JsonScanner {
     return p + 6;
   }
 
-  /** The number starting at `p`, into `tok`; returns the offset past it. */
   number(p: number, tok: NumberToken): number {
     const start = p;
     let c = this.at(p);
@@ -223,8 +190,7 @@ export class JsonScanner {
       }
       if (expNegative) exp = -exp;
     }
-    // An integer of any length is exact (docs/protocol-fidelity.md#exact-json); a fraction overflows only with an exponent or
-    // more than 308 integer digits, the only cases worth checking.
+    // An integer of any length is exact; a fraction overflows only with an exponent or over 308 integer digits.
     if (!integer && (exponent || intDigits > 308) && this.overflows(start, p, intStart, intDigits, fracStart, fracEnd, exp)) {
       if (!this.nonFinite) this.nonFiniteAt = start;
       this.nonFinite = true;
@@ -236,12 +202,7 @@ export class JsonScanner {
     return p;
   }
 
-  /**
-   * Whether the number `[start, end)` (integer digits at intStart, fraction digits `[fracStart, fracEnd)`,
-   * exponent `exp`) is beyond a double. Decided from its decimal magnitude without allocating (a body of
-   * millions of `1e5` pays no string each): clearly below 1e308 or above 1e309 it is known, and only a
-   * number of magnitude 10^308 is converted to find which side of the largest double it is on.
-   */
+  /** From the decimal magnitude without allocating (millions of `1e5` pay no string); only ~10^308 is converted. */
   private overflows(start: number, end: number, intStart: number, intDigits: number, fracStart: number, fracEnd: number, exp: number): boolean {
     let magnitude: number | undefined;
     for (let i = 0; i < intDigits; i++) {
@@ -263,7 +224,6 @@ export class JsonScanner {
     return !Number.isFinite(Number(this.buf.toString('latin1', start, end)));
   }
 
-  /** `word` (true, false, null) at `p`. */
   private literal(p: number, word: string): number {
     for (let k = 0; k < word.length; k++) {
       if (this.at(p + k) !== word.charCodeAt(k)) throw new IndexReject(p, 'expected a value');
@@ -271,30 +231,25 @@ export class JsonScanner {
     return p + word.length;
   }
 
-  /**
-   * The key of an object member at `p` (after whitespace) and its colon: returns where the member's value
-   * starts (whitespace skipped). `key` receives the offsets of the key's opening quote and past its closing one.
-   */
+  /** A member's key and colon: returns where its value starts; `key` receives the key's quotes' span. */
   memberKey(p: number, key: { start: number; end: number }): number {
     const q = this.ws(p);
     if (this.at(q) !== QUOTE) throw new IndexReject(q, 'expected a property name in double quotes');
     key.start = q;
     key.end = this.string(q);
-    return this.ws(this.expect(key.end, 0x3a, "':'"));
+    const colon = this.ws(key.end);
+    if (this.at(colon) !== 0x3a) throw new IndexReject(colon, "expected ':'");
+    return this.ws(colon + 1);
   }
 
   private readonly scratch: NumberToken = { start: 0, end: 0, integer: true, negative: false };
 
-  /**
-   * Any JSON value starting at `p` (whitespace skipped), nested at `depth` (the depth of the container it
-   * sits in; the top-level value sits at 0). Returns the offset past it.
-   */
+  /** Any JSON value at `p`, in a container at `depth` (the top-level value sits at 0). */
   value(p: number, depth: number): number {
     const stack = this.stack;
     let top = 0;
     p = this.ws(p);
     for (;;) {
-      // A value starts at p.
       const c = this.at(p);
       if (c === QUOTE) p = this.string(p);
       else if (c === 0x7b || c === 0x5b) {
@@ -330,12 +285,11 @@ export class JsonScanner {
 
   private readonly keySpan = { start: 0, end: 0 };
 
-  /** The bytes of `buf` from `start` to `end` as latin1 text: exact for ASCII, never equal to an ASCII name otherwise. */
+  /** Exact for ASCII, never equal to an ASCII name otherwise. */
   latin1(start: number, end: number): string {
     return end - start <= SHORT_TEXT ? shortText(this.buf, start, end, false) : this.buf.toString('latin1', start, end);
   }
 
-  /** The exact text of the string token whose quotes span `start`..`end`. */
   text(start: number, end: number, escaped: boolean): string {
     if (!escaped) {
       return end - start - 2 <= SHORT_TEXT ? shortText(this.buf, start + 1, end - 1, true) : this.buf.toString('utf8', start + 1, end - 1);
@@ -347,16 +301,12 @@ export class JsonScanner {
   }
 }
 
-/**
- * Short texts (protocol names, statuses, small numbers) decoded once and found again by their bytes: every body
- * repeats the same few, and a call into Buffer's toString costs more than hashing and comparing a few bytes.
- * Direct-mapped: a slot holds the last text that hashed to it, so the table stays this size whatever clients send.
- */
+/** Every body repeats the same few short texts, and toString costs more than hashing their bytes. Direct-mapped. */
 const SHORT_TEXT = 24;
 const TEXT_SLOTS = 1024;
 const shortTexts: (string | undefined)[] = new Array<string | undefined>(TEXT_SLOTS).fill(undefined);
 
-/** `buf[start..end)` as text (latin1, or UTF-8 when `utf8`; the two agree on ASCII, the only bytes cached). */
+/** Latin1 and UTF-8 agree on ASCII, the only bytes cached. */
 function shortText(buf: Buffer, start: number, end: number, utf8: boolean): string {
   let h = end - start;
   let ascii = true;

@@ -1,13 +1,5 @@
-/**
- * The two value types the protocol schemas are built from, apart from the schemas so that schemas.ts and the
- * types inferred from it (types.ts) import them without a cycle.
- */
-
-/** A free-form JSON object (tools, attributes, memory, extra_keys, internal_steps), kept by reference. */
+/** Apart from schemas.ts so that it and types.ts import these without a cycle. */
 export type JsonObject = { [key: string]: unknown };
 
-/**
- * A strict integer: a JS number, or a number marker string (exact-json.ts) for an integer JS cannot hold
- * exactly. Every integer field of the protocol has this type, so a use site handles both once, not by a cast.
- */
+/** A number marker (exact-json.ts) for an integer JS cannot hold exactly. */
 export type IntValue = number | string;

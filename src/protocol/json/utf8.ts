@@ -1,10 +1,4 @@
-/**
- * Where a body stops being UTF-8. The check itself is buffer.isUtf8 (native, run on every body); this scan runs
- * only on a body it refused, to name the offending byte in the answer (docs/protocol-fidelity.md#how-a-batch-is-read).
- * Strict as isUtf8 and Python's decoder: no overlong forms, no surrogates, nothing above U+10FFFF.
- */
-
-/** Offset of the first byte that does not begin a well-formed UTF-8 sequence, or -1 when there is none. */
+/** Run only on a body buffer.isUtf8 refused, to name the byte; as strict as it and Python's decoder. */
 export function firstInvalidUtf8(buf: Uint8Array): number {
   const n = buf.length;
   let i = 0;
@@ -37,20 +31,15 @@ export function firstInvalidUtf8(buf: Uint8Array): number {
 }
 
 /**
- * A JSON body as UTF-8, the way FastAPI reads one: Starlette's Request.json is `json.loads(body)` on the bytes,
- * and Python's json.loads picks the encoding with json.detect_encoding (a UTF-8 BOM is skipped, UTF-16 and
- * UTF-32 are told by their BOM or by where the zero bytes of the first four are), so such a body is accepted
- * there and is accepted here (docs/limits-and-edges.md#bom-utf-16-and-lone-surrogates). UTF-16 and UTF-32 are
- * transcoded once (at most 1.5 times the body's size); UTF-8 is returned as is, a BOM cut off without a copy.
- * A UTF-16 or UTF-32 body that does not decode (an odd length, a lone surrogate, a code point past U+10FFFF) is
- * refused, with the encoding and the byte: FastAPI's `surrogatepass` would keep a lone surrogate in a str, but
- * it cannot be written as UTF-8 to a backend, nor serialized by a FastAPI agent's answer.
+ * A JSON body as UTF-8, its encoding told as Python's json.detect_encoding tells it, as FastAPI does
+ * (docs/limits-and-edges.md#bom-utf-16-and-lone-surrogates). A lone surrogate is refused: FastAPI would keep it,
+ * but it cannot be written as UTF-8 to a backend.
  */
-export type JsonBytes = { ok: true; buf: Buffer; encoding: string } | { ok: false; encoding: string; offset: number };
+type JsonBytes = { ok: true; buf: Buffer; encoding: string } | { ok: false; encoding: string; offset: number };
 
 type Wide = 'UTF-16LE' | 'UTF-16BE' | 'UTF-32LE' | 'UTF-32BE';
 
-/** json.detect_encoding, and how many bytes of BOM to skip. */
+/** json.detect_encoding, and the bytes of BOM to skip. */
 function detect(b: Buffer): { encoding: 'UTF-8' | Wide; skip: number } {
   const [b0, b1, b2, b3] = [b[0], b[1], b[2], b[3]];
   if (b0 === 0x00 && b1 === 0x00 && b2 === 0xfe && b3 === 0xff) return { encoding: 'UTF-32BE', skip: 4 };
@@ -68,7 +57,6 @@ function detect(b: Buffer): { encoding: 'UTF-8' | Wide; skip: number } {
   return { encoding: 'UTF-8', skip: 0 };
 }
 
-/** Append code point `cp` as UTF-8 at `o`; returns the offset past it. */
 function put(out: Buffer, o: number, cp: number): number {
   if (cp < 0x80) out[o++] = cp;
   else if (cp < 0x800) {
@@ -114,7 +102,6 @@ function transcode(b: Buffer, encoding: Wide, skip: number): JsonBytes {
   return { ok: true, buf: out.subarray(0, o), encoding };
 }
 
-/** The 400's message for a body that does not decode as the encoding it was told by. */
 export function notDecodedMessage(encoding: string, offset: number): string {
   return `There was an error parsing the body: it is not valid ${encoding} (byte ${offset})`;
 }

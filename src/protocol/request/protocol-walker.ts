@@ -1,13 +1,9 @@
-/**
- * What the request and answer indexers (request-index.ts, answer-index.ts) share: one JsonScanner over the
- * body, and the walk over the objects and arrays of the protocol levels, each member or element handed to a
- * callback that reads its value and returns the offset past it (docs/protocol-fidelity.md#how-a-batch-is-read).
- */
+/** The request and answer indexers' walk: a callback per member or element returns the offset past its value. */
 import { IndexReject, JsonScanner, type NumberToken } from '../json/json-index.js';
 import type { MemoryLayout, TagSpan } from '../memory-tag.js';
 import { COMMA, RBRACKET, RBRACE } from '../json/json-bytes.js';
 
-/** The memory key's bytes per key: the config has one or a few, and every body's two walks need them. */
+/** The config has one memory key or a few, and every body's two walks need their bytes. */
 const keyBytes = new Map<string, Buffer>();
 
 function memoryKeyBytes(memoryKey: string): Buffer {
@@ -22,16 +18,15 @@ function memoryKeyBytes(memoryKey: string): Buffer {
 
 export abstract class ProtocolWalker {
   protected readonly s: JsonScanner;
-  /** The span of the member key last read (reused: one walk, one key at a time). */
+  /** The member key last read. */
   protected readonly key = { start: 0, end: 0 };
   protected readonly tok: NumberToken = { start: 0, end: 0, integer: true, negative: false };
-  /** The memory key as it appears between quotes when written without escapes. */
+  /** The memory key between quotes, written without escapes. */
   protected readonly memoryKeyBytes: Buffer;
 
   constructor(
     readonly buf: Buffer,
     readonly maxDepth: number,
-    /** The member of `memory` that holds the gateway's tag (memory-tag.ts). */
     readonly memoryKey: string,
   ) {
     this.s = new JsonScanner(buf, maxDepth);
@@ -42,11 +37,7 @@ export abstract class ProtocolWalker {
     if (depth > this.maxDepth) throw new IndexReject(p, 'nested too deep');
   }
 
-  /**
-   * The object at `p` (its `{`), at `depth`: `onMember(name, valueStart)` reads each member's value and returns
-   * the offset past it. Returns the offset past the `}`. With `names` false the keys are not decoded (memory:
-   * thousands of keys nobody reads by name) and onMember gets ''.
-   */
+  /** With `names` false keys are not decoded (memory: thousands nobody reads by name) and onMember gets ''. */
   protected members(p: number, depth: number, onMember: (name: string, v: number) => number, names = true): number {
     const s = this.s;
     this.open(p, depth);
@@ -64,11 +55,7 @@ export abstract class ProtocolWalker {
     }
   }
 
-  /**
-   * A memory object at `p` (its `{`), at `depth`: its edges and the members named memory_key, located so that the
-   * gateway's tag can be written in their place (memory-tag.ts). Keys are not decoded; `value(v)` reads each
-   * member's value and returns the offset past it (the request side also checks its numbers are finite).
-   */
+  /** A memory object's edges and its members named memory_key; `value(v)` reads each member's value. */
   protected memoryLayout(p: number, depth: number, value: (v: number) => number): MemoryLayout & { end: number } {
     const s = this.s;
     const key = this.key;
@@ -98,14 +85,13 @@ export abstract class ProtocolWalker {
     return { start: p, end, count, firstKeyStart, lastValueEnd, tags };
   }
 
-  /** Whether the key spanning keyStart..keyEnd (its quotes included) is memory_key; escaped keys compare as text. */
+  /** Escaped keys compare as text. */
   private isMemoryKey(keyStart: number, keyEnd: number, escaped: boolean): boolean {
     if (escaped) return this.s.text(keyStart, keyEnd, true) === this.memoryKey;
     const k = this.memoryKeyBytes;
     return keyEnd - keyStart - 2 === k.length && this.buf.compare(k, 0, k.length, keyStart + 1, keyEnd - 1) === 0;
   }
 
-  /** The array at `p` (its `[`), at `depth`: `onElement(start)` reads each element. Returns the offset past `]`. */
   protected elements(p: number, depth: number, onElement: (q: number) => number): number {
     const s = this.s;
     this.open(p, depth);

@@ -1,15 +1,7 @@
 /**
- * The AgentRequest layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): one pass over
- * a `POST /v1/responses` body that validates it as strictly as the zod schemas (schemas.ts) and returns where
- * everything is, decoding only the small protocol fields. The free-form values (tools, attributes, memory,
- * extra_keys) are proved to be JSON of the right type and kept as offsets; the top level of each memory is
- * indexed so the gateway's memory tag can be read and cut out as bytes.
- *
- * Same verdict as parseAgentRequest (request.ts), which stays the source of every 422 detail: when this scan
- * refuses a body, request.ts runs on it to say why. Where a key repeats at a protocol level the last one counts,
- * as JSON.parse and Python's json module do. Protocol levels sit at fixed depths (body 1, inputs 2, an input 3,
- * its instruction and free-form values 4), so the functions below nest at most that far; anything deeper is
- * scanned by JsonScanner.value with its own stack.
+ * The AgentRequest layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): one pass that gives
+ * the verdict of the zod schemas (request.ts words the 422s) and offsets, decoding only the small protocol fields.
+ * A repeated key counts last, as JSON.parse and Python do. Depths: body 1, inputs 2, an input 3, its values 4.
  */
 import { numberMark } from '../json/exact-json.js';
 import { IndexReject } from '../json/json-index.js';
@@ -18,7 +10,7 @@ import type { IntValue } from '../json/json-values.js';
 import type { MemoryLayout } from '../memory-tag.js';
 import { QUOTE, LBRACKET, LBRACE } from '../json/json-bytes.js';
 
-/** An instruction as the schema's AgentInstruction (types.ts, which imports this file's types) decodes it. */
+/** Declared here, not taken from types.ts, which imports this file's types. */
 interface IndexedInstruction {
   type: 'user' | 'env';
   content: string;
@@ -26,46 +18,37 @@ interface IndexedInstruction {
 
 export interface IndexLimits {
   maxOutputsPerInput: number;
-  /** server.max_json_depth */
   maxJsonDepth: number;
-  /** memory_key: the member of memory that is the gateway's tag. */
   memoryKey: string;
-  /**
-   * server.max_candidates_per_batch: every input asks at least one candidate, so past this many inputs the
-   * batch is over its limits, and the inputs after it are only scanned, never built into objects.
-   */
+  /** server.max_candidates_per_batch: each input asks a candidate, so inputs past it are only scanned. */
   maxInputs?: number;
   /** server.max_validation_errors: the invalid inputs whose place is kept for the 422 detail. */
   maxProblems?: number;
 }
 
-/** What the indexer saw of a body it refused, for a 422 detail that costs no second parse of the body. */
+/** What the indexer saw of a body it refused, for a 422 detail that costs no second parse. */
 export interface RequestFindings {
-  /** The top level was an object with only request_id and inputs, inputs a list: the problems are below. */
+  /** An object with only request_id and inputs, inputs a list: the problems are below. */
   readonly structured: boolean;
   readonly requestId: Span | undefined;
   readonly requestIdOk: boolean;
-  /** The first maxProblems invalid elements of inputs, with their index in the list. */
+  /** The first maxProblems invalid elements of inputs. */
   readonly badInputs: readonly (Span & { index: number })[];
-  /** All invalid elements of inputs. */
   readonly badInputCount: number;
   /** Elements of inputs, when there are more than maxInputs (else 0). */
   readonly tooManyInputs: number;
 }
 
-/** Byte offsets `[start, end)` into the body. */
 export interface Span {
   readonly start: number;
   readonly end: number;
 }
 
 export interface InputIndex {
-  /** The input object, braces included. */
   readonly span: Span;
-  /** The id as the client wrote it: a JS number when that prints back the same, else a number marker. */
   readonly id: IntValue;
   readonly idSpan: Span;
-  /** The id normalized for comparisons (`-0` is `0`), as intKey gives it. */
+  /** As intKey gives it. */
   readonly idKey: string;
   readonly instruction: IndexedInstruction;
   readonly instructionSpan: Span;
@@ -76,20 +59,13 @@ export interface InputIndex {
   readonly extraKeys: Span | undefined;
   readonly numOutputs: number;
   readonly numOutputsSpan: Span | undefined;
-  /**
-   * memory's edges and its members named memory_key (more than one only if the client repeated it); undefined
-   * when memory is absent. No object per member: a memory of millions of members costs what its tags do, and
-   * a member read by name (a `memory.<key>` match) is found by scanning (indexed-request.ts).
-   */
+  /** No object per member: a memory of millions of members costs what its tags do. */
   readonly memoryLayout: MemoryLayout | undefined;
 }
 
 export interface RequestIndex {
   readonly buf: Buffer;
-  /**
-   * A protocol key (request_id, inputs, a field of an input or of an instruction) appeared more than once: the
-   * body is then never forwarded as is, since a backend must see only the copy that counts (the last).
-   */
+  /** A protocol key appeared twice: never forward the body as is, a backend must see only the copy that counts. */
   readonly repeatedKeys: boolean;
   readonly requestId: string;
   readonly requestIdSpan: Span;
@@ -98,7 +74,6 @@ export interface RequestIndex {
 
 type IndexResult = { ok: true; index: RequestIndex } | { ok: false; reject: IndexReject; findings: RequestFindings | undefined };
 
-/** A refusal with the findings that say why, thrown out of the walk. */
 class FindingsReject extends IndexReject {
   constructor(
     at: number,
@@ -109,7 +84,7 @@ class FindingsReject extends IndexReject {
   }
 }
 
-/** A field that may repeat: the last occurrence's verdict counts. */
+/** The last occurrence's verdict counts. */
 interface Slot<T> {
   ok: boolean;
   value: T | undefined;
@@ -120,7 +95,7 @@ function slot<T>(ok: boolean, value: T | undefined, start: number, end: number):
   return { ok, value, span: { start, end } };
 }
 
-/** Validate and index `buf` as an AgentRequest. UTF-8 validity is the caller's (one isUtf8 over the body). */
+/** UTF-8 validity is the caller's. */
 export function indexAgentRequest(buf: Buffer, limits: IndexLimits): IndexResult {
   try {
     return { ok: true, index: new RequestIndexer(buf, limits).run() };
@@ -131,12 +106,11 @@ export function indexAgentRequest(buf: Buffer, limits: IndexLimits): IndexResult
   }
 }
 
-/** isCanonical of exact-json.ts: the text JSON.stringify would print for the number it parses to. */
 function intValue(text: string): IntValue {
   return String(Number(text)) === text ? Number(text) : numberMark(text);
 }
 
-/** The protocol fields of an input and of an instruction, one bit each, to tell a repeated one. */
+/** One bit per protocol field, to tell a repeated one. */
 const FIELD_BIT = new Map<string, number>(
   ['id', 'instruction', 'tools', 'attributes', 'memory', 'num_outputs', 'extra_keys', 'type', 'content', 'request_id', 'inputs'].map((k, i) => [k, 1 << i]),
 );
@@ -144,7 +118,6 @@ const FIELD_BIT = new Map<string, number>(
 class RequestIndexer extends ProtocolWalker {
   private repeated = false;
 
-  /** Marks `name` seen in the object whose mask is `mask`; returns the new mask. */
   private seen(mask: number, name: string): number {
     const bit = FIELD_BIT.get(name) ?? 0;
     if ((mask & bit) !== 0) this.repeated = true;
@@ -186,7 +159,7 @@ class RequestIndexer extends ProtocolWalker {
         const list: InputIndex[] = [];
         let ok = true;
         let i = 0;
-        // A repeated inputs key: the last one counts, its findings too.
+        // A repeated inputs key: the last one's findings count.
         badInputs = [];
         badInputCount = 0;
         tooMany = 0;
@@ -241,14 +214,12 @@ class RequestIndexer extends ProtocolWalker {
     return { buf: this.buf, repeatedKeys: this.repeated, requestId: requestId.value, requestIdSpan: requestId.span, inputs: inputs.value };
   }
 
-  /** A field of the wrong JSON type: skipped, its slot invalid. */
   private invalid<T>(v: number, depth: number, set: (sl: Slot<T>) => void): number {
     const e = this.s.value(v, depth);
     set(slot<T>(false, undefined, v, e));
     return e;
   }
 
-  /** A free-form value at `v`: true when it holds no number that overflows. */
   private finite(v: number, depth: number): { end: number; finite: boolean } {
     const s = this.s;
     const before = s.nonFinite;
@@ -259,7 +230,6 @@ class RequestIndexer extends ProtocolWalker {
     return { end, finite };
   }
 
-  /** One AgentInput object at `p`: its index, or undefined when some field is invalid. */
   private input(p: number): { end: number; input: InputIndex | undefined } {
     const s = this.s;
     const tok = this.tok;
@@ -341,7 +311,7 @@ class RequestIndexer extends ProtocolWalker {
         span: { start: p, end },
         id: id.value,
         idSpan: id.span,
-        // intKey of exact-json.ts: the grammar allows no leading zeros, so only `-0` needs normalizing.
+        // The grammar allows no leading zeros, so only `-0` needs normalizing.
         idKey: idText === '-0' ? '0' : idText,
         instruction: instruction.value,
         instructionSpan: instruction.span,
@@ -356,7 +326,6 @@ class RequestIndexer extends ProtocolWalker {
     };
   }
 
-  /** An IndexedInstruction object at `p`: its decoded value, or undefined when a field is missing or invalid. */
   private instruction(p: number): { end: number; value: IndexedInstruction | undefined } {
     const s = this.s;
     let type: Slot<'user' | 'env'> | undefined;
@@ -380,7 +349,6 @@ class RequestIndexer extends ProtocolWalker {
     return { end, value: { type: type.value, content: content.value } };
   }
 
-  /** A memory object at `p`: its edges, the members that are the tag, and whether its numbers are finite. */
   private memory(p: number): MemoryLayout & { end: number; finite: boolean } {
     let finite = true;
     const layout = this.memoryLayout(p, 4, (v) => {

@@ -1,14 +1,8 @@
-/**
- * A sub-request's body written from the client's bytes (docs/protocol-fidelity.md#how-a-batch-is-read):
- * `{"request_id":<as sent>,"inputs":[` + each input's fields as sent, memory without the gateway's tag and
- * `num_outputs` set to the leg's count + `]}`. The pieces are slices of the body; they are joined once into
- * the Buffer that is written to the backend, so no multi-megabyte string is built and no value re-encoded.
- */
+/** A sub-request's body from slices of the client's, joined once (docs/protocol-fidelity.md#how-a-batch-is-read). */
 import { memoryWithoutTag } from '../memory-tag.js';
 import type { InputSlices } from './raw-json.js';
 import type { Span } from './request-index.js';
 
-/** One input of a sub-request: its slices and how many candidates this leg asks of it. */
 interface SubRequestInput {
   raw: InputSlices;
   count: number;
@@ -32,7 +26,7 @@ function bytesOf(buf: Buffer, s: Span): Buffer {
   return buf.subarray(s.start, s.end);
 }
 
-/** The pieces of one forwarded input; absent free-form fields stay absent (the contract's defaults apply). */
+/** Absent free-form fields stay absent (the contract's defaults apply). */
 function inputPieces(raw: InputSlices, count: number, out: Buffer[]): void {
   const { buf, index } = raw;
   out.push(ID, bytesOf(buf, index.idSpan), INSTRUCTION, bytesOf(buf, index.instructionSpan));
@@ -48,7 +42,7 @@ function inputPieces(raw: InputSlices, count: number, out: Buffer[]): void {
   out.push(END);
 }
 
-/** The whole body: `requestId` is the request_id token as the client wrote it (quotes included). */
+/** `requestId`: the token as the client wrote it, quotes included. */
 export function subRequestBody(requestId: Buffer, inputs: readonly SubRequestInput[]): Buffer {
   const pieces: Buffer[] = [OPEN, requestId, INPUTS];
   inputs.forEach((inp, k) => {
