@@ -1,11 +1,4 @@
-/**
- * The keys the config schema allows at a path in the file, read from the one zod schema itself (so a key
- * another change adds is known here at once). Used for "did you mean ...?" on an unknown key.
- *
- * It walks zod's public definition objects (`_zod.def`): wrappers (default, prefault, optional, nullable,
- * pipe) are unwrapped; records and arrays step into their values; unions offer the keys of their object
- * alternatives.
- */
+/** The keys the schema allows at a path, for "did you mean ...?", read from zod's public `_zod.def` objects. */
 import { z } from 'zod';
 import { configSchema } from './schema.js';
 import type { PathSegment } from './route-problems.js';
@@ -17,17 +10,15 @@ interface Def {
   valueType?: z.core.$ZodType;
   element?: z.core.$ZodType;
   options?: readonly z.core.$ZodType[];
-  /** An object schema's keys, each holding its schema (read with schemaAt). */
   shape?: object;
 }
 
-/** A field of a def that holds a schema, when it does. */
 function schemaAt(def: object, key: string): z.core.$ZodType | undefined {
   const v: unknown = Reflect.get(def, key);
   return v instanceof z.core.$ZodType ? v : undefined;
 }
 
-/** The fields read below of a schema's def, each checked to be what it is read as (its type differs per kind). */
+/** Each field checked to be what it is read as: its type differs per kind. */
 function defOf(s: z.core.$ZodType): Def {
   const def = s._zod.def;
   const options: unknown = Reflect.get(def, 'options');
@@ -43,7 +34,6 @@ function defOf(s: z.core.$ZodType): Def {
   };
 }
 
-/** The schemas a value at this level may be checked against (several for a union). */
 function unwrap(s: z.core.$ZodType, depth = 0): z.core.$ZodType[] {
   if (depth > 20) return [];
   const d = defOf(s);
@@ -64,7 +54,6 @@ function step(s: z.core.$ZodType, seg: PathSegment): z.core.$ZodType[] {
   return [];
 }
 
-/** Keys allowed in the object at `path` (empty when the path leads nowhere known). */
 export function knownKeysAt(path: readonly PathSegment[]): string[] {
   let level = unwrap(configSchema);
   for (const seg of path) level = level.flatMap((s) => step(s, seg)).flatMap((s) => unwrap(s));
