@@ -30,14 +30,10 @@ const OPEN: Access = { ok: true, client: undefined };
 
 const HOW = 'put it in the address (http://<gateway>/k/<key>), or send Authorization: Bearer <key> or x-api-key: <key>';
 
-const MISSING: Access = { ok: false, status: 401, code: 'GATEWAY_ERR_UNAUTHORIZED', detail: `client key required: ${HOW}` };
-const UNKNOWN: Access = { ok: false, status: 401, code: 'GATEWAY_ERR_UNAUTHORIZED', detail: 'unknown client key' };
-const DISAGREE: Access = {
-  ok: false,
-  status: 401,
-  code: 'GATEWAY_ERR_UNAUTHORIZED',
-  detail: 'the client keys in the address and the headers differ: send one key, or the same key in each',
-};
+const unauthorized = (detail: string): Access => ({ ok: false, status: 401, code: 'GATEWAY_ERR_UNAUTHORIZED', detail });
+const MISSING = unauthorized(`client key required: ${HOW}`);
+const UNKNOWN = unauthorized('unknown client key');
+const DISAGREE = unauthorized('the client keys in the address and the headers differ: send one key, or the same key in each');
 const NO_CLIENTS: Access = {
   ok: false,
   status: 404,

@@ -338,10 +338,7 @@ export const configSchema = z.strictObject({
       latency_buckets_s: z
         .array(positive)
         .min(1)
-        .refine((b) => b.every((v, i) => {
-          const before = b[i - 1]; // undefined for the first
-          return before === undefined || v > before;
-        }), 'must be strictly ascending')
+        .refine((b) => b.every((v, i) => i === 0 || v > (b[i - 1] ?? -Infinity)), 'must be strictly ascending')
         .default(() => [...DEFAULT_LATENCY_BUCKETS_S]),
     })
     .prefault({}),

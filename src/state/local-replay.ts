@@ -78,12 +78,9 @@ export class LocalReplay {
     }
   }
 
-  abandonAll(): void {
-    for (const [rid, entry] of this.entries) if (entry.state === 'pending') this.settle(rid, entry, undefined);
-  }
-
+  /** Abandons the computations in progress, so their waiters compute themselves. */
   clear(): void {
-    this.abandonAll();
+    for (const [rid, entry] of this.entries) if (entry.state === 'pending') this.settle(rid, entry, undefined);
     this.entries.clear();
     this.doneOrder.clear();
     this.bytes = 0;

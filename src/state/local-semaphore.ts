@@ -104,10 +104,7 @@ export class LocalSemaphores {
 
   private slot(key: string): Slot {
     let slot = this.slots.get(key);
-    if (slot === undefined) {
-      slot = { held: 0, limit: 0, queue: new Map() };
-      this.slots.set(key, slot);
-    }
+    if (slot === undefined) this.slots.set(key, (slot = { held: 0, limit: 0, queue: new Map() }));
     return slot;
   }
 

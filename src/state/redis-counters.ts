@@ -92,7 +92,7 @@ export class RedisCounters {
     const args: (string | number)[] = [this.origin, batch.seq, SEQ_TTL_MS, this.ttlMs];
     for (const [field, by] of batch.deltas) args.push(field, String(by));
     try {
-      await this.link.script(COUNTERS_ADD, [this.hashKey(key), this.seqKey(key)], args);
+      await this.link.script(COUNTERS_ADD, [this.hashKey(key), `${this.hashKey(key)}:seq`], args);
     } catch (err) {
       // Unavailable: kept for the next flush. Refused (the key holds another type): retrying would hold back
       // every later increment of this key.
@@ -105,7 +105,4 @@ export class RedisCounters {
     return `${this.prefix}counters:{${key}}`;
   }
 
-  private seqKey(key: string): string {
-    return `${this.prefix}counters:{${key}}:seq`;
-  }
 }

@@ -89,7 +89,7 @@ export class RedisReplay {
   onUp(): void {
     for (const [token, key] of this.orphans) {
       this.orphans.delete(token);
-      void this.abandon(key, token);
+      void this.send(key, token, undefined);
     }
   }
 
@@ -97,7 +97,7 @@ export class RedisReplay {
   async close(): Promise<void> {
     clearInterval(this.renewTimer);
     const ends = [...this.owned].map(([token, key]) => this.end(key, token, undefined));
-    const orphans = [...this.orphans].map(([token, key]) => this.abandon(key, token));
+    const orphans = [...this.orphans].map(([token, key]) => this.send(key, token, undefined));
     await Promise.allSettled([...ends, ...orphans]);
   }
 
@@ -121,20 +121,16 @@ export class RedisReplay {
   /** A failure is not reported: the entry is abandoned once Redis is back, the outcome of an abandon. */
   private async end(key: string, token: string, body: string | Buffer | undefined): Promise<void> {
     if (!this.owned.delete(token)) return; // ended already (finish after close, or twice)
-    if (body === undefined) return this.abandon(key, token);
-    const message = JSON.stringify({ t: 'replay', k: key });
-    try {
-      const args = [token, 'finish', body, this.opts.ttlMs, this.link.channel, message];
-      if ((await this.link.script(REPLAY_END, [key], args)) === 1) this.stats.replayStored++;
-    } catch {
-      this.orphans.set(token, key);
-    }
+    return this.send(key, token, body);
   }
 
-  private async abandon(key: string, token: string): Promise<void> {
+  /** Stores `body`, or abandons the entry without one. */
+  private async send(key: string, token: string, body: string | Buffer | undefined): Promise<void> {
     const message = JSON.stringify({ t: 'replay', k: key });
+    const args = body === undefined ? [token, 'abandon', '', 0] : [token, 'finish', body, this.opts.ttlMs];
     try {
-      await this.link.script(REPLAY_END, [key], [token, 'abandon', '', 0, this.link.channel, message]);
+      const ended = await this.link.script(REPLAY_END, [key], [...args, this.link.channel, message]);
+      if (ended === 1 && body !== undefined) this.stats.replayStored++;
     } catch {
       this.orphans.set(token, key);
     }

@@ -17,12 +17,11 @@ export function onAbort(signal: AbortLike | undefined, fn: () => void): () => vo
     fn();
     return () => {};
   }
+  const entry = (): void => fn(); // a distinct entry per registration, even for the same fn
   if (signal instanceof BatchSignal) {
-    const entry = (): void => fn();
     signal.addEventListener('abort', entry);
     return () => signal.removeEventListener('abort', entry);
   }
-  const entry = (): void => fn(); // a distinct entry per registration, even for the same fn
   let fns = abortCallbacks.get(signal);
   if (fns === undefined) {
     const set = new Set<() => void>();
