@@ -15,13 +15,6 @@ import { GatewayError } from '../errors.js';
 /** A lapsed owner lease announces nothing. */
 const WAIT_POLL_MS = 200;
 
-interface ReplayOptions {
-  prefix: string;
-  ttlMs: number;
-  maxBytes: number;
-  leaseMs: number;
-}
-
 export class RedisReplay {
   private readonly waiters = new Wakers();
   /** Redis keys of the computations this process owns, by token. */
@@ -34,7 +27,7 @@ export class RedisReplay {
     private readonly link: RedisLink,
     private readonly local: LocalReplay,
     private readonly stats: StoreStats,
-    private readonly opts: ReplayOptions,
+    private readonly opts: { prefix: string; ttlMs: number; maxBytes: number; leaseMs: number },
   ) {
     this.renewTimer = leaseRenewer(opts.leaseMs, () => void this.renew());
   }

@@ -28,11 +28,6 @@ interface Held {
   releaseLocal: () => void;
 }
 
-interface SemaphoreOptions {
-  prefix: string;
-  leaseMs: number;
-}
-
 export class RedisSemaphores {
   private readonly waiters = new Wakers();
   private readonly held = new Map<string, Held>();
@@ -45,7 +40,7 @@ export class RedisSemaphores {
     private readonly link: RedisLink,
     private readonly local: LocalSemaphores,
     private readonly stats: StoreStats,
-    private readonly opts: SemaphoreOptions,
+    private readonly opts: { prefix: string; leaseMs: number },
   ) {
     this.keyTtlMs = 2 * opts.leaseMs + QUEUE_LEASE_MS;
     this.renewTimer = leaseRenewer(opts.leaseMs, () => void this.renew());
