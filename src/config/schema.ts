@@ -14,7 +14,8 @@ const name = z
 const httpUrlLike = (example: string): z.ZodURL =>
   z.url({
     protocol: /^https?$/,
-    error: (iss) => (iss.code === 'invalid_type' ? 'expected a URL string' : `must be an http:// or https:// URL, e.g. ${example}`),
+    error: (iss) =>
+      iss.code === 'invalid_type' ? 'expected a URL string' : `must be an http:// or https:// URL, e.g. ${example}`,
   });
 const httpUrl = httpUrlLike('http://127.0.0.1:8001').transform((u) => u.replace(/\/+$/, ''));
 

@@ -22,10 +22,6 @@ import {
 import { Listeners } from './util.js';
 import { LocalCache } from './cache-entries.js';
 
-export function replayCapBytes(config: StateConfig): number {
-  return mbToBytes(config.replay_cache_mb);
-}
-
 const TAKEN: TokenTake = { ok: true };
 
 export class MemoryStore implements Store {
@@ -45,7 +41,7 @@ export class MemoryStore implements Store {
       {
         ttlMs: config.replay_ttl_s * 1000,
         maxBytes: config.replay_max_bytes,
-        capBytes: replayCapBytes(config),
+        capBytes: mbToBytes(config.replay_cache_mb),
       },
       this.counts,
     );

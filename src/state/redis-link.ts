@@ -137,8 +137,10 @@ export class RedisLink {
    */
   script(s: LuaScript, keys: string[], args: (string | number | Buffer)[], asBuffers = false): Promise<unknown> {
     return this.run(async (c) => {
-      const call = (cmd: 'evalsha' | 'eval', first: string): Promise<unknown> =>
-        asBuffers ? c.callBuffer(cmd, [first, keys.length, ...keys, ...args]) : c.call(cmd, [first, keys.length, ...keys, ...args]);
+      const call = (cmd: 'evalsha' | 'eval', first: string): Promise<unknown> => {
+        const callArgs = [first, keys.length, ...keys, ...args];
+        return asBuffers ? c.callBuffer(cmd, callArgs) : c.call(cmd, callArgs);
+      };
       try {
         return await call('evalsha', s.sha);
       } catch (err) {

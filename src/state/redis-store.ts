@@ -8,7 +8,7 @@ import type { AbortLike } from '../abort.js';
 import { LocalClaims, RedisClaims } from './claims.js';
 import { LocalReplay } from './local-replay.js';
 import { LocalSemaphores } from './local-semaphore.js';
-import { replayCapBytes } from './memory-store.js';
+import { mbToBytes } from '../config/schema.js';
 import { RedisCache } from './cache-entries.js';
 import { RedisCounters } from './redis-counters.js';
 import { RedisLink } from './redis-link.js';
@@ -80,7 +80,7 @@ export class RedisStore implements Store {
     });
     const ttlMs = Math.ceil(config.replay_ttl_s * 1000);
     const maxBytes = config.replay_max_bytes;
-    this.localReplay = new LocalReplay({ ttlMs, maxBytes, capBytes: replayCapBytes(config) }, this.counts);
+    this.localReplay = new LocalReplay({ ttlMs, maxBytes, capBytes: mbToBytes(config.replay_cache_mb) }, this.counts);
     this.replay = new RedisReplay(this.link, this.localReplay, this.counts, { prefix, ttlMs, maxBytes, leaseMs });
     this.counters = new RedisCounters(this.link, this.counts, prefix, origin, Math.ceil(config.counters_ttl_s * 1000));
     this.localClaims = new LocalClaims(config.index_max_entries);
