@@ -1,11 +1,8 @@
 /**
- * One stored cache entry (docs/cache.md#what-an-entry-holds): every candidate of one input, as the bytes after
- * their candidate_index with the memory tag cut out (`at` says where it goes back), the backend and arm that
- * produced them, and the trajectory step that did (so a trajectory answered wholly from the cache is recognised
- * as a replay of it). No tag is ever stored: a hit gets one built from the request's own tag, as a live answer does.
- * Layout: one JSON line `{"v":2,"backend","arm"?,"by"?:{"t","k","x"},"n":[len,...],"at":[offset,...]}`, then the
- * tails one after the other. Decoding never trusts the bytes: anything unexpected is a miss (entries of the
- * first layout, which held the first run's tag, are misses too).
+ * One stored cache entry (docs/cache.md#what-an-entry-holds): one JSON line
+ * `{"v":2,"backend","arm"?,"by"?:{"t","k","x"},"n":[len,...],"at":[offset,...]}`, then each candidate's bytes after
+ * its candidate_index with the memory tag cut out at `at`. Decoding never trusts the bytes: anything unexpected
+ * is a miss.
  */
 import { isJsonObject } from '../protocol/schemas.js';
 
@@ -16,13 +13,12 @@ const HEX32 = /^[0-9a-f]{32}$/;
 const EXPERIMENT_ID = /^[0-9a-f]{1,32}$/;
 
 /** The trajectory step whose live answer an entry holds: its id, its step, its experiment. */
-export interface Producer {
+interface Producer {
   t: string;
   k: number;
   x: string;
 }
 
-/** One candidate's bytes without the tag, and the offset in them where the tag member goes. */
 export interface UntaggedTail {
   tail: Buffer;
   at: number;
@@ -51,7 +47,7 @@ function offset(v: unknown, max: number): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v > COMPLETED.length && v < max;
 }
 
-/** The entry of `buf` when it holds exactly `count` completed candidates; undefined otherwise. */
+/** Undefined unless `buf` holds exactly `count` completed candidates. */
 export function decodeEntry(buf: Buffer, count: number): CacheEntry | undefined {
   const nl = buf.indexOf(NEWLINE);
   if (nl < 0) return undefined;

@@ -1,11 +1,6 @@
 /**
- * The response cache's key (docs/cache.md#the-key): SHA-256 over everything that decides an input's answer
- * and whose it is, nothing else. The client that caused the entry (tenants apart, docs/cache.md#clients), the
- * agent (virtual agents apart), the route, the backend that would serve it with the
- * identity its /v1/info announced (a redeployed agent never serves its predecessor's answers), the generations
- * of the scopes an admin DELETE can empty, and the input's exact bytes: instruction, tools, attributes, memory
- * without the gateway's tag member, num_outputs and extra_keys. Never the request_id nor the input id: a rerun
- * draws fresh request_ids and reuses slot ids. Pure.
+ * The response cache's key (docs/cache.md#the-key): SHA-256 over everything that decides an input's answer and
+ * whose it is. Never the request_id nor the input id: a rerun draws fresh request_ids and reuses slot ids.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { memoryWithoutTag } from '../protocol/memory-tag.js';
@@ -14,15 +9,14 @@ import type { InputSlices } from '../protocol/request/raw-json.js';
 /** Bumped whenever what a key covers or an entry's layout changes: old entries are then never read. */
 const KEY_VERSION = 'magma-gateway-cache/2';
 
-/** Who would answer an input, as the key names it. */
 export interface KeyTarget {
-  /** Whose entry it is: `cacheOwner`'s answer. */
+  /** cacheOwner() */
   owner: string;
   agent: string;
   route: string;
   /** `backend:<name>@<identity>`, or for a new trajectory on a split every arm (see cache-lookup.ts). */
   target: string;
-  /** The generation of each scope the entry belongs to, in a fixed order. */
+  /** Of each scope the entry belongs to, in a fixed order. */
   generations: readonly string[];
 }
 
@@ -38,7 +32,6 @@ function span(raw: InputSlices, s: { start: number; end: number }): Buffer {
   return raw.buf.subarray(s.start, s.end);
 }
 
-/** The key of one input's candidates (base64url, 43 characters). */
 export function cacheKey(t: KeyTarget, raw: InputSlices, numOutputs: number): string {
   const h = createHash('sha256');
   h.update(KEY_VERSION);
@@ -56,16 +49,12 @@ export function cacheKey(t: KeyTarget, raw: InputSlices, numOutputs: number): st
   return h.digest('base64url');
 }
 
-/** What the key names of a backend: its name and the agent_id and agent_version it announced. */
+/** A redeployed agent never serves its predecessor's answers. */
 export function backendTarget(backend: string, identity: string): string {
   return `${backend}@${identity}`;
 }
 
-/**
- * Whose entries a batch reads and writes: its client's (`client:<name>`) when `clients:` is configured, so one
- * tenant never receives another's answer nor learns from a hit that another sent the same input; everyone's
- * (`*`) without clients or with `cache.shared_across_clients` (docs/cache.md#clients).
- */
+/** Per client, so no tenant learns from a hit that another sent the same input (docs/cache.md#clients). */
 export function cacheOwner(client: string | undefined, sharedAcrossClients: boolean): string {
   return client === undefined || sharedAcrossClients ? '*' : `client:${client}`;
 }

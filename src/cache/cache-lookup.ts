@@ -1,23 +1,10 @@
 /**
- * The response cache's step of one batch (docs/cache.md): after planning, `CacheLookup.begin` finds which
- * inputs the cache answers; dispatch then sends only the others (`dispatchPlan`) with the cached candidates put
- * in their slots (`cached`), and once the batch is answered `store` keeps the inputs whose every candidate
- * completed on the backend the key names. Nothing here fails a batch: a store failure is a miss, or an entry
- * not stored.
+ * The response cache's step of one batch (docs/cache.md): `begin` finds the inputs the cache answers, dispatch
+ * sends only the others (`dispatchPlan`), and `store` keeps the inputs whose every candidate completed on the
+ * backend the key names. A store failure is a miss, never a failed batch.
  *
- * Which inputs are looked up: the route's `cache` is `always`, or `deterministic` and the input's
- * `extra_keys.inference_mode` is `true`; the input goes to one backend (an ensemble input, whose candidates come
- * from several members, is not cached); that backend announced one identity on /v1/info. Shadows are sent only
- * for the inputs dispatched (the plan without the hits).
- *
- * A new trajectory on a split route is keyed by every arm (with its weight and identity), not by the arm drawn:
- * the draw hashes the request_id, which a rerun changes, so keying by it would miss every resumed trajectory
- * that drew another arm. A hit serves the arm the first run drew and the trajectory stays there (stickiness). A
- * continued trajectory is keyed by the backend its tag pins.
- *
- * Entries hold no tag (cache-entry.ts). Between `begin` and `answer` the experiment recorder reads the hits
- * (which backend, arm and trajectory step produced each) and decides the trajectory members; `answer` then
- * builds each cached candidate's tag from the request's own, exactly as a live candidate's is built.
+ * A new trajectory on a split is keyed by every arm, not by the arm drawn: the draw hashes the request_id, which
+ * a rerun changes, so keying by it would miss every resumed trajectory that drew another arm.
  */
 import type { AgentOutput } from '../protocol/types.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
@@ -29,28 +16,25 @@ import { candidateTagOf } from '../protocol/memory-tag.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import type { Logger } from '../logging.js';
 import { backendTarget, cacheKey, cacheOwner } from './cache-key.js';
-import { decodeEntry, encodeEntry, type CacheEntry, type UntaggedTail } from './cache-entry.js';
+import { decodeEntry, encodeEntry, type CacheEntry } from './cache-entry.js';
 import type { BypassReason } from './cache-metrics.js';
 import { ALL_SCOPE, agentScope, backendScope, type ResponseCache } from './response-cache.js';
 import { GatewayError } from '../errors.js';
 import type { MemoryBudget } from '../memory/budget.js';
 
-/** What the store step needs of the memory budget: room for its copies. */
 type CopyRoom = Pick<MemoryBudget, 'reserve'>;
 
-/** One input the cache was asked about. */
 interface Candidate {
   input: number;
   route: string;
-  /** The backends the key's target names (one, or a split's arms): their scopes' generations enter the key. */
+  /** The backends the key's target names (one, or a split's arms). */
   backends: string[];
   target: string;
-  /** The backend whose candidates may be stored under this key: the one planned (a split's drawn arm). */
+  /** The backend whose candidates may be stored under this key: the one planned. */
   servedBy: string;
   key?: string;
 }
 
-/** The agent_id and agent_version the backend's replicas announce, or why there is none to key by. */
 function identityOf(upstreams: Upstreams, backend: string): { identity: string } | { bypass: BypassReason } {
   const replicas = upstreams.backends.get(backend)?.replicas ?? [];
   const ready = replicas.flatMap((r) => (r.state === 'ready' && r.info !== undefined ? [r.info] : []));
@@ -58,35 +42,30 @@ function identityOf(upstreams: Upstreams, backend: string): { identity: string }
   const ids = new Set(known.map((info) => JSON.stringify([info.agent_id, info.agent_version])));
   const [identity] = ids;
   if (identity === undefined) return { bypass: 'unprobed' };
-  // Replicas of two versions (a rolling deploy): which one answers is decided later, so neither can key it.
+  // A rolling deploy: which version answers is decided later, so neither can key it.
   if (ids.size > 1) return { bypass: 'identity_mixed' };
   return { identity };
 }
 
-/** The request's input a plan input names: plans are made from the request, one per input. */
 function inputAt(request: IndexedAgentRequest, index: number): IndexedAgentRequest['inputs'][number] {
   const input = request.inputs[index];
   if (input === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `plan input ${index} of a request of ${request.inputs.length}`);
   return input;
 }
 
-function deterministic(extraKeys: unknown): boolean {
-  return isJsonObject(extraKeys) && extraKeys.inference_mode === true;
-}
-
 export class CacheLookup {
-  /** The plan without the inputs the cache answered: what goes to backends (and shadows). */
+  /** What goes to backends (and shadows). */
   readonly dispatchPlan: BatchPlan;
-  /** Cached candidates by input index (every candidate of the input), once `answer` built them. */
+  /** By input index, once `answer` built them. */
   readonly cached = new Map<number, readonly AgentOutput[]>();
 
   private constructor(
     private readonly cache: ResponseCache,
     private readonly agent: string,
     plan: BatchPlan,
-    /** The lookups that missed, to store once answered; empty when the store was unavailable. */
+    /** Empty when the store was unavailable. */
     private readonly misses: readonly Candidate[],
-    /** The entries found, by input index: what produced them, for the experiment recorder (docs/experiments.md). */
+    /** By input index: what produced them, for the experiment recorder. */
     readonly found: ReadonlyMap<number, CacheEntry>,
   ) {
     this.dispatchPlan = found.size === 0 ? plan : { inputs: plan.inputs.filter((p) => !found.has(p.index)) };
@@ -96,11 +75,7 @@ export class CacheLookup {
     return this.found.size;
   }
 
-  /**
-   * The cached candidates, each tagged from its plan input as a live candidate is (protocol/memory-tag.ts
-   * candidateTagOf): the request's trajectory members, the backend that produced the answer, the input's arm.
-   * Called once the recorder has set the plan's trajectory members.
-   */
+  /** Tags each cached candidate as a live one is; called once the recorder has set the trajectory members. */
   answer(request: IndexedAgentRequest, plan: BatchPlan, memoryKey: string): void {
     for (const p of plan.inputs) {
       const entry = this.found.get(p.index);
@@ -111,7 +86,7 @@ export class CacheLookup {
     }
   }
 
-  /** Looks every input of `plan` up, among `client`'s entries. Never rejects: the store's failures are misses. */
+  /** Never rejects: the store's failures are misses. */
   static async begin(
     cache: ResponseCache,
     compiled: CompiledRoutes,
@@ -138,14 +113,12 @@ export class CacheLookup {
     const gens = await entries.generations(scopes);
     const values = gens === undefined ? undefined : await entries.get(keysOf(asked, cacheOwner(client, cache.sharedAcrossClients), agent, request, new Map(scopes.map((s, i) => [s, gens[i] ?? '0']))));
     if (values === undefined) {
-      // The store is unavailable: every lookup is a miss, and nothing is stored for this batch.
       metrics.storeFailures.inc({ reason: 'unavailable' }, asked.length);
     } else {
       asked.forEach((c, i) => {
         const input = inputAt(request, c.input);
         const buf = values[i];
         const entry = buf === undefined ? undefined : decodeEntry(buf, input.num_outputs);
-        // An entry names the backend that produced it: one the key's target does not name is not this input's.
         if (entry === undefined || !c.backends.includes(entry.backend)) misses.push(c);
         else found.set(c.input, entry);
       });
@@ -157,14 +130,10 @@ export class CacheLookup {
     return new CacheLookup(cache, agent, plan, misses, found);
   }
 
-  /**
-   * Stores the inputs that missed and were answered in full by the backend their key names: every candidate
-   * completed, none from a fallback. In the background: the client's answer never waits on the store.
-   */
+  /** The misses answered in full by the backend their key names, in the background. */
   store(request: IndexedAgentRequest, result: BatchResult, log: Logger, memory: CopyRoom, done: () => void = () => undefined): void {
     if (this.misses.length === 0 || result.streamed !== undefined) return done();
-    // After the answer is written: copying the candidates' bytes must not delay it. `done` lets the batch's
-    // bytes go once the copies are made.
+    // Copying the candidates' bytes must not delay the answer; `done` lets the batch's bytes go.
     setImmediate(() => {
       try {
         this.storeNow(request, result, log, memory);
@@ -192,27 +161,23 @@ export class CacheLookup {
     }
     for (const c of this.misses) {
       const input = inputAt(request, c.input);
-      const from = offsets[c.input] ?? result.outputs.length; // one offset per input
+      const from = offsets[c.input] ?? result.outputs.length;
       const legs = servedBy.get(c.input);
       if (legs === undefined || legs.size !== 1 || !legs.has(c.servedBy)) continue;
       const outs = result.outputs.slice(from, from + input.num_outputs);
       if (outs.length !== input.num_outputs || outs.some((o) => o.status !== 'completed')) continue;
-      const first = outs[0]; // num_outputs >= 1
+      const first = outs[0];
       const tag = first === undefined ? undefined : candidateTag(first);
       if (tag === undefined || tag.backend !== c.servedBy) {
         metrics.storeFailures.inc({ reason: 'unstorable' });
         continue;
       }
-      const tails: UntaggedTail[] = [];
-      for (const o of outs) {
-        const t = untaggedTail(o);
-        if (t !== undefined) tails.push(t);
-      }
+      const tails = outs.flatMap((o) => untaggedTail(o) ?? []);
       if (tails.length !== outs.length) {
         metrics.storeFailures.inc({ reason: 'unstorable' });
         continue;
       }
-      // The producing step (a live one: hits are never stored) lets a later trajectory be seen to replay it.
+      // Lets a later trajectory be seen to replay this step.
       const t = tag.trajectory;
       const by = t === undefined ? undefined : { t: t.id, k: t.step, x: t.experiment };
       const value = encodeEntry({ backend: tag.backend, ...(tag.arm === undefined ? {} : { arm: tag.arm }), ...(by === undefined ? {} : { by }), tails });
@@ -222,7 +187,6 @@ export class CacheLookup {
       }
       const { route, key } = c;
       if (key === undefined) continue; // every miss has its key (keysOf ran before it could miss)
-      // The entry is a copy: counted under the memory budget until the store has it, not made without room.
       const copy = memory.reserve(value.length);
       if (copy === undefined) {
         metrics.storeFailures.inc({ reason: 'memory_budget' });
@@ -242,7 +206,7 @@ export class CacheLookup {
   }
 }
 
-/** Each candidate's key, written into it (store() needs it again), in the order of `asked`. */
+/** Each candidate's key, also written into it for store(). */
 function keysOf(asked: Candidate[], owner: string, agent: string, request: IndexedAgentRequest, genOf: ReadonlyMap<string, string>): string[] {
   return asked.map((c) => {
     const input = inputAt(request, c.input);
@@ -252,15 +216,14 @@ function keysOf(asked: Candidate[], owner: string, agent: string, request: Index
   });
 }
 
-/** Whether and how `p` is looked up: a candidate with its key's target, or the reason it is not. */
 function candidateFor(route: CompiledRoute, p: InputPlan, request: IndexedAgentRequest, upstreams: Upstreams): Candidate | { bypass: BypassReason } {
   if (route.cache === 'off') return { bypass: 'off' };
   const input = inputAt(request, p.index);
-  if (route.cache === 'deterministic' && !deterministic(input.extra_keys)) return { bypass: 'sampling' };
+  const deterministic = isJsonObject(input.extra_keys) && input.extra_keys.inference_mode === true;
+  if (route.cache === 'deterministic' && !deterministic) return { bypass: 'sampling' };
   const [leg] = p.legs;
   if (p.legs.length !== 1 || leg === undefined) return { bypass: 'ensemble' };
   const planned = leg.backend;
-  // A split not yet continued keys by every member and its weight: any of them may answer.
   const split = route.kind === 'split' && !p.continued;
   const members: readonly { name: string; weight?: number }[] = split ? route.members : [{ name: planned }];
   const backends = members.map((m) => m.name);

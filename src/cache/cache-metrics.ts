@@ -1,16 +1,11 @@
-/**
- * The response cache's Prometheus series (docs/cache.md#metrics), registered on the gateway's registry.
- * Labels come from config (agent, route) or from the fixed lists below: bounded.
- */
+/** The response cache's Prometheus series (docs/cache.md#metrics); every label set is bounded. */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { CacheEntries } from '../state/types.js';
 
-/** Why an input was not looked up (docs/cache.md#what-is-stored-and-what-is-never-cached). */
-export const BYPASS_REASONS = ['off', 'sampling', 'ensemble', 'unprobed', 'identity_mixed'] as const;
-export type BypassReason = (typeof BYPASS_REASONS)[number];
+/** docs/cache.md#what-is-stored-and-what-is-never-cached */
+export type BypassReason = 'off' | 'sampling' | 'ensemble' | 'unprobed' | 'identity_mixed';
 
-/** Why an answer that could have been stored was not. */
-export const STORE_FAILURES = ['unavailable', 'too_large', 'unstorable'] as const;
+const STORE_FAILURES = ['unavailable', 'too_large', 'unstorable'] as const;
 
 export class CacheMetrics {
   readonly hits: Counter<'agent' | 'route'>;

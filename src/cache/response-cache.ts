@@ -1,16 +1,12 @@
-/**
- * The response cache of a gateway (docs/cache.md): built once from the top-level `cache` config, it outlives
- * reloads like the store it keeps its entries in (this process's memory, or Redis shared by every replica).
- * Each batch looks its inputs up through a CacheLookup (cache-lookup.ts); the admin DELETE empties it here.
- */
+/** The response cache (docs/cache.md): built once, it outlives reloads like the store holding its entries. */
 import type { Registry } from 'prom-client';
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import type { CacheEntries, CacheStore } from '../state/types.js';
 import { CacheMetrics } from './cache-metrics.js';
 
-export type CacheConfig = NonNullable<GatewayConfig['cache']>;
+type CacheConfig = NonNullable<GatewayConfig['cache']>;
 
-/** What an admin DELETE empties: everything, one agent's entries, one backend's, or those of both. */
+/** What an admin DELETE empties: everything, or one agent's entries, one backend's, or both. */
 export interface CacheScope {
   agent?: string;
   backend?: string;
@@ -26,7 +22,6 @@ export class ResponseCache {
   readonly metrics: CacheMetrics;
   readonly ttlMs: number;
   readonly maxEntryBytes: number;
-  /** Entries read by every client rather than only the one that caused them (docs/cache.md#clients). */
   readonly sharedAcrossClients: boolean;
 
   constructor(config: CacheConfig, store: CacheStore, registry: Registry) {
@@ -37,10 +32,7 @@ export class ResponseCache {
     this.sharedAcrossClients = config.shared_across_clients;
   }
 
-  /**
-   * Empties `scope`: a new generation of it, so no entry stored before is read again (O(1), on every replica
-   * sharing the Redis). Agent and backend together empty both. Rejects while Redis is unavailable.
-   */
+  /** A new generation of `scope`: O(1), on every replica. Rejects while Redis is unavailable. */
   async clear(scope: CacheScope): Promise<string[]> {
     const scopes: string[] = [];
     if (scope.agent !== undefined) scopes.push(agentScope(scope.agent));

@@ -1,29 +1,22 @@
 /**
- * Who may ask the agent listener what (docs/operations.md#client-keys: where a key travels, who is refused, the
- * two exceptions): one pure decision for both ways in, the batch front (http/front-exchange.ts) and fastify
- * (plugins/client-keys.ts), which render it the same way. Keys never appear in a message.
- *
- * Without `clients:` a `/k/<key>` address is refused since the key it carries would otherwise be silently
- * ignored; keys that disagree are refused because which one was meant cannot be known; a key given on an
- * `optional` path (the health checks) must be valid, so a mistyped key fails a run's first call.
+ * Who may ask the agent listener what (docs/operations.md#client-keys): one pure decision for the batch front
+ * and fastify. Keys never appear in a message. A key given on an `optional` path (the health checks) must be
+ * valid, so a mistyped key fails a run's first call.
  */
 import type { GatewayErrCode } from '../errors.js';
 import { ANONYMOUS_CLIENT } from '../metrics.js';
 import type { ClientEntry, ClientTable } from './client-table.js';
 import { bearerToken } from './key-compare.js';
 
-/** The `client` label of a request without a client (no clients configured, or a keyless health check). */
 export const ANONYMOUS = ANONYMOUS_CLIENT;
-/** The `client` label of a request refused for its key. */
 const UNAUTHORIZED = 'unauthorized';
-/** The challenge a 401 for a client key carries (RFC 6750). */
+/** RFC 6750 */
 export const KEY_CHALLENGE = 'Bearer realm="magma-gateway"';
 
 export type KeyRule = 'required' | 'optional' | 'ignored';
 
-/** Where a request may carry its key, as the HTTP layer found them. */
 export interface KeyCarriers {
-  /** From `/k/<key>` (key-path.ts), decoded. */
+  /** From `/k/<key>`, decoded. */
   path: string | undefined;
   authorization: string | undefined;
   apiKey: string | string[] | undefined;
@@ -37,14 +30,10 @@ const OPEN: Access = { ok: true, client: undefined };
 
 const HOW = 'put it in the address (http://<gateway>/k/<key>), or send Authorization: Bearer <key> or x-api-key: <key>';
 
-const MISSING: Access = { ok: false, status: 401, code: 'GATEWAY_ERR_UNAUTHORIZED', detail: `client key required: ${HOW}` };
-const UNKNOWN: Access = { ok: false, status: 401, code: 'GATEWAY_ERR_UNAUTHORIZED', detail: 'unknown client key' };
-const DISAGREE: Access = {
-  ok: false,
-  status: 401,
-  code: 'GATEWAY_ERR_UNAUTHORIZED',
-  detail: 'the client keys in the address and the headers differ: send one key, or the same key in each',
-};
+const unauthorized = (detail: string): Access => ({ ok: false, status: 401, code: 'GATEWAY_ERR_UNAUTHORIZED', detail });
+const MISSING = unauthorized(`client key required: ${HOW}`);
+const UNKNOWN = unauthorized('unknown client key');
+const DISAGREE = unauthorized('the client keys in the address and the headers differ: send one key, or the same key in each');
 const NO_CLIENTS: Access = {
   ok: false,
   status: 404,
@@ -57,7 +46,7 @@ export function decideAccess(table: ClientTable | undefined, keys: KeyCarriers, 
   if (rule === 'ignored') return OPEN;
   const bearer = bearerToken(keys.authorization);
   const apiKey = typeof keys.apiKey === 'string' ? keys.apiKey : keys.apiKey?.join(', ');
-  // The keys given, compared with each other first: all three come from the client, nothing secret is timed.
+  // All three come from the client: comparing them times nothing secret.
   let key: string | undefined;
   for (const k of [keys.path, bearer, apiKey]) {
     if (k === undefined) continue;
@@ -69,11 +58,7 @@ export function decideAccess(table: ClientTable | undefined, keys: KeyCarriers, 
   return client === undefined ? UNKNOWN : { ok: true, client };
 }
 
-/**
- * A granted access narrowed to one agent (`clients.<name>.agents`): `agent` is ROOT_AGENT for the top-level
- * routes at `/`, else the virtual agent's name as the path has it. A client whose list does not hold it is
- * refused with 403; the name is the client's own config, so it may be said.
- */
+/** Narrowed to `clients.<name>.agents`; the list is the client's own config, so it may be said. */
 export function decideAgent(access: Access, agent: string): Access {
   if (!access.ok || access.client?.agents === undefined || access.client.agents.has(agent)) return access;
   const quoted = JSON.stringify(agent.length > 128 ? `${agent.slice(0, 128)}...` : agent);
@@ -85,16 +70,12 @@ export function decideAgent(access: Access, agent: string): Access {
   };
 }
 
-/** The `client` label of the request metrics for a decision. */
 export function accessLabel(access: Access): string {
   if (access.ok) return access.client?.name ?? ANONYMOUS;
   return access.status === 401 ? UNAUTHORIZED : ANONYMOUS;
 }
 
-/**
- * The headers of a refused key, the same on the batch front and fastify's routes: the challenge on a 401, and the connection closed
- * after the answer (a request body, if any, is not read for a client the gateway does not know).
- */
+/** The connection is closed: a request body is not read for a client the gateway does not know. */
 export function refusalHeaders(access: Extract<Access, { ok: false }>): Record<string, string> {
   return access.status === 401 ? { 'www-authenticate': KEY_CHALLENGE, connection: 'close' } : { connection: 'close' };
 }

@@ -1,22 +1,14 @@
 /**
- * One client's limits (docs/operations.md#client-keys): batches in flight (a slot each) and candidates per minute (a
- * token bucket of that size, refilled continuously at size/60 a second). A batch needs both; batches that do
- * not fit wait in one FIFO queue (a small batch never overtakes a big one that came first, so a big one cannot
- * starve), each for at most its own wait, and a waiter whose client leaves is dropped from the queue.
- *
- * A batch asking more candidates than the whole bucket waits until the bucket is full, then takes it into debt
- * (tokens below zero): it is served rather than never, and the batches after it wait until the debt is repaid,
- * so the rate over time still holds.
- *
- * The only writer of its counts; time comes from an injected clock, so tests step it instead of sleeping.
+ * One client's limits (docs/operations.md#client-keys): batches in flight and a token bucket of candidates per
+ * minute. Waiters form one FIFO queue, so a big batch cannot starve behind small ones; one asking more than the
+ * whole bucket waits for a full one and takes it into debt, so it is served and the rate still holds.
  */
 import type { AbortLike } from '../abort.js';
 
 export type LimitName = 'batches_in_flight' | 'candidates_per_minute';
 
-/** Time as the limiter reads it; systemClock in the gateway, a stepped one in tests. */
+/** Injected, so tests step it instead of sleeping. */
 export interface LimiterClock {
-  /** Milliseconds, monotonic. */
   now(): number;
   setTimer(fn: () => void, ms: number): unknown;
   clearTimer(handle: unknown): void;
@@ -35,10 +27,10 @@ export interface LimitSettings {
 
 export interface Granted {
   readonly ok: true;
-  /** How long the batch waited (0 when it fitted at once) and, if it waited, for which limit first. */
   readonly waitedMs: number;
+  /** The limit it waited for first. */
   readonly waitedFor: LimitName | undefined;
-  /** Gives the slot back; idempotent. The tokens stay spent. */
+  /** Idempotent. The tokens stay spent. */
   release(): void;
 }
 
@@ -47,19 +39,16 @@ export interface Refused {
   /** The limit still in the way when the wait ended. */
   readonly limit: LimitName;
   readonly waitedMs: number;
-  /** The signal aborted (the client left, the batch deadline passed) rather than the wait running out. */
+  /** The signal aborted rather than the wait running out. */
   readonly cancelled: boolean;
 }
 
 export type Admission = Granted | Refused;
 
-/** What a limiter reports, for the metrics (client-limits.ts binds the client's name). */
 export interface LimiterEvents {
-  /** A batch did not fit and started to wait, for this limit. */
   waited(limit: LimitName): void;
-  /** A batch that waited left the queue, served or not. */
   waitEnded(ms: number, served: boolean): void;
-  /** A batch was answered over this limit (not counted when cancelled). */
+  /** Not when cancelled. */
   refused(limit: LimitName): void;
 }
 
@@ -81,7 +70,7 @@ export class ClientLimiter {
   private inFlightCount = 0;
   private tokens = 0;
   private refilledAt: number;
-  /** FIFO; settled waiters are skipped (and dropped from the front) rather than spliced out. */
+  /** Settled waiters are skipped rather than spliced out. */
   private readonly queue: Waiter[] = [];
   private head = 0;
   private waitingCount = 0;
@@ -104,16 +93,13 @@ export class ClientLimiter {
     return this.waitingCount;
   }
 
-  /** Tokens now (refilled to this moment); negative while a batch bigger than the bucket is being repaid. */
+  /** Negative while a batch bigger than the bucket is being repaid. */
   availableTokens(): number {
     this.refill();
     return this.tokens;
   }
 
-  /**
-   * New limits (a reload): the bucket keeps its level, capped at the new size (a new bucket starts full), and
-   * waiters that fit now are served.
-   */
+  /** A reload: the bucket keeps its level, capped at the new size (a new bucket starts full). */
   configure(settings: LimitSettings): void {
     this.refill();
     if (settings.perMinute !== undefined) {
@@ -123,11 +109,7 @@ export class ClientLimiter {
     this.pump();
   }
 
-  /**
-   * A slot and `candidates` tokens, at once when they are free and nobody waits, else after waiting in order
-   * for at most `waitMs`. An aborted signal ends the wait (refused, cancelled); a signal that aborts after the
-   * grant changes nothing (the caller releases in its `finally`).
-   */
+  /** A signal that aborts after the grant changes nothing: the caller releases in its `finally`. */
   acquire(candidates: number, waitMs: number, signal?: AbortLike): Admission | Promise<Admission> {
     this.refill();
     if (this.waitingCount === 0 && this.fits(candidates)) return this.grant(candidates, 0, undefined);
@@ -160,7 +142,7 @@ export class ClientLimiter {
     this.refilledAt = now;
   }
 
-  /** Tokens a batch needs before it may start: all it asks, or the whole bucket when it asks more. */
+  /** All it asks, or the whole bucket when it asks more. */
   private need(candidates: number): number {
     const size = this.settings.perMinute;
     return size === undefined ? 0 : Math.min(candidates, size);
@@ -178,7 +160,7 @@ export class ClientLimiter {
     return this.slotFree() && this.tokensSuffice(candidates);
   }
 
-  /** The limit keeping a batch of this size out now; one that would fit is behind the first waiter. */
+  /** One that would fit is behind the first waiter. */
   private blocking(candidates: number): LimitName {
     if (!this.slotFree()) return 'batches_in_flight';
     if (!this.tokensSuffice(candidates)) return 'candidates_per_minute';
@@ -213,7 +195,6 @@ export class ClientLimiter {
     return this.queue[this.head];
   }
 
-  /** Serve waiters from the front while they fit; then wait for tokens if that is what the first one lacks. */
   private pump(): void {
     this.refill();
     for (let w = this.firstWaiter(); w !== undefined && this.fits(w.candidates); w = this.firstWaiter()) {
@@ -225,7 +206,7 @@ export class ClientLimiter {
     this.armTokenTimer();
   }
 
-  /** A timer for when the first waiter's tokens will have refilled (a slot coming free pumps by itself). */
+  /** For the first waiter's tokens; a slot coming free pumps by itself. */
   private armTokenTimer(): void {
     if (this.tokenTimer !== undefined) this.clock.clearTimer(this.tokenTimer);
     this.tokenTimer = undefined;
@@ -246,7 +227,6 @@ export class ClientLimiter {
     if (w.onAbort !== undefined) w.signal?.removeEventListener('abort', w.onAbort);
   }
 
-  /** The abort listener of a waiter: refuses it as cancelled. */
   private refuser(w: Waiter): () => void {
     return () => this.refuse(w, true);
   }
@@ -256,12 +236,10 @@ export class ClientLimiter {
     this.refill();
     this.settle(w);
     const waitedMs = this.clock.now() - w.since;
-    // What keeps it out now, once it no longer queues behind itself.
     const limit = this.blocking(w.candidates);
     this.events?.waitEnded(waitedMs, false);
     if (!cancelled) this.events?.refused(limit);
     w.resolve({ ok: false, limit, waitedMs, cancelled });
-    // It may have been the first waiter, holding smaller ones back.
-    this.pump();
+    this.pump(); // it may have held smaller ones back
   }
 }

@@ -1,22 +1,17 @@
 /**
- * Every client's limiter, by client name (docs/operations.md#client-keys): the one owner of per-client limit state. It
- * outlives config reloads (it lives in the gateway state, not in a runtime): `configure` with the new
- * `clients:` keeps each remaining client's slots, tokens and queue under its name, applies changed limits
- * (waiters that fit now are served), starts new clients with a full bucket and lets removed ones go (their
- * waiters are served: no limit holds them any more). Limits are per gateway process.
+ * Every client's limiter, by name (docs/operations.md#client-keys). It outlives reloads: a remaining client keeps
+ * its slots, tokens and queue; a removed one's waiters are served, as no limit holds them any more.
  */
 import type { AbortLike } from '../abort.js';
 import type { ClientsConfig } from '../config/schema.js';
-import { ClientLimiter, systemClock, type Admission, type Granted, type LimiterClock, type LimitName, type LimitSettings } from './client-limiter.js';
+import { ClientLimiter, systemClock, type Admission, type Granted, type LimiterClock, type LimiterEvents, type LimitName, type LimitSettings } from './client-limiter.js';
 
-/** What the limiters report, by client, for the metrics. */
 interface ClientLimitEvents {
   waited(client: string, limit: LimitName): void;
   waitEnded(client: string, seconds: number, served: boolean): void;
   refused(client: string, limit: LimitName): void;
 }
 
-/** The grant of a client without limits: nothing to count, nothing to give back. */
 const UNLIMITED: Granted = { ok: true, waitedMs: 0, waitedFor: undefined, release: () => undefined };
 
 const NONE: LimitSettings = { maxInFlight: undefined, perMinute: undefined };
@@ -32,7 +27,6 @@ export class ClientLimits {
     this.configure(clients);
   }
 
-  /** The limits of a (re)loaded config, applied by client name. */
   configure(clients: ClientsConfig | undefined): void {
     const next = new Set<string>();
     for (const [name, c] of Object.entries(clients ?? {})) {
@@ -50,40 +44,34 @@ export class ClientLimits {
     }
     for (const [name, entry] of this.limiters) {
       if (next.has(name)) continue;
-      // Its batches in flight release into the detached limiter, which nothing reads any more.
+      // Its batches in flight release into the detached limiter.
       entry.limiter.configure(NONE);
       this.limiters.delete(name);
     }
   }
 
-  /** Whether a client has a limit (no limit: acquire answers at once, without counting). */
   limited(name: string): boolean {
     return this.limiters.has(name);
   }
 
-  /**
-   * A slot for one batch of `name` asking `candidates`, waiting at most max_wait_s and at most `timeLeftMs`
-   * (the batch deadline); `signal` ends the wait when the client leaves or the deadline passes.
-   */
+  /** Waits at most max_wait_s and `timeLeftMs` (the batch deadline). */
   acquire(name: string, candidates: number, timeLeftMs: number, signal?: AbortLike): Admission | Promise<Admission> {
     const entry = this.limiters.get(name);
     if (entry === undefined) return UNLIMITED;
     return entry.limiter.acquire(candidates, Math.min(entry.maxWaitMs, timeLeftMs), signal);
   }
 
-  /** Batches waiting now, by client (limited clients only), for the metrics gauge. */
   waitingByClient(): Map<string, number> {
     const out = new Map<string, number>();
     for (const [name, { limiter }] of this.limiters) out.set(name, limiter.waiting);
     return out;
   }
 
-  /** The limiter of a client, for tests and views; undefined without limits. */
   limiterOf(name: string): ClientLimiter | undefined {
     return this.limiters.get(name)?.limiter;
   }
 
-  private eventsFor(name: string): ConstructorParameters<typeof ClientLimiter>[2] {
+  private eventsFor(name: string): LimiterEvents | undefined {
     const e = this.events;
     if (e === undefined) return undefined;
     return {

@@ -1,22 +1,19 @@
 /**
- * The client key in the address (docs/operations.md#client-keys): BENCH and GEN send no custom header, so a key can
- * travel as the first path segments, `http://gw:8888/k/<key>/v1/responses`; the rest of the path is what the
- * gateway serves. Everything here is linear string work on client text (indexOf and slices, no regex).
+ * The client key in the address, `/k/<key>/v1/responses` (docs/operations.md#client-keys): BENCH and GEN send no
+ * custom header. Linear string work on client text, no regex.
  */
 
 export const KEY_PREFIX = '/k/';
 
-/** What a logged or shown URL holds instead of a key. */
 export const REDACTED_KEY = 'REDACTED';
 
 interface KeyPath {
-  /** The key, percent-decoded (a segment that does not decode is kept as it came: it matches no valid key). */
+  /** Percent-decoded (a segment that does not decode is kept as it came: it matches no valid key). */
   key: string;
-  /** The path after `/k/<key>`, with its query: `/v1/responses`, `/` for `/k/<key>` alone, `/?a=1` for `/k/<key>?a=1`. */
+  /** With its query: `/v1/responses`, `/` for `/k/<key>` alone, `/?a=1` for `/k/<key>?a=1`. */
   rest: string;
 }
 
-/** `/k/<key>/rest?q` split into key and rest; undefined when the URL does not start with `/k/`. */
 export function splitKeyPath(url: string): KeyPath | undefined {
   if (!url.startsWith(KEY_PREFIX)) return undefined;
   const start = KEY_PREFIX.length;
@@ -26,7 +23,6 @@ export function splitKeyPath(url: string): KeyPath | undefined {
   return { key: decodeSegment(raw), rest };
 }
 
-/** Where the path segment starting at `from` ends: the next "/" or "?", else the end of the URL. */
 function segmentEnd(url: string, from: number): number {
   for (let i = from; i < url.length; i++) {
     const c = url.charCodeAt(i);
@@ -44,10 +40,7 @@ function decodeSegment(raw: string): string {
   }
 }
 
-/**
- * The URL with the segment after every `/k/` of its path replaced by REDACTED_KEY, for log lines: a key pasted
- * twice (`/k/<key>/k/<key>/...`) or after another prefix is not written either. The query is left as it is.
- */
+/** Every `/k/` of the path, so a key pasted twice or after another prefix is not logged either. */
 export function redactKeyPaths(url: string): string {
   const q = url.indexOf('?');
   const pathEnd = q < 0 ? url.length : q;
@@ -60,16 +53,12 @@ export function redactKeyPaths(url: string): string {
     const end = Math.min(segmentEnd(url, start), pathEnd);
     out += url.slice(from, start) + REDACTED_KEY;
     from = end;
-    // The "/" that ends this segment may start the next `/k/`.
     at = url.indexOf(KEY_PREFIX, end);
   }
   return out + url.slice(from);
 }
 
-/**
- * Whether a path (query ignored) is a health check: `/health`, or a virtual agent's `/agents/<name>/health`.
- * A route pattern (`/agents/:agent/health`) counts the same.
- */
+/** `/health` or `/agents/<name>/health` (a route pattern `/agents/:agent/health` too), query ignored. */
 export function isHealthPath(url: string): boolean {
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);

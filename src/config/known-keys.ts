@@ -1,77 +1,31 @@
-/**
- * The keys the config schema allows at a path in the file, read from the one zod schema itself (so a key
- * another change adds is known here at once). Used for "did you mean ...?" on an unknown key.
- *
- * It walks zod's public definition objects (`_zod.def`): wrappers (default, prefault, optional, nullable,
- * pipe) are unwrapped; records and arrays step into their values; unions offer the keys of their object
- * alternatives.
- */
+/** The keys the schema allows at a path, for "did you mean ...?", read from the one zod schema. */
 import { z } from 'zod';
 import { configSchema } from './schema.js';
 import type { PathSegment } from './route-problems.js';
 
-interface Def {
-  type: string;
-  innerType?: z.core.$ZodType;
-  in?: z.core.$ZodType;
-  valueType?: z.core.$ZodType;
-  element?: z.core.$ZodType;
-  options?: readonly z.core.$ZodType[];
-  /** An object schema's keys, each holding its schema (read with schemaAt). */
-  shape?: object;
-}
-
-/** A field of a def that holds a schema, when it does. */
-function schemaAt(def: object, key: string): z.core.$ZodType | undefined {
-  const v: unknown = Reflect.get(def, key);
-  return v instanceof z.core.$ZodType ? v : undefined;
-}
-
-/** The fields read below of a schema's def, each checked to be what it is read as (its type differs per kind). */
-function defOf(s: z.core.$ZodType): Def {
-  const def = s._zod.def;
-  const options: unknown = Reflect.get(def, 'options');
-  const shape: unknown = Reflect.get(def, 'shape');
-  return {
-    type: def.type,
-    innerType: schemaAt(def, 'innerType'),
-    in: schemaAt(def, 'in'),
-    valueType: schemaAt(def, 'valueType'),
-    element: schemaAt(def, 'element'),
-    options: Array.isArray(options) ? options.filter((o: unknown): o is z.core.$ZodType => o instanceof z.core.$ZodType) : undefined,
-    shape: shape !== null && typeof shape === 'object' ? shape : undefined,
-  };
-}
+type Schema = z.core.$ZodType;
 
 /** The schemas a value at this level may be checked against (several for a union). */
-function unwrap(s: z.core.$ZodType, depth = 0): z.core.$ZodType[] {
-  if (depth > 20) return [];
-  const d = defOf(s);
-  const inner = d.innerType ?? (d.type === 'pipe' ? d.in : undefined);
-  if (inner !== undefined) return unwrap(inner, depth + 1);
-  if (d.type === 'union' && d.options !== undefined) return d.options.flatMap((o) => unwrap(o, depth + 1));
+function unwrap(s: Schema): Schema[] {
+  if (s instanceof z.ZodOptional || s instanceof z.ZodNullable) return unwrap(s.unwrap());
+  if (s instanceof z.ZodDefault || s instanceof z.ZodPrefault) return unwrap(s.unwrap());
+  if (s instanceof z.ZodPipe) return unwrap(s.in);
+  if (s instanceof z.ZodUnion) return s.options.flatMap(unwrap);
   return [s];
 }
 
-function step(s: z.core.$ZodType, seg: PathSegment): z.core.$ZodType[] {
-  const d = defOf(s);
-  if (d.type === 'object' && typeof seg === 'string' && d.shape !== undefined) {
-    const field = schemaAt(d.shape, seg);
-    if (field !== undefined) return [field];
-  }
-  if (d.type === 'record' && d.valueType !== undefined) return [d.valueType];
-  if (d.type === 'array' && d.element !== undefined && typeof seg === 'number') return [d.element];
+function step(s: Schema, seg: PathSegment): Schema[] {
+  // Own keys only: a segment such as "constructor" names no field.
+  if (s instanceof z.ZodObject && typeof seg === 'string' && Object.hasOwn(s.shape, seg)) return [s.shape[seg]];
+  if (s instanceof z.ZodRecord) return [s.valueType];
+  if (s instanceof z.ZodArray && typeof seg === 'number') return [s.element];
   return [];
 }
 
-/** Keys allowed in the object at `path` (empty when the path leads nowhere known). */
 export function knownKeysAt(path: readonly PathSegment[]): string[] {
   let level = unwrap(configSchema);
-  for (const seg of path) level = level.flatMap((s) => step(s, seg)).flatMap((s) => unwrap(s));
+  for (const seg of path) level = level.flatMap((s) => step(s, seg)).flatMap(unwrap);
   const keys = new Set<string>();
-  for (const s of level) {
-    const d = defOf(s);
-    if (d.type === 'object' && d.shape !== undefined) for (const k of Object.keys(d.shape)) keys.add(k);
-  }
+  for (const s of level) if (s instanceof z.ZodObject) for (const k of Object.keys(s.shape)) keys.add(k);
   return [...keys];
 }

@@ -1,10 +1,6 @@
 /**
- * Loading the gateway config: YAML -> `${VAR}` substitution -> `configSchema` -> route cross-checks -> frozen.
- *
- * A bad file must stop the start with every problem at once, each naming the file, the path in the file and
- * the line:column (docs/configuration.md), so the loader keeps YAML's node tree to map any path back to a source position.
- * The value handed to the rest of the gateway is deep-frozen: routing compiles it once and relies on it not
- * changing under it.
+ * YAML -> `${VAR}` substitution -> `configSchema` -> route cross-checks -> deep-frozen. Every problem is reported
+ * at once with its line:column, so YAML's node tree is kept to map a path back to the source.
  */
 import { readFileSync } from 'node:fs';
 import { isAlias, isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
@@ -18,14 +14,13 @@ import { GatewayError } from '../errors.js';
 export type Env = Record<string, string | undefined>;
 
 interface ConfigIssue {
-  /** Where in the file, e.g. `routes[1].split.qwenx`; `(root)` for the whole document. */
+  /** `routes[1].split.qwenx`; `(root)` for the whole document. */
   path: string;
   line: number;
   column: number;
   message: string;
 }
 
-/** The message lists every problem as `file:line:col: path: what`, one per line, in file order. */
 export class ConfigError extends GatewayError {
   constructor(
     readonly source: string,
@@ -40,7 +35,6 @@ export class ConfigError extends GatewayError {
   }
 }
 
-/** Freeze a value and everything reachable from it; returns the same value. */
 export function deepFreeze<T>(value: T, seen: WeakSet<object> = new WeakSet()): T {
   if (value === null || typeof value !== 'object' || seen.has(value)) return value;
   seen.add(value);
@@ -85,7 +79,7 @@ export function parseConfigText(text: string, sourceName: string, env: Env = pro
   if (!parsed.success && coerceSubstituted(raw, parsed.error.issues, substituted)) parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
     for (const p of flattenZodIssues(parsed.error.issues, [])) {
-      // A value whose variable is missing fails validation too; the missing variable is the real problem.
+      // A value whose variable is missing fails validation too: only the missing variable is reported.
       const path = formatPath(p.path);
       if (!envPaths.some((e) => path === e || path.startsWith(e + '.') || path.startsWith(e + '['))) problems.push(p);
     }
@@ -102,10 +96,7 @@ export function parseConfigText(text: string, sourceName: string, env: Env = pro
   return deepFreeze(parsed.data);
 }
 
-/**
- * YAML syntax errors. After the first structural error the parser reports every following token as unexpected:
- * those are echoes and are dropped; errors of other kinds (duplicate keys, bad escapes) are independent and kept.
- */
+/** After the first structural error the parser reports every following token as unexpected: echoes, dropped. */
 function syntaxIssues(doc: Document, text: string, at: (offset: number) => Omit<ConfigIssue, 'path' | 'message'>): ConfigIssue[] {
   return doc.errors
     .filter((e, i) => i === 0 || e.code !== 'UNEXPECTED_TOKEN')
@@ -129,9 +120,8 @@ function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
 }
 
 /**
- * Source offset of the node at `path`: the key when `atKey` or when the value is a collection (its key is the
- * line a reader looks for), else the value. A path that leaves the tree (a missing key) stops at the deepest
- * existing node, which is where the missing key belongs.
+ * Source offset of the node at `path`: its key when `atKey` or for a collection, else its value. A missing key
+ * stops at the deepest existing node, where it belongs.
  */
 function locate(doc: Document, path: readonly PathSegment[], atKey: boolean): number {
   const start = (n: unknown): number | undefined => (isNode(n) ? n.range?.[0] : undefined);
@@ -155,18 +145,12 @@ function locate(doc: Document, path: readonly PathSegment[], atKey: boolean): nu
 
 const VAR_REF = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$\{/g;
 
-/** A string value that came (at least partly) from the environment. */
 interface Substitution {
   path: PathSegment[];
   text: string;
 }
 
-/**
- * Replace `${VAR}` / `${VAR:-default}` in string values (never keys); `$${` is a literal `${`. `:-` applies the
- * default when the variable is unset or empty, as in the shell. The result is a string; where the schema wants a
- * number or a boolean, coerceSubstituted reads it as one, so `port: "${PORT}"` works quoted or not.
- * Messages never include a variable's value: they are often secrets.
- */
+/** `${VAR}` / `${VAR:-default}` in string values (never keys). Messages never quote a value: often a secret. */
 function substituteEnv(node: unknown, path: PathSegment[], env: Env, problems: Problem[], out: Substitution[]): void {
   if (isMap(node)) {
     for (const pair of node.items) {
@@ -202,10 +186,7 @@ function substituteEnv(node: unknown, path: PathSegment[], env: Env, problems: P
 const NUMBER_TEXT = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
 const BOOLEAN_TEXT: Record<string, boolean> = { true: true, True: true, TRUE: true, false: false, False: false, FALSE: false };
 
-/**
- * Where the schema expected a number or a boolean and found a substituted string, replace the string in `raw`
- * by what its text says. Returns whether anything changed (then the caller validates again).
- */
+/** A substituted string where the schema wants a number or a boolean becomes one; true if any changed. */
 function coerceSubstituted(raw: unknown, issues: readonly z.core.$ZodIssue[], substituted: readonly Substitution[]): boolean {
   let changed = false;
   for (const issue of issues) {
@@ -216,7 +197,6 @@ function coerceSubstituted(raw: unknown, issues: readonly z.core.$ZodIssue[], su
     const text = sub.text.trim();
     const value = issue.expected === 'number' ? (NUMBER_TEXT.test(text) ? Number(text) : undefined) : BOOLEAN_TEXT[text];
     if (value === undefined) continue;
-    // The walked values are the parsed YAML's objects and arrays, and the path of an issue here is non-empty.
     const parent = sub.path.slice(0, -1).reduce<unknown>((o, seg) => (isObjectLike(o) ? Reflect.get(o, seg) : undefined), raw);
     const last = sub.path.at(-1);
     if (!isObjectLike(parent) || last === undefined) continue;
@@ -234,10 +214,7 @@ function segments(path: readonly PropertyKey[]): PathSegment[] {
   return path.map((s) => (typeof s === 'number' ? s : String(s)));
 }
 
-/**
- * Keys an earlier version accepted, with what replaces them. A file that still has one is refused with the
- * replacement named, rather than accepted with the key silently doing nothing (docs/configuration.md#removed-keys).
- */
+/** Refused with their replacement named rather than silently doing nothing (docs/configuration.md#removed-keys). */
 const REMOVED_KEYS: ReadonlyMap<string, string> = new Map([
   [
     'server.heap_growing_percent',
@@ -246,7 +223,6 @@ const REMOVED_KEYS: ReadonlyMap<string, string> = new Map([
   ['server.memory_reclaim_share', "nothing: a finished batch's large bodies and answers are given back to the system when it ends, with no collection forced"],
 ]);
 
-/** `unknown key "timeout" (did you mean "timeout_s"?)`, the suggestion only when one is close. */
 function unknownKeyMessage(path: readonly PathSegment[], key: string): string {
   const replacement = REMOVED_KEYS.get([...path, key].join('.'));
   if (replacement !== undefined) return `key "${key}" was removed: ${replacement}`;
@@ -255,7 +231,7 @@ function unknownKeyMessage(path: readonly PathSegment[], key: string): string {
   return `unknown key "${key}"${near === undefined ? '' : ` (did you mean "${near}"?)`}`;
 }
 
-/** zod issues as located problems: one per unknown key, unions reduced to the alternative the value was meant for. */
+/** One problem per unknown key; unions reduced to the alternative the value was meant for. */
 function flattenZodIssues(issues: readonly z.core.$ZodIssue[], prefix: PathSegment[]): Problem[] {
   const out: Problem[] = [];
   // An object with an unknown key usually lacks the key that was meant: its refinement failing says it twice.

@@ -1,14 +1,6 @@
-/**
- * "Did you mean ...?" for a mistyped name (a config key, a command-line option or subcommand): the known name
- * nearest by edit distance, when it is near enough to be a typo. Only names from the operator's own config
- * or command line reach it, and the candidate lists are a few dozen short names, so the cost is trivial.
- */
-import { GatewayError } from '../errors.js';
+/** "Did you mean ...?" for a mistyped config key, option or subcommand. */
 
-/**
- * Edit distance with adjacent transpositions counted as one edit ("prot" -> "port"), stopping early once it
- * exceeds `max`.
- */
+/** Adjacent transpositions count as one edit ("prot" -> "port"); stops early once over `max`. */
 export function editDistance(a: string, b: string, max: number): number {
   if (Math.abs(a.length - b.length) > max) return max + 1;
   let before: number[] = [];
@@ -29,17 +21,12 @@ export function editDistance(a: string, b: string, max: number): number {
   return cell(prev, b.length);
 }
 
-/** Cell j of a row: rows are b.length + 1 long and every j read is at most b.length, so one is always there. */
+/** Rows are b.length + 1 long and no j read is over b.length: the fallback is never taken. */
 function cell(row: readonly number[], j: number): number {
-  const v = row[j];
-  if (v === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `edit distance cell ${j} of a row of ${row.length}`);
-  return v;
+  return row[j] ?? Infinity;
 }
 
-/**
- * The known name nearest to `name` when it is close enough to be a typo (at most 1 edit for short names,
- * 2 from 5 characters, 3 from 10), else undefined. Ties go to the earlier candidate.
- */
+/** At most 1 edit for short names, 2 from 5 characters, 3 from 10; ties go to the earlier candidate. */
 export function closest(name: string, candidates: readonly string[]): string | undefined {
   const max = name.length < 5 ? 1 : name.length < 10 ? 2 : 3;
   let best: string | undefined;

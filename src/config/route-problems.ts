@@ -1,16 +1,6 @@
 /**
- * The route invariants a schema cannot express, because they relate parts of the config to each other, checked
- * for the top-level routes and for each virtual agent's (`agents.<name>.routes`, docs/routing.md#virtual-agents):
- * - every backend a route names (`backend`, `split`, `ensemble`, `fallback`, `shadow`) is defined;
- * - route names are unique (they are metric labels and memory tags);
- * - a catch-all route (no `match`, or an empty one) exists and is the last route: first match wins, so a route
- *   after it could never be chosen, and without one an input could have no route at all;
- * - a fallback or shadow list names a backend once;
- * - globs and regexes compile; no match key reads the gateway's own memory key.
- * - no virtual agent is named `__proto__`, which zod's records drop silently.
- *
- * It reads the config leniently (the raw YAML value, before or after the schema), so the loader reports these
- * problems together with schema problems, and compileAgents checks the same invariants for configs built in code.
+ * The route invariants that relate parts of the config (docs/routing.md#virtual-agents), read leniently from the
+ * raw value so the loader reports them with the schema's problems; compileAgents checks configs built in code.
  */
 import { globToRegExp } from '../patterns/glob.js';
 import { compileRegex } from '../patterns/regex.js';
@@ -22,11 +12,11 @@ export type PathSegment = string | number;
 export interface Problem {
   path: PathSegment[];
   message: string;
-  /** The problem is the key itself (unknown or misplaced), not its value. */
+  /** The key itself (unknown or misplaced), not its value. */
   atKey?: boolean;
 }
 
-/** `routes[1].split.qwenx`; keys that are not plain identifiers are quoted: `match["attributes.scenario"]`. */
+/** `routes[1].split.qwenx`, `match["attributes.scenario"]`. */
 export function formatPath(path: readonly PathSegment[]): string {
   if (path.length === 0) return '(root)';
   let out = '';
@@ -46,11 +36,7 @@ function isCatchAll(route: { match?: unknown }): boolean {
   return m === undefined || m === null || (isJsonObject(m) && Object.keys(m).length === 0);
 }
 
-/**
- * The route invariants of the top-level routes (the default agent) and of every `agents.<name>.routes`, each
- * table on its own (names, catch-all) against the one backends map. `memoryKey` is the top-level one, which a
- * virtual agent without its own `memory_key` uses too. Either the top-level routes or `agents` must be non-empty.
- */
+/** Each table on its own against the one backends map; `memoryKey` is the top-level one. */
 export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
   const out: Problem[] = [];
   if (!isJsonObject(raw)) return out;
@@ -76,7 +62,6 @@ export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
   return out;
 }
 
-/** `clients.<name>.agents` names agents the config has: a virtual agent, or `default` for the top-level routes. */
 function clientAgentProblems(raw: Obj, agents: Obj | undefined): Problem[] {
   const out: Problem[] = [];
   if (!isJsonObject(raw.clients)) return out;
@@ -92,7 +77,7 @@ function clientAgentProblems(raw: Obj, agents: Obj | undefined): Problem[] {
   return out;
 }
 
-/** One route table's problems; `base` is where it is in the file (`routes`, `agents.<name>.routes`). */
+/** A catch-all must be last (first match wins), names unique (metric labels, memory tags), backends defined. */
 function tableProblems(routes: unknown[], base: PathSegment[], defined: string[] | undefined, memoryKey: string): Problem[] {
   const out: Problem[] = [];
   const known = new Set(defined);

@@ -1,14 +1,7 @@
-/**
- * A config in a few lines an operator can check at a glance, the way Envoy prints its listeners and clusters
- * at start: each route with the backends it sends to (each virtual agent's too), each backend with its
- * replicas, the state store.
- * Used by the start-up log line and by `magma-gateway validate`. Secrets never appear (URL passwords are
- * masked; header values and client keys are not shown at all).
- */
+/** A config at a glance, for the start-up log and `validate`; secrets never appear. */
 import { agentPrefix, agentTables } from './agents.js';
 import type { GatewayConfig, RouteConfig } from './schema.js';
 
-/** The URL with any user info masked: a summary is printed to terminals and logs. */
 function safeUrl(url: string): string {
   try {
     const u = new URL(url);
@@ -40,7 +33,7 @@ function describeRoute(r: RouteConfig): string {
   return `${r.name} -> ${target}${extras.length > 0 ? ` (${extras.join('; ')})` : ''}`;
 }
 
-/** `team-a (max 4 batches in flight, 20000 candidates/min, waits up to 30 s)`: a client without its key. */
+/** `team-a (max 4 batches in flight, 20000 candidates/min, waits up to 30 s)` */
 function describeClient(name: string, c: NonNullable<GatewayConfig['clients']>[string]): string {
   const limits: string[] = [];
   if (c.max_batches_in_flight !== undefined) limits.push(`max ${c.max_batches_in_flight} batches in flight`);
@@ -50,13 +43,9 @@ function describeClient(name: string, c: NonNullable<GatewayConfig['clients']>[s
 }
 
 interface ConfigSummary {
-  /** The default agent's routes (empty when only virtual agents are configured). */
   routes: string[];
-  /** Each virtual agent (docs/routing.md#virtual-agents): its path and its routes. */
   agents: Record<string, { path: string; agent_id: string; routes: string[] }>;
-  /** Client names and limits (never keys); empty without `clients:`. */
   clients: string[];
-  /** Backend name -> its replica URLs, in config order. */
   backends: Record<string, string[]>;
   replicas: number;
   store: string;
@@ -79,7 +68,6 @@ export function summarizeConfig(config: GatewayConfig): ConfigSummary {
   return { routes: config.routes.map(describeRoute), agents, clients, backends, replicas, store };
 }
 
-/** The summary as indented lines for a terminal (`validate`). */
 export function formatSummary(config: GatewayConfig): string {
   const s = summarizeConfig(config);
   const names = Object.keys(s.backends);

@@ -1,8 +1,6 @@
 /**
- * TLS files (docs/deployment.md#tls): the PEM files that server.tls and backends.<name>.tls name, read when the server or a
- * backend's pool is built and again on every reload, so a renewed certificate is picked up without a restart.
- * A missing or unreadable file is an error naming the config key and the path: the start stops, a reload is
- * refused and the running certificate keeps serving.
+ * The PEM files of server.tls and backends.<name>.tls (docs/deployment.md#tls), read again on every reload so a
+ * renewed certificate needs no restart; a bad file refuses the reload, the running one keeps serving.
  */
 import { readFileSync } from 'node:fs';
 import { createSecureContext, Server as TlsServer } from 'node:tls';
@@ -12,7 +10,6 @@ import type { GatewayConfig } from './schema.js';
 type ServerTlsConfig = NonNullable<GatewayConfig['server']['tls']>;
 type BackendTlsConfig = NonNullable<GatewayConfig['backends'][string]['tls']>;
 
-/** What node:https createServer and setSecureContext take. */
 interface ServerTlsOptions {
   cert: Buffer;
   key: Buffer;
@@ -21,7 +18,6 @@ interface ServerTlsOptions {
   rejectUnauthorized: boolean;
 }
 
-/** What undici's `connect` option takes for an HTTPS origin. */
 export interface BackendTlsOptions {
   ca?: Buffer;
   cert?: Buffer;
@@ -30,7 +26,6 @@ export interface BackendTlsOptions {
   rejectUnauthorized: boolean;
 }
 
-/** A TLS file that cannot be read or used: a config problem, named by its key. */
 class TlsFileError extends GatewayError {
   override name = 'TlsFileError';
 
@@ -48,7 +43,7 @@ function readPem(key: string, path: string): Buffer {
   }
 }
 
-/** Read server.tls's files and check that they make a usable context (a key that fits its certificate). */
+/** Checks that the files make a usable context (a key that fits its certificate). */
 export function readServerTls(tls: ServerTlsConfig, prefix = 'server.tls'): ServerTlsOptions {
   const opts: ServerTlsOptions = {
     cert: readPem(`${prefix}.cert`, tls.cert),
@@ -61,7 +56,6 @@ export function readServerTls(tls: ServerTlsConfig, prefix = 'server.tls'): Serv
   return opts;
 }
 
-/** Read backends.<name>.tls's files; undefined when the backend has no tls section. */
 export function readBackendTls(backend: string, tls: BackendTlsConfig | undefined): BackendTlsOptions | undefined {
   if (tls === undefined) return undefined;
   const prefix = `backends.${backend}.tls`;
@@ -74,7 +68,6 @@ export function readBackendTls(backend: string, tls: BackendTlsConfig | undefine
   return opts;
 }
 
-/** A PEM that does not parse, or a key that is not the certificate's, fails here with the key's name. */
 function checkContext(prefix: string, opts: { cert?: Buffer; key?: Buffer; ca?: Buffer }): void {
   try {
     createSecureContext({ cert: opts.cert, key: opts.key, ca: opts.ca });
@@ -85,9 +78,8 @@ function checkContext(prefix: string, opts: { cert?: Buffer; key?: Buffer; ca?: 
 }
 
 /**
- * A reload's new server.tls, read before the reload commits (a bad file refuses it). `apply` puts the new
- * certificate, key and CA in force for new connections; connections already open keep theirs. Turning TLS on or
- * off, or changing request_cert / reject_unauthorized, needs a restart: they are listed in `kept`.
+ * Read before the reload commits; `apply` serves new connections with the new files. Turning TLS on or off, or
+ * changing request_cert / reject_unauthorized, needs a restart: listed in `kept`.
  */
 export function prepareServerTlsReload(
   running: ServerTlsConfig | undefined,
@@ -109,7 +101,6 @@ export function prepareServerTlsReload(
   return {
     kept,
     apply: (server) => {
-      // The front server is node:https whenever server.tls was set at start (http/batch-front.ts).
       if (!(server instanceof TlsServer)) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'server.tls was set at start, yet the front server is not node:https');
       server.setSecureContext({ cert: opts.cert, key: opts.key, ca: opts.ca });
     },

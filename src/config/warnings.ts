@@ -1,14 +1,9 @@
-/**
- * Things a valid config allows but an operator almost certainly did not mean. They do not stop the start
- * (the gateway serves correctly with them); they are logged at start and after a reload, and printed by
- * `magma-gateway validate` (docs/configuration.md).
- */
+/** What a valid config allows but an operator almost certainly did not mean; logged, never fatal. */
 import { agentTables } from './agents.js';
 import { formatPath } from './route-problems.js';
 import { CLIENT_WAIT_S, type GatewayConfig } from './schema.js';
 
 interface ConfigWarning {
-  /** Where in the file, e.g. `routes[1].fallback[0]`, `agents.kitchen.routes[0].shadow[0]`. */
   path: string;
   message: string;
 }
@@ -58,11 +53,7 @@ export function configWarnings(config: GatewayConfig): ConfigWarning[] {
   return out;
 }
 
-/**
- * An admin listener without a token (allowed on loopback): the Host and Origin rules keep browser pages out, but
- * any local process, another user's included, may read the config and reset experiments
- * (docs/operations.md#admin-security).
- */
+/** Allowed on loopback, but any local process, another user's included, may use it. */
 function adminWarnings(config: GatewayConfig): ConfigWarning[] {
   const { listen, token } = config.admin;
   if (listen === undefined || (token !== undefined && token !== '')) return [];
@@ -72,10 +63,6 @@ function adminWarnings(config: GatewayConfig): ConfigWarning[] {
   }];
 }
 
-/**
- * A deadline past the 360 s BENCH waits for an answer: the client gives up (and BENCH aborts its run) before
- * the gateway answers with error candidates (docs/limits-and-edges.md#deadlines).
- */
 function deadlineWarnings(config: GatewayConfig): ConfigWarning[] {
   const out: ConfigWarning[] = [];
   const over = (path: string, seconds: number | undefined, what: string): void => {
@@ -100,13 +87,10 @@ function deadlineWarnings(config: GatewayConfig): ConfigWarning[] {
 /** Shorter keys are warned about: a key is all that stands between a port and anyone who can reach it. */
 const MIN_CLIENT_KEY_CHARS = 16;
 
-/**
- * What a path segment holds as it is (RFC 3986 pchar without "%"): a key with any other character must be
- * percent-encoded in an address (the gateway decodes the segment).
- */
+/** RFC 3986 pchar without "%": any other character of a key must be percent-encoded in an address. */
 const PATH_SAFE = /^[A-Za-z0-9._~!$&'()*+,;=:@-]*$/;
 
-/** Keys that work but are weak or awkward in an address. The messages never quote a key. */
+/** The messages never quote a key. */
 function clientKeyWarnings(config: GatewayConfig): ConfigWarning[] {
   const out: ConfigWarning[] = [];
   for (const [name, c] of Object.entries(config.clients ?? {})) {
@@ -126,7 +110,6 @@ function clientKeyWarnings(config: GatewayConfig): ConfigWarning[] {
   return out;
 }
 
-/** `path: message`, one per warning, for the log and `validate`. */
 export function formatWarning(w: ConfigWarning): string {
   return `${w.path}: ${w.message}`;
 }

@@ -1,14 +1,8 @@
-/**
- * The response cache's entries (docs/cache.md), in this process or in Redis: one contract (CacheEntries in
- * types.ts), two implementations.
- */
+/** The response cache's entries (docs/cache.md), in this process or in Redis. */
 import type { RedisLink } from './redis-link.js';
-import type { CacheEntries, CacheEntriesOptions } from './types.js';
+import type { CacheEntries, CacheEntriesOptions, HeldEntries } from './types.js';
 
-/**
- * What an entry costs besides its value: the key string (a 43-character digest), the entry object and its
- * place in the Map, about this much heap; counted so a flood of tiny entries still respects the bound.
- */
+/** An entry's heap besides its value and key, so a flood of tiny entries still respects the bound. */
 const ENTRY_BYTES = 256;
 
 interface Entry {
@@ -16,11 +10,7 @@ interface Entry {
   expiresAt: number;
 }
 
-/**
- * The response cache in this process (docs/cache.md): entries by key in least-recently-used order, their bytes
- * bounded by cache.max_mb, each dropped once its TTL passed. A Map keeps insertion order, so a hit moves its
- * entry to the end (delete + set) and eviction takes from the start: constant time per operation.
- */
+/** An LRU bounded by cache.max_mb: a hit moves its entry to the Map's end, eviction takes from its start. */
 export class LocalCache implements CacheEntries {
   readonly kind = 'memory' as const;
   private readonly entries = new Map<string, Entry>();
@@ -47,7 +37,7 @@ export class LocalCache implements CacheEntries {
         this.bytes -= cost(k, e);
         return undefined;
       }
-      this.entries.set(k, e); // the most recently used now
+      this.entries.set(k, e);
       return e.value;
     });
   }
@@ -55,8 +45,7 @@ export class LocalCache implements CacheEntries {
   async set(key: string, value: Buffer, ttlMs: number): Promise<boolean> {
     const entry: Entry = { value, expiresAt: this.now() + ttlMs };
     const bytes = cost(key, entry);
-    // One entry larger than the whole cache would evict every other one and then itself.
-    if (bytes > this.opts.capBytes) return false;
+    if (bytes > this.opts.capBytes) return false; // it would evict every other one and then itself
     const old = this.entries.get(key);
     if (old !== undefined) {
       this.entries.delete(key);
@@ -82,7 +71,7 @@ export class LocalCache implements CacheEntries {
     }
   }
 
-  held(): { bytes: number; entries: number; evicted: number } {
+  held(): HeldEntries {
     return { bytes: this.bytes, entries: this.entries.size, evicted: this.evicted };
   }
 }
@@ -92,13 +81,8 @@ function cost(key: string, e: Entry): number {
 }
 
 /**
- * The response cache in Redis (docs/cache.md), shared by every replica with the same Redis and key_prefix:
- * `cache:e:<digest>` holds an entry (SET PX: Redis drops it after the TTL), `cache:{gen}:<scope>` a scope's
- * generation (INCR by an admin DELETE; the `{gen}` hash tag keeps every generation in one Cluster slot, so one
- * MGET reads them all). Entries are read one GET each, which a Cluster routes to each key's own node.
- *
- * Any failure (Redis down, a timeout) answers `undefined` / `false` at once, through RedisLink's short command
- * timeout: the batch treats it as a miss and is never held up or failed by the cache.
+ * Shared by every replica: the `{gen}` hash tag keeps every generation in one Cluster slot, so one MGET reads
+ * them all; entries are read one GET each, which a Cluster routes to each key's own node.
  */
 export class RedisCache implements CacheEntries {
   readonly kind = 'redis' as const;
@@ -129,7 +113,6 @@ export class RedisCache implements CacheEntries {
 
   async set(key: string, value: Buffer, ttlMs: number): Promise<boolean> {
     try {
-      // Whole milliseconds: SET PX takes an integer.
       await this.link.run((c) => c.set(this.entryKey(key), value, 'PX', Math.max(1, Math.ceil(ttlMs))));
       return true;
     } catch {
@@ -141,7 +124,7 @@ export class RedisCache implements CacheEntries {
     await this.link.run((c) => c.incr(this.genKey(scope)));
   }
 
-  held(): { bytes: number; entries: number; evicted: number } {
+  held(): HeldEntries {
     return { bytes: 0, entries: 0, evicted: 0 };
   }
 

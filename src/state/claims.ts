@@ -1,8 +1,4 @@
-/**
- * Claims: set-once values and small bounded sets with a TTL, the experiment recorder's idempotency marks,
- * stratum slots and outcome index (docs/experiments.md#what-the-gateway-stores). Two implementations of one
- * contract: in this process, and in Redis with the in-process one as its fallback.
- */
+/** Set-once values and bounded sets with a TTL (docs/experiments.md#what-the-gateway-stores). */
 import type { RedisLink } from './redis-link.js';
 import { CLAIM, SET_ADD } from './redis-scripts.js';
 import type { ClaimResult, StoreStats } from './types.js';
@@ -12,12 +8,7 @@ interface Entry<T> {
   expiresAt: number;
 }
 
-/**
- * Set-once values and small sets with a TTL, in this process (the memory store, and the Redis store's fallback
- * while Redis is unavailable). The experiment recorder keeps its idempotency marks and its outcome index here
- * (docs/experiments.md#what-the-gateway-stores). Bounded: past `maxEntries` (state.index_max_entries) the
- * oldest entries go first, so a flood of trajectories costs memory only up to the bound.
- */
+/** In this process (and the Redis store's fallback): past state.index_max_entries the oldest go first. */
 export class LocalClaims {
   private readonly claims = new Map<string, Entry<string>>();
   private readonly sets = new Map<string, Entry<Set<string>>>();
@@ -38,8 +29,6 @@ export class LocalClaims {
     return this.live(this.claims, key)?.value;
   }
 
-  /** Adds a member (at most `maxMembers` per set) and renews the set's TTL. */
-  /** Whether `member` is in the set afterwards: false when the set was full without it. */
   add(key: string, member: string, ttlMs: number, maxMembers: number): boolean {
     const hit = this.live(this.sets, key);
     const expiresAt = this.now() + ttlMs;
@@ -58,7 +47,6 @@ export class LocalClaims {
     return [...(this.live(this.sets, key)?.value ?? [])];
   }
 
-  /** Forgets everything (the store closing). */
   clear(): void {
     this.claims.clear();
     this.sets.clear();
@@ -74,7 +62,7 @@ export class LocalClaims {
 
   private put<T>(map: Map<string, Entry<T>>, key: string, e: Entry<T>): void {
     map.set(key, e);
-    // Insertion order is age order: the oldest go first, a few at a time so no single call does much.
+    // Insertion order is age order.
     while (map.size > this.maxEntries) {
       const oldest = map.keys().next();
       if (oldest.done === true) break;
@@ -84,10 +72,8 @@ export class LocalClaims {
 }
 
 /**
- * Set-once values and bounded sets shared by every replica (Redis keys `claim:<key>` and `set:<key>`, each with
- * its TTL), for the experiment recorder's idempotency marks and outcome index. While Redis is unavailable the
- * per-process LocalClaims answers instead: marks made then are this replica's only, so a step replayed to
- * another replica during an outage may count twice (docs/experiments.md#what-the-gateway-stores).
+ * Shared by every replica. While Redis is unavailable LocalClaims answers: a step replayed to another replica
+ * during an outage may count twice (docs/experiments.md#what-the-gateway-stores).
  */
 export class RedisClaims {
   constructor(
@@ -102,7 +88,7 @@ export class RedisClaims {
       const r = await this.link.script(CLAIM, [`${this.prefix}claim:${key}`], [value, Math.max(1, Math.ceil(ttlMs))]);
       if (Array.isArray(r) && r.length === 2 && typeof r[1] === 'string') return { first: r[0] === 1, value: r[1] };
     } catch {
-      // unavailable: answered locally below
+      // answered locally below
     }
     this.stats.fallbacks++;
     return this.local.claim(key, value, ttlMs);

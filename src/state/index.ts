@@ -1,8 +1,4 @@
-/**
- * Shared state of the gateway (the `state` config key, docs/deployment.md#several-gateway-replicas-redis): createStore picks
- * the in-memory store, or the Redis store
- * when `state.redis` is configured. Callers see one interface (types.ts) either way.
- */
+/** The gateway's shared state (docs/deployment.md#several-gateway-replicas-redis): in memory, or in `state.redis`. */
 import { MemoryStore } from './memory-store.js';
 import { RedisStore } from './redis-store.js';
 import type { StateConfig, StateLog, Store } from './types.js';

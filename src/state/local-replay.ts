@@ -1,17 +1,12 @@
-/**
- * Per-process idempotent replay: the memory store's, and the Redis store's fallback while Redis is unavailable.
- * One entry per request_id: in progress (with the callers waiting for it) or done (the response, kept for
- * replay_ttl_s). Stored bodies are bounded in total so a burst of large responses cannot exhaust the process.
- */
+/** Per-process idempotent replay: the memory store's, and the Redis store's fallback. */
 import type { AbortLike } from '../abort.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import { onAbort, replayKept } from './util.js';
 
 /**
- * What an entry costs besides its answer's bytes, counted against replay_cache_mb: its key and hash, the entry
- * and the answer's Buffer objects, and its places in the two tables, about 1 KB of JS heap as measured under S1
- * (where the answers themselves are smaller than that). Without it 16 MB of small answers held twice that.
+ * An entry's heap besides its answer (key, hash, objects, table slots), about 1 KB as measured under S1; without
+ * it 16 MB of small answers held twice that.
  */
 const ENTRY_BYTES = 1024;
 
@@ -25,26 +20,24 @@ interface Done {
   state: 'done';
   hash: string;
   body: string | AnswerBody;
-  /** What the entry keeps alive (util.ts replayKept), counted against the cache's bound. */
+  /** What the entry keeps alive (replayKept), counted against the cache's bound. */
   bytes: number;
-  /** Date.now() after which the entry is gone. No timer per entry: see expire(). */
   expiresAt: number;
 }
 
 interface LocalReplayLimits {
   ttlMs: number;
-  /** replay_max_bytes: larger responses are not stored. */
+  /** replay_max_bytes */
   maxBytes: number;
-  /** Total bytes of stored responses; the oldest are dropped beyond it. */
+  /** replay_cache_mb: the oldest are dropped beyond it. */
   capBytes: number;
 }
 
 export class LocalReplay {
   private readonly entries = new Map<string, Pending | Done>();
   /**
-   * Stored answers, oldest first: every entry lives the same ttl, so the oldest is always the next to expire
-   * or to be evicted, and a queue taken from its head does both in constant time. (A Set iterated from its
-   * start walks over every entry deleted since its last compaction: all the evicted ones, under S1.)
+   * Stored answers, oldest first: with one ttl for all, the head is the next to expire or be evicted. Not a Set:
+   * iterated from its start it walks every entry deleted since its last compaction (all the evicted, under S1).
    */
   private readonly doneOrder = new DoneQueue();
   private bytes = 0;
@@ -85,14 +78,9 @@ export class LocalReplay {
     }
   }
 
-  /** Abandons every computation in progress (close): waiters compute themselves. */
-  abandonAll(): void {
-    for (const [rid, entry] of this.entries) if (entry.state === 'pending') this.settle(rid, entry, undefined);
-  }
-
-  /** Drops every stored response (close). */
+  /** Abandons the computations in progress, so their waiters compute themselves. */
   clear(): void {
-    this.abandonAll();
+    for (const [rid, entry] of this.entries) if (entry.state === 'pending') this.settle(rid, entry, undefined);
     this.entries.clear();
     this.doneOrder.clear();
     this.bytes = 0;
@@ -107,7 +95,7 @@ export class LocalReplay {
     };
   }
 
-  /** Ends a computation once (later calls, e.g. after close, do nothing) and wakes its waiters. */
+  /** Ends a computation once (later calls, e.g. after close, do nothing). */
   private settle(requestId: string, entry: Pending, answer: string | AnswerBody | undefined): void {
     if (this.entries.get(requestId) !== entry) return;
     this.entries.delete(requestId);
@@ -140,9 +128,8 @@ export class LocalReplay {
   }
 
   /**
-   * Drops the expired entries. Every entry lives the same ttl, so the oldest stored expires first: the sweep
-   * stops at the first live one. Why not a timer per entry: at thousands of small batches a second that is
-   * thousands of live timers, each one more object for the GC to carry (S1, docs/performance.md#targets).
+   * The sweep stops at the first live entry (one ttl for all). Not a timer per entry: at thousands of batches a
+   * second that is thousands of live timers for the GC to carry (S1, docs/performance.md#targets).
    */
   private expire(): void {
     const now = Date.now();
@@ -154,7 +141,6 @@ export class LocalReplay {
     }
   }
 
-  /** Drops `entry` if it is still the one stored for `requestId`; true if so. */
   private drop(requestId: string, entry: Done): boolean {
     if (this.entries.get(requestId) !== entry) return false;
     this.entries.delete(requestId);
@@ -163,7 +149,7 @@ export class LocalReplay {
   }
 }
 
-/** A FIFO of stored answers: pushed at the tail, taken from the head; the array is compacted now and then. */
+/** A FIFO whose array is compacted once the taken part is most of it: amortized constant time. */
 class DoneQueue {
   private items: ({ rid: string; entry: Done } | undefined)[] = [];
   private head = 0;
@@ -179,8 +165,7 @@ class DoneQueue {
   shift(): { rid: string; entry: Done } | undefined {
     const item = this.items[this.head];
     if (item === undefined) return undefined;
-    this.items[this.head++] = undefined; // released for the GC
-    // Compacted once the taken part is most of the array: amortized constant time per item.
+    this.items[this.head++] = undefined;
     if (this.head > 1024 && this.head * 2 > this.items.length) {
       this.items = this.items.slice(this.head);
       this.head = 0;

@@ -1,7 +1,6 @@
 /**
- * Per-process counting semaphores, one per key, with an exact FIFO queue. The memory store's limits, and the
- * Redis store's fallback while Redis is unavailable (it also counts the Redis permits this process holds, so
- * that during an outage the limit covers everything this process has in flight).
+ * Per-process FIFO semaphores: the memory store's, and the Redis store's fallback, which also counts the Redis
+ * permits this process holds so that during an outage the limit covers all it has in flight.
  */
 import type { AbortLike } from '../abort.js';
 import type { AcquireOptions, Permit, StoreStats } from './types.js';
@@ -10,14 +9,11 @@ import { abortableDelay, onAbort } from './util.js';
 interface Slot {
   held: number;
   limit: number;
-  /** Waiters in arrival order (a Map iterates in insertion order and deletes in O(1)). */
+  /** Waiters in arrival order. */
   queue: Map<number, () => void>;
 }
 
-/**
- * Wraps a release function into an idempotent Permit that also releases itself when `signal` aborts, so a
- * cancelled request cannot leak its slot even if its caller never reaches `release()`.
- */
+/** An idempotent Permit that also releases itself when `signal` aborts, so a cancelled request never leaks it. */
 export function makePermit(onRelease: () => void, signal?: AbortLike): Permit {
   let released = false;
   let unlisten = (): void => {};
@@ -27,7 +23,7 @@ export function makePermit(onRelease: () => void, signal?: AbortLike): Permit {
     unlisten();
     onRelease();
   };
-  unlisten = onAbort(signal, release); // runs `release` at once if the signal has already aborted
+  unlisten = onAbort(signal, release);
   return { release };
 }
 
@@ -46,7 +42,7 @@ export class LocalSemaphores {
     const slot = this.slot(key);
     slot.limit = limit;
     this.pump(slot); // the limit may have been raised since the last call
-    // Nobody barges past a queued waiter: a free slot goes to the queue's head first.
+    // Nobody barges past a queued waiter.
     if (slot.queue.size === 0 && slot.held < limit) {
       slot.held++;
       return Promise.resolve(this.permit(key, slot, signal));
@@ -62,8 +58,7 @@ export class LocalSemaphores {
       const settle = (granted: boolean): void => {
         wait.cancel();
         slot.queue.delete(id);
-        // Granted in the same tick the signal aborted: give the slot straight back (the permit would release
-        // itself anyway) and report the abort.
+        // Granted in the tick the signal aborted: the slot goes straight back, reported as an abort.
         if (granted && !signal?.aborted) return resolve(this.permit(key, slot, signal));
         if (granted) this.releaseOne(key, slot);
         if (signal?.aborted) this.stats.acquireAborts++;
@@ -72,27 +67,17 @@ export class LocalSemaphores {
         resolve(undefined);
       };
       slot.queue.set(id, () => settle(true));
-      // When the wait ends first the waiter is still queued: remove it. If it was granted meanwhile, `settle`
-      // already ran and the queue no longer has it.
       void wait.promise.then(() => {
         if (slot.queue.has(id)) settle(false);
       });
     });
   }
 
-  /**
-   * Counts a permit granted elsewhere (by Redis) without checking the limit; returns its release. Keeps the
-   * per-process count complete, so a fallback acquire during an outage cannot exceed the limit locally.
-   */
+  /** Counts a permit Redis granted, without checking the limit; returns its idempotent release. */
   hold(key: string): () => void {
     const slot = this.slot(key);
     slot.held++;
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      this.releaseOne(key, slot);
-    };
+    return makePermit(() => this.releaseOne(key, slot)).release;
   }
 
   private permit(key: string, slot: Slot, signal: AbortLike | undefined): Permit {
@@ -105,7 +90,7 @@ export class LocalSemaphores {
     this.gc(key, slot);
   }
 
-  /** Grants free slots to queued waiters in order; synchronous, so no newcomer can take a slot in between. */
+  /** Synchronous, so no newcomer can take a slot in between. */
   private pump(slot: Slot): void {
     while (slot.held < slot.limit) {
       const first = slot.queue.entries().next();
@@ -119,14 +104,10 @@ export class LocalSemaphores {
 
   private slot(key: string): Slot {
     let slot = this.slots.get(key);
-    if (slot === undefined) {
-      slot = { held: 0, limit: 0, queue: new Map() };
-      this.slots.set(key, slot);
-    }
+    if (slot === undefined) this.slots.set(key, (slot = { held: 0, limit: 0, queue: new Map() }));
     return slot;
   }
 
-  /** Forgets idle keys so a long-running process does not accumulate them. */
   private gc(key: string, slot: Slot): void {
     if (slot.held === 0 && slot.queue.size === 0 && this.slots.get(key) === slot) this.slots.delete(key);
   }

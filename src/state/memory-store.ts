@@ -1,7 +1,4 @@
-/**
- * The default store: everything in this process, no dependency. Limits hold per gateway process; replay,
- * counters and shared values are this process's own.
- */
+/** The default store: everything in this process, so limits, replay, counters and shared values are its own. */
 import type { AbortLike } from '../abort.js';
 import { mbToBytes } from '../config/schema.js';
 import { LocalClaims } from './claims.js';
@@ -15,6 +12,7 @@ import {
   type CacheEntriesOptions,
   type Permit,
   type ReplayBegin,
+  type SharedListener,
   type StateConfig,
   type StateLog,
   type Store,
@@ -24,15 +22,6 @@ import {
 import { Listeners } from './util.js';
 import { LocalCache } from './cache-entries.js';
 
-/**
- * Total bytes of stored replay responses this process keeps (state.replay_cache_mb), oldest dropped first, so
- * a burst of large responses cannot exhaust its memory.
- */
-export function replayCapBytes(config: StateConfig): number {
-  return mbToBytes(config.replay_cache_mb);
-}
-
-/** One process: its own client limiter is the whole limit (Store.takeTokens). */
 const TAKEN: TokenTake = { ok: true };
 
 export class MemoryStore implements Store {
@@ -42,7 +31,7 @@ export class MemoryStore implements Store {
   private readonly replay: LocalReplay;
   private readonly counters = new Map<string, Map<string, number>>();
   private readonly shared = new Map<string, { value: string; expiresAt: number }>();
-  private readonly sharedListeners: Listeners<[string, string | undefined]>;
+  private readonly sharedListeners: Listeners<Parameters<SharedListener>>;
   private readonly lists = new Map<string, { values: string[]; expiresAt: number }>();
   private readonly claims: LocalClaims;
 
@@ -52,7 +41,7 @@ export class MemoryStore implements Store {
       {
         ttlMs: config.replay_ttl_s * 1000,
         maxBytes: config.replay_max_bytes,
-        capBytes: replayCapBytes(config),
+        capBytes: mbToBytes(config.replay_cache_mb),
       },
       this.counts,
     );
@@ -64,7 +53,7 @@ export class MemoryStore implements Store {
   }
 
   onUpChange(_listener: (up: boolean) => void): () => void {
-    return () => {}; // always up: nothing to announce
+    return () => {};
   }
 
   replayBegin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin> {
@@ -105,11 +94,11 @@ export class MemoryStore implements Store {
     const entry = this.shared.get(key);
     if (entry === undefined) return undefined;
     if (entry.expiresAt > Date.now()) return entry.value;
-    this.shared.delete(key); // expired: forget it on the way
+    this.shared.delete(key);
     return undefined;
   }
 
-  onSharedChange(listener: (key: string, value: string | undefined) => void): () => void {
+  onSharedChange(listener: SharedListener): () => void {
     return this.sharedListeners.add(listener);
   }
 

@@ -1,28 +1,25 @@
 /**
- * Cluster-wide counters (experiment arms, feedback) as Redis hashes. Increments are summed in this process and
- * sent in one script call per key every FLUSH_MS, so the hot path never waits on Redis. A batch whose answer is
- * lost (timeout, outage) is kept as is and sent again; its sequence number makes Redis apply it exactly once.
- * While Redis is unavailable increments keep accumulating here and reads answer the last totals read plus
- * this process's unsent increments.
+ * Cluster-wide counters as Redis hashes, summed here and sent every FLUSH_MS. A batch whose answer is lost is
+ * sent again as is; its sequence number makes Redis apply it once. While Redis is unavailable, reads answer the
+ * last totals read plus this process's unsent increments.
  */
 import { isCommandError, type RedisLink } from './redis-link.js';
 import { COUNTERS_ADD } from './redis-scripts.js';
 import type { StoreStats } from './types.js';
 
 const FLUSH_MS = 200;
-/** How long Redis remembers a store instance's last applied batch: far longer than any outage it retries after. */
+/** Far longer than any outage a batch is retried after. */
 const SEQ_TTL_MS = 7 * 24 * 3600 * 1000;
 
 interface KeyState {
-  /** A batch sent without confirmation; immutable until confirmed, since Redis may already have applied it. */
+  /** Sent, unconfirmed: immutable, since Redis may already have applied it. */
   unconfirmed?: { seq: number; deltas: Map<string, number> };
-  /** Increments not sent yet. */
   pending: Map<string, number>;
 }
 
 export class RedisCounters {
   private readonly keys = new Map<string, KeyState>();
-  /** Last totals read from Redis, per key: what reads answer during an outage. */
+  /** What reads answer during an outage. */
   private readonly lastRead = new Map<string, Record<string, number>>();
   private seq = 0;
   private flushing: Promise<void> = Promise.resolve();
@@ -33,7 +30,7 @@ export class RedisCounters {
     private readonly stats: StoreStats,
     private readonly prefix: string,
     private readonly origin: string,
-    /** Each counters hash expires this long after its last increment (state.counters_ttl_s). */
+    /** state.counters_ttl_s */
     private readonly ttlMs: number,
   ) {
     this.timer = setInterval(() => void this.flush(), FLUSH_MS);
@@ -47,7 +44,7 @@ export class RedisCounters {
     state.pending.set(field, (state.pending.get(field) ?? 0) + by);
   }
 
-  /** Sends everything pending; flushes run one at a time so each key's batches reach Redis in order. */
+  /** One flush at a time, so each key's batches reach Redis in order. */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(() => this.flushOnce());
     return this.flushing;
@@ -89,16 +86,16 @@ export class RedisCounters {
     }
     const batch = state.unconfirmed;
     if (batch === undefined) {
-      this.keys.delete(key); // idle: forget it
+      this.keys.delete(key);
       return;
     }
     const args: (string | number)[] = [this.origin, batch.seq, SEQ_TTL_MS, this.ttlMs];
     for (const [field, by] of batch.deltas) args.push(field, String(by));
     try {
-      await this.link.script(COUNTERS_ADD, [this.hashKey(key), this.seqKey(key)], args);
+      await this.link.script(COUNTERS_ADD, [this.hashKey(key), `${this.hashKey(key)}:seq`], args);
     } catch (err) {
-      // Redis unavailable: keep the batch for the next flush. Refused (e.g. the key holds another type):
-      // retrying cannot help, and would hold back every later increment of this key.
+      // Unavailable: kept for the next flush. Refused (the key holds another type): retrying would hold back
+      // every later increment of this key.
       if (!isCommandError(err)) throw err;
     }
     state.unconfirmed = undefined;
@@ -108,7 +105,4 @@ export class RedisCounters {
     return `${this.prefix}counters:{${key}}`;
   }
 
-  private seqKey(key: string): string {
-    return `${this.prefix}counters:{${key}}:seq`;
-  }
 }

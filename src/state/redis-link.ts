@@ -1,13 +1,8 @@
 /**
- * The Redis connection of the Redis store: builds the ioredis client (standalone, Sentinel or Cluster), tracks
- * whether Redis is usable ("up"), runs commands and scripts so that none can outlast a short timeout, and
- * delivers the store's pub/sub messages.
- *
- * Failure model: commands are never queued while disconnected (`enableOfflineQueue: false`), commands in
- * flight when the connection drops fail at once (`maxRetriesPerRequest: 0`), and any command fails after
- * `commandTimeout`. A failure that is not a plain command error marks Redis down; while down, `run` fails
- * without touching the network so callers fall back to local state at once. ioredis reconnects by itself;
- * 'ready' (or a probe PING succeeding, for a server that was only slow) marks it up again.
+ * The Redis store's connection (standalone, Sentinel or Cluster) and its pub/sub. No command is queued while
+ * disconnected or retried, and each fails after `commandTimeout`; a failure other than a plain command error
+ * marks Redis down, and while down `run` fails without touching the network so callers fall back at once.
+ * 'ready', or a probe PING for a server that was only slow, marks it up again.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { LuaScript } from './redis-scripts.js';
@@ -18,7 +13,6 @@ import { GatewayError } from '../errors.js';
 type Client = Redis | Cluster;
 type RedisConfig = NonNullable<StateConfig['redis']>;
 
-/** Thrown by `run` while Redis is down: the caller falls back to local state. */
 class RedisUnavailable extends GatewayError {
   constructor() {
     super('GATEWAY_ERR_STATE_UNAVAILABLE', 'redis unavailable');
@@ -29,18 +23,14 @@ class RedisUnavailable extends GatewayError {
 /** Server replies that mean "not serving right now" rather than "this command is wrong". */
 const TRANSIENT_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS)\b/;
 
-/** A reply error about the command itself (a bug, a wrong type, OOM), as opposed to Redis not serving. */
+/** A reply error about the command itself (a bug, a wrong type, OOM), not Redis not serving. */
 export function isCommandError(err: unknown): boolean {
   return err instanceof Error && err.name === 'ReplyError' && !TRANSIENT_REPLY.test(err.message);
 }
 
-/** How often a down link checks whether a server that was only slow answers in time again. */
 const PROBE_MS = 250;
 
-/**
- * Defaults that keep every command short; `state.redis.options` may override any of them (e.g. a larger
- * commandTimeout for a distant Redis).
- */
+/** Defaults that keep every command short; `state.redis.options` may override any of them. */
 const DEFAULTS: RedisOptions = {
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
@@ -55,7 +45,7 @@ export class RedisLink {
   readonly client: Client;
   private readonly sub: Client;
   private up = false;
-  /** Whether up/down has been decided once: the first "down" (Redis unreachable at start) is logged too. */
+  /** Decided once: the first "down" (Redis unreachable at start) is logged too. */
   private known = false;
   private closed = false;
   private probeTimer: NodeJS.Timeout | undefined;
@@ -70,8 +60,7 @@ export class RedisLink {
     onMessage: (message: string) => void,
   ) {
     this.upListeners = new Listeners((err) => log.warn({ err }, 'state: up-change listener threw'));
-    // `cluster` is this store's own key in the options: true or ioredis ClusterOptions selects Redis Cluster,
-    // with `url` as the seed node; every other key is an ioredis option passed as is.
+    // `cluster` is the store's own key (true or ClusterOptions, `url` the seed node); the rest go to ioredis.
     const { cluster, ...rest } = config.options;
     const options = { ...DEFAULTS, ...rest } as RedisOptions; // ioredis' options type does not accept our defaults' narrower literal types
     // The subscriber sends one SUBSCRIBE, queued until connected and renewed by ioredis on every reconnect.
@@ -122,7 +111,7 @@ export class RedisLink {
     return this.upListeners.add(listener);
   }
 
-  /** Runs a command while up; throws RedisUnavailable while down, and marks down on a transport failure. */
+  /** Throws RedisUnavailable while down; marks down on a transport failure. */
   async run<T>(op: (client: Client) => Promise<T>): Promise<T> {
     if (!this.up) throw new RedisUnavailable();
     try {
@@ -142,36 +131,27 @@ export class RedisLink {
     }
   }
 
-  /** EVALSHA, loading the script on first use (NOSCRIPT) — also after a restart or failover emptied the cache. */
-  script(s: LuaScript, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
+  /**
+   * EVALSHA, loading the script on NOSCRIPT (first use, or a restart or failover emptied the cache). `asBuffers`:
+   * the script's strings come back as Buffers (a stored answer is bytes, never decoded here).
+   */
+  script(s: LuaScript, keys: string[], args: (string | number | Buffer)[], asBuffers = false): Promise<unknown> {
     return this.run(async (c) => {
+      const call = (cmd: 'evalsha' | 'eval', first: string): Promise<unknown> => {
+        const callArgs = [first, keys.length, ...keys, ...args];
+        return asBuffers ? c.callBuffer(cmd, callArgs) : c.call(cmd, callArgs);
+      };
       try {
-        return await c.evalsha(s.sha, keys.length, ...keys, ...args);
+        return await call('evalsha', s.sha);
       } catch (err) {
-        if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
-          return c.eval(s.lua, keys.length, ...keys, ...args);
-        }
-        throw err;
-      }
-    });
-  }
-
-  /** The same, with the script's strings returned as Buffers (a stored answer is bytes, never decoded here). */
-  scriptBuffer(s: LuaScript, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
-    return this.run(async (c) => {
-      try {
-        return await c.callBuffer('evalsha', [s.sha, keys.length, ...keys, ...args]);
-      } catch (err) {
-        if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
-          return c.callBuffer('eval', [s.lua, keys.length, ...keys, ...args]);
-        }
+        if (err instanceof Error && err.message.startsWith('NOSCRIPT')) return call('eval', s.lua);
         throw err;
       }
     });
   }
 
   async close(): Promise<void> {
-    if (this.closed) return; // a second disconnect would leave ioredis's 2 s disconnect timer holding the process
+    if (this.closed) return; // a second disconnect would leave ioredis's 2 s timer holding the process
     this.closed = true;
     clearInterval(this.probeTimer);
     this.up = false;
@@ -201,10 +181,7 @@ export class RedisLink {
     if (changed) this.upListeners.emit(up);
   }
 
-  /**
-   * While down with the connection still open (Redis was slow, not gone), PINGs until Redis answers within the
-   * command timeout; a closed connection comes back through ioredis's reconnect and 'ready' instead.
-   */
+  /** Down with the connection open (Redis was slow, not gone): PINGs until it answers within the timeout. */
   private startProbe(): void {
     if (this.probeTimer !== undefined) return;
     let inFlight = false;
@@ -219,6 +196,6 @@ export class RedisLink {
           inFlight = false;
         });
     }, PROBE_MS);
-    this.probeTimer.unref(); // never keeps the process alive on its own
+    this.probeTimer.unref();
   }
 }

@@ -1,11 +1,7 @@
 /**
- * Idempotent replay shared through Redis: one hash per request_id holding the body hash and either "pending"
- * (with the owner's token, expiring after a lease the owner renews while it computes) or "done" (the response,
- * kept for replay_ttl_s). REPLAY_BEGIN decides atomically who computes; identical batches on any replica wait,
- * woken by pub/sub when the owner ends and polling as a safety net. An owner that dies stops renewing, the
- * entry expires within the lease, and a waiter takes over.
- *
- * While Redis is unavailable, replay uses this process's local replay (same semantics within the process).
+ * Idempotent replay shared through Redis: one hash per request_id, "pending" under a lease its owner renews, or
+ * "done" for replay_ttl_s. Waiters on any replica are woken by pub/sub and poll as a safety net; an owner that
+ * dies stops renewing and a waiter takes over. While Redis is unavailable, the local replay answers.
  */
 import type { AbortLike } from '../abort.js';
 import { createHash } from 'node:crypto';
@@ -16,25 +12,14 @@ import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
 import { GAVE_UP, leaseRenewer, newId, raceAbort, replayBytes, Wakers } from './util.js';
 import { GatewayError } from '../errors.js';
 
-/** Safety-net poll of a waiter (a lapsed owner lease announces nothing). */
+/** A lapsed owner lease announces nothing. */
 const WAIT_POLL_MS = 200;
 
-interface ReplayOptions {
-  prefix: string;
-  ttlMs: number;
-  maxBytes: number;
-  leaseMs: number;
-}
-
 export class RedisReplay {
-  /** This process's waiters, woken when an owner's end is announced. */
   private readonly waiters = new Wakers();
-  /** Redis keys of the computations this process owns, by token: renewed while running, abandoned on close. */
+  /** Redis keys of the computations this process owns, by token. */
   private readonly owned = new Map<string, string>();
-  /**
-   * Entries Redis may hold for this process but no one renews or ends (a begin whose answer was lost, an end
-   * that failed): abandoned once Redis is back, so identical batches need not wait for the lease to lapse.
-   */
+  /** Entries Redis may hold for this process that no one ends (an answer lost): abandoned once Redis is back. */
   private readonly orphans = new Map<string, string>();
   private readonly renewTimer: NodeJS.Timeout;
 
@@ -42,7 +27,7 @@ export class RedisReplay {
     private readonly link: RedisLink,
     private readonly local: LocalReplay,
     private readonly stats: StoreStats,
-    private readonly opts: ReplayOptions,
+    private readonly opts: { prefix: string; ttlMs: number; maxBytes: number; leaseMs: number },
   ) {
     this.renewTimer = leaseRenewer(opts.leaseMs, () => void this.renew());
   }
@@ -54,7 +39,7 @@ export class RedisReplay {
       if (signal?.aborted) return { kind: 'aborted' };
       if (!this.link.isUp()) return this.fallback(requestId, bodyHash, signal);
       const token = newId();
-      const attempt = this.link.scriptBuffer(REPLAY_BEGIN, [key], [bodyHash, token, this.opts.leaseMs]);
+      const attempt = this.link.script(REPLAY_BEGIN, [key], [bodyHash, token, this.opts.leaseMs], true);
       let reply: unknown;
       try {
         reply = await raceAbort(attempt, Infinity, signal);
@@ -69,7 +54,7 @@ export class RedisReplay {
           .catch(() => this.orphans.set(token, key));
         return { kind: 'aborted' };
       }
-      const replied = arrayReply(reply); // [state, body?], as Buffers
+      const replied = arrayReply(reply);
       const state = bufferAt(replied, 0);
       if (state === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'the replay script answered no state');
       const kind = state.toString('latin1');
@@ -90,24 +75,22 @@ export class RedisReplay {
     }
   }
 
-  /** Wakes this process's waiters for a replay key (its owner ended). */
   wake(key: string): void {
     this.waiters.wake(key);
   }
 
-  /** Redis is back: abandons the entries left without an owner meanwhile. */
   onUp(): void {
     for (const [token, key] of this.orphans) {
       this.orphans.delete(token);
-      void this.abandon(key, token);
+      void this.send(key, token, undefined);
     }
   }
 
-  /** Abandons what this process still computes, so waiters elsewhere take over now rather than after the lease. */
+  /** Abandons what this process still computes, so waiters elsewhere need not wait out the lease. */
   async close(): Promise<void> {
     clearInterval(this.renewTimer);
     const ends = [...this.owned].map(([token, key]) => this.end(key, token, undefined));
-    const orphans = [...this.orphans].map(([token, key]) => this.abandon(key, token));
+    const orphans = [...this.orphans].map(([token, key]) => this.send(key, token, undefined));
     await Promise.allSettled([...ends, ...orphans]);
   }
 
@@ -121,37 +104,26 @@ export class RedisReplay {
     return {
       finish: async (answer) => {
         const body = replayBytes(answer, this.opts.maxBytes);
-        if (body === undefined) {
-          this.stats.replayTooLarge++;
-          return this.end(key, token, undefined);
-        }
+        if (body === undefined) this.stats.replayTooLarge++;
         return this.end(key, token, body);
       },
       abandon: () => this.end(key, token, undefined),
     };
   }
 
-  /**
-   * Stores the body (or abandons) if this token still owns the entry. A failure is not reported to the caller:
-   * the entry is abandoned once Redis is back (or lapses with its lease) and a waiter computes, the same
-   * outcome as an abandon.
-   */
+  /** A failure is not reported: the entry is abandoned once Redis is back, the outcome of an abandon. */
   private async end(key: string, token: string, body: string | Buffer | undefined): Promise<void> {
     if (!this.owned.delete(token)) return; // ended already (finish after close, or twice)
-    if (body === undefined) return this.abandon(key, token);
-    const message = JSON.stringify({ t: 'replay', k: key });
-    try {
-      const args = [token, 'finish', body, this.opts.ttlMs, this.link.channel, message];
-      if ((await this.link.script(REPLAY_END, [key], args)) === 1) this.stats.replayStored++;
-    } catch {
-      this.orphans.set(token, key);
-    }
+    return this.send(key, token, body);
   }
 
-  private async abandon(key: string, token: string): Promise<void> {
+  /** Stores `body`, or abandons the entry without one. */
+  private async send(key: string, token: string, body: string | Buffer | undefined): Promise<void> {
     const message = JSON.stringify({ t: 'replay', k: key });
+    const args = body === undefined ? [token, 'abandon', '', 0] : [token, 'finish', body, this.opts.ttlMs];
     try {
-      await this.link.script(REPLAY_END, [key], [token, 'abandon', '', 0, this.link.channel, message]);
+      const ended = await this.link.script(REPLAY_END, [key], [...args, this.link.channel, message]);
+      if (ended === 1 && body !== undefined) this.stats.replayStored++;
     } catch {
       this.orphans.set(token, key);
     }
@@ -166,7 +138,7 @@ export class RedisReplay {
   }
 
   private key(requestId: string): string {
-    // request_id comes from clients: a very long one is hashed so that keys stay small.
+    // request_id comes from clients: a very long one is hashed.
     const id = requestId.length > 200 ? createHash('sha256').update(requestId).digest('hex') : requestId;
     return `${this.opts.prefix}replay:{${id}}`;
   }

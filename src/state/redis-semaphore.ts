@@ -1,16 +1,8 @@
 /**
- * Cluster-wide semaphores in Redis: one per key (a backend replica), shared by every gateway replica.
- *
- * Holders are a sorted set of permit ids scored by lease expiry; waiters a sorted set scored by ticket (FIFO)
- * with their own short liveness lease. SEM_ACQUIRE drops expired leases and dead waiters, and grants a permit
- * only to the first `limit - holders` waiters, so order is kept across replicas. A waiter retries when a
- * release is announced on pub/sub, and polls as a safety net (a lapsed lease announces nothing). Held permits
- * are renewed every lease/3; a replica that dies stops renewing, and its permits come back within the lease.
- *
- * While Redis is unavailable, acquire falls back to the per-process semaphore with the same limit, which also
- * counts the Redis permits this process still holds: during an outage each gateway replica enforces the limit
- * on its own. Permits granted locally are registered in Redis (SEM_HOLD) as soon as it is back, so the
- * cluster-wide count includes them until they are released.
+ * Cluster-wide FIFO semaphores in Redis (SEM_ACQUIRE keeps the order across replicas). A waiter retries when a
+ * release is announced and polls as a safety net (a lapsed lease announces nothing); a replica that dies stops
+ * renewing, and its permits come back within the lease. While Redis is unavailable each replica enforces the
+ * limit on its own; permits granted then are registered in Redis (SEM_HOLD) once it is back.
  */
 import type { AbortLike } from '../abort.js';
 import type { LocalSemaphores } from './local-semaphore.js';
@@ -31,21 +23,15 @@ const FIRST_ATTEMPT_MS = 100;
 interface Held {
   readonly id: string;
   readonly key: string;
-  /** Whether Redis may count this permit (granted there, or registered after an outage). */
+  /** Granted there, or registered after an outage. */
   inRedis: boolean;
   releaseLocal: () => void;
 }
 
-interface SemaphoreOptions {
-  prefix: string;
-  leaseMs: number;
-}
-
 export class RedisSemaphores {
-  /** This process's waiters, woken when a release is announced. */
   private readonly waiters = new Wakers();
   private readonly held = new Map<string, Held>();
-  /** Releases Redis did not confirm (down): sent again once it is back, so no slot waits for a lease to lapse. */
+  /** Releases Redis did not confirm: sent again once it is back, so no slot waits for a lease to lapse. */
   private readonly unsentReleases = new Map<string, string>();
   private readonly renewTimer: NodeJS.Timeout;
   private readonly keyTtlMs: number;
@@ -54,9 +40,8 @@ export class RedisSemaphores {
     private readonly link: RedisLink,
     private readonly local: LocalSemaphores,
     private readonly stats: StoreStats,
-    private readonly opts: SemaphoreOptions,
+    private readonly opts: { prefix: string; leaseMs: number },
   ) {
-    // Keys outlive any lease or queue entry they hold, then vanish with the last user.
     this.keyTtlMs = 2 * opts.leaseMs + QUEUE_LEASE_MS;
     this.renewTimer = leaseRenewer(opts.leaseMs, () => void this.renew());
   }
@@ -75,17 +60,15 @@ export class RedisSemaphores {
       const attempt = this.link.script(SEM_ACQUIRE, keys, [id, limit, this.opts.leaseMs, QUEUE_LEASE_MS, this.keyTtlMs]);
       let reply: unknown;
       try {
-        // The first attempt may take a moment even with no time to wait: a free permit is still granted.
         const budget = deadline - Date.now();
         reply = await raceAbort(attempt, first ? Math.max(budget, FIRST_ATTEMPT_MS) : budget, signal);
       } catch {
-        // Redis failed mid-wait: withdraw (best effort; the queue lease covers a lost withdrawal) and go on
-        // locally for the time left.
+        // Withdrawn at best effort (the queue lease covers a lost withdrawal); locally for the time left.
         this.sendRelease(key, id);
         return this.acquireLocal(key, limit, { signal, timeoutMs: deadline - Date.now() });
       }
       if (reply === GAVE_UP) return this.giveUp(key, id, signal);
-      const replied = arrayReply(reply); // [granted, count]
+      const replied = arrayReply(reply);
       const granted = numberAt(replied, 0);
       const rank = numberAt(replied, 1);
       if (granted === 1) {
@@ -97,7 +80,6 @@ export class RedisSemaphores {
     }
   }
 
-  /** Called when Redis is back: registers and renews every permit held, resends lost releases. */
   onUp(): void {
     for (const [id, key] of this.unsentReleases) {
       this.unsentReleases.delete(id);
@@ -106,12 +88,10 @@ export class RedisSemaphores {
     void this.renew();
   }
 
-  /** Wakes this process's waiters on `key` (a release was announced). */
   wake(key: string): void {
     this.waiters.wake(key);
   }
 
-  /** Releases every permit this process holds (close); resolves when Redis confirmed or failed. */
   async close(): Promise<void> {
     clearInterval(this.renewTimer);
     const sends = [...this.held.values()].map((h) => this.release(h));
@@ -123,7 +103,7 @@ export class RedisSemaphores {
     const permit = await this.local.acquire(key, limit, opts);
     if (permit === undefined) return undefined;
     const held: Held = { id: newId(), key, inRedis: false, releaseLocal: () => permit.release() };
-    if (this.link.isUp()) this.hold(held).catch(() => {}); // Redis came back while this one waited
+    if (this.link.isUp()) this.hold(held).catch(() => {}); // Redis came back meanwhile
     return this.grant(held, opts.signal);
   }
 
@@ -133,8 +113,7 @@ export class RedisSemaphores {
   }
 
   private giveUp(key: string, id: string, signal: AbortLike | undefined): undefined {
-    // The withdrawal runs after any attempt still in flight on the same connection, so it also undoes a grant
-    // that arrived too late.
+    // Runs after any attempt still in flight on the same connection: it also undoes a grant that came too late.
     this.sendRelease(key, id);
     if (signal?.aborted) this.stats.acquireAborts++;
     else this.stats.acquireTimeouts++;
@@ -157,7 +136,6 @@ export class RedisSemaphores {
     }
   }
 
-  /** Renews (or, after an outage, registers) every held permit's lease. */
   private async renew(): Promise<void> {
     if (!this.link.isUp()) return;
     await Promise.allSettled([...this.held.values()].map((h) => this.hold(h)));
@@ -165,17 +143,15 @@ export class RedisSemaphores {
 
   private async hold(held: Held): Promise<void> {
     const wasInRedis = held.inRedis;
-    held.inRedis = true; // from now on a release must reach Redis, even if this call's answer is lost
+    held.inRedis = true; // a release must reach Redis even if this call's answer is lost
     const [holders] = this.keys(held.key);
     const valid = await this.link.script(SEM_HOLD, [holders], [held.id, this.opts.leaseMs, this.keyTtlMs]);
-    // Still held in this process: re-registered either way, but a lapsed lease (a long stall, or Redis lost
-    // its data) means the limit may have been exceeded meanwhile, which metrics should show.
+    // A lapsed lease (a long stall, or Redis lost its data): the limit may have been exceeded meanwhile.
     if (valid === 0 && wasInRedis && this.held.has(held.id)) this.stats.leasesLost++;
-    // A release that raced with this call ran after it on the same connection; nothing to undo.
   }
 
   private keys(key: string): [string, string, string, string] {
-    // One {hash tag} per semaphore so its keys share a Cluster slot.
+    // One {hash tag}: one Cluster slot.
     const base = `${this.opts.prefix}sem:{${key}}:`;
     return [base + 'holders', base + 'queue', base + 'alive', base + 'ticket'];
   }

@@ -1,12 +1,11 @@
 /**
- * Small shared values (ejections, probe results) as Redis keys with a TTL, mirrored in a local cache.
- * A change is announced on pub/sub, so other replicas' caches and listeners see it at once; a cached value is
- * trusted for FRESH_MS at most, so a missed announcement (a reconnect) is corrected within a second by a read.
- * While Redis is unavailable, reads answer from the cache and writes stay local, then reach Redis once back.
+ * Shared values as Redis keys with a TTL, mirrored in a local cache and announced on pub/sub. A cached value is
+ * trusted for FRESH_MS at most, so a missed announcement (a reconnect) is corrected within a second. While Redis
+ * is unavailable, reads answer from the cache and writes stay local until it is back.
  */
 import type { RedisLink } from './redis-link.js';
 import { arrayReply, numberAt, SHARED_GET, SHARED_SET } from './redis-scripts.js';
-import type { StoreStats } from './types.js';
+import type { SharedListener, StoreStats } from './types.js';
 import type { Listeners } from './util.js';
 
 const FRESH_MS = 1000;
@@ -19,7 +18,6 @@ interface Cached {
   dirty: boolean;
 }
 
-/** The pub/sub announcement of a change. */
 export interface SharedMessage {
   t: 'shared';
   o: string;
@@ -34,12 +32,12 @@ export class RedisShared {
   constructor(
     private readonly link: RedisLink,
     private readonly stats: StoreStats,
-    private readonly listeners: Listeners<[string, string | undefined]>,
+    private readonly listeners: Listeners<Parameters<SharedListener>>,
     private readonly prefix: string,
     private readonly origin: string,
   ) {}
 
-  /** Sets (ttlMs > 0) or deletes (value undefined) a value everywhere. */
+  /** Sets, or deletes when `value` is undefined. */
   async set(key: string, value: string | undefined, ttlMs: number): Promise<void> {
     const entry: Cached = { value, expiresAt: Date.now() + ttlMs, fetchedAt: Date.now(), dirty: true };
     this.cache.set(key, entry);
@@ -51,7 +49,7 @@ export class RedisShared {
     const cached = this.cache.get(key);
     if (cached !== undefined && (cached.dirty || Date.now() - cached.fetchedAt < FRESH_MS)) return this.valid(key);
     try {
-      const replied = arrayReply(await this.link.script(SHARED_GET, [this.redisKey(key)], [])); // [value or nil, pttl]
+      const replied = arrayReply(await this.link.script(SHARED_GET, [this.redisKey(key)], []));
       const stored = replied[0];
       const value = typeof stored === 'string' ? stored : null;
       const pttl = numberAt(replied, 1);
@@ -65,16 +63,15 @@ export class RedisShared {
     return this.valid(key);
   }
 
-  /** Applies another replica's announcement. */
   onMessage(m: SharedMessage): void {
-    if (m.o === this.origin) return; // our own change, applied and announced locally already
+    if (m.o === this.origin) return; // applied and announced locally already
     const now = Date.now();
     const expiresAt = m.v === undefined ? now + FRESH_MS : now + (m.ttl ?? 0);
     this.cache.set(m.k, { value: m.v, expiresAt, fetchedAt: now, dirty: false });
     this.listeners.emit(m.k, m.v);
   }
 
-  /** Redis is back: send what was written meanwhile, and re-read everything else before trusting it. */
+  /** Redis is back: send what was written meanwhile, re-read everything else. */
   onUp(): void {
     for (const [key, entry] of this.cache) {
       if (entry.dirty) void this.send(key, entry);

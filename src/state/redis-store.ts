@@ -1,16 +1,14 @@
 /**
- * The Redis store: state shared by every gateway replica configured with the same Redis and key_prefix.
- * Composes the connection (redis-link.ts), cluster-wide semaphores, replay, counters and shared values, each
- * with a per-process fallback used while Redis is unavailable (see each module). Key layout, all under
- * key_prefix: `sem:{key}:*`, `bucket:{key}`, `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `claim:<key>`,
- * `set:<key>`, `list:<key>`, `cache:e:<digest>` and `cache:{gen}:<scope>`, and one pub/sub channel `events` carrying
- * wake-ups and shared-value changes (TTLs and sizes: docs/experiments.md#bounds-and-sizing).
+ * The Redis store: state shared by every replica with the same Redis and key_prefix, each part with a
+ * per-process fallback while Redis is unavailable. Keys under key_prefix: `sem:{key}:*`, `bucket:{key}`,
+ * `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `claim:<key>`, `set:<key>`, `list:<key>`,
+ * `cache:e:<digest>`, `cache:{gen}:<scope>`, and the pub/sub channel `events` (docs/experiments.md#bounds-and-sizing).
  */
 import type { AbortLike } from '../abort.js';
 import { LocalClaims, RedisClaims } from './claims.js';
 import { LocalReplay } from './local-replay.js';
 import { LocalSemaphores } from './local-semaphore.js';
-import { replayCapBytes } from './memory-store.js';
+import { mbToBytes } from '../config/schema.js';
 import { RedisCache } from './cache-entries.js';
 import { RedisCounters } from './redis-counters.js';
 import { RedisLink } from './redis-link.js';
@@ -26,6 +24,7 @@ import {
   type CacheEntries,
   type Permit,
   type ReplayBegin,
+  type SharedListener,
   type StateConfig,
   type StateLog,
   type Store,
@@ -46,7 +45,7 @@ function parseMessage(raw: string): Message | undefined {
       return { t: m.t, o: m.o, k: m.k, v: m.v, ttl: m.ttl };
     }
   } catch {
-    // not ours (someone else publishing on the channel): ignored
+    // someone else's message on the channel
   }
   return undefined;
 }
@@ -63,7 +62,7 @@ export class RedisStore implements Store {
   private readonly claims: RedisClaims;
   private readonly localClaims: LocalClaims;
   private readonly prefix: string;
-  private readonly sharedListeners: Listeners<[string, string | undefined]>;
+  private readonly sharedListeners: Listeners<Parameters<SharedListener>>;
   private closing: Promise<void> | undefined;
 
   constructor(config: StateConfig, log: StateLog) {
@@ -72,7 +71,7 @@ export class RedisStore implements Store {
     const prefix = redis.key_prefix;
     this.prefix = prefix;
     const origin = newId(); // tells this instance's own announcements apart
-    // Whole milliseconds: Redis's PEXPIRE and SET PX take integers only.
+    // Whole milliseconds: PEXPIRE and SET PX take integers only.
     const leaseMs = Math.ceil(config.lease_s * 1000);
     this.link = new RedisLink(redis, `${prefix}events`, log, (raw) => this.onMessage(raw));
     this.semaphores = new RedisSemaphores(this.link, new LocalSemaphores(this.counts), this.counts, {
@@ -81,7 +80,7 @@ export class RedisStore implements Store {
     });
     const ttlMs = Math.ceil(config.replay_ttl_s * 1000);
     const maxBytes = config.replay_max_bytes;
-    this.localReplay = new LocalReplay({ ttlMs, maxBytes, capBytes: replayCapBytes(config) }, this.counts);
+    this.localReplay = new LocalReplay({ ttlMs, maxBytes, capBytes: mbToBytes(config.replay_cache_mb) }, this.counts);
     this.replay = new RedisReplay(this.link, this.localReplay, this.counts, { prefix, ttlMs, maxBytes, leaseMs });
     this.counters = new RedisCounters(this.link, this.counts, prefix, origin, Math.ceil(config.counters_ttl_s * 1000));
     this.localClaims = new LocalClaims(config.index_max_entries);
@@ -116,10 +115,8 @@ export class RedisStore implements Store {
   async takeTokens(key: string, capacity: number, n: number): Promise<TokenTake | undefined> {
     if (!this.link.isUp()) return undefined;
     try {
-      const replied = arrayReply(await this.link.script(TOKEN_TAKE, [`${this.prefix}bucket:{${key}}`], [capacity, n])); // {ok, waitMs}
-      const ok = numberAt(replied, 0);
-      const waitMs = numberAt(replied, 1);
-      return ok === 1 ? { ok: true } : { ok: false, waitMs };
+      const replied = arrayReply(await this.link.script(TOKEN_TAKE, [`${this.prefix}bucket:{${key}}`], [capacity, n]));
+      return numberAt(replied, 0) === 1 ? { ok: true } : { ok: false, waitMs: numberAt(replied, 1) };
     } catch {
       this.counts.fallbacks++;
       return undefined;
@@ -150,7 +147,7 @@ export class RedisStore implements Store {
     return this.shared.get(key);
   }
 
-  onSharedChange(listener: (key: string, value: string | undefined) => void): () => void {
+  onSharedChange(listener: SharedListener): () => void {
     return this.sharedListeners.add(listener);
   }
 
@@ -170,7 +167,7 @@ export class RedisStore implements Store {
     return this.claims.members(key);
   }
 
-  /** Entries in Redis, shared by every replica: max_mb bounds the memory cache only (docs/cache.md). */
+  /** max_mb bounds the memory cache only. */
   cacheEntries(): CacheEntries {
     return new RedisCache(this.link, this.prefix);
   }
