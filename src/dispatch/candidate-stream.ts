@@ -116,14 +116,8 @@ export class CandidateStream extends Transform {
     cb();
   }
 
-  /**
-   * What the response took from here is in its buffer or the kernel's: the candidates wholly taken are given back
-   * but the last, which may still wait in the response's buffer (it holds its highWaterMark at most besides the
-   * last chunk written to it).
-   */
   override _read(size: number): void {
-    const taken = this.pushed - this.readableLength;
-    for (let next = this.inFlight[1]; next !== undefined && next.end <= taken; next = this.inFlight[1]) this.target.memory?.shrink(this.inFlight.shift()?.bytes ?? 0);
+    this.release();
     super._read(size);
   }
 
@@ -220,10 +214,21 @@ export class CandidateStream extends Transform {
   }
 
   private send(w: PartsWriter, bytes: number): void {
+    this.release();
     const body = w.done();
     for (const part of body.parts) this.push(part);
     this.pushed += body.length;
     if (bytes > 0) this.inFlight.push({ end: this.pushed, bytes });
+  }
+
+  /**
+   * What the response took from here (asked for more, or before more is pushed) is in its buffer or the kernel's:
+   * the candidates wholly taken are given back but the last, which may still wait in the response's buffer (that
+   * holds its highWaterMark at most besides the last chunk written to it).
+   */
+  private release(): void {
+    const taken = this.pushed - this.readableLength;
+    for (let next = this.inFlight[1]; next !== undefined && next.end <= taken; next = this.inFlight[1]) this.target.memory?.shrink(this.inFlight.shift()?.bytes ?? 0);
   }
 
   /** Count `bytes` more; without room, the chunk being read is not done with until room comes. */
