@@ -63,7 +63,7 @@ export interface StreamOutcome {
 export class CandidateStream extends Transform {
   private readonly splitter = new ElementSplitter((wrapped) => this.element(wrapped));
   private elements = 0;
-  /** Bytes counted for each candidate placed and not yet pushed (item, candidate). */
+  /** Bytes counted for each candidate when placed (item, candidate), carried into inFlight when it is pushed. */
   private readonly charged: number[][] = [];
   /** Candidates pushed and still counted: where each ends in the bytes pushed, and its count. */
   private readonly inFlight: { end: number; bytes: number }[] = [];
