@@ -146,7 +146,7 @@ export class Attempt {
     if (stream?.started === true) {
       const outcome = await stream.finish(res.ok ? undefined : res.failure);
       this.workMs += outcome.workMs;
-      if (outcome.committed) return this.streamed(res, ms, outcome.written, outcome.bad);
+      if (outcome.committed) return this.streamed(res.ok && outcome.broke !== undefined ? { ok: false, failure: outcome.broke } : res, ms, outcome.written, outcome.bad);
       if (res.ok) {
         // The answer ended but never began for the client: it went away, or the answer was refused whole.
         if (outcome.refused === undefined) return { kind: 'aborted', ms, clientGone: true, workMs: this.workMs };

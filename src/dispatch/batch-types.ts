@@ -3,6 +3,7 @@
  * (BatchContext) and what it answers (BatchResult). Apart from batch.ts so batch-run.ts, attempt.ts and
  * batch-slots.ts, which batch.ts starts, read them without an import cycle.
  */
+import type { Writable } from 'node:stream';
 import type { AbortLike } from '../abort.js';
 import type { Logger } from '../logging.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -54,15 +55,10 @@ export interface BatchContext {
 
 /** The client's answer as the batch writes it when streamed. */
 export interface AnswerSink {
+  /** The client's response: the streamed answer's pipeline ends in it, and does not end it. */
+  readonly out: Writable;
   /** Called once, before the first byte: the answer is committed (200) from here on. */
   begin(): void;
-  /** false: the client's buffer is full, wait for onDrain before more. */
-  write(b: Buffer): boolean;
-  onDrain(fn: () => void): void;
-  /** Bytes written and not yet taken by the client's socket. */
-  readonly buffered: number;
-  /** The client went away: nothing written reaches it. */
-  readonly gone: boolean;
 }
 
 export interface BatchResult {

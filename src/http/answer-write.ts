@@ -57,47 +57,24 @@ export function mayStream(req: IncomingMessage): boolean {
  * `extraHeaders` are the front's own (connection: close while draining), read when the head goes out.
  */
 export class ResponseWriter implements ResponseStream {
-  private closed = false;
   private facts: AnswerFacts = {};
 
   constructor(
-    private readonly res: ServerResponse,
+    readonly out: ServerResponse,
     private readonly extraHeaders: () => Record<string, string> | undefined,
   ) {}
-
-  get gone(): boolean {
-    return this.closed || this.res.destroyed;
-  }
 
   describe(requestId: string | undefined, cacheHits: number | undefined): void {
     this.facts = { requestId, cacheHits };
   }
 
   begin(): void {
-    if (this.gone) return;
-    // Listened to only here: the answers that are not streamed pay nothing for it.
-    this.res.once('close', () => {
-      this.closed = true;
-    });
-    this.res.writeHead(200, { ...streamedHeaders(this.facts), ...this.extraHeaders(), 'content-type': 'application/json' });
-  }
-
-  write(b: Buffer): boolean {
-    if (this.gone) return true;
-    return this.res.write(b);
-  }
-
-  get buffered(): number {
-    return this.res.writableLength;
-  }
-
-  onDrain(fn: () => void): void {
-    this.res.once('drain', fn);
+    if (!this.out.destroyed) this.out.writeHead(200, { ...streamedHeaders(this.facts), ...this.extraHeaders(), 'content-type': 'application/json' });
   }
 
   end(overheadMs: number): void {
-    if (this.gone || this.res.writableEnded) return;
-    this.res.addTrailers(streamedTrailers(overheadMs));
-    this.res.end();
+    if (this.out.destroyed || this.out.writableEnded) return;
+    this.out.addTrailers(streamedTrailers(overheadMs));
+    this.out.end();
   }
 }

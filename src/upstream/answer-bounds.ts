@@ -65,8 +65,8 @@ export class SizeBound extends PassOn {
 
 /**
  * The memory budget's count of a kept raw 2xx answer (opts.memory): each chunk charged as it arrives, the read
- * paused while there is no room. A streamed answer is never held whole (the tap counts what waits for the
- * client): only one kept must fit, and a chunked one is charged until it proves long enough to be streamed.
+ * paused while there is no room. A streamed answer is never held whole (its reader counts its candidates):
+ * only one kept must fit, and a chunked one is charged until it proves long enough to be streamed.
  */
 export class BudgetCharge extends PassOn {
   private received = 0;

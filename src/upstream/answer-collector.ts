@@ -1,12 +1,13 @@
 /**
  * The end of a backend call's handler chain (upstream/backend-call.ts): the answer as text, as bytes (raw), or
- * streamed to the options' tap; the call settled when it ends.
+ * handed to the options' tap as a stream (answer-stream.ts); the call settled when it ends.
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { Dispatcher } from 'undici';
 import { BodyBytes } from '../protocol/body-bytes.js';
 import { declaredLength, streamOf } from './answer-bounds.js';
-import type { AnswerHandler, AnswerHeaders, BodyTap, CallRun } from './call-types.js';
+import { AnswerStream } from './answer-stream.js';
+import type { AnswerHandler, AnswerHeaders, CallOptions, CallRun } from './call-types.js';
 import { UTF8_BOM } from './text-body.js';
 
 export class AnswerCollector implements AnswerHandler {
@@ -20,7 +21,7 @@ export class AnswerCollector implements AnswerHandler {
   private decoder: StringDecoder | undefined;
   private text = '';
   /** Set once the answer is streamed to the options' tap. */
-  private tap: BodyTap | undefined;
+  private stream: AnswerStream | undefined;
 
   constructor(private readonly call: CallRun) {}
 
@@ -37,8 +38,8 @@ export class AnswerCollector implements AnswerHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.tap !== undefined) {
-      this.tap.data(chunk);
+    if (this.stream !== undefined) {
+      this.stream.feed(chunk);
       return;
     }
     const body = this.body;
@@ -49,8 +50,7 @@ export class AnswerCollector implements AnswerHandler {
       if (stream !== undefined) {
         const held = body.received();
         this.body = undefined;
-        this.startTap(controller, stream.tap);
-        if (!this.call.settled) stream.tap.data(held);
+        this.startTap(controller, stream.tap).feed(held);
       }
       return;
     }
@@ -70,7 +70,8 @@ export class AnswerCollector implements AnswerHandler {
 
   onResponseEnd(): void {
     const status = this.status;
-    if (this.tap !== undefined) {
+    if (this.stream !== undefined) {
+      this.stream.push(null);
       this.call.settle({ ok: true, status, text: '', streamed: true });
       return;
     }
@@ -92,13 +93,10 @@ export class AnswerCollector implements AnswerHandler {
     this.text = '';
   }
 
-  private startTap(controller: Dispatcher.DispatchController, tap: BodyTap): void {
-    this.tap = tap;
+  private startTap(controller: Dispatcher.DispatchController, tap: NonNullable<CallOptions['stream']>['tap']): AnswerStream {
     const call = this.call;
-    tap.start({
-      pause: () => call.pausesOf(controller).pause('client'),
-      resume: () => call.pausesOf(controller).resume('client'),
-      fail: (failure) => call.stop(failure),
-    });
+    this.stream = new AnswerStream(call.pausesOf(controller), (failure) => call.stop(failure));
+    tap.take(this.stream);
+    return this.stream;
   }
 }

@@ -14,7 +14,8 @@ import type { Replica } from './replica.js';
  *
  * Why a dispatch handler and not `pool.request()`: request() wraps every answer in a Readable stream and
  * listens on an AbortSignal; here the answer is collected straight into bytes and a cancel just calls the
- * dispatch controller's abort.
+ * dispatch controller's abort. Only an answer that proves long enough to stream becomes a Readable
+ * (answer-stream.ts), once it has.
  */
 export function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
   const timeoutMs = Math.max(1, Math.floor(opts.timeoutMs));

@@ -6,13 +6,14 @@ import type { Dispatcher } from 'undici';
 import type { AbortLike } from '../abort.js';
 import type { StoreOwner } from '../protocol/byte-store.js';
 import type { AttemptFailure } from '../errors.js';
+import type { AnswerStream } from './answer-stream.js';
 import type { ReadPauses } from './read-pauses.js';
 import type { Replica } from './replica.js';
 
 export type CallResult =
   /**
-   * `bytes`: a raw answer as received (a view of its store when large: protocol/byte-store.ts). `streamed`: the body went to the options' stream tap as it arrived; `bytes` and
-   * `text` are then empty.
+   * `bytes`: a raw answer as received (a view of its store when large: protocol/byte-store.ts). `streamed`: the
+   * body went to the options' stream tap as it arrived; `bytes` and `text` are then empty.
    */
   | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string; streamed?: boolean }
   /**
@@ -42,10 +43,11 @@ export interface CallOptions {
   /** The config key of maxBytes, named in the failure message; default `backends.<name>.max_response_mb`. */
   maxBytesKey?: string;
   /**
-   * Raw mode: a 2xx answer longer than `overBytes` (its declared length, else the bytes received so far) goes to
-   * `tap` as it arrives instead of being kept. The byte bound and the timer still hold.
+   * Raw mode: a 2xx answer longer than `overBytes` (its declared length, else the bytes received so far) is
+   * handed to `tap` as a Readable of its bytes (answer-stream.ts) instead of being kept. The byte bound and the
+   * timer still hold.
    */
-  stream?: { overBytes: number; tap: BodyTap };
+  stream?: { overBytes: number; tap: { take(body: AnswerStream): void } };
   /** Raw mode: the answer's bytes are counted here as they arrive, its read paused while there is no room. */
   memory?: AnswerCharge;
 }
@@ -61,20 +63,6 @@ export interface AnswerCharge extends StoreOwner {
   shrink(bytes: number): void;
   /** The whole budget: an answer larger can never be held. */
   capacity(): number;
-}
-
-/** Where a streamed answer's bytes go, chunk by chunk, in order. */
-export interface BodyTap {
-  /** The answer is streamed from now on; `flow` paces or ends the backend's read. */
-  start(flow: BodyFlow): void;
-  data(chunk: Buffer): void;
-}
-
-/** A streamed answer's read: paused while its reader cannot take more, or ended with a failure. */
-export interface BodyFlow {
-  pause(): void;
-  resume(): void;
-  fail(failure: AttemptFailure): void;
 }
 
 /** What the pieces of one call's handler chain (upstream/backend-call.ts) share: its options, its read, its end. */

@@ -1,8 +1,8 @@
 /**
  * Why a backend answer's read is paused, and when it goes on (upstream/backend-call.ts). Three owners pause one
- * read: the memory budget (no room), the client's socket (a streamed answer it is not taking), and the turn of
- * the event loop (READ_PER_TURN). Each resumes only its own reason, and the read goes on once none is left:
- * with one shared pause, room coming back in the budget resumed a read the client's socket still held.
+ * read: the memory budget (no room), a streamed answer's reader (its pipeline is full: answer-stream.ts), and
+ * the turn of the event loop (READ_PER_TURN). Each resumes only its own reason, and the read goes on once none
+ * is left: with one shared pause, room coming back in the budget resumed a read the client's socket still held.
  */
 
 /**

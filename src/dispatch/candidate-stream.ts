@@ -1,0 +1,253 @@
+/**
+ * The Transform of a streamed answer (streamed-answer.ts): the backend's bytes in, the client's answer out. Each
+ * element is cut out (protocol/answer/answer-split.ts), indexed and checked on its own bytes exactly as a whole
+ * answer's elements are (answer-index.ts, response-check.ts), re-addressed by the batch's slots and pushed in the
+ * contract's order; candidates received ahead of their turn wait here for the ones before them.
+ *
+ * Each candidate is counted on the batch's hold on the memory budget (docs/memory-budget.md#streamed-answers) from
+ * when it is placed until the response has taken the one after it; while the budget has no room, the Transform
+ * takes no more bytes, which pauses the backend's read as a full socket does.
+ *
+ * As Envoy does, the answer can fail over until its first byte is pushed; after that, a backend that breaks off
+ * or turns invalid leaves every candidate not yet pushed as an error candidate in its place, so the client still
+ * gets a complete, valid answer.
+ */
+import { isUtf8 } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
+import { Transform, type TransformCallback } from 'node:stream';
+import type { AttemptFailure } from '../errors.js';
+import { PartsWriter } from '../protocol/answer/answer-body.js';
+import { indexAgentResponse } from '../protocol/answer/answer-index.js';
+import { ElementSplitter } from '../protocol/answer/answer-split.js';
+import { indexedView, Placement, type IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
+import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
+import type { AgentOutput } from '../protocol/types.js';
+import type { AnswerStream } from '../upstream/answer-stream.js';
+import type { AnswerCharge } from '../upstream/call-types.js';
+import { writeCandidate } from './answer-bytes.js';
+import type { Item } from './batch-item.js';
+import type { BatchSlots } from './batch-slots.js';
+import type { AnswerSink } from './batch-types.js';
+
+const LBRACKET = Buffer.from('[', 'latin1');
+const RBRACKET = Buffer.from(']', 'latin1');
+const COMMA = Buffer.from(',', 'latin1');
+/** Put in the place of a pushed candidate, so its bytes are freed. */
+const WRITTEN: Slot<AgentOutput | IndexedCandidate> = { ok: false, reason: 'written' };
+
+/** The batch a streamed answer is for, and where it goes. */
+export interface StreamTarget {
+  readonly slots: BatchSlots;
+  readonly request: IndexedAgentRequest;
+  readonly items: readonly Item[];
+  readonly sink: AnswerSink;
+  readonly maxDepth: number;
+  readonly memoryKey: string;
+  /** The batch's hold on the memory budget; absent when the batch has none (direct dispatch in tests). */
+  readonly memory?: AnswerCharge;
+}
+
+export interface StreamOutcome {
+  /** The client's answer began: the batch is answered by this stream, whatever happens to it. */
+  committed: boolean;
+  /** Why the answer was refused before it began (the attempt failed as a whole answer would). */
+  refused?: string;
+  /** Why it broke off after it began, when the backend's answer was found invalid after its call ended well. */
+  broke?: AttemptFailure;
+  written: number;
+  /** Candidates the backend's answer lacked or had invalid (not those cut off), and the first one's reason. */
+  bad: { count: number; reason: string };
+  workMs: number;
+}
+
+export class CandidateStream extends Transform {
+  private readonly splitter = new ElementSplitter((wrapped) => this.element(wrapped));
+  private elements = 0;
+  /** Bytes counted for each candidate when placed (item, candidate), carried into inFlight when it is pushed. */
+  private readonly charged: number[][] = [];
+  /** Candidates pushed and still counted: where each ends in the bytes pushed, and its count. */
+  private readonly inFlight: { end: number; bytes: number }[] = [];
+  private pushed = 0;
+  /** The next position to push: item `k`, candidate `c`. */
+  private k = 0;
+  private c = 0;
+  private written = 0;
+  private bad = 0;
+  private badReason: string | undefined;
+  private committed = false;
+  /** The answer's closing `]` is pushed. */
+  private shut = false;
+  /** The backend's answer is over (ended, failed or given up): what is still missing will not come. */
+  private over = false;
+  /** Set once the answer broke off after it began: every candidate not yet pushed fails with this. */
+  private cut: AttemptFailure | undefined;
+  private broke: AttemptFailure | undefined;
+  private refused: string | undefined;
+  /** The budget had no room: the callback of the chunk that found it full waits for room. */
+  private starved = false;
+  private stalled: TransformCallback | undefined;
+  private workMs = 0;
+  private readonly placement: Placement<AgentOutput | IndexedCandidate>;
+
+  constructor(
+    private readonly target: StreamTarget,
+    private readonly body: AnswerStream,
+  ) {
+    super();
+    const { request, items } = target;
+    this.placement = new Placement({ requestId: request.request_id, inputs: items.map((it) => ({ id: it.input.id, count: it.count })) });
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    if (!this.over) {
+      const t0 = performance.now();
+      if (!this.splitter.write(chunk) && this.splitter.problem !== undefined) this.invalid(this.splitter.problem);
+      this.pump();
+      this.workMs += performance.now() - t0;
+    }
+    if (this.starved) this.stalled = cb;
+    else cb();
+  }
+
+  override _flush(cb: TransformCallback): void {
+    if (!this.over && !this.splitter.closed) this.invalid('the answer ends before its array closes');
+    this.over = true;
+    this.pump();
+    cb();
+  }
+
+  override _read(size: number): void {
+    this.release();
+    super._read(size);
+  }
+
+  outcome(): StreamOutcome {
+    const { committed, refused, broke, written, workMs } = this;
+    return { committed, refused, broke, written, bad: { count: this.bad, reason: this.badReason ?? '' }, workMs };
+  }
+
+  /** The answer is over with `failure`: refused while nothing is pushed, else cut where it is. */
+  breakOff(failure: AttemptFailure): void {
+    if (this.over) return;
+    this.over = true;
+    this.splitter.stop(failure.message);
+    if (!this.committed) this.refused ??= failure.message;
+    // A timeout stays one; anything else after the first byte (a reset, bytes that are not JSON) is a broken answer.
+    else this.cut = { code: failure.code === 'gateway_backend_timeout' ? failure.code : 'gateway_backend_invalid_response', message: `the answer broke off after ${this.written} candidates were forwarded: ${failure.message}` };
+    this.wake();
+    this.pump();
+  }
+
+  /** One element, as a one-element array: proved, checked and placed as indexing the whole answer would. */
+  private element(wrapped: Buffer): void {
+    const k = this.elements++;
+    if (!isUtf8(wrapped)) return this.invalid(`the answer is not valid UTF-8 (in candidate [${k}])`);
+    const indexed = indexAgentResponse(wrapped, this.target.maxDepth, this.target.memoryKey);
+    if (!indexed.ok) return this.invalid(`the answer is not JSON: ${indexed.reject.reason} (in candidate [${k}])`);
+    const el = indexed.elements[0];
+    if (el === undefined || indexed.elements.length !== 1) return this.invalid(`the answer is not JSON: a value is missing (candidate [${k}])`);
+    const placed = this.placement.add(k, indexedView(wrapped, el));
+    if (placed.kind === 'condemned') return this.invalid(placed.reason);
+    if (placed.kind === 'slot' && !placed.duplicate) {
+      (this.charged[placed.input] ??= [])[placed.index] = wrapped.length;
+      this.charge(wrapped.length);
+    }
+    // Pushed at once, not after the chunk: a chunk may hold many small candidates.
+    this.pump();
+  }
+
+  private invalid(reason: string): void {
+    const failure: AttemptFailure = { code: 'gateway_backend_invalid_response', message: reason };
+    if (this.committed) this.broke ??= failure;
+    this.breakOff(failure);
+    this.body.fail(failure);
+  }
+
+  /** Push, in order, every candidate whose turn has come. */
+  private pump(): void {
+    while (this.refused === undefined && !this.shut && !this.destroyed) {
+      let item = this.target.items[this.k];
+      for (; item !== undefined && this.c >= item.count; item = this.target.items[++this.k]) this.c = 0;
+      if (item === undefined) return this.close();
+      // The placement has one row per item.
+      const row = this.placement.slots[this.k] ?? [];
+      const slot = row[this.c];
+      // A candidate placed ahead of its turn waits for the ones before it, until the answer is over.
+      if (this.cut === undefined && slot === undefined && !this.over) return;
+      let out: AgentOutput;
+      if (this.cut !== undefined) out = this.target.slots.failed(item, this.c, this.cut);
+      else {
+        const placed = slot ?? this.placement.missing(this.k, this.c);
+        if (!placed.ok) {
+          this.bad++;
+          this.badReason ??= placed.reason;
+        }
+        out = this.target.slots.candidate(item, this.c, placed);
+      }
+      row[this.c] = WRITTEN;
+      const bytes = this.charged[this.k]?.[this.c] ?? 0;
+      const w = this.open();
+      this.c++;
+      writeCandidate(out, w);
+      this.written++;
+      this.send(w, bytes);
+    }
+  }
+
+  /** A writer for the next candidate, after the answer's `[` or the comma before it. */
+  private open(): PartsWriter {
+    const w = new PartsWriter();
+    if (this.committed) w.push(COMMA);
+    else {
+      this.committed = true;
+      this.target.sink.begin();
+      w.push(LBRACKET);
+    }
+    return w;
+  }
+
+  private close(): void {
+    this.shut = true;
+    const w = this.committed ? new PartsWriter() : this.open();
+    w.push(RBRACKET);
+    this.send(w, 0);
+  }
+
+  private send(w: PartsWriter, bytes: number): void {
+    this.release();
+    const body = w.done();
+    for (const part of body.parts) this.push(part);
+    this.pushed += body.length;
+    if (bytes > 0) this.inFlight.push({ end: this.pushed, bytes });
+  }
+
+  /**
+   * What the response took from here (asked for more, or before more is pushed) is in its buffer or the kernel's:
+   * the candidates wholly taken are given back but the last, which may still wait in the response's buffer (that
+   * holds its highWaterMark at most besides the last chunk written to it).
+   */
+  private release(): void {
+    const taken = this.pushed - this.readableLength;
+    for (let next = this.inFlight[1]; next !== undefined && next.end <= taken; next = this.inFlight[1]) this.target.memory?.shrink(this.inFlight.shift()?.bytes ?? 0);
+  }
+
+  /** Count `bytes` more; without room, the chunk being read is not done with until room comes. */
+  private charge(bytes: number): void {
+    const memory = this.target.memory;
+    if (memory === undefined || memory.charge(bytes) || this.starved) return;
+    this.starved = true;
+    const roomCame = (): void => {
+      // `charge(0)` asks without counting more.
+      if (this.starved && !this.destroyed && !memory.charge(0)) memory.whenRoom(roomCame);
+      else this.wake();
+    };
+    memory.whenRoom(roomCame);
+  }
+
+  private wake(): void {
+    this.starved = false;
+    const cb = this.stalled;
+    this.stalled = undefined;
+    if (!this.destroyed) cb?.();
+  }
+}
