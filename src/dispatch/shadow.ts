@@ -62,8 +62,8 @@ function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | nu
   return a.say === b.say && isDeepStrictEqual(a.tool_calls, b.tool_calls);
 }
 
-/** The inputs of one route copied to one shadow backend (with their positions in the request): one sub-request. */
-type Group = { route: string; backend: string; inputs: IndexedAgentInput[]; at: number[] };
+/** The inputs of one route copied to one shadow backend (with where their candidates start in the client's answer). */
+type Group = { route: string; backend: string; inputs: IndexedAgentInput[]; first: number[] };
 
 /**
  * Start the shadow sub-requests of a batch. `primary` resolves with the client's candidates (in request
@@ -83,21 +83,39 @@ export function startShadows(
   const headers = { ...correlation, 'x-magma-gateway-shadow': '1' };
   // Group per (route, shadow backend): one sub-request each, so one batch costs one slot per shadow backend.
   const groups = new Map<string, Group>();
+  // Candidates of input i start at first[i] in the client's answer (input order, then candidate index).
+  const first: number[] = [];
+  let at = 0;
+  for (const inp of request.inputs) {
+    first.push(at);
+    at += inp.num_outputs;
+  }
+  const wanted: number[] = [];
   for (const p of plan.inputs) {
     const input = request.inputs[p.index];
-    if (input === undefined) continue; // the plan is this request's: never
+    const start = first[p.index];
+    if (input === undefined || start === undefined) continue; // the plan is this request's: never
+    if (p.shadows.length > 0) for (let c = 0; c < input.num_outputs; c++) wanted.push(start + c);
     for (const backend of p.shadows) {
       const key = `${p.route}\u0000${backend}`;
       const g = groups.get(key);
       if (g) {
         g.inputs.push(input);
-        g.at.push(p.index);
-      } else groups.set(key, { route: p.route, backend, inputs: [input], at: [p.index] });
+        g.first.push(start);
+      } else groups.set(key, { route: p.route, backend, inputs: [input], first: [start] });
     }
   }
   // The primary's decisions are read as soon as the batch is answered: its candidates are views of the batch's
-  // bytes, given back when its answer is written, while a shadow's answer may come much later.
-  const decisions = primary.then((outputs) => outputs.map((o) => (o.status === 'completed' ? o.output : undefined)));
+  // bytes, given back when its answer is written, while a shadow's answer may come much later. Only the shadowed
+  // candidates are decoded (a sparse array, by position in the answer).
+  const decisions = primary.then((outputs) => {
+    const out: (AgentDecision | null | undefined)[] = [];
+    for (const k of wanted) {
+      const o = outputs[k];
+      if (o?.status === 'completed') out[k] = o.output;
+    }
+    return out;
+  });
   decisions.catch(() => undefined);
   const jobs: Promise<void>[] = [];
   for (const g of groups.values()) {
@@ -211,20 +229,11 @@ class Shadow {
     }
     this.ended('ok');
 
-    // Candidates of input i start at this offset in the client's answer (input order, then candidate index).
     const outputs = await this.primary;
-    const offsets: number[] = [];
-    let at = 0;
-    for (const inp of request.inputs) {
-      offsets.push(at);
-      at += inp.num_outputs;
-    }
     let agreedN = 0;
     let disagreedN = 0;
-    g.at.forEach((inputIndex, k) => {
-      // One row per input of the shadow's group and one offset per input of the request: both always there.
-      const row = check.slots[k] ?? [];
-      const first = offsets[inputIndex] ?? 0;
+    g.first.forEach((first, k) => {
+      const row = check.slots[k] ?? []; // one row per input of the group, checked above
       row.forEach((slot, c) => {
         const mine = outputs[first + c];
         if (!slot.ok || mine === undefined) return; // nothing to compare against
