@@ -1,8 +1,4 @@
-/**
- * The client span of one sub-request (docs/operations.md#tracing): which backend and replica, how many inputs and
- * candidates, how it ended. Built only when the batch's span is recorded (attempt.ts checks), so an untraced
- * batch never builds these attributes.
- */
+/** The client span of one sub-request (docs/operations.md#tracing), built only when the batch's span is recorded. */
 import {
   ATTR_BACKEND,
   ATTR_CANDIDATES,
@@ -23,8 +19,8 @@ import type { Item } from './batch-item.js';
 /** Set when a refused connection sent these inputs to another replica of the same backend. */
 const ATTR_REPLICA_RETRY = 'magma.replica_retry';
 
-/** `server.address` and `server.port` of a replica (an IPv6 address without its brackets). */
-export function serverOf(replica: Replica): { address: string; port: number } {
+/** An IPv6 address without its brackets. */
+function serverOf(replica: Replica): { address: string; port: number } {
   const u = new URL(replica.origin);
   const port = u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
   return { address: u.hostname.replace(/^\[(.*)\]$/, '$1'), port };
@@ -35,7 +31,6 @@ export function attemptSpanName(replica: Replica): string {
   return `POST ${replica.backend}`;
 }
 
-/** A call to a replica (a sub-request, a coaching call): which backend and replica, and where it went. */
 export function replicaCallAttributes(replica: Replica, method: string, path: string): SpanAttributes {
   const server = serverOf(replica);
   return {
@@ -65,10 +60,8 @@ export function attemptAttributes(replica: Replica, path: string, items: readonl
   };
 }
 
-/**
- * How the sub-request ended, then the end of its span. `outcome`: `ok`, `cancelled` or a gateway_* code (as in
- * magma_gateway_backend_requests_total); anything but `ok` marks the span failed with it as `error.type`.
- */
+/** `outcome`: `ok`, `cancelled` or a gateway_* code; anything but `ok` marks the span failed with it as `error.type`. */
+
 export function endAttemptSpan(span: TraceSpan, outcome: string | undefined, status: number | undefined, reason: string | undefined): void {
   span.set({ [ATTR_OUTCOME]: outcome, [ATTR_HTTP_RESPONSE_STATUS_CODE]: status });
   if (outcome === undefined) span.fail('exception', 'the sub-request ended without an outcome');

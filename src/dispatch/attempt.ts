@@ -1,19 +1,12 @@
 /**
- * One sub-request: the items bound for one replica, sent once (docs/protocol-fidelity.md#the-path-of-a-batch, step 3). Like
- * undici's RetryHandler or Envoy's UpstreamRequest, the attempt keeps its own state (permit, timings, the work it
- * did) and reports how it ended; it never writes a candidate. The batch that started it fills the slots and
- * decides where unserved items go (failover.ts).
- *
- * Counted in flight for the retry budget from the moment it waits for a max_in_flight permit until its answer is
- * handled, so a failover that follows starts after the permit and the budget slot are given back.
- *
- * A traced batch (docs/operations.md#tracing) gives the attempt a client span for the same time, permit wait included; the
- * backend receives that span's traceparent.
+ * One sub-request: the items bound for one replica, sent once (docs/protocol-fidelity.md#the-path-of-a-batch). It
+ * reports how it ended and never writes a candidate; the batch fills the slots and decides failover (failover.ts).
+ * Counted in flight for the retry budget from its permit wait until its answer is handled, so a failover that
+ * follows starts after the permit and the budget slot are given back.
  */
 import { performance } from 'node:perf_hooks';
 import { withTraceparent } from '../protocol/correlation.js';
-import type { AnswerCheck } from '../protocol/answer/answer-check.js';
-import type { IndexedCandidate, Slot, SubRequestShape } from '../protocol/answer/response-check.js';
+import type { IndexedCandidate, Slot } from '../protocol/answer/response-check.js';
 import { subRequestBody } from '../protocol/request/sub-request.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
@@ -29,7 +22,6 @@ import { coversRequest, type Item } from './batch-item.js';
 import { MIN_ATTEMPT_MS, type Unserved } from './failover.js';
 import type { StreamedAnswer } from './streamed-answer.js';
 
-/** What an attempt reads of its batch, written once when the batch starts. */
 export interface BatchInputs {
   readonly request: IndexedAgentRequest;
   /** The client's body as received, when it may be forwarded whole. */
@@ -40,12 +32,10 @@ export type AttemptResult = {
   /** Milliseconds of the gateway's own work (body built, answer parsed and checked). */
   workMs: number;
 } & (
-  /** Per item, per candidate: a valid candidate or why that one failed. */
   | { kind: 'answered'; ms: number; rows: Slot<AgentOutput | IndexedCandidate>[][] }
   /** Aborted by the gateway, not failed by the backend: the client went away, or the batch deadline ran out. */
   | { kind: 'aborted'; ms: number; clientGone: boolean }
   | { kind: 'unserved'; why: Unserved<Replica> }
-  /** Written to the client as it arrived (streamed-answer.ts): `written` candidates, the batch is answered. */
   | { kind: 'streamed'; ms: number; written: number }
 );
 
@@ -53,7 +43,7 @@ const RESPONSES_PATH = '/v1/responses';
 
 export class Attempt {
   private workMs = 0;
-  /** Its own client span, only when the batch's span is recorded; what it ended with, for that span. */
+  /** Its client span (permit wait included), only when the batch's span is recorded; what it ended with. */
   private span: TraceSpan | undefined;
   private outcome: string | undefined;
   private status: number | undefined;
@@ -69,7 +59,6 @@ export class Attempt {
     readonly items: readonly Item[],
     /** Replicas of this backend already refused for these items (this one excluded). */
     private readonly tried: ReadonlySet<Replica> | undefined,
-    /** Set when these items are the whole batch and it may be streamed: a long answer goes there. */
     private readonly stream?: StreamedAnswer,
   ) {}
 
@@ -111,7 +100,6 @@ export class Attempt {
     return this.outcome === undefined || this.wireMs === undefined ? undefined : { outcome: this.outcome, ms: this.wireMs };
   }
 
-  /** Reported once, however the attempt ended: to the batch's observer, and kept for the client span. */
   private ended(outcome: string, ms: number | undefined, reason?: string): void {
     this.outcome = outcome;
     this.reason = reason;
@@ -133,7 +121,6 @@ export class Attempt {
     const nInputs = items.length;
     upstreams.attemptStarted(replica, nInputs);
     const started = performance.now();
-    // The batch's correlation headers, with the client span's traceparent when traced (one rule: correlation.ts).
     const headers = withTraceparent(ctx.headers, (this.span ?? ctx.span)?.traceparent);
     const stream = this.stream;
     const overBytes = ctx.stream?.overBytes;
@@ -183,7 +170,8 @@ export class Attempt {
     }
 
     const t1 = performance.now();
-    const rows = await this.check(res.bytes);
+    const shape = { requestId: this.batch.request.request_id, inputs: items.map((it) => ({ id: it.input.id, count: it.count })) };
+    const rows = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, this.deps.memoryKey);
     this.workMs += performance.now() - t1;
     if (!rows.ok) {
       this.ended('gateway_backend_invalid_response', ms, rows.reason);
@@ -192,17 +180,25 @@ export class Attempt {
       return this.unserved({ kind: 'failed', failure: { code: 'gateway_backend_invalid_response', message: rows.reason } });
     }
     const bad = badCandidates(rows.slots);
-    if (bad.count > 0) {
-      // A short answer, or one with invalid candidates, is the backend's fault even when its good candidates are
-      // kept: the sub-request is invalid_response in the metrics, the log and the Backends page, not ok.
-      this.ended('gateway_backend_invalid_response', ms, bad.reason);
-      upstreams.recordFailure(replica, bad.reason);
-      log.warn({ backend: replica.backend, replica: replica.id, code: 'gateway_backend_invalid_response', candidates: bad.count, reason: bad.reason.slice(0, 512) }, 'backend answer partly invalid: its good candidates are kept');
-      return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs };
+    if (bad.count > 0) this.partlyInvalid(ms, bad, 'backend answer partly invalid: its good candidates are kept');
+    else {
+      this.ended('ok', ms);
+      upstreams.recordSuccess(replica, ms);
     }
-    this.ended('ok', ms);
-    upstreams.recordSuccess(replica, ms);
     return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs };
+  }
+
+  /**
+   * A short answer, or one with invalid candidates, is the backend's fault even when its good candidates are
+   * kept: the sub-request is invalid_response in the metrics, the log and the Backends page, not ok.
+   */
+  private partlyInvalid(ms: number, bad: { count: number; reason: string }, message: string, written?: number): void {
+    const { replica } = this;
+    this.ended('gateway_backend_invalid_response', ms, bad.reason);
+    this.deps.upstreams.recordFailure(replica, bad.reason);
+    const reason = bad.reason.slice(0, 512);
+    const fields = { backend: replica.backend, replica: replica.id, code: 'gateway_backend_invalid_response', candidates: bad.count, reason };
+    this.deps.log.warn(written === undefined ? fields : { ...fields, written }, message);
   }
 
   /** A streamed answer's end: the batch is answered whatever happened to the backend after it began. */
@@ -211,16 +207,10 @@ export class Attempt {
     const { replica, ctx } = this;
     const result: AttemptResult = { kind: 'streamed', ms, written, workMs: this.workMs };
     if (res.ok && bad.count > 0) {
-      // As for a whole answer (send): candidates missing or invalid are the backend's fault even though the
-      // others went out; their places hold error candidates.
-      this.ended('gateway_backend_invalid_response', ms, bad.reason);
-      upstreams.recordFailure(replica, bad.reason);
-      log.warn(
-        { backend: replica.backend, replica: replica.id, code: 'gateway_backend_invalid_response', candidates: bad.count, reason: bad.reason.slice(0, 512), written },
-        'streamed backend answer partly invalid: its good candidates are kept',
-      );
+      this.partlyInvalid(ms, bad, 'streamed backend answer partly invalid: its good candidates are kept', written);
       return result;
     }
+
     if (res.ok) {
       this.ended('ok', ms);
       upstreams.recordSuccess(replica, ms);
@@ -253,19 +243,8 @@ export class Attempt {
     if (whole) return requestBody;
     return subRequestBody(Buffer.from(JSON.stringify(request.request_id)), items.map((it) => ({ raw: it.input.raw, count: it.count })));
   }
-
-  private check(bytes: Buffer): Promise<AnswerCheck> {
-    return checkAnswerYielding(bytes, this.shape(), this.replica.maxJsonDepth, this.deps.memoryKey);
-  }
-
-  private shape(): SubRequestShape {
-    const { request } = this.batch;
-    return {
-      requestId: request.request_id,
-      inputs: this.items.map((it) => ({ id: it.input.id, count: it.count })),
-    };
-  }
 }
+
 
 /** How many candidates of a checked answer are missing or invalid, and the first one's reason. */
 function badCandidates(rows: readonly (readonly Slot<unknown>[])[]): { count: number; reason: string } {
