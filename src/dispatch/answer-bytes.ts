@@ -314,7 +314,6 @@ class CachedOutput extends BytesCandidate {
 }
 
 /** `tag` is built from the request's own tag as a live answer's is. */
-
 export function cachedCandidate(requestId: string, input: IndexedAgentInput, candidateIndex: number, stored: { tail: Buffer; at: number }, memoryKey: string, tag: MemoryTag): AgentOutput {
   return new CachedOutput(requestId, input, candidateIndex, stored, tag, tagMember(memoryKey, tag).bytes);
 }

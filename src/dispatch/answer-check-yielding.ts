@@ -8,7 +8,6 @@ import { indexAnswerOffloaded } from '../reader/reader.js';
 import { LARGE_BODY_BYTES } from '../protocol/body-bytes.js';
 
 /** `bytes` is unusable afterwards when large: its memory went to the thread and came back as one Buffer. */
-
 export async function checkAnswerYielding(bytes: Buffer, shape: SubRequestShape, maxDepth: number, memoryKey: string): Promise<AnswerCheck> {
   if (bytes.length <= LARGE_BODY_BYTES) return checkAnswerBytes(bytes, shape, maxDepth, memoryKey);
   const { body, outcome } = await indexAnswerOffloaded(bytes, askedOf(shape), maxDepth, memoryKey);

@@ -210,7 +210,6 @@ export class Attempt {
       this.partlyInvalid(ms, bad, 'streamed backend answer partly invalid: its good candidates are kept', written);
       return result;
     }
-
     if (res.ok) {
       this.ended('ok', ms);
       upstreams.recordSuccess(replica, ms);
@@ -244,7 +243,6 @@ export class Attempt {
     return subRequestBody(Buffer.from(JSON.stringify(request.request_id)), items.map((it) => ({ raw: it.input.raw, count: it.count })));
   }
 }
-
 
 /** How many candidates of a checked answer are missing or invalid, and the first one's reason. */
 function badCandidates(rows: readonly (readonly Slot<unknown>[])[]): { count: number; reason: string } {

@@ -48,7 +48,6 @@ export function movedTo(it: Item, to: string): Item {
 }
 
 /** Groups and items in first-seen order. */
-
 export function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
   for (const it of items) {

@@ -106,4 +106,3 @@ class SpanEventsObserver extends MetricsBatchObserver {
 export function batchObserver(metrics: GatewayMetrics, agent: string, span: TraceSpan | undefined): BatchObserver {
   return span?.recording === true ? new SpanEventsObserver(metrics, agent, span) : new MetricsBatchObserver(metrics, agent);
 }
-

@@ -138,9 +138,7 @@ export class BatchSlots {
     const out: AgentOutput[] = [];
     for (const row of this.slots) for (const o of row) out.push(o);
     return out;
-
   }
-
 }
 
 export function count(map: Record<string, number>, key: string, n: number): void {

@@ -85,5 +85,4 @@ export interface LegOutcome {
   arm?: string;
   /** Undefined when no request was made. */
   ms?: number;
-
 }

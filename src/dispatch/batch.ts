@@ -25,7 +25,6 @@ export function runBatch(
  * The plan's every candidate as an error candidate with `failure`, no backend asked (a client over its limits),
  * each input's memory tagged as the plan routes it, so a trajectory keeps its stickiness.
  */
-
 export function failBatch(
   memoryKey: string,
   request: IndexedAgentRequest,

@@ -33,7 +33,6 @@ export function fromBackend(
  * A candidate the gateway failed, written from its input's bytes (CandidateWriter.errorMemory shares the memory
  * pieces between the error candidates of one input); its memory is decoded only if something reads it.
  */
-
 export class ErrorCandidate extends BytesCandidate {
   readonly #writer: CandidateWriter;
   readonly #input: IndexedAgentInput;

@@ -147,7 +147,6 @@ export function salvageable(it: Item): boolean {
  * The bad slots of a checked answer of items that still have a fallback, as items of their own: each run of
  * consecutive bad candidates of one item is one item, so the good candidates around it are kept.
  */
-
 export function faultySlots(items: readonly Item[], rows: readonly (readonly Slot<unknown>[])[]): FaultySlots | undefined {
   const out: Item[] = [];
   const waves: Item[][] = [];
