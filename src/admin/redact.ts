@@ -1,9 +1,6 @@
 /**
- * The config as `GET /gateway/config` shows it: everything an operator needs to see what is running, nothing an
- * operator's screen share could leak. Redacted: `admin.token`, every client's `key` (docs/operations.md#client-keys),
- * every backend and `tracing.headers` value (they carry API keys), passwords in URLs (Redis, backend URLs with
- * user info, the OTLP endpoint), and Redis `options` values whose key names a secret (ioredis takes `password`,
- * `sentinelPassword`, TLS keys there).
+ * The config as `GET /gateway/config` shows it: nothing an operator's screen share could leak. Backend and tracing
+ * header values carry API keys; ioredis takes `password`, `sentinelPassword` and TLS keys in Redis `options`.
  */
 import type { GatewayConfig } from '../config/schema.js';
 
@@ -12,7 +9,6 @@ export const REDACTED = 'REDACTED';
 /** Keys of free-form option objects whose values are treated as secrets. */
 const SECRET_KEY = /pass|secret|token|auth|cred|^key$|private/i;
 
-/** A URL with its password (and a user name standing alone as a token) replaced; other parts kept. */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
@@ -64,7 +60,6 @@ export function redactConfig(config: GatewayConfig): RedactedConfig {
   const tracingHeaders: Record<string, string> = {};
   for (const h of Object.keys(config.tracing.headers)) tracingHeaders[h] = REDACTED;
   const endpoint = config.tracing.otlp_endpoint;
-  // Every field of a client as it is, but its key.
   const clients =
     config.clients === undefined
       ? undefined
