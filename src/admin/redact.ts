@@ -25,6 +25,11 @@ export function redactUrl(url: string): string {
   }
 }
 
+/** The same keys, every value redacted. */
+function redactValues(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.keys(headers).map((h) => [h, REDACTED]));
+}
+
 function redactOptions(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactOptions);
   if (value === null || typeof value !== 'object') return value;
@@ -47,18 +52,10 @@ type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state' | 'trac
 export function redactConfig(config: GatewayConfig): RedactedConfig {
   const backends: RedactedConfig['backends'] = {};
   for (const [name, b] of Object.entries(config.backends)) {
-    const headers: Record<string, string> = {};
-    for (const h of Object.keys(b.headers)) headers[h] = REDACTED;
-    backends[name] = {
-      ...b,
-      ...(b.url === undefined ? {} : { url: redactUrl(b.url) }),
-      urls: b.urls.map(redactUrl),
-      headers,
-    };
+    const url = b.url === undefined ? {} : { url: redactUrl(b.url) };
+    backends[name] = { ...b, ...url, urls: b.urls.map(redactUrl), headers: redactValues(b.headers) };
   }
   const { redis, ...state } = config.state;
-  const tracingHeaders: Record<string, string> = {};
-  for (const h of Object.keys(config.tracing.headers)) tracingHeaders[h] = REDACTED;
   const endpoint = config.tracing.otlp_endpoint;
   const clients =
     config.clients === undefined
@@ -69,7 +66,7 @@ export function redactConfig(config: GatewayConfig): RedactedConfig {
     tracing: {
       ...config.tracing,
       ...(endpoint === undefined ? {} : { otlp_endpoint: redactUrl(endpoint) }),
-      headers: tracingHeaders,
+      headers: redactValues(config.tracing.headers),
     },
     ...(clients === undefined ? {} : { clients }),
     admin: { token: config.admin.token === undefined ? null : REDACTED, protect_metrics: config.admin.protect_metrics },

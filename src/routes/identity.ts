@@ -93,23 +93,19 @@ export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions
 
   app.get('/health', async (_req, reply) => health(app.gateway.current.agents.root, reply, true));
 
-  app.get('/v1/info', async (_req, reply) => {
-    const runtime = app.gateway.current;
-    const agent = runtime.agents.root;
-    if (agent === undefined) return sendUnknownAgent(reply, undefined);
-    return gatewayInfo(runtime, agent);
-  });
-
   app.get<{ Params: AgentParams }>(`${AGENT_PREFIX_PATTERN}/health`, async (req, reply) => {
     const agent = app.gateway.current.agents.virtual.get(req.params.agent);
     if (agent === undefined) return sendUnknownAgent(reply, req.params.agent);
     return health(agent, reply);
   });
 
-  app.get<{ Params: AgentParams }>(`${AGENT_PREFIX_PATTERN}/v1/info`, async (req, reply) => {
-    const runtime = app.gateway.current;
-    const agent = runtime.agents.virtual.get(req.params.agent);
-    if (agent === undefined) return sendUnknownAgent(reply, req.params.agent);
-    return gatewayInfo(runtime, agent);
-  });
+  for (const prefix of ['', AGENT_PREFIX_PATTERN]) {
+    app.get<{ Params: Partial<AgentParams> }>(`${prefix}/v1/info`, async (req, reply) => {
+      const runtime = app.gateway.current;
+      const name = prefix === '' ? undefined : req.params.agent;
+      const agent = runtime.agent(name);
+      if (agent === undefined) return sendUnknownAgent(reply, name);
+      return gatewayInfo(runtime, agent);
+    });
+  }
 }

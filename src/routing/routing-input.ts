@@ -19,40 +19,9 @@ export interface RoutingRequest {
   readonly inputs: readonly RoutingInput[];
 }
 
-class DecodedInput implements RoutingInput {
-  constructor(private readonly input: AgentInput) {}
-
-  get id(): AgentInput['id'] {
-    return this.input.id;
-  }
-
-  get instruction(): AgentInput['instruction'] {
-    return this.input.instruction;
-  }
-
-  get tools(): readonly JsonObject[] {
-    return this.input.tools;
-  }
-
-  get attributes(): JsonObject {
-    return this.input.attributes;
-  }
-
-  get extra_keys(): JsonObject {
-    return this.input.extra_keys;
-  }
-
-  get num_outputs(): number {
-    return this.input.num_outputs;
-  }
-
-  memoryMember(key: string): unknown {
-    // Own members only, so `constructor` or `__proto__` never resolve to prototype members.
-    const memory = this.input.memory;
-    return Object.hasOwn(memory, key) ? memory[key] : undefined;
-  }
-}
-
 export function decodedInput(input: AgentInput): RoutingInput {
-  return new DecodedInput(input);
+  const { id, instruction, tools, attributes, extra_keys, num_outputs, memory } = input;
+  // Own members only, so `constructor` or `__proto__` never resolve to prototype members.
+  const memoryMember = (key: string): unknown => (Object.hasOwn(memory, key) ? memory[key] : undefined);
+  return { id, instruction, tools, attributes, extra_keys, num_outputs, memoryMember };
 }
