@@ -170,7 +170,8 @@ export class Attempt {
     }
 
     const t1 = performance.now();
-    const shape = { requestId: this.batch.request.request_id, inputs: items.map((it) => ({ id: it.input.id, count: it.count })) };
+    const inputs = items.map((it) => ({ id: it.input.id, count: it.count }));
+    const shape = { requestId: this.batch.request.request_id, inputs };
     const rows = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, this.deps.memoryKey);
     this.workMs += performance.now() - t1;
     if (!rows.ok) {
@@ -196,8 +197,8 @@ export class Attempt {
     const { replica } = this;
     this.ended('gateway_backend_invalid_response', ms, bad.reason);
     this.deps.upstreams.recordFailure(replica, bad.reason);
-    const reason = bad.reason.slice(0, 512);
-    const fields = { backend: replica.backend, replica: replica.id, code: 'gateway_backend_invalid_response', candidates: bad.count, reason };
+    const code = 'gateway_backend_invalid_response';
+    const fields = { backend: replica.backend, replica: replica.id, code, candidates: bad.count, reason: bad.reason.slice(0, 512) };
     this.deps.log.warn(written === undefined ? fields : { ...fields, written }, message);
   }
 

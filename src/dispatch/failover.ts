@@ -55,7 +55,8 @@ interface FailoverDecision<R> {
 const DEADLINE_RAN_OUT = 'the batch deadline (request_timeout_s) ran out';
 
 export function abortedFailure(clientGone: boolean): AttemptFailure {
-  return { code: 'gateway_backend_timeout', message: clientGone ? 'cancelled: the client closed the connection' : DEADLINE_RAN_OUT };
+  const message = clientGone ? 'cancelled: the client closed the connection' : DEADLINE_RAN_OUT;
+  return { code: 'gateway_backend_timeout', message };
 }
 
 export function decideFailover<R>(items: Item[], why: Unserved<R>, view: FailoverView<R>): FailoverDecision<R> {

@@ -15,7 +15,7 @@ import { ATTR_BACKEND, ATTR_BACKENDS, ATTR_REQUEST_ID, ATTR_RUN_ID, ATTR_VIA, AT
 import type { TraceSpan } from '../tracing/trace-span.js';
 import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/json/exact-json.js';
 import { isJsonObject } from '../protocol/schemas.js';
-import type { JsonObject } from '../protocol/types.js';
+import type { JsonObject, ValidationIssue } from '../protocol/types.js';
 import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from '../http/agent-path.js';
@@ -95,15 +95,19 @@ async function session(
   return reply.code(answer.status).send(answer.body);
 }
 
+type BodyRead = { body: JsonObject } | { sent: FastifyReply };
+
 /** The coaching request as a JSON object, its tree's room held first; otherwise the answer already sent. */
-async function coachingBody(app: FastifyInstance, { runtime, req, reply }: Call): Promise<{ body: JsonObject } | { sent: FastifyReply }> {
+async function coachingBody(app: FastifyInstance, { runtime, req, reply }: Call): Promise<BodyRead> {
+  const invalid = (issue: ValidationIssue): BodyRead => ({ sent: send422(reply, [issue]) });
   const text = typeof req.body === 'string' ? req.body : '';
   const hold = holdOf(req);
   // The tree parsed over the body, and the text written back from it, take room before they are built
   // (docs/memory-budget.md#what-is-counted); they are given back with the body once the answer is written.
   if (hold !== undefined && !(await growWhenRoom(hold, coachingObjectsEstimate(text), admissionLeftMs(runtime, reply)))) {
     app.gateway.metrics.admissionTimeouts.inc();
-    return { sent: reply.code(503).headers(overBudgetHeaders()).send(overBudgetBody(runtime.config.server.admission_timeout_s)) };
+    const sent = reply.code(503).headers(overBudgetHeaders()).send(overBudgetBody(runtime.config.server.admission_timeout_s));
+    return { sent };
   }
   // A client that left while it waited released its hold: nothing is built or forwarded for it.
   if (reply.raw.destroyed) return { sent: reply };
@@ -113,15 +117,15 @@ async function coachingBody(app: FastifyInstance, { runtime, req, reply }: Call)
     parsed = parseExact(text, { maxDepth: runtime.config.server.max_json_depth });
   } catch (err) {
     if (err instanceof JsonDepthError) {
-      return { sent: send422(reply, [{ type: 'json_invalid', loc: ['body'], msg: err.message, input: {} }]) };
+      return invalid({ type: 'json_invalid', loc: ['body'], msg: err.message, input: {} });
     }
     const msg = err instanceof JsonSyntaxError ? err.message : 'invalid JSON';
     const pos = err instanceof JsonSyntaxError ? err.position : 0;
-    return { sent: send422(reply, [{ type: 'json_invalid', loc: ['body', pos], msg: `JSON decode error: ${msg}`, input: {} }]) };
+    return invalid({ type: 'json_invalid', loc: ['body', pos], msg: `JSON decode error: ${msg}`, input: {} });
   }
   const body = parsed.value;
   if (!isJsonObject(body)) {
-    return { sent: send422(reply, [{ type: 'dict_type', loc: ['body'], msg: 'Input should be a valid dictionary', input: null }]) };
+    return invalid({ type: 'dict_type', loc: ['body'], msg: 'Input should be a valid dictionary', input: null });
   }
   return { body };
 }
