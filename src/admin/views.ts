@@ -102,7 +102,6 @@ export function backendsView(runtime: GatewayRuntime): BackendView[] {
 
 interface AgentView {
   name: string;
-  /** `/agents/<name>/`. */
   path: string;
   agent_id: string;
   agent_version: string | null;

@@ -64,7 +64,7 @@ export function answerBody(outputs: readonly AgentOutput[]): AnswerBody {
   return w.done();
 }
 
-/** One candidate of an answer: its bytes, or for a candidate decoded whole, stringifyExact of it. */
+/** Its bytes, or for a candidate decoded whole, stringifyExact of it. */
 export function writeCandidate(o: AgentOutput, w: PartsWriter): void {
   if (o instanceof BytesCandidate) o.writeTo(w);
   else w.text(stringifyExact(o));
@@ -74,13 +74,12 @@ type Span = { readonly start: number; readonly end: number };
 
 const decode = (buf: Buffer, s: Span): unknown => parseExact(buf.toString('utf8', s.start, s.end)).value;
 
-/** A value the indexer (answer-index.ts) or this file's writer proved to be an object; anything else is a bug. */
+/** Proved an object by the indexer or this file's writer: anything else is a bug. */
 function provenObject(v: unknown, what: string): JsonObject {
   if (isJsonObject(v)) return v;
   throw new GatewayError('GATEWAY_ERR_INTERNAL', `${what} decoded to a non-object`);
 }
 
-/** A value the indexer or this file's writer proved to be a list of objects; anything else is a bug. */
 function provenObjects(v: unknown, what: string): JsonObject[] {
   if (Array.isArray(v) && v.every(isJsonObject)) return v;
   throw new GatewayError('GATEWAY_ERR_INTERNAL', `${what} decoded to something other than a list of objects`);
@@ -184,7 +183,6 @@ const NULL = lit('null');
 const NO_STEPS_NO_OUTPUT = lit(',"internal_steps":[],"output":null,"error":');
 const END = lit('}');
 
-/** source_id as the client wrote it. */
 function idBytes(raw: InputSlices): Buffer {
   return raw.buf.subarray(raw.index.idSpan.start, raw.index.idSpan.end);
 }
@@ -201,7 +199,6 @@ export class CandidateWriter {
     this.head = Buffer.from(`{"request_id":${JSON.stringify(requestId)}`, 'utf8');
   }
 
-  /** Up to its candidate_index. */
   start(w: PartsWriter, id: Buffer, candidateIndex: number): void {
     w.push(this.head);
     w.push(SOURCE_ID);

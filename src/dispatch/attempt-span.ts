@@ -19,28 +19,22 @@ import type { Item } from './batch-item.js';
 /** Set when a refused connection sent these inputs to another replica of the same backend. */
 const ATTR_REPLICA_RETRY = 'magma.replica_retry';
 
-/** An IPv6 address without its brackets. */
-function serverOf(replica: Replica): { address: string; port: number } {
-  const u = new URL(replica.origin);
-  const port = u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
-  return { address: u.hostname.replace(/^\[(.*)\]$/, '$1'), port };
-}
-
 /** The span's name: its backend, so a trace view lists the sub-requests by who answered them. */
 export function attemptSpanName(replica: Replica): string {
   return `POST ${replica.backend}`;
 }
 
 export function replicaCallAttributes(replica: Replica, method: string, path: string): SpanAttributes {
-  const server = serverOf(replica);
+  const u = new URL(replica.origin);
   return {
     [ATTR_BACKEND]: replica.backend,
     [ATTR_REPLICA]: replica.id,
     [ATTR_HTTP_REQUEST_METHOD]: method,
     // The origin carries no user info: a password in a backend url stays out of the trace.
     [ATTR_URL_FULL]: replica.origin + replica.path(path),
-    [ATTR_SERVER_ADDRESS]: server.address,
-    [ATTR_SERVER_PORT]: server.port,
+    // An IPv6 address without its brackets.
+    [ATTR_SERVER_ADDRESS]: u.hostname.replace(/^\[(.*)\]$/, '$1'),
+    [ATTR_SERVER_PORT]: u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80,
   };
 }
 

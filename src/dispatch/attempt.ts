@@ -92,10 +92,7 @@ export class Attempt {
     }
   }
 
-  /**
-   * How the sub-request ended (`ok` or a gateway_* code) and its wall time on the wire, once it ended on the
-   * wire; undefined when it never reached it (no permit). The experiment report credits it to the arms it served.
-   */
+  /** Undefined when it never reached the wire (no permit). The experiment report credits it to the arms it served. */
   get call(): { outcome: string; ms: number } | undefined {
     return this.outcome === undefined || this.wireMs === undefined ? undefined : { outcome: this.outcome, ms: this.wireMs };
   }
@@ -231,10 +228,8 @@ export class Attempt {
   }
 
   /**
-   * The request body. A sub-request that is the whole client request unchanged (one replica takes every input,
-   * in order, with all its candidates, and no memory carries the gateway's key) is the client's own body:
-   * forwarding that text saves serializing megabytes again. Otherwise each input is written from its bytes
-   * (protocol/request/sub-request.ts), memory exactly as the client sent it minus the tag.
+   * A sub-request that is the whole client request unchanged (no memory carries the gateway's key) is the client's
+   * own body: forwarding that text saves serializing megabytes again.
    */
   private body(): Buffer {
     const { request, requestBody } = this.batch;
@@ -245,7 +240,7 @@ export class Attempt {
   }
 }
 
-/** How many candidates of a checked answer are missing or invalid, and the first one's reason. */
+/** And the first one's reason. */
 function badCandidates(rows: readonly (readonly Slot<unknown>[])[]): { count: number; reason: string } {
   let count = 0;
   let reason: string | undefined;

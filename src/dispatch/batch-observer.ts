@@ -1,7 +1,4 @@
-/**
- * What a batch reports while it runs, as events mapped to the Prometheus series (docs/operations.md#metrics), so a
- * batch never names a metric and a test can watch a batch without a registry.
- */
+/** What a batch reports while it runs, as events mapped to the Prometheus series (docs/operations.md#metrics). */
 import type { GatewayMetrics } from '../metrics.js';
 import {
   ATTR_BACKEND,
@@ -17,32 +14,20 @@ import type { TraceSpan } from '../tracing/trace-span.js';
 /** How a sub-request ended: `ok`, `cancelled` (the client went away), or a gateway_* failure code. */
 type AttemptOutcome = 'ok' | 'cancelled' | string;
 
-export interface BatchObserver {
-  /** Once per leg, before anything is sent. */
-  legRouted(route: string, backend: string): void;
-  /** `ms`: its wall time on the wire; undefined when it never reached the wire (no permit). */
-  attemptEnded(backend: string, outcome: AttemptOutcome, ms?: number): void;
-  candidatesFilled(route: string, backend: string, status: string, n: number): void;
-  /** `n` error candidates the gateway made with its own code. */
-  gatewayErrors(backend: string, code: string, n: number): void;
-  /** One error candidate a backend returned, with the backend's code. */
-  backendError(backend: string, code: string): void;
-  fallback(route: string, from: string, to: string): void;
-  /** A sub-request sent to another replica of the same backend after a refused connection. */
-  replicaRetry(backend: string): void;
-  budgetExhausted(backend: string): void;
-}
+export type BatchObserver = MetricsBatchObserver;
 
-export class MetricsBatchObserver implements BatchObserver {
+export class MetricsBatchObserver {
   constructor(
     private readonly metrics: GatewayMetrics,
     private readonly agent: string,
   ) {}
 
+  /** Once per leg, before anything is sent. */
   legRouted(route: string, backend: string): void {
     this.metrics.countInput(this.agent, route, backend);
   }
 
+  /** `ms`: its wall time on the wire; undefined when it never reached the wire (no permit). */
   attemptEnded(backend: string, outcome: AttemptOutcome, ms?: number): void {
     if (ms !== undefined) this.metrics.backendDuration.observe({ backend }, ms / 1000);
     this.metrics.countBackendRequest(backend, outcome);

@@ -36,7 +36,6 @@ export class BatchSlots {
     return new ErrorCandidate(this.writer, this.request.request_id, it.input, idx, code, message, it.backend, tag);
   }
 
-  /** The client's candidates of `it`'s input: item inputs come from the plan, in range of the request. */
   private rowOf(it: Item): AgentOutput[] {
     const row = this.slots[it.index];
     if (row === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `the plan has an item for input ${it.index}, which the request does not have`);
@@ -60,9 +59,8 @@ export class BatchSlots {
   }
 
   /**
-   * A checked answer: per item, per candidate, the backend's candidate re-addressed to the client's request, or
-   * an error candidate for the one slot that was malformed or missing (it fails only itself), unless
-   * `leaveBad(item)`: then that slot stays empty for the item's fallback to fill.
+   * A malformed or missing slot fails only itself, unless `leaveBad(item)`: then that slot stays empty for the
+   * item's fallback to fill.
    */
   answer(
     items: readonly Item[],
@@ -124,7 +122,7 @@ export class BatchSlots {
     for (const it of items) this.leg(it, ms);
   }
 
-  /** The response cache's candidates of input `input` (all of them), counted by the cache, not here. */
+  /** Counted by the cache, not here. */
   cached(input: number, outputs: readonly AgentOutput[]): void {
     const row = this.slots[input];
     if (row === undefined) return;
@@ -133,7 +131,6 @@ export class BatchSlots {
     });
   }
 
-  /** The candidates in input order, then ascending candidate_index. */
   outputs(): AgentOutput[] {
     const out: AgentOutput[] = [];
     for (const row of this.slots) for (const o of row) out.push(o);

@@ -12,7 +12,7 @@ import type { RetryBudget } from './retry-budget.js';
 export interface DispatchDeps {
   upstreams: Upstreams;
   budget: RetryBudget;
-  /** Concurrency permits for backends with max_in_flight (cluster-wide with Redis). */
+  /** For backends with max_in_flight (cluster-wide with Redis). */
   permits: Permits;
   metrics: GatewayMetrics;
   log: Logger;
@@ -24,7 +24,7 @@ export interface DispatchDeps {
 export interface BatchContext {
   /** Epoch ms by which every attempt and fallback must be over (request_timeout_s). */
   deadline: number;
-  /** Headers passed to every backend (x-request-id, traceparent). */
+  /** Passed to every backend (x-request-id, traceparent). */
   headers: Record<string, string>;
   /** Aborted when the client goes away or the deadline passes. */
   signal?: AbortLike;
@@ -47,7 +47,7 @@ export interface AnswerSink {
   /** false: the client's buffer is full, wait for onDrain before more. */
   write(b: Buffer): boolean;
   onDrain(fn: () => void): void;
-  /** Bytes written and not yet taken by the client's socket. */
+  /** Not yet taken by the client's socket. */
   readonly buffered: number;
   readonly gone: boolean;
 }

@@ -22,7 +22,6 @@ export type Unserved<R> =
   | { kind: 'no-replica'; backend: string; cause?: AttemptFailure }
   | { kind: 'no-time' };
 
-/** What the batch knows at the moment of the decision. */
 export interface FailoverView<R> {
   /** Milliseconds until the batch deadline (may be negative). */
   timeLeftMs: number;
@@ -45,7 +44,6 @@ interface FailoverDecision<R> {
   sameBackend?: { backend: string; items: Item[]; exclude: ReadonlySet<R>; cause: AttemptFailure };
   /** Items that end here as error candidates. */
   final?: { items: Item[]; failure: AttemptFailure };
-  /** In first-seen order. */
   destinations: Destination[];
   /** The items reached a backend: each destination needs a retry budget slot. */
   retry: boolean;

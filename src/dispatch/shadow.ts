@@ -55,7 +55,7 @@ function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | nu
   return a.say === b.say && isDeepStrictEqual(a.tool_calls, b.tool_calls);
 }
 
-/** The inputs of one route copied to one shadow backend (with where their candidates start in the client's answer). */
+/** `first`: where each input's candidates start in the client's answer. */
 type Group = { route: string; backend: string; inputs: IndexedAgentInput[]; first: number[] };
 
 /**
@@ -138,7 +138,7 @@ class Shadow {
     private readonly deps: ShadowDeps,
     private readonly request: IndexedAgentRequest,
     private readonly g: Group,
-    /** The primary's decision per candidate, in the client's answer order (undefined: not completed). */
+    /** By position in the client's answer; undefined: not completed. */
     private readonly primary: Promise<(AgentDecision | null | undefined)[]>,
   ) {
     this.labels = { agent: deps.agent, route: g.route, backend: g.backend };
@@ -152,21 +152,18 @@ class Shadow {
   async run(headers: Record<string, string>, parent: TraceSpan): Promise<void> {
     const replica = this.deps.upstreams.shard(this.g.backend, 1)[0]?.replica;
     if (replica === undefined) return this.ended('no_backend');
-    this.span = this.startSpan(parent, replica);
+    if (parent.recording) {
+      this.span = parent.client(`shadow ${attemptSpanName(replica)}`, {
+        [ATTR_ROUTE]: this.g.route,
+        ...replicaCallAttributes(replica, 'POST', '/v1/responses'),
+        [ATTR_INPUTS]: this.g.inputs.length,
+      });
+    }
     try {
       await this.call(replica, withTraceparent(headers, (this.span ?? parent).traceparent));
     } finally {
       if (this.span !== undefined) endAttemptSpan(this.span, this.outcome, this.status, this.reason);
     }
-  }
-
-  private startSpan(parent: TraceSpan, replica: Replica): TraceSpan | undefined {
-    if (!parent.recording) return undefined;
-    return parent.client(`shadow ${attemptSpanName(replica)}`, {
-      [ATTR_ROUTE]: this.g.route,
-      ...replicaCallAttributes(replica, 'POST', '/v1/responses'),
-      [ATTR_INPUTS]: this.g.inputs.length,
-    });
   }
 
   /** Counted under `outcome`; its span, if any, ends with `spanOutcome`. */

@@ -36,10 +36,6 @@ function pickReplica(runtime: GatewayRuntime, name: string, pin: string | undefi
   return { replica };
 }
 
-function headerValue(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
-
 export async function passthrough(app: FastifyInstance): Promise<void> {
   // Bodies go to the agent as the byte stream they came as: http-proxy adds its streaming parsers in its own
   // context; the gateway's text parser (for exact JSON) must not be inherited there.
@@ -65,7 +61,8 @@ export async function passthrough(app: FastifyInstance): Promise<void> {
     preHandler(req, reply, done) {
       const runtime = app.gateway.current;
       const name = stringField(req.params, 'name') ?? '';
-      const pick = pickReplica(runtime, name, headerValue(req.headers[REPLICA_HEADER]), turn);
+      const pin = req.headers[REPLICA_HEADER];
+      const pick = pickReplica(runtime, name, Array.isArray(pin) ? pin[0] : pin, turn);
       if ('status' in pick) {
         void reply.code(pick.status).send(errorBody(pick.code, pick.detail));
         return;

@@ -35,10 +35,8 @@ function admissionLeftMs(runtime: GatewayRuntime, reply: FastifyReply): number {
   return runtime.config.server.admission_timeout_s * 1000 - reply.elapsedTime;
 }
 
-/** A session path's parameters: the run, and on a virtual agent's path its name. */
 type SessionParams = { run_id: string } & Partial<AgentParams>;
 
-/** One coaching call, on the runtime it started on. */
 interface Call<R extends FastifyRequest = FastifyRequest> {
   runtime: GatewayRuntime;
   agent: CompiledAgent;

@@ -13,7 +13,7 @@ export interface CompiledAgent {
   /** Undefined: DEFAULT_AGENT_VERSION (config/schema.ts), never the package version. */
   readonly agentVersion: string | undefined;
   readonly routes: CompiledRoutes;
-  /** In table order (CompiledRoute.index points here). */
+  /** CompiledRoute.index points here. */
   readonly sources: readonly RouteConfig[];
   /** Members and fallbacks (shadows only observe), in first-use order. */
   readonly reachable: readonly string[];
@@ -23,7 +23,7 @@ export interface CompiledAgents {
   readonly root: CompiledAgent | undefined;
   /** A Map: names come from URLs, and must never reach an object's prototype. */
   readonly virtual: ReadonlyMap<string, CompiledAgent>;
-  /** The default agent (when there is one), then the virtual agents in file order. */
+  /** The default agent, then the virtual agents in file order. */
   readonly all: readonly CompiledAgent[];
 }
 

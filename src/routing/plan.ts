@@ -12,7 +12,6 @@ import { isJsonObject } from '../protocol/schemas.js';
 import { inputMemoryTag, tagRejection, type MemoryTag, type TagRejection, type TagSigner, type TrajectoryState } from '../protocol/memory-tag.js';
 import type { RoutingInput, RoutingRequest } from './routing-input.js';
 
-// The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
 export { routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
 export { readMemoryTag, type MemoryTag } from '../protocol/memory-tag.js';
 
@@ -51,7 +50,6 @@ export interface InputPlan {
   /** In candidate order: offsets ascend and counts sum to num_outputs. */
   legs: Leg[];
   shadows: string[];
-  /** Absent for a new trajectory. */
   tag?: MemoryTag;
   /** Set after planning by the experiment recorder (its only writer), on experiment routes only. */
   trajectory?: TrajectoryState;
@@ -62,7 +60,7 @@ export interface InputPlan {
   drawnArm?: string;
   /** A new trajectory of an `assign_by` split: the key's value its arm was drawn from (text), when there is one. */
   assignKey?: string;
-  /** The input's tag was not trusted: it starts a new trajectory. */
+  /** The input's tag was not trusted: a new trajectory. */
   rejectedTag?: TagRejection;
 }
 

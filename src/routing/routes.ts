@@ -42,7 +42,7 @@ export interface CompiledRoutes {
   readonly agent: string;
   readonly routes: readonly CompiledRoute[];
   readonly memoryKey: string;
-  /** Every configured backend name. */
+  /** Every configured backend, not only this table's. */
   readonly backends: ReadonlySet<string>;
 }
 

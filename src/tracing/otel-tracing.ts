@@ -37,7 +37,6 @@ const SPAN_LIMITS = {
   attributePerLinkCountLimit: 0,
 };
 
-/** W3C Trace Context, version 00. */
 export function formatTraceparent(sc: SpanContext): string {
   return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 }
