@@ -3,7 +3,7 @@
  * Prometheus's histogram_quantile interpolates it, and sub-requests by outcome. Read from the metrics.
  */
 import type { GatewayMetrics } from '../metrics.js';
-import { histogramQuantile } from '../stats/histogram-quantile.js';
+import { histogramQuantile } from './overview.js';
 
 interface BackendStats {
   latency_ms: { samples: number; p50: number | null; p95: number | null };
