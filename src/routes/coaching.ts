@@ -24,6 +24,7 @@ import { errorBody, GatewayError } from '../errors.js';
 import { firstInvalidUtf8 } from '../protocol/json/utf8.js';
 import { isUtf8 } from 'node:buffer';
 import { budgetedBodies, holdOf } from '../http/budgeted-body.js';
+import type { BudgetHold } from '../memory/budget.js';
 import { overBudgetBody, overBudgetHeaders } from '../http/front-rules.js';
 import { coachingObjectsEstimate } from '../coaching/tree-estimate.js';
 import { growWhenRoom } from '../coaching/grow-when-room.js';
@@ -93,7 +94,7 @@ async function session(
   return reply.code(answer.status).send(answer.body);
 }
 
-type BodyRead = { body: JsonObject } | { sent: FastifyReply };
+type BodyRead = { body: JsonObject; hold: BudgetHold | undefined } | { sent: FastifyReply };
 
 /** The coaching request as a JSON object, its tree's room held first; otherwise the answer already sent. */
 async function coachingBody(app: FastifyInstance, { runtime, req, reply }: Call): Promise<BodyRead> {
@@ -125,7 +126,7 @@ async function coachingBody(app: FastifyInstance, { runtime, req, reply }: Call)
   if (!isJsonObject(body)) {
     return invalid({ type: 'dict_type', loc: ['body'], msg: 'Input should be a valid dictionary', input: null });
   }
-  return { body };
+  return { body, hold };
 }
 
 async function coach(app: FastifyInstance, affinity: SessionAffinity, c: Call): Promise<FastifyReply> {
@@ -134,7 +135,7 @@ async function coach(app: FastifyInstance, affinity: SessionAffinity, c: Call): 
   const { memoryKey } = compiled;
   const read = await coachingBody(app, c);
   if ('sent' in read) return read.sent;
-  const { body } = read;
+  const { body, hold } = read;
   const target = findTarget(body, memoryKey);
   if ('loc' in target) return send422(reply, [target]);
   const capable = coachingBackends(runtime, agent);
@@ -143,16 +144,9 @@ async function coach(app: FastifyInstance, affinity: SessionAffinity, c: Call): 
   // A tag naming a backend the config no longer has cannot be followed: the rules decide, as in plan.ts.
   const tagged = target.tag !== undefined && compiled.backends.has(target.tag.backend) ? target.tag : undefined;
   const requestId = typeof body.request_id === 'string' ? body.request_id : '';
-  const chosen =
-    tagged ??
-    ruleBackend(
-      compiled,
-      target.input,
-      requestId,
-      req.headers,
-      (b) => runtime.upstreams.canServe(b),
-      (b) => capable.includes(b),
-    );
+  const canServe = (b: string): boolean => runtime.upstreams.canServe(b);
+  const coaches = (b: string): boolean => capable.includes(b);
+  const chosen = tagged ?? ruleBackend(compiled, target.input, requestId, req.headers, canServe, coaches);
   const backend = chosen.backend;
   const via = tagged !== undefined ? 'memory tag' : `route ${chosen.route}`;
   if (!capable.includes(backend)) {
@@ -185,7 +179,7 @@ async function coach(app: FastifyInstance, affinity: SessionAffinity, c: Call): 
     headers,
     timeoutMs: runtime.upstreams.timeoutMs(backend),
     signal: gone.signal,
-    memory: holdOf(req),
+    memory: hold,
   }, span);
   gone.done();
   req.log.info(
