@@ -1,7 +1,4 @@
-/**
- * Per-backend figures `GET /gateway/backends` adds for the console (docs/console.md#backends): latency p50/p95 as
- * Prometheus's histogram_quantile interpolates it, and sub-requests by outcome. Read from the metrics.
- */
+/** Per-backend latency quantiles and outcomes `GET /gateway/backends` adds for the console (docs/console.md#backends). */
 import type { GatewayMetrics } from '../metrics.js';
 import { histogramQuantile } from './overview.js';
 

@@ -6,7 +6,6 @@ import { fileURLToPath } from 'node:url';
 /** dist/console, from this file's place in dist/src/admin. */
 export const CONSOLE_ROOT = fileURLToPath(new URL('../../console/', import.meta.url));
 
-/** Flat; none when the front end was not built. */
 export function consoleFiles(root = CONSOLE_ROOT): string[] {
   if (!existsSync(root)) return [];
   return readdirSync(root).filter((f) => statSync(join(root, f)).isFile());

@@ -32,7 +32,6 @@ async function cacheFigures(gw: GatewayState): Promise<Overview['cache']> {
 }
 
 const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits;
-/** Seconds to milliseconds, to the microsecond. */
 const ms = (s: number | null): number | null => (s === null ? null : round(s * 1000, 3));
 
 export async function overview(gw: GatewayState, listeners: Overview['listeners'], now = Date.now()): Promise<Overview> {

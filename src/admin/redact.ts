@@ -6,7 +6,6 @@ import type { GatewayConfig } from '../config/schema.js';
 
 export const REDACTED = 'REDACTED';
 
-/** Keys of free-form option objects whose values are treated as secrets. */
 const SECRET_KEY = /pass|secret|token|auth|cred|^key$|private/i;
 
 export function redactUrl(url: string): string {
@@ -25,7 +24,6 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** The same keys, every value redacted. */
 function redactValues(headers: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.keys(headers).map((h) => [h, REDACTED]));
 }

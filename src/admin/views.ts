@@ -13,7 +13,6 @@ interface ReplicaView {
   index: number;
   url: string;
   state: ReplicaState;
-  /** Whether the dispatcher would send it inputs now. */
   routable: boolean;
   last_probe: { at: string; ok: boolean; ms: number; error: string | null } | null;
   /** Lenient: extra fields kept. */
@@ -30,7 +29,6 @@ export interface BackendView {
   ready: boolean;
   /** The default agent's routes that can send it inputs (members or fallbacks). */
   routes: string[];
-  /** The same per virtual agent that has such routes. */
   agents: Record<string, string[]>;
   timeout_s: number;
   max_in_flight: number | null;
@@ -64,8 +62,7 @@ function replicaView(runtime: GatewayRuntime, r: Replica): ReplicaView {
     last_probe: probe === undefined ? null : { at: iso(probe.at), ok: probe.ok, ms: probe.ms, error: probe.error ?? null },
     info: r.info ?? null,
     in_flight: { requests: r.inFlightRequests, inputs: r.inFlightInputs },
-    // The last failure explains a state other than ready, or the failures counted since the last success. Once
-    // the replica is ready and has succeeded again, the old error would only mislead (the upstream keeps it).
+    // Once the replica is ready and has succeeded again, the old error would only mislead (the upstream keeps it).
     last_error: r.state === 'ready' && r.consecutiveFailures === 0 ? null : (r.lastError ?? null),
     consecutive_failures: r.consecutiveFailures,
     ejections: r.ejections,
@@ -106,7 +103,6 @@ interface AgentView {
   agent_id: string;
   agent_version: string | null;
   memory_key: string;
-  /** Every route has a ready backend: its /health answers 200. */
   ready: boolean;
   routes: RouteView[];
 }

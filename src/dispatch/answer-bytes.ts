@@ -14,10 +14,9 @@ import type { AgentError, AgentOutput, JsonObject } from '../protocol/types.js';
 import { GatewayError } from '../errors.js';
 
 /**
- * A candidate built from bytes: the protocol fields as own data properties, the decoded-on-read ones as prototype
- * getters. Per-candidate functions (an object literal's getters, closures) were kept by V8, with the backend's
- * answer they reach, alive through young-generation GCs (docs/performance.md#batches-die-young). A spread copy
- * holds the four own fields only, so a copy is built from the fields.
+ * The protocol fields are own data properties, the decoded-on-read ones prototype getters: per-candidate functions
+ * were kept by V8, with the backend's answer they reach, alive through young-generation GCs
+ * (docs/performance.md#batches-die-young). A spread copy holds the four own fields only.
  */
 export abstract class BytesCandidate implements AgentOutput {
   readonly #tag: MemoryTag;
@@ -48,7 +47,6 @@ export abstract class BytesCandidate implements AgentOutput {
   }
 }
 
-/** Known without decoding memory for the candidates built from bytes. */
 export function candidateTag(out: AgentOutput): MemoryTag | undefined {
   return out instanceof BytesCandidate ? out.memoryTag() : undefined;
 }
@@ -64,7 +62,6 @@ export function answerBody(outputs: readonly AgentOutput[]): AnswerBody {
   return w.done();
 }
 
-/** Its bytes, or for a candidate decoded whole, stringifyExact of it. */
 export function writeCandidate(o: AgentOutput, w: PartsWriter): void {
   if (o instanceof BytesCandidate) o.writeTo(w);
   else w.text(stringifyExact(o));
@@ -250,7 +247,6 @@ interface DecodedTail {
   error: AgentOutput['error'];
 }
 
-/** A cached candidate re-addressed to the current request and input; the rest is the stored tail byte for byte. */
 class CachedOutput extends BytesCandidate {
   readonly #head: Buffer;
   readonly #id: Buffer;
@@ -310,7 +306,6 @@ class CachedOutput extends BytesCandidate {
   }
 }
 
-/** `tag` is built from the request's own tag as a live answer's is. */
 export function cachedCandidate(requestId: string, input: IndexedAgentInput, candidateIndex: number, stored: { tail: Buffer; at: number }, memoryKey: string, tag: MemoryTag): AgentOutput {
   return new CachedOutput(requestId, input, candidateIndex, stored, tag, tagMember(memoryKey, tag).bytes);
 }

@@ -54,7 +54,6 @@ export function attemptAttributes(replica: Replica, path: string, items: readonl
   };
 }
 
-/** `outcome`: `ok`, `cancelled` or a gateway_* code; anything but `ok` marks the span failed with it as `error.type`. */
 export function endAttemptSpan(span: TraceSpan, outcome: string | undefined, status: number | undefined, reason: string | undefined): void {
   span.set({ [ATTR_OUTCOME]: outcome, [ATTR_HTTP_RESPONSE_STATUS_CODE]: status });
   if (outcome === undefined) span.fail('exception', 'the sub-request ended without an outcome');

@@ -24,7 +24,6 @@ import type { StreamedAnswer } from './streamed-answer.js';
 
 export interface BatchInputs {
   readonly request: IndexedAgentRequest;
-  /** The client's body as received, when it may be forwarded whole. */
   readonly requestBody: Buffer | undefined;
 }
 
@@ -158,9 +157,8 @@ export class Attempt {
         const tried = new Set(this.tried).add(replica);
         return this.unserved({ kind: 'refused', failure: res.failure, backend: replica.backend, tried });
       }
-      // A client's refusal, the gateway's own memory budget and an unasked 100 Continue (the backend answered;
-      // undici refuses the interim, docs/limits-and-edges.md#1xx-answers-from-backends) say nothing of the
-      // replica's health.
+      // A client's refusal, the gateway's own memory budget and an unasked 100 Continue (undici refuses the
+      // interim, docs/limits-and-edges.md#1xx-answers-from-backends) say nothing of the replica's health.
       const blameless = res.failure.code === 'gateway_backend_rejected' || res.failure.code === 'gateway_memory_budget' || res.unaskedContinue === true;
       if (!blameless) upstreams.recordFailure(replica, res.failure.message);
       return this.unserved({ kind: 'failed', failure: res.failure });
@@ -240,7 +238,6 @@ export class Attempt {
   }
 }
 
-/** And the first one's reason. */
 function badCandidates(rows: readonly (readonly Slot<unknown>[])[]): { count: number; reason: string } {
   let count = 0;
   let reason: string | undefined;

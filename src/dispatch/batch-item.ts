@@ -9,7 +9,6 @@ import { legArm } from '../routing/plan.js';
 import type { TrajectoryState } from '../protocol/memory-tag.js';
 
 export interface Item {
-  /** The input's position in the request. */
   readonly index: number;
   readonly input: IndexedAgentInput;
   readonly backend: string;
@@ -21,7 +20,6 @@ export interface Item {
   readonly trajectory?: TrajectoryState;
 }
 
-/** Every leg of `request`'s plan as an item, in input order, then candidate order. */
 export function itemsOf(plan: BatchPlan, request: IndexedAgentRequest): Item[] {
   const items: Item[] = [];
   for (const p of plan.inputs) {
@@ -47,7 +45,6 @@ export function movedTo(it: Item, to: string): Item {
   return { ...it, backend: to, fallbacks: it.fallbacks.slice(1) };
 }
 
-/** Groups and items in first-seen order. */
 export function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
   for (const it of items) {

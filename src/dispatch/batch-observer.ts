@@ -22,7 +22,6 @@ export class MetricsBatchObserver {
     private readonly agent: string,
   ) {}
 
-  /** Once per leg, before anything is sent. */
   legRouted(route: string, backend: string): void {
     this.metrics.countInput(this.agent, route, backend);
   }

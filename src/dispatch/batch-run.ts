@@ -1,7 +1,6 @@
 /**
- * One batch on its way through the backends (docs/protocol-fidelity.md#failures): legs grouped per backend and
- * sharded over its replicas, one Attempt per replica, in parallel; unserved items go where failover.ts says while
- * the deadline allows. Nothing here throws for a backend's sake: the batch always completes.
+ * One batch on its way through the backends (docs/protocol-fidelity.md#failures), one Attempt per replica, in
+ * parallel. Nothing here throws for a backend's sake: the batch always completes.
  */
 import { performance } from 'node:perf_hooks';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
@@ -22,7 +21,6 @@ export class BatchRun {
   private readonly deadline: number;
   private workMs = 0;
   private readonly backends: Record<string, number> = {};
-  /** Candidates written by a streamed answer. */
   private streamed: number | undefined;
 
   constructor(

@@ -1,8 +1,4 @@
-/**
- * The (input, candidate) slots of one batch (docs/protocol-fidelity.md#the-path-of-a-batch): every candidate lands
- * in its position whether a backend produced it or the gateway failed it. The only writer of the slots, the error
- * counts and the leg outcomes.
- */
+/** The (input, candidate) slots of one batch: the only writer of the slots, the error counts and the leg outcomes. */
 import { countedCode, GatewayError, type AttemptFailure, type GatewayErrorCode } from '../errors.js';
 import { IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';

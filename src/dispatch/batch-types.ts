@@ -16,7 +16,6 @@ export interface DispatchDeps {
   permits: Permits;
   metrics: GatewayMetrics;
   log: Logger;
-  /** The agent the batch was sent to: its metrics' `agent` label. */
   agent: string;
   memoryKey: string;
 }
@@ -24,9 +23,7 @@ export interface DispatchDeps {
 export interface BatchContext {
   /** Epoch ms by which every attempt and fallback must be over (request_timeout_s). */
   deadline: number;
-  /** Passed to every backend (x-request-id, traceparent). */
   headers: Record<string, string>;
-  /** Aborted when the client goes away or the deadline passes. */
   signal?: AbortLike;
   /** True once the client closed its connection (the signal then says nothing of the backend). */
   clientGone?: () => boolean;
@@ -40,14 +37,12 @@ export interface BatchContext {
   memory?: AnswerCharge;
 }
 
-/** The client's answer as the batch writes it when streamed. */
 export interface AnswerSink {
   /** Called once, before the first byte: the answer is committed (200) from here on. */
   begin(): void;
   /** false: the client's buffer is full, wait for onDrain before more. */
   write(b: Buffer): boolean;
   onDrain(fn: () => void): void;
-  /** Not yet taken by the client's socket. */
   readonly buffered: number;
   readonly gone: boolean;
 }
@@ -83,6 +78,5 @@ export interface LegOutcome {
   backend: string;
   route: string;
   arm?: string;
-  /** Undefined when no request was made. */
   ms?: number;
 }

@@ -10,7 +10,6 @@ import { BatchSlots } from './batch-slots.js';
 
 export type { BatchResult } from './batch-types.js';
 
-/** Run `plan` for `request` to completion: every candidate slot is filled, by a backend or with an error candidate. */
 export function runBatch(
   deps: DispatchDeps,
   request: IndexedAgentRequest,

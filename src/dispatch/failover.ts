@@ -11,9 +11,8 @@ import { groupBy, movedTo, type Item } from './batch-item.js';
 export const MIN_ATTEMPT_MS = 50;
 
 /**
- * Why items were left unserved. Only `failed` reached a backend, so only it asks the retry budget to move on.
- * `refused`: no connection to one replica (`tried`: every replica of this backend refused so far). `unsent`: no
- * max_in_flight permit came free.
+ * Only `failed` reached a backend, so only it asks the retry budget to move on. `tried`: every replica of this
+ * backend refused so far. `unsent`: no max_in_flight permit came free.
  */
 export type Unserved<R> =
   | { kind: 'failed'; failure: AttemptFailure }
@@ -42,7 +41,6 @@ interface Destination {
 interface FailoverDecision<R> {
   /** Try the same backend's other replicas (a refused connection, and the backend has more). */
   sameBackend?: { backend: string; items: Item[]; exclude: ReadonlySet<R>; cause: AttemptFailure };
-  /** Items that end here as error candidates. */
   final?: { items: Item[]; failure: AttemptFailure };
   destinations: Destination[];
   /** The items reached a backend: each destination needs a retry budget slot. */
@@ -116,7 +114,6 @@ type Resolved =
   | { kind: 'move'; to: string; from: Item[]; moved: Item[]; consumesBudget: boolean }
   | { kind: 'exhausted'; to: string; items: Item[]; failure: AttemptFailure };
 
-/** One destination of `decision`, given whether the retry budget granted it a slot (ignored when no retry). */
 export function resolveMove<R>(decision: FailoverDecision<R>, d: Destination, granted: boolean): Resolved {
   if (decision.retry && !granted) {
     const failure = { ...decision.failure, message: `${decision.failure.message}; no fallback: retry budget exhausted` };

@@ -1,7 +1,6 @@
 /**
- * A retry budget like Envoy's (docs/routing.md#fallbacks-deadline-and-retry-budget): retries in progress may not
- * exceed `ratio` of every sub-request in flight, with a floor of `min` so a quiet gateway can still fail over.
- * It keeps failover from doubling the load on the survivors when a backend fails under load.
+ * A retry budget like Envoy's (docs/routing.md#fallbacks-deadline-and-retry-budget): it keeps failover from doubling
+ * the load on the survivors when a backend fails under load; `min` lets a quiet gateway still fail over.
  */
 export class RetryBudget {
   private active = 0;
@@ -21,7 +20,6 @@ export class RetryBudget {
     this.active--;
   }
 
-  /** false when the budget is spent (then fail at once). */
   tryRetry
 (): boolean {
     const allowed = Math.max(this.min, Math.floor(this.active * this.ratio));

@@ -39,7 +39,6 @@ interface ShadowDeps {
   upstreams: Upstreams;
   metrics: GatewayMetrics;
   log: Logger;
-  /** Its metrics' `agent` label. */
   agent: string;
   memoryKey: string;
   limiter: ShadowLimiter;
@@ -95,9 +94,8 @@ export function startShadows(
       } else groups.set(key, { route: p.route, backend, inputs: [input], first: [start] });
     }
   }
-  // The primary's decisions are read as soon as the batch is answered: its candidates are views of the batch's
-  // bytes, given back when its answer is written, while a shadow's answer may come much later. Only the shadowed
-  // candidates are decoded (a sparse array, by position in the answer).
+  // Read as soon as the batch is answered: its candidates are views of bytes given back when its answer is
+  // written, while a shadow's answer may come much later. Only the shadowed candidates are decoded.
   const decisions = primary.then((outputs) => {
     const out: (AgentDecision | null | undefined)[] = [];
     for (const k of wanted) {
@@ -125,10 +123,8 @@ export function startShadows(
   return Promise.all(jobs).then(() => undefined);
 }
 
-/** One shadow sub-request: a group's inputs sent to one replica of its shadow backend. */
 class Shadow {
   private readonly labels: { agent: string; route: string; backend: string };
-  /** Only when the batch's span is recorded. */
   private span: TraceSpan | undefined;
   private outcome: string | undefined;
   private status: number | undefined;

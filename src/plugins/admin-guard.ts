@@ -21,7 +21,6 @@ export interface RequestFacts {
 }
 
 export interface ServedHosts {
-  /** The host part of `admin.listen`. */
   listenHost: string | undefined;
   /** The address the connection arrived on (the listener may be bound to 0.0.0.0). */
   localAddress: string | undefined;
@@ -34,7 +33,6 @@ interface Refusal {
   detail: string;
 }
 
-/** Longest piece of a client's header quoted back in a refusal. */
 const MAX_QUOTED = 128;
 
 const quote = (s: string): string => JSON.stringify(s.length > MAX_QUOTED ? `${s.slice(0, MAX_QUOTED)}...` : s);
@@ -69,7 +67,6 @@ function sameOrigin(origin: string, host: string): boolean {
   }
 }
 
-/** Undefined when it may go on to the token check and its route. */
 export function refusal(req: RequestFacts, served: ServedHosts): Refusal | undefined {
   if (req.host !== undefined) {
     const name = hostName(req.host);

@@ -1,7 +1,6 @@
 /**
  * The optional bearer token (`admin.token`, docs/operations.md#admin-api). On the admin listener it guards every
- * request, so an unknown path gets the same 401 as a known one and a client without the token learns nothing
- * about which admin paths exist. On the agent listener it guards `/metrics` when `admin.protect_metrics` is set.
+ * request, so a client without the token learns nothing about which admin paths exist.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';

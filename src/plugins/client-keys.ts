@@ -1,7 +1,6 @@
 /**
  * Client keys on the agent listener's fastify routes (docs/operations.md#client-keys), known paths and unknown ones
- * alike, so a client without a key learns nothing about which paths exist. The health checks answer without a
- * key but refuse a wrong one.
+ * alike, so a client without a key learns nothing about which paths exist.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';

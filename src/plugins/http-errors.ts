@@ -51,7 +51,6 @@ function clientErrorCode(err: Error, status: number): GatewayErrCode {
   return 'GATEWAY_ERR_BAD_REQUEST';
 }
 
-/** Longest piece of a client's path quoted back in an error detail. */
 const MAX_QUOTED_PATH = 256;
 
 /** fastify's `frameworkErrors`: what its router refuses before any hook, in the gateway's shape. */

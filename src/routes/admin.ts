@@ -8,7 +8,6 @@ import { reloadGateway } from '../reload.js';
 import { errorBody } from '../errors.js';
 import { cacheRoutes } from './admin-cache.js';
 
-/** What GET /gateway/ lists, so an operator (or a script) can find every endpoint from the root. */
 const ADMIN_ENDPOINTS = [
   { method: 'GET', path: '/gateway/backends', what: 'every replica: url, state, last probe, info, in flight, last error' },
   { method: 'GET', path: '/gateway/routes', what: 'each route (and each virtual agent\'s), its backends and whether it can serve' },

@@ -1,8 +1,7 @@
 /**
- * The coaching endpoints through the gateway (docs/routing.md#coaching-routing). Sessions go to every
- * coaching-capable backend: the gateway cannot know in advance which backends a run's trajectories will be
- * coached on. Sessions that succeeded are not rolled back when another fails: a DELETE could remove a session an
- * identical earlier PUT had created. `POST /v1/coaching` goes to the backend that ran the target step.
+ * The coaching endpoints (docs/routing.md#coaching-routing). Sessions go to every coaching-capable backend: which
+ * ones a run's trajectories will be coached on is not known in advance. Sessions that succeeded are not rolled
+ * back when another fails: a DELETE could remove a session an identical earlier PUT had created.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { aggregate, coachingBackends, isSuccess, SessionAffinity, type BackendOutcome } from '../coaching/backends.js';
@@ -31,7 +30,6 @@ import { growWhenRoom } from '../coaching/grow-when-room.js';
 
 const NO_COACHING = 'no coaching-capable backend';
 
-/** What is left of server.admission_timeout_s since the request arrived, in ms. */
 function admissionLeftMs(runtime: GatewayRuntime, reply: FastifyReply): number {
   return runtime.config.server.admission_timeout_s * 1000 - reply.elapsedTime;
 }
@@ -233,7 +231,6 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
   });
   // Per gateway process, across config reloads (replicas are remembered by url): see coaching/backends.ts.
   const affinity = new SessionAffinity();
-  // The default agent's paths, then each virtual agent's under /agents/<name>.
   for (const prefix of ['', AGENT_PREFIX_PATTERN]) {
     const agentOf = (params: Partial<AgentParams>): string | undefined => (prefix === '' ? undefined : params.agent);
     app.put<{ Params: SessionParams }>(`${prefix}/v1/coaching/sessions/:run_id`, (req, reply) =>

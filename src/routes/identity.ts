@@ -68,9 +68,8 @@ const SHUTTING_DOWN = 'shutting down: finishing the batches in flight';
 
 export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions): Promise<void> {
   /**
-   * The root path without a default agent is the gateway's own readiness, which load balancers probe: one agent's
-   * backends being down takes no other agent's traffic off this replica; but an `all_arms_ready` split of any
-   * agent makes the root not ready too: a run that checks / must not start one-armed.
+   * The root path is the gateway's own readiness, which load balancers probe: one agent's backends being down takes
+   * no other agent's traffic off this replica; but a run that checks / must not start one-armed (all_arms_ready).
    */
   function health(agent: CompiledAgent | undefined, reply: FastifyReply, root = false): FastifyReply | { status: 'ready' } {
     if (opts.draining?.() === true) return reply.code(503).send(errorBody('GATEWAY_ERR_NOT_READY', SHUTTING_DOWN));

@@ -23,7 +23,6 @@ export interface CompiledAgents {
   readonly root: CompiledAgent | undefined;
   /** A Map: names come from URLs, and must never reach an object's prototype. */
   readonly virtual: ReadonlyMap<string, CompiledAgent>;
-  /** The default agent, then the virtual agents in file order. */
   readonly all: readonly CompiledAgent[];
 }
 
@@ -50,7 +49,6 @@ export function compileAgents(config: GatewayConfig): CompiledAgents {
   });
 }
 
-/** `undefined` names the default agent. */
 export function findAgent(agents: CompiledAgents, name: string | undefined): CompiledAgent | undefined {
   return name === undefined ? agents.root : agents.virtual.get(name);
 }

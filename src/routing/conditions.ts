@@ -1,8 +1,7 @@
 /**
- * One match condition (docs/routing.md#routes) compiled into a predicate; `undefined` is an absent key. Against a
- * list, a plain value, `in`, `glob` and `regex` hold when some element does; numbers compare by value (`7`, `7.0`
- * and a marker for `7.0`); text operators look at strings only; `not: x` holds when the key is absent; `exists`
- * counts `null` as present.
+ * One match condition (docs/routing.md#routes) as a predicate; `undefined` is an absent key. Against a list, a value,
+ * `in`, `glob` and `regex` hold when some element does; numbers compare by value (`7`, `7.0`, a marker for `7.0`);
+ * text operators look at strings only; `not: x` holds when the key is absent; `exists` counts `null` as present.
  */
 import type { Condition, Scalar } from '../config/schema.js';
 import { isNumberMark, numericValue } from '../protocol/json/exact-json.js';
@@ -28,7 +27,6 @@ function isPatternText(v: unknown): v is string {
   return isText(v) && v.length <= PATTERN_MAX_CHARS;
 }
 
-/** Never for an absent value. */
 function some(v: unknown, pred: Predicate): boolean {
   if (Array.isArray(v)) return v.some(pred);
   return v !== undefined && pred(v);
@@ -66,7 +64,6 @@ export function compileCondition(cond: Condition, opts: ConditionOptions = {}): 
   if (cond.contains !== undefined) {
     const x = norm(cond.contains);
     const eq = equals(x);
-    // A list contains an element; a string contains a substring.
     checks.push((v) => (Array.isArray(v) ? v.some(eq) : typeof x === 'string' && isText(v) && v.includes(x)));
   }
   if (cond.not !== undefined) {

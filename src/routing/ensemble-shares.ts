@@ -11,7 +11,6 @@ import { GatewayError } from '../errors.js';
  */
 const EPSILON = 1e-9;
 
-/** Shares must be positive and finite. */
 export function allocateShares(total: number, shares: readonly number[]): number[] {
   if (!Number.isInteger(total) || total < 0) throw new GatewayError('GATEWAY_ERR_INTERNAL', `cannot allocate ${total} candidates`);
   if (shares.length === 0) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'an ensemble needs at least one member');

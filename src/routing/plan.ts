@@ -1,8 +1,6 @@
 /**
- * Planning a batch (docs/protocol-fidelity.md#the-path-of-a-batch): per input, which route, which backends produce
- * which candidates, where to fall back, what to shadow. Pure: the only view of the world is a RoutingSnapshot.
- * Coaching goes back to the tagged backend whatever the route says: coaching state means nothing to another
- * implementation.
+ * Planning a batch (docs/protocol-fidelity.md#the-path-of-a-batch), pure: the only view of the world is a
+ * RoutingSnapshot. Coaching goes back to the tagged backend: its state means nothing to another implementation.
  */
 import { ensembleLegs } from './ensemble-shares.js';
 import type { Headers } from './match.js';
@@ -16,7 +14,6 @@ export { routeBackends, type CompiledRoute, type CompiledRoutes } from './routes
 export { readMemoryTag, type MemoryTag } from '../protocol/memory-tag.js';
 
 export interface RoutingSnapshot {
-  /** The backend has a ready, compatible replica. */
   canServe(backend: string): boolean;
 }
 
@@ -42,7 +39,6 @@ export interface InputPlan {
   /** Position of the input in the request. */
   index: number;
   route: string;
-  /** For split routes. */
   arm?: string;
   sticky: boolean;
   /** The input continues its trajectory on the backend of its memory tag (stickiness or coaching). */

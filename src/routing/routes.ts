@@ -19,11 +19,9 @@ export interface CompiledRoute {
   readonly kind: 'backend' | 'split' | 'ensemble';
   /** `backend`: one member of weight 1. In file order. */
   readonly members: readonly Member[];
-  /** Members then fallbacks: the backends a trajectory of this route may stick to. */
   readonly backends: ReadonlySet<string>;
   readonly fallback: readonly string[];
   readonly shadow: readonly string[];
-  /** Empty when absent. */
   readonly experiment: { readonly name?: string; readonly primary?: 'tool_success' | 'outcome'; readonly control?: string };
   readonly cache: RouteConfig['cache'];
   readonly assignBy?: AssignBy;
@@ -38,7 +36,6 @@ interface AssignBy {
 }
 
 export interface CompiledRoutes {
-  /** ROOT_AGENT, or a virtual agent's name. */
   readonly agent: string;
   readonly routes: readonly CompiledRoute[];
   readonly memoryKey: string;
@@ -66,7 +63,6 @@ export function assertRouteInvariants(config: GatewayConfig): void {
   }
 }
 
-/** One agent's route table, already checked (assertRouteInvariants). */
 export function compileRouteTable(
   agent: string,
   table: readonly RouteConfig[],

@@ -1,7 +1,6 @@
 /**
- * Weighted A/B assignment of a new trajectory (docs/routing.md#splits): a pure function of a hash of
- * (request_id, input id), or of an assign_by key's value salted with the experiment's name, so a replayed request
- * is routed the same way on any replica and after a restart.
+ * Weighted A/B assignment of a new trajectory (docs/routing.md#splits): a hash of (request_id, input id) or of an
+ * assign_by key's value, so a replayed request is routed the same way on any replica and after a restart.
  */
 import { intKey } from '../protocol/json/exact-json.js';
 import type { Member } from './routes.js';
@@ -59,7 +58,6 @@ export function pickWeighted(u: number, arms: readonly Member[]): { arm: Member;
   return { arm: last, within: 1 - Number.EPSILON };
 }
 
-/** The arm for (requestId, inputId): chooseArmAt at that pair's point. */
 export function chooseArm(
   requestId: string,
   inputId: unknown,

@@ -16,7 +16,6 @@ export const ATTR_REQUEST_ID = 'magma.request_id';
 export const ATTR_INPUTS = 'magma.inputs';
 export const ATTR_CANDIDATES = 'magma.candidates';
 export const ATTR_ERROR_CANDIDATES = 'magma.error_candidates';
-/** Distinct, at most MAX_LISTED. */
 export const ATTR_ERROR_CODES = 'magma.error_codes';
 export const ATTR_ROUTES = 'magma.routes';
 export const ATTR_BACKENDS = 'magma.backends';

@@ -1,7 +1,6 @@
 /**
  * Tracing with the OpenTelemetry JS SDK (docs/operations.md#tracing): one TracerProvider per runtime, so batches
- * still running on an old config end their spans on its provider. Every span is started with an explicit parent
- * context, so nothing depends on async context tracking.
+ * still running on an old config end their spans on its provider. Every span has an explicit parent context.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';

@@ -15,7 +15,6 @@ export interface TraceSpan {
   client(name: string, attributes?: SpanAttributes): TraceSpan;
   set(attributes: SpanAttributes): void;
   event(name: string, attributes?: SpanAttributes): void;
-  /** Status ERROR with `message`, and `error.type` = `code`. */
   fail(code: string, message?: string): void;
   end(): void;
 }
