@@ -115,8 +115,7 @@ export class BatchRun {
     if (r.kind !== 'unserved' || r.why.kind !== 'unsent') count(this.backends, replica.backend, nInputs);
   }
 
-  private async settle(
-items: Item[], why: Unserved<Replica>): Promise<void> {
+  private async settle(items: Item[], why: Unserved<Replica>): Promise<void> {
     const decision = decideFailover(items, why, this.view());
     if (decision.sameBackend !== undefined) {
       const s = decision.sameBackend;

@@ -20,8 +20,7 @@ export class RetryBudget {
     this.active--;
   }
 
-  tryRetry
-(): boolean {
+  tryRetry(): boolean {
     const allowed = Math.max(this.min, Math.floor(this.active * this.ratio));
     if (this.retrying >= allowed) return false;
     this.retrying++;

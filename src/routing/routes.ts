@@ -105,6 +105,5 @@ export function selectRoute(compiled: CompiledRoutes, input: RoutingInput, heade
   const routes = compiled.routes;
   const last = routes.at(-1);
   for (const r of routes) if (r === last || r.matches(input, headers)) return r;
-  throw new GatewayError
-('GATEWAY_ERR_ROUTES_INVALID', `agent ${compiled.agent} has no route`);
+  throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `agent ${compiled.agent} has no route`);
 }
