@@ -1,13 +1,8 @@
-/**
- * Per-backend figures `GET /gateway/backends` adds to each backend for the console (docs/console.md#backends):
- * latency p50/p95 of its sub-requests (magma_gateway_backend_request_duration_seconds since start, interpolated
- * within buckets as Prometheus's histogram_quantile does) and its sub-requests by outcome
- * (magma_gateway_backend_requests_total: `ok` or a gateway_* failure code). Read from the metrics, changing nothing.
- */
+/** Per-backend latency quantiles and outcomes `GET /gateway/backends` adds for the console (docs/console.md#backends). */
 import type { GatewayMetrics } from '../metrics.js';
 import { histogramQuantile } from './overview.js';
 
-export interface BackendStats {
+interface BackendStats {
   latency_ms: { samples: number; p50: number | null; p95: number | null };
   outcomes: Record<string, number>;
 }

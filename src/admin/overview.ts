@@ -1,11 +1,7 @@
 /**
- * What `GET /gateway/overview` (the console's Overview page, docs/console.md) shows: one view of the gateway's
- * health computed from what it already keeps, changing none of it.
- *   - batches per second: answered batches over the last 10 whole seconds (batch/activity.ts);
- *   - batches in flight: batches being computed on the running config (a reload's old config drains apart);
- *   - error candidates by code: magma_gateway_candidate_errors_total summed over agents and backends;
- *   - overhead p50/p99: magma_gateway_overhead_seconds since start, interpolated within its buckets the way
- *     Prometheus's histogram_quantile does (so the console agrees with a dashboard over the same series).
+ * What `GET /gateway/overview` (the console's Overview page, docs/console.md) shows, computed from what the gateway
+ * already keeps. Quantiles are interpolated as Prometheus's histogram_quantile does, so the console agrees with a
+ * dashboard over the same series.
  */
 import type { GatewayState } from '../batch/gateway-state.js';
 import { histogramQuantile, type Bucket } from '../stats/histogram-quantile.js';
@@ -22,11 +18,7 @@ export interface Overview {
   batches: { per_second: number; in_flight: number };
   error_candidates: Record<string, number>;
   overhead_ms: { samples: number; p50: number | null; p99: number | null };
-  /**
-   * The response cache since start, null without one: hit rate = hits / (hits + misses) over cacheable inputs
-   * (magma_gateway_cache_hits_total, _misses_total), and what this process holds (magma_gateway_cache_bytes,
-   * _entries; 0 with Redis, whose entries are not counted here).
-   */
+  /** Null without a cache; bytes and entries are this process's (0 with Redis). */
   cache: { hits: number; misses: number; hit_rate: number | null; bytes: number; entries: number } | null;
 }
 
@@ -40,7 +32,6 @@ async function cacheFigures(gw: GatewayState): Promise<Overview['cache']> {
 }
 
 const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits;
-/** Seconds to milliseconds, to the microsecond. */
 const ms = (s: number | null): number | null => (s === null ? null : round(s * 1000, 3));
 
 export async function overview(gw: GatewayState, listeners: Overview['listeners'], now = Date.now()): Promise<Overview> {

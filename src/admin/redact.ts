@@ -1,18 +1,13 @@
 /**
- * The config as `GET /gateway/config` shows it: everything an operator needs to see what is running, nothing an
- * operator's screen share could leak. Redacted: `admin.token`, every client's `key` (docs/operations.md#client-keys),
- * every backend and `tracing.headers` value (they carry API keys), passwords in URLs (Redis, backend URLs with
- * user info, the OTLP endpoint), and Redis `options` values whose key names a secret (ioredis takes `password`,
- * `sentinelPassword`, TLS keys there).
+ * The config as `GET /gateway/config` shows it: nothing an operator's screen share could leak. Backend and tracing
+ * header values carry API keys; ioredis takes `password`, `sentinelPassword` and TLS keys in Redis `options`.
  */
 import type { GatewayConfig } from '../config/schema.js';
 
 export const REDACTED = 'REDACTED';
 
-/** Keys of free-form option objects whose values are treated as secrets. */
 const SECRET_KEY = /pass|secret|token|auth|cred|^key$|private/i;
 
-/** A URL with its password (and a user name standing alone as a token) replaced; other parts kept. */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
@@ -27,6 +22,10 @@ export function redactUrl(url: string): string {
     // Not a URL the WHATWG parser takes: blank whatever sits between "//" and "@".
     return url.replace(/\/\/[^/@]*@/, `//${REDACTED}@`);
   }
+}
+
+function redactValues(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.keys(headers).map((h) => [h, REDACTED]));
 }
 
 function redactOptions(value: unknown): unknown {
@@ -51,20 +50,11 @@ type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state' | 'trac
 export function redactConfig(config: GatewayConfig): RedactedConfig {
   const backends: RedactedConfig['backends'] = {};
   for (const [name, b] of Object.entries(config.backends)) {
-    const headers: Record<string, string> = {};
-    for (const h of Object.keys(b.headers)) headers[h] = REDACTED;
-    backends[name] = {
-      ...b,
-      ...(b.url === undefined ? {} : { url: redactUrl(b.url) }),
-      urls: b.urls.map(redactUrl),
-      headers,
-    };
+    const url = b.url === undefined ? {} : { url: redactUrl(b.url) };
+    backends[name] = { ...b, ...url, urls: b.urls.map(redactUrl), headers: redactValues(b.headers) };
   }
   const { redis, ...state } = config.state;
-  const tracingHeaders: Record<string, string> = {};
-  for (const h of Object.keys(config.tracing.headers)) tracingHeaders[h] = REDACTED;
   const endpoint = config.tracing.otlp_endpoint;
-  // Every field of a client as it is, but its key.
   const clients =
     config.clients === undefined
       ? undefined
@@ -74,7 +64,7 @@ export function redactConfig(config: GatewayConfig): RedactedConfig {
     tracing: {
       ...config.tracing,
       ...(endpoint === undefined ? {} : { otlp_endpoint: redactUrl(endpoint) }),
-      headers: tracingHeaders,
+      headers: redactValues(config.tracing.headers),
     },
     ...(clients === undefined ? {} : { clients }),
     admin: { token: config.admin.token === undefined ? null : REDACTED, protect_metrics: config.admin.protect_metrics },

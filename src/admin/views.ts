@@ -1,7 +1,6 @@
 /**
- * What `GET /gateway/backends` and `GET /gateway/routes` show: the live view of one runtime (the one current
- * when the request came), built from the upstreams and the prober without changing either. Times are ISO 8601
- * strings, absent values are null (never omitted), so the shape is the same for every replica.
+ * What `GET /gateway/backends` and `GET /gateway/routes` show of the runtime current at the request. Absent values
+ * are null (never omitted), so the shape is the same for every replica.
  */
 import type { AgentInfo } from '../protocol/types.js';
 import type { CompiledAgent } from '../routing/agents.js';
@@ -14,27 +13,22 @@ interface ReplicaView {
   index: number;
   url: string;
   state: ReplicaState;
-  /** Whether the dispatcher would send it inputs now. */
   routable: boolean;
   last_probe: { at: string; ok: boolean; ms: number; error: string | null } | null;
-  /** The agent's /v1/info as last read (lenient: extra fields kept), null before a probe got it. */
+  /** Lenient: extra fields kept. */
   info: AgentInfo | null;
   in_flight: { requests: number; inputs: number };
-  /** The last failure while the replica is not ready or failing; null once it is ready and has succeeded again. */
   last_error: string | null;
   consecutive_failures: number;
   ejections: number;
-  /** When the current ejection's backoff ends (it returns on the first good probe after). */
   ejected_until: string | null;
 }
 
 export interface BackendView {
   name: string;
-  /** Some replica answered ready and compatible on its last probe. */
   ready: boolean;
   /** The default agent's routes that can send it inputs (members or fallbacks). */
   routes: string[];
-  /** The same per virtual agent that has such routes (docs/routing.md#virtual-agents). */
   agents: Record<string, string[]>;
   timeout_s: number;
   max_in_flight: number | null;
@@ -49,9 +43,7 @@ export interface RouteView {
   fallback: string[];
   shadow: string[];
   sticky: boolean;
-  /**
-   * Members then fallbacks, each with whether it is ready: /health needs one per route (docs/operations.md#health-and-identity).
-   */
+  /** Members then fallbacks: /health needs one ready per route. */
   backends: { name: string; ready: boolean }[];
   ready: boolean;
 }
@@ -70,8 +62,7 @@ function replicaView(runtime: GatewayRuntime, r: Replica): ReplicaView {
     last_probe: probe === undefined ? null : { at: iso(probe.at), ok: probe.ok, ms: probe.ms, error: probe.error ?? null },
     info: r.info ?? null,
     in_flight: { requests: r.inFlightRequests, inputs: r.inFlightInputs },
-    // The last failure explains a state other than ready, or the failures counted since the last success. Once
-    // the replica is ready and has succeeded again, the old error would only mislead (the upstream keeps it).
+    // Once the replica is ready and has succeeded again, the old error would only mislead (the upstream keeps it).
     last_error: r.state === 'ready' && r.consecutiveFailures === 0 ? null : (r.lastError ?? null),
     consecutive_failures: r.consecutiveFailures,
     ejections: r.ejections,
@@ -79,7 +70,6 @@ function replicaView(runtime: GatewayRuntime, r: Replica): ReplicaView {
   };
 }
 
-/** The names of `agent`'s routes that can send inputs to `backend`. */
 function routesTo(agent: CompiledAgent | undefined, backend: string): string[] {
   return agent === undefined ? [] : agent.routes.routes.filter((r) => r.backends.has(backend)).map((r) => r.name);
 }
@@ -107,25 +97,20 @@ export function backendsView(runtime: GatewayRuntime): BackendView[] {
   }));
 }
 
-/** A virtual agent as `GET /gateway/routes` lists it, with its own routes. */
 interface AgentView {
   name: string;
-  /** Where it is served: `/agents/<name>/`. */
   path: string;
   agent_id: string;
   agent_version: string | null;
   memory_key: string;
-  /** Every route has a ready backend: its /health answers 200. */
   ready: boolean;
   routes: RouteView[];
 }
 
-/** The default agent's routes (empty without top-level routes). */
 export function routesView(runtime: GatewayRuntime): RouteView[] {
   return runtime.agents.root === undefined ? [] : agentRoutesView(runtime, runtime.agents.root);
 }
 
-/** Each virtual agent, in config order. */
 export function agentsView(runtime: GatewayRuntime): AgentView[] {
   return runtime.agents.all
     .filter((a) => a.virtual)

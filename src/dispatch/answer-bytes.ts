@@ -1,10 +1,7 @@
 /**
- * Candidates written as bytes (docs/protocol-fidelity.md#how-a-batch-is-read): the protocol fields the gateway
- * sets (request_id, source_id as the client wrote it, the renumbered candidate_index, status), then the
- * candidate's memory with the tag inserted, internal_steps and output/error as the backend sent them. An error
- * candidate (candidates.ts) writes its input's memory from the client's body. The AgentOutput objects the batch
- * hands around (experiments, shadows, the order check) decode a field only when something reads it. The tag's
- * bytes and where they go in a memory are protocol/memory-tag.ts's.
+ * Candidates written as bytes (docs/protocol-fidelity.md#how-a-batch-is-read): the fields the gateway sets, then
+ * the memory with the tag inserted and the rest as the backend sent it. The AgentOutput objects the batch hands
+ * around decode a field only when something reads it.
  */
 import { parseExact, stringifyExact } from '../protocol/json/exact-json.js';
 import { PartsWriter, type AnswerBody } from '../protocol/answer/answer-body.js';
@@ -17,13 +14,9 @@ import type { AgentError, AgentOutput, JsonObject } from '../protocol/types.js';
 import { GatewayError } from '../errors.js';
 
 /**
- * A candidate built here from bytes: the protocol fields the gateway sets as own data properties, the fields it
- * decodes only when something reads them as prototype getters, and what they read in private fields. One object
- * per candidate, its getters shared by every candidate of its class: per-candidate functions (an object
- * literal's getters, closures) were kept by V8, with everything they reach (the backend's answer), alive through
- * young-generation GCs until the next full one (docs/performance.md#batches-die-young). JSON.stringify sees the
- * eight fields through toJSON; a spread copy holds the four own ones only, so a copy is built from the fields.
- * The gateway's error candidates are one too (candidates.ts ErrorCandidate).
+ * The protocol fields are own data properties, the decoded-on-read ones prototype getters: per-candidate functions
+ * were kept by V8, with the backend's answer they reach, alive through young-generation GCs
+ * (docs/performance.md#batches-die-young). A spread copy holds the four own fields only.
  */
 export abstract class BytesCandidate implements AgentOutput {
   readonly #tag: MemoryTag;
@@ -42,10 +35,8 @@ export abstract class BytesCandidate implements AgentOutput {
   abstract get internal_steps(): JsonObject[];
   abstract get output(): AgentOutput['output'];
   abstract get error(): AgentOutput['error'];
-  /** The candidate's bytes, as the client gets them. */
   abstract writeTo(w: PartsWriter): void;
 
-  /** The memory tag the candidate's bytes carry, known without decoding its memory. */
   memoryTag(): MemoryTag {
     return this.#tag;
   }
@@ -56,12 +47,10 @@ export abstract class BytesCandidate implements AgentOutput {
   }
 }
 
-/** The memory tag a candidate carries: known without decoding memory for the candidates built from bytes. */
 export function candidateTag(out: AgentOutput): MemoryTag | undefined {
   return out instanceof BytesCandidate ? out.memoryTag() : undefined;
 }
 
-/** The answer: each candidate's bytes, or for a candidate decoded whole, stringifyExact of it. */
 export function answerBody(outputs: readonly AgentOutput[]): AnswerBody {
   const w = new PartsWriter();
   w.push(LBRACKET);
@@ -73,7 +62,6 @@ export function answerBody(outputs: readonly AgentOutput[]): AnswerBody {
   return w.done();
 }
 
-/** One candidate of an answer: its bytes, or for a candidate decoded whole, stringifyExact of it. */
 export function writeCandidate(o: AgentOutput, w: PartsWriter): void {
   if (o instanceof BytesCandidate) o.writeTo(w);
   else w.text(stringifyExact(o));
@@ -83,22 +71,20 @@ type Span = { readonly start: number; readonly end: number };
 
 const decode = (buf: Buffer, s: Span): unknown => parseExact(buf.toString('utf8', s.start, s.end)).value;
 
-/** A value the indexer (answer-index.ts) or this file's writer proved to be an object; anything else is a bug. */
+/** Proved an object by the indexer or this file's writer: anything else is a bug. */
 function provenObject(v: unknown, what: string): JsonObject {
   if (isJsonObject(v)) return v;
   throw new GatewayError('GATEWAY_ERR_INTERNAL', `${what} decoded to a non-object`);
 }
 
-/** A value the indexer or this file's writer proved to be a list of objects; anything else is a bug. */
 function provenObjects(v: unknown, what: string): JsonObject[] {
   if (Array.isArray(v) && v.every(isJsonObject)) return v;
   throw new GatewayError('GATEWAY_ERR_INTERNAL', `${what} decoded to something other than a list of objects`);
 }
 
 /**
- * A backend's candidate re-addressed to the client's request: written as the backend's bytes with the tag
- * inserted; its fields decode on read, once each. The indexer proved each value's type (answer-index.ts); the
- * schemas fill defaults as zod did.
+ * A backend's candidate re-addressed to the client's request. The indexer proved each value's type
+ * (answer-index.ts); the schemas fill defaults as zod did.
  */
 class IndexedOutput extends BytesCandidate {
   readonly #writer: CandidateWriter;
@@ -194,15 +180,13 @@ const NULL = lit('null');
 const NO_STEPS_NO_OUTPUT = lit(',"internal_steps":[],"output":null,"error":');
 const END = lit('}');
 
-/** source_id as the client wrote it (from its body). */
 function idBytes(raw: InputSlices): Buffer {
   return raw.buf.subarray(raw.index.idSpan.start, raw.index.idSpan.end);
 }
 
-/** Per batch writer state: the request_id prefix, built once. */
 export class CandidateWriter {
   private readonly head: Buffer;
-  /** An input's memory with a tag, per input and tag: error candidates of one input share these pieces. */
+  /** Per input and tag: error candidates of one input share these pieces. */
   private readonly inputMemory = new Map<InputSlices, Map<string, Buffer[]>>();
 
   constructor(
@@ -212,7 +196,6 @@ export class CandidateWriter {
     this.head = Buffer.from(`{"request_id":${JSON.stringify(requestId)}`, 'utf8');
   }
 
-  /** The protocol fields of a candidate of this batch, up to its candidate_index. */
   start(w: PartsWriter, id: Buffer, candidateIndex: number): void {
     w.push(this.head);
     w.push(SOURCE_ID);
@@ -220,15 +203,11 @@ export class CandidateWriter {
     w.text(`,"candidate_index":${candidateIndex}`);
   }
 
-  /** A backend's candidate re-addressed to the client's request, as bytes; the object decodes on read. */
   fromIndexed(requestId: string, input: IndexedAgentInput, candidateIndex: number, cand: IndexedCandidate, tag: MemoryTag): AgentOutput {
     return new IndexedOutput(this, requestId, input, candidateIndex, cand, tag, tagMember(this.memoryKey, tag).bytes);
   }
 
-  /**
-   * An error candidate's memory (candidates.ts ErrorCandidate) as pieces of its input's bytes: the input's memory
-   * without its tag plus the new one, the same pieces for every error candidate of that input and tag.
-   */
+  /** An error candidate's memory as pieces of its input's bytes: its memory without its tag plus the new one. */
   errorMemory(raw: InputSlices, tag: MemoryTag): readonly Buffer[] {
     const { key, bytes: tagBytes } = tagMember(this.memoryKey, tag);
     let perTag = this.inputMemory.get(raw);
@@ -242,7 +221,6 @@ export class CandidateWriter {
     return mem;
   }
 
-  /** An error candidate of this batch: `memory` from errorMemory, no steps, no output, `error`. */
   writeError(w: PartsWriter, raw: InputSlices, candidateIndex: number, memory: readonly Buffer[], error: AgentError): void {
     this.start(w, idBytes(raw), candidateIndex);
     w.push(ERROR_MEMORY);
@@ -254,16 +232,14 @@ export class CandidateWriter {
 }
 
 /**
- * The bytes of a candidate after its candidate_index (`,"status":...}`) with its memory tag cut out, and where
- * the tag member goes back: what the response cache keeps of it (docs/cache.md#what-an-entry-holds). Only a
- * completed backend candidate written as bytes has one; anything else is not cached. A copy: the entry must not
- * keep the backend's whole answer alive.
+ * The bytes of a candidate after its candidate_index with its memory tag cut out, and where the tag goes back:
+ * what the response cache keeps (docs/cache.md#what-an-entry-holds). A copy: the entry must not keep the backend's
+ * whole answer alive.
  */
 export function untaggedTail(out: AgentOutput): { tail: Buffer; at: number } | undefined {
   return out instanceof IndexedOutput && out.status === 'completed' ? out.untaggedTail() : undefined;
 }
 
-/** A cached candidate's fields, decoded from its stored tail once, when something reads one. */
 interface DecodedTail {
   memory: JsonObject;
   internal_steps: JsonObject[];
@@ -271,10 +247,6 @@ interface DecodedTail {
   error: AgentOutput['error'];
 }
 
-/**
- * A cached candidate (docs/cache.md#partial-hits) re-addressed to the current request and input: the
- * request_id and source_id are the current ones, the rest is the stored tail byte for byte.
- */
 class CachedOutput extends BytesCandidate {
   readonly #head: Buffer;
   readonly #id: Buffer;
@@ -334,10 +306,6 @@ class CachedOutput extends BytesCandidate {
   }
 }
 
-/**
- * A cached candidate re-addressed to the current request and input, its tag (`tag`, built from the request's own
- * tag as a live answer's is) put back where the stored tail had it.
- */
 export function cachedCandidate(requestId: string, input: IndexedAgentInput, candidateIndex: number, stored: { tail: Buffer; at: number }, memoryKey: string, tag: MemoryTag): AgentOutput {
   return new CachedOutput(requestId, input, candidateIndex, stored, tag, tagMember(memoryKey, tag).bytes);
 }

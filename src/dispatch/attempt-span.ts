@@ -1,8 +1,4 @@
-/**
- * The client span of one sub-request (docs/operations.md#tracing): which backend and replica, how many inputs and
- * candidates, how it ended. Built only when the batch's span is recorded (attempt.ts checks), so an untraced
- * batch never builds these attributes.
- */
+/** The client span of one sub-request (docs/operations.md#tracing), built only when the batch's span is recorded. */
 import {
   ATTR_BACKEND,
   ATTR_CANDIDATES,
@@ -23,29 +19,22 @@ import type { Item } from './batch-item.js';
 /** Set when a refused connection sent these inputs to another replica of the same backend. */
 const ATTR_REPLICA_RETRY = 'magma.replica_retry';
 
-/** `server.address` and `server.port` of a replica (an IPv6 address without its brackets). */
-export function serverOf(replica: Replica): { address: string; port: number } {
-  const u = new URL(replica.origin);
-  const port = u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
-  return { address: u.hostname.replace(/^\[(.*)\]$/, '$1'), port };
-}
-
 /** The span's name: its backend, so a trace view lists the sub-requests by who answered them. */
 export function attemptSpanName(replica: Replica): string {
   return `POST ${replica.backend}`;
 }
 
-/** A call to a replica (a sub-request, a coaching call): which backend and replica, and where it went. */
 export function replicaCallAttributes(replica: Replica, method: string, path: string): SpanAttributes {
-  const server = serverOf(replica);
+  const u = new URL(replica.origin);
   return {
     [ATTR_BACKEND]: replica.backend,
     [ATTR_REPLICA]: replica.id,
     [ATTR_HTTP_REQUEST_METHOD]: method,
     // The origin carries no user info: a password in a backend url stays out of the trace.
     [ATTR_URL_FULL]: replica.origin + replica.path(path),
-    [ATTR_SERVER_ADDRESS]: server.address,
-    [ATTR_SERVER_PORT]: server.port,
+    // An IPv6 address without its brackets.
+    [ATTR_SERVER_ADDRESS]: u.hostname.replace(/^\[(.*)\]$/, '$1'),
+    [ATTR_SERVER_PORT]: u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80,
   };
 }
 
@@ -65,10 +54,6 @@ export function attemptAttributes(replica: Replica, path: string, items: readonl
   };
 }
 
-/**
- * How the sub-request ended, then the end of its span. `outcome`: `ok`, `cancelled` or a gateway_* code (as in
- * magma_gateway_backend_requests_total); anything but `ok` marks the span failed with it as `error.type`.
- */
 export function endAttemptSpan(span: TraceSpan, outcome: string | undefined, status: number | undefined, reason: string | undefined): void {
   span.set({ [ATTR_OUTCOME]: outcome, [ATTR_HTTP_RESPONSE_STATUS_CODE]: status });
   if (outcome === undefined) span.fail('exception', 'the sub-request ended without an outcome');

@@ -1,19 +1,12 @@
 /**
- * One sub-request: the items bound for one replica, sent once (docs/protocol-fidelity.md#the-path-of-a-batch, step 3). Like
- * undici's RetryHandler or Envoy's UpstreamRequest, the attempt keeps its own state (permit, timings, the work it
- * did) and reports how it ended; it never writes a candidate. The batch that started it fills the slots and
- * decides where unserved items go (failover.ts).
- *
- * Counted in flight for the retry budget from the moment it waits for a max_in_flight permit until its answer is
- * handled, so a failover that follows starts after the permit and the budget slot are given back.
- *
- * A traced batch (docs/operations.md#tracing) gives the attempt a client span for the same time, permit wait included; the
- * backend receives that span's traceparent.
+ * One sub-request: the items bound for one replica, sent once (docs/protocol-fidelity.md#the-path-of-a-batch). It
+ * reports how it ended and never writes a candidate; the batch fills the slots and decides failover (failover.ts).
+ * Counted in flight for the retry budget from its permit wait until its answer is handled, so a failover that
+ * follows starts after the permit and the budget slot are given back.
  */
 import { performance } from 'node:perf_hooks';
 import { withTraceparent } from '../protocol/correlation.js';
-import type { AnswerCheck } from '../protocol/answer/answer-check.js';
-import type { IndexedCandidate, Slot, SubRequestShape } from '../protocol/answer/response-check.js';
+import type { IndexedCandidate, Slot } from '../protocol/answer/response-check.js';
 import { subRequestBody } from '../protocol/request/sub-request.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
@@ -29,10 +22,8 @@ import { coversRequest, type Item } from './batch-item.js';
 import { MIN_ATTEMPT_MS, type Unserved } from './failover.js';
 import type { StreamedAnswer } from './streamed-answer.js';
 
-/** What an attempt reads of its batch, written once when the batch starts. */
 export interface BatchInputs {
   readonly request: IndexedAgentRequest;
-  /** The client's body as received, when it may be forwarded whole. */
   readonly requestBody: Buffer | undefined;
 }
 
@@ -40,12 +31,10 @@ export type AttemptResult = {
   /** Milliseconds of the gateway's own work (body built, answer parsed and checked). */
   workMs: number;
 } & (
-  /** Per item, per candidate: a valid candidate or why that one failed. */
   | { kind: 'answered'; ms: number; rows: Slot<AgentOutput | IndexedCandidate>[][] }
   /** Aborted by the gateway, not failed by the backend: the client went away, or the batch deadline ran out. */
   | { kind: 'aborted'; ms: number; clientGone: boolean }
   | { kind: 'unserved'; why: Unserved<Replica> }
-  /** Written to the client as it arrived (streamed-answer.ts): `written` candidates, the batch is answered. */
   | { kind: 'streamed'; ms: number; written: number }
 );
 
@@ -53,7 +42,7 @@ const RESPONSES_PATH = '/v1/responses';
 
 export class Attempt {
   private workMs = 0;
-  /** Its own client span, only when the batch's span is recorded; what it ended with, for that span. */
+  /** Its client span (permit wait included), only when the batch's span is recorded; what it ended with. */
   private span: TraceSpan | undefined;
   private outcome: string | undefined;
   private status: number | undefined;
@@ -69,7 +58,6 @@ export class Attempt {
     readonly items: readonly Item[],
     /** Replicas of this backend already refused for these items (this one excluded). */
     private readonly tried: ReadonlySet<Replica> | undefined,
-    /** Set when these items are the whole batch and it may be streamed: a long answer goes there. */
     private readonly stream?: StreamedAnswer,
   ) {}
 
@@ -103,15 +91,11 @@ export class Attempt {
     }
   }
 
-  /**
-   * How the sub-request ended (`ok` or a gateway_* code) and its wall time on the wire, once it ended on the
-   * wire; undefined when it never reached it (no permit). The experiment report credits it to the arms it served.
-   */
+  /** Undefined when it never reached the wire (no permit). The experiment report credits it to the arms it served. */
   get call(): { outcome: string; ms: number } | undefined {
     return this.outcome === undefined || this.wireMs === undefined ? undefined : { outcome: this.outcome, ms: this.wireMs };
   }
 
-  /** Reported once, however the attempt ended: to the batch's observer, and kept for the client span. */
   private ended(outcome: string, ms: number | undefined, reason?: string): void {
     this.outcome = outcome;
     this.reason = reason;
@@ -133,7 +117,6 @@ export class Attempt {
     const nInputs = items.length;
     upstreams.attemptStarted(replica, nInputs);
     const started = performance.now();
-    // The batch's correlation headers, with the client span's traceparent when traced (one rule: correlation.ts).
     const headers = withTraceparent(ctx.headers, (this.span ?? ctx.span)?.traceparent);
     const stream = this.stream;
     const overBytes = ctx.stream?.overBytes;
@@ -174,16 +157,17 @@ export class Attempt {
         const tried = new Set(this.tried).add(replica);
         return this.unserved({ kind: 'refused', failure: res.failure, backend: replica.backend, tried });
       }
-      // A client's refusal, the gateway's own memory budget and an unasked 100 Continue (the backend answered;
-      // undici refuses the interim, docs/limits-and-edges.md#1xx-answers-from-backends) say nothing of the
-      // replica's health.
+      // A client's refusal, the gateway's own memory budget and an unasked 100 Continue (undici refuses the
+      // interim, docs/limits-and-edges.md#1xx-answers-from-backends) say nothing of the replica's health.
       const blameless = res.failure.code === 'gateway_backend_rejected' || res.failure.code === 'gateway_memory_budget' || res.unaskedContinue === true;
       if (!blameless) upstreams.recordFailure(replica, res.failure.message);
       return this.unserved({ kind: 'failed', failure: res.failure });
     }
 
     const t1 = performance.now();
-    const rows = await this.check(res.bytes);
+    const inputs = items.map((it) => ({ id: it.input.id, count: it.count }));
+    const shape = { requestId: this.batch.request.request_id, inputs };
+    const rows = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, this.deps.memoryKey);
     this.workMs += performance.now() - t1;
     if (!rows.ok) {
       this.ended('gateway_backend_invalid_response', ms, rows.reason);
@@ -192,17 +176,25 @@ export class Attempt {
       return this.unserved({ kind: 'failed', failure: { code: 'gateway_backend_invalid_response', message: rows.reason } });
     }
     const bad = badCandidates(rows.slots);
-    if (bad.count > 0) {
-      // A short answer, or one with invalid candidates, is the backend's fault even when its good candidates are
-      // kept: the sub-request is invalid_response in the metrics, the log and the Backends page, not ok.
-      this.ended('gateway_backend_invalid_response', ms, bad.reason);
-      upstreams.recordFailure(replica, bad.reason);
-      log.warn({ backend: replica.backend, replica: replica.id, code: 'gateway_backend_invalid_response', candidates: bad.count, reason: bad.reason.slice(0, 512) }, 'backend answer partly invalid: its good candidates are kept');
-      return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs };
+    if (bad.count > 0) this.partlyInvalid(ms, bad, 'backend answer partly invalid: its good candidates are kept');
+    else {
+      this.ended('ok', ms);
+      upstreams.recordSuccess(replica, ms);
     }
-    this.ended('ok', ms);
-    upstreams.recordSuccess(replica, ms);
     return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs };
+  }
+
+  /**
+   * A short answer, or one with invalid candidates, is the backend's fault even when its good candidates are
+   * kept: the sub-request is invalid_response in the metrics, the log and the Backends page, not ok.
+   */
+  private partlyInvalid(ms: number, bad: { count: number; reason: string }, message: string, written?: number): void {
+    const { replica } = this;
+    this.ended('gateway_backend_invalid_response', ms, bad.reason);
+    this.deps.upstreams.recordFailure(replica, bad.reason);
+    const code = 'gateway_backend_invalid_response';
+    const fields = { backend: replica.backend, replica: replica.id, code, candidates: bad.count, reason: bad.reason.slice(0, 512) };
+    this.deps.log.warn(written === undefined ? fields : { ...fields, written }, message);
   }
 
   /** A streamed answer's end: the batch is answered whatever happened to the backend after it began. */
@@ -211,14 +203,7 @@ export class Attempt {
     const { replica, ctx } = this;
     const result: AttemptResult = { kind: 'streamed', ms, written, workMs: this.workMs };
     if (res.ok && bad.count > 0) {
-      // As for a whole answer (send): candidates missing or invalid are the backend's fault even though the
-      // others went out; their places hold error candidates.
-      this.ended('gateway_backend_invalid_response', ms, bad.reason);
-      upstreams.recordFailure(replica, bad.reason);
-      log.warn(
-        { backend: replica.backend, replica: replica.id, code: 'gateway_backend_invalid_response', candidates: bad.count, reason: bad.reason.slice(0, 512), written },
-        'streamed backend answer partly invalid: its good candidates are kept',
-      );
+      this.partlyInvalid(ms, bad, 'streamed backend answer partly invalid: its good candidates are kept', written);
       return result;
     }
     if (res.ok) {
@@ -241,10 +226,8 @@ export class Attempt {
   }
 
   /**
-   * The request body. A sub-request that is the whole client request unchanged (one replica takes every input,
-   * in order, with all its candidates, and no memory carries the gateway's key) is the client's own body:
-   * forwarding that text saves serializing megabytes again. Otherwise each input is written from its bytes
-   * (protocol/request/sub-request.ts), memory exactly as the client sent it minus the tag.
+   * A sub-request that is the whole client request unchanged (no memory carries the gateway's key) is the client's
+   * own body: forwarding that text saves serializing megabytes again.
    */
   private body(): Buffer {
     const { request, requestBody } = this.batch;
@@ -253,21 +236,8 @@ export class Attempt {
     if (whole) return requestBody;
     return subRequestBody(Buffer.from(JSON.stringify(request.request_id)), items.map((it) => ({ raw: it.input.raw, count: it.count })));
   }
-
-  private check(bytes: Buffer): Promise<AnswerCheck> {
-    return checkAnswerYielding(bytes, this.shape(), this.replica.maxJsonDepth, this.deps.memoryKey);
-  }
-
-  private shape(): SubRequestShape {
-    const { request } = this.batch;
-    return {
-      requestId: request.request_id,
-      inputs: this.items.map((it) => ({ id: it.input.id, count: it.count })),
-    };
-  }
 }
 
-/** How many candidates of a checked answer are missing or invalid, and the first one's reason. */
 function badCandidates(rows: readonly (readonly Slot<unknown>[])[]): { count: number; reason: string } {
   let count = 0;
   let reason: string | undefined;

@@ -1,7 +1,6 @@
 /**
  * The unit of work inside a batch: `count` candidates of one input, numbered from `offset`, on their way to
- * `backend`, with the fallbacks still left to them. An item is a value: moving it to a fallback makes a new one,
- * so whoever holds an item can never see it change under them.
+ * `backend`. An item is a value: moving it to a fallback makes a new one.
  */
 import { GatewayError } from '../errors.js';
 import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/request/indexed-request.js';
@@ -10,7 +9,6 @@ import { legArm } from '../routing/plan.js';
 import type { TrajectoryState } from '../protocol/memory-tag.js';
 
 export interface Item {
-  /** The input's position in the request. */
   readonly index: number;
   readonly input: IndexedAgentInput;
   readonly backend: string;
@@ -19,16 +17,13 @@ export interface Item {
   readonly fallbacks: readonly string[];
   readonly route: string;
   readonly arm?: string;
-  /** The trajectory members of the input's tag (InputPlan.trajectory), written into every candidate's tag. */
   readonly trajectory?: TrajectoryState;
 }
 
-/** Every leg of `request`'s plan as an item, in plan order (input order, then candidate order). */
 export function itemsOf(plan: BatchPlan, request: IndexedAgentRequest): Item[] {
   const items: Item[] = [];
   for (const p of plan.inputs) {
     const input = request.inputs[p.index];
-    // The plan was made of this request: one plan per input, each with its index.
     if (input === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `the plan's input ${p.index} is not in the request`);
     for (const leg of p.legs) {
       items.push({
@@ -45,12 +40,11 @@ export function coversRequest(request: IndexedAgentRequest, items: readonly Item
   return items.length === request.inputs.length && items.every((it, k) => it.index === k && it.offset === 0 && it.count === it.input.num_outputs);
 }
 
-/** The item moved to its next fallback `to` (which the caller took from `it.fallbacks[0]`). */
+/** The item moved to its next fallback `to` (the caller took it from `it.fallbacks[0]`). */
 export function movedTo(it: Item, to: string): Item {
   return { ...it, backend: to, fallbacks: it.fallbacks.slice(1) };
 }
 
-/** Items grouped by a key, groups and items in first-seen order. */
 export function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
   for (const it of items) {

@@ -1,10 +1,6 @@
 /**
- * One batch on its way through the backends (docs/protocol-fidelity.md#the-path-of-a-batch, docs/protocol-fidelity.md#failures and docs/routing.md#fallbacks-deadline-and-retry-budget):
- * legs grouped per backend and sharded over its replicas, one Attempt per replica, all in parallel;
- * answers and failures written to the batch's slots; unserved items sent where the failover decisions say
- * (failover.ts) while the deadline allows. Nothing here throws for a backend's sake: the batch always completes.
- *
- * The run owns its deadline, its slots (through BatchSlots) and its totals; attempts only report back.
+ * One batch on its way through the backends (docs/protocol-fidelity.md#failures), one Attempt per replica, in
+ * parallel. Nothing here throws for a backend's sake: the batch always completes.
  */
 import { performance } from 'node:perf_hooks';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
@@ -25,7 +21,6 @@ export class BatchRun {
   private readonly deadline: number;
   private workMs = 0;
   private readonly backends: Record<string, number> = {};
-  /** Candidates written by a streamed answer; undefined while none was streamed. */
   private streamed: number | undefined;
 
   constructor(
@@ -46,7 +41,6 @@ export class BatchRun {
     for (const it of items) this.observer.legRouted(it.route, it.backend);
     await this.dispatch(items);
     return {
-      // A streamed answer's candidates went out as they came: none is kept.
       outputs: this.streamed === undefined ? this.slots.outputs() : [],
       workMs: this.workMs,
       backends: this.backends,
@@ -63,11 +57,7 @@ export class BatchRun {
     await Promise.all([...byBackend].map(([backend, group]) => this.toBackend(backend, group)));
   }
 
-  /**
-   * Items bound for `backend`, sharded over its routable replicas not in `tried`. With none left, the backend
-   * is not attempted: the items move straight on. `cause` is why earlier replicas were left (a refused
-   * connection), the answer when nothing else can take the items.
-   */
+  /** `cause`: why earlier replicas were left (a refused connection), the answer when nothing else takes the items. */
   private async toBackend(backend: string, items: Item[], tried?: ReadonlySet<Replica>, cause?: AttemptFailure): Promise<void> {
     const shards = this.deps.upstreams.shard(backend, items.length, tried);
     if (shards.length === 0) {
@@ -107,7 +97,6 @@ export class BatchRun {
     } else if (r.kind === 'answered') {
       // Building the candidates is the gateway's own work too (x-gateway-overhead-ms).
       const t0 = performance.now();
-      // A partly bad answer: its good candidates are kept, its bad slots go to their fallbacks.
       const faulty = faultySlots(items, r.rows);
       this.slots.answer(items, r.rows, r.ms, faulty === undefined ? undefined : salvageable);
       this.workMs += performance.now() - t0;
@@ -126,7 +115,6 @@ export class BatchRun {
     if (r.kind !== 'unserved' || r.why.kind !== 'unsent') count(this.backends, replica.backend, nInputs);
   }
 
-  /** Carry out the failover decision for items left unserved. */
   private async settle(items: Item[], why: Unserved<Replica>): Promise<void> {
     const decision = decideFailover(items, why, this.view());
     if (decision.sameBackend !== undefined) {

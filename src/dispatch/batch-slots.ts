@@ -1,8 +1,4 @@
-/**
- * The (input, candidate) slots of one batch and what was said about them (docs/protocol-fidelity.md#the-path-of-a-batch,
- * step 4): every candidate lands in its normal position whether a backend produced it or the gateway failed it,
- * with the input's memory kept. The only writer of the slots, the error counts and the leg outcomes.
- */
+/** The (input, candidate) slots of one batch: the only writer of the slots, the error counts and the leg outcomes. */
 import { countedCode, GatewayError, type AttemptFailure, type GatewayErrorCode } from '../errors.js';
 import { IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
@@ -30,24 +26,26 @@ export class BatchSlots {
     this.writer = new CandidateWriter(request.request_id, memoryKey);
   }
 
-  /** An error candidate, written from its input's bytes. */
   private error(it: Item, idx: number, code: GatewayErrorCode, message: string): AgentOutput {
     // An error candidate marks its trajectory, so the recorder counts the trajectory once however it goes on.
     const tag = tagWithFlag(candidateTagOf(it), 'c');
     return new ErrorCandidate(this.writer, this.request.request_id, it.input, idx, code, message, it.backend, tag);
   }
 
-  /** The client's candidates of `it`'s input: item inputs come from the plan, in range of the request. */
   private rowOf(it: Item): AgentOutput[] {
     const row = this.slots[it.index];
     if (row === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `the plan has an item for input ${it.index}, which the request does not have`);
     return row;
   }
 
+  private leg(it: Item, ms: number | undefined): void {
+    this.legs.push({ input: it.index, backend: it.backend, route: it.route, arm: it.arm, ms });
+  }
+
   /** Every candidate of `items` becomes an error candidate with `f`. `ms`: the sub-request's time, if one ran. */
   fail(items: readonly Item[], f: AttemptFailure, ms?: number): void {
     for (const it of items) {
-      this.legs.push({ input: it.index, backend: it.backend, route: it.route, arm: it.arm, ms });
+      this.leg(it, ms);
       const row = this.rowOf(it);
       for (let c = 0; c < it.count; c++) row[it.offset + c] = this.error(it, it.offset + c, f.code, f.message);
       count(this.errorCodes, f.code, it.count);
@@ -57,9 +55,8 @@ export class BatchSlots {
   }
 
   /**
-   * A checked answer: per item, per candidate, the backend's candidate re-addressed to the client's request, or
-   * an error candidate for the one slot that was malformed or missing (it fails only itself), unless
-   * `leaveBad(item)`: then that slot stays empty for the item's fallback to fill.
+   * A malformed or missing slot fails only itself, unless `leaveBad(item)`: then that slot stays empty for the
+   * item's fallback to fill.
    */
   answer(
     items: readonly Item[],
@@ -68,12 +65,10 @@ export class BatchSlots {
     leaveBad: (it: Item) => boolean = () => false,
   ): void {
     items.forEach((it, k) => {
-      this.legs.push({ input: it.index, backend: it.backend, route: it.route, arm: it.arm, ms });
+      this.leg(it, ms);
       const out = this.rowOf(it);
-      // The checked answer has one row per item with one slot per candidate asked (checkSubResponse).
       const row = rows[k];
       if (row === undefined || row.length < it.count) throw new GatewayError('GATEWAY_ERR_INTERNAL', `a checked answer has no row for item ${k}`);
-      // A bad slot left empty goes to the item's fallback (failover.ts faultySlots), which fills it.
       const skip = leaveBad(it);
       row.slice(0, it.count).forEach((slot, c) => {
         if (skip && !slot.ok) return;
@@ -114,17 +109,16 @@ export class BatchSlots {
     return out;
   }
 
-  /** A sub-request to `backend` carrying `items` ended on the wire with `outcome` after `ms`. */
   called(backend: string, items: readonly Item[], outcome: string, ms: number): void {
     this.calls.push({ backend, legs: items.map((it) => ({ input: it.index, route: it.route, arm: it.arm })), outcome, ms });
   }
 
   /** The legs of a streamed answer: their candidates went out through candidate() and failed(). */
   streamed(items: readonly Item[], ms: number): void {
-    for (const it of items) this.legs.push({ input: it.index, backend: it.backend, route: it.route, arm: it.arm, ms });
+    for (const it of items) this.leg(it, ms);
   }
 
-  /** The response cache's candidates of input `input` (all of them), counted by the cache, not here. */
+  /** Counted by the cache, not here. */
   cached(input: number, outputs: readonly AgentOutput[]): void {
     const row = this.slots[input];
     if (row === undefined) return;
@@ -133,7 +127,6 @@ export class BatchSlots {
     });
   }
 
-  /** The candidates in input order, then ascending candidate_index. */
   outputs(): AgentOutput[] {
     const out: AgentOutput[] = [];
     for (const row of this.slots) for (const o of row) out.push(o);

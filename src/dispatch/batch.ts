@@ -1,8 +1,4 @@
-/**
- * Executing a batch plan (docs/protocol-fidelity.md#the-path-of-a-batch): the entry point and the types callers see. The
- * batch itself is a BatchRun (batch-run.ts), each sub-request an Attempt (attempt.ts), where failed items go a
- * pure decision (failover.ts), and what happens is reported to one BatchObserver (batch-observer.ts).
- */
+/** Executing a batch plan (docs/protocol-fidelity.md#the-path-of-a-batch): the entry points callers see. */
 import type { AttemptFailure } from '../errors.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';
@@ -14,10 +10,6 @@ import { BatchSlots } from './batch-slots.js';
 
 export type { BatchResult } from './batch-types.js';
 
-/**
- * Run `plan` for `request` to completion: every candidate slot is filled, by a backend or with an error
- * candidate. `observer` defaults to the gateway's Prometheus series (and the batch span's events when traced).
- */
 export function runBatch(
   deps: DispatchDeps,
   request: IndexedAgentRequest,
@@ -29,9 +21,8 @@ export function runBatch(
 }
 
 /**
- * The plan's every candidate as an error candidate with `failure`, no backend asked: a batch the gateway turns
- * away whole (a client over its limits, docs/operations.md#client-keys), answered in contract order with each input's
- * memory kept and tagged as the plan routes it, so a trajectory keeps its stickiness.
+ * The plan's every candidate as an error candidate with `failure`, no backend asked (a client over its limits),
+ * each input's memory tagged as the plan routes it, so a trajectory keeps its stickiness.
  */
 export function failBatch(
   memoryKey: string,

@@ -1,8 +1,6 @@
 /**
- * Building the candidates the gateway returns: a backend's candidate re-addressed to the client's request, or
- * an error candidate in its normal position (docs/protocol-fidelity.md#failures; docs/protocol-fidelity.md#agent-and-http-errors:
- * an error candidate keeps complete memory). Every candidate carries the memory tag
- * (docs/routing.md#the-memory-key-and-stickiness), written by protocol/memory-tag.ts.
+ * A backend's candidate re-addressed to the client's request, or an error candidate in its normal position, which
+ * keeps complete memory (docs/protocol-fidelity.md#agent-and-http-errors). Every candidate carries the memory tag.
  */
 import type { GatewayErrorCode } from '../errors.js';
 import { taggedInputMemory, tagMemory, type MemoryTag } from '../protocol/memory-tag.js';
@@ -32,12 +30,8 @@ export function fromBackend(
 }
 
 /**
- * A candidate the gateway failed: its error is always set. Written from its input's bytes (the memory pieces
- * CandidateWriter.errorMemory shares between the error candidates of one input); its memory is decoded only if
- * something reads it. The candidates built from bytes' class (answer-bytes.ts BytesCandidate): the protocol fields
- * as own data properties, the rest as prototype getters over private fields, JSON through toJSON in the contract's
- * order. No per-object accessor or defineProperty'd slot: V8 kept such candidates, with the input they reach,
- * alive through young-generation GCs until the next full one (docs/performance.md#batches-die-young).
+ * A candidate the gateway failed, written from its input's bytes (CandidateWriter.errorMemory shares the memory
+ * pieces between the error candidates of one input); its memory is decoded only if something reads it.
  */
 export class ErrorCandidate extends BytesCandidate {
   readonly #writer: CandidateWriter;

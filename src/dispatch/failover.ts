@@ -1,11 +1,7 @@
 /**
- * Where items go after a failure (docs/protocol-fidelity.md#failures and docs/routing.md#fallbacks-deadline-and-retry-budget), as pure decisions: no I/O,
- * no clock, no metrics. The caller passes what it knows right now (time left, whether the batch was aborted, the
- * upstream view) and carries out the decision; tests drive these functions with made-up views.
- *
- * Two steps, because the retry budget is asked once per destination, right before that destination's
- * sub-requests start (and are counted in flight): `decideFailover` sorts the items, then `resolveMove` turns each
- * destination into a move or, when the budget refused it, error candidates.
+ * Where items go after a failure (docs/routing.md#fallbacks-deadline-and-retry-budget), as pure decisions: no I/O,
+ * no clock, no metrics. Two steps, because the retry budget is asked once per destination, right before its
+ * sub-requests start: `decideFailover` sorts the items, then `resolveMove` makes each destination a move or errors.
  */
 import type { AttemptFailure } from '../errors.js';
 import type { Slot } from '../protocol/answer/response-check.js';
@@ -15,11 +11,8 @@ import { groupBy, movedTo, type Item } from './batch-item.js';
 export const MIN_ATTEMPT_MS = 50;
 
 /**
- * Why items were left unserved. `failed`: a backend received them and failed, so moving them on is a retry.
- * `refused`: no connection could be made to one replica (`tried` holds every replica of this backend already
- * refused, that one included). `unsent`: no max_in_flight permit came free. `no-replica`: the backend has no
- * routable replica left (`cause`: why the earlier ones were left). `no-time`: the batch deadline ran out before
- * the attempt started. Only `failed` reached a backend; the others move on without asking the retry budget.
+ * Only `failed` reached a backend, so only it asks the retry budget to move on. `tried`: every replica of this
+ * backend refused so far. `unsent`: no max_in_flight permit came free.
  */
 export type Unserved<R> =
   | { kind: 'failed'; failure: AttemptFailure }
@@ -28,15 +21,13 @@ export type Unserved<R> =
   | { kind: 'no-replica'; backend: string; cause?: AttemptFailure }
   | { kind: 'no-time' };
 
-/** What the batch knows at the moment of the decision. */
 export interface FailoverView<R> {
   /** Milliseconds until the batch deadline (may be negative). */
   timeLeftMs: number;
-  /** The batch was aborted (client gone or deadline passed): nothing starts any more. */
+  /** Client gone or deadline passed: nothing starts any more. */
   aborted: boolean;
   /** Usual latency of a sub-request to `backend` (0 when unknown). */
   expectedMs(backend: string): number;
-  /** `backend` has a routable replica not in `exclude`. */
   hasReplica(backend: string, exclude: ReadonlySet<R>): boolean;
 }
 
@@ -50,26 +41,20 @@ interface Destination {
 interface FailoverDecision<R> {
   /** Try the same backend's other replicas (a refused connection, and the backend has more). */
   sameBackend?: { backend: string; items: Item[]; exclude: ReadonlySet<R>; cause: AttemptFailure };
-  /** Items that end here as error candidates with this failure. */
   final?: { items: Item[]; failure: AttemptFailure };
-  /** Next fallback backends, in first-seen order; each asks the budget when `retry`. */
   destinations: Destination[];
-  /** Moving the items on is a retry (they reached a backend): each destination needs a retry budget slot. */
+  /** The items reached a backend: each destination needs a retry budget slot. */
   retry: boolean;
-  /** The failure the items carry on (for the messages of a later refusal). */
   failure: AttemptFailure;
 }
 
 const DEADLINE_RAN_OUT = 'the batch deadline (request_timeout_s) ran out';
 
-/** The failure of items whose sub-request the gateway aborted: the client went away, or the deadline ran out. */
 export function abortedFailure(clientGone: boolean): AttemptFailure {
-  return clientGone
-    ? { code: 'gateway_backend_timeout', message: 'cancelled: the client closed the connection' }
-    : { code: 'gateway_backend_timeout', message: DEADLINE_RAN_OUT };
+  const message = clientGone ? 'cancelled: the client closed the connection' : DEADLINE_RAN_OUT;
+  return { code: 'gateway_backend_timeout', message };
 }
 
-/** Where `items`, left unserved by `why`, go next. */
 export function decideFailover<R>(items: Item[], why: Unserved<R>, view: FailoverView<R>): FailoverDecision<R> {
   switch (why.kind) {
     case 'refused':
@@ -96,8 +81,7 @@ export function decideFailover<R>(items: Item[], why: Unserved<R>, view: Failove
 
 /**
  * Items to their next fallback backend, or error candidates with `f`. A fallback starts only when the batch
- * deadline leaves more than the fallback backend's usual latency (one deadline covers every attempt); when some
- * item was held back for that, the final message says how much time was left.
+ * deadline leaves more than the fallback backend's usual latency (one deadline covers every attempt).
  */
 function moveOn<R>(items: Item[], f: AttemptFailure, retry: boolean, view: FailoverView<R>): FailoverDecision<R> {
   const onward: { to: string; it: Item }[] = [];
@@ -130,10 +114,6 @@ type Resolved =
   | { kind: 'move'; to: string; from: Item[]; moved: Item[]; consumesBudget: boolean }
   | { kind: 'exhausted'; to: string; items: Item[]; failure: AttemptFailure };
 
-/**
- * One destination of `decision`, given whether the retry budget granted it a slot (ignored when moving on is
- * no retry). Refused: the items end here, their message saying why.
- */
 export function resolveMove<R>(decision: FailoverDecision<R>, d: Destination, granted: boolean): Resolved {
   if (decision.retry && !granted) {
     const failure = { ...decision.failure, message: `${decision.failure.message}; no fallback: retry budget exhausted` };
@@ -143,11 +123,10 @@ export function resolveMove<R>(decision: FailoverDecision<R>, d: Destination, gr
 }
 
 /**
- * The items a partly bad answer leaves unserved, and the one failure they carry on with. `waves`: the same
- * items in groups that each name an input at most once: a sub-request carries an input once, so the second
- * run of bad slots of one input goes in a sub-request of its own.
+ * `waves`: the same items in groups that each name an input at most once: a sub-request carries an input once, so
+ * the second run of bad slots of one input goes in a sub-request of its own.
  */
-export interface FaultySlots {
+interface FaultySlots {
   items: Item[];
   waves: Item[][];
   failure: AttemptFailure;
@@ -159,10 +138,8 @@ export function salvageable(it: Item): boolean {
 }
 
 /**
- * The bad slots of a checked answer (a candidate missing, repeated, with the wrong ids, or invalid) of items
- * that still have a fallback, as items of their own: each run of consecutive bad candidates of one item is
- * one item, so the good candidates around it are kept and only the bad ones go on (docs/protocol-fidelity.md#failures).
- * Undefined when nothing is to move. `rows`: one row per item, one slot per candidate asked.
+ * The bad slots of a checked answer of items that still have a fallback, as items of their own: each run of
+ * consecutive bad candidates of one item is one item, so the good candidates around it are kept.
  */
 export function faultySlots(items: readonly Item[], rows: readonly (readonly Slot<unknown>[])[]): FaultySlots | undefined {
   const out: Item[] = [];

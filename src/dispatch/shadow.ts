@@ -1,12 +1,7 @@
 /**
- * Shadow traffic (docs/routing.md#shadow-traffic): a copy of each routed input goes to the route's shadow backends so a team can try
- * a new agent on live traffic without it answering anyone. The client's answer never waits for a shadow, never
- * changes because of one and never fails because of one: shadows run detached, bounded by
- * shadow_max_in_flight (past it they are dropped and counted, never queued), and every error is swallowed into
- * a metric. Answers are validated and compared with the primary's decision per candidate.
- *
- * Traced (docs/operations.md#tracing): each shadow sub-request is a client span under the batch's span, which may outlive
- * it (a shadow finishes after the answer went out), with the comparison as a `shadow_agreement` event.
+ * Shadow traffic (docs/routing.md#shadow-traffic): the client's answer never waits for a shadow, never changes and
+ * never fails because of one. Shadows run detached, bounded by shadow_max_in_flight (past it dropped and counted,
+ * never queued), every error swallowed into a metric. A shadow's client span may outlive the batch's span.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { BatchSignal } from '../abort.js';
@@ -44,32 +39,27 @@ interface ShadowDeps {
   upstreams: Upstreams;
   metrics: GatewayMetrics;
   log: Logger;
-  /** The agent the batch was sent to: its metrics' `agent` label. */
   agent: string;
   memoryKey: string;
   limiter: ShadowLimiter;
-  /** The memory budget: a shadow answer is held only while there is room, and dropped first (docs/memory-budget.md). */
   memory?: MemoryBudget;
 }
 
 /**
- * Same say and same tool calls (arguments compared as data). isDeepStrictEqual recurses: both decisions come
- * from answers checked against the replica's max_json_depth (protocol/answer/answer-check.ts), far below where it would
- * overflow.
+ * Tool call arguments compared as data. isDeepStrictEqual recurses: both decisions come from answers checked
+ * against the replica's max_json_depth, far below where it would overflow.
  */
 function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | null | undefined): boolean {
   if (a == null || b == null) return a == null && b == null;
   return a.say === b.say && isDeepStrictEqual(a.tool_calls, b.tool_calls);
 }
 
-/** The inputs of one route copied to one shadow backend (with their positions in the request): one sub-request. */
-type Group = { route: string; backend: string; inputs: IndexedAgentInput[]; at: number[] };
+/** `first`: where each input's candidates start in the client's answer. */
+type Group = { route: string; backend: string; inputs: IndexedAgentInput[]; first: number[] };
 
 /**
- * Start the shadow sub-requests of a batch. `primary` resolves with the client's candidates (in request
- * order) once the batch is answered; comparisons wait for it. Each shadow call carries the batch's correlation
- * headers, so a shadow's log lines join the batch's, and `x-magma-gateway-shadow: 1` so the backend can tell
- * (docs/routing.md#shadow-traffic). Returns a promise for tests; callers ignore it.
+ * `primary` resolves with the client's candidates (in request order) once the batch is answered. Each shadow
+ * call carries the batch's correlation headers, so its log lines join the batch's. The promise is for tests.
  */
 export function startShadows(
   deps: ShadowDeps,
@@ -77,27 +67,43 @@ export function startShadows(
   plan: BatchPlan,
   primary: Promise<AgentOutput[]>,
   correlation: CorrelationHeaders,
-  /** The batch's server span; the no-op span when untraced. */
   span: TraceSpan = NOOP_SPAN,
 ): Promise<void> {
   const headers = { ...correlation, 'x-magma-gateway-shadow': '1' };
   // Group per (route, shadow backend): one sub-request each, so one batch costs one slot per shadow backend.
   const groups = new Map<string, Group>();
+  // Candidates of input i start at first[i] in the client's answer (input order, then candidate index).
+  const first: number[] = [];
+  let at = 0;
+  for (const inp of request.inputs) {
+    first.push(at);
+    at += inp.num_outputs;
+  }
+  const wanted: number[] = [];
   for (const p of plan.inputs) {
     const input = request.inputs[p.index];
-    if (input === undefined) continue; // the plan is this request's: never
+    const start = first[p.index];
+    if (input === undefined || start === undefined) continue; // the plan is this request's: never
+    if (p.shadows.length > 0) for (let c = 0; c < input.num_outputs; c++) wanted.push(start + c);
     for (const backend of p.shadows) {
       const key = `${p.route}\u0000${backend}`;
       const g = groups.get(key);
       if (g) {
         g.inputs.push(input);
-        g.at.push(p.index);
-      } else groups.set(key, { route: p.route, backend, inputs: [input], at: [p.index] });
+        g.first.push(start);
+      } else groups.set(key, { route: p.route, backend, inputs: [input], first: [start] });
     }
   }
-  // The primary's decisions are read as soon as the batch is answered: its candidates are views of the batch's
-  // bytes, given back when its answer is written, while a shadow's answer may come much later.
-  const decisions = primary.then((outputs) => outputs.map((o) => (o.status === 'completed' ? o.output : undefined)));
+  // Read as soon as the batch is answered: its candidates are views of bytes given back when its answer is
+  // written, while a shadow's answer may come much later. Only the shadowed candidates are decoded.
+  const decisions = primary.then((outputs) => {
+    const out: (AgentDecision | null | undefined)[] = [];
+    for (const k of wanted) {
+      const o = outputs[k];
+      if (o?.status === 'completed') out[k] = o.output;
+    }
+    return out;
+  });
   decisions.catch(() => undefined);
   const jobs: Promise<void>[] = [];
   for (const g of groups.values()) {
@@ -117,14 +123,8 @@ export function startShadows(
   return Promise.all(jobs).then(() => undefined);
 }
 
-/**
- * One shadow sub-request: a group's inputs sent to one replica of its shadow backend, its answer judged and compared
- * with the primary's. Like an Attempt (attempt.ts) it keeps its own state (its metric labels, its client span, how
- * it ended) and is that state's only writer.
- */
 class Shadow {
   private readonly labels: { agent: string; route: string; backend: string };
-  /** Its own client span, only when the batch's span is recorded; what it ended with, for that span. */
   private span: TraceSpan | undefined;
   private outcome: string | undefined;
   private status: number | undefined;
@@ -134,13 +134,12 @@ class Shadow {
     private readonly deps: ShadowDeps,
     private readonly request: IndexedAgentRequest,
     private readonly g: Group,
-    /** The primary's decision per candidate, in the client's answer order (undefined: not completed). */
+    /** By position in the client's answer; undefined: not completed. */
     private readonly primary: Promise<(AgentDecision | null | undefined)[]>,
   ) {
     this.labels = { agent: deps.agent, route: g.route, backend: g.backend };
   }
 
-  /** Past shadow_max_in_flight: not sent, counted. */
   dropped(parent: TraceSpan): void {
     this.ended('dropped');
     if (parent.recording) parent.event(EVENT_SHADOW_DROPPED, { [ATTR_ROUTE]: this.g.route, [ATTR_BACKEND]: this.g.backend });
@@ -149,7 +148,13 @@ class Shadow {
   async run(headers: Record<string, string>, parent: TraceSpan): Promise<void> {
     const replica = this.deps.upstreams.shard(this.g.backend, 1)[0]?.replica;
     if (replica === undefined) return this.ended('no_backend');
-    this.span = this.startSpan(parent, replica);
+    if (parent.recording) {
+      this.span = parent.client(`shadow ${attemptSpanName(replica)}`, {
+        [ATTR_ROUTE]: this.g.route,
+        ...replicaCallAttributes(replica, 'POST', '/v1/responses'),
+        [ATTR_INPUTS]: this.g.inputs.length,
+      });
+    }
     try {
       await this.call(replica, withTraceparent(headers, (this.span ?? parent).traceparent));
     } finally {
@@ -157,27 +162,15 @@ class Shadow {
     }
   }
 
-  /** Its client span, when the batch's span is recorded. */
-  private startSpan(parent: TraceSpan, replica: Replica): TraceSpan | undefined {
-    if (!parent.recording) return undefined;
-    return parent.client(`shadow ${attemptSpanName(replica)}`, {
-      [ATTR_ROUTE]: this.g.route,
-      ...replicaCallAttributes(replica, 'POST', '/v1/responses'),
-      [ATTR_INPUTS]: this.g.inputs.length,
-    });
-  }
-
-  /** Counted under `outcome` (the one place it is); its span, if any, ends with `spanOutcome`. */
+  /** Counted under `outcome`; its span, if any, ends with `spanOutcome`. */
   private ended(outcome: string, spanOutcome = outcome, reason?: string): void {
     this.deps.metrics.shadowRequests.inc({ ...this.labels, outcome });
     this.outcome = spanOutcome;
     this.reason = reason;
   }
 
-  /** The sub-request, then its judgement. */
   private async call(replica: Replica, headers: Record<string, string>): Promise<void> {
     const { deps, g } = this;
-    // Written from the inputs' bytes, never decoded for a shadow.
     const body = subRequestBody(Buffer.from(JSON.stringify(this.request.request_id)), g.inputs.map((inp) => ({ raw: inp.raw, count: inp.num_outputs })));
     // Shed first (docs/memory-budget.md): no room now, or room needed later by a batch, ends the shadow here.
     const signal = new BatchSignal();
@@ -196,14 +189,13 @@ class Shadow {
     }
   }
 
-  /** The answer judged as a primary answer is, then compared with the primary's decision per candidate. */
   private async judge(replica: Replica, res: Awaited<ReturnType<typeof postResponses>>): Promise<void> {
     const { request, g } = this;
     this.status = res.status;
     if (!res.ok) return this.ended('failed', res.failure.code, res.failure.message);
     // Until judged: a check that throws leaves the span saying the answer was not valid.
     this.outcome = 'gateway_backend_invalid_response';
-    // Judged as a primary answer is (protocol/answer/answer-check.ts): memory and steps stay bytes, never decoded here.
+    // Judged as a primary answer is: memory and steps stay bytes, never decoded here.
     const shape = { requestId: request.request_id, inputs: g.inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })) };
     const check = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, this.deps.memoryKey);
     if (!check.ok || check.slots.some((row) => row.some((s) => !s.ok))) {
@@ -211,20 +203,11 @@ class Shadow {
     }
     this.ended('ok');
 
-    // Candidates of input i start at this offset in the client's answer (input order, then candidate index).
     const outputs = await this.primary;
-    const offsets: number[] = [];
-    let at = 0;
-    for (const inp of request.inputs) {
-      offsets.push(at);
-      at += inp.num_outputs;
-    }
     let agreedN = 0;
     let disagreedN = 0;
-    g.at.forEach((inputIndex, k) => {
-      // One row per input of the shadow's group and one offset per input of the request: both always there.
-      const row = check.slots[k] ?? [];
-      const first = offsets[inputIndex] ?? 0;
+    g.first.forEach((first, k) => {
+      const row = check.slots[k] ?? []; // one row per input of the group, checked above
       row.forEach((slot, c) => {
         const mine = outputs[first + c];
         if (!slot.ok || mine === undefined) return; // nothing to compare against

@@ -1,9 +1,4 @@
-/**
- * The access-log line (http/front-rules.ts's policy: every 4xx and 503) of each answer fastify makes: 404, 405,
- * 413, 401, a refused coaching call, ... Per-request logging is otherwise off (app.ts) and a batch writes its
- * own line. The batch front (http/front-exchange.ts) writes the same line for its answers through the same
- * function.
- */
+/** The access-log line (http/front-rules.ts's policy: every 4xx and 503) of each answer fastify makes. */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { logAnswer } from '../http/front-rules.js';

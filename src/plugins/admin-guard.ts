@@ -1,54 +1,43 @@
 /**
- * What a browser can make the admin listener do, refused whatever the token (docs/operations.md#admin-security:
- * the `Host` check against DNS rebinding 421, cross-origin requests 403, bodies not JSON 415, CSP and the sandboxed
- * passthrough). A JSON body is what a page on another origin cannot send without a preflight, and the preflight
- * is answered without CORS headers, so the browser refuses it. A CLI or a script sends neither `Origin` nor
- * `Sec-Fetch-Site`, and is not affected.
- *
- * The decision is a pure function (`refusal`); the plugin reads the facts from the request and the rules from
- * the runtime current at each request, so a reload can change `admin.allowed_hosts`.
+ * What a browser can make the admin listener do, refused whatever the token (docs/operations.md#admin-security).
+ * A JSON body is what a page on another origin cannot send without a preflight, and the preflight is answered
+ * without CORS headers, so the browser refuses it. The rules are read per request: a reload can change them.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { isLoopback, parseHostPort } from '../config/schema.js';
 import { errorBody, type GatewayErrCode } from '../errors.js';
 
-/** What the decision looks at, read from one request. */
 export interface RequestFacts {
   method: string;
-  /** The `Host` header as sent (absent on HTTP/1.0, which no browser speaks). */
+  /** Absent on HTTP/1.0, which no browser speaks. */
   host: string | undefined;
   origin: string | undefined;
   fetchSite: string | undefined;
   contentType: string | undefined;
-  /** Whether a body comes (a non-zero content-length, or chunked). */
   hasBody: boolean;
   /** A request to the backend passthrough: any method reaches the agent. */
   passthrough: boolean;
 }
 
-/** The hosts the listener answers as its own. */
 export interface ServedHosts {
-  /** The host part of `admin.listen`. */
   listenHost: string | undefined;
   /** The address the connection arrived on (the listener may be bound to 0.0.0.0). */
   localAddress: string | undefined;
-  /** `admin.allowed_hosts`. */
   allowed: readonly string[];
 }
 
-export interface Refusal {
+interface Refusal {
   status: 403 | 415 | 421;
   code: GatewayErrCode;
   detail: string;
 }
 
-/** Longest piece of a header quoted back in a refusal: the header comes from the client. */
 const MAX_QUOTED = 128;
 
 const quote = (s: string): string => JSON.stringify(s.length > MAX_QUOTED ? `${s.slice(0, MAX_QUOTED)}...` : s);
 
-/** The host name of a `Host` value: lowercased, without its port, brackets or a trailing dot; undefined if malformed. */
+/** Lowercased, without its port, brackets or a trailing dot; undefined if malformed. */
 export function hostName(host: string): string | undefined {
   const at = parseHostPort(host) ?? (/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/.test(host) ? { host: host.replace(/^\[|\]$/g, '') } : undefined);
   return at?.host.toLowerCase().replace(/\.$/, '');
@@ -59,8 +48,8 @@ function plainAddress(addr: string): string {
   return addr.toLowerCase().replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
 }
 
-/** Whether `name` is one the listener serves: never one a rebinding page can make a browser send. */
-export function servesHost(name: string, served: ServedHosts): boolean {
+/** Never a name a rebinding page can make a browser send. */
+function servesHost(name: string, served: ServedHosts): boolean {
   // `*.localhost` resolves to loopback in the browser itself (RFC 6761), never through DNS.
   if (isLoopback(name) || name.endsWith('.localhost')) return true;
   const own = [served.listenHost, served.localAddress].flatMap((a) => (a === undefined ? [] : [plainAddress(a)]));
@@ -68,7 +57,6 @@ export function servesHost(name: string, served: ServedHosts): boolean {
   return served.allowed.some((h) => h.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '') === name);
 }
 
-/** Whether `origin` is the listener's own: the same host and port as the request's `Host`. */
 function sameOrigin(origin: string, host: string): boolean {
   try {
     const o = new URL(origin);
@@ -79,7 +67,6 @@ function sameOrigin(origin: string, host: string): boolean {
   }
 }
 
-/** Why the request is refused, or undefined when it may go on to the token check and its route. */
 export function refusal(req: RequestFacts, served: ServedHosts): Refusal | undefined {
   if (req.host !== undefined) {
     const name = hostName(req.host);
@@ -112,7 +99,6 @@ export function refusal(req: RequestFacts, served: ServedHosts): Refusal | undef
   return undefined;
 }
 
-/** The passthrough's routes (routes/admin-passthrough.ts): `/gateway/backends/:name` and what is under it. */
 function isPassthrough(req: FastifyRequest): boolean {
   const url = req.routeOptions.url ?? '';
   return url === '/gateway/backends/:name' || url.startsWith('/gateway/backends/:name/');
@@ -136,13 +122,10 @@ function factsOf(req: FastifyRequest): RequestFacts {
   };
 }
 
-/**
- * The console's CSP: its own files only, no inline script, never framed (clickjacking), no form posted anywhere.
- * The console sets styles through the DOM (allowed); it loads nothing from outside (docs/console.md).
- */
-export const CONSOLE_CSP = "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'";
+/** The console's CSP: never framed (clickjacking); it sets styles through the DOM (allowed), loads nothing from outside. */
+const CONSOLE_CSP = "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'";
 /** An agent's page through the passthrough: a unique origin of its own, so it never acts as the console. */
-export const PASSTHROUGH_CSP = `${CONSOLE_CSP}; sandbox`;
+const PASSTHROUGH_CSP = `${CONSOLE_CSP}; sandbox`;
 
 async function adminGuard(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {

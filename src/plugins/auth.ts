@@ -1,17 +1,9 @@
 /**
  * The optional bearer token (`admin.token`, docs/operations.md#admin-api). On the admin listener it guards every
- * request, whatever the path: a route another plugin adds there later is covered without knowing about this
- * file, and an unknown path gets the same 401 as a known one, so a client without the token learns nothing
- * about which admin paths exist. On the agent listener it guards `/metrics` when `admin.protect_metrics` is set;
- * the contract's own endpoints (/health, /v1/info, /v1/responses) are not its business: they take client keys
- * when `clients:` is configured (plugins/client-keys.ts, docs/operations.md#client-keys).
- *
- * One root onRequest hook (fastify-plugin, so it is not encapsulated). The token is read from the runtime
- * current at each request, so a reload can set, change or remove it.
+ * request, so a client without the token learns nothing about which admin paths exist.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-// Shared with client keys: one constant-time comparison, one reading of the header.
 import { bearerToken, tokenMatches } from '../clients/key-compare.js';
 import { errorBody } from '../errors.js';
 import { pathOfUrl } from '../http/agent-path.js';
@@ -19,10 +11,7 @@ import { pathOfUrl } from '../http/agent-path.js';
 /** What a client without the right token learns: nothing about why (missing, malformed and wrong look alike). */
 const DENIED = errorBody('GATEWAY_ERR_UNAUTHORIZED', 'unauthorized');
 
-/**
- * Whether an agent-listener request is `/metrics`. The matched route pattern is the authority (the router has
- * already decoded `%6detrics` into it); the raw and decoded paths are checked as well so no spelling slips by.
- */
+/** The matched route pattern is the authority; the raw and decoded paths are checked as well so no spelling slips by. */
 export function isMetricsPath(req: FastifyRequest): boolean {
   const rawPath = pathOfUrl(req.url);
   let decoded = rawPath;
@@ -38,9 +27,8 @@ interface AuthOptions {
   /** `admin`: every request needs the token; `agent`: only /metrics, and only with admin.protect_metrics. */
   listener: 'admin' | 'agent';
   /**
-   * Admin listener: route paths served to anyone on GET and HEAD (the console's built page and assets, which
-   * hold no data). Matched against the route the router chose, never the raw URL, so no spelling of a data
-   * path gets through.
+   * Admin listener: route paths served to anyone on GET and HEAD (the console's files, which hold no data),
+   * matched against the route the router chose, never the raw URL.
    */
   open?: ReadonlySet<string>;
 }

@@ -1,12 +1,6 @@
 /**
- * Client keys on the agent listener's fastify routes (docs/operations.md#client-keys): every request but the batch front's
- * batches (http/batch-front.ts, which decides with the same function) goes through this one root onRequest
- * hook, known paths and unknown ones alike, so a client without a key learns nothing about which paths
- * exist. The decision is src/clients/access.ts; keys and the rules are read from the runtime current at each
- * request, so a reload adds, changes and removes clients.
- *
- * `/metrics` does not look at client keys (admin.protect_metrics and the admin token govern it: plugins/auth.ts);
- * the health checks answer without a key but refuse a wrong one.
+ * Client keys on the agent listener's fastify routes (docs/operations.md#client-keys), known paths and unknown ones
+ * alike, so a client without a key learns nothing about which paths exist.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -19,10 +13,7 @@ import { errorBody } from '../errors.js';
 import { accessFor, pathKeyOf, rememberAccess } from '../http/request-client.js';
 import { isMetricsPath } from './auth.js';
 
-/**
- * The agent a routed request is for: the `/agents/:agent` prefix's name, ROOT_AGENT for an agent endpoint at
- * `/`, undefined for paths no agent owns (`/metrics`, a path no route serves).
- */
+/** Undefined for paths no agent owns (`/metrics`, a path no route serves). */
 function agentOf(req: FastifyRequest): string | undefined {
   const pattern = req.routeOptions.url;
   if (pattern === undefined || isMetricsPath(req)) return undefined;
@@ -43,7 +34,6 @@ async function clientKeys(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const table = app.gateway.current.clients;
     const pathKey = pathKeyOf(req.raw);
-    // Without clients: and without a /k/ address, the one check a request pays.
     if (table === undefined && pathKey === undefined) {
       done();
       return;
@@ -57,7 +47,6 @@ async function clientKeys(app: FastifyInstance): Promise<void> {
       done();
       return;
     }
-    // Answered here: fastify runs nothing else for the request (done is not called).
     void reply.code(access.status).headers(refusalHeaders(access)).send(errorBody(access.code, access.detail));
   });
 }

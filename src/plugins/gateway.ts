@@ -1,7 +1,4 @@
-/**
- * The gateway's infrastructure as one named Fastify plugin: the frozen config, metrics registry, upstream
- * pools and prober (through GatewayRuntime). Pools are created here at start and closed on shutdown.
- */
+/** The gateway's infrastructure as one named Fastify plugin, created at start and closed on shutdown. */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
@@ -19,8 +16,6 @@ import { createStore } from '../state/index.js';
 import { ResponseCache } from '../cache/response-cache.js';
 import { logStartSummary } from './start-summary.js';
 import type { GatewayState } from '../batch/gateway-state.js';
-
-
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -98,7 +93,7 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     state.pulse.start();
     if (opts.probeOnStart !== false) await first;
   });
-  // Once listening (the address is known), after the first probe round: the start-up summary and warnings.
+  // Once listening: the address is known.
   app.addHook('onListen', async () => logStartSummary(app, opts.probeOnStart !== false));
   app.addHook('onClose', async () => {
     state.history.stop();

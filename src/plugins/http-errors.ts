@@ -1,11 +1,6 @@
 /**
- * The JSON error answers every gateway listener gives outside its handlers: 404 for a path no route serves,
- * 405 with `Allow` for a known path asked with another method (`GET /v1/responses`, `POST /health`), 413 over
- * the body limit, and a bare 500 that never shows internals. Used by the agent app and the admin app alike.
- *
- * Known paths are collected from the routes as they are registered (onRoute), so the 405 check needs no list
- * kept by hand: a route added anywhere later is covered. Matching a request path against the patterns is a
- * walk over its segments, linear in the path's length whatever a client sends.
+ * The JSON error answers every gateway listener gives outside its handlers (404, 405 with `Allow`, 413, a bare
+ * 500). Known paths are collected as routes are registered, so the 405 check needs no list kept by hand.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -16,10 +11,7 @@ import { answerAndLinger, type LingerBounds } from '../http/lingering-close.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /**
-     * The config key of a route's own `bodyLimit` (e.g. `experiments.outcomes_max_bytes`): its 413 names that
-     * key and value rather than server.body_limit_mb, so the operator raises the limit that was hit.
-     */
+    /** The config key of a route's own `bodyLimit`: its 413 names it, so the operator raises the limit that was hit. */
     bodyLimitKey?: string;
   }
 }
@@ -34,7 +26,7 @@ function segmentsOf(path: string): string[] {
   return path.split('/').slice(1);
 }
 
-/** Whether a concrete path matches a fastify route pattern (`/a/:b`, `/a/:b/*`). */
+/** Linear in the path's length whatever a client sends. */
 function pathMatches(pattern: readonly string[], path: readonly string[]): boolean {
   for (const [i, p] of pattern.entries()) {
     if (p === '*' && i === pattern.length - 1) return true;
@@ -45,7 +37,6 @@ function pathMatches(pattern: readonly string[], path: readonly string[]): boole
   return pattern.length === path.length;
 }
 
-/** The methods the app serves on `path` (sorted), empty when no route has that path. */
 function allowedMethods(patterns: readonly PathPattern[], rawUrl: string): string[] {
   const path = segmentsOf(pathOfUrl(rawUrl));
   const out = new Set<string>();
@@ -53,7 +44,6 @@ function allowedMethods(patterns: readonly PathPattern[], rawUrl: string): strin
   return [...out].sort();
 }
 
-/** The code of a 4xx raised before a handler: the error's own, else what its status means (fastify's FST_ERR_*). */
 function clientErrorCode(err: Error, status: number): GatewayErrCode {
   if (err instanceof GatewayError) return err.code;
   if (status === 404) return 'GATEWAY_ERR_NOT_FOUND';
@@ -61,13 +51,9 @@ function clientErrorCode(err: Error, status: number): GatewayErrCode {
   return 'GATEWAY_ERR_BAD_REQUEST';
 }
 
-/** Longest piece of a client's path quoted back in an error detail. */
 const MAX_QUOTED_PATH = 256;
 
-/**
- * fastify's `frameworkErrors`: what its router refuses before any hook (a path with a bad `%` escape, a path
- * parameter too long) answered in the gateway's `{"detail","code"}` shape instead of fastify's own.
- */
+/** fastify's `frameworkErrors`: what its router refuses before any hook, in the gateway's shape. */
 export function frameworkErrors(err: Error, req: FastifyRequest, reply: FastifyReply): void {
   const path = req.raw.url ?? '';
   const quoted = JSON.stringify(path.length > MAX_QUOTED_PATH ? `${path.slice(0, MAX_QUOTED_PATH)}...` : path);
@@ -77,11 +63,7 @@ export function frameworkErrors(err: Error, req: FastifyRequest, reply: FastifyR
   void reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', detail));
 }
 
-/**
- * node's 'checkExpectation': an `Expect` other than `100-continue` (which node answers itself). node would
- * answer a bare 417; the gateway's shape instead, and the connection closes (the body, if one is sent anyway,
- * is not read).
- */
+/** node's 'checkExpectation' (an `Expect` other than `100-continue`): the gateway's 417, and the connection closes. */
 function expectationFailed(req: IncomingMessage, res: ServerResponse): void {
   const expect = String(req.headers.expect ?? '').slice(0, MAX_QUOTED_PATH);
   const body = JSON.stringify(
@@ -91,16 +73,12 @@ function expectationFailed(req: IncomingMessage, res: ServerResponse): void {
   res.end(body);
 }
 
-/** The 413's body: the limit the route declares (`config.bodyLimitKey` with its bodyLimit), else server.body_limit_mb. */
 function tooLargeBody(req: FastifyRequest, bodyLimitMb: number): ErrorBody {
   const key = req.routeOptions.config.bodyLimitKey;
   return key === undefined ? bodyTooLarge(bodyLimitMb) : registeredBody('GATEWAY_ERR_BODY_TOO_LARGE', key, `${req.routeOptions.bodyLimit} bytes`);
 }
 
-/**
- * Installs the error and not-found handlers. Call before any route is registered: only routes registered after
- * the onRoute hook are known to the 405 check.
- */
+/** Call before any route is registered: only routes registered after the onRoute hook are known to the 405 check. */
 export function installHttpErrors(
   app: FastifyInstance,
   bodyLimitMb: number,
@@ -122,9 +100,7 @@ export function installHttpErrors(
     if (p.methods.has('GET')) p.methods.add('HEAD');
   });
 
-  // fastify labels the JSON it serializes `application/json; charset=utf-8`; the raw batch front, the batch
-  // route and the reference agents (FastAPI) say `application/json` (JSON is UTF-8 by definition, RFC 8259).
-  // One label for every JSON answer, whichever part of the gateway wrote it.
+  // One label for every JSON answer: the batch front and the reference agents (FastAPI) say `application/json`.
   app.addHook('onSend', async (_req, reply, payload) => {
     if (reply.getHeader('content-type') === 'application/json; charset=utf-8') reply.header('content-type', 'application/json');
     return payload;
@@ -133,8 +109,7 @@ export function installHttpErrors(
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     const status = err.statusCode ?? 500;
     if (status === 413) {
-      // Written at once, then the rest of the body is read and dropped within bounds before the connection
-      // closes (http/lingering-close.ts), as on the batch front; the onResponse hooks run at its end.
+      // The rest of the body is read and dropped within bounds before the connection closes, as on the batch front.
       reply.hijack();
       const headers = { ...answerHeaders({}, reply.elapsedTime), 'content-type': 'application/json', ...closing() };
       answerAndLinger(req.raw, reply.raw, 413, headers, JSON.stringify(tooLargeBody(req, bodyLimitMb)), linger());
@@ -154,15 +129,8 @@ export function installHttpErrors(
   app.setNotFoundHandler((req: FastifyRequest, reply) => {
     const allowed = allowedMethods([...patterns.values()], req.url);
     if (allowed.length > 0) {
-      return reply
-        .code(405)
-        .header('allow', allowed.join(', '))
-        .send(
-          errorBody(
-            'GATEWAY_ERR_METHOD_NOT_ALLOWED',
-            `Method Not Allowed: ${req.method} ${pathOfUrl(req.url)} (allowed: ${allowed.join(', ')})`,
-          ),
-        );
+      const detail = `Method Not Allowed: ${req.method} ${pathOfUrl(req.url)} (allowed: ${allowed.join(', ')})`;
+      return reply.code(405).header('allow', allowed.join(', ')).send(errorBody('GATEWAY_ERR_METHOD_NOT_ALLOWED', detail));
     }
     return reply.code(404).send(errorBody('GATEWAY_ERR_NOT_FOUND', `Not Found: ${req.method} ${req.url}`));
   });

@@ -1,9 +1,6 @@
 /**
- * What an operator checks first after a start, in the log, the way Envoy prints its listeners and clusters:
- * one line with the listen address, each route and its backends, the replicas, the store and the clients (names
- * and limits, never keys); then a warning
- * for each config warning, each replica that is not ready after the first probe (with why), and each route
- * that cannot serve (so /health answers 503). Later state changes are logged by the prober.
+ * What an operator checks first after a start, in the log, the way Envoy prints its listeners and clusters: one
+ * summary line, then a warning for each config warning, replica not ready and route that cannot serve.
  */
 import type { FastifyInstance } from 'fastify';
 import { summarizeConfig } from '../config/summary.js';
@@ -25,7 +22,7 @@ export function logStartSummary(app: FastifyInstance, probed: boolean): void {
   const backends = Object.keys(s.backends).length;
   const agents = Object.keys(s.agents).length;
   const agentsPart = agents === 0 ? '' : `, ${agents} virtual agent${agents === 1 ? '' : 's'} (${Object.keys(s.agents).join(', ')})`;
-  // Client names and limits only: keys are never logged (docs/operations.md#client-keys).
+  // Client names and limits only: keys are never logged.
   const clients = s.clients.length === 0 ? '' : `, ${s.clients.length} client${s.clients.length === 1 ? '' : 's'} (keys required)`;
   app.log.info(
     {

@@ -1,9 +1,4 @@
-/**
- * `DELETE /gateway/cache` on the admin listener (docs/cache.md#emptying-the-cache): a new generation of the
- * scope asked, so every entry stored before is never read again, on every replica sharing the Redis. O(1):
- * nothing is scanned. `?agent=<name>` empties one agent's entries (`default` for the top-level routes),
- * `?backend=<name>` one backend's; both: both.
- */
+/** `DELETE /gateway/cache` (docs/cache.md#emptying-the-cache): a new generation of the scope asked, nothing scanned. */
 import type { FastifyInstance } from 'fastify';
 import { ROOT_AGENT } from '../config/schema.js';
 import { errorBody } from '../errors.js';

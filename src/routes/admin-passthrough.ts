@@ -1,16 +1,7 @@
 /**
- * `/gateway/backends/{name}/...` forwarded to a replica of that backend (docs/operations.md#admin-api), so an
- * operator reaches any agent's own endpoints (its /health, /v1/info, a debug page) through the gateway without
- * opening its port.
- *
- * One @fastify/http-proxy registration serves every backend: its prefix carries `:name`, and the replica is
- * chosen per request from the runtime current at that moment, so backends added or removed by a reload are
- * reachable (or 404) at once without registering routes on a running server. The prefix up to the name is
- * stripped; the replica's own path prefix (a url like http://host/agent) is put in front of the rest.
- *
- * Headers: the operator's `authorization` (the admin token) never reaches the agent; the backend's configured
- * `headers` are added, as on every gateway call. `x-gateway-replica: <index>` pins a replica in any state
- * (to look at an ejected one); the answer says which replica served it in the same header.
+ * `/gateway/backends/{name}/...` forwarded to a replica of that backend (docs/operations.md#admin-api). One proxy
+ * registration serves every backend, the replica chosen per request from the current runtime, so backends a
+ * reload adds or removes are reachable (or 404) at once without registering routes on a running server.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import httpProxy from '@fastify/http-proxy';
@@ -27,10 +18,7 @@ const HOP_HEADERS = ['authorization', 'proxy-authorization', REPLICA_HEADER];
 
 type Pick = { replica: Replica } | { status: 404 | 503; code: GatewayErrCode; detail: string };
 
-/**
- * The replica for a request: the pinned one, else the routable replicas in turn (round robin per backend;
- * proxied calls are rare and short, so load-aware choice would buy nothing).
- */
+/** The pinned one, else round robin: proxied calls are rare and short, so load-aware choice would buy nothing. */
 function pickReplica(runtime: GatewayRuntime, name: string, pin: string | undefined, turn: Map<string, number>): Pick {
   const backend = runtime.upstreams.backends.get(name);
   if (backend === undefined) return { status: 404, code: 'GATEWAY_ERR_NOT_FOUND', detail: `unknown backend "${name}"` };
@@ -46,10 +34,6 @@ function pickReplica(runtime: GatewayRuntime, name: string, pin: string | undefi
   if (replica === undefined) return { status: 503, code: 'GATEWAY_ERR_NO_READY_REPLICA', detail: `backend "${name}" has no ready replica` };
   turn.set(name, n + 1);
   return { replica };
-}
-
-function headerValue(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }
 
 export async function passthrough(app: FastifyInstance): Promise<void> {
@@ -77,7 +61,8 @@ export async function passthrough(app: FastifyInstance): Promise<void> {
     preHandler(req, reply, done) {
       const runtime = app.gateway.current;
       const name = stringField(req.params, 'name') ?? '';
-      const pick = pickReplica(runtime, name, headerValue(req.headers[REPLICA_HEADER]), turn);
+      const pin = req.headers[REPLICA_HEADER];
+      const pick = pickReplica(runtime, name, Array.isArray(pin) ? pin[0] : pin, turn);
       if ('status' in pick) {
         void reply.code(pick.status).send(errorBody(pick.code, pick.detail));
         return;

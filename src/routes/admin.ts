@@ -1,9 +1,4 @@
-/**
- * The operator API under /gateway/, served on the admin listener only (admin-app.ts, docs/operations.md#admin-api).
- * Read-only views of the runtime current at the request, the reload trigger, and the passthrough to backends; the
- * endpoints are ADMIN_ENDPOINTS below (what `GET /gateway/` lists). Protection (the optional bearer token) is the
- * auth plugin's job: it covers every request of the listener.
- */
+/** The operator API under /gateway/ on the admin listener (docs/operations.md#admin-api); its token is auth.ts's. */
 import type { FastifyInstance } from 'fastify';
 import { passthrough } from './admin-passthrough.js';
 import { backendStats } from '../admin/backend-stats.js';
@@ -13,7 +8,6 @@ import { reloadGateway } from '../reload.js';
 import { errorBody } from '../errors.js';
 import { cacheRoutes } from './admin-cache.js';
 
-/** What GET /gateway/ lists: every admin endpoint, so an operator (or a script) can find them from the root. */
 const ADMIN_ENDPOINTS = [
   { method: 'GET', path: '/gateway/backends', what: 'every replica: url, state, last probe, info, in flight, last error' },
   { method: 'GET', path: '/gateway/routes', what: 'each route (and each virtual agent\'s), its backends and whether it can serve' },

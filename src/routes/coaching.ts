@@ -1,12 +1,7 @@
 /**
- * The coaching endpoints through the gateway (docs/routing.md#coaching-routing: where each call goes, statuses,
- * bodies). Sessions go to every coaching-capable backend (coaching/backends.ts): a session must exist on every
- * backend a trajectory of the run may be coached on, and the gateway cannot know in advance which those are.
- * Sessions that succeeded are not rolled back when another fails: a DELETE could remove a session an identical
- * earlier PUT had created, and the caller can DELETE the run itself. `POST /v1/coaching` goes to the backend that
- * ran the target step because coaching state is agent-specific (as for `extra_keys.coaching`, plan.ts); tags are
- * stripped with numbers kept exactly (exact-json.ts). Traced (docs/operations.md#tracing): a server span per call,
- * a client span per backend call (coaching/forward.ts).
+ * The coaching endpoints (docs/routing.md#coaching-routing). Sessions go to every coaching-capable backend: which
+ * ones a run's trajectories will be coached on is not known in advance. Sessions that succeeded are not rolled
+ * back when another fails: a DELETE could remove a session an identical earlier PUT had created.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { aggregate, coachingBackends, isSuccess, SessionAffinity, type BackendOutcome } from '../coaching/backends.js';
@@ -19,6 +14,7 @@ import { ATTR_BACKEND, ATTR_BACKENDS, ATTR_REQUEST_ID, ATTR_RUN_ID, ATTR_VIA, AT
 import type { TraceSpan } from '../tracing/trace-span.js';
 import { JsonDepthError, JsonSyntaxError, parseExact, stringifyExact, type ExactParse } from '../protocol/json/exact-json.js';
 import { isJsonObject } from '../protocol/schemas.js';
+import type { JsonObject, ValidationIssue } from '../protocol/types.js';
 import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from '../http/agent-path.js';
@@ -27,19 +23,26 @@ import { errorBody, GatewayError } from '../errors.js';
 import { firstInvalidUtf8 } from '../protocol/json/utf8.js';
 import { isUtf8 } from 'node:buffer';
 import { budgetedBodies, holdOf } from '../http/budgeted-body.js';
+import type { BudgetHold } from '../memory/budget.js';
 import { overBudgetBody, overBudgetHeaders } from '../http/front-rules.js';
 import { coachingObjectsEstimate } from '../coaching/tree-estimate.js';
 import { growWhenRoom } from '../coaching/grow-when-room.js';
 
 const NO_COACHING = 'no coaching-capable backend';
 
-/** What is left of server.admission_timeout_s since the request arrived, in ms. */
 function admissionLeftMs(runtime: GatewayRuntime, reply: FastifyReply): number {
   return runtime.config.server.admission_timeout_s * 1000 - reply.elapsedTime;
 }
 
-/** A session path's parameters: the run, and on a virtual agent's path its name. */
 type SessionParams = { run_id: string } & Partial<AgentParams>;
+
+interface Call<R extends FastifyRequest = FastifyRequest> {
+  runtime: GatewayRuntime;
+  agent: CompiledAgent;
+  req: R;
+  reply: FastifyReply;
+  span: TraceSpan;
+}
 
 /** A signal that aborts when the client goes away before the answer is written (see onClientGone). */
 function clientGone(reply: FastifyReply): { signal: AbortLike; done: () => void } {
@@ -47,10 +50,180 @@ function clientGone(reply: FastifyReply): { signal: AbortLike; done: () => void 
   return { signal, done: onClientGone(reply.raw, () => signal.abort()) };
 }
 
+async function session(
+  { runtime, agent, req, reply, span }: Call<FastifyRequest<{ Params: { run_id: string } }>>,
+  affinity: SessionAffinity,
+  method: 'PUT' | 'DELETE',
+): Promise<FastifyReply> {
+  const backends = coachingBackends(runtime, agent);
+  if (backends.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
+  const runId = req.params.run_id;
+  // The session config is the agent's business: forwarded as the exact text that came.
+  const body = method === 'PUT' ? (typeof req.body === 'string' ? req.body : '') : undefined;
+  const headers = coachingHeaders(req.headers, method === 'PUT');
+  if (span.recording) span.set({ [ATTR_RUN_ID]: runId, [ATTR_BACKENDS]: backends, [ATTR_X_REQUEST_ID]: [headers['x-request-id']] });
+  const gone = clientGone(reply);
+  const outcomes = await Promise.all(
+    backends.map(async (backend): Promise<BackendOutcome> => {
+      const replica = affinity.pick(runtime, backend, runId);
+      if (replica === undefined) return { backend, status: 503, detail: 'no ready replica offers coaching' };
+      const r = await forward(replica, {
+        method,
+        path: `/v1/coaching/sessions/${encodeURIComponent(runId)}`,
+        body,
+        headers,
+        timeoutMs: runtime.upstreams.timeoutMs(backend),
+        signal: gone.signal,
+      }, span);
+      if (method === 'PUT' && r.ok && isSuccess(r.status)) affinity.remember(backend, runId, replica);
+      // A session deleted (or already unknown) there: nothing left to stick to.
+      if (method === 'DELETE' && r.ok && (isSuccess(r.status) || r.status === 404)) affinity.forget(backend, runId);
+      return r.ok && isSuccess(r.status) ? { backend, status: r.status } : { backend, status: r.status, detail: answerDetail(r) };
+    }),
+  );
+  gone.done();
+  const answer = aggregate(method, runId, outcomes);
+  req.log.info(
+    { run_id: runId, agent: agent.name, method, backends: Object.fromEntries(outcomes.map((o) => [o.backend, o.status])) },
+    'coaching session',
+  );
+  reply.header('x-request-id', headers['x-request-id']);
+  if (answer.body === undefined) return reply.code(204).send();
+  return reply.code(answer.status).send(answer.body);
+}
+
+type BodyRead = { body: JsonObject; hold: BudgetHold | undefined } | { sent: FastifyReply };
+
+/** The coaching request as a JSON object, its tree's room held first; otherwise the answer already sent. */
+async function coachingBody(app: FastifyInstance, { runtime, req, reply }: Call): Promise<BodyRead> {
+  const invalid = (issue: ValidationIssue): BodyRead => ({ sent: send422(reply, [issue]) });
+  const text = typeof req.body === 'string' ? req.body : '';
+  const hold = holdOf(req);
+  // The tree parsed over the body, and the text written back from it, take room before they are built
+  // (docs/memory-budget.md#what-is-counted); they are given back with the body once the answer is written.
+  if (hold !== undefined && !(await growWhenRoom(hold, coachingObjectsEstimate(text), admissionLeftMs(runtime, reply)))) {
+    app.gateway.metrics.admissionTimeouts.inc();
+    const sent = reply.code(503).headers(overBudgetHeaders()).send(overBudgetBody(runtime.config.server.admission_timeout_s));
+    return { sent };
+  }
+  // A client that left while it waited released its hold: nothing is built or forwarded for it.
+  if (reply.raw.destroyed) return { sent: reply };
+  let parsed: ExactParse;
+  try {
+    // Bounded before stripGatewayTags, findTarget and stringifyExact walk it (docs/protocol-fidelity.md#limits).
+    parsed = parseExact(text, { maxDepth: runtime.config.server.max_json_depth });
+  } catch (err) {
+    if (err instanceof JsonDepthError) {
+      return invalid({ type: 'json_invalid', loc: ['body'], msg: err.message, input: {} });
+    }
+    const msg = err instanceof JsonSyntaxError ? err.message : 'invalid JSON';
+    const pos = err instanceof JsonSyntaxError ? err.position : 0;
+    return invalid({ type: 'json_invalid', loc: ['body', pos], msg: `JSON decode error: ${msg}`, input: {} });
+  }
+  const body = parsed.value;
+  if (!isJsonObject(body)) {
+    return invalid({ type: 'dict_type', loc: ['body'], msg: 'Input should be a valid dictionary', input: null });
+  }
+  return { body, hold };
+}
+
+async function coach(app: FastifyInstance, affinity: SessionAffinity, c: Call): Promise<FastifyReply> {
+  const { runtime, agent, req, reply, span } = c;
+  const compiled = agent.routes;
+  const { memoryKey } = compiled;
+  const read = await coachingBody(app, c);
+  if ('sent' in read) return read.sent;
+  const { body, hold } = read;
+  const target = findTarget(body, memoryKey);
+  if ('loc' in target) return send422(reply, [target]);
+  const capable = coachingBackends(runtime, agent);
+  if (capable.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
+
+  // A tag naming a backend the config no longer has cannot be followed: the rules decide, as in plan.ts.
+  const tagged = target.tag !== undefined && compiled.backends.has(target.tag.backend) ? target.tag : undefined;
+  const requestId = typeof body.request_id === 'string' ? body.request_id : '';
+  const canServe = (b: string): boolean => runtime.upstreams.canServe(b);
+  const coaches = (b: string): boolean => capable.includes(b);
+  const chosen = tagged ?? ruleBackend(compiled, target.input, requestId, req.headers, canServe, coaches);
+  const backend = chosen.backend;
+  const via = tagged !== undefined ? 'memory tag' : `route ${chosen.route}`;
+  if (!capable.includes(backend)) {
+    return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', `backend ${backend} (chosen by ${via}) does not offer coaching`));
+  }
+  const runId = runIdOf(body);
+  const replica = affinity.pick(runtime, backend, runId);
+  if (replica === undefined) {
+    return reply
+      .code(503)
+      .send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', `backend ${backend} (chosen by ${via}) has no ready replica offering coaching`));
+  }
+
+  const stripped = stripGatewayTags(body, memoryKey);
+  const headers = coachingHeaders(req.headers, true);
+  if (span.recording) {
+    span.set({
+      [ATTR_REQUEST_ID]: requestId,
+      [ATTR_RUN_ID]: runId,
+      [ATTR_BACKEND]: backend,
+      [ATTR_VIA]: via,
+      [ATTR_X_REQUEST_ID]: [headers['x-request-id']],
+    });
+  }
+  const gone = clientGone(reply);
+  const r = await forward(replica, {
+    method: 'POST',
+    path: '/v1/coaching',
+    body: stringifyExact(body),
+    headers,
+    timeoutMs: runtime.upstreams.timeoutMs(backend),
+    signal: gone.signal,
+    memory: hold,
+  }, span);
+  gone.done();
+  req.log.info(
+    { run_id: runId, agent: agent.name, backend, replica: replica.id, via, target_step: target.stepIndex, tags_stripped: stripped, status: r.status },
+    'coaching request',
+  );
+  reply.header('x-request-id', headers['x-request-id']);
+  if (!r.ok) return reply.code(r.status).send(errorBody('GATEWAY_ERR_COACHING_BACKEND', `backend ${backend}: ${r.message}`));
+  reply.code(r.status);
+  if (r.contentType !== undefined) reply.header('content-type', r.contentType);
+  return reply.send(r.body);
+}
+
+/**
+ * Each call counts as in flight on the runtime it started on, so a config reload drains it (runtime.ts), and
+ * uses the routes of the agent it was sent to, looked up on that runtime: `name` undefined is the default agent.
+ */
+async function onRuntime<R extends FastifyRequest>(
+  app: FastifyInstance,
+  name: string | undefined,
+  req: R,
+  reply: FastifyReply,
+  start: CoachingSpanStart,
+  fn: (call: Call<R>) => Promise<FastifyReply>,
+): Promise<FastifyReply> {
+  const runtime = app.gateway.current;
+  runtime.enter();
+  const span = runtime.tracing.server(start.name, req.headers, start.attributes);
+  try {
+    const agent = runtime.agent(name);
+    if (agent === undefined) return sendUnknownAgent(reply, name);
+    const answered = await fn({ runtime, agent, req, reply, span });
+    if (span.recording) traceCoachingStatus(span, reply.statusCode);
+    return answered;
+  } catch (err) {
+    if (span.recording) traceCoachingStatus(span, 500);
+    throw err;
+  } finally {
+    span.end();
+    runtime.leave();
+  }
+}
+
 async function coachingRoutes(app: FastifyInstance): Promise<void> {
   // Bodies checked as bytes, as the batch path checks them: decoding to a string first would turn bytes that
   // are not UTF-8 into U+FFFD and forward text the client never sent (docs/limits-and-edges.md).
-  // Read under the memory budget like every body (http/budgeted-body.ts); the parsed tree is added in coach().
   budgetedBodies(app, app.initialConfig.bodyLimit ?? 1024 * 1024, (body) => {
     if (isUtf8(body)) return body.toString('utf8');
     const offset = firstInvalidUtf8(body);
@@ -58,190 +231,19 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
   });
   // Per gateway process, across config reloads (replicas are remembered by url): see coaching/backends.ts.
   const affinity = new SessionAffinity();
-
-  async function session(
-    runtime: GatewayRuntime,
-    agent: CompiledAgent,
-    req: FastifyRequest<{ Params: { run_id: string } }>,
-    reply: FastifyReply,
-    method: 'PUT' | 'DELETE',
-    span: TraceSpan,
-  ): Promise<FastifyReply> {
-    const backends = coachingBackends(runtime, agent);
-    if (backends.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
-    const runId = req.params.run_id;
-    // The session config is the agent's business: forwarded as the exact text that came.
-    const body = method === 'PUT' ? (typeof req.body === 'string' ? req.body : '') : undefined;
-    const headers = coachingHeaders(req.headers, method === 'PUT');
-    if (span.recording) span.set({ [ATTR_RUN_ID]: runId, [ATTR_BACKENDS]: backends, [ATTR_X_REQUEST_ID]: [headers['x-request-id']] });
-    const gone = clientGone(reply);
-    const outcomes = await Promise.all(
-      backends.map(async (backend): Promise<BackendOutcome> => {
-        const replica = affinity.pick(runtime, backend, runId);
-        if (replica === undefined) return { backend, status: 503, detail: 'no ready replica offers coaching' };
-        const r = await forward(replica, {
-          method,
-          path: `/v1/coaching/sessions/${encodeURIComponent(runId)}`,
-          body,
-          headers,
-          timeoutMs: runtime.upstreams.timeoutMs(backend),
-          signal: gone.signal,
-        }, span);
-        if (method === 'PUT' && r.ok && isSuccess(r.status)) affinity.remember(backend, runId, replica);
-        // A session deleted (or already unknown) there: nothing left to stick to.
-        if (method === 'DELETE' && r.ok && (isSuccess(r.status) || r.status === 404)) affinity.forget(backend, runId);
-        return r.ok && isSuccess(r.status) ? { backend, status: r.status } : { backend, status: r.status, detail: answerDetail(r) };
-      }),
-    );
-    gone.done();
-    const answer = aggregate(method, runId, outcomes);
-    req.log.info(
-      { run_id: runId, agent: agent.name, method, backends: Object.fromEntries(outcomes.map((o) => [o.backend, o.status])) },
-      'coaching session',
-    );
-    reply.header('x-request-id', headers['x-request-id']);
-    if (answer.body === undefined) return reply.code(204).send();
-    return reply.code(answer.status).send(answer.body);
-  }
-
-  async function coach(runtime: GatewayRuntime, agent: CompiledAgent, req: FastifyRequest, reply: FastifyReply, span: TraceSpan): Promise<FastifyReply> {
-    const compiled = agent.routes;
-    const { memoryKey } = compiled;
-    const text = typeof req.body === 'string' ? req.body : '';
-    const hold = holdOf(req);
-    // The tree parsed over the body, and the text written back from it, take room before they are built
-    // (docs/memory-budget.md#what-is-counted); they are given back with the body once the answer is written.
-    if (hold !== undefined && !(await growWhenRoom(hold, coachingObjectsEstimate(text), admissionLeftMs(runtime, reply)))) {
-      app.gateway.metrics.admissionTimeouts.inc();
-      return reply.code(503).headers(overBudgetHeaders()).send(overBudgetBody(runtime.config.server.admission_timeout_s));
-    }
-    // A client that left while it waited released its hold: nothing is built or forwarded for it.
-    if (reply.raw.destroyed) return reply;
-    let parsed: ExactParse;
-    try {
-      // Bounded before stripGatewayTags, findTarget and stringifyExact walk it (docs/protocol-fidelity.md#limits).
-      parsed = parseExact(text, { maxDepth: runtime.config.server.max_json_depth });
-    } catch (err) {
-      if (err instanceof JsonDepthError) {
-        return send422(reply, [{ type: 'json_invalid', loc: ['body'], msg: err.message, input: {} }]);
-      }
-      const msg = err instanceof JsonSyntaxError ? err.message : 'invalid JSON';
-      const pos = err instanceof JsonSyntaxError ? err.position : 0;
-      return send422(reply, [{ type: 'json_invalid', loc: ['body', pos], msg: `JSON decode error: ${msg}`, input: {} }]);
-    }
-    const body = parsed.value;
-    if (!isJsonObject(body)) {
-      return send422(reply, [{ type: 'dict_type', loc: ['body'], msg: 'Input should be a valid dictionary', input: null }]);
-    }
-    const target = findTarget(body, memoryKey);
-    if ('loc' in target) return send422(reply, [target]);
-    const capable = coachingBackends(runtime, agent);
-    if (capable.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
-
-    // A tag naming a backend the config no longer has cannot be followed: the rules decide, as in plan.ts.
-    const tagged = target.tag !== undefined && compiled.backends.has(target.tag.backend) ? target.tag : undefined;
-    const requestId = typeof body.request_id === 'string' ? body.request_id : '';
-    const chosen =
-      tagged ??
-      ruleBackend(
-        compiled,
-        target.input,
-        requestId,
-        req.headers,
-        (b) => runtime.upstreams.canServe(b),
-        (b) => capable.includes(b),
-      );
-    const backend = chosen.backend;
-    const via = tagged !== undefined ? 'memory tag' : `route ${chosen.route}`;
-    if (!capable.includes(backend)) {
-      return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', `backend ${backend} (chosen by ${via}) does not offer coaching`));
-    }
-    const runId = runIdOf(body);
-    const replica = affinity.pick(runtime, backend, runId);
-    if (replica === undefined) {
-      return reply
-        .code(503)
-        .send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', `backend ${backend} (chosen by ${via}) has no ready replica offering coaching`));
-    }
-
-    const stripped = stripGatewayTags(body, memoryKey);
-    const headers = coachingHeaders(req.headers, true);
-    if (span.recording) {
-      span.set({
-        [ATTR_REQUEST_ID]: requestId,
-        [ATTR_RUN_ID]: runId,
-        [ATTR_BACKEND]: backend,
-        [ATTR_VIA]: via,
-        [ATTR_X_REQUEST_ID]: [headers['x-request-id']],
-      });
-    }
-    const gone = clientGone(reply);
-    const r = await forward(replica, {
-      method: 'POST',
-      path: '/v1/coaching',
-      body: stringifyExact(body),
-      headers,
-      timeoutMs: runtime.upstreams.timeoutMs(backend),
-      signal: gone.signal,
-      memory: hold,
-    }, span);
-    gone.done();
-    req.log.info(
-      { run_id: runId, agent: agent.name, backend, replica: replica.id, via, target_step: target.stepIndex, tags_stripped: stripped, status: r.status },
-      'coaching request',
-    );
-    reply.header('x-request-id', headers['x-request-id']);
-    if (!r.ok) return reply.code(r.status).send(errorBody('GATEWAY_ERR_COACHING_BACKEND', `backend ${backend}: ${r.message}`));
-    reply.code(r.status);
-    if (r.contentType !== undefined) reply.header('content-type', r.contentType);
-    return reply.send(r.body);
-  }
-
-  /**
-   * Each call counts as in flight on the runtime it started on, so a config reload drains it (runtime.ts), is one
-   * server span of that runtime's tracing (the no-op span when tracing is off), and uses the routes of the agent
-   * it was sent to, looked up on that runtime: `name` undefined is the default agent.
-   */
-  async function onRuntime(
-    name: string | undefined,
-    req: FastifyRequest,
-    reply: FastifyReply,
-    start: CoachingSpanStart,
-    fn: (runtime: GatewayRuntime, agent: CompiledAgent, span: TraceSpan) => Promise<FastifyReply>,
-  ): Promise<FastifyReply> {
-    const runtime = app.gateway.current;
-    runtime.enter();
-    const span = runtime.tracing.server(start.name, req.headers, start.attributes);
-    try {
-      const agent = runtime.agent(name);
-      if (agent === undefined) return sendUnknownAgent(reply, name);
-      const answered = await fn(runtime, agent, span);
-      if (span.recording) traceCoachingStatus(span, reply.statusCode);
-      return answered;
-    } catch (err) {
-      if (span.recording) traceCoachingStatus(span, 500);
-      throw err;
-    } finally {
-      span.end();
-      runtime.leave();
-    }
-  }
-
-  // The default agent's paths, then each virtual agent's under /agents/<name> (docs/routing.md#virtual-agents).
   for (const prefix of ['', AGENT_PREFIX_PATTERN]) {
     const agentOf = (params: Partial<AgentParams>): string | undefined => (prefix === '' ? undefined : params.agent);
     app.put<{ Params: SessionParams }>(`${prefix}/v1/coaching/sessions/:run_id`, (req, reply) =>
-      onRuntime(agentOf(req.params), req, reply, COACHING_SPANS.PUT, (rt, agent, span) => session(rt, agent, req, reply, 'PUT', span)),
+      onRuntime(app, agentOf(req.params), req, reply, COACHING_SPANS.PUT, (c) => session(c, affinity, 'PUT')),
     );
     app.delete<{ Params: SessionParams }>(`${prefix}/v1/coaching/sessions/:run_id`, (req, reply) =>
-      onRuntime(agentOf(req.params), req, reply, COACHING_SPANS.DELETE, (rt, agent, span) => session(rt, agent, req, reply, 'DELETE', span)),
+      onRuntime(app, agentOf(req.params), req, reply, COACHING_SPANS.DELETE, (c) => session(c, affinity, 'DELETE')),
     );
     app.post<{ Params: Partial<AgentParams> }>(`${prefix}/v1/coaching`, (req, reply) =>
-      onRuntime(agentOf(req.params), req, reply, COACHING_SPANS.coach, (rt, agent, span) => coach(rt, agent, req, reply, span)),
+      onRuntime(app, agentOf(req.params), req, reply, COACHING_SPANS.coach, (c) => coach(app, affinity, c)),
     );
   }
 }
-
 
 // Default export so app.ts can register it with one `app.register(import(...))` line.
 export default coachingRoutes;

@@ -1,13 +1,6 @@
 /**
- * The console on the admin listener (docs/console.md): its page and assets at `/` (@fastify/static, a route per
- * built file and no catch-all, so every other path keeps the admin API's 404), and the endpoints only the console
- * needed:
- *   GET /gateway/overview              version, uptime, listeners, store, last reload, batch rate, errors, overhead
- *   GET /gateway/batches?limit=N       the last batches (admin.recent_batches kept), newest first
- *   GET /gateway/batches/<seq>         one of them with its inputs (ids, route, arm, backend, status, cache, code)
- *   GET /gateway/pulse                 batches/s, errors/s, overhead and per-backend latency over time
- *   GET /gateway/experiments/history   the experiment snapshots kept in the store, oldest first
- * Protection (admin.token) is the auth plugin's: it lets the built files through and guards the rest.
+ * The console on the admin listener (docs/console.md): its page and assets at `/` (a route per built file and no
+ * catch-all, so every other path keeps the admin API's 404), and the endpoints only the console needs.
  */
 import type { FastifyInstance } from 'fastify';
 import { CONSOLE_ROOT, consoleFiles } from '../admin/console-assets.js';
@@ -35,7 +28,6 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
       cacheControl: false,
       setHeaders: (res, path) => {
         res.setHeader('cache-control', 'no-cache');
-        // The docs page the console links to, shown as text rather than downloaded.
         if (path.endsWith('.md')) res.setHeader('content-type', 'text/plain; charset=utf-8');
       },
     });

@@ -1,13 +1,4 @@
-/**
- * The experiment endpoints of the admin listener (docs/experiments.md). Protection (admin.token) is applied by the
- * auth plugin, not here.
- *   GET  /gateway/experiments           the report as JSON, for people (through `magma-gateway report`) and
- *                                       scripts; from the store, so with Redis every replica answers the same
- *   POST /gateway/experiments/outcomes  episode outcomes: {"outcomes": [{"trajectory"|"trace_hash", "success"|"score"}], "dry_run"?}
- *   POST /gateway/experiments/reset     starts afresh: every experiment, or the body's {agent, route}
- *   GET  /gateway/experiments/trajectories   one row per trajectory, JSON lines (`?format=csv`: CSV)
- *   GET  /gateway/experiments/earlier   the final reports of earlier experiments, newest first
- */
+/** The experiment endpoints of the admin listener (docs/experiments.md); admin.token is the auth plugin's. */
 import type { FastifyInstance } from 'fastify';
 import { experimentsReport } from '../experiments/report/report.js';
 import { parseOutcomes, postOutcomes } from '../experiments/outcomes.js';
@@ -34,7 +25,6 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
     return reply.header('cache-control', 'no-store').send(report);
   });
 
-  // The final reports of earlier experiments (finals.ts), newest first: the console opens them like the current ones.
   app.get('/gateway/experiments/earlier', async (_req, reply) =>
     reply.header('cache-control', 'no-store').send({ experiments: await readFinals(app.gateway.store) }),
   );
@@ -76,7 +66,7 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
     if ((agent !== undefined && typeof agent !== 'string') || (route !== undefined && typeof route !== 'string')) {
       return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', 'agent and route must be strings'));
     }
-    // The experiments about to end keep their report as it is now (finals.ts), the console's earlier experiments.
+    // The experiments about to end keep their report as it is now: the console's earlier experiments.
     const before = await experimentsReport(app.gateway);
     const endedAt = new Date().toISOString();
     for (const e of before.experiments) {

@@ -1,9 +1,6 @@
 /**
- * GET /health and GET /v1/info, as README.md#point-bench-and-gen-at-it and docs/routing.md#coaching-routing describe them:
- * ready only when every route has a ready, compatible backend (and not while draining for shutdown);
- * capabilities other than inference true only when every backend reachable through routes has them. The same
- * per virtual agent at `/agents/<name>/health` and `/agents/<name>/v1/info`, over its own routes and identity
- * (docs/routing.md#virtual-agents).
+ * GET /health and GET /v1/info (docs/operations.md#health-and-identity), per agent: capabilities other than
+ * inference are true only when every backend reachable through its routes has them.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AgentInfo } from '../protocol/types.js';
@@ -13,15 +10,11 @@ import { errorBody } from '../errors.js';
 import { DEFAULT_AGENT_VERSION } from '../config/schema.js';
 import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from '../http/agent-path.js';
 
-/** The plural or singular verb for a list of backend names. */
 function verb(names: readonly string[], one: string, many: string): string {
   return `${names.join(', ')} ${names.length === 1 ? one : many}`;
 }
 
-/**
- * Why coaching is off, naming the backends: a client deciding whether to use coaching (and an operator reading
- * /v1/info) needs to know which backend to fix, and whether it is only not probed yet.
- */
+/** Names the backends: an operator needs to know which to fix, and whether it is only not probed yet. */
 function coachingOffReason(infos: readonly { backend: string; info: AgentInfo | undefined }[]): string {
   const unknown = infos.filter(({ info }) => info === undefined).map((x) => x.backend);
   const lacking = infos.filter(({ info }) => info !== undefined && info.capabilities.coaching !== true).map((x) => x.backend);
@@ -35,7 +28,6 @@ function coachingOffReason(infos: readonly { backend: string; info: AgentInfo | 
     : `no backend reachable through the routes supports coaching: ${parts.join('; ')}`;
 }
 
-/** `agent`'s /v1/info: its identity, and the capabilities of the backends its own routes reach. */
 function gatewayInfo(runtime: GatewayRuntime, agent: CompiledAgent): AgentInfo {
   const backends = agent.reachable;
   const infos = backends.map((b) => {
@@ -76,11 +68,8 @@ const SHUTTING_DOWN = 'shutting down: finishing the batches in flight';
 
 export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions): Promise<void> {
   /**
-   * An agent's readiness: every route of it has a ready backend, and every arm of its `all_arms_ready` splits
-   * one. The root path without a default agent (only virtual agents configured) is the gateway's own readiness,
-   * which load balancers probe: ready unless it drains, so that one agent's backends being down takes no other
-   * agent's traffic off this replica; but an `all_arms_ready` split of any agent makes the root not ready too
-   * (docs/routing.md#a-split-that-needs-every-arm): a run that checks / must not start one-armed.
+   * The root path is the gateway's own readiness, which load balancers probe: one agent's backends being down takes
+   * no other agent's traffic off this replica; but a run that checks / must not start one-armed (all_arms_ready).
    */
   function health(agent: CompiledAgent | undefined, reply: FastifyReply, root = false): FastifyReply | { status: 'ready' } {
     if (opts.draining?.() === true) return reply.code(503).send(errorBody('GATEWAY_ERR_NOT_READY', SHUTTING_DOWN));
@@ -103,23 +92,19 @@ export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions
 
   app.get('/health', async (_req, reply) => health(app.gateway.current.agents.root, reply, true));
 
-  app.get('/v1/info', async (_req, reply) => {
-    const runtime = app.gateway.current;
-    const agent = runtime.agents.root;
-    if (agent === undefined) return sendUnknownAgent(reply, undefined);
-    return gatewayInfo(runtime, agent);
-  });
-
   app.get<{ Params: AgentParams }>(`${AGENT_PREFIX_PATTERN}/health`, async (req, reply) => {
     const agent = app.gateway.current.agents.virtual.get(req.params.agent);
     if (agent === undefined) return sendUnknownAgent(reply, req.params.agent);
     return health(agent, reply);
   });
 
-  app.get<{ Params: AgentParams }>(`${AGENT_PREFIX_PATTERN}/v1/info`, async (req, reply) => {
-    const runtime = app.gateway.current;
-    const agent = runtime.agents.virtual.get(req.params.agent);
-    if (agent === undefined) return sendUnknownAgent(reply, req.params.agent);
-    return gatewayInfo(runtime, agent);
-  });
+  for (const prefix of ['', AGENT_PREFIX_PATTERN]) {
+    app.get<{ Params: Partial<AgentParams> }>(`${prefix}/v1/info`, async (req, reply) => {
+      const runtime = app.gateway.current;
+      const name = prefix === '' ? undefined : req.params.agent;
+      const agent = runtime.agent(name);
+      if (agent === undefined) return sendUnknownAgent(reply, name);
+      return gatewayInfo(runtime, agent);
+    });
+  }
 }

@@ -1,7 +1,4 @@
-/**
- * The 422 of the agent endpoints, FastAPI's exact shape `{"detail": [...]}` (docs/protocol-fidelity.md#agent-and-http-errors):
- * BENCH and GEN read it as they read a reference server's. Shared by the batch route and coaching.
- */
+/** The 422 of the agent endpoints in FastAPI's exact shape (docs/protocol-fidelity.md#agent-and-http-errors). */
 import type { FastifyReply } from 'fastify';
 import { stringifyExact } from '../protocol/json/exact-json.js';
 import type { ValidationIssue } from '../protocol/types.js';

@@ -1,16 +1,7 @@
 /**
- * One match condition (docs/routing.md#routes) compiled into a predicate over the value its key resolved to.
- *
- * Compiling happens once per config: globs and regexes become RegExp objects here, so the per-input hot path
- * only runs predicates. A predicate receives `undefined` when the key is absent in the input.
- *
- * Semantics, the same for every key:
- * - a plain value is equality; against a list (tools, robots, a list attribute, a repeated header) it is
- *   membership, i.e. some element is equal; `in`, `glob` and `regex` likewise hold when some element does;
- * - numbers compare by value: `7`, `7.0` and a number marker for `7.0` are equal (`numericValue`);
- * - text operators (`glob`, `regex`, string `contains`) only look at strings, never at numbers or markers;
- * - `not: x` is exactly the negation of the plain value `x`, so it holds when the key is absent;
- * - `exists` looks at presence only: `null` is present.
+ * One match condition (docs/routing.md#routes) as a predicate; `undefined` is an absent key. Against a list, a value,
+ * `in`, `glob` and `regex` hold when some element does; numbers compare by value (`7`, `7.0`, a marker for `7.0`);
+ * text operators look at strings only; `not: x` holds when the key is absent; `exists` counts `null` as present.
  */
 import type { Condition, Scalar } from '../config/schema.js';
 import { isNumberMark, numericValue } from '../protocol/json/exact-json.js';
@@ -24,23 +15,18 @@ interface ConditionOptions {
   textual?: boolean;
 }
 
-/** A string that is text, not a number marker standing for a JSON number. */
+/** Not a number marker standing for a JSON number. */
 function isText(v: unknown): v is string {
   return typeof v === 'string' && !isNumberMark(v);
 }
 
-/**
- * `glob` and `regex` only test strings up to this many characters; a longer one never matches them. Globs are
- * matched in O(text x glob) time (glob.ts), but an operator's own regex can take polynomial (a careless one:
- * exponential) time in the text's length, and the text comes from clients (docs/routing.md#routes).
- */
+/** An operator's own regex can take polynomial (a careless one: exponential) time in the client's text. */
 export const PATTERN_MAX_CHARS = 4096;
 
 function isPatternText(v: unknown): v is string {
   return isText(v) && v.length <= PATTERN_MAX_CHARS;
 }
 
-/** Holds for the value itself, or for some element when the value is a list; never for an absent value. */
 function some(v: unknown, pred: Predicate): boolean {
   if (Array.isArray(v)) return v.some(pred);
   return v !== undefined && pred(v);
@@ -48,12 +34,10 @@ function some(v: unknown, pred: Predicate): boolean {
 
 function equals(expected: Scalar): Predicate {
   if (typeof expected === 'number') return (a) => numericValue(a) === expected;
-  if (typeof expected === 'string') return (a) => a === expected;
   return (a) => a === expected;
 }
 
-
-/** Compile a condition; throws on an invalid glob or regex (the loader reports it at the condition's path). */
+/** Throws on an invalid glob or regex (the loader reports it at the condition's path). */
 export function compileCondition(cond: Condition, opts: ConditionOptions = {}): Predicate {
   const norm = (x: Scalar): Scalar => (opts.textual === true && x !== null ? String(x) : x);
   if (cond === null || typeof cond !== 'object') {
@@ -80,7 +64,6 @@ export function compileCondition(cond: Condition, opts: ConditionOptions = {}): 
   if (cond.contains !== undefined) {
     const x = norm(cond.contains);
     const eq = equals(x);
-    // A list contains an element; a string contains a substring.
     checks.push((v) => (Array.isArray(v) ? v.some(eq) : typeof x === 'string' && isText(v) && v.includes(x)));
   }
   if (cond.not !== undefined) {

@@ -1,10 +1,6 @@
 /**
- * Dividing an input's `num_outputs` among ensemble members (docs/routing.md#ensembles).
- *
- * Largest remainder (Hamilton): each member gets the floor of its exact quota, and the candidates left over go
- * one each to the largest fractional parts, ties to the member listed first. Unlike rounding each quota, the
- * counts always add up to the total; unlike proportional sampling, the same input always splits the same way.
- * Examples: 8 over 1:1 -> 4, 4; 5 over 2:1 -> 3, 2; 1 over 1:1 -> 1, 0; 7 over 1:1:1 -> 3, 2, 2.
+ * Dividing an input's `num_outputs` among ensemble members (docs/routing.md#ensembles) by largest remainder
+ * (Hamilton), ties to the member listed first: the counts always add up, and the same input always splits the same way.
  */
 import type { Member } from './routes.js';
 import { GatewayError } from '../errors.js';
@@ -15,7 +11,6 @@ import { GatewayError } from '../errors.js';
  */
 const EPSILON = 1e-9;
 
-/** Counts per share, in share order; they sum to `total`. Shares must be positive and finite. */
 export function allocateShares(total: number, shares: readonly number[]): number[] {
   if (!Number.isInteger(total) || total < 0) throw new GatewayError('GATEWAY_ERR_INTERNAL', `cannot allocate ${total} candidates`);
   if (shares.length === 0) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'an ensemble needs at least one member');
@@ -48,17 +43,13 @@ export function allocateShares(total: number, shares: readonly number[]): number
   return parts.map((p) => p.count);
 }
 
-/** One member's part of an input's candidates: `offset` is the first candidate index it produces. */
 interface ShareLeg {
   backend: string;
   count: number;
   offset: number;
 }
 
-/**
- * The members that get at least one candidate, in member order, with cumulative offsets: the candidates are
- * renumbered 0..n-1 in member order (docs/routing.md#ensembles).
- */
+/** The members that get at least one candidate, with cumulative offsets: candidates are numbered in member order. */
 export function ensembleLegs(total: number, members: readonly Member[]): ShareLeg[] {
   const counts = allocateShares(total, members.map((m) => m.weight));
   const legs: ShareLeg[] = [];

@@ -1,13 +1,7 @@
 /**
- * Route matching: which input a route's `match` selects (docs/routing.md#routes, which lists the keys).
- *
- * A match is compiled once per config into a closure: each key becomes a resolver (where in the input the
- * value lives) paired with a predicate (conditions.ts). Matching one input against one route then costs a few
- * property reads and no parsing, which matters because it runs for every input of every batch.
- *
- * In a dot path a digit segment also indexes a list (`attributes.known_robots.0`); `tools` is absent when the
- * input has none, so `tools: { exists: false }` works; a repeated header is a list. The gateway's own memory key
- * is never visible to `memory.<path>`: routing reads it only as a sticky tag.
+ * Route matching (docs/routing.md#routes), compiled once per config into closures, since it runs for every input
+ * of every batch. A digit segment of a dot path also indexes a list; `tools` is absent when the input has none, so
+ * `tools: { exists: false }` works; a repeated header is a list.
  */
 import { DEFAULT_MEMORY_KEY, type Condition } from '../config/schema.js';
 import { compileCondition, type Predicate } from './conditions.js';
@@ -20,8 +14,7 @@ export type Matcher = (input: RoutingInput, headers: Headers) => boolean;
 type Resolver = (input: RoutingInput, headers: Headers) => unknown;
 type MatchSpec = Readonly<Record<string, Condition>>;
 
-
-/** Walk a dot path; own properties only, so `constructor` or `__proto__` never resolve to prototype members. */
+/** Own properties only, so `constructor` or `__proto__` never resolve to prototype members. */
 function walk(root: unknown, segments: readonly string[]): unknown {
   let cur = root;
   for (const seg of segments) {
@@ -50,7 +43,7 @@ function toolNames(input: RoutingInput): string[] | undefined {
   return names;
 }
 
-/** Where a match key reads from; throws on a key the schema would have refused. */
+/** Throws on a key the schema would have refused. */
 export function compileKey(key: string, memoryKey: string = DEFAULT_MEMORY_KEY): { resolve: Resolver; textual: boolean } {
   if (key === 'instruction_type') return { resolve: (i) => i.instruction.type, textual: false };
   if (key === 'tools') return { resolve: toolNames, textual: false };
@@ -70,9 +63,9 @@ export function compileKey(key: string, memoryKey: string = DEFAULT_MEMORY_KEY):
     case 'extra_keys':
       return { resolve: (i) => walk(i.extra_keys, segments), textual: false };
     case 'memory': {
-      const [first = '', ...below] = segments; // segments is not empty: the key has a dot (above)
+      const [first = '', ...below] = segments;
+      // Routing reads the gateway's own key only as a sticky tag.
       if (first === memoryKey) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `"${key}" reads the gateway's own memory key`);
-      // Only the memory member the key names is decoded, not the whole trajectory.
       return { resolve: (i) => walk(i.memoryMember(first), below), textual: false };
     }
     default:
@@ -80,10 +73,7 @@ export function compileKey(key: string, memoryKey: string = DEFAULT_MEMORY_KEY):
   }
 }
 
-/**
- * The value at an input path (`attributes.<path>` or `extra_keys.<path>`, what `assign_by` and
- * `experiments.stratify_by` name; the schema refuses any other), undefined where the input has none.
- */
+/** What `assign_by` and `experiments.stratify_by` read (`attributes.<path>` or `extra_keys.<path>`). */
 export function compileInputPath(path: string): (input: RoutingInput) => unknown {
   const { resolve } = compileKey(path);
   return (input) => resolve(input, {});
@@ -91,10 +81,7 @@ export function compileInputPath(path: string): (input: RoutingInput) => unknown
 
 const ALWAYS: Matcher = () => true;
 
-/**
- * Compile a route's `match`: all conditions must hold. No match (or an empty one) selects every input.
- * Throws on an unknown key or an invalid glob/regex.
- */
+/** All conditions must hold; no match (or an empty one) selects every input. */
 export function compileMatch(match: MatchSpec | undefined, memoryKey: string = DEFAULT_MEMORY_KEY): Matcher {
   if (match === undefined) return ALWAYS;
   const tests: { resolve: Resolver; test: Predicate }[] = [];
@@ -108,4 +95,3 @@ export function compileMatch(match: MatchSpec | undefined, memoryKey: string = D
     return true;
   };
 }
-

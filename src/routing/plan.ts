@@ -1,13 +1,6 @@
 /**
- * Planning a batch (docs/protocol-fidelity.md#the-path-of-a-batch step 3): for each input, which route, which
- * backends produce which of its candidates, where to fall back, what to shadow. Pure: the only view of the world
- * is a RoutingSnapshot taken by the caller, so a plan is reproducible in tests and never waits on I/O.
- *
- * Per input, in the order that doc gives (first matching route, coaching, stickiness, the route's assignment):
- * the match reads the input as the client sent it (`memory.<path>` works, the gateway's own memory key excepted);
- * coaching goes back to the tagged backend whatever the route says, because coaching state is agent-specific
- * and means nothing to another implementation; stickiness (docs/routing.md#the-memory-key-and-stickiness) keeps
- * a trajectory on one agent implementation; a split arm is deterministic per (request_id, input id).
+ * Planning a batch (docs/protocol-fidelity.md#the-path-of-a-batch), pure: the only view of the world is a
+ * RoutingSnapshot. Coaching goes back to the tagged backend: its state means nothing to another implementation.
  */
 import { ensembleLegs } from './ensemble-shares.js';
 import type { Headers } from './match.js';
@@ -17,13 +10,10 @@ import { isJsonObject } from '../protocol/schemas.js';
 import { inputMemoryTag, tagRejection, type MemoryTag, type TagRejection, type TagSigner, type TrajectoryState } from '../protocol/memory-tag.js';
 import type { RoutingInput, RoutingRequest } from './routing-input.js';
 
-// The planning entry points in one place for callers (runtime, routes): compile once, then plan per batch.
 export { routeBackends, type CompiledRoute, type CompiledRoutes } from './routes.js';
 export { readMemoryTag, type MemoryTag } from '../protocol/memory-tag.js';
 
-/** What the upstream layer knows right now. */
 export interface RoutingSnapshot {
-  /** The backend has a ready, compatible replica. */
   canServe(backend: string): boolean;
 }
 
@@ -31,7 +21,7 @@ interface PlanContext {
   headers: Record<string, string | string[] | undefined>;
   /**
    * Checks the tags of inputs on experiment routes (docs/experiments.md#signed-tags): one that fails is not
-   * followed (the input starts a new trajectory) and is named in InputPlan.rejectedTag. Absent: tags are trusted.
+   * followed and is named in InputPlan.rejectedTag. Absent: tags are trusted.
    */
   tags?: TagSigner;
 }
@@ -41,7 +31,7 @@ interface Leg {
   backend: string;
   count: number;
   offset: number;
-  /** The route's fallbacks in order, without this leg's own backend. */
+  /** Without this leg's own backend. */
   fallbacks: string[];
 }
 
@@ -49,33 +39,24 @@ export interface InputPlan {
   /** Position of the input in the request. */
   index: number;
   route: string;
-  /** The split arm (a backend name), for split routes. */
   arm?: string;
-  /** The route's `sticky` setting. */
   sticky: boolean;
   /** The input continues its trajectory on the backend of its memory tag (stickiness or coaching). */
   continued: boolean;
   /** In candidate order: offsets ascend and counts sum to num_outputs. */
   legs: Leg[];
   shadows: string[];
-  /** The tag the input arrived with; absent for a new trajectory. */
   tag?: MemoryTag;
-  /**
-   * The trajectory members this input's candidates carry in their tag (protocol/memory-tag.ts). Set after
-   * planning by the experiment recorder (experiments/recorder.ts, its only writer), on experiment routes only.
-   */
+  /** Set after planning by the experiment recorder (its only writer), on experiment routes only. */
   trajectory?: TrajectoryState;
   /**
    * For a new trajectory of a split whose drawn arm could not serve: the arm drawn by the weights, so the
    * sample-ratio check can say how many trajectories were rerouted away from which arm.
    */
   drawnArm?: string;
-  /**
-   * A new trajectory of an `assign_by` split: the key's value its arm was drawn from (text). Absent when the
-   * first input has no value there: that trajectory was drawn per (request_id, input id) instead.
-   */
+  /** A new trajectory of an `assign_by` split: the key's value its arm was drawn from (text), when there is one. */
   assignKey?: string;
-  /** The input's tag was not trusted (a bad signature, none, impossible counters): it starts a new trajectory. */
+  /** The input's tag was not trusted: a new trajectory. */
   rejectedTag?: TagRejection;
 }
 
@@ -84,9 +65,8 @@ export interface BatchPlan {
 }
 
 /**
- * The arm a leg's candidates are accounted to (written in their memory tag, kept through fallbacks): the split arm
- * the input was assigned, else, when an ensemble divides the input, the member that leg is for; a single-leg
- * input on a plain backend route has none. Decided here so dispatch only carries it.
+ * The arm a leg's candidates are accounted to (written in their memory tag, kept through fallbacks): the split arm,
+ * else, when an ensemble divides the input, the member that leg is for.
  */
 export function legArm(plan: InputPlan, leg: Leg): string | undefined {
   return plan.arm ?? (plan.legs.length > 1 ? leg.backend : undefined);
@@ -105,10 +85,14 @@ function isMember(route: CompiledRoute, name: string | undefined): name is strin
   return name !== undefined && route.members.some((m) => m.name === name);
 }
 
+/** A tag's arm on split `route`; a tag without one was written by its arm's own backend. */
+function taggedArm(route: CompiledRoute, tag: MemoryTag): string | undefined {
+  return isMember(route, tag.arm) ? tag.arm : isMember(route, tag.backend) ? tag.backend : undefined;
+}
+
 /**
- * The one backend a new trajectory of `input` starts on by the rules: a single-backend route's backend, or a
- * split's arm, deterministic for (request_id, input id) or its assign_by key. Undefined for an ensemble, whose candidates come from
- * several members. planBatch and coaching (which must reach the backend a step ran on) both decide with it.
+ * The one backend a new trajectory of `input` starts on; undefined for an ensemble. planBatch and coaching (which
+ * must reach the backend a step ran on) both decide with it.
  */
 export function newTrajectoryBackend(
   route: CompiledRoute,
@@ -118,7 +102,6 @@ export function newTrajectoryBackend(
 ): string | undefined {
   switch (route.kind) {
     case 'backend':
-      // A route has at least one member (the config schema refuses an empty one); a route without one has no backend.
       return route.members[0]?.name;
     case 'split':
       return chooseArmAt(assignment(route, requestId, input).point, route.members, canServe);
@@ -127,10 +110,7 @@ export function newTrajectoryBackend(
   }
 }
 
-/**
- * Where a new trajectory of split `route` falls in [0, 1): from its assign_by key's value when the route has one
- * and the input holds it, else from (request_id, input id) (docs/experiments.md#assigning-by-a-key).
- */
+/** From its assign_by key's value when the input holds one, else from (request_id, input id). */
 function assignment(route: CompiledRoute, requestId: string, input: RoutingInput): { point: number; key?: string } {
   const by = route.assignBy;
   const key = by === undefined ? undefined : assignKeyText(by.read(input));
@@ -144,9 +124,8 @@ export function planBatch(
   snapshot: RoutingSnapshot,
   ctx: PlanContext,
 ): BatchPlan {
-  const headers: Headers = ctx.headers;
   const inputs = request.inputs.map((input, index) =>
-    planInput(request.request_id, input, index, compiled, snapshot, headers, ctx.tags),
+    planInput(request.request_id, input, index, compiled, snapshot, ctx.headers, ctx.tags),
   );
   return { inputs };
 }
@@ -184,8 +163,8 @@ function planInput(
       plan.continued = true;
       plan.legs.push({ backend: tag.backend, count: n, offset: 0, fallbacks: fallbacksFor(route, tag.backend) });
       if (route.kind === 'split') {
-        // The assigned arm outlives fallbacks; a tag without one was written by its arm's own backend.
-        const arm = isMember(route, tag.arm) ? tag.arm : isMember(route, tag.backend) ? tag.backend : undefined;
+        // The assigned arm outlives fallbacks.
+        const arm = taggedArm(route, tag);
         if (arm !== undefined) plan.arm = arm;
       }
       return plan;
@@ -199,9 +178,7 @@ function planInput(
       if (drawn.key !== undefined) plan.assignKey = drawn.key;
       // Intention to treat: a trajectory of this route keeps the arm it was assigned even when its backend cannot
       // serve now; the step goes elsewhere and is reported as a crossover (docs/experiments.md#crossover).
-      const assigned = tag?.trajectory !== undefined && tag.route === route.name && route.sticky
-        ? (isMember(route, tag.arm) ? tag.arm : isMember(route, tag.backend) ? tag.backend : undefined)
-        : undefined;
+      const assigned = tag?.trajectory !== undefined && tag.route === route.name && route.sticky ? taggedArm(route, tag) : undefined;
       plan.arm = assigned ?? backend;
       // Only when some arm cannot serve can the draw differ; hashing again costs nothing otherwise.
       if (assigned === undefined && route.members.some((m) => !snapshot.canServe(m.name))) {

@@ -1,14 +1,11 @@
-/**
- * The config's routes compiled once for the hot path: matchers built, members in file order, each route's set
- * of backends precomputed. A compiled config is immutable and shared by every request.
- */
+/** The config's routes compiled once for the hot path; immutable and shared by every request. */
 import type { GatewayConfig, RouteConfig } from '../config/schema.js';
 import type { RoutingInput } from './routing-input.js';
 import { compileInputPath, compileMatch, type Headers, type Matcher } from './match.js';
 import { formatPath, routeProblems } from '../config/route-problems.js';
 import { GatewayError } from '../errors.js';
 
-/** A split arm or an ensemble member: a backend and its weight (split) or candidate share (ensemble). */
+/** A split arm or an ensemble member: its weight is a split's weight or an ensemble's candidate share. */
 export interface Member {
   readonly name: string;
   readonly weight: number;
@@ -20,21 +17,14 @@ export interface CompiledRoute {
   readonly matches: Matcher;
   readonly sticky: boolean;
   readonly kind: 'backend' | 'split' | 'ensemble';
-  /** `backend`: one member of weight 1; `split`: the arms; `ensemble`: the members. In file order. */
+  /** `backend`: one member of weight 1. In file order. */
   readonly members: readonly Member[];
-  /**
-   * Members then fallbacks: the backends a trajectory of this route may stick to (docs/routing.md#the-memory-key-and-stickiness and docs/operations.md#health-and-identity).
-   */
   readonly backends: ReadonlySet<string>;
   readonly fallback: readonly string[];
   readonly shadow: readonly string[];
-  /** The route's `experiment:` settings (docs/experiments.md); empty when absent. */
   readonly experiment: { readonly name?: string; readonly primary?: 'tool_success' | 'outcome'; readonly control?: string };
-  /** The route's `cache` mode (docs/cache.md); the top-level `cache` must be set for it to apply. */
   readonly cache: RouteConfig['cache'];
-  /** A split's `assign_by` (docs/experiments.md#assigning-by-a-key): the path, its reader, the salt of the draw. */
   readonly assignBy?: AssignBy;
-  /** A split whose every arm must have a ready replica for its agent's /health to be ready. */
   readonly allArmsReady: boolean;
 }
 
@@ -46,11 +36,10 @@ interface AssignBy {
 }
 
 export interface CompiledRoutes {
-  /** The agent these routes belong to (docs/routing.md#virtual-agents): ROOT_AGENT, or a virtual agent's name. */
   readonly agent: string;
   readonly routes: readonly CompiledRoute[];
   readonly memoryKey: string;
-  /** Every configured backend name. */
+  /** Every configured backend, not only this table's. */
   readonly backends: ReadonlySet<string>;
 }
 
@@ -60,15 +49,12 @@ function members(route: RouteConfig): Member[] {
   return Object.entries(weighted).map(([name, weight]) => ({ name, weight }));
 }
 
-/**
- * A route's backends: its `backend`, `split` or `ensemble` members, then its `fallback` list, without duplicates.
- * /health needs one of them ready per route; a sticky trajectory may continue on any of them.
- */
+/** Members then fallbacks, without duplicates: /health needs one of them ready per route. */
 export function routeBackends(route: RouteConfig): string[] {
   return [...new Set([...members(route).map((m) => m.name), ...route.fallback])];
 }
 
-/** The route invariants of a config built in code (loadConfigFile has already reported them with locations). */
+/** For a config built in code (loadConfigFile has already reported them with locations). */
 export function assertRouteInvariants(config: GatewayConfig): void {
   const problems = routeProblems(config, config.memory_key);
   if (problems.length > 0) {
@@ -77,7 +63,6 @@ export function assertRouteInvariants(config: GatewayConfig): void {
   }
 }
 
-/** One agent's route table, already checked (assertRouteInvariants): compiled once, immutable. */
 export function compileRouteTable(
   agent: string,
   table: readonly RouteConfig[],
@@ -120,6 +105,5 @@ export function selectRoute(compiled: CompiledRoutes, input: RoutingInput, heade
   const routes = compiled.routes;
   const last = routes.at(-1);
   for (const r of routes) if (r === last || r.matches(input, headers)) return r;
-  // A compiled table always has its catch-all (assertRouteInvariants); an empty one is a bug upstream.
   throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `agent ${compiled.agent} has no route`);
 }

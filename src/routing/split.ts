@@ -1,15 +1,6 @@
 /**
- * Weighted A/B assignment of a new trajectory (docs/routing.md#the-memory-key-and-stickiness).
- *
- * The choice must be the same every time the same (request_id, input id) is planned, on any gateway replica and
- * after a restart, so a replayed request is routed the same way: it is a pure function of a hash of that pair.
- * FNV-1a is cheap and has no state, but its high bits mix poorly for keys that differ only in their last
- * characters (sequential ids), so its result goes through murmur3's 32-bit finalizer before being scaled to
- * [0, 1) and laid onto the cumulative weights.
- *
- * A split with `assign_by` (docs/experiments.md#assigning-by-a-key) draws from the key's value instead, salted
- * with what names the route's experiment, so every trajectory of one key gets the same arm and a new
- * experiment (another name, arms or weights) draws afresh.
+ * Weighted A/B assignment of a new trajectory (docs/routing.md#splits): a hash of (request_id, input id) or of an
+ * assign_by key's value, so a replayed request is routed the same way on any replica and after a restart.
  */
 import { intKey } from '../protocol/json/exact-json.js';
 import type { Member } from './routes.js';
@@ -17,7 +8,10 @@ import { GatewayError } from '../errors.js';
 
 const TWO_32 = 2 ** 32;
 
-/** FNV-1a over UTF-16 code units, then murmur3 fmix32: an unsigned 32-bit hash with good avalanche. */
+/**
+ * FNV-1a, then murmur3's fmix32: FNV's high bits mix poorly for keys that differ only in their last characters
+ * (sequential ids).
+ */
 export function hash32(text: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
@@ -32,21 +26,17 @@ export function hash32(text: string): number {
   return h >>> 0;
 }
 
-/**
- * The point in [0, 1) for one input of one request. The id goes through intKey so `7`, a marker for
- * `7` and big integers give one canonical text.
- */
+/** The id goes through intKey so `7`, a marker for `7` and big integers give one canonical text. */
 export function splitPoint(requestId: string, inputId: unknown): number {
   return hash32(`${requestId}:${intKey(inputId)}`) / TWO_32;
 }
 
-/** An assign_by value as the text its draw and its unit are keyed by: a string as is, else its JSON; null is no key. */
+/** A string as is, else its JSON; null is no key. */
 export function assignKeyText(v: unknown): string | undefined {
   if (v === undefined || v === null) return undefined;
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
-/** The point in [0, 1) for an assign_by key's value under `salt`. */
 export function keyPoint(salt: string, keyText: string): number {
   return hash32(`${salt}\u0000${keyText}`) / TWO_32;
 }
@@ -68,7 +58,6 @@ export function pickWeighted(u: number, arms: readonly Member[]): { arm: Member;
   return { arm: last, within: 1 - Number.EPSILON };
 }
 
-/** The arm for (requestId, inputId): chooseArmAt at that pair's point. */
 export function chooseArm(
   requestId: string,
   inputId: unknown,
@@ -79,11 +68,9 @@ export function chooseArm(
 }
 
 /**
- * The arm for the point `u`. When the chosen arm cannot serve, the choice moves to the servable arms by
- * their renormalized weights. The second draw reuses where the point fell inside the first arm's slice: that is
- * uniform and independent of which arm was hit, so the unservable arm's traffic spreads over the others in
- * proportion to their weights, instead of all landing on its neighbour. When no arm can serve, the first choice
- * stands, and dispatch applies the route's fallbacks.
+ * When the chosen arm cannot serve, the second draw reuses where `u` fell inside the first arm's slice (uniform,
+ * independent of the arm hit), so its traffic spreads over the others by weight instead of landing on its
+ * neighbour. When no arm can serve, the first choice stands and dispatch applies the route's fallbacks.
  */
 export function chooseArmAt(u: number, arms: readonly Member[], canServe: (backend: string) => boolean = () => true): string {
   if (arms.length === 0) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'a split needs at least one arm');

@@ -1,8 +1,4 @@
-/**
- * The tracing a config asks for (docs/operations.md#tracing): the no-op one without `tracing.otlp_endpoint`, else the
- * OpenTelemetry SDK's. The SDK is imported only then, so a gateway with tracing off neither loads nor holds it
- * (a few MB of heap and RSS, and start-up time).
- */
+/** The SDK is imported only with tracing on: a gateway without it neither loads nor holds a few MB of heap. */
 import type { Logger } from '../logging.js';
 import type { TracingConfig } from './otel-tracing.js';
 import { NOOP_TRACING, type Tracing } from './trace-span.js';

@@ -1,10 +1,6 @@
 /**
- * Tracing with the OpenTelemetry JS SDK (docs/operations.md#tracing, which says how it is bounded and never in a
- * batch's way, and why nothing global is installed): one TracerProvider per runtime, created when it starts
- * (load-tracing.ts, which loads this module only when tracing is on) and shut down (flushed) when it closes, so a
- * reload with new `tracing` keys gets a provider built from them while batches still running on the old config
- * end their spans on the old one. Every span is started with an explicit parent context, so nothing depends on
- * async context tracking.
+ * Tracing with the OpenTelemetry JS SDK (docs/operations.md#tracing): one TracerProvider per runtime, so batches
+ * still running on an old config end their spans on its provider. Every span has an explicit parent context.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
@@ -40,7 +36,6 @@ const SPAN_LIMITS = {
   attributePerLinkCountLimit: 0,
 };
 
-/** The traceparent of a span context (W3C Trace Context, version 00). */
 export function formatTraceparent(sc: SpanContext): string {
   return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 }

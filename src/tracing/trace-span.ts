@@ -1,45 +1,31 @@
 /**
- * What the gateway's layers see of tracing (docs/operations.md#tracing): a span with an explicit parent, and the few
- * things a batch does with one. The batch core, dispatch and coaching talk to this interface only; the
- * OpenTelemetry SDK stays behind it (otel-tracing.ts).
- *
- * With tracing off every span is NOOP_SPAN: a batch then pays one method call per span it would have made, and
- * builds no attribute objects, because callers check `recording` first.
+ * What the gateway's layers see of tracing (docs/operations.md#tracing). With tracing off every span is NOOP_SPAN:
+ * a batch builds no attribute objects, because callers check `recording` first.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 
-/** An attribute value as OpenTelemetry takes it. */
 type SpanValue = string | number | boolean | string[] | number[];
 export type SpanAttributes = Record<string, SpanValue | undefined>;
 
 export interface TraceSpan {
   /** True when the span is sampled and recorded: only then are attributes and events worth building. */
   readonly recording: boolean;
-  /**
-   * The W3C traceparent naming this span, for the calls made within it (src/protocol/correlation.ts
-   * withTraceparent); undefined when tracing is off, so those calls carry the client's traceparent.
-   */
+  /** Undefined when tracing is off, so the calls made within it carry the client's traceparent. */
   readonly traceparent: string | undefined;
-  /** A client span (a call to a backend) whose parent is this span. */
   client(name: string, attributes?: SpanAttributes): TraceSpan;
   set(attributes: SpanAttributes): void;
   event(name: string, attributes?: SpanAttributes): void;
-  /** The span failed: status ERROR with `message`, and `error.type` = `code`. */
   fail(code: string, message?: string): void;
   end(): void;
 }
 
 export interface Tracing {
-  /** `tracing.otlp_endpoint` is set. */
   readonly enabled: boolean;
-  /**
-   * A server span, the child of the request's `traceparent` when that is valid (src/protocol/correlation.ts),
-   * else the root of a new trace, sampled by `tracing.sample_ratio`.
-   */
+  /** The child of the request's `traceparent` when that is valid, else the root of a new trace. */
   server(name: string, headers: IncomingHttpHeaders, attributes?: SpanAttributes): TraceSpan;
-  /** Export every span that has ended, now; resolves when that export is over, even when it failed. */
+  /** Resolves when the export is over, even when it failed. */
   flush(): Promise<void>;
-  /** Flush, then stop: spans that end afterwards are dropped. Bounded by `tracing.export_timeout_s`. */
+  /** Spans that end afterwards are dropped. Bounded by `tracing.export_timeout_s`. */
   shutdown(): Promise<void>;
 }
 
@@ -79,4 +65,3 @@ class NoopTracing implements Tracing {
 }
 
 export const NOOP_TRACING: Tracing = new NoopTracing();
-

@@ -1,13 +1,12 @@
 /**
- * The OTLP exporter with its failures told in the gateway's log (docs/operations.md#tracing): the SDK reports them only
- * to its own diagnostic logger, which the gateway does not install (it is process-global). One warning when
- * exports start failing, one line when they succeed again, so a dead collector is one line, not one per export.
+ * The OTLP exporter with its failures in the gateway's log: the SDK reports them only to its own diagnostic logger,
+ * which the gateway does not install (it is process-global). A dead collector is one line, not one per export.
  */
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from '../logging.js';
 
-/** The endpoint as logged: without user info (a token in the URL stays out of the log). */
+/** Without user info: a token in the URL stays out of the log. */
 function shown(endpoint: string): string {
   try {
     const u = new URL(endpoint);
