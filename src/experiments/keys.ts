@@ -1,34 +1,16 @@
 /**
- * Where the experiment recorder keeps things in the store (docs/experiments.md#what-the-gateway-stores). The
- * store adds its own prefix; every key carries the experiment id, so experiments of one route are never summed.
- *
- *   counters  experiments:<agent>/<route>/<experiment>   per-arm counters (fields below)
- *   counters  experiments:<agent>/<route>/<experiment>/keys   assign_by: per-key sums `<arm>|<stratum>|<key>|<what>`, and `keys`
- *   counters  experiments:<agent>/<route>/<experiment>/bound  `recorded`: trajectories recorded, against experiments.max_trajectories
- *   counters  experiments:outcomes                        outcome posts: accepted, duplicate, conflict, unknown, ...
- *   claim     x:slot:<experiment>:<i>                     the stratify_by value holding stratum slot i (set once)
- *   claim     x:key:<experiment>:<key>                    whether an assign_by key is a unit (`in`) or past the bound (`over`)
- *   claim     x:step:<trajectory>:<step>                  the request key that counted that step (replay vs fork)
- *   claim     x:traj:<trajectory>                         what credits its outcome: agent, route, experiment, arm
- *   claim     x:replay:<trajectory>                       the trajectory a replay replays (its outcome credits that one)
- *   claim     x:sup:<trajectory>                          the trajectory that superseded it (took its unit over)
- *   claim     x:outcome:<trajectory> | x:outcome-ep:<hash>:<episode>   the outcome credited (set once)
- *   claim     x:exp:<experiment>                          the experiment's record: agent, route, name, started_at
- *   claim     x:crossed:<experiment>:<arm>                when the arm's first crossover happened
- *   set       x:hash:<trace hash>                         `<trajectory>:<step>` of every step that ended with it
- *   set       x:steps:<trajectory>                        `<step>|<s>|<n>|<stages>|<flags>` of each step counted (the last is its end)
- *   set       x:trajs:<experiment>                        the experiment's trajectories, for the export (bounded)
- *   set       x:list:<agent>/<route>                      the route's experiments
- *   shared    experiments:epoch:<agent>/<route>           the time of the route's last reset
+ * Where the experiment recorder keeps things in the store (docs/experiments.md#what-the-gateway-stores). The store
+ * adds its own prefix; every key carries the experiment id, so experiments of one route are never summed.
  */
 import { isJsonObject } from '../protocol/schemas.js';
 import type { JsonObject } from '../protocol/types.js';
 
+/** Per-arm counters (SCALAR_FIELDS and `field` below). */
 export function countersKey(agent: string, route: string, experiment: string): string {
   return `experiments:${agent}/${route}/${experiment}`;
 }
 
-/** Apart from the arm counters so those stay small. */
+/** assign_by: per-key sums (keyField) and `keys`, apart from the arm counters so those stay small. */
 export function keyCountersKey(agent: string, route: string, experiment: string): string {
   return `${countersKey(agent, route, experiment)}/keys`;
 }
@@ -46,23 +28,38 @@ export function boundCountersKey(agent: string, route: string, experiment: strin
   return `${countersKey(agent, route, experiment)}/bound`;
 }
 
+/** Outcome posts by result: accepted, duplicate, conflict, unknown, ... */
 export const OUTCOME_COUNTERS_KEY = 'experiments:outcomes';
 
+/** Claims are set once; sets are bounded; `epoch` is a shared value. */
 export const keys = {
+  /** The request key that counted that step (replay vs fork). */
   step: (trajectory: string, step: number) => `x:step:${trajectory}:${step}`,
+  /** A TrajectoryRecord: what credits its outcome. */
   trajectory: (trajectory: string) => `x:traj:${trajectory}`,
+  /** The trajectory a replay replays (its outcome credits that one). */
   replayOf: (trajectory: string) => `x:replay:${trajectory}`,
+  /** The trajectory that superseded it (took its unit over). */
   superseded: (trajectory: string) => `x:sup:${trajectory}`,
   outcome: (trajectory: string) => `x:outcome:${trajectory}`,
   episodeOutcome: (hash: string, episode: string) => `x:outcome-ep:${hash}:${episode}`,
+  /** An ExperimentRecord. */
   experiment: (experiment: string) => `x:exp:${experiment}`,
+  /** When the arm's first crossover happened. */
   crossed: (experiment: string, arm: string) => `x:crossed:${experiment}:${arm}`,
+  /** Set: `<trajectory>:<step>` of every step that ended with this trace hash. */
   hash: (hash: string) => `x:hash:${hash}`,
+  /** Set: `<step>|<s>|<n>|<stages>|<flags>` of each step counted (the last is its end). */
   steps: (trajectory: string) => `x:steps:${trajectory}`,
+  /** Set: the experiment's trajectories, for the export. */
   trajectories: (experiment: string) => `x:trajs:${experiment}`,
+  /** Set: the route's experiments. */
   list: (agent: string, route: string) => `x:list:${agent}/${route}`,
+  /** The stratify_by value holding stratum slot i. */
   slot: (experiment: string, slot: number) => `x:slot:${experiment}:${slot}`,
+  /** Whether an assign_by key is a unit (`in`) or past the bound (`over`). */
   key: (experiment: string, key: string) => `x:key:${experiment}:${key}`,
+  /** The time of the route's last reset. */
   epoch: (agent: string, route: string) => `experiments:epoch:${agent}/${route}`,
 };
 

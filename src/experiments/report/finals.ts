@@ -4,6 +4,7 @@
  * id makes one final per experiment, whichever replica notices first.
  */
 import { isJsonObject } from '../../protocol/schemas.js';
+import type { ExperimentsStore } from '../recorder.js';
 import type { ExperimentReport, ExperimentsReport } from './report.js';
 
 const FINALS_KEY = 'experiments:finals';
@@ -11,13 +12,7 @@ const FINALS_MAX = 200;
 /** After the last write. */
 const FINALS_TTL_MS = 30 * 24 * 3600 * 1000;
 
-interface FinalsStore {
-  claim(key: string, value: string, ttlMs: number): Promise<{ first: boolean }>;
-  pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void>;
-  readList(key: string): Promise<string[]>;
-  setShared(key: string, value: string, ttlMs: number): Promise<void>;
-  getShared(key: string): Promise<string | undefined>;
-}
+type FinalsStore = Pick<ExperimentsStore, 'claim' | 'pushCapped' | 'readList' | 'setShared' | 'getShared'>;
 
 const latestKey = (e: { agent: string; route: string }): string => `experiments:latest:${e.agent}/${e.route}`;
 

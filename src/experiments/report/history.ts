@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../logging.js';
-import { experimentsReport, type ExperimentReport, type ExperimentsReport } from './report.js';
+import { experimentsReport, type ExperimentReport, type ExperimentsReport, type ReportHost } from './report.js';
 import { noteReport } from './finals.js';
 
 /** How often, at most, a replica looks for an experiment's first result (docs/console.md#history). */
@@ -80,10 +80,6 @@ const wallClock: HistoryClock = {
   clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>), // only handles setTimer made come back
 };
 
-type ReportHost = Parameters<typeof experimentsReport>[0];
-type HistoryHost = ReportHost & {
-  current: ReportHost['current'] & { config: { experiments: { snapshot_interval_s: number; snapshot_points: number } } };
-};
 
 export class ExperimentHistory {
   private timer: unknown;
@@ -95,7 +91,7 @@ export class ExperimentHistory {
   private stopped = false;
 
   constructor(
-    private readonly host: () => HistoryHost,
+    private readonly host: () => ReportHost,
     private readonly log: Pick<Logger, 'warn'>,
     private readonly clock: HistoryClock = wallClock,
   ) {}
