@@ -108,7 +108,7 @@ export function secondsOption(value: string | boolean | undefined, flag: string,
   return s;
 }
 
-/** One line, no control characters: an agent's body and backends' error codes reach the terminal and must not drive it. */
+/** One line, no control characters: agents' bodies and backends' error codes must not drive the terminal. */
 export function cell(text: string): string {
   return text.replace(/\s+/g, ' ').replace(/\p{Cc}/gu, '?').trim();
 }
@@ -117,7 +117,7 @@ export function cell(text: string): string {
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
 
 /** Headers for the admin listener, with --token or else env GATEWAY_ADMIN_TOKEN as the bearer token. */
-export function adminHeaders(token: string | boolean | undefined, headers: Record<string, string>): Record<string, string> {
+export function adminHeaders(token: string | boolean | undefined, headers: Record<string, string>): typeof headers {
   const t = typeof token === 'string' ? token : process.env.GATEWAY_ADMIN_TOKEN;
   return t === undefined || t === '' ? headers : { ...headers, authorization: `Bearer ${t}` };
 }

@@ -8,7 +8,9 @@ import { validateAgainstRequest } from '../protocol/answer/response-check.js';
 import { agentOutputSchema, isJsonObject } from '../protocol/schemas.js';
 import type { AgentOutput } from '../protocol/types.js';
 import type { AgentInput, AgentRequest, IntValue, JsonObject } from '../protocol/types.js';
-import { excerpt, exchange, parseBodyExact, require2xx, requestId, type Exchange, type ProbeTarget } from './check-http.js';
+import {
+  excerpt, exchange, parseBodyExact, require2xx, requestId, type Exchange, type ProbeTarget,
+} from './check-http.js';
 import { issuesText } from './check-probes.js';
 import { GatewayError } from '../errors.js';
 

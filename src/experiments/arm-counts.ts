@@ -13,14 +13,17 @@ export interface ArmCounts extends Record<ScalarCount, number> {
   strata: Map<number, ArmCounts>;
 }
 
-const ZEROS = Object.fromEntries(Object.keys(SCALAR_FIELDS).map((k) => [k, 0])) as Record<ScalarCount, number>; // one 0 per key
+const ZEROS = Object.fromEntries(Object.keys(SCALAR_FIELDS).map((k) => [k, 0])) as Record<ScalarCount, number>; // every key
 
 export function emptyArm(): ArmCounts {
-  return { ...ZEROS, rerouted: { not_ready: 0, ejected: 0 }, codes: new Map(), feedback: emptyFeedback(), latency: new Map(), strata: new Map() };
+  const rerouted = { not_ready: 0, ejected: 0 };
+  return { ...ZEROS, rerouted, codes: new Map(), feedback: emptyFeedback(), latency: new Map(), strata: new Map() };
 }
 
 /** Field suffix (after `<arm>|`) -> the count it adds to. */
-const SCALARS = new Map<string, ScalarCount>(Object.entries(SCALAR_FIELDS).map(([count, suffix]) => [suffix, count as ScalarCount])); // keys of SCALAR_FIELDS
+const SCALARS = new Map<string, ScalarCount>(
+  Object.entries(SCALAR_FIELDS).map(([count, suffix]) => [suffix, count as ScalarCount]), // keys of SCALAR_FIELDS
+);
 
 const STRATUM_FIELD = /^st\|(\d{1,4})\|(.+)$/;
 

@@ -11,7 +11,7 @@ export function latencyBucket(ms: number): number {
   return Math.min(i, LATENCY_BOUNDS_MS.length);
 }
 
-/** Linear inside the bucket where the rank falls, as Prometheus' histogram_quantile; past the last bound: that bound. */
+/** Linear inside the bucket holding the rank, as Prometheus' histogram_quantile; past the last bound: that bound. */
 export function bucketQuantile(buckets: ReadonlyMap<number, number>, q: number): number | undefined {
   let total = 0;
   for (const n of buckets.values()) total += n;

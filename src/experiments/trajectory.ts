@@ -41,7 +41,7 @@ export interface StepFeedback {
   failureReason: boolean;
 }
 
-/** At most MAX_LINES_PER_STEP robot lines per step (successes first), so the counters stay within what the tag check accepts. */
+/** At most MAX_LINES_PER_STEP robot lines (successes first), so the counters stay within what the tag check accepts. */
 export function stepFeedback(instruction: StepInstruction): StepFeedback {
   if (instruction.type !== 'env') return { succeeded: 0, lines: 0, envError: false, failureReason: false };
   const c = parseEnvFeedback(instruction.content);

@@ -3,7 +3,7 @@
  * read from the report's own pieces, so the same report gives the same verdict on every replica. First match wins.
  */
 import type { Analysis } from './analysis.js';
-import { burnInUnit, metricSums, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison, type Metric } from './comparison.js';
+import { burnInUnit, metricSums, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison } from './comparison.js';
 import { perArm, type Srm } from './sample-ratio.js';
 
 export type VerdictState = 'collecting' | 'keep_running' | 'arms_differ' | 'planned_size_reached' | 'not_trustworthy';
@@ -21,29 +21,6 @@ export interface Verdict {
   text: string;
   /** Set while `collecting` only. */
   progress: Record<string, Progress> | null;
-}
-
-export interface VerdictArm {
-  arm: string;
-  units: number;
-  /** Of either kind. */
-  outcomes: number;
-  /** Units the burn-in of the primary metric counts (VerdictInput.burnInUnit). */
-  burnIn: number;
-}
-
-export interface VerdictInput {
-  kind: 'split' | 'ensemble';
-  primary: Metric;
-  srm: Srm | null;
-  outcomeCoverage: { p_value: number; flagged: boolean } | null;
-  /** Both success and score outcomes were posted: the outcome comparison is refused. */
-  mixed: boolean;
-  arms: readonly VerdictArm[];
-  comparisons: readonly Comparison[];
-  burnIn: number;
-  burnInUnit: string;
-  plannedTrajectories: number;
 }
 
 const pctOf = (x: number, of: number): string => (of > 0 ? `${((100 * x) / of).toFixed(1)}%` : 'n/a');
@@ -122,7 +99,7 @@ function excludesZero(c: Comparison): boolean {
   return q !== null && (q.ci95[0] > 0 || q.ci95[1] < 0);
 }
 
-export function verdict(i: VerdictInput): Verdict {
+function verdict(i: VerdictInput): Verdict {
   const bad = notTrustworthy(i);
   if (bad !== null) return { state: 'not_trustworthy', arm: null, text: bad, progress: null };
   if (i.kind === 'ensemble') {
@@ -167,11 +144,12 @@ export function verdict(i: VerdictInput): Verdict {
   };
 }
 
-export function experimentVerdict(kind: 'split' | 'ensemble', members: readonly ArmInput[], analysis: Analysis, srm: Srm | null, o: AnalysisOptions): Verdict {
+/** What the verdict reads of the report; `mixed`: both outcome kinds were posted, so the outcome comparison is refused. */
+function verdictInput(kind: 'split' | 'ensemble', members: readonly ArmInput[], analysis: Analysis, srm: Srm | null, o: AnalysisOptions) {
   const posted = outcomeKind(members);
   const k = posted === 'score' ? 'score' : 'success';
   const unit = o.unit ?? 'trajectory';
-  return verdict({
+  return {
     kind,
     primary: o.primary,
     srm,
@@ -182,5 +160,11 @@ export function experimentVerdict(kind: 'split' | 'ensemble', members: readonly 
     burnIn: o.burnIn,
     burnInUnit: burnInUnit(o.primary, k, unit),
     plannedTrajectories: o.plannedTrajectories,
-  });
+  };
+}
+
+type VerdictInput = ReturnType<typeof verdictInput>;
+
+export function experimentVerdict(kind: 'split' | 'ensemble', members: readonly ArmInput[], analysis: Analysis, srm: Srm | null, o: AnalysisOptions): Verdict {
+  return verdict(verdictInput(kind, members, analysis, srm, o));
 }
