@@ -97,7 +97,7 @@ export interface ArmReport {
   error_candidate_share_of: 'trajectories' | 'candidates';
 }
 
-function round(x: number | undefined, digits: number): number | null {
+export function round(x: number | undefined, digits: number): number | null {
   if (x === undefined || !Number.isFinite(x)) return null;
   const f = 10 ** digits;
   return Math.round(x * f) / f;

@@ -3,7 +3,7 @@
  * arm against the control, the secondary metrics, and the warnings a researcher must read first.
  */
 import { clampResult, coverageHomogeneity, FEW_KEYS, fixedRatio, meanSums, perComparisonAlpha, RATE_DIFFERENCE_RANGE, SRM_ALPHA, type FixedResult, type Range } from '../../stats/index.js';
-import type { ArmCounts } from '../arm-counts.js';
+import { round, type ArmCounts } from '../arm-counts.js';
 import { compare, keysOf, MIXED_REASON, outcomeKind, split, type AnalysisOptions, type ArmInput, type Comparison, type Metric } from './comparison.js';
 
 export type SecondaryMetric = 'stages_per_trajectory' | 'steps_per_trajectory' | 'env_error_share' | 'failure_reason_share' | 'error_candidate_share';
@@ -76,7 +76,7 @@ export function analyse(arms: readonly ArmInput[], control: string, o: AnalysisO
       warnings.push(`outcome coverage differs between arms (p = ${g.p_value.toExponential(2)}): episodes were matched unevenly (see each arm's coverage), which biases the outcome comparison; check the import's ambiguous and unmatched counts`);
     }
   }
-  if (arms.length > 2) warnings.push(`${arms.length} arms: each is compared with ${control} at alpha ${round4(alpha)} (Bonferroni over ${arms.length - 1} comparisons)`);
+  if (arms.length > 2) warnings.push(`${arms.length} arms: each is compared with ${control} at alpha ${round(alpha, 4)} (Bonferroni over ${arms.length - 1} comparisons)`);
   return { comparisons, secondary, warnings, outcome_coverage: outcomeCoverage };
 }
 
@@ -91,10 +91,6 @@ function keyWarnings(arms: readonly ArmInput[]): string[] {
   const over = arms.reduce((x, a) => x + a.counts.keysOver, 0);
   if (over > 0) out.push(`${over} trajectories belong to keys past experiments.max_keys: they are left out of the comparisons`);
   return out;
-}
-
-function round4(x: number): number {
-  return Math.round(x * 1e4) / 1e4;
 }
 
 function censoringWarnings(arms: readonly ArmInput[], primary: Metric): string[] {
