@@ -1,13 +1,12 @@
 /**
- * Argument handling shared by every `magma-gateway` subcommand, so all of them answer a mistake the same way:
- * one line naming it, then the usage, exit code 2 (docs/operations.md#command-line). node:util's parseArgs does the
- * parsing; its errors are reworded here because they are long and suggest `--` tricks nobody needs.
+ * Argument handling shared by every `magma-gateway` subcommand, so all of them answer a mistake the same way: one
+ * line naming it, then the usage, exit code 2 (docs/operations.md#command-line). parseArgs' errors are reworded:
+ * they are long and suggest `--` tricks nobody needs.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { closest } from '../config/nearest-name.js';
 import { GatewayError } from '../errors.js';
 
-/** A mistake in the command line: the CLI prints `magma-gateway <cmd>: <message>` and the usage, exit 2. */
 export class UsageError extends GatewayError {
   constructor(message: string, options?: ErrorOptions) {
     super('GATEWAY_ERR_USAGE', message, options);
@@ -15,7 +14,6 @@ export class UsageError extends GatewayError {
   }
 }
 
-/** Where a subcommand writes: the process's stdout and stderr, or what a test captures. */
 export interface CommandIo {
   out(text: string): void;
   err(text: string): void;
@@ -26,7 +24,6 @@ export const processIo: CommandIo = {
   err: (t) => void process.stderr.write(t),
 };
 
-/** Answers a mistake in the command line the one way (above): a UsageError is printed with the usage, exit 2. */
 export function usageExit(err: unknown, command: string, usage: string, io: CommandIo): 2 {
   if (!(err instanceof UsageError)) throw err;
   io.err(`magma-gateway ${command}: ${err.message}\n${usage}`);
@@ -40,14 +37,13 @@ export interface Parsed {
   positionals: string[];
 }
 
-/** Text between the first pair of single quotes of parseArgs' message: the option it complains about. */
+/** The option parseArgs' message complains about, between its first pair of single quotes. */
 function quoted(message: string): string | undefined {
   const a = message.indexOf("'");
   const b = a < 0 ? -1 : message.indexOf("'", a + 1);
   return b > a ? message.slice(a + 1, b) : undefined;
 }
 
-/** parseArgs, strict, with its errors turned into one-line UsageErrors. */
 export function parseCommandLine(argv: readonly string[], options: Options, maxPositionals: number): Parsed {
   let parsed: Parsed;
   try {
@@ -78,10 +74,7 @@ export function parseCommandLine(argv: readonly string[], options: Options, maxP
   return parsed;
 }
 
-/**
- * The one convention for a URL argument (`check`, `report`): positional or `--url`, not two different ones.
- * `what` names the URL in messages, e.g. "agent URL".
- */
+/** The one convention for a URL argument (`check`, `report`): positional or `--url`, not two different ones. */
 export function urlArgument(parsed: Parsed, what: string): string {
   const flag = parsed.values.url;
   const positional = parsed.positionals[0];
@@ -93,10 +86,7 @@ export function urlArgument(parsed: Parsed, what: string): string {
   return url;
 }
 
-/**
- * A server's base URL (an agent, an admin listener): http(s), no query or fragment, trailing `/` stripped. A path
- * prefix is kept: a server behind a reverse proxy may live under /some/prefix.
- */
+/** Trailing `/` stripped; a path prefix is kept: a server behind a reverse proxy may live under /some/prefix. */
 export function baseUrl(url: string, what: string): string {
   let u: URL;
   try {
@@ -109,7 +99,6 @@ export function baseUrl(url: string, what: string): string {
   return u.href.replace(/\/+$/, '');
 }
 
-/** A positive number of seconds from a flag value, or the default. */
 export function secondsOption(value: string | boolean | undefined, flag: string, dflt: number): number {
   if (value === undefined) return dflt;
   const s = Number(value);
@@ -119,10 +108,27 @@ export function secondsOption(value: string | boolean | undefined, flag: string,
   return s;
 }
 
-/**
- * One table cell: one line, no control characters (an agent's body and the error codes backends send reach the
- * terminal and must not drive it).
- */
+/** One line, no control characters: agents' bodies and backends' error codes must not drive the terminal. */
 export function cell(text: string): string {
   return text.replace(/\s+/g, ' ').replace(/\p{Cc}/gu, '?').trim();
+}
+
+/** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
+export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
+
+/** Headers for the admin listener, with --token or else env GATEWAY_ADMIN_TOKEN as the bearer token. */
+export function adminHeaders(token: string | boolean | undefined, headers: Record<string, string>): typeof headers {
+  const t = typeof token === 'string' ? token : process.env.GATEWAY_ADMIN_TOKEN;
+  return t === undefined || t === '' ? headers : { ...headers, authorization: `Bearer ${t}` };
+}
+
+/** What a refused admin request adds to its error line. */
+export function authHint(status: number): string {
+  return status === 401 || status === 403 ? ' (pass --token or set GATEWAY_ADMIN_TOKEN)' : '';
+}
+
+/** An error and its cause, for one error line. */
+export function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  return err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message;
 }

@@ -1,9 +1,7 @@
 /**
- * The `POST /v1/responses` checks of `magma-gateway check` (docs/protocol-fidelity.md#inference-input, docs/protocol-fidelity.md#response-fields-and-ordering, docs/protocol-fidelity.md#memory-and-internal-records and docs/protocol-fidelity.md#strictness).
- *
- * Requests are built as contract objects with number markers for the integers JS cannot hold and written with
- * stringifyExact, so the agent receives `99999999999999999999` and `1.0` as digits; answers are read as raw
- * text with parseExact, so a number the agent rounded is seen rounded.
+ * The `POST /v1/responses` checks of `magma-gateway check` (docs/protocol-fidelity.md). Requests are written with
+ * stringifyExact, so the agent receives `99999999999999999999` and `1.0` as digits; answers are read with
+ * parseExact, so a number the agent rounded is seen rounded.
  */
 import { intKey, jsonNumberText, numberMark, stringifyExact } from '../protocol/json/exact-json.js';
 import { validateAgainstRequest } from '../protocol/answer/response-check.js';
@@ -11,19 +9,13 @@ import { agentOutputSchema, isJsonObject } from '../protocol/schemas.js';
 import type { AgentOutput } from '../protocol/types.js';
 import type { AgentInput, AgentRequest, IntValue, JsonObject } from '../protocol/types.js';
 import {
-  excerpt,
-  exchange,
-  parseBodyExact,
-  require2xx,
-  requestId,
-  type Exchange,
-  type ProbeTarget,
+  excerpt, exchange, parseBodyExact, require2xx, requestId, type Exchange, type ProbeTarget,
 } from './check-http.js';
 import { issuesText } from './check-probes.js';
 import { GatewayError } from '../errors.js';
 
 const BIG_ID = '99999999999999999999';
-/** The memory of the round-trip check, as JSON text: every number here is one JS would rewrite. */
+/** Every number here is one JS would rewrite. */
 const MEMORY_EXPECT: [path: string[], text: string][] = [
   [['big'], '12345678901234567890'],
   [['f'], '1.0'],
@@ -47,7 +39,6 @@ function post(t: ProbeTarget, request: AgentRequest): Promise<Exchange> {
   return exchange(t, 'POST', '/v1/responses', stringifyExact(request));
 }
 
-/** Parse an answer into schema-valid candidates, or throw naming the first problems. */
 function candidates(ex: Exchange): AgentOutput[] {
   require2xx(ex, 'POST /v1/responses');
   const body = parseBodyExact(ex, 'the answer');
@@ -75,7 +66,6 @@ function pairs(outs: AgentOutput[]): string {
   return outs.map((o) => `(${intKey(o.source_id)},${intKey(o.candidate_index)})`).join(' ');
 }
 
-/** Schema-valid candidates in exactly the contract's order for `request`; throws otherwise. */
 function ordered(request: AgentRequest, ex: Exchange): AgentOutput[] {
   const outs = candidates(ex);
   const problem = validateAgainstRequest(request, outs);
@@ -92,7 +82,7 @@ export async function checkOrdering(t: ProbeTarget): Promise<string> {
 
 const BIG_SOURCE_RE = new RegExp(`"source_id"\\s*:\\s*${BIG_ID}(?![\\d.eE])`);
 
-/** A BENCH/GEN-like batch: several inputs, several candidates, a negative id and an id beyond 2^64. */
+/** A BENCH/GEN-like batch with a negative id and an id beyond 2^64. */
 export async function checkBatch(t: ProbeTarget): Promise<string> {
   const request: AgentRequest = {
     request_id: requestId('batch'),
@@ -117,7 +107,6 @@ export async function checkBatch(t: ProbeTarget): Promise<string> {
   return `${outs.length} candidates in order, ids -5 and ${BIG_ID} echoed exactly${errorNote(outs)}`;
 }
 
-/** An empty inputs list is valid and expects exactly `[]`. */
 export async function checkEmpty(t: ProbeTarget): Promise<string> {
   const ex = await post(t, { request_id: requestId('empty'), inputs: [] });
   require2xx(ex, 'POST /v1/responses');
@@ -133,9 +122,8 @@ function at(obj: unknown, path: string[]): unknown {
 }
 
 /**
- * Memory is agent-owned state handed back as a complete replacement per candidate: numbers must come back as
- * written (big integers, `1.0`) and the rules list kept. Order is left to the ordering rows; here only every
- * candidate's memory is judged, error candidates included (they must retain complete memory too).
+ * Memory comes back as a complete replacement per candidate: numbers as written and the rules list kept. Every
+ * candidate is judged, error candidates included (they must retain complete memory too).
  */
 export async function checkMemory(t: ProbeTarget): Promise<string> {
   const memory: JsonObject = {

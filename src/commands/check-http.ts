@@ -1,11 +1,8 @@
 /**
- * HTTP plumbing for `magma-gateway check`: one exchange with a deadline, the raw body text kept as received.
- *
- * The probe must judge the agent's bytes, not a JS re-reading of them: big integers and `1.0` in memory only
- * survive when the body is read as text and parsed with the exact codec (src/protocol/json/exact-json.ts).
- * undici's `request`, not fetch: WHATWG fetch refuses "bad ports" (6000, 6665-6669, 10080 ...), and an agent
- * may well listen there. An AbortSignal.timeout bounds the whole exchange (headers and body) like BENCH's single
- * `requests` timeout; undici's headers/body timeouts are inactivity timers only, kept as a backstop.
+ * HTTP plumbing for `magma-gateway check`. The body is kept as text and parsed with the exact codec: big integers
+ * and `1.0` only survive that way. undici's `request`, not fetch: fetch refuses "bad ports" (6000, 10080 ...) an
+ * agent may listen on. An AbortSignal.timeout bounds the whole exchange like BENCH's single `requests` timeout;
+ * undici's own timeouts are inactivity timers only, kept as a backstop.
  */
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
@@ -24,11 +21,9 @@ export class TransportError extends GatewayError {
 
 export interface Exchange {
   status: number;
-  /** The body exactly as received (UTF-8). */
   text: string;
 }
 
-/** One line of the check table. */
 export interface CheckResult {
   name: string;
   ok: boolean;
@@ -36,10 +31,9 @@ export interface CheckResult {
 }
 
 export interface ProbeTarget {
-  /** Base URL without a trailing slash (BENCH strips it the same way). */
   base: string;
   timeoutMs: number;
-  /** A connection pool of this run only, closed when it ends: no idle socket outlives the probe. */
+  /** Closed when the run ends: no idle socket outlives the probe. */
   dispatcher: Agent;
 }
 
@@ -58,7 +52,6 @@ function errnoOf(err: Error): string | undefined {
   return undefined;
 }
 
-/** The most useful words of a transport failure: the errno (ECONNREFUSED, ENOTFOUND ...) and its message. */
 export function describeError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   const cause: unknown = err.cause;
@@ -68,13 +61,7 @@ export function describeError(err: unknown): string {
   return code !== undefined && !msg.includes(code) ? `${code}: ${msg}` : msg;
 }
 
-/** One request; a transport failure becomes a TransportError naming the endpoint. */
-export async function exchange(
-  t: ProbeTarget,
-  method: 'GET' | 'POST',
-  path: string,
-  body?: string,
-): Promise<Exchange> {
+export async function exchange(t: ProbeTarget, method: 'GET' | 'POST', path: string, body?: string): Promise<Exchange> {
   const signal = AbortSignal.timeout(t.timeoutMs);
   try {
     // Marked so a gateway under check keeps these requests out of its experiments (docs/experiments.md).
@@ -91,14 +78,12 @@ export async function exchange(
   }
 }
 
-/** A short, one-line excerpt of a body for failure details. */
 export function excerpt(text: string, max = 160): string {
   const one = text.replace(/\s+/g, ' ').trim();
   if (one.length === 0) return '(empty body)';
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 }
 
-/** Parse a body exactly (big integers become number markers); throw a readable reason otherwise. */
 export function parseBodyExact(ex: Exchange, what: string): unknown {
   let parsed;
   try {
@@ -112,12 +97,12 @@ export function parseBodyExact(ex: Exchange, what: string): unknown {
   return parsed.value;
 }
 
-/** Require a 2xx status; the reason quotes the body, where FastAPI-style servers explain themselves. */
+/** The reason quotes the body, where FastAPI-style servers explain themselves. */
 export function require2xx(ex: Exchange, what: string): void {
   if (ex.status < 200 || ex.status > 299) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `${what}: HTTP ${ex.status}: ${excerpt(ex.text)}`);
 }
 
-/** True when a 422 body looks like FastAPI's: a JSON object with a `detail` member. */
+/** FastAPI's 422 body shape. */
 export function hasDetail(text: string): boolean {
   try {
     const v = parseExact(text).value;
@@ -127,7 +112,7 @@ export function hasDetail(text: string): boolean {
   }
 }
 
-/** A fresh request_id per request, uuid4-hex-like as BENCH sends, so a cached or replayed answer shows. */
+/** Fresh per request, so a cached or replayed answer shows. */
 export function requestId(tag: string): string {
   return `check-${tag}-${randomBytes(8).toString('hex')}`;
 }

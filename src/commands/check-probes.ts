@@ -1,9 +1,6 @@
 /**
- * The checks of `magma-gateway check` that never reach the agent's model: GET /health and GET /v1/info, judged
- * the way BENCH judges them before a run (docs/protocol-fidelity.md#clients-bench-and-gen: health exactly
- * `{"status":"ready"}`, info
- * strict with unknown fields rejected, protocol_version "2.0", capabilities.inference true), and the invalid
- * request bodies a strict agent must refuse with 422 before any inference.
+ * The checks of `magma-gateway check` that never reach the agent's model, judged as BENCH judges them before a run
+ * (docs/protocol-fidelity.md#clients-bench-and-gen), and the invalid bodies a strict agent must refuse with 422.
  */
 import { agentInfoSchema, isJsonObject } from '../protocol/schemas.js';
 import { excerpt, exchange, hasDetail, parseBodyExact, require2xx, requestId, type CheckResult, type ProbeTarget } from './check-http.js';
@@ -14,7 +11,7 @@ export const INFO = 'info strict';
 /** Only listed when the field is present: older cores send it, BENCH's strict model rejects it. */
 const INFO_LEGACY = 'info no coaching_session_version';
 
-/** zod issues as one line: `path: message; ...`, at most a few, since the detail is a table cell. */
+/** At most a few: the detail is a table cell. */
 export function issuesText(issues: readonly { path: PropertyKey[]; message: string }[], max = 4): string {
   const parts = issues.slice(0, max).map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`);
   if (issues.length > max) parts.push(`… ${issues.length - max} more`);
@@ -31,10 +28,7 @@ export async function checkHealth(t: ProbeTarget): Promise<string> {
   return `HTTP ${ex.status} {"status":"ready"}`;
 }
 
-/**
- * Strict AgentInfo. Returns the info row, plus the legacy-field note row when the agent sends
- * `coaching_session_version` (that also fails the strict row; the note says why in BENCH's terms).
- */
+/** Plus a note row when the agent sends `coaching_session_version` (which also fails the strict row). */
 export async function checkInfo(t: ProbeTarget): Promise<CheckResult[]> {
   const ex = await exchange(t, 'GET', '/v1/info');
   require2xx(ex, 'GET /v1/info');
@@ -66,7 +60,7 @@ export async function checkInfo(t: ProbeTarget): Promise<CheckResult[]> {
   return rows;
 }
 
-/** A valid one-input body with `edit` applied to its raw text: raw, because `1.0` cannot be built otherwise. */
+/** Raw text, because `1.0` cannot be built otherwise. */
 function invalidBody(tag: string, edit: (valid: string) => string): string {
   const valid = `{"request_id":"${requestId(tag)}","inputs":[{"id":1,"instruction":{"type":"user","content":"Conformance probe."},"num_outputs":1}]}`;
   return edit(valid);
@@ -85,7 +79,7 @@ export const INVALID_BODIES: { name: string; body: () => string }[] = [
   { name: '422 body not JSON', body: () => invalidBody('not-json', (s) => s.slice(0, 40)) },
 ];
 
-/** Expect HTTP 422 with a JSON `detail`, and no candidate array: any 2xx means the agent accepted garbage. */
+/** Any 2xx means the agent accepted garbage. */
 export async function checkInvalid(t: ProbeTarget, body: string): Promise<string> {
   const ex = await exchange(t, 'POST', '/v1/responses', body);
   if (ex.status === 422) {

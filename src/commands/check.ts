@@ -1,11 +1,8 @@
 /**
- * `magma-gateway check <agent-url>`: a conformance probe of any agent against the MAGMA Agent HTTP contract
- * v2.0, run by teams before an agent goes behind the gateway. Each check is one row of a PASS/FAIL table; the
- * exit code is 0 only when every row passes, so CI can gate on it.
- *
- * A check that throws is a FAIL row carrying the reason: the probe exists to describe broken agents, so nothing
- * an agent does (garbage, resets, hangs up to the timeout) may crash it. Checks run one at a time, like BENCH
- * sends one request at a time, so a single-worker agent is judged on its contract, not on its concurrency.
+ * `magma-gateway check <agent-url>`: a conformance probe of any agent against the MAGMA Agent HTTP contract v2.0,
+ * one PASS/FAIL row per check, exit 0 only when all pass. A check that throws is a FAIL row: nothing an agent does
+ * may crash the probe. Checks run one at a time, as BENCH sends requests, so an agent is judged on its contract,
+ * not its concurrency.
  */
 import { baseUrl, cell, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo } from './args.js';
 import { checkBatch, checkEmpty, checkMemory, checkOrdering } from './check-cases.js';
@@ -14,7 +11,7 @@ import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } fr
 import { GatewayError } from '../errors.js';
 
 interface CheckOptions {
-  /** Deadline of each HTTP exchange (headers and body), default DEFAULT_TIMEOUT_MS. */
+  /** Of each HTTP exchange (headers and body). */
   timeoutMs?: number;
 }
 
@@ -37,7 +34,7 @@ const SPECS: CheckSpec[] = [
   ...INVALID_BODIES.map((b) => ({ name: b.name, run: (t: ProbeTarget) => checkInvalid(t, b.body()) })),
 ];
 
-/** Run every check against the agent at `url`; never rejects because of the agent. */
+/** Never rejects because of the agent. */
 export async function runChecks(url: string, opts: CheckOptions = {}): Promise<CheckResult[]> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new GatewayError('GATEWAY_ERR_USAGE', `timeoutMs must be > 0, got ${timeoutMs}`);
@@ -78,7 +75,6 @@ async function runAll(target: ProbeTarget): Promise<CheckResult[]> {
   return results;
 }
 
-/** Aligned CHECK / RESULT / DETAIL columns, then "N passed, M failed". */
 export function formatTable(results: readonly CheckResult[]): string {
   const head = { name: 'CHECK', result: 'RESULT', detail: 'DETAIL' };
   const rows = results.map((r) => ({ name: cell(r.name), result: r.ok ? 'PASS' : 'FAIL', detail: cell(r.detail) }));
@@ -105,7 +101,7 @@ const CHECK_FLAGS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** The `check` subcommand; `argv` is what follows `check`. Returns the exit code. */
+/** `argv` is what follows `check`. Returns the exit code. */
 export async function checkCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
   let base: string;
   let seconds: number;

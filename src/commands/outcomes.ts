@@ -1,17 +1,19 @@
 /**
- * `magma-gateway outcomes import <BENCH results dir>` (docs/experiments.md#outcomes-from-bench, which says where
- * the episodes are and which trace entries are hashed): reads BENCH's results (schema 2.0), hashes each episode's
- * trace the way the gateway hashed the instructions it received (experiments/trace-hash.ts), and posts the
- * outcomes by trace hash to POST /gateway/experiments/outcomes. The gateway resolves each hash to its trajectory;
- * ambiguous and unmatched episodes are counted and printed, never guessed.
+ * `magma-gateway outcomes import <BENCH results dir>` (docs/experiments.md#outcomes-from-bench, which says where the
+ * episodes are and which trace entries are hashed): hashes each episode's trace the way the gateway hashed the
+ * instructions it received, and posts the outcomes by trace hash. Ambiguous and unmatched episodes are counted and
+ * printed, never guessed.
  */
 import { join } from 'node:path';
-import { baseUrl, parseCommandLine, processIo, secondsOption, usageExit, type CommandIo, type Parsed } from './args.js';
+import {
+  adminHeaders, authHint, baseUrl, DEFAULT_ADMIN_URL, errorText, parseCommandLine, processIo, secondsOption, usageExit,
+  type CommandIo, type Parsed,
+} from './args.js';
+import { isJsonObject } from '../protocol/schemas.js';
 import { episodeFiles, readResultFile, type ResultLimits } from './results-files.js';
 import { traceHash } from '../experiments/trace-hash.js';
 import { GatewayError } from '../errors.js';
 
-const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
 /** Outcomes per POST: well under experiments.outcomes_max's default. */
 const CHUNK = 1000;
 const DEFAULT_MAX_EPISODE_MB = 64;
@@ -45,22 +47,16 @@ export interface Episode {
   episode_id: string;
   success: boolean;
   trace_hash: string;
-  /** Where it was read from. */
   file: string;
 }
 
 export interface ReadResult {
   agent: string | null;
   episodes: Episode[];
-  /** Files skipped, with why. */
   skipped: { file: string; reason: string }[];
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-/** One episode file's outcome and trace hash, or why it cannot be used. */
+/** Or why the file cannot be used. */
 export function readEpisode(text: string): Omit<Episode, 'file'> | string {
   let v: unknown;
   try {
@@ -68,24 +64,21 @@ export function readEpisode(text: string): Omit<Episode, 'file'> | string {
   } catch {
     return 'not JSON';
   }
-  if (!isObject(v)) return 'not a JSON object';
+  if (!isJsonObject(v)) return 'not a JSON object';
   if (typeof v.episode_id !== 'string' || v.episode_id === '') return 'no episode_id';
   if (typeof v.success !== 'boolean') return 'no boolean success';
   if (!Array.isArray(v.trace)) return 'no trace list';
   const pairs: { role: string; content: string }[] = [];
   for (const entry of v.trace) {
-    if (!isObject(entry) || (entry.kind !== 'instruction' && entry.kind !== 'tool_feedback')) continue;
+    if (!isJsonObject(entry) || (entry.kind !== 'instruction' && entry.kind !== 'tool_feedback')) continue;
     const p = entry.payload;
-    if (!isObject(p) || typeof p.role !== 'string' || typeof p.content !== 'string') return 'a trace entry without payload.role and payload.content';
+    if (!isJsonObject(p) || typeof p.role !== 'string' || typeof p.content !== 'string') return 'a trace entry without payload.role and payload.content';
     pairs.push({ role: p.role, content: p.content });
   }
   return { episode_id: v.episode_id, success: v.success, trace_hash: traceHash(pairs) };
 }
 
-/**
- * Every episode of a results directory, deduplicated by episode_id (the final place wins over `.partial/`). Files
- * are listed and read by results-files.ts: regular files only, never through a link, each bounded in bytes.
- */
+/** Deduplicated by episode_id: the final place wins over `.partial/`. */
 export function readResults(dir: string, limits: ResultLimits): ReadResult {
   let agent: string | null = null;
   const runFile = join(dir, 'run.json');
@@ -98,7 +91,7 @@ export function readResults(dir: string, limits: ResultLimits): ReadResult {
   } catch {
     throw notRun('not JSON');
   }
-  if (isObject(run) && isObject(run.agent) && typeof run.agent.agent_id === 'string') {
+  if (isJsonObject(run) && isJsonObject(run.agent) && typeof run.agent.agent_id === 'string') {
     agent = typeof run.agent.agent_version === 'string' ? `${run.agent.agent_id} ${run.agent.agent_version}` : run.agent.agent_id;
   }
   const byId = new Map<string, Episode>();
@@ -115,14 +108,11 @@ export function readResults(dir: string, limits: ResultLimits): ReadResult {
 interface PostSummary {
   received: number;
   results: Record<string, number>;
-  /** A dry run's matches, one per outcome posted, in order. */
   matches: { trajectory: string | null; arm: string | null; result: string }[];
 }
 
-/** One POST of outcomes: the gateway's summary, or what went wrong. */
-async function post(endpoint: string, token: string | undefined, body: string, timeoutMs: number): Promise<PostSummary | { problem: string }> {
-  const headers: Record<string, string> = { accept: 'application/json', 'content-type': 'application/json' };
-  if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
+async function post(endpoint: string, token: string | boolean | undefined, body: string, timeoutMs: number): Promise<PostSummary | { problem: string }> {
+  const headers = adminHeaders(token, { accept: 'application/json', 'content-type': 'application/json' });
   let status: number;
   let text: string;
   try {
@@ -130,12 +120,10 @@ async function post(endpoint: string, token: string | undefined, body: string, t
     status = res.status;
     text = await res.text();
   } catch (err) {
-    const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
-    return { problem: `cannot reach ${endpoint}: ${err instanceof Error ? err.message : String(err)}${cause}` };
+    return { problem: `cannot reach ${endpoint}: ${errorText(err)}` };
   }
   if (status < 200 || status >= 300) {
-    const hint = status === 401 || status === 403 ? ' (pass --token or set GATEWAY_ADMIN_TOKEN)' : '';
-    return { problem: `${endpoint} answered HTTP ${status}${hint}: ${text.replace(/\s+/g, ' ').slice(0, 300)}` };
+    return { problem: `${endpoint} answered HTTP ${status}${authHint(status)}: ${text.replace(/\s+/g, ' ').slice(0, 300)}` };
   }
   let v: unknown;
   try {
@@ -143,17 +131,17 @@ async function post(endpoint: string, token: string | undefined, body: string, t
   } catch {
     v = undefined;
   }
-  if (!isObject(v) || !isObject(v.results)) return { problem: `${endpoint} did not answer an outcomes summary` };
+  if (!isJsonObject(v) || !isJsonObject(v.results)) return { problem: `${endpoint} did not answer an outcomes summary` };
   const results: Record<string, number> = {};
   for (const [k, n] of Object.entries(v.results)) if (typeof n === 'number') results[k] = n;
   const matches = (Array.isArray(v.dry_run) ? v.dry_run : []).map((m: unknown) => {
-    const o = isObject(m) ? m : {};
+    const o = isJsonObject(m) ? m : {};
     return { trajectory: typeof o.trajectory === 'string' ? o.trajectory : null, arm: typeof o.arm === 'string' ? o.arm : null, result: typeof o.result === 'string' ? o.result : '?' };
   });
   return { received: typeof v.received === 'number' ? v.received : 0, results, matches };
 }
 
-/** The `outcomes` subcommand; `argv` is what follows `outcomes`. Returns the exit code. */
+/** `argv` is what follows `outcomes`. Returns the exit code. */
 export async function outcomesCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
   let values: Parsed['values'];
   let dir: string;
@@ -191,11 +179,10 @@ export async function outcomesCommand(argv: string[], io: CommandIo = processIo)
   // A dry run asks the gateway what each episode would match, and credits nothing (docs/experiments.md#outcomes-from-bench).
   const matches: (Episode & { trajectory: string | null; arm: string | null; result: string })[] = [];
   const endpoint = `${base}/gateway/experiments/outcomes`;
-  const token = typeof values.token === 'string' ? values.token : process.env.GATEWAY_ADMIN_TOKEN;
   for (let i = 0; i < read.episodes.length; i += CHUNK) {
     const chunk = read.episodes.slice(i, i + CHUNK);
     const outcomes = chunk.map((e) => ({ trace_hash: e.trace_hash, episode: e.episode_id, success: e.success }));
-    const s = await post(endpoint, token, JSON.stringify(dry ? { outcomes, dry_run: true } : { outcomes }), Math.ceil(seconds * 1000));
+    const s = await post(endpoint, values.token, JSON.stringify(dry ? { outcomes, dry_run: true } : { outcomes }), Math.ceil(seconds * 1000));
     if ('problem' in s) {
       io.err(`magma-gateway outcomes: ${s.problem}${i > 0 && !dry ? ` (the first ${i} episodes were posted; posting again is safe)` : ''}\n`);
       return 1;

@@ -1,12 +1,14 @@
 /**
- * `magma-gateway report http://host:port` (or `--url`; default the admin listener of the example configs): the
- * experiment report of a running gateway (GET /gateway/experiments on its admin listener, docs/experiments.md)
- * for a researcher in a terminal, per split or ensemble route of each agent (`--agent` picks one): the verdict
- * first, then the sample-ratio warning, the arms, the primary comparison with its label and the stop rule, then the secondary metrics.
- * `--json` prints the endpoint's JSON unchanged, for scripts.
+ * `magma-gateway report [<admin-url>]`: the experiment report of a running gateway (GET /gateway/experiments,
+ * docs/experiments.md) for a researcher in a terminal, the verdict first; `--json` prints the endpoint's JSON
+ * unchanged, for scripts.
  */
 import { writeFileSync } from 'node:fs';
-import { baseUrl, cell, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo, type Parsed } from './args.js';
+import {
+  adminHeaders, authHint, baseUrl, cell, DEFAULT_ADMIN_URL, errorText, parseCommandLine, processIo, secondsOption,
+  urlArgument, usageExit, type CommandIo, type Parsed,
+} from './args.js';
+import { isJsonObject } from '../protocol/schemas.js';
 import { ROOT_AGENT } from '../config/schema.js';
 import type { ExperimentReport, ExperimentsReport } from '../experiments/report/report.js';
 import type { ArmReport } from '../experiments/arm-counts.js';
@@ -14,9 +16,6 @@ import type { Secondary } from '../experiments/report/analysis.js';
 import type { Comparison } from '../experiments/report/comparison.js';
 import { metricName, pValueText, ptsInterval } from '../experiments/report/verdict.js';
 import type { StrataReport } from '../experiments/report/strata.js';
-
-/** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
-const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
 
 export const REPORT_USAGE = `usage: magma-gateway report [<admin-url>] [--agent <name>] [--token <token>] [--json] [--timeout <seconds>] [--trajectories <file>]
        magma-gateway report [--url <admin-url>] [--agent <name>] [--token <token>] [--json] [--timeout <seconds>]
@@ -52,16 +51,6 @@ function ci(c: [number, number] | null): string {
   return c === null ? '' : ` [${pct(c[0])}, ${pct(c[1])}]`;
 }
 
-function toolCell(a: ArmReport): string {
-  const t = a.tool_success;
-  return t.rate === null ? '-' : `${pct(t.rate)}${ci(t.ci95)}`;
-}
-
-function outcomeCell(a: ArmReport): string {
-  const o = a.outcomes;
-  return o.rate === null ? '-' : `${o.successes}/${o.reported} ${pct(o.rate)}${ci(o.ci95)}`;
-}
-
 function share(x: number | null): string {
   return x === null ? '-' : pct(x);
 }
@@ -79,20 +68,19 @@ function topCodes(codes: Record<string, number>, n = 3): string {
 
 const HEAD = ['ARM', 'WEIGHT', 'TRAJ', 'STEPS', 'LINES OK/ALL', 'TOOL SUCCESS [95% CI]', 'OUTCOMES [95% CI]', 'COVERAGE',
   'STAGES/TRAJ', 'ENV ERR', 'ERR CAND', 'CROSSED', 'P50 MS', 'P95 MS', 'CALLS FAILED', 'TOP ERROR CODES'];
-/** Columns of counts and numbers are right-aligned; names and free text left-aligned. */
 const RIGHT = [false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, false];
-/** What the shares and times of the table are shares and times of, printed under it. */
 const TABLE_UNITS = 'ENV ERR, CROSSED: share of trajectories; ERR CAND: share of trajectories with an error candidate (of an ensemble member\'s own candidates: "/cand"); P50/P95 MS: the sub-requests that served the arm\'s steps, one per step leg, failed and timed-out ones included (CALLS FAILED: their share)';
 
 function armRow(a: ArmReport): string[] {
+  const { tool_success: t, outcomes: o } = a;
   return [
     a.member ? a.arm : `${a.arm} (fallback)`,
     a.member ? String(a.weight) : '-',
     String(a.trajectories),
     String(a.steps),
-    `${a.tool_success.successes}/${a.tool_success.lines}`,
-    toolCell(a),
-    outcomeCell(a),
+    `${t.successes}/${t.lines}`,
+    t.rate === null ? '-' : `${pct(t.rate)}${ci(t.ci95)}`,
+    o.rate === null ? '-' : `${o.successes}/${o.reported} ${pct(o.rate)}${ci(o.ci95)}`,
     share(a.outcomes.coverage),
     num(a.stages_per_trajectory),
     share(a.env_error_share),
@@ -113,19 +101,17 @@ function table(rows: string[][]): string[] {
   return [line(HEAD), ...rows.map(line)];
 }
 
-/** What the always-valid result allows: under a sample-ratio mismatch a win is no reason to stop. */
+/** Under a sample-ratio mismatch a win is no reason to stop. */
 function stopAdvice(crossed: boolean, trustworthy: boolean): string {
   if (!trustworthy) return ' -> do not stop on this: the assignment is off (SRM); fix the cause and restart';
   return crossed ? ' -> you may stop: the arms differ' : ' -> keep running (or stop and report this interval)';
 }
 
-/** A difference and its interval: rates in percentage points, scores on their own scale. */
 function diff(c: Comparison, d: number, lo: number, hi: number): string {
   if (c.outcome_kind === 'score') return `${d >= 0 ? '+' : ''}${d.toFixed(3)} [${lo.toFixed(3)}, ${hi.toFixed(3)}]`;
   return ptsInterval(d, lo, hi);
 }
 
-/** A comparison's lines: the always-valid result (the stop rule) first for the primary metric, then the fixed one. */
 function comparisonLines(c: Comparison, trustworthy: boolean): string[] {
   const what = `${cell(c.arm)} - ${cell(c.control)}, ${metricName(c)}`;
   const out = [`${c.primary ? 'PRIMARY' : 'also'} ${what} (${cell(c.label)}):`];
@@ -146,7 +132,6 @@ function comparisonLines(c: Comparison, trustworthy: boolean): string[] {
   return out;
 }
 
-/** A secondary difference: shares in percentage points, counts per trajectory as they are, each labelled. */
 function secondaryLine(s: Secondary): string {
   const f = s.fixed;
   const share = s.metric.endsWith('_share');
@@ -159,7 +144,6 @@ function secondaryLine(s: Secondary): string {
   return `  ${cell(s.arm)} - ${cell(s.control)} ${s.metric}: ${v}`;
 }
 
-/** The strata block: each stratum's units per arm and its comparison, then the post-stratified estimate. */
 function strataLines(s: StrataReport): string[] {
   const out = [`strata by ${cell(s.by)} (${cell(s.label)}; the first ${s.max} values seen have their own, later ones are "other"):`];
   for (const v of s.values) {
@@ -186,10 +170,9 @@ function unitLine(r: ExperimentReport): string {
 function experimentBlock(r: ExperimentReport): string[] {
   const e = r.experiment;
   const out = [`agent ${cell(r.agent)} (${cell(r.path)}) route ${cell(r.route)}: ${r.kind}, experiment ${cell(e.id)}${e.name === null ? '' : ` "${cell(e.name)}"`}${e.started_at === null ? '' : ` since ${e.started_at}`}, control ${cell(r.control)}`];
-  // The verdict is what a researcher acts on, so it comes first; a gateway older than the verdict sends none.
-  const v = r.verdict as ExperimentReport['verdict'] | undefined; // the JSON may come from an older gateway
+  // A gateway older than the verdict sends none.
+  const v: ExperimentReport['verdict'] | undefined = r.verdict;
   if (v !== undefined) out.push(`VERDICT ${cell(v.text)}`);
-  // The SRM line, when flagged, is the first warning: it is printed before anything else of the route.
   if (!r.trustworthy) out.push('NOT TRUSTWORTHY');
   for (const w of r.warnings) out.push(`! ${cell(w)}`);
   if (r.kind === 'split') out.push(unitLine(r));
@@ -205,7 +188,6 @@ function experimentBlock(r: ExperimentReport): string[] {
   return out;
 }
 
-/** The whole report as text, one block per experiment, then the earlier experiments. */
 export function formatReport(report: ExperimentsReport): string {
   const out: string[] = [`experiments (store: ${report.store}, at ${report.generated_at})`, ''];
   if (report.experiments.length === 0) out.push('no route with a split or an ensemble in the current config', '');
@@ -225,27 +207,16 @@ export function formatReport(report: ExperimentsReport): string {
 }
 
 function isReport(v: unknown): v is ExperimentsReport {
-  if (v === null || typeof v !== 'object') return false;
-  const r = v as Record<string, unknown>; // checked to be a non-null object above
-  return Array.isArray(r.experiments) && Array.isArray(r.earlier) && typeof r.store === 'string' && typeof r.generated_at === 'string';
+  return isJsonObject(v) && Array.isArray(v.experiments) && Array.isArray(v.earlier) && typeof v.store === 'string' && typeof v.generated_at === 'string';
 }
 
-/** The report narrowed to one agent's experiments. Undefined when the report has no such agent. */
 function reportForAgent(report: ExperimentsReport, agent: string): ExperimentsReport | undefined {
   const experiments = report.experiments.filter((e) => e.agent === agent);
   if (experiments.length === 0) return undefined;
   return { ...report, experiments, earlier: report.earlier.filter((e) => e.agent === agent) };
 }
 
-function describe(err: unknown): string {
-  if (err instanceof Error) {
-    const cause = (err as Error & { cause?: unknown }).cause; // cause is not declared on Error in the lib target
-    return cause instanceof Error ? `${err.message}: ${cause.message}` : err.message;
-  }
-  return String(err);
-}
-
-/** The `report` subcommand; `argv` is what follows `report`. Returns the exit code. */
+/** `argv` is what follows `report`. Returns the exit code. */
 export async function reportCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
   let base: string;
   let seconds: number;
@@ -265,22 +236,19 @@ export async function reportCommand(argv: string[], io: CommandIo = processIo): 
     return usageExit(err, 'report', REPORT_USAGE, io);
   }
   const endpoint = `${base}/gateway/experiments`;
-  const token = typeof values.token === 'string' ? values.token : process.env.GATEWAY_ADMIN_TOKEN;
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
+  const headers = adminHeaders(values.token, { accept: 'application/json' });
 
   let body: unknown;
   try {
     const res = await fetch(endpoint, { headers, signal: AbortSignal.timeout(Math.ceil(seconds * 1000)) });
     const text = await res.text();
     if (!res.ok) {
-      const hint = res.status === 401 || res.status === 403 ? ' (pass --token or set GATEWAY_ADMIN_TOKEN)' : '';
-      io.err(`magma-gateway report: ${endpoint} answered HTTP ${res.status}${hint}: ${cell(text).slice(0, 200)}\n`);
+      io.err(`magma-gateway report: ${endpoint} answered HTTP ${res.status}${authHint(res.status)}: ${cell(text).slice(0, 200)}\n`);
       return 1;
     }
     body = JSON.parse(text);
   } catch (err) {
-    io.err(`magma-gateway report: cannot read ${endpoint}: ${describe(err)}\n`);
+    io.err(`magma-gateway report: cannot read ${endpoint}: ${errorText(err)}\n`);
     return 1;
   }
   if (!isReport(body)) {
@@ -310,7 +278,7 @@ export async function reportCommand(argv: string[], io: CommandIo = processIo): 
       }
       writeFileSync(file, text);
     } catch (err) {
-      io.err(`magma-gateway report: cannot write the trajectories to ${file}: ${describe(err)}\n`);
+      io.err(`magma-gateway report: cannot write the trajectories to ${file}: ${errorText(err)}\n`);
       return 1;
     }
   }

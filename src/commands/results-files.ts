@@ -1,22 +1,17 @@
 /**
- * Reading a BENCH results directory the way `outcomes import` must (docs/experiments.md#outcomes-from-bench):
- * the directory comes from wherever the run was, so it is read as untrusted input. Only regular files are read,
- * never through a link: each path is examined with lstat, opened with O_NOFOLLOW (and O_NONBLOCK, so a file
- * swapped for a FIFO cannot hang the open), and the open file checked with fstat to be the one examined. Each
- * file is bounded in bytes before a byte is read, and the listing in entries before a name is sorted. A link, a
- * FIFO, a device, a socket or a file over the bound is skipped with the reason, never read.
- *
- * Replaces readdirSync + statSync + readFileSync, which followed a link to /dev/zero (whose size reads 0) into a
- * 1 GB allocation, and blocked for ever on a FIFO.
+ * Reading a BENCH results directory as untrusted input (docs/experiments.md#outcomes-from-bench): regular files only,
+ * never through a link (lstat, then O_NOFOLLOW | O_NONBLOCK so a file swapped for a FIFO cannot hang the open, then
+ * fstat to be the file examined), each bounded in bytes before a byte is read, the listing bounded in entries.
+ * A link to /dev/zero (whose size reads 0) or a FIFO is skipped with the reason, never read.
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { GatewayError } from '../errors.js';
 
 export interface ResultLimits {
-  /** Bytes of one file read (`--max-episode-mb`). */
+  /** `--max-episode-mb`. */
   maxFileBytes: number;
-  /** Directory entries listed under `scenarios/`, every directory together (`--max-files`). */
+  /** `--max-files`: entries under `scenarios/`, every directory together. */
   maxFiles: number;
 }
 
@@ -27,7 +22,6 @@ export interface Skipped {
 
 const LINK = 'a symbolic link (not followed)';
 
-/** What a non-regular file is, for the summary. */
 function kindOf(st: Stats): string {
   if (st.isSymbolicLink()) return LINK;
   if (st.isFIFO()) return 'a FIFO, not a regular file';
@@ -44,7 +38,7 @@ function tooLarge(bytes: number, limit: number): string {
 // Absent where the platform has no such flag (Windows): lstat and the fstat check still hold there.
 const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
 
-/** One file's text, or why it was not read. Never follows a link, never reads past `maxBytes`. */
+/** Never follows a link, never reads past `maxBytes`. */
 export function readResultFile(path: string, maxBytes: number): { text: string } | { skip: string } {
   let seen: Stats;
   try {
@@ -84,7 +78,6 @@ export function readResultFile(path: string, maxBytes: number): { text: string }
   }
 }
 
-/** Counts the entries listed against `--max-files`, every directory together. */
 class Budget {
   private used = 0;
   constructor(private readonly max: number, private readonly root: string) {}
@@ -100,7 +93,7 @@ class Budget {
   }
 }
 
-/** A directory's entries, each counted; a missing directory has none. `dir` itself must not be a link. */
+/** A missing directory has none; `dir` itself must not be a link. */
 function entries(dir: string, budget: Budget, skipped: Skipped[]): { name: string; dir: boolean; link: boolean }[] {
   let st: Stats;
   try {
@@ -126,9 +119,8 @@ function entries(dir: string, budget: Budget, skipped: Skipped[]): { name: strin
 }
 
 /**
- * The episode files of a results directory: `scenarios/.partial/<scenario>/episodes/*.json` first, then
- * `scenarios/<scenario>/episodes/*.json` (so an episode in both is taken from its final place). Directories
- * that are links are skipped (and named); files are only listed here, read with `readResultFile`.
+ * `scenarios/.partial/<scenario>/episodes/*.json` first, then `scenarios/<scenario>/episodes/*.json`, so an episode
+ * in both is taken from its final place. Directories that are links are skipped (and named).
  */
 export function episodeFiles(root: string, maxFiles: number, skipped: Skipped[]): string[] {
   const budget = new Budget(maxFiles, root);

@@ -1,8 +1,7 @@
 /**
- * The command line of `magma-gateway [serve]`: which config file, and the few values an operator overrides
- * without editing it (listen address and port, the admin listener's address, log level), each also from an
- * environment variable (the flag wins), so two gateways share a machine without two config files. Every mistake is a UsageError, checked before anything
- * starts, so `--port abc` is one line and exit 2 rather than a crash at listen.
+ * The command line of `magma-gateway [serve]`: the config file and the few values an operator overrides without
+ * editing it, each also from an environment variable (the flag wins). Every mistake is a UsageError checked
+ * before anything starts, so `--port abc` is one line and exit 2 rather than a crash at listen.
  */
 import { configSchema, parseHostPort } from '../config/schema.js';
 import type { Env } from '../config/load.js';
@@ -12,14 +11,10 @@ const LOG_LEVELS: readonly string[] = configSchema.shape.log_level.unwrap().opti
 
 interface ServeOptions {
   help: boolean;
-  /** --config, else MAGMA_GATEWAY_CONFIG; undefined when neither is given. */
   configPath: string | undefined;
   host: string | undefined;
-  /** --port, else MAGMA_GATEWAY_PORT; overrides server.port. */
   port: number | undefined;
-  /** --admin-listen, else MAGMA_GATEWAY_ADMIN_LISTEN (`host:port`); overrides admin.listen. */
   adminListen: string | undefined;
-  /** --log-level, else MAGMA_GATEWAY_LOG_LEVEL; overrides the config's log_level. */
   logLevel: string | undefined;
 }
 
@@ -45,7 +40,7 @@ function hostPortOf(text: string, source: string): string {
   return text;
 }
 
-/** An environment variable's value; unset and empty alike are undefined, as the shell's `${VAR:-}`. */
+/** Unset and empty alike are undefined, as the shell's `${VAR:-}`. */
 function envOf(env: Env, name: string): string | undefined {
   const v = env[name];
   return v === '' ? undefined : v;
@@ -61,7 +56,6 @@ export function parseServeArgs(argv: readonly string[], env: Env): ServeOptions 
   const str = (k: string): string | undefined => (typeof values[k] === 'string' ? values[k] : undefined);
   const host = str('host');
   if (host !== undefined && host.trim() === '') throw new UsageError('--host needs a host name or address');
-  // Each value: the flag, else its environment variable, named in the error when it is wrong.
   const pick = <T>(flag: string, name: string, read: (text: string, source: string) => T): T | undefined => {
     const given = str(flag);
     if (given !== undefined) return read(given, `--${flag}`);

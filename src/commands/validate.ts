@@ -1,7 +1,6 @@
 /**
- * `magma-gateway validate [--config FILE]`: load a config exactly as the gateway would at start, without
- * listening or probing anything, so a change can be checked in CI or before a SIGHUP reload.
- * Exit 0 when valid (warnings are printed but do not fail it), 2 with every problem listed.
+ * `magma-gateway validate [--config FILE]`: load a config exactly as the gateway would at start, without listening,
+ * so a change can be checked in CI or before a SIGHUP reload.
  */
 import { ConfigError, loadConfigFile, type Env } from '../config/load.js';
 import { formatSummary } from '../config/summary.js';

@@ -1,15 +1,10 @@
-/**
- * Which reset an experiment started with (docs/experiments.md#an-experiments-lifetime): a reset starts the route's
- * next experiment at the reset's time, but a reload after that reset starts another one under the same reset, and
- * that one started with its first trajectory.
- */
 import type { Claims } from '../state/types.js';
 import { keys, parseExperimentRecord } from './keys.js';
 
 /**
- * Did another experiment of the route already start at or after the reset `epoch`? Then `experiment` was started
- * by a reload (or a restart with another config) after that reset, not by the reset: it started with its first
- * trajectory, and the one before it ended there, not at the reset (which would give it no lifetime at all).
+ * Did another experiment of the route already start at or after the reset `epoch`
+ * (docs/experiments.md#an-experiments-lifetime)? Then a reload after that reset started `experiment`, with its
+ * first trajectory, and the one before it ended there, not at the reset (which would give it no lifetime at all).
  */
 export async function epochTaken(store: Claims, agent: string, route: string, experiment: string, epoch: string): Promise<boolean> {
   const others = (await store.readSet(keys.list(agent, route))).filter((id) => id !== experiment);

@@ -1,30 +1,16 @@
 /**
- * Reading environment feedback (`instruction.type == "env"`, docs/operations.md#experiment-report)
- * into outcome counts, so the gateway can attribute execution results to the backend whose decision the
- * environment is reporting on.
- *
- * The content is usually a string of JSON written by Python `json.dumps`:
+ * Environment feedback (`instruction.type == "env"`) into outcome counts, usually JSON written by Python json.dumps:
  *   {"infos": "<robot>: <tool> succeed|failed with message: <text>\n...", "previous_tool_call": {...}}
- *   {"infos": "The action has completed.", "previous_tool_call": {...}}
- *   {"error": "<failure text>"}
- *   {"infos": "table_robot: place failed with message: ...", "previous_tool_call": {...}, "failure_reason": "..."}
- * but nothing guarantees it parses, so every input yields counts and none throws.
- *
- * Outcomes, per env input:
- * - one `tool_succeeded` / `tool_failed` per robot line of `infos` (a multi-robot step reports several tools);
- * - `env_error` when an `error` key holds a value, `failure_reason` when a `failure_reason` key does (both are
- *   counted alongside the robot lines: a failed place with a reason is one tool_failed and one failure_reason);
- * - `unparsed` when the content is not JSON, not a JSON object, or an object with none of those keys: the
- *   environment said something the gateway cannot read, which an operator wants to see grow;
- * - `other` when the object was read but carries no robot line, error or reason, e.g. "The action has
- *   completed." (no tool outcome to attribute). `other` is not a metric outcome: the metric's outcome set is
- *   fixed (tool_succeeded|tool_failed|env_error|failure_reason|unparsed), so it only shows in the report.
+ *   {"error": "<failure text>"}   or with a "failure_reason" key beside "infos"
+ * Nothing guarantees it parses, so every input yields counts and none throws: one tool_succeeded / tool_failed per
+ * robot line of `infos`; env_error / failure_reason when that key holds a value; `unparsed` when the content is no
+ * JSON object with any of those keys; `other` when read but with nothing to attribute ("The action has
+ * completed."), which only the report shows (the metric's outcome set is fixed).
  */
 
 import { METRIC_OUTCOMES } from '../metrics.js';
 import { isJsonObject } from '../protocol/schemas.js';
 
-/** Every outcome the report counts: the metric's plus `other` (read, but nothing to attribute). */
 export const FEEDBACK_OUTCOMES = [...METRIC_OUTCOMES, 'other'] as const;
 export type FeedbackOutcome = (typeof FEEDBACK_OUTCOMES)[number];
 
@@ -34,11 +20,7 @@ export function emptyFeedback(): FeedbackCounts {
   return { tool_succeeded: 0, tool_failed: 0, env_error: 0, failure_reason: 0, unparsed: 0, other: 0 };
 }
 
-/**
- * Env feedback content longer than this many characters is counted as `unparsed` without being read: real
- * contents are a few hundred bytes, and this bounds the work one input can cost on the request path
- * (docs/protocol-fidelity.md#limits).
- */
+/** Longer content is `unparsed` unread: real contents are a few hundred bytes (docs/protocol-fidelity.md#limits). */
 export const FEEDBACK_MAX_CHARS = 64 * 1024;
 
 interface ToolLine {
@@ -47,7 +29,7 @@ interface ToolLine {
   ok: boolean;
 }
 
-/** JavaScript's `\s`: what the grammar below calls whitespace. */
+/** JavaScript's `\s`. */
 function isSpace(c: number): boolean {
   return (
     c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
@@ -55,7 +37,7 @@ function isSpace(c: number): boolean {
   );
 }
 
-/** `\w`, for the word boundary after the verb. */
+/** `\w`. */
 function isWordChar(c: number): boolean {
   return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
 }
@@ -63,14 +45,9 @@ function isWordChar(c: number): boolean {
 const VERBS = ['succeeded', 'succeed', 'failed'] as const;
 
 /**
- * One robot line, `<robot>: <tool> succeed|succeeded|failed ...`, read by one pass over [from, to): optional
- * whitespace, the robot (everything before the first colon, trimmed, not empty), the colon, optional
- * whitespace, the tool (a run of non-whitespace), whitespace, then the verb as a whole word. The robot is
- * before the first colon because robot names hold no colon; `succeeded` is accepted since simulators differ on
- * the tense. Only the line start is read, so a message mentioning "failed" later cannot count twice.
- *
- * Hand-written rather than a regex: the equivalent regex backtracks quadratically on a long line without a
- * colon, and this text comes from clients.
+ * One robot line, `<robot>: <tool> succeed|succeeded|failed ...` in [from, to), the verb a whole word (simulators
+ * differ on the tense). Only the line start is read, so a message mentioning "failed" later cannot count twice.
+ * Hand-written: the equivalent regex backtracks quadratically on a long line without a colon, and clients send it.
  */
 function robotLine(text: string, from: number, to: number): ToolLine | undefined {
   let i = from;
@@ -99,7 +76,7 @@ function robotLine(text: string, from: number, to: number): ToolLine | undefined
   return undefined;
 }
 
-/** The robot lines of an `infos` text (lines split at `\n` or `\r\n`); lines that are not one are skipped. */
+/** Lines split at `\n` or `\r\n`; lines that are not robot lines are skipped. */
 export function parseInfos(infos: string): ToolLine[] {
   const out: ToolLine[] = [];
   let start = 0;
@@ -120,10 +97,7 @@ function present(v: unknown): boolean {
   return v !== undefined && v !== null && v !== '' && v !== false;
 }
 
-/**
- * The outcome counts of one env input's content. Cheap enough for the request path: contents are a few hundred
- * bytes, and text that cannot be a JSON object is rejected before JSON.parse is tried.
- */
+/** Text that cannot be a JSON object is rejected before JSON.parse is tried: this runs on the request path. */
 export function parseEnvFeedback(content: string): FeedbackCounts {
   const counts = emptyFeedback();
   if (content.length > FEEDBACK_MAX_CHARS) {

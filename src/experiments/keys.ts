@@ -1,34 +1,16 @@
 /**
- * Where the experiment recorder keeps things in the store (docs/experiments.md#what-the-gateway-stores). The
- * store adds its own prefix; every key carries the experiment id, so experiments of one route are never summed.
- *
- *   counters  experiments:<agent>/<route>/<experiment>   per-arm counters (fields below)
- *   counters  experiments:<agent>/<route>/<experiment>/keys   assign_by: per-key sums `<arm>|<stratum>|<key>|<what>`, and `keys`
- *   counters  experiments:<agent>/<route>/<experiment>/bound  `recorded`: trajectories recorded, against experiments.max_trajectories
- *   counters  experiments:outcomes                        outcome posts: accepted, duplicate, conflict, unknown, ...
- *   claim     x:slot:<experiment>:<i>                     the stratify_by value holding stratum slot i (set once)
- *   claim     x:key:<experiment>:<key>                    whether an assign_by key is a unit (`in`) or past the bound (`over`)
- *   claim     x:step:<trajectory>:<step>                  the request key that counted that step (replay vs fork)
- *   claim     x:traj:<trajectory>                         what credits its outcome: agent, route, experiment, arm
- *   claim     x:replay:<trajectory>                       the trajectory a replay replays (its outcome credits that one)
- *   claim     x:sup:<trajectory>                          the trajectory that superseded it (took its unit over)
- *   claim     x:outcome:<trajectory> | x:outcome-ep:<hash>:<episode>   the outcome credited (set once)
- *   claim     x:exp:<experiment>                          the experiment's record: agent, route, name, started_at
- *   claim     x:crossed:<experiment>:<arm>                when the arm's first crossover happened
- *   set       x:hash:<trace hash>                         `<trajectory>:<step>` of every step that ended with it
- *   set       x:steps:<trajectory>                        `<step>|<s>|<n>|<stages>|<flags>` of each step counted (the last is its end)
- *   set       x:trajs:<experiment>                        the experiment's trajectories, for the export (bounded)
- *   set       x:list:<agent>/<route>                      the route's experiments
- *   shared    experiments:epoch:<agent>/<route>           the time of the route's last reset
+ * Where the experiment recorder keeps things in the store (docs/experiments.md#what-the-gateway-stores). The store
+ * adds its own prefix; every key carries the experiment id, so experiments of one route are never summed.
  */
 import { isJsonObject } from '../protocol/schemas.js';
 import type { JsonObject } from '../protocol/types.js';
 
+/** Per-arm counters (SCALAR_FIELDS and `field` below). */
 export function countersKey(agent: string, route: string, experiment: string): string {
   return `experiments:${agent}/${route}/${experiment}`;
 }
 
-/** The per-key counters of an `assign_by` experiment, apart so the arm counters stay small. */
+/** assign_by: per-key sums (keyField) and `keys`, apart from the arm counters so those stay small. */
 export function keyCountersKey(agent: string, route: string, experiment: string): string {
   return `${countersKey(agent, route, experiment)}/keys`;
 }
@@ -37,94 +19,74 @@ export function keyCountersKey(agent: string, route: string, experiment: string)
 export const KEY_SUMS = ['t', 's', 'n', 'ocr', 'ocs', 'scn', 'scs'] as const;
 export type KeySum = (typeof KEY_SUMS)[number];
 
-/** A per-key field: `<arm>|<stratum>|<key>|<what>` (the key is hex, the stratum a number). */
 export function keyField(arm: string, stratum: number, key: string, what: KeySum): string {
   return `${arm}|${stratum}|${key}|${what}`;
 }
 
-/** How many trajectories the experiment recorded (field `recorded`): experiments.max_trajectories bounds it. */
+/** Field `recorded`: the trajectories recorded, against experiments.max_trajectories. */
 export function boundCountersKey(agent: string, route: string, experiment: string): string {
   return `${countersKey(agent, route, experiment)}/bound`;
 }
 
+/** Outcome posts by result: accepted, duplicate, conflict, unknown, ... */
 export const OUTCOME_COUNTERS_KEY = 'experiments:outcomes';
 
+/** Claims are set once; sets are bounded; `epoch` is a shared value. */
 export const keys = {
+  /** The request key that counted that step (replay vs fork). */
   step: (trajectory: string, step: number) => `x:step:${trajectory}:${step}`,
+  /** A TrajectoryRecord: what credits its outcome. */
   trajectory: (trajectory: string) => `x:traj:${trajectory}`,
+  /** The trajectory a replay replays (its outcome credits that one). */
   replayOf: (trajectory: string) => `x:replay:${trajectory}`,
+  /** The trajectory that superseded it (took its unit over). */
   superseded: (trajectory: string) => `x:sup:${trajectory}`,
   outcome: (trajectory: string) => `x:outcome:${trajectory}`,
   episodeOutcome: (hash: string, episode: string) => `x:outcome-ep:${hash}:${episode}`,
+  /** An ExperimentRecord. */
   experiment: (experiment: string) => `x:exp:${experiment}`,
+  /** When the arm's first crossover happened. */
   crossed: (experiment: string, arm: string) => `x:crossed:${experiment}:${arm}`,
+  /** Set: `<trajectory>:<step>` of every step that ended with this trace hash. */
   hash: (hash: string) => `x:hash:${hash}`,
+  /** Set: `<step>|<s>|<n>|<stages>|<flags>` of each step counted (the last is its end). */
   steps: (trajectory: string) => `x:steps:${trajectory}`,
+  /** Set: the experiment's trajectories, for the export. */
   trajectories: (experiment: string) => `x:trajs:${experiment}`,
+  /** Set: the route's experiments. */
   list: (agent: string, route: string) => `x:list:${agent}/${route}`,
+  /** The stratify_by value holding stratum slot i. */
   slot: (experiment: string, slot: number) => `x:slot:${experiment}:${slot}`,
+  /** Whether an assign_by key is a unit (`in`) or past the bound (`over`). */
   key: (experiment: string, key: string) => `x:key:${experiment}:${key}`,
+  /** The time of the route's last reset. */
   epoch: (agent: string, route: string) => `experiments:epoch:${agent}/${route}`,
 };
 
 export const EPOCH_PREFIX = 'experiments:epoch:';
 
 /**
- * Counter fields are `<arm>|<what>`: arm names cannot hold `|` (config names are [A-Za-z0-9_.-]), so the first
- * `|` splits them back; error codes, which come from backends, only ever follow it.
+ * The per-arm scalar counts and their counter field suffixes (`<arm>|<suffix>`). Arm names cannot hold `|` (config
+ * names are [A-Za-z0-9_.-]), so the first `|` splits a field back; error codes, which come from backends, only
+ * ever follow it. Fields are documented in docs/experiments.md#what-each-number-means.
  */
+export const SCALAR_FIELDS = {
+  units: 'units', unitsWithLines: 'units_lines', s: 's', n: 'n', ss: 'ss', nn: 'nn', sn: 'sn', steps: 'steps',
+  stepsSquared: 'steps_sq', stages: 'stages', stagesSquared: 'stages_sq', envError: 'env_error',
+  failureReason: 'failure_reason', errorCandidate: 'error_candidate', crossed: 'crossed', cached: 'cached_steps',
+  replays: 'replays', superseded: 'superseded', rejectedTags: 'rejected_tags', completed: 'completed', error: 'error',
+  failedCalls: 'calls_failed', outcomeReported: 'oc_reported', outcomeSuccess: 'oc_success', scoreN: 'oc_score_n',
+  scoreSum: 'oc_score_sum', scoreSquares: 'oc_score_ss', keyless: 'keyless', keysOver: 'keys_over', leftOut: 'left_out',
+  hashOver: 'hash_over', exportOver: 'export_over', stepsOver: 'steps_over',
+} as const;
+export type ScalarCount = keyof typeof SCALAR_FIELDS;
+
 export const field = {
-  units: (arm: string) => `${arm}|units`,
-  /** Trajectories with at least one robot line (n > 0): the fixed comparison needs 2 per arm. */
-  unitsWithLines: (arm: string) => `${arm}|units_lines`,
-  s: (arm: string) => `${arm}|s`,
-  n: (arm: string) => `${arm}|n`,
-  ss: (arm: string) => `${arm}|ss`,
-  nn: (arm: string) => `${arm}|nn`,
-  sn: (arm: string) => `${arm}|sn`,
-  steps: (arm: string) => `${arm}|steps`,
-  stages: (arm: string) => `${arm}|stages`,
-  /** Σ steps² and Σ stages² over trajectories: the variances of the per-trajectory means. */
-  stepsSquared: (arm: string) => `${arm}|steps_sq`,
-  stagesSquared: (arm: string) => `${arm}|stages_sq`,
-  envError: (arm: string) => `${arm}|env_error`,
-  failureReason: (arm: string) => `${arm}|failure_reason`,
-  errorCandidate: (arm: string) => `${arm}|error_candidate`,
-  crossed: (arm: string) => `${arm}|crossed`,
-  cached: (arm: string) => `${arm}|cached_steps`,
-  /** Trajectories answered from the cache as replays of one of the arm's (docs/experiments.md#replays-and-resumed-episodes). */
-  replays: (arm: string) => `${arm}|replays`,
-  /** The arm's trajectories a resumed one took over: no longer units. */
-  superseded: (arm: string) => `${arm}|superseded`,
-  /** Inputs whose tag was not trusted and started a new trajectory in this arm (docs/experiments.md#signed-tags). */
-  rejectedTags: (arm: string) => `${arm}|rejected_tags`,
+  count: (arm: string, what: ScalarCount) => `${arm}|${SCALAR_FIELDS[what]}`,
   rerouted: (arm: string, why: 'not_ready' | 'ejected') => `${arm}|rerouted|${why}`,
-  completed: (arm: string) => `${arm}|completed`,
-  error: (arm: string) => `${arm}|error`,
   code: (arm: string, code: string) => `${arm}|code|${code}`,
   feedback: (arm: string, outcome: string) => `${arm}|fb|${outcome}`,
   latency: (arm: string, bucket: number) => `${arm}|lat|${bucket}`,
-  /** Of the latency samples, those from sub-requests that failed or timed out (report/arm-calls.ts). */
-  failedCalls: (arm: string) => `${arm}|calls_failed`,
-  outcomeReported: (arm: string) => `${arm}|oc_reported`,
-  outcomeSuccess: (arm: string) => `${arm}|oc_success`,
-  scoreN: (arm: string) => `${arm}|oc_score_n`,
-  scoreSum: (arm: string) => `${arm}|oc_score_sum`,
-  scoreSquares: (arm: string) => `${arm}|oc_score_ss`,
-  /** Trajectories whose first input had no value at the route's assign_by path (assigned per trajectory). */
-  keyless: (arm: string) => `${arm}|keyless`,
-  /** Trajectories of keys past experiments.max_keys, left out of the key-unit comparison. */
-  keysOver: (arm: string) => `${arm}|keys_over`,
-  /** Trajectories started after experiments.max_trajectories: not counted, not stored (trajectory-bound.ts). */
-  leftOut: (arm: string) => `${arm}|left_out`,
-  /**
-   * Index writes an index bound left out (step-index.ts): steps not indexed under their trace hash
-   * (experiments.hash_candidates_max), trajectories past experiments.export_max_trajectories, steps past the
-   * steps indexed per trajectory.
-   */
-  hashOver: (arm: string) => `${arm}|hash_over`,
-  exportOver: (arm: string) => `${arm}|export_over`,
-  stepsOver: (arm: string) => `${arm}|steps_over`,
   /** One of the fields above in stratum `stratum`: `<arm>|st|<stratum>|<what>`. */
   inStratum: (stratum: number, f: string) => {
     const bar = f.indexOf('|');
@@ -139,7 +101,7 @@ export interface TrajectoryRecord {
   experiment: string;
   arm: string;
   started_at: string;
-  /** The stratum slot (0 = other) on a stratified experiment. */
+  /** 0 = other. */
   stratum?: number;
   /** The assign_by key id, when the key is a unit of its own. */
   key?: string;
@@ -147,7 +109,7 @@ export interface TrajectoryRecord {
 
 const KEY_ID = /^[0-9a-f]{16}$/;
 
-/** A claim's JSON object, or undefined: the store holds what recorder.ts wrote, but a reader checks every field. */
+/** The store holds what recorder.ts wrote, but a reader checks every field. */
 function parseObject(raw: string | undefined): JsonObject | undefined {
   if (raw === undefined) return undefined;
   try {
@@ -158,7 +120,6 @@ function parseObject(raw: string | undefined): JsonObject | undefined {
   }
 }
 
-/** What `x:traj:<id>` holds, read back; undefined when missing or not one. */
 export function parseTrajectoryRecord(raw: string | undefined): TrajectoryRecord | undefined {
   const v = parseObject(raw);
   if (v === undefined) return undefined;
@@ -170,7 +131,6 @@ export function parseTrajectoryRecord(raw: string | undefined): TrajectoryRecord
   return rec;
 }
 
-/** What `x:exp:<id>` holds, read back; undefined when missing or without a start time. */
 export function parseExperimentRecord(raw: string | undefined): ExperimentRecord | undefined {
   const v = parseObject(raw);
   if (v === undefined || typeof v.started_at !== 'string') return undefined;

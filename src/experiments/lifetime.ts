@@ -1,18 +1,12 @@
 /**
- * An experiment's lifetime (docs/experiments.md#an-experiments-lifetime): a route's experiment is named by its
- * kind, arms, weights and optional `experiment.name`, plus the time of its last reset. A config reload that changes
- * any of them, or `POST /gateway/experiments/reset`, starts a new experiment; the old one keeps its counters under
- * its own id and is listed under `earlier`, never summed with the new one.
- *
- * Reset times are shared values (`experiments:epoch:<agent>/<route>`), so every replica starts the new
- * experiment; this process keeps them in a map fed by the store's change notifications.
+ * An experiment's lifetime (docs/experiments.md#an-experiments-lifetime). Reset times are shared values, so every
+ * replica starts the new experiment; this process keeps them in a map fed by the store's change notifications.
  */
 import { createHash } from 'node:crypto';
 import type { CompiledRoute } from '../routing/plan.js';
 import type { SharedValues } from '../state/types.js';
 import { EPOCH_PREFIX, keys } from './keys.js';
 
-/** The experiment id: 16 hex digits of a hash of what names the experiment. */
 export function experimentId(agent: string, route: CompiledRoute, epoch: string | undefined): string {
   const named = [agent, route.name, route.kind, route.members.map((m) => [m.name, m.weight]), route.experiment.name ?? null, epoch ?? null];
   return createHash('sha256').update(JSON.stringify(named), 'utf8').digest('hex').slice(0, 16);
@@ -23,12 +17,11 @@ export class Lifetimes {
   private readonly epochs = new Map<string, string | null>();
   private subscribed: SharedValues | undefined;
 
-  /** The last id computed per compiled route (a reload compiles new ones), with the epoch it was for. */
   private readonly ids = new WeakMap<CompiledRoute, { agent: string; epoch: string | undefined; id: string }>();
 
   async id(store: SharedValues, agent: string, route: CompiledRoute): Promise<string> {
     const epoch = await this.epoch(store, agent, route.name);
-    // Asked per input on the request path: the hash is computed once per route and reset.
+    // Asked per input on the request path.
     const hit = this.ids.get(route);
     if (hit !== undefined && hit.agent === agent && hit.epoch === epoch) return hit.id;
     const id = experimentId(agent, route, epoch);
@@ -47,7 +40,6 @@ export class Lifetimes {
     return this.epochs.get(k) ?? undefined;
   }
 
-  /** Starts a new experiment on the route, on every replica. */
   async reset(store: SharedValues, agent: string, route: string, ttlMs: number, now: Date): Promise<void> {
     this.subscribe(store);
     const at = now.toISOString();

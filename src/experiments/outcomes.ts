@@ -1,10 +1,7 @@
 /**
- * Episode outcomes (docs/experiments.md#outcomes-from-bench: the one-to-one join and what each result means):
- * `POST /gateway/experiments/outcomes` credits each outcome to the arm its trajectory was assigned, once. An
- * outcome names its trajectory by id (from the memory tag) or by the trace hash of its episode (what
- * `magma-gateway outcomes import` computes from BENCH's results). Per trajectory and per episode the first
- * outcome is kept (a set-once mark), never overwritten. A dry run decides the same way from the marks as they
- * are, writing nothing, and lists each item's match.
+ * Episode outcomes (docs/experiments.md#outcomes-from-bench: the join and what each result means): each outcome is
+ * credited once, by trajectory id or by its episode's trace hash, to the arm its trajectory was assigned; the first
+ * outcome per trajectory and per episode is kept (a set-once mark). A dry run decides the same way, writing nothing.
  */
 import type { Claims, Counters } from '../state/types.js';
 import { isJsonObject } from '../protocol/schemas.js';
@@ -19,7 +16,6 @@ export type OutcomeItem =
 export const OUTCOME_RESULTS = ['accepted', 'duplicate', 'conflict', 'replay', 'superseded', 'unknown', 'ambiguous', 'unmatched'] as const;
 export type OutcomeResult = (typeof OUTCOME_RESULTS)[number];
 
-/** What one outcome matched, listed by a dry run. */
 export interface OutcomeMatch {
   episode: string | null;
   trajectory: string | null;
@@ -31,7 +27,6 @@ export interface OutcomeMatch {
 export interface OutcomeSummary {
   received: number;
   results: Record<OutcomeResult, number>;
-  /** A dry run's per-item matches (nothing was credited). */
   dry_run?: OutcomeMatch[];
 }
 
@@ -43,10 +38,7 @@ function at(i: number, what: string): string {
   return `outcomes[${i}]: ${what}`;
 }
 
-/**
- * The outcomes of a body, or the first problem with its location. Bounded: at most `max` outcomes, each checked
- * in constant work.
- */
+/** Bounded: at most `max` outcomes, each checked in constant work. */
 export function parseOutcomes(body: unknown, max: number): { ok: true; items: OutcomeItem[]; dryRun: boolean } | { ok: false; problem: string } {
   if (!isJsonObject(body)) return { ok: false, problem: 'the body must be a JSON object {"outcomes": [...]}' };
   if (body.dry_run !== undefined && typeof body.dry_run !== 'boolean') return { ok: false, problem: 'dry_run: expected true or false' };
@@ -78,8 +70,6 @@ function encode(o: Outcome): string {
   return 'success' in o ? `success:${o.success ? 1 : 0}` : `score:${o.score}`;
 }
 
-
-/** The outcome's increments: the arm's, its stratum's, and its key's when the key is the unit. */
 function credit(store: Counters & Claims, rec: TrajectoryRecord, o: Outcome): void {
   const key = countersKey(rec.agent, rec.route, rec.experiment);
   const incr = (f: string, by = 1): void => {
@@ -90,25 +80,22 @@ function credit(store: Counters & Claims, rec: TrajectoryRecord, o: Outcome): vo
     if (rec.key !== undefined) store.incr(keyCountersKey(rec.agent, rec.route, rec.experiment), keyField(rec.arm, rec.stratum ?? 0, rec.key, what), by);
   };
   if ('success' in o) {
-    incr(field.outcomeReported(rec.arm));
+    incr(field.count(rec.arm, 'outcomeReported'));
     perKey('ocr', 1);
     if (o.success) {
-      incr(field.outcomeSuccess(rec.arm));
+      incr(field.count(rec.arm, 'outcomeSuccess'));
       perKey('ocs', 1);
     }
   } else {
-    incr(field.scoreN(rec.arm));
-    incr(field.scoreSum(rec.arm), o.score);
-    incr(field.scoreSquares(rec.arm), o.score * o.score);
+    incr(field.count(rec.arm, 'scoreN'));
+    incr(field.count(rec.arm, 'scoreSum'), o.score);
+    incr(field.count(rec.arm, 'scoreSquares'), o.score * o.score);
     perKey('scn', 1);
     perKey('scs', o.score);
   }
 }
 
-/**
- * Set-once marks as a post sees them: claimed in the store, or for a dry run read from it and claimed only in
- * this post (so a dry run of a whole directory matches one to one as the real post would).
- */
+/** A dry run claims in this post only, so a dry run of a whole directory matches one to one as the real post would. */
 class Marks {
   private readonly local = new Map<string, string>();
 
@@ -133,7 +120,6 @@ class Marks {
 
 type Matched = { result: OutcomeResult; trajectory?: string; rec?: TrajectoryRecord };
 
-/** Credits `id` (record `rec`) with `o` once. */
 async function creditOnce(marks: Marks, id: string, rec: TrajectoryRecord, o: Outcome): Promise<Matched> {
   const mark = await marks.claim(keys.outcome(id), encode(o));
   if (mark.first) return { result: 'accepted', trajectory: id, rec };
@@ -206,10 +192,6 @@ async function byHash(marks: Marks, store: Counters & Claims, hash: string, epis
   return { result: 'replay', trajectory: same.id, rec: same.rec };
 }
 
-/**
- * Credits every outcome (or, `dryRun`, says what it would credit); returns how each was taken. Never throws for a
- * bad outcome (parseOutcomes checked them).
- */
 export async function postOutcomes(
   store: Counters & Claims,
   items: readonly OutcomeItem[],

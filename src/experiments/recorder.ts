@@ -1,20 +1,8 @@
 /**
- * Experiment accounting on the request path (docs/experiments.md): the trajectory is the unit.
- *
- * Two calls per batch, both owned here:
- * - `begin`, after planning and before dispatch: per input of a split or ensemble route, the trajectory members its
- *   candidates will carry (InputPlan.trajectory, written only here), and whether this step counts. A step counts
- *   once: the recorder marks (trajectory, step) in the store with the request key of (request_id, input id); the
- *   same key again is a replay (not counted, same members), another key is a fork (a client re-sending an old
- *   memory, or several branches of one candidate) and continues as a NEW trajectory with a derived id, its unit
- *   counted with the whole history it carries.
- *   What a counted step writes to the outcome index is step-index.ts. A trajectory that starts after its experiment
- *   recorded experiments.max_trajectories is left out, counted as such and nothing else (trajectory-bound.ts).
- * - `recordBatch`, after the batch: plain counter increments per experiment and arm (step-counts.ts), idempotent
- *   with the marks above.
- *
- * Requests of `magma-gateway check` (header `x-magma-gateway-check`) are left out entirely. Env feedback still
- * feeds `magma_gateway_execution_feedback_total` by the tag the input arrived with, on every route.
+ * Experiment accounting on the request path (docs/experiments.md): the trajectory is the unit. `begin`, before
+ * dispatch, sets each experiment input's trajectory members and decides whether the step counts (once per
+ * (trajectory, step): the same request key again is a replay, another key a fork); `recordBatch`, after the batch,
+ * adds the counters (step-counts.ts). Requests of `magma-gateway check` are left out entirely.
  */
 import type { Logger } from '../logging.js';
 import type { BatchResult } from '../dispatch/batch.js';
@@ -40,18 +28,16 @@ import type { GatewayConfig } from '../config/schema.js';
 
 type ExperimentsConfig = GatewayConfig['experiments'];
 
-/** The store's ports the experiments use: counters, claims (marks, index, slots), lists (history), shared values (epochs). */
 export type ExperimentsStore = Counters & Claims & CappedLists & SharedValues & Pick<StoreHealth, 'kind' | 'stats'>;
 
 /** What the recorder and the report read from the gateway, late-bound so a config reload is seen at once. */
 export interface ExperimentsHost {
   current: Pick<GatewayRuntime, 'agents' | 'config' | 'upstreams'>;
-  /** What the recorder, the report, the export and the history use of the store. */
   store: ExperimentsStore;
   metrics: GatewayMetrics;
 }
 
-/** The header `magma-gateway check` sends: its requests never enter an experiment. */
+/** Sent by `magma-gateway check`: its requests never enter an experiment. */
 export const CHECK_HEADER = 'x-magma-gateway-check';
 
 const ZERO = { s: 0, n: 0, step: 0, stages: 0, flags: '' };
@@ -73,10 +59,9 @@ export class Experiments {
   private readonly bound = new TrajectoryBound();
   private readonly readers = new Map<string, (input: RoutingInput) => unknown>();
 
-  /** Experiments whose sample-ratio mismatch this process has logged. */
   private readonly srmLogged = new Set<string>();
 
-  /** A report found a sample-ratio mismatch: a warning log line, once per experiment per process. */
+  /** Logs a report's sample-ratio mismatch once per experiment per process. */
   srmFlagged(agent: string, route: string, experiment: string, line: string): void {
     if (this.srmLogged.has(experiment)) return;
     if (this.srmLogged.size > 10_000) this.srmLogged.clear();
@@ -84,10 +69,7 @@ export class Experiments {
     this.log?.warn({ agent, route, experiment }, line);
   }
 
-  /**
-   * Starts a new experiment on every split and ensemble route of the current config matching `agent` and
-   * `route` (both optional); returns the routes reset.
-   */
+  /** Starts a new experiment on every experiment route matching `agent` and `route` (both optional). */
   async reset(agent: string | undefined, route: string | undefined): Promise<{ agent: string; route: string }[]> {
     const { store, current } = this.host();
     const ttlMs = current.config.experiments.index_ttl_s * 1000;
@@ -107,9 +89,8 @@ export class Experiments {
   private signerFor: { secret: string | undefined; store: ExperimentsStore; signer: Promise<TagSigner> } | undefined;
 
   /**
-   * The signer of memory tags (tag-signer.ts), loaded once per configured secret and store. Undefined while the
-   * store cannot give a shared secret: tags are then neither signed nor checked, and the recorder counts nothing
-   * (its own store writes fail the same way).
+   * Undefined while the store cannot give a shared secret: tags are then neither signed nor checked, and the
+   * recorder counts nothing (its own store writes fail the same way).
    */
   async tagSigner(): Promise<TagSigner | undefined> {
     const { store, current } = this.host();
@@ -124,7 +105,6 @@ export class Experiments {
       return signer;
     } catch (err) {
       if (this.signerFor === pending) this.signerFor = undefined; // tried again on the next batch
-      // Once per outage, not per batch.
       if (!this.signerWarned) this.log?.warn({ err }, 'memory tag secret unavailable: tags are neither signed nor checked until the store answers');
       this.signerWarned = true;
       return undefined;
@@ -133,7 +113,6 @@ export class Experiments {
 
   private signerWarned = false;
 
-  /** Resolves once this process's index writes so far are in the store. */
   async settled(): Promise<void> {
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
   }
@@ -143,10 +122,7 @@ export class Experiments {
     this.pending.add(done);
   }
 
-  /**
-   * The trajectory members of each experiment input of `plan` (set on the plan) and what counts. Never throws and
-   * never fails the batch: on a store failure the inputs go out without trajectory members and are not counted.
-   */
+  /** Never fails the batch: on a store failure the inputs go out without trajectory members and are not counted. */
   async begin(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, excluded: boolean, hits?: ReadonlyMap<number, CacheHit>): Promise<StepDecision[]> {
     if (excluded) return [];
     try {
@@ -260,10 +236,7 @@ export class Experiments {
     return decided;
   }
 
-  /**
-   * Where a replay that ended goes (replay.ts endOfReplay): on as a replay of the trajectory that took the
-   * original over, or `trajectory` takes the original over (set once: of two resumed copies, one does), or a new unit.
-   */
+  /** Where an ended replay goes (replay.ts endOfReplay); of two resumed copies, one takes the original over. */
   private async endReplay(
     store: ExperimentsStore,
     ended: { of: string; replayed: number; next?: string },
@@ -281,23 +254,17 @@ export class Experiments {
     return took.first || took.value === trajectory ? { kind: 'supersede', inherit: { id: ended.of, record } } : { kind: 'diverge' };
   }
 
-  /**
-   * A trajectory past experiments.max_trajectories (trajectory-bound.ts): its tag goes on flagged `o`, so its later
-   * steps skip the store too; nothing is counted but its start (`started`, undefined for a later step).
-   */
+  /** Past experiments.max_trajectories: flagged `o`, so its later steps skip the store; only its start is counted. */
   private leftOut(p: InputPlan, state: TrajectoryState, started: { agent: string; route: string; experiment: string; arm: string } | undefined): undefined {
     p.trajectory = withFlag(state, 'o');
     if (started !== undefined) {
-      this.host().store.incr(countersKey(started.agent, started.route, started.experiment), field.leftOut(started.arm));
+      this.host().store.incr(countersKey(started.agent, started.route, started.experiment), field.count(started.arm, 'leftOut'));
       this.host().metrics.trajectoriesLeftOut.inc({ agent: started.agent, route: started.route });
     }
     return undefined;
   }
 
-  /**
-   * The stratum and key a new trajectory's unit gets from its first input (experiments/units.ts). Never re-read:
-   * they travel in the tag, and a fork inherits its parent's.
-   */
+  /** From the first input only (units.ts): they travel in the tag, and a fork inherits its parent's. */
   private async newUnit(
     store: Claims & Counters,
     cfg: ExperimentsConfig,
@@ -324,7 +291,6 @@ export class Experiments {
     return { members, keyless, keysOver: !admitted };
   }
 
-  /** The reader of a stratify_by path, compiled once per path. */
   private reader(path: string): (input: RoutingInput) => unknown {
     let r = this.readers.get(path);
     if (r === undefined) {
@@ -339,10 +305,7 @@ export class Experiments {
     return b !== undefined && b.replicas.some((r) => r.state === 'ejected') ? 'ejected' : 'not_ready';
   }
 
-  /**
-   * Counts one answered batch from `decisions` (what begin returned for it). Synchronous and never throws:
-   * accounting must not cost a client its answer.
-   */
+  /** Never throws: accounting must not cost a client its answer. */
   recordBatch(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, result: BatchResult, decisions: readonly StepDecision[]): void {
     try {
       const { store, metrics, current } = this.host();

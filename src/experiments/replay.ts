@@ -1,10 +1,6 @@
 /**
- * Replays and resumed episodes (docs/experiments.md#replays-and-resumed-episodes: when a trajectory is a replay,
- * when it supersedes its original, when it diverged): which unit a step belongs to when the response cache answers
- * it. Pure; the recorder reads the store for the two facts these need (how far the replayed trajectory went, and
- * whether another trajectory already took it over). A cached step of a trajectory that is not a replay (its
- * earlier steps were live, or another experiment's trajectory produced the entry) is counted like a live step:
- * two trajectories whose inputs coincide keep their own ids and their own counts.
+ * Which unit a step belongs to when the response cache answers it (docs/experiments.md#replays-and-resumed-episodes).
+ * Pure; the recorder reads the store for the replayed trajectory's last step and its successor.
  */
 import type { TrajectoryState } from '../protocol/memory-tag.js';
 
@@ -16,9 +12,8 @@ export interface CacheHit {
 }
 
 export type ReplayStep =
-  /** Counted as every live step is. */
   | { kind: 'live' }
-  /** A step of a replay of `of`: not counted. */
+  /** Not counted. */
   | { kind: 'replay'; of: string }
   /** The replay of `of` (its first `replayed` steps) ended here; `next` produced this step's hit, if one did. */
   | { kind: 'ended'; of: string; replayed: number; next?: string };
@@ -39,11 +34,9 @@ export function replayStep(previous: TrajectoryState | undefined, experiment: st
 }
 
 /**
- * How an ended replay resolves: `successor` is the trajectory that already superseded the original (if any),
- * `lastStep` the original's (or its successor's) last counted step.
- * - `continue`: the hit came from the successor's own step: still a replay, of the successor;
- * - `supersede`: the original stopped where the replay did: the replaying trajectory takes its unit over;
- * - `diverge`: the original went further: a new unit with its whole history.
+ * `successor` already superseded the original; `lastStep` is the original's (or successor's) last counted step.
+ * `continue`: a replay of the successor; `supersede`: the original stopped where the replay did, so the replaying
+ * trajectory takes its unit over; `diverge`: a new unit with its whole history.
  */
 export function endOfReplay(ended: { replayed: number; next?: string }, successor: string | undefined, lastStep: number): 'continue' | 'supersede' | 'diverge' {
   if (successor !== undefined && ended.next === successor) return 'continue';
@@ -51,7 +44,7 @@ export function endOfReplay(ended: { replayed: number; next?: string }, successo
   return lastStep <= ended.replayed ? 'supersede' : 'diverge';
 }
 
-/** The last step a trajectory's step set (`<step>|...` members, experiments/step-index.ts) holds; 0 when empty. */
+/** Of a step set (`<step>|...` members, step-index.ts); 0 when empty. */
 export function lastStepOf(members: readonly string[]): number {
   let last = 0;
   for (const m of members) {

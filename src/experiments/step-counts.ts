@@ -1,11 +1,6 @@
 /**
- * The counters of one answered batch (docs/experiments.md#what-each-number-means): plain increments (Counters.incr,
- * fire-and-forget, batched by the store) per experiment and arm, from what `begin` decided for each input. The unit
- * sums K, Σs, Σn, Σs², Σn², Σs·n are increments from the tag's previous s and n, so they are idempotent with the
- * step marks; then steps, stages, trajectories with an env error / failure reason / error candidate / crossover,
- * rerouted new trajectories (for the SRM cause), cached steps, replays, superseded trajectories, rejected tags,
- * candidates, latency. Env feedback also feeds
- * `magma_gateway_execution_feedback_total` by the tag the input arrived with, on every route.
+ * The counters of one answered batch (docs/experiments.md#what-each-number-means). The unit sums are increments
+ * from the tag's previous s and n, so they are idempotent with the step marks.
  */
 import type { BatchResult } from '../dispatch/batch.js';
 import { candidateTag } from '../dispatch/answer-bytes.js';
@@ -19,28 +14,24 @@ import { countersKey, field, keyCountersKey, keyField, keys, type KeySum } from 
 import { latencyBucket } from './latency.js';
 import { armOf, routeIndex, type StepDecision } from './step-decision.js';
 
-/** Where a batch's counts go, and what the crossover mark needs. */
 export interface CountSink {
   store: Counters & Claims;
   metrics: GatewayMetrics;
-  /** experiments.index_ttl_s in ms: how long a crossover mark stays. */
+  /** experiments.index_ttl_s in ms. */
   ttlMs: number;
   now: () => Date;
-  /** Keeps a store write the outcomes and the report wait for. */
   track: (write: Promise<unknown>) => void;
 }
 
-/** Counts one answered batch from `decisions` (what begin returned for it). */
 export function countBatch(sink: CountSink, compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, result: BatchResult, decisions: readonly StepDecision[]): void {
   feedbackMetric(sink.metrics, compiled, request, plan);
   const offsets = outputOffsets(request, result);
   for (const d of decisions) {
     const key = countersKey(compiled.agent, d.route.name, d.experiment);
-    // Steps the response cache served: counted below like live ones unless they replay another trajectory's.
-    if (d.cached) sink.store.incr(key, field.cached(d.arm), 1);
-    if (d.replay?.first === true) sink.store.incr(key, field.replays(d.arm), 1);
+    if (d.cached) sink.store.incr(key, field.count(d.arm, 'cached'), 1);
+    if (d.replay?.first === true) sink.store.incr(key, field.count(d.arm, 'replays'), 1);
     if (d.rejected !== undefined) {
-      sink.store.incr(key, field.rejectedTags(d.arm), 1);
+      sink.store.incr(key, field.count(d.arm, 'rejectedTags'), 1);
       sink.metrics.rejectedTags.inc({ agent: compiled.agent, route: d.route.name, reason: d.rejected });
     }
     if (d.counted) countStep(sink, compiled.agent, request, result, d, offsets);
@@ -56,25 +47,24 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
   };
   const { arm, state, base } = d;
   const st = state.stratum;
-  // The unit sums, also in the trajectory's stratum when the experiment is stratified.
   const unitIncr = (f: string, by = 1): void => {
     incr(f, by);
     if (st !== undefined) incr(field.inStratum(st, f), by);
   };
-  if (d.supersedes !== undefined) incr(field.superseded(arm));
+  if (d.supersedes !== undefined) incr(field.count(arm, 'superseded'));
   if (d.newUnit) {
-    unitIncr(field.units(arm));
+    unitIncr(field.count(arm, 'units'));
     metrics.trajectoriesStarted.inc({ agent, route: d.route.name, arm });
     if (d.rerouted !== undefined) incr(field.rerouted(d.rerouted.from, d.rerouted.why));
-    if (d.keyless) incr(field.keyless(arm));
-    if (d.keysOver) incr(field.keysOver(arm));
+    if (d.keyless) incr(field.count(arm, 'keyless'));
+    if (d.keysOver) incr(field.count(arm, 'keysOver'));
   }
-  if (base.n === 0 && state.n > 0) unitIncr(field.unitsWithLines(arm));
-  unitIncr(field.s(arm), state.s - base.s);
-  unitIncr(field.n(arm), state.n - base.n);
-  unitIncr(field.ss(arm), state.s * state.s - base.s * base.s);
-  unitIncr(field.nn(arm), state.n * state.n - base.n * base.n);
-  unitIncr(field.sn(arm), state.s * state.n - base.s * base.n);
+  if (base.n === 0 && state.n > 0) unitIncr(field.count(arm, 'unitsWithLines'));
+  unitIncr(field.count(arm, 's'), state.s - base.s);
+  unitIncr(field.count(arm, 'n'), state.n - base.n);
+  unitIncr(field.count(arm, 'ss'), state.s * state.s - base.s * base.s);
+  unitIncr(field.count(arm, 'nn'), state.n * state.n - base.n * base.n);
+  unitIncr(field.count(arm, 'sn'), state.s * state.n - base.s * base.n);
   if (state.key !== undefined) {
     // Per-key totals are plain sums, so replicas merge them by addition; squares are taken at report time.
     const kk = keyCountersKey(agent, d.route.name, d.experiment);
@@ -86,20 +76,20 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
     keyIncr('n', state.n - base.n);
   }
   // A fork's unit carries the history it shares with its parent: its steps and stages count from 0.
-  incr(field.steps(arm), state.step - base.step);
-  incr(field.stepsSquared(arm), state.step * state.step - base.step * base.step);
-  incr(field.stages(arm), state.stages - base.stages);
-  incr(field.stagesSquared(arm), state.stages * state.stages - base.stages * base.stages);
+  incr(field.count(arm, 'steps'), state.step - base.step);
+  incr(field.count(arm, 'stepsSquared'), state.step * state.step - base.step * base.step);
+  incr(field.count(arm, 'stages'), state.stages - base.stages);
+  incr(field.count(arm, 'stagesSquared'), state.stages * state.stages - base.stages * base.stages);
   const newly = (flag: TrajectoryFlag, now: boolean): boolean => (now || hasFlag(state, flag)) && !base.flags.includes(flag);
-  if (newly('e', false)) incr(field.envError(arm));
-  if (newly('f', false)) incr(field.failureReason(arm));
+  if (newly('e', false)) incr(field.count(arm, 'envError'));
+  if (newly('f', false)) incr(field.count(arm, 'failureReason'));
 
   const outputs = result.outputs.length === 0 ? [] : result.outputs.slice(offsets[d.index], offsets[d.index + 1]);
   const errored = outputs.some((o) => o.status === 'error');
-  if (newly('c', errored)) incr(field.errorCandidate(arm));
+  if (newly('c', errored)) incr(field.count(arm, 'errorCandidate'));
   const crossed = d.route.kind === 'split' && result.legs.some((l) => l.input === d.index && l.backend !== arm);
   if (newly('x', crossed)) {
-    incr(field.crossed(arm));
+    incr(field.count(arm, 'crossed'));
     sink.track(store.claim(keys.crossed(d.experiment, arm), sink.now().toISOString(), sink.ttlMs));
   }
 
@@ -108,10 +98,10 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
     const tag = candidateTag(out);
     const by = d.route.kind === 'ensemble' && tag !== undefined ? (armOf(d.route, tag) ?? arm) : arm;
     if (out.status === 'error') {
-      incr(field.error(by));
+      incr(field.count(by, 'error'));
       // Capped per backend like the candidate error metric: a backend inventing codes cannot grow the hash.
       if (out.error) incr(field.code(by, metrics.codeLabel(tag?.backend ?? by, out.error.code)));
-    } else incr(field.completed(by));
+    } else incr(field.count(by, 'completed'));
   }
   const input = request.inputs[d.index];
   if (input?.instruction.type === 'env') {
@@ -120,14 +110,11 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
   }
 }
 
-/** Each leg's sub-request time, per arm, for the counted steps. */
 function countLatency(store: Counters, compiled: CompiledRoutes, result: BatchResult, decisions: readonly StepDecision[]): void {
   if (decisions.length === 0) return;
   const byInput = new Map(decisions.filter((d) => d.counted).map((d) => [d.index, d]));
-  // Every sub-request that served a counted step, failed and timed-out ones too (as the Backends page counts them,
-  // and those also as failed calls), a leg's first try before its fallback among them. A split's leg is its
-  // trajectory's arm's (intention to treat); an ensemble's, the member's that was asked. A call the client's
-  // departure cut short says nothing of the arm and is left out.
+  // Failed and timed-out calls count too (as the Backends page counts them). A split's leg is its trajectory's
+  // arm's (intention to treat). A call the client's departure cut short says nothing of the arm.
   for (const call of result.calls ?? []) {
     if (call.outcome === 'cancelled') continue;
     for (const leg of call.legs) {
@@ -136,12 +123,12 @@ function countLatency(store: Counters, compiled: CompiledRoutes, result: BatchRe
       const by = d.route.kind === 'ensemble' ? (armOf(d.route, { backend: call.backend, arm: leg.arm }) ?? d.arm) : d.arm;
       const key = countersKey(compiled.agent, d.route.name, d.experiment);
       store.incr(key, field.latency(by, latencyBucket(call.ms)));
-      if (call.outcome !== 'ok') store.incr(key, field.failedCalls(by));
+      if (call.outcome !== 'ok') store.incr(key, field.count(by, 'failedCalls'));
     }
   }
 }
 
-/** Env feedback to `magma_gateway_execution_feedback_total`, by the tag each env input arrived with. */
+/** Env feedback to `magma_gateway_execution_feedback_total` on every route, by the tag each env input arrived with. */
 function feedbackMetric(metrics: GatewayMetrics, compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan): void {
   const routes = routeIndex(compiled);
   const { executionFeedback } = metrics;

@@ -1,12 +1,8 @@
-/**
- * What `begin` decides for one input of an experiment route (docs/experiments.md): the trajectory state, whether the
- * step counts, and the arm it is credited to; with the route lookup and the arm rules both halves of the recorder use.
- */
+/** What `begin` decides for one input of an experiment route, and the arm rules both halves of the recorder use. */
 import type { MemoryTag, TagRejection, TrajectoryState } from '../protocol/memory-tag.js';
 import type { TrajectoryRecord } from './keys.js';
 import type { CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 
-/** What `begin` decided for one input, which `recordBatch` counts. */
 export interface StepDecision {
   readonly index: number;
   readonly route: CompiledRoute;
@@ -18,22 +14,19 @@ export interface StepDecision {
   /** False for a replayed step: its increments were made when it was first counted. */
   readonly counted: boolean;
   readonly newUnit: boolean;
-  /** A new unit of an assign_by split whose first input had no key (drawn per trajectory, its own unit). */
   readonly keyless: boolean;
-  /** A new unit whose key came after experiments.max_keys: left out of the key-unit sums. */
   readonly keysOver: boolean;
   readonly rerouted?: { from: string; why: 'not_ready' | 'ejected' };
-  /** The response cache answered the step. */
   readonly cached: boolean;
-  /** A step of a replay of this trajectory (docs/experiments.md#replays-and-resumed-episodes): not counted; `first` at its step 1. */
+  /** Not counted; `first` at its step 1. */
   readonly replay?: { of: string; first: boolean };
-  /** The trajectory this one took over (a resumed episode), with its record: its unit is now this one's. */
+  /** A resumed episode took this trajectory's unit over. */
   readonly supersedes?: { id: string; record: TrajectoryRecord };
-  /** The tag the input arrived with was not trusted: it starts an uncounted trajectory; set on the first such step only. */
+  /** Set on the first step of an uncounted trajectory started by an untrusted tag only. */
   readonly rejected?: TagRejection;
 }
 
-/** Routes by name, built once per compiled config (the hot path looks a route up per input). */
+/** Built once per compiled config: the hot path looks a route up per input. */
 const indexes = new WeakMap<CompiledRoutes, Map<string, CompiledRoute>>();
 export function routeIndex(routes: CompiledRoutes): Map<string, CompiledRoute> {
   let idx = indexes.get(routes);

@@ -1,26 +1,20 @@
 /**
- * The outcome index of a counted step (docs/experiments.md#outcomes-from-bench): the trace hash an imported episode is matched
- * by, the trajectory's step set (its last step is the export row), and for a new unit (or one that took a
- * superseded trajectory's over) the records that credit its arm and list its experiment. Written once per counted step; the experiment's record once per process.
+ * The outcome index of a counted step (docs/experiments.md#outcomes-from-bench): the trace hash an imported episode
+ * is matched by, the trajectory's step set (its last step is the export row), and a new unit's records.
  */
 import type { Claims, Counters, SharedValues } from '../state/types.js';
 import type { TrajectoryState } from '../protocol/memory-tag.js';
 import type { GatewayConfig } from '../config/schema.js';
-import { countersKey, field, keys, type ExperimentRecord, type TrajectoryRecord } from './keys.js';
+import { countersKey, field, keys, type ExperimentRecord, type ScalarCount, type TrajectoryRecord } from './keys.js';
 import type { Lifetimes } from './lifetime.js';
 import { epochTaken } from './epoch-taken.js';
 import type { StepDecision } from './step-decision.js';
 
-/**
- * Steps of one trajectory the index remembers (its last step is where an episode ended, and its export row):
- * BENCH episodes have tens of steps; past this a trajectory's outcome join and export row stop advancing.
- */
+/** BENCH episodes have tens of steps; past this a trajectory's outcome join and export row stop advancing. */
 export const MAX_STEPS_INDEXED = 1000;
-/** Experiments one route's list keeps (the report shows the last experiments.earlier_max). */
 const MAX_EXPERIMENTS_LISTED = 1000;
 
 export class StepIndex {
-  /** Experiments whose record this process has written (one write per experiment per process). */
   private readonly recorded = new Set<string>();
 
   constructor(
@@ -31,18 +25,17 @@ export class StepIndex {
   async write(store: Claims & SharedValues & Counters, agent: string, d: StepDecision, cfg: GatewayConfig['experiments']): Promise<void> {
     const ttlMs = cfg.index_ttl_s * 1000;
     const { state } = d;
-    // A write an index bound leaves out is counted per arm, never silently dropped (docs/experiments.md#bounds-and-sizing).
-    const counted = (over: (arm: string) => string) => (kept: boolean): void => {
-      if (!kept) store.incr(countersKey(agent, d.route.name, d.experiment), over(d.arm));
+    // A write an index bound leaves out is counted per arm, never silently dropped.
+    const counted = (over: ScalarCount) => (kept: boolean): void => {
+      if (!kept) store.incr(countersKey(agent, d.route.name, d.experiment), field.count(d.arm, over));
     };
-    const exported = counted(field.exportOver);
+    const exported = counted('exportOver');
     const writes: Promise<unknown>[] = [
-      store.addToSet(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, cfg.hash_candidates_max).then(counted(field.hashOver)),
-      store.addToSet(keys.steps(state.id), stepMember(state), ttlMs, MAX_STEPS_INDEXED).then(counted(field.stepsOver)),
+      store.addToSet(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, cfg.hash_candidates_max).then(counted('hashOver')),
+      store.addToSet(keys.steps(state.id), stepMember(state), ttlMs, MAX_STEPS_INDEXED).then(counted('stepsOver')),
     ];
     if (d.supersedes !== undefined) {
-      // The resumed trajectory takes the superseded one's unit over: its record (arm, experiment, stratum, key,
-      // start), its place in the export; the superseded one's claim `x:sup:` (recorder.ts) leaves it out.
+      // The resumed trajectory takes the superseded one's record and export place over.
       writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories).then(exported));
       writes.push(store.claim(keys.trajectory(state.id), JSON.stringify(d.supersedes.record), ttlMs));
     }
@@ -68,7 +61,6 @@ export class StepIndex {
   }
 }
 
-/** A counted step in the trajectory's step set: what the export's row shows once it is the last. */
 function stepMember(t: TrajectoryState): string {
   return `${t.step}|${t.s}|${t.n}|${t.stages}|${t.flags}`;
 }

@@ -1,14 +1,7 @@
 /**
- * The secret that signs memory tags (docs/experiments.md#signed-tags). The tag is state a client holds, so the
- * gateway signs it as a signed cookie is signed: HMAC-SHA256 over its canonical text (protocol/memory-tag.ts
- * signedText), 16 bytes kept, compared in constant time.
- *
- * Where the secret comes from, first found:
- * 1. `experiments.tag_secret` in the config (`${VAR}` reads the environment);
- * 2. the environment variable MAGMA_GATEWAY_TAG_SECRET;
- * 3. the store: a random secret set once (SET NX) under `experiments:tag-secret`, so every replica sharing the
- *    Redis agrees; on the memory store that is one secret per process, and tags do not survive a restart (the
- *    start summary says so).
+ * The secret that signs memory tags (docs/experiments.md#signed-tags): HMAC-SHA256 over the tag's canonical text,
+ * 16 bytes kept. From `experiments.tag_secret`, else MAGMA_GATEWAY_TAG_SECRET, else a random secret set once in the
+ * store (one per process on the memory store, so tags do not survive a restart there).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from '../errors.js';
@@ -35,7 +28,7 @@ export function hmacSigner(secret: string): TagSigner {
   };
 }
 
-/** Where the secret comes from, without reading the store: what the start summary says. */
+/** What the start summary says, without reading the store. */
 export function tagSecretSource(configured: string | undefined, env: NodeJS.ProcessEnv, store: 'memory' | 'redis'): TagSecretSource {
   if (configured !== undefined && configured !== '') return 'config';
   if (env[TAG_SECRET_ENV] !== undefined && env[TAG_SECRET_ENV] !== '') return 'environment';
@@ -43,9 +36,8 @@ export function tagSecretSource(configured: string | undefined, env: NodeJS.Proc
 }
 
 /**
- * The secret: configured, from the environment, or the one shared through the store (set once, first wins).
- * Rejects when a Redis store answered from this process's fallback (Redis unavailable): a secret only this
- * replica knows would make every other replica reject its tags, so the caller tries again later.
+ * Rejects when a Redis store answered from this process's fallback: a secret only this replica knows would make
+ * every other replica reject its tags, so the caller tries again later.
  */
 export async function loadTagSecret(configured: string | undefined, env: NodeJS.ProcessEnv, store: Pick<Claims, 'claim'> & Pick<StoreHealth, 'kind' | 'stats'>): Promise<string> {
   if (configured !== undefined && configured !== '') return configured;

@@ -1,43 +1,31 @@
 /**
  * A new trajectory's stratum and assignment key (docs/experiments.md#strata and #assigning-by-a-key), decided at
- * its first step and carried in its tag from then on, never read again from a later input.
- *
- * - Strata: the first `experiments.max_strata` distinct values of `experiments.stratify_by` an experiment sees
- *   each claim a slot (set-once claims `x:slot:<experiment>:<i>`, i = 1..max, tried in order), so the list is
- *   fixed as it forms, the same on every replica and between looks; every later value is stratum 0, `other`.
- * - Keys: the value of the route's `assign_by` path named the arm (routing/split.ts); here it becomes the unit.
- *   Its id is a hash under the experiment; a set-once claim `x:key:<experiment>:<id>` says whether the key is a
- *   unit of its own (`in`) or came after `experiments.max_keys` keys and is left out of the key-unit comparison
- *   (`over`). The count behind that decision is a cluster counter, so the bound holds to within the keys first
- *   seen at the same moment on several replicas.
+ * its first step and carried in its tag from then on. Strata slots and key admissions are set-once claims, so the
+ * list is the same on every replica; the key bound holds to within the keys first seen at once on several replicas.
  */
 import { createHash } from 'node:crypto';
 import type { RatioSums } from '../stats/index.js';
 import type { Claims, Counters } from '../state/types.js';
 import { KEY_SUMS, keys, type KeySum } from './keys.js';
 
-/** Characters of a stratum value kept as its label (values come from clients). */
+/** Values come from clients. */
 const STRATUM_LABEL_MAX = 200;
-/** The label of stratum 0. */
 export const OTHER_STRATUM = 'other';
-/** The label of a stratify_by path the first input does not have. */
 export const MISSING_VALUE = '(missing)';
 
-/** A value read at a dot path as text: strings as they are, anything else as JSON, cut to STRATUM_LABEL_MAX. */
 export function valueText(v: unknown): string | undefined {
   if (v === undefined) return undefined;
   const text = typeof v === 'string' ? v : JSON.stringify(v);
   return text.slice(0, STRATUM_LABEL_MAX);
 }
 
-/** The id of an assignment key in an experiment: 16 hex digits, the same on every replica. */
 export function keyId(experiment: string, keyText: string): string {
   return createHash('sha256').update(`key\u0000${experiment}\u0000${keyText}`, 'utf8').digest('hex').slice(0, 16);
 }
 
-/** Per experiment, the slots this process has seen claimed (set-once, so never stale). */
+/** Set-once claims seen, so never stale. */
 type SlotCache = Map<string, string[]>;
-/** Cache bounds: past these the caches are dropped and rebuilt from the store. */
+/** Past these the caches are dropped and rebuilt from the store. */
 const EXPERIMENTS_CACHED = 1000;
 const KEYS_CACHED = 100_000;
 
@@ -45,7 +33,7 @@ export class UnitSlots {
   private readonly slots: SlotCache = new Map();
   private readonly keyStatus = new Map<string, boolean>();
 
-  /** The stratum of `label` in `experiment`: its slot 1..max, or 0 (`other`) once every slot holds another value. */
+  /** Slot 1..max, or 0 (`other`) once every slot holds another value. */
   async stratum(store: Claims, experiment: string, label: string, max: number, ttlMs: number): Promise<number> {
     let known = this.slots.get(experiment);
     if (known === undefined) {
@@ -64,10 +52,7 @@ export class UnitSlots {
     return 0;
   }
 
-  /**
-   * Whether key `id` of `experiment` is a unit of its own: the first `max` keys are, later ones are not; the
-   * answer is set once in the store, so every replica and every later trajectory of the key agree.
-   */
+  /** The first `max` keys are units of their own; the answer is set once, so every replica agrees. */
   async keyAdmitted(store: Claims & Counters, experiment: string, id: string, max: number, ttlMs: number, counterKey: string): Promise<boolean> {
     const cacheKey = `${experiment}:${id}`;
     const hit = this.keyStatus.get(cacheKey);
@@ -82,15 +67,13 @@ export class UnitSlots {
   }
 }
 
-/** The labels of an experiment's stratum slots 1..max (undefined where none claimed yet), for the report. */
 export async function slotLabels(store: Claims, experiment: string, max: number): Promise<(string | undefined)[]> {
   return Promise.all(Array.from({ length: max }, (_, i) => store.readClaim(keys.slot(experiment, i + 1))));
 }
 
-/** One key's totals (keys.ts KEY_SUMS). */
 type KeyTotals = Record<KeySum, number>;
 
-/** Per arm, per stratum, per key: the per-key counters (`<arm>|<stratum>|<key>|<what>`) read back. */
+/** Per arm, per stratum, per key. */
 export type KeyCounters = Map<string, Map<number, Map<string, KeyTotals>>>;
 
 const KEY_FIELD = /^([^|]+)\|(\d{1,4})\|([0-9a-f]{16})\|([a-z]+)$/;
@@ -117,7 +100,6 @@ export function parseKeyCounters(counters: Record<string, number>): KeyCounters 
   return out;
 }
 
-/** An arm's metrics with the key as the unit: K = its keys (with a trajectory, an outcome, a score), sums over keys. */
 export interface KeyUnits {
   units: number;
   tool: RatioSums;
@@ -125,7 +107,7 @@ export interface KeyUnits {
   score: RatioSums;
 }
 
-/** Ratio sums over keys of the pairs (s, n) each key has; keys where `has` is false are not units of the metric. */
+/** Keys where `has` is false are not units of the metric. */
 function sumsOver(totals: readonly KeyTotals[], has: (t: KeyTotals) => boolean, s: (t: KeyTotals) => number, n: (t: KeyTotals) => number): RatioSums {
   const out = { units: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0 };
   for (const t of totals) {
@@ -142,7 +124,7 @@ function sumsOver(totals: readonly KeyTotals[], has: (t: KeyTotals) => boolean, 
   return out;
 }
 
-/** An arm's key units, over every stratum (`stratum` undefined: a key's totals added across its strata) or in one. */
+/** Over every stratum (a key's totals added across its strata), or in one. */
 export function keyUnits(arm: Map<number, Map<string, KeyTotals>> | undefined, stratum?: number): KeyUnits {
   const merged = new Map<string, KeyTotals>();
   for (const [h, byKey] of arm ?? []) {

@@ -1,8 +1,7 @@
 /**
- * Comparing a treatment arm with the control arm: the fixed-horizon interval and p-value (valid when the number
- * of units was fixed in advance and the result is read once), and the always-valid ones (valid however often the
- * result is read, and for any stopping rule). Each takes the arms' sums and returns a result or the reason
- * there is none yet; the difference is always treatment - control.
+ * Comparing a treatment arm with the control (docs/experiment-method.md): the fixed-horizon result (valid when the
+ * number of units was fixed in advance and read once) and the always-valid one (valid however often it is read).
+ * The difference is always treatment - control.
  */
 import { GatewayError } from '../errors.js';
 import { twoSidedP, zCritical } from './normal.js';
@@ -17,7 +16,7 @@ export interface FixedResult {
   se: number;
   alpha: number;
   method: string;
-  /** Degrees of freedom of the t the interval and p were read from; absent when they come from the normal. */
+  /** Absent when the interval and p come from the normal. */
   df?: number;
 }
 
@@ -34,35 +33,30 @@ export interface SequentialResult {
 
 export type Unavailable = { reason: string };
 
-export interface BinaryCounts {
+interface BinaryCounts {
   units: number;
   successes: number;
 }
 
-export interface SequentialOptions {
+interface SequentialOptions {
   alpha?: number;
-  /** K*, the number of units (both arms together) at which the boundary is tightest; config key experiments.sequential.planned_trajectories. */
+  /** K*, the units (both arms together) at which the boundary is tightest. */
   plannedTrajectories: number;
   /** Units per arm before anything is shown (default 20): variances from a handful of units have heavy tails. */
   burnIn?: number;
 }
 
-export const METHOD_FIXED_RATIO = 'delta method, trajectory as unit';
+const METHOD_FIXED_RATIO = 'delta method, trajectory as unit';
 const METHOD_FIXED_RATIO_KEY = 'delta method, key as unit';
 const METHOD_FIXED_MEANS = 'difference of means (Welch standard error), trajectory as unit';
-/** Fewer keys than this in an arm: the fixed result is read from t with K - 2 df (K keys in both arms). */
 export const FEW_KEYS = 30;
 
-/** What a comparison's unit is: the trajectory, or an `assign_by` key (docs/experiments.md#assigning-by-a-key). */
 export type Unit = 'trajectory' | 'key';
-export const METHOD_SEQUENTIAL = 'normal-mixture always-valid (mSPRT)';
-export const METHOD_FIXED_BINARY = 'Newcombe hybrid score; Fisher exact p';
-export const DEFAULT_BURN_IN = 20;
+const METHOD_SEQUENTIAL = 'normal-mixture always-valid (mSPRT)';
+const METHOD_FIXED_BINARY = 'Newcombe hybrid score; Fisher exact p';
+const DEFAULT_BURN_IN = 20;
 
-/**
- * A difference d with standard error se as a fixed-horizon result: d ± z·se and the two-sided z p-value, or with
- * `df`, d ± t_df·se and the two-sided t p-value.
- */
+/** d ± z·se and the two-sided z p-value, or with `df`, from t_df. */
 export function waldResult(d: number, se: number, alpha: number, method: string, df?: number): FixedResult {
   if (df === undefined) {
     const half = zCritical(alpha) * se;
@@ -72,15 +66,12 @@ export function waldResult(d: number, se: number, alpha: number, method: string,
   return { difference: d, ci95: [d - half, d + half], p_value: tTwoSidedP(d / se, df), se, alpha, method: `${method}, t with ${df} df`, df };
 }
 
-/** The df of a key-unit comparison: K - 2 when an arm has fewer than FEW_KEYS keys, else none (the normal). */
+/** K - 2 when an arm has fewer than FEW_KEYS keys, else none (the normal). */
 export function keyDf(unit: Unit, control: number, treatment: number): number | undefined {
   return unit === 'key' && Math.min(control, treatment) < FEW_KEYS && control + treatment > 2 ? control + treatment - 2 : undefined;
 }
 
-/**
- * d = r_t - r_c, SE = sqrt(V_c + V_t), d ± z_{1-α/2}·SE, two-sided z p. Needs each arm to have 2 units and n > 0,
- * and some variation (SE > 0); otherwise the reason.
- */
+/** d = r_t - r_c, SE = sqrt(V_c + V_t). Needs 2 units and n > 0 per arm, and SE > 0. */
 export function fixedRatio(control: RatioSums, treatment: RatioSums, alpha = 0.05, unit: Unit = 'trajectory', what = 'with a tool line'): FixedResult | Unavailable {
   checkAlpha(alpha);
   const both = estimates(control, treatment, unit === 'key' ? 'keys' : 'trajectories', what);
@@ -89,7 +80,6 @@ export function fixedRatio(control: RatioSums, treatment: RatioSums, alpha = 0.0
   return waldResult(both.t.rate - both.c.rate, Math.sqrt(both.variance), alpha, unit === 'key' ? METHOD_FIXED_RATIO_KEY : METHOD_FIXED_RATIO, df);
 }
 
-/** Both arms' estimates and their summed variance, or why there is none: `units` and `what` name it. */
 function estimates(control: RatioSums, treatment: RatioSums, units: string, what: string): { c: RatioEstimate; t: RatioEstimate; variance: number } | Unavailable {
   const c = ratioEstimate(control);
   const t = ratioEstimate(treatment);
@@ -99,14 +89,14 @@ function estimates(control: RatioSums, treatment: RatioSums, units: string, what
   return { c, t, variance };
 }
 
-/** Per-arm sums of a score: units scored, Σx, Σx². */
+/** Units scored, Σx, Σx². */
 export interface ScoreSums {
   units: number;
   sum: number;
   squares: number;
 }
 
-/** d = x̄_t - x̄_c, SE = sqrt(var_c/K_c + var_t/K_t) (Welch), d ± z·SE, two-sided z p. Needs 2 scored units per arm. */
+/** SE = sqrt(var_c/K_c + var_t/K_t) (Welch). */
 export function fixedMeans(control: ScoreSums, treatment: ScoreSums, alpha = 0.05): FixedResult | Unavailable {
   checkAlpha(alpha);
   const both = estimates(meanSums(control.units, control.sum, control.squares), meanSums(treatment.units, treatment.sum, treatment.squares), 'trajectories', 'with a score');
@@ -114,13 +104,12 @@ export function fixedMeans(control: ScoreSums, treatment: ScoreSums, alpha = 0.0
   return waldResult(both.t.rate - both.c.rate, Math.sqrt(both.variance), alpha, METHOD_FIXED_MEANS);
 }
 
-/** The always-valid comparison of two mean scores, V_j = var_j / K_j; nothing until each arm has `burnIn` scored units. */
 export function sequentialMeans(control: ScoreSums, treatment: ScoreSums, opts: SequentialOptions): SequentialResult | Unavailable {
   return sequentialRatio(meanSums(control.units, control.sum, control.squares), meanSums(treatment.units, treatment.sum, treatment.squares), opts, 'trajectories', 'with a score', 'trajectories with a score');
 }
 
 /** ρ² = (2 ln(1/α) + ln(1 + 2 ln(1/α))) / K*: about 7.94 / K* at α = 0.05. */
-export function mixtureRho2(alpha: number, plannedTrajectories: number): number {
+function mixtureRho2(alpha: number, plannedTrajectories: number): number {
   checkAlpha(alpha);
   if (!(plannedTrajectories > 0) || !Number.isFinite(plannedTrajectories)) {
     throw new GatewayError('GATEWAY_ERR_INTERNAL', `plannedTrajectories must be a positive number, got ${plannedTrajectories}`);
@@ -130,8 +119,7 @@ export function mixtureRho2(alpha: number, plannedTrajectories: number): number 
 }
 
 /**
- * The two-sided normal-mixture boundary (mSPRT, Johari, Pekelis and Walsh) on a difference d with variance V
- * from `units` units in all: z² = d²/V, c = ρ²·units,
+ * The two-sided normal-mixture boundary (mSPRT, Johari, Pekelis and Walsh): z² = d²/V, c = ρ²·units,
  * p = min(1, sqrt(1+c)·exp(-c·z²/(2(1+c)))), interval d ± sqrt(V·(1+c)/c · ln((1+c)/α²)).
  * p is instantaneous (not a running minimum) so that it depends on the current sums alone.
  */
@@ -158,11 +146,7 @@ function burnInOf(opts: SequentialOptions): number {
   return b;
 }
 
-/**
- * The always-valid comparison of two ratio metrics; nothing until each arm has `burnIn` units (default 20).
- * `burnInUnit` names what the burn-in counts (the sums' units), so the reason says what is missing: with outcomes
- * it is trajectories with an outcome, not trajectories.
- */
+/** `burnInUnit` names what the burn-in counts, so the reason says what is missing. */
 export function sequentialRatio(
   control: RatioSums,
   treatment: RatioSums,
@@ -206,10 +190,9 @@ function smoothedVariance(x: BinaryCounts): number {
   return (p * (1 - p)) / x.units;
 }
 
-/** What the binary burn-in counts: units with a posted outcome (a trajectory without one is no unit of this metric). */
 export const BINARY_UNIT = 'trajectories with an outcome';
 
-/** The always-valid comparison of two success rates, with V_j = p̃(1-p̃)/K_j; nothing until each arm has `burnIn` units. */
+/** V_j = p̃(1-p̃)/K_j. */
 export function sequentialBinary(control: BinaryCounts, treatment: BinaryCounts, opts: SequentialOptions): SequentialResult | Unavailable {
   const alpha = opts.alpha ?? 0.05;
   const burnIn = burnInOf(opts);
@@ -221,12 +204,12 @@ export function sequentialBinary(control: BinaryCounts, treatment: BinaryCounts,
   return mixtureBoundary(d, v, control.units + treatment.units, alpha, opts.plannedTrajectories);
 }
 
-/** Score outcomes and per-unit means as ratio sums with n = 1 per unit: r is then the mean, V its variance / K. */
+/** n = 1 per unit: r is then the mean, V its variance / K. */
 export function meanSums(units: number, sum: number, sumSquares: number): RatioSums {
   return { units, s: sum, n: units, ss: sumSquares, nn: units, sn: sum };
 }
 
-/** Bonferroni for k arms each compared with one control: alpha / (k - 1); alpha itself for k <= 2. */
+/** Bonferroni over the k - 1 comparisons with the control. */
 export function perComparisonAlpha(alpha: number, arms: number): number {
   checkAlpha(alpha);
   return arms <= 2 ? alpha : alpha / (arms - 1);

@@ -1,8 +1,6 @@
 /**
- * The log-gamma function and the regularized incomplete gamma functions P(a, x) and Q(a, x): the base of the
- * chi-square survival function, of erfc (erfc(x) = Q(1/2, x²)) and of the Dirichlet-multinomial SRM test.
- * Node has no lgamma and the npm packages that do it well (@stdlib) pull in dozens of modules for these ~80
- * lines, so they are written here, with the classic algorithms (Lanczos; series and Lentz continued fraction).
+ * ln Γ and the regularized incomplete gamma functions, for the chi-square survival, erfc and the SRM test. Node has
+ * no lgamma and the npm packages that do it well (@stdlib) pull in dozens of modules for these ~80 lines.
  */
 
 /** Lanczos coefficients for g = 7, n = 9: about 15 significant digits for x >= 0.5. */
@@ -13,7 +11,7 @@ const LANCZOS = [
 ];
 const HALF_LN_2PI = 0.5 * Math.log(2 * Math.PI);
 
-/** ln Γ(x) for x > 0 (the only domain the statistics need). NaN otherwise. */
+/** x > 0 only (the only domain the statistics need). */
 export function lnGamma(x: number): number {
   if (!(x > 0)) return Number.NaN;
   if (x === 1 || x === 2) return 0;
@@ -28,9 +26,10 @@ export function lnGamma(x: number): number {
   return HALF_LN_2PI + (y + 0.5) * Math.log(t) - t + Math.log(a);
 }
 
-const EPS = 1e-16;
-const TINY = 1e-300;
-const MAX_ITERATIONS = 10_000;
+/** Shared with the incomplete beta's continued fraction (student-t.ts). */
+export const EPS = 1e-16;
+export const TINY = 1e-300;
+export const MAX_ITERATIONS = 10_000;
 
 /** P(a, x) by its power series; converges fast for x < a + 1. */
 function lowerSeries(a: number, x: number): number {
@@ -65,10 +64,7 @@ function upperFraction(a: number, x: number): number {
   return Math.exp(-x + a * Math.log(x) - lnGamma(a)) * h;
 }
 
-/**
- * Regularized upper incomplete gamma Q(a, x) = 1 - P(a, x), a > 0, x >= 0, computed directly in the upper tail
- * so that tiny values (p-values of 1e-10 and below) keep their relative accuracy instead of being 1 - 0.9999999999.
- */
+/** Q(a, x) = 1 - P(a, x), computed directly in the upper tail so p-values of 1e-10 and below keep their digits. */
 export function gammaQ(a: number, x: number): number {
   if (!(a > 0) || !(x >= 0)) return Number.NaN;
   if (x === 0) return 1;

@@ -1,15 +1,11 @@
-/**
- * Prometheus's histogram_quantile over a histogram's cumulative buckets, so the console's quantiles (the overview,
- * the backends, the pulse) agree with a dashboard over the same series (docs/console.md).
- */
+/** Prometheus's histogram_quantile, so the console's quantiles agree with a dashboard over the same series. */
 
 export interface Bucket {
   le: number;
-  /** Cumulative count of observations <= le. */
+  /** Cumulative. */
   count: number;
 }
 
-/** Prometheus's histogram_quantile over cumulative buckets: linear within the bucket holding the rank. */
 export function histogramQuantile(buckets: readonly Bucket[], q: number): number | null {
   const sorted = [...buckets].sort((a, b) => a.le - b.le);
   const total = sorted.at(-1)?.count ?? 0;

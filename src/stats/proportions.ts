@@ -1,7 +1,4 @@
-/**
- * Proportions with one unit per trial (an episode's success, once outcomes are posted): the Wilson interval of
- * one arm, Newcombe's interval for the difference of two, and Fisher's exact test.
- */
+/** Proportions with one unit per trial (an episode's success): Wilson, Newcombe and Fisher's exact test. */
 import { GatewayError } from '../errors.js';
 import { zCritical } from './normal.js';
 
@@ -13,11 +10,7 @@ function isCount(x: number): boolean {
   return Number.isInteger(x) && x >= 0;
 }
 
-/**
- * Wilson score interval for `successes` out of `trials` at level 1 - alpha. Chosen over the normal (Wald)
- * interval because arms have few units early in an experiment, and Wilson stays inside [0, 1] and honest at
- * 0/n and n/n. undefined when there is no trial or the counts are not counts with successes <= trials.
- */
+/** Wilson, not Wald: arms have few units early, and Wilson stays inside [0, 1] and honest at 0/n and n/n. */
 export function wilson(successes: number, trials: number, alpha = 0.05): [number, number] | undefined {
   checkAlpha(alpha);
   if (!(trials > 0) || !Number.isFinite(trials) || !(successes >= 0) || successes > trials) return undefined;
@@ -34,10 +27,8 @@ export function wilson(successes: number, trials: number, alpha = 0.05): [number
 }
 
 /**
- * Newcombe's hybrid score interval (his method 10, Statistics in Medicine 1998) for p_t - p_c, with
- * p_c = xc/nc (control) and p_t = xt/nt (treatment), built from both Wilson intervals. The Wald interval of a
- * difference is poor at small counts and degenerate at 0/n or n/n, exactly where an experiment starts.
- * undefined when an arm has no trial.
+ * Newcombe's hybrid score interval (method 10, Statistics in Medicine 1998) for p_t - p_c from both Wilson
+ * intervals: the Wald one is degenerate at 0/n or n/n, exactly where an experiment starts.
  */
 export function newcombe(xc: number, nc: number, xt: number, nt: number, alpha = 0.05): [number, number] | undefined {
   const wc = wilson(xc, nc, alpha);
@@ -52,12 +43,9 @@ export function newcombe(xc: number, nc: number, xt: number, nt: number, alpha =
 }
 
 /**
- * Fisher's exact test of the 2x2 table [[xc, nc - xc], [xt, nt - xt]], two-sided as scipy.stats.fisher_exact
- * and R's fisher.test define it: the total probability, given the margins, of every table no more likely than
- * the observed one, with R's relative tolerance of 1e-7 so that mirror tables, equal in exact arithmetic but
- * not after rounding, count as ties (scipy's 1e-14 assumes exactly computed terms). O(min(nc, nt)) steps and
- * O(1) memory: the hypergeometric weights come from the ratio of consecutive terms, in log space so nothing
- * overflows, each term scaled by the largest. Throws a GatewayError naming the argument when a count is not a count.
+ * Fisher's exact test of [[xc, nc - xc], [xt, nt - xt]], two-sided as scipy and R define it, with R's relative
+ * tolerance of 1e-7 so that mirror tables, equal in exact arithmetic but not after rounding, count as ties.
+ * O(1) memory: hypergeometric weights from the ratio of consecutive terms, in log space, scaled by the largest.
  */
 export function fisherExactTwoSided(xc: number, nc: number, xt: number, nt: number): number {
   for (const [name, v] of [['xc', xc], ['nc', nc], ['xt', xt], ['nt', nt]] as const) {
@@ -65,17 +53,15 @@ export function fisherExactTwoSided(xc: number, nc: number, xt: number, nt: numb
   }
   if (xc > nc) throw new GatewayError('GATEWAY_ERR_INTERNAL', `fisherExactTwoSided: xc (${xc}) exceeds nc (${nc})`);
   if (xt > nt) throw new GatewayError('GATEWAY_ERR_INTERNAL', `fisherExactTwoSided: xt (${xt}) exceeds nt (${nt})`);
-  // The table's first cell x = successes in control follows a hypergeometric law given the margins:
-  // m = successes overall, nc draws from nc + nt units.
+  // x = successes in control is hypergeometric given the margins: m successes overall, nc draws from nc + nt.
   const m = xc + xt;
   const total = nc + nt;
   const lo = Math.max(0, m - nt);
   const hi = Math.min(m, nc);
   if (lo === hi) return 1;
-  // log w(x) relative to w(lo), by w(x+1)/w(x) = (m - x)(nc - x) / ((x + 1)(nt - m + x + 1)). Two passes over
-  // the support instead of an array of it, so memory stays O(1) however large the counts: the first finds the
-  // mode's log weight (the largest, for scaling) and the observed table's; the second sums, recomputing each
-  // log weight the same way, so ties are decided on identical numbers.
+  // log w(x) relative to w(lo), by w(x+1)/w(x) = (m - x)(nc - x) / ((x + 1)(nt - m + x + 1)). Two passes: the
+  // first finds the largest and the observed log weight; the second recomputes each the same way, so ties are
+  // decided on identical numbers.
   const step = (x: number): number => Math.log(((m - x) * (nc - x)) / ((x + 1) * (total - nc - m + x + 1)));
   let logW = 0;
   let max = 0;

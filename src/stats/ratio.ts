@@ -1,9 +1,8 @@
 /**
- * A ratio metric with the randomization unit (the trajectory, or the assignment key) as the unit of analysis:
- * tool success is Σs / Σn over an arm's units, where a unit had s successful robot lines out of n. Lines of one
- * trajectory are correlated (an episode goes well or badly as a whole), so the variance comes from the spread
- * of the units' (s, n) pairs by the delta method (Deng, Knoblich and Lu, KDD 2018), never from a binomial over
- * lines. Six plain sums per arm are enough, and sums merge across replicas by addition.
+ * A ratio metric with the randomization unit as the unit of analysis: tool success is Σs / Σn over an arm's units.
+ * Lines of one trajectory are correlated (an episode goes well or badly as a whole), so the variance comes from
+ * the spread of the units' (s, n) pairs by the delta method (Deng, Knoblich and Lu, KDD 2018), never from a
+ * binomial over lines. The sums merge across replicas by addition.
  */
 
 /** Per-arm sums over units: K = units, S = Σs, N = Σn, Q_ss = Σs², Q_nn = Σn², Q_sn = Σs·n. */
@@ -17,9 +16,7 @@ export interface RatioSums {
 }
 
 export interface RatioEstimate {
-  /** r = S / N. */
   rate: number;
-  /** The delta-method variance of r. */
   variance: number;
 }
 
@@ -30,9 +27,8 @@ export function addSums(a: RatioSums, b: RatioSums): RatioSums {
 }
 
 /**
- * r = S/N, V = K/(K-1)·(Q_ss - 2r·Q_sn + r²·Q_nn)/N², which is (var_s - 2r·cov_sn + r²·var_n)/(K·n̄²) with
- * sample (co)variances on K-1. undefined when units < 2 or n <= 0 (no variance can be estimated), or when a
- * sum is not a finite number. Units with n = 0 may stay in K: they change r by nothing and V by K/(K-1) only.
+ * r = S/N, V = K/(K-1)·(Q_ss - 2r·Q_sn + r²·Q_nn)/N², i.e. (var_s - 2r·cov_sn + r²·var_n)/(K·n̄²) with sample
+ * (co)variances on K-1. Units with n = 0 may stay in K: they change r by nothing and V by K/(K-1) only.
  */
 export function ratioEstimate(x: RatioSums): RatioEstimate | undefined {
   const { units: k, s, n, ss, nn, sn } = x;

@@ -1,9 +1,7 @@
 /**
- * Sample-ratio mismatch: were units assigned to the arms in the proportions the weights say? A mismatch means
- * something other than the coin decided which arm a unit got (an arm not ready, rerouting, a filter), and the
- * comparison is then not trustworthy (Kohavi, Tang and Xu, "Trustworthy Online Controlled Experiments", ch. 21).
- * Two tests: Pearson's chi-square goodness of fit (valid when read once), and Lindon and Malek's
- * Dirichlet-multinomial test (NeurIPS 2022), valid however often it is read.
+ * Sample-ratio mismatch: were units assigned in the proportions the weights say? If not, something other than the
+ * coin chose the arms and no comparison is trustworthy (Kohavi, Tang and Xu, ch. 21). Pearson's chi-square (valid
+ * read once) and Lindon and Malek's Dirichlet-multinomial test (NeurIPS 2022, valid however often it is read).
  */
 import { GatewayError } from '../errors.js';
 import { gammaQ, lnGamma } from './gamma.js';
@@ -17,7 +15,7 @@ export interface GoodnessOfFit {
   p_value: number;
 }
 
-/** P(X >= x) for X ~ chi-square with df degrees of freedom: Q(df/2, x/2). 1 for x <= 0. */
+/** Q(df/2, x/2). */
 export function chiSquareSurvival(x: number, df: number): number {
   if (!(df > 0) || !Number.isFinite(df)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `chiSquareSurvival: df must be a positive number, got ${df}`);
   if (Number.isNaN(x)) return Number.NaN;
@@ -25,7 +23,6 @@ export function chiSquareSurvival(x: number, df: number): number {
   return gammaQ(df / 2, x / 2);
 }
 
-/** The weights as probabilities, with an error naming the problem when they cannot be. */
 function probabilities(observed: number[], weights: number[], who: string): number[] {
   if (observed.length !== weights.length) {
     throw new GatewayError('GATEWAY_ERR_INTERNAL', `${who}: ${observed.length} observed counts but ${weights.length} weights`);
@@ -40,10 +37,7 @@ function probabilities(observed: number[], weights: number[], who: string): numb
   return weights.map((w) => w / total);
 }
 
-/**
- * Pearson's chi-square test of `observed` counts per arm against the `weights` (any positive scale), df = k - 1.
- * No unit, or a single arm: statistic 0, p 1.
- */
+/** Weights on any positive scale. No unit, or a single arm: statistic 0, p 1. */
 export function chiSquareGoodnessOfFit(observed: number[], weights: number[]): GoodnessOfFit {
   const p = probabilities(observed, weights, 'chiSquareGoodnessOfFit');
   const n = observed.reduce((a, b) => a + b, 0);
@@ -82,11 +76,10 @@ export function sequentialSrm(observed: number[], weights: number[], concentrati
 }
 
 /**
- * Is outcome coverage (outcomes matched / units assigned) the same in every arm? Pearson's chi-square test of the
- * 2 x k table [reported; units - reported] without continuity correction (scipy's chi2_contingency with
- * correction=False), df = k - 1 over the arms with a unit. Outcomes lost unevenly (an ambiguous join that drops
- * more episodes of one arm) bias the outcome comparison the way an SRM biases every comparison: read its p like
- * the SRM's. No arm with a unit, one such arm, or the same coverage everywhere (all 0 or all 1): statistic 0, p 1.
+ * Is outcome coverage the same in every arm? Chi-square of the 2 x k table [reported; units - reported] without
+ * continuity correction (scipy's chi2_contingency, correction=False) over the arms with a unit. Outcomes lost
+ * unevenly bias the outcome comparison as an SRM biases every comparison. Fewer than two such arms, or the same
+ * coverage everywhere: statistic 0, p 1.
  */
 export function coverageHomogeneity(reported: number[], units: number[]): GoodnessOfFit {
   if (reported.length !== units.length) {

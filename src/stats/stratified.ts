@@ -1,17 +1,15 @@
 /**
- * The post-stratified difference: the per-stratum differences (a stratum is a scenario, say) averaged with the
- * strata's shares of units as weights. Scenario difficulty is a large source of variance and BENCH runs
- * scenarios in order, so comparing within strata takes that variance out of the overall estimate.
+ * The post-stratified difference: per-stratum differences weighted by the strata's shares of units. Scenario
+ * difficulty is a large source of variance and BENCH runs scenarios in order, so this takes it out.
  */
 import { type FixedResult, type Unavailable, waldResult } from './compare.js';
 import { ratioEstimate, type RatioSums } from './ratio.js';
 
-export const METHOD_POST_STRATIFIED = 'post-stratified delta method';
+const METHOD_POST_STRATIFIED = 'post-stratified delta method';
 
 /**
- * d = Σ w_h (r_th - r_ch), V = Σ w_h² (V_ch + V_th), w_h = K_h / K, where K_h counts both arms' units in
- * stratum h and K sums K_h over the strata used. A stratum where either arm has no estimate (fewer than 2
- * units, or no line) is skipped and counted in strata_skipped; its units do not enter K.
+ * d = Σ w_h (r_th - r_ch), V = Σ w_h² (V_ch + V_th), w_h = K_h / K over the strata used. A stratum where either arm
+ * has no estimate is skipped (strata_skipped); its units do not enter K.
  */
 export function postStratified(
   strata: Array<{ control: RatioSums; treatment: RatioSums }>,

@@ -1,14 +1,8 @@
 /**
- * Student's t distribution, for comparisons with few randomization units (an `assign_by` key is a unit, and an
- * experiment may have only tens of scenarios): with K units in all the delta-method z is read against t with
- * K - 2 degrees of freedom (docs/experiment-method.md#few-keys-t-with-k-2-df). Built on the
- * regularized incomplete beta function I_x(a, b) by its Lentz continued fraction.
+ * Student's t, for comparisons with few units (docs/experiment-method.md#few-keys-t-with-k-2-df), on the
+ * regularized incomplete beta function by its Lentz continued fraction.
  */
-import { lnGamma } from './gamma.js';
-
-const EPS = 1e-16;
-const TINY = 1e-300;
-const MAX_ITERATIONS = 10_000;
+import { EPS, lnGamma, MAX_ITERATIONS, TINY } from './gamma.js';
 
 /** The continued fraction of I_x(a, b) (Numerical Recipes' betacf); converges fast for x < (a+1)/(a+b+2). */
 function betaFraction(a: number, b: number, x: number): number {
@@ -39,7 +33,6 @@ function betaFraction(a: number, b: number, x: number): number {
   return h;
 }
 
-/** The regularized incomplete beta function I_x(a, b), for a, b > 0 and x in [0, 1]. */
 export function incompleteBeta(x: number, a: number, b: number): number {
   if (!(a > 0) || !(b > 0) || Number.isNaN(x)) return Number.NaN;
   if (x <= 0) return 0;
@@ -50,14 +43,14 @@ export function incompleteBeta(x: number, a: number, b: number): number {
   return 1 - (front * betaFraction(b, a, 1 - x)) / b;
 }
 
-/** P(|T| >= |t|) for T ~ t with df degrees of freedom: I_{df/(df+t²)}(df/2, 1/2). */
+/** I_{df/(df+t²)}(df/2, 1/2). */
 export function tTwoSidedP(t: number, df: number): number {
   if (!(df > 0) || Number.isNaN(t)) return Number.NaN;
   if (!Number.isFinite(t)) return 0;
   return Math.min(1, incompleteBeta(df / (df + t * t), df / 2, 0.5));
 }
 
-/** t_{1-α/2, df}: the two-sided critical value, by bisection on tTwoSidedP (monotone in t). */
+/** t_{1-α/2, df}, by bisection on tTwoSidedP (monotone in t). */
 export function tCritical(alpha: number, df: number): number {
   if (!(alpha > 0 && alpha < 1) || !(df > 0)) return Number.NaN;
   let lo = 0;

@@ -1,12 +1,9 @@
 /**
  * The analysis of one experiment (docs/experiments.md; the method in docs/experiment-method.md): each non-control
- * arm against the control on the primary metric (fixed-horizon and always-valid, at α/(k-1)), the other outcome
- * metric and the secondary metrics descriptively (one comparison: comparison.ts), and the warnings a researcher must
- * read first. The sample-ratio check is sample-ratio.ts. Pure: counts in, report pieces out, the statistics from
- * src/stats.
+ * arm against the control, the secondary metrics, and the warnings a researcher must read first.
  */
 import { clampResult, coverageHomogeneity, FEW_KEYS, fixedRatio, meanSums, perComparisonAlpha, RATE_DIFFERENCE_RANGE, SRM_ALPHA, type FixedResult, type Range } from '../../stats/index.js';
-import type { ArmCounts } from '../arm-counts.js';
+import { round, type ArmCounts } from '../arm-counts.js';
 import { compare, keysOf, MIXED_REASON, outcomeKind, split, type AnalysisOptions, type ArmInput, type Comparison, type Metric } from './comparison.js';
 
 export type SecondaryMetric = 'stages_per_trajectory' | 'steps_per_trajectory' | 'env_error_share' | 'failure_reason_share' | 'error_candidate_share';
@@ -21,7 +18,7 @@ export interface Secondary {
   fixed_reason: string | null;
 }
 
-/** Each secondary metric's per-trajectory sums, and the range its difference cannot leave (none for counts). */
+/** Each secondary metric's per-trajectory sums, and the range its difference cannot leave. */
 const SECONDARY: readonly { metric: SecondaryMetric; sums: (c: ArmCounts) => [number, number]; range: Range | null }[] = [
   { metric: 'stages_per_trajectory', sums: (c) => [c.stages, c.stagesSquared], range: null },
   { metric: 'steps_per_trajectory', sums: (c) => [c.steps, c.stepsSquared], range: null },
@@ -35,11 +32,11 @@ export interface Analysis {
   comparisons: Comparison[];
   secondary: Secondary[];
   warnings: string[];
-  /** Is outcome coverage the same in every arm (chi-square of matched / unmatched by arm)? null before any outcome. */
+  /** Chi-square of matched / unmatched by arm; null before any outcome. */
   outcome_coverage: { p_value: number; flagged: boolean } | null;
 }
 
-/** Comparisons of every member arm but the control against it; `arms` are the members, control among them. */
+/** `arms` are the members, control among them. */
 export function analyse(arms: readonly ArmInput[], control: string, o: AnalysisOptions): Analysis {
   const c = arms.find((a) => a.arm === control);
   const others = arms.filter((a) => a.arm !== control);
@@ -79,11 +76,10 @@ export function analyse(arms: readonly ArmInput[], control: string, o: AnalysisO
       warnings.push(`outcome coverage differs between arms (p = ${g.p_value.toExponential(2)}): episodes were matched unevenly (see each arm's coverage), which biases the outcome comparison; check the import's ambiguous and unmatched counts`);
     }
   }
-  if (arms.length > 2) warnings.push(`${arms.length} arms: each is compared with ${control} at alpha ${round4(alpha)} (Bonferroni over ${arms.length - 1} comparisons)`);
+  if (arms.length > 2) warnings.push(`${arms.length} arms: each is compared with ${control} at alpha ${round(alpha, 4)} (Bonferroni over ${arms.length - 1} comparisons)`);
   return { comparisons, secondary, warnings, outcome_coverage: outcomeCoverage };
 }
 
-/** What a key-unit experiment must say: few keys (t with K - 2 df), keyless trajectories, keys past the bound. */
 function keyWarnings(arms: readonly ArmInput[]): string[] {
   const out: string[] = [];
   const keys = arms.map((a) => keysOf(a).units);
@@ -97,11 +93,6 @@ function keyWarnings(arms: readonly ArmInput[]): string[] {
   return out;
 }
 
-function round4(x: number): number {
-  return Math.round(x * 1e4) / 1e4;
-}
-
-/** What the gateway cannot see, said where it matters for the primary metric. */
 function censoringWarnings(arms: readonly ArmInput[], primary: Metric): string[] {
   const out: string[] = [];
   const reported = arms.reduce((s, a) => s + a.counts.outcomeReported, 0);

@@ -1,11 +1,11 @@
 /**
- * One metric's comparison of an arm against the control (docs/experiment-method.md): the fixed-horizon result and,
- * for the primary metric, the always-valid one, read from an arm's counts with the trajectory or the assign_by key
- * as the unit. Pure: counts in, a comparison out, the statistics from src/stats.
+ * One metric's comparison of an arm against the control (docs/experiment-method.md), with the trajectory or the
+ * assign_by key as the unit; the always-valid result for the primary metric only.
  */
 import {
   BINARY_UNIT,
   clampResult,
+  EMPTY_SUMS,
   fixedBinary,
   fixedMeans,
   fixedRatio,
@@ -27,7 +27,6 @@ import type { KeyUnits } from '../units.js';
 
 export type Metric = 'tool_success' | 'outcome';
 
-/** Which outcomes the outcome comparison reads: the kind posted, or `mixed` when both were (refused). */
 export type OutcomeKind = 'success' | 'score';
 
 export const LABELS: Record<Metric, string> = {
@@ -41,7 +40,7 @@ export interface Comparison {
   arm: string;
   control: string;
   metric: Metric;
-  /** For the outcome metric: the kind of outcome compared (null before any outcome, or when both kinds were posted). */
+  /** Null before any outcome, or when both kinds were posted. */
   outcome_kind: OutcomeKind | null;
   primary: boolean;
   label: string;
@@ -55,7 +54,7 @@ export interface ArmInput {
   arm: string;
   weight: number;
   counts: ArmCounts;
-  /** The arm's sums with the assign_by key as the unit; absent on an experiment whose unit is the trajectory. */
+  /** Absent when the unit is the trajectory. */
   keys?: KeyUnits;
 }
 
@@ -63,16 +62,11 @@ export interface AnalysisOptions {
   primary: Metric;
   plannedTrajectories: number;
   burnIn: number;
-  /** The randomization unit; default the trajectory. */
+  /** Default: the trajectory. */
   unit?: Unit;
 }
 
-const NO_KEYS: KeyUnits = Object.freeze({
-  units: 0,
-  tool: Object.freeze({ units: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0 }),
-  success: Object.freeze({ units: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0 }),
-  score: Object.freeze({ units: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0 }),
-});
+const NO_KEYS: KeyUnits = Object.freeze({ units: 0, tool: EMPTY_SUMS, success: EMPTY_SUMS, score: EMPTY_SUMS });
 
 export function keysOf(a: ArmInput): KeyUnits {
   return a.keys ?? NO_KEYS;
@@ -82,17 +76,13 @@ function scoreSums(c: ArmCounts): ScoreSums {
   return { units: c.scoreN, sum: c.scoreSum, squares: c.scoreSquares };
 }
 
-/** The kind of outcome the arms were posted: success, score, both (`mixed`), or none yet (null). */
 export function outcomeKind(arms: readonly ArmInput[]): OutcomeKind | 'mixed' | null {
   const success = arms.some((a) => a.counts.outcomeReported > 0);
   const score = arms.some((a) => a.counts.scoreN > 0);
   return success && score ? 'mixed' : score ? 'score' : success ? 'success' : null;
 }
 
-/**
- * An arm's per-unit sums of `metric` as ratio sums (docs/experiment-method.md): what the key-unit comparisons
- * and the post-stratified estimate read. A success or score with the trajectory as unit is a mean (n = 1 each).
- */
+/** A success or score with the trajectory as unit is a mean (n = 1 each). */
 export function metricSums(metric: Metric, kind: OutcomeKind, unit: Unit, a: ArmInput): RatioSums {
   const k = keysOf(a);
   if (metric === 'tool_success') return unit === 'key' ? k.tool : toolSums(a.counts);
@@ -100,19 +90,11 @@ export function metricSums(metric: Metric, kind: OutcomeKind, unit: Unit, a: Arm
   return unit === 'key' ? k.success : meanSums(a.counts.outcomeReported, a.counts.outcomeSuccess, a.counts.outcomeSuccess);
 }
 
-/**
- * What the always-valid burn-in of `metric` counts, named as a researcher counts it: trajectories for tool success,
- * trajectories with an outcome (or a score) for the outcome, keys (with one) when the key is the unit.
- */
+/** What the always-valid burn-in of `metric` counts, named as a researcher counts it. */
 export function burnInUnit(metric: Metric, kind: OutcomeKind, unit: Unit): string {
   if (unit === 'key') return metric === 'tool_success' ? 'keys' : kind === 'score' ? 'keys with a score' : 'keys with an outcome';
   if (metric === 'tool_success') return 'trajectories';
   return kind === 'score' ? 'trajectories with a score' : BINARY_UNIT;
-}
-
-/** How many of burnInUnit's units an arm has: the units of the sums its comparison reads. */
-export function burnInCount(metric: Metric, kind: OutcomeKind, unit: Unit, a: ArmInput): number {
-  return metricSums(metric, kind, unit, a).units;
 }
 
 const FIXED_VALID_WHEN = 'valid only at a number of trajectories fixed in advance, read once';
@@ -125,7 +107,6 @@ function binary(c: ArmCounts): { units: number; successes: number } {
   return { units: c.outcomeReported, successes: c.outcomeSuccess };
 }
 
-/** The fixed tool-success comparison, shown once each arm has 2 trajectories with a robot line. */
 function fixedTool(c: ArmCounts, t: ArmCounts, alpha: number): FixedResult | Unavailable {
   if (c.unitsWithLines < 2 || t.unitsWithLines < 2) return { reason: 'needs 2 trajectories with a robot line per arm' };
   return fixedRatio(toolSums(c), toolSums(t), alpha);
@@ -159,12 +140,10 @@ export function differenceRange(metric: Metric, kind: OutcomeKind | 'mixed' | nu
   return metric === 'outcome' && kind === 'score' ? null : RATE_DIFFERENCE_RANGE;
 }
 
-/** `r` with its interval inside `range`, or the reason there is none. */
 function inRange<T extends { ci95: [number, number] }>(r: T | Unavailable, range: Range | null): T | Unavailable {
   return 'reason' in r ? r : clampResult(r, range);
 }
 
-/** One metric's comparison of `t` against `c`; the always-valid part for the primary metric only; intervals inside the metric's range. */
 export function compare(metric: Metric, primary: boolean, c: ArmInput, t: ArmInput, alpha: number, o: AnalysisOptions, kind: OutcomeKind | 'mixed' | null): Comparison {
   const unit = o.unit ?? 'trajectory';
   const k: OutcomeKind = kind === 'score' ? 'score' : 'success';

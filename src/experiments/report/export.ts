@@ -1,7 +1,6 @@
 /**
- * The per-trajectory export (`GET /gateway/experiments/trajectories`, docs/experiments.md#export): one row per
- * trajectory of each current experiment, for pandas or R, as JSON lines or CSV. Bounded by
- * experiments.export_max_trajectories per experiment (the first trajectories are kept).
+ * The per-trajectory export (`GET /gateway/experiments/trajectories`, docs/experiments.md#export), as JSON lines or
+ * CSV, bounded by experiments.export_max_trajectories per experiment.
  */
 import { keys, parseTrajectoryRecord } from '../keys.js';
 import type { ReportHost } from './report.js';
@@ -21,7 +20,7 @@ export interface TrajectoryRow {
   failure_reason: boolean;
   error_candidates: boolean;
   crossed: boolean;
-  /** `success:1`, `success:0`, `score:<x>` decoded: true / false / the score; null without an outcome. */
+  /** True / false / the score; null without an outcome. */
   outcome: boolean | number | null;
 }
 
@@ -29,7 +28,6 @@ export const ROW_FIELDS: readonly (keyof TrajectoryRow)[] = [
   'agent', 'route', 'arm', 'experiment', 'trajectory', 'started', 'steps', 's', 'n', 'stages', 'env_errors',
   'failure_reason', 'error_candidates', 'crossed', 'outcome',
 ];
-
 
 function outcomeOf(raw: string | undefined): boolean | number | null {
   if (raw === undefined) return null;
@@ -67,7 +65,6 @@ async function row(host: ReportHost, id: string): Promise<TrajectoryRow | undefi
   };
 }
 
-/** Every row of the current experiments of the current config, in experiment then start order. */
 export async function trajectoryRows(host: ReportHost): Promise<TrajectoryRow[]> {
   await host.experiments.settled();
   const out: TrajectoryRow[] = [];

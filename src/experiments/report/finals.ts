@@ -1,40 +1,27 @@
 /**
- * Earlier experiments keep their final report (docs/console.md#history): when an experiment ends, its last
- * report (verdict, arms, comparisons with their intervals) is appended to a capped list in the store, so the
- * console opens an earlier experiment like the current one. An experiment ends by a reset (its report is taken
- * just before, exact) or by a config change of its arms or weights (its report as the last snapshot saw it, at
- * most one `experiments.snapshot_interval_s` old). Each route's latest report is kept as a shared value between
- * snapshots; a claim per experiment id makes one final per experiment, whichever replica notices first.
+ * Earlier experiments keep their final report (docs/console.md#history): taken just before a reset (exact), or for a
+ * config change of arms or weights, the last snapshot's (at most one snapshot interval old). A claim per experiment
+ * id makes one final per experiment, whichever replica notices first.
  */
+import { isJsonObject } from '../../protocol/schemas.js';
+import type { ExperimentsStore } from '../recorder.js';
 import type { ExperimentReport, ExperimentsReport } from './report.js';
 
-/** The store list of final reports (the store adds its own prefix). */
-export const FINALS_KEY = 'experiments:finals';
-/** Final reports kept, the oldest dropped. */
-export const FINALS_MAX = 200;
-/** How long the list and a route's latest report live after their last write: 30 days. */
+const FINALS_KEY = 'experiments:finals';
+const FINALS_MAX = 200;
+/** After the last write. */
 const FINALS_TTL_MS = 30 * 24 * 3600 * 1000;
 
-export interface FinalsStore {
-  claim(key: string, value: string, ttlMs: number): Promise<{ first: boolean }>;
-  pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void>;
-  readList(key: string): Promise<string[]>;
-  setShared(key: string, value: string, ttlMs: number): Promise<void>;
-  getShared(key: string): Promise<string | undefined>;
-}
+type FinalsStore = Pick<ExperimentsStore, 'claim' | 'pushCapped' | 'readList' | 'setShared' | 'getShared'>;
 
 const latestKey = (e: { agent: string; route: string }): string => `experiments:latest:${e.agent}/${e.route}`;
 
-/** Appends `e` as its experiment's final report, once per experiment id. */
 export async function keepFinal(store: FinalsStore, e: ExperimentReport, endedAt: string): Promise<void> {
   if (!(await store.claim(`experiments:final:${e.experiment.id}`, endedAt, FINALS_TTL_MS)).first) return;
   await store.pushCapped(FINALS_KEY, JSON.stringify({ ...e, ended_at: endedAt }), FINALS_MAX, FINALS_TTL_MS);
 }
 
-/**
- * At each snapshot: a route whose experiment id changed since the last one keeps the earlier experiment's last
- * report as its final; then each route's report becomes its latest.
- */
+/** At each snapshot: a route whose experiment id changed keeps the earlier experiment's last report as its final. */
 export async function noteReport(store: FinalsStore, report: ExperimentsReport): Promise<void> {
   for (const e of report.experiments) {
     const raw = await store.getShared(latestKey(e));
@@ -50,14 +37,14 @@ export async function noteReport(store: FinalsStore, report: ExperimentsReport):
   }
 }
 
-/** The final reports kept, newest first, one per experiment id. */
+/** Newest first, one per experiment id. */
 export async function readFinals(store: Pick<FinalsStore, 'readList'>): Promise<unknown[]> {
   const seen = new Set<string>();
   const out: unknown[] = [];
   for (const raw of (await store.readList(FINALS_KEY)).reverse()) {
     try {
-      const v = JSON.parse(raw) as { experiment?: { id?: unknown } }; // the id is checked next
-      const id = v.experiment?.id;
+      const v: unknown = JSON.parse(raw);
+      const id = isJsonObject(v) && isJsonObject(v.experiment) ? v.experiment.id : undefined;
       if (typeof id !== 'string' || seen.has(id)) continue;
       seen.add(id);
       out.push(v);

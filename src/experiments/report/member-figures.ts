@@ -1,9 +1,6 @@
 /**
- * An ensemble member's own figures (docs/experiments.md#what-each-number-means). Every input of an ensemble asks
- * each member, and its trajectory is counted once, on the member of its first leg: a share per trajectory would
- * credit one member with another's error candidates. A member's error-candidate share is therefore the share of
- * the candidates it produced itself that were errors; its latency and candidates are already its own (counted by
- * the member that produced them).
+ * An ensemble member's own figures (docs/experiments.md#what-each-number-means): a trajectory is counted on the
+ * member of its first leg, so a share per trajectory would credit one member with another's error candidates.
  */
 import type { ArmReport } from '../arm-counts.js';
 

@@ -1,8 +1,7 @@
 /**
- * The experiment report (`GET /gateway/experiments`, docs/experiments.md): per agent, per split or ensemble route
- * of the CURRENT config, the current experiment's arms, comparisons, secondary metrics and sample-ratio check,
- * then the earlier experiments of the same routes, listed apart. Everything comes from the store's counters and
- * records, so with Redis every replica reports the same JSON (generated_at aside).
+ * The experiment report (`GET /gateway/experiments`, docs/experiments.md): per experiment route of the current
+ * config, the current experiment, then the earlier ones listed apart. Everything comes from the store, so with
+ * Redis every replica reports the same JSON (generated_at aside).
  */
 import type { CompiledAgent } from '../../routing/agents.js';
 import type { CompiledRoute } from '../../routing/plan.js';
@@ -33,24 +32,20 @@ export interface ExperimentReport {
   route: string;
   kind: 'split' | 'ensemble';
   experiment: ExperimentInfo;
-  /** What to do now, from the checks and the primary always-valid result (verdict.ts). */
   verdict: Verdict;
   primary: Metric;
   control: string;
   unit: 'trajectory' | 'key';
-  /** The route's assign_by path when the key is the unit. */
+  /** Set when the key is the unit. */
   assign_by: string | null;
   trustworthy: boolean;
   warnings: string[];
   srm: Srm | null;
-  /** Is outcome coverage the same in every arm? Flagged like an SRM; null before any outcome. */
   outcome_coverage: { p_value: number; flagged: boolean } | null;
-  /** Inputs whose memory tag was not trusted, over every arm (docs/experiments.md#signed-tags). */
   rejected_tags: number;
   arms: ArmReport[];
   comparisons: Comparison[];
   secondary: Secondary[];
-  /** Per stratum of experiments.stratify_by (descriptive), and the post-stratified estimate; null when not stratified. */
   strata: StrataReport | null;
 }
 
@@ -74,9 +69,8 @@ const ENSEMBLE_NOTE = 'ensemble members are not randomized: their rates are desc
 export type ReportHost = ExperimentsHost & { experiments: Experiments };
 
 /**
- * The experiment's name and start: from its record, written at its first trajectory; before that, the reset that
- * started it, unless another experiment of the route already started after that reset (a reload started this one,
- * and when is not known until its first trajectory).
+ * Before its first trajectory writes its record, an experiment started at its reset, unless another experiment of
+ * the route already started after that reset (a reload started this one, at a time not known yet).
  */
 async function experimentInfo(host: ReportHost, id: string, route: CompiledRoute | undefined, agent?: string, epoch?: string): Promise<ExperimentInfo> {
   const rec = parseExperimentRecord(await host.store.readClaim(keys.experiment(id)));
@@ -122,8 +116,6 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     const keyStrata = new Map(members.map((m) => [m.arm, new Map([...m.counts.strata.keys()].map((h) => [h, keyUnits(perKey.get(m.arm), h)]))]));
     strata = analyseStrata(cfg.stratify_by, cfg.max_strata, labels, members, control, options, stratumInputs(unit === 'key' ? keyStrata : new Map()));
   }
-  // An ensemble's members are not randomized (every input asks each of them): their rates are descriptive, and a
-  // difference between them has no interval or test that means what it says for a split.
   const randomized = route.kind === 'split';
   const warnings = randomized ? [...analysis.warnings] : [ENSEMBLE_NOTE];
   const leftOut = members.reduce((x, m) => x + m.counts.leftOut, 0);
@@ -159,7 +151,6 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
   };
 }
 
-/** The route's experiments other than `currentId`, newest first, at most experiments.earlier_max. */
 async function earlierOf(host: ReportHost, agent: CompiledAgent, route: CompiledRoute, current: ExperimentInfo): Promise<EarlierExperiment[]> {
   const max = host.current.config.experiments.earlier_max;
   if (max === 0) return [];
@@ -175,7 +166,6 @@ async function earlierOf(host: ReportHost, agent: CompiledAgent, route: Compiled
   });
 }
 
-/** The whole report, for every split and ensemble route of every agent of the current config. */
 export async function experimentsReport(host: ReportHost, now: Date = new Date()): Promise<ExperimentsReport> {
   await host.experiments.settled();
   await host.store.flush();
@@ -192,7 +182,6 @@ export async function experimentsReport(host: ReportHost, now: Date = new Date()
   return { generated_at: now.toISOString(), store: host.store.kind, experiments, earlier };
 }
 
-/** One warning per index bound a write passed (docs/experiments.md#bounds-and-sizing): what it left out, and the bound. */
 function indexWarnings(counts: ArmCounts[], cfg: GatewayConfig['experiments']): string[] {
   const sum = (f: (c: ArmCounts) => number): number => counts.reduce((x, c) => x + f(c), 0);
   const lines: string[] = [];

@@ -1,12 +1,9 @@
-/**
- * The sample-ratio check of a split (docs/experiment-method.md#sample-ratio-mismatch-srm): units assigned per
- * member arm against the weights, and the warning line a flagged check puts first in the route's report.
- */
+/** The sample-ratio check of a split (docs/experiment-method.md#sample-ratio-mismatch-srm). */
 import { chiSquareGoodnessOfFit, sequentialSrm, SRM_ALPHA, type Unit } from '../../stats/index.js';
 import { keysOf, type ArmInput } from './comparison.js';
 
 export interface Srm {
-  /** What was counted: trajectories, or assign_by keys (each key counted once, in the arm it drew). */
+  /** Keys: each counted once, in the arm it drew. */
   unit: Unit;
   observed: Record<string, number>;
   expected: Record<string, number>;
@@ -17,10 +14,8 @@ export interface Srm {
 }
 
 /**
- * The sample-ratio check of a split: trajectories assigned per member arm (once per (request_id, input id), after
- * rerouting; with assign_by, keys) against the weights, flagged at p < 0.001, with the reroutes as the cause the
- * gateway knows. The flag reads the chi-square p at every look, which inflates its false alarms above 0.1%
- * (docs/experiment-method.md#sample-ratio-mismatch-srm); the Dirichlet-multinomial p beside it is valid at any look.
+ * The flag reads the chi-square p at every look, which inflates its false alarms above 0.1%; the
+ * Dirichlet-multinomial p beside it is valid at any look.
  */
 export function sampleRatio(arms: readonly ArmInput[], unit: Unit = 'trajectory'): Srm {
   const unitsOf = (a: ArmInput): number => (unit === 'key' ? keysOf(a).units : a.counts.units);
@@ -50,10 +45,14 @@ export function sampleRatio(arms: readonly ArmInput[], unit: Unit = 'trajectory'
   };
 }
 
-/** The SRM warning line: the first line of the route's report when flagged. */
+/** `a 10, b 12`. */
+export function perArm(counts: Record<string, number>): string {
+  return Object.entries(counts).map(([a, n]) => `${a} ${n}`).join(', ');
+}
+
 export function srmWarning(srm: Srm): string {
-  const obs = Object.entries(srm.observed).map(([a, n]) => `${a} ${n}`).join(', ');
-  const exp = Object.entries(srm.expected).map(([a, n]) => `${a} ${n}`).join(', ');
+  const obs = perArm(srm.observed);
+  const exp = perArm(srm.expected);
   const p = srm.p_value === null ? 'n/a' : srm.p_value.toExponential(2);
   return `sample-ratio mismatch (p = ${p}): ${srm.unit === 'key' ? 'keys' : 'trajectories'} ${obs}, expected ${exp}${srm.cause === null ? '' : `; cause: ${srm.cause}`}. The comparison is not trustworthy: do not stop on a win; fix the cause, then reset the experiment`;
 }

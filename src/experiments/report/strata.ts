@@ -1,7 +1,6 @@
 /**
- * The strata of an experiment's report (docs/experiments.md#strata): per stratum slot, each arm's units and the
- * primary metric's comparison, and the post-stratified overall estimate. All descriptive: always-valid inference
- * handles looks, not strata, so only the overall primary comparison carries `sequential` and a stopping rule.
+ * The strata of an experiment's report (docs/experiments.md#strata). All descriptive: always-valid inference handles
+ * looks, not strata, so only the overall primary comparison carries `sequential` and a stopping rule.
  */
 import { clampResult, perComparisonAlpha, postStratified, type FixedResult, type Unit } from '../../stats/index.js';
 import { compare, differenceRange, metricSums, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison } from './comparison.js';
@@ -14,13 +13,13 @@ const STRATA_LABEL = 'descriptive: no stopping rule (only the overall primary co
 
 interface StratumArm {
   arm: string;
-  /** Units in the stratum: trajectories, or keys with the key as unit. */
+  /** Trajectories, or keys with the key as unit. */
   units: number;
   trajectories: number;
 }
 
 interface StratumReport {
-  /** The slot (1..experiments.max_strata, in the order values were first seen; 0 = other). */
+  /** 1..experiments.max_strata in the order values were first seen; 0 = other. */
   slot: number;
   value: string;
   arms: StratumArm[];
@@ -36,14 +35,13 @@ export interface StrataReport {
   post_stratified: { arm: string; control: string; fixed: (FixedResult & { strata_used: number; strata_skipped: number }) | null; reason: string | null }[];
 }
 
-/** An arm's inputs in one stratum: its counts there, and its keys there with the key as unit. */
 type StratumInputs = (arm: ArmInput, slot: number) => ArmInput;
 
 function descriptive(c: Comparison): Comparison {
   return { ...c, label: `${c.label}; in one stratum, ${STRATA_LABEL}`, sequential_reason: 'descriptive: a stratum carries no stopping rule' };
 }
 
-/** The stratum slots any arm has counts in, slots first (in order), `other` last. */
+/** `other` last. */
 function slotsOf(arms: readonly ArmInput[]): number[] {
   const slots = new Set<number>();
   for (const a of arms) for (const h of a.counts.strata.keys()) slots.add(h);

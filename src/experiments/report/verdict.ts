@@ -1,16 +1,13 @@
 /**
- * The verdict of one experiment (docs/experiments.md#the-verdict, which lists the states and when each applies):
- * the one line a researcher acts on, read from the report's own pieces (the sample-ratio check, the outcome
- * coverage check, the primary always-valid comparisons and the burn-in counts). Pure: the same report gives the
- * same verdict on every replica. The states are tried in order, first match wins.
+ * The verdict of one experiment (docs/experiments.md#the-verdict, which lists the states and when each applies),
+ * read from the report's own pieces, so the same report gives the same verdict on every replica. First match wins.
  */
 import type { Analysis } from './analysis.js';
-import { burnInCount, burnInUnit, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison, type Metric } from './comparison.js';
-import type { Srm } from './sample-ratio.js';
+import { burnInUnit, metricSums, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison } from './comparison.js';
+import { perArm, type Srm } from './sample-ratio.js';
 
 export type VerdictState = 'collecting' | 'keep_running' | 'arms_differ' | 'planned_size_reached' | 'not_trustworthy';
 
-/** One arm's progress through the burn-in: `have` of `need` units of kind `unit` (as the burn-in counts them). */
 export interface Progress {
   have: number;
   need: number;
@@ -19,37 +16,11 @@ export interface Progress {
 
 export interface Verdict {
   state: VerdictState;
-  /** The better arm for `arms_differ`, else null. */
+  /** Set for `arms_differ` only. */
   arm: string | null;
   text: string;
-  /** Per member arm, its burn-in progress while `collecting`; null in every other state. */
+  /** Set while `collecting` only. */
   progress: Record<string, Progress> | null;
-}
-
-export interface VerdictArm {
-  arm: string;
-  /** Units assigned (trajectories, or keys when the key is the unit). */
-  units: number;
-  /** Units with an outcome (of either kind), for the coverage named by not_trustworthy. */
-  outcomes: number;
-  /** Units the burn-in of the primary metric counts (VerdictInput.burnInUnit). */
-  burnIn: number;
-}
-
-export interface VerdictInput {
-  kind: 'split' | 'ensemble';
-  primary: Metric;
-  srm: Srm | null;
-  outcomeCoverage: { p_value: number; flagged: boolean } | null;
-  /** Both success and score outcomes were posted: the outcome comparison is refused. */
-  mixed: boolean;
-  /** The member arms, the control among them. */
-  arms: readonly VerdictArm[];
-  /** The primary comparisons, each arm against the control. */
-  comparisons: readonly Comparison[];
-  burnIn: number;
-  burnInUnit: string;
-  plannedTrajectories: number;
 }
 
 const pctOf = (x: number, of: number): string => (of > 0 ? `${((100 * x) / of).toFixed(1)}%` : 'n/a');
@@ -59,7 +30,6 @@ function pts(x: number): string {
   return x > 0 ? `+${v}` : v;
 }
 
-/** A difference of two rates and its interval, in percentage points (also `magma-gateway report`'s form). */
 export function ptsInterval(d: number, lo: number, hi: number): string {
   return `${pts(d)} pts [${pts(lo)}, ${pts(hi)}]`;
 }
@@ -77,7 +47,6 @@ export function metricName(c: Comparison): string {
   return c.outcome_kind === 'score' ? 'episode score' : 'episode success';
 }
 
-/** A comparison's always-valid difference and interval: rates in percentage points, scores on their own scale. */
 function interval(c: Comparison): string {
   const q = c.sequential;
   if (q === null) return `n/a (${c.sequential_reason ?? 'not computable'})`;
@@ -90,11 +59,9 @@ function notTrustworthy(i: VerdictInput): string | null {
   if (i.srm?.flagged === true) {
     const s = i.srm;
     const what = s.unit === 'key' ? 'keys' : 'trajectories';
-    const obs = Object.entries(s.observed).map(([a, n]) => `${a} ${n}`).join(', ');
-    const exp = Object.entries(s.expected).map(([a, n]) => `${a} ${n}`).join(', ');
     const p = s.p_value === null ? '' : `, p = ${s.p_value.toExponential(2)}`;
     const cause = s.cause === null ? 'no arm was rerouted, so something else chose the arms (a filter, a client, a restart)' : s.cause;
-    return `not trustworthy: sample-ratio mismatch (${what} ${obs}; expected ${exp}${p}); cause: ${cause}. Do not stop on a win: fix the cause, then reset the experiment`;
+    return `not trustworthy: sample-ratio mismatch (${what} ${perArm(s.observed)}; expected ${perArm(s.expected)}${p}); cause: ${cause}. Do not stop on a win: fix the cause, then reset the experiment`;
   }
   if (i.primary !== 'outcome') return null;
   if (i.mixed) return 'not trustworthy: both success and score outcomes were posted to this experiment, and the primary outcome comparison is refused; reset the experiment and import one kind';
@@ -117,7 +84,7 @@ function collecting(i: VerdictInput): Verdict | null {
   return { state: 'collecting', arm: null, text: `collecting: ${list} before the always-valid interval${hint}`, progress };
 }
 
-/** Of the comparisons whose interval excludes 0, the better arm: the treatment with the highest lower bound, else the control. */
+/** The treatment with the highest lower bound above 0, else the control. */
 function better(differ: readonly Comparison[]): string {
   let best: Comparison | undefined;
   for (const c of differ) {
@@ -132,8 +99,7 @@ function excludesZero(c: Comparison): boolean {
   return q !== null && (q.ci95[0] > 0 || q.ci95[1] < 0);
 }
 
-/** The verdict of one experiment from its report's pieces (see the top of this file). */
-export function verdict(i: VerdictInput): Verdict {
+function verdict(i: VerdictInput): Verdict {
   const bad = notTrustworthy(i);
   if (bad !== null) return { state: 'not_trustworthy', arm: null, text: bad, progress: null };
   if (i.kind === 'ensemble') {
@@ -178,21 +144,27 @@ export function verdict(i: VerdictInput): Verdict {
   };
 }
 
-/** The verdict of a route's experiment from what the report computed: its member arms, analysis and SRM check. */
-export function experimentVerdict(kind: 'split' | 'ensemble', members: readonly ArmInput[], analysis: Analysis, srm: Srm | null, o: AnalysisOptions): Verdict {
+/** What the verdict reads of the report; `mixed`: both outcome kinds were posted, so the outcome comparison is refused. */
+function verdictInput(kind: 'split' | 'ensemble', members: readonly ArmInput[], analysis: Analysis, srm: Srm | null, o: AnalysisOptions) {
   const posted = outcomeKind(members);
   const k = posted === 'score' ? 'score' : 'success';
   const unit = o.unit ?? 'trajectory';
-  return verdict({
+  return {
     kind,
     primary: o.primary,
     srm,
     outcomeCoverage: analysis.outcome_coverage,
     mixed: posted === 'mixed',
-    arms: members.map((m) => ({ arm: m.arm, units: m.counts.units, outcomes: m.counts.outcomeReported + m.counts.scoreN, burnIn: burnInCount(o.primary, k, unit, m) })),
+    arms: members.map((m) => ({ arm: m.arm, units: m.counts.units, outcomes: m.counts.outcomeReported + m.counts.scoreN, burnIn: metricSums(o.primary, k, unit, m).units })),
     comparisons: kind === 'split' ? analysis.comparisons : [],
     burnIn: o.burnIn,
     burnInUnit: burnInUnit(o.primary, k, unit),
     plannedTrajectories: o.plannedTrajectories,
-  });
+  };
+}
+
+type VerdictInput = ReturnType<typeof verdictInput>;
+
+export function experimentVerdict(kind: 'split' | 'ensemble', members: readonly ArmInput[], analysis: Analysis, srm: Srm | null, o: AnalysisOptions): Verdict {
+  return verdict(verdictInput(kind, members, analysis, srm, o));
 }
