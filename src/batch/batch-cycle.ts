@@ -20,7 +20,6 @@ import { CacheLookup } from '../cache/cache-lookup.js';
 import { answerBody } from '../dispatch/answer-bytes.js';
 import { validateAgainstRequest } from '../protocol/answer/response-check.js';
 import type { CorrelationHeaders } from '../protocol/correlation.js';
-import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import { planBatch, type BatchPlan } from '../routing/plan.js';
 import { CHECK_HEADER } from '../experiments/recorder.js';
 import type { GatewayRuntime } from '../runtime.js';
@@ -40,6 +39,7 @@ import type { Logger } from '../logging.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import type { BudgetHold } from '../memory/budget.js';
 import type { ResponseStream } from './streamed-batch.js';
+import type { ReadBody } from './read-batch.js';
 
 /** What the HTTP layer hands over: the body as received, the headers, and how to learn the client left. */
 export interface BatchExchange {
@@ -91,18 +91,13 @@ interface Planned {
   cache: CacheLookup | undefined;
 }
 
-/** What one batch is made of once its body is read. */
-export interface BatchParts {
+/** What one batch is made of once its body is read (a replay hash the read did not make is made here). */
+interface BatchParts extends ReadBody {
   runtime: GatewayRuntime;
   agent: CompiledAgent;
   gw: GatewayState;
   ex: BatchExchange;
   span: TraceSpan;
-  request: IndexedAgentRequest;
-  /** The body as read (UTF-8), forwarded as is when a sub-request is the whole request. */
-  raw: Buffer;
-  /** Its replay hash when the reader thread made it (a large body), else made here when replay needs it. */
-  rawHash?: string;
   headers: CorrelationHeaders;
   ids: BatchLogIds;
   /** When the batch's body was taken (performance.now()). */

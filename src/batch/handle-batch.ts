@@ -64,15 +64,15 @@ function unknownAgent(name: string | undefined): BatchAnswer {
 /** The batch's stages (docs/architecture.md#the-life-of-a-batch): read, then batch-cycle.ts's in order, one ending. */
 async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: GatewayState, ex: BatchExchange, span: TraceSpan): Promise<BatchAnswer> {
   const t0 = performance.now();
-  // A large body is read on the reader thread and comes back as `raw` (ex.body is not used after this).
-  const { read, body: raw, hash: rawHash } = await readBatchYielding(ex.body, runtime.config.server, agent.routes.memoryKey, ex.log);
+  // A large body is read on the reader thread and comes back as `read.raw` (ex.body is not used after this).
+  const read = await readBatchYielding(ex.body, runtime.config.server, agent.routes.memoryKey, ex.log);
   if (!read.ok) return { status: read.status, body: read.body };
   const { request } = read;
   ex.memory?.grow(requestObjectsEstimate(request.inputs));
   const headers = correlationHeaders(ex.headers);
   if (span.recording) traceRequest(span, request, headers);
   const ids = batchLogIds(request.request_id, headers, span.traceparent);
-  const cycle = new BatchCycle({ runtime, agent, gw, ex, span, request, raw, rawHash, headers, ids, t0 });
+  const cycle = new BatchCycle({ ...read, runtime, agent, gw, ex, span, headers, ids, t0 });
   try {
     return (await cycle.replay()) ?? (await cycle.admitClient()) ?? (await cycle.dispatch(await cycle.plan()));
   } finally {

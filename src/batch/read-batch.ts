@@ -18,10 +18,18 @@ import type { ValidationIssue } from '../protocol/types.js';
 import { readOffloaded } from '../reader/reader.js';
 import { LARGE_BODY_BYTES } from '../protocol/body-bytes.js';
 
+/**
+ * A request to route, with its body as read (UTF-8: forwarded as is when a sub-request is the whole request) and,
+ * for a large body, the replay hash the reader thread made with the read.
+ */
+export interface ReadBody {
+  request: IndexedAgentRequest;
+  raw: Buffer;
+  rawHash?: string;
+}
+
 /** The request to route, or the answer that ends the batch here. */
-export type BatchRead =
-  | { ok: true; request: IndexedAgentRequest }
-  | { ok: false; status: 200 | 400 | 422; body: string };
+export type BatchRead = ({ ok: true } & ReadBody) | { ok: false; status: 200 | 400 | 422; body: string };
 
 /**
  * The bytes `value` takes as a JSON string in an answer. Only a long id is measured exactly (one pass, linear);
@@ -55,7 +63,7 @@ export function readBatch(body: Buffer, server: GatewayConfig['server'], memoryK
 function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
   const limits = limitsOf(server, memoryKey);
   const parsed = readAgentRequest(raw, limits);
-  if (parsed.ok) return checked(parsed.request, raw.length, server, log);
+  if (parsed.ok) return checked(parsed.request, raw, server, log);
   if (parsed.status === 400) return notUtf8(parsed.message, parsed.offset, log);
   return invalid(refusalDetail(raw, parsed, limits), log);
 }
@@ -63,25 +71,19 @@ function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: strin
 /**
  * Read a body without holding the event loop for its size (docs/memory-budget.md#yielding): a large one on
  * the reader thread (reader/reader.ts), which also decodes it when it is UTF-16 or UTF-32 and hashes it for
- * replay (`hash`: hashing 60 MB here held the event loop for tens of ms). The bytes read come back as the
- * returned `body`: `received` must not be used after this.
+ * replay (hashing 60 MB here held the event loop for tens of ms). The bytes read are the returned `raw`:
+ * `received` must not be used after this.
  */
 export async function readBatchYielding(
   received: Buffer,
   server: GatewayConfig['server'],
   memoryKey: string,
   log: Logger,
-): Promise<{ read: BatchRead; body: Buffer; hash?: string }> {
-  if (received.length <= LARGE_BODY_BYTES) {
-    const raw = received;
-    // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
-    const bytes = jsonBytesAsUtf8(raw);
-    if (!bytes.ok) return { read: notDecoded(bytes.encoding, bytes.offset, log), body: raw };
-    return { read: readUtf8(bytes.buf, server, memoryKey, log), body: bytes.buf };
-  }
+): Promise<BatchRead> {
+  if (received.length <= LARGE_BODY_BYTES) return readBatch(received, server, memoryKey, log);
   const { outcome, body } = await readOffloaded(received, limitsOf(server, memoryKey));
-  if (outcome.ok) return { read: checked(indexedRequest({ ...outcome.index, buf: body }, memoryKey), body.length, server, log), body, hash: outcome.hash };
-  return { read: outcome.status === 400 ? notUtf8(outcome.message, outcome.offset, log) : invalid(outcome.detail, log), body };
+  if (outcome.ok) return checked(indexedRequest({ ...outcome.index, buf: body }, memoryKey), body, server, log, outcome.hash);
+  return outcome.status === 400 ? notUtf8(outcome.message, outcome.offset, log) : invalid(outcome.detail, log);
 }
 
 function notUtf8(message: string, offset: number, log: Logger): BatchRead {
@@ -99,7 +101,7 @@ function invalid(detail: ValidationIssue[], log: Logger): BatchRead {
 }
 
 /** A request the contract accepts, checked against the batch limits. */
-function checked(request: IndexedAgentRequest, bodyLength: number, server: GatewayConfig['server'], log: Logger): BatchRead {
+function checked(request: IndexedAgentRequest, raw: Buffer, server: GatewayConfig['server'], log: Logger, rawHash?: string): BatchRead {
   if (request.inputs.length === 0) return { ok: false, status: 200, body: '[]' };
   const { inputs } = request;
   // Every memory is a slice of the body: its size is its length, and all of them together fit in the body.
@@ -108,10 +110,10 @@ function checked(request: IndexedAgentRequest, bodyLength: number, server: Gatew
     maxAnswerBytes: mbToBytes(server.max_answer_mb),
     maxAnswerMb: server.max_answer_mb,
     requestIdBytes: jsonStringBytes(request.request_id),
-  }, bodyLength);
+  }, raw.length);
   if (tooBig.length > 0) {
     log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', inputs: inputs.length, problem: tooBig[0]?.msg }, 'batch over its limits');
     return { ok: false, status: 422, body: stringifyExact({ detail: tooBig }) };
   }
-  return { ok: true, request };
+  return { ok: true, request, raw, rawHash };
 }
