@@ -102,6 +102,8 @@ interface BatchParts extends ReadBody {
   ids: BatchLogIds;
   /** When the batch's body was taken (performance.now()). */
   t0: number;
+  /** Ends the batch's keep on its memory hold (handle-batch.ts); called once, when no holder is left. */
+  letGo: () => void;
 }
 
 export class BatchCycle {
@@ -113,6 +115,8 @@ export class BatchCycle {
   private readonly deadlineTimer: NodeJS.Timeout;
   private lease: ReplayLease | undefined;
   private permit: Granted | undefined;
+  /** Holders of the batch's keep: the cycle until close, the response cache's copies until they are made. */
+  private keepers = 1;
 
   constructor(private readonly b: BatchParts) {
     this.deadline = Date.now() + b.runtime.config.request_timeout_s * 1000;
@@ -225,7 +229,7 @@ export class BatchCycle {
     const { agent, gw, request, ex, span } = this.b;
     gw.experiments.recordBatch(agent.routes, request, p.plan, result, p.steps);
     // The copies are made after the answer is written: the batch's bytes are kept until then.
-    p.cache?.store(request, result, ex.log, gw.memory, ex.memory?.keep());
+    p.cache?.store(request, result, ex.log, gw.memory, this.shareKeep());
     const streamed = result.streamed !== undefined && ex.stream !== undefined;
     const t2 = performance.now();
     let body: BatchAnswer['body'] = '';
@@ -303,6 +307,16 @@ export class BatchCycle {
     this.unlistenGone();
     // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
     if (this.lease !== undefined) void this.lease.abandon().catch(() => undefined);
+    this.dropKeep();
+  }
+
+  private shareKeep(): () => void {
+    this.keepers++;
+    return () => this.dropKeep();
+  }
+
+  private dropKeep(): void {
+    if (--this.keepers === 0) this.b.letGo();
   }
 }
 

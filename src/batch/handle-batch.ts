@@ -30,9 +30,7 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
   try {
     const agent = runtime.agent(ex.agent);
     if (agent === undefined) return unknownAgent(ex.agent);
-    // The batch's bytes (its body, its answers) stay until its cycle ends, even if the client left before.
-    const letGo = ex.memory?.keep();
-    const answer = await batchOn(runtime, agent, gw, ex, span).finally(letGo);
+    const answer = await batchOn(runtime, agent, gw, ex, span);
     if (span.recording) traceAnswer(span, answer.status, answer.replayHit);
     return answer;
   } catch (err) {
@@ -64,18 +62,23 @@ function unknownAgent(name: string | undefined): BatchAnswer {
 /** The batch's stages (docs/architecture.md#the-life-of-a-batch): read, then batch-cycle.ts's in order, one ending. */
 async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: GatewayState, ex: BatchExchange, span: TraceSpan): Promise<BatchAnswer> {
   const t0 = performance.now();
-  // A large body is read on the reader thread and comes back as `read.raw` (ex.body is not used after this).
-  const read = await readBatchYielding(ex.body, runtime.config.server, agent.routes.memoryKey, ex.log);
-  if (!read.ok) return { status: read.status, body: read.body };
-  const { request } = read;
-  ex.memory?.grow(requestObjectsEstimate(request.inputs));
-  const headers = correlationHeaders(ex.headers);
-  if (span.recording) traceRequest(span, request, headers);
-  const ids = batchLogIds(request.request_id, headers, span.traceparent);
-  const cycle = new BatchCycle({ ...read, runtime, agent, gw, ex, span, headers, ids, t0 });
+  // The batch's one keep on its hold: its bytes (body, answers) stay until its cycle ends, even if the client
+  // left before, and then while the response cache copies them (BatchCycle lets go).
+  const letGo = ex.memory?.keep() ?? ((): void => undefined);
+  let cycle: BatchCycle | undefined;
   try {
+    // A large body is read on the reader thread and comes back as `read.raw` (ex.body is not used after this).
+    const read = await readBatchYielding(ex.body, runtime.config.server, agent.routes.memoryKey, ex.log);
+    if (!read.ok) return { status: read.status, body: read.body };
+    const { request } = read;
+    ex.memory?.grow(requestObjectsEstimate(request.inputs));
+    const headers = correlationHeaders(ex.headers);
+    if (span.recording) traceRequest(span, request, headers);
+    const ids = batchLogIds(request.request_id, headers, span.traceparent);
+    cycle = new BatchCycle({ ...read, runtime, agent, gw, ex, span, headers, ids, t0, letGo });
     return (await cycle.replay()) ?? (await cycle.admitClient()) ?? (await cycle.dispatch(await cycle.plan()));
   } finally {
-    cycle.close();
+    if (cycle === undefined) letGo();
+    else cycle.close();
   }
 }
