@@ -1,9 +1,6 @@
 /**
- * The first step of a batch (docs/protocol-fidelity.md#the-path-of-a-batch): its body read by the byte indexer
- * (docs/protocol-fidelity.md#how-a-batch-is-read), so memory stays the client's bytes, and checked against
- * the batch limits before anything is routed. A body that is not UTF-8 is a 400, a request the contract or the
- * limits refuse a 422 with FastAPI's detail (bounded, validation/bounded-detail.ts); an empty batch is answered
- * `[]` at once. A large body is read on the reader thread (reader/reader.ts).
+ * A batch's body read by the byte indexer and checked against the batch limits before anything is routed
+ * (docs/protocol-fidelity.md#how-a-batch-is-read): not UTF-8 is a 400, refused a 422 with FastAPI's detail.
  */
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import { errorBody } from '../errors.js';
@@ -18,17 +15,13 @@ import type { ValidationIssue } from '../protocol/types.js';
 import { readOffloaded } from '../reader/reader.js';
 import { LARGE_BODY_BYTES } from '../protocol/body-bytes.js';
 
-/**
- * A request to route, with its body as read (UTF-8: forwarded as is when a sub-request is the whole request) and,
- * for a large body, the replay hash the reader thread made with the read.
- */
+/** The body as read (UTF-8, forwarded as is) and, for a large body, the replay hash the reader thread made. */
 export interface ReadBody {
   request: IndexedAgentRequest;
   raw: Buffer;
   rawHash?: string;
 }
 
-/** The request to route, or the answer that ends the batch here. */
 export type BatchRead = ({ ok: true } & ReadBody) | { ok: false; status: 200 | 400 | 422; body: string };
 
 /**
@@ -38,7 +31,6 @@ export type BatchRead = ({ ok: true } & ReadBody) | { ok: false; status: 200 | 4
 function jsonStringBytes(value: string): number {
   return value.length <= 64 ? 0 : Buffer.byteLength(JSON.stringify(value));
 }
-
 
 function limitsOf(server: GatewayConfig['server'], memoryKey: string): RequestReadLimits {
   return {
@@ -50,17 +42,12 @@ function limitsOf(server: GatewayConfig['server'], memoryKey: string): RequestRe
   };
 }
 
-/**
- * Read a body in place (a small one; tests). handleBatch reads through readBatchYielding, which hands large
- * bodies to the reader thread.
- */
+/** Read a body in place: a small one (readBatchYielding hands large ones to the reader thread). */
 export function readBatch(body: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
+  // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
   const bytes = jsonBytesAsUtf8(body);
   if (!bytes.ok) return notDecoded(bytes.encoding, bytes.offset, log);
-  return readUtf8(bytes.buf, server, memoryKey, log);
-}
-
-function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
+  const raw = bytes.buf;
   const limits = limitsOf(server, memoryKey);
   const parsed = readAgentRequest(raw, limits);
   if (parsed.ok) return checked(parsed.request, raw, server, log);
@@ -69,10 +56,8 @@ function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: strin
 }
 
 /**
- * Read a body without holding the event loop for its size (docs/memory-budget.md#yielding): a large one on
- * the reader thread (reader/reader.ts), which also decodes it when it is UTF-16 or UTF-32 and hashes it for
- * replay (hashing 60 MB here held the event loop for tens of ms). The bytes read are the returned `raw`:
- * `received` must not be used after this.
+ * A large body is read on the reader thread (docs/memory-budget.md#yielding), hashed for replay there too: 60 MB
+ * held the event loop for tens of ms. `received` must not be used after this: the bytes read are `raw`.
  */
 export async function readBatchYielding(
   received: Buffer,
@@ -100,7 +85,6 @@ function invalid(detail: ValidationIssue[], log: Logger): BatchRead {
   return { ok: false, status: 422, body: stringifyExact({ detail }) };
 }
 
-/** A request the contract accepts, checked against the batch limits. */
 function checked(request: IndexedAgentRequest, raw: Buffer, server: GatewayConfig['server'], log: Logger, rawHash?: string): BatchRead {
   if (request.inputs.length === 0) return { ok: false, status: 200, body: '[]' };
   const { inputs } = request;
