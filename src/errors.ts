@@ -1,8 +1,6 @@
 /**
- * The one registry of error codes the gateway itself produces inside error candidates
- * (docs/protocol-fidelity.md#failures; docs/protocol-fidelity.md#agent-and-http-errors: an
- * AgentError has a nonempty code and message,
- * component names the backend). Every code here is documented in docs/errors.md; a test checks it.
+ * The registries of error codes: the gateway's own inside error candidates (docs/protocol-fidelity.md#failures),
+ * and every other error it raises or answers. Each code is documented in docs/errors.md; a test checks it.
  */
 const GATEWAY_ERRORS = {
   gateway_backend_timeout: 'The backend did not answer within its timeout_s (or the batch deadline ran out).',
@@ -23,24 +21,17 @@ export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
 
 export const GATEWAY_ERROR_CODES = Object.keys(GATEWAY_ERRORS) as GatewayErrorCode[]; // Object.keys types its result string[]
 
-/** Whether a candidate's error code is one the gateway itself writes (a backend's own codes are not). */
 export function isGatewayErrorCode(code: string): code is GatewayErrorCode {
   return Object.hasOwn(GATEWAY_ERRORS, code);
 }
 
-/**
- * Characters of a backend's own error code kept where the gateway counts it (metric labels, the batch log
- * line, the experiment report). The code comes from the backend and is bounded by nothing but the answer's
- * size; candidates carry it unchanged.
- */
+/** Where the gateway counts a backend's own code (labels, logs, the report): it is bounded by nothing else. */
 export const MAX_CODE_LABEL_CHARS = 64;
 
-/** A backend's error code as a counted key: a longer one is cut to its first MAX_CODE_LABEL_CHARS characters. */
 export function countedCode(code: string): string {
   return code.length <= MAX_CODE_LABEL_CHARS ? code : `${code.slice(0, MAX_CODE_LABEL_CHARS)}...`;
 }
 
-/** An HTTP status answered by a backend, mapped to the candidate error code it becomes. */
 export function codeForStatus(status: number): GatewayErrorCode {
   if (status === 503) return 'gateway_backend_not_ready';
   if (status >= 500) return 'gateway_backend_http_error';
@@ -48,20 +39,16 @@ export function codeForStatus(status: number): GatewayErrorCode {
   return 'gateway_backend_invalid_response';
 }
 
-/** A failure of one sub-request attempt: what happened, said once for every candidate it covers. */
 export interface AttemptFailure {
   code: GatewayErrorCode;
   message: string;
-  /** True when nothing reached the backend (connect refused): safe to retry on another replica. */
+  /** Nothing reached the backend (connect refused): safe to retry on another replica. */
   notSent?: boolean;
 }
 
 /**
- * The one registry of every other error the gateway raises: thrown errors (config, CLI usage, state, internal
- * invariants) and the HTTP error answers of every listener, whose JSON body is `{"detail": ..., "code": ...}`.
- * Named like fastify's FST_ERR_* and undici's UND_ERR_*; each is documented in (docs/errors.md), and a
- * test checks that every `throw` in src uses a code from here. `status` is the HTTP status the code is answered
- * with, where it is an HTTP answer.
+ * Thrown errors and the HTTP error answers of every listener (`{"detail": ..., "code": ...}`), named like
+ * fastify's FST_ERR_*; a test checks that every `throw` in src uses a code from here.
  */
 export const GATEWAY_ERR = {
   GATEWAY_ERR_CONFIG_INVALID: {
@@ -169,11 +156,7 @@ export const GATEWAY_ERR = {
   },
 } as const satisfies Record<string, ErrSpec>;
 
-/**
- * A code's meaning (documented, checked by a test), its HTTP status where it is an answer, and for the answers
- * both HTTP fronts write (fastify's and the raw batch front), its message template: code, status and message
- * as one value, as fastify's createError keeps them, so no message is written twice.
- */
+/** Code, status and message template as one value, as fastify's createError keeps them: no message written twice. */
 interface ErrSpec {
   meaning: string;
   status?: number;
@@ -182,13 +165,11 @@ interface ErrSpec {
 
 export type GatewayErrCode = keyof typeof GATEWAY_ERR;
 
-/** The HTTP status a code is answered with; undefined for a code that is never an HTTP answer. */
 export function statusOf(code: GatewayErrCode): number | undefined {
   const spec: ErrSpec = GATEWAY_ERR[code];
   return spec.status;
 }
 
-/** An error the gateway raises: a registered code, a message, and the HTTP status when it is answered over HTTP. */
 export class GatewayError extends Error {
   readonly statusCode: number | undefined;
 
@@ -204,23 +185,20 @@ export class GatewayError extends Error {
 }
 
 type Registry = typeof GATEWAY_ERR;
-/** The codes whose message the registry writes. */
 type TemplatedCode = { [C in GatewayErrCode]: Registry[C] extends { message: (...args: never[]) => string } ? C : never }[GatewayErrCode];
 type TemplateArgs<C extends TemplatedCode> = Registry[C] extends { message: (...args: infer A) => string } ? A : never;
 
-/** A registered code's message, from its template. */
 export function messageOf<C extends TemplatedCode>(code: C, ...args: TemplateArgs<C>): string {
   // TypeScript types a generic key's entry as the union of every template, not the one of `code`.
   const template = GATEWAY_ERR[code].message as (...a: TemplateArgs<C>) => string;
   return template(...args);
 }
 
-/** The JSON body of a registered code's answer, its message from the template. */
 export function registeredBody<C extends TemplatedCode>(code: C, ...args: TemplateArgs<C>): { detail: string; code: C } {
   return { detail: messageOf(code, ...args), code };
 }
 
-/** The JSON body of every HTTP error answer but the 422 for an invalid AgentRequest. */
+/** Every HTTP error answer's but the 422 for an invalid AgentRequest. */
 export interface ErrorBody {
   detail: string;
   code: GatewayErrCode;
@@ -230,7 +208,6 @@ export function errorBody(code: GatewayErrCode, detail: string): ErrorBody {
   return { detail, code };
 }
 
-/** The code a 500 answer names: the thrown error's own when it is a GatewayError, else GATEWAY_ERR_INTERNAL. */
 export function internalCode(err: unknown): GatewayErrCode {
   return err instanceof GatewayError ? err.code : 'GATEWAY_ERR_INTERNAL';
 }
