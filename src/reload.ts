@@ -49,10 +49,7 @@ const books = new WeakMap<GatewayState, Bookkeeping>();
 
 function bookkeeping(state: GatewayState): Bookkeeping {
   let b = books.get(state);
-  if (b === undefined) {
-    b = { chain: Promise.resolve(), retiring: new Set(), closing: false };
-    books.set(state, b);
-  }
+  if (b === undefined) books.set(state, (b = { chain: Promise.resolve(), retiring: new Set(), closing: false }));
   return b;
 }
 

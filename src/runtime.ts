@@ -26,7 +26,6 @@ export class GatewayRuntime {
   /** Undefined without `clients:`: every agent endpoint is open. */
   readonly clients: ClientTable | undefined;
   private readonly ejections: SharedEjections | undefined;
-  private readonly log: Logger;
   private currentTracing: Tracing = NOOP_TRACING;
   private tracingStarted: Promise<void> | undefined;
   private active = 0;
@@ -35,7 +34,7 @@ export class GatewayRuntime {
   constructor(
     readonly config: GatewayConfig,
     metrics: GatewayMetrics,
-    log: Logger,
+    private readonly log: Logger,
     store?: SharedValues,
     private readonly version = '0.0.0',
   ) {
@@ -47,7 +46,6 @@ export class GatewayRuntime {
     this.budget = new RetryBudget(config.retry_budget.ratio, config.retry_budget.min);
     this.shadows = new ShadowLimiter(config.shadow_max_in_flight);
     this.clients = config.clients === undefined ? undefined : new ClientTable(config.clients);
-    this.log = log;
   }
 
   /** The no-op one until startTracing has run, and for good unless tracing.otlp_endpoint is set. */

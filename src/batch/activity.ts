@@ -46,7 +46,6 @@ interface ReloadRecord {
 }
 
 export const REQUEST_ID_CHARS = 64;
-/** Seconds of per-second batch counts kept for the rate (the Overview's figure; the pulse samples it). */
 const RATE_WINDOW_S = 10;
 
 export class Activity {

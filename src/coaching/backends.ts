@@ -80,10 +80,7 @@ export class SessionAffinity {
 
   remember(backend: string, runId: string, replica: Replica): void {
     let m = this.byBackend.get(backend);
-    if (m === undefined) {
-      m = new Map();
-      this.byBackend.set(backend, m);
-    }
+    if (m === undefined) this.byBackend.set(backend, (m = new Map()));
     m.delete(runId); // re-insert at the end: Map order is the eviction order
     m.set(runId, replica.url);
     if (m.size > MAX_SESSIONS_PER_BACKEND) {

@@ -36,7 +36,7 @@ export class ConnectionSlots {
       if (peer !== undefined && this.handshaking.get(peer) === socket) this.handshaking.delete(peer);
     });
     if (this.open > this.cap) {
-      const victim = first(this.idle) ?? first(this.receiving);
+      const victim = this.idle.values().next().value ?? this.receiving.values().next().value;
       if (victim === undefined) {
         this.refused++;
         socket.destroy();
@@ -88,9 +88,4 @@ export class ConnectionSlots {
 
 function peerOf(socket: Socket): string {
   return `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
-}
-
-function first(set: Set<Socket>): Socket | undefined {
-  for (const s of set) return s;
-  return undefined;
 }

@@ -3,6 +3,7 @@
  * gateway's answer headers, `Connection: close`, the 408, 413 and 503 bodies, and the access-log policy and line.
  */
 import type { IncomingMessage } from 'node:http';
+import type { BatchAnswer } from '../batch/handle-batch.js';
 import type { Logger } from '../logging.js';
 import { errorBody, registeredBody, type ErrorBody } from '../errors.js';
 import { memoryBudgetDetail, RETRY_AFTER_S } from '../memory/over-budget.js';
@@ -11,14 +12,8 @@ import { loggableUrl } from './request-client.js';
 const OVERHEAD_HEADER = 'x-gateway-overhead-ms';
 const CACHE_HITS_HEADER = 'x-gateway-cache-hits';
 
-/** What the gateway's headers of a batch answer say (handle-batch.ts's BatchAnswer has these). */
-export interface AnswerFacts {
-  requestId?: string;
-  /** Undefined for an answer made without a batch: its whole time is used. */
-  overheadMs?: number;
-  replayHit?: boolean;
-  cacheHits?: number;
-}
+/** What the gateway's headers say; `overheadMs` undefined for an answer made without a batch: its whole time is used. */
+export type AnswerFacts = Pick<BatchAnswer, 'requestId' | 'overheadMs' | 'replayHit' | 'cacheHits'>;
 
 export function answerHeaders(a: AnswerFacts, elapsedMs: number): Record<string, string> {
   const h: Record<string, string> = { [OVERHEAD_HEADER]: (a.overheadMs ?? elapsedMs).toFixed(2) };
