@@ -33,7 +33,6 @@ import type { BudgetHold } from '../memory/budget.js';
 import type { ResponseStream } from './streamed-batch.js';
 import type { ReadBody } from './read-batch.js';
 
-/** What the HTTP layer hands over: the body as received, the headers, and how to learn the client left. */
 export interface BatchExchange {
   /** The virtual agent's name (docs/routing.md#virtual-agents); undefined for the default agent. */
   agent?: string;
@@ -101,7 +100,6 @@ export class BatchCycle {
       this.clientGone = true;
       this.signal.abort();
     });
-    // The batch deadline aborts whatever is still waiting (a replay wait, a permit queue, backend calls).
     this.deadlineTimer = setTimeout(() => this.signal.abort(), this.deadline - Date.now());
   }
 
@@ -182,7 +180,6 @@ export class BatchCycle {
       cached: p.cache?.cached,
     });
     if (p.dispatched.inputs.some((x) => x.shadows.length > 0)) {
-      // Detached: the answer never waits for a shadow (see dispatch/shadow.ts).
       void startShadows({ ...deps, limiter: runtime.shadows, memory: gw.memory }, request, p.dispatched, batch.then((r) => r.outputs), this.b.headers, span);
     }
     const result = await batch;

@@ -22,7 +22,7 @@ export interface ReadBody {
   rawHash?: string;
 }
 
-export type BatchRead = ({ ok: true } & ReadBody) | { ok: false; status: 200 | 400 | 422; body: string };
+type BatchRead = ({ ok: true } & ReadBody) | { ok: false; status: 200 | 400 | 422; body: string };
 
 /**
  * The bytes `value` takes as a JSON string in an answer. Only a long id is measured exactly (one pass, linear);
