@@ -18,7 +18,6 @@ export const BATCH_ENDPOINT = '/v1/responses';
 /** fastify's route pattern: agent names are not label values. */
 export const AGENT_BATCH_ENDPOINT = '/agents/:agent/v1/responses';
 
-/** src/clients/access.ts names it ANONYMOUS. */
 export const ANONYMOUS_CLIENT = 'anonymous';
 
 const CLIENT_LIMITS = ['batches_in_flight', 'candidates_per_minute'] as const;
@@ -166,7 +165,6 @@ export class GatewayMetrics {
     this.buildInfo.set({ version: opts.version ?? 'unknown' }, 1);
   }
 
-  /** fastify's routes and the batch front alike. */
   observeHttp(endpoint: string, status: number, seconds: number, client: string): void {
     this.httpCells.add(1, endpoint, statusText(status), client);
     this.httpDuration.observe({ endpoint, client }, seconds);
@@ -204,7 +202,6 @@ export class GatewayMetrics {
     return new Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
   }
 
-  /** Mirrors one of the store's monotonic counts at each scrape. */
   private storeCounter(name: string, field: keyof StoreStats, help: string): Counter {
     const counter: Counter = this.counter(name, [], help, () => {
       counter.reset();

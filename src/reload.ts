@@ -11,7 +11,6 @@ import { GatewayError } from './errors.js';
 import type { GatewayState } from './batch/gateway-state.js';
 import type { Logger } from './logging.js';
 
-/** fastify's instance satisfies it as it is. */
 interface ReloadHost {
   gateway: GatewayState;
   log: Logger;
@@ -38,7 +37,6 @@ interface ReloadReport {
 type ReloadOutcome = { ok: true; report: ReloadReport } | { ok: false; status: 400 | 409 | 503; detail: string };
 
 interface Bookkeeping {
-  /** Reloads run one at a time, in arrival order. */
   chain: Promise<unknown>;
   retiring: Set<Promise<void>>;
   closing: boolean;

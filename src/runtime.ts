@@ -61,7 +61,6 @@ export class GatewayRuntime {
     return this.tracingStarted;
   }
 
-  /** `name` undefined: the default agent. */
   agent(name: string | undefined): CompiledAgent | undefined {
     return findAgent(this.agents, name);
   }

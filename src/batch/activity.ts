@@ -94,7 +94,6 @@ export class Activity {
     this.next = (this.next + 1) % cap;
   }
 
-  /** Newest first, without their inputs. */
   recent(limit = Infinity): BatchListed[] {
     return this.newest(limit).map(({ input_rows: _inputs, ...listed }) => listed);
   }

@@ -39,7 +39,6 @@ export interface BatchExchange {
   body: Buffer;
   headers: IncomingHttpHeaders;
   log: Logger;
-  /** Calls `fn` if the client closes the connection before the answer is written; returns the unregister. */
   onClientGone(fn: () => void): () => void;
   client?: string | undefined;
   stream?: ResponseStream;
@@ -56,7 +55,7 @@ export interface BatchAnswer {
   overheadMs?: number;
   replayHit?: boolean;
   cacheHits?: number;
-  /** The answer was written to the exchange's stream, end included: the front writes nothing more. */
+  /** Written to the exchange's stream, end included: the front writes nothing more. */
   streamed?: boolean;
 }
 
@@ -77,7 +76,6 @@ interface BatchParts extends ReadBody {
   span: TraceSpan;
   headers: CorrelationHeaders;
   ids: BatchLogIds;
-  /** performance.now() when the body was taken. */
   t0: number;
   /** Ends the batch's keep on its memory hold (handle-batch.ts). */
   letGo: () => void;
@@ -131,7 +129,6 @@ export class BatchCycle {
     return undefined;
   }
 
-  /** After replay, which costs no backend anything. */
   async admitClient(): Promise<BatchAnswer | undefined> {
     const { runtime, agent, gw, request, ex } = this.b;
     if (ex.client === undefined || !gw.clients.limited(ex.client)) return undefined;

@@ -40,7 +40,6 @@ interface LineExtras {
   streamed: boolean;
 }
 
-/** docs/operations.md#logs */
 export function batchLogLine(ids: BatchLogIds, r: Omit<BatchSummary, 'at' | 'seq'>, x: LineExtras): Record<string, unknown> {
   return {
     ...ids,

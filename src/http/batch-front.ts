@@ -31,11 +31,9 @@ const ms = (s: number): number => Math.max(1, Math.round(s * 1000));
 export class BatchFront implements FrontParts {
   readonly deadlines: ReceiveDeadlines;
   readonly slots: ConnectionSlots;
-  /** Replaced after a reload. */
   private opts: FrontServerOptions;
   private server: Server | undefined;
   private fastify: RequestListener | undefined;
-  /** Attached once the app is built: the gateway plugin makes the state the batches use. */
   private attached: FrontHost | undefined;
 
   constructor(opts: FrontServerOptions) {
@@ -100,7 +98,6 @@ export class BatchFront implements FrontParts {
     res.once('close', () => this.answered(socket));
     const h = this.attached;
     if (h !== undefined) {
-      // A reload replaced the config: its server bounds apply from this request on.
       const current = h.gateway.current.config.server;
       if (current !== this.opts) this.apply(current);
       if (h.draining()) res.shouldKeepAlive = false;

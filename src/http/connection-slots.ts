@@ -20,7 +20,6 @@ export class ConnectionSlots {
   evicted = 0;
   refused = 0;
 
-  /** @param cap may change (a reload) */
   constructor(public cap: number) {}
 
   /** `tls`: its TLS handshake is to come (secured() follows). */

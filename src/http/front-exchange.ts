@@ -40,7 +40,6 @@ export interface FrontHost {
   log: FastifyBaseLogger;
   bodyLimit: number;
   bodyLimitMb: number;
-  /** From the moment `app.close()` starts. */
   closing(): boolean;
   draining(): boolean;
 }
@@ -62,7 +61,6 @@ export class FrontExchange {
   private label = ANONYMOUS;
   private hold: BudgetHold | undefined;
   private body: BodyBytes | undefined;
-  /** The declared length, or what a chunked body may grow to. */
   private reserved = 0;
   /** Answered before its body was read whole (413, 408): the rest is not kept. */
   private stopped = false;
@@ -146,7 +144,6 @@ export class FrontExchange {
     req.on('data', (chunk: Buffer) => this.add(chunk));
     req.on('error', () => undefined); // a client that resets mid-body: nothing to answer, 'close' cleans up
     req.on('end', () => this.received());
-    // Read from here: until admitted, TCP held the body back at the client.
     req.resume();
   }
 

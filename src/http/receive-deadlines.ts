@@ -15,7 +15,7 @@ export class ReceiveDeadlines {
   private readonly receiving = new Map<IncomingMessage, Receiving>();
   private timer: NodeJS.Timeout | undefined;
 
-  /** @param timeoutMs may change (a reload), for requests tracked from then on */
+  /** @param timeoutMs for requests tracked from then on when a reload changes it */
   constructor(public timeoutMs: number) {}
 
   /** Fixed at start: a deadline is honoured at most a second late. */

@@ -16,18 +16,17 @@ export interface BudgetHold extends StoreOwner {
   shrink(bytes: number): void;
   /** False when the reader should pause until `whenRoom` calls back (a shadow's hold is shed instead). */
   charge(bytes: number): boolean;
-  /** Call `fn` once when there may be room again. */
   whenRoom(fn: () => void): void;
   readonly bytes: number;
   capacity(): number;
-  /** Once nothing keeps it; idempotent. */
+  /** Idempotent. */
   release(): void;
   /** Keep the hold's bytes past its release until the returned function is called (once). */
   keep(): () => void;
 }
 
 interface BudgetOptions {
-  /** Read at each decision (a reload may change it). */
+  /** A reload may change it. */
   limit(): number;
   timeoutMs(): number;
   onWaited?(seconds: number): void;
@@ -43,7 +42,6 @@ class Hold implements BudgetHold {
   bytes = 0;
   admitted = false;
   released = false;
-  /** Release was asked while something kept the hold. */
   private ending = false;
   private keepers = 0;
   private stores: ByteStore[] | undefined;
@@ -55,7 +53,6 @@ class Hold implements BudgetHold {
 
   constructor(
     private readonly owner: MemoryBudget,
-    /** Counted on admission. */
     public asked: number,
     readonly onAdmit: ((hold: BudgetHold) => void) | undefined,
     readonly onTimeout: (() => void) | undefined,
@@ -291,7 +288,6 @@ export class MemoryBudget {
     hold.onTimeout?.();
   }
 
-  /** On the injected timers when given; returns the cancel. */
   private startTimer(fn: () => void, ms: number): () => void {
     const { setTimer, clearTimer } = this.opts;
     if (setTimer === undefined) {

@@ -19,7 +19,6 @@ export type OffloadTask =
 
 export interface OffloadJob {
   id: number;
-  /** The first `length` bytes are the body's. */
   bytes: ArrayBuffer;
   length: number;
   task: OffloadTask;
