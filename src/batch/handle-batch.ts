@@ -25,7 +25,9 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
   const span = runtime.tracing.server(BATCH_SPAN_NAME, ex.headers, BATCH_SPAN_ATTRIBUTES);
   try {
     const agent = runtime.agent(ex.agent);
-    if (agent === undefined) return unknownAgent(ex.agent);
+    if (agent === undefined) {
+      return { status: 404, body: JSON.stringify(errorBody('GATEWAY_ERR_UNKNOWN_AGENT', unknownAgentDetail(ex.agent))) };
+    }
     const answer = await batchOn(runtime, agent, gw, ex, span);
     if (span.recording) traceAnswer(span, answer.status, answer.replayHit);
     return answer;
@@ -48,10 +50,6 @@ export function unknownAgentDetail(name: string | undefined): string {
   const quoted = JSON.stringify(name.length > MAX_QUOTED_NAME ? `${name.slice(0, MAX_QUOTED_NAME)}...` : name);
   if (name === ROOT_AGENT) return `unknown agent ${quoted}: the default agent (the top-level routes) is served at /, not under /agents/`;
   return `unknown agent ${quoted}: no agent of that name is configured under "agents"`;
-}
-
-function unknownAgent(name: string | undefined): BatchAnswer {
-  return { status: 404, body: JSON.stringify(errorBody('GATEWAY_ERR_UNKNOWN_AGENT', unknownAgentDetail(name))) };
 }
 
 async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: GatewayState, ex: BatchExchange, span: TraceSpan): Promise<BatchAnswer> {

@@ -46,7 +46,7 @@ function limitsOf(server: GatewayConfig['server'], memoryKey: string): RequestRe
 export function readBatch(body: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
   // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
   const bytes = jsonBytesAsUtf8(body);
-  if (!bytes.ok) return notDecoded(bytes.encoding, bytes.offset, log);
+  if (!bytes.ok) return notUtf8(notDecodedMessage(bytes.encoding, bytes.offset), bytes.offset, log);
   const raw = bytes.buf;
   const limits = limitsOf(server, memoryKey);
   const parsed = readAgentRequest(raw, limits);
@@ -74,10 +74,6 @@ export async function readBatchYielding(
 function notUtf8(message: string, offset: number, log: Logger): BatchRead {
   log.info({ code: 'GATEWAY_ERR_BODY_ENCODING', offset }, 'request body is not UTF-8');
   return { ok: false, status: 400, body: JSON.stringify(errorBody('GATEWAY_ERR_BODY_ENCODING', message)) };
-}
-
-function notDecoded(encoding: string, offset: number, log: Logger): BatchRead {
-  return notUtf8(notDecodedMessage(encoding, offset), offset, log);
 }
 
 function invalid(detail: ValidationIssue[], log: Logger): BatchRead {

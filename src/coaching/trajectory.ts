@@ -27,10 +27,6 @@ function idText(v: unknown): string | undefined {
   return undefined;
 }
 
-function stepId(step: JsonObject): unknown {
-  return step.step_id ?? step.id;
-}
-
 /**
  * The step whose `step_id` (or `id`) is `target_step_id`, else the step at that index, else the last; only steps
  * with an `input` count. A 422 issue when there is none: nothing says where the trajectory ran.
@@ -52,7 +48,7 @@ export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget 
   }
   const target = idText(body.target_step_id);
   const chosen =
-    (target === undefined ? undefined : usable.find((u) => idText(stepId(u.step)) === target)) ??
+    (target === undefined ? undefined : usable.find((u) => idText(u.step.step_id ?? u.step.id) === target)) ??
     (target !== undefined && /^\d+$/.test(target) ? usable.find((u) => u.index === Number(target)) : undefined) ??
     last;
   const { index, step, input: rawInput } = chosen;

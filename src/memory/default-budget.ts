@@ -25,14 +25,10 @@ function readLimit(path: string): number | undefined {
   return n > 0 && n < UNLIMITED ? n : undefined;
 }
 
-/** cgroup v2 `memory.max`, else v1 `memory.limit_in_bytes`. */
-function cgroupMemoryLimit(root = '/sys/fs/cgroup'): number | undefined {
-  return readLimit(`${root}/memory.max`) ?? readLimit(`${root}/memory/memory.limit_in_bytes`);
-}
-
-export function memoryBudget(configuredMb: number | undefined, cgroupRoot?: string): BudgetSource {
+export function memoryBudget(configuredMb: number | undefined): BudgetSource {
   if (configuredMb !== undefined) return { source: 'config', bytes: Math.floor(configuredMb * 1024 * 1024) };
-  const cgroup = cgroupMemoryLimit(cgroupRoot);
+  // cgroup v2, else v1.
+  const cgroup = readLimit('/sys/fs/cgroup/memory.max') ?? readLimit('/sys/fs/cgroup/memory/memory.limit_in_bytes');
   if (cgroup !== undefined) return { source: 'cgroup', bytes: Math.floor(cgroup * CGROUP_FRACTION) };
   return { source: 'heap', bytes: Math.floor(getHeapStatistics().heap_size_limit * HEAP_FRACTION) };
 }
