@@ -248,12 +248,15 @@ export class BatchCycle {
   }
 
   close(): void {
-    this.permit?.release();
-    clearTimeout(this.deadlineTimer);
-    this.unlistenGone();
-    // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
-    if (this.lease !== undefined) void this.lease.abandon().catch(() => undefined);
-    this.dropKeep();
+    try {
+      this.permit?.release();
+      clearTimeout(this.deadlineTimer);
+      this.unlistenGone();
+      // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
+      if (this.lease !== undefined) void this.lease.abandon().catch(() => undefined);
+    } finally {
+      this.dropKeep();
+    }
   }
 
   private shareKeep(): () => void {
