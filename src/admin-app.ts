@@ -54,7 +54,6 @@ export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInsta
   return admin;
 }
 
-/** Null before it listens. */
 function serverUrl(app: FastifyInstance, scheme: 'http' | 'https'): string | null {
   const addr = app.server.listening ? app.server.address() : null;
   if (addr === null || typeof addr !== 'object') return null;

@@ -151,7 +151,6 @@ async function serve(argv: string[]): Promise<number> {
   return -1; // keep running
 }
 
-/** -1 while the gateway keeps serving. */
 async function run(args: string[]): Promise<number> {
   const [first, ...rest] = args;
   if (first === '--version' || first === '-V' || first === 'version') {

@@ -70,7 +70,6 @@ export class GatewayRuntime {
     return routesLacking(agent, (b) => this.upstreams.isReady(b));
   }
 
-  /** Arms of all_arms_ready splits with no ready replica (`<route>: <arm>`). */
   armsLackingReplica(agent: CompiledAgent): string[] {
     return armsLacking(agent, (b) => this.upstreams.isReady(b));
   }

@@ -17,7 +17,7 @@ export interface BatchInputRecord {
 }
 
 export interface BatchSummary {
-  /** From 1: a row's handle (request ids may repeat). */
+  /** A row's handle: request ids may repeat. */
   seq: number;
   at: string;
   /** Cut to REQUEST_ID_CHARS: the id comes from the client, the ring's memory stays bounded. */
@@ -51,7 +51,6 @@ const RATE_WINDOW_S = 10;
 export class Activity {
   readonly startedAt: number;
   private readonly ring: (BatchSummary | undefined)[] = [];
-  /** Where the next summary goes in `ring` once it is full. */
   private next = 0;
   /** RATE_WINDOW_S + 1 slots indexed by second modulo their number. */
   private readonly perSecond: { second: number; n: number }[];

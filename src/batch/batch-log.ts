@@ -33,7 +33,6 @@ export function batchLogIds(requestId: string, headers: CorrelationHeaders, span
 }
 
 interface LineExtras {
-  /** Left out when the batch did not wait for its client's limits. */
   clientWaitMs: number | undefined;
   bodyBytes: number;
   cacheHits: number | undefined;

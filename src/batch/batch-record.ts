@@ -18,7 +18,6 @@ interface BatchRecordSource {
   cacheHits: number | undefined;
   durationMs: number;
   overheadMs: number;
-  /** `admin.batch_inputs_kept` */
   inputsKept: number;
 }
 
@@ -52,7 +51,6 @@ function inputRows(s: BatchRecordSource): BatchInputRecord[] {
     const input = request.inputs[i];
     const p = plan.inputs[i];
     if (input === undefined) break;
-    // Its candidates, counted in place (no copy: this runs at every batch's end).
     const own = Math.max(0, Math.min(input.num_outputs, result.outputs.length - offset));
     let failed = 0;
     let code: string | null = null;

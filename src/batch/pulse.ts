@@ -6,12 +6,11 @@
 import type { GatewayMetrics } from '../metrics.js';
 import { histogramQuantile } from '../stats/histogram-quantile.js';
 
-/** Cumulative bucket counts by their `le` as the metric writes it ("0.005", "+Inf"). */
+/** Cumulative counts by `le` as the metric writes it ("0.005", "+Inf"). */
 type Buckets = Record<string, number>;
 
 /** What one replica counted over one interval (counts, so replicas add up). */
 export interface PulseRaw {
-  /** The same on every replica. */
   slot: number;
   /** The interval, or less for the first one after start. */
   seconds?: number;

@@ -57,7 +57,6 @@ export function aggregate(method: string, runId: string, outcomes: BackendOutcom
 export class SessionAffinity {
   private readonly byBackend = new Map<string, Map<string, string>>();
 
-  /** Without a run_id, rendezvous on the empty string. */
   pick(runtime: GatewayRuntime, backend: string, runId: string | undefined): Replica | undefined {
     const eligible = coachingReplicas(runtime, backend);
     if (eligible.length === 0) return undefined;

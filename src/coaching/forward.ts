@@ -23,7 +23,6 @@ interface ForwardOptions {
   headers: Record<string, string>;
   /** The backend's timeout_s: coaching calls can run a model. */
   timeoutMs: number;
-  /** The client went away (reported as a timeout, nobody reads it). */
   signal: AbortLike;
   memory?: AnswerCharge;
 }

@@ -22,7 +22,7 @@ export function pathOfUrl(url: string): string {
   return q < 0 ? url : url.slice(0, q);
 }
 
-/** fastify's maxParamLength, as its router would apply it. */
+/** fastify's maxParamLength. */
 const MAX_SEGMENT = 100;
 
 /**

@@ -91,7 +91,7 @@ export class FrontExchange {
     if (!this.decideClient()) return;
     const declared = Number(req.headers['content-length']);
     if (declared > this.host.bodyLimit) {
-      this.tooLarge();
+      this.refuse(413, JSON.stringify(bodyTooLarge(this.host.bodyLimitMb)));
       return;
     }
     // 'close' comes once, answered or not: the bytes are given back, or a client that left frees its place.
@@ -151,7 +151,7 @@ export class FrontExchange {
     const body = this.body;
     if (this.stopped || body === undefined) return;
     if (body.size + chunk.length > this.host.bodyLimit) {
-      this.tooLarge();
+      this.refuse(413, JSON.stringify(bodyTooLarge(this.host.bodyLimitMb)));
       return;
     }
     // Past its reservation (a chunked body larger than the whole budget, admitted alone) it is counted as it comes.
@@ -213,10 +213,6 @@ export class FrontExchange {
     this.host.gateway.metrics.admissionTimeouts.inc();
     this.answer(503, JSON.stringify(overBudgetBody(this.host.gateway.current.config.server.admission_timeout_s)), overBudgetHeaders());
     this.req.resume();
-  }
-
-  private tooLarge(): void {
-    this.refuse(413, JSON.stringify(bodyTooLarge(this.host.bodyLimitMb)));
   }
 
   private timedOut(): void {

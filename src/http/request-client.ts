@@ -13,7 +13,6 @@ const accesses = new WeakMap<IncomingMessage, Access>();
 
 const REDACTED_PREFIX = `${KEY_PREFIX}${REDACTED_KEY}`;
 
-/** Strip a leading `/k/<key>` from `req.url`; the key, decoded. */
 export function takeKeyPath(req: IncomingMessage): string | undefined {
   const url = req.url;
   if (url === undefined || !url.startsWith(KEY_PREFIX)) return undefined;

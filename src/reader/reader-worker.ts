@@ -39,7 +39,7 @@ export interface OffloadReply {
   offset: number;
   length: number;
   outcome: OffloadOutcome;
-  /** The memory the job came in, when the bytes read are elsewhere (a decoded body). */
+  /** The job's memory, when the bytes read are elsewhere (a decoded body). */
   sent?: ArrayBuffer;
 }
 
