@@ -1,8 +1,6 @@
 /**
- * The admin listener (docs/operations.md#admin-api): a second fastify instance, apart from the agent port the way
- * Envoy keeps its admin port apart, serving the admin API (/gateway/*) and the backend passthrough. It shares
- * the agent app's gateway state (runtime, metrics, store), is built with it when `admin.listen` is set, and is
- * started and closed with it (app.ts); the CLI listens on both. Without `admin.listen` none of it is served.
+ * The admin listener (docs/operations.md#admin-api): a second fastify instance, apart from the agent port as
+ * Envoy's, sharing the agent app's gateway state; built, started and closed with it when `admin.listen` is set.
  */
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { mbToBytes, parseHostPort } from './config/schema.js';
@@ -19,12 +17,11 @@ import { consoleRoutes } from './routes/console.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The admin listener's app, or null when `admin.listen` is not set (set on the agent app only). */
+    /** Null without `admin.listen` (set on the agent app only). */
     adminApp: FastifyInstance | null;
   }
 }
 
-/** Built by buildApp once the agent app's gateway state exists. */
 export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInstance> {
   const { config } = main.gateway.current;
   const admin = Fastify({
@@ -36,9 +33,7 @@ export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInsta
     keepAliveTimeout: 72_000,
     requestTimeout: 0,
     return503OnClosing: true,
-    // A path fastify's router refuses (a bad % escape) answered in the gateway's error shape.
     frameworkErrors,
-    // Malformed requests and header timeouts in the gateway's error shape, as on the agent port.
     clientErrorHandler: (err, socket) => clientError(config.server, err, socket),
   });
   admin.decorate('gateway', main.gateway);
@@ -49,7 +44,6 @@ export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInsta
   await admin.register(adminGuard);
   // The console's built files are open (they hold no data); their list is read once, as @fastify/static does.
   await admin.register(authPlugin, { listener: 'admin', open: consolePaths(consoleFiles()) });
-  // The admin listener takes no client keys: its requests are anonymous to the client label.
   countAnswers(admin, () => ANONYMOUS_CLIENT);
   await admin.register(adminRoutes, { main });
   await admin.register(experimentsRoute);
@@ -60,7 +54,6 @@ export async function buildAdminApp(main: FastifyInstance): Promise<FastifyInsta
   return admin;
 }
 
-/** The address an app listens on (`http://host:port`, https with server.tls on the agent port), null before it listens. */
 function serverUrl(app: FastifyInstance, scheme: 'http' | 'https'): string | null {
   const addr = app.server.listening ? app.server.address() : null;
   if (addr === null || typeof addr !== 'object') return null;
@@ -68,10 +61,7 @@ function serverUrl(app: FastifyInstance, scheme: 'http' | 'https'): string | nul
   return `${scheme}://${host}:${addr.port}`;
 }
 
-/**
- * Listen on `admin.listen` when the agent app has an admin app; the URL it bound (port 0 picks a port), or
- * undefined without an admin listener.
- */
+/** The URL it bound (port 0 picks a port), or undefined without an admin listener. */
 export async function listenAdmin(app: FastifyInstance): Promise<string | undefined> {
   const listen = app.gateway.current.config.admin.listen;
   const at = listen === undefined ? undefined : parseHostPort(listen);

@@ -1,16 +1,8 @@
 #!/usr/bin/env node
 /**
- * The `magma-gateway` command. The entry point only reads its arguments, loads config, listens and handles
- * signals (house style); everything else is built by buildApp. Every mistake on the command line (an unknown
- * option or command, a bad value) is one line plus the usage and exit code 2; a failure at run time (a port
- * already in use) is its one line and exit code 1; never a stack trace (docs/operations.md#command-line).
- *
- *   magma-gateway [serve] [--config FILE] [--host H] [--port P] [--admin-listen H:P] [--log-level L]   serve
- *   magma-gateway validate [--config FILE]                                       check a config, do not start
- *   magma-gateway check <agent-url>                                              contract probe of an agent
- *   magma-gateway report [<admin-url>]                                           the A/B experiment report
- *   magma-gateway outcomes import <BENCH results dir>                            episode outcomes into the report
- *   magma-gateway --version | help [command]
+ * The `magma-gateway` command (docs/operations.md#command-line): reads its arguments, loads config, listens and
+ * handles signals; buildApp builds the rest. A command-line mistake is one line, the usage and exit code 2; a
+ * failure at run time one line and exit code 1; never a stack trace.
  */
 import type { FastifyInstance } from 'fastify';
 import { listenAdmin } from './admin-app.js';
@@ -57,7 +49,6 @@ function usageError(message: string, usage = USAGE): number {
   return 2;
 }
 
-/** A failure at run time, not a mistake in the command line: its one line, no usage, exit code 1. */
 function runtimeError(message: string): number {
   process.stderr.write(`magma-gateway: ${message}\n`);
   return 1;
@@ -74,7 +65,7 @@ function listenProblem(err: unknown, host: string, port: number): string | undef
   return undefined;
 }
 
-/** Listen; false (after closing the app and saying why) when the address cannot be used. */
+/** False (after closing the app and saying why) when the address cannot be used. */
 async function listenOrExplain(app: FastifyInstance, host: string, port: number): Promise<boolean> {
   try {
     await app.listen({ host, port });
@@ -88,10 +79,7 @@ async function listenOrExplain(app: FastifyInstance, host: string, port: number)
   }
 }
 
-/**
- * The config with `--admin-listen` in force: as if the file said so, checked as the schema checks the file (an
- * admin listener beyond loopback needs a token). A reload keeps it (admin.listen is restart-only, reload.ts).
- */
+/** As if the file said so, checked as the schema checks the file; a reload keeps it (admin.listen is restart-only). */
 function withAdminListen(config: GatewayConfig, listen: string | undefined): GatewayConfig {
   if (listen === undefined) return config;
   const at = parseHostPort(listen);
@@ -125,7 +113,6 @@ async function serve(argv: string[]): Promise<number> {
   const host = opts.host ?? config.server.host;
   const port = opts.port ?? config.server.port;
   if (!(await listenOrExplain(app, host, port))) return 1;
-  // The admin API on its own socket (admin.listen), when configured.
   let adminUrl: string | undefined;
   try {
     adminUrl = await listenAdmin(app);
@@ -142,8 +129,6 @@ async function serve(argv: string[]): Promise<number> {
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    // Drain (src/shutdown.ts): stop accepting, finish batches in flight, close each connection after its last
-    // answer, close backend pools, then exit; server.drain_timeout_s bounds it all.
     app.log.info({ signal }, 'stopping: finishing batches in flight');
     // The running config's: a reload may have changed it.
     const drainTimeoutS = app.gateway.current.config.server.drain_timeout_s;
@@ -162,12 +147,10 @@ async function serve(argv: string[]): Promise<number> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  // Re-read the config file; reloadGateway logs the outcome and never throws (a bad file keeps the old config).
   process.on('SIGHUP', () => void reloadGateway(app, 'signal'));
   return -1; // keep running
 }
 
-/** The exit code of one command line; -1 while the gateway keeps serving. */
 async function run(args: string[]): Promise<number> {
   const [first, ...rest] = args;
   if (first === '--version' || first === '-V' || first === 'version') {

@@ -1,11 +1,10 @@
 /**
- * The process's open-file limit, so that `server.max_connections` never lets client connections take every
- * descriptor: at the limit, accept() fails for everyone and so do the gateway's own backend connections, Redis
- * and probes, which would turn a flood of idle clients into failed batches for all (docs/configuration.md#limits-and-timeouts).
+ * Client connections never take every descriptor: at the limit the gateway's own backend connections, Redis and
+ * probes fail too (docs/configuration.md#limits-and-timeouts).
  */
 import { readFileSync } from 'node:fs';
 
-/** The soft "Max open files" limit from /proc/self/limits (Linux); undefined elsewhere or when unlimited. */
+/** The soft limit from /proc/self/limits (Linux); undefined elsewhere or when unlimited. */
 export function openFileLimit(limitsText?: string): number | undefined {
   let text = limitsText;
   if (text === undefined) {
@@ -24,7 +23,7 @@ export function openFileLimit(limitsText?: string): number | undefined {
   return undefined;
 }
 
-/** Client connections allowed: the configured cap, at most three quarters of the open-file limit. */
+/** At most three quarters of the open-file limit. */
 export function clientConnectionCap(configured: number, fileLimit: number | undefined = openFileLimit()): number {
   if (fileLimit === undefined) return configured;
   return Math.max(1, Math.min(configured, Math.floor(fileLimit * 0.75)));

@@ -1,14 +1,9 @@
 /**
- * Per-batch counts of the hot path (docs/operations.md#metrics), kept per label set in plain numbers and added to their
- * prom-client series when the registry is read (the series' collect hook): a scrape sees every count made
- * before it, exactly as if each had gone to prom-client at once.
- *
- * Why: each prom-client inc builds a key string from its labels object and checks every label name against
- * the series' names, and a small batch makes several such calls. A cell here is found by its label values in
- * nested Maps (strings from the config, whose hashes V8 keeps), with nothing allocated once it exists.
+ * The hot path's counts in plain numbers, added to their prom-client series when the registry is read: a scrape
+ * sees every count made before it. Why: each prom-client inc builds a key string and checks every label name; a
+ * cell is found by its label values in nested Maps, with nothing allocated once it exists.
  */
 
-/** What a cell's counts are added to: a prom-client Counter or Gauge with these label names. */
 interface Target<L extends string> {
   inc(labels: Partial<Record<L, string>>, value: number): void;
 }
@@ -16,16 +11,13 @@ interface Target<L extends string> {
 interface Cell<L extends string> {
   readonly labels: Partial<Record<L, string>>;
   pending: number;
-  /** In `dirty` until the next flush: listed once however often it changes. */
+  /** In `dirty` until the next flush. */
   listed: boolean;
 }
 
 type Level<C> = Map<string, C>;
 
-/**
- * The cells of one series with up to four labels, `names` in the order the values are given. A value left out
- * is '' and names no label.
- */
+/** Up to four labels, `names` in the order the values are given; a value left out is ''. */
 export class MetricCells<L extends string> {
   private readonly tree: Level<Level<Level<Level<Cell<L>>>>> = new Map();
   private readonly dirty: Cell<L>[] = [];
@@ -35,7 +27,7 @@ export class MetricCells<L extends string> {
     private readonly target: Target<L>,
   ) {}
 
-  /** Adds `n` (negative for a gauge going down) to the series of these label values. */
+  /** `n` negative for a gauge going down. */
   add(n: number, a: string, b = '', c = '', d = ''): void {
     const cell = this.cell(a, b, c, d);
     cell.pending += n;
@@ -45,14 +37,13 @@ export class MetricCells<L extends string> {
     }
   }
 
-  /** Every pending count into the prom-client series: the series' collect hook calls this before each read. */
+  /** The series' collect hook calls this before each read. */
   flush(): void {
     const cells = this.dirty.splice(0);
     for (const cell of cells) {
       const n = cell.pending;
       cell.pending = 0;
       cell.listed = false;
-      // Back to 0 (a gauge up then down): nothing to add.
       if (n !== 0) this.target.inc(cell.labels, n);
     }
   }

@@ -1,12 +1,8 @@
 /**
- * Prometheus metrics (docs/operations.md#metrics). One registry per app instance, so tests can run several gateways in one
- * process. Label values are bounded: backend, replica and route names come from config, and error codes are
- * capped per backend (a backend that invents a new code per request cannot grow the series without bound).
- *
- * `route` is always a routing rule, within the `agent` (docs/routing.md#virtual-agents) whose route table it is: two
- * agents may both have a route `ab`. The HTTP series say `endpoint` for the URL path. Every series whose label
- * values come from config exists at 0 from the start (initSeries), so a dashboard shows 0 for an event that has
- * not happened yet rather than "no data", and `rate()` sees the first event as an increase.
+ * Prometheus metrics (docs/operations.md#metrics), one registry per app instance so tests can run several gateways
+ * in one process. Label values are bounded: names come from config, and a backend's error codes are capped. Every
+ * series whose label values come from config exists at 0 from the start (initSeries): a dashboard shows 0 rather
+ * than "no data", and `rate()` sees the first event as an increase.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { agentTables } from './config/agents.js';
@@ -15,48 +11,36 @@ import { GATEWAY_ERROR_CODES, MAX_CODE_LABEL_CHARS } from './errors.js';
 import type { StoreHealth, StoreStats } from './state/types.js';
 import { MetricCells } from './metric-cells.js';
 
-/** The default of `metrics.latency_buckets_s`: 1 ms .. 600 s. */
-const LATENCY_BUCKETS: readonly number[] = DEFAULT_LATENCY_BUCKETS_S;
 const OVERHEAD_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 export const MAX_CODES_PER_BACKEND = 50;
 
-/** The batch endpoint's path, as the HTTP series' `endpoint` label names it. */
 export const BATCH_ENDPOINT = '/v1/responses';
-/** A virtual agent's batch endpoint, as fastify's route pattern names it (the name is not a label value here). */
+/** fastify's route pattern: agent names are not label values. */
 export const AGENT_BATCH_ENDPOINT = '/agents/:agent/v1/responses';
 
-/**
- * The `client` label of a request without a client (no clients configured, a keyless health check, /metrics, the
- * admin listener). src/clients/access.ts names it ANONYMOUS.
- */
 export const ANONYMOUS_CLIENT = 'anonymous';
 
-/** The limits a client's batch can wait for (src/clients/client-limiter.ts LimitName). */
 const CLIENT_LIMITS = ['batches_in_flight', 'candidates_per_minute'] as const;
 
-/** What the store metrics read at each scrape (the store counts; the registry only exports). */
 type StoreFigures = Pick<StoreHealth, 'kind' | 'isUp' | 'stats'>;
 
 interface MetricsOptions {
   defaultMetrics?: boolean;
-  /** `metrics.latency_buckets_s`. */
   latencyBucketsS?: readonly number[];
-  /** The package version, for magma_gateway_build_info. */
   version?: string;
 }
 
-/** Sub-request outcomes (magma_gateway_backend_requests_total): ok, cancelled, or a failure code. */
 const BACKEND_OUTCOMES = ['ok', 'cancelled', ...GATEWAY_ERROR_CODES.filter((c) => c !== 'gateway_no_backend')];
 const SHADOW_OUTCOMES = ['ok', 'failed', 'invalid', 'dropped', 'no_backend', 'shed'];
 const REPLAY_OUTCOMES = ['hit', 'miss', 'too_large'];
 
-/** The outcomes of `magma_gateway_execution_feedback_total`, in the order the report lists them (experiments/feedback.ts). */
+/** In the order the report lists them (experiments/feedback.ts). */
 export const METRIC_OUTCOMES = ['tool_succeeded', 'tool_failed', 'env_error', 'failure_reason', 'unparsed'] as const;
 
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly codes = new Map<string, Set<string>>();
-  /** Histogram series already zeroed: zero() resets, so a series is zeroed once, before its first observation. */
+  /** zero() resets, so a series is zeroed once, before its first observation. */
   private readonly zeroed = new Set<string>();
   private store: StoreFigures | undefined;
   private readonly latencyBuckets: number[];
@@ -64,22 +48,22 @@ export class GatewayMetrics {
   readonly httpRequests: Counter<'endpoint' | 'status_code' | 'client'>;
   private readonly httpCells: MetricCells<'endpoint' | 'status_code' | 'client'>;
   readonly httpDuration: Histogram<'endpoint' | 'client'>;
-  readonly inputs: Counter<'agent' | 'route' | 'backend'> = this.counter('magma_gateway_inputs_total', ['agent', 'route', 'backend'],
+  readonly inputs = this.counter('magma_gateway_inputs_total', ['agent', 'route', 'backend'],
     'Inputs routed, by agent, routing rule and backend.', (): void => this.inputCells.flush());
-  readonly candidates: Counter<'agent' | 'route' | 'backend' | 'status'> = this.counter('magma_gateway_candidates_total', ['agent', 'route', 'backend', 'status'],
+  readonly candidates = this.counter('magma_gateway_candidates_total', ['agent', 'route', 'backend', 'status'],
     'Candidates returned to clients, by agent, route, producing backend and status.', (): void => this.candidateCells.flush());
   readonly candidateErrors = this.counter('magma_gateway_candidate_errors_total', ['agent', 'backend', 'code'],
     'Error candidates by agent, backend and error code (gateway_* codes are the gateway\'s own).');
-  readonly backendRequests: Counter<'backend' | 'outcome'> = this.counter('magma_gateway_backend_requests_total', ['backend', 'outcome'],
+  readonly backendRequests = this.counter('magma_gateway_backend_requests_total', ['backend', 'outcome'],
     'Sub-requests sent to backends, by outcome (ok or a gateway_* failure code).', (): void => this.backendRequestCells.flush());
   readonly backendDuration: Histogram<'backend'>;
-  readonly backendInFlight: Gauge<'backend'> = this.gauge('magma_gateway_backend_in_flight', ['backend'],
+  readonly backendInFlight = this.gauge('magma_gateway_backend_in_flight', ['backend'],
     'Sub-requests in flight per backend.', (): void => this.inFlightCells.flush());
   // The batch path's counts (metric-cells.ts): flushed into the series above when the registry is read.
-  private readonly inputCells: MetricCells<'agent' | 'route' | 'backend'> = new MetricCells(['agent', 'route', 'backend'], this.inputs);
-  private readonly candidateCells: MetricCells<'agent' | 'route' | 'backend' | 'status'> = new MetricCells(['agent', 'route', 'backend', 'status'], this.candidates);
-  private readonly backendRequestCells: MetricCells<'backend' | 'outcome'> = new MetricCells(['backend', 'outcome'], this.backendRequests);
-  private readonly inFlightCells: MetricCells<'backend'> = new MetricCells(['backend'], this.backendInFlight);
+  private readonly inputCells = new MetricCells(['agent', 'route', 'backend'], this.inputs);
+  private readonly candidateCells = new MetricCells(['agent', 'route', 'backend', 'status'], this.candidates);
+  private readonly backendRequestCells = new MetricCells(['backend', 'outcome'], this.backendRequests);
+  private readonly inFlightCells = new MetricCells(['backend'], this.backendInFlight);
   readonly backendUp = this.gauge('magma_gateway_backend_up', ['backend', 'replica'],
     '1 when the replica is ready and compatible, 0 otherwise.');
   readonly ejections = this.counter('magma_gateway_backend_ejections_total', ['backend', 'replica'],
@@ -131,7 +115,7 @@ export class GatewayMetrics {
     'Config reloads, by result (ok, refused).');
   readonly buildInfo = this.gauge('magma_gateway_build_info', ['version'],
     'Always 1; the version label says which gateway build is running.');
-  /** The memory budget's counts (src/memory/budget.ts), read at scrape time: nothing is written per batch. */
+  /** Read at scrape time: nothing is written per batch. */
   memorySource: { readonly bytesHeld: number; readonly waiting: number; readonly limit: number } | undefined;
   readonly memoryHeld: Gauge = this.gauge('magma_gateway_memory_budget_held_bytes', [],
     'Bytes held for batches now under server.memory_budget_mb: request bodies, their index estimates, backend and shadow answers, streamed answers waiting for their client.',
@@ -144,7 +128,6 @@ export class GatewayMetrics {
     'Requests answered 503 GATEWAY_ERR_MEMORY_BUDGET after waiting server.admission_timeout_s for room.');
   readonly shadowsShed = this.counter('magma_gateway_shadows_shed_total', [],
     'Shadow copies dropped (not sent, or their answer abandoned) to leave room under server.memory_budget_mb.');
-  /** Built in the constructor: its buckets are metrics.latency_buckets_s, as for every duration histogram. */
   readonly admissionWait: Histogram;
   readonly clientLimitWaits = this.counter('magma_gateway_client_limit_waits_total', ['client', 'limit'],
     'Batches that did not fit their client\'s limits at once and waited, by client and the limit in the way.');
@@ -154,7 +137,7 @@ export class GatewayMetrics {
     'Batches admitted by their client\'s limits in this process alone because Redis (state.redis) was unavailable: across replicas the limit may have been exceeded meanwhile.');
 
   readonly clientLimitWait: Histogram<'client'>;
-  /** Batches waiting for their client's limits now, by client, read at scrape time (src/clients/client-limits.ts). */
+  /** Read at scrape time. */
   clientLimitsSource: { waitingByClient(): Map<string, number> } | undefined;
   readonly clientLimitWaiting: Gauge<'client'> = this.gauge('magma_gateway_client_limit_waiting', ['client'],
     'Batches waiting now for their client\'s max_batches_in_flight or max_candidates_per_minute.', (): void => {
@@ -164,7 +147,7 @@ export class GatewayMetrics {
     });
 
   constructor(opts: MetricsOptions = {}) {
-    this.latencyBuckets = [...(opts.latencyBucketsS ?? LATENCY_BUCKETS)];
+    this.latencyBuckets = [...(opts.latencyBucketsS ?? DEFAULT_LATENCY_BUCKETS_S)];
     this.admissionWait = this.histogram('magma_gateway_admission_wait_seconds', [],
       'How long requests that had to wait for room under server.memory_budget_mb waited.', this.latencyBuckets);
     this.httpRequests = this.counter('magma_gateway_http_requests_total', ['endpoint', 'status_code', 'client'],
@@ -182,33 +165,27 @@ export class GatewayMetrics {
     this.buildInfo.set({ version: opts.version ?? 'unknown' }, 1);
   }
 
-  /** One HTTP answer, counted by endpoint and status and timed by endpoint (fastify's routes and the batch front alike). */
   observeHttp(endpoint: string, status: number, seconds: number, client: string): void {
     this.httpCells.add(1, endpoint, statusText(status), client);
     this.httpDuration.observe({ endpoint, client }, seconds);
   }
 
-  /** An input's leg routed to `backend` (magma_gateway_inputs_total). */
   countInput(agent: string, route: string, backend: string): void {
     this.inputCells.add(1, agent, route, backend);
   }
 
-  /** `n` candidates filled with `status` (magma_gateway_candidates_total). */
   countCandidates(agent: string, route: string, backend: string, status: string, n: number): void {
     this.candidateCells.add(n, agent, route, backend, status);
   }
 
-  /** A sub-request ended with `outcome` (magma_gateway_backend_requests_total). */
   countBackendRequest(backend: string, outcome: string): void {
     this.backendRequestCells.add(1, backend, outcome);
   }
 
-  /** Sub-requests in flight to `backend` went up or down by `delta` (magma_gateway_backend_in_flight). */
   backendInFlightBy(backend: string, delta: number): void {
     this.inFlightCells.add(delta, backend);
   }
 
-  /** The store whose health figures are exported (read at each scrape). */
   bindStore(store: StoreFigures): void {
     this.store = store;
   }
@@ -225,7 +202,6 @@ export class GatewayMetrics {
     return new Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
   }
 
-  /** A counter that mirrors one of the store's monotonic counts at each scrape. */
   private storeCounter(name: string, field: keyof StoreStats, help: string): Counter {
     const counter: Counter = this.counter(name, [], help, () => {
       counter.reset();
@@ -241,10 +217,7 @@ export class GatewayMetrics {
     h.zero(labels);
   }
 
-  /**
-   * Every series whose label values the config fixes, at 0 (adding 0 leaves a live series as it is). Called for
-   * each runtime, so a reload that adds a backend or a route adds its series too.
-   */
+  /** Adding 0 leaves a live series as it is: called for each runtime, so a reload adds its new series. */
   initSeries(config: GatewayConfig, routeBackends: (route: RouteConfig) => string[]): void {
     for (const [backend, b] of Object.entries(config.backends)) {
       for (const outcome of BACKEND_OUTCOMES) this.backendRequests.inc({ backend, outcome }, 0);
@@ -252,14 +225,12 @@ export class GatewayMetrics {
       this.backendInFlight.inc({ backend }, 0);
       this.retries.inc({ backend }, 0);
       this.retryBudgetExhausted.inc({ backend }, 0);
-      // Replica ids as Replica.id spells them: `<backend>#<index>`.
       for (let i = 0; i < b.urls.length; i++) {
         const replica = `${backend}#${i}`;
         this.ejections.inc({ backend, replica }, 0);
         this.probeFailures.inc({ backend, replica }, 0);
       }
     }
-    // Per agent (docs/routing.md#virtual-agents): its routes' series, and the error codes of the backends they reach.
     const tables = agentTables(config);
     for (const { name: agent, routes } of tables) {
       const reached = new Set<string>();
@@ -285,8 +256,7 @@ export class GatewayMetrics {
       }
       for (const backend of reached) for (const code of GATEWAY_ERROR_CODES) this.candidateErrors.inc({ agent, backend, code }, 0);
     }
-    // The batch endpoints' success series exist before the first batch, for each client that can send one:
-    // the dashboard's batch panels read them.
+    // The dashboard's batch panels read these before the first batch.
     const clients = config.clients === undefined ? [ANONYMOUS_CLIENT] : Object.keys(config.clients);
     const endpoints = tables.some((t) => t.virtual) ? [BATCH_ENDPOINT, AGENT_BATCH_ENDPOINT] : [BATCH_ENDPOINT];
     for (const endpoint of endpoints) {
@@ -308,17 +278,11 @@ export class GatewayMetrics {
     for (const result of ['ok', 'refused']) this.reloads.inc({ result }, 0);
   }
 
-  /**
-   * The code label for a backend's error code: the first MAX_CODES_PER_BACKEND distinct codes, then `other`;
-   * a code longer than MAX_CODE_LABEL_CHARS is `other` at once (a label value is held in every scrape).
-   */
+  /** A backend's first MAX_CODES_PER_BACKEND distinct codes, then `other`: a label value is held in every scrape. */
   codeLabel(backend: string, code: string): string {
     if (code.length > MAX_CODE_LABEL_CHARS) return 'other';
     let seen = this.codes.get(backend);
-    if (seen === undefined) {
-      seen = new Set();
-      this.codes.set(backend, seen);
-    }
+    if (seen === undefined) this.codes.set(backend, (seen = new Set()));
     if (seen.has(code)) return code;
     if (seen.size >= MAX_CODES_PER_BACKEND) return 'other';
     seen.add(code);
@@ -326,7 +290,7 @@ export class GatewayMetrics {
   }
 }
 
-/** HTTP statuses as label values, made once each: String(status) per answer is a number-to-string conversion. */
+/** Made once each: String(status) per answer is a number-to-string conversion. */
 const statusTexts = new Map<number, string>();
 
 function statusText(status: number): string {

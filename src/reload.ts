@@ -1,14 +1,7 @@
 /**
- * Hot reload (docs/operations.md#hot-reload): SIGHUP or `POST /gateway/reload` re-reads the config file. A valid
- * file becomes a new GatewayRuntime, probed once before it takes traffic, then swapped in as
- * `app.gateway.current`: batches that started on the old runtime finish on it (they hold it from their first
- * line), and the old runtime closes its pools once they drain. A batch for a virtual agent the new file removes
- * finishes on the old runtime's copy of it. An invalid file is refused and the old config keeps serving.
- *
- * Settings fixed when the server was built (the listening sockets, fastify's body limit, histogram buckets, and
- * `state`: the store is shared by every runtime and holds leases and replays) cannot change here. When the file
- * changes them, the reload still applies everything else and lists them in `restart_required`: refusing would
- * hold back a routing fix for a port edit that only a restart can apply anyway.
+ * Hot reload (docs/operations.md#hot-reload): a valid file becomes a new runtime, probed, then swapped in; batches
+ * on the old one finish there. Restart-only settings changed in the file are listed in `restart_required`, not
+ * refused: refusing would hold back a routing fix for a port edit that only a restart can apply anyway.
  */
 import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
 import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
@@ -18,11 +11,10 @@ import { GatewayError } from './errors.js';
 import type { GatewayState } from './batch/gateway-state.js';
 import type { Logger } from './logging.js';
 
-/** What a reload needs of the app: fastify's instance satisfies it as it is, and a test or tool can build one. */
 interface ReloadHost {
   gateway: GatewayState;
   log: Logger;
-  /** The agent port's server, whose certificate a reload refreshes (an https.Server when server.tls is set). */
+  /** The agent port's server, whose certificate a reload refreshes. */
   server?: unknown;
 }
 
@@ -33,28 +25,19 @@ interface ReloadReport {
   trigger: ReloadTrigger;
   config_path: string;
   backends: { added: string[]; removed: string[]; changed: string[] };
-  /** Client names only (docs/operations.md#client-keys): `changed` is a new key or new limits, never shown. */
+  /** Names only: `changed` is a new key or new limits, never shown. */
   clients: { added: string[]; removed: string[]; changed: string[] };
-  /** The default agent's route names. */
   routes: string[];
-  /**
-   * Virtual agents (docs/routing.md#virtual-agents) the reload added, removed or changed; batches in flight on a
-   * removed agent finish on the old config. `not_ready_routes`: per agent, its routes without a ready backend.
-   */
   agents: { added: string[]; removed: string[]; changed: string[]; not_ready_routes: Record<string, string[]> };
-  /** Changed in the file but kept at the running value until a restart. */
   restart_required: string[];
   warnings: string[];
-  /** Default-agent routes without a ready backend after the new config's first probes (/health says 503 for them). */
   not_ready_routes: string[];
 }
 
 type ReloadOutcome = { ok: true; report: ReloadReport } | { ok: false; status: 400 | 409 | 503; detail: string };
 
 interface Bookkeeping {
-  /** The reload in progress (reloads run one at a time, in arrival order). */
   chain: Promise<unknown>;
-  /** Old runtimes still draining. */
   retiring: Set<Promise<void>>;
   closing: boolean;
 }
@@ -64,14 +47,11 @@ const books = new WeakMap<GatewayState, Bookkeeping>();
 
 function bookkeeping(state: GatewayState): Bookkeeping {
   let b = books.get(state);
-  if (b === undefined) {
-    b = { chain: Promise.resolve(), retiring: new Set(), closing: false };
-    books.set(state, b);
-  }
+  if (b === undefined) books.set(state, (b = { chain: Promise.resolve(), retiring: new Set(), closing: false }));
   return b;
 }
 
-/** Stable JSON (sorted keys) so two configs compare by content, not by key order. */
+/** Sorted keys: two configs compare by content, not by key order. */
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) =>
     v !== null && typeof v === 'object' && !Array.isArray(v)
@@ -80,7 +60,6 @@ function canonical(value: unknown): string {
   );
 }
 
-/** The file's config with the restart-only settings put back to their running values. */
 function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config: GatewayConfig; kept: string[] } {
   const kept: string[] = [];
   for (const key of ['host', 'port', 'body_limit_mb', 'tls_handshake_timeout_s'] as const) {
@@ -106,8 +85,7 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
   const admin = { ...next.admin, listen: running.admin.listen };
   const at = admin.listen === undefined ? undefined : parseHostPort(admin.listen);
   if (at !== undefined && !isLoopback(at.host) && (admin.token === undefined || admin.token === '')) {
-    // The file alone was valid (its admin.listen differs), but the socket bound at start stays open beyond
-    // this host until a restart: it keeps needing a token.
+    // The file alone was valid, but the socket bound at start stays open beyond this host until a restart.
     throw new GatewayError('GATEWAY_ERR_RELOAD_REFUSED', `admin.token: the admin listener on ${admin.listen} stays until a restart and needs a non-empty admin.token`);
   }
   const cache = running.cache === undefined ? {} : { cache: running.cache };
@@ -115,7 +93,6 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
   return { config: deepFreeze({ ...rest, ...cache, server, admin, state: running.state, metrics: running.metrics }), kept };
 }
 
-/** Names added, removed and changed between two maps of named sections (backends, clients). */
 function diffNamed(a: Record<string, unknown> | undefined, b: Record<string, unknown> | undefined): ReloadReport['backends'] {
   const before = Object.keys(a ?? {});
   const after = Object.keys(b ?? {});
@@ -126,17 +103,7 @@ function diffNamed(a: Record<string, unknown> | undefined, b: Record<string, unk
   };
 }
 
-function diffAgents(a: GatewayConfig, b: GatewayConfig): Omit<ReloadReport['agents'], 'not_ready_routes'> {
-  const before = Object.keys(a.agents);
-  const after = Object.keys(b.agents);
-  return {
-    added: after.filter((n) => !before.includes(n)),
-    removed: before.filter((n) => !after.includes(n)),
-    changed: after.filter((n) => before.includes(n) && canonical(a.agents[n]) !== canonical(b.agents[n])),
-  };
-}
-
-/** Close a replaced runtime in the background once its batches are done, then forget its replicas' series. */
+/** In the background once its batches are done; then its replicas' series go. */
 function retire(app: ReloadHost, books: Bookkeeping, old: GatewayRuntime): void {
   const done = old
     .close()
@@ -171,7 +138,7 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
   let applyTls: (server: unknown) => void;
   try {
     const loaded = keepRestartOnly(running.config, loadConfigFile(path));
-    // The certificate files are re-read now: one that cannot be read refuses the reload (docs/deployment.md#tls).
+    // One that cannot be read refuses the reload (docs/deployment.md#tls).
     const tls = prepareServerTlsReload(running.config.server.tls, loaded.config.server.tls);
     kept = [...loaded.kept, ...tls.kept];
     applyTls = tls.apply;
@@ -186,9 +153,7 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
     await next.close();
     return refuse(503, 'the gateway is shutting down');
   }
-  // The swap: from this line every new batch takes the new runtime.
   state.current = next;
-  // Keys are read from the runtime; the limiters keep each client's state by name (src/clients/client-limits.ts).
   state.clients.configure(next.config.clients);
   applyTls(app.server);
   if (next.config.log_level !== running.config.log_level) app.log.level = next.config.log_level;
@@ -213,7 +178,7 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
     backends: diffNamed(running.config.backends, next.config.backends),
     clients: diffNamed(running.config.clients, next.config.clients),
     routes: next.config.routes.map((r) => r.name),
-    agents: { ...diffAgents(running.config, next.config), not_ready_routes: notReady },
+    agents: { ...diffNamed(running.config.agents, next.config.agents), not_ready_routes: notReady },
     restart_required: kept,
     warnings,
     not_ready_routes: next.agents.root === undefined ? [] : next.routesLackingBackend(next.agents.root),
@@ -224,7 +189,7 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
   return { ok: true, report };
 }
 
-/** Reload the config file; never throws. Concurrent calls run one after the other. */
+/** Never throws. Concurrent calls run one after the other. */
 export function reloadGateway(app: ReloadHost, trigger: ReloadTrigger): Promise<ReloadOutcome> {
   const books = bookkeeping(app.gateway);
   const run = books.chain.then(() => reloadOnce(app, trigger));
@@ -235,7 +200,7 @@ export function reloadGateway(app: ReloadHost, trigger: ReloadTrigger): Promise<
   });
 }
 
-/** For shutdown: refuse new reloads, then wait for the one in progress and for old runtimes to drain. */
+/** For shutdown: refuse new reloads, wait for the one in progress and for old runtimes to drain. */
 export async function settleReloads(state: GatewayState): Promise<void> {
   const books = bookkeeping(state);
   books.closing = true;

@@ -1,32 +1,23 @@
 /**
- * What the console (docs/console.md) shows of the gateway's recent activity and that no metric holds: the last
- * batches (a bounded ring, `admin.recent_batches`), batches per second over the last seconds, when the gateway
- * started, and the last config reload. One owner per piece: a batch's ending records it (its record built by
- * batch-record.ts, the same for a buffered and a streamed answer), reload.ts records
- * reloads; the admin views only read.
- *
- * A batch summary holds counts, names and codes only: never memory, a prompt or a key.
+ * What the console (docs/console.md) shows of recent activity that no metric holds: the last batches (a bounded
+ * ring), the batch rate, the start time and the last reload. Counts, names and codes only: never memory or a key.
  */
 
-/** One input of a batch as `GET /gateway/batches/<seq>` shows it: ids, names and codes only. */
 export interface BatchInputRecord {
-  /** The input's id, cut to INPUT_ID_CHARS (batch-record.ts). */
   id: string;
   route: string | null;
   arm: string | null;
   /** Who answered it (a fallback or several ensemble members: comma-joined); null when the cache did. */
   backend: string | null;
   candidates: number;
-  /** From its candidates; null for a streamed answer, whose candidates are not held. */
+  /** Null for a streamed answer, whose candidates are not held. */
   status: 'completed' | 'error' | 'mixed' | null;
   cached: boolean;
-  /** The first error candidate's code, if any. */
   error_code: string | null;
 }
 
-/** One answered batch as `GET /gateway/batches/<seq>` shows it; the list leaves `input_rows` out. */
 export interface BatchSummary {
-  /** Numbers the batches this process recorded, from 1: a row's handle (request ids may repeat). */
+  /** A row's handle: request ids may repeat. */
   seq: number;
   at: string;
   /** Cut to REQUEST_ID_CHARS: the id comes from the client, the ring's memory stays bounded. */
@@ -38,22 +29,16 @@ export interface BatchSummary {
   routes: Record<string, number>;
   backends: Record<string, number>;
   error_codes: Record<string, number>;
-  /** Milliseconds to the microsecond, from the batch read to its answer's end. */
   duration_ms: number;
   overhead_ms: number;
-  /** The answer was streamed (docs/protocol-fidelity.md#streamed-answers). */
   streamed: boolean;
-  /** Inputs the response cache answered; null without a cache. */
   cache_hits: number | null;
-  /** The first `admin.batch_inputs_kept` inputs. */
   input_rows: BatchInputRecord[];
 }
 
-/** A batch as the list shows it: without its inputs. */
-export type BatchListed = Omit<BatchSummary, 'input_rows'>;
+type BatchListed = Omit<BatchSummary, 'input_rows'>;
 
-/** The last reload, ok or refused (with why). */
-export interface ReloadRecord {
+interface ReloadRecord {
   at: string;
   trigger: string;
   ok: boolean;
@@ -61,23 +46,18 @@ export interface ReloadRecord {
 }
 
 export const REQUEST_ID_CHARS = 64;
-/** Seconds of per-second batch counts kept for the rate (the Overview's figure; the pulse samples it). */
 const RATE_WINDOW_S = 10;
 
 export class Activity {
   readonly startedAt: number;
   private readonly ring: (BatchSummary | undefined)[] = [];
-  /** Where the next summary goes in `ring` once it is full. */
   private next = 0;
-  /** Batch counts per whole second, RATE_WINDOW_S + 1 slots indexed by second modulo their number. */
+  /** RATE_WINDOW_S + 1 slots indexed by second modulo their number. */
   private readonly perSecond: { second: number; n: number }[];
   private reload: ReloadRecord | undefined;
   private seq = 0;
 
-  /**
-   * @param capacity read at each record, so a reload that changes `admin.recent_batches` resizes the ring
-   * @param now the clock (tests inject one)
-   */
+  /** @param capacity read at each record, so a reload that changes `admin.recent_batches` resizes the ring */
   constructor(
     private readonly capacity: () => number,
     private readonly now: () => number = Date.now,
@@ -86,11 +66,9 @@ export class Activity {
     this.perSecond = Array.from({ length: RATE_WINDOW_S + 1 }, () => ({ second: -1, n: 0 }));
   }
 
-  /** One answered batch. Constant time: the ring overwrites its oldest entry. */
   recordBatch(summary: Omit<BatchSummary, 'at' | 'seq'>): void {
     const t = this.now();
     const second = Math.floor(t / 1000);
-    // The ring has RATE_WINDOW_S + 1 entries and the index is taken modulo its length: always a slot.
     const slot = this.perSecond[second % this.perSecond.length] ?? { second, n: 0 };
     if (slot.second !== second) {
       slot.second = second;
@@ -115,17 +93,14 @@ export class Activity {
     this.next = (this.next + 1) % cap;
   }
 
-  /** The last `limit` batches, newest first, without their inputs. */
   recent(limit = Infinity): BatchListed[] {
     return this.newest(limit).map(({ input_rows: _inputs, ...listed }) => listed);
   }
 
-  /** Batches recorded since start (the pulse's batch rate is its growth). */
   get recorded(): number {
     return this.seq;
   }
 
-  /** The batch numbered `seq`, inputs included, while the ring still holds it. */
   batch(seq: number): BatchSummary | undefined {
     return this.ring.find((e) => e?.seq === seq);
   }
@@ -141,7 +116,7 @@ export class Activity {
     return out;
   }
 
-  /** Batches per second over the last RATE_WINDOW_S whole seconds (the current one, still counting, left out). */
+  /** Over the last RATE_WINDOW_S whole seconds (the current one, still counting, left out). */
   batchesPerSecond(): number {
     const current = Math.floor(this.now() / 1000);
     let n = 0;
@@ -158,7 +133,6 @@ export class Activity {
     return this.reload ?? null;
   }
 
-  /** Keeps the newest entries that fit the new capacity, oldest first. */
   private resize(cap: number): void {
     const kept = this.newest(cap).reverse();
     this.ring.length = 0;

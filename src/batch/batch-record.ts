@@ -1,8 +1,6 @@
 /**
- * What the console keeps of one answered batch (docs/console.md#recent-batches), built at the batch's one ending
- * from what the batch already holds (the request's ids, the plan, the dispatch result): counts, names, ids and
- * codes. Never memory, a prompt, a tool, an attribute or a key: the record is safe to show to anyone who can
- * read the admin API. The ring that keeps records is activity.ts.
+ * What the console keeps of one answered batch (docs/console.md#recent-batches), buffered or streamed: counts,
+ * names, ids and codes, never memory, a prompt or a key, so it is safe to show to anyone who reads the admin API.
  */
 import type { BatchPlan } from '../routing/plan.js';
 import type { BatchResult } from '../dispatch/batch-types.js';
@@ -11,23 +9,20 @@ import type { BatchSummary, BatchInputRecord } from './activity.js';
 /** Longest input id kept: the id comes from the client (a big integer is a string of digits). */
 export const INPUT_ID_CHARS = 32;
 
-export interface BatchRecordSource {
+interface BatchRecordSource {
   request: { request_id: string; inputs: readonly { id: number | string; num_outputs: number }[] };
   plan: BatchPlan;
   result: BatchResult;
   agent: string;
   client: string | null;
-  /** Inputs the response cache answered; undefined without a cache. */
   cacheHits: number | undefined;
-  /** From the batch's start (performance.now() milliseconds) to its end, unrounded. */
   durationMs: number;
   overheadMs: number;
-  /** At most this many inputs keep their own row (`admin.batch_inputs_kept`). */
   inputsKept: number;
 }
 
-/** Keys in a stable order (sorted), so two rows list the same backends alike whatever answered first. */
-export function sortedCounts(c: Record<string, number>): Record<string, number> {
+/** Sorted, so two rows list the same backends alike whatever answered first. */
+function sortedCounts(c: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(c).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
@@ -40,7 +35,6 @@ function countBy(xs: readonly string[]): Record<string, number> {
   return out;
 }
 
-/** Each input's row: route and arm from the plan, backend from the leg that answered, status from its candidates. */
 function inputRows(s: BatchRecordSource): BatchInputRecord[] {
   const { request, plan, result } = s;
   const n = Math.min(request.inputs.length, Math.max(0, s.inputsKept));
@@ -57,7 +51,6 @@ function inputRows(s: BatchRecordSource): BatchInputRecord[] {
     const input = request.inputs[i];
     const p = plan.inputs[i];
     if (input === undefined) break;
-    // Its candidates, counted in place (no copy: this runs at every batch's end).
     const own = Math.max(0, Math.min(input.num_outputs, result.outputs.length - offset));
     let failed = 0;
     let code: string | null = null;
@@ -86,7 +79,6 @@ function inputRows(s: BatchRecordSource): BatchInputRecord[] {
   return rows;
 }
 
-/** The record of one answered batch, buffered or streamed. */
 export function consoleRecord(s: BatchRecordSource): Omit<BatchSummary, 'at' | 'seq'> {
   const { request, plan, result } = s;
   return {

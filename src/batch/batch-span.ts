@@ -1,8 +1,4 @@
-/**
- * The server span of a batch (docs/operations.md#tracing): what a lab reads off one `POST /v1/responses` in a trace
- * view. Called only when the span is recorded (handle-batch.ts checks `span.recording`), so an untraced batch
- * builds none of this.
- */
+/** The server span of a batch (docs/operations.md#tracing); called only when the span is recorded. */
 import { GatewayError } from '../errors.js';
 import type { CorrelationHeaders } from '../protocol/correlation.js';
 import type { AgentRequest } from '../protocol/types.js';
@@ -36,7 +32,6 @@ export const BATCH_SPAN_ATTRIBUTES: SpanAttributes = Object.freeze({
   [ATTR_HTTP_ROUTE]: '/v1/responses',
 });
 
-/** The request, once it is valid: its ids and how many inputs and candidates it asks for. */
 export function traceRequest(span: TraceSpan, request: AgentRequest, correlation: CorrelationHeaders): void {
   let candidates = 0;
   for (const inp of request.inputs) candidates += inp.num_outputs;
@@ -48,7 +43,6 @@ export function traceRequest(span: TraceSpan, request: AgentRequest, correlation
   });
 }
 
-/** Where the inputs went and what came back (as the batch's log line has it, docs/operations.md#logs). */
 export function traceResult(span: TraceSpan, plan: BatchPlan, result: BatchResult, overheadMs: number): void {
   const routes: string[] = [];
   for (const p of plan.inputs) if (!routes.includes(p.route) && routes.length < MAX_LISTED) routes.push(p.route);
@@ -64,7 +58,6 @@ export function traceResult(span: TraceSpan, plan: BatchPlan, result: BatchResul
   });
 }
 
-/** The answer's status; a 422 names its code (docs/errors.md); a replayed answer says so. */
 export function traceAnswer(span: TraceSpan, status: number, replayHit: boolean | undefined): void {
   span.set({ [ATTR_HTTP_RESPONSE_STATUS_CODE]: status, [ATTR_REPLAY]: replayHit === true ? 'hit' : undefined });
   if (status === 422) span.set({ [ATTR_ERROR_TYPE]: 'GATEWAY_ERR_INVALID_REQUEST' });

@@ -1,12 +1,9 @@
 /**
- * A client's batch and its limits (docs/operations.md#client-keys): it waits for its client's slot and candidate tokens
- * (src/clients/client-limits.ts) for at most `max_wait_s` and the batch deadline; still over a limit, it is
- * answered, HTTP 200 as always, with a `gateway_overloaded` error candidate for every candidate, in contract
- * order and with the input's memory kept (docs/protocol-fidelity.md#failures: a batch never gets an HTTP error for load).
+ * A batch waits for its client's limits (docs/operations.md#client-keys) for at most `max_wait_s` and its deadline;
+ * still over, every candidate is a `gateway_overloaded` error candidate: never an HTTP error for load.
  */
 import type { AbortLike } from '../abort.js';
-import type { Refused } from '../clients/client-limiter.js';
-import type { Admission } from '../clients/client-limiter.js';
+import type { Admission, Refused } from '../clients/client-limiter.js';
 import { admitCluster } from '../clients/cluster-limits.js';
 import { failBatch } from '../dispatch/batch.js';
 import { MetricsBatchObserver } from '../dispatch/batch-observer.js';
@@ -16,15 +13,7 @@ import { planBatch, type CompiledRoutes } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { GatewayState } from './gateway-state.js';
 
-/** The config key of each limit, as messages name it. */
 const LIMIT_KEY = { batches_in_flight: 'max_batches_in_flight', candidates_per_minute: 'max_candidates_per_minute' } as const;
-
-/** Candidates the batch asks for: what the candidates-per-minute bucket is charged. */
-function candidatesAsked(request: IndexedAgentRequest): number {
-  let n = 0;
-  for (const input of request.inputs) n += input.num_outputs;
-  return n;
-}
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
 function sleep(ms: number, signal: AbortLike): Promise<void> {
@@ -39,10 +28,7 @@ function sleep(ms: number, signal: AbortLike): Promise<void> {
   });
 }
 
-/**
- * Wait for the client's limits; resolves at once for a client without limits. With state.redis the limits
- * hold across gateway replicas (clients/cluster-limits.ts): this process's limiter first, then the shared ones.
- */
+/** With state.redis the limits hold across replicas: this process's limiter first, then the shared ones. */
 export async function admitClient(
   gw: GatewayState,
   client: string,
@@ -50,7 +36,8 @@ export async function admitClient(
   deadline: number,
   signal: AbortLike,
 ): Promise<Admission> {
-  const candidates = candidatesAsked(request);
+  let candidates = 0;
+  for (const input of request.inputs) candidates += input.num_outputs;
   const t0 = Date.now();
   const local = await gw.clients.acquire(client, candidates, Math.max(0, deadline - t0), signal);
   const c = gw.current.config.clients?.[client];
@@ -68,7 +55,6 @@ export async function admitClient(
   return admitted;
 }
 
-/** What every candidate of a refused batch says: the client, the limit and its value, the wait. */
 function overloadMessage(runtime: GatewayRuntime, client: string, refused: Refused): string {
   const key = LIMIT_KEY[refused.limit];
   const value = runtime.config.clients?.[client]?.[key];
@@ -79,7 +65,7 @@ function overloadMessage(runtime: GatewayRuntime, client: string, refused: Refus
     : `client ${client} is over ${limit}: waited ${waited} (clients.${client}.max_wait_s, capped by the batch deadline)`;
 }
 
-/** The whole batch as gateway_overloaded error candidates, counted in the candidate series like any answer. */
+/** Counted in the candidate series like any answer. */
 export function overloadedOutputs(
   runtime: GatewayRuntime,
   routes: CompiledRoutes,

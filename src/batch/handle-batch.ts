@@ -1,7 +1,6 @@
 /**
- * One AgentRequest -> AgentResponse through the gateway (docs/architecture.md#the-life-of-a-batch), independent of the
- * HTTP layer: the batch front (http/front-exchange.ts) calls it with the body read and admitted. Only an invalid request gets an HTTP error (422); backend failures become error candidates
- * (docs/protocol-fidelity.md#failures).
+ * One AgentRequest -> AgentResponse, independent of the HTTP layer (docs/architecture.md#the-life-of-a-batch). Only an
+ * invalid request gets an HTTP error; backend failures become error candidates (docs/protocol-fidelity.md#failures).
  */
 import { performance } from 'node:perf_hooks';
 import { readBatchYielding } from './read-batch.js';
@@ -21,18 +20,15 @@ export type { BatchAnswer } from './batch-cycle.js';
 
 export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
   const runtime = gw.current;
-  // Held from the first line, before any await: a reload while this batch waits (on the store, on a replay)
-  // must not close the pools the batch is about to use. The agent is looked up on the same runtime, so a batch
-  // for an agent a reload removes finishes on the old one; the next request gets the 404.
+  // Before any await: a reload while this batch waits must not close the pools it is about to use.
   runtime.enter();
-  // The batch's server span (docs/operations.md#tracing); tracing off: the no-op span, and nothing is built for it.
   const span = runtime.tracing.server(BATCH_SPAN_NAME, ex.headers, BATCH_SPAN_ATTRIBUTES);
   try {
     const agent = runtime.agent(ex.agent);
-    if (agent === undefined) return unknownAgent(ex.agent);
-    // The batch's bytes (its body, its answers) stay until its cycle ends, even if the client left before.
-    const letGo = ex.memory?.keep();
-    const answer = await batchOn(runtime, agent, gw, ex, span).finally(letGo);
+    if (agent === undefined) {
+      return { status: 404, body: JSON.stringify(errorBody('GATEWAY_ERR_UNKNOWN_AGENT', unknownAgentDetail(ex.agent))) };
+    }
+    const answer = await batchOn(runtime, agent, gw, ex, span);
     if (span.recording) traceAnswer(span, answer.status, answer.replayHit);
     return answer;
   } catch (err) {
@@ -47,7 +43,6 @@ export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<
 /** Longest agent name quoted back in a 404: the name comes from the URL. */
 const MAX_QUOTED_NAME = 128;
 
-/** The 404 for a batch sent to an agent the running config does not have (docs/routing.md#virtual-agents). */
 export function unknownAgentDetail(name: string | undefined): string {
   if (name === undefined) {
     return 'no default agent is configured: the config has no top-level routes; send batches to /agents/<name>/v1/responses';
@@ -57,25 +52,25 @@ export function unknownAgentDetail(name: string | undefined): string {
   return `unknown agent ${quoted}: no agent of that name is configured under "agents"`;
 }
 
-function unknownAgent(name: string | undefined): BatchAnswer {
-  return { status: 404, body: JSON.stringify(errorBody('GATEWAY_ERR_UNKNOWN_AGENT', unknownAgentDetail(name))) };
-}
-
-/** The batch's stages (docs/architecture.md#the-life-of-a-batch): read, then batch-cycle.ts's in order, one ending. */
 async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: GatewayState, ex: BatchExchange, span: TraceSpan): Promise<BatchAnswer> {
   const t0 = performance.now();
-  // A large body is read on the reader thread and comes back as `raw` (ex.body is not used after this).
-  const { read, body: raw, hash: rawHash } = await readBatchYielding(ex.body, runtime.config.server, agent.routes.memoryKey, ex.log);
-  if (!read.ok) return { status: read.status, body: read.body };
-  const { request } = read;
-  ex.memory?.grow(requestObjectsEstimate(request.inputs));
-  const headers = correlationHeaders(ex.headers);
-  if (span.recording) traceRequest(span, request, headers);
-  const ids = batchLogIds(request.request_id, headers, span.traceparent);
-  const cycle = new BatchCycle({ runtime, agent, gw, ex, span, request, raw, rawHash, headers, ids, t0 });
+  // The batch's one keep on its hold: its bytes (body, answers) stay until its cycle ends, even if the client
+  // left before, and then while the response cache copies them (BatchCycle lets go).
+  const letGo = ex.memory?.keep() ?? ((): void => undefined);
+  let cycle: BatchCycle | undefined;
   try {
+    // A large body is read on the reader thread and comes back as `read.raw` (ex.body is not used after this).
+    const read = await readBatchYielding(ex.body, runtime.config.server, agent.routes.memoryKey, ex.log);
+    if (!read.ok) return { status: read.status, body: read.body };
+    const { request } = read;
+    ex.memory?.grow(requestObjectsEstimate(request.inputs));
+    const headers = correlationHeaders(ex.headers);
+    if (span.recording) traceRequest(span, request, headers);
+    const ids = batchLogIds(request.request_id, headers, span.traceparent);
+    cycle = new BatchCycle({ ...read, runtime, agent, gw, ex, span, headers, ids, t0, letGo });
     return (await cycle.replay()) ?? (await cycle.admitClient()) ?? (await cycle.dispatch(await cycle.plan()));
   } finally {
-    cycle.close();
+    if (cycle === undefined) letGo();
+    else cycle.close();
   }
 }

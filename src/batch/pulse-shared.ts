@@ -1,16 +1,13 @@
 /**
- * The pulse's samples in the store (docs/console.md#the-pulse), when it is shared (Redis): each replica appends
- * its own samples to its own capped list, `pulse:<replica>`, and names itself in the set `pulse:replicas`;
- * a reader reads every replica's list and the pulse merges them slot by slot (pulse.ts). Lists and set expire
- * when nothing is written for twice the pulse's span, so a replica gone for good drops out. Uses only the
- * store's list and set methods.
+ * The pulse's samples shared through the store (docs/console.md#the-pulse): each replica appends to its own capped
+ * list `pulse:<replica>` and names itself in `pulse:replicas`; both expire after twice the pulse's span unwritten,
+ * so a replica gone for good drops out.
  */
 import { randomUUID } from 'node:crypto';
 import type { CappedLists, Claims } from '../state/types.js';
 import type { PulseRaw, PulseSink } from './pulse.js';
 
 const REPLICAS_KEY = 'pulse:replicas';
-/** Replicas read back at most: the set is bounded whatever writes to it. */
 const MAX_REPLICAS = 64;
 
 function isRaw(v: unknown): v is PulseRaw {

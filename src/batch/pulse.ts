@@ -1,23 +1,18 @@
 /**
- * The gateway's pulse (docs/console.md#the-pulse): every `admin.pulse_interval_s`, at the same wall-clock
- * boundaries on every replica, one sample of what happened since the last one, read from the metrics the gateway
- * already keeps: batches, error candidates, the overhead histogram, and per backend its sub-requests, failures and
- * latency histogram. The last `admin.pulse_points` samples are kept in this process (a ring); with Redis they are
- * also written to the store (pulse-shared.ts), and `view` merges every replica's samples slot by slot, so every
- * replica's console shows the same history. Quantiles come from the merged buckets (Prometheus's
- * histogram_quantile over the interval's increase), never from an average of quantiles.
+ * The gateway's pulse (docs/console.md#the-pulse): a sample of the metrics' increase every interval, at the same
+ * wall-clock boundaries on every replica, merged across replicas slot by slot. Quantiles come from the merged
+ * buckets, never from an average of quantiles.
  */
 import type { GatewayMetrics } from '../metrics.js';
 import { histogramQuantile } from '../stats/histogram-quantile.js';
 
-/** Cumulative bucket counts by their `le` as the metric writes it ("0.005", "+Inf"). */
+/** Cumulative counts by `le` as the metric writes it ("0.005", "+Inf"). */
 type Buckets = Record<string, number>;
 
-/** What one replica counted over one interval (the store's form: counts, so replicas add up). */
+/** What one replica counted over one interval (counts, so replicas add up). */
 export interface PulseRaw {
-  /** The interval's number: floor(end / interval), the same on every replica. */
   slot: number;
-  /** Seconds the sample covers: the interval, or less for the first one after start. */
+  /** The interval, or less for the first one after start. */
   seconds?: number;
   batches: number;
   errors: number;
@@ -25,8 +20,7 @@ export interface PulseRaw {
   backends: Record<string, { requests: number; failures: number; latency: Buckets }>;
 }
 
-/** One point as `GET /gateway/pulse` answers it. */
-export interface PulsePoint {
+interface PulsePoint {
   at: string;
   batches_per_s: number;
   error_candidates_per_s: number;
@@ -34,18 +28,16 @@ export interface PulsePoint {
   backends: Record<string, { requests_per_s: number; failures_per_s: number; latency_ms: { p50: number | null; p95: number | null } }>;
 }
 
-export interface PulseView {
+interface PulseView {
   interval_s: number;
   capacity: number;
-  /** Samples come from every replica sharing the store (Redis), else from this process. */
   shared: boolean;
   points: PulsePoint[];
 }
 
-/** Where samples go besides the ring, and where they are read back from (pulse-shared.ts, with Redis). */
 export interface PulseSink {
   push(raw: PulseRaw, points: number, intervalMs: number): Promise<void>;
-  /** Every replica's samples; undefined when the store cannot answer (the ring is shown instead). */
+  /** Undefined when the store cannot answer (the ring is shown instead). */
   read(): Promise<PulseRaw[] | undefined>;
 }
 
@@ -69,7 +61,6 @@ const quantileMs = (b: Buckets, q: number): number | null => {
 };
 const perSecond = (n: number, intervalS: number): number => Math.round((n / intervalS) * 1000) / 1000;
 
-/** The metrics' cumulative values now. */
 async function read(metrics: GatewayMetrics, batches: number): Promise<Omit<Reading, 'at'>> {
   let errors = 0;
   for (const v of (await metrics.candidateErrors.get()).values) errors += v.value;
@@ -95,9 +86,8 @@ async function read(metrics: GatewayMetrics, batches: number): Promise<Omit<Read
   return { batches, errors, overhead, backends };
 }
 
-export interface PulseHost {
+interface PulseHost {
   metrics: GatewayMetrics;
-  /** Batches recorded since start (activity.ts). */
   batches(): number;
   settings(): { intervalS: number; points: number };
   log: { warn(obj: object, msg: string): void };
@@ -117,7 +107,7 @@ export class Pulse {
   start(): void {
     this.stop();
     const intervalMs = this.host.settings().intervalS * 1000;
-    // At the next boundary of the interval: the same instant on every replica, so their slots line up.
+    // The same instant on every replica, so their slots line up.
     this.timer = setTimeout(() => void this.sample().finally(() => this.start()), intervalMs - (this.now() % intervalMs));
     this.timer.unref(); // the pulse never keeps the process alive
   }
@@ -127,7 +117,7 @@ export class Pulse {
     this.timer = undefined;
   }
 
-  /** Takes one sample (the first only sets the baseline). Never throws: a failed sample is a gap, logged. */
+  /** The first only sets the baseline. Never throws: a failed sample is a gap, logged. */
   async sample(): Promise<PulseRaw | undefined> {
     const { intervalS, points } = this.host.settings();
     try {
@@ -159,7 +149,6 @@ export class Pulse {
     }
   }
 
-  /** The kept samples as points, oldest first: every replica's merged when the store shares them. */
   async view(): Promise<PulseView> {
     const { intervalS, points } = this.host.settings();
     const shared = this.host.sink === undefined ? undefined : await this.host.sink.read().catch(() => undefined);

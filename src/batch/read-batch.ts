@@ -1,9 +1,6 @@
 /**
- * The first step of a batch (docs/protocol-fidelity.md#the-path-of-a-batch): its body read by the byte indexer
- * (docs/protocol-fidelity.md#how-a-batch-is-read), so memory stays the client's bytes, and checked against
- * the batch limits before anything is routed. A body that is not UTF-8 is a 400, a request the contract or the
- * limits refuse a 422 with FastAPI's detail (bounded, validation/bounded-detail.ts); an empty batch is answered
- * `[]` at once. A large body is read on the reader thread (reader/reader.ts).
+ * A batch's body read by the byte indexer and checked against the batch limits before anything is routed
+ * (docs/protocol-fidelity.md#how-a-batch-is-read): not UTF-8 is a 400, refused a 422 with FastAPI's detail.
  */
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import { errorBody } from '../errors.js';
@@ -18,10 +15,14 @@ import type { ValidationIssue } from '../protocol/types.js';
 import { readOffloaded } from '../reader/reader.js';
 import { LARGE_BODY_BYTES } from '../protocol/body-bytes.js';
 
-/** The request to route, or the answer that ends the batch here. */
-export type BatchRead =
-  | { ok: true; request: IndexedAgentRequest }
-  | { ok: false; status: 200 | 400 | 422; body: string };
+/** The body as read (UTF-8, forwarded as is) and, for a large body, the replay hash the reader thread made. */
+export interface ReadBody {
+  request: IndexedAgentRequest;
+  raw: Buffer;
+  rawHash?: string;
+}
+
+type BatchRead = ({ ok: true } & ReadBody) | { ok: false; status: 200 | 400 | 422; body: string };
 
 /**
  * The bytes `value` takes as a JSON string in an answer. Only a long id is measured exactly (one pass, linear);
@@ -30,7 +31,6 @@ export type BatchRead =
 function jsonStringBytes(value: string): number {
   return value.length <= 64 ? 0 : Buffer.byteLength(JSON.stringify(value));
 }
-
 
 function limitsOf(server: GatewayConfig['server'], memoryKey: string): RequestReadLimits {
   return {
@@ -42,46 +42,33 @@ function limitsOf(server: GatewayConfig['server'], memoryKey: string): RequestRe
   };
 }
 
-/**
- * Read a body in place (a small one; tests). handleBatch reads through readBatchYielding, which hands large
- * bodies to the reader thread.
- */
+/** Read a body in place: a small one (readBatchYielding hands large ones to the reader thread). */
 export function readBatch(body: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
+  // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
   const bytes = jsonBytesAsUtf8(body);
-  if (!bytes.ok) return notDecoded(bytes.encoding, bytes.offset, log);
-  return readUtf8(bytes.buf, server, memoryKey, log);
-}
-
-function readUtf8(raw: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
+  if (!bytes.ok) return notUtf8(notDecodedMessage(bytes.encoding, bytes.offset), bytes.offset, log);
+  const raw = bytes.buf;
   const limits = limitsOf(server, memoryKey);
   const parsed = readAgentRequest(raw, limits);
-  if (parsed.ok) return checked(parsed.request, raw.length, server, log);
+  if (parsed.ok) return checked(parsed.request, raw, server, log);
   if (parsed.status === 400) return notUtf8(parsed.message, parsed.offset, log);
   return invalid(refusalDetail(raw, parsed, limits), log);
 }
 
 /**
- * Read a body without holding the event loop for its size (docs/memory-budget.md#yielding): a large one on
- * the reader thread (reader/reader.ts), which also decodes it when it is UTF-16 or UTF-32 and hashes it for
- * replay (`hash`: hashing 60 MB here held the event loop for tens of ms). The bytes read come back as the
- * returned `body`: `received` must not be used after this.
+ * A large body is read on the reader thread (docs/memory-budget.md#yielding), hashed for replay there too: 60 MB
+ * held the event loop for tens of ms. `received` must not be used after this: the bytes read are `raw`.
  */
 export async function readBatchYielding(
   received: Buffer,
   server: GatewayConfig['server'],
   memoryKey: string,
   log: Logger,
-): Promise<{ read: BatchRead; body: Buffer; hash?: string }> {
-  if (received.length <= LARGE_BODY_BYTES) {
-    const raw = received;
-    // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
-    const bytes = jsonBytesAsUtf8(raw);
-    if (!bytes.ok) return { read: notDecoded(bytes.encoding, bytes.offset, log), body: raw };
-    return { read: readUtf8(bytes.buf, server, memoryKey, log), body: bytes.buf };
-  }
+): Promise<BatchRead> {
+  if (received.length <= LARGE_BODY_BYTES) return readBatch(received, server, memoryKey, log);
   const { outcome, body } = await readOffloaded(received, limitsOf(server, memoryKey));
-  if (outcome.ok) return { read: checked(indexedRequest({ ...outcome.index, buf: body }, memoryKey), body.length, server, log), body, hash: outcome.hash };
-  return { read: outcome.status === 400 ? notUtf8(outcome.message, outcome.offset, log) : invalid(outcome.detail, log), body };
+  if (outcome.ok) return checked(indexedRequest({ ...outcome.index, buf: body }, memoryKey), body, server, log, outcome.hash);
+  return outcome.status === 400 ? notUtf8(outcome.message, outcome.offset, log) : invalid(outcome.detail, log);
 }
 
 function notUtf8(message: string, offset: number, log: Logger): BatchRead {
@@ -89,17 +76,12 @@ function notUtf8(message: string, offset: number, log: Logger): BatchRead {
   return { ok: false, status: 400, body: JSON.stringify(errorBody('GATEWAY_ERR_BODY_ENCODING', message)) };
 }
 
-function notDecoded(encoding: string, offset: number, log: Logger): BatchRead {
-  return notUtf8(notDecodedMessage(encoding, offset), offset, log);
-}
-
 function invalid(detail: ValidationIssue[], log: Logger): BatchRead {
   log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', problems: detail.length, first: detail[0]?.loc }, 'invalid AgentRequest');
   return { ok: false, status: 422, body: stringifyExact({ detail }) };
 }
 
-/** A request the contract accepts, checked against the batch limits. */
-function checked(request: IndexedAgentRequest, bodyLength: number, server: GatewayConfig['server'], log: Logger): BatchRead {
+function checked(request: IndexedAgentRequest, raw: Buffer, server: GatewayConfig['server'], log: Logger, rawHash?: string): BatchRead {
   if (request.inputs.length === 0) return { ok: false, status: 200, body: '[]' };
   const { inputs } = request;
   // Every memory is a slice of the body: its size is its length, and all of them together fit in the body.
@@ -108,10 +90,10 @@ function checked(request: IndexedAgentRequest, bodyLength: number, server: Gatew
     maxAnswerBytes: mbToBytes(server.max_answer_mb),
     maxAnswerMb: server.max_answer_mb,
     requestIdBytes: jsonStringBytes(request.request_id),
-  }, bodyLength);
+  }, raw.length);
   if (tooBig.length > 0) {
     log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', inputs: inputs.length, problem: tooBig[0]?.msg }, 'batch over its limits');
     return { ok: false, status: 422, body: stringifyExact({ detail: tooBig }) };
   }
-  return { ok: true, request };
+  return { ok: true, request, raw, rawHash };
 }

@@ -1,15 +1,7 @@
 /**
- * Which backends take coaching calls, and which of their replicas (docs/routing.md#coaching-routing:
- * the gateway reads each backend's /v1/info and only counts backends reachable through routes).
- *
- * Session affinity: a coaching session (`PUT /v1/coaching/sessions/{run_id}`) is state inside one agent
- * process, so every later call for that run_id must reach the same replica of each backend. Two mechanisms:
- * - the replica is chosen by rendezvous hashing of (run_id, replica url) over the eligible replicas, so every
- *   gateway replica and a restarted gateway pick the same one without shared state, and a replica going away
- *   only moves its own sessions;
- * - the replica that accepted a session is remembered (run_id -> replica url, per backend, bounded) and
- *   preferred while it stays eligible, so a replica joining later does not pull existing sessions away.
- * Urls (not Replica objects) are remembered so the memory survives a config reload that keeps the replica.
+ * Which backends and replicas take coaching calls (docs/routing.md#coaching-routing). A session is state in one
+ * agent process, so a run_id's calls go to one replica: rendezvous hashing (every gateway replica picks the same
+ * one, without shared state), and the replica that accepted it remembered by url (a reload keeps it) while eligible.
  */
 import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
@@ -20,17 +12,14 @@ import { errorBody } from '../errors.js';
 /** Sessions remembered per backend; older ones fall back to hashing, which picks the same replica when stable. */
 const MAX_SESSIONS_PER_BACKEND = 10_000;
 
-/** A replica may take coaching calls: probed ready and its own /v1/info says `coaching: true`. */
 function coachingReplicas(runtime: GatewayRuntime, backend: string): Replica[] {
   const replicas = runtime.upstreams.backends.get(backend)?.replicas ?? [];
   return replicas.filter((r) => r.state === 'ready' && r.info?.capabilities.coaching === true);
 }
 
 /**
- * Backends reachable through `agent`'s routes that advertise coaching. A backend counts when a ready replica says so,
- * or, with no replica ready, when the last info it gave said so: that backend then shows up as a failure
- * (503) in a session fan-out instead of being skipped silently, which would leave its trajectories without a
- * session. Backends whose replicas all report coaching false (or never answered /v1/info) are not asked.
+ * With no replica ready, a backend counts when its last info said coaching: it then shows up as a 503 in a session
+ * fan-out instead of being skipped silently, which would leave its trajectories without a session.
  */
 export function coachingBackends(runtime: GatewayRuntime, agent: CompiledAgent): string[] {
   return agent.reachable.filter((b) => {
@@ -41,7 +30,6 @@ export function coachingBackends(runtime: GatewayRuntime, agent: CompiledAgent):
   });
 }
 
-/** One backend's answer in a session fan-out; `detail` only for a failure. */
 export interface BackendOutcome {
   backend: string;
   status: number;
@@ -53,10 +41,8 @@ export function isSuccess(status: number): boolean {
 }
 
 /**
- * One answer for a session fan-out. Every backend 2xx (the contract's answer is 204): 204. Otherwise the
- * highest status among the failures, so a 5xx (the gateway could not reach an agent) outranks a 409 (an agent
- * refused), with a detail naming each failed backend and the ones that succeeded: a partial PUT leaves
- * sessions on those, and the caller has to know.
+ * 204, or the highest failure status (a 5xx outranks an agent's 409), naming the backends that succeeded too: a
+ * partial PUT leaves sessions on those, and the caller has to know.
  */
 export function aggregate(method: string, runId: string, outcomes: BackendOutcome[]): { status: number; body?: object } {
   const failed = outcomes.filter((o) => !isSuccess(o.status));
@@ -71,10 +57,6 @@ export function aggregate(method: string, runId: string, outcomes: BackendOutcom
 export class SessionAffinity {
   private readonly byBackend = new Map<string, Map<string, string>>();
 
-  /**
-   * The replica for `runId` on `backend`: the remembered one while eligible, else the rendezvous choice.
-   * Undefined when the backend has no eligible replica. Without a run_id, rendezvous on the empty string.
-   */
   pick(runtime: GatewayRuntime, backend: string, runId: string | undefined): Replica | undefined {
     const eligible = coachingReplicas(runtime, backend);
     if (eligible.length === 0) return undefined;
@@ -95,13 +77,9 @@ export class SessionAffinity {
     return best;
   }
 
-  /** The session for `runId` now lives on `replica` (it accepted the PUT). */
   remember(backend: string, runId: string, replica: Replica): void {
     let m = this.byBackend.get(backend);
-    if (m === undefined) {
-      m = new Map();
-      this.byBackend.set(backend, m);
-    }
+    if (m === undefined) this.byBackend.set(backend, (m = new Map()));
     m.delete(runId); // re-insert at the end: Map order is the eviction order
     m.set(runId, replica.url);
     if (m.size > MAX_SESSIONS_PER_BACKEND) {

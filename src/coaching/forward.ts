@@ -1,10 +1,6 @@
 /**
- * One coaching call to a backend replica: `callReplica` in raw mode, so the answer keeps its content-type and
- * its bytes: `POST /v1/coaching` passes the backend's SpecializedCoachingResponse back unchanged
- * (status, content-type, body), so nothing is decoded or re-encoded on the way. Never throws: a transport failure
- * becomes the HTTP status the gateway answers for it (502 unreachable, 504 timeout), classified by the same
- * rules as inference sub-requests (docs/protocol-fidelity.md#failures). Traced (docs/operations.md#tracing), each call is a client
- * span under the coaching call's server span, and the backend receives its traceparent.
+ * One coaching call to a backend replica, its answer passed back unchanged (raw mode). Never throws: a transport
+ * failure becomes a 502 or 504, classified as for sub-requests (docs/protocol-fidelity.md#failures).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AbortLike } from '../abort.js';
@@ -25,15 +21,12 @@ interface ForwardOptions {
   path: string;
   body?: string;
   headers: Record<string, string>;
-  /** The backend's timeout_s: coaching calls can run a model, so they get the same budget as inference. */
+  /** The backend's timeout_s: coaching calls can run a model. */
   timeoutMs: number;
-  /** The client went away: stop waiting (reported as a timeout, nobody reads it). */
   signal: AbortLike;
-  /** The call's hold on the memory budget: the answer's bytes are counted there as they arrive (docs/memory-budget.md). */
   memory?: AnswerCharge;
 }
 
-/** `parent`: the coaching call's server span (the no-op span when untraced). */
 export async function forward(replica: Replica, opts: ForwardOptions, parent: TraceSpan = NOOP_SPAN): Promise<ForwardResult> {
   const span = parent.recording
     ? parent.client(`${opts.method} ${replica.backend}`, replicaCallAttributes(replica, opts.method, opts.path))
@@ -50,7 +43,7 @@ export async function forward(replica: Replica, opts: ForwardOptions, parent: Tr
   return { ok: true, status: r.status, contentType: r.contentType, body: r.bytes === undefined ? Buffer.alloc(0) : r.bytes };
 }
 
-/** The short reason a backend's answer gives: its JSON `detail` when it is a string, else the text's start. */
+/** Its JSON `detail` when it is a string, else the text's start. */
 export function answerDetail(r: ForwardResult): string {
   if (!r.ok) return r.message;
   if (r.body.length === 0) return `HTTP ${r.status}`;
@@ -66,11 +59,7 @@ export function answerDetail(r: ForwardResult): string {
   return text.slice(0, 200);
 }
 
-/**
- * Headers sent with every coaching call: the client's content-type (the body is forwarded as it came), and
- * the request id and trace context by the same rule as inference sub-requests (protocol/correlation.ts: valid
- * ones passed on, others replaced), so a call can be followed across logs.
- */
+/** The client's content-type (the body is forwarded as it came), the correlation headers as for sub-requests. */
 export function coachingHeaders(headers: IncomingHttpHeaders, withBody: boolean): Record<string, string> & { 'x-request-id': string } {
   const h: Record<string, string> & { 'x-request-id': string } = { ...correlationHeaders(headers) };
   if (withBody) {

@@ -1,15 +1,10 @@
 /**
- * Room under the memory budget for objects about to be built over a request already admitted (a coaching body's
- * parsed tree, docs/memory-budget.md#what-is-counted): counted at once, as an answer's bytes are, and waited for
- * while the budget is over, with the same rule (memory/budget.ts): the oldest batch held always goes on, so two
- * requests can never wait for each other.
+ * Room for objects about to be built over an admitted request (a coaching body's parsed tree,
+ * docs/memory-budget.md#what-is-counted), waited for as an answer's bytes are.
  */
 import type { BudgetHold } from '../memory/budget.js';
 
-/**
- * Count `bytes` more on `hold` and resolve true once the budget lets it go on (at once when there is room), or
- * false after `ms` without room: the bytes are then given back, and the caller answers the budget's 503.
- */
+/** False after `ms` without room: the bytes are given back, and the caller answers the budget's 503. */
 export function growWhenRoom(hold: BudgetHold, bytes: number, ms: number): Promise<boolean> {
   if (hold.charge(bytes)) return Promise.resolve(true);
   return new Promise((resolve) => {

@@ -1,9 +1,6 @@
 /**
- * Reading a SpecializedCoachingRequest just enough to route it (docs/routing.md#coaching-routing: run_id,
- * request_id, target_step_id, trajectory[steps with `input` (an AgentInput), output, error, internal_steps,
- * execution], ...). The backends validate the request strictly; the gateway is lenient and only needs the
- * target step's input, so an unexpected shape costs at most a less precise route, never a rejection the
- * backend would not have made itself.
+ * A SpecializedCoachingRequest read just enough to route it (docs/routing.md#coaching-routing). Lenient: an
+ * unexpected shape costs at most a less precise route, never a rejection the backend would not have made.
  */
 import { intKey, isNumberMark, isStrictInt, numberMarkText } from '../protocol/json/exact-json.js';
 import type { AgentInput, JsonObject, ValidationIssue } from '../protocol/types.js';
@@ -16,11 +13,10 @@ import { isJsonObject } from '../protocol/schemas.js';
 import { GatewayError } from '../errors.js';
 
 interface CoachingTarget {
-  /** Position of the target step in `trajectory`. */
   stepIndex: number;
-  /** The step's input with the contract's defaults filled in (for route matching). */
+  /** With the contract's defaults filled in (for route matching). */
   input: AgentInput;
-  /** The gateway tag of that step: on its input's memory, else on its output's memory when it has one. */
+  /** On its input's memory, else on its output's. */
   tag: MemoryTag | undefined;
 }
 
@@ -31,14 +27,9 @@ function idText(v: unknown): string | undefined {
   return undefined;
 }
 
-function stepId(step: JsonObject): unknown {
-  return step.step_id ?? step.id;
-}
-
 /**
- * The target step: the one whose `step_id` (or `id`) equals `target_step_id`; else the step at that index when
- * it is one; else the last step. Only steps with an `input` object count. A 422 issue when there is none:
- * without an input nothing says where the trajectory ran.
+ * The step whose `step_id` (or `id`) is `target_step_id`, else the step at that index, else the last; only steps
+ * with an `input` count. A 422 issue when there is none: nothing says where the trajectory ran.
  */
 export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget | ValidationIssue {
   const steps: unknown[] = Array.isArray(body.trajectory) ? body.trajectory : [];
@@ -57,7 +48,7 @@ export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget 
   }
   const target = idText(body.target_step_id);
   const chosen =
-    (target === undefined ? undefined : usable.find((u) => idText(stepId(u.step)) === target)) ??
+    (target === undefined ? undefined : usable.find((u) => idText(u.step.step_id ?? u.step.id) === target)) ??
     (target !== undefined && /^\d+$/.test(target) ? usable.find((u) => u.index === Number(target)) : undefined) ??
     last;
   const { index, step, input: rawInput } = chosen;
@@ -68,7 +59,6 @@ export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget 
   return { stepIndex: index, input: normalizeInput(rawInput), tag };
 }
 
-/** An AgentInput with the contract's defaults, whatever the step carried (route matchers read these fields). */
 function normalizeInput(raw: JsonObject): AgentInput {
   const ins = isJsonObject(raw.instruction) ? raw.instruction : {};
   const type = ins.type === 'env' ? 'env' : 'user';
@@ -84,9 +74,8 @@ function normalizeInput(raw: JsonObject): AgentInput {
 }
 
 /**
- * The backend the rules give an untagged input, as a new trajectory (docs/routing.md#the-memory-key-and-stickiness):
- * the planner's choice (routing/plan.ts newTrajectoryBackend); for an ensemble, whose candidates
- * came from several members and only some can coach, its first member that offers coaching, else its first.
+ * An untagged input's backend, as a new trajectory's (docs/routing.md#the-memory-key-and-stickiness); for an
+ * ensemble, whose members may not all coach, its first member that does, else its first.
  */
 export function ruleBackend(
   compiled: CompiledRoutes,
@@ -102,12 +91,10 @@ export function ruleBackend(
     newTrajectoryBackend(route, requestId, routed, canServe) ??
     route.members.find((m) => coaches(m.name))?.name ??
     route.members[0]?.name;
-  // A route has at least one member: the config schema refuses an empty one.
   if (backend === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', `route ${route.name} has no member`);
   return { backend, route: route.name };
 }
 
-/** The run_id of a coaching request as a session key; undefined when absent or not a string/integer. */
 export function runIdOf(body: JsonObject): string | undefined {
   const v = body.run_id;
   if (typeof v === 'string') return isNumberMark(v) ? numberMarkText(v) : v;

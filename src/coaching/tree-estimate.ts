@@ -1,26 +1,17 @@
-/**
- * What a coaching call builds over its body (docs/memory-budget.md#what-is-counted): JSON.parse's tree, estimated
- * by one pass over the text without building anything, charged to the call's hold before it is built.
- */
+/** What a coaching call builds over its body, charged before it is built (docs/memory-budget.md#what-is-counted). */
 import { BACKSLASH, QUOTE } from '../protocol/json/json-bytes.js';
 
-/** A JSON object JSON.parse builds: its header and a property store. */
 const JSON_OBJECT_BYTES = 32;
-/** A JSON array: its header and its elements' store. */
 const JSON_ARRAY_BYTES = 32;
-/** One property of an object: its field and its share of the object's shape. */
 const JSON_PROPERTY_BYTES = 16;
-/** One more element of an array (its slot). */
 const JSON_ELEMENT_BYTES = 8;
-/** A number (a heap number when it is not a small integer). */
 const JSON_NUMBER_BYTES = 16;
 /** A string's header; its characters are counted besides, one byte each, two in a string with any beyond U+00FF. */
 const JSON_STRING_BYTES = 16;
 
 /**
- * What JSON.parse builds over `text` (docs/memory-budget.md#what-is-counted), found by one pass over it without
- * building anything: per object, array, property, element, number and string. An upper estimate: an escape counts
- * as the characters it is written with, and every key as a string of its own (V8 shares repeated ones).
+ * What JSON.parse builds over `text`, by one pass. An upper estimate: an escape counts as the characters it is
+ * written with, and every key as a string of its own (V8 shares repeated ones).
  */
 export function jsonTreeEstimate(text: string): number {
   let total = 0;
@@ -57,10 +48,7 @@ export function jsonTreeEstimate(text: string): number {
   return total;
 }
 
-/**
- * What a coaching call builds over its body's text: the parsed tree, and the text written back from it for the
- * backend (as long as the body, in two-byte characters at worst).
- */
+/** The parsed tree, and the text written back from it for the backend (two-byte characters at worst). */
 export function coachingObjectsEstimate(text: string): number {
   return jsonTreeEstimate(text) + 2 * text.length;
 }

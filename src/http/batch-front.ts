@@ -1,23 +1,8 @@
 /**
- * The agent listener's server and its front (docs/architecture.md): every `POST /v1/responses` (and a virtual
- * agent's, docs/routing.md#virtual-agents), with or without a query string, is answered here on node:http, one
- * FrontExchange per request (http/front-exchange.ts); every other request goes to fastify, which the app hands
- * in through `serverFactory` (app.ts). Tests inject into `listener` with light-my-request, as fastify's own
- * `inject` does into its router.
- *
- * Why a front before fastify (docs/performance.md, S1): the small-batch target leaves no room for per-request
- * work that does nothing for the batch. Every batch would otherwise go through fastify's request and reply
- * objects, its async hooks and its send pipeline, which cost about 10 µs a request in front of a bare JSON proxy
- * here. The HTTP rules both follow are written once in front-rules.ts.
- *
- * The server itself is bounded here for every path (docs/configuration.md#limits-and-timeouts): headers and body
- * receive time (408 with a JSON detail), idle keep-alive time, open connections, and the body bytes batches hold
- * at once (docs/memory-budget.md). While the gateway drains for shutdown every answer closes its connection, and
- * a connection that becomes idle is closed then (src/shutdown.ts).
- *
- * A client key in the address (`/k/<key>/...`, docs/operations.md#client-keys) is stripped from `req.url` first
- * thing, for every request: what is left is the path served, by this front or by fastify, which gets the key
- * with the request (http/request-client.ts).
+ * The agent listener's server (docs/architecture.md): every batch path is answered here on node:http, one
+ * FrontExchange per request, the rest by fastify (app.ts's `serverFactory`). Why: fastify's request and reply
+ * objects, hooks and send pipeline cost about 10 µs a batch, more than the small-batch target leaves
+ * (docs/performance.md). The server's bounds apply to every path (docs/configuration.md#limits-and-timeouts).
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -46,11 +31,9 @@ const ms = (s: number): number => Math.max(1, Math.round(s * 1000));
 export class BatchFront implements FrontParts {
   readonly deadlines: ReceiveDeadlines;
   readonly slots: ConnectionSlots;
-  /** The server bounds in force (replaced after a reload). */
   private opts: FrontServerOptions;
   private server: Server | undefined;
   private fastify: RequestListener | undefined;
-  /** The app, attached once it is built (app.ts): the gateway plugin makes the state the batches use. */
   private attached: FrontHost | undefined;
 
   constructor(opts: FrontServerOptions) {
@@ -73,16 +56,10 @@ export class BatchFront implements FrontParts {
     return this.opts.body_timeout_s;
   }
 
-  /**
-   * The request listener: a batch to a FrontExchange, the rest to fastify (whose 404 and 405 answer the
-   * batch path's other methods). Before the app is attached everything goes to fastify.
-   */
+  /** Tests inject into it (light-my-request). Before the app is attached everything goes to fastify. */
   readonly listener: RequestListener = (req, res) => this.take(req, res);
 
-  /**
-   * fastify's serverFactory: a node:http server (node:https with server.tls, docs/deployment.md#tls) whose
-   * listener is this front's, `fastifyHandler` behind it.
-   */
+  /** fastify's serverFactory: node:https with server.tls (docs/deployment.md#tls). */
   createServer(fastifyHandler: RequestListener): Server {
     this.fastify = fastifyHandler;
     const opts = this.opts;
@@ -92,8 +69,7 @@ export class BatchFront implements FrontParts {
       headersTimeout,
       // The body clock is ours (receive-deadlines.ts): node's would also run while a batch waits for admission.
       requestTimeout: 0,
-      // Node checks its headers deadline this often: within about a second, as for the body.
-      connectionsCheckingInterval: Math.max(1, Math.min(1000, Math.floor(headersTimeout / 2))),
+        connectionsCheckingInterval: Math.max(1, Math.min(1000, Math.floor(headersTimeout / 2))),
     };
     // https.Server is an http.Server for everything the front and fastify use (listen, close, the request events).
     const server: Server =
@@ -101,9 +77,7 @@ export class BatchFront implements FrontParts {
         ? createServer(httpOptions, this.listener)
         : createHttpsServer({ ...httpOptions, handshakeTimeout: ms(opts.tls_handshake_timeout_s), ...readServerTls(opts.tls) }, this.listener);
     this.server = server;
-    // Every TCP connection takes a slot as it opens, a TLS one during its handshake too (a client that never
-    // finishes it holds a file descriptor all the same); over TLS the requests' socket is the TLS socket made
-    // once the handshake is done, which then stands for its TCP connection.
+    // A TLS connection takes its slot during its handshake too: a client that never finishes it holds a descriptor.
     server.on('connection', (socket: Socket) => this.slots.admit(socket, opts.tls !== undefined));
     if (opts.tls !== undefined) server.on('secureConnection', (socket: Socket) => this.slots.secured(socket));
     // What fastify sets on the server it creates itself (it does not when given a serverFactory), and more.
@@ -116,20 +90,18 @@ export class BatchFront implements FrontParts {
   }
 
   private take(req: IncomingMessage, res: ServerResponse): void {
+    // A client key in the address (docs/operations.md#client-keys) is stripped first thing, for every request.
     const pathKey = takeKeyPath(req);
-    // For fastify's client-keys hook, and the log lines' `/k/REDACTED/...`.
     if (pathKey !== undefined) rememberPathKey(req, pathKey);
     const socket = req.socket;
     this.slots.busy(socket);
     res.once('close', () => this.answered(socket));
     const h = this.attached;
     if (h !== undefined) {
-      // A reload replaced the config: its server bounds apply from this request on.
       const current = h.gateway.current.config.server;
       if (current !== this.opts) this.apply(current);
       if (h.draining()) res.shouldKeepAlive = false;
     }
-    // '' is the default agent's /v1/responses, a name a virtual agent's (http/agent-path.ts).
     const agent = h === undefined || req.method !== 'POST' ? undefined : batchAgent(req.url ?? '');
     if (agent !== undefined) {
       new FrontExchange(this, req, res, agent, pathKey).serve();
@@ -139,19 +111,13 @@ export class BatchFront implements FrontParts {
     this.fastify?.(req, res);
   }
 
-  /**
-   * A request was answered (or abandoned): its connection is idle again. While draining, idle connections are
-   * closed as they become idle, so the process exits once the last answer is out (src/shutdown.ts).
-   */
+  /** While draining, connections are closed as they become idle: the process exits once the last answer is out. */
   private answered(socket: Socket): void {
     this.slots.done(socket);
     if (this.attached?.draining() === true) this.server?.closeIdleConnections();
   }
 
-  /**
-   * Put the server's bounds in force. Node reads these properties per connection or per check, so a reload's
-   * values apply to what comes next; only the checking interval is fixed at start (at most a second).
-   */
+  /** Node reads these per connection or per check: a reload's values apply to what comes next. */
   private apply(opts: FrontServerOptions): void {
     this.opts = opts;
     if (this.server !== undefined) {
@@ -163,10 +129,7 @@ export class BatchFront implements FrontParts {
   }
 }
 
-/**
- * Errors before a request exists (node's headers timeout, a malformed request): a JSON answer, then close.
- * The admin listener answers them the same way (admin-app.ts).
- */
+/** Errors before a request exists (node's headers timeout, a malformed request), on both listeners. */
 export function clientError(opts: Pick<GatewayConfig['server'], 'headers_timeout_s'>, err: NodeJS.ErrnoException, socket: Duplex): void {
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy();
@@ -186,7 +149,7 @@ export function clientError(opts: Pick<GatewayConfig['server'], 'headers_timeout
   socket.end(head + body, () => socket.destroy());
 }
 
-/** A body fastify is reading, still incomplete at its deadline: 408, and the connection closes after it. */
+/** A body fastify is reading, still incomplete at its deadline. */
 function bodyTimedOutElsewhere(opts: FrontServerOptions, res: ServerResponse): void {
   if (res.headersSent) {
     res.destroy();

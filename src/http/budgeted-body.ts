@@ -1,9 +1,6 @@
 /**
- * Request bodies read by fastify (coaching, and any other body fastify parses) under the same memory
- * budget as the batch front's batches (docs/memory-budget.md): nothing is held before the first body byte, then
- * the request waits for room in arrival order (its declared length, or for a chunked body what it may grow
- * to), is answered 503 GATEWAY_ERR_MEMORY_BUDGET past server.admission_timeout_s, and keeps its bytes counted
- * until its answer is written.
+ * Bodies fastify reads (coaching, and the rest) under the memory budget as the batch front's are
+ * (docs/memory-budget.md): nothing held before the first byte, room waited for in order, counted until answered.
  */
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -13,10 +10,8 @@ import type { BudgetHold } from '../memory/budget.js';
 import { memoryBudgetDetail } from '../memory/over-budget.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
 
-/** The hold of each request whose body a budgeted parser read, until its answer is written. */
 const holds = new WeakMap<IncomingMessage, BudgetHold>();
 
-/** The budget hold of a request read by a budgeted parser (handed on to the batch, which adds to it). */
 export function holdOf(req: FastifyRequest): BudgetHold | undefined {
   return holds.get(req.raw);
 }
@@ -25,7 +20,7 @@ function tooLarge(bodyLimit: number): Error {
   return Object.assign(new Error(`request body exceeds ${bodyLimit} bytes`), { statusCode: 413 });
 }
 
-/** Wait for the stream's first byte (or its end), without reading it. */
+/** Without reading it. */
 function firstByte(payload: IncomingMessage): Promise<void> {
   return new Promise((resolve) => {
     if (payload.readableEnded || payload.readableLength > 0) {
@@ -87,11 +82,7 @@ async function readBudgeted(app: FastifyInstance, req: FastifyRequest, payload: 
   return body.received();
 }
 
-/**
- * Install, in `app`'s scope, a parser of every content type that reads under the budget, handing the body on
- * as UTF-8 text, or as `as` decodes it (which may throw the request's 4xx); the request's hold is given back once its answer is
- * written (or it is abandoned).
- */
+/** In `app`'s scope, for every content type: the body as UTF-8 text, or as `as` decodes it (which may throw a 4xx). */
 export function budgetedBodies(app: FastifyInstance, bodyLimit: number, as: 'string' | ((bytes: Buffer) => string)): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: unknown) => void) => {

@@ -1,15 +1,7 @@
 /**
- * One `POST /v1/responses` on the batch front (http/batch-front.ts), from its headers to its answer, as one
- * object (as fastify's Reply is): the node request and response, the agent its path names, its client, its
- * arrival time and its hold on the memory budget. Its stages, in order:
- *
- *   serve    the gateway closing (503), the client key (401/403), the declared length (413), the body clock (408)
- *   admit    room under the memory budget for the body, in arrival order (503 past server.admission_timeout_s)
- *   receive  the body read into one buffer, counted against the hold; over the limit mid-body (413)
- *   run      the batch core (batch/handle-batch.ts), then its answer written whole or already streamed
- *
- * Every answer goes through `answer` (or `refuse`, its lingering form): one place writes the content headers,
- * the gateway's headers (front-rules.ts), counts the HTTP metrics and writes the access-log line.
+ * One batch request on the batch front, from its headers to its answer: serve (closing, client key, declared
+ * length), admit (room under the memory budget), receive (the body), run (the batch core). Every answer goes
+ * through `answer` or `refuse`, which count the HTTP metrics and write the access-log line.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -43,24 +35,19 @@ import {
   type AnswerFacts,
 } from './front-rules.js';
 
-/** What the front needs of the app, available once the app is built. */
 export interface FrontHost {
   gateway: GatewayState;
   log: FastifyBaseLogger;
   bodyLimit: number;
   bodyLimitMb: number;
-  /** True from the moment `app.close()` starts: new batches are answered 503. */
   closing(): boolean;
-  /** True while the gateway drains for shutdown (src/shutdown.ts): every answer closes its connection. */
   draining(): boolean;
 }
 
-/** The front's parts an exchange uses. */
 export interface FrontParts {
   host: FrontHost;
   deadlines: ReceiveDeadlines;
   slots: ConnectionSlots;
-  /** server.body_timeout_s in force, for the 408's detail. */
   bodyTimeoutS(): number;
 }
 
@@ -68,25 +55,18 @@ type Status = BatchAnswer['status'] | 401 | 403 | 404 | 408 | 413 | 500 | 503;
 
 export class FrontExchange {
   readonly t0 = performance.now();
-  /** The `endpoint` label of the HTTP metrics: fastify's route pattern, so names never become label values. */
+  /** fastify's route pattern, so agent names never become label values. */
   readonly endpoint: string;
-  /** The client's name when clients are configured; undefined when anonymous. */
   private client: string | undefined;
-  /** The metrics' and access log's client label. */
   private label = ANONYMOUS;
   private hold: BudgetHold | undefined;
   private body: BodyBytes | undefined;
-  /** What the hold reserved for the body: its declared length, or what a chunked body may grow to. */
   private reserved = 0;
-  /** Set once the request is answered before its body was read whole (413, 408): the rest is not kept. */
+  /** Answered before its body was read whole (413, 408): the rest is not kept. */
   private stopped = false;
-  /** Body bytes read since the read last waited for the next turn of the event loop. */
   private readThisTurn = 0;
 
-  /**
-   * @param agent '' for the default agent, else a virtual agent's name as the URL has it (handleBatch looks it up)
-   * @param pathKey the client key the address carried (`/k/<key>`), if any
-   */
+  /** @param agent '' for the default agent, else a virtual agent's name as the URL has it */
   constructor(
     private readonly front: FrontParts,
     readonly req: IncomingMessage,
@@ -101,7 +81,6 @@ export class FrontExchange {
     return this.front.host;
   }
 
-  /** The stages before the body is read: closing, client key, declared length, then the wait for room. */
   serve(): void {
     const { req, res } = this;
     if (this.host.closing()) {
@@ -112,7 +91,7 @@ export class FrontExchange {
     if (!this.decideClient()) return;
     const declared = Number(req.headers['content-length']);
     if (declared > this.host.bodyLimit) {
-      this.tooLarge();
+      this.refuse(413, JSON.stringify(bodyTooLarge(this.host.bodyLimitMb)));
       return;
     }
     // 'close' comes once, answered or not: the bytes are given back, or a client that left frees its place.
@@ -124,13 +103,11 @@ export class FrontExchange {
     else req.once('readable', () => this.admit(declared));
   }
 
-  /** The client key (docs/operations.md#client-keys), decided before any body byte; false when refused. */
+  /** Decided before any body byte (docs/operations.md#client-keys); false when refused. */
   private decideClient(): boolean {
     const table = this.host.gateway.current.clients;
-    // Without clients: and without a /k/ address, the one check a batch pays.
     if (table === undefined && this.pathKey === undefined) return true;
     const keyed = accessFor(table, this.req, this.pathKey, 'required');
-    // A key limited to some agents (clients.<name>.agents) is refused the others here.
     const access = decideAgent(keyed, this.agent === '' ? ROOT_AGENT : this.agent);
     this.label = accessLabel(access);
     if (access.ok) {
@@ -147,7 +124,6 @@ export class FrontExchange {
     if (res.destroyed || res.headersSent) return;
     // Waiting for room is not receiving: the body clock starts again once the request is admitted.
     this.front.deadlines.done(req);
-    // A body of unknown length (chunked) reserves what it may grow to; what it did not use is given back at its end.
     this.reserved = Number.isFinite(declared) ? declared : Math.min(host.bodyLimit, host.gateway.memory.limit);
     this.hold = host.gateway.memory.admit(
       this.reserved,
@@ -168,7 +144,6 @@ export class FrontExchange {
     req.on('data', (chunk: Buffer) => this.add(chunk));
     req.on('error', () => undefined); // a client that resets mid-body: nothing to answer, 'close' cleans up
     req.on('end', () => this.received());
-    // Read from here: until admitted, TCP held the body back at the client.
     req.resume();
   }
 
@@ -176,7 +151,7 @@ export class FrontExchange {
     const body = this.body;
     if (this.stopped || body === undefined) return;
     if (body.size + chunk.length > this.host.bodyLimit) {
-      this.tooLarge();
+      this.refuse(413, JSON.stringify(bodyTooLarge(this.host.bodyLimitMb)));
       return;
     }
     // Past its reservation (a chunked body larger than the whole budget, admitted alone) it is counted as it comes.
@@ -187,9 +162,8 @@ export class FrontExchange {
   }
 
   /**
-   * After READ_PER_TURN bytes the body's read waits for the next turn, as a backend answer's does
-   * (upstream/read-pauses.ts): a large body's chunks are copied into fresh memory whose pages fault in as they
-   * are written, and ten 50 MB bodies read 2 MB each per turn held the event loop past /health's 100 ms.
+   * After READ_PER_TURN bytes the read waits for the next turn, as a backend answer's does: fresh memory's pages
+   * fault in as chunks are copied, and ten 50 MB bodies read 2 MB a turn held /health past 100 ms.
    */
   private yieldTurn(bytes: number): void {
     this.readThisTurn += bytes;
@@ -211,7 +185,6 @@ export class FrontExchange {
     void this.run(body);
   }
 
-  /** The batch core, then its answer: written whole here, or already streamed by the core through the writer. */
   private async run(body: BodyBytes): Promise<void> {
     const { req, res, host } = this;
     try {
@@ -235,19 +208,13 @@ export class FrontExchange {
     }
   }
 
-  /** No room came within server.admission_timeout_s of the request's arrival: 503, the unread body dropped with the connection. */
+  /** No room within server.admission_timeout_s: the unread body is dropped with the connection. */
   private overBudget(): void {
     this.host.gateway.metrics.admissionTimeouts.inc();
     this.answer(503, JSON.stringify(overBudgetBody(this.host.gateway.current.config.server.admission_timeout_s)), overBudgetHeaders());
     this.req.resume();
   }
 
-  /** 413, at once: the declared length or the bytes read are over server.body_limit_mb. */
-  private tooLarge(): void {
-    this.refuse(413, JSON.stringify(bodyTooLarge(this.host.bodyLimitMb)));
-  }
-
-  /** 408: the body did not arrive within server.body_timeout_s. */
   private timedOut(): void {
     if (this.res.headersSent) {
       this.res.destroy();
@@ -256,11 +223,7 @@ export class FrontExchange {
     this.refuse(408, JSON.stringify(bodyTimedOut(this.front.bodyTimeoutS())));
   }
 
-  /**
-   * An answer written before the body was read whole: what was read is dropped and its room given back, then
-   * the answer goes out at once and the rest of the body is read and thrown away within bounds
-   * (http/lingering-close.ts) before the connection closes.
-   */
+  /** Before the body was read whole: what was read is dropped, the rest read and thrown away within bounds. */
   private refuse(status: 408 | 413, text: string): void {
     const { req, res } = this;
     if (res.headersSent || res.destroyed) return;
@@ -273,7 +236,6 @@ export class FrontExchange {
     this.observe(status);
   }
 
-  /** The one writer of a whole answer on the front: content headers, the gateway's headers, metrics, access log. */
   private answer(status: Status, body: string | AnswerBody, headers: Record<string, string>, facts: AnswerFacts = {}): void {
     const { res } = this;
     if (res.headersSent || res.destroyed) return;
@@ -285,7 +247,6 @@ export class FrontExchange {
     this.observe(status);
   }
 
-  /** What plugins/http-metrics.ts and plugins/access-log.ts record for fastify's routes. */
   private observe(status: number): void {
     const ms = performance.now() - this.t0;
     this.host.gateway.metrics.observeHttp(this.endpoint, status, ms / 1000, this.label);

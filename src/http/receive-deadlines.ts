@@ -1,11 +1,7 @@
 /**
- * `server.body_timeout_s`: the time a request body may take to arrive, from when the gateway starts reading it.
- *
- * Not node's `requestTimeout`: that clock starts with the request line, so a batch waiting for admission
- * (src/admission.ts; its body deliberately not read) would be cut off with a 408, and node's own 408 has no
- * body. One interval sweeps the requests being received (a Map entry per request, no timer each): a body
- * still incomplete past its deadline is answered 408 with a JSON detail and its connection closed, so a
- * client trickling a byte every few seconds holds a connection for at most the timeout.
+ * `server.body_timeout_s`, from when the gateway starts reading the body. Not node's `requestTimeout`: that clock
+ * starts with the request line, so a batch waiting for admission would get a 408 (with no body). One interval
+ * sweeps every request being received: no timer each.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
@@ -19,21 +15,20 @@ export class ReceiveDeadlines {
   private readonly receiving = new Map<IncomingMessage, Receiving>();
   private timer: NodeJS.Timeout | undefined;
 
-  /** @param timeoutMs the body timeout; may be changed (a reload), for requests tracked from then on */
+  /** @param timeoutMs for requests tracked from then on when a reload changes it */
   constructor(public timeoutMs: number) {}
 
-  /** How often the sweep runs, fixed at start: a deadline is honoured within this (at most a second late). */
+  /** Fixed at start: a deadline is honoured at most a second late. */
   get intervalMs(): number {
     return Math.max(1, Math.min(1000, Math.floor(this.timeoutMs / 2)));
   }
 
-  /** Start the clock of a request whose body is about to be read; `expire` answers it if it runs out. */
   track(req: IncomingMessage, res: ServerResponse, expire: () => void): void {
     if (req.complete) return;
     this.receiving.set(req, { res, deadline: Date.now() + this.timeoutMs, expire });
   }
 
-  /** The body is complete: forget the request now rather than at the next sweep (it may hold megabytes). */
+  /** Now rather than at the next sweep: the request may hold megabytes. */
   done(req: IncomingMessage): void {
     this.receiving.delete(req);
   }
@@ -41,7 +36,6 @@ export class ReceiveDeadlines {
   start(): void {
     if (this.timer !== undefined) return;
     this.timer = setInterval(() => this.sweep(), this.intervalMs);
-    // Never the reason the process stays alive.
     this.timer.unref();
   }
 

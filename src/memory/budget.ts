@@ -1,64 +1,37 @@
 /**
- * The gateway's one memory budget (`server.memory_budget_mb`, docs/memory-budget.md): every byte held for a
- * batch is counted here, on the hold of the batch it belongs to -- its request body as it arrives, an
- * estimate of the objects built over it, its backends' answers -- and shadow answers on holds of their own.
- *
- * Three ways in, one count:
- * - a new request asks for room (`admit`) and waits for it in arrival order, never overtaken by a later,
- *   smaller one; past `server.admission_timeout_s` from its arrival it gets up (`onTimeout`: the 503);
- * - a backend answer counts its chunks as they arrive (`charge`); while the budget is over, its read pauses
- *   (`whenRoom`) unless its batch is the oldest one held, which always goes on: the oldest batch finishing is
- *   what frees room, so batches paused on each other can never wait forever;
- * - a shadow copy's answer is held only while there is room (`tryHold`), all shadows together within
- *   server.memory_shadow_share of the budget, and is shed first: when anything has to wait, or the shadows
- *   pass their share, shadow holds are dropped (`onShed`);
- * - a copy made for the replay store or the response cache once a batch is answered takes room only if there
- *   is some now (`reserve`), else it is not made;
- * - what a streamed answer leaves waiting for its client's socket, and a coaching body's parsed tree before it is
- *   built, are charged as an answer's chunks are, and wait for room the same way (coaching/grow-when-room.ts).
- *
- * A hold also owns the stores of its large bodies (protocol/byte-store.ts): their pages go back to the system
- * when it is released, so what the budget counts is what the process holds, without waiting for a collection.
- * Whatever reads a batch's bytes after its answer is written (the response cache's copy) keeps the hold open
- * until it is done (`keep`).
- *
- * The one owner of the byte, waiter and hold counts. Callbacks rather than promises: every batch passes here.
+ * The gateway's one memory budget (`server.memory_budget_mb`, docs/memory-budget.md): every byte held for a batch
+ * is counted on its hold. A request waits for room in arrival order (`admit`); an answer's read pauses while the
+ * budget is over (`charge`, `whenRoom`) unless its batch is the oldest held, whose finishing is what frees room,
+ * so batches paused on each other never wait forever; shadows are held only while there is room and shed first
+ * (`tryHold`); a copy after the answer is made only if there is room now (`reserve`). A hold's large-body stores
+ * give their pages back when it is released. Callbacks rather than promises: every batch passes here.
  */
 import type { ByteStore, StoreOwner } from '../protocol/byte-store.js';
 
 /** A place in the budget: a batch's (admitted or waiting) or a shadow answer's. */
 export interface BudgetHold extends StoreOwner {
-  /** Count `bytes` more (the body as it arrives, the objects built over it); never waits. */
+  /** Never waits. */
   grow(bytes: number): void;
-  /** Give back `bytes` of what was counted (a reservation larger than what arrived). */
+  /** Give back what was counted (a reservation larger than what arrived). */
   shrink(bytes: number): void;
-  /**
-   * Count `bytes` of an answer being read: false when the reader should pause until `whenRoom` calls back
-   * (a shadow's hold is shed instead, and its onShed has run).
-   */
+  /** False when the reader should pause until `whenRoom` calls back (a shadow's hold is shed instead). */
   charge(bytes: number): boolean;
-  /** Call `fn` once when there may be room again (it is charged anew). */
   whenRoom(fn: () => void): void;
-  /** Bytes this hold counts now. */
   readonly bytes: number;
-  /** The whole budget in bytes. */
   capacity(): number;
-  /** Give everything back (admitted) or leave the queue (waiting), once nothing keeps it; idempotent. */
+  /** Idempotent. */
   release(): void;
   /** Keep the hold's bytes past its release until the returned function is called (once). */
   keep(): () => void;
 }
 
-export interface BudgetOptions {
-  /** The budget in bytes, read at each decision (a reload may change it). */
+interface BudgetOptions {
+  /** A reload may change it. */
   limit(): number;
-  /** server.admission_timeout_s in ms, read when a request starts waiting. */
   timeoutMs(): number;
-  /** Seconds a request waited, for those that did. */
   onWaited?(seconds: number): void;
-  /** server.memory_shadow_share, read at each decision: the share of the budget shadows' holds may count together. */
+  /** server.memory_shadow_share: the share of the budget shadows' holds may count together. */
   shadowShare?(): number;
-  /** A shadow answer was dropped to make room. */
   onShed?(): void;
   now?(): number;
   setTimer?(fn: () => void, ms: number): unknown;
@@ -69,13 +42,10 @@ class Hold implements BudgetHold {
   bytes = 0;
   admitted = false;
   released = false;
-  /** Release was asked while something kept the hold: done when the last keeper lets go. */
   private ending = false;
   private keepers = 0;
   private stores: ByteStore[] | undefined;
-  /** Arrival time of a waiting request (its clock starts then). */
   arrival = 0;
-  /** Cancels the timer of a waiting request (set while it waits). */
   cancelTimer: (() => void) | undefined = undefined;
   /** Neighbours in the list of admitted batch holds, oldest first (not for shadows). */
   prev: Hold | undefined;
@@ -83,7 +53,6 @@ class Hold implements BudgetHold {
 
   constructor(
     private readonly owner: MemoryBudget,
-    /** Asked for when waiting; counted on admission. */
     public asked: number,
     readonly onAdmit: ((hold: BudgetHold) => void) | undefined,
     readonly onTimeout: (() => void) | undefined,
@@ -165,7 +134,6 @@ export class MemoryBudget {
   private oldest: Hold | undefined;
   private newest: Hold | undefined;
   private readonly shadows = new Set<Hold>();
-  /** Bytes the shadows' holds count, within server.memory_shadow_share of the budget. */
   private shadowBytes = 0;
   private roomCallbacks: (() => void)[] = [];
   private readonly now: () => number;
@@ -174,12 +142,10 @@ export class MemoryBudget {
     this.now = opts.now ?? (() => performance.now());
   }
 
-  /** Bytes counted now, all holds together. */
   get bytesHeld(): number {
     return this.used;
   }
 
-  /** Requests waiting for room. */
   get waiting(): number {
     return this.waiters;
   }
@@ -189,10 +155,8 @@ export class MemoryBudget {
   }
 
   /**
-   * A request asks for `bytes` (what it is known to need: its declared length once its first byte came).
-   * `onAdmit` runs now, synchronously, when there is room, else when room comes; `onTimeout` when the
-   * request has waited server.admission_timeout_s since `arrival` (the clock's time it arrived). One request
-   * larger than the whole budget is admitted when nothing else is held, or it would wait forever.
+   * `onAdmit` runs now, synchronously, when there is room, else when room comes; `onTimeout` past
+   * server.admission_timeout_s from `arrival`. A request larger than the budget is admitted when nothing is held.
    */
   admit(bytes: number, onAdmit: (hold: BudgetHold) => void, onTimeout: () => void, arrival = this.now()): BudgetHold {
     const hold = new Hold(this, bytes, onAdmit, onTimeout, undefined);
@@ -214,11 +178,7 @@ export class MemoryBudget {
     return hold;
   }
 
-  /**
-   * Room for a copy made once a batch is answered (its replay entry, its cache entries on their way to the
-   * store) when there is room for `bytes` now, else undefined: the copy is skipped rather than waited for, and
-   * never before a waiting request. Not shed: it is given back when the store has the copy.
-   */
+  /** Undefined when there is no room now: the copy is skipped rather than waited for. Never shed. */
   reserve(bytes: number): BudgetHold | undefined {
     if (this.waiters > 0 || this.used + bytes > this.opts.limit()) return undefined;
     const hold = new Hold(this, 0, undefined, undefined, undefined);
@@ -227,7 +187,7 @@ export class MemoryBudget {
     return hold;
   }
 
-  /** A shadow answer's hold when there is room for `bytes` now, else undefined (shed before it starts). */
+  /** Undefined when there is no room now (shed before it starts). */
   tryHold(bytes: number, onShed: () => void): BudgetHold | undefined {
     if (this.waiters > 0 || this.used + bytes > this.opts.limit() || this.shadowBytes + bytes > this.shadowRoom) {
       this.opts.onShed?.();
@@ -246,7 +206,6 @@ export class MemoryBudget {
     if (shadow) this.shadowBytes += bytes;
   }
 
-  /** The shadows' bound: server.memory_shadow_share of the budget. */
   private get shadowRoom(): number {
     return (this.opts.shadowShare?.() ?? 1) * this.opts.limit();
   }
@@ -329,7 +288,6 @@ export class MemoryBudget {
     hold.onTimeout?.();
   }
 
-  /** `fn` after `ms`, on the injected timers when given; what cancels it. */
   private startTimer(fn: () => void, ms: number): () => void {
     const { setTimer, clearTimer } = this.opts;
     if (setTimer === undefined) {

@@ -1,9 +1,5 @@
-/**
- * The answer to a request that found no room under the memory budget in time (docs/memory-budget.md, "The
- * 503"): the same detail and Retry-After on every listener path that reads a body.
- */
+/** The 503 of a request that found no room in time (docs/memory-budget.md#the-503), on every listener path. */
 
-/** Seconds a client is told to wait before it sends the request again. */
 export const RETRY_AFTER_S = 5;
 
 export function memoryBudgetDetail(timeoutS: number): string {

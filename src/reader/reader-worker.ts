@@ -1,11 +1,7 @@
 /**
- * The reader thread (reader/reader.ts, docs/memory-budget.md#yielding): the reads whose time grows with the
- * bytes -- decoding (a UTF-16 or UTF-32 body), UTF-8 check,
- * byte index and, for a refused body, its bounded 422 detail; a large backend answer's UTF-8 check and byte
- * index -- off the event loop that serves every other client. The bytes come in as a transferred ArrayBuffer and
- * go back the same way (copied only to decode); what comes back besides is plain
- * data, offsets into those bytes (a few objects per input or candidate: the indexers build none per element of
- * a memory, and none past the bound of inputs or candidates).
+ * The reader thread (docs/memory-budget.md#yielding): decoding, UTF-8 check, byte index and a refused body's 422
+ * detail, off the event loop. The bytes come and go as a transferred ArrayBuffer; what comes back besides is
+ * offsets into them.
  */
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
@@ -17,28 +13,23 @@ import type { RequestIndex } from '../protocol/request/request-index.js';
 import type { ValidationIssue } from '../protocol/types.js';
 import { refusalDetail, type RequestReadLimits } from '../validation/bounded-detail.js';
 
-export type RequestLimits = RequestReadLimits;
-
-/** What the thread is asked: read a request body, or index a backend's answer for `asked` candidates. */
 export type OffloadTask =
-  | { kind: 'request'; limits: RequestLimits }
+  | { kind: 'request'; limits: RequestReadLimits }
   | { kind: 'answer'; asked: number; maxDepth: number; memoryKey: string };
 
 export interface OffloadJob {
   id: number;
-  /** The body's bytes: the first `length` of this memory. */
   bytes: ArrayBuffer;
   length: number;
   task: OffloadTask;
 }
 
 export type ReadOutcome =
-  /** `hash`: the replay store's hash of the bytes read (protocol/body-hash.ts), made here, off the event loop. */
+  /** `hash`: the replay store's hash of the bytes read, made off the event loop. */
   | { ok: true; index: Omit<RequestIndex, 'buf'>; hash: string }
   | { ok: false; status: 400; message: string; offset: number }
   | { ok: false; status: 422; detail: ValidationIssue[] };
 
-/** The outcome of each task kind, tagged as the task is. */
 export type OffloadOutcome = { kind: 'request'; read: ReadOutcome } | { kind: 'answer'; index: AnswerIndexOutcome };
 
 /** The bytes read are `length` bytes of `body` from `offset` (a byte order mark is skipped without a copy). */
@@ -48,12 +39,11 @@ export interface OffloadReply {
   offset: number;
   length: number;
   outcome: OffloadOutcome;
-  /** The memory the job came in, when the bytes read are elsewhere (a decoded body). */
+  /** The job's memory, when the bytes read are elsewhere (a decoded body). */
   sent?: ArrayBuffer;
 }
 
-/** The read of one request body, as the thread does it (exported so it is tested without a thread). */
-export function readJob(buf: Buffer, limits: RequestLimits): ReadOutcome {
+function readJob(buf: Buffer, limits: RequestReadLimits): ReadOutcome {
   const r = readAgentRequest(buf, limits);
   if (r.ok) {
     const { requestId, requestIdSpan, inputs, repeatedKeys } = r.index;
@@ -63,8 +53,7 @@ export function readJob(buf: Buffer, limits: RequestLimits): ReadOutcome {
   return { ok: false, status: 422, detail: refusalDetail(buf, r, limits) };
 }
 
-/** One job, either kind: the outcome and the bytes it read. */
-export function runJob(job: OffloadJob): { outcome: OffloadOutcome; body: Buffer } {
+function runJob(job: OffloadJob): { outcome: OffloadOutcome; body: Buffer } {
   const received = Buffer.from(job.bytes, 0, job.length);
   const task = job.task;
   if (task.kind === 'answer') return { outcome: { kind: 'answer', index: indexAnswer(received, task.asked, task.maxDepth, task.memoryKey) }, body: received };
@@ -88,10 +77,8 @@ function handBack(job: OffloadJob, body: Buffer): { store: ArrayBuffer; offset: 
 }
 
 /**
- * The thread's CPU share below the event loop's. Under a burst of large answers every core is busy (sockets, the
- * collector, this thread), and a thread of equal weight took CPU from the event loop when it had a /health to
- * answer; at nice 10 it gets what the event loop leaves. Linux only: there a nice value is a thread's own,
- * elsewhere it would be the whole process's.
+ * Under a burst of large answers every core is busy, and a thread of equal weight took CPU from the event loop
+ * when it had a /health to answer. Linux only: there a nice value is a thread's own, elsewhere the process's.
  */
 const READER_NICE = 10;
 if (parentPort !== null && process.platform === 'linux') {
@@ -105,7 +92,7 @@ if (parentPort !== null && process.platform === 'linux') {
 parentPort?.on('message', (job: OffloadJob) => {
   const { outcome, body } = runJob(job);
   const { store, offset } = handBack(job, body);
-  // The job's memory always goes back (its store's owner gives it back), even when the body read is a decoded copy.
+  // The job's memory always goes back, even when the body read is a decoded copy.
   const own = store === job.bytes;
   const reply: OffloadReply = { id: job.id, body: store, offset, length: body.length, outcome, ...(own ? {} : { sent: job.bytes }) };
   parentPort?.postMessage(reply, own ? [store] : [store, job.bytes]);

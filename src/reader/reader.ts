@@ -1,23 +1,15 @@
 /**
- * Reads whose time grows with the bytes run on one worker thread (reader/reader-worker.ts,
- * docs/memory-budget.md#yielding): a large batch body's read and a large backend answer's index, so one 60 MB
- * body or 100 MB answer does not stop `/health` and every other batch for the seconds it takes. Bytes up to
- * LARGE_BODY_BYTES (protocol/body-bytes.ts) are read in place: their read takes less than the hand-over would.
- *
- * One worker, started with the first large job and kept (unref'd while idle: never the reason the process stays
- * up); jobs queue in its message port in arrival order. A worker that dies fails the jobs it had, and the next
- * large job starts a new one.
- *
- * Safe by construction: the memory handed over is a store the gateway allocated for that body
- * (protocol/byte-store.ts) or a Buffer it allocated whole for it (protocol/body-bytes.ts), transferred and
- * transferred back, or else a copy. Never a Buffer some library may share.
+ * A large body's read and a large answer's index on one worker thread (docs/memory-budget.md#yielding), so a
+ * 60 MB body does not stop `/health` for seconds. What is handed over is memory the gateway allocated for that
+ * body, transferred and back, or else a copy: never a Buffer some library may share. A dead worker fails its jobs.
  */
 import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors.js';
 import { isOwn, shrinkStoresWith, storeOf } from '../protocol/byte-store.js';
 import { shrinkOffTheLoop } from './shrink-thread.js';
 import type { AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
-import type { OffloadJob, OffloadOutcome, OffloadReply, OffloadTask, ReadOutcome, RequestLimits } from './reader-worker.js';
+import type { RequestReadLimits } from '../validation/bounded-detail.js';
+import type { OffloadJob, OffloadOutcome, OffloadReply, OffloadTask, ReadOutcome } from './reader-worker.js';
 
 shrinkStoresWith(shrinkOffTheLoop);
 
@@ -27,7 +19,7 @@ let worker: Worker | undefined;
 let nextId = 0;
 const pending = new Map<number, Pending>();
 
-/** Jobs of each kind handed to the thread so far, and how many went as a copy rather than their own store (tests read them). */
+/** Jobs handed to the thread, and how many went as a copy rather than their own store (tests read them). */
 export const offloaded: Record<OffloadTask['kind'], { jobs: number; copied: number }> = {
   request: { jobs: 0, copied: 0 },
   answer: { jobs: 0, copied: 0 },
@@ -54,10 +46,7 @@ function theWorker(): Worker {
   return w;
 }
 
-/**
- * `body` and `task` to the worker. A body that is its store whole goes as that store, which is not this thread's
- * until it comes back; any other is copied.
- */
+/** A body that is its store whole goes as that store, not this thread's until it comes back. */
 async function offload(body: Buffer, task: OffloadTask): Promise<{ body: Buffer; outcome: OffloadOutcome }> {
   const w = theWorker();
   const id = nextId++;
@@ -94,17 +83,16 @@ function unexpected(kind: string): GatewayError {
   return new GatewayError('GATEWAY_ERR_INTERNAL', `the reader thread answered a ${kind} job for another kind`);
 }
 
-/**
- * Read a request `body` on the worker: as UTF-8 (protocol/json/utf8.ts jsonBytesAsUtf8), then indexed. The returned
- * `body` is the UTF-8 bytes read (the same memory when the body was UTF-8).
- */
-export async function readOffloaded(body: Buffer, limits: RequestLimits): Promise<{ body: Buffer; outcome: ReadOutcome }> {
+/** The returned `body` is the UTF-8 bytes read (the same memory when the body was UTF-8). */
+export async function readOffloaded(
+  body: Buffer,
+  limits: RequestReadLimits,
+): Promise<{ body: Buffer; outcome: ReadOutcome }> {
   const r = await offload(body, { kind: 'request', limits });
   if (r.outcome.kind !== 'request') throw unexpected('request');
   return { body: r.body, outcome: r.outcome.read };
 }
 
-/** Index a backend answer's `bytes` on the worker (protocol/answer/answer-check.ts indexAnswer). */
 export async function indexAnswerOffloaded(
   bytes: Buffer,
   asked: number,
