@@ -1,16 +1,7 @@
 /**
- * The Transform of a streamed answer (streamed-answer.ts): the backend's bytes in, the client's answer out. Each
- * element is cut out (protocol/answer/answer-split.ts), indexed and checked on its own bytes exactly as a whole
- * answer's elements are (answer-index.ts, response-check.ts), re-addressed by the batch's slots and pushed in the
- * contract's order; candidates received ahead of their turn wait here for the ones before them.
- *
- * Each candidate is counted on the batch's hold on the memory budget (docs/memory-budget.md#streamed-answers) from
- * when it is placed until the response has taken the one after it; while the budget has no room, the Transform
- * takes no more bytes, which pauses the backend's read as a full socket does.
- *
- * As Envoy does, the answer can fail over until its first byte is pushed; after that, a backend that breaks off
- * or turns invalid leaves every candidate not yet pushed as an error candidate in its place, so the client still
- * gets a complete, valid answer.
+ * The Transform of a streamed answer: the backend's bytes in, the client's answer out, each element checked as a
+ * whole answer's are and pushed in the contract's order (docs/protocol-fidelity.md#streamed-answers,
+ * docs/memory-budget.md#streamed-answers).
  */
 import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
@@ -35,7 +26,6 @@ const COMMA = Buffer.from(',', 'latin1');
 /** Put in the place of a pushed candidate, so its bytes are freed. */
 const WRITTEN: Slot<AgentOutput | IndexedCandidate> = { ok: false, reason: 'written' };
 
-/** The batch a streamed answer is for, and where it goes. */
 export interface StreamTarget {
   readonly slots: BatchSlots;
   readonly request: IndexedAgentRequest;
@@ -43,16 +33,15 @@ export interface StreamTarget {
   readonly sink: AnswerSink;
   readonly maxDepth: number;
   readonly memoryKey: string;
-  /** The batch's hold on the memory budget; absent when the batch has none (direct dispatch in tests). */
+  /** Absent when the batch has no hold (direct dispatch in tests). */
   readonly memory?: AnswerCharge;
 }
 
 export interface StreamOutcome {
   /** The client's answer began: the batch is answered by this stream, whatever happens to it. */
   committed: boolean;
-  /** Why the answer was refused before it began (the attempt failed as a whole answer would). */
   refused?: string;
-  /** Why it broke off after it began, when the backend's answer was found invalid after its call ended well. */
+  /** Why it broke off after it began, when found invalid after its call ended well. */
   broke?: AttemptFailure;
   written: number;
   /** Candidates the backend's answer lacked or had invalid (not those cut off), and the first one's reason. */
@@ -75,11 +64,10 @@ export class CandidateStream extends Transform {
   private bad = 0;
   private badReason: string | undefined;
   private committed = false;
-  /** The answer's closing `]` is pushed. */
   private shut = false;
-  /** The backend's answer is over (ended, failed or given up): what is still missing will not come. */
+  /** The backend's answer is over: what is still missing will not come. */
   private over = false;
-  /** Set once the answer broke off after it began: every candidate not yet pushed fails with this. */
+  /** Every candidate not yet pushed fails with this. */
   private cut: AttemptFailure | undefined;
   private broke: AttemptFailure | undefined;
   private refused: string | undefined;
@@ -126,7 +114,7 @@ export class CandidateStream extends Transform {
     return { committed, refused, broke, written, bad: { count: this.bad, reason: this.badReason ?? '' }, workMs };
   }
 
-  /** The answer is over with `failure`: refused while nothing is pushed, else cut where it is. */
+  /** Refused while nothing is pushed (it can still fail over, as in Envoy), else cut where it is. */
   breakOff(failure: AttemptFailure): void {
     if (this.over) return;
     this.over = true;
@@ -138,7 +126,6 @@ export class CandidateStream extends Transform {
     this.pump();
   }
 
-  /** One element, as a one-element array: proved, checked and placed as indexing the whole answer would. */
   private element(wrapped: Buffer): void {
     const k = this.elements++;
     if (!isUtf8(wrapped)) return this.invalid(`the answer is not valid UTF-8 (in candidate [${k}])`);
@@ -163,14 +150,12 @@ export class CandidateStream extends Transform {
     this.body.fail(failure);
   }
 
-  /** Push, in order, every candidate whose turn has come. */
   private pump(): void {
     while (this.refused === undefined && !this.shut && !this.destroyed) {
       let item = this.target.items[this.k];
       for (; item !== undefined && this.c >= item.count; item = this.target.items[++this.k]) this.c = 0;
       if (item === undefined) return this.close();
-      // The placement has one row per item.
-      const row = this.placement.slots[this.k] ?? [];
+      const row = this.placement.slots[this.k] ?? []; // one row per item
       const slot = row[this.c];
       // A candidate placed ahead of its turn waits for the ones before it, until the answer is over.
       if (this.cut === undefined && slot === undefined && !this.over) return;
@@ -194,7 +179,6 @@ export class CandidateStream extends Transform {
     }
   }
 
-  /** A writer for the next candidate, after the answer's `[` or the comma before it. */
   private open(): PartsWriter {
     const w = new PartsWriter();
     if (this.committed) w.push(COMMA);
@@ -222,16 +206,15 @@ export class CandidateStream extends Transform {
   }
 
   /**
-   * What the response took from here (asked for more, or before more is pushed) is in its buffer or the kernel's:
-   * the candidates wholly taken are given back but the last, which may still wait in the response's buffer (that
-   * holds its highWaterMark at most besides the last chunk written to it).
+   * Candidates the response took are given back but the last, which may still wait in its buffer (that holds its
+   * highWaterMark at most besides the last chunk written to it).
    */
   private release(): void {
     const taken = this.pushed - this.readableLength;
     for (let next = this.inFlight[1]; next !== undefined && next.end <= taken; next = this.inFlight[1]) this.target.memory?.shrink(this.inFlight.shift()?.bytes ?? 0);
   }
 
-  /** Count `bytes` more; without room, the chunk being read is not done with until room comes. */
+  /** Without room, the chunk being read is not done with (so no more bytes come) until room comes. */
   private charge(bytes: number): void {
     const memory = this.target.memory;
     if (memory === undefined || memory.charge(bytes) || this.starved) return;

@@ -1,9 +1,6 @@
 /**
- * A backend's answer forwarded to the client as it arrives (docs/protocol-fidelity.md#streamed-answers), through
- * one pipeline: the answer's body (upstream/answer-stream.ts), the Transform that checks and orders its
- * candidates (candidate-stream.ts), the client's response. Backpressure is the streams': the response's buffer
- * pauses the Transform, the Transform's the body, the body's the backend's read. The pipeline does not end the
- * response: the batch does, its overhead a trailer.
+ * A backend's answer forwarded to the client as it arrives (docs/protocol-fidelity.md#streamed-answers). The
+ * pipeline does not end the response: the batch does, its overhead a trailer.
  */
 import { pipeline } from 'node:stream/promises';
 import type { AttemptFailure } from '../errors.js';
@@ -15,10 +12,7 @@ import type { Item } from './batch-item.js';
 import type { BatchSlots } from './batch-slots.js';
 import type { AnswerSink } from './batch-types.js';
 
-/**
- * What an attempt that may stream carries. Its streams are built when the answer proves long enough (take):
- * most batches that may stream never do, and pay only for this object.
- */
+/** Its streams are built only when the answer proves long enough: most batches that may stream never do. */
 export class StreamedAnswer implements StreamTarget {
   private stream: { body: AnswerStream; split: CandidateStream; ran: Promise<unknown> } | undefined;
 
@@ -39,7 +33,6 @@ export class StreamedAnswer implements StreamTarget {
     this.stream = { body, split, ran };
   }
 
-  /** The backend's answer was long enough to be streamed here. */
   get started(): boolean {
     return this.stream !== undefined;
   }

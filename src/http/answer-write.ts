@@ -1,14 +1,9 @@
-/**
- * Writing a batch answer on the front (docs/protocol-fidelity.md#how-a-batch-is-read): a text answer as it
- * is, an answer in pieces (protocol/answer/answer-body.ts) piece by piece, waiting for 'drain' whenever the socket's
- * buffer is full, so the gateway holds the answer's pieces and never a second, joined copy of them.
- */
+/** Batch answers written piece by piece, never joined into a copy (docs/protocol-fidelity.md#how-a-batch-is-read). */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import type { ResponseStream } from '../batch/streamed-batch.js';
 import { streamedHeaders, streamedTrailers, type AnswerFacts } from './front-rules.js';
 
-/** The content-length of an answer. */
 export function bodyLength(body: string | AnswerBody): number {
   return typeof body === 'string' ? Buffer.byteLength(body) : body.length;
 }
@@ -42,20 +37,14 @@ export function writeBody(res: ServerResponse, body: string | AnswerBody): void 
 }
 
 /**
- * Whether an answer to `req` may be streamed. A streamed answer sends its overhead header as a trailer, which
- * needs chunked framing: HTTP/1.0 has neither (node throws ERR_HTTP_TRAILER_INVALID), and nginx talks HTTP/1.0
- * to its upstreams by default. Such a client gets the whole answer with a content-length instead
- * (docs/limits-and-edges.md#http10-clients).
+ * A streamed answer's trailer needs chunked framing, which HTTP/1.0 lacks (node throws ERR_HTTP_TRAILER_INVALID),
+ * and nginx talks HTTP/1.0 to its upstreams by default (docs/limits-and-edges.md#http10-clients).
  */
 export function mayStream(req: IncomingMessage): boolean {
   return req.httpVersionMajor > 1 || (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1);
 }
 
-/**
- * A streamed answer (docs/protocol-fidelity.md#streamed-answers) on a node:http response: 200 with chunked
- * framing, the head written with the first byte, the overhead header as a trailer (front-rules.ts writes both).
- * `extraHeaders` are the front's own (connection: close while draining), read when the head goes out.
- */
+/** `extraHeaders`, the front's own (connection: close while draining), are read when the head goes out. */
 export class ResponseWriter implements ResponseStream {
   private facts: AnswerFacts = {};
 

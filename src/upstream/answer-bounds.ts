@@ -1,9 +1,6 @@
-/**
- * The bounds a backend answer is read under, two pieces of the call's handler chain (upstream/backend-call.ts),
- * each wrapping the next: its size (max_response_mb) and the memory budget's room for it. A piece that refuses
- * the answer stops the call and passes nothing more on.
- */
+/** The answer's size bound and the memory budget's charge: two pieces of the call's handler chain (backend-call.ts). */
 import type { Dispatcher } from 'undici';
+import { tooLargeFailure } from './call-failure.js';
 import type { AnswerHandler, AnswerHeaders, CallOptions, CallRun } from './call-types.js';
 
 /** The answer's content-length, NaN when it declares none. */
@@ -12,7 +9,7 @@ export function declaredLength(headers: AnswerHeaders): number {
   return typeof length === 'string' ? Number(length) : NaN;
 }
 
-/** The options' stream when a raw 2xx answer of `bytes` goes to its tap as it arrives instead of being kept. */
+/** The options' stream when a raw 2xx answer of `bytes` goes to its tap instead of being kept. */
 export function streamOf(opts: CallOptions, status: number, bytes: number): CallOptions['stream'] {
   return opts.raw === true && status < 300 && opts.stream !== undefined && bytes > opts.stream.overBytes ? opts.stream : undefined;
 }
@@ -58,19 +55,16 @@ export class SizeBound extends PassOn {
 
   private tooLarge(): void {
     const { opts, replica, maxBytes } = this.call;
-    const key = opts.maxBytesKey ?? `backends.${replica.backend}.max_response_mb`;
-    this.call.stop({ code: 'gateway_backend_invalid_response', message: `the answer is larger than ${maxBytes} bytes (${key})` });
+    this.call.stop(tooLargeFailure(maxBytes, opts.maxBytesKey ?? `backends.${replica.backend}.max_response_mb`));
   }
 }
 
 /**
- * The memory budget's count of a kept raw 2xx answer (opts.memory): each chunk charged as it arrives, the read
- * paused while there is no room. A streamed answer is never held whole (its reader counts its candidates):
- * only one kept must fit, and a chunked one is charged until it proves long enough to be streamed.
+ * Charges a kept raw 2xx answer on opts.memory chunk by chunk. A streamed one is never held whole (its reader
+ * counts its candidates): only a kept one must fit, and a chunked one is charged until it proves long enough.
  */
 export class BudgetCharge extends PassOn {
   private received = 0;
-  /** Bytes counted on opts.memory (given back if the answer is dropped). */
   private charged = 0;
   private charging = false;
 
@@ -115,7 +109,7 @@ export class BudgetCharge extends PassOn {
     this.charged = 0;
   }
 
-  /** An answer the memory budget can never hold: its candidates fail, the backend is not blamed for it. */
+  /** The backend is not blamed for this failure. */
   private cannotHold(bytes: number): void {
     this.call.stop({
       code: 'gateway_memory_budget',

@@ -1,7 +1,4 @@
-/**
- * The end of a backend call's handler chain (upstream/backend-call.ts): the answer as text, as bytes (raw), or
- * handed to the options' tap as a stream (answer-stream.ts); the call settled when it ends.
- */
+/** The end of a call's handler chain (backend-call.ts): the answer as text, as bytes (raw), or streamed to a tap. */
 import { StringDecoder } from 'node:string_decoder';
 import type { Dispatcher } from 'undici';
 import { BodyBytes } from '../protocol/body-bytes.js';
@@ -15,12 +12,9 @@ export class AnswerCollector implements AnswerHandler {
   private contentType: string | undefined;
   /** Text mode: the first chunk, until a second one arrives. */
   private readonly chunks: Buffer[] = [];
-  /** Raw mode: the answer's bytes, held once however it arrives (protocol/body-bytes.ts). */
   private body: BodyBytes | undefined;
-  /** Text mode, answers of more than one chunk: decoded as they arrive (see onResponseData). */
   private decoder: StringDecoder | undefined;
   private text = '';
-  /** Set once the answer is streamed to the options' tap. */
   private stream: AnswerStream | undefined;
 
   constructor(private readonly call: CallRun) {}

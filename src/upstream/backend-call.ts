@@ -1,8 +1,3 @@
-/**
- * undici's dispatch handler for one backend call (upstream/call-replica.ts): the outermost piece of a chain in
- * undici's handler style, each piece wrapping the next: the answer's size bound and the memory budget's charge
- * (answer-bounds.ts), then the collector (answer-collector.ts).
- */
 import { errors, type Dispatcher } from 'undici';
 import type { AttemptFailure } from '../errors.js';
 import { BudgetCharge, SizeBound } from './answer-bounds.js';
@@ -13,24 +8,17 @@ import { READ_PER_TURN, ReadPauses } from './read-pauses.js';
 import type { Replica } from './replica.js';
 
 /**
- * The handler's abort listener, made here rather than written `this.onSignal = () => ...`: V8 allocates a
- * function literal assigned straight to a property in the old generation (it expects it to live long). This
- * one lives as long as its sub-request, and from the old generation it kept the whole call (request, answer,
- * batch) alive through every young-generation GC until the next full one: every small batch was promoted.
+ * Made here, not as `this.onSignal = () => ...`: V8 allocates such a literal in the old generation, where it kept
+ * the whole call (request, answer, batch) alive until the next full GC (docs/performance.md#batches-die-young).
  */
 function cancelOnAbort(h: BackendCall): () => void {
   return () => h.cancel();
 }
 
 /**
- * undici's dispatch-controller handler (onRequestStart, onResponseStart, onResponseData, onResponseEnd,
- * onResponseError; undici 7 adapts it, undici 8 calls it directly). The pieces are plain classes, not undici's
- * DecoratorHandler: that one is deprecated in undici 7, its types declare no method a subclass could call through
- * `super`, and a piece must also let go of what it holds when the call is stopped (`drop`).
- *
- * This piece alone owns the call's state: the timer, the caller's signal, the read's pauses and the controller.
- * `settle` resolves once, and whatever ends the call first (answer, error, timer, signal, a bound) wins; once
- * settled, nothing more reaches the other pieces.
+ * undici's dispatch handler for one call, outermost of a chain: size bound, budget charge, collector. Not undici's
+ * DecoratorHandler: deprecated in undici 7, its types declare no method to call through `super`, and a piece must
+ * let go of what it holds when the call is stopped (`drop`). Whatever ends the call first wins.
  */
 export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
   settled = false;
@@ -41,7 +29,6 @@ export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
   private readonly next: AnswerHandler;
   private readonly onSignal: (() => void) | undefined;
   private readonly timer: NodeJS.Timeout | undefined;
-  /** Why the read is paused now; made once the answer is READ_PER_TURN long or a pause is asked for. */
   private pauses: ReadPauses | undefined;
 
   constructor(
@@ -63,7 +50,6 @@ export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
     signal.addEventListener('abort', this.onSignal, { once: true });
   }
 
-  /** The caller's signal aborted (client gone, batch deadline). */
   cancel(): void {
     this.stop({ code: 'gateway_backend_timeout', message: 'cancelled before the answer was complete' });
   }
@@ -83,8 +69,7 @@ export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.settled) return;
     this.received += chunk.length;
-    // Tracked from the byte that makes the answer READ_PER_TURN long: a smaller one never pauses for the turn,
-    // and most answers are small, so most calls make no ReadPauses at all.
+    // Most answers are smaller than READ_PER_TURN, so most calls make no ReadPauses at all.
     if (this.pauses !== undefined) this.pauses.read(chunk.length);
     else if (this.received >= READ_PER_TURN) this.pausesOf(controller).read(this.received);
     this.next.onResponseData(controller, chunk);
@@ -107,7 +92,6 @@ export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
     return this.pauses;
   }
 
-  /** Answered first, then the pieces let go of what they hold, then undici is told to drop the request. */
   stop(failure: AttemptFailure): void {
     if (this.settled) return;
     // A status already received (an answer too large or too slow after its headers) goes on the client span.

@@ -1,7 +1,4 @@
-/**
- * A failed backend call classified into the gateway's error codes (docs/errors.md#candidate-error-codes): a
- * connection never made, a timeout or an abort, an answer undici refused.
- */
+/** A failed backend call classified into the gateway's error codes (docs/errors.md#candidate-error-codes). */
 import { errors } from 'undici';
 import type { AttemptFailure } from '../errors.js';
 import { safeReason } from '../protocol/describe.js';
@@ -23,6 +20,10 @@ export function timeoutFailure(timeoutMs: number, key: string): AttemptFailure {
   return { code: 'gateway_backend_timeout', message: `no complete answer within ${Math.round(timeoutMs)} ms (${key})` };
 }
 
+export function tooLargeFailure(maxBytes: number, key: string): AttemptFailure {
+  return { code: 'gateway_backend_invalid_response', message: `the answer is larger than ${maxBytes} bytes (${key})` };
+}
+
 /** undici's error for an answer that began with an unasked `100 Continue` (docs/limits-and-edges.md#1xx-answers-from-backends). */
 export function isUnaskedContinue(err: unknown): boolean {
   return err instanceof errors.SocketError && err.message === 'bad response';
@@ -36,10 +37,8 @@ export function classifyError(err: unknown, timedOut: boolean, timeoutMs: number
     return { code: 'gateway_backend_unreachable', message: `cannot connect: ${code}`, notSent: true };
   }
   if (err instanceof errors.RequestAbortedError) return { code: 'gateway_backend_timeout', message: 'aborted' };
-  // undici 7 (client-h1.js) ends the connection with this SocketError when an answer starts with `100 Continue`
-  // (the gateway never sends `Expect`) or bytes arrive with no request running; no option skips it. The backend
-  // connected and answered, wrongly: an invalid answer, not an unreachable backend
-  // (docs/limits-and-edges.md#1xx-answers-from-backends).
+  // undici (client-h1.js) ends the connection so on an unasked `100 Continue` or bytes with no request running:
+  // the backend connected and answered, wrongly: an invalid answer, not an unreachable backend.
   if (isUnaskedContinue(err)) {
     return { code: 'gateway_backend_invalid_response', message: 'the answer began with 100 Continue (unasked) or bytes came with no request running' };
   }

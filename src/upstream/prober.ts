@@ -1,10 +1,6 @@
 /**
- * Probes every replica's /health and /v1/info at start and every probe_interval_s (docs/operations.md#probing-and-ejection),
- * so /health tells the truth and incompatible agents are never routed to. Ejected replicas are probed
- * too: that is how they come back, on the first good probe once their backoff is over.
- *
- * Each replica has its own schedule, and each probe (both calls together) is bounded by probe_timeout_s: a
- * replica that trickles its answer or never answers delays nobody's probe but its own.
+ * Probes every replica's /health and /v1/info, ejected ones too (that is how they come back), each on its own
+ * schedule so a slow replica delays only its own probe (docs/operations.md#probing-and-ejection).
  */
 import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
@@ -18,14 +14,12 @@ import type { ProbeOutcome, Upstreams } from './upstreams.js';
 
 /** The outcome of a replica's last finished probe, for the admin API. */
 interface ProbeRecord {
-  /** Date.now() when the probe started. */
   at: number;
   ok: boolean;
   ms: number;
   error?: string;
 }
 
-/** One replica's schedule: the signal of the probe running now (at most one) and the timer of the next. */
 interface Schedule {
   timer: NodeJS.Timeout | undefined;
   running: BatchSignal | undefined;
@@ -44,7 +38,7 @@ export class Prober {
     private readonly log: Logger,
   ) {}
 
-  /** Start every replica's schedule; resolves when each has finished its first probe (at most probe_timeout_s). */
+  /** Resolves when each replica has finished its first probe. */
   start(): Promise<void> {
     const firsts = this.upstreams.all().map((r) => {
       const s: Schedule = { timer: undefined, running: undefined };
@@ -54,7 +48,7 @@ export class Prober {
     return Promise.all(firsts).then(() => undefined);
   }
 
-  /** Stop every schedule; a probe in flight is cancelled and its outcome dropped (the pools are closing). */
+  /** A probe in flight is cancelled and its outcome dropped (the pools are closing). */
   stop(): void {
     this.stopped = true;
     for (const s of this.schedules.values()) {
@@ -67,7 +61,6 @@ export class Prober {
     return this.records.get(r);
   }
 
-  /** Probe now, then again probe_interval_s after this probe started (at once if it took longer). */
   private run(r: Replica, s: Schedule): Promise<void> {
     s.timer = undefined;
     const started = Date.now();
@@ -85,7 +78,6 @@ export class Prober {
       });
   }
 
-  /** One probe of one replica, bounded as a whole by probe_timeout_s; `signal` cancels it early. */
   private async probe(r: Replica, signal: BatchSignal): Promise<void> {
     const at = Date.now();
     const timeoutMs = this.config.probe_timeout_s * 1000;
@@ -116,7 +108,7 @@ export class Prober {
     }
   }
 
-  /** What one probe round trip finds; `end` is the epoch ms by which both calls must be over. */
+  /** `end` is the epoch ms by which both calls must be over. */
   private async check(r: Replica, end: number, signal: BatchSignal): Promise<ProbeOutcome> {
     const call = (path: string) =>
       callReplica(r, { method: 'GET', path, timeoutMs: Math.max(1, end - Date.now()), signal,

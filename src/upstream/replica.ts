@@ -1,26 +1,13 @@
-/**
- * One backend replica: its undici Pool (created at start, closed on shutdown) and a read-only view of its state
- * (readiness, failure history, inputs in flight). Upstreams creates each replica with the record it alone
- * writes (upstreams.ts); everything else reads the state here and reports outcomes to Upstreams.
- */
+/** One backend replica: its undici Pool and a read-only view of the record Upstreams alone writes (upstreams.ts). */
 import { Pool } from 'undici';
 import { DEFAULT_MAX_RESPONSE_MB, mbToBytes } from '../config/schema.js';
 import { DEFAULT_MAX_JSON_DEPTH } from '../protocol/json/json-depth.js';
 import type { AgentInfo } from '../protocol/types.js';
 import type { BackendTlsOptions } from '../config/tls-files.js';
 
-export type ReplicaState =
-  /** Not probed yet: routed to optimistically only if no replica of the backend is known ready. */
-  | 'unknown'
-  | 'ready'
-  /** /health failed or answered non-2xx, or a connection to it was refused: out of rotation until a probe succeeds. */
-  | 'not_ready'
-  /** Failed consecutive probes or requests: out of rotation until a probe succeeds and the backoff ends. */
-  | 'ejected'
-  /** Answers, but not protocol 2.0 or no `inference: true` (docs/operations.md#probing-and-ejection): never routed to. */
-  | 'incompatible';
+/** The states and their moves: docs/operations.md#probing-and-ejection. */
+export type ReplicaState = 'unknown' | 'ready' | 'not_ready' | 'ejected' | 'incompatible';
 
-/** Everything about a replica that changes while the gateway runs. Written only by Upstreams. */
 export interface ReplicaRecord {
   state: ReplicaState;
   info: AgentInfo | undefined;
@@ -28,7 +15,6 @@ export interface ReplicaRecord {
   consecutiveFailures: number;
   /** Ejections not yet forgiven: the next one lasts probe_interval_s doubled this many times. */
   ejections: number;
-  /** Epoch ms when the current ejection ends (meaningful while ejected). */
   ejectedUntil: number;
   /** Epoch ms when the replica last came back from an ejection: forgiveness counts healthy time from here. */
   healthySince: number;
@@ -56,14 +42,10 @@ interface ReplicaOptions {
   url: string;
   connectTimeoutMs: number;
   headers: Record<string, string>;
-  /** backends.<name>.max_response_mb in bytes; default that key's default. */
   maxResponseBytes?: number;
-  /** server.max_json_depth; default DEFAULT_MAX_JSON_DEPTH. */
   maxJsonDepth?: number;
-  /** backends.<name>.tls, its files already read (src/config/tls-files.ts): for an agent behind HTTPS. */
   tls?: BackendTlsOptions;
 }
-
 
 export class Replica {
   readonly backend: string;
@@ -73,14 +55,12 @@ export class Replica {
   /** Path prefix of the url (a backend mounted under /agent), prepended to every contract path. */
   readonly basePath: string;
   readonly headers: Record<string, string>;
-  /** What this replica's answers may be: bytes kept (answer-bounds.ts) and JSON nesting accepted. */
   readonly maxResponseBytes: number;
-  /** backends.<name>.tls, for the node:http transport that reads past an unasked `100 Continue` (read-past-continue.ts). */
+  /** Also for the node:http transport that reads past an unasked `100 Continue` (read-past-continue.ts). */
   readonly tls: BackendTlsOptions | undefined;
   readonly maxJsonDepth: number;
   readonly pool: Pool;
 
-  /** `record` is read here and written by its creator only (Upstreams); a replica made alone gets its own. */
   constructor(
     opts: ReplicaOptions,
     private readonly record: Readonly<ReplicaRecord> = freshRecord(),
@@ -108,7 +88,6 @@ export class Replica {
     });
   }
 
-  /** The label used in metrics and the admin API: `<backend>#<index>`. */
   get id(): string {
     return `${this.backend}#${this.index}`;
   }
@@ -117,7 +96,6 @@ export class Replica {
     return this.record.state;
   }
 
-  /** The AgentInfo of its last good probe. */
   get info(): AgentInfo | undefined {
     return this.record.info;
   }

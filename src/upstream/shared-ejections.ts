@@ -1,19 +1,14 @@
 /**
- * Ejections shared across gateway replicas (docs/deployment.md#several-gateway-replicas-redis): a backend ejected by one is seen by all:
- * an ejection decided here is published in the store with its end time; one published elsewhere is applied
- * here at once (the store pushes changes; with Redis across replicas, in memory within the process).
- * Probe results need no sharing: every replica probes every backend each probe_interval_s itself, so a probe
- * outcome reaches every replica within one interval by construction.
+ * Ejections shared across gateway replicas (docs/deployment.md#several-gateway-replicas-redis). Probe results need
+ * no sharing: every gateway replica probes every backend itself each probe_interval_s.
  */
 import type { Logger } from '../logging.js';
 import type { SharedValues } from '../state/types.js';
 import type { Replica } from './replica.js';
 import type { Upstreams } from './upstreams.js';
 
-const PREFIX = 'eject:';
-
 function ejectionKey(r: Replica): string {
-  return `${PREFIX}${r.backend}:${r.url}`;
+  return `eject:${r.backend}:${r.url}`;
 }
 
 export class SharedEjections {
@@ -28,7 +23,7 @@ export class SharedEjections {
     for (const r of upstreams.all()) this.byKey.set(ejectionKey(r), r);
   }
 
-  /** What a local ejection does: publish it for the other replicas, for as long as it lasts. */
+  /** Publishes a local ejection for as long as it lasts. */
   private publisher(): (r: Replica) => void {
     return (r) => {
       const ttl = r.ejectedUntil - Date.now();
@@ -39,7 +34,7 @@ export class SharedEjections {
     };
   }
 
-  /** Publish local ejections, follow remote ones, and catch up with those already in force. */
+  /** Also catches up with the ejections already in force. */
   async start(): Promise<void> {
     this.upstreams.onEject = this.publisher();
     this.unsubscribe = this.store.onSharedChange((key, value) => {

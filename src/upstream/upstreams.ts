@@ -1,9 +1,6 @@
 /**
- * Every backend's replicas, built from config at start, and the one writer of their state (docs/operations.md#probing-and-ejection).
- * Answers the planner's question "can this backend serve?" and the dispatcher's "which replicas take
- * these inputs?"; learns from probes (recordProbe), sub-requests (recordSuccess, recordFailure,
- * recordConnectFailure, attemptStarted/attemptEnded), other gateway replicas (applyRemoteEjection) and the
- * runtime a reload replaces (inherit). Ejection, return and forgiveness each happen in one method here.
+ * Every backend's replicas and the one writer of their state (docs/operations.md#probing-and-ejection): learns from
+ * probes, sub-requests, other gateway replicas and the runtime a reload replaces.
  */
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -17,29 +14,20 @@ interface BackendUpstream {
   readonly replicas: readonly Replica[];
   readonly timeoutMs: number;
   readonly ejectAfter: number;
-  /** Smoothed latency of successful sub-requests: what a fallback to this backend is expected to take. */
   readonly ewmaMs: number;
 }
 
 type MutableBackend = { -readonly [K in keyof BackendUpstream]: BackendUpstream[K] };
 
-/** What one finished probe found. */
 export type ProbeOutcome =
   | { kind: 'ok'; info: AgentInfo }
-  /** Answered, but not protocol 2.0 or without `inference: true`. */
   | { kind: 'incompatible'; info: AgentInfo; reason: string }
   | { kind: 'failed'; reason: string };
-
-/** A replica's state before and after an event, for the caller's log lines. */
-interface Transition {
-  from: ReplicaState;
-  to: ReplicaState;
-}
 
 // Satisfies routing's RoutingSnapshot structurally: the planner's view of upstreams, declared where it is read.
 export class Upstreams {
   private readonly byName = new Map<string, MutableBackend>();
-  /** Told of every ejection decided here, so other gateway replicas can learn of it (shared-ejections.ts). */
+  /** Told of every ejection decided here (shared-ejections.ts). */
   onEject: ((r: Replica) => void) | undefined;
   private readonly records = new Map<Replica, ReplicaRecord>();
 
@@ -69,15 +57,11 @@ export class Upstreams {
     }
   }
 
-  /** Every backend by name, read-only: what changes is written here only. */
   get backends(): ReadonlyMap<string, BackendUpstream> {
     return this.byName;
   }
 
-  /**
-   * Replicas that may take traffic now, minus `exclude`. Before the first probe answers, unknown replicas count
-   * as routable.
-   */
+  /** Replicas that may take traffic now, minus `exclude`; unknown ones (not probed yet) only when none is ready. */
   routable(backend: string, exclude?: ReadonlySet<Replica>): Replica[] {
     const b = this.backends.get(backend);
     if (b === undefined) return [];
@@ -90,22 +74,13 @@ export class Upstreams {
     return this.routable(backend).length > 0;
   }
 
-  /** Backend answered ready and compatible on its last probe (for /health: "ready", not optimistic). */
   isReady(backend: string): boolean {
     return this.backends.get(backend)?.replicas.some((r) => r.state === 'ready') ?? false;
   }
 
-  /**
-   * Divide `n` inputs among the routable replicas not in `exclude`, least loaded first (by inputs in flight plus
-   * those just assigned), so 32 inputs over 4 idle replicas become 8 each. Returns per replica how many inputs
-   * it takes, in replica order; the caller keeps the inputs' relative order within each replica.
-   */
+  /** Per routable replica, in replica order, how many of `n` inputs it takes: least loaded first. */
   shard(backend: string, n: number, exclude?: ReadonlySet<Replica>): { replica: Replica; count: number }[] {
     const rs = this.routable(backend, exclude);
-    if (rs.length === 0) return [];
-    const [only] = rs;
-    if (rs.length === 1 && only !== undefined) return n > 0 ? [{ replica: only, count: n }] : [];
-    // Per replica its load and what it takes here, one object each: no index lookups to prove in range.
     const shares = rs.map((replica) => ({ replica, load: replica.inFlightInputs, count: 0 }));
     for (let k = 0; k < n; k++) {
       let best = shares[0];
@@ -117,7 +92,6 @@ export class Upstreams {
     return shares.filter((s) => s.count > 0).map(({ replica, count }) => ({ replica, count }));
   }
 
-  /** Per-replica concurrency limit (max_in_flight) and how long an excess sub-request may queue. */
   limitOf(backend: string): { max: number; queueMs: number | undefined } | undefined {
     const b = this.config.backends[backend];
     if (b?.max_in_flight === undefined) return undefined;
@@ -128,12 +102,10 @@ export class Upstreams {
     return this.backends.get(backend)?.timeoutMs ?? 60_000;
   }
 
-  /** Expected latency of a sub-request to this backend (0 until one has succeeded). */
   expectedMs(backend: string): number {
     return this.backends.get(backend)?.ewmaMs ?? 0;
   }
 
-  /** A sub-request of `inputs` inputs starts on this replica (the sharding balance counts them). */
   attemptStarted(r: Replica, inputs: number): void {
     const rec = this.rec(r);
     rec.inFlightInputs += inputs;
@@ -148,14 +120,13 @@ export class Upstreams {
     this.metrics.backendInFlightBy(r.backend, -1);
   }
 
-  /** A sub-request succeeded on this replica in `latencyMs`. */
   recordSuccess(r: Replica, latencyMs: number): void {
     this.rec(r).consecutiveFailures = 0;
     const b = this.byName.get(r.backend);
     if (b !== undefined) b.ewmaMs = b.ewmaMs === 0 ? latencyMs : 0.8 * b.ewmaMs + 0.2 * latencyMs;
   }
 
-  /** A sub-request failed on this replica after reaching it: eject after N in a row, within the share allowed. */
+  /** Failed after reaching the replica: eject after N in a row, within the share allowed. */
   recordFailure(r: Replica, reason: string): void {
     const rec = this.rec(r);
     rec.lastError = reason;
@@ -169,11 +140,7 @@ export class Upstreams {
     this.onEject?.(r);
   }
 
-  /**
-   * A connection to this replica was refused or could not be made: nothing was sent. Out of rotation at once
-   * (not_ready until its next good probe), whatever max_ejected_share says: docs/operations.md#probing-and-ejection says
-   * why. It also counts as a failure towards ejection.
-   */
+  /** Nothing was sent: not_ready at once, beyond max_ejected_share (docs/operations.md#probing-and-ejection). */
   recordConnectFailure(r: Replica, reason: string): void {
     this.recordFailure(r, reason);
     const rec = this.rec(r);
@@ -181,12 +148,10 @@ export class Upstreams {
   }
 
   /**
-   * A probe finished. Good: ready, unless an ejection's backoff is still running; a replica back from an
-   * ejection starts a healthy period, and one healthy for as long as its last backoff forgets an ejection (so a
-   * replica that flapped once last week is not ejected for eject_max_s at its next hiccup). Failed: counts
-   * towards ejection, otherwise not_ready.
+   * A replica healthy for as long as its last backoff forgets an ejection, so one that flapped once last week is
+   * not ejected for eject_max_s at its next hiccup.
    */
-  recordProbe(r: Replica, outcome: ProbeOutcome): Transition {
+  recordProbe(r: Replica, outcome: ProbeOutcome): { from: ReplicaState; to: ReplicaState } {
     const rec = this.rec(r);
     const from = rec.state;
     const now = this.clock();
@@ -212,7 +177,7 @@ export class Upstreams {
     return { from, to: 'ready' };
   }
 
-  /** Another gateway replica ejected this replica until `until` (epoch ms): follow it, within the same share. */
+  /** Another gateway replica's ejection, followed within the same share. */
   applyRemoteEjection(r: Replica, until: number): boolean {
     const rec = this.rec(r);
     const b = this.backends.get(r.backend);
@@ -223,23 +188,15 @@ export class Upstreams {
     return true;
   }
 
-  /**
-   * Reload carry-over: a replica at the same url of the same backend in `from` (the runtime being replaced)
-   * keeps its history (state, ejections and their backoff, last info), so a reload does not hand a flapping
-   * replica a clean slate. In-flight counts stay with the old pools. The first probe confirms the state.
-   */
+  /** A reload does not hand a flapping replica a clean slate; in-flight counts stay with the old pools. */
   inherit(from: Upstreams): void {
     const old = new Map(from.all().map((r) => [`${r.backend}\n${r.url}`, from.rec(r)]));
     for (const r of this.all()) {
       const prev = old.get(`${r.backend}\n${r.url}`);
       if (prev === undefined) continue;
       const rec = this.rec(r);
-      rec.info = prev.info;
-      rec.lastError = prev.lastError;
-      rec.consecutiveFailures = prev.consecutiveFailures;
-      rec.ejections = prev.ejections;
-      rec.ejectedUntil = prev.ejectedUntil;
-      rec.healthySince = prev.healthySince;
+      const { inFlightInputs, inFlightRequests } = rec;
+      Object.assign(rec, prev, { inFlightInputs, inFlightRequests });
       this.setState(r, rec, prev.state);
     }
   }
@@ -262,10 +219,7 @@ export class Upstreams {
     this.setState(r, rec, 'ejected');
   }
 
-  /**
-   * Never eject more than the configured share by failures alone (at least one may go when there are several),
-   * so a shared cause (the gateway's own network) cannot empty a backend for eject_max_s.
-   */
+  /** At least one may go when there are several; a shared cause (the gateway's network) cannot empty a backend. */
   private mayEject(b: BackendUpstream): boolean {
     const ejected = b.replicas.filter((x) => x.state === 'ejected').length;
     const allowed = Math.max(b.replicas.length > 1 ? 1 : 0, Math.floor(b.replicas.length * this.config.max_ejected_share));

@@ -1,9 +1,7 @@
 /**
  * A backend's answer array cut into its elements as its bytes arrive (docs/protocol-fidelity.md#streamed-answers).
- * Only strings, escapes and nesting are followed, to find where each top-level element ends; each
- * element is then proved and checked whole by the byte indexer (answer-index.ts), as a one-element array, so
- * what is accepted is exactly what indexing the whole answer accepts. The splitter holds one element's bytes at
- * most, never the answer.
+ * Only strings, escapes and nesting are followed; each element is then proved whole by the byte indexer, so what
+ * is accepted is exactly what indexing the whole answer accepts.
  */
 import { wordView } from '../json/json-index.js';
 import { QUOTE, BACKSLASH, COMMA, LBRACKET, RBRACKET, LBRACE, RBRACE } from '../json/json-bytes.js';
@@ -12,16 +10,8 @@ const BOM = [0xef, 0xbb, 0xbf];
 
 const isWs = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
-type State =
-  /** Before the array's `[` (a UTF-8 byte order mark may open the answer). */
-  | 'start'
-  /** After `[`: the first element or `]`. */
-  | 'first'
-  /** After a `,`: an element. */
-  | 'next'
-  | 'element'
-  /** After `]`: only whitespace. */
-  | 'end';
+/** `first`: after `[`, an element or `]`; `next`: after a `,`, an element only. */
+type State = 'start' | 'first' | 'next' | 'element' | 'end';
 
 export class ElementSplitter {
   private state: State = 'start';
@@ -31,13 +21,12 @@ export class ElementSplitter {
   private escape = false;
   private pieces: Buffer[] = [];
   private pieceBytes = 0;
-  /** Set by the first problem; nothing is split after it. */
+  /** Nothing is split after the first problem. */
   problem: string | undefined;
 
   /** `onElement` gets each element as a one-element JSON array, `[` + its bytes + `]`, in answer order. */
   constructor(private readonly onElement: (wrapped: Buffer) => void) {}
 
-  /** The answer is complete: its array must have closed. */
   get closed(): boolean {
     return this.state === 'end';
   }
@@ -47,7 +36,7 @@ export class ElementSplitter {
     if (this.problem !== undefined) return false;
     const n = chunk.length;
     let i = 0;
-    // Element bytes of this chunk start here (while in an element).
+    // Where this chunk's bytes of the element start.
     let from = 0;
     const { words, base } = wordView(chunk);
     while (i < n) {
@@ -120,7 +109,6 @@ export class ElementSplitter {
     return true;
   }
 
-  /** Stop splitting (the reader gave up on the answer). */
   stop(reason: string): void {
     this.problem ??= reason;
     this.pieces = [];
