@@ -4,6 +4,7 @@
  * whole bucket waits for a full one and takes it into debt, so it is served and the rate still holds.
  */
 import type { AbortLike } from '../abort.js';
+import { Fifo } from '../state/fifo.js';
 
 export type LimitName = 'batches_in_flight' | 'candidates_per_minute';
 
@@ -71,8 +72,7 @@ export class ClientLimiter {
   private tokens = 0;
   private refilledAt: number;
   /** Settled waiters are skipped rather than spliced out. */
-  private readonly queue: Waiter[] = [];
-  private head = 0;
+  private readonly queue = new Fifo<Waiter>();
   private waitingCount = 0;
   private tokenTimer: unknown;
 
@@ -186,13 +186,8 @@ export class ClientLimiter {
   }
 
   private firstWaiter(): Waiter | undefined {
-    let first = this.queue[this.head];
-    while (first?.settled === true) first = this.queue[++this.head];
-    if (this.head > 64 && this.head * 2 > this.queue.length) {
-      this.queue.splice(0, this.head);
-      this.head = 0;
-    }
-    return this.queue[this.head];
+    while (this.queue.peek()?.settled === true) this.queue.shift();
+    return this.queue.peek();
   }
 
   private pump(): void {

@@ -2,6 +2,7 @@
 import type { AbortLike } from '../abort.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
+import { Fifo } from './fifo.js';
 import { onAbort, replayKept } from './util.js';
 
 /**
@@ -39,7 +40,7 @@ export class LocalReplay {
    * Stored answers, oldest first: with one ttl for all, the head is the next to expire or be evicted. Not a Set:
    * iterated from its start it walks every entry deleted since its last compaction (all the evicted, under S1).
    */
-  private readonly doneOrder = new DoneQueue();
+  private readonly doneOrder = new Fifo<{ rid: string; entry: Done }>();
   private bytes = 0;
 
   constructor(
@@ -117,7 +118,7 @@ export class LocalReplay {
     }
     const done: Done = { state: 'done', hash, body, bytes, expiresAt: Date.now() + this.limits.ttlMs };
     this.entries.set(requestId, done);
-    this.doneOrder.push(requestId, done);
+    this.doneOrder.push({ rid: requestId, entry: done });
     this.bytes += bytes;
     this.stats.replayStored++;
     while (this.bytes > this.limits.capBytes) {
@@ -146,35 +147,5 @@ export class LocalReplay {
     this.entries.delete(requestId);
     this.bytes -= entry.bytes;
     return true;
-  }
-}
-
-/** A FIFO whose array is compacted once the taken part is most of it: amortized constant time. */
-class DoneQueue {
-  private items: ({ rid: string; entry: Done } | undefined)[] = [];
-  private head = 0;
-
-  push(rid: string, entry: Done): void {
-    this.items.push({ rid, entry });
-  }
-
-  peek(): { rid: string; entry: Done } | undefined {
-    return this.items[this.head];
-  }
-
-  shift(): { rid: string; entry: Done } | undefined {
-    const item = this.items[this.head];
-    if (item === undefined) return undefined;
-    this.items[this.head++] = undefined;
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
-
-  clear(): void {
-    this.items = [];
-    this.head = 0;
   }
 }
