@@ -5,6 +5,7 @@
  */
 import type { AbortLike } from '../abort.js';
 import { Fifo } from '../state/fifo.js';
+import { makePermit } from '../state/local-semaphore.js';
 
 export type LimitName = 'batches_in_flight' | 'candidates_per_minute';
 
@@ -171,18 +172,11 @@ export class ClientLimiter {
   private grant(candidates: number, waitedMs: number, waitedFor: LimitName | undefined): Granted {
     this.inFlightCount++;
     if (this.settings.perMinute !== undefined) this.tokens -= candidates;
-    let released = false;
-    return {
-      ok: true,
-      waitedMs,
-      waitedFor,
-      release: () => {
-        if (released) return;
-        released = true;
-        this.inFlightCount--;
-        this.pump();
-      },
-    };
+    const { release } = makePermit(() => {
+      this.inFlightCount--;
+      this.pump();
+    });
+    return { ok: true, waitedMs, waitedFor, release };
   }
 
   private firstWaiter(): Waiter | undefined {

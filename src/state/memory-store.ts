@@ -1,6 +1,6 @@
 /** The default store: everything in this process, so limits, replay, counters and shared values are its own. */
 import { mbToBytes } from '../config/schema.js';
-import { LocalClaims } from './claims.js';
+import { liveEntry, LocalClaims, type Entry } from './claims.js';
 import { LocalReplay } from './local-replay.js';
 import { LocalSemaphores } from './local-semaphore.js';
 import type { CacheEntries, CacheEntriesOptions, StateConfig, StateLog, Store, TokenTake } from './types.js';
@@ -14,8 +14,8 @@ export class MemoryStore extends StoreBase implements Store {
   protected readonly semaphores = new LocalSemaphores(this.counts);
   protected readonly replay: LocalReplay;
   private readonly counters = new Map<string, Map<string, number>>();
-  private readonly shared = new Map<string, { value: string; expiresAt: number }>();
-  private readonly lists = new Map<string, { values: string[]; expiresAt: number }>();
+  private readonly shared = new Map<string, Entry<string>>();
+  private readonly lists = new Map<string, Entry<string[]>>();
   protected readonly claims: LocalClaims;
 
   constructor(config: StateConfig, log: StateLog) {
@@ -66,11 +66,7 @@ export class MemoryStore extends StoreBase implements Store {
   }
 
   async getShared(key: string): Promise<string | undefined> {
-    const entry = this.shared.get(key);
-    if (entry === undefined) return undefined;
-    if (entry.expiresAt > Date.now()) return entry.value;
-    this.shared.delete(key);
-    return undefined;
+    return liveEntry(this.shared, key, Date.now())?.value;
   }
 
   cacheEntries(opts: CacheEntriesOptions): CacheEntries {
@@ -84,19 +80,15 @@ export class MemoryStore extends StoreBase implements Store {
 
   async pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void> {
     const now = Date.now();
-    let list = this.lists.get(key);
-    if (list === undefined || list.expiresAt <= now) this.lists.set(key, (list = { values: [], expiresAt: 0 }));
-    list.values.push(value);
+    let list = liveEntry(this.lists, key, now);
+    if (list === undefined) this.lists.set(key, (list = { value: [], expiresAt: 0 }));
+    list.value.push(value);
     // One at a time, so a list never holds more than max + 1: the cost of a push stays constant.
-    while (list.values.length > Math.max(0, max)) list.values.shift();
+    while (list.value.length > Math.max(0, max)) list.value.shift();
     list.expiresAt = now + ttlMs;
   }
 
   async readList(key: string): Promise<string[]> {
-    const list = this.lists.get(key);
-    if (list === undefined) return [];
-    if (list.expiresAt > Date.now()) return [...list.values];
-    this.lists.delete(key);
-    return [];
+    return [...(liveEntry(this.lists, key, Date.now())?.value ?? [])];
   }
 }
