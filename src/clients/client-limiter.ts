@@ -4,8 +4,8 @@
  * whole bucket waits for a full one and takes it into debt, so it is served and the rate still holds.
  */
 import type { AbortLike } from '../abort.js';
-import { Fifo } from '../state/fifo.js';
-import { makePermit } from '../state/local-semaphore.js';
+import { Fifo } from '../state/util.js';
+import { makePermit } from '../state/semaphores.js';
 
 export type LimitName = 'batches_in_flight' | 'candidates_per_minute';
 

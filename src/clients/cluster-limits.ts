@@ -5,7 +5,7 @@
 import type { AbortLike } from '../abort.js';
 import type { Permits, StoreHealth, TokenBuckets } from '../state/types.js';
 import type { Admission, Granted, LimitName, LimitSettings } from './client-limiter.js';
-import { makePermit } from '../state/local-semaphore.js';
+import { makePermit } from '../state/semaphores.js';
 
 interface ClusterLimitDeps {
   store: Permits & TokenBuckets & Pick<StoreHealth, 'isUp'>;

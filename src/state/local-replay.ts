@@ -2,8 +2,7 @@
 import type { AbortLike } from '../abort.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
-import { Fifo } from './fifo.js';
-import { onAbort, replayKept } from './util.js';
+import { Fifo, onAbort, replayKept } from './util.js';
 
 /**
  * An entry's heap besides its answer (key, hash, objects, table slots), about 1 KB as measured under S1; without

@@ -2,7 +2,7 @@
 import { mbToBytes } from '../config/schema.js';
 import { liveEntry, LocalClaims, type Entry } from './claims.js';
 import { LocalReplay } from './local-replay.js';
-import { LocalSemaphores } from './local-semaphore.js';
+import { LocalSemaphores } from './semaphores.js';
 import type { CacheEntries, CacheEntriesOptions, StateConfig, StateLog, Store, TokenTake } from './types.js';
 import { StoreBase } from './store-base.js';
 import { LocalCache } from './cache-entries.js';

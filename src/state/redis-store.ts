@@ -6,13 +6,12 @@
  */
 import { LocalClaims, RedisClaims } from './claims.js';
 import { LocalReplay } from './local-replay.js';
-import { LocalSemaphores } from './local-semaphore.js';
 import { mbToBytes } from '../config/schema.js';
 import { RedisCache } from './cache-entries.js';
 import { RedisCounters } from './redis-counters.js';
 import { RedisLink } from './redis-link.js';
 import { RedisReplay } from './redis-replay.js';
-import { RedisSemaphores } from './redis-semaphore.js';
+import { LocalSemaphores, RedisSemaphores } from './semaphores.js';
 import { RedisShared, type SharedMessage } from './redis-shared.js';
 import { arrayReply, numberAt, TOKEN_TAKE } from './redis-scripts.js';
 import { isJsonObject } from '../protocol/schemas.js';
