@@ -1,7 +1,7 @@
 /** The default store: everything in this process, so limits, replay, counters and shared values are its own. */
 import { mbToBytes } from '../config/schema.js';
 import { liveEntry, LocalClaims, type Entry } from './claims.js';
-import { LocalReplay } from './local-replay.js';
+import { LocalReplay } from './replay.js';
 import { LocalSemaphores } from './semaphores.js';
 import type { CacheEntries, CacheEntriesOptions, StateConfig, StateLog, Store, TokenTake } from './types.js';
 import { StoreBase } from './store-base.js';

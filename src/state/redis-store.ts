@@ -5,12 +5,11 @@
  * `cache:e:<digest>`, `cache:{gen}:<scope>`, and the pub/sub channel `events` (docs/experiments.md#bounds-and-sizing).
  */
 import { LocalClaims, RedisClaims } from './claims.js';
-import { LocalReplay } from './local-replay.js';
 import { mbToBytes } from '../config/schema.js';
 import { RedisCache } from './cache-entries.js';
 import { RedisCounters } from './redis-counters.js';
 import { RedisLink } from './redis-link.js';
-import { RedisReplay } from './redis-replay.js';
+import { LocalReplay, RedisReplay } from './replay.js';
 import { LocalSemaphores, RedisSemaphores } from './semaphores.js';
 import { RedisShared, type SharedMessage } from './redis-shared.js';
 import { arrayReply, numberAt, TOKEN_TAKE } from './redis-scripts.js';
