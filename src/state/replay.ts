@@ -11,7 +11,7 @@ import { storeOf } from '../protocol/byte-store.js';
 import type { RedisLink } from './redis-link.js';
 import { arrayReply, bufferAt, REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
 import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
-import { Fifo, GAVE_UP, leaseRenewer, newId, onAbort, raceAbort, Wakers } from './util.js';
+import { Fifo, GAVE_UP, leaseRenewer, newId, raceAbort, Wakers } from './util.js';
 import { GatewayError } from '../errors.js';
 
 /**
@@ -23,7 +23,6 @@ const ENTRY_BYTES = 1024;
 interface Pending {
   state: 'pending';
   hash: string;
-  waiters: Set<() => void>;
 }
 
 interface Done {
@@ -50,6 +49,7 @@ export class LocalReplay {
    * iterated from its start it walks every entry deleted since its last compaction (all the evicted, under S1).
    */
   private readonly doneOrder = new Fifo<{ rid: string; entry: Done }>();
+  private readonly waiters = new Wakers();
   private bytes = 0;
 
   constructor(
@@ -75,16 +75,7 @@ export class LocalReplay {
       if (!waited) this.stats.replayWaits++;
       waited = true;
       // Woken by finish/abandon, then look again: an abandoned entry is gone and this caller may compute.
-      await new Promise<void>((resolve) => {
-        let unlisten = (): void => {};
-        const wake = (): void => {
-          entry.waiters.delete(wake);
-          unlisten();
-          resolve();
-        };
-        entry.waiters.add(wake);
-        unlisten = onAbort(signal, wake);
-      });
+      await this.waiters.nap(requestId, Infinity, signal);
     }
   }
 
@@ -97,7 +88,7 @@ export class LocalReplay {
   }
 
   private start(requestId: string, hash: string): ReplayLease {
-    const entry: Pending = { state: 'pending', hash, waiters: new Set() };
+    const entry: Pending = { state: 'pending', hash };
     this.entries.set(requestId, entry);
     return {
       finish: async (body) => this.settle(requestId, entry, body),
@@ -114,7 +105,7 @@ export class LocalReplay {
       if (kept === undefined) this.stats.replayTooLarge++;
       else this.store(requestId, entry.hash, kept.body, kept.bytes);
     }
-    for (const wake of [...entry.waiters]) wake();
+    this.waiters.wake(requestId);
   }
 
   private store(requestId: string, hash: string, body: string | AnswerBody, answerBytes: number): void {
