@@ -1,6 +1,6 @@
 /** Per-backend latency quantiles and outcomes `GET /gateway/backends` adds for the console (docs/console.md#backends). */
 import type { GatewayMetrics } from '../metrics.js';
-import { histogramQuantile } from './overview.js';
+import { histogramQuantile } from '../stats/histogram-quantile.js';
 
 interface BackendStats {
   latency_ms: { samples: number; p50: number | null; p95: number | null };

@@ -6,8 +6,6 @@
 import type { GatewayState } from '../batch/gateway-state.js';
 import { histogramQuantile, type Bucket } from '../stats/histogram-quantile.js';
 
-export { histogramQuantile };
-
 export interface Overview {
   version: string;
   started_at: string;

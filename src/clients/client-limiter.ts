@@ -4,6 +4,8 @@
  * whole bucket waits for a full one and takes it into debt, so it is served and the rate still holds.
  */
 import type { AbortLike } from '../abort.js';
+import { Fifo } from '../state/util.js';
+import { makePermit } from '../state/semaphores.js';
 
 export type LimitName = 'batches_in_flight' | 'candidates_per_minute';
 
@@ -71,8 +73,7 @@ export class ClientLimiter {
   private tokens = 0;
   private refilledAt: number;
   /** Settled waiters are skipped rather than spliced out. */
-  private readonly queue: Waiter[] = [];
-  private head = 0;
+  private readonly queue = new Fifo<Waiter>();
   private waitingCount = 0;
   private tokenTimer: unknown;
 
@@ -171,28 +172,16 @@ export class ClientLimiter {
   private grant(candidates: number, waitedMs: number, waitedFor: LimitName | undefined): Granted {
     this.inFlightCount++;
     if (this.settings.perMinute !== undefined) this.tokens -= candidates;
-    let released = false;
-    return {
-      ok: true,
-      waitedMs,
-      waitedFor,
-      release: () => {
-        if (released) return;
-        released = true;
-        this.inFlightCount--;
-        this.pump();
-      },
-    };
+    const { release } = makePermit(() => {
+      this.inFlightCount--;
+      this.pump();
+    });
+    return { ok: true, waitedMs, waitedFor, release };
   }
 
   private firstWaiter(): Waiter | undefined {
-    let first = this.queue[this.head];
-    while (first?.settled === true) first = this.queue[++this.head];
-    if (this.head > 64 && this.head * 2 > this.queue.length) {
-      this.queue.splice(0, this.head);
-      this.head = 0;
-    }
-    return this.queue[this.head];
+    while (this.queue.peek()?.settled === true) this.queue.shift();
+    return this.queue.peek();
   }
 
   private pump(): void {

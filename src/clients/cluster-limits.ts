@@ -5,6 +5,7 @@
 import type { AbortLike } from '../abort.js';
 import type { Permits, StoreHealth, TokenBuckets } from '../state/types.js';
 import type { Admission, Granted, LimitName, LimitSettings } from './client-limiter.js';
+import { makePermit } from '../state/semaphores.js';
 
 interface ClusterLimitDeps {
   store: Permits & TokenBuckets & Pick<StoreHealth, 'isUp'>;
@@ -57,17 +58,9 @@ export async function admitCluster(
       if (signal.aborted) return refuse('candidates_per_minute');
     }
   }
-  const waitedMs = local.waitedMs + (deps.now() - start);
-  let released = false;
-  return {
-    ok: true,
-    waitedMs,
-    waitedFor: local.waitedFor,
-    release: () => {
-      if (released) return;
-      released = true;
-      slot?.release();
-      local.release();
-    },
-  };
+  const { release } = makePermit(() => {
+    slot?.release();
+    local.release();
+  });
+  return { ok: true, waitedMs: local.waitedMs + (deps.now() - start), waitedFor: local.waitedFor, release };
 }

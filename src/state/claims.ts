@@ -3,9 +3,18 @@ import type { RedisLink } from './redis-link.js';
 import { CLAIM, SET_ADD } from './redis-scripts.js';
 import type { ClaimResult, StoreStats } from './types.js';
 
-interface Entry<T> {
+export interface Entry<T> {
   value: T;
   expiresAt: number;
+}
+
+/** The entry at `key` while it lives; an expired one is deleted. */
+export function liveEntry<T>(map: Map<string, Entry<T>>, key: string, now: number): Entry<T> | undefined {
+  const e = map.get(key);
+  if (e === undefined) return undefined;
+  if (e.expiresAt > now) return e;
+  map.delete(key);
+  return undefined;
 }
 
 /** In this process (and the Redis store's fallback): past state.index_max_entries the oldest go first. */
@@ -53,11 +62,7 @@ export class LocalClaims {
   }
 
   private live<T>(map: Map<string, Entry<T>>, key: string): Entry<T> | undefined {
-    const e = map.get(key);
-    if (e === undefined) return undefined;
-    if (e.expiresAt > this.now()) return e;
-    map.delete(key);
-    return undefined;
+    return liveEntry(map, key, this.now());
   }
 
   private put<T>(map: Map<string, Entry<T>>, key: string, e: Entry<T>): void {

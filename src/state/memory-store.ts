@@ -1,41 +1,25 @@
 /** The default store: everything in this process, so limits, replay, counters and shared values are its own. */
-import type { AbortLike } from '../abort.js';
 import { mbToBytes } from '../config/schema.js';
-import { LocalClaims } from './claims.js';
-import { LocalReplay } from './local-replay.js';
-import { LocalSemaphores } from './local-semaphore.js';
-import {
-  emptyStats,
-  type AcquireOptions,
-  type ClaimResult,
-  type CacheEntries,
-  type CacheEntriesOptions,
-  type Permit,
-  type ReplayBegin,
-  type SharedListener,
-  type StateConfig,
-  type StateLog,
-  type Store,
-  type StoreStats,
-  type TokenTake,
-} from './types.js';
-import { Listeners } from './util.js';
+import { liveEntry, LocalClaims, type Entry } from './claims.js';
+import { LocalReplay } from './replay.js';
+import { LocalSemaphores } from './semaphores.js';
+import type { CacheEntries, CacheEntriesOptions, StateConfig, StateLog, Store, TokenTake } from './types.js';
+import { StoreBase } from './store-base.js';
 import { LocalCache } from './cache-entries.js';
 
 const TAKEN: TokenTake = { ok: true };
 
-export class MemoryStore implements Store {
+export class MemoryStore extends StoreBase implements Store {
   readonly kind = 'memory' as const;
-  private readonly counts = emptyStats();
-  private readonly semaphores = new LocalSemaphores(this.counts);
-  private readonly replay: LocalReplay;
+  protected readonly semaphores = new LocalSemaphores(this.counts);
+  protected readonly replay: LocalReplay;
   private readonly counters = new Map<string, Map<string, number>>();
-  private readonly shared = new Map<string, { value: string; expiresAt: number }>();
-  private readonly sharedListeners: Listeners<Parameters<SharedListener>>;
-  private readonly lists = new Map<string, { values: string[]; expiresAt: number }>();
-  private readonly claims: LocalClaims;
+  private readonly shared = new Map<string, Entry<string>>();
+  private readonly lists = new Map<string, Entry<string[]>>();
+  protected readonly claims: LocalClaims;
 
   constructor(config: StateConfig, log: StateLog) {
+    super(log);
     this.claims = new LocalClaims(config.index_max_entries);
     this.replay = new LocalReplay(
       {
@@ -45,7 +29,6 @@ export class MemoryStore implements Store {
       },
       this.counts,
     );
-    this.sharedListeners = new Listeners((err) => log.warn({ err }, 'state: shared-value listener threw'));
   }
 
   isUp(): boolean {
@@ -54,14 +37,6 @@ export class MemoryStore implements Store {
 
   onUpChange(_listener: (up: boolean) => void): () => void {
     return () => {};
-  }
-
-  replayBegin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin> {
-    return this.replay.begin(requestId, bodyHash, signal);
-  }
-
-  acquire(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined> {
-    return this.semaphores.acquire(key, limit, opts);
   }
 
   takeTokens(): Promise<TokenTake | undefined> {
@@ -91,39 +66,11 @@ export class MemoryStore implements Store {
   }
 
   async getShared(key: string): Promise<string | undefined> {
-    const entry = this.shared.get(key);
-    if (entry === undefined) return undefined;
-    if (entry.expiresAt > Date.now()) return entry.value;
-    this.shared.delete(key);
-    return undefined;
-  }
-
-  onSharedChange(listener: SharedListener): () => void {
-    return this.sharedListeners.add(listener);
-  }
-
-  async claim(key: string, value: string, ttlMs: number): Promise<ClaimResult> {
-    return this.claims.claim(key, value, ttlMs);
-  }
-
-  async readClaim(key: string): Promise<string | undefined> {
-    return this.claims.read(key);
-  }
-
-  async addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean> {
-    return this.claims.add(key, member, ttlMs, maxMembers);
-  }
-
-  async readSet(key: string): Promise<string[]> {
-    return this.claims.members(key);
+    return liveEntry(this.shared, key, Date.now())?.value;
   }
 
   cacheEntries(opts: CacheEntriesOptions): CacheEntries {
     return new LocalCache(opts);
-  }
-
-  stats(): StoreStats {
-    return { ...this.counts };
   }
 
   async close(): Promise<void> {
@@ -133,19 +80,15 @@ export class MemoryStore implements Store {
 
   async pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void> {
     const now = Date.now();
-    let list = this.lists.get(key);
-    if (list === undefined || list.expiresAt <= now) this.lists.set(key, (list = { values: [], expiresAt: 0 }));
-    list.values.push(value);
+    let list = liveEntry(this.lists, key, now);
+    if (list === undefined) this.lists.set(key, (list = { value: [], expiresAt: 0 }));
+    list.value.push(value);
     // One at a time, so a list never holds more than max + 1: the cost of a push stays constant.
-    while (list.values.length > Math.max(0, max)) list.values.shift();
+    while (list.value.length > Math.max(0, max)) list.value.shift();
     list.expiresAt = now + ttlMs;
   }
 
   async readList(key: string): Promise<string[]> {
-    const list = this.lists.get(key);
-    if (list === undefined) return [];
-    if (list.expiresAt > Date.now()) return [...list.values];
-    this.lists.delete(key);
-    return [];
+    return [...(liveEntry(this.lists, key, Date.now())?.value ?? [])];
   }
 }

@@ -4,34 +4,19 @@
  * `replay:{request_id}`, `counters:{key}`, `shared:<key>`, `claim:<key>`, `set:<key>`, `list:<key>`,
  * `cache:e:<digest>`, `cache:{gen}:<scope>`, and the pub/sub channel `events` (docs/experiments.md#bounds-and-sizing).
  */
-import type { AbortLike } from '../abort.js';
 import { LocalClaims, RedisClaims } from './claims.js';
-import { LocalReplay } from './local-replay.js';
-import { LocalSemaphores } from './local-semaphore.js';
 import { mbToBytes } from '../config/schema.js';
 import { RedisCache } from './cache-entries.js';
 import { RedisCounters } from './redis-counters.js';
 import { RedisLink } from './redis-link.js';
-import { RedisReplay } from './redis-replay.js';
-import { RedisSemaphores } from './redis-semaphore.js';
+import { LocalReplay, RedisReplay } from './replay.js';
+import { LocalSemaphores, RedisSemaphores } from './semaphores.js';
 import { RedisShared, type SharedMessage } from './redis-shared.js';
 import { arrayReply, numberAt, TOKEN_TAKE } from './redis-scripts.js';
 import { isJsonObject } from '../protocol/schemas.js';
-import {
-  emptyStats,
-  type AcquireOptions,
-  type ClaimResult,
-  type CacheEntries,
-  type Permit,
-  type ReplayBegin,
-  type SharedListener,
-  type StateConfig,
-  type StateLog,
-  type Store,
-  type StoreStats,
-  type TokenTake,
-} from './types.js';
-import { Listeners, newId } from './util.js';
+import type { CacheEntries, StateConfig, StateLog, Store, TokenTake } from './types.js';
+import { StoreBase } from './store-base.js';
+import { newId } from './util.js';
 import { GatewayError } from '../errors.js';
 
 type Message = { t: 'sem'; k: string } | { t: 'replay'; k: string } | SharedMessage;
@@ -50,22 +35,21 @@ function parseMessage(raw: string): Message | undefined {
   return undefined;
 }
 
-export class RedisStore implements Store {
+export class RedisStore extends StoreBase implements Store {
   readonly kind = 'redis' as const;
-  private readonly counts = emptyStats();
   private readonly link: RedisLink;
-  private readonly semaphores: RedisSemaphores;
-  private readonly replay: RedisReplay;
+  protected readonly semaphores: RedisSemaphores;
+  protected readonly replay: RedisReplay;
   private readonly localReplay: LocalReplay;
   private readonly counters: RedisCounters;
   private readonly shared: RedisShared;
-  private readonly claims: RedisClaims;
+  protected readonly claims: RedisClaims;
   private readonly localClaims: LocalClaims;
   private readonly prefix: string;
-  private readonly sharedListeners: Listeners<Parameters<SharedListener>>;
   private closing: Promise<void> | undefined;
 
   constructor(config: StateConfig, log: StateLog) {
+    super(log);
     const redis = config.redis;
     if (redis === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'RedisStore needs state.redis');
     const prefix = redis.key_prefix;
@@ -85,7 +69,6 @@ export class RedisStore implements Store {
     this.counters = new RedisCounters(this.link, this.counts, prefix, origin, Math.ceil(config.counters_ttl_s * 1000));
     this.localClaims = new LocalClaims(config.index_max_entries);
     this.claims = new RedisClaims(this.link, this.localClaims, this.counts, prefix);
-    this.sharedListeners = new Listeners((err) => log.warn({ err }, 'state: shared-value listener threw'));
     this.shared = new RedisShared(this.link, this.counts, this.sharedListeners, prefix, origin);
     this.link.onUpChange((up) => {
       if (!up) return;
@@ -102,14 +85,6 @@ export class RedisStore implements Store {
 
   onUpChange(listener: (up: boolean) => void): () => void {
     return this.link.onUpChange(listener);
-  }
-
-  replayBegin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin> {
-    return this.replay.begin(requestId, bodyHash, signal);
-  }
-
-  acquire(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined> {
-    return this.semaphores.acquire(key, limit, opts);
   }
 
   async takeTokens(key: string, capacity: number, n: number): Promise<TokenTake | undefined> {
@@ -147,33 +122,9 @@ export class RedisStore implements Store {
     return this.shared.get(key);
   }
 
-  onSharedChange(listener: SharedListener): () => void {
-    return this.sharedListeners.add(listener);
-  }
-
-  claim(key: string, value: string, ttlMs: number): Promise<ClaimResult> {
-    return this.claims.claim(key, value, ttlMs);
-  }
-
-  readClaim(key: string): Promise<string | undefined> {
-    return this.claims.read(key);
-  }
-
-  addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean> {
-    return this.claims.add(key, member, ttlMs, maxMembers);
-  }
-
-  readSet(key: string): Promise<string[]> {
-    return this.claims.members(key);
-  }
-
   /** max_mb bounds the memory cache only. */
   cacheEntries(): CacheEntries {
     return new RedisCache(this.link, this.prefix);
-  }
-
-  stats(): StoreStats {
-    return { ...this.counts };
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,4 @@
 import { BatchSignal, type AbortLike } from '../abort.js';
-import { joinBody, retainedBytes, type AnswerBody } from '../protocol/answer/answer-body.js';
-import { storeOf } from '../protocol/byte-store.js';
 
 /**
  * One 'abort' listener per AbortSignal, shared by its callbacks: a request's signal goes to one wait per
@@ -133,33 +131,32 @@ export class Wakers {
   }
 }
 
-/** An answer as the Redis replay sends it (pieces joined, never decoded); undefined when over `max` bytes. */
-export function replayBytes(body: string | AnswerBody, max: number): string | Buffer | undefined {
-  if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : body;
-  return body.length > max ? undefined : joinBody(body);
-}
+/** A FIFO on an array whose taken head is dropped once it is most of the array: amortized constant time. */
+export class Fifo<T> {
+  private items: (T | undefined)[] = [];
+  private head = 0;
 
-/**
- * An answer as the per-process replay keeps it, and the bytes that costs. Its pieces are kept uncopied (every
- * batch stores its answer, most are dropped unread), unless they keep much more alive than their length (a
- * small answer sliced from a large backend answer): then one copy, so the cache's bound is what it holds.
- */
-export function replayKept(body: string | AnswerBody, max: number): { body: string | AnswerBody; bytes: number } | undefined {
-  if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : { body, bytes: body.length };
-  if (body.length > max) return undefined;
-  const bytes = retainedBytes(body);
-  // A piece of a body's store (protocol/byte-store.ts) is empty once its batch ends: such an answer is copied.
-  if (bytes <= 2 * body.length && !body.parts.some((p) => storeOf(p) !== undefined)) return { body, bytes };
-  // Not Buffer.concat: a small copy would come from Node's shared 8 KB slab, which the entry would then pin.
-  const joined = Buffer.allocUnsafeSlow(body.length);
-  let at = 0;
-  for (const p of body.parts) at += p.copy(joined, at);
-  return { body: { parts: [joined], length: joined.length }, bytes: joined.length };
-}
+  push(item: T): void {
+    this.items.push(item);
+  }
 
-/** Without encoding `s` when its length tells (n UTF-16 units are n to 3n UTF-8 bytes): answers are megabytes. */
-function utf8Exceeds(s: string, max: number): boolean {
-  if (s.length > max) return true;
-  if (s.length * 3 <= max) return false;
-  return Buffer.byteLength(s, 'utf8') > max;
+  peek(): T | undefined {
+    return this.items[this.head];
+  }
+
+  shift(): T | undefined {
+    const item = this.items[this.head];
+    if (item === undefined) return undefined;
+    this.items[this.head++] = undefined;
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+
+  clear(): void {
+    this.items = [];
+    this.head = 0;
+  }
 }

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { histogramQuantile } from '../../src/admin/overview.js';
+import { histogramQuantile } from '../../src/stats/histogram-quantile.js';
 import { startGatewayFromFile, type FileGateway } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput } from '../helpers/gateway.js';

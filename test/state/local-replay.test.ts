@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AnswerBody } from '../../src/protocol/answer/answer-body.js';
-import { LocalReplay } from '../../src/state/local-replay.js';
+import { LocalReplay } from '../../src/state/replay.js';
 import { emptyStats, type ReplayBegin } from '../../src/state/types.js';
 
 const KB = 1024;

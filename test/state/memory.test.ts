@@ -15,7 +15,7 @@ contractSuite('memory', {
     return store;
   },
   assertIdle: async () => {}, // nothing outlives a permit in memory; the contract's own checks cover leaks
-  waitQueued: async () => {}, // acquire() queues a waiter before it returns (src/state/local-semaphore.ts)
+  waitQueued: async () => {}, // acquire() queues a waiter before it returns (src/state/semaphores.ts)
   cleanup: async () => {
     await Promise.all(stores.map((s) => s.close()));
   },

@@ -75,7 +75,7 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     if (first.kind === 'compute') await first.lease.finish('{"ok":true}');
     assert.deepEqual(replayed(await waiting), { kind: 'hit', body: '{"ok":true}' });
     // The bound is the behaviour: the announcement wakes b within a few ms of the finish, where the safety-net
-    // poll (every 200 ms, src/state/redis-replay.ts) would come up to 200 ms later; 150 ms is as generous as it
+    // poll (every 200 ms, src/state/replay.ts) would come up to 200 ms later; 150 ms is as generous as it
     // can be while still telling the two apart.
     assert.ok(Date.now() - finished < 150, 'woken by pub/sub, not by the poll');
     assert.deepEqual(replayed(await b.replayBegin(rid, 'h')), { kind: 'hit', body: '{"ok":true}' });
