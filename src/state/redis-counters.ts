@@ -1,7 +1,6 @@
 /**
- * Cluster-wide counters as Redis hashes, summed here and sent every FLUSH_MS. A batch whose answer is lost is
- * sent again as is; its sequence number makes Redis apply it once. While Redis is unavailable, reads answer the
- * last totals read plus this process's unsent increments.
+ * Cluster-wide counters as Redis hashes, summed here and sent every FLUSH_MS. A batch whose answer is lost is sent
+ * again as is; its sequence number makes Redis apply it once.
  */
 import { isCommandError, type RedisLink } from './redis-link.js';
 import { COUNTERS_ADD } from './redis-scripts.js';
@@ -30,7 +29,6 @@ export class RedisCounters {
     private readonly stats: StoreStats,
     private readonly prefix: string,
     private readonly origin: string,
-    /** state.counters_ttl_s */
     private readonly ttlMs: number,
   ) {
     this.timer = setInterval(() => void this.flush(), FLUSH_MS);

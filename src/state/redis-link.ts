@@ -1,8 +1,6 @@
 /**
- * The Redis store's connection (standalone, Sentinel or Cluster) and its pub/sub. No command is queued while
- * disconnected or retried, and each fails after `commandTimeout`; a failure other than a plain command error
- * marks Redis down, and while down `run` fails without touching the network so callers fall back at once.
- * 'ready', or a probe PING for a server that was only slow, marks it up again.
+ * The Redis connection and its pub/sub. No command is queued or retried; a failure other than a command error marks
+ * Redis down, and while down `run` fails without touching the network so callers fall back at once.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { LuaScript } from './redis-scripts.js';
@@ -111,7 +109,6 @@ export class RedisLink {
     return this.upListeners.add(listener);
   }
 
-  /** Throws RedisUnavailable while down; marks down on a transport failure. */
   async run<T>(op: (client: Client) => Promise<T>): Promise<T> {
     if (!this.up) throw new RedisUnavailable();
     try {
@@ -131,10 +128,7 @@ export class RedisLink {
     }
   }
 
-  /**
-   * EVALSHA, loading the script on NOSCRIPT (first use, or a restart or failover emptied the cache). `asBuffers`:
-   * the script's strings come back as Buffers (a stored answer is bytes, never decoded here).
-   */
+  /** Loads the script on NOSCRIPT (first use, or a restart or failover emptied the cache). */
   script(s: LuaScript, keys: string[], args: (string | number | Buffer)[], asBuffers = false): Promise<unknown> {
     return this.run(async (c) => {
       const call = (cmd: 'evalsha' | 'eval', first: string): Promise<unknown> => {

@@ -1,7 +1,6 @@
 /**
- * The Redis store's Lua scripts: each makes a check and its update one step across replicas. Times come from
- * the server's clock, so clock skew between gateway hosts cannot stretch a lease; every key is passed in KEYS and
- * the keys of one script share a {hash tag}, for Redis Cluster.
+ * Lua scripts: each makes a check and its update one step across replicas. Times come from the server's clock, so
+ * skew between gateway hosts cannot stretch a lease; one script's KEYS share a {hash tag}, for Redis Cluster.
  */
 import { createHash } from 'node:crypto';
 import { GatewayError } from '../errors.js';
@@ -96,10 +95,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `);
 
-/**
- * Only while the caller still owns the entry. KEYS: replay hash. ARGV: token, mode ('finish' | 'abandon'), body,
- * ttl ms, channel, message.
- */
+/** Only while the caller still owns the entry. KEYS: replay hash. ARGV: token, mode, body, ttl ms, channel, message. */
 export const REPLAY_END = script(`
 if redis.call('HGET', KEYS[1], 't') ~= ARGV[1] then return 0 end
 if ARGV[2] == 'finish' then
@@ -200,7 +196,6 @@ export function numberAt(reply: readonly unknown[], i: number): number {
   return v;
 }
 
-/** Element i of a reply read as Buffers: undefined past its end. */
 export function bufferAt(reply: readonly unknown[], i: number): Buffer | undefined {
   const v = reply[i];
   if (v !== undefined && !Buffer.isBuffer(v)) throw new GatewayError('GATEWAY_ERR_INTERNAL', `a gateway Lua script answered ${typeof v} at ${i}, not bytes`);

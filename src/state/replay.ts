@@ -1,8 +1,6 @@
 /**
- * Idempotent replay. Per process (LocalReplay): the memory store's, and the Redis store's fallback. Shared through
- * Redis (RedisReplay): one hash per request_id, "pending" under a lease its owner renews, or "done" for
- * replay_ttl_s. Waiters on any replica are woken by pub/sub and poll as a safety net; an owner that dies stops
- * renewing and a waiter takes over. While Redis is unavailable, the local replay answers.
+ * Idempotent replay, per process (LocalReplay) or through Redis (RedisReplay): one hash per request_id, "pending"
+ * under a lease its owner renews, or "done" for replay_ttl_s. Waiters are woken by pub/sub and poll as a safety net.
  */
 import type { AbortLike } from '../abort.js';
 import { createHash } from 'node:crypto';
@@ -14,10 +12,7 @@ import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
 import { Fifo, GAVE_UP, leaseRenewer, newId, raceAbort, Wakers } from './util.js';
 import { GatewayError } from '../errors.js';
 
-/**
- * An entry's heap besides its answer (key, hash, objects, table slots), about 1 KB as measured under S1; without
- * it 16 MB of small answers held twice that.
- */
+/** An entry's heap besides its answer, about 1 KB (measured under S1: uncounted, 16 MB of small answers held 32). */
 const ENTRY_BYTES = 1024;
 
 interface Pending {
@@ -36,9 +31,7 @@ interface Done {
 
 interface LocalReplayLimits {
   ttlMs: number;
-  /** replay_max_bytes */
   maxBytes: number;
-  /** replay_cache_mb: the oldest are dropped beyond it. */
   capBytes: number;
 }
 
@@ -79,7 +72,6 @@ export class LocalReplay {
     }
   }
 
-  /** Abandons the computations in progress, so their waiters compute themselves. */
   clear(): void {
     for (const [rid, entry] of this.entries) if (entry.state === 'pending') this.settle(rid, entry, undefined);
     this.entries.clear();
@@ -128,10 +120,7 @@ export class LocalReplay {
     }
   }
 
-  /**
-   * The sweep stops at the first live entry (one ttl for all). Not a timer per entry: at thousands of batches a
-   * second that is thousands of live timers for the GC to carry (S1, docs/performance.md#targets).
-   */
+  /** Not a timer per entry: at thousands of batches a second that is thousands of live timers for the GC to carry. */
   private expire(): void {
     const now = Date.now();
     for (;;) {
@@ -155,7 +144,6 @@ const WAIT_POLL_MS = 200;
 
 export class RedisReplay {
   private readonly waiters = new Wakers();
-  /** Redis keys of the computations this process owns, by token. */
   private readonly owned = new Map<string, string>();
   /** Entries Redis may hold for this process that no one ends (an answer lost): abandoned once Redis is back. */
   private readonly orphans = new Map<string, string>();
@@ -224,7 +212,6 @@ export class RedisReplay {
     }
   }
 
-  /** Abandons what this process still computes, so waiters elsewhere need not wait out the lease. */
   async close(): Promise<void> {
     clearInterval(this.renewTimer);
     const ends = [...this.owned].map(([token, key]) => this.end(key, token, undefined));
@@ -255,7 +242,6 @@ export class RedisReplay {
     return this.send(key, token, body);
   }
 
-  /** Stores `body`, or abandons the entry without one. */
   private async send(key: string, token: string, body: string | Buffer | undefined): Promise<void> {
     const message = JSON.stringify({ t: 'replay', k: key });
     const args = body === undefined ? [token, 'abandon', '', 0] : [token, 'finish', body, this.opts.ttlMs];
@@ -289,9 +275,8 @@ function replayBytes(body: string | AnswerBody, max: number): string | Buffer | 
 }
 
 /**
- * An answer as the per-process replay keeps it, and the bytes that costs. Its pieces are kept uncopied (every
- * batch stores its answer, most are dropped unread), unless they keep much more alive than their length (a
- * small answer sliced from a large backend answer): then one copy, so the cache's bound is what it holds.
+ * Pieces are kept uncopied (most stored answers are dropped unread), unless they keep much more alive than their
+ * length (a small answer sliced from a large backend answer): then one copy, so the cache's bound is what it holds.
  */
 function replayKept(body: string | AnswerBody, max: number): { body: string | AnswerBody; bytes: number } | undefined {
   if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : { body, bytes: body.length };

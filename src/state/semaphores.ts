@@ -1,10 +1,8 @@
 /**
- * FIFO semaphores. Per process (LocalSemaphores): the memory store's, and the Redis store's fallback, which also
- * counts the Redis permits this process holds so that during an outage the limit covers all it has in flight.
- * Cluster-wide in Redis (RedisSemaphores; SEM_ACQUIRE keeps the order across replicas): a waiter retries when a
- * release is announced and polls as a safety net (a lapsed lease announces nothing); a replica that dies stops
- * renewing, and its permits come back within the lease. While Redis is unavailable each replica enforces the
- * limit on its own; permits granted then are registered in Redis (SEM_HOLD) once it is back.
+ * FIFO semaphores, per process (LocalSemaphores, which also counts the Redis permits held so that during an outage
+ * the limit covers all in flight) or cluster-wide (RedisSemaphores): a waiter retries when a release is announced
+ * and polls as a safety net (a lapsed lease announces nothing). Permits granted during an outage are registered in
+ * Redis (SEM_HOLD) once it is back.
  */
 import type { AbortLike } from '../abort.js';
 import type { RedisLink } from './redis-link.js';
@@ -15,7 +13,6 @@ import { abortableDelay, GAVE_UP, leaseRenewer, newId, onAbort, raceAbort, Waker
 interface Slot {
   held: number;
   limit: number;
-  /** Waiters in arrival order. */
   queue: Map<number, () => void>;
 }
 
@@ -130,7 +127,6 @@ const FIRST_ATTEMPT_MS = 100;
 interface Held {
   readonly id: string;
   readonly key: string;
-  /** Granted there, or registered after an outage. */
   inRedis: boolean;
   releaseLocal: () => void;
 }

@@ -1,15 +1,12 @@
 /**
- * The shared-state store's ports, one per concern; each consumer takes only the ones it uses. Both stores
- * (memory-store.ts, redis-store.ts) implement them all as `Store`, which only src/state/ and the composition root
- * name. Every method completes within its own bounds whatever Redis does: the Redis store answers from
- * per-process state while Redis is unreachable or slow.
+ * The store's ports, one per concern; both stores implement them all as `Store`. Every method completes within its
+ * own bounds whatever Redis does: the Redis store answers from per-process state while Redis is down or slow.
  */
 import type { AbortLike } from '../abort.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import type { GatewayConfig } from '../config/schema.js';
 
 export interface ClaimResult {
-  /** True for the caller whose value was stored. */
   first: boolean;
   /** The stored value: the caller's when first, else the first caller's. */
   value: string;
@@ -53,7 +50,6 @@ export type ReplayBegin =
   | { kind: 'conflict' }
   | { kind: 'aborted' };
 
-/** Monotonic counts since the store was created, for metrics. */
 export interface StoreStats {
   replayHits: number;
   /** Begins that found the batch in progress (a later hit counts in replayHits too). */
@@ -61,13 +57,11 @@ export interface StoreStats {
   replayConflicts: number;
   replayStored: number;
   replayTooLarge: number;
-  /** Dropped early from the per-process cache (replay_cache_mb). */
   replayEvicted: number;
   acquireTimeouts: number;
   acquireAborts: number;
   /** Redis only: permits whose lease Redis dropped while still held (a long stall or an outage). */
   leasesLost: number;
-  /** Redis only: operations answered from per-process state because Redis was unavailable. */
   fallbacks: number;
 }
 
@@ -83,14 +77,13 @@ export interface HeldEntries {
  */
 export interface CacheEntries {
   readonly kind: 'memory' | 'redis';
-  /** The current generation of each scope ('*', 'agent:<name>', 'backend:<name>'). */
+  /** Scopes: '*', 'agent:<name>', 'backend:<name>'. */
   generations(scopes: readonly string[]): Promise<string[] | undefined>;
   get(keys: readonly string[]): Promise<(Buffer | undefined)[] | undefined>;
   /** False when not stored (unavailable, or larger than the memory bound). */
   set(key: string, value: Buffer, ttlMs: number): Promise<boolean>;
   /** Rejects while unavailable (the caller reports it). */
   bump(scope: string): Promise<void>;
-  /** What this process holds (0 for Redis, where entries live). */
   held(): HeldEntries;
 }
 
@@ -103,38 +96,31 @@ export interface StoreHealth {
   readonly kind: 'memory' | 'redis';
   /** False while Redis is unreachable or slow; the memory store is always up. */
   isUp(): boolean;
-  /** Returns an unsubscribe function. */
   onUpChange(listener: (up: boolean) => void): () => void;
   stats(): StoreStats;
 }
 
 interface ReplayStore {
-  /**
-   * `bodyHash` from hashBody(). Waits (until `signal` aborts) while an identical batch is computed by any
-   * replica; if that one is abandoned or its replica dies, one waiter computes.
-   */
+  /** Waits while any replica computes an identical batch; if that is abandoned or its replica dies, one computes. */
+
+
   replayBegin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin>;
 }
 
 export interface Permits {
-  /**
-   * A permit of a per-key limit (a backend replica, a client), FIFO across the replicas sharing Redis;
-   * `undefined` = timed out or aborted.
-   */
+  /** FIFO across the replicas sharing Redis; `undefined` = timed out or aborted. */
   acquire(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined>;
 }
 
 export interface TokenBuckets {
   /**
-   * Takes `n` tokens from a cluster-wide bucket of `capacity` refilled at capacity per minute, starting full; a
-   * take larger than the bucket waits for a full one, then takes it into debt. Undefined: Redis is unavailable.
-   * The memory store grants every take: the local limiter is the whole limit.
+   * A bucket of `capacity` refilled at capacity per minute, starting full; a take larger than the bucket waits for a
+   * full one, then takes it into debt. Undefined: Redis is unavailable. The memory store grants every take.
    */
   takeTokens(key: string, capacity: number, n: number): Promise<TokenTake | undefined>;
 }
 
 export interface Counters {
-  /** Fire-and-forget, batched. */
   incr(key: string, field: string, by?: number): void;
   /** Cluster totals, including this process's increments not yet sent. */
   readCounters(key: string): Promise<Record<string, number>>;
@@ -167,8 +153,9 @@ export interface Claims {
 export interface CappedLists {
   /** Keeps the last `max` entries; the list is forgotten `ttlMs` after its last append. */
   pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void>;
-  /** Oldest first; empty while Redis is unavailable. */
-  readList(key: string): Promise<string[]>;
+  /** Empty while Redis is unavailable. */
+  readList(
+key: string): Promise<string[]>;
 }
 
 export interface CacheStore {

@@ -1,10 +1,8 @@
 import { BatchSignal, type AbortLike } from '../abort.js';
 
 /**
- * One 'abort' listener per AbortSignal, shared by its callbacks: a request's signal goes to one wait per
- * sub-request, and over 10 listeners Node warns of a leak. A BatchSignal has no such warning and takes the
- * callbacks itself: a young-generation GC treats an old WeakMap's values as live, so one keyed by every batch's
- * signal would keep what its callbacks reach past the batch.
+ * One 'abort' listener per AbortSignal, shared by its callbacks: over 10 listeners Node warns of a leak. A
+ * BatchSignal takes the callbacks itself: a young-generation GC treats an old WeakMap's values as live.
  */
 const abortCallbacks = new WeakMap<AbortLike, Set<() => void>>();
 
