@@ -13,7 +13,6 @@ export interface CompiledAgent {
   /** Undefined: DEFAULT_AGENT_VERSION (config/schema.ts), never the package version. */
   readonly agentVersion: string | undefined;
   readonly routes: CompiledRoutes;
-  /** CompiledRoute.index points here. */
   readonly sources: readonly RouteConfig[];
   /** Members and fallbacks (shadows only observe), in first-use order. */
   readonly reachable: readonly string[];
@@ -58,10 +57,7 @@ export function routesLacking(agent: CompiledAgent, isReady: (backend: string) =
   return agent.routes.routes.filter((r) => ![...r.backends].some(isReady)).map((r) => r.name);
 }
 
-/**
- * The arms of `all_arms_ready` splits with no ready replica, as `<route>: <arm>` (prefixed `<agent>/` for a virtual
- * agent), so that a run never starts one-armed (docs/routing.md#a-split-that-needs-every-arm).
- */
+/** The arms of `all_arms_ready` splits with no ready replica (docs/routing.md#a-split-that-needs-every-arm). */
 export function armsLacking(agent: CompiledAgent, isReady: (backend: string) => boolean): string[] {
   const where = agent.virtual ? `${agent.name}/` : '';
   return agent.routes.routes

@@ -1,14 +1,8 @@
-/**
- * Dividing an input's `num_outputs` among ensemble members (docs/routing.md#ensembles) by largest remainder
- * (Hamilton), ties to the member listed first: the counts always add up, and the same input always splits the same way.
- */
+/** Dividing `num_outputs` among ensemble members by largest remainder, ties first (docs/routing.md#ensembles). */
 import type { Member } from './routes.js';
 import { GatewayError } from '../errors.js';
 
-/**
- * Quotas are floats (shares need not be integers): two quotas this close are the same quota written with
- * rounding error, e.g. 3 * (0.1 / 0.3), and must tie rather than depend on the last bit.
- */
+/** Two quotas this close are one quota with rounding error, e.g. 3 * (0.1 / 0.3), and must tie. */
 const EPSILON = 1e-9;
 
 export function allocateShares(total: number, shares: readonly number[]): number[] {
@@ -28,11 +22,9 @@ export function allocateShares(total: number, shares: readonly number[]): number
     // A quota within EPSILON of an integer is that integer: its fraction must not compete for a leftover.
     const whole = Math.abs(quota - near) < EPSILON ? near : Math.floor(quota);
     counts.push(whole);
-    // Quantized, so equal-up-to-rounding fractions compare equal and the sort below is a proper total order.
     fractions.push(Math.round(Math.max(quota - whole, 0) / EPSILON));
     given += whole;
   }
-  // Leftovers: at most one per member, so a stable order by fraction (descending) is all that is needed.
   const parts = counts.map((count, i) => ({ i, count, fraction: fractions[i] ?? 0 }));
   const order = [...parts].sort((a, b) => b.fraction - a.fraction || a.i - b.i);
   for (let k = 0; given < total && order.length > 0; k = (k + 1) % order.length) {

@@ -1,7 +1,6 @@
 /**
- * Route matching (docs/routing.md#routes), compiled once per config into closures, since it runs for every input
- * of every batch. A digit segment of a dot path also indexes a list; `tools` is absent when the input has none, so
- * `tools: { exists: false }` works; a repeated header is a list.
+ * Route matching (docs/routing.md#routes), compiled once per config into closures: it runs for every input. A digit
+ * segment of a dot path also indexes a list; `tools` is absent when the input has none; a repeated header is a list.
  */
 import { DEFAULT_MEMORY_KEY, type Condition } from '../config/schema.js';
 import { compileCondition, type Predicate } from './conditions.js';
@@ -43,7 +42,6 @@ function toolNames(input: RoutingInput): string[] | undefined {
   return names;
 }
 
-/** Throws on a key the schema would have refused. */
 export function compileKey(key: string, memoryKey: string = DEFAULT_MEMORY_KEY): { resolve: Resolver; textual: boolean } {
   if (key === 'instruction_type') return { resolve: (i) => i.instruction.type, textual: false };
   if (key === 'tools') return { resolve: toolNames, textual: false };

@@ -1,7 +1,4 @@
-/**
- * Planning a batch (docs/protocol-fidelity.md#the-path-of-a-batch), pure: the only view of the world is a
- * RoutingSnapshot. Coaching goes back to the tagged backend: its state means nothing to another implementation.
- */
+/** Planning a batch (docs/protocol-fidelity.md#the-path-of-a-batch), pure: its only view of the world is canServe. */
 import { ensembleLegs } from './ensemble-shares.js';
 import type { Headers } from './match.js';
 import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
@@ -19,10 +16,7 @@ export interface RoutingSnapshot {
 
 interface PlanContext {
   headers: Record<string, string | string[] | undefined>;
-  /**
-   * Checks the tags of inputs on experiment routes (docs/experiments.md#signed-tags): one that fails is not
-   * followed and is named in InputPlan.rejectedTag. Absent: tags are trusted.
-   */
+  /** Checks tags on experiment routes (docs/experiments.md#signed-tags); absent: tags are trusted. */
   tags?: TagSigner;
 }
 
@@ -31,32 +25,26 @@ interface Leg {
   backend: string;
   count: number;
   offset: number;
-  /** Without this leg's own backend. */
   fallbacks: string[];
 }
 
 export interface InputPlan {
-  /** Position of the input in the request. */
   index: number;
   route: string;
   arm?: string;
   sticky: boolean;
   /** The input continues its trajectory on the backend of its memory tag (stickiness or coaching). */
   continued: boolean;
-  /** In candidate order: offsets ascend and counts sum to num_outputs. */
+  /** Offsets ascend and counts sum to num_outputs. */
   legs: Leg[];
   shadows: string[];
   tag?: MemoryTag;
-  /** Set after planning by the experiment recorder (its only writer), on experiment routes only. */
+  /** Set after planning by the experiment recorder, on experiment routes only. */
   trajectory?: TrajectoryState;
-  /**
-   * For a new trajectory of a split whose drawn arm could not serve: the arm drawn by the weights, so the
-   * sample-ratio check can say how many trajectories were rerouted away from which arm.
-   */
+  /** A new trajectory whose drawn arm could not serve: the sample-ratio check counts reroutes per arm. */
   drawnArm?: string;
-  /** A new trajectory of an `assign_by` split: the key's value its arm was drawn from (text), when there is one. */
+  /** The `assign_by` key's value (text) a new trajectory's arm was drawn from. */
   assignKey?: string;
-  /** The input's tag was not trusted: a new trajectory. */
   rejectedTag?: TagRejection;
 }
 
@@ -64,10 +52,7 @@ export interface BatchPlan {
   inputs: InputPlan[];
 }
 
-/**
- * The arm a leg's candidates are accounted to (written in their memory tag, kept through fallbacks): the split arm,
- * else, when an ensemble divides the input, the member that leg is for.
- */
+/** The arm a leg's candidates are accounted to: the split arm, else the ensemble member that leg is for. */
 export function legArm(plan: InputPlan, leg: Leg): string | undefined {
   return plan.arm ?? (plan.legs.length > 1 ? leg.backend : undefined);
 }
@@ -90,10 +75,7 @@ function taggedArm(route: CompiledRoute, tag: MemoryTag): string | undefined {
   return isMember(route, tag.arm) ? tag.arm : isMember(route, tag.backend) ? tag.backend : undefined;
 }
 
-/**
- * The one backend a new trajectory of `input` starts on; undefined for an ensemble. planBatch and coaching (which
- * must reach the backend a step ran on) both decide with it.
- */
+/** The backend a new trajectory of `input` starts on (undefined for an ensemble), for planBatch and coaching alike. */
 export function newTrajectoryBackend(
   route: CompiledRoute,
   requestId: string,
@@ -176,8 +158,8 @@ function planInput(
     if (route.kind === 'split') {
       const drawn = assignment(route, requestId, input);
       if (drawn.key !== undefined) plan.assignKey = drawn.key;
-      // Intention to treat: a trajectory of this route keeps the arm it was assigned even when its backend cannot
-      // serve now; the step goes elsewhere and is reported as a crossover (docs/experiments.md#crossover).
+      // Intention to treat: a trajectory keeps its assigned arm even when its backend cannot serve; the step goes
+      // elsewhere and is reported as a crossover (docs/experiments.md#crossover).
       const assigned = tag?.trajectory !== undefined && tag.route === route.name && route.sticky ? taggedArm(route, tag) : undefined;
       plan.arm = assigned ?? backend;
       // Only when some arm cannot serve can the draw differ; hashing again costs nothing otherwise.

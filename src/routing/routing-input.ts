@@ -1,7 +1,4 @@
-/**
- * What routing reads of an input: one memory member at a time, so an input read by the indexer decodes only the
- * member asked for; a decoded input (a coaching step, a planning test) is wrapped by decodedInput.
- */
+/** What routing reads of an input: one memory member at a time, so an indexed input decodes only the one asked for. */
 import type { AgentInput, JsonObject } from '../protocol/types.js';
 
 export interface RoutingInput {

@@ -8,10 +8,7 @@ import { GatewayError } from '../errors.js';
 
 const TWO_32 = 2 ** 32;
 
-/**
- * FNV-1a, then murmur3's fmix32: FNV's high bits mix poorly for keys that differ only in their last characters
- * (sequential ids).
- */
+/** FNV-1a, then murmur3's fmix32: FNV's high bits mix poorly for keys that differ only at the end (sequential ids). */
 export function hash32(text: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
@@ -68,9 +65,8 @@ export function chooseArm(
 }
 
 /**
- * When the chosen arm cannot serve, the second draw reuses where `u` fell inside the first arm's slice (uniform,
- * independent of the arm hit), so its traffic spreads over the others by weight instead of landing on its
- * neighbour. When no arm can serve, the first choice stands and dispatch applies the route's fallbacks.
+ * When the chosen arm cannot serve, the second draw reuses where `u` fell inside its slice (uniform), so its
+ * traffic spreads over the others by weight instead of landing on its neighbour; when none can, the first stands.
  */
 export function chooseArmAt(u: number, arms: readonly Member[], canServe: (backend: string) => boolean = () => true): string {
   if (arms.length === 0) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', 'a split needs at least one arm');
