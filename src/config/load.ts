@@ -1,7 +1,4 @@
-/**
- * YAML -> `${VAR}` substitution -> `configSchema` -> route cross-checks -> deep-frozen. Every problem is reported
- * at once with its line:column, so YAML's node tree is kept to map a path back to the source.
- */
+/** YAML -> `${VAR}` substitution -> `configSchema` -> route cross-checks -> deep-frozen; problems carry line:column. */
 import { readFileSync } from 'node:fs';
 import { isAlias, isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
@@ -119,10 +116,7 @@ function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
   return issues.filter((i) => !seen.has(`${i.path}\n${i.message}`) && seen.add(`${i.path}\n${i.message}`));
 }
 
-/**
- * Source offset of the node at `path`: its key when `atKey` or for a collection, else its value. A missing key
- * stops at the deepest existing node, where it belongs.
- */
+/** Source offset of the node at `path`: its key when `atKey` or for a collection, else its value. */
 function locate(doc: Document, path: readonly PathSegment[], atKey: boolean): number {
   const start = (n: unknown): number | undefined => (isNode(n) ? n.range?.[0] : undefined);
   let node: unknown = doc.contents;

@@ -1,6 +1,6 @@
 /**
  * The route invariants that relate parts of the config (docs/routing.md#virtual-agents), read leniently from the
- * raw value so the loader reports them with the schema's problems; compileAgents checks configs built in code.
+ * raw value so the loader reports them with the schema's problems.
  */
 import { globToRegExp } from '../patterns/glob.js';
 import { compileRegex } from '../patterns/regex.js';
@@ -12,7 +12,6 @@ export type PathSegment = string | number;
 export interface Problem {
   path: PathSegment[];
   message: string;
-  /** The key itself (unknown or misplaced), not its value. */
   atKey?: boolean;
 }
 

@@ -1,7 +1,4 @@
-/**
- * The gateway's configuration: one zod schema declares every key and its default once (docs/configuration.md).
- * Unknown keys are errors at every level, so a typo never silently changes routing.
- */
+/** Every config key and its default, once (docs/configuration.md); unknown keys are errors at every level. */
 import { z } from 'zod';
 import { DEFAULT_MAX_JSON_DEPTH, MAX_JSON_DEPTH_CEILING } from '../protocol/json/json-depth.js';
 
@@ -53,17 +50,13 @@ const serverTlsSchema = z.strictObject({
   reject_unauthorized: z.boolean().default(true),
 }).refine((t) => !t.request_cert || t.ca !== undefined, { message: 'request_cert needs "ca" (the CA client certificates are checked against)', path: ['ca'] });
 
-/** A megabyte of 1024 x 1024 bytes. */
 export function mbToBytes(mb: number): number {
   return Math.floor(mb * 1024 * 1024);
 }
 
 export const DEFAULT_MAX_RESPONSE_MB = 256;
 
-/**
- * BENCH waits 360 s for an answer and aborts its run on a timeout (docs/limits-and-edges.md#deadlines): the
- * defaults leave time for error candidates, and for a fallback's answer to begin.
- */
+/** BENCH waits 360 s and aborts its run on a timeout (docs/limits-and-edges.md#deadlines). */
 export const CLIENT_WAIT_S = 360;
 const DEFAULT_REQUEST_TIMEOUT_S = 330;
 const DEFAULT_BACKEND_TIMEOUT_S = 300;
@@ -227,10 +220,7 @@ export const DEFAULT_MEMORY_KEY = '_gateway';
 /** The agent of the top-level `routes`, its metrics' `agent` label (docs/routing.md#virtual-agents). */
 export const ROOT_AGENT = 'default';
 
-/**
- * Not the package version: BENCH refuses to resume a run whose agent_version changed, and an upgrade of the
- * gateway must not change its agents' identity (docs/cache.md#resume-a-run).
- */
+/** Not the package version: BENCH refuses to resume a run whose agent_version changed (docs/cache.md#resume-a-run). */
 export const DEFAULT_AGENT_VERSION = '1';
 
 const identitySchema = z
@@ -272,18 +262,14 @@ export const configSchema = z.strictObject({
       max_outputs_per_input: z.number().int().positive().default(1024),
       max_json_depth: z.number().int().positive().max(MAX_JSON_DEPTH_CEILING).default(DEFAULT_MAX_JSON_DEPTH),
       max_candidates_per_batch: z.number().int().positive().default(4096),
-      /** Every candidate (an error candidate too) carries its input's memory: a small request can ask a huge answer. */
       max_answer_mb: positive.default(128),
       stream_answers_over_mb: positive.default(64),
       memory_budget_mb: positive.optional(),
       admission_timeout_s: positive.default(120),
-      /** Shadows never answer anyone: an endless one would otherwise take the whole budget before it is shed. */
       memory_shadow_share: z.number().gt(0).max(1).default(0.25),
       max_validation_errors: z.number().int().positive().default(100),
       headers_timeout_s: positive.default(60),
-      /** Moves the default 64 MiB body at about 1 MiB/s, and frees a connection held by a client trickling bytes. */
       body_timeout_s: positive.default(60),
-      /** BENCH sends batches minutes apart. */
       keep_alive_timeout_s: positive.default(72),
       max_connections: z.number().int().positive().default(1024),
       drain_timeout_s: positive.default(30),

@@ -1,7 +1,4 @@
-/**
- * The PEM files of server.tls and backends.<name>.tls (docs/deployment.md#tls), read again on every reload so a
- * renewed certificate needs no restart; a bad file refuses the reload, the running one keeps serving.
- */
+/** The PEM files of server.tls and backends.<name>.tls (docs/deployment.md#tls), read again on every reload. */
 import { readFileSync } from 'node:fs';
 import { createSecureContext, Server as TlsServer } from 'node:tls';
 import { GatewayError } from '../errors.js';
@@ -77,10 +74,7 @@ function checkContext(prefix: string, opts: { cert?: Buffer; key?: Buffer; ca?: 
   }
 }
 
-/**
- * Read before the reload commits; `apply` serves new connections with the new files. Turning TLS on or off, or
- * changing request_cert / reject_unauthorized, needs a restart: listed in `kept`.
- */
+/** Read before the reload commits. Turning TLS on or off, or changing request_cert / reject_unauthorized, is `kept`. */
 export function prepareServerTlsReload(
   running: ServerTlsConfig | undefined,
   next: ServerTlsConfig | undefined,
