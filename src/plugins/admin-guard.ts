@@ -1,7 +1,6 @@
 /**
  * What a browser can make the admin listener do, refused whatever the token (docs/operations.md#admin-security).
- * A JSON body is what a page on another origin cannot send without a preflight, and the preflight is answered
- * without CORS headers, so the browser refuses it. The rules are read per request: a reload can change them.
+ * The rules are read per request: a reload can change them.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -22,7 +21,7 @@ export interface RequestFacts {
 
 export interface ServedHosts {
   listenHost: string | undefined;
-  /** The address the connection arrived on (the listener may be bound to 0.0.0.0). */
+  /** The listener may be bound to 0.0.0.0. */
   localAddress: string | undefined;
   allowed: readonly string[];
 }

@@ -1,7 +1,4 @@
-/**
- * The optional bearer token (`admin.token`, docs/operations.md#admin-api). On the admin listener it guards every
- * request, so a client without the token learns nothing about which admin paths exist.
- */
+/** The optional bearer token (`admin.token`, docs/operations.md#admin-api): on the admin listener, every request. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { bearerToken, tokenMatches } from '../clients/key-compare.js';
@@ -26,10 +23,7 @@ export function isMetricsPath(req: FastifyRequest): boolean {
 interface AuthOptions {
   /** `admin`: every request needs the token; `agent`: only /metrics, and only with admin.protect_metrics. */
   listener: 'admin' | 'agent';
-  /**
-   * Admin listener: route paths served to anyone on GET and HEAD (the console's files, which hold no data),
-   * matched against the route the router chose, never the raw URL.
-   */
+  /** Admin listener: route paths served to anyone on GET and HEAD (the console's files, which hold no data). */
   open?: ReadonlySet<string>;
 }
 

@@ -1,7 +1,4 @@
-/**
- * Client keys on the agent listener's fastify routes (docs/operations.md#client-keys), known paths and unknown ones
- * alike, so a client without a key learns nothing about which paths exist.
- */
+/** Client keys on the agent listener's fastify routes, unknown paths too (docs/operations.md#client-keys). */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { decideAgent, refusalHeaders, type KeyRule } from '../clients/access.js';

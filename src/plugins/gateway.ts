@@ -93,7 +93,6 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     state.pulse.start();
     if (opts.probeOnStart !== false) await first;
   });
-  // Once listening: the address is known.
   app.addHook('onListen', async () => logStartSummary(app, opts.probeOnStart !== false));
   app.addHook('onClose', async () => {
     state.history.stop();

@@ -1,7 +1,4 @@
-/**
- * The JSON error answers every gateway listener gives outside its handlers (404, 405 with `Allow`, 413, a bare
- * 500). Known paths are collected as routes are registered, so the 405 check needs no list kept by hand.
- */
+/** The JSON error answers every listener gives outside its handlers (404, 405 with `Allow`, 413, a bare 500). */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, GatewayError, internalCode, messageOf, registeredBody, type ErrorBody, type GatewayErrCode } from '../errors.js';
@@ -26,7 +23,6 @@ function segmentsOf(path: string): string[] {
   return path.split('/').slice(1);
 }
 
-/** Linear in the path's length whatever a client sends. */
 function pathMatches(pattern: readonly string[], path: readonly string[]): boolean {
   for (const [i, p] of pattern.entries()) {
     if (p === '*' && i === pattern.length - 1) return true;

@@ -1,7 +1,4 @@
-/**
- * What an operator checks first after a start, in the log, the way Envoy prints its listeners and clusters: one
- * summary line, then a warning for each config warning, replica not ready and route that cannot serve.
- */
+/** The start log: one summary line, then a warning for each config warning, replica not ready and dead route. */
 import type { FastifyInstance } from 'fastify';
 import { summarizeConfig } from '../config/summary.js';
 import { configWarnings, formatWarning } from '../config/warnings.js';

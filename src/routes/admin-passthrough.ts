@@ -1,7 +1,6 @@
 /**
  * `/gateway/backends/{name}/...` forwarded to a replica of that backend (docs/operations.md#admin-api). One proxy
- * registration serves every backend, the replica chosen per request from the current runtime, so backends a
- * reload adds or removes are reachable (or 404) at once without registering routes on a running server.
+ * registration, the replica chosen per request from the current runtime, so a reload's backends are reachable at once.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import httpProxy from '@fastify/http-proxy';
@@ -50,7 +49,6 @@ export async function passthrough(app: FastifyInstance): Promise<void> {
   };
 
   await app.register(httpProxy, {
-    // No fixed upstream: getUpstream answers per request with the chosen replica's origin.
     upstream: '',
     prefix: '/gateway/backends/:name',
     internalRewriteLocationHeader: false,

@@ -1,7 +1,6 @@
 /**
- * The coaching endpoints (docs/routing.md#coaching-routing). Sessions go to every coaching-capable backend: which
- * ones a run's trajectories will be coached on is not known in advance. Sessions that succeeded are not rolled
- * back when another fails: a DELETE could remove a session an identical earlier PUT had created.
+ * The coaching endpoints (docs/routing.md#coaching-routing). Sessions that succeeded are not rolled back when another
+ * fails: a DELETE could remove a session an identical earlier PUT had created.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { aggregate, coachingBackends, isSuccess, SessionAffinity, type BackendOutcome } from '../coaching/backends.js';
@@ -44,7 +43,7 @@ interface Call<R extends FastifyRequest = FastifyRequest> {
   span: TraceSpan;
 }
 
-/** A signal that aborts when the client goes away before the answer is written (see onClientGone). */
+/** Aborts when the client goes away before the answer is written. */
 function clientGone(reply: FastifyReply): { signal: AbortLike; done: () => void } {
   const signal = new BatchSignal();
   return { signal, done: onClientGone(reply.raw, () => signal.abort()) };
@@ -99,8 +98,7 @@ async function coachingBody(app: FastifyInstance, { runtime, req, reply }: Call)
   const invalid = (issue: ValidationIssue): BodyRead => ({ sent: send422(reply, [issue]) });
   const text = typeof req.body === 'string' ? req.body : '';
   const hold = holdOf(req);
-  // The tree parsed over the body, and the text written back from it, take room before they are built
-  // (docs/memory-budget.md#what-is-counted); they are given back with the body once the answer is written.
+  // The tree and the text written back from it take room before they are built (docs/memory-budget.md#what-is-counted).
   if (hold !== undefined && !(await growWhenRoom(hold, coachingObjectsEstimate(text), admissionLeftMs(runtime, reply)))) {
     app.gateway.metrics.admissionTimeouts.inc();
     const sent = reply.code(503).headers(overBudgetHeaders()).send(overBudgetBody(runtime.config.server.admission_timeout_s));
@@ -191,10 +189,7 @@ async function coach(app: FastifyInstance, affinity: SessionAffinity, c: Call): 
   return reply.send(r.body);
 }
 
-/**
- * Each call counts as in flight on the runtime it started on, so a config reload drains it (runtime.ts), and
- * uses the routes of the agent it was sent to, looked up on that runtime: `name` undefined is the default agent.
- */
+/** Each call counts as in flight on the runtime it started on, so a config reload drains it (runtime.ts). */
 async function onRuntime<R extends FastifyRequest>(
   app: FastifyInstance,
   name: string | undefined,
@@ -245,5 +240,4 @@ async function coachingRoutes(app: FastifyInstance): Promise<void> {
   }
 }
 
-// Default export so app.ts can register it with one `app.register(import(...))` line.
 export default coachingRoutes;

@@ -1,14 +1,11 @@
-/**
- * The console on the admin listener (docs/console.md): its page and assets at `/` (a route per built file and no
- * catch-all, so every other path keeps the admin API's 404), and the endpoints only the console needs.
- */
+/** The console (docs/console.md): a route per built file and no catch-all, so other paths keep the admin API's 404. */
 import type { FastifyInstance } from 'fastify';
 import { CONSOLE_ROOT, consoleFiles } from '../admin/console-assets.js';
 import { overview, type Overview } from '../admin/overview.js';
 import { errorBody } from '../errors.js';
 
 interface ConsoleOptions {
-  /** The listeners' addresses, read when asked (they are known only once listening). */
+  /** Known only once listening. */
   listeners: () => Overview['listeners'];
   root?: string;
 }
@@ -17,8 +14,7 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
   const root = opts.root ?? CONSOLE_ROOT;
   const files = consoleFiles(root);
   if (files.length > 0) {
-    // Loaded here, not at the top: only a gateway with an admin listener pays for it (half a second of start-up
-    // under load was measured for the import alone).
+    // Loaded here: only a gateway with an admin listener pays for it (the import measured half a second under load).
     const { default: fastifyStatic } = await import('@fastify/static');
     await app.register(fastifyStatic, {
       root,

@@ -1,7 +1,4 @@
-/**
- * GET /health and GET /v1/info (docs/operations.md#health-and-identity), per agent: capabilities other than
- * inference are true only when every backend reachable through its routes has them.
- */
+/** GET /health and GET /v1/info per agent (docs/operations.md#health-and-identity). */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AgentInfo } from '../protocol/types.js';
 import type { CompiledAgent } from '../routing/agents.js';
@@ -67,10 +64,7 @@ interface IdentityOptions {
 const SHUTTING_DOWN = 'shutting down: finishing the batches in flight';
 
 export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions): Promise<void> {
-  /**
-   * The root path is the gateway's own readiness, which load balancers probe: one agent's backends being down takes
-   * no other agent's traffic off this replica; but a run that checks / must not start one-armed (all_arms_ready).
-   */
+  /** The root path is the gateway's own readiness: one agent's backends being down takes no traffic off the others. */
   function health(agent: CompiledAgent | undefined, reply: FastifyReply, root = false): FastifyReply | { status: 'ready' } {
     if (opts.draining?.() === true) return reply.code(503).send(errorBody('GATEWAY_ERR_NOT_READY', SHUTTING_DOWN));
     const runtime = app.gateway.current;
