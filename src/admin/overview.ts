@@ -1,7 +1,6 @@
 /**
- * What `GET /gateway/overview` (the console's Overview page, docs/console.md) shows, computed from what the gateway
- * already keeps. Quantiles are interpolated as Prometheus's histogram_quantile does, so the console agrees with a
- * dashboard over the same series.
+ * What `GET /gateway/overview` shows (docs/console.md). Quantiles are interpolated as Prometheus's histogram_quantile
+ * does, so the console agrees with a dashboard over the same series.
  */
 import type { GatewayState } from '../batch/gateway-state.js';
 import { histogramQuantile, type Bucket } from '../stats/histogram-quantile.js';

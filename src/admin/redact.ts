@@ -46,7 +46,6 @@ type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state' | 'trac
   };
 };
 
-/** A redacted copy; the running config (deep-frozen) is not touched. */
 export function redactConfig(config: GatewayConfig): RedactedConfig {
   const backends: RedactedConfig['backends'] = {};
   for (const [name, b] of Object.entries(config.backends)) {

@@ -1,7 +1,4 @@
-/**
- * What `GET /gateway/backends` and `GET /gateway/routes` show of the runtime current at the request. Absent values
- * are null (never omitted), so the shape is the same for every replica.
- */
+/** What `GET /gateway/backends` and `/gateway/routes` show; absent values are null, so every replica has one shape. */
 import type { AgentInfo } from '../protocol/types.js';
 import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
@@ -15,7 +12,6 @@ interface ReplicaView {
   state: ReplicaState;
   routable: boolean;
   last_probe: { at: string; ok: boolean; ms: number; error: string | null } | null;
-  /** Lenient: extra fields kept. */
   info: AgentInfo | null;
   in_flight: { requests: number; inputs: number };
   last_error: string | null;

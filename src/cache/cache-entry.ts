@@ -1,8 +1,6 @@
 /**
- * One stored cache entry (docs/cache.md#what-an-entry-holds): one JSON line
- * `{"v":2,"backend","arm"?,"by"?:{"t","k","x"},"n":[len,...],"at":[offset,...]}`, then each candidate's bytes after
- * its candidate_index with the memory tag cut out at `at`. Decoding never trusts the bytes: anything unexpected
- * is a miss.
+ * One stored cache entry (docs/cache.md#what-an-entry-holds): a JSON line, then each candidate's bytes after its
+ * candidate_index with the memory tag cut out at `at`. Decoding never trusts the bytes: anything unexpected is a miss.
  */
 import { isJsonObject } from '../protocol/schemas.js';
 
@@ -19,7 +17,7 @@ interface Producer {
   x: string;
 }
 
-export interface UntaggedTail {
+interface UntaggedTail {
   tail: Buffer;
   at: number;
 }

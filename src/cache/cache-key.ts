@@ -10,13 +10,11 @@ import type { InputSlices } from '../protocol/request/raw-json.js';
 const KEY_VERSION = 'magma-gateway-cache/2';
 
 export interface KeyTarget {
-  /** cacheOwner() */
   owner: string;
   agent: string;
   route: string;
   /** `backend:<name>@<identity>`, or for a new trajectory on a split every arm (see cache-lookup.ts). */
   target: string;
-  /** Of each scope the entry belongs to, in a fixed order. */
   generations: readonly string[];
 }
 

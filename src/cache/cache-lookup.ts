@@ -1,10 +1,6 @@
 /**
- * The response cache's step of one batch (docs/cache.md): `begin` finds the inputs the cache answers, dispatch
- * sends only the others (`dispatchPlan`), and `store` keeps the inputs whose every candidate completed on the
- * backend the key names. A store failure is a miss, never a failed batch.
- *
- * A new trajectory on a split is keyed by every arm, not by the arm drawn: the draw hashes the request_id, which
- * a rerun changes, so keying by it would miss every resumed trajectory that drew another arm.
+ * The response cache's step of one batch (docs/cache.md). A new trajectory on a split is keyed by every arm, not by
+ * the arm drawn: the draw hashes the request_id, which a rerun changes.
  */
 import type { AgentOutput } from '../protocol/types.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
@@ -54,7 +50,6 @@ function inputAt(request: IndexedAgentRequest, index: number): IndexedAgentReque
 }
 
 export class CacheLookup {
-  /** What goes to backends (and shadows). */
   readonly dispatchPlan: BatchPlan;
   /** By input index, once `answer` built them. */
   readonly cached = new Map<number, readonly AgentOutput[]>();
@@ -63,8 +58,7 @@ export class CacheLookup {
     private readonly cache: ResponseCache,
     private readonly agent: string,
     plan: BatchPlan,
-    /** Empty when the store was unavailable. */
-    private readonly misses: readonly Candidate[],
+      private readonly misses: readonly Candidate[],
     /** By input index: what produced them, for the experiment recorder. */
     readonly found: ReadonlyMap<number, CacheEntry>,
   ) {

@@ -1,7 +1,6 @@
 /**
- * Who may ask the agent listener what (docs/operations.md#client-keys): one pure decision for the batch front
- * and fastify. Keys never appear in a message. A key given on an `optional` path (the health checks) must be
- * valid, so a mistyped key fails a run's first call.
+ * Who may ask the agent listener what (docs/operations.md#client-keys), for the batch front and fastify. A key given
+ * on an `optional` path (the health checks) must be valid, so a mistyped key fails a run's first call.
  */
 import type { GatewayErrCode } from '../errors.js';
 import { ANONYMOUS_CLIENT } from '../metrics.js';
@@ -16,7 +15,6 @@ export const KEY_CHALLENGE = 'Bearer realm="magma-gateway"';
 export type KeyRule = 'required' | 'optional' | 'ignored';
 
 export interface KeyCarriers {
-  /** From `/k/<key>`, decoded. */
   path: string | undefined;
   authorization: string | undefined;
   apiKey: string | string[] | undefined;

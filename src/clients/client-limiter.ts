@@ -1,7 +1,6 @@
 /**
- * One client's limits (docs/operations.md#client-keys): batches in flight and a token bucket of candidates per
- * minute. Waiters form one FIFO queue, so a big batch cannot starve behind small ones; one asking more than the
- * whole bucket waits for a full one and takes it into debt, so it is served and the rate still holds.
+ * One client's limits (docs/operations.md#client-keys). Waiters form one FIFO queue, so a big batch cannot starve
+ * behind small ones; one asking more than the whole bucket waits for a full one and takes it into debt.
  */
 import type { AbortLike } from '../abort.js';
 import { Fifo } from '../state/util.js';
@@ -30,7 +29,6 @@ export interface LimitSettings {
 export interface Granted {
   readonly ok: true;
   readonly waitedMs: number;
-  /** The limit it waited for first. */
   readonly waitedFor: LimitName | undefined;
   /** Idempotent. The tokens stay spent. */
   release(): void;
@@ -38,10 +36,8 @@ export interface Granted {
 
 export interface Refused {
   readonly ok: false;
-  /** The limit still in the way when the wait ended. */
   readonly limit: LimitName;
   readonly waitedMs: number;
-  /** The signal aborted rather than the wait running out. */
   readonly cancelled: boolean;
 }
 
@@ -72,7 +68,6 @@ export class ClientLimiter {
   private inFlightCount = 0;
   private tokens = 0;
   private refilledAt: number;
-  /** Settled waiters are skipped rather than spliced out. */
   private readonly queue = new Fifo<Waiter>();
   private waitingCount = 0;
   private tokenTimer: unknown;
@@ -125,8 +120,7 @@ export class ClientLimiter {
       const w: Waiter = { candidates, since: this.clock.now(), waitedFor: limit, settled: false, timer: undefined, signal, onAbort: undefined, resolve };
       w.timer = this.clock.setTimer(() => this.refuse(w, false), waitMs);
       if (signal !== undefined) {
-        // Not `w.onAbort = () => ...`: V8 puts a function literal assigned to a property in the old generation,
-        // where it would keep this waiter's batch alive until a full GC (see upstream/backend-call.ts).
+        // Not `w.onAbort = () => ...`: V8 tenures a function literal assigned to a property, and the batch with it.
         w.onAbort = this.refuser(w);
         signal.addEventListener('abort', w.onAbort);
       }

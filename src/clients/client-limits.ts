@@ -1,7 +1,4 @@
-/**
- * Every client's limiter, by name (docs/operations.md#client-keys). It outlives reloads: a remaining client keeps
- * its slots, tokens and queue; a removed one's waiters are served, as no limit holds them any more.
- */
+/** Every client's limiter, by name; it outlives reloads, and a removed client's waiters are served. */
 import type { AbortLike } from '../abort.js';
 import type { ClientsConfig } from '../config/schema.js';
 import { ClientLimiter, systemClock, type Admission, type Granted, type LimiterClock, type LimiterEvents, type LimitName, type LimitSettings } from './client-limiter.js';

@@ -1,13 +1,9 @@
-/**
- * Which client a key belongs to (docs/operations.md#client-keys). The key's digest is compared with every
- * client's, with no early exit, so neither the matching client's position nor a key's right part shows in timing.
- */
+/** Which client a key belongs to: compared with every client's, no early exit, so timing shows nothing. */
 import type { ClientsConfig } from '../config/schema.js';
 import { digestsEqual, keyDigest } from './key-compare.js';
 
 export interface ClientEntry {
   readonly name: string;
-  /** Undefined: every agent. */
   readonly agents?: ReadonlySet<string>;
 }
 

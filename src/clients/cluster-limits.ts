@@ -1,7 +1,4 @@
-/**
- * A client's limits across replicas (docs/limits-and-edges.md#client-limits-across-replicas): a batch this
- * process admitted also takes a Redis slot and Redis tokens, within what is left of max_wait_s.
- */
+/** A client's limits across replicas (docs/limits-and-edges.md#client-limits-across-replicas). */
 import type { AbortLike } from '../abort.js';
 import type { Permits, StoreHealth, TokenBuckets } from '../state/types.js';
 import type { Admission, Granted, LimitName, LimitSettings } from './client-limiter.js';
@@ -12,7 +9,6 @@ interface ClusterLimitDeps {
   /** A batch admitted by this process's limits alone, Redis being unavailable. */
   localOnly(client: string, limit: LimitName): void;
   now(): number;
-  /** Resolves after `ms`, or early when `signal` aborts. */
   sleep(ms: number, signal: AbortLike): Promise<void>;
 }
 

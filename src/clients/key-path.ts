@@ -1,7 +1,4 @@
-/**
- * The client key in the address, `/k/<key>/v1/responses` (docs/operations.md#client-keys): BENCH and GEN send no
- * custom header. Linear string work on client text, no regex.
- */
+/** The client key in the address, `/k/<key>/v1/responses` (docs/operations.md#client-keys): BENCH sends no header. */
 
 export const KEY_PREFIX = '/k/';
 

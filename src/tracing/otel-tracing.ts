@@ -1,6 +1,6 @@
 /**
  * Tracing with the OpenTelemetry JS SDK (docs/operations.md#tracing): one TracerProvider per runtime, so batches
- * still running on an old config end their spans on its provider. Every span has an explicit parent context.
+ * still running on an old config end their spans on its provider.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
@@ -23,10 +23,7 @@ import type { SpanAttributes, TraceSpan, Tracing } from './trace-span.js';
 
 export type TracingConfig = GatewayConfig['tracing'];
 
-/**
- * Span limits, fixed so no OTEL_* variable changes them: a client's request_id or run_id could be megabytes,
- * and every attribute is sent to the collector.
- */
+/** Fixed so no OTEL_* variable changes them: a client's request_id or run_id could be megabytes. */
 const SPAN_LIMITS = {
   attributeValueLengthLimit: 1024,
   attributeCountLimit: 64,

@@ -1,14 +1,11 @@
-/**
- * What the gateway's layers see of tracing (docs/operations.md#tracing). With tracing off every span is NOOP_SPAN:
- * a batch builds no attribute objects, because callers check `recording` first.
- */
+/** What the gateway's layers see of tracing (docs/operations.md#tracing); with tracing off every span is NOOP_SPAN. */
 import type { IncomingHttpHeaders } from 'node:http';
 
 type SpanValue = string | number | boolean | string[] | number[];
 export type SpanAttributes = Record<string, SpanValue | undefined>;
 
 export interface TraceSpan {
-  /** True when the span is sampled and recorded: only then are attributes and events worth building. */
+  /** Only then are attributes and events worth building. */
   readonly recording: boolean;
   /** Undefined when tracing is off, so the calls made within it carry the client's traceparent. */
   readonly traceparent: string | undefined;

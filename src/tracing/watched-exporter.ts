@@ -1,6 +1,6 @@
 /**
- * The OTLP exporter with its failures in the gateway's log: the SDK reports them only to its own diagnostic logger,
- * which the gateway does not install (it is process-global). A dead collector is one line, not one per export.
+ * The OTLP exporter with its failures in the gateway's log: the SDK reports them only to its process-global
+ * diagnostic logger, which the gateway does not install. A dead collector is one line, not one per export.
  */
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
