@@ -58,7 +58,7 @@ export class CacheLookup {
     private readonly cache: ResponseCache,
     private readonly agent: string,
     plan: BatchPlan,
-      private readonly misses: readonly Candidate[],
+    private readonly misses: readonly Candidate[],
     /** By input index: what produced them, for the experiment recorder. */
     readonly found: ReadonlyMap<number, CacheEntry>,
   ) {

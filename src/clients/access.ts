@@ -1,6 +1,7 @@
 /**
- * Who may ask the agent listener what (docs/operations.md#client-keys), for the batch front and fastify. A key given
- * on an `optional` path (the health checks) must be valid, so a mistyped key fails a run's first call.
+ * Who may ask the agent listener what (docs/operations.md#client-keys), for the batch front and fastify; keys never
+ * appear in a message. A key given on an `optional` path (the health checks) must be valid, so a mistyped key fails
+ * a run's first call.
  */
 import type { GatewayErrCode } from '../errors.js';
 import { ANONYMOUS_CLIENT } from '../metrics.js';

@@ -102,8 +102,6 @@ export interface StoreHealth {
 
 interface ReplayStore {
   /** Waits while any replica computes an identical batch; if that is abandoned or its replica dies, one computes. */
-
-
   replayBegin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin>;
 }
 
@@ -154,8 +152,7 @@ export interface CappedLists {
   /** Keeps the last `max` entries; the list is forgotten `ttlMs` after its last append. */
   pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void>;
   /** Empty while Redis is unavailable. */
-  readList(
-key: string): Promise<string[]>;
+  readList(key: string): Promise<string[]>;
 }
 
 export interface CacheStore {
