@@ -1,8 +1,4 @@
-/**
- * `magma-gateway report [<admin-url>]`: the experiment report of a running gateway (GET /gateway/experiments,
- * docs/experiments.md) for a researcher in a terminal, the verdict first; `--json` prints the endpoint's JSON
- * unchanged, for scripts.
- */
+/** `magma-gateway report [<admin-url>]`: GET /gateway/experiments for a terminal, the verdict first. */
 import { writeFileSync } from 'node:fs';
 import {
   adminHeaders, authHint, baseUrl, cell, DEFAULT_ADMIN_URL, errorText, parseCommandLine, processIo, secondsOption,
@@ -216,7 +212,6 @@ function reportForAgent(report: ExperimentsReport, agent: string): ExperimentsRe
   return { ...report, experiments, earlier: report.earlier.filter((e) => e.agent === agent) };
 }
 
-/** `argv` is what follows `report`. Returns the exit code. */
 export async function reportCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
   let base: string;
   let seconds: number;
