@@ -72,14 +72,18 @@ export function parseCommandLine(argv: readonly string[], options: Options, maxP
   return parsed;
 }
 
-/** The one convention for a URL argument (`check`, `report`): positional or `--url`, not two different ones. */
-export function urlArgument(parsed: Parsed, what: string): string {
-  const flag = parsed.values.url;
+/** The one convention for a URL or file argument: positional or `--<flag>`, not two different ones. */
+export function flagOrPositional(parsed: Parsed, flag: string, what: string): string | undefined {
+  const given = parsed.values[flag];
   const positional = parsed.positionals[0];
-  if (typeof flag === 'string' && positional !== undefined && flag !== positional) {
-    throw new UsageError(`two different ${what}s given ("${positional}" and --url "${flag}")`);
+  if (typeof given === 'string' && positional !== undefined && given !== positional) {
+    throw new UsageError(`two different ${what}s given ("${positional}" and --${flag} "${given}")`);
   }
-  const url = typeof flag === 'string' ? flag : positional;
+  return typeof given === 'string' ? given : positional;
+}
+
+export function urlArgument(parsed: Parsed, what: string): string {
+  const url = flagOrPositional(parsed, 'url', what);
   if (url === undefined) throw new UsageError(`missing the ${what} (give it as the argument or with --url)`);
   return url;
 }
