@@ -1,7 +1,6 @@
 /**
- * Argument handling shared by every `magma-gateway` subcommand, so all of them answer a mistake the same way: one
- * line naming it, then the usage, exit code 2 (docs/operations.md#command-line). parseArgs' errors are reworded:
- * they are long and suggest `--` tricks nobody needs.
+ * Argument handling of every subcommand (docs/operations.md#command-line). parseArgs' errors are reworded: they are
+ * long and suggest `--` tricks nobody needs.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { closest } from '../config/nearest-name.js';
@@ -37,7 +36,6 @@ export interface Parsed {
   positionals: string[];
 }
 
-/** The option parseArgs' message complains about, between its first pair of single quotes. */
 function quoted(message: string): string | undefined {
   const a = message.indexOf("'");
   const b = a < 0 ? -1 : message.indexOf("'", a + 1);
@@ -74,14 +72,18 @@ export function parseCommandLine(argv: readonly string[], options: Options, maxP
   return parsed;
 }
 
-/** The one convention for a URL argument (`check`, `report`): positional or `--url`, not two different ones. */
-export function urlArgument(parsed: Parsed, what: string): string {
-  const flag = parsed.values.url;
+/** The one convention for a URL or file argument: positional or `--<flag>`, not two different ones. */
+export function flagOrPositional(parsed: Parsed, flag: string, what: string): string | undefined {
+  const given = parsed.values[flag];
   const positional = parsed.positionals[0];
-  if (typeof flag === 'string' && positional !== undefined && flag !== positional) {
-    throw new UsageError(`two different ${what}s given ("${positional}" and --url "${flag}")`);
+  if (typeof given === 'string' && positional !== undefined && given !== positional) {
+    throw new UsageError(`two different ${what}s given ("${positional}" and --${flag} "${given}")`);
   }
-  const url = typeof flag === 'string' ? flag : positional;
+  return typeof given === 'string' ? given : positional;
+}
+
+export function urlArgument(parsed: Parsed, what: string): string {
+  const url = flagOrPositional(parsed, 'url', what);
   if (url === undefined) throw new UsageError(`missing the ${what} (give it as the argument or with --url)`);
   return url;
 }
@@ -116,18 +118,15 @@ export function cell(text: string): string {
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
 
-/** Headers for the admin listener, with --token or else env GATEWAY_ADMIN_TOKEN as the bearer token. */
 export function adminHeaders(token: string | boolean | undefined, headers: Record<string, string>): typeof headers {
   const t = typeof token === 'string' ? token : process.env.GATEWAY_ADMIN_TOKEN;
   return t === undefined || t === '' ? headers : { ...headers, authorization: `Bearer ${t}` };
 }
 
-/** What a refused admin request adds to its error line. */
 export function authHint(status: number): string {
   return status === 401 || status === 403 ? ' (pass --token or set GATEWAY_ADMIN_TOKEN)' : '';
 }
 
-/** An error and its cause, for one error line. */
 export function errorText(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   return err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message;

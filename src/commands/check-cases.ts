@@ -1,8 +1,4 @@
-/**
- * The `POST /v1/responses` checks of `magma-gateway check` (docs/protocol-fidelity.md). Requests are written with
- * stringifyExact, so the agent receives `99999999999999999999` and `1.0` as digits; answers are read with
- * parseExact, so a number the agent rounded is seen rounded.
- */
+/** The `POST /v1/responses` checks of `magma-gateway check`, written and read with the exact codec. */
 import { intKey, jsonNumberText, numberMark, stringifyExact } from '../protocol/json/exact-json.js';
 import { validateAgainstRequest } from '../protocol/answer/response-check.js';
 import { agentOutputSchema, isJsonObject } from '../protocol/schemas.js';
@@ -121,10 +117,7 @@ function at(obj: unknown, path: string[]): unknown {
   return v;
 }
 
-/**
- * Memory comes back as a complete replacement per candidate: numbers as written and the rules list kept. Every
- * candidate is judged, error candidates included (they must retain complete memory too).
- */
+/** Every candidate, error candidates included, must return complete memory: numbers as written, rules kept. */
 export async function checkMemory(t: ProbeTarget): Promise<string> {
   const memory: JsonObject = {
     big: numberMark('12345678901234567890'),

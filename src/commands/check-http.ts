@@ -1,8 +1,6 @@
 /**
- * HTTP plumbing for `magma-gateway check`. The body is kept as text and parsed with the exact codec: big integers
- * and `1.0` only survive that way. undici's `request`, not fetch: fetch refuses "bad ports" (6000, 10080 ...) an
- * agent may listen on. An AbortSignal.timeout bounds the whole exchange like BENCH's single `requests` timeout;
- * undici's own timeouts are inactivity timers only, kept as a backstop.
+ * HTTP for `magma-gateway check`: bodies parsed with the exact codec (big integers and `1.0` survive), undici's
+ * `request` because fetch refuses "bad ports" (6000, 10080 ...), one AbortSignal.timeout like BENCH's `requests`.
  */
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
@@ -33,7 +31,6 @@ export interface CheckResult {
 export interface ProbeTarget {
   base: string;
   timeoutMs: number;
-  /** Closed when the run ends: no idle socket outlives the probe. */
   dispatcher: Agent;
 }
 
@@ -68,7 +65,6 @@ export async function exchange(t: ProbeTarget, method: 'GET' | 'POST', path: str
     const headers: Record<string, string> = { accept: 'application/json', [CHECK_HEADER]: '1' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const res = await request(`${t.base}${path}`, { method, headers, body, signal, dispatcher: t.dispatcher });
-    // Reading the body is under the same signal, so a stalled body also ends at the deadline.
     return { status: res.statusCode, text: await res.body.text() };
   } catch (err) {
     const why = describeError(err);
@@ -102,7 +98,6 @@ export function require2xx(ex: Exchange, what: string): void {
   if (ex.status < 200 || ex.status > 299) throw new GatewayError('GATEWAY_ERR_CHECK_FAILED', `${what}: HTTP ${ex.status}: ${excerpt(ex.text)}`);
 }
 
-/** FastAPI's 422 body shape. */
 export function hasDetail(text: string): boolean {
   try {
     const v = parseExact(text).value;

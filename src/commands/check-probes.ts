@@ -1,7 +1,4 @@
-/**
- * The checks of `magma-gateway check` that never reach the agent's model, judged as BENCH judges them before a run
- * (docs/protocol-fidelity.md#clients-bench-and-gen), and the invalid bodies a strict agent must refuse with 422.
- */
+/** The checks that never reach the agent's model, judged as BENCH does (docs/protocol-fidelity.md#strictness). */
 import { agentInfoSchema, isJsonObject } from '../protocol/schemas.js';
 import { excerpt, exchange, hasDetail, parseBodyExact, require2xx, requestId, type CheckResult, type ProbeTarget } from './check-http.js';
 import { GatewayError } from '../errors.js';
@@ -11,7 +8,6 @@ export const INFO = 'info strict';
 /** Only listed when the field is present: older cores send it, BENCH's strict model rejects it. */
 const INFO_LEGACY = 'info no coaching_session_version';
 
-/** At most a few: the detail is a table cell. */
 export function issuesText(issues: readonly { path: PropertyKey[]; message: string }[], max = 4): string {
   const parts = issues.slice(0, max).map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`);
   if (issues.length > max) parts.push(`… ${issues.length - max} more`);
@@ -60,7 +56,7 @@ export async function checkInfo(t: ProbeTarget): Promise<CheckResult[]> {
   return rows;
 }
 
-/** Raw text, because `1.0` cannot be built otherwise. */
+/** Raw text: `1.0` cannot be built otherwise. */
 function invalidBody(tag: string, edit: (valid: string) => string): string {
   const valid = `{"request_id":"${requestId(tag)}","inputs":[{"id":1,"instruction":{"type":"user","content":"Conformance probe."},"num_outputs":1}]}`;
   return edit(valid);

@@ -1,8 +1,6 @@
 /**
- * `magma-gateway check <agent-url>`: a conformance probe of any agent against the MAGMA Agent HTTP contract v2.0,
- * one PASS/FAIL row per check, exit 0 only when all pass. A check that throws is a FAIL row: nothing an agent does
- * may crash the probe. Checks run one at a time, as BENCH sends requests, so an agent is judged on its contract,
- * not its concurrency.
+ * `magma-gateway check <agent-url>`: a conformance probe against the MAGMA Agent HTTP contract v2.0. Checks run one
+ * at a time, as BENCH sends requests, so an agent is judged on its contract, not its concurrency.
  */
 import { baseUrl, cell, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo } from './args.js';
 import { checkBatch, checkEmpty, checkMemory, checkOrdering } from './check-cases.js';
@@ -11,7 +9,6 @@ import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } fr
 import { GatewayError } from '../errors.js';
 
 interface CheckOptions {
-  /** Of each HTTP exchange (headers and body). */
   timeoutMs?: number;
 }
 
@@ -101,7 +98,6 @@ const CHECK_FLAGS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** `argv` is what follows `check`. Returns the exit code. */
 export async function checkCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
   let base: string;
   let seconds: number;

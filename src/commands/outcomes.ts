@@ -1,8 +1,6 @@
 /**
- * `magma-gateway outcomes import <BENCH results dir>` (docs/experiments.md#outcomes-from-bench, which says where the
- * episodes are and which trace entries are hashed): hashes each episode's trace the way the gateway hashed the
- * instructions it received, and posts the outcomes by trace hash. Ambiguous and unmatched episodes are counted and
- * printed, never guessed.
+ * `magma-gateway outcomes import <BENCH results dir>` (docs/experiments.md#outcomes-from-bench): posts outcomes by
+ * the hash of each episode's trace; ambiguous and unmatched episodes are counted, never guessed.
  */
 import { join } from 'node:path';
 import {
@@ -56,7 +54,6 @@ export interface ReadResult {
   skipped: { file: string; reason: string }[];
 }
 
-/** Or why the file cannot be used. */
 export function readEpisode(text: string): Omit<Episode, 'file'> | string {
   let v: unknown;
   try {
@@ -141,7 +138,6 @@ async function post(endpoint: string, token: string | boolean | undefined, body:
   return { received: typeof v.received === 'number' ? v.received : 0, results, matches };
 }
 
-/** `argv` is what follows `outcomes`. Returns the exit code. */
 export async function outcomesCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
   let values: Parsed['values'];
   let dir: string;

@@ -1,12 +1,8 @@
-/**
- * `magma-gateway report [<admin-url>]`: the experiment report of a running gateway (GET /gateway/experiments,
- * docs/experiments.md) for a researcher in a terminal, the verdict first; `--json` prints the endpoint's JSON
- * unchanged, for scripts.
- */
+/** `magma-gateway report [<admin-url>]`: GET /gateway/experiments for a terminal, the verdict first. */
 import { writeFileSync } from 'node:fs';
 import {
-  adminHeaders, authHint, baseUrl, cell, DEFAULT_ADMIN_URL, errorText, parseCommandLine, processIo, secondsOption,
-  urlArgument, usageExit, type CommandIo, type Parsed,
+  adminHeaders, authHint, baseUrl, cell, DEFAULT_ADMIN_URL, errorText, flagOrPositional, parseCommandLine, processIo,
+  secondsOption, usageExit, type CommandIo, type Parsed,
 } from './args.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { ROOT_AGENT } from '../config/schema.js';
@@ -216,7 +212,6 @@ function reportForAgent(report: ExperimentsReport, agent: string): ExperimentsRe
   return { ...report, experiments, earlier: report.earlier.filter((e) => e.agent === agent) };
 }
 
-/** `argv` is what follows `report`. Returns the exit code. */
 export async function reportCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
   let base: string;
   let seconds: number;
@@ -228,9 +223,7 @@ export async function reportCommand(argv: string[], io: CommandIo = processIo): 
       io.out(REPORT_USAGE);
       return 0;
     }
-    const url =
-      parsed.positionals[0] === undefined && typeof values.url !== 'string' ? DEFAULT_ADMIN_URL : urlArgument(parsed, 'admin URL');
-    base = baseUrl(url, 'admin URL');
+    base = baseUrl(flagOrPositional(parsed, 'url', 'admin URL') ?? DEFAULT_ADMIN_URL, 'admin URL');
     seconds = secondsOption(values.timeout, '--timeout', 30);
   } catch (err) {
     return usageExit(err, 'report', REPORT_USAGE, io);

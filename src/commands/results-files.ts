@@ -1,15 +1,12 @@
 /**
- * Reading a BENCH results directory as untrusted input (docs/experiments.md#outcomes-from-bench): regular files only,
- * never through a link (lstat, then O_NOFOLLOW | O_NONBLOCK so a file swapped for a FIFO cannot hang the open, then
- * fstat to be the file examined), each bounded in bytes before a byte is read, the listing bounded in entries.
- * A link to /dev/zero (whose size reads 0) or a FIFO is skipped with the reason, never read.
+ * A BENCH results directory read as untrusted input: regular files only, never through a link (lstat, then
+ * O_NOFOLLOW | O_NONBLOCK so a swapped-in FIFO cannot hang the open, then fstat), each bounded before it is read.
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { GatewayError } from '../errors.js';
 
 export interface ResultLimits {
-  /** `--max-episode-mb`. */
   maxFileBytes: number;
   /** `--max-files`: entries under `scenarios/`, every directory together. */
   maxFiles: number;
@@ -52,7 +49,6 @@ export function readResultFile(path: string, maxBytes: number): { text: string }
   try {
     fd = openSync(path, OPEN_FLAGS);
   } catch (err) {
-    // ELOOP: the path became a link after it was examined.
     const code = err instanceof Error && 'code' in err ? String(err.code) : '';
     return { skip: code === 'ELOOP' ? LINK : err instanceof Error ? err.message : String(err) };
   }
@@ -93,7 +89,6 @@ class Budget {
   }
 }
 
-/** A missing directory has none; `dir` itself must not be a link. */
 function entries(dir: string, budget: Budget, skipped: Skipped[]): { name: string; dir: boolean; link: boolean }[] {
   let st: Stats;
   try {
@@ -118,10 +113,7 @@ function entries(dir: string, budget: Budget, skipped: Skipped[]): { name: strin
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-/**
- * `scenarios/.partial/<scenario>/episodes/*.json` first, then `scenarios/<scenario>/episodes/*.json`, so an episode
- * in both is taken from its final place. Directories that are links are skipped (and named).
- */
+/** `scenarios/.partial/<scenario>/episodes/*.json` first, so an episode in both is taken from its final place. */
 export function episodeFiles(root: string, maxFiles: number, skipped: Skipped[]): string[] {
   const budget = new Budget(maxFiles, root);
   const scenarios = join(root, 'scenarios');

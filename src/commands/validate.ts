@@ -5,7 +5,7 @@
 import { ConfigError, loadConfigFile, type Env } from '../config/load.js';
 import { formatSummary } from '../config/summary.js';
 import { configWarnings, formatWarning } from '../config/warnings.js';
-import { parseCommandLine, UsageError, usageExit, type CommandIo } from './args.js';
+import { flagOrPositional, parseCommandLine, UsageError, usageExit, type CommandIo } from './args.js';
 
 export const VALIDATE_USAGE = `usage: magma-gateway validate [--config FILE]
   Checks a config file as the gateway would at start (without starting) and prints what it would run.
@@ -16,16 +16,13 @@ export const VALIDATE_USAGE = `usage: magma-gateway validate [--config FILE]
 export function validateCommand(argv: readonly string[], io: CommandIo, env: Env): number {
   let path: string | undefined;
   try {
-    const { values, positionals } = parseCommandLine(argv, { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } }, 1);
-    if (values.help === true) {
+    const parsed = parseCommandLine(argv, { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } }, 1);
+    if (parsed.values.help === true) {
       io.out(VALIDATE_USAGE);
       return 0;
     }
-    const flag = typeof values.config === 'string' ? values.config : undefined;
-    if (flag !== undefined && positionals[0] !== undefined && flag !== positionals[0]) {
-      throw new UsageError(`two different config files given ("${positionals[0]}" and --config "${flag}")`);
-    }
-    path = flag ?? positionals[0] ?? (env.MAGMA_GATEWAY_CONFIG === '' ? undefined : env.MAGMA_GATEWAY_CONFIG);
+    const given = flagOrPositional(parsed, 'config', 'config file');
+    path = given ?? (env.MAGMA_GATEWAY_CONFIG === '' ? undefined : env.MAGMA_GATEWAY_CONFIG);
     if (path === undefined) throw new UsageError('no config file given (--config FILE or MAGMA_GATEWAY_CONFIG)');
   } catch (err) {
     return usageExit(err, 'validate', VALIDATE_USAGE, io);

@@ -1,11 +1,8 @@
 /**
- * Environment feedback (`instruction.type == "env"`) into outcome counts, usually JSON written by Python json.dumps:
+ * Environment feedback (`instruction.type == "env"`, usually Python json.dumps output) into outcome counts:
  *   {"infos": "<robot>: <tool> succeed|failed with message: <text>\n...", "previous_tool_call": {...}}
  *   {"error": "<failure text>"}   or with a "failure_reason" key beside "infos"
- * Nothing guarantees it parses, so every input yields counts and none throws: one tool_succeeded / tool_failed per
- * robot line of `infos`; env_error / failure_reason when that key holds a value; `unparsed` when the content is no
- * JSON object with any of those keys; `other` when read but with nothing to attribute ("The action has
- * completed."), which only the report shows (the metric's outcome set is fixed).
+ * Nothing guarantees it parses, so every input yields counts and none throws (`unparsed`, `other`).
  */
 
 import { METRIC_OUTCOMES } from '../metrics.js';
@@ -37,7 +34,6 @@ function isSpace(c: number): boolean {
   );
 }
 
-/** `\w`. */
 function isWordChar(c: number): boolean {
   return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
 }
@@ -45,9 +41,8 @@ function isWordChar(c: number): boolean {
 const VERBS = ['succeeded', 'succeed', 'failed'] as const;
 
 /**
- * One robot line, `<robot>: <tool> succeed|succeeded|failed ...` in [from, to), the verb a whole word (simulators
- * differ on the tense). Only the line start is read, so a message mentioning "failed" later cannot count twice.
- * Hand-written: the equivalent regex backtracks quadratically on a long line without a colon, and clients send it.
+ * `<robot>: <tool> succeed|succeeded|failed ...` (simulators differ on the tense); only the line start is read, so
+ * a later "failed" cannot count twice. Not a regex: it backtracks quadratically on a long colon-free line.
  */
 function robotLine(text: string, from: number, to: number): ToolLine | undefined {
   let i = from;
@@ -76,7 +71,6 @@ function robotLine(text: string, from: number, to: number): ToolLine | undefined
   return undefined;
 }
 
-/** Lines split at `\n` or `\r\n`; lines that are not robot lines are skipped. */
 export function parseInfos(infos: string): ToolLine[] {
   const out: ToolLine[] = [];
   let start = 0;
@@ -97,7 +91,7 @@ function present(v: unknown): boolean {
   return v !== undefined && v !== null && v !== '' && v !== false;
 }
 
-/** Text that cannot be a JSON object is rejected before JSON.parse is tried: this runs on the request path. */
+/** Rejected before JSON.parse is tried: this runs on the request path. */
 export function parseEnvFeedback(content: string): FeedbackCounts {
   const counts = emptyFeedback();
   if (content.length > FEEDBACK_MAX_CHARS) {

@@ -1,11 +1,7 @@
-/**
- * Where the experiment recorder keeps things in the store (docs/experiments.md#what-the-gateway-stores). The store
- * adds its own prefix; every key carries the experiment id, so experiments of one route are never summed.
- */
+/** Store keys of the experiment recorder; each carries the experiment id, so experiments of a route never sum. */
 import { isJsonObject } from '../protocol/schemas.js';
 import type { JsonObject } from '../protocol/types.js';
 
-/** Per-arm counters (SCALAR_FIELDS and `field` below). */
 export function countersKey(agent: string, route: string, experiment: string): string {
   return `experiments:${agent}/${route}/${experiment}`;
 }
@@ -23,52 +19,36 @@ export function keyField(arm: string, stratum: number, key: string, what: KeySum
   return `${arm}|${stratum}|${key}|${what}`;
 }
 
-/** Field `recorded`: the trajectories recorded, against experiments.max_trajectories. */
 export function boundCountersKey(agent: string, route: string, experiment: string): string {
   return `${countersKey(agent, route, experiment)}/bound`;
 }
 
-/** Outcome posts by result: accepted, duplicate, conflict, unknown, ... */
 export const OUTCOME_COUNTERS_KEY = 'experiments:outcomes';
 
-/** Claims are set once; sets are bounded; `epoch` is a shared value. */
+/** Key by key in docs/experiments.md#what-the-gateway-stores. */
 export const keys = {
-  /** The request key that counted that step (replay vs fork). */
   step: (trajectory: string, step: number) => `x:step:${trajectory}:${step}`,
-  /** A TrajectoryRecord: what credits its outcome. */
   trajectory: (trajectory: string) => `x:traj:${trajectory}`,
-  /** The trajectory a replay replays (its outcome credits that one). */
   replayOf: (trajectory: string) => `x:replay:${trajectory}`,
-  /** The trajectory that superseded it (took its unit over). */
   superseded: (trajectory: string) => `x:sup:${trajectory}`,
   outcome: (trajectory: string) => `x:outcome:${trajectory}`,
   episodeOutcome: (hash: string, episode: string) => `x:outcome-ep:${hash}:${episode}`,
-  /** An ExperimentRecord. */
   experiment: (experiment: string) => `x:exp:${experiment}`,
-  /** When the arm's first crossover happened. */
   crossed: (experiment: string, arm: string) => `x:crossed:${experiment}:${arm}`,
-  /** Set: `<trajectory>:<step>` of every step that ended with this trace hash. */
   hash: (hash: string) => `x:hash:${hash}`,
-  /** Set: `<step>|<s>|<n>|<stages>|<flags>` of each step counted (the last is its end). */
   steps: (trajectory: string) => `x:steps:${trajectory}`,
-  /** Set: the experiment's trajectories, for the export. */
   trajectories: (experiment: string) => `x:trajs:${experiment}`,
-  /** Set: the route's experiments. */
   list: (agent: string, route: string) => `x:list:${agent}/${route}`,
-  /** The stratify_by value holding stratum slot i. */
   slot: (experiment: string, slot: number) => `x:slot:${experiment}:${slot}`,
-  /** Whether an assign_by key is a unit (`in`) or past the bound (`over`). */
   key: (experiment: string, key: string) => `x:key:${experiment}:${key}`,
-  /** The time of the route's last reset. */
   epoch: (agent: string, route: string) => `experiments:epoch:${agent}/${route}`,
 };
 
 export const EPOCH_PREFIX = 'experiments:epoch:';
 
 /**
- * The per-arm scalar counts and their counter field suffixes (`<arm>|<suffix>`). Arm names cannot hold `|` (config
- * names are [A-Za-z0-9_.-]), so the first `|` splits a field back; error codes, which come from backends, only
- * ever follow it. Fields are documented in docs/experiments.md#what-each-number-means.
+ * Field suffixes (`<arm>|<suffix>`, docs/experiments.md#what-each-number-means). Arm names cannot hold `|` (config
+ * names are [A-Za-z0-9_.-]), so the first `|` splits a field back even when a backend's error code holds one.
  */
 export const SCALAR_FIELDS = {
   units: 'units', unitsWithLines: 'units_lines', s: 's', n: 'n', ss: 'ss', nn: 'nn', sn: 'sn', steps: 'steps',
@@ -87,7 +67,6 @@ export const field = {
   code: (arm: string, code: string) => `${arm}|code|${code}`,
   feedback: (arm: string, outcome: string) => `${arm}|fb|${outcome}`,
   latency: (arm: string, bucket: number) => `${arm}|lat|${bucket}`,
-  /** One of the fields above in stratum `stratum`: `<arm>|st|<stratum>|<what>`. */
   inStratum: (stratum: number, f: string) => {
     const bar = f.indexOf('|');
     return `${f.slice(0, bar)}|st|${stratum}|${f.slice(bar + 1)}`;
@@ -109,7 +88,6 @@ export interface TrajectoryRecord {
 
 const KEY_ID = /^[0-9a-f]{16}$/;
 
-/** The store holds what recorder.ts wrote, but a reader checks every field. */
 function parseObject(raw: string | undefined): JsonObject | undefined {
   if (raw === undefined) return undefined;
   try {

@@ -1,7 +1,6 @@
 /**
- * Episode outcomes (docs/experiments.md#outcomes-from-bench: the join and what each result means): each outcome is
- * credited once, by trajectory id or by its episode's trace hash, to the arm its trajectory was assigned; the first
- * outcome per trajectory and per episode is kept (a set-once mark). A dry run decides the same way, writing nothing.
+ * Episode outcomes (docs/experiments.md#outcomes-from-bench), credited once, by trajectory id or trace hash, to the
+ * arm its trajectory was assigned: the first per trajectory and per episode is kept (a set-once mark).
  */
 import type { Claims, Counters } from '../state/types.js';
 import { isJsonObject } from '../protocol/schemas.js';

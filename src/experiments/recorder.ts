@@ -1,8 +1,6 @@
 /**
- * Experiment accounting on the request path (docs/experiments.md): the trajectory is the unit. `begin`, before
- * dispatch, sets each experiment input's trajectory members and decides whether the step counts (once per
- * (trajectory, step): the same request key again is a replay, another key a fork); `recordBatch`, after the batch,
- * adds the counters (step-counts.ts). Requests of `magma-gateway check` are left out entirely.
+ * Experiment accounting on the request path (docs/experiments.md): `begin` sets trajectory members and decides
+ * whether a step counts (once per (trajectory, step)); `recordBatch` adds the counters (step-counts.ts).
  */
 import type { Logger } from '../logging.js';
 import type { BatchResult } from '../dispatch/batch.js';
@@ -30,7 +28,7 @@ type ExperimentsConfig = GatewayConfig['experiments'];
 
 export type ExperimentsStore = Counters & Claims & CappedLists & SharedValues & Pick<StoreHealth, 'kind' | 'stats'>;
 
-/** What the recorder and the report read from the gateway, late-bound so a config reload is seen at once. */
+/** Late-bound, so a config reload is seen at once. */
 export interface ExperimentsHost {
   current: Pick<GatewayRuntime, 'agents' | 'config' | 'upstreams'>;
   store: ExperimentsStore;
@@ -44,7 +42,7 @@ const ZERO = { s: 0, n: 0, step: 0, stages: 0, flags: '' };
 
 export class Experiments {
   readonly lifetimes = new Lifetimes();
-  /** Index writes still on their way to the store; outcomes and the report wait for them. */
+  /** Outcomes and the report wait for these. */
   private readonly pending = new Set<Promise<unknown>>();
 
   constructor(
@@ -61,7 +59,6 @@ export class Experiments {
 
   private readonly srmLogged = new Set<string>();
 
-  /** Logs a report's sample-ratio mismatch once per experiment per process. */
   srmFlagged(agent: string, route: string, experiment: string, line: string): void {
     if (this.srmLogged.has(experiment)) return;
     if (this.srmLogged.size > 10_000) this.srmLogged.clear();
@@ -69,7 +66,6 @@ export class Experiments {
     this.log?.warn({ agent, route, experiment }, line);
   }
 
-  /** Starts a new experiment on every experiment route matching `agent` and `route` (both optional). */
   async reset(agent: string | undefined, route: string | undefined): Promise<{ agent: string; route: string }[]> {
     const { store, current } = this.host();
     const ttlMs = current.config.experiments.index_ttl_s * 1000;
@@ -88,10 +84,7 @@ export class Experiments {
 
   private signerFor: { secret: string | undefined; store: ExperimentsStore; signer: Promise<TagSigner> } | undefined;
 
-  /**
-   * Undefined while the store cannot give a shared secret: tags are then neither signed nor checked, and the
-   * recorder counts nothing (its own store writes fail the same way).
-   */
+  /** Undefined while the store cannot give a shared secret: the recorder then counts nothing either. */
   async tagSigner(): Promise<TagSigner | undefined> {
     const { store, current } = this.host();
     const secret = current.config.experiments.tag_secret;
@@ -160,8 +153,7 @@ export class Experiments {
           const feedback = stepFeedback(instruction);
           const sign = (t: TrajectoryState): TrajectoryState => ({ ...t, signer });
           if (p.rejectedTag !== undefined || hasFlag(previous, 'r')) {
-            // Not trusted (docs/experiments.md#signed-tags): a trajectory of its own that is never counted, so
-            // an edited tag cannot move a unit, add one, or inflate one; the rejection is counted once.
+            // Not trusted (docs/experiments.md#signed-tags): a trajectory of its own, never counted.
             const state = sign(withFlag(advance(previous, { id: key, experiment }, instruction, feedback), 'r'));
             p.trajectory = state;
             const first = p.rejectedTag === undefined ? false : (await store.claim(keys.step(state.id, state.step), key, ttlMs)).first;
@@ -202,8 +194,7 @@ export class Experiments {
           }
           let mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
           if (!mark.first && mark.value !== key && previous !== undefined) {
-            // A fork: the same (trajectory, step) continued by another request. It goes on as a trajectory of its
-            // own that counts only what comes after the fork (docs/experiments.md#forks).
+            // A fork (docs/experiments.md#forks): its own trajectory, counting only what comes after.
             state = advance(forkStart(previous, forkedId(previous.id, key)), { id: key, experiment }, instruction, feedback);
             const { replay: _r, ...forked } = state;
             state = forked;
@@ -254,7 +245,7 @@ export class Experiments {
     return took.first || took.value === trajectory ? { kind: 'supersede', inherit: { id: ended.of, record } } : { kind: 'diverge' };
   }
 
-  /** Past experiments.max_trajectories: flagged `o`, so its later steps skip the store; only its start is counted. */
+  /** Past experiments.max_trajectories: flagged `o`, so its later steps skip the store. */
   private leftOut(p: InputPlan, state: TrajectoryState, started: { agent: string; route: string; experiment: string; arm: string } | undefined): undefined {
     p.trajectory = withFlag(state, 'o');
     if (started !== undefined) {

@@ -1,10 +1,6 @@
-/**
- * Which unit a step belongs to when the response cache answers it (docs/experiments.md#replays-and-resumed-episodes).
- * Pure; the recorder reads the store for the replayed trajectory's last step and its successor.
- */
+/** Which unit a step the response cache answers belongs to (docs/experiments.md#replays-and-resumed-episodes). */
 import type { TrajectoryState } from '../protocol/memory-tag.js';
 
-/** What the response cache's hit says produced it (cache/cache-entry.ts Producer). */
 export interface CacheHit {
   readonly backend: string;
   readonly arm?: string;
@@ -18,10 +14,7 @@ export type ReplayStep =
   /** The replay of `of` (its first `replayed` steps) ended here; `next` produced this step's hit, if one did. */
   | { kind: 'ended'; of: string; replayed: number; next?: string };
 
-/**
- * What the step after `previous` (undefined: a new trajectory) is, in `experiment`, given the cache's hit for it.
- * A hit replays only the same step of a trajectory of the same experiment: a reset starts clean.
- */
+/** A hit replays only the same step of a trajectory of the same experiment: a reset starts clean. */
 export function replayStep(previous: TrajectoryState | undefined, experiment: string, hit: CacheHit | undefined): ReplayStep {
   const step = (previous?.step ?? 0) + 1;
   const by = hit?.by;
@@ -33,11 +26,7 @@ export function replayStep(previous: TrajectoryState | undefined, experiment: st
   return { kind: 'ended', of, replayed: previous.step, ...(producer === undefined ? {} : { next: producer }) };
 }
 
-/**
- * `successor` already superseded the original; `lastStep` is the original's (or successor's) last counted step.
- * `continue`: a replay of the successor; `supersede`: the original stopped where the replay did, so the replaying
- * trajectory takes its unit over; `diverge`: a new unit with its whole history.
- */
+/** `supersede`: the original stopped where the replay did, so the replaying trajectory takes its unit over. */
 export function endOfReplay(ended: { replayed: number; next?: string }, successor: string | undefined, lastStep: number): 'continue' | 'supersede' | 'diverge' {
   if (successor !== undefined && ended.next === successor) return 'continue';
   if (successor !== undefined) return 'diverge';

@@ -1,7 +1,4 @@
-/**
- * The counters of one answered batch (docs/experiments.md#what-each-number-means). The unit sums are increments
- * from the tag's previous s and n, so they are idempotent with the step marks.
- */
+/** The counters of one answered batch: increments from the tag's previous s and n, idempotent with the step marks. */
 import type { BatchResult } from '../dispatch/batch.js';
 import { candidateTag } from '../dispatch/answer-bytes.js';
 import { METRIC_OUTCOMES, type GatewayMetrics } from '../metrics.js';
@@ -17,7 +14,6 @@ import { armOf, routeIndex, type StepDecision } from './step-decision.js';
 export interface CountSink {
   store: Counters & Claims;
   metrics: GatewayMetrics;
-  /** experiments.index_ttl_s in ms. */
   ttlMs: number;
   now: () => Date;
   track: (write: Promise<unknown>) => void;
@@ -113,8 +109,8 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
 function countLatency(store: Counters, compiled: CompiledRoutes, result: BatchResult, decisions: readonly StepDecision[]): void {
   if (decisions.length === 0) return;
   const byInput = new Map(decisions.filter((d) => d.counted).map((d) => [d.index, d]));
-  // Failed and timed-out calls count too (as the Backends page counts them). A split's leg is its trajectory's
-  // arm's (intention to treat). A call the client's departure cut short says nothing of the arm.
+  // Failed and timed-out calls count too; a split's leg is its trajectory's arm's (intention to treat). A call
+  // the client's departure cut short says nothing of the arm.
   for (const call of result.calls ?? []) {
     if (call.outcome === 'cancelled') continue;
     for (const leg of call.legs) {
@@ -147,7 +143,6 @@ function feedbackMetric(metrics: GatewayMetrics, compiled: CompiledRoutes, reque
   }
 }
 
-/** Where each input's candidates start in `outputs` (input order, `num_outputs` each), and the end. */
 function outputOffsets(request: IndexedAgentRequest, result: BatchResult): number[] {
   const offsets = [0];
   if (result.outputs.length === 0) return offsets;

@@ -18,7 +18,6 @@ export interface StepDecision {
   readonly keysOver: boolean;
   readonly rerouted?: { from: string; why: 'not_ready' | 'ejected' };
   readonly cached: boolean;
-  /** Not counted; `first` at its step 1. */
   readonly replay?: { of: string; first: boolean };
   /** A resumed episode took this trajectory's unit over. */
   readonly supersedes?: { id: string; record: TrajectoryRecord };
@@ -48,9 +47,8 @@ export function armOf(route: CompiledRoute, tag: Pick<MemoryTag, 'backend' | 'ar
 }
 
 /**
- * The arm a step of `p` is credited to: the arm its trajectory was assigned (intention to treat: a `sticky: false`
- * split draws again at every step, but the trajectory's sums stay its first arm's), else the split arm drawn
- * now, else the ensemble member its trajectory follows.
+ * The arm its trajectory was assigned (intention to treat: a `sticky: false` split draws again at every step), else
+ * the split arm drawn now, else the ensemble member its trajectory follows.
  */
 export function trajectoryArm(route: CompiledRoute, p: InputPlan, continuing: boolean): string | undefined {
   if (continuing && p.tag?.arm !== undefined && route.members.some((m) => m.name === p.tag?.arm)) return p.tag.arm;

@@ -1,8 +1,4 @@
-/**
- * The secret that signs memory tags (docs/experiments.md#signed-tags): HMAC-SHA256 over the tag's canonical text,
- * 16 bytes kept. From `experiments.tag_secret`, else MAGMA_GATEWAY_TAG_SECRET, else a random secret set once in the
- * store (one per process on the memory store, so tags do not survive a restart there).
- */
+/** The secret that signs memory tags (docs/experiments.md#signed-tags): HMAC-SHA256, 16 bytes kept. */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 import type { TagSigner } from '../protocol/memory-tag.js';
@@ -28,17 +24,13 @@ export function hmacSigner(secret: string): TagSigner {
   };
 }
 
-/** What the start summary says, without reading the store. */
 export function tagSecretSource(configured: string | undefined, env: NodeJS.ProcessEnv, store: 'memory' | 'redis'): TagSecretSource {
   if (configured !== undefined && configured !== '') return 'config';
   if (env[TAG_SECRET_ENV] !== undefined && env[TAG_SECRET_ENV] !== '') return 'environment';
   return store === 'redis' ? 'store' : 'process';
 }
 
-/**
- * Rejects when a Redis store answered from this process's fallback: a secret only this replica knows would make
- * every other replica reject its tags, so the caller tries again later.
- */
+/** Rejects when Redis answered from this process's fallback: other replicas would reject its tags. */
 export async function loadTagSecret(configured: string | undefined, env: NodeJS.ProcessEnv, store: Pick<Claims, 'claim'> & Pick<StoreHealth, 'kind' | 'stats'>): Promise<string> {
   if (configured !== undefined && configured !== '') return configured;
   const fromEnv = env[TAG_SECRET_ENV];

@@ -1,7 +1,4 @@
-/**
- * One step of a trajectory (docs/experiments.md#the-trajectory-in-the-tag): the members an input's candidates carry.
- * Pure, so a replayed (request_id, input id) gives the same members on every replica.
- */
+/** One step's tag members; pure, so a replayed (request_id, input id) gives the same members on every replica. */
 import { createHash } from 'node:crypto';
 import { intKey } from '../protocol/json/exact-json.js';
 import { MAX_LINES_PER_STEP, TAG_MAX_COUNT, withFlag, type TrajectoryState } from '../protocol/memory-tag.js';
@@ -26,10 +23,7 @@ export function forkedId(parent: string, key: string): string {
   return hex32('fork', parent, key);
 }
 
-/**
- * Nothing counted yet, so a fork's unit holds only the steps after the fork (docs/experiments.md#forks); the trace
- * hash, experiment, stratum and key go on: an outcome names the whole episode.
- */
+/** A fork's unit counts only what follows it; the trace hash, stratum and key go on: an outcome names the episode. */
 export function forkStart(parent: TrajectoryState, id: string): TrajectoryState {
   return { ...parent, id, step: 0, s: 0, n: 0, stages: 0, flags: '' };
 }

@@ -1,14 +1,12 @@
 /**
- * A new trajectory's stratum and assignment key (docs/experiments.md#strata and #assigning-by-a-key), decided at
- * its first step and carried in its tag from then on. Strata slots and key admissions are set-once claims, so the
- * list is the same on every replica; the key bound holds to within the keys first seen at once on several replicas.
+ * A new trajectory's stratum and assignment key (docs/experiments.md#strata), decided at its first step. Set-once
+ * claims keep them equal on every replica; the key bound holds to within keys first seen at once on several.
  */
 import { createHash } from 'node:crypto';
 import type { RatioSums } from '../stats/index.js';
 import type { Claims, Counters } from '../state/types.js';
 import { KEY_SUMS, keys, type KeySum } from './keys.js';
 
-/** Values come from clients. */
 const STRATUM_LABEL_MAX = 200;
 export const OTHER_STRATUM = 'other';
 export const MISSING_VALUE = '(missing)';
@@ -52,7 +50,7 @@ export class UnitSlots {
     return 0;
   }
 
-  /** The first `max` keys are units of their own; the answer is set once, so every replica agrees. */
+  /** The first `max` keys are units of their own. */
   async keyAdmitted(store: Claims & Counters, experiment: string, id: string, max: number, ttlMs: number, counterKey: string): Promise<boolean> {
     const cacheKey = `${experiment}:${id}`;
     const hit = this.keyStatus.get(cacheKey);
@@ -73,7 +71,6 @@ export async function slotLabels(store: Claims, experiment: string, max: number)
 
 type KeyTotals = Record<KeySum, number>;
 
-/** Per arm, per stratum, per key. */
 export type KeyCounters = Map<string, Map<number, Map<string, KeyTotals>>>;
 
 const KEY_FIELD = /^([^|]+)\|(\d{1,4})\|([0-9a-f]{16})\|([a-z]+)$/;

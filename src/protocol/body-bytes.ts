@@ -1,23 +1,15 @@
-/**
- * An HTTP body (a batch, a backend's answer) collected as it arrives: a very large one into a store (byte-store.ts),
- * any other with a declared length into one Buffer of the gateway's own, and one that comes in one chunk as that
- * chunk. Callers bound the size (server.body_limit_mb, max_response_mb) and pass it as `max`.
- */
+/** An HTTP body collected as it arrives: a very large one into a store (byte-store.ts), else one Buffer. */
 import { ByteStore, markOwn, type StoreOwner } from './byte-store.js';
 
 /** A body over this is read off the event loop (reader/reader.ts). */
 export const LARGE_BODY_BYTES = 1024 * 1024;
 
-/**
- * Below this a store costs more than it saves: its pages fault in one by one (5.8 ms to fill 2 MB against 1.1 ms
- * for a Buffer), which tripled the CPU per 2 MB batch, and such a Buffer is freed by the collections it brings on.
- */
+/** Below this a store's pages faulting in one by one cost more (5.8 ms to fill 2 MB against 1.1 ms for a Buffer). */
 export const STORE_BYTES = 16 * 1024 * 1024;
 
 const DEFAULT_MAX_BYTES = 1024 * 1024 * 1024;
 
 interface BodyBytesOptions {
-  /** The content-length. */
   declared?: number;
   /** The caller refuses one byte more before adding it. */
   max?: number;
@@ -82,7 +74,6 @@ export class BodyBytes {
     this.taken();
   }
 
-  /** The collector keeps nothing after. */
   received(): Buffer {
     const store = this.store;
     if (store !== undefined) {

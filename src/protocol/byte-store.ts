@@ -3,7 +3,6 @@
  * waits for a full GC, which V8 schedules by its heap (docs/memory-budget.md#where-the-bytes-live).
  */
 
-/** The hold of the batch (or shadow call) the body belongs to. */
 export interface StoreOwner {
   adopt(store: ByteStore): void;
 }
@@ -11,10 +10,7 @@ export interface StoreOwner {
 /** A chunked body's store starts here and doubles. */
 const FIRST_BYTES = 4 * 1024 * 1024;
 
-/**
- * `resize(0)` costs about 17 ms per 50 MB (Node 20): ten released together held the event loop past /health's
- * 100 ms, so the reader thread installs itself here (handing over costs 0.1 ms). Until then, the store does it.
- */
+/** `resize(0)` costs ~17 ms per 50 MB (Node 20), so the reader thread installs itself here to do it off-loop. */
 let shrinker: (ab: ArrayBuffer) => void = (ab) => ab.resize(0);
 
 export function shrinkStoresWith(fn: (ab: ArrayBuffer) => void): void {
@@ -29,7 +25,6 @@ export class ByteStore {
   private released = false;
   private away = false;
 
-  /** `expected`: the declared length; `max`: the bound the caller enforces. */
   constructor(expected: number | undefined, max: number) {
     const limit = Math.max(max, expected ?? 0, 1);
     this.ab = new ArrayBuffer(Math.min(expected ?? FIRST_BYTES, limit), { maxByteLength: limit });
@@ -51,13 +46,11 @@ export class ByteStore {
     return Buffer.from(this.ab, 0, this.size);
   }
 
-  /** To transfer to the reader thread; it comes back through `returned`. */
   handOver(): ArrayBuffer {
     this.away = true;
     return this.ab;
   }
 
-  /** Transferred back: a new ArrayBuffer object over the same pages. */
   returned(ab: ArrayBuffer): void {
     this.ab = ab;
     this.away = false;

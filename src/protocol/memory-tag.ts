@@ -1,17 +1,14 @@
 /**
- * The gateway's memory tag `memory[memory_key]`: read, built, written and stripped, as values and as bytes
- * (docs/routing.md#the-memory-key-and-stickiness, docs/experiments.md#the-trajectory-in-the-tag). Memory comes from
- * clients, so a tag with malformed trajectory members is read without them: stickiness kept, a new trajectory.
+ * The memory tag `memory[memory_key]` as values and as bytes (docs/routing.md#the-memory-key-and-stickiness,
+ * docs/experiments.md#the-trajectory-in-the-tag). Malformed trajectory members are dropped: stickiness kept.
  */
 import { parseExact } from './json/exact-json.js';
 import { isJsonObject } from './schemas.js';
 import type { JsonObject } from './types.js';
 
-/** Set-once facts about a trajectory, one letter each (docs/experiments.md#the-trajectory-in-the-tag). */
 export type TrajectoryFlag = 'e' | 'f' | 'c' | 'x' | 'r' | 'o';
 const FLAG_ORDER: readonly TrajectoryFlag[] = ['e', 'f', 'c', 'x', 'r', 'o'];
 
-/** The experiment members of a tag; docs/experiments.md#the-trajectory-in-the-tag says what each means. */
 export interface TrajectoryState {
   readonly id: string;
   readonly experiment: string;
@@ -20,17 +17,16 @@ export interface TrajectoryState {
   readonly n: number;
   readonly stages: number;
   readonly hash: string;
-  /** Letters of TrajectoryFlag, in FLAG_ORDER, each at most once. */
+  /** In FLAG_ORDER, each at most once. */
   readonly flags: string;
   readonly stratum?: number;
   readonly key?: string;
-  /** The id of the earlier trajectory this one replays from the response cache; dropped at the first live step. */
+  /** The trajectory this one replays from the response cache; dropped at the first live step. */
   readonly replay?: string;
-  /** Signs the tag when written (set by the experiment recorder, which holds the secret; never read back). */
+  /** Set by the experiment recorder, which holds the secret; never read back. */
   readonly signer?: TagSigner;
 }
 
-/** Signs a tag's canonical text (experiments/tag-signer.ts): an HMAC under a secret every replica shares. */
 export interface TagSigner {
   sign(text: string): string;
   verify(text: string, sig: string): boolean;
@@ -42,13 +38,12 @@ export interface MemoryTag {
   route: string;
   arm?: string;
   trajectory?: TrajectoryState;
-  /** Read back with a tag that has trajectory members; never set when building one. */
+  /** Only read back, never set when building. */
   sig?: string;
 }
 
 /** A client cannot make the counters jump by more than this per step. */
 export const TAG_MAX_COUNT = 1_000_000_000;
-/** experiments.max_strata is at most this. */
 const TAG_MAX_STRATUM = 1000;
 
 const HEX32 = /^[0-9a-f]{32}$/;
@@ -56,7 +51,6 @@ const HEX64 = /^[0-9a-f]{64}$/;
 const HEX16 = /^[0-9a-f]{16}$/;
 const EXPERIMENT_ID = /^[0-9a-f]{1,32}$/;
 const FLAGS = /^e?f?c?x?r?o?$/;
-/** 16 bytes of HMAC-SHA256, base64url. */
 const SIG = /^[A-Za-z0-9_-]{22}$/;
 
 /** Robot lines one step may add (experiments/trajectory.ts caps at it): makes countersPossible checkable. */
@@ -95,7 +89,6 @@ function tagOfValue(raw: unknown): MemoryTag | undefined {
   return tag;
 }
 
-/** Why a tag read back is not trusted (docs/experiments.md#signed-tags). */
 export type TagRejection = 'unsigned' | 'signature' | 'counters';
 
 /** What a signature covers: not the backend, which a fallback legitimately changes. */
@@ -108,7 +101,6 @@ export function countersPossible(t: TrajectoryState): boolean {
   return t.s <= t.n && t.n <= t.step * MAX_LINES_PER_STEP && t.stages <= t.step;
 }
 
-/** Undefined when a tag read back may be continued (or carries nothing to trust), else why not. */
 export function tagRejection(tag: MemoryTag, signer: TagSigner): TagRejection | undefined {
   const t = tag.trajectory;
   if (t === undefined) return tag.arm === undefined ? undefined : 'unsigned';
@@ -123,12 +115,10 @@ export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag 
   return tagOfValue(memory[memoryKey]);
 }
 
-/** An indexed input decodes only its tag member, never the rest of the memory. */
 export function inputMemoryTag(input: { memoryMember(key: string): unknown }, memoryKey: string): MemoryTag | undefined {
   return tagOfValue(input.memoryMember(memoryKey));
 }
 
-/** A dispatch item (dispatch/batch-item.ts Item) is one. */
 interface CandidateSource {
   readonly backend: string;
   readonly route: string;
@@ -161,14 +151,12 @@ export function hasFlag(t: TrajectoryState | undefined, flag: TrajectoryFlag): b
   return t !== undefined && t.flags.includes(flag);
 }
 
-/** Equal keys, equal bytes. */
 function tagKey(tag: MemoryTag): string {
   const t = tag.trajectory;
   const traj = t === undefined ? '' : `${t.id}\u0000${t.experiment}\u0000${t.step}\u0000${t.s}\u0000${t.n}\u0000${t.stages}\u0000${t.hash}\u0000${t.flags}\u0000${t.stratum ?? ''}\u0000${t.key ?? ''}\u0000${t.replay ?? ''}`;
   return `${tag.backend}\u0000${tag.route}\u0000${tag.arm ?? ''}\u0000${tag.arm === undefined ? 0 : 1}\u0000${traj}`;
 }
 
-/** Members in the documented order, absent ones left out. */
 export function tagValue(tag: MemoryTag): JsonObject {
   const v: JsonObject = { backend: tag.backend, route: tag.route };
   if (tag.arm !== undefined) v.arm = tag.arm;
@@ -205,10 +193,8 @@ export function tagMemory(memory: JsonObject, key: string, tag: MemoryTag): Json
 }
 
 /**
- * An input's memory as an error candidate carries it: the old tag cut, the tag last. Shared by every error
- * candidate of the input (they are only serialized): 1000 of them over a 5,000-key memory would otherwise copy 5
- * million properties. A WeakMap, which a young-generation GC treats as live, is acceptable only because it serves
- * memory already decoded (docs/performance.md#batches-die-young).
+ * Shared by every error candidate of an input: 1000 of them over a 5,000-key memory would otherwise copy 5 million
+ * properties. The WeakMap only holds memory already decoded (docs/performance.md#batches-die-young).
  */
 const taggedInputs = new WeakMap<JsonObject, { key: string; tagKey: string; memory: JsonObject }>();
 
@@ -221,7 +207,7 @@ export function taggedInputMemory(memory: JsonObject, key: string, tag: MemoryTa
   return tagged;
 }
 
-/** Removes the key from every `memory` anywhere in a coaching body, in place; iterative, so depth is safe. */
+/** In place, anywhere in a coaching body; iterative, so depth is safe. */
 export function stripGatewayTags(root: unknown, memoryKey: string): number {
   let stripped = 0;
   const stack: unknown[] = [root];
@@ -242,7 +228,7 @@ export function stripGatewayTags(root: unknown, memoryKey: string): number {
   return stripped;
 }
 
-/** A top-level member of memory named memory_key, with its neighbours' edges (-1: none) for cutting it out. */
+/** A top-level memory_key member, with its neighbours' edges (-1: none). */
 export interface TagSpan {
   readonly keyStart: number;
   readonly valueStart: number;
@@ -261,7 +247,6 @@ export interface MemoryLayout {
   readonly tags: readonly TagSpan[];
 }
 
-/** Read of request/raw-json.ts InputSlices. */
 interface IndexedMemory {
   readonly buf: Buffer;
   readonly index: { readonly memoryLayout: MemoryLayout | undefined };
@@ -270,7 +255,6 @@ interface IndexedMemory {
 
 const NO_MEMORY: MemoryLayout = { start: 0, end: 0, count: 0, firstKeyStart: -1, lastValueEnd: -1, tags: [] };
 
-/** `{}` when the client sent no memory. */
 export function inputMemoryLayout(raw: IndexedMemory): MemoryLayout {
   return raw.index.memoryLayout ?? NO_MEMORY;
 }
@@ -283,13 +267,12 @@ export function memoryTagValue(raw: IndexedMemory): unknown {
   return parseExact(raw.buf.toString('utf8', last.valueStart, last.valueEnd)).value;
 }
 
-/** Memory's bytes without the tag member(s), as pieces of the body: everything else as sent, whitespace included. */
+/** Everything but the tag members as sent, whitespace included. */
 export function memoryWithoutTag(raw: IndexedMemory): Buffer[] {
   const m = raw.index.memoryLayout;
   if (m === undefined || m.tags.length === 0) return [raw.memory.bytes()];
   const buf = raw.buf;
-  // Runs of kept members between the tags; a run followed by another keeps the separator after it (up to the
-  // key of the tag that follows it), the last one ends with its last value.
+  // A run followed by another keeps the separator after it; the last ends with its last value.
   const runs: { start: number; end: number; sepEnd: number }[] = [];
   let runStart = m.firstKeyStart;
   for (const t of m.tags) {
@@ -309,12 +292,11 @@ function tagMemberBytes(memoryKey: string, tag: MemoryTag): Buffer {
 
 /** Kept across batches: without a trajectory a tag is made of config names, so there are few. */
 const tagMembers = new Map<string, Map<string, Buffer>>();
-/** In case names ever stop being the config's. */
 const MAX_TAG_MEMBERS = 4096;
 
 export function tagMember(memoryKey: string, tag: MemoryTag): { key: string; bytes: Buffer } {
   const key = tagKey(tag);
-  // A tag with trajectory members is one input's own: caching it across batches would only fill the map.
+  // A tag with trajectory members is one input's own: caching it would only fill the map.
   if (tag.trajectory !== undefined) return { key, bytes: tagMemberBytes(memoryKey, tag) };
   let members = tagMembers.get(memoryKey);
   if (members === undefined) tagMembers.set(memoryKey, (members = new Map()));
@@ -330,10 +312,7 @@ const OPEN = Buffer.from('{', 'latin1');
 const CLOSE = Buffer.from('}', 'latin1');
 const COMMA = Buffer.from(',', 'latin1');
 
-/**
- * A memory object's bytes with `tagMember` as pieces appended to `out`. `replace`: the tag takes the first tag
- * member's place (as tagMemory does); otherwise every one is cut and the tag goes last (as taggedInputMemory does).
- */
+/** `replace`: the tag takes the first tag's place (as tagMemory); else tags are cut and it goes last. */
 export function taggedMemory(buf: Buffer, m: MemoryLayout, tagMember: Buffer, replace: boolean, out: Buffer[]): void {
   if (m.count === 0) {
     out.push(OPEN, tagMember, CLOSE);
@@ -344,7 +323,6 @@ export function taggedMemory(buf: Buffer, m: MemoryLayout, tagMember: Buffer, re
     out.push(buf.subarray(m.firstKeyStart, m.lastValueEnd), COMMA, tagMember, buf.subarray(m.lastValueEnd, m.end));
     return;
   }
-  // Runs of kept members between the tag members, each written whole (its own separators included).
   let first = true;
   const segment = (b: Buffer): void => {
     if (!first) out.push(COMMA);

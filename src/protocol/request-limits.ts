@@ -7,16 +7,14 @@ export const CANDIDATE_OVERHEAD_BYTES = 512;
 interface BatchLimits {
   maxCandidates: number;
   maxAnswerBytes: number;
-  /** For the messages. */
   maxAnswerMb: number;
   /** The request_id as every candidate repeats it (a JSON string): the client chooses its length. */
   requestIdBytes?: number;
 }
 
 /**
- * `memorySize(i)` is called at most once per input, and no more once the estimate is over. `memoryBound` bounds
- * all memories together (the body's length when its numbers are canonical): nothing is measured when it fits,
- * and inputs asking one candidate only when the bound for them together does not.
+ * `memorySize(i)` is called at most once per input; `memoryBound` bounds all memories together, so nothing is
+ * measured when it fits.
  */
 export function checkBatchLimits(
   inputs: readonly Pick<AgentInput, 'num_outputs'>[],

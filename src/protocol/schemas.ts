@@ -108,20 +108,15 @@ export const agentOutputSchema = z
   })
   .superRefine((o, ctx) => {
     // Contract "Response fields and ordering": completed needs a decision and no error; error the reverse.
-    if (o.status === 'completed' && (o.output === null || o.error !== null)) {
+    const [own, other] = o.status === 'completed' ? (['output', 'error'] as const) : (['error', 'output'] as const);
+    if (o[own] === null || o[other] !== null) {
       ctx.addIssue({
         code: 'custom',
-        message: 'a completed candidate requires a non-null output and no error',
+        message: o.status === 'completed'
+          ? 'a completed candidate requires a non-null output and no error'
+          : 'an error candidate requires a non-null error and no output',
         params: { type: 'value_error' },
-        path: [o.output === null ? 'output' : 'error'],
-      });
-    }
-    if (o.status === 'error' && (o.error === null || o.output !== null)) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'an error candidate requires a non-null error and no output',
-        params: { type: 'value_error' },
-        path: [o.error === null ? 'error' : 'output'],
+        path: [o[own] === null ? own : other],
       });
     }
   });

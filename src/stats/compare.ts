@@ -1,8 +1,4 @@
-/**
- * Comparing a treatment arm with the control (docs/experiment-method.md): the fixed-horizon result (valid when the
- * number of units was fixed in advance and read once) and the always-valid one (valid however often it is read).
- * The difference is always treatment - control.
- */
+/** Treatment - control, fixed-horizon and always-valid (docs/experiment-method.md). */
 import { GatewayError } from '../errors.js';
 import { twoSidedP, zCritical } from './normal.js';
 import { checkAlpha, fisherExactTwoSided, newcombe } from './proportions.js';
@@ -27,7 +23,7 @@ export interface SequentialResult {
   alpha: number;
   method: string;
   planned_trajectories: number;
-  /** The mixing parameter ρ² of the normal mixture (c = ρ²·(K_c + K_t)). */
+  /** ρ², with c = ρ²·(K_c + K_t). */
   rho2: number;
 }
 
@@ -89,7 +85,6 @@ function estimates(control: RatioSums, treatment: RatioSums, units: string, what
   return { c, t, variance };
 }
 
-/** Units scored, Σx, Σx². */
 export interface ScoreSums {
   units: number;
   sum: number;
@@ -119,9 +114,8 @@ function mixtureRho2(alpha: number, plannedTrajectories: number): number {
 }
 
 /**
- * The two-sided normal-mixture boundary (mSPRT, Johari, Pekelis and Walsh): z² = d²/V, c = ρ²·units,
- * p = min(1, sqrt(1+c)·exp(-c·z²/(2(1+c)))), interval d ± sqrt(V·(1+c)/c · ln((1+c)/α²)).
- * p is instantaneous (not a running minimum) so that it depends on the current sums alone.
+ * mSPRT (Johari, Pekelis and Walsh): c = ρ²·units, p = min(1, sqrt(1+c)·exp(-c·z²/(2(1+c)))), interval
+ * d ± sqrt(V·(1+c)/c · ln((1+c)/α²)). p is instantaneous (not a running minimum): it depends on the sums alone.
  */
 export function mixtureBoundary(d: number, variance: number, units: number, alpha: number, plannedTrajectories: number): SequentialResult {
   const rho2 = mixtureRho2(alpha, plannedTrajectories);
@@ -146,7 +140,6 @@ function burnInOf(opts: SequentialOptions): number {
   return b;
 }
 
-/** `burnInUnit` names what the burn-in counts, so the reason says what is missing. */
 export function sequentialRatio(
   control: RatioSums,
   treatment: RatioSums,
@@ -169,9 +162,8 @@ function validBinary(x: BinaryCounts): boolean {
 }
 
 /**
- * Newcombe's hybrid score interval (method 10) for p_t - p_c and Fisher's exact two-sided p (not mid-p). `se` is
- * the Agresti-Caffo standard error sqrt(Σ p̃(1-p̃)/K), p̃ = (x+1)/(K+2), descriptive only: it stays above 0 at
- * 17/17 against 0/16, where the plain Wald one is 0. Needs one unit per arm.
+ * Newcombe's hybrid score interval (method 10) and Fisher's exact two-sided p (not mid-p). `se` is Agresti-Caffo's,
+ * descriptive only: it stays above 0 at 17/17 against 0/16, where the Wald one is 0.
  */
 export function fixedBinary(control: BinaryCounts, treatment: BinaryCounts, alpha = 0.05): FixedResult | Unavailable {
   checkAlpha(alpha);
@@ -192,7 +184,6 @@ function smoothedVariance(x: BinaryCounts): number {
 
 export const BINARY_UNIT = 'trajectories with an outcome';
 
-/** V_j = p̃(1-p̃)/K_j. */
 export function sequentialBinary(control: BinaryCounts, treatment: BinaryCounts, opts: SequentialOptions): SequentialResult | Unavailable {
   const alpha = opts.alpha ?? 0.05;
   const burnIn = burnInOf(opts);

@@ -1,7 +1,4 @@
-/**
- * ln Γ and the regularized incomplete gamma functions, for the chi-square survival, erfc and the SRM test. Node has
- * no lgamma and the npm packages that do it well (@stdlib) pull in dozens of modules for these ~80 lines.
- */
+/** ln Γ and the regularized incomplete gamma functions: @stdlib pulls in dozens of modules for these ~80 lines. */
 
 /** Lanczos coefficients for g = 7, n = 9: about 15 significant digits for x >= 0.5. */
 const LANCZOS_G = 7;
@@ -26,7 +23,6 @@ export function lnGamma(x: number): number {
   return HALF_LN_2PI + (y + 0.5) * Math.log(t) - t + Math.log(a);
 }
 
-/** Shared with the incomplete beta's continued fraction (student-t.ts). */
 export const EPS = 1e-16;
 export const TINY = 1e-300;
 export const MAX_ITERATIONS = 10_000;

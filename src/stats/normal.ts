@@ -1,7 +1,4 @@
-/**
- * The standard normal distribution. erfc goes through the incomplete gamma function (erfc(x) = Q(1/2, x²)) so that
- * sample-ratio p-values around 1e-8 and below keep their digits.
- */
+/** The standard normal; erfc(x) = Q(1/2, x²), so SRM p-values around 1e-8 and below keep their digits. */
 import { GatewayError } from '../errors.js';
 import { gammaQ } from './gamma.js';
 
@@ -35,7 +32,7 @@ function poly(coefficients: number[], x: number): number {
   return r;
 }
 
-/** Acklam's approximation plus one Halley step on erfc: about 1e-14 relative. */
+/** About 1e-14 relative. */
 export function normalQuantile(p: number): number {
   if (!(p >= 0 && p <= 1)) return Number.NaN;
   if (p === 0) return -Infinity;
@@ -52,8 +49,7 @@ export function normalQuantile(p: number): number {
     const q = Math.sqrt(-2 * Math.log(1 - p));
     x = -poly(C, q) / (poly(D, q) * q + 1);
   }
-  // Halley step. In the upper tail the error is measured on the upper probability 1 - p, which erfc gives with full
-  // relative accuracy where 1 - Φ(x) computed as a difference would not.
+  // In the upper tail the error is measured on 1 - p, which erfc gives with full relative accuracy.
   const e = p > 0.5 ? 0.5 * erfc(x / Math.SQRT2) - (1 - p) : normalCdf(x) - p;
   const sign = p > 0.5 ? -1 : 1;
   const u = sign * e * Math.sqrt(2 * Math.PI) * Math.exp((x * x) / 2);

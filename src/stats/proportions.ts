@@ -26,10 +26,7 @@ export function wilson(successes: number, trials: number, alpha = 0.05): [number
   return [lower, upper];
 }
 
-/**
- * Newcombe's hybrid score interval (method 10, Statistics in Medicine 1998) for p_t - p_c from both Wilson
- * intervals: the Wald one is degenerate at 0/n or n/n, exactly where an experiment starts.
- */
+/** Newcombe's hybrid score interval (method 10): the Wald one is degenerate at 0/n or n/n, where experiments start. */
 export function newcombe(xc: number, nc: number, xt: number, nt: number, alpha = 0.05): [number, number] | undefined {
   const wc = wilson(xc, nc, alpha);
   const wt = wilson(xt, nt, alpha);
@@ -43,9 +40,8 @@ export function newcombe(xc: number, nc: number, xt: number, nt: number, alpha =
 }
 
 /**
- * Fisher's exact test of [[xc, nc - xc], [xt, nt - xt]], two-sided as scipy and R define it, with R's relative
- * tolerance of 1e-7 so that mirror tables, equal in exact arithmetic but not after rounding, count as ties.
- * O(1) memory: hypergeometric weights from the ratio of consecutive terms, in log space, scaled by the largest.
+ * Fisher's exact test, two-sided as scipy and R define it, with R's relative tolerance of 1e-7 so that mirror
+ * tables, equal in exact arithmetic but not after rounding, count as ties.
  */
 export function fisherExactTwoSided(xc: number, nc: number, xt: number, nt: number): number {
   for (const [name, v] of [['xc', xc], ['nc', nc], ['xt', xt], ['nt', nt]] as const) {
@@ -59,9 +55,8 @@ export function fisherExactTwoSided(xc: number, nc: number, xt: number, nt: numb
   const lo = Math.max(0, m - nt);
   const hi = Math.min(m, nc);
   if (lo === hi) return 1;
-  // log w(x) relative to w(lo), by w(x+1)/w(x) = (m - x)(nc - x) / ((x + 1)(nt - m + x + 1)). Two passes: the
-  // first finds the largest and the observed log weight; the second recomputes each the same way, so ties are
-  // decided on identical numbers.
+  // w(x+1)/w(x) = (m - x)(nc - x) / ((x + 1)(nt - m + x + 1)). The second pass recomputes each weight the same way,
+  // so ties are decided on identical numbers.
   const step = (x: number): number => Math.log(((m - x) * (nc - x)) / ((x + 1) * (total - nc - m + x + 1)));
   let logW = 0;
   let max = 0;

@@ -1,8 +1,6 @@
 /**
- * A ratio metric with the randomization unit as the unit of analysis: tool success is Σs / Σn over an arm's units.
- * Lines of one trajectory are correlated (an episode goes well or badly as a whole), so the variance comes from
- * the spread of the units' (s, n) pairs by the delta method (Deng, Knoblich and Lu, KDD 2018), never from a
- * binomial over lines. The sums merge across replicas by addition.
+ * Tool success Σs / Σn over an arm's units. Lines of one trajectory are correlated, so the variance comes from the
+ * units' (s, n) pairs by the delta method (Deng, Knoblich and Lu, KDD 2018), never from a binomial over lines.
  */
 
 /** Per-arm sums over units: K = units, S = Σs, N = Σn, Q_ss = Σs², Q_nn = Σn², Q_sn = Σs·n. */

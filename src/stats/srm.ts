@@ -1,7 +1,6 @@
 /**
- * Sample-ratio mismatch: were units assigned in the proportions the weights say? If not, something other than the
- * coin chose the arms and no comparison is trustworthy (Kohavi, Tang and Xu, ch. 21). Pearson's chi-square (valid
- * read once) and Lindon and Malek's Dirichlet-multinomial test (NeurIPS 2022, valid however often it is read).
+ * Sample-ratio mismatch (Kohavi, Tang and Xu, ch. 21): Pearson's chi-square (valid read once) and Lindon and
+ * Malek's Dirichlet-multinomial test (NeurIPS 2022, valid however often it is read).
  */
 import { GatewayError } from '../errors.js';
 import { gammaQ, lnGamma } from './gamma.js';
@@ -53,12 +52,8 @@ export function chiSquareGoodnessOfFit(observed: number[], weights: number[]): G
 }
 
 /**
- * Lindon and Malek's always-valid SRM test: the Bayes factor of a Dirichlet(A·w) mixture over assignment
- * probabilities against the weights w themselves,
- *   log BF = lnΓ(A) - lnΓ(A+n) + Σ_j [lnΓ(A·w_j + x_j) - lnΓ(A·w_j)] - Σ_j x_j·ln w_j,
- * a nonnegative martingale under correct assignment, so p = min(1, 1/BF) is below α at ANY read with
- * probability at most α (Ville's inequality). The concentration A (default 10) sets how far from w the prior
- * looks; p is instantaneous, a function of the current counts alone.
+ * log BF = lnΓ(A) - lnΓ(A+n) + Σ_j [lnΓ(A·w_j + x_j) - lnΓ(A·w_j)] - Σ_j x_j·ln w_j is a nonnegative martingale
+ * under correct assignment, so p = min(1, 1/BF) is below α at any read with probability at most α (Ville).
  */
 export function sequentialSrm(observed: number[], weights: number[], concentration = 10): { log_bayes_factor: number; p_value: number } {
   if (!(concentration > 0) || !Number.isFinite(concentration)) {
@@ -76,10 +71,8 @@ export function sequentialSrm(observed: number[], weights: number[], concentrati
 }
 
 /**
- * Is outcome coverage the same in every arm? Chi-square of the 2 x k table [reported; units - reported] without
- * continuity correction (scipy's chi2_contingency, correction=False) over the arms with a unit. Outcomes lost
- * unevenly bias the outcome comparison as an SRM biases every comparison. Fewer than two such arms, or the same
- * coverage everywhere: statistic 0, p 1.
+ * Chi-square of [reported; units - reported] over the arms with a unit, without continuity correction (scipy's
+ * chi2_contingency, correction=False): outcomes lost unevenly bias the comparison as an SRM does.
  */
 export function coverageHomogeneity(reported: number[], units: number[]): GoodnessOfFit {
   if (reported.length !== units.length) {

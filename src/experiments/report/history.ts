@@ -1,7 +1,6 @@
 /**
- * The experiment history (docs/console.md#experiments): every `experiments.snapshot_interval_s` one point of the
- * report is appended to a capped list in the store. With Redis only the first replica to claim the interval's slot
- * writes it, so the history is the same whichever replica answers.
+ * The experiment history (docs/console.md#experiments): one report point per `experiments.snapshot_interval_s`,
+ * written by the first replica to claim the interval's slot.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../logging.js';
@@ -84,9 +83,7 @@ const wallClock: HistoryClock = {
 export class ExperimentHistory {
   private timer: unknown;
   private watch: unknown;
-  /** Experiment ids whose first point with a result is taken. */
   private readonly resulted = new Set<string>();
-  /** Who wrote a slot, for someone reading the claims in Redis. */
   private readonly id = randomUUID();
   private stopped = false;
 
@@ -101,7 +98,7 @@ export class ExperimentHistory {
     return { intervalMs: e.snapshot_interval_s * 1000, points: e.snapshot_points };
   }
 
-  /** The interval is read from the running config each time: a reload changes it. */
+  /** Read from the running config each time: a reload changes it. */
   start(): void {
     this.stopped = false;
     this.schedule();

@@ -1,8 +1,4 @@
-/**
- * The experiment report (`GET /gateway/experiments`, docs/experiments.md): per experiment route of the current
- * config, the current experiment, then the earlier ones listed apart. Everything comes from the store, so with
- * Redis every replica reports the same JSON (generated_at aside).
- */
+/** The experiment report (`GET /gateway/experiments`): every figure from the store, so replicas agree. */
 import type { CompiledAgent } from '../../routing/agents.js';
 import type { CompiledRoute } from '../../routing/plan.js';
 import { analyse, type Secondary } from './analysis.js';
@@ -36,7 +32,6 @@ export interface ExperimentReport {
   primary: Metric;
   control: string;
   unit: 'trajectory' | 'key';
-  /** Set when the key is the unit. */
   assign_by: string | null;
   trustworthy: boolean;
   warnings: string[];

@@ -15,10 +15,7 @@ export type AnswerCheck =
 /** Answers refused by the indexer up to this size are decoded for a reason in the schema's words. */
 const TEXT_CHECK_MAX_BYTES = 1024 * 1024;
 
-/**
- * The half whose time grows with the answer, plain data so the reader thread can build it. `skip`: a UTF-8 BOM's
- * bytes; `decode`: a refusal small enough to be decoded for a reason in the schema's words.
- */
+/** The half whose time grows with the answer, plain data so the reader thread can build it. */
 export type AnswerIndexOutcome =
   | { ok: true; skip: number; elements: AnswerElement[] }
   | { ok: false; skip: number; reason: string; decode: boolean };
@@ -32,8 +29,7 @@ export function indexAnswer(bytes: Uint8Array, asked: number, maxDepth: number, 
   // Room for a backend's duplicates and strays (their slots are judged one by one), not for millions of elements.
   const indexed = indexAgentResponse(body, maxDepth, memoryKey, 2 * asked + 16);
   if (indexed.ok) return { ok: true, skip, elements: indexed.elements };
-  // A large answer refused whole is not decoded again for the reason's words: that decode would build an
-  // object per element of whatever the backend sent (docs/memory-budget.md).
+  // A large refused answer is not decoded for the reason's words: that would build an object per element.
   const decode = body.length <= TEXT_CHECK_MAX_BYTES && !indexed.reject.reason.startsWith(TOO_MANY_ELEMENTS);
   return { ok: false, skip, reason: `the answer is not a valid AgentResponse: ${indexed.reject.reason} at byte ${indexed.reject.at}`, decode };
 }
@@ -42,7 +38,6 @@ export function askedOf(shape: SubRequestShape): number {
   return shape.inputs.reduce((asked, inp) => asked + inp.count, 0);
 }
 
-/** `outcome`: indexAnswer over the same bytes. */
 export function placeAnswer(bytes: Buffer, outcome: AnswerIndexOutcome, shape: SubRequestShape, maxDepth: number): AnswerCheck {
   const body = bytes.subarray(outcome.skip);
   if (!outcome.ok) return outcome.decode ? checkText(body.toString('utf8'), shape, maxDepth) : { ok: false, reason: outcome.reason };

@@ -1,8 +1,6 @@
 /**
- * The AgentResponse layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): checks candidates
- * as strictly as agentOutputSchema, decoding only the small fields; a candidate it refuses is judged by the
- * decoding path (response-check.ts), so every reason has one wording. Depths: the array 1, a candidate 2, its
- * values 3, an output's tool_calls 4, a tool call 5.
+ * The AgentResponse layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read), as strict as
+ * agentOutputSchema; refusals are worded by response-check.ts. Depths: array 1, candidate 2, tool call 5.
  */
 import { IndexReject } from '../json/json-index.js';
 import type { MemoryLayout } from '../memory-tag.js';
@@ -13,7 +11,6 @@ import { QUOTE, LBRACKET, LBRACE } from '../json/json-bytes.js';
 export interface CandidateIndex {
   readonly span: Span;
   readonly requestId: string;
-  /** As intKey gives them. */
   readonly sourceKey: string;
   readonly indexKey: string;
   readonly status: 'completed' | 'error';
@@ -182,7 +179,7 @@ class AnswerIndexer extends ProtocolWalker {
     };
   }
 
-  /** The string at `v` when the value there is one, else undefined; `endAt` receives where the value ends. */
+  /** `endAt` receives where the value ends. */
   private stringAt(v: number, depth: number): string | undefined {
     const s = this.s;
     const e = s.value(v, depth);
@@ -197,7 +194,6 @@ class AnswerIndexer extends ProtocolWalker {
 
   private readonly endAt = { at: 0 };
 
-  /** A strict AgentDecision object at `p`: {say?: string, tool_calls?: [ToolCall]}. */
   private decision(p: number): { end: number; ok: boolean } {
     const s = this.s;
     let ok = true;
@@ -227,12 +223,10 @@ class AnswerIndexer extends ProtocolWalker {
     return { end, ok };
   }
 
-  /** A strict ToolCall at `p`: name and target_robot_name non-empty strings, arguments an object. */
   private toolCall(p: number): { end: number; ok: boolean } {
     return this.twoStrings(p, 5, ['name', 'target_robot_name'], 'arguments', (c) => c === LBRACE);
   }
 
-  /** A strict AgentError at `p`: code and message non-empty strings, component a string or null. */
   private agentError(p: number): { end: number; ok: boolean } {
     return this.twoStrings(p, 3, ['code', 'message'], 'component', (c) => c === QUOTE || c === 0x6e);
   }

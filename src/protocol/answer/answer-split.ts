@@ -1,7 +1,6 @@
 /**
- * A backend's answer array cut into its elements as its bytes arrive (docs/protocol-fidelity.md#streamed-answers).
- * Only strings, escapes and nesting are followed; each element is then proved whole by the byte indexer, so what
- * is accepted is exactly what indexing the whole answer accepts.
+ * A backend's answer array cut into its elements as its bytes arrive (docs/protocol-fidelity.md#streamed-answers);
+ * each element is then proved by the byte indexer, so what is accepted is what indexing the whole answer accepts.
  */
 import { wordView } from '../json/json-index.js';
 import { QUOTE, BACKSLASH, COMMA, LBRACKET, RBRACKET, LBRACE, RBRACE } from '../json/json-bytes.js';
@@ -21,7 +20,6 @@ export class ElementSplitter {
   private escape = false;
   private pieces: Buffer[] = [];
   private pieceBytes = 0;
-  /** Nothing is split after the first problem. */
   problem: string | undefined;
 
   /** `onElement` gets each element as a one-element JSON array, `[` + its bytes + `]`, in answer order. */
@@ -36,7 +34,6 @@ export class ElementSplitter {
     if (this.problem !== undefined) return false;
     const n = chunk.length;
     let i = 0;
-    // Where this chunk's bytes of the element start.
     let from = 0;
     const { words, base } = wordView(chunk);
     while (i < n) {
@@ -139,10 +136,7 @@ export class ElementSplitter {
   }
 }
 
-/**
- * The first quote or backslash in `b` from `p`, or `n`; `words` views `b`'s bytes from `base` bytes before it
- * (undefined on big-endian hosts: byte by byte).
- */
+/** The first quote or backslash in `b` from `p`, or `n`; `words` is undefined on big-endian hosts. */
 function stringStop(b: Buffer, words: Uint32Array | undefined, base: number, p: number, n: number): number {
   if (words !== undefined) {
     while (p < n && ((p + base) & 3) !== 0) {

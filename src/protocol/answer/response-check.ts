@@ -15,7 +15,6 @@ export type Slot<C> = { ok: true; candidate: C } | { ok: false; reason: string }
 type SubResponseCheckOf<C> =
   /** Not an array, or it names another request: the sub-request failed. */
   | { ok: false; reason: string }
-  /** Per input, per candidate index. */
   | { ok: true; slots: Slot<C>[][]; extras: number };
 type SubResponseCheck = SubResponseCheckOf<AgentOutput>;
 
@@ -31,7 +30,7 @@ function slotKey(sourceId: unknown, candidateIndex: unknown): string | undefined
 interface ElementView<C> {
   /** Undefined when not a real string (a number marker). */
   requestId: string | undefined;
-  /** `source/candidate` as intKey gives them, undefined when either is missing or not an integer. */
+  /** Undefined when either is missing or not an integer. */
   key: string | undefined;
   validate(key: string): Slot<C>;
 }
@@ -61,8 +60,7 @@ export class Placement<C> {
 
   add(k: number, el: ElementView<C>): Placed {
     const { shape } = this;
-    // Only a real string naming another request condemns the whole answer; a marker (`1.0`) or any other type
-    // is a malformed candidate, reported by the schema for its own slot.
+    // Only a real string naming another request condemns the whole answer; a marker (`1.0`) fails its slot.
     const rid = el.requestId;
     if (rid !== undefined && rid !== shape.requestId) {
       return { kind: 'condemned', reason: `candidate [${k}] answers request_id ${describeValue(rid)}, not ${describeValue(shape.requestId)}` };
@@ -152,7 +150,7 @@ export function indexedView(buf: Buffer, el: AnswerElement): ElementView<AgentOu
   return decodedView(parseExact(buf.toString('utf8', el.span.start, el.span.end)).value);
 }
 
-/** AgentResponse.validate_request: the first problem, or undefined. */
+/** AgentResponse.validate_request. */
 export function validateAgainstRequest(request: AgentRequest, outputs: AgentOutput[]): string | undefined {
   let n = 0;
   for (const input of request.inputs) {

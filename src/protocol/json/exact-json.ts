@@ -1,8 +1,6 @@
 /**
- * Parse and serialize at native JSON.parse / JSON.stringify speed without losing a number (a lossless parser is
- * ~80x slower): a number that does not print back as written (`1.0`, `-0`, 20 digits) is rewritten to a string
- * marker `"\uE000<nonce><text>"` before JSON.parse and back after JSON.stringify. The nonce is 128 random bits
- * never sent anywhere, so no client string collides with a marker (docs/protocol-fidelity.md#exact-json).
+ * Native JSON.parse / JSON.stringify speed without losing a number (a lossless parser is ~80x slower): numbers that
+ * do not print back as written become secret-nonce string markers and back (docs/protocol-fidelity.md#exact-json).
  */
 import { randomBytes } from 'node:crypto';
 import { exceedsDepth, MAX_JSON_DEPTH_CEILING, stringEnd, tooDeepMessage } from './json-depth.js';
@@ -13,10 +11,7 @@ const NONCE = randomBytes(16).toString('hex');
 const NUMBER_MARK = '\uE000' + NONCE;
 const MARK_LEN = NUMBER_MARK.length;
 
-/**
- * Matches every non-canonical number token after a structural `:`, `,` or `[`: `-0`, 16+ digits, an exponent, a
- * fraction ending in 0, or below 1e-6. Most bodies match nothing and cost this one native test (0.7x a JSON.parse).
- */
+/** Non-canonical number tokens; most bodies match nothing and cost this one native test (0.7x a JSON.parse). */
 const RISKY_RE =
   /[:,[][ \t\r\n]*-?\d(?:(?<=-0)(?![.\deE])|[\d.]{15}|\d*(?:\.\d+)?[eE]|\d*\.\d*0(?!\d)|(?<=0)\.000000)/;
 /** Linear, as RISKY_RE: an attempt starts at a `[`, `:` or `,` and its digits span one token at most. */
@@ -45,7 +40,7 @@ export class JsonDepthError extends JsonSyntaxError {
 }
 
 interface ExactParseOptions {
-  /** server.max_json_depth, capped at MAX_JSON_DEPTH_CEILING (also the default). */
+  /** Capped at MAX_JSON_DEPTH_CEILING (also the default). */
   maxDepth?: number;
 }
 
@@ -58,7 +53,7 @@ const INTEGER_RE = /^-?\d+$/;
 export interface ExactParse {
   value: unknown;
   marked: boolean;
-  /** Some number overflows to +-Infinity: the contract requires finite numbers. */
+  /** A number overflows to +-Infinity; the contract requires finite numbers. */
   nonFinite: boolean;
 }
 
@@ -147,9 +142,8 @@ function toSyntaxError(err: unknown, text: string): JsonSyntaxError {
 }
 
 /**
- * Only a marker that is a whole JSON string value (not a key) becomes a number again. A marker anywhere else, e.g.
- * copied into a message, is data: it stays a string and only its secret prefix is dropped, so the nonce never
- * leaves the process. A value without markers costs one indexOf.
+ * Only a marker that is a whole string value becomes a number again; one elsewhere (copied into a message) stays a
+ * string without its secret prefix, so the nonce never leaves the process.
  */
 export function stringifyExact(value: unknown): string {
   const s = JSON.stringify(value);
@@ -185,7 +179,6 @@ function wholeMarkerEnd(s: string, at: number): number {
   return NUMBER_RE.test(s.slice(at + MARK_LEN, e)) ? e : -1;
 }
 
-/** Safe to log or to put in a message. */
 export function scrubMarkers(text: string): string {
   return text.includes(NUMBER_MARK) ? text.split(NUMBER_MARK).join('') : text;
 }
@@ -214,7 +207,6 @@ export function isStrictInt(v: unknown): v is IntValue {
   return isNumberMark(v) && /^-?\d+$/.test(numberMarkText(v));
 }
 
-/** `-0` and `0` are the same id. */
 export function intKey(v: unknown): string {
   if (typeof v === 'number') return String(v === 0 ? 0 : v);
   // The JSON grammar allows no leading zeros, so the text is already the decimal form except for `-0`; BigInt

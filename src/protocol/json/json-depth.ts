@@ -1,7 +1,4 @@
-/**
- * Nesting depth by one linear scan before anything walks the text: JSON.parse copes with deep nesting, but
- * JSON.stringify, zod and any recursive walk overflow the stack (docs/protocol-fidelity.md#limits).
- */
+/** Nesting depth by one linear scan: JSON.stringify, zod and any recursive walk overflow the stack. */
 
 export const DEFAULT_MAX_JSON_DEPTH = 128;
 

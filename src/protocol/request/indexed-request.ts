@@ -13,10 +13,7 @@ function slice<T>(buf: Buffer, span: Span | undefined, absent: RawJson<T>): RawJ
   return span === undefined ? absent : new RawJson<T>(buf, span.start, span.end);
 }
 
-/**
- * The free-form fields are getters on the prototype: a per-input function kept the input, with the whole body,
- * alive through young-generation GCs (docs/performance.md#batches-die-young). toJSON keeps the contract's order.
- */
+/** Getters on the prototype: a per-input closure kept the body alive (docs/performance.md#batches-die-young). */
 export class IndexedAgentInput {
   readonly id: AgentInput['id'];
   readonly instruction: AgentInput['instruction'];
@@ -51,7 +48,6 @@ export class IndexedAgentInput {
     return this.#raw.extraKeys.value();
   }
 
-  /** Decodes only that member, never the rest of the memory. */
   memoryMember(key: string): unknown {
     const raw = this.#raw;
     return key === raw.memoryKey ? memoryTagValue(raw) : memoryMember(raw, key);
@@ -78,7 +74,6 @@ function inputOf(buf: Buffer, index: InputIndex, memoryKey: string): IndexedAgen
 export interface IndexedAgentRequest {
   request_id: string;
   inputs: IndexedAgentInput[];
-  /** Never forward the body as is. */
   repeatedKeys?: boolean;
 }
 

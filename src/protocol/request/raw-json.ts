@@ -13,7 +13,6 @@ export class RawJson<T = unknown> {
     readonly end: number,
   ) {}
 
-  /** A default such as `{}`. */
   static of<T>(text: string): RawJson<T> {
     const buf = Buffer.from(text, 'utf8');
     return new RawJson<T>(buf, 0, buf.length);
@@ -32,7 +31,6 @@ export class RawJson<T = unknown> {
     return this.decode().value;
   }
 
-  /** The batch path checks that memory is not decoded for nothing. */
   get decoded(): boolean {
     return this.cache !== undefined;
   }
@@ -46,7 +44,6 @@ export class RawJson<T = unknown> {
   }
 }
 
-/** What the batch path keeps of an indexed input; carried by an AgentInput as `raw`. */
 export interface InputSlices {
   readonly buf: Buffer;
   readonly index: InputIndex;
@@ -56,9 +53,6 @@ export interface InputSlices {
   readonly attributes: RawJson<JsonObject>;
   readonly memory: RawJson<JsonObject>;
   readonly extraKeys: RawJson<JsonObject>;
-  /**
-   * memoryMember's cache. Not a global WeakMap: a young-generation GC treats an old WeakMap's values as live, so
-   * what they reach can outlive its batch (docs/performance.md#batches-die-young).
-   */
+  /** memoryMember's cache; not a global WeakMap (docs/performance.md#batches-die-young). */
   memberValues?: Map<string, unknown>;
 }

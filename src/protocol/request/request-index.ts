@@ -1,7 +1,6 @@
 /**
- * The AgentRequest layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): one pass that gives
- * the verdict of the zod schemas (request.ts words the 422s) and offsets, decoding only the small protocol fields.
- * A repeated key counts last, as JSON.parse and Python do. Depths: body 1, inputs 2, an input 3, its values 4.
+ * The AgentRequest layer of the byte indexer (docs/protocol-fidelity.md#how-a-batch-is-read): the zod schemas'
+ * verdict and offsets in one pass. A repeated key counts last, as in Python. Depths: body 1, inputs 2, input 3.
  */
 import { numberMark } from '../json/exact-json.js';
 import { IndexReject } from '../json/json-index.js';
@@ -20,19 +19,18 @@ export interface IndexLimits {
   maxOutputsPerInput: number;
   maxJsonDepth: number;
   memoryKey: string;
-  /** server.max_candidates_per_batch: each input asks a candidate, so inputs past it are only scanned. */
+  /** Inputs past server.max_candidates_per_batch are only scanned. */
   maxInputs?: number;
-  /** server.max_validation_errors: the invalid inputs whose place is kept for the 422 detail. */
+  /** server.max_validation_errors. */
   maxProblems?: number;
 }
 
 /** What the indexer saw of a body it refused, for a 422 detail that costs no second parse. */
 export interface RequestFindings {
-  /** An object with only request_id and inputs, inputs a list: the problems are below. */
+  /** Only request_id and inputs, inputs a list: the problems are below. */
   readonly structured: boolean;
   readonly requestId: Span | undefined;
   readonly requestIdOk: boolean;
-  /** The first maxProblems invalid elements of inputs. */
   readonly badInputs: readonly (Span & { index: number })[];
   readonly badInputCount: number;
   /** Elements of inputs, when there are more than maxInputs (else 0). */
@@ -48,11 +46,9 @@ export interface InputIndex {
   readonly span: Span;
   readonly id: IntValue;
   readonly idSpan: Span;
-  /** As intKey gives it. */
   readonly idKey: string;
   readonly instruction: IndexedInstruction;
   readonly instructionSpan: Span;
-  /** Absent fields are undefined (the contract's defaults apply). */
   readonly tools: Span | undefined;
   readonly attributes: Span | undefined;
   readonly memory: Span | undefined;
@@ -84,7 +80,6 @@ class FindingsReject extends IndexReject {
   }
 }
 
-/** The last occurrence's verdict counts. */
 interface Slot<T> {
   ok: boolean;
   value: T | undefined;
@@ -95,7 +90,6 @@ function slot<T>(ok: boolean, value: T | undefined, start: number, end: number):
   return { ok, value, span: { start, end } };
 }
 
-/** UTF-8 validity is the caller's. */
 export function indexAgentRequest(buf: Buffer, limits: IndexLimits): IndexResult {
   try {
     return { ok: true, index: new RequestIndexer(buf, limits).run() };
@@ -110,7 +104,6 @@ function intValue(text: string): IntValue {
   return String(Number(text)) === text ? Number(text) : numberMark(text);
 }
 
-/** One bit per protocol field, to tell a repeated one. */
 const FIELD_BIT = new Map<string, number>(
   ['id', 'instruction', 'tools', 'attributes', 'memory', 'num_outputs', 'extra_keys', 'type', 'content', 'request_id', 'inputs'].map((k, i) => [k, 1 << i]),
 );
@@ -159,7 +152,6 @@ class RequestIndexer extends ProtocolWalker {
         const list: InputIndex[] = [];
         let ok = true;
         let i = 0;
-        // A repeated inputs key: the last one's findings count.
         badInputs = [];
         badInputCount = 0;
         tooMany = 0;
@@ -296,8 +288,7 @@ class RequestIndexer extends ProtocolWalker {
           return r.end;
         }
         default:
-          // Not fatal here: this input may sit in a copy of `inputs` that a later copy replaces (Python's json
-          // keeps the last), so only the input is invalid, and the verdict is the last copy's.
+          // Not fatal: a later copy of `inputs` may replace this one (Python's json keeps the last).
           unknown = true;
           return this.s.value(v, 3);
       }
