@@ -101,11 +101,12 @@ export function baseUrl(url: string, what: string): string {
   return u.href.replace(/\/+$/, '');
 }
 
-export function secondsOption(value: string | boolean | undefined, flag: string, dflt: number): number {
+/** A flag's positive number; `unit` names what it counts in the error ("seconds", "MB", "files"). */
+export function positiveOption(value: string | boolean | undefined, flag: string, dflt: number, unit = 'seconds'): number {
   if (value === undefined) return dflt;
   const s = Number(value);
   if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(s) || s <= 0) {
-    throw new UsageError(`${flag} must be a positive number of seconds, got "${String(value)}"`);
+    throw new UsageError(`${flag} must be a positive number of ${unit}, got "${String(value)}"`);
   }
   return s;
 }

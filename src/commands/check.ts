@@ -2,7 +2,7 @@
  * `magma-gateway check <agent-url>`: a conformance probe against the MAGMA Agent HTTP contract v2.0. Checks run one
  * at a time, as BENCH sends requests, so an agent is judged on its contract, not its concurrency.
  */
-import { baseUrl, cell, parseCommandLine, processIo, secondsOption, urlArgument, usageExit, type CommandIo } from './args.js';
+import { baseUrl, cell, parseCommandLine, processIo, positiveOption, urlArgument, usageExit, type CommandIo } from './args.js';
 import { checkBatch, checkEmpty, checkMemory, checkOrdering } from './check-cases.js';
 import { describeError, openTarget, TransportError, type CheckResult, type ProbeTarget } from './check-http.js';
 import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } from './check-probes.js';
@@ -108,7 +108,7 @@ export async function checkCommand(argv: string[], io: CommandIo = processIo): P
       io.out(CHECK_USAGE);
       return 0;
     }
-    seconds = secondsOption(parsed.values.timeout, '--timeout', DEFAULT_TIMEOUT_MS / 1000);
+    seconds = positiveOption(parsed.values.timeout, '--timeout', DEFAULT_TIMEOUT_MS / 1000);
     json = parsed.values.json === true;
     base = baseUrl(urlArgument(parsed, 'agent URL'), 'agent URL');
   } catch (err) {

@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import {
-  adminHeaders, authHint, baseUrl, DEFAULT_ADMIN_URL, errorText, parseCommandLine, processIo, secondsOption, usageExit,
+  adminHeaders, authHint, baseUrl, DEFAULT_ADMIN_URL, errorText, parseCommandLine, processIo, positiveOption, usageExit,
   type CommandIo, type Parsed,
 } from './args.js';
 import { isJsonObject } from '../protocol/schemas.js';
@@ -157,9 +157,9 @@ export async function outcomesCommand(argv: string[], io: CommandIo = processIo)
     if (d === undefined) throw new GatewayError('GATEWAY_ERR_USAGE', 'missing the BENCH results directory');
     dir = d;
     base = baseUrl(typeof values.url === 'string' ? values.url : DEFAULT_ADMIN_URL, 'admin URL');
-    seconds = secondsOption(values.timeout, '--timeout', 60);
-    maxMb = secondsOption(values['max-episode-mb'], '--max-episode-mb', DEFAULT_MAX_EPISODE_MB);
-    maxFiles = secondsOption(values['max-files'], '--max-files', DEFAULT_MAX_FILES);
+    seconds = positiveOption(values.timeout, '--timeout', 60);
+    maxMb = positiveOption(values['max-episode-mb'], '--max-episode-mb', DEFAULT_MAX_EPISODE_MB, 'MB');
+    maxFiles = positiveOption(values['max-files'], '--max-files', DEFAULT_MAX_FILES, 'files');
   } catch (err) {
     return usageExit(err, 'outcomes', OUTCOMES_USAGE, io);
   }

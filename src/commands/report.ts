@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import {
   adminHeaders, authHint, baseUrl, cell, DEFAULT_ADMIN_URL, errorText, flagOrPositional, parseCommandLine, processIo,
-  secondsOption, usageExit, type CommandIo, type Parsed,
+  positiveOption, usageExit, type CommandIo, type Parsed,
 } from './args.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { ROOT_AGENT } from '../config/schema.js';
@@ -224,7 +224,7 @@ export async function reportCommand(argv: string[], io: CommandIo = processIo): 
       return 0;
     }
     base = baseUrl(flagOrPositional(parsed, 'url', 'admin URL') ?? DEFAULT_ADMIN_URL, 'admin URL');
-    seconds = secondsOption(values.timeout, '--timeout', 30);
+    seconds = positiveOption(values.timeout, '--timeout', 30);
   } catch (err) {
     return usageExit(err, 'report', REPORT_USAGE, io);
   }

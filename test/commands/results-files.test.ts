@@ -131,3 +131,12 @@ test('100,000 entries get a clear refusal naming --max-files, before anything is
   t.diagnostic(`outcomes import of 100,000 entries: refused in ${seconds.toFixed(2)} s, max RSS ${maxRssMiB(run.stderr()).toFixed(1)} MiB`);
 
 });
+
+test('a bad --max-files or --max-episode-mb is a usage error in its own unit', async (t) => {
+  const dir = tempDir(t, 'bench-flags-');
+  for (const [flag, unit] of [['--max-files', 'files'], ['--max-episode-mb', 'MB']] as const) {
+    const run = runCli(['outcomes', 'import', dir, '--url', 'http://127.0.0.1:9', flag, 'many']);
+    assert.equal(await run.exit, 2, run.stderr());
+    assert.match(run.stderr(), new RegExp(`${flag} must be a positive number of ${unit}, got "many"`));
+  }
+});
