@@ -126,8 +126,9 @@ export class Attempt {
     upstreams.attemptEnded(replica, nInputs);
     this.status = res.status;
 
-    if (stream?.started === true) {
-      const outcome = await stream.finish(res.ok ? undefined : res.failure);
+    const run = stream?.started;
+    if (run !== undefined) {
+      const outcome = await run.finish(res.ok ? undefined : res.failure);
       this.workMs += outcome.workMs;
       if (outcome.committed) return this.streamed(res.ok && outcome.broke !== undefined ? { ok: false, failure: outcome.broke } : res, ms, outcome.written, outcome.bad);
       if (res.ok) {
