@@ -1,7 +1,6 @@
 /**
  * A batch's cancellation without an AbortController: on Node 20 one costs about 3 µs and each listener pair 2 µs
- * more (`node dist/bench/primitives.js`), per batch and sub-request, on a path whose whole budget is a few tens of
- * µs (docs/performance.md#targets). A real AbortSignal satisfies `AbortLike` too.
+ * more, per batch and sub-request, on a path whose whole budget is a few tens of µs (docs/performance.md#targets).
  */
 
 import type { ServerResponse } from 'node:http';
@@ -59,10 +58,7 @@ export class BatchSignal implements AbortLike {
   }
 }
 
-/**
- * `fn` if the response closes unfinished (the request's own 'close' fires once its body is read, so it cannot
- * tell); returns the unregister.
- */
+/** The request's own 'close' fires once its body is read, so it cannot tell. */
 export function onClientGone(res: ServerResponse, fn: () => void): () => void {
   const onClose = (): void => {
     if (!res.writableEnded) fn();

@@ -1,7 +1,4 @@
-/**
- * The admin listener (docs/operations.md#admin-api): a second fastify instance, apart from the agent port as
- * Envoy's, sharing the agent app's gateway state; built, started and closed with it when `admin.listen` is set.
- */
+/** The admin listener (docs/operations.md#admin-api): apart from the agent port, as Envoy's. */
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { mbToBytes, parseHostPort } from './config/schema.js';
 import { ANONYMOUS_CLIENT } from './metrics.js';
@@ -17,7 +14,7 @@ import { consoleRoutes } from './routes/console.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Null without `admin.listen` (set on the agent app only). */
+    /** Set on the agent app only. */
     adminApp: FastifyInstance | null;
   }
 }

@@ -24,7 +24,6 @@ import { Drain } from './shutdown.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Tests inject batches into its listener (light-my-request). */
     front: BatchFront;
   }
 }
@@ -46,7 +45,6 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   const bodyLimit = mbToBytes(config.server.body_limit_mb);
   // What fastify would set on a server it created itself; the front sets the rest.
   const timeouts = { keepAliveTimeout: Math.round(config.server.keep_alive_timeout_s * 1000), requestTimeout: 0 };
-  // Attached at the end, once the gateway plugin has built the state.
   const front = new BatchFront(config.server);
   let closing = false;
   const drain = new Drain();

@@ -1,9 +1,5 @@
 #!/usr/bin/env node
-/**
- * The `magma-gateway` command (docs/operations.md#command-line): reads its arguments, loads config, listens and
- * handles signals; buildApp builds the rest. A command-line mistake is one line, the usage and exit code 2; a
- * failure at run time one line and exit code 1; never a stack trace.
- */
+/** The `magma-gateway` command (docs/operations.md#command-line): one line for any failure, never a stack trace. */
 import type { FastifyInstance } from 'fastify';
 import { listenAdmin } from './admin-app.js';
 import { buildApp, PACKAGE_VERSION } from './app.js';
@@ -54,7 +50,7 @@ function runtimeError(message: string): number {
   return 1;
 }
 
-/** A listen failure the operator can fix (port taken, not allowed, no such address): one line, not a crash. */
+/** A listen failure the operator can fix (port taken, not allowed, no such address). */
 function listenProblem(err: unknown, host: string, port: number): string | undefined {
   const code: unknown = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined; // node's errno code
   const where = `${host}:${port}`;

@@ -1,7 +1,4 @@
-/**
- * The registries of error codes: the gateway's own inside error candidates (docs/protocol-fidelity.md#failures),
- * and every other error it raises or answers. Each code is documented in docs/errors.md; a test checks it.
- */
+/** The registries of error codes (docs/errors.md; a test checks it). */
 export const GATEWAY_ERROR_CODES = [
   'gateway_backend_timeout',
   'gateway_backend_unreachable',
@@ -43,11 +40,7 @@ export interface AttemptFailure {
   notSent?: boolean;
 }
 
-/**
- * Thrown errors and the HTTP error answers of every listener (`{"detail": ..., "code": ...}`), named like
- * fastify's FST_ERR_*; a test checks that every `throw` in src uses a code from here. Their meanings and statuses
- * are docs/errors.md's table, which a test checks against this one.
- */
+/** Thrown errors and the HTTP error answers of every listener, named like fastify's FST_ERR_*. */
 export const GATEWAY_ERR = {
   GATEWAY_ERR_CONFIG_INVALID: {},
   GATEWAY_ERR_ROUTES_INVALID: {},

@@ -1,7 +1,6 @@
 /**
- * The hot path's counts in plain numbers, added to their prom-client series when the registry is read: a scrape
- * sees every count made before it. Why: each prom-client inc builds a key string and checks every label name; a
- * cell is found by its label values in nested Maps, with nothing allocated once it exists.
+ * The hot path's counts, added to their prom-client series when the registry is read: each prom-client inc builds
+ * a key string and checks every label name, while a cell once made allocates nothing.
  */
 
 interface Target<L extends string> {
@@ -37,7 +36,6 @@ export class MetricCells<L extends string> {
     }
   }
 
-  /** The series' collect hook calls this before each read. */
   flush(): void {
     const cells = this.dirty.splice(0);
     for (const cell of cells) {

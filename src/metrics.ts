@@ -1,8 +1,7 @@
 /**
- * Prometheus metrics (docs/operations.md#metrics), one registry per app instance so tests can run several gateways
- * in one process. Label values are bounded: names come from config, and a backend's error codes are capped. Every
- * series whose label values come from config exists at 0 from the start (initSeries): a dashboard shows 0 rather
- * than "no data", and `rate()` sees the first event as an increase.
+ * Prometheus metrics (docs/operations.md#metrics), one registry per app instance. Every series whose label values
+ * come from config exists at 0 from the start: a dashboard shows 0 rather than "no data", and `rate()` sees the
+ * first event as an increase.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { agentTables } from './config/agents.js';
@@ -40,7 +39,6 @@ export const METRIC_OUTCOMES = ['tool_succeeded', 'tool_failed', 'env_error', 'f
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly codes = new Map<string, Set<string>>();
-  /** zero() resets, so a series is zeroed once, before its first observation. */
   private readonly zeroed = new Set<string>();
   private store: StoreFigures | undefined;
   private readonly latencyBuckets: number[];
@@ -137,7 +135,6 @@ export class GatewayMetrics {
     'Batches admitted by their client\'s limits in this process alone because Redis (state.redis) was unavailable: across replicas the limit may have been exceeded meanwhile.');
 
   readonly clientLimitWait: Histogram<'client'>;
-  /** Read at scrape time. */
   clientLimitsSource: { waitingByClient(): Map<string, number> } | undefined;
   readonly clientLimitWaiting: Gauge<'client'> = this.gauge('magma_gateway_client_limit_waiting', ['client'],
     'Batches waiting now for their client\'s max_batches_in_flight or max_candidates_per_minute.', (): void => {
@@ -217,7 +214,7 @@ export class GatewayMetrics {
     h.zero(labels);
   }
 
-  /** Adding 0 leaves a live series as it is: called for each runtime, so a reload adds its new series. */
+  /** Adding 0 leaves a live series as it is: a reload adds its new series. */
   initSeries(config: GatewayConfig, routeBackends: (route: RouteConfig) => string[]): void {
     for (const [backend, b] of Object.entries(config.backends)) {
       for (const outcome of BACKEND_OUTCOMES) this.backendRequests.inc({ backend, outcome }, 0);
@@ -256,7 +253,6 @@ export class GatewayMetrics {
       }
       for (const backend of reached) for (const code of GATEWAY_ERROR_CODES) this.candidateErrors.inc({ agent, backend, code }, 0);
     }
-    // The dashboard's batch panels read these before the first batch.
     const clients = config.clients === undefined ? [ANONYMOUS_CLIENT] : Object.keys(config.clients);
     const endpoints = tables.some((t) => t.virtual) ? [BATCH_ENDPOINT, AGENT_BATCH_ENDPOINT] : [BATCH_ENDPOINT];
     for (const endpoint of endpoints) {

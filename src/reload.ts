@@ -1,7 +1,6 @@
 /**
- * Hot reload (docs/operations.md#hot-reload): a valid file becomes a new runtime, probed, then swapped in; batches
- * on the old one finish there. Restart-only settings changed in the file are listed in `restart_required`, not
- * refused: refusing would hold back a routing fix for a port edit that only a restart can apply anyway.
+ * Hot reload (docs/operations.md#hot-reload). Restart-only settings changed in the file are listed, not refused:
+ * refusing would hold back a routing fix for a port edit that only a restart can apply anyway.
  */
 import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
 import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
@@ -14,7 +13,6 @@ import type { Logger } from './logging.js';
 interface ReloadHost {
   gateway: GatewayState;
   log: Logger;
-  /** The agent port's server, whose certificate a reload refreshes. */
   server?: unknown;
 }
 
@@ -138,7 +136,6 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
   let applyTls: (server: unknown) => void;
   try {
     const loaded = keepRestartOnly(running.config, loadConfigFile(path));
-    // One that cannot be read refuses the reload (docs/deployment.md#tls).
     const tls = prepareServerTlsReload(running.config.server.tls, loaded.config.server.tls);
     kept = [...loaded.kept, ...tls.kept];
     applyTls = tls.apply;
@@ -146,7 +143,6 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
   } catch (err) {
     return refuse(400, err instanceof ConfigError || err instanceof Error ? err.message : String(err));
   }
-  // Replicas at the same url keep their failure history (Upstreams.inherit says what carries over).
   next.upstreams.inherit(running.upstreams);
   await next.start();
   if (books.closing) {

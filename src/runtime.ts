@@ -1,7 +1,4 @@
-/**
- * Everything built from one config. A batch finishes on the runtime it started on, so a reload swaps in a new one
- * without touching batches in flight (docs/operations.md#hot-reload).
- */
+/** Everything built from one config: a batch finishes on the runtime it started on. */
 import type { Logger } from './logging.js';
 import type { GatewayConfig } from './config/schema.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -23,7 +20,7 @@ export class GatewayRuntime {
   readonly prober: Prober;
   readonly budget: RetryBudget;
   readonly shadows: ShadowLimiter;
-  /** Undefined without `clients:`: every agent endpoint is open. */
+  /** Undefined without `clients:`. */
   readonly clients: ClientTable | undefined;
   private readonly ejections: SharedEjections | undefined;
   private currentTracing: Tracing = NOOP_TRACING;
@@ -48,7 +45,7 @@ export class GatewayRuntime {
     this.clients = config.clients === undefined ? undefined : new ClientTable(config.clients);
   }
 
-  /** The no-op one until startTracing has run, and for good unless tracing.otlp_endpoint is set. */
+  /** The no-op one until startTracing has run. */
   get tracing(): Tracing {
     return this.currentTracing;
   }

@@ -1,13 +1,10 @@
-/**
- * What the console (docs/console.md) shows of recent activity that no metric holds: the last batches (a bounded
- * ring), the batch rate, the start time and the last reload. Counts, names and codes only: never memory or a key.
- */
+/** What the console shows of recent activity that no metric holds. Never memory or a key. */
 
 export interface BatchInputRecord {
   id: string;
   route: string | null;
   arm: string | null;
-  /** Who answered it (a fallback or several ensemble members: comma-joined); null when the cache did. */
+  /** Comma-joined; null when the cache answered. */
   backend: string | null;
   candidates: number;
   /** Null for a streamed answer, whose candidates are not held. */
@@ -52,7 +49,6 @@ export class Activity {
   readonly startedAt: number;
   private readonly ring: (BatchSummary | undefined)[] = [];
   private next = 0;
-  /** RATE_WINDOW_S + 1 slots indexed by second modulo their number. */
   private readonly perSecond: { second: number; n: number }[];
   private reload: ReloadRecord | undefined;
   private seq = 0;

@@ -34,7 +34,7 @@ import type { ResponseStream } from './streamed-batch.js';
 import type { ReadBody } from './read-batch.js';
 
 export interface BatchExchange {
-  /** The virtual agent's name (docs/routing.md#virtual-agents); undefined for the default agent. */
+  /** Undefined for the default agent. */
   agent?: string;
   body: Buffer;
   headers: IncomingHttpHeaders;
@@ -42,16 +42,15 @@ export interface BatchExchange {
   onClientGone(fn: () => void): () => void;
   client?: string | undefined;
   stream?: ResponseStream;
-  /** The batch's hold on the memory budget, its body counted; the front gives it back once the answer is written. */
+  /** Its body counted; the front gives it back once the answer is written. */
   memory?: BudgetHold;
 }
 
 export interface BatchAnswer {
   status: 200 | 400 | 404 | 422;
-  /** An answer in pieces: it may be larger than a string can hold. */
   body: string | AnswerBody;
   requestId?: string;
-  /** The gateway's own time on this batch (its time minus the backends'), set on 200 answers. */
+  /** Set on 200 answers. */
   overheadMs?: number;
   replayHit?: boolean;
   cacheHits?: number;
@@ -61,13 +60,11 @@ export interface BatchAnswer {
 
 interface Planned {
   plan: BatchPlan;
-  /** Without the inputs the cache answered. */
   dispatched: BatchPlan;
   steps: Awaited<ReturnType<GatewayState['experiments']['begin']>>;
   cache: CacheLookup | undefined;
 }
 
-/** What one batch is made of once its body is read (a replay hash the read did not make is made here). */
 interface BatchParts extends ReadBody {
   runtime: GatewayRuntime;
   agent: CompiledAgent;
@@ -77,7 +74,6 @@ interface BatchParts extends ReadBody {
   headers: CorrelationHeaders;
   ids: BatchLogIds;
   t0: number;
-  /** Ends the batch's keep on its memory hold (handle-batch.ts). */
   letGo: () => void;
 }
 
@@ -105,7 +101,6 @@ export class BatchCycle {
     return this.b.headers['x-request-id'];
   }
 
-  /** A re-sent identical batch answered from the store, or waited for (docs/deployment.md#several-gateway-replicas-redis). */
   async replay(): Promise<BatchAnswer | undefined> {
     const { runtime, agent, gw, request, span, ex } = this.b;
     if (runtime.config.state.replay_ttl_s <= 0) return undefined;
@@ -210,10 +205,7 @@ export class BatchCycle {
     return { ...answer, streamed: true };
   }
 
-  /**
-   * In the background. An answer holding the gateway's own failures is not stored: a retry after the backend
-   * recovered would get the transient failure; `close` abandons the lease, so a waiting duplicate computes.
-   */
+  /** An answer holding the gateway's own failures is not stored: a retry after recovery would get them again. */
   private storeReplay(body: Exclude<BatchAnswer['body'], string>, result: BatchResult): void {
     const { gw, ex, runtime } = this.b;
     if (this.lease === undefined || Object.keys(result.errorCodes).some(isGatewayErrorCode)) return;
@@ -241,7 +233,7 @@ export class BatchCycle {
       durationMs: performance.now() - this.b.t0, overheadMs, cacheHits: p.cache?.hits, inputsKept: gw.current.config.admin.batch_inputs_kept,
     });
     gw.activity.recordBatch(record);
-    // Guarded: building the line (route counts, rounding) costs time even when the level drops it.
+    // Building the line costs time even when the level drops it.
     if (!logsInfo(ex.log)) return;
     const extras = { clientWaitMs: this.permit?.waitedMs, bodyBytes: raw.length, cacheHits: p.cache?.hits, streamed };
     ex.log.info(batchLogLine(this.b.ids, record, extras), 'batch');

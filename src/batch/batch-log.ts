@@ -1,7 +1,6 @@
 /**
- * The `batch` log line, from the batch's console record, and the ids every batch log line carries so one line
- * leads to the backends' logs and to the trace (docs/limits-and-edges.md#logs). The client's `request_id` is
- * bounded by nothing: a line holds its first REQUEST_ID_LOG_CHARS characters and, when cut, its full length.
+ * The `batch` log line and the ids every batch log line carries (docs/limits-and-edges.md#logs). The client's
+ * `request_id` is bounded by nothing: a line holds its first REQUEST_ID_LOG_CHARS characters.
  */
 import type { Logger } from '../logging.js';
 import type { CorrelationHeaders } from '../protocol/correlation.js';
@@ -11,16 +10,12 @@ const REQUEST_ID_LOG_CHARS = 256;
 
 export interface BatchLogIds {
   request_id: string;
-  /** The whole `request_id`'s length (UTF-16 code units) when it was cut. */
+  /** In UTF-16 code units, when it was cut. */
   request_id_chars?: number;
   x_request_id: string;
   trace_id: string;
 }
 
-/**
- * `spanTraceparent`: the batch span's (tracing on), which names the same trace as the client's valid
- * traceparent or starts a new one; without tracing, the traceparent the backend calls carry.
- */
 export function batchLogIds(requestId: string, headers: CorrelationHeaders, spanTraceparent: string | undefined): BatchLogIds {
   const cut = requestId.length > REQUEST_ID_LOG_CHARS;
   return {
@@ -59,7 +54,7 @@ export function batchLogLine(ids: BatchLogIds, r: Omit<BatchSummary, 'at' | 'seq
   };
 }
 
-/** Whether `log` writes info lines (pino's isLevelEnabled, which the Logger interface does not declare). */
+/** pino's isLevelEnabled, which the Logger interface does not declare. */
 export function logsInfo(log: Logger): boolean {
   return log.level === 'info' || log.level === 'debug' || log.level === 'trace';
 }

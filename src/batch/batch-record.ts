@@ -1,7 +1,4 @@
-/**
- * What the console keeps of one answered batch (docs/console.md#recent-batches), buffered or streamed: counts,
- * names, ids and codes, never memory, a prompt or a key, so it is safe to show to anyone who reads the admin API.
- */
+/** What the console keeps of one answered batch (docs/console.md#recent-batches): never memory, a prompt or a key. */
 import type { BatchPlan } from '../routing/plan.js';
 import type { BatchResult } from '../dispatch/batch-types.js';
 import type { BatchSummary, BatchInputRecord } from './activity.js';

@@ -1,7 +1,4 @@
-/**
- * One AgentRequest -> AgentResponse, independent of the HTTP layer (docs/architecture.md#the-life-of-a-batch). Only an
- * invalid request gets an HTTP error; backend failures become error candidates (docs/protocol-fidelity.md#failures).
- */
+/** One AgentRequest -> AgentResponse, independent of the HTTP layer (docs/architecture.md#the-life-of-a-batch). */
 import { performance } from 'node:perf_hooks';
 import { readBatchYielding } from './read-batch.js';
 import type { GatewayState } from './gateway-state.js';
@@ -54,12 +51,10 @@ export function unknownAgentDetail(name: string | undefined): string {
 
 async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: GatewayState, ex: BatchExchange, span: TraceSpan): Promise<BatchAnswer> {
   const t0 = performance.now();
-  // The batch's one keep on its hold: its bytes (body, answers) stay until its cycle ends, even if the client
-  // left before, and then while the response cache copies them (BatchCycle lets go).
+  // Its bytes stay until its cycle ends, even if the client left, then while the response cache copies them.
   const letGo = ex.memory?.keep() ?? ((): void => undefined);
   let cycle: BatchCycle | undefined;
   try {
-    // A large body is read on the reader thread and comes back as `read.raw` (ex.body is not used after this).
     const read = await readBatchYielding(ex.body, runtime.config.server, agent.routes.memoryKey, ex.log);
     if (!read.ok) return { status: read.status, body: read.body };
     const { request } = read;

@@ -1,7 +1,6 @@
 /**
- * The gateway's pulse (docs/console.md#the-pulse): a sample of the metrics' increase every interval, at the same
- * wall-clock boundaries on every replica, merged across replicas slot by slot. Quantiles come from the merged
- * buckets, never from an average of quantiles.
+ * The gateway's pulse (docs/console.md#the-pulse). Quantiles come from the merged buckets, never from an average
+ * of quantiles.
  */
 import type { GatewayMetrics } from '../metrics.js';
 import { histogramQuantile } from '../stats/histogram-quantile.js';
@@ -9,7 +8,6 @@ import { histogramQuantile } from '../stats/histogram-quantile.js';
 /** Cumulative counts by `le` as the metric writes it ("0.005", "+Inf"). */
 type Buckets = Record<string, number>;
 
-/** What one replica counted over one interval (counts, so replicas add up). */
 export interface PulseRaw {
   slot: number;
   /** The interval, or less for the first one after start. */
@@ -37,7 +35,7 @@ interface PulseView {
 
 export interface PulseSink {
   push(raw: PulseRaw, points: number, intervalMs: number): Promise<void>;
-  /** Undefined when the store cannot answer (the ring is shown instead). */
+  /** Undefined when the store cannot answer. */
   read(): Promise<PulseRaw[] | undefined>;
 }
 

@@ -1,7 +1,4 @@
-/**
- * A batch's body read by the byte indexer and checked against the batch limits before anything is routed
- * (docs/protocol-fidelity.md#how-a-batch-is-read): not UTF-8 is a 400, refused a 422 with FastAPI's detail.
- */
+/** A batch's body read and checked before anything is routed (docs/protocol-fidelity.md#how-a-batch-is-read). */
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import { errorBody } from '../errors.js';
 import type { Logger } from '../logging.js';
@@ -15,7 +12,6 @@ import type { ValidationIssue } from '../protocol/types.js';
 import { readOffloaded } from '../reader/reader.js';
 import { LARGE_BODY_BYTES } from '../protocol/body-bytes.js';
 
-/** The body as read (UTF-8, forwarded as is) and, for a large body, the replay hash the reader thread made. */
 export interface ReadBody {
   request: IndexedAgentRequest;
   raw: Buffer;
@@ -24,10 +20,7 @@ export interface ReadBody {
 
 type BatchRead = ({ ok: true } & ReadBody) | { ok: false; status: 200 | 400 | 422; body: string };
 
-/**
- * The bytes `value` takes as a JSON string in an answer. Only a long id is measured exactly (one pass, linear);
- * a short one is counted at its worst (6 bytes a character, `\u0000`), which fits in the candidate overhead.
- */
+/** Only a long id is measured exactly; a short one is counted at its worst (6 bytes a character, `\u0000`). */
 function jsonStringBytes(value: string): number {
   return value.length <= 64 ? 0 : Buffer.byteLength(JSON.stringify(value));
 }
@@ -42,7 +35,6 @@ function limitsOf(server: GatewayConfig['server'], memoryKey: string): RequestRe
   };
 }
 
-/** Read a body in place: a small one (readBatchYielding hands large ones to the reader thread). */
 export function readBatch(body: Buffer, server: GatewayConfig['server'], memoryKey: string, log: Logger): BatchRead {
   // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
   const bytes = jsonBytesAsUtf8(body);
@@ -56,8 +48,8 @@ export function readBatch(body: Buffer, server: GatewayConfig['server'], memoryK
 }
 
 /**
- * A large body is read on the reader thread (docs/memory-budget.md#yielding), hashed for replay there too: 60 MB
- * held the event loop for tens of ms. `received` must not be used after this: the bytes read are `raw`.
+ * A large body is read on the reader thread, hashed for replay there too: 60 MB held the event loop for tens of
+ * ms. `received` must not be used after this: the bytes read are `raw`.
  */
 export async function readBatchYielding(
   received: Buffer,

@@ -2,9 +2,9 @@
 import type { AnswerSink } from '../dispatch/batch-types.js';
 import type { BatchPlan, CompiledRoutes } from '../routing/plan.js';
 
-/** The dispatch's sink plus what the batch says around it; the front implements it (http/answer-write.ts). */
+/** The front implements it (http/answer-write.ts). */
 export interface ResponseStream extends AnswerSink {
-  /** What the head says besides the status, known before dispatch: sent with the first byte. */
+  /** Known before dispatch, sent with the first byte. */
   describe(requestId: string | undefined, cacheHits: number | undefined): void;
   /** The answer is complete; its overhead follows as a trailer. */
   end(overheadMs: number): void;

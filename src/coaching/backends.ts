@@ -1,7 +1,6 @@
 /**
  * Which backends and replicas take coaching calls (docs/routing.md#coaching-routing). A session is state in one
- * agent process, so a run_id's calls go to one replica: rendezvous hashing (every gateway replica picks the same
- * one, without shared state), and the replica that accepted it remembered by url (a reload keeps it) while eligible.
+ * agent process, so a run_id's calls go to one replica: rendezvous hashing, or the one that accepted it.
  */
 import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
@@ -17,10 +16,7 @@ function coachingReplicas(runtime: GatewayRuntime, backend: string): Replica[] {
   return replicas.filter((r) => r.state === 'ready' && r.info?.capabilities.coaching === true);
 }
 
-/**
- * With no replica ready, a backend counts when its last info said coaching: it then shows up as a 503 in a session
- * fan-out instead of being skipped silently, which would leave its trajectories without a session.
- */
+/** With no replica ready, a backend counts when its last info said coaching: a 503 rather than silently skipped. */
 export function coachingBackends(runtime: GatewayRuntime, agent: CompiledAgent): string[] {
   return agent.reachable.filter((b) => {
     const replicas = runtime.upstreams.backends.get(b)?.replicas ?? [];
@@ -40,10 +36,7 @@ export function isSuccess(status: number): boolean {
   return status >= 200 && status < 300;
 }
 
-/**
- * 204, or the highest failure status (a 5xx outranks an agent's 409), naming the backends that succeeded too: a
- * partial PUT leaves sessions on those, and the caller has to know.
- */
+/** The highest failure status naming the backends that succeeded too: a partial PUT leaves sessions on those. */
 export function aggregate(method: string, runId: string, outcomes: BackendOutcome[]): { status: number; body?: object } {
   const failed = outcomes.filter((o) => !isSuccess(o.status));
   if (failed.length === 0) return { status: 204 };

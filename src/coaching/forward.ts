@@ -1,7 +1,4 @@
-/**
- * One coaching call to a backend replica, its answer passed back unchanged (raw mode). Never throws: a transport
- * failure becomes a 502 or 504, classified as for sub-requests (docs/protocol-fidelity.md#failures).
- */
+/** One coaching call to a backend replica, its answer passed back unchanged. Never throws. */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AbortLike } from '../abort.js';
 import { endAttemptSpan, replicaCallAttributes } from '../dispatch/attempt-span.js';
@@ -59,7 +56,6 @@ export function answerDetail(r: ForwardResult): string {
   return text.slice(0, 200);
 }
 
-/** The client's content-type (the body is forwarded as it came), the correlation headers as for sub-requests. */
 export function coachingHeaders(headers: IncomingHttpHeaders, withBody: boolean): Record<string, string> & { 'x-request-id': string } {
   const h: Record<string, string> & { 'x-request-id': string } = { ...correlationHeaders(headers) };
   if (withBody) {

@@ -1,7 +1,4 @@
-/**
- * A SpecializedCoachingRequest read just enough to route it (docs/routing.md#coaching-routing). Lenient: an
- * unexpected shape costs at most a less precise route, never a rejection the backend would not have made.
- */
+/** A coaching request read just enough to route it: lenient, never a rejection the backend would not make. */
 import { intKey, isNumberMark, isStrictInt, numberMarkText } from '../protocol/json/exact-json.js';
 import type { AgentInput, JsonObject, ValidationIssue } from '../protocol/types.js';
 import type { Headers } from '../routing/match.js';
@@ -14,7 +11,6 @@ import { GatewayError } from '../errors.js';
 
 interface CoachingTarget {
   stepIndex: number;
-  /** With the contract's defaults filled in (for route matching). */
   input: AgentInput;
   /** On its input's memory, else on its output's. */
   tag: MemoryTag | undefined;
@@ -27,10 +23,7 @@ function idText(v: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * The step whose `step_id` (or `id`) is `target_step_id`, else the step at that index, else the last; only steps
- * with an `input` count. A 422 issue when there is none: nothing says where the trajectory ran.
- */
+/** The step whose `step_id` (or `id`) is `target_step_id`, else the step at that index, else the last. */
 export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget | ValidationIssue {
   const steps: unknown[] = Array.isArray(body.trajectory) ? body.trajectory : [];
   const usable: { index: number; step: JsonObject; input: JsonObject }[] = [];
@@ -73,10 +66,7 @@ function normalizeInput(raw: JsonObject): AgentInput {
   };
 }
 
-/**
- * An untagged input's backend, as a new trajectory's (docs/routing.md#the-memory-key-and-stickiness); for an
- * ensemble, whose members may not all coach, its first member that does, else its first.
- */
+/** For an ensemble, whose members may not all coach, its first member that does, else its first. */
 export function ruleBackend(
   compiled: CompiledRoutes,
   input: AgentInput,

@@ -1,7 +1,6 @@
 /**
- * Candidates written as bytes (docs/protocol-fidelity.md#how-a-batch-is-read): the fields the gateway sets, then
- * the memory with the tag inserted and the rest as the backend sent it. The AgentOutput objects the batch hands
- * around decode a field only when something reads it.
+ * Candidates written as bytes (docs/protocol-fidelity.md#how-a-batch-is-read). The AgentOutput objects the batch
+ * hands around decode a field only when something reads it.
  */
 import { parseExact, stringifyExact } from '../protocol/json/exact-json.js';
 import { PartsWriter, type AnswerBody } from '../protocol/answer/answer-body.js';
@@ -14,9 +13,8 @@ import type { AgentError, AgentOutput, JsonObject } from '../protocol/types.js';
 import { GatewayError } from '../errors.js';
 
 /**
- * The protocol fields are own data properties, the decoded-on-read ones prototype getters: per-candidate functions
- * were kept by V8, with the backend's answer they reach, alive through young-generation GCs
- * (docs/performance.md#batches-die-young). A spread copy holds the four own fields only.
+ * The decoded-on-read fields are prototype getters: per-candidate functions were kept alive by V8, with the
+ * backend's answer they reach, through young-generation GCs (docs/performance.md#batches-die-young).
  */
 export abstract class BytesCandidate implements AgentOutput {
   readonly #tag: MemoryTag;
@@ -82,10 +80,7 @@ function provenObjects(v: unknown, what: string): JsonObject[] {
   throw new GatewayError('GATEWAY_ERR_INTERNAL', `${what} decoded to something other than a list of objects`);
 }
 
-/**
- * A backend's candidate re-addressed to the client's request. The indexer proved each value's type
- * (answer-index.ts); the schemas fill defaults as zod did.
- */
+/** A backend's candidate re-addressed to the client's request; the schemas fill defaults as zod did. */
 class IndexedOutput extends BytesCandidate {
   readonly #writer: CandidateWriter;
   readonly #buf: Buffer;
@@ -186,7 +181,6 @@ function idBytes(raw: InputSlices): Buffer {
 
 export class CandidateWriter {
   private readonly head: Buffer;
-  /** Per input and tag: error candidates of one input share these pieces. */
   private readonly inputMemory = new Map<InputSlices, Map<string, Buffer[]>>();
 
   constructor(
@@ -207,7 +201,7 @@ export class CandidateWriter {
     return new IndexedOutput(this, requestId, input, candidateIndex, cand, tag, tagMember(this.memoryKey, tag).bytes);
   }
 
-  /** An error candidate's memory as pieces of its input's bytes: its memory without its tag plus the new one. */
+  /** An error candidate's memory as pieces of its input's bytes. */
   errorMemory(raw: InputSlices, tag: MemoryTag): readonly Buffer[] {
     const { key, bytes: tagBytes } = tagMember(this.memoryKey, tag);
     let perTag = this.inputMemory.get(raw);
@@ -232,8 +226,7 @@ export class CandidateWriter {
 }
 
 /**
- * The bytes of a candidate after its candidate_index with its memory tag cut out, and where the tag goes back:
- * what the response cache keeps (docs/cache.md#what-an-entry-holds). A copy: the entry must not keep the backend's
+ * What the response cache keeps (docs/cache.md#what-an-entry-holds). A copy: the entry must not keep the backend's
  * whole answer alive.
  */
 export function untaggedTail(out: AgentOutput): { tail: Buffer; at: number } | undefined {

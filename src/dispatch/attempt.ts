@@ -1,8 +1,6 @@
 /**
- * One sub-request: the items bound for one replica, sent once (docs/protocol-fidelity.md#the-path-of-a-batch). It
- * reports how it ended and never writes a candidate; the batch fills the slots and decides failover (failover.ts).
- * Counted in flight for the retry budget from its permit wait until its answer is handled, so a failover that
- * follows starts after the permit and the budget slot are given back.
+ * One sub-request (docs/protocol-fidelity.md#the-path-of-a-batch). Counted in flight for the retry budget until
+ * its answer is handled, so a failover that follows starts after the permit and the budget slot are given back.
  */
 import { performance } from 'node:perf_hooks';
 import { withTraceparent } from '../protocol/correlation.js';
@@ -28,11 +26,10 @@ export interface BatchInputs {
 }
 
 export type AttemptResult = {
-  /** Milliseconds of the gateway's own work (body built, answer parsed and checked). */
   workMs: number;
 } & (
   | { kind: 'answered'; ms: number; rows: Slot<AgentOutput | IndexedCandidate>[][] }
-  /** Aborted by the gateway, not failed by the backend: the client went away, or the batch deadline ran out. */
+  /** Aborted by the gateway, not failed by the backend. */
   | { kind: 'aborted'; ms: number; clientGone: boolean }
   | { kind: 'unserved'; why: Unserved<Replica> }
   | { kind: 'streamed'; ms: number; written: number }
@@ -42,7 +39,7 @@ const RESPONSES_PATH = '/v1/responses';
 
 export class Attempt {
   private workMs = 0;
-  /** Its client span (permit wait included), only when the batch's span is recorded; what it ended with. */
+  /** Only when the batch's span is recorded. */
   private span: TraceSpan | undefined;
   private outcome: string | undefined;
   private status: number | undefined;
@@ -91,7 +88,7 @@ export class Attempt {
     }
   }
 
-  /** Undefined when it never reached the wire (no permit). The experiment report credits it to the arms it served. */
+  /** Undefined when it never reached the wire (no permit). */
   get call(): { outcome: string; ms: number } | undefined {
     return this.outcome === undefined || this.wireMs === undefined ? undefined : { outcome: this.outcome, ms: this.wireMs };
   }
@@ -126,8 +123,9 @@ export class Attempt {
     upstreams.attemptEnded(replica, nInputs);
     this.status = res.status;
 
-    if (stream?.started === true) {
-      const outcome = await stream.finish(res.ok ? undefined : res.failure);
+    const run = stream?.started;
+    if (run !== undefined) {
+      const outcome = await run.finish(res.ok ? undefined : res.failure);
       this.workMs += outcome.workMs;
       if (outcome.committed) return this.streamed(res.ok && outcome.broke !== undefined ? { ok: false, failure: outcome.broke } : res, ms, outcome.written, outcome.bad);
       if (res.ok) {
@@ -138,8 +136,7 @@ export class Attempt {
     }
 
     if (!res.ok && ctx.signal?.aborted === true) {
-      // Nobody will read these candidates if the client went away, and the replica must not be blamed for it;
-      // a deadline that ran out means the backend was too slow for it.
+      // A client that went away is not the replica's fault; a deadline that ran out is.
       const gone = ctx.clientGone?.() === true;
       this.ended(gone ? 'cancelled' : 'gateway_backend_timeout', ms, gone ? 'the client closed the connection' : 'the batch deadline ran out');
       if (!gone) upstreams.recordFailure(replica, 'the batch deadline ran out');
@@ -152,7 +149,6 @@ export class Attempt {
         'backend sub-request failed',
       );
       if (res.failure.notSent) {
-        // Nothing reached the backend: the replica leaves rotation at once, and no load was added anywhere.
         upstreams.recordConnectFailure(replica, res.failure.message);
         const tried = new Set(this.tried).add(replica);
         return this.unserved({ kind: 'refused', failure: res.failure, backend: replica.backend, tried });
@@ -184,10 +180,7 @@ export class Attempt {
     return { kind: 'answered', ms, rows: rows.slots, workMs: this.workMs };
   }
 
-  /**
-   * A short answer, or one with invalid candidates, is the backend's fault even when its good candidates are
-   * kept: the sub-request is invalid_response in the metrics, the log and the Backends page, not ok.
-   */
+  /** A short answer, or one with invalid candidates, is the backend's fault even when its good ones are kept. */
   private partlyInvalid(ms: number, bad: { count: number; reason: string }, message: string, written?: number): void {
     const { replica } = this;
     this.ended('gateway_backend_invalid_response', ms, bad.reason);
@@ -197,7 +190,7 @@ export class Attempt {
     this.deps.log.warn(written === undefined ? fields : { ...fields, written }, message);
   }
 
-  /** A streamed answer's end: the batch is answered whatever happened to the backend after it began. */
+  /** The batch is answered whatever happened to the backend after the stream began. */
   private streamed(res: Awaited<ReturnType<typeof postResponses>>, ms: number, written: number, bad: { count: number; reason: string }): AttemptResult {
     const { upstreams, log } = this.deps;
     const { replica, ctx } = this;
@@ -225,10 +218,7 @@ export class Attempt {
     return result;
   }
 
-  /**
-   * A sub-request that is the whole client request unchanged (no memory carries the gateway's key) is the client's
-   * own body: forwarding that text saves serializing megabytes again.
-   */
+  /** The whole client request unchanged is forwarded as its own body: that saves serializing megabytes again. */
   private body(): Buffer {
     const { request, requestBody } = this.batch;
     const items = this.items;

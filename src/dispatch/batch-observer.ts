@@ -58,10 +58,7 @@ export class MetricsBatchObserver {
   }
 }
 
-/**
- * The metrics plus span events for what moved inputs: one event per item moved; the span keeps the first 128
- * events (src/tracing/otel-tracing.ts).
- */
+/** The metrics plus one span event per item moved. */
 class SpanEventsObserver extends MetricsBatchObserver {
   constructor(
     metrics: GatewayMetrics,

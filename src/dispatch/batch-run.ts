@@ -1,7 +1,4 @@
-/**
- * One batch on its way through the backends (docs/protocol-fidelity.md#failures), one Attempt per replica, in
- * parallel. Nothing here throws for a backend's sake: the batch always completes.
- */
+/** One batch on its way through the backends: nothing here throws for a backend's sake. */
 import { performance } from 'node:perf_hooks';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';

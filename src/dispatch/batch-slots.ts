@@ -42,7 +42,7 @@ export class BatchSlots {
     this.legs.push({ input: it.index, backend: it.backend, route: it.route, arm: it.arm, ms });
   }
 
-  /** Every candidate of `items` becomes an error candidate with `f`. `ms`: the sub-request's time, if one ran. */
+  /** `ms`: the sub-request's time, if one ran. */
   fail(items: readonly Item[], f: AttemptFailure, ms?: number): void {
     for (const it of items) {
       this.leg(it, ms);
@@ -54,10 +54,7 @@ export class BatchSlots {
     }
   }
 
-  /**
-   * A malformed or missing slot fails only itself, unless `leaveBad(item)`: then that slot stays empty for the
-   * item's fallback to fill.
-   */
+  /** A malformed or missing slot fails only itself, unless `leaveBad(item)`: then its fallback fills it. */
   answer(
     items: readonly Item[],
     rows: Slot<AgentOutput | IndexedCandidate>[][],

@@ -13,7 +13,6 @@ import type { RetryBudget } from './retry-budget.js';
 export interface DispatchDeps {
   upstreams: Upstreams;
   budget: RetryBudget;
-  /** For backends with max_in_flight (cluster-wide with Redis). */
   permits: Permits;
   metrics: GatewayMetrics;
   log: Logger;
@@ -22,24 +21,23 @@ export interface DispatchDeps {
 }
 
 export interface BatchContext {
-  /** Epoch ms by which every attempt and fallback must be over (request_timeout_s). */
+  /** Epoch ms (request_timeout_s). */
   deadline: number;
   headers: Record<string, string>;
   signal?: AbortLike;
-  /** True once the client closed its connection (the signal then says nothing of the backend). */
+  /** When the signal fired because the client left, it says nothing of the backend. */
   clientGone?: () => boolean;
-  /** Forwarded as is when a sub-request is the whole request. */
   requestBody?: Buffer;
   span?: TraceSpan;
   /** A sub-request carrying the whole batch whose answer is longer than `overBytes` is written to `sink` as it arrives. */
   stream?: { overBytes: number; sink: AnswerSink };
-  /** Candidates the response cache answered, by input index; the plan dispatched holds none of these inputs. */
+  /** By input index; the plan dispatched holds none of these inputs. */
   cached?: ReadonlyMap<number, readonly AgentOutput[]>;
   memory?: AnswerCharge;
 }
 
 export interface AnswerSink {
-  /** The client's response: the streamed answer's pipeline ends in it, and does not end it. */
+  /** The client's response: the pipeline does not end it. */
   readonly out: Writable;
   /** Called once, before the first byte: the answer is committed (200) from here on. */
   begin(): void;
@@ -47,19 +45,14 @@ export interface AnswerSink {
 
 export interface BatchResult {
   outputs: AgentOutput[];
-  /** Milliseconds of the gateway's own work inside dispatch (bodies built, answers parsed and checked). */
   workMs: number;
   backends: Record<string, number>;
   errorCodes: Record<string, number>;
   legs: LegOutcome[];
-  /**
-   * Every sub-request that ended on the wire, failed and timed-out ones too: the experiment report's latency per
-   * arm counts them as the Backends page does.
-   */
+  /** Failed and timed-out ones too: the experiment report's latency per arm counts them as the Backends page does. */
   calls?: CallOutcome[];
   /** Candidates written to the context's sink; `outputs` is then empty. */
   streamed?: number;
-  /** Inputs answered by the response cache: the experiment recorder counts them as cached steps only. */
   cached?: ReadonlySet<number>;
 }
 

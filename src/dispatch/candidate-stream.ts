@@ -1,6 +1,5 @@
 /**
- * The Transform of a streamed answer: the backend's bytes in, the client's answer out, each element checked as a
- * whole answer's are and pushed in the contract's order (docs/protocol-fidelity.md#streamed-answers,
+ * The Transform of a streamed answer (docs/protocol-fidelity.md#streamed-answers,
  * docs/memory-budget.md#streamed-answers).
  */
 import { isUtf8 } from 'node:buffer';
@@ -33,7 +32,6 @@ export interface StreamTarget {
   readonly sink: AnswerSink;
   readonly maxDepth: number;
   readonly memoryKey: string;
-  /** Absent when the batch has no hold (direct dispatch in tests). */
   readonly memory?: AnswerCharge;
 }
 
@@ -52,9 +50,9 @@ export interface StreamOutcome {
 export class CandidateStream extends Transform {
   private readonly splitter = new ElementSplitter((wrapped) => this.element(wrapped));
   private elements = 0;
-  /** Bytes counted for each candidate when placed (item, candidate), carried into inFlight when it is pushed. */
+  /** Bytes counted for each candidate when placed, carried into inFlight when it is pushed. */
   private readonly charged: number[][] = [];
-  /** Candidates pushed and still counted: where each ends in the bytes pushed, and its count. */
+  /** Candidates pushed and still counted. */
   private readonly inFlight: { end: number; bytes: number }[] = [];
   private pushed = 0;
   /** The next position to push: item `k`, candidate `c`. */
@@ -65,13 +63,12 @@ export class CandidateStream extends Transform {
   private badReason: string | undefined;
   private committed = false;
   private shut = false;
-  /** The backend's answer is over: what is still missing will not come. */
   private over = false;
   /** Every candidate not yet pushed fails with this. */
   private cut: AttemptFailure | undefined;
   private broke: AttemptFailure | undefined;
   private refused: string | undefined;
-  /** The budget had no room: the callback of the chunk that found it full waits for room. */
+  /** The callback of the chunk that found the budget full waits for room. */
   private starved = false;
   private stalled: TransformCallback | undefined;
   private workMs = 0;
@@ -214,7 +211,7 @@ export class CandidateStream extends Transform {
     for (let next = this.inFlight[1]; next !== undefined && next.end <= taken; next = this.inFlight[1]) this.target.memory?.shrink(this.inFlight.shift()?.bytes ?? 0);
   }
 
-  /** Without room, the chunk being read is not done with (so no more bytes come) until room comes. */
+  /** Without room, the chunk being read is not done with until room comes. */
   private charge(bytes: number): void {
     const memory = this.target.memory;
     if (memory === undefined || memory.charge(bytes) || this.starved) return;

@@ -1,7 +1,4 @@
-/**
- * A backend's candidate re-addressed to the client's request, or an error candidate in its normal position, which
- * keeps complete memory (docs/protocol-fidelity.md#agent-and-http-errors). Every candidate carries the memory tag.
- */
+/** Error candidates keep complete memory (docs/protocol-fidelity.md#agent-and-http-errors). */
 import type { GatewayErrorCode } from '../errors.js';
 import { taggedInputMemory, tagMemory, type MemoryTag } from '../protocol/memory-tag.js';
 import type { PartsWriter } from '../protocol/answer/answer-body.js';
@@ -29,10 +26,7 @@ export function fromBackend(
   };
 }
 
-/**
- * A candidate the gateway failed, written from its input's bytes (CandidateWriter.errorMemory shares the memory
- * pieces between the error candidates of one input); its memory is decoded only if something reads it.
- */
+/** Written from its input's bytes; its memory is decoded only if something reads it. */
 export class ErrorCandidate extends BytesCandidate {
   readonly #writer: CandidateWriter;
   readonly #input: IndexedAgentInput;

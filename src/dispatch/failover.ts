@@ -1,7 +1,6 @@
 /**
- * Where items go after a failure (docs/routing.md#fallbacks-deadline-and-retry-budget), as pure decisions: no I/O,
- * no clock, no metrics. Two steps, because the retry budget is asked once per destination, right before its
- * sub-requests start: `decideFailover` sorts the items, then `resolveMove` makes each destination a move or errors.
+ * Where items go after a failure (docs/routing.md#fallbacks-deadline-and-retry-budget), as pure decisions. Two
+ * steps, because the retry budget is asked once per destination, right before its sub-requests start.
  */
 import type { AttemptFailure } from '../errors.js';
 import type { Slot } from '../protocol/answer/response-check.js';
@@ -10,10 +9,7 @@ import { groupBy, movedTo, type Item } from './batch-item.js';
 /** Below this much time left, no new attempt starts: it could not finish. */
 export const MIN_ATTEMPT_MS = 50;
 
-/**
- * Only `failed` reached a backend, so only it asks the retry budget to move on. `tried`: every replica of this
- * backend refused so far. `unsent`: no max_in_flight permit came free.
- */
+/** Only `failed` reached a backend, so only it asks the retry budget to move on. */
 export type Unserved<R> =
   | { kind: 'failed'; failure: AttemptFailure }
   | { kind: 'refused'; failure: AttemptFailure; backend: string; tried: ReadonlySet<R> }
@@ -22,11 +18,8 @@ export type Unserved<R> =
   | { kind: 'no-time' };
 
 export interface FailoverView<R> {
-  /** Milliseconds until the batch deadline (may be negative). */
   timeLeftMs: number;
-  /** Client gone or deadline passed: nothing starts any more. */
   aborted: boolean;
-  /** Usual latency of a sub-request to `backend` (0 when unknown). */
   expectedMs(backend: string): number;
   hasReplica(backend: string, exclude: ReadonlySet<R>): boolean;
 }
@@ -39,11 +32,9 @@ interface Destination {
 }
 
 interface FailoverDecision<R> {
-  /** Try the same backend's other replicas (a refused connection, and the backend has more). */
   sameBackend?: { backend: string; items: Item[]; exclude: ReadonlySet<R>; cause: AttemptFailure };
   final?: { items: Item[]; failure: AttemptFailure };
   destinations: Destination[];
-  /** The items reached a backend: each destination needs a retry budget slot. */
   retry: boolean;
   failure: AttemptFailure;
 }
@@ -70,7 +61,6 @@ export function decideFailover<R>(items: Item[], why: Unserved<R>, view: Failove
         items, why.cause ?? { code: 'gateway_no_backend', message: `backend "${why.backend}" has no ready replica` }, false, view,
       );
     case 'no-time':
-      // No time for this attempt, hence none for a fallback either (moveOn finds so and says how much was left).
       return moveOn(items, { code: 'gateway_backend_timeout', message: DEADLINE_RAN_OUT }, false, view);
     case 'unsent':
       return moveOn(items, why.failure, false, view);
@@ -79,10 +69,7 @@ export function decideFailover<R>(items: Item[], why: Unserved<R>, view: Failove
   }
 }
 
-/**
- * Items to their next fallback backend, or error candidates with `f`. A fallback starts only when the batch
- * deadline leaves more than the fallback backend's usual latency (one deadline covers every attempt).
- */
+/** A fallback starts only when the batch deadline leaves more than its usual latency (one deadline covers all). */
 function moveOn<R>(items: Item[], f: AttemptFailure, retry: boolean, view: FailoverView<R>): FailoverDecision<R> {
   const onward: { to: string; it: Item }[] = [];
   const final: Item[] = [];
@@ -122,25 +109,18 @@ export function resolveMove<R>(decision: FailoverDecision<R>, d: Destination, gr
   return { kind: 'move', to: d.to, from: d.from, moved: d.moved, consumesBudget: decision.retry };
 }
 
-/**
- * `waves`: the same items in groups that each name an input at most once: a sub-request carries an input once, so
- * the second run of bad slots of one input goes in a sub-request of its own.
- */
+/** `waves`: groups that each name an input at most once, as a sub-request carries an input once. */
 interface FaultySlots {
   items: Item[];
   waves: Item[][];
   failure: AttemptFailure;
 }
 
-/** Whether candidate slots of `it` that a backend got wrong go to its fallback rather than fail in place. */
 export function salvageable(it: Item): boolean {
   return it.fallbacks.length > 0;
 }
 
-/**
- * The bad slots of a checked answer of items that still have a fallback, as items of their own: each run of
- * consecutive bad candidates of one item is one item, so the good candidates around it are kept.
- */
+/** Each run of consecutive bad candidates of one item is one item, so the good candidates around it are kept. */
 export function faultySlots(items: readonly Item[], rows: readonly (readonly Slot<unknown>[])[]): FaultySlots | undefined {
   const out: Item[] = [];
   const waves: Item[][] = [];

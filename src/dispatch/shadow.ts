@@ -1,7 +1,6 @@
 /**
  * Shadow traffic (docs/routing.md#shadow-traffic): the client's answer never waits for a shadow, never changes and
- * never fails because of one. Shadows run detached, bounded by shadow_max_in_flight (past it dropped and counted,
- * never queued), every error swallowed into a metric. A shadow's client span may outlive the batch's span.
+ * never fails because of one. A shadow's client span may outlive the batch's span.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { BatchSignal } from '../abort.js';
@@ -45,10 +44,7 @@ interface ShadowDeps {
   memory?: MemoryBudget;
 }
 
-/**
- * Tool call arguments compared as data. isDeepStrictEqual recurses: both decisions come from answers checked
- * against the replica's max_json_depth, far below where it would overflow.
- */
+/** isDeepStrictEqual recurses: both decisions were checked against max_json_depth, far below an overflow. */
 function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | null | undefined): boolean {
   if (a == null || b == null) return a == null && b == null;
   return a.say === b.say && isDeepStrictEqual(a.tool_calls, b.tool_calls);
@@ -57,10 +53,7 @@ function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | nu
 /** `first`: where each input's candidates start in the client's answer. */
 type Group = { route: string; backend: string; inputs: IndexedAgentInput[]; first: number[] };
 
-/**
- * `primary` resolves with the client's candidates (in request order) once the batch is answered. Each shadow
- * call carries the batch's correlation headers, so its log lines join the batch's. The promise is for tests.
- */
+/** `primary` resolves with the client's candidates once the batch is answered. The promise is for tests. */
 export function startShadows(
   deps: ShadowDeps,
   request: IndexedAgentRequest,
@@ -72,7 +65,6 @@ export function startShadows(
   const headers = { ...correlation, 'x-magma-gateway-shadow': '1' };
   // Group per (route, shadow backend): one sub-request each, so one batch costs one slot per shadow backend.
   const groups = new Map<string, Group>();
-  // Candidates of input i start at first[i] in the client's answer (input order, then candidate index).
   const first: number[] = [];
   let at = 0;
   for (const inp of request.inputs) {
@@ -95,7 +87,7 @@ export function startShadows(
     }
   }
   // Read as soon as the batch is answered: its candidates are views of bytes given back when its answer is
-  // written, while a shadow's answer may come much later. Only the shadowed candidates are decoded.
+  // written, while a shadow's answer may come much later.
   const decisions = primary.then((outputs) => {
     const out: (AgentDecision | null | undefined)[] = [];
     for (const k of wanted) {
@@ -134,7 +126,7 @@ class Shadow {
     private readonly deps: ShadowDeps,
     private readonly request: IndexedAgentRequest,
     private readonly g: Group,
-    /** By position in the client's answer; undefined: not completed. */
+    /** Undefined: not completed. */
     private readonly primary: Promise<(AgentDecision | null | undefined)[]>,
   ) {
     this.labels = { agent: deps.agent, route: g.route, backend: g.backend };
@@ -162,7 +154,6 @@ class Shadow {
     }
   }
 
-  /** Counted under `outcome`; its span, if any, ends with `spanOutcome`. */
   private ended(outcome: string, spanOutcome = outcome, reason?: string): void {
     this.deps.metrics.shadowRequests.inc({ ...this.labels, outcome });
     this.outcome = spanOutcome;
@@ -172,7 +163,7 @@ class Shadow {
   private async call(replica: Replica, headers: Record<string, string>): Promise<void> {
     const { deps, g } = this;
     const body = subRequestBody(Buffer.from(JSON.stringify(this.request.request_id)), g.inputs.map((inp) => ({ raw: inp.raw, count: inp.num_outputs })));
-    // Shed first (docs/memory-budget.md): no room now, or room needed later by a batch, ends the shadow here.
+    // Shed first: no room now, or room needed later by a batch, ends the shadow here.
     const signal = new BatchSignal();
     let shed = false;
     const hold = deps.memory?.tryHold(body.length, () => {
@@ -195,7 +186,6 @@ class Shadow {
     if (!res.ok) return this.ended('failed', res.failure.code, res.failure.message);
     // Until judged: a check that throws leaves the span saying the answer was not valid.
     this.outcome = 'gateway_backend_invalid_response';
-    // Judged as a primary answer is: memory and steps stay bytes, never decoded here.
     const shape = { requestId: request.request_id, inputs: g.inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })) };
     const check = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, this.deps.memoryKey);
     if (!check.ok || check.slots.some((row) => row.some((s) => !s.ok))) {

@@ -14,7 +14,8 @@ import type { AnswerSink } from './batch-types.js';
 
 /** Its streams are built only when the answer proves long enough: most batches that may stream never do. */
 export class StreamedAnswer implements StreamTarget {
-  private stream: { body: AnswerStream; split: CandidateStream; ran: Promise<unknown> } | undefined;
+  /** Set once streaming began. */
+  started: StreamRun | undefined;
 
   constructor(
     readonly slots: BatchSlots,
@@ -30,20 +31,22 @@ export class StreamedAnswer implements StreamTarget {
     const split = new CandidateStream(this, body);
     // Rejected when the client's response closed first: the pipeline destroyed its streams, the call is stopped.
     const ran = pipeline(body, split, this.sink.out, { end: false }).catch(() => undefined);
-    this.stream = { body, split, ran };
+    this.started = new StreamRun(body, split, ran);
   }
+}
 
-  get started(): boolean {
-    return this.stream !== undefined;
-  }
+class StreamRun {
+  constructor(
+    private readonly body: AnswerStream,
+    private readonly split: CandidateStream,
+    private readonly ran: Promise<unknown>,
+  ) {}
 
   /** The backend's call is over, complete (`failure` undefined) or not; resolves once the pipeline is. */
   async finish(failure?: AttemptFailure): Promise<StreamOutcome> {
-    const s = this.stream;
-    if (s === undefined) return { committed: false, written: 0, bad: { count: 0, reason: '' }, workMs: 0 };
-    if (failure !== undefined) s.split.breakOff(failure);
-    s.body.push(null);
-    await s.ran;
-    return s.split.outcome();
+    if (failure !== undefined) this.split.breakOff(failure);
+    this.body.push(null);
+    await this.ran;
+    return this.split.outcome();
   }
 }

@@ -25,10 +25,7 @@ export function pathOfUrl(url: string): string {
 /** fastify's maxParamLength. */
 const MAX_SEGMENT = 100;
 
-/**
- * `''` for the default agent's batch path, the name (percent-decoded, as fastify's router decodes a parameter) for
- * a virtual agent's, undefined for any other path (fastify answers those). Linear string operations: client text.
- */
+/** `''` for the default agent's batch path, the name (percent-decoded, as fastify's) for a virtual agent's. */
 export function batchAgent(url: string): string | undefined {
   const path = pathOfUrl(url);
   if (path === BATCH_PATH) return '';

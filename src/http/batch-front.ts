@@ -1,8 +1,6 @@
 /**
- * The agent listener's server (docs/architecture.md): every batch path is answered here on node:http, one
- * FrontExchange per request, the rest by fastify (app.ts's `serverFactory`). Why: fastify's request and reply
- * objects, hooks and send pipeline cost about 10 µs a batch, more than the small-batch target leaves
- * (docs/performance.md). The server's bounds apply to every path (docs/configuration.md#limits-and-timeouts).
+ * The agent listener's server: batch paths are answered here on node:http, the rest by fastify, whose request and
+ * reply objects, hooks and send pipeline cost about 10 µs a batch (docs/performance.md).
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -56,10 +54,9 @@ export class BatchFront implements FrontParts {
     return this.opts.body_timeout_s;
   }
 
-  /** Tests inject into it (light-my-request). Before the app is attached everything goes to fastify. */
+  /** Tests inject into it (light-my-request). */
   readonly listener: RequestListener = (req, res) => this.take(req, res);
 
-  /** fastify's serverFactory: node:https with server.tls (docs/deployment.md#tls). */
   createServer(fastifyHandler: RequestListener): Server {
     this.fastify = fastifyHandler;
     const opts = this.opts;
@@ -90,7 +87,6 @@ export class BatchFront implements FrontParts {
   }
 
   private take(req: IncomingMessage, res: ServerResponse): void {
-    // A client key in the address (docs/operations.md#client-keys) is stripped first thing, for every request.
     const pathKey = takeKeyPath(req);
     if (pathKey !== undefined) rememberPathKey(req, pathKey);
     const socket = req.socket;
@@ -111,7 +107,7 @@ export class BatchFront implements FrontParts {
     this.fastify?.(req, res);
   }
 
-  /** While draining, connections are closed as they become idle: the process exits once the last answer is out. */
+  /** While draining, connections are closed as they become idle. */
   private answered(socket: Socket): void {
     this.slots.done(socket);
     if (this.attached?.draining() === true) this.server?.closeIdleConnections();
@@ -144,12 +140,10 @@ export function clientError(opts: Pick<GatewayConfig['server'], 'headers_timeout
         : errorBody('GATEWAY_ERR_BAD_REQUEST', 'malformed HTTP request'),
   );
   const head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
-  // Destroyed once written: the client may never close its side (a trickler), and a half-open socket would
-  // keep its file descriptor.
+  // The client may never close its side (a trickler): a half-open socket would keep its file descriptor.
   socket.end(head + body, () => socket.destroy());
 }
 
-/** A body fastify is reading, still incomplete at its deadline. */
 function bodyTimedOutElsewhere(opts: FrontServerOptions, res: ServerResponse): void {
   if (res.headersSent) {
     res.destroy();

@@ -1,7 +1,4 @@
-/**
- * Bodies fastify reads (coaching, and the rest) under the memory budget as the batch front's are
- * (docs/memory-budget.md): nothing held before the first byte, room waited for in order, counted until answered.
- */
+/** Bodies fastify reads, under the memory budget as the batch front's are (docs/memory-budget.md). */
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyRequest } from 'fastify';

@@ -1,8 +1,6 @@
 /**
- * `server.max_connections` (docs/configuration.md#limits-and-timeouts): at the cap a new connection takes the slot
- * of the oldest idle one (a TLS handshake counts as idle), else of the oldest trickling its body; only when all
- * serve a request is it closed. Not node's `maxConnections`: it refuses the NEW connection, so 300 clients that
- * connect and send nothing would keep every batch out; an evicted idle client just reconnects.
+ * `server.max_connections` (docs/configuration.md#limits-and-timeouts). Not node's `maxConnections`: it refuses the
+ * NEW connection, so 300 clients that connect and send nothing would keep every batch out.
  */
 import type { Socket } from 'node:net';
 
@@ -13,7 +11,6 @@ export class ConnectionSlots {
   private open = 0;
   /** By peer address: secured() finds a TLS socket's connection so. */
   private readonly handshaking = new Map<string, Socket>();
-  /** A TLS socket -> the TCP connection that holds the slot. */
   private readonly tcpOf = new WeakMap<Socket, Socket>();
   /** A request injected in a test (light-my-request) has a socket of its own. */
   private readonly known = new WeakSet<Socket>();
@@ -70,7 +67,7 @@ export class ConnectionSlots {
     this.receiving.delete(this.slotOf(socket));
   }
 
-  /** Answered or abandoned: the connection is idle again, now the newest. */
+  /** Answered or abandoned. */
   done(socket: Socket): void {
     const slot = this.slotOf(socket);
     this.receiving.delete(slot);

@@ -1,8 +1,4 @@
-/**
- * One batch request on the batch front, from its headers to its answer: serve (closing, client key, declared
- * length), admit (room under the memory budget), receive (the body), run (the batch core). Every answer goes
- * through `answer` or `refuse`, which count the HTTP metrics and write the access-log line.
- */
+/** One batch request on the batch front, from its headers to its answer: serve, admit, receive, run. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
@@ -55,7 +51,7 @@ type Status = BatchAnswer['status'] | 401 | 403 | 404 | 408 | 413 | 500 | 503;
 
 export class FrontExchange {
   readonly t0 = performance.now();
-  /** fastify's route pattern, so agent names never become label values. */
+  /** fastify's route pattern: agent names never become label values. */
   readonly endpoint: string;
   private client: string | undefined;
   private label = ANONYMOUS;
@@ -94,16 +90,14 @@ export class FrontExchange {
       this.refuse(413, JSON.stringify(bodyTooLarge(this.host.bodyLimitMb)));
       return;
     }
-    // 'close' comes once, answered or not: the bytes are given back, or a client that left frees its place.
     res.once('close', () => this.hold?.release());
-    // Until its first body byte a request holds nothing (docs/memory-budget.md): a client that sends headers and
-    // then nothing cannot keep room from others. The body clock runs meanwhile, so such a client gets its 408.
+    // Until its first body byte a request holds nothing: a client that sends only headers gets its 408.
     this.front.deadlines.track(req, res, () => this.timedOut());
     if (declared === 0 || req.complete) this.admit(declared);
     else req.once('readable', () => this.admit(declared));
   }
 
-  /** Decided before any body byte (docs/operations.md#client-keys); false when refused. */
+  /** False when refused. */
   private decideClient(): boolean {
     const table = this.host.gateway.current.clients;
     if (table === undefined && this.pathKey === undefined) return true;
@@ -161,10 +155,7 @@ export class FrontExchange {
     this.yieldTurn(chunk.length);
   }
 
-  /**
-   * After READ_PER_TURN bytes the read waits for the next turn, as a backend answer's does: fresh memory's pages
-   * fault in as chunks are copied, and ten 50 MB bodies read 2 MB a turn held /health past 100 ms.
-   */
+  /** Fresh memory's pages fault in as chunks are copied: ten 50 MB bodies read 2 MB a turn held /health past 100 ms. */
   private yieldTurn(bytes: number): void {
     this.readThisTurn += bytes;
     if (this.readThisTurn < READ_PER_TURN) return;
@@ -208,7 +199,7 @@ export class FrontExchange {
     }
   }
 
-  /** No room within server.admission_timeout_s: the unread body is dropped with the connection. */
+  /** The unread body is dropped with the connection. */
   private overBudget(): void {
     this.host.gateway.metrics.admissionTimeouts.inc();
     this.answer(503, JSON.stringify(overBudgetBody(this.host.gateway.current.config.server.admission_timeout_s)), overBudgetHeaders());

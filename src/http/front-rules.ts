@@ -1,7 +1,4 @@
-/**
- * The HTTP rules of the agent listener, written once for the batch front (batch-front.ts) and fastify: the
- * gateway's answer headers, `Connection: close`, the 408, 413 and 503 bodies, and the access-log policy and line.
- */
+/** The HTTP rules of the agent listener, written once for the batch front (batch-front.ts) and fastify. */
 import type { IncomingMessage } from 'node:http';
 import type { BatchAnswer } from '../batch/handle-batch.js';
 import type { Logger } from '../logging.js';
@@ -35,10 +32,7 @@ export function streamedTrailers(overheadMs: number): Record<string, string> {
   return { [OVERHEAD_HEADER]: overheadMs.toFixed(2) };
 }
 
-/**
- * Headers of an answer after which the connection ends: the rest of its body, if any, is not read, or the gateway
- * drains and the client should learn it here rather than find the connection closed later.
- */
+/** The rest of the body is not read, or the gateway drains: the client should learn it here. */
 export function closing(): Record<string, string> {
   return { connection: 'close' };
 }
@@ -63,12 +57,11 @@ export function overBudgetBody(admissionTimeoutS: number): ErrorBody {
   return errorBody('GATEWAY_ERR_MEMORY_BUDGET', memoryBudgetDetail(admissionTimeoutS));
 }
 
-/** The body was not read, so the connection ends with the answer. */
 export function overBudgetHeaders(): Record<string, string> {
   return { ...closing(), 'retry-after': String(RETRY_AFTER_S) };
 }
 
-/** Longest piece of a client's path or header written to a log line: both come from the client. */
+/** Longest piece of a client's path or header written to a log line. */
 const MAX_LOGGED = 256;
 
 export const ACCESS_LOG_MESSAGE = 'client error answered';
@@ -76,17 +69,13 @@ export const ACCESS_LOG_MESSAGE = 'client error answered';
 interface Answered {
   url: string;
   status: number;
-  /** The route pattern that answered, null when none did (404). */
+  /** Null when none answered (404). */
   route: string | null;
   client: string;
   ms: number;
 }
 
-/**
- * The one writer of the access-log line (docs/operations.md#logs), for the batch front and fastify's hook: a line
- * for each answer that turns a client away, 4xx and 503 (a batch answered 200 writes its own line; a 500 logs its
- * error). Nothing of the body; the path with any client key written as REDACTED.
- */
+/** The one writer of the access-log line (docs/operations.md#logs): 4xx and 503, a client key as REDACTED. */
 export function logAnswer(log: Logger, req: IncomingMessage, a: Answered): void {
   if (!((a.status >= 400 && a.status < 500) || a.status === 503)) return;
   const path = loggableUrl(req, a.url);

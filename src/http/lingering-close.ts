@@ -1,7 +1,6 @@
 /**
- * nginx's lingering close (docs/limits-and-edges.md#bodies-over-the-limit): the refusal written at once, then the
- * rest of the body read and thrown away within `server.body_discard_s` and `_mb`. Why: a client that sends its
- * whole body before reading (python's requests) would meet a reset, which can throw away the unread answer.
+ * nginx's lingering close (docs/limits-and-edges.md#bodies-over-the-limit): a client that sends its whole body
+ * before reading (python's requests) would meet a reset, which can throw away the unread answer.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';

@@ -1,7 +1,6 @@
 /**
  * `server.body_timeout_s`, from when the gateway starts reading the body. Not node's `requestTimeout`: that clock
- * starts with the request line, so a batch waiting for admission would get a 408 (with no body). One interval
- * sweeps every request being received: no timer each.
+ * starts with the request line, so a batch waiting for admission would get a 408.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 

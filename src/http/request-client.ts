@@ -1,7 +1,6 @@
 /**
- * A request's client key from its address (`/k/<key>`, docs/operations.md#client-keys) and its access decision, in
- * WeakMaps keyed by the node request: never on an object that is logged or serialized. A request the front
- * stripped is not stripped twice (`/k/a/k/b/...` routes `/k/b/...`, a path nobody serves).
+ * A request's client key from its address (docs/operations.md#client-keys), in WeakMaps keyed by the node request:
+ * never on an object that is logged or serialized.
  */
 import type { IncomingMessage } from 'node:http';
 import { accessLabel, ANONYMOUS, decideAccess, type Access, type KeyRule } from '../clients/access.js';
@@ -32,6 +31,7 @@ export function pathKeyOf(req: IncomingMessage): string | undefined {
 
 /** fastify's `rewriteUrl`, for requests that skip the front (`app.inject()`); its `originalUrl` is redacted. */
 export function rewriteKeyUrl(req: IncomingMessage & { originalUrl?: string }): string {
+  // Not stripped twice: `/k/a/k/b/...` routes `/k/b/...`, a path nobody serves.
   if (!pathKeys.has(req)) {
     const key = takeKeyPath(req);
     if (key !== undefined) pathKeys.set(req, key);

@@ -1,18 +1,13 @@
 /**
- * The gateway's one memory budget (`server.memory_budget_mb`, docs/memory-budget.md): every byte held for a batch
- * is counted on its hold. A request waits for room in arrival order (`admit`); an answer's read pauses while the
- * budget is over (`charge`, `whenRoom`) unless its batch is the oldest held, whose finishing is what frees room,
- * so batches paused on each other never wait forever; shadows are held only while there is room and shed first
- * (`tryHold`); a copy after the answer is made only if there is room now (`reserve`). A hold's large-body stores
- * give their pages back when it is released. Callbacks rather than promises: every batch passes here.
+ * The gateway's one memory budget (docs/memory-budget.md). An answer's read pauses while the budget is over unless
+ * its batch is the oldest held, whose finishing is what frees room, so batches paused on each other never wait
+ * forever. Callbacks rather than promises: every batch passes here.
  */
 import type { ByteStore, StoreOwner } from '../protocol/byte-store.js';
 
-/** A place in the budget: a batch's (admitted or waiting) or a shadow answer's. */
 export interface BudgetHold extends StoreOwner {
   /** Never waits. */
   grow(bytes: number): void;
-  /** Give back what was counted (a reservation larger than what arrived). */
   shrink(bytes: number): void;
   /** False when the reader should pause until `whenRoom` calls back (a shadow's hold is shed instead). */
   charge(bytes: number): boolean;
@@ -26,11 +21,9 @@ export interface BudgetHold extends StoreOwner {
 }
 
 interface BudgetOptions {
-  /** A reload may change it. */
   limit(): number;
   timeoutMs(): number;
   onWaited?(seconds: number): void;
-  /** server.memory_shadow_share: the share of the budget shadows' holds may count together. */
   shadowShare?(): number;
   onShed?(): void;
   now?(): number;
@@ -47,7 +40,7 @@ class Hold implements BudgetHold {
   private stores: ByteStore[] | undefined;
   arrival = 0;
   cancelTimer: (() => void) | undefined = undefined;
-  /** Neighbours in the list of admitted batch holds, oldest first (not for shadows). */
+  /** Admitted batch holds, oldest first. */
   prev: Hold | undefined;
   next: Hold | undefined;
 
@@ -154,10 +147,7 @@ export class MemoryBudget {
     return this.opts.limit();
   }
 
-  /**
-   * `onAdmit` runs now, synchronously, when there is room, else when room comes; `onTimeout` past
-   * server.admission_timeout_s from `arrival`. A request larger than the budget is admitted when nothing is held.
-   */
+  /** `onAdmit` runs synchronously when there is room; a request larger than the budget waits until nothing is held. */
   admit(bytes: number, onAdmit: (hold: BudgetHold) => void, onTimeout: () => void, arrival = this.now()): BudgetHold {
     const hold = new Hold(this, bytes, onAdmit, onTimeout, undefined);
     if (this.waiters === 0 && this.fits(bytes)) {
@@ -187,7 +177,6 @@ export class MemoryBudget {
     return hold;
   }
 
-  /** Undefined when there is no room now (shed before it starts). */
   tryHold(bytes: number, onShed: () => void): BudgetHold | undefined {
     if (this.waiters > 0 || this.used + bytes > this.opts.limit() || this.shadowBytes + bytes > this.shadowRoom) {
       this.opts.onShed?.();

@@ -1,8 +1,4 @@
-/**
- * The reader thread (docs/memory-budget.md#yielding): decoding, UTF-8 check, byte index and a refused body's 422
- * detail, off the event loop. The bytes come and go as a transferred ArrayBuffer; what comes back besides is
- * offsets into them.
- */
+/** The reader thread (docs/memory-budget.md#yielding): the bytes come and go as a transferred ArrayBuffer. */
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { hashBody } from '../protocol/body-hash.js';
@@ -25,7 +21,6 @@ export interface OffloadJob {
 }
 
 export type ReadOutcome =
-  /** `hash`: the replay store's hash of the bytes read, made off the event loop. */
   | { ok: true; index: Omit<RequestIndex, 'buf'>; hash: string }
   | { ok: false; status: 400; message: string; offset: number }
   | { ok: false; status: 422; detail: ValidationIssue[] };
@@ -39,7 +34,6 @@ export interface OffloadReply {
   offset: number;
   length: number;
   outcome: OffloadOutcome;
-  /** The job's memory, when the bytes read are elsewhere (a decoded body). */
   sent?: ArrayBuffer;
 }
 
@@ -76,10 +70,7 @@ function handBack(job: OffloadJob, body: Buffer): { store: ArrayBuffer; offset: 
   return { store: copy, offset: 0 };
 }
 
-/**
- * Under a burst of large answers every core is busy, and a thread of equal weight took CPU from the event loop
- * when it had a /health to answer. Linux only: there a nice value is a thread's own, elsewhere the process's.
- */
+/** A thread of equal weight took CPU from the event loop's /health. Linux only: elsewhere nice is the process's. */
 const READER_NICE = 10;
 if (parentPort !== null && process.platform === 'linux') {
   try {

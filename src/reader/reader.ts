@@ -1,7 +1,6 @@
 /**
- * A large body's read and a large answer's index on one worker thread (docs/memory-budget.md#yielding), so a
- * 60 MB body does not stop `/health` for seconds. What is handed over is memory the gateway allocated for that
- * body, transferred and back, or else a copy: never a Buffer some library may share. A dead worker fails its jobs.
+ * A large body's read and a large answer's index on one worker thread (docs/memory-budget.md#yielding). What is
+ * handed over is memory the gateway allocated for that body, or else a copy: never a Buffer a library may share.
  */
 import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors.js';
@@ -19,7 +18,7 @@ let worker: Worker | undefined;
 let nextId = 0;
 const pending = new Map<number, Pending>();
 
-/** Jobs handed to the thread, and how many went as a copy rather than their own store (tests read them). */
+/** Tests read them. */
 export const offloaded: Record<OffloadTask['kind'], { jobs: number; copied: number }> = {
   request: { jobs: 0, copied: 0 },
   answer: { jobs: 0, copied: 0 },

@@ -3,13 +3,12 @@ import type { Dispatcher } from 'undici';
 import { tooLargeFailure } from './call-failure.js';
 import type { AnswerHandler, AnswerHeaders, CallOptions, CallRun } from './call-types.js';
 
-/** The answer's content-length, NaN when it declares none. */
+/** NaN when it declares none. */
 export function declaredLength(headers: AnswerHeaders): number {
   const length = headers['content-length'];
   return typeof length === 'string' ? Number(length) : NaN;
 }
 
-/** The options' stream when a raw 2xx answer of `bytes` goes to its tap instead of being kept. */
 export function streamOf(opts: CallOptions, status: number, bytes: number): CallOptions['stream'] {
   return opts.raw === true && status < 300 && opts.stream !== undefined && bytes > opts.stream.overBytes ? opts.stream : undefined;
 }
@@ -59,10 +58,7 @@ export class SizeBound extends PassOn {
   }
 }
 
-/**
- * Charges a kept raw 2xx answer on opts.memory chunk by chunk. A streamed one is never held whole (its reader
- * counts its candidates): only a kept one must fit, and a chunked one is charged until it proves long enough.
- */
+/** A streamed answer is never held whole: a chunked one is charged until it proves long enough to stream. */
 export class BudgetCharge extends PassOn {
   private received = 0;
   private charged = 0;

@@ -16,9 +16,8 @@ function cancelOnAbort(h: BackendCall): () => void {
 }
 
 /**
- * undici's dispatch handler for one call, outermost of a chain: size bound, budget charge, collector. Not undici's
- * DecoratorHandler: deprecated in undici 7, its types declare no method to call through `super`, and a piece must
- * let go of what it holds when the call is stopped (`drop`). Whatever ends the call first wins.
+ * undici's dispatch handler for one call, outermost of a chain. Not undici's DecoratorHandler: deprecated in undici
+ * 7, and a piece must let go of what it holds when the call is stopped (`drop`).
  */
 export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
   settled = false;
@@ -94,7 +93,6 @@ export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
 
   stop(failure: AttemptFailure): void {
     if (this.settled) return;
-    // A status already received (an answer too large or too slow after its headers) goes on the client span.
     this.settle(this.status > 0 ? { ok: false, failure, status: this.status } : { ok: false, failure });
     this.next.drop();
     this.controller?.abort(new errors.RequestAbortedError());

@@ -10,7 +10,6 @@ import type { Replica } from './replica.js';
 export type CallResult =
   /** `bytes`: a raw answer (a view of its store when large). `streamed`: the body went to the tap; nothing kept. */
   | { ok: true; status: number; text: string; bytes?: Buffer; contentType?: string; streamed?: boolean }
-  /** `status`: when the backend answered (a non-2xx, or a 2xx refused by a bound). */
   | { ok: false; failure: AttemptFailure; status?: number; unaskedContinue?: boolean };
 
 export interface CallOptions {
@@ -22,7 +21,7 @@ export interface CallOptions {
   timeoutKey?: string;
   /** Reported as a timeout. */
   signal?: AbortLike;
-  /** Keep the answer's bytes and content type undecoded (coaching passes them back unchanged). */
+  /** Keep the answer's bytes and content type undecoded. */
   raw?: boolean;
   /** One byte more aborts the call at once. Default: the replica's max_response_mb. */
   maxBytes?: number;
@@ -32,10 +31,7 @@ export interface CallOptions {
   memory?: AnswerCharge;
 }
 
-/**
- * The memory budget's count of one answer (docs/memory-budget.md). `charge` false: pause the read until
- * `whenRoom` calls back (a shed shadow's charge aborts the call instead).
- */
+/** `charge` false: pause the read until `whenRoom` calls back (a shed shadow's charge aborts the call instead). */
 export interface AnswerCharge extends StoreOwner {
   charge(bytes: number): boolean;
   whenRoom(fn: () => void): void;
@@ -49,7 +45,7 @@ export interface CallRun {
   readonly maxBytes: number;
   readonly settled: boolean;
   pausesOf(controller: Dispatcher.DispatchController): ReadPauses;
-  /** The answer, once: a second settle, or a stop after, does nothing. */
+  /** Once: a second settle, or a stop after, does nothing. */
   settle(result: CallResult): void;
   /** End the call now with `failure`: each piece lets go of what it holds, then undici's request is aborted. */
   stop(failure: AttemptFailure): void;

@@ -22,7 +22,6 @@ interface ResponsesCall {
   memory?: AnswerCharge;
 }
 
-/** Non-2xx statuses become failures with their codes; a 2xx answer stays its bytes, for the caller to check. */
 export async function postResponses(replica: Replica, c: ResponsesCall): Promise<ResponsesResult> {
   const { body, timeoutMs, signal, stream, memory } = c;
   const headers = { 'content-type': 'application/json', ...c.headers };

@@ -1,7 +1,4 @@
-/**
- * Probes every replica's /health and /v1/info, ejected ones too (that is how they come back), each on its own
- * schedule so a slow replica delays only its own probe (docs/operations.md#probing-and-ejection).
- */
+/** Probes every replica, ejected ones too, each on its own schedule (docs/operations.md#probing-and-ejection). */
 import type { Logger } from '../logging.js';
 import { BatchSignal } from '../abort.js';
 import type { GatewayConfig } from '../config/schema.js';
@@ -12,7 +9,6 @@ import { callReplica } from './call-replica.js';
 import type { Replica } from './replica.js';
 import type { ProbeOutcome, Upstreams } from './upstreams.js';
 
-/** The outcome of a replica's last finished probe, for the admin API. */
 interface ProbeRecord {
   at: number;
   ok: boolean;
@@ -108,7 +104,6 @@ export class Prober {
     }
   }
 
-  /** `end` is the epoch ms by which both calls must be over. */
   private async check(r: Replica, end: number, signal: BatchSignal): Promise<ProbeOutcome> {
     const call = (path: string) =>
       callReplica(r, { method: 'GET', path, timeoutMs: Math.max(1, end - Date.now()), signal,

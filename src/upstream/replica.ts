@@ -52,7 +52,7 @@ export class Replica {
   readonly index: number;
   readonly url: string;
   readonly origin: string;
-  /** Path prefix of the url (a backend mounted under /agent), prepended to every contract path. */
+  /** A backend mounted under /agent. */
   readonly basePath: string;
   readonly headers: Record<string, string>;
   readonly maxResponseBytes: number;
@@ -82,7 +82,6 @@ export class Replica {
       keepAliveTimeout: 30_000,
       keepAliveMaxTimeout: 600_000,
       connect: { timeout: opts.connectTimeoutMs, ...opts.tls },
-      // Per-request timeouts are set by each call from the backend's timeout_s and the batch deadline.
       headersTimeout: 0,
       bodyTimeout: 0,
     });

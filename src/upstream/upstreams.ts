@@ -1,7 +1,4 @@
-/**
- * Every backend's replicas and the one writer of their state (docs/operations.md#probing-and-ejection): learns from
- * probes, sub-requests, other gateway replicas and the runtime a reload replaces.
- */
+/** Every backend's replicas and the one writer of their state (docs/operations.md#probing-and-ejection). */
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { AgentInfo } from '../protocol/types.js';
@@ -27,14 +24,13 @@ export type ProbeOutcome =
 // Satisfies routing's RoutingSnapshot structurally: the planner's view of upstreams, declared where it is read.
 export class Upstreams {
   private readonly byName = new Map<string, MutableBackend>();
-  /** Told of every ejection decided here (shared-ejections.ts). */
   onEject: ((r: Replica) => void) | undefined;
   private readonly records = new Map<Replica, ReplicaRecord>();
 
   constructor(
     private readonly config: GatewayConfig,
     private readonly metrics: GatewayMetrics,
-    /** Epoch ms; injected by tests so backoffs and forgiveness run on a fake clock. */
+    /** Injected by tests: a fake clock. */
     private readonly clock: () => number = Date.now,
   ) {
     for (const [name, b] of Object.entries(config.backends)) {
@@ -78,7 +74,7 @@ export class Upstreams {
     return this.backends.get(backend)?.replicas.some((r) => r.state === 'ready') ?? false;
   }
 
-  /** Per routable replica, in replica order, how many of `n` inputs it takes: least loaded first. */
+  /** How many of `n` inputs each routable replica takes: least loaded first. */
   shard(backend: string, n: number, exclude?: ReadonlySet<Replica>): { replica: Replica; count: number }[] {
     const rs = this.routable(backend, exclude);
     const shares = rs.map((replica) => ({ replica, load: replica.inFlightInputs, count: 0 }));
@@ -126,7 +122,6 @@ export class Upstreams {
     if (b !== undefined) b.ewmaMs = b.ewmaMs === 0 ? latencyMs : 0.8 * b.ewmaMs + 0.2 * latencyMs;
   }
 
-  /** Failed after reaching the replica: eject after N in a row, within the share allowed. */
   recordFailure(r: Replica, reason: string): void {
     const rec = this.rec(r);
     rec.lastError = reason;
@@ -140,17 +135,14 @@ export class Upstreams {
     this.onEject?.(r);
   }
 
-  /** Nothing was sent: not_ready at once, beyond max_ejected_share (docs/operations.md#probing-and-ejection). */
+  /** Nothing was sent: not_ready at once, beyond max_ejected_share. */
   recordConnectFailure(r: Replica, reason: string): void {
     this.recordFailure(r, reason);
     const rec = this.rec(r);
     if (rec.state === 'ready' || rec.state === 'unknown') this.setState(r, rec, 'not_ready');
   }
 
-  /**
-   * A replica healthy for as long as its last backoff forgets an ejection, so one that flapped once last week is
-   * not ejected for eject_max_s at its next hiccup.
-   */
+  /** A replica healthy for as long as its last backoff forgets an ejection: an old flap is not held against it. */
   recordProbe(r: Replica, outcome: ProbeOutcome): { from: ReplicaState; to: ReplicaState } {
     const rec = this.rec(r);
     const from = rec.state;
@@ -177,7 +169,6 @@ export class Upstreams {
     return { from, to: 'ready' };
   }
 
-  /** Another gateway replica's ejection, followed within the same share. */
   applyRemoteEjection(r: Replica, until: number): boolean {
     const rec = this.rec(r);
     const b = this.backends.get(r.backend);
