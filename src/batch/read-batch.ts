@@ -9,8 +9,7 @@ import { jsonBytesAsUtf8, notDecodedMessage } from '../protocol/json/utf8.js';
 import { refusalDetail, type RequestReadLimits } from '../validation/bounded-detail.js';
 import { indexedRequest, type IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { ValidationIssue } from '../protocol/types.js';
-import { readOffloaded } from '../reader/reader.js';
-import { LARGE_BODY_BYTES } from '../protocol/body-bytes.js';
+import { OFFLOAD_BYTES, readOffloaded } from '../reader/reader.js';
 
 export interface ReadBody {
   request: IndexedAgentRequest;
@@ -57,7 +56,7 @@ export async function readBatchYielding(
   memoryKey: string,
   log: Logger,
 ): Promise<BatchRead> {
-  if (received.length <= LARGE_BODY_BYTES) return readBatch(received, server, memoryKey, log);
+  if (received.length <= OFFLOAD_BYTES) return readBatch(received, server, memoryKey, log);
   const { outcome, body } = await readOffloaded(received, limitsOf(server, memoryKey));
   if (outcome.ok) return checked(indexedRequest({ ...outcome.index, buf: body }, memoryKey), body, server, log, outcome.hash);
   return outcome.status === 400 ? notUtf8(outcome.message, outcome.offset, log) : invalid(outcome.detail, log);

@@ -4,12 +4,11 @@
  */
 import { askedOf, checkAnswerBytes, placeAnswer, type AnswerCheck } from '../protocol/answer/answer-check.js';
 import type { SubRequestShape } from '../protocol/answer/response-check.js';
-import { indexAnswerOffloaded } from '../reader/reader.js';
-import { LARGE_BODY_BYTES } from '../protocol/body-bytes.js';
+import { OFFLOAD_BYTES, indexAnswerOffloaded } from '../reader/reader.js';
 
 /** `bytes` is unusable afterwards when large: its memory went to the thread and came back as one Buffer. */
 export async function checkAnswerYielding(bytes: Buffer, shape: SubRequestShape, maxDepth: number, memoryKey: string): Promise<AnswerCheck> {
-  if (bytes.length <= LARGE_BODY_BYTES) return checkAnswerBytes(bytes, shape, maxDepth, memoryKey);
+  if (bytes.length <= OFFLOAD_BYTES) return checkAnswerBytes(bytes, shape, maxDepth, memoryKey);
   const { body, outcome } = await indexAnswerOffloaded(bytes, askedOf(shape), maxDepth, memoryKey);
   return placeAnswer(body, outcome, shape, maxDepth);
 }

@@ -1,7 +1,7 @@
 /** An HTTP body collected as it arrives: a very large one into a store (byte-store.ts), else one Buffer. */
 import { ByteStore, markOwn, type StoreOwner } from './byte-store.js';
 
-/** A body over this is read off the event loop (reader/reader.ts). */
+/** A chunked body past this moves into a store, which grows in place: joining its chunks would hold them twice. */
 export const LARGE_BODY_BYTES = 1024 * 1024;
 
 /** Below this a store's pages faulting in one by one cost more (5.8 ms to fill 2 MB against 1.1 ms for a Buffer). */

@@ -12,6 +12,9 @@ import type { OffloadJob, OffloadOutcome, OffloadReply, OffloadTask, ReadOutcome
 
 shrinkStoresWith(shrinkOffTheLoop);
 
+/** A body or answer over this is read on the thread; a smaller one costs less CPU in place (docs/memory-budget.md#yielding). */
+export const OFFLOAD_BYTES = 8 * 1024 * 1024;
+
 type Pending = { resolve: (r: OffloadReply) => void; reject: (err: Error) => void };
 
 let worker: Worker | undefined;

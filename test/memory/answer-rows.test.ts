@@ -1,6 +1,6 @@
 /**
  * The memory bench's answer rows over real sockets, scaled down (docs/memory-budget.md): concurrent ensemble
- * batches whose answers together are several budgets, answers over 1 MiB indexed on the reader thread (a byte
+ * batches whose answers together are several budgets, answers over OFFLOAD_BYTES indexed on the reader thread (a byte
  * order mark before one, a wrong last byte in another), and shadows whose answers never end. Statuses, the
  * gateway's own count of what it holds (magma_gateway_memory_budget_held_bytes), no dropped connection;
  * timings and RSS stay in the bench (bench/memory-rows.ts).
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { test } from 'node:test';
 import { inferenceOnlyInfo } from '../../demo/agents/agent-server.js';
-import { offloaded } from '../../src/reader/reader.js';
+import { OFFLOAD_BYTES, offloaded } from '../../src/reader/reader.js';
 import { useFixtures, type Fixtures } from '../helpers/fixtures.js';
 import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
@@ -59,8 +59,7 @@ function candidates(req: Parameters<Answer>[0], say: string): string {
 }
 
 test('16 concurrent ensemble batches answering ~3 MB each under an 8 MB budget: all 200, every candidate whole, the count within one batch of the budget', async (t) => {
-  // The bench's 16 x 50 MB under 400 MB, scaled: each member's answer (1.5 MB) is over 1 MiB, so each is indexed
-  // on the reader thread; together they are six budgets.
+  // The bench's 16 x 50 MB under 400 MB, scaled: together the answers are six budgets.
   const f = useFixtures(t);
   const say = 's'.repeat(1.5 * MB);
   const url = await backend(f, (req, res) => {
@@ -98,9 +97,9 @@ test('16 concurrent ensemble batches answering ~3 MB each under an 8 MB budget: 
   await waitFor('everything given back', async () => (await held(gw)) === 0);
 });
 
-test('answers over 1 MiB, handed to the reader thread as the memory they were received into and indexed there: one after a byte order mark is taken, one wrong at its last byte is refused', async (t) => {
+test('answers over OFFLOAD_BYTES, handed to the reader thread as the memory they were received into and indexed there: one after a byte order mark is taken, one wrong at its last byte is refused', async (t) => {
   const f = useFixtures(t);
-  const say = 'é'.repeat(0.75 * MB); // 1.5 MB of UTF-8
+  const say = 'é'.repeat(OFFLOAD_BYTES / 2 + 0.25 * MB); // 8.5 MB of UTF-8
   const bom = await backend(f, (req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(candidates(req, say))]));

@@ -7,14 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { offloaded } from '../../src/reader/reader.js';
+import { OFFLOAD_BYTES, offloaded } from '../../src/reader/reader.js';
 import { useFixtures } from '../helpers/fixtures.js';
 import { postBytes } from '../helpers/raw-http.js';
 
-/** A valid batch of one input whose memory holds `bytes` bytes of text: over 1 MiB, so read on the thread. */
+/** A valid batch of one input whose memory holds `bytes` bytes of text. */
 function bigBatch(id: string, bytes: number): Buffer {
   return Buffer.from(`{"request_id":"${id}","inputs":[{"id":1,"instruction":{"type":"user","content":"x"},"memory":{"p":"${'p'.repeat(bytes)}"}}]}`);
 }
+
+/** Over OFFLOAD_BYTES, so read on the thread. */
+const BIG = OFFLOAD_BYTES + 1024 * 1024;
 
 const CASES = [
   { front: 'raw front', path: '/v1/responses', chunked: false },
@@ -25,11 +28,11 @@ const CASES = [
 
 for (const c of CASES) {
   const how = c.chunked ? 'chunked' : 'with a Content-Length';
-  test(`${c.front}, a 2 MB body ${how}: read on the reader thread, handed over as the memory it was received into, none copied, forwarded byte for byte`, async (t) => {
+  test(`${c.front}, a 9 MB body ${how}: read on the reader thread, handed over as the memory it was received into, none copied, forwarded byte for byte`, async (t) => {
     const f = useFixtures(t);
     const a = await f.agent();
     const gw = await f.gateway({ backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
-    const body = bigBatch(`${c.chunked ? 'c' : 'l'}-${c.path.length}`, 2 * 1024 * 1024);
+    const body = bigBatch(`${c.chunked ? 'c' : 'l'}-${c.path.length}`, BIG);
     const before = { ...offloaded.request };
     const res = await postBytes(gw.url, body, { path: c.path, chunked: c.chunked });
     assert.equal(res.status, 200, res.body.toString());
@@ -41,11 +44,11 @@ for (const c of CASES) {
   });
 }
 
-test('a 2 MB UTF-16 body, chunked: decoded on the reader thread and forwarded as UTF-8; one that does not decode is a 400 naming its byte', async (t) => {
+test('a 9 MB UTF-16 body, chunked: decoded on the reader thread and forwarded as UTF-8; one that does not decode is a 400 naming its byte', async (t) => {
   const f = useFixtures(t);
   const a = await f.agent();
   const gw = await f.gateway({ backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
-  const utf8 = bigBatch('wide', 1024 * 1024);
+  const utf8 = bigBatch('wide', BIG / 2);
   const wide = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(utf8.toString(), 'utf16le')]);
   const before = offloaded.request.jobs;
   const res = await postBytes(gw.url, wide, { chunked: true });
