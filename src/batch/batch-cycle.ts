@@ -74,7 +74,6 @@ interface BatchParts extends ReadBody {
   headers: CorrelationHeaders;
   ids: BatchLogIds;
   t0: number;
-  letGo: () => void;
 }
 
 export class BatchCycle {
@@ -85,8 +84,6 @@ export class BatchCycle {
   private readonly deadlineTimer: NodeJS.Timeout;
   private lease: ReplayLease | undefined;
   private permit: Granted | undefined;
-  /** Holders of the batch's keep: the cycle until close, the response cache's copies until they are made. */
-  private keepers = 1;
 
   constructor(private readonly b: BatchParts) {
     this.deadline = Date.now() + b.runtime.config.request_timeout_s * 1000;
@@ -183,7 +180,7 @@ export class BatchCycle {
     const { agent, gw, request, ex, span } = this.b;
     gw.experiments.recordBatch(agent.routes, request, p.plan, result, p.steps);
     // The copies are made after the answer is written: the batch's bytes are kept until then.
-    p.cache?.store(request, result, ex.log, gw.memory, this.shareKeep());
+    p.cache?.store(request, result, ex.log, gw.memory, ex.memory?.keep());
     const streamed = result.streamed !== undefined && ex.stream !== undefined;
     const t2 = performance.now();
     let body: BatchAnswer['body'] = '';
@@ -240,23 +237,10 @@ export class BatchCycle {
   }
 
   close(): void {
-    try {
-      this.permit?.release();
-      clearTimeout(this.deadlineTimer);
-      this.unlistenGone();
-      // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
-      if (this.lease !== undefined) void this.lease.abandon().catch(() => undefined);
-    } finally {
-      this.dropKeep();
-    }
-  }
-
-  private shareKeep(): () => void {
-    this.keepers++;
-    return () => this.dropKeep();
-  }
-
-  private dropKeep(): void {
-    if (--this.keepers === 0) this.b.letGo();
+    this.permit?.release();
+    clearTimeout(this.deadlineTimer);
+    this.unlistenGone();
+    // A batch that did not complete lets a waiting duplicate compute instead of waiting for nothing.
+    if (this.lease !== undefined) void this.lease.abandon().catch(() => undefined);
   }
 }

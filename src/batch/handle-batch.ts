@@ -51,8 +51,8 @@ export function unknownAgentDetail(name: string | undefined): string {
 
 async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: GatewayState, ex: BatchExchange, span: TraceSpan): Promise<BatchAnswer> {
   const t0 = performance.now();
-  // Its bytes stay until its cycle ends, even if the client left, then while the response cache copies them.
-  const letGo = ex.memory?.keep() ?? ((): void => undefined);
+  // Its bytes stay until its cycle ends, even if the client left; the response cache keeps them while it copies.
+  const letGo = ex.memory?.keep();
   let cycle: BatchCycle | undefined;
   try {
     const read = await readBatchYielding(ex.body, runtime.config.server, agent.routes.memoryKey, ex.log);
@@ -62,10 +62,13 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     const headers = correlationHeaders(ex.headers);
     if (span.recording) traceRequest(span, request, headers);
     const ids = batchLogIds(request.request_id, headers, span.traceparent);
-    cycle = new BatchCycle({ ...read, runtime, agent, gw, ex, span, headers, ids, t0, letGo });
+    cycle = new BatchCycle({ ...read, runtime, agent, gw, ex, span, headers, ids, t0 });
     return (await cycle.replay()) ?? (await cycle.admitClient()) ?? (await cycle.dispatch(await cycle.plan()));
   } finally {
-    if (cycle === undefined) letGo();
-    else cycle.close();
+    try {
+      cycle?.close();
+    } finally {
+      letGo?.();
+    }
   }
 }

@@ -4,6 +4,7 @@
  * forever. Callbacks rather than promises: every batch passes here.
  */
 import type { ByteStore, StoreOwner } from '../protocol/byte-store.js';
+import { Fifo } from '../state/util.js';
 
 export interface BudgetHold extends StoreOwner {
   /** Never waits. */
@@ -121,9 +122,8 @@ class Hold implements BudgetHold {
 export class MemoryBudget {
   private used = 0;
   private waiters = 0;
-  /** FIFO; released waiters are skipped when they reach the head (no search on release). */
-  private queue: Hold[] = [];
-  private head = 0;
+  /** Released waiters are skipped when they reach the head (no search on release). */
+  private readonly queue = new Fifo<Hold>();
   private oldest: Hold | undefined;
   private newest: Hold | undefined;
   private readonly shadows = new Set<Hold>();
@@ -304,24 +304,18 @@ export class MemoryBudget {
 
   /** Admit from the head while the head fits; a later, smaller request never overtakes (no starvation). */
   private drain(): void {
-    for (let next = this.queue[this.head]; next !== undefined; next = this.queue[this.head]) {
+    for (let next = this.queue.peek(); next !== undefined; next = this.queue.peek()) {
       if (next.released) {
-        this.head++;
+        this.queue.shift();
         continue;
       }
       if (!this.fits(next.asked)) break;
-      this.head++;
+      this.queue.shift();
       this.waiters--;
       this.clearTimer(next);
       this.opts.onWaited?.((this.now() - next.arrival) / 1000);
       this.start(next);
     }
-    if (this.head === this.queue.length) {
-      this.queue = [];
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
-    }
   }
+
 }
