@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { useFixtures } from '../helpers/fixtures.js';
 import { http } from '../helpers/config-file.js';
 import { waitFor } from '../helpers/wait.js';
-import { deleteKeys, killHard, REDIS_URL, startRedisServer, uniquePrefix } from '../state/helpers.js';
+import { deleteKeys, killHard, sharedRedis, startRedisServer, uniquePrefix } from '../state/helpers.js';
 import { cachedConfig, metricValue, postBatch, seenInputs, slotInput } from './cache-helpers.js';
 
 /** In this engineer's port range (the brief's), so no other test's private Redis collides with it. */
@@ -20,7 +20,7 @@ test('two gateway replicas share the cache through Redis, and its DELETE', async
   const prefix = uniquePrefix();
   f.defer(() => deleteKeys(prefix));
   const a = await f.agent({ name: 'a' });
-  const config = cachedConfig({ a }, { backend: 'a' }, { state: { redis: { url: REDIS_URL, key_prefix: prefix } } });
+  const config = cachedConfig({ a }, { backend: 'a' }, { state: { redis: sharedRedis(prefix) } });
   const one = await f.gateway(config);
   const two = await f.gateway(config);
   const inputs = Array.from({ length: 6 }, (_, i) => slotInput(i, 0, undefined));

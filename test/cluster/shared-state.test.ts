@@ -7,7 +7,7 @@ import { after, test } from 'node:test';
 import { startFakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
-import { deleteKeys, REDIS_URL, uniquePrefix } from '../state/helpers.js';
+import { deleteKeys, sharedRedis, uniquePrefix } from '../state/helpers.js';
 import { oneBackend } from '../helpers/fixtures.js';
 
 const prefix = uniquePrefix();
@@ -30,7 +30,7 @@ async function replicaStates(gw: TestGateway): Promise<ReplicaView[]> {
 test('a replica ejected by one gateway is ejected on the other within a probe interval', async () => {
   const good = await startFakeAgent({ name: 'good' });
   const flaky = await startFakeAgent({ name: 'flaky' });
-  const config = oneBackend({ b: { urls: [good.url, flaky.url], eject_after_failures: 1 } }, { probe_interval_s: 1, state: { redis: { url: REDIS_URL, key_prefix: prefix } } });
+  const config = oneBackend({ b: { urls: [good.url, flaky.url], eject_after_failures: 1 } }, { probe_interval_s: 1, state: { redis: sharedRedis(prefix) } });
   const a = await startGateway(config);
   const b = await startGateway(config);
   cleanup.push(async () => {
@@ -54,7 +54,7 @@ test('experiment counts are cluster totals: the report is the same on every gate
   const x = await startFakeAgent({ name: 'x' });
   const y = await startFakeAgent({ name: 'y' });
   const config = {
-    state: { redis: { url: REDIS_URL, key_prefix: `${prefix}exp:` } },
+    state: { redis: sharedRedis(`${prefix}exp:`) },
     backends: { x: { url: x.url }, y: { url: y.url } },
     routes: [{ name: 'ab', split: { x: 50, y: 50 } }],
   };

@@ -16,7 +16,7 @@ import { experimentsReport, type ExperimentsReport } from '../../src/experiments
 import { noteReport, readFinals } from '../../src/experiments/report/finals.js';
 import { StepClock } from '../helpers/step-clock.js';
 import { waitFor } from '../helpers/wait.js';
-import { deleteKeys, memoryConfig, recordingLog, REDIS_URL, redisConfig, uniquePrefix, waitUntilUp } from '../state/helpers.js';
+import { deleteKeys, memoryConfig, recordingLog, redisConfig, sharedRedis, uniquePrefix, waitUntilUp } from '../state/helpers.js';
 
 const agents: FakeAgent[] = [];
 const gateways: TestGateway[] = [];
@@ -116,7 +116,7 @@ test('a snapshot every interval, at most snapshot_points kept, each point from t
 async function twoReplicas() {
   const prefix = uniquePrefix();
   prefixes.push(prefix);
-  const redis = { redis: { url: REDIS_URL, key_prefix: prefix } };
+  const redis = { redis: sharedRedis(prefix) };
   const [g1, g2] = [await gateway(redis), await gateway(redis)];
   for (const g of [g1, g2]) assert.ok(await waitUntilUp(g.app.gateway.store, 5000), 'redis at 127.0.0.1:6379 is up');
   const clock = new StepClock();

@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import { useFixtures } from '../helpers/fixtures.js';
 import { mkInput, postOk, type Cand, type TestGateway } from '../helpers/gateway.js';
-import { deleteKeys, REDIS_URL, uniquePrefix } from '../state/helpers.js';
+import { deleteKeys, REDIS_URL, sharedRedis, uniquePrefix, waitUntilUp } from '../state/helpers.js';
 import { MAX_STEPS_INDEXED } from '../../src/experiments/step-index.js';
 
 const MAX = 500;
@@ -110,7 +110,7 @@ test('redis: keys and bytes stop growing at max_trajectories; the docs size a tr
   const r = new Redis(REDIS_URL);
   f.defer(() => r.disconnect());
   const [x, y] = await Promise.all([f.agent({ name: 'x' }), f.agent({ name: 'y' })]);
-  const gw = await f.gateway(config({ x: { url: x.url }, y: { url: y.url } }, { redis: { url: REDIS_URL, key_prefix: prefix } }));
+  const gw = await f.gateway(config({ x: { url: x.url }, y: { url: y.url } }, { redis: sharedRedis(prefix) }));
   // Half the bound, then the other half: the difference is what a trajectory costs, without the experiment's own keys.
   await send(gw, 'first', 1, MAX / 2);
   const half = await footprint(r, prefix);
@@ -177,7 +177,10 @@ test('redis: index writes past the trace-hash, export and steps bounds are count
   const prefix = uniquePrefix();
   f.defer(() => deleteKeys(prefix));
   const [x, y] = await Promise.all([f.agent({ name: 'x' }), f.agent({ name: 'y' })]);
-  const gw = await f.gateway(indexConfig({ x: { url: x.url }, y: { url: y.url } }, { redis: { url: REDIS_URL, key_prefix: prefix } }));
+  const gw = await f.gateway(indexConfig({ x: { url: x.url }, y: { url: y.url } }, { redis: sharedRedis(prefix) }));
+  assert.ok(await waitUntilUp(gw.app.gateway.store, 5000), 'the gateway reached Redis');
+  const fallbacks = gw.app.gateway.store.stats().fallbacks;
   await passIndexBounds(gw);
+  assert.equal(gw.app.gateway.store.stats().fallbacks, fallbacks, 'every index write reached Redis');
   assertIndexWarnings(await report(gw));
 });

@@ -3,7 +3,7 @@ import { before } from 'node:test';
 import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import { useFixtures } from '../helpers/fixtures.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { deleteKeys, REDIS_URL, uniquePrefix } from '../state/helpers.js';
+import { deleteKeys, sharedRedis, uniquePrefix } from '../state/helpers.js';
 
 /** The report without what differs between runs of one scenario: times. */
 export function timeless(r: ExperimentsReport): unknown {
@@ -51,7 +51,7 @@ export function useMemoryAndRedis<R>(
     const backends = { x: { url: x.url }, y: { url: y.url } };
     const m = await f.gateway(config(backends, {}));
     const memory = await scenario(() => m);
-    const shared = { redis: { url: REDIS_URL, key_prefix: prefix } };
+    const shared = { redis: sharedRedis(prefix) };
     const r = [await f.gateway(config(backends, shared)), await f.gateway(config(backends, shared))];
     const redis = await scenario((k) => r[k % 2] ?? m);
     const redisReports = await Promise.all(r.map(async (g) => (await (await fetch(`${g.adminUrl}/gateway/experiments`)).json()) as ExperimentsReport));

@@ -44,6 +44,15 @@ export function uniquePrefix(): string {
   return `magma-gw-test:${randomUUID()}:`;
 }
 
+/**
+ * The `state.redis` block of a gateway test on the shared Redis. A test about what is stored, not about outages,
+ * gives commands more than the 500 ms default: on a loaded CI machine one slow reply would otherwise send a write to
+ * the local fallback and the test would read what it did not store.
+ */
+export function sharedRedis(prefix: string): { url: string; key_prefix: string; options: { commandTimeout: number } } {
+  return { url: REDIS_URL, key_prefix: prefix, options: { commandTimeout: 10_000 } };
+}
+
 export function memoryConfig(over: Partial<StateConfig> = {}): StateConfig {
   return { replay_ttl_s: 600, replay_max_bytes: 1024, replay_cache_mb: 64, lease_s: 1, counters_ttl_s: 3600, index_max_entries: 10_000, ...over };
 }
