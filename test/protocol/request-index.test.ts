@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { indexAgentRequest, type IndexLimits, type RequestIndex, type Span } from '../../src/protocol/request/request-index.js';
+import { IndexReject, JsonScanner } from '../../src/protocol/json/json-index.js';
+import { seededRandom } from '../../bench/lib/seeded-random.js';
 
 const LIMITS: IndexLimits = { maxOutputsPerInput: 16, maxJsonDepth: 32, memoryKey: '_gw' };
 
@@ -124,6 +126,59 @@ test('a string that runs into the last bytes of a body (past its last whole word
         assert.equal(r.ok, false, `pad ${pad} shift ${shift} tail ${JSON.stringify(tail)}`);
         if (!r.ok) assert.match(r.reject.reason, reason, `pad ${pad} shift ${shift} tail ${JSON.stringify(tail)}`);
       }
+    }
+  }
+});
+
+/** RFC 8259's string rule read a byte at a time: the offset past the closing quote, or where and why it fails. */
+function stringByBytes(b: Buffer, open: number): number | { at: number; reason: string } {
+  for (let p = open + 1; p < b.length; p++) {
+    const c = b[p] ?? 0;
+    if (c === 0x22) return p + 1;
+    if (c < 0x20) return { at: p, reason: 'control character in a string' };
+    if (c !== 0x5c) continue;
+    if (p + 1 >= b.length) break;
+    const e = String.fromCharCode(b[p + 1] ?? 0);
+    if ('"\\/bfnrt'.includes(e)) p++;
+    else if (e !== 'u') return { at: p, reason: 'invalid escape' };
+    else if (/^[0-9a-fA-F]{4}$/.test(b.toString('latin1', p + 2, Math.min(b.length, p + 6)))) p += 5;
+    else return { at: p, reason: 'invalid \\u escape' };
+  }
+  return { at: b.length, reason: 'unterminated string' };
+}
+
+test('every string ends, or is refused at the byte and for the reason, of a byte-by-byte reading, whatever its length, escapes and alignment', () => {
+  const random = seededRandom(20261205);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
+  // Mostly plain text with, now and then, an escape, a control character or a bad escape, at every alignment of the
+  // word-at-a-time scan and in the last bytes it leaves to the byte loop.
+  const rare = ['\\n', '\\"', '\\u00e9', '\\q', '\\u12g4', '\u0001', '\u001f', 'é', '€'];
+  for (let c = 0; c < 3000; c++) {
+    const strings = Array.from({ length: 1 + Math.floor(random() * 6) }, () => {
+      const len = pick([0, 3, 40, 63, 64, 65, 100, 300, 2000]);
+      let t = '';
+      while (t.length < len) t += random() < 0.01 ? pick(rare) : 'abcdefgh'.charAt(Math.floor(random() * 8));
+      return t;
+    });
+    const unterminated = random() < 0.1;
+    const text = `"${strings.join('","')}${unterminated ? '' : '"'}`;
+    const shift = Math.floor(random() * 4);
+    const backing = Buffer.alloc(text.length * 3 + 8, 0x22);
+    const n = backing.write(text, shift);
+    const buf = backing.subarray(shift, shift + n);
+    const scanner = new JsonScanner(buf, 8);
+    for (let open = 0; open < buf.length; ) {
+      const want = stringByBytes(buf, open);
+      let got: number | { at: number; reason: string };
+      try {
+        got = scanner.string(open);
+      } catch (err) {
+        if (!(err instanceof IndexReject)) throw err;
+        got = { at: err.at, reason: err.reason };
+      }
+      assert.deepEqual(got, want, `case ${c} shift ${shift} string at ${open}: ${JSON.stringify(text.slice(open, open + 80))}`);
+      if (typeof got !== 'number') break;
+      open = got + 1; // past the comma
     }
   }
 });
