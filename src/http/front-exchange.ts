@@ -9,7 +9,7 @@ import type { GatewayState } from '../batch/gateway-state.js';
 import { handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
 import { errorBody, internalCode, messageOf } from '../errors.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
-import { READ_PER_TURN } from '../upstream/read-pauses.js';
+import { ReadPauses } from '../upstream/read-pauses.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import { ANONYMOUS, accessLabel, decideAgent, refusalHeaders } from '../clients/access.js';
 import type { ConnectionSlots } from './connection-slots.js';
@@ -60,7 +60,7 @@ export class FrontExchange {
   private reserved = 0;
   /** Answered before its body was read whole (413, 408): the rest is not kept. */
   private stopped = false;
-  private readThisTurn = 0;
+  private pauses: ReadPauses | undefined;
 
   /** @param agent '' for the default agent, else a virtual agent's name as the URL has it */
   constructor(
@@ -135,6 +135,8 @@ export class FrontExchange {
     this.body = new BodyBytes({ declared, max: this.host.bodyLimit, owner: hold });
     this.front.slots.receivingBody(req.socket);
     this.front.deadlines.track(req, res, () => this.timedOut());
+    // Fresh memory's pages fault in as chunks are copied: ten 50 MB bodies read 2 MB a turn held /health past 100 ms.
+    this.pauses = new ReadPauses(req, () => !this.stopped);
     req.on('data', (chunk: Buffer) => this.add(chunk));
     req.on('error', () => undefined); // a client that resets mid-body: nothing to answer, 'close' cleans up
     req.on('end', () => this.received());
@@ -152,19 +154,7 @@ export class FrontExchange {
     const over = body.size + chunk.length - Math.max(this.reserved, body.size);
     if (over > 0) this.hold?.grow(over);
     body.add(chunk);
-    this.yieldTurn(chunk.length);
-  }
-
-  /** Fresh memory's pages fault in as chunks are copied: ten 50 MB bodies read 2 MB a turn held /health past 100 ms. */
-  private yieldTurn(bytes: number): void {
-    this.readThisTurn += bytes;
-    if (this.readThisTurn < READ_PER_TURN) return;
-    this.readThisTurn = 0;
-    const { req } = this;
-    req.pause();
-    setImmediate(() => {
-      if (!this.stopped) req.resume();
-    });
+    this.pauses?.read(chunk.length);
   }
 
   private received(): void {

@@ -1,9 +1,9 @@
 /**
- * Why a backend answer's read is paused, each reason resumed alone: with one shared pause, room coming back in
- * the budget resumed a read the client's socket still held.
+ * Why a read is paused (a backend's answer; a client's body, by turn only), each reason resumed alone: with one
+ * shared pause, room coming back in the budget resumed a read the client's socket still held.
  */
 
-/** Bytes one answer reads before it lets the event loop's turn end (docs/memory-budget.md#yielding says why). */
+/** Bytes one read takes before it lets the event loop's turn end (docs/memory-budget.md#yielding says why). */
 export const READ_PER_TURN = 256 * 1024;
 
 type PauseReason = 'budget' | 'client' | 'turn';
