@@ -86,6 +86,8 @@ export class GatewayMetrics {
     'Trajectories started on an experiment route, by the arm they were assigned (docs/experiments.md).');
   readonly trajectoriesLeftOut = this.counter('magma_gateway_trajectories_left_out_total', ['agent', 'route'],
     'Trajectories started after their experiment held experiments.max_trajectories: not counted, not stored (docs/experiments.md).');
+  readonly indexDropped = this.counter('magma_gateway_experiment_index_dropped_total', ['agent', 'route', 'index'],
+    'Experiment index writes left out at a bound: trace_hash (experiments.hash_candidates_max), export (experiments.export_max_trajectories), steps (1000 per trajectory).');
   readonly rejectedTags = this.counter('magma_gateway_experiment_rejected_tags_total', ['agent', 'route', 'reason'],
     'Inputs on an experiment route whose memory tag was not trusted (unsigned, bad signature, impossible counters) and started a new trajectory.');
   readonly srmFlagged = this.gauge('magma_gateway_experiment_srm_flagged', ['agent', 'route'],

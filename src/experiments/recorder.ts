@@ -208,7 +208,7 @@ export class Experiments {
           state = sign(state);
           p.trajectory = state;
           const d: StepDecision = { ...common, experiment: state.experiment, state, base, counted, newUnit, ...(inherit === undefined ? {} : { supersedes: inherit }) };
-          if (counted) this.track(this.stepIndex.write(store, agent, d, cfg));
+          if (counted) this.track(this.stepIndex.write(store, this.host().metrics, agent, d, cfg));
           if (counted && newUnit && p.drawnArm !== undefined) {
             return { ...d, rerouted: { from: p.drawnArm, why: this.whyUnservable(p.drawnArm) } };
           }

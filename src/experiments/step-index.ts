@@ -9,6 +9,7 @@ import { countersKey, field, keys, type ExperimentRecord, type ScalarCount, type
 import type { Lifetimes } from './lifetime.js';
 import { epochTaken } from './epoch-taken.js';
 import type { StepDecision } from './step-decision.js';
+import type { GatewayMetrics } from '../metrics.js';
 
 /** BENCH episodes have tens of steps; past this a trajectory's outcome join and export row stop advancing. */
 export const MAX_STEPS_INDEXED = 1000;
@@ -22,17 +23,19 @@ export class StepIndex {
     private readonly now: () => Date,
   ) {}
 
-  async write(store: Claims & SharedValues & Counters, agent: string, d: StepDecision, cfg: GatewayConfig['experiments']): Promise<void> {
+  async write(store: Claims & SharedValues & Counters, metrics: GatewayMetrics, agent: string, d: StepDecision, cfg: GatewayConfig['experiments']): Promise<void> {
     const ttlMs = cfg.index_ttl_s * 1000;
     const { state } = d;
     // A write an index bound leaves out is counted per arm, never silently dropped.
-    const counted = (over: ScalarCount) => (kept: boolean): void => {
-      if (!kept) store.incr(countersKey(agent, d.route.name, d.experiment), field.count(d.arm, over));
+    const counted = (over: ScalarCount, index: string) => (kept: boolean): void => {
+      if (kept) return;
+      store.incr(countersKey(agent, d.route.name, d.experiment), field.count(d.arm, over));
+      metrics.indexDropped.inc({ agent, route: d.route.name, index });
     };
-    const exported = counted('exportOver');
+    const exported = counted('exportOver', 'export');
     const writes: Promise<unknown>[] = [
-      store.addToSet(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, cfg.hash_candidates_max).then(counted('hashOver')),
-      store.addToSet(keys.steps(state.id), stepMember(state), ttlMs, MAX_STEPS_INDEXED).then(counted('stepsOver')),
+      store.addToSet(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, cfg.hash_candidates_max).then(counted('hashOver', 'trace_hash')),
+      store.addToSet(keys.steps(state.id), stepMember(state), ttlMs, MAX_STEPS_INDEXED).then(counted('stepsOver', 'steps')),
     ];
     if (d.supersedes !== undefined) {
       // The resumed trajectory takes the superseded one's record and export place over.

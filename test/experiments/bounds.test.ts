@@ -3,7 +3,7 @@
  * trajectories, later ones are left out (counted, in the report and a metric) and the store stops growing, on
  * the memory store and on Redis alike; on Redis the bytes a trajectory costs are measured against the docs'
  * sizing rule. Writes past the index bounds (trace-hash candidates, export rows, steps per trajectory) are counted
- * and named in the report on both stores.
+ * and named in the report and a metric on both stores.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -157,6 +157,18 @@ async function passIndexBounds(gw: TestGateway): Promise<void> {
   await gw.app.gateway.store.flush();
 }
 
+async function assertIndexMetric(gw: TestGateway): Promise<void> {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const value = (index: string): number => {
+    const line = text.split('\n').find((l) => l.startsWith('magma_gateway_experiment_index_dropped_total{') && l.includes(`index="${index}"`));
+    return Number(line?.split(' ').pop() ?? 0);
+  };
+  assert.deepEqual(
+    { trace_hash: value('trace_hash'), export: value('export'), steps: value('steps') },
+    { trace_hash: SAME_TASK - HASH_MAX, export: SAME_TASK - EXPORT_MAX, steps: 2 },
+  );
+}
+
 function assertIndexWarnings(r: ExperimentsReport): void {
   const e = r.experiments[0];
   assert.ok(e !== undefined);
@@ -166,14 +178,15 @@ function assertIndexWarnings(r: ExperimentsReport): void {
   assert.ok(has(`2 steps past the ${MAX_STEPS_INDEXED} steps indexed per trajectory were not indexed`), e.warnings.join('\n'));
 }
 
-test('memory store: index writes past the trace-hash, export and steps bounds are counted and named in the report', async () => {
+test('memory store: index writes past the trace-hash, export and steps bounds are counted and named in the report and a metric', async () => {
   const [x, y] = await Promise.all([f.agent({ name: 'x' }), f.agent({ name: 'y' })]);
   const gw = await f.gateway(indexConfig({ x: { url: x.url }, y: { url: y.url } }, {}));
   await passIndexBounds(gw);
   assertIndexWarnings(await report(gw));
+  await assertIndexMetric(gw);
 });
 
-test('redis: index writes past the trace-hash, export and steps bounds are counted and named in the report', async () => {
+test('redis: index writes past the trace-hash, export and steps bounds are counted and named in the report and a metric', async () => {
   const prefix = uniquePrefix();
   f.defer(() => deleteKeys(prefix));
   const [x, y] = await Promise.all([f.agent({ name: 'x' }), f.agent({ name: 'y' })]);
@@ -183,4 +196,5 @@ test('redis: index writes past the trace-hash, export and steps bounds are count
   await passIndexBounds(gw);
   assert.equal(gw.app.gateway.store.stats().fallbacks, fallbacks, 'every index write reached Redis');
   assertIndexWarnings(await report(gw));
+  await assertIndexMetric(gw);
 });
