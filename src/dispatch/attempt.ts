@@ -12,7 +12,7 @@ import { postResponses } from '../upstream/post-responses.js';
 import type { Replica } from '../upstream/replica.js';
 import type { Permit } from '../state/index.js';
 import type { TraceSpan } from '../tracing/trace-span.js';
-import { checkAnswerYielding } from './answer-check-yielding.js';
+import { checkAnswerYielding } from '../reader/reader.js';
 import { attemptAttributes, attemptSpanName, endAttemptSpan } from './attempt-span.js';
 import type { BatchContext, DispatchDeps } from './batch-types.js';
 import type { BatchObserver } from './batch-observer.js';

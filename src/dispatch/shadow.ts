@@ -9,7 +9,7 @@ import type { MemoryBudget } from '../memory/budget.js';
 import { withTraceparent, type CorrelationHeaders } from '../protocol/correlation.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { decisionOf } from '../protocol/answer/answer-check.js';
-import { checkAnswerYielding } from './answer-check-yielding.js';
+import { checkAnswerYielding } from '../reader/reader.js';
 import { subRequestBody } from '../protocol/request/sub-request.js';
 import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentDecision, AgentOutput } from '../protocol/types.js';

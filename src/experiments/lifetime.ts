@@ -4,8 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { CompiledRoute } from '../routing/plan.js';
-import type { SharedValues } from '../state/types.js';
-import { EPOCH_PREFIX, keys } from './keys.js';
+import type { Claims, SharedValues } from '../state/types.js';
+import { EPOCH_PREFIX, keys, parseExperimentRecord } from './keys.js';
 
 export function experimentId(agent: string, route: CompiledRoute, epoch: string | undefined): string {
   const named = [agent, route.name, route.kind, route.members.map((m) => [m.name, m.weight]), route.experiment.name ?? null, epoch ?? null];
@@ -57,3 +57,13 @@ export class Lifetimes {
   }
 }
 
+/**
+ * Did another experiment of the route already start at or after the reset `epoch`? Then a reload after that reset
+ * started `experiment`, with its first trajectory, and the one before it ended there, not at the reset (which would
+ * give it no lifetime at all).
+ */
+export async function epochTaken(store: Claims, agent: string, route: string, experiment: string, epoch: string): Promise<boolean> {
+  const others = (await store.readSet(keys.list(agent, route))).filter((id) => id !== experiment);
+  const records = await Promise.all(others.map((id) => store.readClaim(keys.experiment(id))));
+  return records.some((r) => (parseExperimentRecord(r)?.started_at ?? '') >= epoch);
+}

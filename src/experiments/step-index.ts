@@ -6,8 +6,7 @@ import type { Claims, Counters, SharedValues } from '../state/types.js';
 import type { TrajectoryState } from '../protocol/memory-tag.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { countersKey, field, keys, type ExperimentRecord, type ScalarCount, type TrajectoryRecord } from './keys.js';
-import type { Lifetimes } from './lifetime.js';
-import { epochTaken } from './epoch-taken.js';
+import { epochTaken, type Lifetimes } from './lifetime.js';
 import type { StepDecision } from './step-decision.js';
 import type { GatewayMetrics } from '../metrics.js';
 
@@ -52,7 +51,7 @@ export class StepIndex {
       if (!this.recorded.has(d.experiment)) {
         this.recorded.add(d.experiment);
         // A reset experiment started at its reset, whenever its first trajectory came; one a reload started after
-        // that reset, with its first trajectory (epoch-taken.ts).
+        // that reset, with its first trajectory (lifetime.ts, epochTaken).
         const epoch = await this.lifetimes.epoch(store, agent, d.route.name);
         const reset = epoch !== undefined && !(await epochTaken(store, agent, d.route.name, d.experiment, epoch));
         const exp: ExperimentRecord = { agent, route: d.route.name, name: d.route.experiment.name ?? null, started_at: reset ? epoch : at };

@@ -6,7 +6,8 @@ import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors.js';
 import { isOwn, shrinkStoresWith, storeOf } from '../protocol/byte-store.js';
 import { shrinkOffTheLoop } from './shrink-thread.js';
-import type { AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
+import { askedOf, checkAnswerBytes, placeAnswer, type AnswerCheck, type AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
+import type { SubRequestShape } from '../protocol/answer/response-check.js';
 import type { RequestReadLimits } from '../validation/bounded-detail.js';
 import type { OffloadJob, OffloadOutcome, OffloadReply, OffloadTask, ReadOutcome } from './reader-worker.js';
 
@@ -104,4 +105,15 @@ export async function indexAnswerOffloaded(
   const r = await offload(bytes, { kind: 'answer', asked, maxDepth, memoryKey });
   if (r.outcome.kind !== 'answer') throw unexpected('answer');
   return { body: r.body, outcome: r.outcome.index };
+}
+
+/**
+ * A backend's answer checked without holding the event loop for its size: a large one is indexed on the thread, a
+ * small one in place. `bytes` is unusable afterwards when large: its memory went to the thread and came back as one
+ * Buffer.
+ */
+export async function checkAnswerYielding(bytes: Buffer, shape: SubRequestShape, maxDepth: number, memoryKey: string): Promise<AnswerCheck> {
+  if (bytes.length <= OFFLOAD_BYTES) return checkAnswerBytes(bytes, shape, maxDepth, memoryKey);
+  const { body, outcome } = await indexAnswerOffloaded(bytes, askedOf(shape), maxDepth, memoryKey);
+  return placeAnswer(body, outcome, shape, maxDepth);
 }

@@ -12,9 +12,9 @@ import { analyseStrata, stratumInputs, type StrataReport } from './strata.js';
 import type { Unit } from '../../stats/index.js';
 import { keyUnits, parseKeyCounters, slotLabels, type KeyCounters, type KeyUnits } from '../units.js';
 import type { Experiments, ExperimentsHost } from '../recorder.js';
-import { epochTaken } from '../epoch-taken.js';
 import type { GatewayConfig } from '../../config/schema.js';
 import { MAX_STEPS_INDEXED } from '../step-index.js';
+import { epochTaken } from '../lifetime.js';
 
 export interface ExperimentInfo {
   id: string;
