@@ -17,7 +17,6 @@ import type { JsonObject, ValidationIssue } from '../protocol/types.js';
 import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { AGENT_PREFIX_PATTERN, sendUnknownAgent, type AgentParams } from '../http/agent-path.js';
-import { send422 } from './validation-answer.js';
 import { errorBody, GatewayError } from '../errors.js';
 import { firstInvalidUtf8 } from '../protocol/json/utf8.js';
 import { isUtf8 } from 'node:buffer';
@@ -26,6 +25,11 @@ import type { BudgetHold } from '../memory/budget.js';
 import { overBudgetBody, overBudgetHeaders } from '../http/front-rules.js';
 import { coachingObjectsEstimate } from '../coaching/tree-estimate.js';
 import { growWhenRoom } from '../coaching/grow-when-room.js';
+
+/** The 422 in FastAPI's exact shape (docs/protocol-fidelity.md#agent-and-http-errors). */
+function send422(reply: FastifyReply, detail: ValidationIssue[]): FastifyReply {
+  return reply.code(422).header('content-type', 'application/json').send(stringifyExact({ detail }));
+}
 
 const NO_COACHING = 'no coaching-capable backend';
 

@@ -4,7 +4,6 @@ import type { CompiledRoute } from '../../routing/plan.js';
 import { analyse, type Secondary } from './analysis.js';
 import type { Comparison, Metric } from './comparison.js';
 import { experimentVerdict, type Verdict } from './verdict.js';
-import { memberFigures } from './member-figures.js';
 import { sampleRatio, srmWarning, type Srm } from './sample-ratio.js';
 import { armReport, emptyArm, parseCounters, type ArmCounts, type ArmReport } from '../arm-counts.js';
 import { countersKey, keyCountersKey, keys, parseExperimentRecord } from '../keys.js';
@@ -15,6 +14,16 @@ import type { Experiments, ExperimentsHost } from '../recorder.js';
 import type { GatewayConfig } from '../../config/schema.js';
 import { MAX_STEPS_INDEXED } from '../step-index.js';
 import { epochTaken } from '../lifetime.js';
+
+/**
+ * An ensemble member's own figures (docs/experiments.md#what-each-number-means): a trajectory is counted on the
+ * member of its first leg, so a share per trajectory would credit one member with another's error candidates.
+ */
+function memberFigures(a: ArmReport): ArmReport {
+  const { completed, error } = a.candidates;
+  const all = completed + error;
+  return { ...a, error_candidate_share: all > 0 ? error / all : null, error_candidate_share_of: 'candidates' };
+}
 
 export interface ExperimentInfo {
   id: string;
