@@ -1,6 +1,7 @@
 /** The registries of error codes (docs/errors.md; a test checks it). */
 export const GATEWAY_ERROR_CODES = [
   'gateway_backend_timeout',
+  'gateway_client_closed',
   'gateway_backend_unreachable',
   'gateway_backend_not_ready',
   'gateway_backend_rejected',

@@ -178,23 +178,26 @@ export class BatchCycle {
   /** A streamed answer's candidates are not held: no order check (it holds by construction), no replay entry. */
   private finish(p: Planned, result: BatchResult, beforeDispatch: number): BatchAnswer {
     const { agent, gw, request, ex, span } = this.b;
-    gw.experiments.recordBatch(agent.routes, request, p.plan, result, p.steps);
-    // The copies are made after the answer is written: the batch's bytes are kept until then.
-    p.cache?.store(request, result, ex.log, gw.memory, ex.memory?.keep());
     const streamed = result.streamed !== undefined && ex.stream !== undefined;
     const t2 = performance.now();
     let body: BatchAnswer['body'] = '';
     if (!streamed) {
-        const problem = validateAgainstRequest(request, result.outputs);
+      const problem = validateAgainstRequest(request, result.outputs);
       if (problem !== undefined) throw new GatewayError('GATEWAY_ERR_RESPONSE_ORDER', `assembled response violates the contract order: ${problem}`);
       body = answerBody(result.outputs);
     }
     const overheadMs = beforeDispatch - this.b.t0 + result.workMs + (streamed ? 0 : performance.now() - t2);
     gw.metrics.overhead.observe(overheadMs / 1000);
     if (span.recording) traceResult(span, p.plan, result, overheadMs);
+    let kept = false;
     if (streamed) {
       if (this.lease !== undefined) gw.metrics.replay.inc({ outcome: 'too_large' });
-    } else if (typeof body !== 'string') this.storeReplay(body, result);
+    } else if (typeof body !== 'string') kept = this.storeReplay(body, result);
+    // An answer its client left before having it is neither counted nor cached, unless a retry gets it from replay.
+    const delivered = !this.clientGone || kept;
+    gw.experiments.recordBatch(agent.routes, request, p.plan, result, p.steps, delivered);
+    // The copies are made after the answer is written: the batch's bytes are kept until then.
+    if (delivered) p.cache?.store(request, result, ex.log, gw.memory, ex.memory?.keep());
     this.record(p, result, overheadMs, streamed);
     const answer: BatchAnswer = { status: 200, body, requestId: this.requestId, overheadMs, cacheHits: p.cache?.hits };
     if (!streamed) return answer;
@@ -202,18 +205,18 @@ export class BatchCycle {
     return { ...answer, streamed: true };
   }
 
-  /** An answer holding the gateway's own failures is not stored: a retry after recovery would get them again. */
-  private storeReplay(body: Exclude<BatchAnswer['body'], string>, result: BatchResult): void {
+  /** True once stored. An answer holding the gateway's own failures is not: a retry after recovery would get them again. */
+  private storeReplay(body: Exclude<BatchAnswer['body'], string>, result: BatchResult): boolean {
     const { gw, ex, runtime } = this.b;
-    if (this.lease === undefined || Object.keys(result.errorCodes).some(isGatewayErrorCode)) return;
+    if (this.lease === undefined || Object.keys(result.errorCodes).some(isGatewayErrorCode)) return false;
     const tooLarge = body.length > runtime.config.state.replay_max_bytes;
     if (tooLarge) gw.metrics.replay.inc({ outcome: 'too_large' });
     // The store's copy (a joined Buffer) is counted until the store has it (docs/memory-budget.md#what-is-counted).
     const copy = tooLarge ? undefined : gw.memory.reserve(body.length);
-    if (tooLarge) return;
+    if (tooLarge) return false;
     if (copy === undefined) {
       gw.metrics.replay.inc({ outcome: 'memory_budget' });
-      return;
+      return false;
     }
     const done = this.lease;
     this.lease = undefined;
@@ -221,6 +224,7 @@ export class BatchCycle {
       .finish(body)
       .catch((err: unknown) => ex.log.warn({ err }, 'replay store failed'))
       .finally(() => copy.release());
+    return true;
   }
 
   private record(p: Planned, result: BatchResult, overheadMs: number, streamed: boolean): void {

@@ -41,9 +41,10 @@ interface FailoverDecision<R> {
 
 const DEADLINE_RAN_OUT = 'the batch deadline (request_timeout_s) ran out';
 
+/** A client that went away is not the backend's timeout: metrics and the console name it apart. */
 export function abortedFailure(clientGone: boolean): AttemptFailure {
-  const message = clientGone ? 'cancelled: the client closed the connection' : DEADLINE_RAN_OUT;
-  return { code: 'gateway_backend_timeout', message };
+  if (clientGone) return { code: 'gateway_client_closed', message: 'cancelled: the client closed the connection' };
+  return { code: 'gateway_backend_timeout', message: DEADLINE_RAN_OUT };
 }
 
 export function decideFailover<R>(items: Item[], why: Unserved<R>, view: FailoverView<R>): FailoverDecision<R> {

@@ -207,8 +207,7 @@ export class Experiments {
           const counted = mark.first;
           state = sign(state);
           p.trajectory = state;
-          const d: StepDecision = { ...common, experiment: state.experiment, state, base, counted, newUnit, ...(inherit === undefined ? {} : { supersedes: inherit }) };
-          if (counted) this.track(this.stepIndex.write(store, this.host().metrics, agent, d, cfg));
+          const d: StepDecision = { ...common, experiment: state.experiment, state, base, counted, by: key, newUnit, ...(inherit === undefined ? {} : { supersedes: inherit }) };
           if (counted && newUnit && p.drawnArm !== undefined) {
             return { ...d, rerouted: { from: p.drawnArm, why: this.whyUnservable(p.drawnArm) } };
           }
@@ -296,12 +295,28 @@ export class Experiments {
     return b !== undefined && b.replicas.some((r) => r.state === 'ejected') ? 'ejected' : 'not_ready';
   }
 
-  /** Never throws: accounting must not cost a client its answer. */
-  recordBatch(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, result: BatchResult, decisions: readonly StepDecision[]): void {
+  /**
+   * Counts and indexes the batch's steps once its answer is the client's (docs/experiments.md#replays-and-resumed-episodes).
+   * An answer the client never got (it left, and no retry will be answered from the replay store) counts nothing,
+   * and its steps' marks are given back: a retry of the same request counts them, and a resumed episode takes over
+   * a trajectory whose last indexed step is the last one its client received. Never throws: accounting must not
+   * cost a client its answer.
+   */
+  recordBatch(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, result: BatchResult, decisions: readonly StepDecision[], delivered: boolean): void {
     try {
       const { store, metrics, current } = this.host();
-      const sink = { store, metrics, ttlMs: current.config.experiments.index_ttl_s * 1000, now: this.now, track: (w: Promise<unknown>) => this.track(w) };
+      const cfg = current.config.experiments;
+      const counted = decisions.filter((d) => d.counted);
+      if (!delivered) {
+        for (const d of counted) {
+          if (d.by !== undefined) this.track(store.releaseClaim(keys.step(d.state.id, d.state.step), d.by));
+          if (d.supersedes !== undefined) this.track(store.releaseClaim(keys.superseded(d.supersedes.id), d.state.id));
+        }
+        return;
+      }
+      const sink = { store, metrics, ttlMs: cfg.index_ttl_s * 1000, now: this.now, track: (w: Promise<unknown>) => this.track(w) };
       countBatch(sink, compiled, request, plan, result, decisions);
+      for (const d of counted) this.track(this.stepIndex.write(store, metrics, compiled.agent, d, cfg));
     } catch (err) {
       this.log?.warn({ err }, 'experiment accounting failed for a batch');
     }

@@ -13,6 +13,8 @@ export interface StepDecision {
   readonly base: { s: number; n: number; step: number; stages: number; flags: string };
   /** False for a replayed step: its increments were made when it was first counted. */
   readonly counted: boolean;
+  /** The value of the step's mark (keys.step) when this decision claimed it: the input's request key. */
+  readonly by?: string;
   readonly newUnit: boolean;
   readonly keyless: boolean;
   readonly keysOver: boolean;

@@ -1,6 +1,6 @@
 /** Set-once values and bounded sets with a TTL (docs/experiments.md#what-the-gateway-stores). */
 import type { RedisLink } from './redis-link.js';
-import { CLAIM, SET_ADD } from './redis-scripts.js';
+import { CLAIM, CLAIM_RELEASE, SET_ADD } from './redis-scripts.js';
 import type { ClaimResult, StoreStats } from './types.js';
 
 export interface Entry<T> {
@@ -36,6 +36,10 @@ export class LocalClaims {
 
   read(key: string): string | undefined {
     return this.live(this.claims, key)?.value;
+  }
+
+  release(key: string, value: string): void {
+    if (this.live(this.claims, key)?.value === value) this.claims.delete(key);
   }
 
   add(key: string, member: string, ttlMs: number, maxMembers: number): boolean {
@@ -106,6 +110,15 @@ export class RedisClaims {
     } catch {
       this.stats.fallbacks++;
       return this.local.read(key);
+    }
+  }
+
+  async release(key: string, value: string): Promise<void> {
+    this.local.release(key, value);
+    try {
+      await this.link.script(CLAIM_RELEASE, [`${this.prefix}claim:${key}`], [value]);
+    } catch {
+      this.stats.fallbacks++;
     }
   }
 

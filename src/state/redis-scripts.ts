@@ -147,6 +147,12 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return {1, ARGV[1]}
 `);
 
+/** KEYS: the claim. ARGV: the value it must still hold to be deleted. */
+export const CLAIM_RELEASE = script(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
+`);
+
 /** KEYS: the set. ARGV: member, ttl ms, max members. Returns 0 when the set was full without the member. */
 export const SET_ADD = script(`
 local kept = 1

@@ -17,6 +17,7 @@ type Awaitable<T> = T | Promise<T>;
 interface ClaimParts {
   claim(key: string, value: string, ttlMs: number): Awaitable<ClaimResult>;
   read(key: string): Awaitable<string | undefined>;
+  release(key: string, value: string): Awaitable<void>;
   add(key: string, member: string, ttlMs: number, maxMembers: number): Awaitable<boolean>;
   members(key: string): Awaitable<string[]>;
 }
@@ -54,6 +55,10 @@ export abstract class StoreBase {
 
   async readClaim(key: string): Promise<string | undefined> {
     return this.claims.read(key);
+  }
+
+  async releaseClaim(key: string, value: string): Promise<void> {
+    await this.claims.release(key, value);
   }
 
   async addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean> {

@@ -142,6 +142,8 @@ export interface SharedValues {
 export interface Claims {
   claim(key: string, value: string, ttlMs: number): Promise<ClaimResult>;
   readClaim(key: string): Promise<string | undefined>;
+  /** Removes the claim while it still holds `value`: what was claimed for work that never reached its client. */
+  releaseClaim(key: string, value: string): Promise<void>;
   /** False: the set was full without `member` (callers count it, docs/experiments.md#bounds-and-sizing). */
   addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean>;
   readSet(key: string): Promise<string[]>;

@@ -152,7 +152,7 @@ test('an aborted batch starts nothing more: the failure is final even with fallb
   const d = decideFailover([it], { kind: 'failed', failure: HTTP_500 }, view({ aborted: true }));
   assert.deepEqual(d.final, { items: [it], failure: HTTP_500 });
   assert.deepEqual(d.destinations, []);
-  assert.equal(abortedFailure(true).message, 'cancelled: the client closed the connection');
+  assert.deepEqual(abortedFailure(true), { code: 'gateway_client_closed', message: 'cancelled: the client closed the connection' });
   assert.deepEqual(abortedFailure(false), { code: 'gateway_backend_timeout', message: 'the batch deadline (request_timeout_s) ran out' });
 });
 

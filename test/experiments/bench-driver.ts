@@ -5,12 +5,14 @@
  * exactly what the first run sent, so a gateway with `cache: deterministic` can answer it from the cache.
  */
 import assert from 'node:assert/strict';
+import { EventEmitter, once } from 'node:events';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { outcomesCommand } from '../../src/commands/outcomes.js';
 import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report/report.js';
 import type { Cand, TestGateway } from '../helpers/gateway.js';
+import type { FakeBehaviour, RecordedRequest } from '../helpers/fake-agent.js';
 
 export const SLOTS = 8;
 
@@ -93,10 +95,35 @@ function writeEpisode(dir: string, r: Running): void {
   writeFileSync(join(dir, 'scenarios', 'table', 'episodes', `${r.ep.id}.json`), JSON.stringify(body, null, 2));
 }
 
+/** Emits 'held' each time a backend holds a sub-request whose inputs ask for it (`extra_keys.hold`). */
+export const backendHolds = new EventEmitter();
+
+/** The backends' behaviour: a sub-request asking to be held is never answered (the batch in flight at a crash). */
+export function holdWhenAsked(req: RecordedRequest): FakeBehaviour {
+  const inputs = (req.body as { inputs?: { extra_keys?: { hold?: unknown } }[] } | undefined)?.inputs ?? [];
+  if (!inputs.some((i) => i.extra_keys?.hold === true)) return {};
+  backendHolds.emit('held');
+  return { hang: true };
+}
+
+/** Sends a batch the backends hold, and goes away once one of them has it: its client never sees an answer. */
+export async function abandon(gw: TestGateway, body: object): Promise<void> {
+  const held = once(backendHolds, 'held');
+  const gone = new AbortController();
+  const sent = fetch(`${gw.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: gone.signal });
+  await held;
+  gone.abort();
+  await sent.then(
+    () => assert.fail('the held batch was answered'),
+    () => undefined,
+  );
+}
+
 /**
  * Runs `eps` on route `flow` through `on(batch)` (alternating replicas), 8 slots and one batch in flight, writing
- * each finished episode into `dir`. `crashAfter`: stop after that many batches, leaving episodes in flight (as a
- * killed BENCH does); they are not written.
+ * each finished episode into `dir`. `crashAfter`: after that many batches, the next one is sent and cut off before
+ * its answer, and the driver stops, leaving episodes in flight (as a BENCH killed mid-batch does); they are not
+ * written.
  */
 export async function drive(on: (k: number) => TestGateway, flow: string, eps: readonly Episode[], dir: string, crashAfter?: number): Promise<DriveResult> {
   const queue = [...eps];
@@ -109,17 +136,21 @@ export async function drive(on: (k: number) => TestGateway, flow: string, eps: r
     }
     const active = slots.flatMap((r, i) => (r === undefined ? [] : [{ r, i }]));
     if (active.length === 0) return out;
-    if (crashAfter !== undefined && out.batches === crashAfter) {
-      out.inFlight = active.map(({ r }) => ({ id: r.ep.id, tags: r.tags }));
-      return out;
-    }
+    const crash = crashAfter !== undefined && out.batches === crashAfter;
     const inputs = active.map(({ r, i }) => {
       const instruction = instructionOf(flow, r.ep, r.step);
       r.received.push({ role: instruction.type === 'user' ? 'USER' : 'SYSTEM', content: instruction.content });
-      return { id: i, instruction, tools: [{ name: 'pick', parameters: {} }], attributes: {}, memory: r.memory, num_outputs: 1, extra_keys: { inference_mode: true, flow } };
+      const extra = crash ? { inference_mode: true, flow, hold: true } : { inference_mode: true, flow };
+      return { id: i, instruction, tools: [{ name: 'pick', parameters: {} }], attributes: {}, memory: r.memory, num_outputs: 1, extra_keys: extra };
     });
     const gw = on(out.batches);
-    const res = await gw.post({ request_id: `${flow}-${process.pid}-${(rid += 1)}`, inputs });
+    const body = { request_id: `${flow}-${process.pid}-${(rid += 1)}`, inputs };
+    if (crash) {
+      await abandon(gw, body);
+      out.inFlight = active.map(({ r }) => ({ id: r.ep.id, tags: r.tags }));
+      return out;
+    }
+    const res = await gw.post(body);
     assert.equal(res.status, 200, res.text);
     out.batches += 1;
     out.sent += inputs.length;

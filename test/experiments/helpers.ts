@@ -4,6 +4,7 @@ import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import { useFixtures } from '../helpers/fixtures.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { deleteKeys, sharedRedis, uniquePrefix } from '../state/helpers.js';
+import { holdWhenAsked } from './bench-driver.js';
 
 /** The report without what differs between runs of one scenario: times. */
 export function timeless(r: ExperimentsReport): unknown {
@@ -47,7 +48,7 @@ export function useMemoryAndRedis<R>(
   before(async () => {
     const prefix = uniquePrefix();
     f.defer(() => deleteKeys(prefix));
-    const [x, y] = await Promise.all([f.agent({ name: 'x' }), f.agent({ name: 'y' })]);
+    const [x, y] = await Promise.all([f.agent({ name: 'x', behaviour: holdWhenAsked }), f.agent({ name: 'y', behaviour: holdWhenAsked })]);
     const backends = { x: { url: x.url }, y: { url: y.url } };
     const m = await f.gateway(config(backends, {}));
     const memory = await scenario(() => m);

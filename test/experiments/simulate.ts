@@ -63,7 +63,7 @@ async function step(on: FastifyInstance, requestId: string, inputs: AgentInput[]
   const steps = await gw.experiments.begin(compiled, request, plan, false);
   const legs = plan.inputs.map((p) => ({ input: p.index, backend: p.legs[0]!.backend, route: p.route, arm: p.arm, ms: 1 }));
   const result: BatchResult = { outputs: [], workMs: 0, backends: {}, errorCodes: {}, legs };
-  gw.experiments.recordBatch(compiled, request, plan, result, steps);
+  gw.experiments.recordBatch(compiled, request, plan, result, steps, true);
   return plan.inputs.map((p) => ({ _gateway: tagValue(candidateTagOf({ backend: p.legs[0]!.backend, route: p.route, arm: p.arm, trajectory: p.trajectory })) }));
 }
 

@@ -318,6 +318,18 @@ function claimsContract(harness: Harness): void {
       assert.deepEqual(await store.readSet(`none-${randomUUID()}`), []);
     });
 
+    it('claims: a release takes a claim back only while it holds the value released', async () => {
+      const store = await harness.make();
+      const key = `x:${randomUUID()}`;
+      await store.claim(key, 'a', 10_000);
+      await store.releaseClaim(key, 'b');
+      assert.equal(await store.readClaim(key), 'a', 'another value leaves the claim');
+      await store.releaseClaim(key, 'a');
+      assert.equal(await store.readClaim(key), undefined);
+      assert.deepEqual(await store.claim(key, 'b', 10_000), { first: true, value: 'b' });
+      await store.releaseClaim(`none-${randomUUID()}`, 'a');
+    });
+
     it('claims: a claim is gone after its TTL, and the next caller is first again', async () => {
       const store = await harness.make();
       const key = `x:${randomUUID()}`;
