@@ -204,8 +204,9 @@ export async function outcomesCommand(argv: string[], io: CommandIo = processIo)
     lines.push(`${dry ? 'would be: ' : ''}${Object.entries(totals).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ') || 'nothing'}`);
     lines.push('accepted = credited to its trajectory; replay = its trajectory was credited already (a rerun answered from the cache);');
     lines.push('duplicate = this episode was posted before; conflict = another outcome was posted for it; superseded = only a resumed');
-    lines.push("episode's abandoned prefix has this trace; ambiguous = identical traces in several arms; unmatched = no trajectory with");
-    lines.push('that trace. Only accepted credits anything: importing again never counts twice.');
+    lines.push("episode's abandoned prefix has this trace; ambiguous = identical traces in several arms of one experiment, or in");
+    lines.push('several routes; unmatched = no trajectory with that trace. Only accepted credits anything: importing again never');
+    lines.push('counts twice. After a reset, a rerun of the same seeds credits the new experiment: import each run before the next reset.');
     io.out(`${lines.join('\n')}\n`);
   }
   return 0;

@@ -166,16 +166,51 @@ async function byHash(marks: Marks, store: Counters & Claims, hash: string, epis
   const [first] = known;
   if (first === undefined) return { result: 'unmatched' };
   const f = first.rec;
-  const oneArm = known.every(({ rec: r }) => r.agent === f.agent && r.route === f.route && r.experiment === f.experiment && r.arm === f.arm);
-  if (!oneArm) return { result: 'ambiguous' };
-  // The same episode posted again (the same directory imported twice) is a duplicate, whatever it matched.
-  const episodeMark = keys.episodeOutcome(hash, episode);
-  const before = await marks.read(episodeMark);
-  if (before !== undefined) {
-    const [value = '', id] = before.split('>');
-    const rec = known.find((k) => k.id === id)?.rec;
-    return { result: value === encode(o) ? 'duplicate' : 'conflict', ...(id === undefined || id === '' ? {} : { trajectory: id }), ...(rec === undefined ? {} : { rec }) };
+  if (!known.every(({ rec: r }) => r.agent === f.agent && r.route === f.route)) return { result: 'ambiguous' };
+  // Several experiments of one route: a rerun of the same seeds after a reset. Its results credit the newest; a
+  // directory imported again that the newest contradicts is an older one's, whose duplicate it then is.
+  const [newest = known, ...older] = newestFirst(known);
+  const m = await matchIn(marks, newest, hash, episode, o);
+  if (m.result !== 'conflict') return m;
+  for (const group of older) {
+    const before = await marks.read(keys.episodeOutcome(group[0]?.rec.experiment ?? '', hash, episode));
+    const e = before === undefined ? undefined : earlier(before, o, group);
+    if (e?.result === 'duplicate') return e;
   }
+  return m;
+}
+
+type Known = { id: string; rec: TrajectoryRecord };
+
+/** The trajectories of each experiment, the one whose trajectories started last first. */
+function newestFirst(known: readonly Known[]): Known[][] {
+  const groups = new Map<string, Known[]>();
+  for (const k of known) {
+    const g = groups.get(k.rec.experiment);
+    if (g === undefined) groups.set(k.rec.experiment, [k]);
+    else g.push(k);
+  }
+  const latest = (g: readonly Known[]): string => g.reduce((m, k) => (k.rec.started_at > m ? k.rec.started_at : m), '');
+  return [...groups.values()].sort((a, b) => latest(b).localeCompare(latest(a)));
+}
+
+/** An episode credited before (its mark `<outcome>><trajectory>`): the same outcome is a duplicate, another a conflict. */
+function earlier(before: string, o: Outcome, known: readonly Known[]): Matched {
+  const [value = '', id] = before.split('>');
+  const rec = known.find((k) => k.id === id)?.rec;
+  return { result: value === encode(o) ? 'duplicate' : 'conflict', ...(id === undefined || id === '' ? {} : { trajectory: id }), ...(rec === undefined ? {} : { rec }) };
+}
+
+/** Within one experiment: one arm, each episode credited once, each trajectory at most one episode. */
+async function matchIn(marks: Marks, known: readonly Known[], hash: string, episode: string, o: Outcome): Promise<Matched> {
+  const [first] = known;
+  if (first === undefined) return { result: 'unmatched' };
+  const f = first.rec;
+  if (!known.every(({ rec: r }) => r.experiment === f.experiment && r.arm === f.arm)) return { result: 'ambiguous' };
+  // The same episode posted again (the same directory imported twice) is a duplicate, whatever it matched.
+  const episodeMark = keys.episodeOutcome(f.experiment, hash, episode);
+  const before = await marks.read(episodeMark);
+  if (before !== undefined) return earlier(before, o, known);
   let same: { id: string; rec: TrajectoryRecord } | undefined;
   for (const k of known) {
     const m = await creditOnce(marks, k.id, k.rec, o);

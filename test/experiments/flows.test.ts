@@ -6,7 +6,8 @@
  * - a rerun of the same seeds, answered wholly from the cache and imported, leaves the report unchanged;
  * - a crash, then a resume: outcome units equal the episodes in the results, coverage 100%, one `superseded` per
  *   restarted episode on its arm;
- * - a reset, then a rerun from the cache: every tag carries the new experiment and keeps its trajectory id;
+ * - a reset, then a rerun from the cache: every tag carries the new experiment and keeps its trajectory id; the
+ *   rerun's results credit the new experiment, and the first run's, imported again, are duplicates;
  * - importing any directory twice changes nothing; the export has one row per unit;
  * - a forged tag changes no comparison and is counted; history-less trajectories that coincide keep their ids.
  */
@@ -38,7 +39,7 @@ const perArm = (e: ExperimentReport, k: (a: ExperimentReport['arms'][number]) =>
 interface Figures {
   rerun: { before: unknown; after: unknown; afterReimport: unknown; hits: number; sent: number; imports: Record<string, number>[]; tagsDiffer: boolean; units: number; exportRows: number; dry: { episodes: number; matched: number } };
   resume: { episodes: number; units: number; reported: number; coverage: Record<string, number>; superseded: Record<string, number>; restarted: Record<string, number>; exportRows: number; reimport: Record<string, number>; unchanged: boolean };
-  reset: { newExperiment: boolean; everyTagNew: boolean; idsKept: boolean; steps: number; sent: number; hits: number; units: number };
+  reset: { newExperiment: boolean; everyTagNew: boolean; idsKept: boolean; steps: number; sent: number; hits: number; units: number; imports: number[]; coverage: Record<string, number> };
   forge: { unchanged: boolean; rejected: number; metric: boolean; forgedIdKept: boolean; flags: string; units: number[] };
   coincide: { ids: number; keptOwn: boolean; lines: number; units: number; hits: number };
 }
@@ -94,11 +95,14 @@ async function scenario(on: (k: number) => TestGateway): Promise<Figures> {
     const d4 = dir();
     const seps = episodes('reset', EPISODES);
     await drive(on, 'reset', seps, d4);
+    const resetImports = [(await importDir(on(0), d4)).results];
     const old = await routeReport(on, 'reset');
     const reset = await fetch(`${on(1).adminUrl}/gateway/experiments/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ route: 'reset' }) });
     assert.equal(reset.status, 200, await reset.text());
     const d5 = dir();
     const rr = await drive(on, 'reset', seps, d5);
+    // The rerun's results credit the new experiment; the first run's, imported again, are its duplicates.
+    resetImports.push((await importDir(on(1), d5)).results, (await importDir(on(0), d4)).results, (await importDir(on(1), d5)).results);
     const fresh = await routeReport(on, 'reset');
     const rrTags = [...rr.tags.values()];
 
@@ -149,6 +153,7 @@ async function scenario(on: (k: number) => TestGateway): Promise<Figures> {
         everyTagNew: rrTags.every((ts) => ts.every((t) => t.experiment === fresh.experiment.id)),
         idsKept: rrTags.every((ts) => ts.every((t) => t.trajectory === ts[0]!.trajectory)),
         steps: sum(fresh.arms.map((a) => a.steps)), sent: rr.sent, hits: rr.hits, units: sum(fresh.arms.map((a) => a.trajectories)),
+        imports: resetImports.map((r, i) => (i === 0 || i === 1 ? (r.accepted ?? 0) : (r.duplicate ?? 0))), coverage: perArm(fresh, (a) => a.outcomes.coverage ?? -1),
       },
       forge: {
         unchanged: JSON.stringify([fBefore.comparisons, figures(fBefore)]) === JSON.stringify([fAfter.comparisons, figures(fAfter)]),
@@ -191,9 +196,12 @@ for (const store of ['memory', 'redis'] as const) {
     assert.ok(r.unchanged);
   });
 
-  test(`${store}: a reset then a rerun from the cache: the new experiment counts what it is sent, under the rerun's ids`, () => {
+  test(`${store}: a reset then a rerun from the cache: the new experiment counts what it is sent, under the rerun's ids, and its results credit it`, () => {
     const r = runs()[store].reset;
-    assert.deepEqual(r, { newExperiment: true, everyTagNew: true, idsKept: true, steps: r.sent, sent: r.sent, hits: r.sent, units: EPISODES });
+    assert.deepEqual(r, {
+      newExperiment: true, everyTagNew: true, idsKept: true, steps: r.sent, sent: r.sent, hits: r.sent, units: EPISODES,
+      imports: [EPISODES, EPISODES, EPISODES, EPISODES], coverage: { x: 1, y: 1 },
+    });
   });
 
   test(`${store}: a forged tag changes no comparison and is counted in rejected_tags`, () => {
