@@ -35,6 +35,8 @@ export const PACKAGE_VERSION: string = PACKAGE_JSON.parse(JSON.parse(readFileSyn
 interface BuildOptions {
   config: GatewayConfig;
   configPath?: string;
+  /** The command line's --admin-listen: a reload reads the file with it, as the start did. */
+  adminListen?: string;
   logger?: FastifyServerOptions['logger'];
   probeOnStart?: boolean;
   defaultMetrics?: boolean;
@@ -74,6 +76,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     config,
     version: PACKAGE_VERSION,
     configPath: opts.configPath,
+    adminListen: opts.adminListen,
     probeOnStart: opts.probeOnStart,
     defaultMetrics: opts.defaultMetrics,
   });

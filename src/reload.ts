@@ -73,6 +73,12 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
   if (canonical(running.metrics) !== canonical(next.metrics)) kept.push('metrics: changed in the file, kept until a restart');
   // The response cache is built once with its store (docs/cache.md); routes' `cache` modes do reload.
   if (canonical(running.cache) !== canonical(next.cache)) kept.push('cache: changed in the file, kept until a restart');
+  const admin = { ...next.admin, listen: running.admin.listen };
+  const at = admin.listen === undefined ? undefined : parseHostPort(admin.listen);
+  if (at !== undefined && !isLoopback(at.host) && (admin.token === undefined || admin.token === '')) {
+    // The file alone was valid, but the socket bound at start (from it or --admin-listen) stays open beyond this host.
+    throw new GatewayError('GATEWAY_ERR_RELOAD_REFUSED', `admin.token: the admin listener on ${admin.listen} stays until a restart and needs a non-empty admin.token`);
+  }
   if (kept.length === 0) return { config: next, kept };
   const server = {
     ...next.server,
@@ -80,12 +86,6 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
     port: running.server.port,
     body_limit_mb: running.server.body_limit_mb,
   };
-  const admin = { ...next.admin, listen: running.admin.listen };
-  const at = admin.listen === undefined ? undefined : parseHostPort(admin.listen);
-  if (at !== undefined && !isLoopback(at.host) && (admin.token === undefined || admin.token === '')) {
-    // The file alone was valid, but the socket bound at start stays open beyond this host until a restart.
-    throw new GatewayError('GATEWAY_ERR_RELOAD_REFUSED', `admin.token: the admin listener on ${admin.listen} stays until a restart and needs a non-empty admin.token`);
-  }
   const cache = running.cache === undefined ? {} : { cache: running.cache };
   const { cache: _fromFile, ...rest } = next;
   return { config: deepFreeze({ ...rest, ...cache, server, admin, state: running.state, metrics: running.metrics }), kept };
@@ -135,7 +135,9 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
   let kept: string[];
   let applyTls: (server: unknown) => void;
   try {
-    const loaded = keepRestartOnly(running.config, loadConfigFile(path));
+    const file = loadConfigFile(path);
+    const listen = state.adminListen;
+    const loaded = keepRestartOnly(running.config, listen === undefined ? file : deepFreeze({ ...file, admin: { ...file.admin, listen } }));
     const tls = prepareServerTlsReload(running.config.server.tls, loaded.config.server.tls);
     kept = [...loaded.kept, ...tls.kept];
     applyTls = tls.apply;

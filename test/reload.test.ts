@@ -201,3 +201,24 @@ test('SIGHUP makes the running CLI re-read its config file', async () => {
   child.kill('SIGTERM');
   assert.equal(await exited, 0);
 });
+
+test("a reload reads the file with the command line's --admin-listen, as the start did: nothing to restart for it", async () => {
+  const a = await agent('a');
+  // The file names another address: the command line's wins, at start and at every reload.
+  const file = configFile({ ...single(a.url), server: { port: 0 }, admin: { listen: '127.0.0.1:1' }, log_level: 'info' });
+  cleanup.push(async () => file.remove());
+  const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
+  const child = spawn(process.execPath, [cli, '--config', file.path, '--admin-listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  cleanup.push(async () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const adminLine = /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"admin listener/;
+  await waitFor('the admin listener', () => adminLine.test(out), { timeoutMs: 10_000 });
+  const url = adminLine.exec(out)![1]!;
+  const res = await http(`${url}/gateway/reload`, { method: 'POST' });
+  assert.equal(res.status, 200, res.text);
+  assert.deepEqual((res.json as { restart_required: string[] }).restart_required, []);
+  child.kill('SIGKILL');
+});

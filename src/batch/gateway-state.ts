@@ -18,6 +18,8 @@ export interface GatewayState {
   metrics: GatewayMetrics;
   version: string;
   configPath: string | undefined;
+  /** The command line's --admin-listen, which wins over the file's admin.listen at every load. */
+  adminListen?: string;
   /** In memory, or Redis with `state.redis` (docs/deployment.md#several-gateway-replicas-redis). */
   store: Store;
   experiments: Experiments;
