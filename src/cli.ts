@@ -175,6 +175,13 @@ async function run(args: string[]): Promise<number> {
   return usageError(`unknown command "${first}"${near === undefined ? '' : ` (did you mean "${near}"?)`}`);
 }
 
+// A reader that stops early (`| head`) ends the output, not the command with a stack trace.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+  process.stderr.write(`magma-gateway: standard output: ${err.message}\n`);
+  process.exit(1);
+});
+
 run(process.argv.slice(2)).then(
   (code) => {
     if (code >= 0) process.exitCode = code;

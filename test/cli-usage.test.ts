@@ -193,3 +193,11 @@ test('on a shared machine: the port from --port, the admin listener from MAGMA_G
   const res = await fetch(`${String(line.url)}/gateway/overview`);
   assert.equal(res.status, 200);
 });
+
+test('a reader that stops early (| head) ends the output: no stack trace, the exit code of the command', async () => {
+  const r = runCli(['validate', '--config', VALID]);
+  // The read end closed before the command writes: its write fails with EPIPE.
+  r.child.stdout!.destroy();
+  assert.equal(await r.exit, 0);
+  assert.equal(r.stderr(), '');
+});
