@@ -99,6 +99,13 @@ test('not_trustworthy: outcome coverage that differs between arms, when the outc
   assert.notEqual(judge(members, TOOL).state, 'not_trustworthy');
 });
 
+test('coverage under 90% in every arm alike is no bias but is said: the comparison reads only the episodes imported', () => {
+  const low = [episodes('a', 100, 50, 30), episodes('b', 100, 50, 20)];
+  const warning = (m: ArmInput[]): string | undefined => analyse(m, 'a', OUTCOME).warnings.find((w) => w.includes('have no outcome'));
+  assert.equal(warning(low), "100 of 200 trajectories have no outcome (coverage 50%): the outcome comparison reads only the episodes imported; import every run's results (episodes still running have none yet)");
+  assert.equal(warning([episodes('a', 100, 95, 30), episodes('b', 100, 90, 20)]), undefined);
+});
+
 test('not_trustworthy: success and score outcomes posted to one experiment', () => {
   const v = judge([arm('a', { units: 30, outcomeReported: 30, outcomeSuccess: 10 }), arm('b', { units: 30, scoreN: 30, scoreSum: 12, scoreSquares: 9 })], OUTCOME);
   assert.equal(v.state, 'not_trustworthy');

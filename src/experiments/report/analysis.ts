@@ -10,6 +10,9 @@ export type SecondaryMetric = 'stages_per_trajectory' | 'steps_per_trajectory' |
 
 const ALPHA = 0.05;
 
+/** Under this share of trajectories with an outcome, the report says so (still running, or results not imported). */
+const LOW_COVERAGE = 0.9;
+
 export interface Secondary {
   arm: string;
   control: string;
@@ -74,6 +77,11 @@ export function analyse(arms: readonly ArmInput[], control: string, o: AnalysisO
     outcomeCoverage = { p_value: g.p_value, flagged: g.p_value < SRM_ALPHA };
     if (outcomeCoverage.flagged) {
       warnings.push(`outcome coverage differs between arms (p = ${g.p_value.toExponential(2)}): episodes were matched unevenly (see each arm's coverage), which biases the outcome comparison; check the import's ambiguous and unmatched counts`);
+    }
+    const units = arms.reduce((n, a) => n + a.counts.units, 0);
+    const covered = arms.reduce((n, a) => n + Math.min(a.counts.outcomeReported + a.counts.scoreN, a.counts.units), 0);
+    if (units > 0 && covered < LOW_COVERAGE * units) {
+      warnings.push(`${units - covered} of ${units} trajectories have no outcome (coverage ${round((100 * covered) / units, 1)}%): the outcome comparison reads only the episodes imported; import every run's results (episodes still running have none yet)`);
     }
   }
   if (arms.length > 2) warnings.push(`${arms.length} arms: each is compared with ${control} at alpha ${round(alpha, 4)} (Bonferroni over ${arms.length - 1} comparisons)`);
