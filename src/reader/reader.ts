@@ -4,6 +4,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors.js';
+import { EXACT_JSON_THREAD_DATA } from '../protocol/json/exact-json.js';
 import { isOwn, shrinkStoresWith, storeOf } from '../protocol/byte-store.js';
 import { shrinkOffTheLoop } from './shrink-thread.js';
 import { askedOf, checkAnswerBytes, placeAnswer, type AnswerCheck, type AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
@@ -30,7 +31,7 @@ export const offloaded: Record<OffloadTask['kind'], { jobs: number; copied: numb
 
 function theWorker(): Worker {
   if (worker !== undefined) return worker;
-  const w = new Worker(new URL('./reader-worker.js', import.meta.url));
+  const w = new Worker(new URL('./reader-worker.js', import.meta.url), { workerData: EXACT_JSON_THREAD_DATA });
   w.unref();
   w.on('message', (reply: OffloadReply) => {
     const p = pending.get(reply.id);

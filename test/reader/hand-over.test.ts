@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { indexAnswerOffloaded, offloaded } from '../../src/reader/reader.js';
+import { indexAnswerOffloaded, OFFLOAD_BYTES, offloaded, readOffloaded } from '../../src/reader/reader.js';
+import { stringifyExact } from '../../src/protocol/json/exact-json.js';
 import { BodyBytes } from '../../src/protocol/body-bytes.js';
 import { storeOf, type ByteStore } from '../../src/protocol/byte-store.js';
 
@@ -58,4 +59,20 @@ test('a store released while its bytes are on the thread is given back when they
   owned[0]?.release();
   const r = await job;
   assert.equal(r.body.length, 0, 'the pages went back as soon as they came back');
+});
+
+test('an integer no double holds, read on the thread, means the same number here (its marker is shared)', async () => {
+  const id = '99999999999999999999';
+  const memory = JSON.stringify({ note: 'm'.repeat(OFFLOAD_BYTES) });
+  const body = Buffer.from(`{"request_id":"r","inputs":[{"id":${id},"instruction":{"type":"user","content":"c"},"memory":${memory}}]}`);
+  const limits = { maxOutputsPerInput: 8, maxJsonDepth: 64, memoryKey: 'mk', maxInputs: 8, maxProblems: 8 };
+  const before = offloaded.request.jobs;
+  const r = await readOffloaded(body, limits);
+  assert.equal(offloaded.request.jobs - before, 1, 'read on the thread');
+  assert.ok(r.outcome.ok, JSON.stringify(r.outcome).slice(0, 300));
+  if (r.outcome.ok) {
+    const input = r.outcome.index.inputs[0];
+    assert.ok(input !== undefined);
+    assert.equal(stringifyExact(input.id), id);
+  }
 });

@@ -3,11 +3,23 @@
  * do not print back as written become secret-nonce string markers and back (docs/protocol-fidelity.md#exact-json).
  */
 import { randomBytes } from 'node:crypto';
+import { isMainThread, workerData } from 'node:worker_threads';
 import { exceedsDepth, MAX_JSON_DEPTH_CEILING, stringEnd, tooDeepMessage } from './json-depth.js';
 import { GatewayError } from '../../errors.js';
 import type { IntValue } from './json-values.js';
 
-const NONCE = randomBytes(16).toString('hex');
+/** What a thread that reads bodies for the main one is started with: a marker must mean the same on both sides. */
+export interface ExactJsonThreadData {
+  numberMarkNonce: string;
+}
+
+function isThreadData(v: unknown): v is ExactJsonThreadData {
+  return typeof v === 'object' && v !== null && 'numberMarkNonce' in v && typeof v.numberMarkNonce === 'string';
+}
+
+const NONCE = !isMainThread && isThreadData(workerData) ? workerData.numberMarkNonce : randomBytes(16).toString('hex');
+
+export const EXACT_JSON_THREAD_DATA: ExactJsonThreadData = { numberMarkNonce: NONCE };
 const NUMBER_MARK = '\uE000' + NONCE;
 const MARK_LEN = NUMBER_MARK.length;
 
