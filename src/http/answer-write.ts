@@ -9,7 +9,7 @@ export function bodyLength(body: string | AnswerBody): number {
 }
 
 /** Write `body` and end the response; headers must have been written or set. */
-export function writeBody(res: ServerResponse, body: string | AnswerBody): void {
+function writeBody(res: ServerResponse, body: string | AnswerBody): void {
   if (typeof body === 'string') {
     res.end(body);
     return;
@@ -36,6 +36,28 @@ export function writeBody(res: ServerResponse, body: string | AnswerBody): void 
   next();
 }
 
+/** Answers this small are taken whole by the socket's buffers: no client can hold them in the gateway. */
+const HELD_BY_CLIENT_BYTES = 64 * 1024;
+
+/**
+ * A client that has not taken its whole answer `ms` after it began is disconnected: the answer's bytes, counted in
+ * the memory budget until then, go with it (docs/limits-and-edges.md#deadlines).
+ */
+export function sendWithin(res: ServerResponse, ms: number): void {
+  if (res.writableFinished || res.destroyed) return;
+  const timer = setTimeout(() => {
+    if (!res.writableFinished) res.destroy();
+  }, ms);
+  timer.unref();
+  res.once('close', () => clearTimeout(timer));
+}
+
+/** Write `body` and end the response, the client given `sendMs` to take it. */
+export function writeAnswer(res: ServerResponse, body: string | AnswerBody, sendMs: number): void {
+  writeBody(res, body);
+  if (bodyLength(body) > HELD_BY_CLIENT_BYTES) sendWithin(res, sendMs);
+}
+
 /**
  * A streamed answer's trailer needs chunked framing, which HTTP/1.0 lacks (node throws ERR_HTTP_TRAILER_INVALID),
  * and nginx talks HTTP/1.0 to its upstreams by default (docs/limits-and-edges.md#http10-clients).
@@ -51,6 +73,7 @@ export class ResponseWriter implements ResponseStream {
   constructor(
     readonly out: ServerResponse,
     private readonly extraHeaders: () => Record<string, string> | undefined,
+    private readonly sendMs: number,
   ) {}
 
   describe(requestId: string | undefined, cacheHits: number | undefined): void {
@@ -58,7 +81,9 @@ export class ResponseWriter implements ResponseStream {
   }
 
   begin(): void {
-    if (!this.out.destroyed) this.out.writeHead(200, { ...streamedHeaders(this.facts), ...this.extraHeaders(), 'content-type': 'application/json' });
+    if (this.out.destroyed) return;
+    this.out.writeHead(200, { ...streamedHeaders(this.facts), ...this.extraHeaders(), 'content-type': 'application/json' });
+    sendWithin(this.out, this.sendMs);
   }
 
   end(overheadMs: number): void {

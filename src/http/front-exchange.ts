@@ -16,7 +16,7 @@ import type { ConnectionSlots } from './connection-slots.js';
 import type { ReceiveDeadlines } from './receive-deadlines.js';
 import { accessFor } from './request-client.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH } from './agent-path.js';
-import { bodyLength, mayStream, ResponseWriter, writeBody } from './answer-write.js';
+import { bodyLength, mayStream, ResponseWriter, writeAnswer } from './answer-write.js';
 import { answerAndLinger, lingerBounds } from './lingering-close.js';
 import {
   answerHeaders,
@@ -177,7 +177,7 @@ export class FrontExchange {
         onClientGone: (fn: () => void) => onClientGone(res, fn),
         client: this.client,
         memory: this.hold,
-        stream: mayStream(req) ? new ResponseWriter(res, () => drainHeaders(host.draining())) : undefined,
+        stream: mayStream(req) ? new ResponseWriter(res, () => drainHeaders(host.draining()), this.sendMs()) : undefined,
       });
       if (a.streamed === true) this.observe(200);
       else this.answer(a.status, a.body, {}, a);
@@ -224,8 +224,13 @@ export class FrontExchange {
     headers['content-type'] = 'application/json';
     headers['content-length'] = String(bodyLength(body));
     res.writeHead(status, headers);
-    writeBody(res, body);
+    writeAnswer(res, body, this.sendMs());
     this.observe(status);
+  }
+
+  /** request_timeout_s bounds the answer too, a slow client's pace included. */
+  private sendMs(): number {
+    return this.host.gateway.current.config.request_timeout_s * 1000;
   }
 
   private observe(status: number): void {
