@@ -1,5 +1,6 @@
 /** The answer's size bound and the memory budget's charge: two pieces of the call's handler chain (backend-call.ts). */
 import type { Dispatcher } from 'undici';
+import { codeForStatus } from '../errors.js';
 import { tooLargeFailure } from './call-failure.js';
 import type { AnswerHandler, AnswerHeaders, CallOptions, CallRun } from './call-types.js';
 
@@ -37,11 +38,16 @@ class PassOn implements AnswerHandler {
   }
 }
 
+/** Of an error answer only its first words are shown (post-responses.ts): reading more holds bytes for nothing. */
+const ERROR_BODY_BYTES = 64 * 1024;
+
 /** One byte over the bound ends the call at once; a declared length over it, before the body's first byte. */
 export class SizeBound extends PassOn {
   private received = 0;
+  private status = 0;
 
   override onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: AnswerHeaders): void {
+    this.status = statusCode;
     if (declaredLength(headers) > this.call.maxBytes) this.tooLarge();
     else super.onResponseStart(controller, statusCode, headers);
   }
@@ -49,7 +55,9 @@ export class SizeBound extends PassOn {
   override onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.received += chunk.length;
     if (this.received > this.call.maxBytes) this.tooLarge();
-    else super.onResponseData(controller, chunk);
+    else if (this.status >= 300 && this.received > ERROR_BODY_BYTES) {
+      this.call.stop({ code: codeForStatus(this.status), message: `HTTP ${this.status} (its body passed ${ERROR_BODY_BYTES} bytes and was not read further)` });
+    } else super.onResponseData(controller, chunk);
   }
 
   private tooLarge(): void {

@@ -54,8 +54,14 @@ async function backendOf(
 }
 
 /** An answer that never ends: 64 KiB chunks as fast as the socket takes them, until the client goes away. */
-function endless(_req: IncomingMessage, res: ServerResponse, count: (n: number) => void): void {
-  res.writeHead(200, { 'content-type': 'application/json' });
+const endless = endlessWith(200);
+
+function endlessWith(status: number) {
+  return (_req: IncomingMessage, res: ServerResponse, count: (n: number) => void): void => pumpForever(res, status, count);
+}
+
+function pumpForever(res: ServerResponse, status: number, count: (n: number) => void): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
   const chunk = Buffer.alloc(64 * 1024, 0x20);
   const pump = (): void => {
     while (!res.destroyed) {
@@ -101,6 +107,14 @@ test('an endless chunked answer is cut at maxBytes: invalid_response naming the 
   await b.closed;
   // Aborted at once: the server could not push much more than the bound plus socket buffers.
   assert.ok(b.written() < 64 * 1024 * 1024, `${b.written()} bytes were written`);
+});
+
+test('an error status with an endless body is that status\'s failure after 64 KB, the connection closed', async () => {
+  const b = await backendOf(endlessWith(500));
+  const r = await callReplica(b.replica, { method: 'POST', path: '/v1/responses', body: '{}', timeoutMs: 60_000 });
+  assert.equal(r.ok ? undefined : r.failure.code, 'gateway_backend_http_error');
+  assert.match(r.ok ? '' : r.failure.message, /^HTTP 500 \(its body passed 65536 bytes and was not read further\)$/);
+  await b.closed;
 });
 
 test('raw mode (coaching) is bounded the same way, and an explicit maxBytes names its own key', async () => {
