@@ -31,6 +31,7 @@ function limitsOf(server: GatewayConfig['server'], memoryKey: string): RequestRe
     memoryKey,
     maxInputs: server.max_candidates_per_batch,
     maxProblems: server.max_validation_errors,
+    maxMemoryKeyRepeats: server.max_memory_key_repeats,
   };
 }
 

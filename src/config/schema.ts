@@ -1,6 +1,7 @@
 /** Every config key and its default, once (docs/configuration.md); unknown keys are errors at every level. */
 import { z } from 'zod';
 import { DEFAULT_MAX_JSON_DEPTH, MAX_JSON_DEPTH_CEILING } from '../protocol/json/json-depth.js';
+import { DEFAULT_MAX_MEMORY_KEY_REPEATS } from '../protocol/request/protocol-walker.js';
 
 const positive = z.number().positive('must be greater than 0');
 /** All-digit names are refused: JS objects list integer-like keys first, which would reorder members. */
@@ -261,6 +262,7 @@ export const configSchema = z.strictObject({
       body_discard_s: z.number().min(0).default(30),
       max_outputs_per_input: z.number().int().positive().default(1024),
       max_json_depth: z.number().int().positive().max(MAX_JSON_DEPTH_CEILING).default(DEFAULT_MAX_JSON_DEPTH),
+      max_memory_key_repeats: z.number().int().positive().default(DEFAULT_MAX_MEMORY_KEY_REPEATS),
       max_candidates_per_batch: z.number().int().positive().default(4096),
       max_answer_mb: positive.default(128),
       stream_answers_over_mb: positive.default(64),

@@ -163,7 +163,7 @@ export class Attempt {
     const t1 = performance.now();
     const inputs = items.map((it) => ({ id: it.input.id, count: it.count }));
     const shape = { requestId: this.batch.request.request_id, inputs };
-    const rows = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, this.deps.memoryKey);
+    const rows = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, this.deps.memoryKey, replica.maxMemoryKeyRepeats);
     this.workMs += performance.now() - t1;
     if (!rows.ok) {
       this.ended('gateway_backend_invalid_response', ms, rows.reason);

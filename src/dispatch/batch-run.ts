@@ -80,7 +80,7 @@ export class BatchRun {
     // Only an attempt carrying the whole batch may stream: nothing else then writes to the client.
     const stream =
       this.ctx.stream !== undefined && coversRequest(request, items)
-        ? new StreamedAnswer(this.slots, request, items, this.ctx.stream.sink, replica.maxJsonDepth, this.deps.memoryKey, this.ctx.memory)
+        ? new StreamedAnswer(this.slots, request, items, this.ctx.stream.sink, replica.maxJsonDepth, this.deps.memoryKey, replica.maxMemoryKeyRepeats, this.ctx.memory)
         : undefined;
     const attempt = new Attempt(this.deps, this.observer, this.inputs, this.ctx, replica, items, tried, stream);
     const r = await attempt.run();

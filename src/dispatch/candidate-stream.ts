@@ -32,6 +32,8 @@ export interface StreamTarget {
   readonly sink: AnswerSink;
   readonly maxDepth: number;
   readonly memoryKey: string;
+  /** server.max_memory_key_repeats. */
+  readonly maxKeyRepeats: number;
   readonly memory?: AnswerCharge;
 }
 
@@ -126,7 +128,7 @@ export class CandidateStream extends Transform {
   private element(wrapped: Buffer): void {
     const k = this.elements++;
     if (!isUtf8(wrapped)) return this.invalid(`the answer is not valid UTF-8 (in candidate [${k}])`);
-    const indexed = indexAgentResponse(wrapped, this.target.maxDepth, this.target.memoryKey);
+    const indexed = indexAgentResponse(wrapped, this.target.maxDepth, this.target.memoryKey, Number.MAX_SAFE_INTEGER, this.target.maxKeyRepeats);
     if (!indexed.ok) return this.invalid(`the answer is not JSON: ${indexed.reject.reason} (in candidate [${k}])`);
     const el = indexed.elements[0];
     if (el === undefined || indexed.elements.length !== 1) return this.invalid(`the answer is not JSON: a value is missing (candidate [${k}])`);

@@ -187,7 +187,7 @@ class Shadow {
     // Until judged: a check that throws leaves the span saying the answer was not valid.
     this.outcome = 'gateway_backend_invalid_response';
     const shape = { requestId: request.request_id, inputs: g.inputs.map((inp) => ({ id: inp.id, count: inp.num_outputs })) };
-    const check = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, this.deps.memoryKey);
+    const check = await checkAnswerYielding(res.bytes, shape, replica.maxJsonDepth, this.deps.memoryKey, replica.maxMemoryKeyRepeats);
     if (!check.ok || check.slots.some((row) => row.some((s) => !s.ok))) {
       return this.ended('invalid', 'gateway_backend_invalid_response', check.ok ? 'a candidate is malformed' : check.reason);
     }

@@ -24,6 +24,7 @@ export class StreamedAnswer implements StreamTarget {
     readonly sink: AnswerSink,
     readonly maxDepth: number,
     readonly memoryKey: string,
+    readonly maxKeyRepeats: number,
     readonly memory?: AnswerCharge,
   ) {}
 

@@ -11,7 +11,7 @@ import { refusalDetail, type RequestReadLimits } from '../validation/bounded-det
 
 export type OffloadTask =
   | { kind: 'request'; limits: RequestReadLimits }
-  | { kind: 'answer'; asked: number; maxDepth: number; memoryKey: string };
+  | { kind: 'answer'; asked: number; maxDepth: number; memoryKey: string; maxKeyRepeats: number };
 
 export interface OffloadJob {
   id: number;
@@ -50,7 +50,7 @@ function readJob(buf: Buffer, limits: RequestReadLimits): ReadOutcome {
 function runJob(job: OffloadJob): { outcome: OffloadOutcome; body: Buffer } {
   const received = Buffer.from(job.bytes, 0, job.length);
   const task = job.task;
-  if (task.kind === 'answer') return { outcome: { kind: 'answer', index: indexAnswer(received, task.asked, task.maxDepth, task.memoryKey) }, body: received };
+  if (task.kind === 'answer') return { outcome: { kind: 'answer', index: indexAnswer(received, task.asked, task.maxDepth, task.memoryKey, task.maxKeyRepeats) }, body: received };
   // A UTF-16 or UTF-32 body is read (and forwarded) as the UTF-8 it decodes to, as FastAPI's json.loads reads it.
   const bytes = jsonBytesAsUtf8(received);
   if (!bytes.ok) {

@@ -9,6 +9,7 @@ import { isOwn, shrinkStoresWith, storeOf } from '../protocol/byte-store.js';
 import { shrinkOffTheLoop } from './shrink-thread.js';
 import { askedOf, checkAnswerBytes, placeAnswer, type AnswerCheck, type AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
 import type { SubRequestShape } from '../protocol/answer/response-check.js';
+import { DEFAULT_MAX_MEMORY_KEY_REPEATS } from '../protocol/request/protocol-walker.js';
 import type { RequestReadLimits } from '../validation/bounded-detail.js';
 import type { OffloadJob, OffloadOutcome, OffloadReply, OffloadTask, ReadOutcome } from './reader-worker.js';
 
@@ -102,8 +103,9 @@ export async function indexAnswerOffloaded(
   asked: number,
   maxDepth: number,
   memoryKey: string,
+  maxKeyRepeats = DEFAULT_MAX_MEMORY_KEY_REPEATS,
 ): Promise<{ body: Buffer; outcome: AnswerIndexOutcome }> {
-  const r = await offload(bytes, { kind: 'answer', asked, maxDepth, memoryKey });
+  const r = await offload(bytes, { kind: 'answer', asked, maxDepth, memoryKey, maxKeyRepeats });
   if (r.outcome.kind !== 'answer') throw unexpected('answer');
   return { body: r.body, outcome: r.outcome.index };
 }
@@ -113,8 +115,14 @@ export async function indexAnswerOffloaded(
  * small one in place. `bytes` is unusable afterwards when large: its memory went to the thread and came back as one
  * Buffer.
  */
-export async function checkAnswerYielding(bytes: Buffer, shape: SubRequestShape, maxDepth: number, memoryKey: string): Promise<AnswerCheck> {
-  if (bytes.length <= OFFLOAD_BYTES) return checkAnswerBytes(bytes, shape, maxDepth, memoryKey);
-  const { body, outcome } = await indexAnswerOffloaded(bytes, askedOf(shape), maxDepth, memoryKey);
+export async function checkAnswerYielding(
+  bytes: Buffer,
+  shape: SubRequestShape,
+  maxDepth: number,
+  memoryKey: string,
+  maxKeyRepeats: number,
+): Promise<AnswerCheck> {
+  if (bytes.length <= OFFLOAD_BYTES) return checkAnswerBytes(bytes, shape, maxDepth, memoryKey, maxKeyRepeats);
+  const { body, outcome } = await indexAnswerOffloaded(bytes, askedOf(shape), maxDepth, memoryKey, maxKeyRepeats);
   return placeAnswer(body, outcome, shape, maxDepth);
 }

@@ -2,6 +2,7 @@
 import { Pool } from 'undici';
 import { DEFAULT_MAX_RESPONSE_MB, mbToBytes } from '../config/schema.js';
 import { DEFAULT_MAX_JSON_DEPTH } from '../protocol/json/json-depth.js';
+import { DEFAULT_MAX_MEMORY_KEY_REPEATS } from '../protocol/request/protocol-walker.js';
 import type { AgentInfo } from '../protocol/types.js';
 import type { BackendTlsOptions } from '../config/tls-files.js';
 
@@ -44,6 +45,7 @@ interface ReplicaOptions {
   headers: Record<string, string>;
   maxResponseBytes?: number;
   maxJsonDepth?: number;
+  maxMemoryKeyRepeats?: number;
   tls?: BackendTlsOptions;
 }
 
@@ -59,6 +61,8 @@ export class Replica {
   /** Also for the node:http transport that reads past an unasked `100 Continue` (read-past-continue.ts). */
   readonly tls: BackendTlsOptions | undefined;
   readonly maxJsonDepth: number;
+  /** server.max_memory_key_repeats, for its answers' memories. */
+  readonly maxMemoryKeyRepeats: number;
   readonly pool: Pool;
 
   constructor(
@@ -74,6 +78,7 @@ export class Replica {
     this.headers = opts.headers;
     this.maxResponseBytes = opts.maxResponseBytes ?? mbToBytes(DEFAULT_MAX_RESPONSE_MB);
     this.maxJsonDepth = opts.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+    this.maxMemoryKeyRepeats = opts.maxMemoryKeyRepeats ?? DEFAULT_MAX_MEMORY_KEY_REPEATS;
     this.tls = opts.tls;
     this.pool = new Pool(this.origin, {
       // Keep-alive connections reused across batches; enough of them for sub-requests of concurrent batches.

@@ -41,6 +41,7 @@ export class Upstreams {
           {
             backend: name, index, url, connectTimeoutMs: b.connect_timeout_s * 1000, headers: b.headers,
             maxResponseBytes: mbToBytes(b.max_response_mb), maxJsonDepth: config.server.max_json_depth,
+            maxMemoryKeyRepeats: config.server.max_memory_key_repeats,
             ...(tls === undefined ? {} : { tls }),
           },
           record,

@@ -81,6 +81,7 @@ test('defaults fill every key a minimal file leaves out', () => {
     body_discard_s: 30,
     max_outputs_per_input: 1024,
     max_json_depth: 128,
+    max_memory_key_repeats: 16,
     max_candidates_per_batch: 4096,
     max_answer_mb: 128,
     stream_answers_over_mb: 64,

@@ -6,6 +6,7 @@ import { exceedsDepth, tooDeepMessage } from '../json/json-depth.js';
 import { checkIndexedResponse, checkSubResponse, IndexedCandidate, type Slot, type SubRequestShape } from './response-check.js';
 import { firstInvalidUtf8 } from '../json/utf8.js';
 import { agentDecisionSchema } from '../schemas.js';
+import { MemoryKeyRepeats } from '../request/protocol-walker.js';
 import type { AgentDecision, AgentOutput } from '../types.js';
 
 export type AnswerCheck =
@@ -20,18 +21,23 @@ export type AnswerIndexOutcome =
   | { ok: true; skip: number; elements: AnswerElement[] }
   | { ok: false; skip: number; reason: string; decode: boolean };
 
-export function indexAnswer(bytes: Uint8Array, asked: number, maxDepth: number, memoryKey: string): AnswerIndexOutcome {
+export function indexAnswer(bytes: Uint8Array, asked: number, maxDepth: number, memoryKey: string, maxKeyRepeats: number): AnswerIndexOutcome {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // Nothing a backend sends is altered: an answer that is not UTF-8 is not one (a UTF-8 byte order mark is dropped).
   const skip = buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
   const body = buf.subarray(skip);
   if (!isUtf8(body)) return { ok: false, skip, reason: `the answer is not valid UTF-8 (byte ${firstInvalidUtf8(body)})`, decode: false };
   // Room for a backend's duplicates and strays (their slots are judged one by one), not for millions of elements.
-  const indexed = indexAgentResponse(body, maxDepth, memoryKey, 2 * asked + 16);
+  const indexed = indexAgentResponse(body, maxDepth, memoryKey, 2 * asked + 16, maxKeyRepeats);
   if (indexed.ok) return { ok: true, skip, elements: indexed.elements };
+  const { reject } = indexed;
+  // Decoded, the repeats collapse to one and the text check would pass what the bound refused.
+  if (reject instanceof MemoryKeyRepeats) {
+    return { ok: false, skip, reason: `the answer is not a valid AgentResponse: candidate [${reject.owner}]'s ${reject.reason} at byte ${reject.at}`, decode: false };
+  }
   // A large refused answer is not decoded for the reason's words: that would build an object per element.
-  const decode = body.length <= TEXT_CHECK_MAX_BYTES && !indexed.reject.reason.startsWith(TOO_MANY_ELEMENTS);
-  return { ok: false, skip, reason: `the answer is not a valid AgentResponse: ${indexed.reject.reason} at byte ${indexed.reject.at}`, decode };
+  const decode = body.length <= TEXT_CHECK_MAX_BYTES && !reject.reason.startsWith(TOO_MANY_ELEMENTS);
+  return { ok: false, skip, reason: `the answer is not a valid AgentResponse: ${reject.reason} at byte ${reject.at}`, decode };
 }
 
 export function askedOf(shape: SubRequestShape): number {
@@ -45,8 +51,8 @@ export function placeAnswer(bytes: Buffer, outcome: AnswerIndexOutcome, shape: S
   return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
 }
 
-export function checkAnswerBytes(bytes: Buffer, shape: SubRequestShape, maxDepth: number, memoryKey: string): AnswerCheck {
-  return placeAnswer(bytes, indexAnswer(bytes, askedOf(shape), maxDepth, memoryKey), shape, maxDepth);
+export function checkAnswerBytes(bytes: Buffer, shape: SubRequestShape, maxDepth: number, memoryKey: string, maxKeyRepeats: number): AnswerCheck {
+  return placeAnswer(bytes, indexAnswer(bytes, askedOf(shape), maxDepth, memoryKey, maxKeyRepeats), shape, maxDepth);
 }
 
 function checkText(text: string, shape: SubRequestShape, maxDepth: number): AnswerCheck {

@@ -4,7 +4,7 @@
  */
 import { IndexReject } from '../json/json-index.js';
 import type { MemoryLayout } from '../memory-tag.js';
-import { ProtocolWalker } from '../request/protocol-walker.js';
+import { DEFAULT_MAX_MEMORY_KEY_REPEATS, ProtocolWalker } from '../request/protocol-walker.js';
 import type { Span } from '../request/request-index.js';
 import { QUOTE, LBRACKET, LBRACE } from '../json/json-bytes.js';
 
@@ -28,10 +28,19 @@ export interface AnswerElement {
 
 type AnswerIndexResult = { ok: true; elements: AnswerElement[] } | { ok: false; reject: IndexReject };
 
-/** `maxElements`: refused there, before an object is built for each of millions of elements (`[0,0,...]`). */
-export function indexAgentResponse(buf: Buffer, maxDepth: number, memoryKey: string, maxElements = Number.MAX_SAFE_INTEGER): AnswerIndexResult {
+/**
+ * `maxElements`: refused there, before an object is built for each of millions of elements (`[0,0,...]`);
+ * `maxKeyRepeats` is server.max_memory_key_repeats.
+ */
+export function indexAgentResponse(
+  buf: Buffer,
+  maxDepth: number,
+  memoryKey: string,
+  maxElements = Number.MAX_SAFE_INTEGER,
+  maxKeyRepeats = DEFAULT_MAX_MEMORY_KEY_REPEATS,
+): AnswerIndexResult {
   try {
-    return { ok: true, elements: new AnswerIndexer(buf, maxDepth, memoryKey, maxElements).run() };
+    return { ok: true, elements: new AnswerIndexer(buf, maxDepth, memoryKey, maxElements, maxKeyRepeats).run() };
   } catch (err) {
     if (err instanceof IndexReject) return { ok: false, reject: err };
     throw err;
@@ -48,8 +57,9 @@ class AnswerIndexer extends ProtocolWalker {
     maxDepth: number,
     memoryKey: string,
     private readonly maxElements: number,
+    maxKeyRepeats: number,
   ) {
-    super(buf, maxDepth, memoryKey);
+    super(buf, maxDepth, memoryKey, maxKeyRepeats);
   }
 
   run(): AnswerElement[] {
@@ -62,6 +72,7 @@ class AnswerIndexer extends ProtocolWalker {
     const elements: AnswerElement[] = [];
     const end = this.elements(p, 1, (q) => {
       if (elements.length >= this.maxElements) throw new IndexReject(q, `${TOO_MANY_ELEMENTS} (over ${this.maxElements})`);
+      this.memoryOwner = elements.length;
       if (s.at(q) !== LBRACE) {
         const e = s.value(q, 1);
         elements.push({ span: { start: q, end: e }, candidate: undefined });

@@ -3,6 +3,24 @@ import { IndexReject, JsonScanner, type NumberToken } from '../json/json-index.j
 import type { MemoryLayout, TagSpan } from '../memory-tag.js';
 import { COMMA, RBRACKET, RBRACE } from '../json/json-bytes.js';
 
+/** server.max_memory_key_repeats: a client re-sending its tag repeats the key a few times, not millions. */
+export const DEFAULT_MAX_MEMORY_KEY_REPEATS = 16;
+
+/**
+ * A memory naming memory_key more than server.max_memory_key_repeats times, refused when the next one is met: each
+ * is a recorded position, held uncounted by the memory budget. `owner`: the input's or element's place in its list.
+ */
+export class MemoryKeyRepeats extends IndexReject {
+  constructor(
+    at: number,
+    readonly owner: number,
+    readonly memoryKey: string,
+    readonly max: number,
+  ) {
+    super(at, `memory repeats the key ${JSON.stringify(memoryKey)} more than ${max} times (server.max_memory_key_repeats)`);
+  }
+}
+
 /** The config has one memory key or a few, and every body's two walks need their bytes. */
 const keyBytes = new Map<string, Buffer>();
 
@@ -23,11 +41,14 @@ export abstract class ProtocolWalker {
   protected readonly tok: NumberToken = { start: 0, end: 0, integer: true, negative: false };
   /** The memory key between quotes, written without escapes. */
   protected readonly memoryKeyBytes: Buffer;
+  /** The input or element whose memory is walked, for MemoryKeyRepeats. */
+  protected memoryOwner = -1;
 
   constructor(
     readonly buf: Buffer,
     readonly maxDepth: number,
     readonly memoryKey: string,
+    readonly maxKeyRepeats: number = DEFAULT_MAX_MEMORY_KEY_REPEATS,
   ) {
     this.s = new JsonScanner(buf, maxDepth);
     this.memoryKeyBytes = memoryKeyBytes(memoryKey);
@@ -74,6 +95,7 @@ export abstract class ProtocolWalker {
         lastTag = undefined;
       }
       if (this.isMemoryKey(keyStart, keyEnd, escaped)) {
+        if (tags.length >= this.maxKeyRepeats) throw new MemoryKeyRepeats(keyStart, this.memoryOwner, this.memoryKey, this.maxKeyRepeats);
         lastTag = { keyStart, valueStart: v, valueEnd: e, prevEnd: count === 0 ? -1 : lastValueEnd, nextStart: -1 };
         tags.push(lastTag);
       }

@@ -10,6 +10,17 @@ import type { IndexReject } from '../json/json-index.js';
 import { indexAgentRequest, type IndexLimits, type RequestFindings, type RequestIndex } from './request-index.js';
 import type { ValidationIssue } from '../types.js';
 import { firstInvalidUtf8 } from '../json/utf8.js';
+import { MemoryKeyRepeats } from './protocol-walker.js';
+
+function memoryKeyRepeats(reject: MemoryKeyRepeats): ValidationIssue {
+  return {
+    type: 'too_long',
+    loc: ['body', 'inputs', reject.owner, 'memory'],
+    msg: `${reject.reason}: occurrence ${reject.max + 1} is at byte ${reject.at}`,
+    input: {},
+    ctx: { max_length: reject.max },
+  };
+}
 
 export type RequestRead =
   | { ok: true; request: IndexedAgentRequest; index: RequestIndex }
@@ -30,6 +41,8 @@ export function readAgentRequest(body: Buffer, limits: IndexLimits): RequestRead
   }
   const indexed = indexAgentRequest(body, limits);
   if (indexed.ok) return { ok: true, request: indexedRequest(indexed.index, limits.memoryKey), index: indexed.index };
+  // Python's json keeps the last copy, so the schema's words would accept it: the bound words its own 422.
+  if (indexed.reject instanceof MemoryKeyRepeats) return { ok: false, status: 422, detail: [memoryKeyRepeats(indexed.reject)] };
   if (limits.maxProblems !== undefined) return { ok: false, status: 422, detail: undefined, reject: indexed.reject, findings: indexed.findings };
   const parsed = parseAgentRequest(body.toString('utf8'), limits);
   if (!parsed.ok) return { ok: false, status: 422, detail: parsed.detail };

@@ -23,6 +23,8 @@ export interface IndexLimits {
   maxInputs?: number;
   /** server.max_validation_errors. */
   maxProblems?: number;
+  /** server.max_memory_key_repeats; absent: its default. */
+  maxMemoryKeyRepeats?: number;
 }
 
 /** What the indexer saw of a body it refused, for a 422 detail that costs no second parse. */
@@ -121,7 +123,7 @@ class RequestIndexer extends ProtocolWalker {
     buf: Buffer,
     readonly limits: IndexLimits,
   ) {
-    super(buf, limits.maxJsonDepth, limits.memoryKey);
+    super(buf, limits.maxJsonDepth, limits.memoryKey, limits.maxMemoryKeyRepeats);
   }
 
   run(): RequestIndex {
@@ -172,6 +174,7 @@ class RequestIndexer extends ProtocolWalker {
             bad(q, end, at);
             return end;
           }
+          this.memoryOwner = at;
           const r = this.input(q);
           if (r.input === undefined) bad(q, r.end, at);
           else list.push(r.input);
