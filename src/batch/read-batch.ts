@@ -77,11 +77,17 @@ function checked(request: IndexedAgentRequest, raw: Buffer, server: GatewayConfi
   if (request.inputs.length === 0) return { ok: false, status: 200, body: '[]' };
   const { inputs } = request;
   // Every memory is a slice of the body: its size is its length, and all of them together fit in the body.
+  // An id is one too, written as it came (answer-bytes.ts idBytes).
+  const idSpanBytes = (i: number): number => {
+    const span = inputs[i]?.raw.index.idSpan;
+    return span === undefined ? 0 : span.end - span.start;
+  };
   const tooBig = checkBatchLimits(inputs, (i) => inputs[i]?.raw.memory.byteLength ?? 0, {
     maxCandidates: server.max_candidates_per_batch,
     maxAnswerBytes: mbToBytes(server.max_answer_mb),
     maxAnswerMb: server.max_answer_mb,
     requestIdBytes: jsonStringBytes(request.request_id),
+    idBytes: idSpanBytes,
   }, raw.length);
   if (tooBig.length > 0) {
     log.info({ code: 'GATEWAY_ERR_INVALID_REQUEST', inputs: inputs.length, problem: tooBig[0]?.msg }, 'batch over its limits');

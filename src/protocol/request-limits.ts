@@ -1,4 +1,4 @@
-/** Every candidate carries its input's memory: 600 KB times `num_outputs: 1024` is a 600 MB answer. */
+/** Every candidate carries its input's memory and id: 600 KB times `num_outputs: 1024` is a 600 MB answer. */
 import type { AgentInput, ValidationIssue } from './types.js';
 
 /** A candidate's bytes besides its memory: a floor, so error candidates the gateway writes are never undercounted. */
@@ -10,6 +10,11 @@ interface BatchLimits {
   maxAnswerMb: number;
   /** The request_id as every candidate repeats it (a JSON string): the client chooses its length. */
   requestIdBytes?: number;
+  /**
+   * Input `index`'s id as each of its candidates repeats it (`source_id`, the body's digits): the client chooses
+   * its length too, a million digits in a 1 MB body. Known without reading the input, so called for every one.
+   */
+  idBytes?: (index: number) => number;
 }
 
 /**
@@ -41,6 +46,13 @@ export function checkBatchLimits(
   const max = limits.maxAnswerBytes;
   let answer = candidates * (CANDIDATE_OVERHEAD_BYTES + (limits.requestIdBytes ?? 0));
   if (answer > max) return [answerTooBig(limits, answer, undefined)];
+  const idBytes = limits.idBytes;
+  if (idBytes !== undefined) {
+    for (let i = 0; i < inputs.length; i++) {
+      answer += (inputs[i]?.num_outputs ?? 0) * idBytes(i); // i < inputs.length (loop bound)
+      if (answer > max) return [answerTooBig(limits, answer, i)];
+    }
+  }
   // The sum of num_outputs x memory is at most the largest num_outputs x all memories together.
   if (memoryBound !== undefined && answer + most * memoryBound <= max) return [];
   let singles = false;
@@ -69,7 +81,7 @@ function answerTooBig(limits: BatchLimits, answer: number, index: number | undef
   const over =
     index === undefined
       ? `carries the request_id (${limits.requestIdBytes ?? 0} bytes): the sum of num_outputs x the request_id is over the limit`
-      : `carries the request_id and its input's memory (num_outputs x memory size, summed over inputs, is over the limit by inputs[${index}])`;
+      : `carries the request_id and its input's id and memory (num_outputs x (id + memory size), summed over inputs, is over the limit by inputs[${index}])`;
   return {
     type: 'too_long',
     loc: index === undefined ? ['body', 'request_id'] : ['body', 'inputs'],

@@ -1,5 +1,5 @@
 /**
- * Every size counted (docs/limits-and-edges.md): the request_id in the answer estimate, backend error codes
+ * Every size counted (docs/limits-and-edges.md): the request_id and input ids in the answer estimate, backend error codes
  * bounded as metric labels, and a 413 a client sending its whole body first can read, on both fronts.
  */
 import assert from 'node:assert/strict';
@@ -23,6 +23,25 @@ test('a 1 MB request_id with num_outputs 1024 against max_answer_mb 128: the 422
   // The same id with one candidate fits.
   const ok = await gw.post({ request_id: 'x'.repeat(1024 * 1024), inputs: [mkInput(1)] });
   assert.equal(ok.status, 200);
+});
+
+test('an id of a million digits with num_outputs 1024 against max_answer_mb 128: the 422 naming the limit, not a 1 GB answer', async () => {
+  const agent = await f.agent({ behaviour: { status: 503 } });
+  const gw = await f.gateway({ backends: { a: { url: agent.url } }, routes: [{ name: 'd', backend: 'a' }] });
+  // Every candidate repeats the id as its source_id; JSON.stringify cannot write an integer that long.
+  const body = (n: number): string =>
+    `{"request_id":"long-id","inputs":[{"id":${'9'.repeat(1_000_000)},"instruction":{"type":"user","content":"go"},"num_outputs":${n}}]}`;
+  const res = await gw.post(body(1024));
+  assert.equal(res.status, 422, res.text.slice(0, 300));
+  assert.ok(res.text.length < 10_000, `a short detail, got ${res.text.length} bytes`);
+  const detail = (res.json as { detail: { loc: string[]; msg: string }[] }).detail;
+  assert.deepEqual(detail[0]!.loc, ['body', 'inputs']);
+  assert.match(detail[0]!.msg, /server\.max_answer_mb/);
+  assert.equal(agent.requestsTo('/v1/responses').length, 0, 'no backend called');
+  // The same id with a few candidates fits: its error candidates each carry the whole id.
+  const ok = await gw.post(body(3));
+  assert.equal(ok.status, 200);
+  assert.ok(ok.text.length > 3_000_000, `three candidates with the id, got ${ok.text.length} bytes`);
 });
 
 test('backend error codes 1 MB long: /metrics stays small, counts them as `other`, and candidates keep the code', async () => {

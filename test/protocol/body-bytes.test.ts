@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BodyBytes, LARGE_BODY_BYTES, STORE_BYTES } from '../../src/protocol/body-bytes.js';
+import { BodyBytes, GATHER_BYTES, LARGE_BODY_BYTES, STORE_BYTES } from '../../src/protocol/body-bytes.js';
 import { isOwn, storeOf, type ByteStore } from '../../src/protocol/byte-store.js';
 
 const body = Buffer.from(Array.from({ length: 5000 }, (_, i) => String.fromCharCode(32 + (i % 90))).join(''), 'latin1');
@@ -77,6 +77,45 @@ describe('body bytes', () => {
       assert.equal(got.length, 0, 'the pages went back: the view is empty');
     });
   }
+
+  it('1-byte chunks are gathered: a bounded number of pieces, bytes as sent', () => {
+    const sent = Buffer.alloc(LARGE_BODY_BYTES - 1);
+    for (let i = 0; i < sent.length; i++) sent[i] = (i * 7 + (i >> 11)) & 0xff;
+    const source = Buffer.from(sent);
+    for (const declared of [undefined, 10]) {
+      const r = new BodyBytes({ declared });
+      for (let i = 0; i < source.length; i++) r.add(source.subarray(i, i + 1));
+      // Kept as they came, they were a million pieces; gathered, one per GATHER_BYTES and a pending run.
+      assert.ok(r.pieces <= sent.length / GATHER_BYTES + 1025, `${r.pieces} pieces`);
+      assert.equal(r.size, sent.length);
+      const got = r.received();
+      assert.equal(got.equals(sent), true);
+      assert.equal(r.pieces, 0);
+    }
+  });
+
+  it('small chunks between large ones, and past 1 MiB into a store: bytes as sent, in order', () => {
+    const sizes = [1, 3, GATHER_BYTES, 1, 1, 2 * GATHER_BYTES + 5, 700, 9000, 9000, 1, GATHER_BYTES - 1];
+    const parts: Buffer[] = [];
+    for (let n = 0; n < 3000; n++) parts.push(...sizes.map((s, i) => Buffer.alloc(s, (n * 31 + i) & 0xff)));
+    const all = Buffer.concat(parts);
+    const small = new BodyBytes();
+    let at = 0;
+    for (const p of parts) {
+      small.add(p);
+      at += p.length;
+      if (at > LARGE_BODY_BYTES / 2) break;
+    }
+    assert.equal(small.received().equals(all.subarray(0, at)), true);
+    const owner = new Owner();
+    const stored = new BodyBytes({ max: all.length, owner });
+    for (let i = 0; i < LARGE_BODY_BYTES + 10; i++) stored.add(all.subarray(i, i + 1));
+    for (const p of pieces(all.subarray(LARGE_BODY_BYTES + 10), 65_536)) stored.add(p);
+    const got = stored.received();
+    assert.ok(storeOf(got) !== undefined, 'past 1 MiB: a store');
+    assert.equal(got.equals(all), true);
+    owner.release();
+  });
 
   it('an empty chunk is not kept: it may be a Buffer its sender shares', () => {
     const r = new BodyBytes();

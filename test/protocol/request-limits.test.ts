@@ -70,3 +70,15 @@ test('the request_id counts in every candidate: a long one alone can take the an
   assert.match(detail[0]!.msg, /exceed 1 MiB \(server\.max_answer_mb\): every candidate carries the request_id \(10000 bytes\)/);
   assert.equal(measured, 0, 'no memory measured once the ids alone are over');
 });
+
+test("each input's id counts in every one of its candidates: a long id x num_outputs is refused before any memory is measured", () => {
+  // 100 candidates x (512 + 9,000 bytes of id) = 951,200 bytes: fits 1 MiB; 99 of them with 11,000 bytes of id: over.
+  assert.deepEqual(checkBatchLimits(outputs(100), () => 0, { ...limits, idBytes: () => 9_000 }, 0), []);
+  let measured = 0;
+  const ids = [10, 11_000];
+  const detail = checkBatchLimits(outputs(1, 99), () => (measured++, 0), { ...limits, idBytes: (i) => ids[i]! }, 0);
+  assert.equal(detail.length, 1);
+  assert.deepEqual(detail[0]!.loc, ['body', 'inputs']);
+  assert.match(detail[0]!.msg, /exceed 1 MiB \(server\.max_answer_mb\): every candidate carries .*id.*inputs\[1\]/);
+  assert.equal(measured, 0, 'no memory measured once the ids alone are over');
+});
