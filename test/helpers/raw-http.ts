@@ -4,7 +4,7 @@
  * a node:http Agent whose keep-alive sockets the test looks at, or a large or chunked body written in pieces.
  */
 import { request, type Agent, type IncomingMessage } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 
 export interface RawAnswer {
   /** The status line's code; 0 when nothing readable came back. */
@@ -133,4 +133,13 @@ export function postBytes(url: string, body: Buffer, opts: { path?: string; chun
     for (let at = 0; at < body.length; at += 1 << 20) req.write(body.subarray(at, at + (1 << 20)));
     req.end();
   });
+}
+
+/** POSTs `body` to /v1/responses on a raw socket that reads nothing (paused) until the test resumes or destroys it. */
+export function postNeverReading(url: string, body: string): Socket {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1');
+  socket.on('error', () => undefined);
+  socket.pause();
+  socket.write(`POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  return socket;
 }

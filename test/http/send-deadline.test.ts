@@ -4,11 +4,11 @@
  * back, for a buffered answer and for a streamed one. Real loopback backend, a raw socket that never reads.
  */
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { oneBackend, useFixtures } from '../helpers/fixtures.js';
 import { mkInput, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
+import { postNeverReading } from '../helpers/raw-http.js';
 
 /** Each candidate's memory: 8 of them are far more than loopback's socket buffers take. */
 const PAD = 2 * 1024 * 1024;
@@ -19,20 +19,12 @@ async function held(gw: TestGateway): Promise<number> {
   return Number(line?.slice(line.lastIndexOf(' ') + 1));
 }
 
-function neverReads(gw: TestGateway, body: string): Socket {
-  const socket = connect(Number(new URL(gw.url).port), '127.0.0.1');
-  socket.on('error', () => undefined);
-  socket.pause();
-  socket.write(`POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-  return socket;
-}
-
 for (const [shape, streamOverMb] of [['buffered', 512], ['streamed', 1]] as const) {
   test(`a ${shape} answer its client never reads is dropped after request_timeout_s, and its bytes leave the budget`, async (t) => {
     const f = useFixtures(t);
     const a = await f.agent({ name: 'a', behaviour: { candidate: () => ({ memory: { pad: 'x'.repeat(PAD) } }) } });
     const gw = await f.gateway(oneBackend({ a: a.url }, { request_timeout_s: 2, server: { stream_answers_over_mb: streamOverMb, max_answer_mb: 512 } }));
-    const socket = neverReads(gw, JSON.stringify({ request_id: `never-${shape}`, inputs: [mkInput(1, { num_outputs: 8 })] }));
+    const socket = postNeverReading(gw.url, JSON.stringify({ request_id: `never-${shape}`, inputs: [mkInput(1, { num_outputs: 8 })] }));
     f.defer(() => socket.destroy());
     await waitFor('the answer held for the client', async () => (await held(gw)) > PAD, { timeoutMs: 10_000 });
     await waitFor('the answer given back', async () => (await held(gw)) === 0, { timeoutMs: 10_000 });

@@ -7,11 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { oneBackend, useFixtures, type Fixtures } from '../helpers/fixtures.js';
 import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
+import { postNeverReading } from '../helpers/raw-http.js';
 
 const BUDGET = 1024 * 1024;
 /** Each streamed candidate's memory pad: one of them waiting for the socket is a quarter of the budget. */
@@ -124,22 +124,13 @@ async function backend(f: Fixtures, hog = 0): Promise<Backend> {
   };
 }
 
-/** POST a batch on a raw socket that does not read (paused) until the test says so. */
-function slowClient(gw: TestGateway, body: string): Socket {
-  const socket = connect(Number(new URL(gw.url).port), '127.0.0.1');
-  socket.on('error', () => undefined);
-  socket.pause();
-  socket.write(`POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-  return socket;
-}
-
 const streamBody = (id: string): string => JSON.stringify({ request_id: id, inputs: [mkInput(9, { num_outputs: N })] });
 
 test('a client that stops reading a streamed answer: what waits for its socket is counted, a concurrent batch waits, destroying the client gives everything back', async (t) => {
   const f = useFixtures(t);
   const b = await backend(f);
   const gw = await f.gateway(oneBackend({ a: b.url }, { server: { memory_budget_mb: BUDGET / (1024 * 1024), stream_answers_over_mb: 1.5, admission_timeout_s: 60 } }));
-  const socket = slowClient(gw, streamBody('stream-1'));
+  const socket = postNeverReading(gw.url, streamBody('stream-1'));
   f.defer(() => socket.destroy());
   await waitFor('the backend held back by the client that does not read', () => b.blocked(), { timeoutMs: 30_000 });
   await waitFor('a candidate waiting for the socket counted', async () => (await held(gw)) >= PAD, { timeoutMs: 10_000 });
