@@ -35,8 +35,8 @@ export const PACKAGE_VERSION: string = PACKAGE_JSON.parse(JSON.parse(readFileSyn
 interface BuildOptions {
   config: GatewayConfig;
   configPath?: string;
-  /** The command line's --admin-listen: a reload reads the file with it, as the start did. */
-  adminListen?: string;
+  /** How a reload reads the config again, as the start did (the CLI amends the file); by default the file alone. */
+  loadConfig?: () => GatewayConfig;
   logger?: FastifyServerOptions['logger'];
   probeOnStart?: boolean;
   defaultMetrics?: boolean;
@@ -76,7 +76,7 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     config,
     version: PACKAGE_VERSION,
     configPath: opts.configPath,
-    adminListen: opts.adminListen,
+    loadConfig: opts.loadConfig,
     probeOnStart: opts.probeOnStart,
     defaultMetrics: opts.defaultMetrics,
   });

@@ -103,7 +103,7 @@ async function serve(argv: string[]): Promise<number> {
   config = withAdminListen(config, opts.adminListen);
   // Process-wide and before the first batch, so every way of starting the gateway runs the same process.
   const heap = applyProcessSettings();
-  const app = await buildApp({ config, configPath: path, adminListen: opts.adminListen, logger: loggerOptions(opts.logLevel ?? config.log_level) });
+  const app = await buildApp({ config, configPath: path, loadConfig: () => withAdminListen(loadConfigFile(path), opts.adminListen), logger: loggerOptions(opts.logLevel ?? config.log_level) });
   if (heap.source === 'gateway') app.log.info({ heap_growing_percent: heap.percent }, `V8 heap growth ${heap.percent}% (set by the gateway)`);
   else app.log.info({ node_arg: heap.arg }, `V8 heap growth from node's command line (${heap.arg}), the gateway's own not applied`);
   const host = opts.host ?? config.server.host;

@@ -135,9 +135,7 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
   let kept: string[];
   let applyTls: (server: unknown) => void;
   try {
-    const file = loadConfigFile(path);
-    const listen = state.adminListen;
-    const loaded = keepRestartOnly(running.config, listen === undefined ? file : deepFreeze({ ...file, admin: { ...file.admin, listen } }));
+    const loaded = keepRestartOnly(running.config, state.loadConfig?.() ?? loadConfigFile(path));
     const tls = prepareServerTlsReload(running.config.server.tls, loaded.config.server.tls);
     kept = [...loaded.kept, ...tls.kept];
     applyTls = tls.apply;

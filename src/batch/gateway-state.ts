@@ -12,14 +12,15 @@ import type { GatewayMetrics } from '../metrics.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Store } from '../state/types.js';
 import type { ResponseCache } from '../cache/response-cache.js';
+import type { GatewayConfig } from '../config/schema.js';
 
 export interface GatewayState {
   current: GatewayRuntime;
   metrics: GatewayMetrics;
   version: string;
   configPath: string | undefined;
-  /** The command line's --admin-listen, which wins over the file's admin.listen at every load. */
-  adminListen?: string;
+  /** Reads the config for a reload as the start read it; undefined: the file at configPath alone. */
+  loadConfig?: () => GatewayConfig;
   /** In memory, or Redis with `state.redis` (docs/deployment.md#several-gateway-replicas-redis). */
   store: Store;
   experiments: Experiments;

@@ -43,7 +43,7 @@ const HELD_BY_CLIENT_BYTES = 64 * 1024;
  * A client that has not taken its whole answer `ms` after it began is disconnected: the answer's bytes, counted in
  * the memory budget until then, go with it (docs/limits-and-edges.md#deadlines).
  */
-export function sendWithin(res: ServerResponse, ms: number): void {
+function sendWithin(res: ServerResponse, ms: number): void {
   if (res.writableFinished || res.destroyed) return;
   const timer = setTimeout(() => {
     if (!res.writableFinished) res.destroy();

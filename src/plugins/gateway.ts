@@ -27,7 +27,7 @@ interface GatewayPluginOptions {
   config: GatewayConfig;
   version: string;
   configPath?: string;
-  adminListen?: string;
+  loadConfig?: () => GatewayConfig;
   /** Wait for the first probe round before serving (tests and the CLI do; it makes /health truthful at once). */
   probeOnStart?: boolean;
   defaultMetrics?: boolean;
@@ -54,7 +54,7 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
     metrics,
     version: opts.version,
     configPath: opts.configPath,
-    adminListen: opts.adminListen,
+    loadConfig: opts.loadConfig,
     store,
     cache: opts.config.cache === undefined ? undefined : new ResponseCache(opts.config.cache, store, metrics.registry),
     experiments: new Experiments(() => state, app.log),

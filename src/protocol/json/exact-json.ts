@@ -9,7 +9,7 @@ import { GatewayError } from '../../errors.js';
 import type { IntValue } from './json-values.js';
 
 /** What a thread that reads bodies for the main one is started with: a marker must mean the same on both sides. */
-export interface ExactJsonThreadData {
+interface ExactJsonThreadData {
   numberMarkNonce: string;
 }
 
