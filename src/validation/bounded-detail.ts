@@ -11,6 +11,7 @@ import { boundInput, zodToDetail } from '../protocol/validation-errors.js';
 /** Up to this the whole parse costs about what the indexer did. */
 const FULL_DETAIL_MAX_BYTES = 64 * 1024;
 
+/** Past this an invalid input is described by its size alone (docs/memory-budget.md#the-bounded-422). */
 const ELEMENT_DECODE_MAX_BYTES = 1024 * 1024;
 
 /** maxInputs is server.max_candidates_per_batch. */

@@ -74,6 +74,23 @@ test('a 2 MB `[0,0,...]` inputs body gets a small 422: the first problems, in py
   assert.equal((await gw.post({ request_id: 'after', inputs: [mkInput(1)] })).status, 200, 'the gateway serves on');
 });
 
+test('an invalid input over 1 MiB is described by its size, not decoded; a smaller one in the same body in pydantic\'s words', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent();
+  const gw = await f.gateway({ backends: { a: { url: a.url } }, routes: [{ name: 'd', backend: 'a' }] });
+  const input = (id: number, memoryBytes: number): string => JSON.stringify({ ...mkInput(id), memory: { pad: 'x'.repeat(memoryBytes) }, num_outputs: 'two' });
+  const big = input(1, 1024 * 1024);
+  const body = Buffer.from(`{"request_id":"z","inputs":[${input(0, 70 * 1024)},${big}]}`);
+  const res = await postBytes(gw.url, body);
+  assert.equal(res.status, 422);
+  const detail = (JSON.parse(res.body.toString()) as { detail: ValidationIssue[] }).detail;
+  assert.equal(detail.length, 2);
+  assert.deepEqual(detail[0]!.loc, ['body', 'inputs', 0, 'num_outputs'], 'the small one decoded: its field named');
+  assert.equal(detail[1]!.type, 'value_error');
+  assert.deepEqual(detail[1]!.loc, ['body', 'inputs', 1]);
+  assert.equal(detail[1]!.msg, `Value error, an input of ${Buffer.byteLength(big)} bytes that is not a valid AgentInput`);
+});
+
 test('a backend answering megabytes of `[0,0,...]` to an ensemble fails its candidates; the other member and the process go on', async (t) => {
   // 16 MB here for the 100 MB of the report: the answer is refused at its 2 x candidates + 16th element whatever its size.
   const f = useFixtures(t);
