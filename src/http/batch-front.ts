@@ -81,12 +81,15 @@ export class BatchFront implements FrontParts {
     this.apply(opts);
     server.requestTimeout = 0;
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => clientError(this.opts, err, socket));
+    // Node would send `100 Continue` before any handler runs: a body over the limit would get it, then a 413.
+    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => this.take(req, res, true));
     server.on('listening', () => this.deadlines.start());
     server.on('close', () => this.deadlines.stop());
     return server;
   }
 
-  private take(req: IncomingMessage, res: ServerResponse): void {
+  /** `continueAsked`: the client waits for `100 Continue` before it sends its body. */
+  private take(req: IncomingMessage, res: ServerResponse, continueAsked = false): void {
     const pathKey = takeKeyPath(req);
     if (pathKey !== undefined) rememberPathKey(req, pathKey);
     const socket = req.socket;
@@ -100,9 +103,11 @@ export class BatchFront implements FrontParts {
     }
     const agent = h === undefined || req.method !== 'POST' ? undefined : batchAgent(req.url ?? '');
     if (agent !== undefined) {
-      new FrontExchange(this, req, res, agent, pathKey).serve();
+      new FrontExchange(this, req, res, agent, pathKey).serve(continueAsked);
       return;
     }
+    // fastify answers a declared length over its limit before it reads a byte: no `100 Continue` for that one.
+    if (continueAsked && !(Number(req.headers['content-length']) > (h?.bodyLimit ?? Infinity))) res.writeContinue();
     this.deadlines.track(req, res, () => bodyTimedOutElsewhere(this.opts, res));
     this.fastify?.(req, res);
   }

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { oneBackend, useFixtures } from '../helpers/fixtures.js';
+import { mkInput } from '../helpers/gateway.js';
 import { parseAnswer, sendThenRead } from '../helpers/raw-http.js';
 
 const f = useFixtures();
@@ -76,4 +77,39 @@ test('a body that ends within the bounds ends the answer, and the connection clo
   assert.equal((await c.answer).status, 413);
   c.socket.write(Buffer.alloc(MB, 0x20));
   await c.closed;
+});
+
+/** What comes back first on a socket that has sent `head` and nothing more, once `until` holds for it. */
+function readUntil(socket: Socket, until: (raw: string) => boolean): Promise<string> {
+  let raw = '';
+  return new Promise((resolve) => {
+    const onData = (d: Buffer): void => {
+      raw += d.toString();
+      if (!until(raw)) return;
+      socket.off('data', onData);
+      resolve(raw);
+    };
+    socket.on('data', onData);
+  });
+}
+
+test('`Expect: 100-continue` over the limit: the 413 is the only answer, no `100 Continue` before it', async () => {
+  const gw = await f.gateway(oneBackend({ a: 'http://127.0.0.1:1' }));
+  const c = startSending(gw.url, `${head(70 * MB)}\r\nexpect: 100-continue`, Buffer.alloc(0));
+  const raw = await readUntil(c.socket, (r) => r.includes('\r\n\r\n'));
+  assert.match(raw, /^HTTP\/1\.1 413 /, raw.slice(0, 200));
+  assert.equal((await c.answer).status, 413);
+});
+
+test('`Expect: 100-continue` within the limit: `100 Continue` once admitted, then the batch answered', async () => {
+  const a = await f.agent();
+  const gw = await f.gateway(oneBackend({ a: a.url }));
+  const body = Buffer.from(JSON.stringify({ request_id: 'expect-1', inputs: [mkInput(1)] }));
+  const c = startSending(gw.url, `${head(body.length)}\r\nexpect: 100-continue`, Buffer.alloc(0));
+  const first = await readUntil(c.socket, (r) => r.includes('\r\n\r\n'));
+  assert.match(first, /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+  c.socket.write(body);
+  const answer = await c.answer;
+  assert.equal(answer.status, 200, answer.body);
+  assert.equal((JSON.parse(answer.body) as unknown[]).length, 1);
 });
