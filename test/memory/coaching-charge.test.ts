@@ -79,7 +79,17 @@ test('the estimate of a parsed tree is several times the bytes of a body of many
   // Strings cost their characters, two bytes each in a string with any character past U+00FF.
   assert.equal(jsonTreeEstimate('"abcd"'), 16 + 4);
   assert.equal(jsonTreeEstimate('"abc\u0100"'), 16 + 8);
-  assert.equal(jsonTreeEstimate('{"a":[1,-2.5e3,true]}'), 32 + (16 + 1) + 16 + 32 + 16 + 8 + 16 + 8);
+  assert.equal(jsonTreeEstimate('{"a":[1,-2.5,true]}'), 64 + (16 + 1) + 72 + 56 + 16 + 8 + 16 + 8);
+});
+
+test('a number parseExact keeps as a marker (`1.0`, a big integer) is charged as one, and the text\'s marked copies', () => {
+  // `[1.0]`: the array, the number, its marker (338 + 6 a character) and two two-byte copies of the text.
+  assert.equal(jsonTreeEstimate('[1.0]'), 56 + 16 + 338 + 6 * 3 + 4 * 5);
+  assert.equal(jsonTreeEstimate('[1.5]'), 56 + 16, 'a number read back as written is a plain number');
+  // 344 bytes a 20-digit integer measured: `node --expose-gc`, heapUsed after parseExact + stringifyExact of
+  // 300,000 of them, less before (103.24 MB), the estimate 5 times under it before markers were counted.
+  const bigInts = `[${Array(1000).fill('12345678901234567890').join(',')}]`;
+  assert.ok(jsonTreeEstimate(bigInts) >= 1000 * 344, `${jsonTreeEstimate(bigInts)}`);
 });
 
 test('a coaching body whose parsed tree has no room waits, then gets the budget\'s 503; held returns to zero', async (t) => {
