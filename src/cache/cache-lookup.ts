@@ -4,7 +4,6 @@
  */
 import type { AgentOutput } from '../protocol/types.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
-import { isJsonObject } from '../protocol/schemas.js';
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { BatchResult } from '../dispatch/batch.js';
 import { cachedCandidate, candidateTag, untaggedTail } from '../dispatch/answer-bytes.js';
@@ -213,7 +212,7 @@ function keysOf(asked: Candidate[], owner: string, agent: string, request: Index
 function candidateFor(route: CompiledRoute, p: InputPlan, request: IndexedAgentRequest, upstreams: Upstreams): Candidate | { bypass: BypassReason } {
   if (route.cache === 'off') return { bypass: 'off' };
   const input = inputAt(request, p.index);
-  const deterministic = isJsonObject(input.extra_keys) && input.extra_keys.inference_mode === true;
+  const deterministic = input.member('extra_keys', 'inference_mode') === true;
   if (route.cache === 'deterministic' && !deterministic) return { bypass: 'sampling' };
   const [leg] = p.legs;
   if (p.legs.length !== 1 || leg === undefined) return { bypass: 'ensemble' };

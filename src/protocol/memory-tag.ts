@@ -115,8 +115,8 @@ export function readMemoryTag(memory: JsonObject, memoryKey: string): MemoryTag 
   return tagOfValue(memory[memoryKey]);
 }
 
-export function inputMemoryTag(input: { memoryMember(key: string): unknown }, memoryKey: string): MemoryTag | undefined {
-  return tagOfValue(input.memoryMember(memoryKey));
+export function inputMemoryTag(input: { member(of: 'memory', key: string): unknown }, memoryKey: string): MemoryTag | undefined {
+  return tagOfValue(input.member('memory', memoryKey));
 }
 
 interface CandidateSource {

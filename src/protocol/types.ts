@@ -16,6 +16,9 @@ export type { IntValue, JsonObject };
 export type AgentInput = Omit<z.output<typeof agentInputSchema>, 'num_outputs'> & {
   num_outputs: number;
 };
+/** The free-form objects of an input whose members routing reads one at a time. */
+export type MemberOf = 'memory' | 'attributes' | 'extra_keys';
+
 export interface AgentRequest {
   request_id: string;
   inputs: AgentInput[];

@@ -45,7 +45,7 @@ function toolNames(input: RoutingInput): string[] | undefined {
 export function compileKey(key: string, memoryKey: string = DEFAULT_MEMORY_KEY): { resolve: Resolver; textual: boolean } {
   if (key === 'instruction_type') return { resolve: (i) => i.instruction.type, textual: false };
   if (key === 'tools') return { resolve: toolNames, textual: false };
-  if (key === 'robots') return { resolve: (i) => walk(i.attributes, ['known_robots']), textual: false };
+  if (key === 'robots') return { resolve: (i) => i.member('attributes', 'known_robots'), textual: false };
   const dot = key.indexOf('.');
   const head = dot === -1 ? key : key.slice(0, dot);
   const rest = key.slice(dot + 1);
@@ -55,20 +55,11 @@ export function compileKey(key: string, memoryKey: string = DEFAULT_MEMORY_KEY):
   }
   const segments = rest.split('.');
   if (dot === -1 || segments.some((s) => s === '')) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `unknown match key "${key}"`);
-  switch (head) {
-    case 'attributes':
-      return { resolve: (i) => walk(i.attributes, segments), textual: false };
-    case 'extra_keys':
-      return { resolve: (i) => walk(i.extra_keys, segments), textual: false };
-    case 'memory': {
-      const [first = '', ...below] = segments;
-      // Routing reads the gateway's own key only as a sticky tag.
-      if (first === memoryKey) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `"${key}" reads the gateway's own memory key`);
-      return { resolve: (i) => walk(i.memoryMember(first), below), textual: false };
-    }
-    default:
-      throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `unknown match key "${key}"`);
-  }
+  if (head !== 'attributes' && head !== 'extra_keys' && head !== 'memory') throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `unknown match key "${key}"`);
+  const [first = '', ...below] = segments;
+  // Routing reads the gateway's own key only as a sticky tag.
+  if (head === 'memory' && first === memoryKey) throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `"${key}" reads the gateway's own memory key`);
+  return { resolve: (i) => walk(i.member(head, first), below), textual: false };
 }
 
 /** What `assign_by` and `experiments.stratify_by` read (`attributes.<path>` or `extra_keys.<path>`). */

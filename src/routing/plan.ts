@@ -3,7 +3,6 @@ import { ensembleLegs } from './ensemble-shares.js';
 import type { Headers } from './match.js';
 import { selectRoute, type CompiledRoute, type CompiledRoutes } from './routes.js';
 import { assignKeyText, chooseArmAt, keyPoint, splitPoint } from './split.js';
-import { isJsonObject } from '../protocol/schemas.js';
 import { inputMemoryTag, tagRejection, type MemoryTag, type TagRejection, type TagSigner, type TrajectoryState } from '../protocol/memory-tag.js';
 import type { RoutingInput, RoutingRequest } from './routing-input.js';
 
@@ -58,7 +57,7 @@ export function legArm(plan: InputPlan, leg: Leg): string | undefined {
 }
 
 function hasCoaching(input: RoutingInput): boolean {
-  const c = isJsonObject(input.extra_keys) ? input.extra_keys.coaching : undefined;
+  const c = input.member('extra_keys', 'coaching');
   return c !== undefined && c !== null && c !== false;
 }
 

@@ -1,14 +1,15 @@
-/** What routing reads of an input: one memory member at a time, so an indexed input decodes only the one asked for. */
-import type { AgentInput, JsonObject } from '../protocol/types.js';
+/**
+ * What routing reads of an input: one member of its memory, attributes or extra_keys at a time, so an indexed input
+ * decodes only the one asked for (a 60 MB `attributes` is scanned for its member, never parsed whole on the loop).
+ */
+import type { AgentInput, JsonObject, MemberOf } from '../protocol/types.js';
 
 export interface RoutingInput {
   readonly id: AgentInput['id'];
   readonly instruction: AgentInput['instruction'];
   readonly tools: readonly JsonObject[];
-  readonly attributes: JsonObject;
-  readonly extra_keys: JsonObject;
   readonly num_outputs: number;
-  memoryMember(key: string): unknown;
+  member(of: MemberOf, key: string): unknown;
 }
 
 export interface RoutingRequest {
@@ -17,8 +18,8 @@ export interface RoutingRequest {
 }
 
 export function decodedInput(input: AgentInput): RoutingInput {
-  const { id, instruction, tools, attributes, extra_keys, num_outputs, memory } = input;
+  const { id, instruction, tools, num_outputs } = input;
   // Own members only, so `constructor` or `__proto__` never resolve to prototype members.
-  const memoryMember = (key: string): unknown => (Object.hasOwn(memory, key) ? memory[key] : undefined);
-  return { id, instruction, tools, attributes, extra_keys, num_outputs, memoryMember };
+  const member = (of: MemberOf, key: string): unknown => (Object.hasOwn(input[of], key) ? input[of][key] : undefined);
+  return { id, instruction, tools, num_outputs, member };
 }

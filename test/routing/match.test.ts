@@ -16,7 +16,7 @@ const input = agentInput;
 
 /** A plain decoded input is matched through decodedInput; one read by the indexer as it is. */
 function m(match: Record<string, Condition>, inp: AgentInput | RoutingInput, headers: Headers = {}): boolean {
-  return compileMatch(match)('memoryMember' in inp ? inp : decodedInput(inp), headers);
+  return compileMatch(match)('member' in inp ? inp : decodedInput(inp), headers);
 }
 
 test('instruction_type compares the instruction type', () => {
@@ -202,4 +202,22 @@ test('memory.<path> on an input read by the indexer decodes only the member it n
   assert.equal(m({ 'memory.phase': 'act' }, inp), false);
   assert.equal(m({ 'memory.missing': { exists: false } }, inp), true);
   assert.equal(inp.raw.memory.decoded, false, 'the whole memory was never decoded');
+});
+
+test('attributes.<path>, extra_keys.<path> and robots on an input read by the indexer decode only the member named', () => {
+  const big = '"' + 'x'.repeat(5000) + '"';
+  const text =
+    '{"request_id":"r","inputs":[{"id":1,"instruction":{"type":"user","content":""},' +
+    `"attributes":{"blob":${big},"to":"a","known_robots":["r1"],"t\\u006f":"b"},` +
+    `"extra_keys":{"blob":${big},"inference_mode":true}}]}`;
+  const r = readAgentRequest(Buffer.from(text), { maxOutputsPerInput: 4, maxJsonDepth: 32, memoryKey: '_gateway' });
+  assert.ok(r.ok);
+  const inp = r.request.inputs[0]!;
+  assert.equal(m({ 'attributes.to': 'b' }, inp), true, 'the last copy, as json.loads keeps');
+  assert.equal(m({ robots: 'r1' }, inp), true);
+  assert.equal(m({ robots: 'r2' }, inp), false);
+  assert.equal(m({ 'extra_keys.inference_mode': true }, inp), true);
+  assert.equal(m({ 'extra_keys.missing': { exists: false } }, inp), true);
+  assert.equal(inp.raw.attributes.decoded, false, 'the whole attributes were never decoded');
+  assert.equal(inp.raw.extraKeys.decoded, false, 'the whole extra_keys were never decoded');
 });

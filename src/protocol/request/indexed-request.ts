@@ -4,7 +4,7 @@ import { memoryTagValue } from '../memory-tag.js';
 import { ProtocolWalker } from './protocol-walker.js';
 import { RawJson, type InputSlices } from './raw-json.js';
 import type { InputIndex, RequestIndex, Span } from './request-index.js';
-import type { AgentInput, JsonObject } from '../types.js';
+import type { AgentInput, JsonObject, MemberOf } from '../types.js';
 
 const EMPTY_OBJECT = RawJson.of<JsonObject>('{}');
 const EMPTY_LIST = RawJson.of<JsonObject[]>('[]');
@@ -48,9 +48,9 @@ export class IndexedAgentInput {
     return this.#raw.extraKeys.value();
   }
 
-  memoryMember(key: string): unknown {
+  member(of: MemberOf, key: string): unknown {
     const raw = this.#raw;
-    return key === raw.memoryKey ? memoryTagValue(raw) : memoryMember(raw, key);
+    return of === 'memory' && key === raw.memoryKey ? memoryTagValue(raw) : memberOf(raw, of, key);
   }
 
   toJSON(): AgentInput {
@@ -99,14 +99,21 @@ class MemberScan extends ProtocolWalker {
   }
 }
 
+/** Where the object `of` begins, when the input has one with members. */
+function objectStart({ index }: InputSlices, of: MemberOf): number | undefined {
+  if (of === 'memory') return index.memoryLayout === undefined || index.memoryLayout.count === 0 ? undefined : index.memoryLayout.start;
+  return (of === 'attributes' ? index.attributes : index.extraKeys)?.start;
+}
+
 /** Kept per key: a route matching on `memory.<key>` twice scans and decodes it once. */
-function memoryMember(raw: InputSlices, key: string): unknown {
-  const m = raw.index.memoryLayout;
-  if (m === undefined || m.count === 0) return undefined;
+function memberOf(raw: InputSlices, of: MemberOf, key: string): unknown {
+  const start = objectStart(raw, of);
+  if (start === undefined) return undefined;
   const cache = (raw.memberValues ??= new Map());
-  if (cache.has(key)) return cache.get(key);
-  const span = new MemberScan(raw.buf).find(m.start, key);
+  const cached = `${of}:${key}`;
+  if (cache.has(cached)) return cache.get(cached);
+  const span = new MemberScan(raw.buf).find(start, key);
   const value = span === undefined ? undefined : new RawJson(raw.buf, span.start, span.end).value();
-  cache.set(key, value);
+  cache.set(cached, value);
   return value;
 }

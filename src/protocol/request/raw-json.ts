@@ -53,6 +53,6 @@ export interface InputSlices {
   readonly attributes: RawJson<JsonObject>;
   readonly memory: RawJson<JsonObject>;
   readonly extraKeys: RawJson<JsonObject>;
-  /** memoryMember's cache; not a global WeakMap (docs/performance.md#batches-die-young). */
+  /** The members routing read, by `<object>:<key>`; not a global WeakMap (docs/performance.md#batches-die-young). */
   memberValues?: Map<string, unknown>;
 }
