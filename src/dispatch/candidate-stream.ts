@@ -12,8 +12,8 @@ import { ElementSplitter } from '../protocol/answer/answer-split.js';
 import { indexedView, Placement, type IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
-import type { AnswerStream } from '../upstream/answer-stream.js';
 import type { AnswerCharge } from '../upstream/call-types.js';
+import { READ_PER_TURN } from '../upstream/read-pauses.js';
 import { writeCandidate } from './answer-bytes.js';
 import type { Item } from './batch-item.js';
 import type { BatchSlots } from './batch-slots.js';
@@ -70,15 +70,17 @@ export class CandidateStream extends Transform {
   private cut: AttemptFailure | undefined;
   private broke: AttemptFailure | undefined;
   private refused: string | undefined;
-  /** The callback of the chunk that found the budget full waits for room. */
+  /** The callback of the chunk that found the budget full waits for room; that of one past the turn's bytes, for its end. */
   private starved = false;
+  private yielding = false;
+  private readThisTurn = 0;
   private stalled: TransformCallback | undefined;
   private workMs = 0;
   private readonly placement: Placement<AgentOutput | IndexedCandidate>;
 
   constructor(
     private readonly target: StreamTarget,
-    private readonly body: AnswerStream,
+    private readonly stopCall: (failure: AttemptFailure) => void,
   ) {
     super();
     const { request, items } = target;
@@ -92,7 +94,17 @@ export class CandidateStream extends Transform {
       this.pump();
       this.workMs += performance.now() - t0;
     }
-    if (this.starved) this.stalled = cb;
+    // The read yields to the event loop (docs/memory-budget.md#yielding): the pipeline fills and undici's Readable pauses.
+    this.readThisTurn += chunk.length;
+    if (this.readThisTurn >= READ_PER_TURN) {
+      this.readThisTurn = 0;
+      this.yielding = true;
+      setImmediate(() => {
+        this.yielding = false;
+        if (!this.starved) this.wake();
+      });
+    }
+    if (this.starved || this.yielding) this.stalled = cb;
     else cb();
   }
 
@@ -146,7 +158,7 @@ export class CandidateStream extends Transform {
     const failure: AttemptFailure = { code: 'gateway_backend_invalid_response', message: reason };
     if (this.committed) this.broke ??= failure;
     this.breakOff(failure);
-    this.body.fail(failure);
+    this.stopCall(failure);
   }
 
   private pump(): void {
@@ -156,8 +168,10 @@ export class CandidateStream extends Transform {
       if (item === undefined) return this.close();
       const row = this.placement.slots[this.k] ?? []; // one row per item
       const slot = row[this.c];
-      // A candidate placed ahead of its turn waits for the ones before it, until the answer is over.
-      if (this.cut === undefined && slot === undefined && !this.over) return;
+      // A candidate placed ahead of its turn waits for the ones before it, until the answer is over. The last one
+      // waits for the answer's end: bytes after its `]` refuse the answer, as they refuse a whole one.
+      const last = this.c === item.count - 1 && this.k === this.target.items.length - 1;
+      if (this.cut === undefined && !this.over && (slot === undefined || last)) return;
       let out: AgentOutput;
       if (this.cut !== undefined) out = this.target.slots.failed(item, this.c, this.cut);
       else {
@@ -228,6 +242,7 @@ export class CandidateStream extends Transform {
 
   private wake(): void {
     this.starved = false;
+    if (this.yielding) return;
     const cb = this.stalled;
     this.stalled = undefined;
     if (!this.destroyed) cb?.();

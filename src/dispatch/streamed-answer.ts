@@ -2,10 +2,10 @@
  * A backend's answer forwarded to the client as it arrives (docs/protocol-fidelity.md#streamed-answers). The
  * pipeline does not end the response: the batch does, its overhead a trailer.
  */
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AttemptFailure } from '../errors.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
-import type { AnswerStream } from '../upstream/answer-stream.js';
 import type { AnswerCharge } from '../upstream/call-types.js';
 import { CandidateStream, type StreamOutcome, type StreamTarget } from './candidate-stream.js';
 import type { Item } from './batch-item.js';
@@ -28,8 +28,8 @@ export class StreamedAnswer implements StreamTarget {
     readonly memory?: AnswerCharge,
   ) {}
 
-  take(body: AnswerStream): void {
-    const split = new CandidateStream(this, body);
+  take(body: Readable, stopCall: (failure: AttemptFailure) => void): void {
+    const split = new CandidateStream(this, stopCall);
     // Rejected when the client's response closed first: the pipeline destroyed its streams, the call is stopped.
     const ran = pipeline(body, split, this.sink.out, { end: false }).catch(() => undefined);
     this.started = new StreamRun(body, split, ran);
@@ -38,7 +38,7 @@ export class StreamedAnswer implements StreamTarget {
 
 class StreamRun {
   constructor(
-    private readonly body: AnswerStream,
+    private readonly body: Readable,
     private readonly split: CandidateStream,
     private readonly ran: Promise<unknown>,
   ) {}

@@ -29,8 +29,8 @@ class PassOn implements AnswerHandler {
     this.next.onResponseData(controller, chunk);
   }
 
-  onResponseEnd(): void {
-    this.next.onResponseEnd();
+  onResponseEnd(controller: Dispatcher.DispatchController): void {
+    this.next.onResponseEnd(controller);
   }
 
   drop(): void {

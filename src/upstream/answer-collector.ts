@@ -1,10 +1,9 @@
-/** The end of a call's handler chain (backend-call.ts): the answer as text, as bytes (raw), or streamed to a tap. */
+/** The end of a call's handler chain (backend-call.ts): the answer as text, as bytes (raw), or handed over to stream. */
 import { StringDecoder } from 'node:string_decoder';
 import type { Dispatcher } from 'undici';
 import { BodyBytes } from '../protocol/body-bytes.js';
 import { declaredLength, streamOf } from './answer-bounds.js';
-import { AnswerStream } from './answer-stream.js';
-import type { AnswerHandler, AnswerHeaders, CallOptions, CallRun } from './call-types.js';
+import type { AnswerHandler, AnswerHeaders, CallRun } from './call-types.js';
 import { UTF8_BOM } from './text-body.js';
 
 export class AnswerCollector implements AnswerHandler {
@@ -15,7 +14,8 @@ export class AnswerCollector implements AnswerHandler {
   private body: BodyBytes | undefined;
   private decoder: StringDecoder | undefined;
   private text = '';
-  private stream: AnswerStream | undefined;
+  /** Once the answer streams: undici's request() handler, whose Readable the tap reads. */
+  private tail: Dispatcher.DispatchHandler | undefined;
 
   constructor(private readonly call: CallRun) {}
 
@@ -26,25 +26,23 @@ export class AnswerCollector implements AnswerHandler {
     const ct = headers['content-type'];
     this.contentType = Array.isArray(ct) ? ct[0] : ct;
     const n = declaredLength(headers);
-    const stream = streamOf(opts, statusCode, n);
-    if (stream !== undefined) this.startTap(controller, stream.tap);
+    if (streamOf(opts, statusCode, n) !== undefined) this.tail = this.call.handOver(controller, statusCode);
     else this.body = new BodyBytes({ declared: n, max: this.call.maxBytes, owner: opts.memory });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.stream !== undefined) {
-      this.stream.feed(chunk);
+    if (this.tail !== undefined) {
+      this.tail.onResponseData?.(controller, chunk);
       return;
     }
     const body = this.body;
     if (body !== undefined) {
       body.add(chunk);
-      // No declared length: streamed from the moment the answer proves longer than the bound.
-      const stream = streamOf(this.call.opts, this.status, body.size);
-      if (stream !== undefined) {
-        const held = body.received();
+      // No declared length: streamed from the moment the answer proves longer than the bound, what is held first.
+      if (streamOf(this.call.opts, this.status, body.size) !== undefined) {
         this.body = undefined;
-        this.startTap(controller, stream.tap).feed(held);
+        this.tail = this.call.handOver(controller, this.status);
+        this.tail?.onResponseData?.(controller, body.received());
       }
       return;
     }
@@ -62,10 +60,10 @@ export class AnswerCollector implements AnswerHandler {
     this.text += this.decoder.write(chunk);
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(controller: Dispatcher.DispatchController): void {
     const status = this.status;
-    if (this.stream !== undefined) {
-      this.stream.push(null);
+    if (this.tail !== undefined) {
+      this.tail.onResponseEnd?.(controller, {});
       this.call.settle({ ok: true, status, text: '', streamed: true });
       return;
     }
@@ -85,12 +83,5 @@ export class AnswerCollector implements AnswerHandler {
     this.body?.drop();
     this.body = undefined;
     this.text = '';
-  }
-
-  private startTap(controller: Dispatcher.DispatchController, tap: NonNullable<CallOptions['stream']>['tap']): AnswerStream {
-    const call = this.call;
-    this.stream = new AnswerStream(call.pausesOf(controller), (failure) => call.stop(failure));
-    tap.take(this.stream);
-    return this.stream;
   }
 }

@@ -29,6 +29,8 @@ export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
   private readonly onSignal: (() => void) | undefined;
   private readonly timer: NodeJS.Timeout | undefined;
   private pauses: ReadPauses | undefined;
+  private tail: Dispatcher.DispatchHandler | undefined;
+  private streaming = false;
 
   constructor(
     readonly replica: Replica,
@@ -47,6 +49,20 @@ export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
     if (signal === undefined) return;
     this.onSignal = cancelOnAbort(this);
     signal.addEventListener('abort', this.onSignal, { once: true });
+  }
+
+  /** undici's request() handler for this call (call-replica.ts): this chain answers undici in its place. */
+  endingIn(tail: Dispatcher.DispatchHandler): this {
+    this.tail = tail;
+    return this;
+  }
+
+  /** The answer streams: undici's request() handler takes it, and its Readable alone paces the read from here. */
+  handOver(controller: Dispatcher.DispatchController, status: number): Dispatcher.DispatchHandler | undefined {
+    this.streaming = true;
+    this.tail?.onRequestStart?.(controller, {});
+    this.tail?.onResponseStart?.(controller, status, {}, '');
+    return this.tail;
   }
 
   cancel(): void {
@@ -74,8 +90,8 @@ export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
     this.next.onResponseData(controller, chunk);
   }
 
-  onResponseEnd(): void {
-    if (!this.settled) this.next.onResponseEnd();
+  onResponseEnd(controller: Dispatcher.DispatchController): void {
+    if (!this.settled) this.next.onResponseEnd(controller);
   }
 
   /** `controller` is null when undici 8 fails a dispatch before the request started. */
@@ -87,7 +103,8 @@ export class BackendCall implements Dispatcher.DispatchHandler, CallRun {
   }
 
   pausesOf(controller: Dispatcher.DispatchController): ReadPauses {
-    this.pauses ??= new ReadPauses(controller, () => !this.settled);
+    // Idle once the answer streams: it and the Readable would resume each other's pauses (candidate-stream.ts yields).
+    this.pauses ??= new ReadPauses(controller, () => !this.settled && !this.streaming);
     return this.pauses;
   }
 

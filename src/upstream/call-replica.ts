@@ -1,4 +1,5 @@
 /** One HTTP call to a backend replica, bounded in time and bytes. Never throws: a failure is a value to route on. */
+import type { Dispatcher } from 'undici';
 import { BackendCall } from './backend-call.js';
 import type { CallOptions, CallResult } from './call-types.js';
 import type { Replica } from './replica.js';
@@ -6,25 +7,31 @@ import type { Replica } from './replica.js';
 /**
  * Any HTTP status is ok:true; only transport failures and the bounds fail. One timer bounds the whole attempt:
  * undici's headers/body timeouts only bound the silence between bytes, which a backend trickling a byte a second
- * never trips. A dispatch handler, not `pool.request()`: that wraps every answer in a Readable; here the answer
- * is collected straight into bytes, and only one long enough to stream becomes a Readable (answer-stream.ts).
+ * never trips. A dispatch handler, not `pool.request()`: that wraps every answer in a Readable; here the answer is
+ * collected into bytes. A call that may stream is a request() with the chain composed in front of its handler, which
+ * is handed only an answer long enough to stream (its callback never runs for another).
  */
 export function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
   const timeoutMs = Math.max(1, Math.floor(opts.timeoutMs));
   return new Promise<CallResult>((resolve) => {
     const handler = new BackendCall(replica, opts, timeoutMs, resolve);
     if (handler.settled) return;
-    replica.pool.dispatch(
-      {
-        method: opts.method,
-        path: replica.path(opts.path),
-        headers: opts.headers === undefined ? replica.headers : { ...replica.headers, ...opts.headers },
-        body: opts.body,
-        // Also undici's idle timeouts: a silent backend is noticed by undici itself too.
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      },
-      handler,
-    );
+    const call: Dispatcher.RequestOptions = {
+      method: opts.method,
+      path: replica.path(opts.path),
+      headers: opts.headers === undefined ? replica.headers : { ...replica.headers, ...opts.headers },
+      body: opts.body,
+      // Also undici's idle timeouts: a silent backend is noticed by undici itself too.
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    };
+    const tap = opts.stream?.tap;
+    if (tap === undefined) replica.pool.dispatch(call, handler);
+    else {
+      replica.pool.compose((dispatch) => (o, tail) => dispatch(o, handler.endingIn(tail))).request(call, (err, data) => {
+        if (err === null) tap.take(data.body, (failure) => handler.stop(failure));
+        else handler.onResponseError(null, err);
+      });
+    }
   });
 }

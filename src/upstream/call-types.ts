@@ -1,9 +1,9 @@
 /** The shapes of one backend call (call-replica.ts) and of the pieces of its handler chain (backend-call.ts). */
+import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { AbortLike } from '../abort.js';
 import type { StoreOwner } from '../protocol/byte-store.js';
 import type { AttemptFailure } from '../errors.js';
-import type { AnswerStream } from './answer-stream.js';
 import type { ReadPauses } from './read-pauses.js';
 import type { Replica } from './replica.js';
 
@@ -27,7 +27,7 @@ export interface CallOptions {
   maxBytes?: number;
   maxBytesKey?: string;
   /** Raw mode: a 2xx answer longer than `overBytes` (declared, else received so far) goes to `tap`, not kept. */
-  stream?: { overBytes: number; tap: { take(body: AnswerStream): void } };
+  stream?: { overBytes: number; tap: { take(body: Readable, stop: (failure: AttemptFailure) => void): void } };
   memory?: AnswerCharge;
 }
 
@@ -45,6 +45,8 @@ export interface CallRun {
   readonly maxBytes: number;
   readonly settled: boolean;
   pausesOf(controller: Dispatcher.DispatchController): ReadPauses;
+  /** The answer streams from here on: undici's request() handler takes its head, and is returned to take the rest. */
+  handOver(controller: Dispatcher.DispatchController, status: number): Dispatcher.DispatchHandler | undefined;
   /** Once: a second settle, or a stop after, does nothing. */
   settle(result: CallResult): void;
   /** End the call now with `failure`: each piece lets go of what it holds, then undici's request is aborted. */
@@ -55,7 +57,7 @@ export interface CallRun {
 export interface AnswerHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: AnswerHeaders): void;
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void;
-  onResponseEnd(): void;
+  onResponseEnd(controller: Dispatcher.DispatchController): void;
   drop(): void;
 }
 

@@ -1,12 +1,12 @@
 /**
  * Why a read is paused (a backend's answer; a client's body, by turn only), each reason resumed alone: with one
- * shared pause, room coming back in the budget resumed a read the client's socket still held.
+ * shared pause, the turn's end resumed a read the budget still held. A streamed answer is paced by its Readable.
  */
 
 /** Bytes one read takes before it lets the event loop's turn end (docs/memory-budget.md#yielding says why). */
 export const READ_PER_TURN = 256 * 1024;
 
-type PauseReason = 'budget' | 'client' | 'turn';
+type PauseReason = 'budget' | 'turn';
 
 interface Pausable {
   pause(): void;
@@ -14,7 +14,7 @@ interface Pausable {
 }
 
 /** Bits, not a Set: one of these may exist per backend call. */
-const BIT: Record<PauseReason, number> = { budget: 1, client: 2, turn: 4 };
+const BIT: Record<PauseReason, number> = { budget: 1, turn: 2 };
 
 export class ReadPauses {
   private reasons = 0;
@@ -29,7 +29,7 @@ export class ReadPauses {
 
   read(bytes: number): void {
     this.readSincePause += bytes;
-    if (this.readSincePause < READ_PER_TURN) return;
+    if (this.readSincePause < READ_PER_TURN || !this.live()) return;
     this.readSincePause = 0;
     this.pause('turn');
     this.later(() => this.resume('turn'));
@@ -45,9 +45,5 @@ export class ReadPauses {
     if (!this.live() || (this.reasons & BIT[reason]) === 0) return;
     this.reasons &= ~BIT[reason];
     if (this.reasons === 0) this.controller.resume();
-  }
-
-  get paused(): boolean {
-    return this.reasons !== 0;
   }
 }

@@ -257,3 +257,43 @@ for (const how of ['short', 'invalid'] as const) {
     assert.ok(logged.some((l) => l.code === 'gateway_backend_invalid_response' && l.candidates === 1 && l.written === 3), JSON.stringify(logged));
   });
 }
+
+for (const declared of [true, false]) {
+  test(`bytes after the closing ] (${declared ? 'content-length' : 'chunked'}): a streamed answer is refused or cut as the whole-answer path refuses it`, async (t) => {
+    const f = useFixtures(t);
+    // Over 1 MB, so streamed under stream_answers_over_mb 1: `one-*` one candidate, `three-*` three.
+    const url = (await f.rawAgent((res, body) => {
+      const requestId = (JSON.parse(body.toString('utf8')) as { request_id: string }).request_id;
+      const n = requestId.startsWith('one') ? 1 : 3;
+      const text = `[${Array.from({ length: n }, (_, c) => candidate(requestId, 6, c, (1536 * 1024) / n)).join(',')}]\n garbage`;
+      res.writeHead(200, { 'content-type': 'application/json', ...(declared ? { 'content-length': String(Buffer.byteLength(text)) } : {}) });
+      res.end(text);
+    })).url;
+    const good = await f.agent({ name: 'good' });
+    const outcomes = async (gw: TestGateway): Promise<string[]> =>
+      (await (await fetch(`${gw.url}/metrics`)).text()).split('\n').filter((l) => /^magma_gateway_backend_requests_total\{backend="a",.* [1-9]/.test(l));
+    const lines: string[] = [];
+    const logger = { logger: { ...loggerOptions('info'), stream: { write: (l: string): void => void lines.push(l) } } };
+    const streamed = await f.gateway(oneBackend({ a: url, good }, { route: { fallback: ['good'] }, server: { stream_answers_over_mb: 1 } }), logger);
+    const whole = await f.gateway(oneBackend({ a: url, good }, { route: { fallback: ['good'] } }));
+    // Nothing written yet when the bytes come: refused whole, the fallback answers, byte for byte as for a whole answer.
+    const one = { request_id: 'one-1', inputs: [mkInput(6, { num_outputs: 1 })] };
+    const s = await streamed.post(one);
+    const w = await whole.post(one);
+    assert.equal(s.bytes.toString('utf8'), w.bytes.toString('utf8'));
+    assert.deepEqual((JSON.parse(s.bytes.toString('utf8')) as Cand[]).map((c) => [c.status, c.memory._gateway?.backend]), [['completed', 'good']]);
+    // It was the streamed path that refused it: the splitter's words.
+    assert.ok(lines.some((l) => /extra data after the JSON value/.test(l)), 'refused by the stream');
+    // Candidates already written: the last is held until the answer ends, so it becomes an error candidate and the
+    // client never gets the answer as if it were valid; a whole answer fails every candidate and fails over.
+    const three = { request_id: 'three-1', inputs: [mkInput(6, { num_outputs: 3 })] };
+    const s3 = JSON.parse((await streamed.post(three)).bytes.toString('utf8')) as Cand[];
+    assert.deepEqual(s3.map((c) => [c.status, c.error?.code ?? null]), [['completed', null], ['completed', null], ['error', 'gateway_backend_invalid_response']]);
+    const w3 = JSON.parse((await whole.post(three)).bytes.toString('utf8')) as Cand[];
+    assert.deepEqual(w3.map((c) => [c.status, c.memory._gateway?.backend]), [0, 1, 2].map(() => ['completed', 'good']));
+    // Either way the backend's answer counts as invalid, twice, and never as ok.
+    const invalid = ['magma_gateway_backend_requests_total{backend="a",outcome="gateway_backend_invalid_response"} 2'];
+    assert.deepEqual(await outcomes(streamed), invalid);
+    assert.deepEqual(await outcomes(whole), invalid);
+  });
+}

@@ -1,7 +1,7 @@
 /**
  * Why a backend answer's read is paused (src/upstream/read-pauses.ts): past READ_PER_TURN bytes in one turn of
- * the event loop it pauses until the turn's end; the budget, the client's socket and the turn each resume only
- * their own reason, and the read goes on once none is left; nothing moves once the call is settled.
+ * the event loop it pauses until the turn's end; the budget and the turn each resume only their own reason, and
+ * the read goes on once none is left; nothing moves once the call is settled.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -30,20 +30,23 @@ test('past READ_PER_TURN bytes in one turn the read pauses, and goes on at the t
   assert.deepEqual(calls, ['pause', 'resume']);
 });
 
-test('reasons compose: room coming back in the budget does not resume a read the client\'s socket or the turn still holds', () => {
+test('reasons compose: the turn\'s end does not resume a read the budget still holds, nor room a read the turn holds', () => {
   const { p, calls, turnEnds } = setup();
-  p.pause('client');
   p.pause('budget');
   p.read(READ_PER_TURN);
-  assert.deepEqual(calls, ['pause'], 'one pause for three reasons');
-  p.resume('budget');
+  assert.deepEqual(calls, ['pause'], 'one pause for two reasons');
   turnEnds.shift()?.();
-  assert.deepEqual(calls, ['pause'], 'the client still holds it');
-  assert.equal(p.paused, true);
-  p.resume('client');
+  assert.deepEqual(calls, ['pause'], 'the budget still holds it');
+  p.resume('budget');
   assert.deepEqual(calls, ['pause', 'resume']);
-  p.resume('client');
+  p.resume('budget');
   assert.deepEqual(calls, ['pause', 'resume'], 'a reason resumed twice resumes once');
+  p.read(READ_PER_TURN);
+  p.pause('budget');
+  p.resume('budget');
+  assert.deepEqual(calls, ['pause', 'resume', 'pause'], 'the turn still holds it');
+  turnEnds.shift()?.();
+  assert.deepEqual(calls, ['pause', 'resume', 'pause', 'resume']);
 });
 
 test('once the call is settled nothing is paused or resumed', () => {
