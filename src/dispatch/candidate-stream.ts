@@ -7,7 +7,10 @@ import { performance } from 'node:perf_hooks';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { AttemptFailure } from '../errors.js';
 import { PartsWriter } from '../protocol/answer/answer-body.js';
-import { indexAgentResponse } from '../protocol/answer/answer-index.js';
+import { indexAnswer } from '../protocol/answer/answer-check.js';
+import { indexAgentResponse, type AnswerElement } from '../protocol/answer/answer-index.js';
+import { markOwn } from '../protocol/byte-store.js';
+import { indexAnswerOffloaded, OFFLOAD_BYTES } from '../reader/reader.js';
 import { ElementSplitter } from '../protocol/answer/answer-split.js';
 import { indexedView, Placement, type IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
@@ -75,6 +78,9 @@ export class CandidateStream extends Transform {
   private yielding = false;
   private readThisTurn = 0;
   private stalled: TransformCallback | undefined;
+  /** Candidates waiting for their index (element), and the chain that places them in order. */
+  private offloaded = 0;
+  private indexed: Promise<void> = Promise.resolve();
   private workMs = 0;
   private readonly placement: Placement<AgentOutput | IndexedCandidate>;
 
@@ -104,11 +110,15 @@ export class CandidateStream extends Transform {
         if (!this.starved) this.wake();
       });
     }
-    if (this.starved || this.yielding) this.stalled = cb;
+    if (this.starved || this.yielding || this.offloaded > 0) this.stalled = cb;
     else cb();
   }
 
   override _flush(cb: TransformCallback): void {
+    if (this.offloaded > 0) {
+      void this.indexed.then(() => this._flush(cb));
+      return;
+    }
     if (!this.over && !this.splitter.closed) this.invalid('the answer ends before its array closes');
     this.over = true;
     this.pump();
@@ -137,13 +147,34 @@ export class CandidateStream extends Transform {
     this.pump();
   }
 
+  /**
+   * A candidate over OFFLOAD_BYTES is indexed on the reader thread, as a whole answer that large is: the chunk's
+   * callback, and every candidate after it, wait for it in order.
+   */
   private element(wrapped: Buffer): void {
     const k = this.elements++;
-    if (!isUtf8(wrapped)) return this.invalid(`the answer is not valid UTF-8 (in candidate [${k}])`);
-    const indexed = indexAgentResponse(wrapped, this.target.maxDepth, this.target.memoryKey, Number.MAX_SAFE_INTEGER, this.target.maxKeyRepeats);
-    if (!indexed.ok) return this.invalid(`the answer is not JSON: ${indexed.reject.reason} (in candidate [${k}])`);
-    const el = indexed.elements[0];
-    if (el === undefined || indexed.elements.length !== 1) return this.invalid(`the answer is not JSON: a value is missing (candidate [${k}])`);
+    const { maxDepth, memoryKey, maxKeyRepeats } = this.target;
+    if (this.offloaded === 0 && wrapped.length <= OFFLOAD_BYTES) {
+      if (!isUtf8(wrapped)) return this.invalid(`the answer is not valid UTF-8 (in candidate [${k}])`);
+      const indexed = indexAgentResponse(wrapped, maxDepth, memoryKey, Number.MAX_SAFE_INTEGER, maxKeyRepeats);
+      if (!indexed.ok) return this.invalid(`the answer is not JSON: ${indexed.reject.reason} (in candidate [${k}])`);
+      return this.place(k, wrapped, indexed.elements);
+    }
+    this.offloaded++;
+    const read = wrapped.length <= OFFLOAD_BYTES ? { body: wrapped, outcome: indexAnswer(wrapped, 1, maxDepth, memoryKey, maxKeyRepeats) } : indexAnswerOffloaded(markOwn(wrapped), 1, maxDepth, memoryKey, maxKeyRepeats);
+    this.indexed = this.indexed.then(async () => {
+      const r = await Promise.resolve(read).catch((err: unknown) => ({ body: wrapped, outcome: { ok: false as const, skip: 0, reason: `the reader thread failed: ${err instanceof Error ? err.message : String(err)}`, decode: false } }));
+      this.offloaded--;
+      if (this.over) return;
+      if (r.outcome.ok) this.place(k, r.body, r.outcome.elements);
+      else this.invalid(`${r.outcome.reason} (in candidate [${k}])`);
+      if (!this.starved) this.wake();
+    });
+  }
+
+  private place(k: number, wrapped: Buffer, elements: readonly AnswerElement[]): void {
+    const el = elements[0];
+    if (el === undefined || elements.length !== 1) return this.invalid(`the answer is not JSON: a value is missing (candidate [${k}])`);
     const placed = this.placement.add(k, indexedView(wrapped, el));
     if (placed.kind === 'condemned') return this.invalid(placed.reason);
     if (placed.kind === 'slot' && !placed.duplicate) {
@@ -242,7 +273,7 @@ export class CandidateStream extends Transform {
 
   private wake(): void {
     this.starved = false;
-    if (this.yielding) return;
+    if (this.yielding || this.offloaded > 0) return;
     const cb = this.stalled;
     this.stalled = undefined;
     if (!this.destroyed) cb?.();

@@ -13,6 +13,7 @@ import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { loggerOptions } from '../../src/logging.js';
 import { waitFor } from '../helpers/wait.js';
 import { injectBatch } from '../helpers/inject.js';
+import { offloaded } from '../../src/reader/reader.js';
 
 /** Every answer of more than about 100 bytes streams. */
 const STREAM_ALL = { stream_answers_over_mb: 0.0001 };
@@ -297,3 +298,21 @@ for (const declared of [true, false]) {
     assert.deepEqual(await outcomes(whole), invalid);
   });
 }
+
+test('a streamed candidate over 8 MB is indexed on the reader thread, in its place among the others, the same bytes', async (t) => {
+  const f = useFixtures(t);
+  const a = await f.agent();
+  const streamed = await f.gateway(config(a.url, STREAM_ALL));
+  const whole = await f.gateway(config(a.url));
+  const big = { pad: 'é'.repeat(4.5 * 1024 * 1024) };
+  const body = { request_id: 'big-one', inputs: [mkInput(1, { num_outputs: 2 }), mkInput(2, { memory: big }), mkInput(3)] };
+  const before = offloaded.answer.jobs;
+  const s = await streamed.post(body);
+  assert.equal(offloaded.answer.jobs, before + 1, 'the one large candidate, and only it, went to the thread');
+  const w = await whole.post(body);
+  assert.equal(s.status, 200);
+  assert.equal(s.headers.get('content-length'), null, 'streamed');
+  assert.ok(s.bytes.length > 9 * 1024 * 1024);
+  assert.ok(s.bytes.equals(w.bytes), 'byte for byte what the whole-answer path writes');
+  assert.deepEqual((s.json as Cand[]).map((c) => [c.source_id, c.candidate_index, c.status]), [[1, 0, 'completed'], [1, 1, 'completed'], [2, 0, 'completed'], [3, 0, 'completed']]);
+});
