@@ -1,7 +1,7 @@
 /** The answer's size bound and the memory budget's charge: two pieces of the call's handler chain (backend-call.ts). */
 import type { Dispatcher } from 'undici';
 import { codeForStatus } from '../errors.js';
-import { tooLargeFailure } from './call-failure.js';
+import { cannotHold, tooLargeFailure } from './call-failure.js';
 import type { AnswerHandler, AnswerHeaders, CallOptions, CallRun } from './call-types.js';
 
 /** NaN when it declares none. */
@@ -113,11 +113,8 @@ export class BudgetCharge extends PassOn {
     this.charged = 0;
   }
 
-  /** The backend is not blamed for this failure. */
   private cannotHold(bytes: number): void {
-    this.call.stop({
-      code: 'gateway_memory_budget',
-      message: `the answer (${bytes} bytes and more) cannot be held under server.memory_budget_mb (${this.call.opts.memory?.capacity() ?? 0} bytes)`,
-    });
+    const { memory } = this.call.opts;
+    if (memory !== undefined) this.call.stop(cannotHold(bytes, memory));
   }
 }

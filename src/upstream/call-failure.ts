@@ -24,6 +24,11 @@ export function tooLargeFailure(maxBytes: number, key: string): AttemptFailure {
   return { code: 'gateway_backend_invalid_response', message: `the answer is larger than ${maxBytes} bytes (${key})` };
 }
 
+/** The backend is not blamed for this failure. */
+export function cannotHold(bytes: number, memory: { capacity(): number }): AttemptFailure {
+  return { code: 'gateway_memory_budget', message: `the answer (${bytes} bytes and more) cannot be held under server.memory_budget_mb (${memory.capacity()} bytes)` };
+}
+
 /** undici's error for an answer that began with an unasked `100 Continue` (docs/limits-and-edges.md#1xx-answers-from-backends). */
 export function isUnaskedContinue(err: unknown): boolean {
   return err instanceof errors.SocketError && err.message === 'bad response';

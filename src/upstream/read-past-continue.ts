@@ -9,7 +9,8 @@ import type { AbortLike } from '../abort.js';
 import type { AttemptFailure } from '../errors.js';
 import { safeReason } from '../protocol/describe.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
-import { timeoutFailure, tooLargeFailure } from './call-failure.js';
+import { cannotHold, timeoutFailure, tooLargeFailure } from './call-failure.js';
+import type { AnswerCharge } from './call-types.js';
 import type { Replica } from './replica.js';
 
 export type ContinueResult = { ok: true; status: number; bytes: Buffer } | { ok: false; failure: AttemptFailure; status?: number };
@@ -19,6 +20,8 @@ interface ContinueCall {
   headers: Record<string, string>;
   timeoutMs: number;
   signal?: AbortLike;
+  /** A 2xx answer is charged as the first transport charges it (answer-bounds.ts), waiting for room when over. */
+  memory?: AnswerCharge;
 }
 
 /** POST `c.body` to the replica's /v1/responses under its max_response_mb, reading past any 1xx; never throws. */
@@ -26,9 +29,11 @@ export function postReadingPastContinue(replica: Replica, c: ContinueCall): Prom
   return new Promise((resolve) => {
     let done = false;
     let status: number | undefined;
+    let charged = 0;
     const finish = (r: ContinueResult): void => {
       if (done) return;
       done = true;
+      if (!r.ok && charged > 0) c.memory?.shrink(charged);
       clearTimeout(timer);
       c.signal?.removeEventListener('abort', onAbort);
       resolve(r);
@@ -48,10 +53,19 @@ export function postReadingPastContinue(replica: Replica, c: ContinueCall): Prom
       const max = replica.maxResponseBytes;
       const tooLarge = (): void => fail(tooLargeFailure(max, `backends.${replica.backend}.max_response_mb`));
       if (declared > max) return tooLarge();
-      const body = new BodyBytes({ declared, max });
+      const memory = status < 300 ? c.memory : undefined;
+      if (memory !== undefined && declared > memory.capacity()) return fail(cannotHold(declared, memory));
+      const body = new BodyBytes({ declared, max, owner: memory });
       res.on('data', (chunk: Buffer) => {
-        if (body.size + chunk.length > max) tooLarge();
-        else body.add(chunk);
+        if (body.size + chunk.length > max) return tooLarge();
+        if (memory !== undefined && body.size + chunk.length > memory.capacity()) return fail(cannotHold(body.size + chunk.length, memory));
+        body.add(chunk);
+        if (memory === undefined) return;
+        charged += chunk.length;
+        if (!memory.charge(chunk.length) && !done) {
+          res.pause();
+          memory.whenRoom(() => res.resume());
+        }
       });
       res.on('end', () => finish({ ok: true, status: status ?? 0, bytes: body.received() }));
       // Cut before its end: the backend broke off, as undici would report it.

@@ -196,6 +196,23 @@ test('a backend answer larger than the whole budget fails that backend\'s candid
   assert.equal(big.requestsTo('/v1/responses').length, 4, 'never ejected: every batch still went to it');
 });
 
+test('an answer read past an unasked 100 Continue is held to the budget as any answer is', async (t) => {
+  const f = useFixtures(t);
+  const candidate = (): { output: { say: string; tool_calls: never[] } } => ({ output: { say: 's'.repeat(2 * 1024 * 1024), tool_calls: [] } });
+  const big = await f.agent({ name: 'big', behaviour: { interim: 100, candidate } });
+  const small = await f.agent({ name: 'small', behaviour: { interim: 100 } });
+  const gw = await f.gateway({
+    server: { memory_budget_mb: 1 },
+    backends: { big: { url: big.url }, small: { url: small.url } },
+    routes: [{ name: 's', match: { 'attributes.to': 'small' }, backend: 'small' }, { name: 'd', backend: 'big' }],
+  });
+  const res = await gw.post({ request_id: 'cont-big', inputs: [mkInput(1)] });
+  assert.equal((res.json as Cand[])[0]?.error?.code, 'gateway_memory_budget');
+  const ok = await gw.post({ request_id: 'cont-small', inputs: [mkInput(1, { attributes: { to: 'small' } })] });
+  assert.equal((ok.json as Cand[])[0]?.status, 'completed', 'a small one read past the 100 completes');
+  await waitFor('everything given back', async () => (await metric(gw, 'magma_gateway_memory_budget_held_bytes')) === 0);
+});
+
 test('a shadow answer is shed when a batch needs the room, and counted', async (t) => {
   const f = useFixtures(t);
   const prim = await f.agent({ name: 'prim' });
