@@ -61,8 +61,6 @@ export class FrontExchange {
   /** Answered before its body was read whole (413, 408): the rest is not kept. */
   private stopped = false;
   private pauses: ReadPauses | undefined;
-  /** Sent once the body is wanted: a refusal before it is the final answer, the body never sent (RFC 9110 10.1.1). */
-  private continueAsked = false;
 
   /** @param agent '' for the default agent, else a virtual agent's name as the URL has it */
   constructor(
@@ -79,9 +77,9 @@ export class FrontExchange {
     return this.front.host;
   }
 
+  /** `continueAsked`: sent once the headers pass; a refusal before is the final answer, no body sent (RFC 9110 10.1.1). */
   serve(continueAsked: boolean): void {
     const { req, res } = this;
-    this.continueAsked = continueAsked;
     if (this.host.closing()) {
       this.answer(503, JSON.stringify(closingBody()), closing());
       req.resume();
@@ -93,11 +91,11 @@ export class FrontExchange {
       this.refuse(413, JSON.stringify(bodyTooLarge(this.host.bodyLimitMb)));
       return;
     }
+    if (continueAsked) res.writeContinue();
     res.once('close', () => this.hold?.release());
     // Until its first body byte a request holds nothing: a client that sends only headers gets its 408.
     this.front.deadlines.track(req, res, () => this.timedOut());
-    // A client waiting for `100 Continue` sends nothing before it: admitted at once, not on its first byte.
-    if (declared === 0 || req.complete || continueAsked) this.admit(declared);
+    if (declared === 0 || req.complete) this.admit(declared);
     else req.once('readable', () => this.admit(declared));
   }
 
@@ -141,7 +139,6 @@ export class FrontExchange {
     this.front.deadlines.track(req, res, () => this.timedOut());
     // Fresh memory's pages fault in as chunks are copied: ten 50 MB bodies read 2 MB a turn held /health past 100 ms.
     this.pauses = new ReadPauses(req, () => !this.stopped);
-    if (this.continueAsked) res.writeContinue();
     req.on('data', (chunk: Buffer) => this.add(chunk));
     req.on('error', () => undefined); // a client that resets mid-body: nothing to answer, 'close' cleans up
     req.on('end', () => this.received());

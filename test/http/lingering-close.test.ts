@@ -101,13 +101,15 @@ test('`Expect: 100-continue` over the limit: the 413 is the only answer, no `100
   assert.equal((await c.answer).status, 413);
 });
 
-test('`Expect: 100-continue` within the limit: `100 Continue` once admitted, then the batch answered', async () => {
+test('`Expect: 100-continue` within the limit: `100 Continue` at once, then the batch answered', async () => {
   const a = await f.agent();
   const gw = await f.gateway(oneBackend({ a: a.url }));
   const body = Buffer.from(JSON.stringify({ request_id: 'expect-1', inputs: [mkInput(1)] }));
   const c = startSending(gw.url, `${head(body.length)}\r\nexpect: 100-continue`, Buffer.alloc(0));
   const first = await readUntil(c.socket, (r) => r.includes('\r\n\r\n'));
   assert.match(first, /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  assert.match(metrics, /^magma_gateway_memory_budget_held_bytes 0$/m, 'no body byte yet: it holds nothing');
   c.socket.write(body);
   const answer = await c.answer;
   assert.equal(answer.status, 200, answer.body);
