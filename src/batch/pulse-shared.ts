@@ -4,6 +4,7 @@
  * so a replica gone for good drops out.
  */
 import { randomUUID } from 'node:crypto';
+import { parseJsonOrUndefined } from '../protocol/schemas.js';
 import type { CappedLists, Claims } from '../state/types.js';
 import type { PulseRaw, PulseSink } from './pulse.js';
 
@@ -26,16 +27,8 @@ export function sharedPulse(store: CappedLists & Pick<Claims, 'addToSet' | 'read
     async read() {
       const replicas = (await store.readSet(REPLICAS_KEY)).slice(0, MAX_REPLICAS);
       const lists = await Promise.all(replicas.map((r) => store.readList(`pulse:${r}`)));
-      const out: PulseRaw[] = [];
-      for (const line of lists.flat()) {
-        try {
-          const v: unknown = JSON.parse(line);
-          if (isRaw(v)) out.push(v);
-        } catch {
-          // not a sample of ours
-        }
-      }
-      return out;
+      // A line that is not a sample of ours is skipped.
+      return lists.flat().map(parseJsonOrUndefined).filter(isRaw);
     },
   };
 }

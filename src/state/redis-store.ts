@@ -13,7 +13,7 @@ import { LocalReplay, RedisReplay } from './replay.js';
 import { LocalSemaphores, RedisSemaphores } from './semaphores.js';
 import { RedisShared, type SharedMessage } from './redis-shared.js';
 import { arrayReply, numberAt, TOKEN_TAKE } from './redis-scripts.js';
-import { isJsonObject } from '../protocol/schemas.js';
+import { isJsonObject, parseJsonOrUndefined } from '../protocol/schemas.js';
 import type { CacheEntries, StateConfig, StateLog, Store, TokenTake } from './types.js';
 import { StoreBase } from './store-base.js';
 import { newId } from './util.js';
@@ -21,16 +21,13 @@ import { GatewayError } from '../errors.js';
 
 type Message = { t: 'sem'; k: string } | { t: 'replay'; k: string } | SharedMessage;
 
+/** Undefined for someone else's message on the channel. */
 function parseMessage(raw: string): Message | undefined {
-  try {
-    const m: unknown = JSON.parse(raw);
-    if (!isJsonObject(m) || typeof m.k !== 'string') return undefined;
-    if (m.t === 'sem' || m.t === 'replay') return { t: m.t, k: m.k };
-    if (m.t === 'shared' && typeof m.o === 'string' && (m.v === undefined || typeof m.v === 'string') && (m.ttl === undefined || typeof m.ttl === 'number')) {
-      return { t: m.t, o: m.o, k: m.k, v: m.v, ttl: m.ttl };
-    }
-  } catch {
-    // someone else's message on the channel
+  const m = parseJsonOrUndefined(raw);
+  if (!isJsonObject(m) || typeof m.k !== 'string') return undefined;
+  if (m.t === 'sem' || m.t === 'replay') return { t: m.t, k: m.k };
+  if (m.t === 'shared' && typeof m.o === 'string' && (m.v === undefined || typeof m.v === 'string') && (m.ttl === undefined || typeof m.ttl === 'number')) {
+    return { t: m.t, o: m.o, k: m.k, v: m.v, ttl: m.ttl };
   }
   return undefined;
 }
