@@ -61,16 +61,16 @@ function listenProblem(err: unknown, host: string, port: number): string | undef
   return undefined;
 }
 
-/** False (after closing the app and saying why) when the address cannot be used. */
-async function listenOrExplain(app: FastifyInstance, host: string, port: number): Promise<boolean> {
+/** False (after closing the app and saying why) when the address `listen` was to use cannot be used. */
+async function listenOrExplain(app: FastifyInstance, listen: () => Promise<unknown>, at: { host: string; port: number } | undefined, what = ''): Promise<boolean> {
   try {
-    await app.listen({ host, port });
+    await listen();
     return true;
   } catch (err) {
-    const problem = listenProblem(err, host, port);
+    const problem = at === undefined ? undefined : listenProblem(err, at.host, at.port);
     if (problem === undefined) throw err;
     await app.close();
-    runtimeError(problem);
+    runtimeError(`${what}${problem}`);
     return false;
   }
 }
@@ -108,17 +108,10 @@ async function serve(argv: string[]): Promise<number> {
   else app.log.info({ node_arg: heap.arg }, `V8 heap growth from node's command line (${heap.arg}), the gateway's own not applied`);
   const host = opts.host ?? config.server.host;
   const port = opts.port ?? config.server.port;
-  if (!(await listenOrExplain(app, host, port))) return 1;
+  if (!(await listenOrExplain(app, () => app.listen({ host, port }), { host, port }))) return 1;
   let adminUrl: string | undefined;
-  try {
-    adminUrl = await listenAdmin(app);
-  } catch (err) {
-    const at = parseHostPort(app.gateway.current.config.admin.listen ?? '');
-    const problem = at === undefined ? undefined : listenProblem(err, at.host, at.port);
-    if (problem === undefined) throw err;
-    await app.close();
-    return runtimeError(`admin.listen: ${problem}`);
-  }
+  const adminAt = parseHostPort(app.gateway.current.config.admin.listen ?? '');
+  if (!(await listenOrExplain(app, async () => (adminUrl = await listenAdmin(app)), adminAt, 'admin.listen: '))) return 1;
   if (adminUrl !== undefined) app.log.info({ url: adminUrl }, 'admin listener: /gateway/* and the backend passthrough');
 
   let stopping = false;
