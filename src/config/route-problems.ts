@@ -2,8 +2,7 @@
  * The route invariants that relate parts of the config (docs/routing.md#virtual-agents), read leniently from the
  * raw value so the loader reports them with the schema's problems.
  */
-import { globToRegExp } from '../patterns/glob.js';
-import { compileRegex } from '../patterns/regex.js';
+import { compileRegex, globToRegExp } from '../patterns/glob.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { ROOT_AGENT } from './schema.js';
 
