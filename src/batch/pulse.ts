@@ -2,11 +2,8 @@
  * The gateway's pulse (docs/console.md#the-pulse). Quantiles come from the merged buckets, never from an average
  * of quantiles.
  */
-import type { GatewayMetrics } from '../metrics.js';
-import { histogramQuantile } from '../stats/histogram-quantile.js';
-
-/** Cumulative counts by `le` as the metric writes it ("0.005", "+Inf"). */
-type Buckets = Record<string, number>;
+import { histogramByLabel, type GatewayMetrics } from '../metrics.js';
+import { quantileMs, type LeCounts as Buckets } from '../stats/histogram-quantile.js';
 
 export interface PulseRaw {
   slot: number;
@@ -53,29 +50,19 @@ const plus = (a: Buckets, b: Buckets): Buckets => {
   for (const [le, n] of Object.entries(b)) out[le] = (out[le] ?? 0) + n;
   return out;
 };
-const quantileMs = (b: Buckets, q: number): number | null => {
-  const s = histogramQuantile(Object.entries(b).map(([le, count]) => ({ le: le === '+Inf' ? Infinity : Number(le), count })), q);
-  return s === null ? null : Math.round(s * 1e6) / 1e3;
-};
 const perSecond = (n: number, intervalS: number): number => Math.round((n / intervalS) * 1000) / 1000;
 
 async function read(metrics: GatewayMetrics, batches: number): Promise<Omit<Reading, 'at'>> {
   let errors = 0;
   for (const v of (await metrics.candidateErrors.get()).values) errors += v.value;
-  const overhead: Buckets = {};
-  for (const v of (await metrics.overhead.get()).values) {
-    // Histogram values carry `le` beside the declared labels; prom-client's type names only the declared ones.
-    if (v.metricName?.endsWith('_bucket') === true) overhead[String(Reflect.get(v.labels, 'le'))] = v.value;
-  }
+  const overhead = (await histogramByLabel(metrics.overhead)).get('')?.buckets ?? {};
   const backends: Reading['backends'] = new Map();
   const of = (name: string) => {
     let b = backends.get(name);
     if (b === undefined) backends.set(name, (b = { requests: 0, failures: 0, latency: {} }));
     return b;
   };
-  for (const v of (await metrics.backendDuration.get()).values) {
-    if (v.metricName?.endsWith('_bucket') === true) of(String(v.labels.backend ?? '')).latency[String(Reflect.get(v.labels, 'le'))] = v.value;
-  }
+  for (const [name, { buckets }] of await histogramByLabel(metrics.backendDuration, 'backend')) of(name).latency = buckets;
   for (const v of (await metrics.backendRequests.get()).values) {
     const b = of(String(v.labels.backend ?? ''));
     b.requests += v.value;
