@@ -24,7 +24,6 @@ import { budgetedBodies, holdOf } from '../http/budgeted-body.js';
 import type { BudgetHold } from '../memory/budget.js';
 import { overBudgetBody, overBudgetHeaders } from '../http/front-rules.js';
 import { coachingObjectsEstimate } from '../coaching/tree-estimate.js';
-import { growWhenRoom } from '../coaching/grow-when-room.js';
 
 /** The 422 in FastAPI's exact shape (docs/protocol-fidelity.md#agent-and-http-errors). */
 function send422(reply: FastifyReply, detail: ValidationIssue[]): FastifyReply {
@@ -93,6 +92,36 @@ async function session(
   reply.header('x-request-id', headers['x-request-id']);
   if (answer.body === undefined) return reply.code(204).send();
   return reply.code(answer.status).send(answer.body);
+}
+
+/**
+ * Room for objects about to be built over an admitted request (a coaching body's parsed tree,
+ * docs/memory-budget.md#what-is-counted), waited for as an answer's bytes are. False after `ms` without room: the
+ * bytes are given back, and the caller answers the budget's 503.
+ */
+function growWhenRoom(hold: BudgetHold, bytes: number, ms: number): Promise<boolean> {
+  if (hold.charge(bytes)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    let waiting = true;
+    const timer = setTimeout(() => {
+      if (!waiting) return;
+      waiting = false;
+      hold.shrink(bytes);
+      resolve(false);
+    }, Math.max(0, ms));
+    // `charge(0)` asks again without counting more: room, or this batch is the oldest held now.
+    const again = (): void => {
+      if (!waiting) return;
+      if (!hold.charge(0)) {
+        hold.whenRoom(again);
+        return;
+      }
+      waiting = false;
+      clearTimeout(timer);
+      resolve(true);
+    };
+    hold.whenRoom(again);
+  });
 }
 
 type BodyRead = { body: JsonObject; hold: BudgetHold | undefined } | { sent: FastifyReply };
