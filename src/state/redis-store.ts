@@ -5,11 +5,10 @@
  * `cache:e:<digest>`, `cache:{gen}:<scope>`, and the pub/sub channel `events` (docs/experiments.md#bounds-and-sizing).
  */
 import { LocalClaims, RedisClaims } from './claims.js';
-import { mbToBytes } from '../config/schema.js';
 import { RedisCache } from './cache-entries.js';
 import { RedisCounters } from './redis-counters.js';
 import { RedisLink } from './redis-link.js';
-import { LocalReplay, RedisReplay } from './replay.js';
+import { LocalReplay, RedisReplay, replayLimits } from './replay.js';
 import { LocalSemaphores, RedisSemaphores } from './semaphores.js';
 import { RedisShared, type SharedMessage } from './redis-shared.js';
 import { arrayReply, numberAt, TOKEN_TAKE } from './redis-scripts.js';
@@ -59,10 +58,9 @@ export class RedisStore extends StoreBase implements Store {
       prefix,
       leaseMs,
     });
-    const ttlMs = Math.ceil(config.replay_ttl_s * 1000);
-    const maxBytes = config.replay_max_bytes;
-    this.localReplay = new LocalReplay({ ttlMs, maxBytes, capBytes: mbToBytes(config.replay_cache_mb) }, this.counts);
-    this.replay = new RedisReplay(this.link, this.localReplay, this.counts, { prefix, ttlMs, maxBytes, leaseMs });
+    const replay = replayLimits(config);
+    this.localReplay = new LocalReplay(replay, this.counts);
+    this.replay = new RedisReplay(this.link, this.localReplay, this.counts, { prefix, ...replay, leaseMs });
     this.counters = new RedisCounters(this.link, this.counts, prefix, origin, Math.ceil(config.counters_ttl_s * 1000));
     this.localClaims = new LocalClaims(config.index_max_entries);
     this.claims = new RedisClaims(this.link, this.localClaims, this.counts, prefix);
