@@ -80,7 +80,6 @@ const wallClock: HistoryClock = {
   clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>), // only handles setTimer made come back
 };
 
-
 export class ExperimentHistory {
   private timer: unknown;
   private watch: unknown;
