@@ -162,12 +162,8 @@ export class CacheLookup {
       if (outs.length !== input.num_outputs || outs.some((o) => o.status !== 'completed')) continue;
       const first = outs[0];
       const tag = first === undefined ? undefined : candidateTag(first);
-      if (tag === undefined || tag.backend !== c.servedBy) {
-        metrics.storeFailures.inc({ reason: 'unstorable' });
-        continue;
-      }
       const tails = outs.flatMap((o) => untaggedTail(o) ?? []);
-      if (tails.length !== outs.length) {
+      if (tag === undefined || tag.backend !== c.servedBy || tails.length !== outs.length) {
         metrics.storeFailures.inc({ reason: 'unstorable' });
         continue;
       }
