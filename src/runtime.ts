@@ -10,8 +10,7 @@ import { Prober } from './upstream/prober.js';
 import { SharedEjections } from './upstream/shared-ejections.js';
 import { Upstreams } from './upstream/upstreams.js';
 import type { SharedValues } from './state/types.js';
-import { loadTracing } from './tracing/load-tracing.js';
-import { NOOP_TRACING, type Tracing } from './tracing/trace-span.js';
+import { loadTracing, NOOP_TRACING, type Tracing } from './tracing/trace-span.js';
 import { ClientTable } from './clients/client-table.js';
 
 export class GatewayRuntime {

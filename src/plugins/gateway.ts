@@ -8,8 +8,7 @@ import { sharedPulse } from '../batch/pulse-shared.js';
 import { ClientLimits } from '../clients/client-limits.js';
 import { ExperimentHistory } from '../experiments/report/history.js';
 import { Experiments } from '../experiments/recorder.js';
-import { MemoryBudget } from '../memory/budget.js';
-import { memoryBudget } from '../memory/default-budget.js';
+import { MemoryBudget, memoryBudgetSource } from '../memory/budget.js';
 import { GatewayMetrics } from '../metrics.js';
 import { GatewayRuntime } from '../runtime.js';
 import { createStore } from '../state/index.js';
@@ -42,7 +41,7 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
   const store = createStore(opts.config.state, app.log);
   metrics.bindStore(store);
   // Derived once at start when the config leaves it out; a reload that sets the key changes it.
-  const derived = memoryBudget(opts.config.server.memory_budget_mb);
+  const derived = memoryBudgetSource(opts.config.server.memory_budget_mb);
   const budgetBytes = (): number => {
     const mb = state.current.config.server.memory_budget_mb;
     return mb === undefined ? derived.bytes : mbToBytes(mb);
