@@ -152,12 +152,8 @@ export class MemoryBudget {
   /** `onAdmit` runs synchronously when there is room; a request larger than the budget waits until nothing is held. */
   admit(bytes: number, onAdmit: (hold: BudgetHold) => void, onTimeout: () => void, arrival = this.now()): BudgetHold {
     const hold = new Hold(this, bytes, onAdmit, onTimeout, undefined);
-    if (this.waiters === 0 && this.fits(bytes)) {
-      this.start(hold);
-      return hold;
-    }
     // Shadows go before a request waits; what they held may be all the room it needs.
-    this.shedShadows();
+    if (this.waiters > 0 || !this.fits(bytes)) this.shedShadows();
     if (this.waiters === 0 && this.fits(bytes)) {
       this.start(hold);
       return hold;
