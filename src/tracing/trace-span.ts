@@ -1,7 +1,5 @@
 /** What the gateway's layers see of tracing (docs/operations.md#tracing); with tracing off every span is NOOP_SPAN. */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Logger } from '../logging.js';
-import type { TracingConfig } from './otel-tracing.js';
 
 type SpanValue = string | number | boolean | string[] | number[];
 export type SpanAttributes = Record<string, SpanValue | undefined>;
@@ -64,11 +62,3 @@ class NoopTracing implements Tracing {
 }
 
 export const NOOP_TRACING: Tracing = new NoopTracing();
-
-/** The SDK is imported only with tracing on: a gateway without it neither loads nor holds a few MB of heap. */
-export async function loadTracing(config: TracingConfig, opts: { version: string; log: Logger }): Promise<Tracing> {
-  const endpoint = config.otlp_endpoint;
-  if (endpoint === undefined) return NOOP_TRACING;
-  const otel = await import('./otel-tracing.js');
-  return new otel.OtelTracing({ ...config, otlp_endpoint: endpoint }, opts);
-}
