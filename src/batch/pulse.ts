@@ -56,8 +56,7 @@ const plus = (a: Buckets, b: Buckets): Buckets => {
 const perSecond = (n: number, intervalS: number): number => Math.round((n / intervalS) * 1000) / 1000;
 
 async function read(metrics: GatewayMetrics, batches: number): Promise<Omit<Reading, 'at'>> {
-  let errors = 0;
-  for (const v of (await metrics.candidateErrors.get()).values) errors += v.value;
+  const errors = (await metrics.candidateErrors.get()).values.reduce((n, v) => n + v.value, 0);
   const overhead = (await histogramByLabel(metrics.overhead)).get('')?.buckets ?? {};
   const backends: Reading['backends'] = new Map();
   const of = (name: string) => {

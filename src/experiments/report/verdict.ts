@@ -86,11 +86,8 @@ function collecting(i: VerdictInput): Verdict | null {
 
 /** The treatment with the highest lower bound above 0, else the control. */
 function better(differ: readonly Comparison[]): string {
-  let best: Comparison | undefined;
-  for (const c of differ) {
-    const lo = c.sequential?.ci95[0] ?? 0;
-    if (lo > 0 && (best === undefined || lo > (best.sequential?.ci95[0] ?? 0))) best = c;
-  }
+  const lo = (c: Comparison): number => c.sequential?.ci95[0] ?? 0;
+  const best = differ.filter((c) => lo(c) > 0).reduce<Comparison | undefined>((b, c) => (b === undefined || lo(c) > lo(b) ? c : b), undefined);
   return best?.arm ?? differ[0]?.control ?? '';
 }
 
