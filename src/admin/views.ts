@@ -73,12 +73,7 @@ function routesTo(agent: CompiledAgent | undefined, backend: string): string[] {
 }
 
 function agentRoutesTo(agents: readonly CompiledAgent[], backend: string): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  for (const a of agents) {
-    const routes = routesTo(a, backend);
-    if (routes.length > 0) out[a.name] = routes;
-  }
-  return out;
+  return Object.fromEntries(agents.map((a) => [a.name, routesTo(a, backend)] as const).filter(([, routes]) => routes.length > 0));
 }
 
 export function backendsView(runtime: GatewayRuntime): BackendView[] {

@@ -73,16 +73,14 @@ export function readEpisode(text: string): Omit<Episode, 'file'> | string {
 
 /** Deduplicated by episode_id: the final place wins over `.partial/`. */
 export function readResults(dir: string, limits: ResultLimits): ReadResult {
-  let agent: string | null = null;
   const runFile = join(dir, 'run.json');
   const runRead = readResultFile(runFile, limits.maxFileBytes);
   const notRun = (why: string): GatewayError => new GatewayError('GATEWAY_ERR_USAGE', `${runFile}: ${why} (is ${dir} a BENCH results directory?)`);
   if ('skip' in runRead) throw notRun(runRead.skip);
   const run = parseJsonOrUndefined(runRead.text);
   if (run === undefined) throw notRun('not JSON');
-  if (isJsonObject(run) && isJsonObject(run.agent) && typeof run.agent.agent_id === 'string') {
-    agent = typeof run.agent.agent_version === 'string' ? `${run.agent.agent_id} ${run.agent.agent_version}` : run.agent.agent_id;
-  }
+  const info = isJsonObject(run) && isJsonObject(run.agent) ? run.agent : {};
+  const agent = typeof info.agent_id !== 'string' ? null : typeof info.agent_version === 'string' ? `${info.agent_id} ${info.agent_version}` : info.agent_id;
   const byId = new Map<string, Episode>();
   const skipped: { file: string; reason: string }[] = [];
   for (const file of episodeFiles(dir, limits.maxFiles, skipped)) {

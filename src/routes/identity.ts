@@ -38,11 +38,8 @@ function gatewayInfo(runtime: GatewayRuntime, agent: CompiledAgent): AgentInfo {
   for (const k of [...names].sort()) capabilities[k] = infos.every(({ info }) => info?.capabilities[k] === true);
 
   const coaching = capabilities.coaching === true;
-  let specialized: string[] = [];
-  if (coaching) {
-    const lists = infos.map(({ info }) => new Set(info?.specialized_coaching ?? []));
-    specialized = [...(lists[0] ?? [])].filter((k) => lists.every((l) => l.has(k)));
-  }
+  const lists = infos.map(({ info }) => new Set(info?.specialized_coaching ?? []));
+  const specialized = coaching ? [...(lists[0] ?? [])].filter((k) => lists.every((l) => l.has(k))) : [];
   const reason = coaching ? null : coachingOffReason(infos);
   return {
     protocol_version: '2.0',
