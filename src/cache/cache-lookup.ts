@@ -117,10 +117,7 @@ export class CacheLookup {
         else found.set(c.input, entry);
       });
     }
-    for (const c of asked) {
-      if (found.has(c.input)) metrics.hits.inc({ agent, route: c.route });
-      else metrics.misses.inc({ agent, route: c.route });
-    }
+    for (const c of asked) (found.has(c.input) ? metrics.hits : metrics.misses).inc({ agent, route: c.route });
     return new CacheLookup(cache, agent, plan, misses, found);
   }
 
