@@ -5,16 +5,13 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import { buildAdminApp } from './admin-app.js';
 import { mbToBytes, type GatewayConfig } from './config/schema.js';
 import { loggerOptions } from './logging.js';
-import accessLogPlugin from './plugins/access-log.js';
 import authPlugin from './plugins/auth.js';
 import clientKeysPlugin from './plugins/client-keys.js';
 import gatewayPlugin from './plugins/gateway.js';
-import { frameworkErrors, installHttpErrors } from './plugins/http-errors.js';
-import { countAnswers } from './plugins/http-metrics.js';
+import { countAnswers, frameworkErrors, installHttpErrors } from './plugins/http-errors.js';
 import { settleReloads } from './reload.js';
 import { identityRoutes } from './routes/identity.js';
-import { metricsRoute } from './routes/metrics.js';
-import { drainHeaders } from './http/front-rules.js';
+import { drainHeaders, logAnswer } from './http/front-rules.js';
 import { BatchFront } from './http/batch-front.js';
 import { AGENT_BATCH_PATTERN, BATCH_PATH } from './http/agent-path.js';
 import { clientLabelOf, rewriteKeyUrl } from './http/request-client.js';
@@ -84,7 +81,16 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   // Before any route.
   await app.register(clientKeysPlugin);
   await app.register(authPlugin, { listener: 'agent' });
-  await app.register(accessLogPlugin);
+  // The access-log line (http/front-rules.ts's policy: every 4xx and 503) of each answer fastify makes.
+  app.addHook('onResponse', async (req, reply) => {
+    logAnswer(req.log, req.raw, {
+      url: req.url,
+      status: reply.statusCode,
+      route: req.routeOptions.url ?? null,
+      client: clientLabelOf(req.raw),
+      ms: reply.elapsedTime,
+    });
+  });
 
   countAnswers(app, (req) => clientLabelOf(req.raw));
 
@@ -98,7 +104,11 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   budgetedBodies(app, bodyLimit, 'string');
 
   await app.register(identityRoutes, { draining: () => drain.draining });
-  await app.register(metricsRoute);
+  // Prometheus text format (docs/operations.md#metrics).
+  app.get('/metrics', async (_req, reply) => {
+    const { registry } = app.gateway.metrics;
+    return reply.header('content-type', registry.contentType).send(await registry.metrics());
+  });
   await app.register(import('./routes/coaching.js'));
 
   // A reload in progress must not swap in a runtime after the gateway plugin closed the current one. In a child

@@ -3,19 +3,87 @@
 import type { FastifyInstance } from 'fastify';
 import { listenAdmin } from './admin-app.js';
 import { buildApp, PACKAGE_VERSION } from './app.js';
-import { processIo, UsageError } from './commands/args.js';
+import { parseCommandLine, processIo, UsageError } from './commands/args.js';
 import { CHECK_USAGE, checkCommand } from './commands/check.js';
 import { OUTCOMES_USAGE, outcomesCommand } from './commands/outcomes.js';
 import { REPORT_USAGE, reportCommand } from './commands/report.js';
-import { parseServeArgs } from './commands/serve-args.js';
 import { VALIDATE_USAGE, validateCommand } from './commands/validate.js';
-import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
-import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
+import { ConfigError, deepFreeze, loadConfigFile, type Env } from './config/load.js';
+import { configSchema, isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
 import { closest } from './config/nearest-name.js';
 import { loggerOptions } from './logging.js';
 import { applyProcessSettings } from './process-settings.js';
 import { reloadGateway } from './reload.js';
 import { shutdownGateway } from './shutdown.js';
+
+const LOG_LEVELS: readonly string[] = configSchema.shape.log_level.unwrap().options;
+
+interface ServeOptions {
+  help: boolean;
+  configPath: string | undefined;
+  host: string | undefined;
+  port: number | undefined;
+  adminListen: string | undefined;
+  logLevel: string | undefined;
+}
+
+const SERVE_FLAGS = {
+  config: { type: 'string', short: 'c' },
+  host: { type: 'string' },
+  port: { type: 'string', short: 'p' },
+  'admin-listen': { type: 'string' },
+  'log-level': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function portOf(text: string, source: string): number {
+  // Digits only: Number() would take "0x50", " 80" or "8e3" and listen on a port nobody asked for.
+  const n = /^[0-9]{1,5}$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 0 && n <= 65535)) throw new UsageError(`${source} must be a port number from 0 to 65535, got "${text}"`);
+  return n;
+}
+
+function hostPortOf(text: string, source: string): string {
+  if (parseHostPort(text) === undefined) throw new UsageError(`${source} must be host:port (e.g. 127.0.0.1:9901, [::1]:9901), got "${text}"`);
+  return text;
+}
+
+/** Unset and empty alike are undefined, as the shell's `${VAR:-}`. */
+function envOf(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === '' ? undefined : v;
+}
+
+function levelOf(text: string, source: string): string {
+  if (!LOG_LEVELS.includes(text)) throw new UsageError(`${source} must be one of ${LOG_LEVELS.join(', ')}, got "${text}"`);
+  return text;
+}
+
+/**
+ * The command line of `magma-gateway [serve]`: the config file and the few values an operator overrides without
+ * editing it, each also from an environment variable (the flag wins). Every mistake is a UsageError checked
+ * before anything starts, so `--port abc` is one line and exit 2 rather than a crash at listen.
+ */
+function parseServeArgs(argv: readonly string[], env: Env): ServeOptions {
+  const { values } = parseCommandLine(argv, SERVE_FLAGS, 0);
+  const str = (k: string): string | undefined => (typeof values[k] === 'string' ? values[k] : undefined);
+  const host = str('host');
+  if (host !== undefined && host.trim() === '') throw new UsageError('--host needs a host name or address');
+  const pick = <T>(flag: string, name: string, read: (text: string, source: string) => T): T | undefined => {
+    const given = str(flag);
+    if (given !== undefined) return read(given, `--${flag}`);
+    const fromEnv = envOf(env, name);
+    return fromEnv === undefined ? undefined : read(fromEnv, name);
+  };
+  return {
+    help: values.help === true,
+    configPath: str('config') ?? envOf(env, 'MAGMA_GATEWAY_CONFIG'),
+    host,
+    port: pick('port', 'MAGMA_GATEWAY_PORT', portOf),
+    adminListen: pick('admin-listen', 'MAGMA_GATEWAY_ADMIN_LISTEN', hostPortOf),
+    logLevel: pick('log-level', 'MAGMA_GATEWAY_LOG_LEVEL', levelOf),
+  };
+}
 
 const USAGE = `usage:
   magma-gateway [serve] [--config FILE] [--host HOST] [--port PORT] [--admin-listen HOST:PORT] [--log-level LEVEL]
@@ -61,16 +129,16 @@ function listenProblem(err: unknown, host: string, port: number): string | undef
   return undefined;
 }
 
-/** False (after closing the app and saying why) when the address cannot be used. */
-async function listenOrExplain(app: FastifyInstance, host: string, port: number): Promise<boolean> {
+/** False (after closing the app and saying why) when the address `listen` was to use cannot be used. */
+async function listenOrExplain(app: FastifyInstance, listen: () => Promise<unknown>, at: { host: string; port: number } | undefined, what = ''): Promise<boolean> {
   try {
-    await app.listen({ host, port });
+    await listen();
     return true;
   } catch (err) {
-    const problem = listenProblem(err, host, port);
+    const problem = at === undefined ? undefined : listenProblem(err, at.host, at.port);
     if (problem === undefined) throw err;
     await app.close();
-    runtimeError(problem);
+    runtimeError(`${what}${problem}`);
     return false;
   }
 }
@@ -108,17 +176,10 @@ async function serve(argv: string[]): Promise<number> {
   else app.log.info({ node_arg: heap.arg }, `V8 heap growth from node's command line (${heap.arg}), the gateway's own not applied`);
   const host = opts.host ?? config.server.host;
   const port = opts.port ?? config.server.port;
-  if (!(await listenOrExplain(app, host, port))) return 1;
+  if (!(await listenOrExplain(app, () => app.listen({ host, port }), { host, port }))) return 1;
   let adminUrl: string | undefined;
-  try {
-    adminUrl = await listenAdmin(app);
-  } catch (err) {
-    const at = parseHostPort(app.gateway.current.config.admin.listen ?? '');
-    const problem = at === undefined ? undefined : listenProblem(err, at.host, at.port);
-    if (problem === undefined) throw err;
-    await app.close();
-    return runtimeError(`admin.listen: ${problem}`);
-  }
+  const adminAt = parseHostPort(app.gateway.current.config.admin.listen ?? '');
+  if (!(await listenOrExplain(app, async () => (adminUrl = await listenAdmin(app)), adminAt, 'admin.listen: '))) return 1;
   if (adminUrl !== undefined) app.log.info({ url: adminUrl }, 'admin listener: /gateway/* and the backend passthrough');
 
   let stopping = false;

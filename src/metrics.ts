@@ -9,6 +9,7 @@ import { DEFAULT_LATENCY_BUCKETS_S, type GatewayConfig, type RouteConfig } from 
 import { GATEWAY_ERROR_CODES, MAX_CODE_LABEL_CHARS } from './errors.js';
 import type { StoreHealth, StoreStats } from './state/types.js';
 import { MetricCells } from './metric-cells.js';
+import type { LeCounts } from './stats/histogram-quantile.js';
 
 const OVERHEAD_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 export const MAX_CODES_PER_BACKEND = 50;
@@ -286,6 +287,20 @@ export class GatewayMetrics {
     seen.add(code);
     return code;
   }
+}
+
+/** A histogram's cumulative counts by `le` and its sample count, per value of the label `by` ('' without one). */
+export async function histogramByLabel(h: Histogram<string>, by?: string): Promise<Map<string, { buckets: LeCounts; count: number }>> {
+  const out = new Map<string, { buckets: LeCounts; count: number }>();
+  for (const v of (await h.get()).values) {
+    const key = by === undefined ? '' : String(v.labels[by] ?? '');
+    let r = out.get(key);
+    if (r === undefined) out.set(key, (r = { buckets: {}, count: 0 }));
+    // Histogram values carry `le` beside the declared labels; prom-client's type names only the declared ones.
+    if (v.metricName?.endsWith('_bucket') === true) r.buckets[String(Reflect.get(v.labels, 'le'))] = v.value;
+    else if (v.metricName?.endsWith('_count') === true) r.count = v.value;
+  }
+  return out;
 }
 
 /** Made once each: String(status) per answer is a number-to-string conversion. */

@@ -2,7 +2,7 @@
  * Hot reload (docs/operations.md#hot-reload). Restart-only settings changed in the file are listed, not refused:
  * refusing would hold back a routing fix for a port edit that only a restart can apply anyway.
  */
-import { ConfigError, deepFreeze, loadConfigFile } from './config/load.js';
+import { deepFreeze, loadConfigFile } from './config/load.js';
 import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
 import { GatewayRuntime } from './runtime.js';
 import { prepareServerTlsReload } from './config/tls-files.js';
@@ -141,7 +141,7 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
     applyTls = tls.apply;
     next = new GatewayRuntime(loaded.config, state.metrics, app.log, state.store, state.version);
   } catch (err) {
-    return refuse(400, err instanceof ConfigError || err instanceof Error ? err.message : String(err));
+    return refuse(400, err instanceof Error ? err.message : String(err));
   }
   next.upstreams.inherit(running.upstreams);
   await next.start();
@@ -156,16 +156,14 @@ async function reloadOnce(app: ReloadHost, trigger: ReloadTrigger): Promise<Relo
   retire(app, books, running);
 
   const warnings: string[] = [];
-  for (const agent of next.agents.all) {
-    const before = running.agent(agent.virtual ? agent.name : undefined);
-    if (before === undefined || before.routes.memoryKey === agent.routes.memoryKey) continue;
-    const where = agent.virtual ? `agents.${agent.name}: ` : '';
-    warnings.push(`${where}memory_key changed: trajectories tagged under the old key start over (no stickiness for them)`);
-  }
   const notReady: Record<string, string[]> = {};
   for (const agent of next.agents.all) {
     const lacking = next.routesLackingBackend(agent);
     if (agent.virtual && lacking.length > 0) notReady[agent.name] = lacking;
+    const before = running.agent(agent.virtual ? agent.name : undefined);
+    if (before === undefined || before.routes.memoryKey === agent.routes.memoryKey) continue;
+    const where = agent.virtual ? `agents.${agent.name}: ` : '';
+    warnings.push(`${where}memory_key changed: trajectories tagged under the old key start over (no stickiness for them)`);
   }
   const report: ReloadReport = {
     reloaded: true,

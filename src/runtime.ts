@@ -10,7 +10,7 @@ import { Prober } from './upstream/prober.js';
 import { SharedEjections } from './upstream/shared-ejections.js';
 import { Upstreams } from './upstream/upstreams.js';
 import type { SharedValues } from './state/types.js';
-import { loadTracing } from './tracing/load-tracing.js';
+import type { TracingConfig } from './tracing/otel-tracing.js';
 import { NOOP_TRACING, type Tracing } from './tracing/trace-span.js';
 import { ClientTable } from './clients/client-table.js';
 
@@ -99,4 +99,12 @@ export class GatewayRuntime {
     await this.tracingStarted?.catch(() => undefined);
     await this.currentTracing.shutdown();
   }
+}
+
+/** The SDK is imported only with tracing on: a gateway without it neither loads nor holds a few MB of heap. */
+export async function loadTracing(config: TracingConfig, opts: { version: string; log: Logger }): Promise<Tracing> {
+  const endpoint = config.otlp_endpoint;
+  if (endpoint === undefined) return NOOP_TRACING;
+  const otel = await import('./tracing/otel-tracing.js');
+  return new otel.OtelTracing({ ...config, otlp_endpoint: endpoint }, opts);
 }

@@ -3,7 +3,8 @@
  * does, so the console agrees with a dashboard over the same series.
  */
 import type { GatewayState } from '../batch/gateway-state.js';
-import { histogramQuantile, type Bucket } from '../stats/histogram-quantile.js';
+import { histogramByLabel } from '../metrics.js';
+import { quantileMs } from '../stats/histogram-quantile.js';
 
 export interface Overview {
   version: string;
@@ -29,7 +30,6 @@ async function cacheFigures(gw: GatewayState): Promise<Overview['cache']> {
 }
 
 const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits;
-const ms = (s: number | null): number | null => (s === null ? null : round(s * 1000, 3));
 
 export async function overview(gw: GatewayState, listeners: Overview['listeners'], now = Date.now()): Promise<Overview> {
   const codes: Record<string, number> = {};
@@ -37,14 +37,7 @@ export async function overview(gw: GatewayState, listeners: Overview['listeners'
     const code = String(v.labels.code ?? 'unknown');
     if (v.value > 0) codes[code] = (codes[code] ?? 0) + v.value;
   }
-  const buckets: Bucket[] = [];
-  let samples = 0;
-  for (const v of (await gw.metrics.overhead.get()).values) {
-    if (v.metricName?.endsWith('_bucket') === true) {
-      const le = v.labels.le === '+Inf' ? Infinity : Number(v.labels.le);
-      buckets.push({ le, count: v.value });
-    } else if (v.metricName?.endsWith('_count') === true) samples = v.value;
-  }
+  const { buckets, count: samples } = (await histogramByLabel(gw.metrics.overhead)).get('') ?? { buckets: {}, count: 0 };
   const reload = gw.activity.lastReload();
   return {
     version: gw.version,
@@ -60,8 +53,8 @@ export async function overview(gw: GatewayState, listeners: Overview['listeners'
     error_candidates: Object.fromEntries(Object.entries(codes).sort((a, b) => b[1] - a[1])),
     overhead_ms: {
       samples,
-      p50: ms(histogramQuantile(buckets, 0.5)),
-      p99: ms(histogramQuantile(buckets, 0.99)),
+      p50: quantileMs(buckets, 0.5),
+      p99: quantileMs(buckets, 0.99),
     },
     cache: await cacheFigures(gw),
   };

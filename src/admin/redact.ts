@@ -54,10 +54,6 @@ export function redactConfig(config: GatewayConfig): RedactedConfig {
   }
   const { redis, ...state } = config.state;
   const endpoint = config.tracing.otlp_endpoint;
-  const clients =
-    config.clients === undefined
-      ? undefined
-      : Object.fromEntries(Object.entries(config.clients).map(([name, c]) => [name, { ...c, key: REDACTED }]));
   return {
     ...config,
     tracing: {
@@ -65,7 +61,7 @@ export function redactConfig(config: GatewayConfig): RedactedConfig {
       ...(endpoint === undefined ? {} : { otlp_endpoint: redactUrl(endpoint) }),
       headers: redactValues(config.tracing.headers),
     },
-    ...(clients === undefined ? {} : { clients }),
+    ...(config.clients === undefined ? {} : { clients: Object.fromEntries(Object.entries(config.clients).map(([n, c]) => [n, { ...c, key: REDACTED }])) }),
     admin: { token: config.admin.token === undefined ? null : REDACTED, protect_metrics: config.admin.protect_metrics },
     backends,
     state: {

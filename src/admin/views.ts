@@ -4,6 +4,8 @@ import type { CompiledAgent } from '../routing/agents.js';
 import type { GatewayRuntime } from '../runtime.js';
 import type { Replica, ReplicaState } from '../upstream/replica.js';
 import { redactUrl } from './redact.js';
+import { histogramByLabel, type GatewayMetrics } from '../metrics.js';
+import { quantileMs } from '../stats/histogram-quantile.js';
 
 interface ReplicaView {
   id: string;
@@ -71,12 +73,7 @@ function routesTo(agent: CompiledAgent | undefined, backend: string): string[] {
 }
 
 function agentRoutesTo(agents: readonly CompiledAgent[], backend: string): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  for (const a of agents) {
-    const routes = routesTo(a, backend);
-    if (routes.length > 0) out[a.name] = routes;
-  }
-  return out;
+  return Object.fromEntries(agents.map((a) => [a.name, routesTo(a, backend)] as const).filter(([, routes]) => routes.length > 0));
 }
 
 export function backendsView(runtime: GatewayRuntime): BackendView[] {
@@ -141,4 +138,26 @@ function agentRoutesView(runtime: GatewayRuntime, agent: CompiledAgent): RouteVi
       ready: backends.some((b) => b.ready),
     };
   });
+}
+
+interface BackendStats {
+  latency_ms: { samples: number; p50: number | null; p95: number | null };
+  outcomes: Record<string, number>;
+}
+
+/** Per-backend latency quantiles and outcomes `GET /gateway/backends` adds for the console (docs/console.md#backends). */
+export async function backendStats(metrics: GatewayMetrics): Promise<Map<string, BackendStats>> {
+  const out = new Map<string, BackendStats>();
+  const of = (name: string): BackendStats => {
+    let s = out.get(name);
+    if (s === undefined) out.set(name, (s = { latency_ms: { samples: 0, p50: null, p95: null }, outcomes: {} }));
+    return s;
+  };
+  for (const [backend, { buckets, count }] of await histogramByLabel(metrics.backendDuration, 'backend')) {
+    of(backend).latency_ms = { samples: count, p50: quantileMs(buckets, 0.5), p95: quantileMs(buckets, 0.95) };
+  }
+  for (const v of (await metrics.backendRequests.get()).values) {
+    if (v.value > 0) of(String(v.labels.backend ?? '')).outcomes[String(v.labels.outcome ?? 'unknown')] = v.value;
+  }
+  return out;
 }

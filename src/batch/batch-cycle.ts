@@ -24,13 +24,12 @@ import type { Granted } from '../clients/client-limiter.js';
 import { admitClient, overloadedOutputs } from './client-admission.js';
 import { batchLogLine, logsInfo, type BatchLogIds } from './batch-log.js';
 import { consoleRecord } from './batch-record.js';
-import { streamable } from './streamed-batch.js';
+import { streamable, type ResponseStream } from './streamed-batch.js';
 import type { GatewayState } from './gateway-state.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from '../logging.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
 import type { BudgetHold } from '../memory/budget.js';
-import type { ResponseStream } from './streamed-batch.js';
 import type { ReadBody } from './read-batch.js';
 
 export interface BatchExchange {

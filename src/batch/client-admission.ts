@@ -11,21 +11,16 @@ import type { AttemptFailure } from '../errors.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import { planBatch, type CompiledRoutes } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
+import { abortableDelay } from '../state/util.js';
 import type { GatewayState } from './gateway-state.js';
 
 const LIMIT_KEY = { batches_in_flight: 'max_batches_in_flight', candidates_per_minute: 'max_candidates_per_minute' } as const;
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(ms: number, signal: AbortLike): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done);
-  });
+async function sleep(ms: number, signal: AbortLike): Promise<void> {
+  const wait = abortableDelay(ms, signal);
+  await wait.promise;
+  wait.cancel();
 }
 
 /** With state.redis the limits hold across replicas: this process's limiter first, then the shared ones. */

@@ -2,11 +2,11 @@
  * The gateway's pulse (docs/console.md#the-pulse). Quantiles come from the merged buckets, never from an average
  * of quantiles.
  */
-import type { GatewayMetrics } from '../metrics.js';
-import { histogramQuantile } from '../stats/histogram-quantile.js';
-
-/** Cumulative counts by `le` as the metric writes it ("0.005", "+Inf"). */
-type Buckets = Record<string, number>;
+import { randomUUID } from 'node:crypto';
+import { histogramByLabel, type GatewayMetrics } from '../metrics.js';
+import { parseJsonOrUndefined } from '../protocol/schemas.js';
+import type { CappedLists, Claims } from '../state/types.js';
+import { quantileMs, type LeCounts as Buckets } from '../stats/histogram-quantile.js';
 
 export interface PulseRaw {
   slot: number;
@@ -53,29 +53,18 @@ const plus = (a: Buckets, b: Buckets): Buckets => {
   for (const [le, n] of Object.entries(b)) out[le] = (out[le] ?? 0) + n;
   return out;
 };
-const quantileMs = (b: Buckets, q: number): number | null => {
-  const s = histogramQuantile(Object.entries(b).map(([le, count]) => ({ le: le === '+Inf' ? Infinity : Number(le), count })), q);
-  return s === null ? null : Math.round(s * 1e6) / 1e3;
-};
 const perSecond = (n: number, intervalS: number): number => Math.round((n / intervalS) * 1000) / 1000;
 
 async function read(metrics: GatewayMetrics, batches: number): Promise<Omit<Reading, 'at'>> {
-  let errors = 0;
-  for (const v of (await metrics.candidateErrors.get()).values) errors += v.value;
-  const overhead: Buckets = {};
-  for (const v of (await metrics.overhead.get()).values) {
-    // Histogram values carry `le` beside the declared labels; prom-client's type names only the declared ones.
-    if (v.metricName?.endsWith('_bucket') === true) overhead[String(Reflect.get(v.labels, 'le'))] = v.value;
-  }
+  const errors = (await metrics.candidateErrors.get()).values.reduce((n, v) => n + v.value, 0);
+  const overhead = (await histogramByLabel(metrics.overhead)).get('')?.buckets ?? {};
   const backends: Reading['backends'] = new Map();
   const of = (name: string) => {
     let b = backends.get(name);
     if (b === undefined) backends.set(name, (b = { requests: 0, failures: 0, latency: {} }));
     return b;
   };
-  for (const v of (await metrics.backendDuration.get()).values) {
-    if (v.metricName?.endsWith('_bucket') === true) of(String(v.labels.backend ?? '')).latency[String(Reflect.get(v.labels, 'le'))] = v.value;
-  }
+  for (const [name, { buckets }] of await histogramByLabel(metrics.backendDuration, 'backend')) of(name).latency = buckets;
   for (const v of (await metrics.backendRequests.get()).values) {
     const b = of(String(v.labels.backend ?? ''));
     b.requests += v.value;
@@ -198,4 +187,34 @@ export class Pulse {
       })),
     };
   }
+}
+
+const REPLICAS_KEY = 'pulse:replicas';
+const MAX_REPLICAS = 64;
+
+function isRaw(v: unknown): v is PulseRaw {
+  const r = v as Partial<PulseRaw> | null; // checked field by field next
+  return typeof r === 'object' && r !== null && typeof r.slot === 'number' && typeof r.batches === 'number' && typeof r.errors === 'number'
+    && typeof r.overhead === 'object' && typeof r.backends === 'object';
+}
+
+/**
+ * The pulse's samples shared through the store (docs/console.md#the-pulse): each replica appends to its own capped
+ * list `pulse:<replica>` and names itself in `pulse:replicas`; both expire after twice the pulse's span unwritten,
+ * so a replica gone for good drops out.
+ */
+export function sharedPulse(store: CappedLists & Pick<Claims, 'addToSet' | 'readSet'>, replica: string = randomUUID()): PulseSink {
+  return {
+    async push(raw, points, intervalMs) {
+      const ttlMs = 2 * points * intervalMs;
+      await store.addToSet(REPLICAS_KEY, replica, ttlMs, MAX_REPLICAS);
+      await store.pushCapped(`pulse:${replica}`, JSON.stringify(raw), points, ttlMs);
+    },
+    async read() {
+      const replicas = (await store.readSet(REPLICAS_KEY)).slice(0, MAX_REPLICAS);
+      const lists = await Promise.all(replicas.map((r) => store.readList(`pulse:${r}`)));
+      // A line that is not a sample of ours is skipped.
+      return lists.flat().map(parseJsonOrUndefined).filter(isRaw);
+    },
+  };
 }

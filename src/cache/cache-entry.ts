@@ -2,7 +2,7 @@
  * One stored cache entry (docs/cache.md#what-an-entry-holds): a JSON line, then each candidate's bytes after its
  * candidate_index with the memory tag cut out at `at`. Decoding never trusts the bytes: anything unexpected is a miss.
  */
-import { isJsonObject } from '../protocol/schemas.js';
+import { isJsonObject, parseJsonOrUndefined } from '../protocol/schemas.js';
 
 const VERSION = 2;
 const NEWLINE = 0x0a;
@@ -49,12 +49,7 @@ function offset(v: unknown, max: number): v is number {
 export function decodeEntry(buf: Buffer, count: number): CacheEntry | undefined {
   const nl = buf.indexOf(NEWLINE);
   if (nl < 0) return undefined;
-  let head: unknown;
-  try {
-    head = JSON.parse(buf.toString('utf8', 0, nl));
-  } catch {
-    return undefined;
-  }
+  const head = parseJsonOrUndefined(buf.toString('utf8', 0, nl));
   if (!isJsonObject(head)) return undefined;
   const { v, backend, arm, n: lengths, at: offsets } = head;
   if (v !== VERSION || typeof backend !== 'string' || backend === '' || (arm !== undefined && typeof arm !== 'string')) return undefined;

@@ -116,10 +116,7 @@ export class CacheLookup {
         else found.set(c.input, entry);
       });
     }
-    for (const c of asked) {
-      if (found.has(c.input)) metrics.hits.inc({ agent, route: c.route });
-      else metrics.misses.inc({ agent, route: c.route });
-    }
+    for (const c of asked) (found.has(c.input) ? metrics.hits : metrics.misses).inc({ agent, route: c.route });
     return new CacheLookup(cache, agent, plan, misses, found);
   }
 
@@ -161,12 +158,8 @@ export class CacheLookup {
       if (outs.length !== input.num_outputs || outs.some((o) => o.status !== 'completed')) continue;
       const first = outs[0];
       const tag = first === undefined ? undefined : candidateTag(first);
-      if (tag === undefined || tag.backend !== c.servedBy) {
-        metrics.storeFailures.inc({ reason: 'unstorable' });
-        continue;
-      }
       const tails = outs.flatMap((o) => untaggedTail(o) ?? []);
-      if (tails.length !== outs.length) {
+      if (tag === undefined || tag.backend !== c.servedBy || tails.length !== outs.length) {
         metrics.storeFailures.inc({ reason: 'unstorable' });
         continue;
       }

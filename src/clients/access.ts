@@ -60,13 +60,10 @@ export function decideAccess(table: ClientTable | undefined, keys: KeyCarriers, 
 /** Narrowed to `clients.<name>.agents`; the list is the client's own config, so it may be said. */
 export function decideAgent(access: Access, agent: string): Access {
   if (!access.ok || access.client?.agents === undefined || access.client.agents.has(agent)) return access;
+  const { name, agents } = access.client;
   const quoted = JSON.stringify(agent.length > 128 ? `${agent.slice(0, 128)}...` : agent);
-  return {
-    ok: false,
-    status: 403,
-    code: 'GATEWAY_ERR_AGENT_FORBIDDEN',
-    detail: `client "${access.client.name}" may not use agent ${quoted} (clients.${access.client.name}.agents: ${[...access.client.agents].join(', ')})`,
-  };
+  const detail = `client "${name}" may not use agent ${quoted} (clients.${name}.agents: ${[...agents].join(', ')})`;
+  return { ok: false, status: 403, code: 'GATEWAY_ERR_AGENT_FORBIDDEN', detail };
 }
 
 export function accessLabel(access: Access): string {

@@ -57,17 +57,9 @@ export class SessionAffinity {
     const known = this.byBackend.get(backend)?.get(key);
     const held = known === undefined ? undefined : eligible.find((r) => r.url === known);
     if (held !== undefined) return held;
-    // hash32 is unsigned: the first replica's score beats -1, so an eligible replica is always chosen.
-    let best: Replica | undefined;
-    let bestScore = -1;
-    for (const r of eligible) {
-      const score = hash32(`${key}\n${r.url}`);
-      if (score > bestScore) {
-        best = r;
-        bestScore = score;
-      }
-    }
-    return best;
+    // Rendezvous hashing: the replica whose (run_id, url) scores highest, the first of equals.
+    const score = (r: Replica): number => hash32(`${key}\n${r.url}`);
+    return eligible.reduce((best, r) => (score(r) > score(best) ? r : best));
   }
 
   remember(backend: string, runId: string, replica: Replica): void {

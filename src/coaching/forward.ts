@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { AbortLike } from '../abort.js';
 import { endAttemptSpan, replicaCallAttributes } from '../dispatch/attempt-span.js';
 import { correlationHeaders, withTraceparent } from '../protocol/correlation.js';
+import { isJsonObject, parseJsonOrUndefined } from '../protocol/schemas.js';
 import { NOOP_SPAN, type TraceSpan } from '../tracing/trace-span.js';
 import { callReplica } from '../upstream/call-replica.js';
 import type { AnswerCharge } from '../upstream/call-types.js';
@@ -45,15 +46,8 @@ export function answerDetail(r: ForwardResult): string {
   if (!r.ok) return r.message;
   if (r.body.length === 0) return `HTTP ${r.status}`;
   const text = r.body.toString('utf8', 0, Math.min(r.body.length, 64 * 1024));
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (parsed !== null && typeof parsed === 'object' && 'detail' in parsed && typeof parsed.detail === 'string') {
-      return parsed.detail.slice(0, 200);
-    }
-  } catch {
-    // not JSON: fall through to the raw text
-  }
-  return text.slice(0, 200);
+  const parsed = parseJsonOrUndefined(text);
+  return isJsonObject(parsed) && typeof parsed.detail === 'string' ? parsed.detail.slice(0, 200) : text.slice(0, 200);
 }
 
 export function coachingHeaders(headers: IncomingHttpHeaders, withBody: boolean): Record<string, string> & { 'x-request-id': string } {

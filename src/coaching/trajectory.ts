@@ -3,8 +3,7 @@ import { intKey, isNumberMark, isStrictInt, numberMarkText } from '../protocol/j
 import type { AgentInput, JsonObject, ValidationIssue } from '../protocol/types.js';
 import type { Headers } from '../routing/match.js';
 import { newTrajectoryBackend, readMemoryTag, type MemoryTag } from '../routing/plan.js';
-import type { CompiledRoutes } from '../routing/routes.js';
-import { selectRoute } from '../routing/routes.js';
+import { selectRoute, type CompiledRoutes } from '../routing/routes.js';
 import { decodedInput } from '../routing/routing-input.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { GatewayError } from '../errors.js';

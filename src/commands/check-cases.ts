@@ -2,8 +2,7 @@
 import { intKey, jsonNumberText, numberMark, stringifyExact } from '../protocol/json/exact-json.js';
 import { validateAgainstRequest } from '../protocol/answer/response-check.js';
 import { agentOutputSchema, isJsonObject } from '../protocol/schemas.js';
-import type { AgentOutput } from '../protocol/types.js';
-import type { AgentInput, AgentRequest, IntValue, JsonObject } from '../protocol/types.js';
+import type { AgentInput, AgentOutput, AgentRequest, IntValue, JsonObject } from '../protocol/types.js';
 import {
   excerpt, exchange, parseBodyExact, require2xx, requestId, type Exchange, type ProbeTarget,
 } from './check-http.js';

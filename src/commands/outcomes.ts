@@ -7,7 +7,7 @@ import {
   adminHeaders, authHint, baseUrl, DEFAULT_ADMIN_URL, errorText, parseCommandLine, processIo, positiveOption, usageExit,
   type CommandIo, type Parsed,
 } from './args.js';
-import { isJsonObject } from '../protocol/schemas.js';
+import { isJsonObject, parseJsonOrUndefined } from '../protocol/schemas.js';
 import { episodeFiles, readResultFile, type ResultLimits } from './results-files.js';
 import { traceHash } from '../experiments/trace-hash.js';
 import { GatewayError } from '../errors.js';
@@ -55,12 +55,8 @@ export interface ReadResult {
 }
 
 export function readEpisode(text: string): Omit<Episode, 'file'> | string {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return 'not JSON';
-  }
+  const v = parseJsonOrUndefined(text);
+  if (v === undefined) return 'not JSON';
   if (!isJsonObject(v)) return 'not a JSON object';
   if (typeof v.episode_id !== 'string' || v.episode_id === '') return 'no episode_id';
   if (typeof v.success !== 'boolean') return 'no boolean success';
@@ -77,20 +73,14 @@ export function readEpisode(text: string): Omit<Episode, 'file'> | string {
 
 /** Deduplicated by episode_id: the final place wins over `.partial/`. */
 export function readResults(dir: string, limits: ResultLimits): ReadResult {
-  let agent: string | null = null;
   const runFile = join(dir, 'run.json');
   const runRead = readResultFile(runFile, limits.maxFileBytes);
   const notRun = (why: string): GatewayError => new GatewayError('GATEWAY_ERR_USAGE', `${runFile}: ${why} (is ${dir} a BENCH results directory?)`);
   if ('skip' in runRead) throw notRun(runRead.skip);
-  let run: unknown;
-  try {
-    run = JSON.parse(runRead.text);
-  } catch {
-    throw notRun('not JSON');
-  }
-  if (isJsonObject(run) && isJsonObject(run.agent) && typeof run.agent.agent_id === 'string') {
-    agent = typeof run.agent.agent_version === 'string' ? `${run.agent.agent_id} ${run.agent.agent_version}` : run.agent.agent_id;
-  }
+  const run = parseJsonOrUndefined(runRead.text);
+  if (run === undefined) throw notRun('not JSON');
+  const info = isJsonObject(run) && isJsonObject(run.agent) ? run.agent : {};
+  const agent = typeof info.agent_id !== 'string' ? null : typeof info.agent_version === 'string' ? `${info.agent_id} ${info.agent_version}` : info.agent_id;
   const byId = new Map<string, Episode>();
   const skipped: { file: string; reason: string }[] = [];
   for (const file of episodeFiles(dir, limits.maxFiles, skipped)) {
@@ -122,12 +112,7 @@ async function post(endpoint: string, token: string | boolean | undefined, body:
   if (status < 200 || status >= 300) {
     return { problem: `${endpoint} answered HTTP ${status}${authHint(status)}: ${text.replace(/\s+/g, ' ').slice(0, 300)}` };
   }
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    v = undefined;
-  }
+  const v = parseJsonOrUndefined(text);
   if (!isJsonObject(v) || !isJsonObject(v.results)) return { problem: `${endpoint} did not answer an outcomes summary` };
   const results: Record<string, number> = {};
   for (const [k, n] of Object.entries(v.results)) if (typeof n === 'number') results[k] = n;

@@ -10,7 +10,7 @@ import type { ExperimentReport, ExperimentsReport } from '../experiments/report/
 import type { ArmReport } from '../experiments/arm-counts.js';
 import type { Secondary } from '../experiments/report/analysis.js';
 import type { Comparison } from '../experiments/report/comparison.js';
-import { metricName, pValueText, ptsInterval } from '../experiments/report/verdict.js';
+import { metricName, pValueText, ptsInterval, signed } from '../experiments/report/verdict.js';
 import type { StrataReport } from '../experiments/report/strata.js';
 
 export const REPORT_USAGE = `usage: magma-gateway report [<admin-url>] [--agent <name>] [--token <token>] [--json] [--timeout <seconds>] [--trajectories <file>]
@@ -104,7 +104,7 @@ function stopAdvice(crossed: boolean, trustworthy: boolean): string {
 }
 
 function diff(c: Comparison, d: number, lo: number, hi: number): string {
-  if (c.outcome_kind === 'score') return `${d >= 0 ? '+' : ''}${d.toFixed(3)} [${lo.toFixed(3)}, ${hi.toFixed(3)}]`;
+  if (c.outcome_kind === 'score') return `${signed(d)} [${lo.toFixed(3)}, ${hi.toFixed(3)}]`;
   return ptsInterval(d, lo, hi);
 }
 
@@ -131,7 +131,6 @@ function comparisonLines(c: Comparison, trustworthy: boolean): string[] {
 function secondaryLine(s: Secondary): string {
   const f = s.fixed;
   const share = s.metric.endsWith('_share');
-  const signed = (x: number): string => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
   const v = f === null
     ? `n/a (${cell(s.fixed_reason ?? '')})`
     : share

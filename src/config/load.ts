@@ -1,8 +1,7 @@
 /** YAML -> `${VAR}` substitution -> `configSchema` -> route cross-checks -> deep-frozen; problems carry line:column. */
 import { readFileSync } from 'node:fs';
 import { isAlias, isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
-import type { z } from 'zod';
-import { knownKeysAt } from './known-keys.js';
+import { z } from 'zod';
 import { closest } from './nearest-name.js';
 import { configSchema, DEFAULT_MEMORY_KEY, type GatewayConfig } from './schema.js';
 import { formatPath, routeProblems, type PathSegment, type Problem } from './route-problems.js';
@@ -206,6 +205,34 @@ function isObjectLike(v: unknown): v is object {
 
 function segments(path: readonly PropertyKey[]): PathSegment[] {
   return path.map((s) => (typeof s === 'number' ? s : String(s)));
+}
+
+type Schema = z.core.$ZodType;
+
+/** The schemas a value at this level may be checked against (several for a union). */
+function unwrap(s: Schema): Schema[] {
+  if (s instanceof z.ZodOptional || s instanceof z.ZodNullable) return unwrap(s.unwrap());
+  if (s instanceof z.ZodDefault || s instanceof z.ZodPrefault) return unwrap(s.unwrap());
+  if (s instanceof z.ZodPipe) return unwrap(s.in);
+  if (s instanceof z.ZodUnion) return s.options.flatMap(unwrap);
+  return [s];
+}
+
+function step(s: Schema, seg: PathSegment): Schema[] {
+  // Own keys only: a segment such as "constructor" names no field.
+  if (s instanceof z.ZodObject && typeof seg === 'string' && Object.hasOwn(s.shape, seg)) return [s.shape[seg]];
+  if (s instanceof z.ZodRecord) return [s.valueType];
+  if (s instanceof z.ZodArray && typeof seg === 'number') return [s.element];
+  return [];
+}
+
+/** The keys the schema allows at a path, for "did you mean ...?", read from the one zod schema. */
+export function knownKeysAt(path: readonly PathSegment[]): string[] {
+  let level = unwrap(configSchema);
+  for (const seg of path) level = level.flatMap((s) => step(s, seg)).flatMap(unwrap);
+  const keys = new Set<string>();
+  for (const s of level) if (s instanceof z.ZodObject) for (const k of Object.keys(s.shape)) keys.add(k);
+  return [...keys];
 }
 
 /** Refused with their replacement named rather than silently doing nothing (docs/configuration.md#removed-keys). */

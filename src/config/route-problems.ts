@@ -2,8 +2,7 @@
  * The route invariants that relate parts of the config (docs/routing.md#virtual-agents), read leniently from the
  * raw value so the loader reports them with the schema's problems.
  */
-import { globToRegExp } from '../patterns/glob.js';
-import { compileRegex } from '../patterns/regex.js';
+import { compileRegex, globToRegExp } from '../patterns/glob.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { ROOT_AGENT } from './schema.js';
 
@@ -44,11 +43,8 @@ export function routeProblems(raw: unknown, memoryKey: string): Problem[] {
   if (Array.isArray(raw.routes)) out.push(...tableProblems(raw.routes, ['routes'], defined, memoryKey));
   const hasRoutes = Array.isArray(raw.routes) ? raw.routes.length > 0 : raw.routes !== undefined; // not a list: the schema says so
   if (!hasRoutes && (agents === undefined || Object.keys(agents).length === 0)) {
-    out.push({
-      path: ['routes'],
-      atKey: raw.routes !== undefined,
-      message: 'no routes: give the top-level "routes" (the agent at /) or an "agents" section naming at least one agent',
-    });
+    const message = 'no routes: give the top-level "routes" (the agent at /) or an "agents" section naming at least one agent';
+    out.push({ path: ['routes'], atKey: raw.routes !== undefined, message });
   }
   out.push(...clientAgentProblems(raw, agents));
   for (const [name, agent] of Object.entries(agents ?? {})) {
@@ -120,20 +116,12 @@ function tableProblems(routes: unknown[], base: PathSegment[], defined: string[]
   if (routes.length === 0) return out; // an empty table: routeProblems or the schema reports it
   const first = catchAlls[0];
   if (first === undefined) {
-    out.push({
-      path: base,
-      atKey: true,
-      message: 'no catch-all route: the last route must have no "match", so that every input has a route',
-    });
+    out.push({ path: base, atKey: true, message: 'no catch-all route: the last route must have no "match", so that every input has a route' });
   } else {
     const route = routes[first];
     const label = `"${String(isJsonObject(route) ? route.name : undefined)}" (${where}[${first}])`; // an object: catch-alls are objects
-    for (let k = first + 1; k < routes.length; k++) {
-      out.push({
-        path: [...base, k],
-        message: `unreachable: the catch-all route ${label} before it takes every input; the catch-all must be the last route`,
-      });
-    }
+    const message = `unreachable: the catch-all route ${label} before it takes every input; the catch-all must be the last route`;
+    for (let k = first + 1; k < routes.length; k++) out.push({ path: [...base, k], message });
   }
   return out;
 }
@@ -143,11 +131,8 @@ function matchProblems(match: Obj, at: PathSegment[], memoryKey: string): Proble
   const own = `memory.${memoryKey}`;
   for (const [key, cond] of Object.entries(match)) {
     if (key === own || key.startsWith(own + '.')) {
-      out.push({
-        path: [...at, key],
-        atKey: true,
-        message: `"${key}" reads the gateway's own memory key "${memoryKey}", which routing uses for stickiness; match on another key`,
-      });
+      const message = `"${key}" reads the gateway's own memory key "${memoryKey}", which routing uses for stickiness; match on another key`;
+      out.push({ path: [...at, key], atKey: true, message });
     }
     if (!isJsonObject(cond)) continue;
     for (const [op, compile] of [

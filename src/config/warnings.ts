@@ -8,8 +8,11 @@ interface ConfigWarning {
   message: string;
 }
 
+type Warn = (path: string, message: string) => void;
+
 export function configWarnings(config: GatewayConfig): ConfigWarning[] {
   const out: ConfigWarning[] = [];
+  const warn: Warn = (path, message) => void out.push({ path, message });
   for (const table of agentTables(config)) {
     const where = formatPath(table.at);
     table.routes.forEach((r, i) => {
@@ -19,58 +22,41 @@ export function configWarnings(config: GatewayConfig): ConfigWarning[] {
       const only = members.length === 1 ? members[0] : undefined;
       r.fallback.forEach((b, j) => {
         if (r.split !== undefined && only === undefined && members.includes(b)) {
-          out.push({
-            path: `${where}[${i}].fallback[${j}]`,
-            message: `split "${r.name}" falls back to "${b}", another of its own arms: a failed arm's trajectories continue on the other arm and stay credited to the arm they were assigned (a crossover), which dilutes the comparison; fall back to a backend outside the split (docs/experiments.md#crossover)`,
-          });
+          warn(
+            `${where}[${i}].fallback[${j}]`,
+            `split "${r.name}" falls back to "${b}", another of its own arms: a failed arm's trajectories continue on the other arm and stay credited to the arm they were assigned (a crossover), which dilutes the comparison; fall back to a backend outside the split (docs/experiments.md#crossover)`,
+          );
         }
-        if (b === only) {
-          out.push({
-            path: `${where}[${i}].fallback[${j}]`,
-            message: `route "${r.name}" falls back to "${b}", its only backend: a failed sub-request has nowhere else to go`,
-          });
-        }
+        if (b === only) warn(`${where}[${i}].fallback[${j}]`, `route "${r.name}" falls back to "${b}", its only backend: a failed sub-request has nowhere else to go`);
       });
       if (r.cache !== 'off' && config.cache === undefined) {
-        out.push({
-          path: `${where}[${i}].cache`,
-          message: `route "${r.name}" sets cache: ${r.cache}, but the config has no top-level "cache": nothing is cached (docs/cache.md)`,
-        });
+        warn(`${where}[${i}].cache`, `route "${r.name}" sets cache: ${r.cache}, but the config has no top-level "cache": nothing is cached (docs/cache.md)`);
       }
       r.shadow.forEach((b, j) => {
-        if (b === only) {
-          out.push({
-            path: `${where}[${i}].shadow[${j}]`,
-            message: `route "${r.name}" shadows "${b}", its only backend: every input is sent to it twice and compared with itself`,
-          });
-        }
+        if (b === only) warn(`${where}[${i}].shadow[${j}]`, `route "${r.name}" shadows "${b}", its only backend: every input is sent to it twice and compared with itself`);
       });
     });
   }
-  out.push(...clientKeyWarnings(config));
-  out.push(...deadlineWarnings(config));
-  out.push(...adminWarnings(config));
+  clientKeyWarnings(config, warn);
+  deadlineWarnings(config, warn);
+  adminWarnings(config, warn);
   return out;
 }
 
 /** Allowed on loopback, but any local process, another user's included, may use it. */
-function adminWarnings(config: GatewayConfig): ConfigWarning[] {
+function adminWarnings(config: GatewayConfig, warn: Warn): void {
   const { listen, token } = config.admin;
-  if (listen === undefined || (token !== undefined && token !== '')) return [];
-  return [{
-    path: 'admin.token',
-    message: `the admin listener ${listen} has no token: any process on this host can read the config and experiments, reset them, reload and reach the backends; set admin.token (docs/operations.md#admin-security)`,
-  }];
+  if (listen === undefined || (token !== undefined && token !== '')) return;
+  warn(
+    'admin.token',
+    `the admin listener ${listen} has no token: any process on this host can read the config and experiments, reset them, reload and reach the backends; set admin.token (docs/operations.md#admin-security)`,
+  );
 }
 
-function deadlineWarnings(config: GatewayConfig): ConfigWarning[] {
-  const out: ConfigWarning[] = [];
+function deadlineWarnings(config: GatewayConfig, warn: Warn): void {
   const over = (path: string, seconds: number | undefined, what: string): void => {
     if (seconds !== undefined && seconds > CLIENT_WAIT_S) {
-      out.push({
-        path,
-        message: `${what} is ${seconds} s, above the ${CLIENT_WAIT_S} s a BENCH client waits for an answer: the client times out (and BENCH aborts its run) before the gateway answers with error candidates`,
-      });
+      warn(path, `${what} is ${seconds} s, above the ${CLIENT_WAIT_S} s a BENCH client waits for an answer: the client times out (and BENCH aborts its run) before the gateway answers with error candidates`);
     }
   };
   over('request_timeout_s', config.request_timeout_s, 'the batch deadline');
@@ -81,7 +67,6 @@ function deadlineWarnings(config: GatewayConfig): ConfigWarning[] {
   for (const [name, c] of Object.entries(config.clients ?? {})) {
     over(`clients.${name}.max_wait_s`, c.max_wait_s, `client "${name}"'s limit wait`);
   }
-  return out;
 }
 
 /** Shorter keys are warned about: a key is all that stands between a port and anyone who can reach it. */
@@ -91,23 +76,20 @@ const MIN_CLIENT_KEY_CHARS = 16;
 const PATH_SAFE = /^[A-Za-z0-9._~!$&'()*+,;=:@-]*$/;
 
 /** The messages never quote a key. */
-function clientKeyWarnings(config: GatewayConfig): ConfigWarning[] {
-  const out: ConfigWarning[] = [];
+function clientKeyWarnings(config: GatewayConfig, warn: Warn): void {
   for (const [name, c] of Object.entries(config.clients ?? {})) {
     const path = `clients.${name}.key`;
     if (c.key.length < MIN_CLIENT_KEY_CHARS) {
-      out.push({ path, message: `the key of client "${name}" is shorter than ${MIN_CLIENT_KEY_CHARS} characters: use a long random key (openssl rand -hex 32)` });
+      warn(path, `the key of client "${name}" is shorter than ${MIN_CLIENT_KEY_CHARS} characters: use a long random key (openssl rand -hex 32)`);
     }
     if (!PATH_SAFE.test(c.key)) {
-      out.push({
+      warn(
         path,
-        message:
-          `the key of client "${name}" has characters that must be percent-encoded in an address (/k/<key>): ` +
+        `the key of client "${name}" has characters that must be percent-encoded in an address (/k/<key>): ` +
           'encode them there, send the key in Authorization: Bearer or x-api-key, or use a key of letters and digits',
-      });
+      );
     }
   }
-  return out;
 }
 
 export function formatWarning(w: ConfigWarning): string {

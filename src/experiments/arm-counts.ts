@@ -114,8 +114,7 @@ export function armReport(arm: string, weight: number, member: boolean, c: ArmCo
     const h = zCritical(0.05) * Math.sqrt(est.variance);
     ci = [Math.max(0, est.rate - h), Math.min(1, est.rate + h)];
   }
-  let samples = 0;
-  for (const v of c.latency.values()) samples += v;
+  const samples = [...c.latency.values()].reduce((n, v) => n + v, 0);
   return {
     arm,
     weight,

@@ -6,7 +6,7 @@
  */
 
 import { METRIC_OUTCOMES } from '../metrics.js';
-import { isJsonObject } from '../protocol/schemas.js';
+import { isJsonObject, parseJsonOrUndefined } from '../protocol/schemas.js';
 
 export const FEEDBACK_OUTCOMES = [...METRIC_OUTCOMES, 'other'] as const;
 export type FeedbackOutcome = (typeof FEEDBACK_OUTCOMES)[number];
@@ -99,14 +99,7 @@ export function parseEnvFeedback(content: string): FeedbackCounts {
     return counts;
   }
   const text = content.trim();
-  let value: unknown;
-  if (text.startsWith('{')) {
-    try {
-      value = JSON.parse(text);
-    } catch {
-      value = undefined;
-    }
-  }
+  const value = text.startsWith('{') ? parseJsonOrUndefined(text) : undefined;
   if (!isJsonObject(value)) {
     counts.unparsed = 1;
     return counts;

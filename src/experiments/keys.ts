@@ -1,5 +1,5 @@
 /** Store keys of the experiment recorder; each carries the experiment id, so experiments of a route never sum. */
-import { isJsonObject } from '../protocol/schemas.js';
+import { isJsonObject, parseJsonOrUndefined } from '../protocol/schemas.js';
 import type { JsonObject } from '../protocol/types.js';
 
 export function countersKey(agent: string, route: string, experiment: string): string {
@@ -89,13 +89,8 @@ export interface TrajectoryRecord {
 const KEY_ID = /^[0-9a-f]{16}$/;
 
 function parseObject(raw: string | undefined): JsonObject | undefined {
-  if (raw === undefined) return undefined;
-  try {
-    const v: unknown = JSON.parse(raw);
-    return isJsonObject(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
+  const v = raw === undefined ? undefined : parseJsonOrUndefined(raw);
+  return isJsonObject(v) ? v : undefined;
 }
 
 export function parseTrajectoryRecord(raw: string | undefined): TrajectoryRecord | undefined {

@@ -13,8 +13,7 @@ export function latencyBucket(ms: number): number {
 
 /** Linear inside the bucket holding the rank, as Prometheus' histogram_quantile; past the last bound: that bound. */
 export function bucketQuantile(buckets: ReadonlyMap<number, number>, q: number): number | undefined {
-  let total = 0;
-  for (const n of buckets.values()) total += n;
+  const total = [...buckets.values()].reduce((sum, n) => sum + n, 0);
   if (total <= 0) return undefined;
   const top = LATENCY_BOUNDS_MS.at(-1) ?? 0;
   const rank = q * total;

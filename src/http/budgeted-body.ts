@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
 import type { BudgetHold } from '../memory/budget.js';
-import { memoryBudgetDetail } from '../memory/over-budget.js';
+import { memoryBudgetDetail } from './front-rules.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
 
 const holds = new WeakMap<IncomingMessage, BudgetHold>();

@@ -3,7 +3,6 @@ import type { IncomingMessage } from 'node:http';
 import type { BatchAnswer } from '../batch/handle-batch.js';
 import type { Logger } from '../logging.js';
 import { errorBody, registeredBody, type ErrorBody } from '../errors.js';
-import { memoryBudgetDetail, RETRY_AFTER_S } from '../memory/over-budget.js';
 import { loggableUrl } from './request-client.js';
 
 const OVERHEAD_HEADER = 'x-gateway-overhead-ms';
@@ -53,12 +52,17 @@ export function closingBody(): ErrorBody {
   return errorBody('GATEWAY_ERR_NOT_READY', 'shutting down: no new batches are taken');
 }
 
+/** The 503 of a request that found no room in time (docs/memory-budget.md#the-503), on every listener path. */
+export function memoryBudgetDetail(timeoutS: number): string {
+  return `no room under server.memory_budget_mb within server.admission_timeout_s (${timeoutS} s): the gateway holds as much as it may for the batches before this one; retry later`;
+}
+
 export function overBudgetBody(admissionTimeoutS: number): ErrorBody {
   return errorBody('GATEWAY_ERR_MEMORY_BUDGET', memoryBudgetDetail(admissionTimeoutS));
 }
 
 export function overBudgetHeaders(): Record<string, string> {
-  return { ...closing(), 'retry-after': String(RETRY_AFTER_S) };
+  return { ...closing(), 'retry-after': '5' };
 }
 
 /** Longest piece of a client's path or header written to a log line. */

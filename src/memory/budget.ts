@@ -3,6 +3,8 @@
  * its batch is the oldest held, whose finishing is what frees room, so batches paused on each other never wait
  * forever. Callbacks rather than promises: every batch passes here.
  */
+import { readFileSync } from 'node:fs';
+import { getHeapStatistics } from 'node:v8';
 import type { ByteStore, StoreOwner } from '../protocol/byte-store.js';
 import { Fifo } from '../state/util.js';
 
@@ -150,12 +152,8 @@ export class MemoryBudget {
   /** `onAdmit` runs synchronously when there is room; a request larger than the budget waits until nothing is held. */
   admit(bytes: number, onAdmit: (hold: BudgetHold) => void, onTimeout: () => void, arrival = this.now()): BudgetHold {
     const hold = new Hold(this, bytes, onAdmit, onTimeout, undefined);
-    if (this.waiters === 0 && this.fits(bytes)) {
-      this.start(hold);
-      return hold;
-    }
     // Shadows go before a request waits; what they held may be all the room it needs.
-    this.shedShadows();
+    if (this.waiters > 0 || !this.fits(bytes)) this.shedShadows();
     if (this.waiters === 0 && this.fits(bytes)) {
       this.start(hold);
       return hold;
@@ -317,5 +315,37 @@ export class MemoryBudget {
       this.start(next);
     }
   }
+}
 
+/** The share of the memory limit the default budget takes. */
+const CGROUP_FRACTION = 0.5;
+const HEAP_FRACTION = 0.5;
+
+/** Above this a cgroup v1 limit means "no limit" (the kernel writes about 2^63 there). */
+const UNLIMITED = 2 ** 50;
+
+type BudgetSource = { source: 'config' | 'cgroup' | 'heap'; bytes: number };
+
+function readLimit(path: string): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+  if (text === 'max' || !/^\d+$/.test(text)) return undefined;
+  const n = Number(text);
+  return n > 0 && n < UNLIMITED ? n : undefined;
+}
+
+/**
+ * The default of `server.memory_budget_mb` (docs/memory-budget.md#defaults): a fraction of the cgroup's memory
+ * limit, else of V8's heap limit. The rest is for what the budget does not count (node, heap slack, sockets).
+ */
+export function memoryBudgetSource(configuredMb: number | undefined): BudgetSource {
+  if (configuredMb !== undefined) return { source: 'config', bytes: Math.floor(configuredMb * 1024 * 1024) };
+  // cgroup v2, else v1.
+  const cgroup = readLimit('/sys/fs/cgroup/memory.max') ?? readLimit('/sys/fs/cgroup/memory/memory.limit_in_bytes');
+  if (cgroup !== undefined) return { source: 'cgroup', bytes: Math.floor(cgroup * CGROUP_FRACTION) };
+  return { source: 'heap', bytes: Math.floor(getHeapStatistics().heap_size_limit * HEAP_FRACTION) };
 }

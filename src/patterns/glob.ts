@@ -19,13 +19,16 @@ function escapeChar(c: string, inClass = false): string {
   return /[\\^$.*+?()[\]{}|/]/.test(c) || (inClass && c === '-') ? '\\' + c : c;
 }
 
-function compile(source: string): RegExp {
+/** The `regex` match operator's compile step (unanchored, without flags), for the config loader and the router. */
+export function compileRegex(source: string, flags = '', what = 'regex'): RegExp {
   try {
-    return new RegExp(source, 'su');
+    return new RegExp(source, flags);
   } catch (err) {
-    throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid glob: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new GatewayError('GATEWAY_ERR_ROUTES_INVALID', `invalid ${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
 }
+
+const compile = (source: string): RegExp => compileRegex(source, 'su', 'glob');
 
 /** `?` is one code point; a `]` right after `[` or `[!` is a member, as in shells. Throws on a malformed glob. */
 function parse(glob: string): Parsed {

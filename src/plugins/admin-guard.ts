@@ -70,11 +70,8 @@ export function refusal(req: RequestFacts, served: ServedHosts): Refusal | undef
   if (req.host !== undefined) {
     const name = hostName(req.host);
     if (name === undefined || !servesHost(name, served)) {
-      return {
-        status: 421,
-        code: 'GATEWAY_ERR_HOST_NOT_SERVED',
-        detail: `this admin listener does not serve Host ${quote(req.host)}: use its address or a loopback name, or add the name to admin.allowed_hosts`,
-      };
+      const detail = `this admin listener does not serve Host ${quote(req.host)}: use its address or a loopback name, or add the name to admin.allowed_hosts`;
+      return { status: 421, code: 'GATEWAY_ERR_HOST_NOT_SERVED', detail };
     }
   }
   const changes = req.method !== 'GET' && req.method !== 'HEAD';
@@ -88,11 +85,8 @@ export function refusal(req: RequestFacts, served: ServedHosts): Refusal | undef
   if (changes && req.hasBody) {
     const type = (req.contentType ?? '').split(';')[0]?.trim().toLowerCase();
     if (type !== 'application/json') {
-      return {
-        status: 415,
-        code: 'GATEWAY_ERR_CONTENT_TYPE',
-        detail: `a ${req.method} body to the admin listener must be content-type: application/json (got ${req.contentType === undefined ? 'none' : quote(req.contentType)})`,
-      };
+      const got = req.contentType === undefined ? 'none' : quote(req.contentType);
+      return { status: 415, code: 'GATEWAY_ERR_CONTENT_TYPE', detail: `a ${req.method} body to the admin listener must be content-type: application/json (got ${got})` };
     }
   }
   return undefined;

@@ -3,13 +3,11 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { mbToBytes, type GatewayConfig } from '../config/schema.js';
 import { Activity } from '../batch/activity.js';
-import { Pulse } from '../batch/pulse.js';
-import { sharedPulse } from '../batch/pulse-shared.js';
+import { Pulse, sharedPulse } from '../batch/pulse.js';
 import { ClientLimits } from '../clients/client-limits.js';
 import { ExperimentHistory } from '../experiments/report/history.js';
 import { Experiments } from '../experiments/recorder.js';
-import { MemoryBudget } from '../memory/budget.js';
-import { memoryBudget } from '../memory/default-budget.js';
+import { MemoryBudget, memoryBudgetSource } from '../memory/budget.js';
 import { GatewayMetrics } from '../metrics.js';
 import { GatewayRuntime } from '../runtime.js';
 import { createStore } from '../state/index.js';
@@ -42,7 +40,7 @@ async function gatewayPlugin(app: FastifyInstance, opts: GatewayPluginOptions): 
   const store = createStore(opts.config.state, app.log);
   metrics.bindStore(store);
   // Derived once at start when the config leaves it out; a reload that sets the key changes it.
-  const derived = memoryBudget(opts.config.server.memory_budget_mb);
+  const derived = memoryBudgetSource(opts.config.server.memory_budget_mb);
   const budgetBytes = (): number => {
     const mb = state.current.config.server.memory_budget_mb;
     return mb === undefined ? derived.bytes : mbToBytes(mb);

@@ -1,4 +1,4 @@
-/** The JSON error answers every listener gives outside its handlers (404, 405 with `Allow`, 413, a bare 500). */
+/** The JSON error answers every listener gives outside its handlers (404, 405 with `Allow`, 413, a bare 500), and its HTTP metrics. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, GatewayError, internalCode, messageOf, registeredBody, type ErrorBody, type GatewayErrCode } from '../errors.js';
@@ -129,5 +129,12 @@ export function installHttpErrors(
       return reply.code(405).header('allow', allowed.join(', ')).send(errorBody('GATEWAY_ERR_METHOD_NOT_ALLOWED', detail));
     }
     return reply.code(404).send(errorBody('GATEWAY_ERR_NOT_FOUND', `Not Found: ${req.method} ${req.url}`));
+  });
+}
+
+/** Every answer of a fastify app counted and timed by its URL path pattern (docs/operations.md#metrics). */
+export function countAnswers(app: FastifyInstance, clientOf: (req: FastifyRequest) => string): void {
+  app.addHook('onResponse', async (req, reply) => {
+    app.gateway.metrics.observeHttp(req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000, clientOf(req));
   });
 }

@@ -7,6 +7,15 @@ export function isJsonObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** Undefined when the text is not JSON: JSON.parse itself never returns undefined. */
+export function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A number marker is a JS string standing for a number, refused as pydantic refuses it: never use z.string(). */
 const jsonString = z.custom<string>((v) => typeof v === 'string' && !isNumberMark(v), {
   error: 'Input should be a valid string',

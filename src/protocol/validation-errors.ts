@@ -23,8 +23,7 @@ function truncated(s: string, max: number): string {
 
 /** What is left out is counted in place ("… 84 more items", a "…" key); recursion is at most `depth` deep. */
 export function boundInput(value: unknown): unknown {
-  const budget = { left: INPUT_LIMITS.totalChars };
-  return bound(value, 0, budget);
+  return bound(value, 0, { left: INPUT_LIMITS.totalChars });
 }
 
 function bound(v: unknown, depth: number, budget: { left: number }): unknown {

@@ -1,12 +1,12 @@
 /** The operator API under /gateway/ on the admin listener (docs/operations.md#admin-api); its token is auth.ts's. */
 import type { FastifyInstance } from 'fastify';
 import { passthrough } from './admin-passthrough.js';
-import { backendStats } from '../admin/backend-stats.js';
 import { redactConfig } from '../admin/redact.js';
-import { agentsView, backendsView, routesView } from '../admin/views.js';
+import { agentsView, backendStats, backendsView, routesView } from '../admin/views.js';
 import { reloadGateway } from '../reload.js';
 import { errorBody } from '../errors.js';
-import { cacheRoutes } from './admin-cache.js';
+import type { CacheScope } from '../cache/response-cache.js';
+import { ROOT_AGENT } from '../config/schema.js';
 
 const ADMIN_ENDPOINTS = [
   { method: 'GET', path: '/gateway/backends', what: 'every replica: url, state, last probe, info, in flight, last error' },
@@ -23,6 +23,12 @@ const ADMIN_ENDPOINTS = [
   { method: 'DELETE', path: '/gateway/cache', what: 'empty the response cache (?agent=<name>, ?backend=<name>: only theirs)' },
   { method: 'ANY', path: '/gateway/backends/{name}/...', what: 'passthrough to a ready replica of that backend' },
 ] as const;
+
+/** A repeated parameter arrives as a list: refused rather than guessed. */
+interface CacheQuery {
+  agent?: string | string[];
+  backend?: string | string[];
+}
 
 interface AdminRoutesOptions {
   /** The agent app: a reload swaps its runtime and sets its log level (the admin app logs through a child). */
@@ -53,7 +59,33 @@ export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions
     return reply.code(outcome.status).send({ reloaded: false, ...errorBody('GATEWAY_ERR_RELOAD_REFUSED', outcome.detail) });
   });
 
-  await app.register(cacheRoutes);
+  // docs/cache.md#emptying-the-cache: a new generation of the scope asked, nothing scanned.
+  app.delete<{ Querystring: CacheQuery }>('/gateway/cache', async (req, reply) => {
+    const cache = app.gateway.cache;
+    if (cache === undefined) {
+      return reply.code(404).send(errorBody('GATEWAY_ERR_NOT_FOUND', 'no response cache: the config has no top-level "cache"'));
+    }
+    const { agent, backend } = req.query;
+    if (Array.isArray(agent) || Array.isArray(backend)) {
+      return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', 'give "agent" and "backend" at most once each'));
+    }
+    const runtime = app.gateway.current;
+    if (agent !== undefined && agent !== ROOT_AGENT && !runtime.agents.virtual.has(agent)) {
+      return reply.code(404).send(errorBody('GATEWAY_ERR_UNKNOWN_AGENT', `unknown agent ${JSON.stringify(agent.slice(0, 128))}: use "${ROOT_AGENT}" or a name under "agents"`));
+    }
+    if (backend !== undefined && !Object.hasOwn(runtime.config.backends, backend)) {
+      return reply.code(404).send(errorBody('GATEWAY_ERR_NOT_FOUND', `unknown backend ${JSON.stringify(backend.slice(0, 128))}`));
+    }
+    const scope: CacheScope = {};
+    if (agent !== undefined) scope.agent = agent;
+    if (backend !== undefined) scope.backend = backend;
+    try {
+      const emptied = await cache.clear(scope);
+      return { emptied, store: cache.entries.kind };
+    } catch {
+      return reply.code(503).send(errorBody('GATEWAY_ERR_CACHE_UNAVAILABLE', 'redis is unavailable: the cache was not emptied; retry once it is back'));
+    }
+  });
 
   await app.register(passthrough);
 }

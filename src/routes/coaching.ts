@@ -24,7 +24,6 @@ import { budgetedBodies, holdOf } from '../http/budgeted-body.js';
 import type { BudgetHold } from '../memory/budget.js';
 import { overBudgetBody, overBudgetHeaders } from '../http/front-rules.js';
 import { coachingObjectsEstimate } from '../coaching/tree-estimate.js';
-import { growWhenRoom } from '../coaching/grow-when-room.js';
 
 /** The 422 in FastAPI's exact shape (docs/protocol-fidelity.md#agent-and-http-errors). */
 function send422(reply: FastifyReply, detail: ValidationIssue[]): FastifyReply {
@@ -32,6 +31,10 @@ function send422(reply: FastifyReply, detail: ValidationIssue[]): FastifyReply {
 }
 
 const NO_COACHING = 'no coaching-capable backend';
+
+function unavailable(reply: FastifyReply, detail: string): FastifyReply {
+  return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', detail));
+}
 
 function admissionLeftMs(runtime: GatewayRuntime, reply: FastifyReply): number {
   return runtime.config.server.admission_timeout_s * 1000 - reply.elapsedTime;
@@ -59,7 +62,7 @@ async function session(
   method: 'PUT' | 'DELETE',
 ): Promise<FastifyReply> {
   const backends = coachingBackends(runtime, agent);
-  if (backends.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
+  if (backends.length === 0) return unavailable(reply, NO_COACHING);
   const runId = req.params.run_id;
   // The session config is the agent's business: forwarded as the exact text that came.
   const body = method === 'PUT' ? (typeof req.body === 'string' ? req.body : '') : undefined;
@@ -93,6 +96,36 @@ async function session(
   reply.header('x-request-id', headers['x-request-id']);
   if (answer.body === undefined) return reply.code(204).send();
   return reply.code(answer.status).send(answer.body);
+}
+
+/**
+ * Room for objects about to be built over an admitted request (a coaching body's parsed tree,
+ * docs/memory-budget.md#what-is-counted), waited for as an answer's bytes are. False after `ms` without room: the
+ * bytes are given back, and the caller answers the budget's 503.
+ */
+function growWhenRoom(hold: BudgetHold, bytes: number, ms: number): Promise<boolean> {
+  if (hold.charge(bytes)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    let waiting = true;
+    const timer = setTimeout(() => {
+      if (!waiting) return;
+      waiting = false;
+      hold.shrink(bytes);
+      resolve(false);
+    }, Math.max(0, ms));
+    // `charge(0)` asks again without counting more: room, or this batch is the oldest held now.
+    const again = (): void => {
+      if (!waiting) return;
+      if (!hold.charge(0)) {
+        hold.whenRoom(again);
+        return;
+      }
+      waiting = false;
+      clearTimeout(timer);
+      resolve(true);
+    };
+    hold.whenRoom(again);
+  });
 }
 
 type BodyRead = { body: JsonObject; hold: BudgetHold | undefined } | { sent: FastifyReply };
@@ -139,7 +172,7 @@ async function coach(app: FastifyInstance, affinity: SessionAffinity, c: Call): 
   const target = findTarget(body, memoryKey);
   if ('loc' in target) return send422(reply, [target]);
   const capable = coachingBackends(runtime, agent);
-  if (capable.length === 0) return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', NO_COACHING));
+  if (capable.length === 0) return unavailable(reply, NO_COACHING);
 
   // A tag naming a backend the config no longer has cannot be followed: the rules decide, as in plan.ts.
   const tagged = target.tag !== undefined && compiled.backends.has(target.tag.backend) ? target.tag : undefined;
@@ -149,16 +182,10 @@ async function coach(app: FastifyInstance, affinity: SessionAffinity, c: Call): 
   const chosen = tagged ?? ruleBackend(compiled, target.input, requestId, req.headers, canServe, coaches);
   const backend = chosen.backend;
   const via = tagged !== undefined ? 'memory tag' : `route ${chosen.route}`;
-  if (!capable.includes(backend)) {
-    return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', `backend ${backend} (chosen by ${via}) does not offer coaching`));
-  }
+  if (!capable.includes(backend)) return unavailable(reply, `backend ${backend} (chosen by ${via}) does not offer coaching`);
   const runId = runIdOf(body);
   const replica = affinity.pick(runtime, backend, runId);
-  if (replica === undefined) {
-    return reply
-      .code(503)
-      .send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', `backend ${backend} (chosen by ${via}) has no ready replica offering coaching`));
-  }
+  if (replica === undefined) return unavailable(reply, `backend ${backend} (chosen by ${via}) has no ready replica offering coaching`);
 
   const stripped = stripGatewayTags(body, memoryKey);
   const headers = coachingHeaders(req.headers, true);

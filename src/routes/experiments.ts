@@ -49,8 +49,7 @@ export async function experimentsRoute(app: FastifyInstance): Promise<void> {
       if (!parsed.ok) return reply.code(400).send(errorBody('GATEWAY_ERR_BAD_REQUEST', parsed.problem));
       // This replica's index writes first, so an outcome posted right after its episode's last step is found.
       await app.gateway.experiments.settled();
-      const summary = await postOutcomes(app.gateway.store, parsed.items, cfg.index_ttl_s * 1000, (r) => app.gateway.metrics.outcomes.inc({ result: r }), parsed.dryRun);
-      return summary;
+      return postOutcomes(app.gateway.store, parsed.items, cfg.index_ttl_s * 1000, (r) => app.gateway.metrics.outcomes.inc({ result: r }), parsed.dryRun);
     },
   );
 

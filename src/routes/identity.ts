@@ -38,11 +38,8 @@ function gatewayInfo(runtime: GatewayRuntime, agent: CompiledAgent): AgentInfo {
   for (const k of [...names].sort()) capabilities[k] = infos.every(({ info }) => info?.capabilities[k] === true);
 
   const coaching = capabilities.coaching === true;
-  let specialized: string[] = [];
-  if (coaching) {
-    const lists = infos.map(({ info }) => new Set(info?.specialized_coaching ?? []));
-    specialized = [...(lists[0] ?? [])].filter((k) => lists.every((l) => l.has(k)));
-  }
+  const lists = infos.map(({ info }) => new Set(info?.specialized_coaching ?? []));
+  const specialized = coaching ? [...(lists[0] ?? [])].filter((k) => lists.every((l) => l.has(k))) : [];
   const reason = coaching ? null : coachingOffReason(infos);
   return {
     protocol_version: '2.0',
@@ -66,21 +63,14 @@ const SHUTTING_DOWN = 'shutting down: finishing the batches in flight';
 export async function identityRoutes(app: FastifyInstance, opts: IdentityOptions): Promise<void> {
   /** The root path is the gateway's own readiness: one agent's backends being down takes no traffic off the others. */
   function health(agent: CompiledAgent | undefined, reply: FastifyReply, root = false): FastifyReply | { status: 'ready' } {
-    if (opts.draining?.() === true) return reply.code(503).send(errorBody('GATEWAY_ERR_NOT_READY', SHUTTING_DOWN));
+    const notReady = (detail: string): FastifyReply => reply.code(503).send(errorBody('GATEWAY_ERR_NOT_READY', detail));
+    if (opts.draining?.() === true) return notReady(SHUTTING_DOWN);
     const runtime = app.gateway.current;
     const lacking = agent === undefined ? [] : runtime.routesLackingBackend(agent);
-    if (lacking.length > 0) {
-      return reply
-        .code(503)
-        .send(errorBody('GATEWAY_ERR_NOT_READY', `not ready: no ready, compatible backend for route(s) ${lacking.join(', ')}`));
-    }
+    if (lacking.length > 0) return notReady(`not ready: no ready, compatible backend for route(s) ${lacking.join(', ')}`);
     const agents = root ? runtime.agents.all : agent === undefined ? [] : [agent];
     const arms = agents.flatMap((a) => runtime.armsLackingReplica(a));
-    if (arms.length > 0) {
-      return reply
-        .code(503)
-        .send(errorBody('GATEWAY_ERR_NOT_READY', `not ready: a split with all_arms_ready has an arm with no ready replica (${arms.join(', ')})`));
-    }
+    if (arms.length > 0) return notReady(`not ready: a split with all_arms_ready has an arm with no ready replica (${arms.join(', ')})`);
     return { status: 'ready' };
   }
 

@@ -5,8 +5,7 @@
  */
 import type { Condition, Scalar } from '../config/schema.js';
 import { isNumberMark, numericValue } from '../protocol/json/exact-json.js';
-import { compileGlob } from '../patterns/glob.js';
-import { compileRegex } from '../patterns/regex.js';
+import { compileGlob, compileRegex } from '../patterns/glob.js';
 
 export type Predicate = (value: unknown) => boolean;
 

@@ -1,7 +1,6 @@
 /** The default store: everything in this process, so limits, replay, counters and shared values are its own. */
-import { mbToBytes } from '../config/schema.js';
 import { liveEntry, LocalClaims, type Entry } from './claims.js';
-import { LocalReplay } from './replay.js';
+import { LocalReplay, replayLimits } from './replay.js';
 import { LocalSemaphores } from './semaphores.js';
 import type { CacheEntries, CacheEntriesOptions, StateConfig, StateLog, Store, TokenTake } from './types.js';
 import { StoreBase } from './store-base.js';
@@ -12,23 +11,16 @@ const TAKEN: TokenTake = { ok: true };
 export class MemoryStore extends StoreBase implements Store {
   readonly kind = 'memory' as const;
   protected readonly semaphores = new LocalSemaphores(this.counts);
-  protected readonly replay: LocalReplay;
   private readonly counters = new Map<string, Map<string, number>>();
   private readonly shared = new Map<string, Entry<string>>();
   private readonly lists = new Map<string, Entry<string[]>>();
   protected readonly claims: LocalClaims;
+  protected readonly replay: LocalReplay;
 
   constructor(config: StateConfig, log: StateLog) {
     super(log);
     this.claims = new LocalClaims(config.index_max_entries);
-    this.replay = new LocalReplay(
-      {
-        ttlMs: config.replay_ttl_s * 1000,
-        maxBytes: config.replay_max_bytes,
-        capBytes: mbToBytes(config.replay_cache_mb),
-      },
-      this.counts,
-    );
+    this.replay = new LocalReplay(replayLimits(config), this.counts);
   }
 
   isUp(): boolean {

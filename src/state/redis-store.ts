@@ -5,15 +5,14 @@
  * `cache:e:<digest>`, `cache:{gen}:<scope>`, and the pub/sub channel `events` (docs/experiments.md#bounds-and-sizing).
  */
 import { LocalClaims, RedisClaims } from './claims.js';
-import { mbToBytes } from '../config/schema.js';
 import { RedisCache } from './cache-entries.js';
 import { RedisCounters } from './redis-counters.js';
 import { RedisLink } from './redis-link.js';
-import { LocalReplay, RedisReplay } from './replay.js';
+import { LocalReplay, RedisReplay, replayLimits } from './replay.js';
 import { LocalSemaphores, RedisSemaphores } from './semaphores.js';
 import { RedisShared, type SharedMessage } from './redis-shared.js';
 import { arrayReply, numberAt, TOKEN_TAKE } from './redis-scripts.js';
-import { isJsonObject } from '../protocol/schemas.js';
+import { isJsonObject, parseJsonOrUndefined } from '../protocol/schemas.js';
 import type { CacheEntries, StateConfig, StateLog, Store, TokenTake } from './types.js';
 import { StoreBase } from './store-base.js';
 import { newId } from './util.js';
@@ -21,16 +20,13 @@ import { GatewayError } from '../errors.js';
 
 type Message = { t: 'sem'; k: string } | { t: 'replay'; k: string } | SharedMessage;
 
+/** Undefined for someone else's message on the channel. */
 function parseMessage(raw: string): Message | undefined {
-  try {
-    const m: unknown = JSON.parse(raw);
-    if (!isJsonObject(m) || typeof m.k !== 'string') return undefined;
-    if (m.t === 'sem' || m.t === 'replay') return { t: m.t, k: m.k };
-    if (m.t === 'shared' && typeof m.o === 'string' && (m.v === undefined || typeof m.v === 'string') && (m.ttl === undefined || typeof m.ttl === 'number')) {
-      return { t: m.t, o: m.o, k: m.k, v: m.v, ttl: m.ttl };
-    }
-  } catch {
-    // someone else's message on the channel
+  const m = parseJsonOrUndefined(raw);
+  if (!isJsonObject(m) || typeof m.k !== 'string') return undefined;
+  if (m.t === 'sem' || m.t === 'replay') return { t: m.t, k: m.k };
+  if (m.t === 'shared' && typeof m.o === 'string' && (m.v === undefined || typeof m.v === 'string') && (m.ttl === undefined || typeof m.ttl === 'number')) {
+    return { t: m.t, o: m.o, k: m.k, v: m.v, ttl: m.ttl };
   }
   return undefined;
 }
@@ -62,10 +58,9 @@ export class RedisStore extends StoreBase implements Store {
       prefix,
       leaseMs,
     });
-    const ttlMs = Math.ceil(config.replay_ttl_s * 1000);
-    const maxBytes = config.replay_max_bytes;
-    this.localReplay = new LocalReplay({ ttlMs, maxBytes, capBytes: mbToBytes(config.replay_cache_mb) }, this.counts);
-    this.replay = new RedisReplay(this.link, this.localReplay, this.counts, { prefix, ttlMs, maxBytes, leaseMs });
+    const replay = replayLimits(config);
+    this.localReplay = new LocalReplay(replay, this.counts);
+    this.replay = new RedisReplay(this.link, this.localReplay, this.counts, { prefix, ...replay, leaseMs });
     this.counters = new RedisCounters(this.link, this.counts, prefix, origin, Math.ceil(config.counters_ttl_s * 1000));
     this.localClaims = new LocalClaims(config.index_max_entries);
     this.claims = new RedisClaims(this.link, this.localClaims, this.counts, prefix);

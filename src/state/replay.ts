@@ -8,9 +8,10 @@ import { joinBody, retainedBytes, type AnswerBody } from '../protocol/answer/ans
 import { storeOf } from '../protocol/byte-store.js';
 import type { RedisLink } from './redis-link.js';
 import { arrayReply, bufferAt, REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
-import type { ReplayBegin, ReplayLease, StoreStats } from './types.js';
+import type { ReplayBegin, ReplayLease, StateConfig, StoreStats } from './types.js';
 import { Fifo, GAVE_UP, leaseRenewer, newId, raceAbort, Wakers } from './util.js';
 import { GatewayError } from '../errors.js';
+import { mbToBytes } from '../config/schema.js';
 
 /** An entry's heap besides its answer, about 1 KB (measured under S1: uncounted, 16 MB of small answers held 32). */
 const ENTRY_BYTES = 1024;
@@ -33,6 +34,11 @@ interface LocalReplayLimits {
   ttlMs: number;
   maxBytes: number;
   capBytes: number;
+}
+
+/** Whole milliseconds: Redis's PX takes integers only. */
+export function replayLimits(config: StateConfig): LocalReplayLimits {
+  return { ttlMs: Math.ceil(config.replay_ttl_s * 1000), maxBytes: config.replay_max_bytes, capBytes: mbToBytes(config.replay_cache_mb) };
 }
 
 export class LocalReplay {

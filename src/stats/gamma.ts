@@ -24,8 +24,26 @@ export function lnGamma(x: number): number {
 }
 
 export const EPS = 1e-16;
-export const TINY = 1e-300;
+const TINY = 1e-300;
 export const MAX_ITERATIONS = 10_000;
+
+/** The modified Lentz method's running c and d over a continued fraction's terms a / (b + ...). */
+export class Lentz {
+  constructor(
+    private c: number,
+    private d: number,
+  ) {}
+
+  /** The factor the next term multiplies the fraction's value by. */
+  step(a: number, b: number): number {
+    this.d = b + a * this.d;
+    if (Math.abs(this.d) < TINY) this.d = TINY;
+    this.c = b + a / this.c;
+    if (Math.abs(this.c) < TINY) this.c = TINY;
+    this.d = 1 / this.d;
+    return this.d * this.c;
+  }
+}
 
 /** P(a, x) by its power series; converges fast for x < a + 1. */
 function lowerSeries(a: number, x: number): number {
@@ -42,18 +60,11 @@ function lowerSeries(a: number, x: number): number {
 /** Q(a, x) by its continued fraction (modified Lentz); converges fast for x >= a + 1. */
 function upperFraction(a: number, x: number): number {
   let b = x + 1 - a;
-  let c = 1 / TINY;
-  let d = 1 / b;
-  let h = d;
+  const f = new Lentz(1 / TINY, 1 / b);
+  let h = 1 / b;
   for (let i = 1; i < MAX_ITERATIONS; i++) {
-    const an = -i * (i - a);
     b += 2;
-    d = an * d + b;
-    if (Math.abs(d) < TINY) d = TINY;
-    c = b + an / c;
-    if (Math.abs(c) < TINY) c = TINY;
-    d = 1 / d;
-    const delta = d * c;
+    const delta = f.step(-i * (i - a), b);
     h *= delta;
     if (Math.abs(delta - 1) < EPS) break;
   }

@@ -6,6 +6,15 @@ export interface Bucket {
   count: number;
 }
 
+/** Cumulative counts by `le` as a histogram metric writes it ("0.005", "+Inf"). */
+export type LeCounts = Record<string, number>;
+
+/** A histogram in seconds: its quantile in milliseconds, to the microsecond. */
+export function quantileMs(counts: LeCounts, q: number): number | null {
+  const s = histogramQuantile(Object.entries(counts).map(([le, count]) => ({ le: le === '+Inf' ? Infinity : Number(le), count })), q);
+  return s === null ? null : Math.round(s * 1e6) / 1e3;
+}
+
 export function histogramQuantile(buckets: readonly Bucket[], q: number): number | null {
   const sorted = [...buckets].sort((a, b) => a.le - b.le);
   const total = sorted.at(-1)?.count ?? 0;

@@ -2,31 +2,17 @@
  * Student's t, for comparisons with few units (docs/experiment-method.md#few-keys-t-with-k-2-df), on the
  * regularized incomplete beta function by its Lentz continued fraction.
  */
-import { EPS, lnGamma, MAX_ITERATIONS, TINY } from './gamma.js';
+import { EPS, Lentz, lnGamma, MAX_ITERATIONS } from './gamma.js';
 
 /** The continued fraction of I_x(a, b) (Numerical Recipes' betacf); converges fast for x < (a+1)/(a+b+2). */
 function betaFraction(a: number, b: number, x: number): number {
-  let c = 1;
-  let d = 1 - ((a + b) * x) / (a + 1);
-  if (Math.abs(d) < TINY) d = TINY;
-  d = 1 / d;
-  let h = d;
+  // The first term as a step from d = 1, c = ∞: d becomes 1 / (1 - (a+b)x/(a+1)) and c stays 1.
+  const f = new Lentz(Infinity, 1);
+  let h = f.step(-((a + b) * x) / (a + 1), 1);
   for (let m = 1; m < MAX_ITERATIONS; m++) {
     const m2 = 2 * m;
-    let aa = (m * (b - m) * x) / ((a + m2 - 1) * (a + m2));
-    d = 1 + aa * d;
-    if (Math.abs(d) < TINY) d = TINY;
-    c = 1 + aa / c;
-    if (Math.abs(c) < TINY) c = TINY;
-    d = 1 / d;
-    h *= d * c;
-    aa = (-(a + m) * (a + b + m) * x) / ((a + m2) * (a + m2 + 1));
-    d = 1 + aa * d;
-    if (Math.abs(d) < TINY) d = TINY;
-    c = 1 + aa / c;
-    if (Math.abs(c) < TINY) c = TINY;
-    d = 1 / d;
-    const delta = d * c;
+    h *= f.step((m * (b - m) * x) / ((a + m2 - 1) * (a + m2)), 1);
+    const delta = f.step((-(a + m) * (a + b + m) * x) / ((a + m2) * (a + m2 + 1)), 1);
     h *= delta;
     if (Math.abs(delta - 1) < EPS) break;
   }

@@ -4,7 +4,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
-import { parseTraceParent } from '@opentelemetry/core';
+import { ExportResultCode, parseTraceParent, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -12,13 +12,14 @@ import {
   BatchSpanProcessor,
   ParentBasedSampler,
   TraceIdRatioBasedSampler,
+  type ReadableSpan,
+  type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { GatewayConfig } from '../config/schema.js';
 import type { Logger } from '../logging.js';
 import { isValidTraceparent } from '../protocol/correlation.js';
 import { ATTR_ERROR_TYPE } from './attributes.js';
-import { WatchedExporter } from './watched-exporter.js';
 import type { SpanAttributes, TraceSpan, Tracing } from './trace-span.js';
 
 export type TracingConfig = GatewayConfig['tracing'];
@@ -71,6 +72,59 @@ class OtelSpan implements TraceSpan {
 
   end(): void {
     this.span.end();
+  }
+}
+
+/** Without user info: a token in the URL stays out of the log. */
+function shown(endpoint: string): string {
+  try {
+    const u = new URL(endpoint);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return '(endpoint)';
+  }
+}
+
+/**
+ * The OTLP exporter with its failures in the gateway's log: the SDK reports them only to its process-global
+ * diagnostic logger, which the gateway does not install. A dead collector is one line, not one per export.
+ */
+class WatchedExporter implements SpanExporter {
+  private failing = false;
+  private readonly endpoint: string;
+
+  constructor(
+    private readonly inner: SpanExporter,
+    endpoint: string,
+    private readonly log: Logger,
+  ) {
+    this.endpoint = shown(endpoint);
+  }
+
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    this.inner.export(spans, (result) => {
+      if (result.code !== ExportResultCode.SUCCESS) {
+        if (!this.failing) {
+          this.failing = true;
+          this.log.warn(
+            { endpoint: this.endpoint, spans: spans.length, reason: result.error?.message ?? 'export failed' },
+            'trace export failed: spans are dropped until the collector answers (tracing.otlp_endpoint)',
+          );
+        }
+      } else if (this.failing) {
+        this.failing = false;
+        this.log.info({ endpoint: this.endpoint }, 'trace export works again');
+      }
+      done(result);
+    });
+  }
+
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
   }
 }
 

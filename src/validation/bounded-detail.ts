@@ -38,17 +38,11 @@ function refusedDetail(
   findings: RequestFindings | undefined,
   limits: RequestReadLimits,
 ): ValidationIssue[] {
-  const tooMany: ValidationIssue[] =
-    findings === undefined || findings.tooManyInputs === 0
-      ? []
-      : [
-          {
-            type: 'too_long',
-            loc: ['body', 'inputs'],
-            msg: `the batch has ${findings.tooManyInputs} inputs, so asks for at least as many candidates; at most ${limits.maxInputs} (server.max_candidates_per_batch)`,
-            input: findings.tooManyInputs,
-          },
-        ];
+  const tooMany: ValidationIssue[] = [];
+  if (findings !== undefined && findings.tooManyInputs > 0) {
+    const msg = `the batch has ${findings.tooManyInputs} inputs, so asks for at least as many candidates; at most ${limits.maxInputs} (server.max_candidates_per_batch)`;
+    tooMany.push({ type: 'too_long', loc: ['body', 'inputs'], msg, input: findings.tooManyInputs });
+  }
   // Only the inputs before the limit were checked: their problems first (as the schema reports them), then the limit.
   if (tooMany.length > 0 && findings?.badInputCount === 0 && findings.requestIdOk) return tooMany;
   if (body.length <= FULL_DETAIL_MAX_BYTES && tooMany.length === 0) {

@@ -4,8 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, parseConfigText } from '../../src/config/load.js';
-import { knownKeysAt } from '../../src/config/known-keys.js';
+import { ConfigError, knownKeysAt, parseConfigText } from '../../src/config/load.js';
 import { closest, editDistance } from '../../src/config/nearest-name.js';
 import { configWarnings } from '../../src/config/warnings.js';
 

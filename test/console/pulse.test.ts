@@ -6,8 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { GatewayMetrics } from '../../src/metrics.js';
-import { Pulse } from '../../src/batch/pulse.js';
-import { sharedPulse } from '../../src/batch/pulse-shared.js';
+import { Pulse, sharedPulse } from '../../src/batch/pulse.js';
 import { createStore } from '../../src/state/index.js';
 import { deleteKeys, recordingLog, redisConfig, uniquePrefix, waitUntilUp } from '../state/helpers.js';
 

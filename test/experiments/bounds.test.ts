@@ -54,7 +54,7 @@ async function leftOutMetric(gw: TestGateway): Promise<number> {
 }
 
 /** Keys under `prefix` and their bytes (MEMORY USAGE, summed). */
-/** Keys written on a timer (src/batch/pulse-shared.ts, src/experiments/report/history.ts and finals.ts), wherever the store nests them. */
+/** Keys written on a timer (src/batch/pulse.ts's sharedPulse, src/experiments/report/history.ts and finals.ts), wherever the store nests them. */
 const TIMED_KEYS = /pulse:|experiments:(history|finals|latest)/;
 
 async function footprint(r: Redis, prefix: string): Promise<{ keys: number; bytes: number }> {

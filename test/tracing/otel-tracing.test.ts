@@ -1,5 +1,5 @@
 /**
- * The SDK-backed tracing alone (src/tracing/otel-tracing.ts, loaded by load-tracing.ts), against a real loopback OTLP receiver: parents
+ * The SDK-backed tracing alone (src/tracing/otel-tracing.ts, loaded by runtime.ts's loadTracing), against a real loopback OTLP receiver: parents
  * from a traceparent, the traceparent a span gives its calls, the config's sampler and resource, the no-op
  * tracing without an endpoint, and export failures told once in the log.
  */
@@ -11,7 +11,7 @@ import type { Logger } from '../../src/logging.js';
 import { isValidTraceparent } from '../../src/protocol/correlation.js';
 import * as semconv from '@opentelemetry/semantic-conventions';
 import * as names from '../../src/tracing/attributes.js';
-import { loadTracing } from '../../src/tracing/load-tracing.js';
+import { loadTracing } from '../../src/runtime.js';
 import { formatTraceparent } from '../../src/tracing/otel-tracing.js';
 import { NOOP_SPAN, NOOP_TRACING } from '../../src/tracing/trace-span.js';
 import { SPAN_KIND_CLIENT, SPAN_KIND_SERVER, startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js';

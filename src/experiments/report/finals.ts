@@ -3,7 +3,7 @@
  * config change of arms or weights, the last snapshot's (at most one snapshot interval old). A claim per experiment
  * id makes one final per experiment, whichever replica notices first.
  */
-import { isJsonObject } from '../../protocol/schemas.js';
+import { isJsonObject, parseJsonOrUndefined } from '../../protocol/schemas.js';
 import type { ExperimentsStore } from '../recorder.js';
 import type { ExperimentReport, ExperimentsReport } from './report.js';
 
@@ -42,15 +42,12 @@ export async function readFinals(store: Pick<FinalsStore, 'readList'>): Promise<
   const seen = new Set<string>();
   const out: unknown[] = [];
   for (const raw of (await store.readList(FINALS_KEY)).reverse()) {
-    try {
-      const v: unknown = JSON.parse(raw);
-      const id = isJsonObject(v) && isJsonObject(v.experiment) ? v.experiment.id : undefined;
-      if (typeof id !== 'string' || seen.has(id)) continue;
-      seen.add(id);
-      out.push(v);
-    } catch {
-      // not a report of ours
-    }
+    const v = parseJsonOrUndefined(raw);
+    const id = isJsonObject(v) && isJsonObject(v.experiment) ? v.experiment.id : undefined;
+    // Not a report of ours, or an experiment already listed.
+    if (typeof id !== 'string' || seen.has(id)) continue;
+    seen.add(id);
+    out.push(v);
   }
   return out;
 }

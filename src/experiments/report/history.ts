@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../logging.js';
+import { parseJsonOrUndefined } from '../../protocol/schemas.js';
 import { experimentsReport, type ExperimentReport, type ExperimentsReport, type ReportHost } from './report.js';
 import { noteReport } from './finals.js';
 
@@ -78,7 +79,6 @@ const wallClock: HistoryClock = {
   },
   clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>), // only handles setTimer made come back
 };
-
 
 export class ExperimentHistory {
   private timer: unknown;
@@ -158,12 +158,8 @@ export class ExperimentHistory {
     const raw = await this.host().store.readList(HISTORY_KEY);
     const out: HistoryPoint[] = [];
     for (const r of raw) {
-      try {
-        const p = JSON.parse(r) as HistoryPoint; // written by snapshot() above; the fields read are checked next
-        if (typeof p.at === 'string' && Array.isArray(p.experiments)) out.push(p);
-      } catch {
-        // not a point of ours
-      }
+      const p = parseJsonOrUndefined(r) as HistoryPoint | null | undefined; // written by snapshot() above; the fields read are checked next
+      if (typeof p?.at === 'string' && Array.isArray(p.experiments)) out.push(p);
     }
     return out;
   }

@@ -5,8 +5,7 @@
 import { clampResult, perComparisonAlpha, postStratified, type FixedResult, type Unit } from '../../stats/index.js';
 import { compare, differenceRange, metricSums, outcomeKind, type AnalysisOptions, type ArmInput, type Comparison } from './comparison.js';
 import { emptyArm } from '../arm-counts.js';
-import type { KeyUnits } from '../units.js';
-import { OTHER_STRATUM } from '../units.js';
+import { OTHER_STRATUM, type KeyUnits } from '../units.js';
 
 const ALPHA = 0.05;
 const STRATA_LABEL = 'descriptive: no stopping rule (only the overall primary comparison carries one)';

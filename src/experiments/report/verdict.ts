@@ -38,7 +38,7 @@ export function pValueText(p: number): string {
   return p < 0.001 ? 'p < 0.001' : `p = ${p.toFixed(3)}`;
 }
 
-function signed(x: number): string {
+export function signed(x: number): string {
   return `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
 }
 
@@ -86,11 +86,8 @@ function collecting(i: VerdictInput): Verdict | null {
 
 /** The treatment with the highest lower bound above 0, else the control. */
 function better(differ: readonly Comparison[]): string {
-  let best: Comparison | undefined;
-  for (const c of differ) {
-    const lo = c.sequential?.ci95[0] ?? 0;
-    if (lo > 0 && (best === undefined || lo > (best.sequential?.ci95[0] ?? 0))) best = c;
-  }
+  const lo = (c: Comparison): number => c.sequential?.ci95[0] ?? 0;
+  const best = differ.filter((c) => lo(c) > 0).reduce<Comparison | undefined>((b, c) => (b === undefined || lo(c) > lo(b) ? c : b), undefined);
   return best?.arm ?? differ[0]?.control ?? '';
 }
 
@@ -99,16 +96,19 @@ function excludesZero(c: Comparison): boolean {
   return q !== null && (q.ci95[0] > 0 || q.ci95[1] < 0);
 }
 
+/** A verdict that names no arm and shows no progress. */
+const said = (state: VerdictState, text: string): Verdict => ({ state, arm: null, text, progress: null });
+
 function verdict(i: VerdictInput): Verdict {
   const bad = notTrustworthy(i);
-  if (bad !== null) return { state: 'not_trustworthy', arm: null, text: bad, progress: null };
+  if (bad !== null) return said('not_trustworthy', bad);
   if (i.kind === 'ensemble') {
-    return { state: 'keep_running', arm: null, text: 'ensemble: every input asks each member, so the members are not randomized and no verdict compares them; their figures are descriptive', progress: null };
+    return said('keep_running', 'ensemble: every input asks each member, so the members are not randomized and no verdict compares them; their figures are descriptive');
   }
   const coll = collecting(i);
   if (coll !== null) return coll;
   const cmp = i.comparisons.filter((c) => c.primary);
-  if (cmp.length === 0) return { state: 'keep_running', arm: null, text: 'keep running: a split needs two member arms with units to compare', progress: null };
+  if (cmp.length === 0) return said('keep_running', 'keep running: a split needs two member arms with units to compare');
   const differ = cmp.filter(excludesZero);
   if (differ.length > 0) {
     const arm = better(differ);
@@ -123,25 +123,16 @@ function verdict(i: VerdictInput): Verdict {
   if (missing !== undefined) {
     // Past the burn-in, yet no interval: no robot line, no variation yet, or outcomes of both kinds.
     const reason = missing.sequential_reason ?? 'not computable';
-    return { state: 'keep_running', arm: null, text: `keep running: no always-valid interval yet on ${metricName(missing)} for ${missing.arm} - ${missing.control} (${reason})`, progress: null };
+    return said('keep_running', `keep running: no always-valid interval yet on ${metricName(missing)} for ${missing.arm} - ${missing.control} (${reason})`);
   }
   const units = (c: Comparison): number => i.arms.filter((a) => a.arm === c.arm || a.arm === c.control).reduce((s, a) => s + a.burnIn, 0);
   const have = Math.min(...cmp.map(units));
   const each = cmp.map((c) => `${c.arm} - ${c.control} ${interval(c)}`).join('; ');
+  const metric = metricName(cmp[0]!); // cmp is not empty (checked above)
   if (have >= i.plannedTrajectories) {
-    return {
-      state: 'planned_size_reached',
-      arm: null,
-      text: `planned size reached: ${have} ${i.burnInUnit} of ${i.plannedTrajectories} planned, and no difference between the arms on ${metricName(cmp[0]!)}: stop and report the always-valid interval, ${each}`, // cmp is not empty (checked above)
-      progress: null,
-    };
+    return said('planned_size_reached', `planned size reached: ${have} ${i.burnInUnit} of ${i.plannedTrajectories} planned, and no difference between the arms on ${metric}: stop and report the always-valid interval, ${each}`);
   }
-  return {
-    state: 'keep_running',
-    arm: null,
-    text: `keep running: no difference yet on ${metricName(cmp[0]!)} (always-valid ${each}); ${i.plannedTrajectories - have} more ${i.burnInUnit} to the planned ${i.plannedTrajectories}, or stop now and report this interval`, // cmp is not empty
-    progress: null,
-  };
+  return said('keep_running', `keep running: no difference yet on ${metric} (always-valid ${each}); ${i.plannedTrajectories - have} more ${i.burnInUnit} to the planned ${i.plannedTrajectories}, or stop now and report this interval`);
 }
 
 /** What the verdict reads of the report; `mixed`: both outcome kinds were posted, so the outcome comparison is refused. */
