@@ -265,10 +265,12 @@ export class CandidateStream extends Transform {
     this.starved = true;
     const roomCame = (): void => {
       // `charge(0)` asks without counting more.
-      if (this.starved && !this.destroyed && !memory.charge(0)) memory.whenRoom(roomCame);
+      if (this.starved && !this.destroyed && !memory.charge(0)) memory.whenRoom(() => queueMicrotask(roomCame));
       else this.wake();
     };
-    memory.whenRoom(roomCame);
+    // In a microtask: room may come inside another backend connection's parser callback, and waking resumes this
+    // answer's undici Readable, whose controller must not resume while a parser runs (read-pauses.ts).
+    memory.whenRoom(() => queueMicrotask(roomCame));
   }
 
   private wake(): void {
