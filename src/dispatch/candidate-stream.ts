@@ -165,9 +165,13 @@ export class CandidateStream extends Transform {
     this.indexed = this.indexed.then(async () => {
       const r = await Promise.resolve(read).catch((err: unknown) => ({ body: wrapped, outcome: { ok: false as const, skip: 0, reason: `the reader thread failed: ${err instanceof Error ? err.message : String(err)}`, decode: false } }));
       this.offloaded--;
-      if (this.over) return;
-      if (r.outcome.ok) this.place(k, r.body, r.outcome.elements);
-      else this.invalid(`${r.outcome.reason} (in candidate [${k}])`);
+      if (!this.over) {
+        if (r.outcome.ok) this.place(k, r.body, r.outcome.elements);
+        else this.invalid(`${r.outcome.reason} (in candidate [${k}])`);
+      }
+      // Woken even once over: the chunk's callback waits for the last of these (wake() does nothing before), and a
+      // candidate queued behind one found invalid, or behind a break, returned here without it, so the pipeline,
+      // and the batch, stalled until request_timeout_s dropped the client's connection.
       if (!this.starved) this.wake();
     });
   }
