@@ -165,9 +165,13 @@ export class CandidateStream extends Transform {
     this.indexed = this.indexed.then(async () => {
       const r = await Promise.resolve(read).catch((err: unknown) => ({ body: wrapped, outcome: { ok: false as const, skip: 0, reason: `the reader thread failed: ${err instanceof Error ? err.message : String(err)}`, decode: false } }));
       this.offloaded--;
-      if (this.over) return;
-      if (r.outcome.ok) this.place(k, r.body, r.outcome.elements);
-      else this.invalid(`${r.outcome.reason} (in candidate [${k}])`);
+      if (!this.over) {
+        if (r.outcome.ok) this.place(k, r.body, r.outcome.elements);
+        else this.invalid(`${r.outcome.reason} (in candidate [${k}])`);
+      }
+      // Woken even once over: the chunk's callback waits for the last of these (wake() does nothing before), and a
+      // candidate queued behind one found invalid, or behind a break, returned here without it, so the pipeline,
+      // and the batch, stalled until request_timeout_s dropped the client's connection.
       if (!this.starved) this.wake();
     });
   }
@@ -265,10 +269,12 @@ export class CandidateStream extends Transform {
     this.starved = true;
     const roomCame = (): void => {
       // `charge(0)` asks without counting more.
-      if (this.starved && !this.destroyed && !memory.charge(0)) memory.whenRoom(roomCame);
+      if (this.starved && !this.destroyed && !memory.charge(0)) memory.whenRoom(() => queueMicrotask(roomCame));
       else this.wake();
     };
-    memory.whenRoom(roomCame);
+    // In a microtask: room may come inside another backend connection's parser callback, and waking resumes this
+    // answer's undici Readable, whose controller must not resume while a parser runs (read-pauses.ts).
+    memory.whenRoom(() => queueMicrotask(roomCame));
   }
 
   private wake(): void {

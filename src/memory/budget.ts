@@ -240,7 +240,16 @@ export class MemoryBudget {
     if (this.roomCallbacks.length === 0) return;
     const fns = this.roomCallbacks;
     this.roomCallbacks = [];
-    for (const fn of fns) fn();
+    // Every paused reader is told, even when one callback throws: one lost here would stay paused for good.
+    let failed: { err: unknown } | undefined;
+    for (const fn of fns) {
+      try {
+        fn();
+      } catch (err) {
+        failed ??= { err };
+      }
+    }
+    if (failed !== undefined) throw failed.err;
   }
 
   private fits(bytes: number): boolean {

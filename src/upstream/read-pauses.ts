@@ -41,9 +41,19 @@ export class ReadPauses {
     this.reasons |= BIT[reason];
   }
 
+  /**
+   * The controller resumes in a microtask, never at once: room may come inside another backend connection's parser
+   * callback (its answer dropped or given back), and undici asserts that no parser is running when one resumes
+   * (client-h1 Parser.resume): the throw left this read paused for good and lost the room's other callbacks.
+   */
   resume(reason: PauseReason): void {
     if (!this.live() || (this.reasons & BIT[reason]) === 0) return;
     this.reasons &= ~BIT[reason];
-    if (this.reasons === 0) this.controller.resume();
+    if (this.reasons === 0) queueMicrotask(() => this.resumeNow());
+  }
+
+  private resumeNow(): void {
+    // Paused again, or settled, meanwhile.
+    if (this.reasons === 0 && this.live()) this.controller.resume();
   }
 }

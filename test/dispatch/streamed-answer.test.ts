@@ -316,3 +316,24 @@ test('a streamed candidate over 8 MB is indexed on the reader thread, in its pla
   assert.ok(s.bytes.equals(w.bytes), 'byte for byte what the whole-answer path writes');
   assert.deepEqual((s.json as Cand[]).map((c) => [c.source_id, c.candidate_index, c.status]), [[1, 0, 'completed'], [1, 1, 'completed'], [2, 0, 'completed'], [3, 0, 'completed']]);
 });
+
+test('a streamed candidate over 8 MB that is not JSON, with candidates after it, ends the answer at once with error candidates', async (t) => {
+  // The large candidate goes to the reader thread and the ones after it wait behind it; it comes back invalid. The
+  // ones behind returned without waking the chunk they came in, so the answer never ended: the client got every
+  // candidate and the closing ], then had its connection dropped at request_timeout_s.
+  const f = useFixtures(t);
+  const url = (await f.rawAgent((res, raw) => {
+    const rid = (JSON.parse(raw.toString('utf8')) as { request_id: string }).request_id;
+    const bad = candidate(rid, 1, 1, 9 * 1024 * 1024).replace('"memory":{', '"memory":{,');
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(`[${candidate(rid, 1, 0)},${bad},${candidate(rid, 2, 0)},${candidate(rid, 2, 1)}]`);
+  })).url;
+  const gw = await f.gateway(oneBackend({ a: url }, { server: STREAM_ALL, request_timeout_s: 30 }));
+  const res = await gw.post({ request_id: 'big-bad', inputs: [mkInput(1, { num_outputs: 2 }), mkInput(2, { num_outputs: 2 })] });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('content-length'), null, 'streamed');
+  assert.deepEqual(
+    (res.json as Cand[]).map((c) => [c.source_id, c.candidate_index, c.error?.code ?? c.status]),
+    [[1, 0, 'completed'], [1, 1, 'gateway_backend_invalid_response'], [2, 0, 'gateway_backend_invalid_response'], [2, 1, 'gateway_backend_invalid_response']],
+  );
+});

@@ -196,6 +196,55 @@ test('a backend answer larger than the whole budget fails that backend\'s candid
   assert.equal(big.requestsTo('/v1/responses').length, 4, 'never ejected: every batch still went to it');
 });
 
+/**
+ * An agent answering `num_outputs` candidates, each padded to `pad` bytes, chunked (no declared length, so the
+ * answer is charged as it arrives rather than refused at its headers), in one write.
+ */
+async function chunkedAgent(f: Fixtures, pad: number): Promise<string> {
+  const agent = await f.rawAgent((res, body) => {
+    const req = JSON.parse(body.toString('utf8')) as { request_id: string; inputs: { id: number; num_outputs: number }[] };
+    const cands = req.inputs.flatMap((inp) =>
+      Array.from({ length: inp.num_outputs }, (_, i) =>
+        JSON.stringify({ request_id: req.request_id, source_id: inp.id, candidate_index: i, status: 'completed', memory: {}, internal_steps: [], output: { say: 's'.repeat(pad), tool_calls: [] }, error: null }),
+      ),
+    );
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(`[${cands.join(',')}]`);
+  });
+  return agent.url;
+}
+
+test('answers paused on a full budget resume when another answer is dropped inside its own read: none waits for its timeout', async (t) => {
+  // Answers of 2 MB against a 1 MB budget, no declared length: the oldest reads on and is dropped
+  // (gateway_memory_budget) while undici is inside its parser; the room that frees resumes the others, which
+  // then fail the same way. Resumed at once from there, undici threw (client-h1 Parser.resume asserts no parser
+  // runs): the room's other callbacks were lost and those answers stayed paused until timeout_s.
+  const f = useFixtures(t);
+  const url = await chunkedAgent(f, 512 * 1024);
+  const gw = await f.gateway({ server: { memory_budget_mb: 1 }, backends: { big: { url, timeout_s: 30 } }, routes: [{ name: 'd', backend: 'big' }] });
+  const answers = await Promise.all(['c1', 'c2', 'c3', 'c4'].map((id) => gw.post({ request_id: id, inputs: [mkInput(1, { num_outputs: 4 })] })));
+  for (const res of answers) {
+    assert.equal(res.status, 200);
+    assert.deepEqual((res.json as Cand[]).map((c) => c.error?.code), Array(4).fill('gateway_memory_budget'), 'refused for its size, not timed out');
+  }
+  await waitFor('everything given back', async () => (await metric(gw, 'magma_gateway_memory_budget_held_bytes')) === 0);
+});
+
+test('streamed answers waiting for room resume when room comes inside another answer\'s read: every one completes', async (t) => {
+  // Forty streamed answers of four 384 KB candidates against a 1 MB budget: each waits for room that another
+  // answer's candidates give back, often while undici is inside that answer's parser.
+  const f = useFixtures(t);
+  const url = await chunkedAgent(f, 384 * 1024);
+  const gw = await f.gateway({ server: { memory_budget_mb: 1, stream_answers_over_mb: 0.1 }, backends: { fat: { url, timeout_s: 30 } }, routes: [{ name: 'd', backend: 'fat' }] });
+  const ids = Array.from({ length: 40 }, (_, i) => `s${i}`);
+  const answers = await Promise.all(ids.map((id) => gw.post({ request_id: id, inputs: [mkInput(1, { num_outputs: 4 })] })));
+  for (const res of answers) {
+    assert.equal(res.status, 200);
+    assert.deepEqual((res.json as Cand[]).map((c) => c.error?.code ?? c.status), Array(4).fill('completed'));
+  }
+  await waitFor('everything given back', async () => (await metric(gw, 'magma_gateway_memory_budget_held_bytes')) === 0);
+});
+
 test('an answer read past an unasked 100 Continue is held to the budget as any answer is', async (t) => {
   const f = useFixtures(t);
   const candidate = (): { output: { say: string; tool_calls: never[] } } => ({ output: { say: 's'.repeat(2 * 1024 * 1024), tool_calls: [] } });
