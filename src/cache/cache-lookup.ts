@@ -7,7 +7,7 @@ import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { BatchResult } from '../dispatch/batch.js';
 import { cachedCandidate, candidateTag, untaggedTail } from '../dispatch/answer-bytes.js';
-import { candidateTagOf } from '../protocol/memory-tag.js';
+import { candidateTagOf, hasFlag } from '../protocol/memory-tag.js';
 import type { Upstreams } from '../upstream/upstreams.js';
 import type { Logger } from '../logging.js';
 import { backendTarget, cacheKey, cacheOwner } from './cache-key.js';
@@ -52,6 +52,11 @@ export class CacheLookup {
   readonly dispatchPlan: BatchPlan;
   /** By input index, once `answer` built them. */
   readonly cached = new Map<number, readonly AgentOutput[]>();
+  /**
+   * Hits a live step of another experiment than their producer's used: stored again with that step as producer,
+   * so the next rerun of the new experiment is seen to replay it (after a reset every rerun counted anew).
+   */
+  private readonly adopted: { key: string; entry: CacheEntry }[] = [];
 
   private constructor(
     private readonly cache: ResponseCache,
@@ -60,6 +65,7 @@ export class CacheLookup {
     private readonly misses: readonly Candidate[],
     /** By input index: what produced them, for the experiment recorder. */
     readonly found: ReadonlyMap<number, CacheEntry>,
+    private readonly foundKeys: ReadonlyMap<number, string> = new Map(),
   ) {
     this.dispatchPlan = found.size === 0 ? plan : { inputs: plan.inputs.filter((p) => !found.has(p.index)) };
   }
@@ -76,6 +82,11 @@ export class CacheLookup {
       const input = inputAt(request, p.index);
       const tag = candidateTagOf({ backend: entry.backend, route: p.route, arm: p.arm, trajectory: p.trajectory });
       this.cached.set(p.index, entry.tails.map((tail, k) => cachedCandidate(request.request_id, input, k, tail, memoryKey, tag)));
+      const t = p.trajectory;
+      const key = this.foundKeys.get(p.index);
+      if (t !== undefined && key !== undefined && t.replay === undefined && !hasFlag(t, 'r') && !hasFlag(t, 'o') && t.experiment !== entry.by?.x) {
+        this.adopted.push({ key, entry: { ...entry, by: { t: t.id, k: t.step, x: t.experiment } } });
+      }
     }
   }
 
@@ -100,6 +111,7 @@ export class CacheLookup {
       else asked.push(c);
     }
     const found = new Map<number, CacheEntry>();
+    const foundKeys = new Map<number, string>();
     const misses: Candidate[] = [];
     if (asked.length === 0) return new CacheLookup(cache, agent, plan, misses, found);
     const scopes = [ALL_SCOPE, agentScope(agent), ...new Set(asked.flatMap((c) => c.backends.map(backendScope)))];
@@ -113,16 +125,19 @@ export class CacheLookup {
         const buf = values[i];
         const entry = buf === undefined ? undefined : decodeEntry(buf, input.num_outputs);
         if (entry === undefined || !c.backends.includes(entry.backend)) misses.push(c);
-        else found.set(c.input, entry);
+        else {
+          found.set(c.input, entry);
+          if (c.key !== undefined) foundKeys.set(c.input, c.key);
+        }
       });
     }
     for (const c of asked) (found.has(c.input) ? metrics.hits : metrics.misses).inc({ agent, route: c.route });
-    return new CacheLookup(cache, agent, plan, misses, found);
+    return new CacheLookup(cache, agent, plan, misses, found, foundKeys);
   }
 
   /** The misses answered in full by the backend their key names, in the background. */
   store(request: IndexedAgentRequest, result: BatchResult, log: Logger, memory: CopyRoom, done: () => void = () => undefined): void {
-    if (this.misses.length === 0 || result.streamed !== undefined) return done();
+    if ((this.misses.length === 0 && this.adopted.length === 0) || result.streamed !== undefined) return done();
     // Copying the candidates' bytes must not delay the answer; `done` lets the batch's bytes go.
     setImmediate(() => {
       try {
@@ -137,6 +152,12 @@ export class CacheLookup {
 
   private storeNow(request: IndexedAgentRequest, result: BatchResult, log: Logger, memory: CopyRoom): void {
     const { metrics, entries, ttlMs, maxEntryBytes } = this.cache;
+    for (const { key, entry } of this.adopted) {
+      const value = encodeEntry(entry);
+      const copy = memory.reserve(value.length);
+      if (copy === undefined) continue; // it stays the old experiment's: the next rerun counts as this one did
+      entries.set(key, value, ttlMs).finally(() => copy.release()).catch((err: unknown) => log.warn({ err }, 'response cache store failed'));
+    }
     const offsets: number[] = [];
     let at = 0;
     for (const inp of request.inputs) {

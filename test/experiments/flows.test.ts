@@ -39,7 +39,10 @@ const perArm = (e: ExperimentReport, k: (a: ExperimentReport['arms'][number]) =>
 interface Figures {
   rerun: { before: unknown; after: unknown; afterReimport: unknown; hits: number; sent: number; imports: Record<string, number>[]; tagsDiffer: boolean; units: number; exportRows: number; dry: { episodes: number; matched: number } };
   resume: { episodes: number; units: number; reported: number; coverage: Record<string, number>; superseded: Record<string, number>; restarted: Record<string, number>; exportRows: number; reimport: Record<string, number>; unchanged: boolean };
-  reset: { newExperiment: boolean; everyTagNew: boolean; idsKept: boolean; steps: number; sent: number; hits: number; units: number; imports: number[]; coverage: Record<string, number> };
+  reset: {
+    newExperiment: boolean; everyTagNew: boolean; idsKept: boolean; steps: number; sent: number; hits: number; units: number; imports: number[]; coverage: Record<string, number>;
+    again: { hits: number; units: number; steps: number; replays: number };
+  };
   forge: { unchanged: boolean; rejected: number; metric: boolean; forgedIdKept: boolean; flags: string; units: number[] };
   coincide: { ids: number; keptOwn: boolean; lines: number; units: number; hits: number };
 }
@@ -105,6 +108,9 @@ async function scenario(on: (k: number) => TestGateway): Promise<Figures> {
     resetImports.push((await importDir(on(1), d5)).results, (await importDir(on(0), d4)).results, (await importDir(on(1), d5)).results);
     const fresh = await routeReport(on, 'reset');
     const rrTags = [...rr.tags.values()];
+    // Rerun again: the new experiment's run is what it replays now, so nothing more counts.
+    const again = await drive(on, 'reset', seps, dir());
+    const afterAgain = await routeReport(on, 'reset');
 
     // A forged tag: a new id, counters near 1e9, the other arm, one robot action reported.
     const d6 = dir();
@@ -153,6 +159,7 @@ async function scenario(on: (k: number) => TestGateway): Promise<Figures> {
         everyTagNew: rrTags.every((ts) => ts.every((t) => t.experiment === fresh.experiment.id)),
         idsKept: rrTags.every((ts) => ts.every((t) => t.trajectory === ts[0]!.trajectory)),
         steps: sum(fresh.arms.map((a) => a.steps)), sent: rr.sent, hits: rr.hits, units: sum(fresh.arms.map((a) => a.trajectories)),
+        again: { hits: again.hits, units: sum(afterAgain.arms.map((a) => a.trajectories)), steps: sum(afterAgain.arms.map((a) => a.steps)), replays: sum(afterAgain.arms.map((a) => a.replays)) },
         imports: resetImports.map((r, i) => (i === 0 || i === 1 ? (r.accepted ?? 0) : (r.duplicate ?? 0))), coverage: perArm(fresh, (a) => a.outcomes.coverage ?? -1),
       },
       forge: {
@@ -201,6 +208,8 @@ for (const store of ['memory', 'redis'] as const) {
     assert.deepEqual(r, {
       newExperiment: true, everyTagNew: true, idsKept: true, steps: r.sent, sent: r.sent, hits: r.sent, units: EPISODES,
       imports: [EPISODES, EPISODES, EPISODES, EPISODES], coverage: { x: 1, y: 1 },
+      // A second rerun replays the first one after the reset: it adds no unit and no step.
+      again: { hits: r.sent, units: EPISODES, steps: r.sent, replays: EPISODES },
     });
   });
 
