@@ -19,6 +19,7 @@ import type { BatchObserver } from './batch-observer.js';
 import { coversRequest, type Item } from './batch-item.js';
 import { MIN_ATTEMPT_MS, type Unserved } from './failover.js';
 import type { StreamedAnswer } from './streamed-answer.js';
+import type { StreamOutcome } from './candidate-stream.js';
 
 export interface BatchInputs {
   readonly request: IndexedAgentRequest;
@@ -127,7 +128,7 @@ export class Attempt {
     if (run !== undefined) {
       const outcome = await run.finish(res.ok ? undefined : res.failure);
       this.workMs += outcome.workMs;
-      if (outcome.committed) return this.streamed(res.ok && outcome.broke !== undefined ? { ok: false, failure: outcome.broke } : res, ms, outcome.written, outcome.bad);
+      if (outcome.committed) return this.streamed(res.ok && outcome.broke !== undefined ? { ok: false, failure: outcome.broke } : res, ms, outcome);
       if (res.ok) {
         // The answer ended but never began for the client: it went away, or the answer was refused whole.
         if (outcome.refused === undefined) return { kind: 'aborted', ms, clientGone: true, workMs: this.workMs };
@@ -191,7 +192,7 @@ export class Attempt {
   }
 
   /** The batch is answered whatever happened to the backend after the stream began. */
-  private streamed(res: Awaited<ReturnType<typeof postResponses>>, ms: number, written: number, bad: { count: number; reason: string }): AttemptResult {
+  private streamed(res: Awaited<ReturnType<typeof postResponses>>, ms: number, { written, bad, heldBack }: StreamOutcome): AttemptResult {
     const { upstreams, log } = this.deps;
     const { replica, ctx } = this;
     const result: AttemptResult = { kind: 'streamed', ms, written, workMs: this.workMs };
@@ -210,7 +211,8 @@ export class Attempt {
       return result;
     }
     this.ended(res.failure.code, ms, res.failure.message);
-    upstreams.recordFailure(replica, res.failure.message);
+    // The gateway was not reading the answer when its time ran out: the client's pace, not the replica's health.
+    if (!(heldBack && res.failure.code === 'gateway_backend_timeout')) upstreams.recordFailure(replica, res.failure.message);
     log.warn(
       { backend: replica.backend, replica: replica.id, code: res.failure.code, reason: res.failure.message, written },
       'streamed backend answer broke off',

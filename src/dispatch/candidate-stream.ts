@@ -49,6 +49,11 @@ export interface StreamOutcome {
   written: number;
   /** Candidates the backend's answer lacked or had invalid (not those cut off), and the first one's reason. */
   bad: { count: number; reason: string };
+  /**
+   * When it broke off the gateway was not reading it: the client's socket, or the budget its unread candidates
+   * filled, held it back. A timeout then is the client's pace, not the backend's.
+   */
+  heldBack: boolean;
   workMs: number;
 }
 
@@ -73,6 +78,7 @@ export class CandidateStream extends Transform {
   private cut: AttemptFailure | undefined;
   private broke: AttemptFailure | undefined;
   private refused: string | undefined;
+  private heldBack = false;
   /** The callback of the chunk that found the budget full waits for room; that of one past the turn's bytes, for its end. */
   private starved = false;
   private yielding = false;
@@ -131,14 +137,15 @@ export class CandidateStream extends Transform {
   }
 
   outcome(): StreamOutcome {
-    const { committed, refused, broke, written, workMs } = this;
-    return { committed, refused, broke, written, bad: { count: this.bad, reason: this.badReason ?? '' }, workMs };
+    const { committed, refused, broke, written, workMs, heldBack } = this;
+    return { committed, refused, broke, written, bad: { count: this.bad, reason: this.badReason ?? '' }, workMs, heldBack };
   }
 
   /** Refused while nothing is pushed (it can still fail over, as in Envoy), else cut where it is. */
   breakOff(failure: AttemptFailure): void {
     if (this.over) return;
     this.over = true;
+    this.heldBack = this.starved || this.target.sink.out.writableNeedDrain || this.readableLength >= this.readableHighWaterMark;
     this.splitter.stop(failure.message);
     if (!this.committed) this.refused ??= failure.message;
     // A timeout stays one; anything else after the first byte (a reset, bytes that are not JSON) is a broken answer.

@@ -13,6 +13,7 @@ import { mkInput, type Cand, type TestGateway } from '../helpers/gateway.js';
 import { loggerOptions } from '../../src/logging.js';
 import { waitFor } from '../helpers/wait.js';
 import { injectBatch } from '../helpers/inject.js';
+import { postNeverReading } from '../helpers/raw-http.js';
 import { offloaded } from '../../src/reader/reader.js';
 
 /** Every answer of more than about 100 bytes streams. */
@@ -210,6 +211,53 @@ test('a client that does not read holds the backend back; reading again complete
   assert.match(raw, /^HTTP\/1\.1 200/);
   assert.match(raw, /transfer-encoding: chunked/i);
   assert.match(raw, /x-gateway-overhead-ms: \d+\.\d\d\r\n\r\n$/);
+});
+
+test('a streamed answer whose time runs out while its client holds it back does not count against the replica', async (t) => {
+  const f = useFixtures(t);
+  let blocked = false;
+  let cut = false;
+  const url = (await f.rawAgent((res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.once('close', () => (cut = !res.writableFinished));
+    let c = 0;
+    // As fast as the gateway reads: it is paced by a client that reads nothing.
+    const pump = (): void => {
+      blocked = false;
+      while (c < 400) {
+        const piece = `${c === 0 ? '[' : ','}${candidate('held-1', 9, c, 256 * 1024)}`;
+        c++;
+        if (!res.write(piece)) {
+          blocked = true;
+          res.once('drain', pump);
+          return;
+        }
+      }
+    };
+    pump();
+  })).url;
+  const gw = await f.gateway({
+    backends: { a: { url, timeout_s: 1, eject_after_failures: 1 } },
+    routes: [{ name: 'd', backend: 'a' }],
+    server: { stream_answers_over_mb: 0.5, max_answer_mb: 1024 },
+  });
+  const socket = postNeverReading(gw.url, JSON.stringify({ request_id: 'held-1', inputs: [mkInput(9, { num_outputs: 400 })] }));
+  try {
+    await waitFor('the backend to be held back', () => blocked);
+    await waitFor('the call to be cut at timeout_s', () => cut, { timeoutMs: 30_000 });
+    const chunks: Buffer[] = [];
+    socket.on('data', (d: Buffer) => chunks.push(d));
+    socket.resume();
+    await waitFor('the whole answer', () => Buffer.concat(chunks).includes('\r\n0\r\n'), { timeoutMs: 60_000 });
+    const body = Buffer.concat(chunks).toString('latin1');
+    assert.match(body, /gateway_backend_timeout/, 'the candidates past the cut are timeout errors');
+    const backends = (await (await fetch(`${gw.adminUrl}/gateway/backends`)).json()) as { backends: { name: string; replicas: { state: string; consecutive_failures: number }[] }[] };
+    const replica = backends.backends.find((b) => b.name === 'a')?.replicas[0];
+    assert.equal(replica?.consecutive_failures, 0, 'the client\'s pace, not the replica\'s health');
+    assert.equal(replica?.state, 'ready');
+  } finally {
+    socket.destroy();
+  }
 });
 
 test('an answer under stream_answers_over_mb is not streamed: a content-length and the overhead header', async (t) => {
