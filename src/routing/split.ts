@@ -55,15 +55,6 @@ export function pickWeighted(u: number, arms: readonly Member[]): { arm: Member;
   return { arm: last, within: 1 - Number.EPSILON };
 }
 
-export function chooseArm(
-  requestId: string,
-  inputId: unknown,
-  arms: readonly Member[],
-  canServe: (backend: string) => boolean = () => true,
-): string {
-  return chooseArmAt(splitPoint(requestId, inputId), arms, canServe);
-}
-
 /**
  * When the chosen arm cannot serve, the second draw reuses where `u` fell inside its slice (uniform), so its
  * traffic spreads over the others by weight instead of landing on its neighbour; when none can, the first stands.

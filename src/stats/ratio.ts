@@ -20,10 +20,6 @@ export interface RatioEstimate {
 
 export const EMPTY_SUMS: RatioSums = Object.freeze({ units: 0, s: 0, n: 0, ss: 0, nn: 0, sn: 0 });
 
-export function addSums(a: RatioSums, b: RatioSums): RatioSums {
-  return { units: a.units + b.units, s: a.s + b.s, n: a.n + b.n, ss: a.ss + b.ss, nn: a.nn + b.nn, sn: a.sn + b.sn };
-}
-
 /**
  * r = S/N, V = K/(K-1)·(Q_ss - 2r·Q_sn + r²·Q_nn)/N², i.e. (var_s - 2r·cov_sn + r²·var_n)/(K·n̄²) with sample
  * (co)variances on K-1. Units with n = 0 may stay in K: they change r by nothing and V by K/(K-1) only.

@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import type { ArmReport } from '../../src/experiments/arm-counts.js';
 import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report/report.js';
 import { loggerOptions } from '../../src/logging.js';
-import { chooseArm } from '../../src/routing/split.js';
+import { chooseArm } from '../helpers/split.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, postOk, startGateway, type TestGateway } from '../helpers/gateway.js';
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ArmReport } from '../../src/experiments/arm-counts.js';
 import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report/report.js';
-import { chooseArm } from '../../src/routing/split.js';
+import { chooseArm } from '../helpers/split.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway, postOk } from '../helpers/gateway.js';
 

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { reportCommand } from '../../src/commands/report.js';
 import type { ExperimentsReport } from '../../src/experiments/report/report.js';
 import type { AgentInput } from '../../src/protocol/types.js';
-import { chooseArm } from '../../src/routing/split.js';
+import { chooseArm } from '../helpers/split.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, startGateway, type Cand, type TestGateway, postOk } from '../helpers/gateway.js';
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { checkCommand } from '../../src/commands/check.js';
 import type { ExperimentsReport } from '../../src/experiments/report/report.js';
-import { chooseArm } from '../../src/routing/split.js';
+import { chooseArm } from '../helpers/split.js';
 import { startGatewayFromFile, type FileGateway } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput } from '../helpers/gateway.js';

@@ -17,7 +17,7 @@ import { outcomesCommand } from '../../src/commands/outcomes.js';
 import { reportCommand } from '../../src/commands/report.js';
 import type { TrajectoryRow } from '../../src/experiments/report/export.js';
 import type { ExperimentReport, ExperimentsReport } from '../../src/experiments/report/report.js';
-import { chooseArm } from '../../src/routing/split.js';
+import { chooseArm } from '../helpers/split.js';
 import { http } from '../helpers/config-file.js';
 import { startFakeAgent, type FakeAgent } from '../helpers/fake-agent.js';
 import { mkInput, postOk, startGateway, type TestGateway } from '../helpers/gateway.js';

@@ -5,7 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { numberMark } from '../../src/protocol/json/exact-json.js';
 import type { Member } from '../../src/routing/routes.js';
-import { chooseArm, hash32, pickWeighted, splitPoint } from '../../src/routing/split.js';
+import { hash32, pickWeighted, splitPoint } from '../../src/routing/split.js';
+import { chooseArm } from '../helpers/split.js';
 
 const AB: Member[] = [
   { name: 'qwen', weight: 90 },

@@ -1,7 +1,7 @@
 /** What the reference tests of src/stats share: a relative-closeness assertion, an available result, sums of units. */
 import assert from 'node:assert/strict';
 import type { FixedResult, Unavailable } from '../../src/stats/compare.js';
-import { addSums, EMPTY_SUMS, type RatioSums } from '../../src/stats/ratio.js';
+import { EMPTY_SUMS, type RatioSums } from '../../src/stats/ratio.js';
 
 /** |actual - expected| <= rel·|expected| (+ abs for expected values at 0). */
 export function close(actual: number | undefined, expected: number, rel: number, what: string, abs = 0): void {
@@ -29,4 +29,8 @@ export function closeFixed(f: FixedResult, ref: { d: number; se: number; lo: num
   close(f.ci95[0], ref.lo, rel, 'lower');
   close(f.ci95[1], ref.hi, rel, 'upper');
   close(f.p_value, ref.p, rel, 'p');
+}
+
+export function addSums(a: RatioSums, b: RatioSums): RatioSums {
+  return { units: a.units + b.units, s: a.s + b.s, n: a.n + b.n, ss: a.ss + b.ss, nn: a.nn + b.nn, sn: a.sn + b.sn };
 }
