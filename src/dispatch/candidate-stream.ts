@@ -7,10 +7,9 @@ import { performance } from 'node:perf_hooks';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { AttemptFailure } from '../errors.js';
 import { PartsWriter } from '../protocol/answer/answer-body.js';
-import { indexAnswer } from '../protocol/answer/answer-check.js';
 import { indexAgentResponse, type AnswerElement } from '../protocol/answer/answer-index.js';
 import { markOwn } from '../protocol/byte-store.js';
-import { indexAnswerOffloaded, OFFLOAD_BYTES } from '../reader/reader.js';
+import { indexAnswerYielding, OFFLOAD_BYTES } from '../reader/reader.js';
 import { ElementSplitter } from '../protocol/answer/answer-split.js';
 import { indexedView, Placement, type IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
@@ -168,9 +167,9 @@ export class CandidateStream extends Transform {
       return this.place(k, wrapped, indexed.elements);
     }
     this.offloaded++;
-    const read = wrapped.length <= OFFLOAD_BYTES ? { body: wrapped, outcome: indexAnswer(wrapped, 1, maxDepth, memoryKey, maxKeyRepeats) } : indexAnswerOffloaded(markOwn(wrapped), 1, maxDepth, memoryKey, maxKeyRepeats);
+    const read = indexAnswerYielding(markOwn(wrapped), 1, maxDepth, memoryKey, maxKeyRepeats);
     this.indexed = this.indexed.then(async () => {
-      const r = await Promise.resolve(read).catch((err: unknown) => ({ body: wrapped, outcome: { ok: false as const, skip: 0, reason: `the reader thread failed: ${err instanceof Error ? err.message : String(err)}`, decode: false } }));
+      const r = await read.catch((err: unknown) => ({ body: wrapped, outcome: { ok: false as const, skip: 0, reason: `the reader thread failed: ${err instanceof Error ? err.message : String(err)}`, decode: false } }));
       this.offloaded--;
       if (!this.over) {
         if (r.outcome.ok) this.place(k, r.body, r.outcome.elements);

@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { GatewayError } from '../errors.js';
 import { EXACT_JSON_THREAD_DATA } from '../protocol/json/exact-json.js';
 import { isOwn, shrinkStoresWith, storeOf } from '../protocol/byte-store.js';
-import { askedOf, checkAnswerBytes, placeAnswer, type AnswerCheck, type AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
+import { askedOf, indexAnswer, placeAnswer, type AnswerCheck, type AnswerIndexOutcome } from '../protocol/answer/answer-check.js';
 import type { SubRequestShape } from '../protocol/answer/response-check.js';
 import { DEFAULT_MAX_MEMORY_KEY_REPEATS } from '../protocol/request/protocol-walker.js';
 import type { RequestReadLimits } from '../validation/bounded-detail.js';
@@ -143,10 +143,22 @@ export async function indexAnswerOffloaded(
 }
 
 /**
- * A backend's answer checked without holding the event loop for its size: a large one is indexed on the thread, a
- * small one in place. `bytes` is unusable afterwards when large: its memory went to the thread and came back as one
- * Buffer.
+ * Indexed without holding the event loop for its size: a large answer on the thread, a small one in place (at once,
+ * before the first await). `bytes` is unusable afterwards when large: its memory went to the thread and came back as
+ * the returned `body`.
  */
+export async function indexAnswerYielding(
+  bytes: Buffer,
+  asked: number,
+  maxDepth: number,
+  memoryKey: string,
+  maxKeyRepeats: number,
+): Promise<{ body: Buffer; outcome: AnswerIndexOutcome }> {
+  if (bytes.length <= OFFLOAD_BYTES) return { body: bytes, outcome: indexAnswer(bytes, asked, maxDepth, memoryKey, maxKeyRepeats) };
+  return indexAnswerOffloaded(bytes, asked, maxDepth, memoryKey, maxKeyRepeats);
+}
+
+/** A backend's whole answer checked as indexAnswerYielding reads it. */
 export async function checkAnswerYielding(
   bytes: Buffer,
   shape: SubRequestShape,
@@ -154,7 +166,6 @@ export async function checkAnswerYielding(
   memoryKey: string,
   maxKeyRepeats: number,
 ): Promise<AnswerCheck> {
-  if (bytes.length <= OFFLOAD_BYTES) return checkAnswerBytes(bytes, shape, maxDepth, memoryKey, maxKeyRepeats);
-  const { body, outcome } = await indexAnswerOffloaded(bytes, askedOf(shape), maxDepth, memoryKey, maxKeyRepeats);
+  const { body, outcome } = await indexAnswerYielding(bytes, askedOf(shape), maxDepth, memoryKey, maxKeyRepeats);
   return placeAnswer(body, outcome, shape, maxDepth);
 }
