@@ -16,27 +16,15 @@ export function parseJsonOrUndefined(text: string): unknown {
   }
 }
 
+/** A check's pydantic error: its message, and its `type` as validation-errors.ts reads it back. */
+const pydantic = (error: string, type: string) => ({ error, params: { type } });
+
 /** A number marker is a JS string standing for a number, refused as pydantic refuses it: never use z.string(). */
-const jsonString = z.custom<string>((v) => typeof v === 'string' && !isNumberMark(v), {
-  error: 'Input should be a valid string',
-  params: { type: 'string_type' },
-});
-const nonEmptyString = jsonString.refine((v) => v.length > 0, {
-  error: 'String should have at least 1 character',
-  params: { type: 'string_too_short' },
-});
-const strictInt = z.custom<IntValue>(isStrictInt, {
-  error: 'Input should be a valid integer',
-  params: { type: 'int_type' },
-});
-const strictBool = z.custom<boolean>((v) => typeof v === 'boolean', {
-  error: 'Input should be a valid boolean',
-  params: { type: 'bool_type' },
-});
-const jsonObject = z.custom<JsonObject>(isJsonObject, {
-  error: 'Input should be a valid dictionary',
-  params: { type: 'dict_type' },
-});
+const jsonString = z.custom<string>((v) => typeof v === 'string' && !isNumberMark(v), pydantic('Input should be a valid string', 'string_type'));
+const nonEmptyString = jsonString.refine((v) => v.length > 0, pydantic('String should have at least 1 character', 'string_too_short'));
+const strictInt = z.custom<IntValue>(isStrictInt, pydantic('Input should be a valid integer', 'int_type'));
+const strictBool = z.custom<boolean>((v) => typeof v === 'boolean', pydantic('Input should be a valid boolean', 'bool_type'));
+const jsonObject = z.custom<JsonObject>(isJsonObject, pydantic('Input should be a valid dictionary', 'dict_type'));
 const list = <T extends z.ZodType>(item: T) =>
   z.array(item, { error: 'Input should be a valid list' });
 
@@ -69,10 +57,7 @@ export const agentInputSchema = z.strictObject({
   attributes: jsonObject.default({}),
   memory: jsonObject.default({}),
   num_outputs: strictInt
-    .refine((v) => typeof v === 'number' && v > 0 ? true : typeof v === 'string' && !v.includes('-'), {
-      error: 'Input should be greater than 0',
-      params: { type: 'greater_than' },
-    })
+    .refine((v) => (typeof v === 'number' && v > 0 ? true : typeof v === 'string' && !v.includes('-')), pydantic('Input should be greater than 0', 'greater_than'))
     .default(1),
   extra_keys: jsonObject.default({}),
 });
@@ -99,10 +84,7 @@ export const agentErrorSchema = z.strictObject({
   component: jsonString.nullable().default(null),
 });
 
-const nonNegativeInt = strictInt.refine((v) => (typeof v === 'number' ? v >= 0 : !v.includes('-')), {
-  error: 'Input should be greater than or equal to 0',
-  params: { type: 'greater_than_equal' },
-});
+const nonNegativeInt = strictInt.refine((v) => (typeof v === 'number' ? v >= 0 : !v.includes('-')), pydantic('Input should be greater than or equal to 0', 'greater_than_equal'));
 
 export const agentOutputSchema = z
   .strictObject({
