@@ -34,10 +34,7 @@ export class ConfigError extends GatewayError {
 export function deepFreeze<T>(value: T, seen: WeakSet<object> = new WeakSet()): T {
   if (value === null || typeof value !== 'object' || seen.has(value)) return value;
   seen.add(value);
-  for (const key of Reflect.ownKeys(value)) {
-    const child: unknown = Reflect.get(value, key);
-    deepFreeze(child, seen);
-  }
+  for (const key of Reflect.ownKeys(value)) deepFreeze<unknown>(Reflect.get(value, key), seen);
   return Object.freeze(value);
 }
 
@@ -247,8 +244,7 @@ const REMOVED_KEYS: ReadonlyMap<string, string> = new Map([
 function unknownKeyMessage(path: readonly PathSegment[], key: string): string {
   const replacement = REMOVED_KEYS.get([...path, key].join('.'));
   if (replacement !== undefined) return `key "${key}" was removed: ${replacement}`;
-  const known = knownKeysAt(path);
-  const near = closest(key, known);
+  const near = closest(key, knownKeysAt(path));
   return `unknown key "${key}"${near === undefined ? '' : ` (did you mean "${near}"?)`}`;
 }
 
