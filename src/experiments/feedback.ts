@@ -94,21 +94,15 @@ function present(v: unknown): boolean {
 /** Rejected before JSON.parse is tried: this runs on the request path. */
 export function parseEnvFeedback(content: string): FeedbackCounts {
   const counts = emptyFeedback();
-  if (content.length > FEEDBACK_MAX_CHARS) {
-    counts.unparsed = 1;
-    return counts;
-  }
-  const text = content.trim();
+  const text = content.length > FEEDBACK_MAX_CHARS ? '' : content.trim();
   const value = text.startsWith('{') ? parseJsonOrUndefined(text) : undefined;
   if (!isJsonObject(value)) {
     counts.unparsed = 1;
     return counts;
   }
-  let read = false;
   const infos = value.infos;
   // A string is what json.dumps writes; a list of lines is tolerated in case an environment sends one.
   const lines = typeof infos === 'string' ? [infos] : Array.isArray(infos) ? infos.filter((x) => typeof x === 'string') : [];
-  if (typeof infos === 'string' || Array.isArray(infos)) read = true;
   for (const text of lines) {
     for (const t of parseInfos(text)) {
       if (t.ok) counts.tool_succeeded++;
@@ -116,8 +110,7 @@ export function parseEnvFeedback(content: string): FeedbackCounts {
     }
   }
   // The keys being there (even as null) means the shape was recognised; only a value is an outcome.
-  if (Object.hasOwn(value, 'error')) read = true;
-  if (Object.hasOwn(value, 'failure_reason')) read = true;
+  const read = typeof infos === 'string' || Array.isArray(infos) || Object.hasOwn(value, 'error') || Object.hasOwn(value, 'failure_reason');
   if (present(value.error)) counts.env_error = 1;
   if (present(value.failure_reason)) counts.failure_reason = 1;
   if (!read) counts.unparsed = 1;
