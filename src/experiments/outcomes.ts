@@ -6,6 +6,7 @@ import type { Claims, Counters } from '../state/types.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { countersKey, field, keyCountersKey, keyField, keys, OUTCOME_COUNTERS_KEY, parseTrajectoryRecord, type KeySum, type TrajectoryRecord } from './keys.js';
 import { lastStepOf } from './replay.js';
+import { groupBy } from '../dispatch/batch-item.js';
 
 export type Outcome = { success: boolean } | { score: number };
 export type OutcomeItem =
@@ -184,14 +185,8 @@ type Known = { id: string; rec: TrajectoryRecord };
 
 /** The trajectories of each experiment, the one whose trajectories started last first. */
 function newestFirst(known: readonly Known[]): Known[][] {
-  const groups = new Map<string, Known[]>();
-  for (const k of known) {
-    const g = groups.get(k.rec.experiment);
-    if (g === undefined) groups.set(k.rec.experiment, [k]);
-    else g.push(k);
-  }
   const latest = (g: readonly Known[]): string => g.reduce((m, k) => (k.rec.started_at > m ? k.rec.started_at : m), '');
-  return [...groups.values()].sort((a, b) => latest(b).localeCompare(latest(a)));
+  return [...groupBy(known, (k) => k.rec.experiment).values()].sort((a, b) => latest(b).localeCompare(latest(a)));
 }
 
 /** An episode credited before (its mark `<outcome>><trajectory>`): the same outcome is a duplicate, another a conflict. */
