@@ -31,10 +31,7 @@ export interface StepDecision {
 const indexes = new WeakMap<CompiledRoutes, Map<string, CompiledRoute>>();
 export function routeIndex(routes: CompiledRoutes): Map<string, CompiledRoute> {
   let idx = indexes.get(routes);
-  if (idx === undefined) {
-    idx = new Map(routes.routes.map((r) => [r.name, r]));
-    indexes.set(routes, idx);
-  }
+  if (idx === undefined) indexes.set(routes, (idx = new Map(routes.routes.map((r) => [r.name, r]))));
   return idx;
 }
 

@@ -87,10 +87,7 @@ export function installHttpErrors(
   app.server.on('checkExpectation', expectationFailed);
   app.addHook('onRoute', (route) => {
     let p = patterns.get(route.url);
-    if (p === undefined) {
-      p = { segments: segmentsOf(route.url), methods: new Set() };
-      patterns.set(route.url, p);
-    }
+    if (p === undefined) patterns.set(route.url, (p = { segments: segmentsOf(route.url), methods: new Set() }));
     for (const m of Array.isArray(route.method) ? route.method : [route.method]) p.methods.add(m);
     // fastify answers HEAD on every GET route by itself (exposeHeadRoutes).
     if (p.methods.has('GET')) p.methods.add('HEAD');
