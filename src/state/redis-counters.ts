@@ -102,5 +102,4 @@ export class RedisCounters {
   private hashKey(key: string): string {
     return `${this.prefix}counters:{${key}}`;
   }
-
 }
