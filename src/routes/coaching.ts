@@ -36,10 +36,6 @@ function unavailable(reply: FastifyReply, detail: string): FastifyReply {
   return reply.code(503).send(errorBody('GATEWAY_ERR_COACHING_UNAVAILABLE', detail));
 }
 
-function admissionLeftMs(runtime: GatewayRuntime, reply: FastifyReply): number {
-  return runtime.config.server.admission_timeout_s * 1000 - reply.elapsedTime;
-}
-
 type SessionParams = { run_id: string } & Partial<AgentParams>;
 
 interface Call<R extends FastifyRequest = FastifyRequest> {
@@ -135,11 +131,11 @@ async function coachingBody(app: FastifyInstance, { runtime, req, reply }: Call)
   const invalid = (issue: ValidationIssue): BodyRead => ({ sent: send422(reply, [issue]) });
   const text = typeof req.body === 'string' ? req.body : '';
   const hold = holdOf(req);
+  const { admission_timeout_s } = runtime.config.server;
   // The tree and the text written back from it take room before they are built (docs/memory-budget.md#what-is-counted).
-  if (hold !== undefined && !(await growWhenRoom(hold, coachingObjectsEstimate(text), admissionLeftMs(runtime, reply)))) {
+  if (hold !== undefined && !(await growWhenRoom(hold, coachingObjectsEstimate(text), admission_timeout_s * 1000 - reply.elapsedTime))) {
     app.gateway.metrics.admissionTimeouts.inc();
-    const sent = reply.code(503).headers(overBudgetHeaders()).send(overBudgetBody(runtime.config.server.admission_timeout_s));
-    return { sent };
+    return { sent: reply.code(503).headers(overBudgetHeaders()).send(overBudgetBody(admission_timeout_s)) };
   }
   // A client that left while it waited released its hold: nothing is built or forwarded for it.
   if (reply.raw.destroyed) return { sent: reply };
