@@ -236,8 +236,7 @@ export class GatewayMetrics {
       const reached = new Set<string>();
       for (const r of routes) {
         const route = r.name;
-        const backends = routeBackends(r);
-        for (const backend of backends) {
+        for (const backend of routeBackends(r)) {
           reached.add(backend);
           this.inputs.inc({ agent, route, backend }, 0);
           for (const status of ['completed', 'error']) this.candidates.inc({ agent, route, backend, status }, 0);

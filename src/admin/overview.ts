@@ -38,14 +38,13 @@ export async function overview(gw: GatewayState, listeners: Overview['listeners'
     if (v.value > 0) codes[code] = (codes[code] ?? 0) + v.value;
   }
   const { buckets, count: samples } = (await histogramByLabel(gw.metrics.overhead)).get('') ?? { buckets: {}, count: 0 };
-  const reload = gw.activity.lastReload();
   return {
     version: gw.version,
     started_at: new Date(gw.activity.startedAt).toISOString(),
     uptime_s: Math.max(0, Math.round((now - gw.activity.startedAt) / 1000)),
     listeners,
     store: { kind: gw.store.kind, up: gw.store.isUp(), fallbacks: gw.store.stats().fallbacks },
-    config: { path: gw.configPath ?? null, last_reload: reload },
+    config: { path: gw.configPath ?? null, last_reload: gw.activity.lastReload() },
     batches: {
       per_second: round(gw.activity.batchesPerSecond(), 2),
       in_flight: gw.current.inFlight,

@@ -50,13 +50,12 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 
 function replicaView(runtime: GatewayRuntime, r: Replica): ReplicaView {
   const probe = runtime.prober.lastProbe(r);
-  const routable = runtime.upstreams.routable(r.backend).includes(r);
   return {
     id: r.id,
     index: r.index,
     url: redactUrl(r.url),
     state: r.state,
-    routable,
+    routable: runtime.upstreams.routable(r.backend).includes(r),
     last_probe: probe === undefined ? null : { at: iso(probe.at), ok: probe.ok, ms: probe.ms, error: probe.error ?? null },
     info: r.info ?? null,
     in_flight: { requests: r.inFlightRequests, inputs: r.inFlightInputs },

@@ -70,11 +70,10 @@ export function summarizeConfig(config: GatewayConfig): ConfigSummary {
 
 export function formatSummary(config: GatewayConfig): string {
   const s = summarizeConfig(config);
-  const names = Object.keys(s.backends);
   const lines = [
     `  listen   ${config.server.host}:${config.server.port}`,
     `  store    ${s.store}`,
-    `  backends ${names.length} (${s.replicas} replica${s.replicas === 1 ? '' : 's'})`,
+    `  backends ${Object.keys(s.backends).length} (${s.replicas} replica${s.replicas === 1 ? '' : 's'})`,
     ...Object.entries(s.backends).map(([n, urls]) => `    ${n}: ${urls.join(', ')}`),
     `  routes   ${s.routes.length} (first match wins)${s.routes.length === 0 ? ': no default agent at /' : ''}`,
     ...s.routes.map((r) => `    ${r}`),

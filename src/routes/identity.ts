@@ -26,8 +26,7 @@ function coachingOffReason(infos: readonly { backend: string; info: AgentInfo | 
 }
 
 function gatewayInfo(runtime: GatewayRuntime, agent: CompiledAgent): AgentInfo {
-  const backends = agent.reachable;
-  const infos = backends.map((b) => {
+  const infos = agent.reachable.map((b) => {
     const replicas = runtime.upstreams.backends.get(b)?.replicas ?? [];
     return { backend: b, info: (replicas.find((r) => r.state === 'ready') ?? replicas.find((r) => r.info))?.info };
   });
@@ -40,7 +39,6 @@ function gatewayInfo(runtime: GatewayRuntime, agent: CompiledAgent): AgentInfo {
   const coaching = capabilities.coaching === true;
   const lists = infos.map(({ info }) => new Set(info?.specialized_coaching ?? []));
   const specialized = coaching ? [...(lists[0] ?? [])].filter((k) => lists.every((l) => l.has(k))) : [];
-  const reason = coaching ? null : coachingOffReason(infos);
   return {
     protocol_version: '2.0',
     agent_id: agent.agentId,
@@ -49,7 +47,7 @@ function gatewayInfo(runtime: GatewayRuntime, agent: CompiledAgent): AgentInfo {
     capabilities,
     specialized_coaching: specialized,
     coaching_resume: coaching && infos.every(({ info }) => info?.coaching_resume === true),
-    coaching_unavailable_reason: reason,
+    coaching_unavailable_reason: coaching ? null : coachingOffReason(infos),
   };
 }
 
