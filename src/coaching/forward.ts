@@ -31,10 +31,8 @@ export async function forward(replica: Replica, opts: ForwardOptions, parent: Tr
     : undefined;
   const headers = withTraceparent(opts.headers, (span ?? parent).traceparent);
   const r = await callReplica(replica, { ...opts, headers, raw: true });
-  if (span !== undefined) {
-    if (r.ok) endAttemptSpan(span, coachingOutcome(r.status, undefined), r.status, undefined);
-    else endAttemptSpan(span, coachingOutcome(r.status, r.failure.code), r.status, r.failure.message);
-  }
+  const failure = r.ok ? undefined : r.failure;
+  if (span !== undefined) endAttemptSpan(span, coachingOutcome(r.status, failure?.code), r.status, failure?.message);
   if (!r.ok) {
     return { ok: false, status: r.failure.code === 'gateway_backend_timeout' ? 504 : 502, message: r.failure.message };
   }

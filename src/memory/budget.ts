@@ -222,8 +222,7 @@ export class MemoryBudget {
   /** @internal */
   leave(hold: Hold): void {
     if (hold.admitted) {
-      this.used -= hold.bytes;
-      if (hold.shadow) this.shadowBytes -= hold.bytes;
+      this.add(-hold.bytes, hold.shadow);
       hold.bytes = 0;
       if (hold.shadow) this.shadows.delete(hold);
       else this.unlink(hold);
