@@ -80,12 +80,8 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
     throw new GatewayError('GATEWAY_ERR_RELOAD_REFUSED', `admin.token: the admin listener on ${admin.listen} stays until a restart and needs a non-empty admin.token`);
   }
   if (kept.length === 0) return { config: next, kept };
-  const server = {
-    ...next.server,
-    host: running.server.host,
-    port: running.server.port,
-    body_limit_mb: running.server.body_limit_mb,
-  };
+  const { host, port, body_limit_mb } = running.server;
+  const server = { ...next.server, host, port, body_limit_mb };
   const cache = running.cache === undefined ? {} : { cache: running.cache };
   const { cache: _fromFile, ...rest } = next;
   return { config: deepFreeze({ ...rest, ...cache, server, admin, state: running.state, metrics: running.metrics }), kept };
