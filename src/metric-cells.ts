@@ -47,9 +47,7 @@ export class MetricCells<L extends string> {
   }
 
   private cell(a: string, b: string, c: string, d: string): Cell<L> {
-    const l1 = child(this.tree, a);
-    const l2 = child(l1, b);
-    const l3 = child(l2, c);
+    const l3 = child(child(child(this.tree, a), b), c);
     let cell = l3.get(d);
     if (cell === undefined) {
       const labels: Partial<Record<L, string>> = {};
@@ -57,8 +55,7 @@ export class MetricCells<L extends string> {
       this.names.forEach((name, i) => {
         labels[name] = values[i];
       });
-      cell = { labels, pending: 0, listed: false };
-      l3.set(d, cell);
+      l3.set(d, (cell = { labels, pending: 0, listed: false }));
     }
     return cell;
   }
