@@ -28,19 +28,12 @@ export class RawJson<T = unknown> {
 
   /** Serialize with stringifyExact: it may hold number markers. */
   value(): T {
-    return this.decode().value;
+    // The indexer proved these bytes JSON within the depth limit, and a T where the slice was typed.
+    return (this.cache ??= { value: parseExact(this.buf.toString('utf8', this.start, this.end)).value as T }).value;
   }
 
   get decoded(): boolean {
     return this.cache !== undefined;
-  }
-
-  private decode(): { value: T } {
-    if (this.cache === undefined) {
-      // The indexer proved these bytes JSON within the depth limit, and a T where the slice was typed.
-      this.cache = { value: parseExact(this.buf.toString('utf8', this.start, this.end)).value as T };
-    }
-    return this.cache;
   }
 }
 
