@@ -162,14 +162,7 @@ export function tagValue(tag: MemoryTag): JsonObject {
   if (tag.arm !== undefined) v.arm = tag.arm;
   const t = tag.trajectory;
   if (t !== undefined) {
-    v.trajectory = t.id;
-    v.experiment = t.experiment;
-    v.step = t.step;
-    v.s = t.s;
-    v.n = t.n;
-    v.stages = t.stages;
-    v.hash = t.hash;
-    v.flags = t.flags;
+    Object.assign(v, { trajectory: t.id, experiment: t.experiment, step: t.step, s: t.s, n: t.n, stages: t.stages, hash: t.hash, flags: t.flags });
     if (t.stratum !== undefined) v.stratum = t.stratum;
     if (t.key !== undefined) v.key = t.key;
     if (t.replay !== undefined) v.replay = t.replay;
