@@ -124,12 +124,11 @@ function scan(s: string): void {
     // A value ended at i: close containers until one expects another value.
     for (;;) {
       const top = stack[stack.length - 1];
+      i = skipWs(s, i);
       if (top === undefined) {
-        i = skipWs(s, i);
         if (i !== s.length) throw new Fail(i, 'Extra data');
         return;
       }
-      i = skipWs(s, i);
       const d = s.charCodeAt(i);
       if (d === (top === OBJECT ? 0x7d : 0x5d)) {
         stack.pop();
