@@ -52,9 +52,8 @@ export function parseCommandLine(argv: readonly string[], options: Options, maxP
     const message = err instanceof Error ? err.message : String(err);
     const opt = quoted(message);
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-      const known = Object.keys(options);
       const name = (opt ?? '').replace(/^-+/, '');
-      const near = closest(name, known);
+      const near = closest(name, Object.keys(options));
       throw new UsageError(`unknown option ${opt ?? ''}${near === undefined ? '' : ` (did you mean --${near}?)`}`);
     }
     if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {

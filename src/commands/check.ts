@@ -39,8 +39,7 @@ export async function runChecks(url: string, opts: CheckOptions = {}): Promise<C
   try {
     base = baseUrl(url, 'agent URL'); // as BENCH uses it
   } catch (err) {
-    const why = describeError(err);
-    return SPECS.map((s) => ({ name: s.name, ok: false, detail: `not run: ${why}` }));
+    return SPECS.map((s) => ({ name: s.name, ok: false, detail: `not run: ${describeError(err)}` }));
   }
   const target = openTarget(base, timeoutMs);
   try {

@@ -21,8 +21,7 @@ export function validateCommand(argv: readonly string[], io: CommandIo, env: Env
       io.out(VALIDATE_USAGE);
       return 0;
     }
-    const given = flagOrPositional(parsed, 'config', 'config file');
-    path = given ?? (env.MAGMA_GATEWAY_CONFIG === '' ? undefined : env.MAGMA_GATEWAY_CONFIG);
+    path = flagOrPositional(parsed, 'config', 'config file') ?? (env.MAGMA_GATEWAY_CONFIG === '' ? undefined : env.MAGMA_GATEWAY_CONFIG);
     if (path === undefined) throw new UsageError('no config file given (--config FILE or MAGMA_GATEWAY_CONFIG)');
   } catch (err) {
     return usageExit(err, 'validate', VALIDATE_USAGE, io);
