@@ -141,9 +141,8 @@ export class ExperimentHistory {
       // The claim outlives its interval, so a replica whose timer fires late cannot write the same slot twice.
       if (!(await host.store.claim(`${HISTORY_KEY}:slot:${intervalMs}:${slot}`, this.id, 2 * intervalMs)).first) return false;
       const report = await experimentsReport(host);
-      const point = pointFromReport(report, now);
       // Kept as long as the whole history spans, twice over, then forgotten if nobody writes any more.
-      await host.store.pushCapped(HISTORY_KEY, JSON.stringify(point), points, 2 * points * intervalMs);
+      await host.store.pushCapped(HISTORY_KEY, JSON.stringify(pointFromReport(report, now)), points, 2 * points * intervalMs);
       for (const e of report.experiments) if (hasResult(e)) this.resulted.add(e.experiment.id);
       await noteReport(host.store, report);
       return true;
@@ -167,8 +166,7 @@ export class ExperimentHistory {
   private schedule(): void {
     if (this.stopped) return;
     const { intervalMs } = this.settings;
-    const now = this.clock.now();
-    const wait = intervalMs - (now % intervalMs);
+    const wait = intervalMs - (this.clock.now() % intervalMs);
     this.timer = this.clock.setTimer(() => {
       void this.snapshot().finally(() => this.schedule());
     }, wait);

@@ -131,14 +131,13 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     host.experiments.srmFlagged(agent.name, route.name, id, line);
   }
   metrics.srmFlagged.set({ agent: agent.name, route: route.name }, srm?.flagged === true ? 1 : 0);
-  const v = experimentVerdict(randomized ? 'split' : 'ensemble', members, analysis, srm, options);
   return {
     agent: agent.name,
     path: `${agent.prefix}/`,
     route: route.name,
     kind: route.kind === 'split' ? 'split' : 'ensemble',
     experiment,
-    verdict: v,
+    verdict: experimentVerdict(randomized ? 'split' : 'ensemble', members, analysis, srm, options),
     primary,
     control,
     unit,
