@@ -71,10 +71,6 @@ function routesTo(agent: CompiledAgent | undefined, backend: string): string[] {
   return agent === undefined ? [] : agent.routes.routes.filter((r) => r.backends.has(backend)).map((r) => r.name);
 }
 
-function agentRoutesTo(agents: readonly CompiledAgent[], backend: string): Record<string, string[]> {
-  return Object.fromEntries(agents.map((a) => [a.name, routesTo(a, backend)] as const).filter(([, routes]) => routes.length > 0));
-}
-
 export function backendsView(runtime: GatewayRuntime): BackendView[] {
   const { config, upstreams } = runtime;
   const virtual = runtime.agents.all.filter((a) => a.virtual);
@@ -82,7 +78,7 @@ export function backendsView(runtime: GatewayRuntime): BackendView[] {
     name: b.name,
     ready: upstreams.isReady(b.name),
     routes: routesTo(runtime.agents.root, b.name),
-    agents: agentRoutesTo(virtual, b.name),
+    agents: Object.fromEntries(virtual.map((a) => [a.name, routesTo(a, b.name)] as const).filter(([, routes]) => routes.length > 0)),
     timeout_s: b.timeoutMs / 1000,
     max_in_flight: config.backends[b.name]?.max_in_flight ?? null,
     replicas: b.replicas.map((r) => replicaView(runtime, r)),
