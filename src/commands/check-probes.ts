@@ -58,8 +58,7 @@ export async function checkInfo(t: ProbeTarget): Promise<CheckResult[]> {
 
 /** Raw text: `1.0` cannot be built otherwise. */
 function invalidBody(tag: string, edit: (valid: string) => string): string {
-  const valid = `{"request_id":"${requestId(tag)}","inputs":[{"id":1,"instruction":{"type":"user","content":"Conformance probe."},"num_outputs":1}]}`;
-  return edit(valid);
+  return edit(`{"request_id":"${requestId(tag)}","inputs":[{"id":1,"instruction":{"type":"user","content":"Conformance probe."},"num_outputs":1}]}`);
 }
 
 /** Invalid bodies that FastAPI/pydantic strict models reject with 422 (docs/protocol-fidelity.md#strictness). */
