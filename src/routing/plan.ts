@@ -105,10 +105,7 @@ export function planBatch(
   snapshot: RoutingSnapshot,
   ctx: PlanContext,
 ): BatchPlan {
-  const inputs = request.inputs.map((input, index) =>
-    planInput(request.request_id, input, index, compiled, snapshot, ctx.headers, ctx.tags),
-  );
-  return { inputs };
+  return { inputs: request.inputs.map((input, index) => planInput(request.request_id, input, index, compiled, snapshot, ctx.headers, ctx.tags)) };
 }
 
 function planInput(
