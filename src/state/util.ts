@@ -21,8 +21,7 @@ export function onAbort(signal: AbortLike | undefined, fn: () => void): () => vo
   let fns = abortCallbacks.get(signal);
   if (fns === undefined) {
     const set = new Set<() => void>();
-    fns = set;
-    abortCallbacks.set(signal, set);
+    abortCallbacks.set(signal, (fns = set));
     signal.addEventListener(
       'abort',
       () => {
