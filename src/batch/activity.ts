@@ -34,6 +34,11 @@ export interface BatchSummary {
 }
 
 type BatchListed = Omit<BatchSummary, 'input_rows'>;
+type Ringed = Omit<BatchSummary, 'at'> & { t: number };
+
+function stamped({ t, seq, ...rest }: Ringed): BatchSummary {
+  return { seq, at: new Date(t).toISOString(), ...rest };
+}
 
 interface ReloadRecord {
   at: string;
@@ -47,7 +52,8 @@ const RATE_WINDOW_S = 10;
 
 export class Activity {
   readonly startedAt: number;
-  private readonly ring: (BatchSummary | undefined)[] = [];
+  /** Its time as a number: formatted when the console asks, not at every batch. */
+  private readonly ring: (Ringed | undefined)[] = [];
   private next = 0;
   private readonly perSecond: { second: number; n: number }[];
   private reload: ReloadRecord | undefined;
@@ -74,9 +80,9 @@ export class Activity {
     this.seq++;
     const cap = Math.max(0, Math.floor(this.capacity()));
     if (cap === 0) return;
-    const entry: BatchSummary = {
+    const entry: Ringed = {
+      t,
       seq: this.seq,
-      at: new Date(t).toISOString(),
       ...summary,
       request_id: summary.request_id.length > REQUEST_ID_CHARS ? summary.request_id.slice(0, REQUEST_ID_CHARS) : summary.request_id,
     };
@@ -90,7 +96,10 @@ export class Activity {
   }
 
   recent(limit = Infinity): BatchListed[] {
-    return this.newest(limit).map(({ input_rows: _inputs, ...listed }) => listed);
+    return this.newest(limit).map((e) => {
+      const { input_rows: _inputs, ...listed } = stamped(e);
+      return listed;
+    });
   }
 
   get recorded(): number {
@@ -98,11 +107,12 @@ export class Activity {
   }
 
   batch(seq: number): BatchSummary | undefined {
-    return this.ring.find((e) => e?.seq === seq);
+    const e = this.ring.find((r) => r?.seq === seq);
+    return e === undefined ? undefined : stamped(e);
   }
 
-  private newest(limit = Infinity): BatchSummary[] {
-    const out: BatchSummary[] = [];
+  private newest(limit = Infinity): Ringed[] {
+    const out: Ringed[] = [];
     const n = this.ring.length;
     // Newest is just before `next` once the ring has wrapped, the last pushed before that.
     for (let i = 1; i <= n && out.length < limit; i++) {

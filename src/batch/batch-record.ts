@@ -20,7 +20,10 @@ interface BatchRecordSource {
 
 /** Sorted, so two rows list the same backends alike whatever answered first. */
 function sortedCounts(c: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.entries(c).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const entries = Object.entries(c);
+  // Most batches name one route and one backend: nothing to sort, and the record keeps a copy only when it must.
+  if (entries.length < 2) return c;
+  return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
 /** Milliseconds to the microsecond: a fast batch reads 0.412 ms, not 0. */

@@ -51,7 +51,9 @@ export class BatchRun {
 
   private async dispatch(items: Item[]): Promise<void> {
     const byBackend = groupBy(items, (it) => it.backend);
-    await Promise.all([...byBackend].map(([backend, group]) => this.toBackend(backend, group)));
+    // Most batches go to one backend's one replica: awaited directly, without Promise.all's arrays and closures.
+    if (byBackend.size === 1) for (const [backend, group] of byBackend) await this.toBackend(backend, group);
+    else await Promise.all([...byBackend].map(([backend, group]) => this.toBackend(backend, group)));
   }
 
   /** `cause`: why earlier replicas were left (a refused connection), the answer when nothing else takes the items. */
@@ -59,6 +61,12 @@ export class BatchRun {
     const shards = this.deps.upstreams.shard(backend, items.length, tried);
     if (shards.length === 0) {
       await this.settle(items, cause === undefined ? { kind: 'no-replica', backend } : { kind: 'no-replica', backend, cause });
+      return;
+    }
+    const [only] = shards;
+    if (shards.length === 1 && only !== undefined) {
+      if (tried !== undefined) this.observer.replicaRetry(backend);
+      await this.send(only.replica, items, tried);
       return;
     }
     const jobs: Promise<void>[] = [];

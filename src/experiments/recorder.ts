@@ -158,7 +158,7 @@ export class Experiments {
 
   /** Never fails the batch: on a store failure the inputs go out without trajectory members and are not counted. */
   async begin(compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, excluded: boolean, hits?: ReadonlyMap<number, CacheHit>): Promise<StepDecision[]> {
-    if (excluded) return [];
+    if (excluded || !compiled.routes.some(isExperiment)) return [];
     try {
       return await this.decide(compiled, request, plan, hits);
     } catch (err) {

@@ -21,6 +21,7 @@ export interface CountSink {
 
 export function countBatch(sink: CountSink, compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, result: BatchResult, decisions: readonly StepDecision[]): void {
   feedbackMetric(sink.metrics, compiled, request, plan);
+  if (decisions.length === 0) return;
   const offsets = outputOffsets(request, result);
   for (const d of decisions) {
     const key = countersKey(compiled.agent, d.route.name, d.experiment);
@@ -107,7 +108,6 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
 }
 
 function countLatency(store: Counters, compiled: CompiledRoutes, result: BatchResult, decisions: readonly StepDecision[]): void {
-  if (decisions.length === 0) return;
   const byInput = new Map(decisions.filter((d) => d.counted).map((d) => [d.index, d]));
   // Failed and timed-out calls count too; a split's leg is its trajectory's arm's (intention to treat). A call
   // the client's departure cut short says nothing of the arm.

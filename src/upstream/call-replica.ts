@@ -11,6 +11,24 @@ import type { Replica } from './replica.js';
  * collected into bytes. A call that may stream is a request() with the chain composed in front of its handler, which
  * is handed only an answer long enough to stream (its callback never runs for another).
  */
+/** The call each request() options object stands for, read by the chain composed once per pool. */
+const streaming = new WeakMap<Dispatcher.DispatchOptions, BackendCall>();
+const composed = new WeakMap<Dispatcher, Dispatcher>();
+
+/** Composed once, not per call: a composition is a bound dispatch, a wrapper and a Proxy, built for every batch. */
+function streamingDispatcher(pool: Dispatcher): Dispatcher {
+  let d = composed.get(pool);
+  if (d === undefined) {
+    d = pool.compose((dispatch) => (o, tail) => {
+      const call = streaming.get(o);
+      if (call === undefined) throw new TypeError('a streaming call without its handler');
+      return dispatch(o, call.endingIn(tail));
+    });
+    composed.set(pool, d);
+  }
+  return d;
+}
+
 export function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
   const timeoutMs = Math.max(1, Math.floor(opts.timeoutMs));
   return new Promise<CallResult>((resolve) => {
@@ -28,7 +46,8 @@ export function callReplica(replica: Replica, opts: CallOptions): Promise<CallRe
     const tap = opts.stream?.tap;
     if (tap === undefined) replica.pool.dispatch(call, handler);
     else {
-      replica.pool.compose((dispatch) => (o, tail) => dispatch(o, handler.endingIn(tail))).request(call, (err, data) => {
+      streaming.set(call, handler);
+      streamingDispatcher(replica.pool).request(call, (err, data) => {
         if (err === null) tap.take(data.body, (failure) => handler.stop(failure));
         else handler.onResponseError(null, err);
       });

@@ -78,6 +78,8 @@ export class Upstreams {
   /** How many of `n` inputs each routable replica takes: least loaded first. */
   shard(backend: string, n: number, exclude?: ReadonlySet<Replica>): { replica: Replica; count: number }[] {
     const rs = this.routable(backend, exclude);
+    const [only] = rs;
+    if (rs.length === 1 && only !== undefined && n > 0) return [{ replica: only, count: n }];
     const shares = rs.map((replica) => ({ replica, load: replica.inFlightInputs, count: 0 }));
     for (let k = 0; k < n; k++) {
       let best = shares[0];

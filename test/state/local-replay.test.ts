@@ -36,17 +36,17 @@ describe('local replay', () => {
   });
 
   it('counts what the pieces keep alive: their backing stores, each once', async () => {
-    // 60 KB answers, each two slices of its own 100 KB store: room for two such stores, not three (by length,
-    // all three would fit; counting the store per slice, only one).
-    const { replay: r, stats } = replay(250 * KB);
+    // 80 KB answers (large enough to be kept as pieces), each two slices of its own 150 KB store: room for two
+    // such stores, not three (by length, all three would fit; counting the store per slice, only one).
+    const { replay: r, stats } = replay(350 * KB);
     for (const rid of ['a', 'b', 'c']) {
-      const backing = Buffer.alloc(100 * KB, rid);
-      await store(r, rid, { parts: [backing.subarray(0, 30 * KB), backing.subarray(30 * KB, 60 * KB)], length: 60 * KB });
+      const backing = Buffer.alloc(150 * KB, rid);
+      await store(r, rid, { parts: [backing.subarray(0, 40 * KB), backing.subarray(40 * KB, 80 * KB)], length: 80 * KB });
     }
     assert.equal(stats.replayEvicted, 1);
     assert.equal((await r.begin('a', 'h')).kind, 'compute');
-    assert.equal(bytesOf(await r.begin('b', 'h')), 'b'.repeat(60 * KB));
-    assert.equal(bytesOf(await r.begin('c', 'h')), 'c'.repeat(60 * KB));
+    assert.equal(bytesOf(await r.begin('b', 'h')), 'b'.repeat(80 * KB));
+    assert.equal(bytesOf(await r.begin('c', 'h')), 'c'.repeat(80 * KB));
   });
 
   it('copies a small answer sliced from a large backing store instead of keeping the store', async () => {
@@ -63,17 +63,18 @@ describe('local replay', () => {
     assert.equal(bytesOf(hit), slice.toString('latin1'));
   });
 
-  it('a small answer copied out of a shared allocation owns exactly its bytes', async () => {
-    // Small Buffers come from Node's shared 8 KB pool: a copy taken from that pool would pin a slab too.
+  it('a small answer comes back byte for byte, every byte value and invalid UTF-8 included, held apart from the pieces it came in', async () => {
+    // Kept packed (one byte a character): no decoding may touch a byte, and no piece of the shared pool is pinned.
     const { replay: r } = replay(100 * KB);
-    const parts = [Buffer.from('[{"a":', 'latin1'), Buffer.from('1}]', 'latin1')];
-    assert.ok(parts[0]!.buffer.byteLength > 2 * 9, 'the pieces sit in a larger shared allocation');
-    await store(r, 'a', { parts, length: 9 });
+    const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    const parts = [Buffer.from('["', 'latin1'), all, Buffer.from([0xc3, 0x28, 0xf0, 0x9f, 0x98, 0x80]), Buffer.from('"]', 'latin1')];
+    const length = parts.reduce((n, p) => n + p.length, 0);
+    await store(r, 'a', { parts, length });
+    all.fill(0); // the entry holds its own bytes, not the pieces it was given
     const hit = await r.begin('a', 'h');
     assert.ok(hit.kind === 'hit' && typeof hit.body !== 'string');
-    assert.equal(hit.body.parts.length, 1);
-    assert.equal(hit.body.parts[0]!.buffer.byteLength, 9);
-    assert.equal(bytesOf(hit), '[{"a":1}]');
+    assert.equal(hit.body.length, length);
+    assert.deepEqual(Buffer.concat(hit.body.parts as Buffer[]), Buffer.concat([parts[0]!, Buffer.from(Array.from({ length: 256 }, (_, i) => i)), parts[2]!, parts[3]!]));
   });
 
   it("counts each stored answer's bookkeeping too: tiny answers cannot hold more entries than the bound pays for", async () => {
