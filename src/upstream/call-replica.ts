@@ -1,5 +1,6 @@
 /** One HTTP call to a backend replica, bounded in time and bytes. Never throws: a failure is a value to route on. */
 import type { Dispatcher } from 'undici';
+import { GatewayError } from '../errors.js';
 import { BackendCall } from './backend-call.js';
 import type { CallOptions, CallResult } from './call-types.js';
 import type { Replica } from './replica.js';
@@ -21,7 +22,7 @@ function streamingDispatcher(pool: Dispatcher): Dispatcher {
   if (d === undefined) {
     d = pool.compose((dispatch) => (o, tail) => {
       const call = streaming.get(o);
-      if (call === undefined) throw new TypeError('a streaming call without its handler');
+      if (call === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'a streaming call without its handler');
       return dispatch(o, call.endingIn(tail));
     });
     composed.set(pool, d);
