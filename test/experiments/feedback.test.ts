@@ -112,7 +112,7 @@ test('infos as a list of lines is read too', () => {
   );
 });
 
-test('1 MB of adversarial infos is read in linear time (under 50 ms each)', () => {
+test('1 MB of adversarial infos is read in linear time (under 500 ms each)', () => {
   const MB = 1024 * 1024;
   const texts = [
     'a' + ' '.repeat(MB), // one long line, no colon
@@ -125,17 +125,17 @@ test('1 MB of adversarial infos is read in linear time (under 50 ms each)', () =
     'r: pick succeeded\n'.repeat(MB / 18),
   ];
   for (const text of texts) {
-    // The best of three runs, in CPU time: a quadratic scan takes seconds on every run, while a busy machine
-    // (other test files, CI neighbours) only stretches the wall time of some.
+    // The best of three runs, in CPU time: a quadratic scan of 1 MB takes minutes on every run, a linear one a few
+    // ms; the bound leaves a busy host (other test files, CI neighbours, the collector's threads) room to spare.
     let ms = Infinity;
     let lines: ReturnType<typeof parseInfos> = [];
-    for (let run = 0; run < 3 && ms >= 50; run++) {
+    for (let run = 0; run < 3 && ms >= 500; run++) {
       const c0 = process.cpuUsage();
       lines = parseInfos(text);
       const c = process.cpuUsage(c0);
       ms = Math.min(ms, (c.user + c.system) / 1000);
     }
-    assert.ok(ms < 50, `${ms.toFixed(1)} ms for ${JSON.stringify(text.slice(0, 20))}...`);
+    assert.ok(ms < 500, `${ms.toFixed(1)} ms for ${JSON.stringify(text.slice(0, 20))}...`);
     if (!text.startsWith('r: pick')) assert.deepEqual(lines, []);
     else assert.equal(lines.length, Math.floor(MB / 18));
   }
