@@ -5,13 +5,6 @@ import { BackendCall } from './backend-call.js';
 import type { CallOptions, CallResult } from './call-types.js';
 import type { Replica } from './replica.js';
 
-/**
- * Any HTTP status is ok:true; only transport failures and the bounds fail. One timer bounds the whole attempt:
- * undici's headers/body timeouts only bound the silence between bytes, which a backend trickling a byte a second
- * never trips. A dispatch handler, not `pool.request()`: that wraps every answer in a Readable; here the answer is
- * collected into bytes. A call that may stream is a request() with the chain composed in front of its handler, which
- * is handed only an answer long enough to stream (its callback never runs for another).
- */
 /** The call each request() options object stands for, read by the chain composed once per pool. */
 const streaming = new WeakMap<Dispatcher.DispatchOptions, BackendCall>();
 const composed = new WeakMap<Dispatcher, Dispatcher>();
@@ -30,6 +23,13 @@ function streamingDispatcher(pool: Dispatcher): Dispatcher {
   return d;
 }
 
+/**
+ * Any HTTP status is ok:true; only transport failures and the bounds fail. One timer bounds the whole attempt:
+ * undici's headers/body timeouts only bound the silence between bytes, which a backend trickling a byte a second
+ * never trips. A dispatch handler, not `pool.request()`: that wraps every answer in a Readable; here the answer is
+ * collected into bytes. A call that may stream is a request() with the chain composed in front of its handler, which
+ * is handed only an answer long enough to stream (its callback never runs for another).
+ */
 export function callReplica(replica: Replica, opts: CallOptions): Promise<CallResult> {
   const timeoutMs = Math.max(1, Math.floor(opts.timeoutMs));
   return new Promise<CallResult>((resolve) => {
