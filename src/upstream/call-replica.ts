@@ -5,16 +5,21 @@ import { BackendCall } from './backend-call.js';
 import type { CallOptions, CallResult } from './call-types.js';
 import type { Replica } from './replica.js';
 
-/** The call each request() options object stands for, read by the chain composed once per pool. */
-const streaming = new WeakMap<Dispatcher.DispatchOptions, BackendCall>();
+/**
+ * The call a request()'s options stand for, carried on the options themselves. Not a WeakMap from options to call:
+ * a long-lived table's young values survive scavenges, and with them the whole batch each call reaches
+ * (docs/performance.md#what-the-young-generation-keeps).
+ */
+const CALL = Symbol('backend call');
+type StreamingOptions = Dispatcher.DispatchOptions & { [CALL]?: BackendCall };
 const composed = new WeakMap<Dispatcher, Dispatcher>();
 
 /** Composed once, not per call: a composition is a bound dispatch, a wrapper and a Proxy, built for every batch. */
 function streamingDispatcher(pool: Dispatcher): Dispatcher {
   let d = composed.get(pool);
   if (d === undefined) {
-    d = pool.compose((dispatch) => (o, tail) => {
-      const call = streaming.get(o);
+    d = pool.compose((dispatch) => (o: StreamingOptions, tail) => {
+      const call = o[CALL];
       if (call === undefined) throw new GatewayError('GATEWAY_ERR_INTERNAL', 'a streaming call without its handler');
       return dispatch(o, call.endingIn(tail));
     });
@@ -35,7 +40,7 @@ export function callReplica(replica: Replica, opts: CallOptions): Promise<CallRe
   return new Promise<CallResult>((resolve) => {
     const handler = new BackendCall(replica, opts, timeoutMs, resolve);
     if (handler.settled) return;
-    const call: Dispatcher.RequestOptions = {
+    const call: Dispatcher.RequestOptions & StreamingOptions = {
       method: opts.method,
       path: replica.path(opts.path),
       headers: opts.headers === undefined ? replica.headers : { ...replica.headers, ...opts.headers },
@@ -47,7 +52,7 @@ export function callReplica(replica: Replica, opts: CallOptions): Promise<CallRe
     const tap = opts.stream?.tap;
     if (tap === undefined) replica.pool.dispatch(call, handler);
     else {
-      streaming.set(call, handler);
+      call[CALL] = handler;
       streamingDispatcher(replica.pool).request(call, (err, data) => {
         if (err === null) tap.take(data.body, (failure) => handler.stop(failure));
         else handler.onResponseError(null, err);
