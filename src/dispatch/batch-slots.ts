@@ -48,10 +48,14 @@ export class BatchSlots {
       this.leg(it, ms);
       const row = this.rowOf(it);
       for (let c = 0; c < it.count; c++) row[it.offset + c] = this.error(it, it.offset + c, f.code, f.message);
-      count(this.errorCodes, f.code, it.count);
-      this.observer.candidatesFilled(it.route, it.backend, 'error', it.count);
-      this.observer.gatewayErrors(it.backend, f.code, it.count);
+      this.countFailed(it, f.code, it.count);
     }
+  }
+
+  private countFailed(it: Item, code: GatewayErrorCode, n: number): void {
+    count(this.errorCodes, code, n);
+    this.observer.candidatesFilled(it.route, it.backend, 'error', n);
+    this.observer.gatewayErrors(it.backend, code, n);
   }
 
   /** A malformed or missing slot fails only itself, unless `leaveBad(item)`: then its fallback fills it. */
@@ -100,9 +104,7 @@ export class BatchSlots {
   /** Candidate `c` of `it` as an error candidate with `f`, counted as fail() counts it but not kept. */
   failed(it: Item, c: number, f: AttemptFailure): AgentOutput {
     const out = this.error(it, it.offset + c, f.code, f.message);
-    count(this.errorCodes, f.code, 1);
-    this.observer.candidatesFilled(it.route, it.backend, 'error', 1);
-    this.observer.gatewayErrors(it.backend, f.code, 1);
+    this.countFailed(it, f.code, 1);
     return out;
   }
 

@@ -66,7 +66,7 @@ export class BatchFront implements FrontParts {
       headersTimeout,
       // The body clock is ours (receive-deadlines.ts): node's would also run while a batch waits for admission.
       requestTimeout: 0,
-        connectionsCheckingInterval: Math.max(1, Math.min(1000, Math.floor(headersTimeout / 2))),
+      connectionsCheckingInterval: Math.max(1, Math.min(1000, Math.floor(headersTimeout / 2))),
     };
     // https.Server is an http.Server for everything the front and fastify use (listen, close, the request events).
     const server: Server =
@@ -79,7 +79,6 @@ export class BatchFront implements FrontParts {
     if (opts.tls !== undefined) server.on('secureConnection', (socket: Socket) => this.slots.secured(socket));
     // What fastify sets on the server it creates itself (it does not when given a serverFactory), and more.
     this.apply(opts);
-    server.requestTimeout = 0;
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => clientError(this.opts, err, socket));
     // Node would send `100 Continue` before any handler runs: a body over the limit would get it, then a 413.
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => this.take(req, res, true));
