@@ -13,8 +13,8 @@ export default tseslint.config(
     },
   },
   {
-    // Two ways of making a per-request object that V8 keeps past its time (docs/performance.md#targets):
-    // both kept every small batch alive until a full GC before they were taken out. Only the
+    // Three ways of making a per-request object that V8 keeps past its time (docs/performance.md#batches-die-young):
+    // each kept every small batch alive until a full GC before it was taken out. Only the
     // modules that build per-request objects: long-lived code (config, runtime, admin) may pretenure freely.
     files: [
       'src/dispatch/**/*.ts',
@@ -23,6 +23,7 @@ export default tseslint.config(
       'src/http/batch-front.ts',
       'src/http/front-exchange.ts',
       'src/upstream/backend-call.ts',
+      'src/upstream/call-replica.ts',
       'src/upstream/answer-bounds.ts',
       'src/upstream/answer-collector.ts',
       'src/clients/client-limiter.ts',
@@ -39,6 +40,11 @@ export default tseslint.config(
           selector: ':function ObjectExpression > Property[kind=/^(get|set)$/]',
           message:
             'Accessors of an object literal made inside a function are new functions per object, and V8 kept each such object (and all its accessors reach) until a full GC (measured: bench/scripts/allocation-per-request.sh). Use a class with prototype getters.',
+        },
+        {
+          selector: 'ObjectExpression > SpreadElement:first-child + *',
+          message:
+            'An object literal that starts with a spread and goes on (`{ ...a, b }`) survived scavenges with all it reaches, even when dropped at once (docs/performance.md#what-the-young-generation-keeps); a plain clone `{ ...a }` did not. Write Object.assign({}, a, { b }), or name the fields.',
         },
       ],
     },

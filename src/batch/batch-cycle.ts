@@ -106,7 +106,7 @@ export class BatchCycle {
     if (begin.kind === 'hit') {
       gw.metrics.replay.inc({ outcome: 'hit' });
       span.event(EVENT_REPLAY_HIT);
-      if (logsInfo(ex.log)) ex.log.info({ ...this.b.ids, agent: agent.name, inputs: request.inputs.length }, 'batch replayed');
+      if (logsInfo(ex.log)) ex.log.info(Object.assign({}, this.b.ids, { agent: agent.name, inputs: request.inputs.length }), 'batch replayed');
       return { status: 200, body: begin.body, requestId: this.requestId, replayHit: true };
     }
     if (begin.kind === 'conflict') {
@@ -130,7 +130,7 @@ export class BatchCycle {
     }
     const refused = overloadedOutputs(runtime, agent.routes, gw, request, ex.headers, ex.client, admitted);
     ex.log.info(
-      { ...this.b.ids, client: ex.client, limit: admitted.limit, waited_ms: Math.round(admitted.waitedMs), inputs: request.inputs.length, candidates: refused.outputs.length },
+      Object.assign({}, this.b.ids, { client: ex.client, limit: admitted.limit, waited_ms: Math.round(admitted.waitedMs), inputs: request.inputs.length, candidates: refused.outputs.length }),
       'batch over its client limits',
     );
     return { status: 200, body: answerBody(refused.outputs), requestId: this.requestId };
@@ -153,10 +153,12 @@ export class BatchCycle {
     const { runtime, agent, gw, request, ex, span } = this.b;
     const compiled = agent.routes;
     const beforeDispatch = performance.now();
+    // Every field named: an object literal that starts with a spread survives scavenges with all it reaches
+    // (docs/performance.md#what-the-young-generation-keeps).
     const deps = { upstreams: runtime.upstreams, metrics: gw.metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };
     const stream = ex.stream !== undefined && streamable(compiled, p.dispatched) ? ex.stream : undefined;
     stream?.describe(this.requestId, p.cache?.hits);
-    const batch = runBatch({ ...deps, budget: runtime.budget, permits: gw.store }, request, p.dispatched, {
+    const batch = runBatch(Object.assign({ budget: runtime.budget, permits: gw.store }, deps), request, p.dispatched, {
       deadline: this.deadline,
       headers: this.b.headers,
       signal: this.signal,
@@ -168,7 +170,7 @@ export class BatchCycle {
       cached: p.cache?.cached,
     });
     if (p.dispatched.inputs.some((x) => x.shadows.length > 0)) {
-      void startShadows({ ...deps, limiter: runtime.shadows, memory: gw.memory }, request, p.dispatched, batch.then((r) => r.outputs), this.b.headers, span);
+      void startShadows(Object.assign({ limiter: runtime.shadows, memory: gw.memory }, deps), request, p.dispatched, batch.then((r) => r.outputs), this.b.headers, span);
     }
     const result = await batch;
     return this.finish(p, result, beforeDispatch);
@@ -201,7 +203,7 @@ export class BatchCycle {
     const answer: BatchAnswer = { status: 200, body, requestId: this.requestId, overheadMs, cacheHits: p.cache?.hits };
     if (!streamed) return answer;
     ex.stream?.end(overheadMs);
-    return { ...answer, streamed: true };
+    return Object.assign(answer, { streamed: true });
   }
 
   /** True once stored. An answer holding the gateway's own failures is not: a retry after recovery would get them again. */

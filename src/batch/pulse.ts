@@ -108,7 +108,7 @@ export class Pulse {
   async sample(): Promise<PulseRaw | undefined> {
     const { intervalS, points } = this.host.settings();
     try {
-      const now: Reading = { ...(await read(this.host.metrics, this.host.batches())), at: this.now() };
+      const now: Reading = Object.assign(await read(this.host.metrics, this.host.batches()), { at: this.now() });
       const prev = this.last;
       this.last = now;
       if (prev === undefined) return undefined;
@@ -143,12 +143,11 @@ export class Pulse {
     const merged = new Map<number, PulseRaw>();
     for (const raw of shared ?? this.ring) {
       const k = intervalS / (raw.seconds ?? intervalS);
-      const r: PulseRaw = {
-        ...raw,
+      const r: PulseRaw = Object.assign({}, raw, {
         batches: raw.batches * k,
         errors: raw.errors * k,
-        backends: Object.fromEntries(Object.entries(raw.backends).map(([n, b]) => [n, { ...b, requests: b.requests * k, failures: b.failures * k }])),
-      };
+        backends: Object.fromEntries(Object.entries(raw.backends).map(([n, b]) => [n, Object.assign({}, b, { requests: b.requests * k, failures: b.failures * k })])),
+      });
       const m = merged.get(r.slot);
       if (m === undefined) {
         merged.set(r.slot, r);

@@ -59,7 +59,7 @@ export async function readBatchYielding(
 ): Promise<BatchRead> {
   if (received.length <= OFFLOAD_BYTES) return readBatch(received, server, memoryKey, log);
   const { outcome, body } = await readOffloaded(received, limitsOf(server, memoryKey));
-  if (outcome.ok) return checked(indexedRequest({ ...outcome.index, buf: body }, memoryKey), body, server, log, outcome.hash);
+  if (outcome.ok) return checked(indexedRequest(Object.assign({}, outcome.index, { buf: body }), memoryKey), body, server, log, outcome.hash);
   return outcome.status === 400 ? notUtf8(outcome.message, outcome.offset, log) : invalid(outcome.detail, log);
 }
 

@@ -45,13 +45,12 @@ export function attemptAttributes(replica: Replica, path: string, items: readonl
     candidates += it.count;
     if (!routes.includes(it.route)) routes.push(it.route);
   }
-  return {
-    ...replicaCallAttributes(replica, 'POST', path),
+  return Object.assign({}, replicaCallAttributes(replica, 'POST', path), {
     [ATTR_INPUTS]: items.length,
     [ATTR_CANDIDATES]: candidates,
     [ATTR_ROUTES]: routes,
     ...(replicaRetry ? { [ATTR_REPLICA_RETRY]: true } : {}),
-  };
+  });
 }
 
 export function endAttemptSpan(span: TraceSpan, outcome: string | undefined, status: number | undefined, reason: string | undefined): void {

@@ -188,7 +188,7 @@ export class Attempt {
     this.deps.upstreams.recordFailure(replica, bad.reason);
     const code = 'gateway_backend_invalid_response';
     const fields = { backend: replica.backend, replica: replica.id, code, candidates: bad.count, reason: bad.reason.slice(0, 512) };
-    this.deps.log.warn(written === undefined ? fields : { ...fields, written }, message);
+    this.deps.log.warn(written === undefined ? fields : Object.assign({}, fields, { written }), message);
   }
 
   /** The batch is answered whatever happened to the backend after the stream began. */

@@ -42,7 +42,7 @@ export function coversRequest(request: IndexedAgentRequest, items: readonly Item
 
 /** The item moved to its next fallback `to` (the caller took it from `it.fallbacks[0]`). */
 export function movedTo(it: Item, to: string): Item {
-  return { ...it, backend: to, fallbacks: it.fallbacks.slice(1) };
+  return Object.assign({}, it, { backend: to, fallbacks: it.fallbacks.slice(1) });
 }
 
 export function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {

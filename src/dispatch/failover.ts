@@ -94,7 +94,7 @@ function moveOn<R>(items: Item[], f: AttemptFailure, retry: boolean, view: Failo
     moved: group.map((o) => movedTo(o.it, to)),
   }));
   const decision: FailoverDecision<R> = { destinations, retry, failure: f };
-  if (final.length > 0) decision.final = { items: final, failure: lateMsg === undefined ? f : { ...f, message: lateMsg } };
+  if (final.length > 0) decision.final = { items: final, failure: lateMsg === undefined ? f : Object.assign({}, f, { message: lateMsg }) };
   return decision;
 }
 
@@ -104,7 +104,7 @@ type Resolved =
 
 export function resolveMove<R>(decision: FailoverDecision<R>, d: Destination, granted: boolean): Resolved {
   if (decision.retry && !granted) {
-    const failure = { ...decision.failure, message: `${decision.failure.message}; no fallback: retry budget exhausted` };
+    const failure = Object.assign({}, decision.failure, { message: `${decision.failure.message}; no fallback: retry budget exhausted` });
     return { kind: 'exhausted', to: d.to, items: d.from, failure };
   }
   return { kind: 'move', to: d.to, from: d.from, moved: d.moved, consumesBudget: decision.retry };
@@ -140,7 +140,7 @@ export function faultySlots(items: readonly Item[], rows: readonly (readonly Slo
         if (first === undefined && slot !== undefined && !slot.ok) first = slot.reason;
         if (start < 0) start = c;
       } else if (start >= 0) {
-        const moved = { ...it, offset: it.offset + start, count: c - start };
+        const moved = Object.assign({}, it, { offset: it.offset + start, count: c - start });
         out.push(moved);
         (waves[run] ??= []).push(moved);
         run++;

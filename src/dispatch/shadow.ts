@@ -62,7 +62,7 @@ export function startShadows(
   correlation: CorrelationHeaders,
   span: TraceSpan = NOOP_SPAN,
 ): Promise<void> {
-  const headers = { ...correlation, 'x-magma-gateway-shadow': '1' };
+  const headers = Object.assign({}, correlation, { 'x-magma-gateway-shadow': '1' });
   // Group per (route, shadow backend): one sub-request each, so one batch costs one slot per shadow backend.
   const groups = new Map<string, Group>();
   const first: number[] = [];
@@ -155,7 +155,7 @@ class Shadow {
   }
 
   private ended(outcome: string, spanOutcome = outcome, reason?: string): void {
-    this.deps.metrics.shadowRequests.inc({ ...this.labels, outcome });
+    this.deps.metrics.shadowRequests.inc(Object.assign({}, this.labels, { outcome }));
     this.outcome = spanOutcome;
     this.reason = reason;
   }
@@ -203,7 +203,7 @@ class Shadow {
         if (!slot.ok || mine === undefined) return; // nothing to compare against
         const theirs = decisionOf(slot.candidate);
         const agreed = theirs.completed && sameDecision(mine, theirs.output);
-        this.deps.metrics.shadowAgreement.inc({ ...this.labels, agreed: String(agreed) });
+        this.deps.metrics.shadowAgreement.inc(Object.assign({}, this.labels, { agreed: String(agreed) }));
         if (agreed) agreedN++;
         else disagreedN++;
       });

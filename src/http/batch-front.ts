@@ -72,7 +72,7 @@ export class BatchFront implements FrontParts {
     const server: Server =
       opts.tls === undefined
         ? createServer(httpOptions, this.listener)
-        : createHttpsServer({ ...httpOptions, handshakeTimeout: ms(opts.tls_handshake_timeout_s), ...readServerTls(opts.tls) }, this.listener);
+        : createHttpsServer(Object.assign({}, httpOptions, { handshakeTimeout: ms(opts.tls_handshake_timeout_s) }, readServerTls(opts.tls)), this.listener);
     this.server = server;
     // A TLS connection takes its slot during its handshake too: a client that never finishes it holds a descriptor.
     server.on('connection', (socket: Socket) => this.slots.admit(socket, opts.tls !== undefined));

@@ -214,7 +214,7 @@ export class FrontExchange {
     this.body?.drop();
     this.hold?.release();
     this.front.deadlines.done(req);
-    const headers = { ...answerHeaders({}, performance.now() - this.t0), 'content-type': 'application/json', ...closing() };
+    const headers = Object.assign(answerHeaders({}, performance.now() - this.t0), { 'content-type': 'application/json' }, closing());
     answerAndLinger(req, res, status, headers, text, lingerBounds(this.host.gateway.current.config.server));
     this.observe(status);
   }

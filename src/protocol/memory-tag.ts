@@ -139,12 +139,12 @@ export function candidateTagOf(from: CandidateSource): MemoryTag {
 
 export function tagWithFlag(tag: MemoryTag, flag: TrajectoryFlag): MemoryTag {
   if (tag.trajectory === undefined || tag.trajectory.flags.includes(flag)) return tag;
-  return { ...tag, trajectory: withFlag(tag.trajectory, flag) };
+  return Object.assign({}, tag, { trajectory: withFlag(tag.trajectory, flag) });
 }
 
 export function withFlag(t: TrajectoryState, flag: TrajectoryFlag): TrajectoryState {
   if (t.flags.includes(flag)) return t;
-  return { ...t, flags: FLAG_ORDER.filter((f) => f === flag || t.flags.includes(f)).join('') };
+  return Object.assign({}, t, { flags: FLAG_ORDER.filter((f) => f === flag || t.flags.includes(f)).join('') });
 }
 
 export function hasFlag(t: TrajectoryState | undefined, flag: TrajectoryFlag): boolean {
@@ -181,7 +181,9 @@ export function stripMemoryKey(memory: JsonObject, key: string): JsonObject {
 
 /** A backend's candidate: the tag replaces the `key` member in its place. */
 export function tagMemory(memory: JsonObject, key: string, tag: MemoryTag): JsonObject {
-  // A computed key in a literal defines an own property, even for "__proto__".
+  // A computed key in a literal defines an own property, even for "__proto__"; Object.assign would set the
+  // prototype from a client's own "__proto__" member instead of copying it.
+  // eslint-disable-next-line no-restricted-syntax -- the client's bytes decide the keys here
   return { ...memory, [key]: tagValue(tag) };
 }
 

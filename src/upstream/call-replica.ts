@@ -43,7 +43,7 @@ export function callReplica(replica: Replica, opts: CallOptions): Promise<CallRe
     const call: Dispatcher.RequestOptions & StreamingOptions = {
       method: opts.method,
       path: replica.path(opts.path),
-      headers: opts.headers === undefined ? replica.headers : { ...replica.headers, ...opts.headers },
+      headers: opts.headers === undefined ? replica.headers : Object.assign({}, replica.headers, opts.headers),
       body: opts.body,
       // Also undici's idle timeouts: a silent backend is noticed by undici itself too.
       headersTimeout: timeoutMs,

@@ -350,6 +350,7 @@ class RequestIndexer extends ProtocolWalker {
       if (!r.finite) finite = false;
       return r.end;
     });
-    return { ...layout, finite };
+    // Not `{ ...layout, finite }`: an object literal that starts with a spread survives scavenges (docs/performance.md).
+    return Object.assign(layout, { finite });
   }
 }
