@@ -27,6 +27,8 @@ export default tseslint.config(
       'src/upstream/answer-bounds.ts',
       'src/upstream/answer-collector.ts',
       'src/clients/client-limiter.ts',
+      'src/experiments/recorder.ts',
+      'src/experiments/trajectory.ts',
     ],
     rules: {
       'no-restricted-syntax': [

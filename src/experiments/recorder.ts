@@ -192,14 +192,14 @@ export class Experiments {
           const key = requestKey(cfg.salt, request.request_id, input.id);
           const instruction = input.instruction;
           const feedback = stepFeedback(instruction);
-          const sign = (t: TrajectoryState): TrajectoryState => ({ ...t, signer });
+          const sign = (t: TrajectoryState): TrajectoryState => Object.assign({}, t, { signer });
           if (p.rejectedTag !== undefined || hasFlag(previous, 'r')) {
             // Not trusted (docs/experiments.md#signed-tags): a trajectory of its own, never counted.
             const state = sign(withFlag(advance(previous, { id: key, experiment }, instruction, feedback), 'r'));
             p.trajectory = state;
             const first = p.rejectedTag === undefined ? false : (await store.claim(keys.step(state.id, state.step), key, ttlMs)).first;
             const base = { index: p.index, route, arm, experiment, state, base: ZERO, counted: false, newUnit: false, cached: hit !== undefined, keyless: false, keysOver: false };
-            return first && p.rejectedTag !== undefined ? { ...base, rejected: p.rejectedTag } : base;
+            return first && p.rejectedTag !== undefined ? Object.assign({}, base, { rejected: p.rejectedTag }) : base;
           }
           const boundKey = boundCountersKey(agent, route.name, experiment);
           if (hasFlag(previous, 'o')) return this.leftOut(p, sign(advance(previous, { id: key, experiment }, instruction, feedback)), undefined);
@@ -220,10 +220,10 @@ export class Experiments {
           }
           if (step.kind === 'replay') {
             // Not counted: the original's steps were. An outcome posted for this id credits the original.
-            const state = sign({ ...advanced, replay: step.of });
+            const state = sign(Object.assign({}, advanced, { replay: step.of }));
             p.trajectory = state;
             this.track(store.claim(keys.replayOf(state.id), step.of, ttlMs));
-            return { ...common, experiment: state.experiment, state, base: ZERO, counted: false, newUnit: false, replay: { of: step.of, first: !continuing } };
+            return Object.assign({}, common, { experiment: state.experiment, state, base: ZERO, counted: false, newUnit: false, replay: { of: step.of, first: !continuing } });
           }
           let state: TrajectoryState = live;
           let base = previous ?? ZERO;
@@ -248,9 +248,9 @@ export class Experiments {
           const counted = mark.first;
           state = sign(state);
           p.trajectory = state;
-          const d: StepDecision = { ...common, experiment: state.experiment, state, base, counted, by: key, newUnit, ...(inherit === undefined ? {} : { supersedes: inherit }) };
+          const d: StepDecision = Object.assign({}, common, { experiment: state.experiment, state, base, counted, by: key, newUnit }, inherit === undefined ? {} : { supersedes: inherit });
           if (counted && newUnit && p.drawnArm !== undefined) {
-            return { ...d, rerouted: { from: p.drawnArm, why: this.whyUnservable(p.drawnArm) } };
+            return Object.assign({}, d, { rerouted: { from: p.drawnArm, why: this.whyUnservable(p.drawnArm) } });
           }
           return d;
         })(),

@@ -25,7 +25,7 @@ export function forkedId(parent: string, key: string): string {
 
 /** A fork's unit counts only what follows it; the trace hash, stratum and key go on: an outcome names the episode. */
 export function forkStart(parent: TrajectoryState, id: string): TrajectoryState {
-  return { ...parent, id, step: 0, s: 0, n: 0, stages: 0, flags: '' };
+  return Object.assign({}, parent, { id, step: 0, s: 0, n: 0, stages: 0, flags: '' });
 }
 
 export interface StepFeedback {
@@ -55,16 +55,15 @@ export function advance(
   instruction: StepInstruction,
   feedback: StepFeedback,
 ): TrajectoryState {
-  const p = previous ?? { ...start, step: 0, s: 0, n: 0, stages: 0, hash: TRACE_HASH_SEED, flags: '' };
-  let next: TrajectoryState = {
-    ...p,
+  const p = previous ?? Object.assign({}, start, { step: 0, s: 0, n: 0, stages: 0, hash: TRACE_HASH_SEED, flags: '' });
+  let next: TrajectoryState = Object.assign({}, p, {
     step: Math.min(TAG_MAX_COUNT, p.step + 1),
     // Bounded like a tag read back: n never passes the bound and s never passes n.
     n: Math.min(TAG_MAX_COUNT, p.n + feedback.lines),
     s: Math.min(TAG_MAX_COUNT, p.n + feedback.lines, p.s + feedback.succeeded),
     stages: Math.min(TAG_MAX_COUNT, p.stages + (instruction.type === 'user' && p.step > 0 ? 1 : 0)),
     hash: nextTraceHash(p.hash, traceRole(instruction.type), instruction.content),
-  };
+  });
   if (feedback.envError) next = withFlag(next, 'e');
   if (feedback.failureReason) next = withFlag(next, 'f');
   return next;
