@@ -153,8 +153,6 @@ export class BatchCycle {
     const { runtime, agent, gw, request, ex, span } = this.b;
     const compiled = agent.routes;
     const beforeDispatch = performance.now();
-    // Every field named: an object literal that starts with a spread survives scavenges with all it reaches
-    // (docs/performance.md#what-the-young-generation-keeps).
     const deps = { upstreams: runtime.upstreams, metrics: gw.metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };
     const stream = ex.stream !== undefined && streamable(compiled, p.dispatched) ? ex.stream : undefined;
     stream?.describe(this.requestId, p.cache?.hits);

@@ -35,8 +35,6 @@ interface LineExtras {
 }
 
 export function batchLogLine(ids: BatchLogIds, r: Omit<BatchSummary, 'at' | 'seq'>, x: LineExtras): Record<string, unknown> {
-  // Not `{ ...ids, agent, ... }`: an object literal that starts with a spread survives scavenges
-  // (docs/performance.md#what-the-young-generation-keeps). The ids come first in the line either way.
   const line: Record<string, unknown> = {};
   return Object.assign(line, ids, {
     agent: r.agent,

@@ -62,8 +62,6 @@ async function batchOn(runtime: GatewayRuntime, agent: CompiledAgent, gw: Gatewa
     const headers = correlationHeaders(ex.headers);
     if (span.recording) traceRequest(span, request, headers);
     const ids = batchLogIds(request.request_id, headers, span.traceparent);
-    // Named, not `...read`: built with the spread, each batch's objects outlived two scavenges and were promoted, two
-    // to three times the promoted bytes under S1 (docs/performance.md#what-the-young-generation-keeps).
     cycle = new BatchCycle({ request, raw, rawHash, runtime, agent, gw, ex, span, headers, ids, t0 });
     return (await cycle.replay()) ?? (await cycle.admitClient()) ?? (await cycle.dispatch(await cycle.plan()));
   } finally {

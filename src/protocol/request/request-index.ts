@@ -350,8 +350,6 @@ class RequestIndexer extends ProtocolWalker {
       if (!r.finite) finite = false;
       return r.end;
     });
-    // Not `{ ...layout, finite }`: an object literal that starts with a spread survives scavenges
-    // (docs/performance.md#what-the-young-generation-keeps).
     return Object.assign(layout, { finite });
   }
 }
