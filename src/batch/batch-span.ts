@@ -2,6 +2,7 @@
 import { GatewayError } from '../errors.js';
 import type { CorrelationHeaders } from '../protocol/correlation.js';
 import type { AgentRequest } from '../protocol/types.js';
+import { candidateCount } from '../protocol/request-limits.js';
 import type { BatchResult } from '../dispatch/batch.js';
 import type { BatchPlan } from '../routing/plan.js';
 import {
@@ -33,13 +34,11 @@ export const BATCH_SPAN_ATTRIBUTES: SpanAttributes = Object.freeze({
 });
 
 export function traceRequest(span: TraceSpan, request: AgentRequest, correlation: CorrelationHeaders): void {
-  let candidates = 0;
-  for (const inp of request.inputs) candidates += inp.num_outputs;
   span.set({
     [ATTR_REQUEST_ID]: request.request_id,
     [ATTR_X_REQUEST_ID]: [correlation['x-request-id']],
     [ATTR_INPUTS]: request.inputs.length,
-    [ATTR_CANDIDATES]: candidates,
+    [ATTR_CANDIDATES]: candidateCount(request.inputs),
   });
 }
 

@@ -9,6 +9,7 @@ import { failBatch } from '../dispatch/batch.js';
 import { MetricsBatchObserver } from '../dispatch/batch-observer.js';
 import type { AttemptFailure } from '../errors.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
+import { candidateCount } from '../protocol/request-limits.js';
 import { planBatch, type CompiledRoutes } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
 import { abortableDelay } from '../state/util.js';
@@ -31,8 +32,7 @@ export async function admitClient(
   deadline: number,
   signal: AbortLike,
 ): Promise<Admission> {
-  let candidates = 0;
-  for (const input of request.inputs) candidates += input.num_outputs;
+  const candidates = candidateCount(request.inputs);
   const t0 = Date.now();
   const local = await gw.clients.acquire(client, candidates, Math.max(0, deadline - t0), signal);
   const c = gw.current.config.clients?.[client];

@@ -3,6 +3,7 @@
  * the arm drawn: the draw hashes the request_id, which a rerun changes.
  */
 import type { AgentOutput } from '../protocol/types.js';
+import { candidateStarts } from '../protocol/request-limits.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { BatchResult } from '../dispatch/batch.js';
@@ -158,12 +159,7 @@ export class CacheLookup {
       if (copy === undefined) continue; // it stays the old experiment's: the next rerun counts as this one did
       entries.set(key, value, ttlMs).finally(() => copy.release()).catch((err: unknown) => log.warn({ err }, 'response cache store failed'));
     }
-    const offsets: number[] = [];
-    let at = 0;
-    for (const inp of request.inputs) {
-      offsets.push(at);
-      at += inp.num_outputs;
-    }
+    const offsets = candidateStarts(request.inputs);
     const servedBy = new Map<number, Set<string>>();
     for (const leg of result.legs) {
       let s = servedBy.get(leg.input);

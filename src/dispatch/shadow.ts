@@ -13,6 +13,7 @@ import { checkAnswerYielding } from '../reader/reader.js';
 import { subRequestBody } from '../protocol/request/sub-request.js';
 import type { IndexedAgentInput, IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentDecision, AgentOutput } from '../protocol/types.js';
+import { candidateStarts } from '../protocol/request-limits.js';
 import type { BatchPlan } from '../routing/plan.js';
 import { postResponses } from '../upstream/post-responses.js';
 import type { Upstreams } from '../upstream/upstreams.js';
@@ -65,12 +66,7 @@ export function startShadows(
   const headers = Object.assign({}, correlation, { 'x-magma-gateway-shadow': '1' });
   // Group per (route, shadow backend): one sub-request each, so one batch costs one slot per shadow backend.
   const groups = new Map<string, Group>();
-  const first: number[] = [];
-  let at = 0;
-  for (const inp of request.inputs) {
-    first.push(at);
-    at += inp.num_outputs;
-  }
+  const first = candidateStarts(request.inputs);
   const wanted: number[] = [];
   for (const p of plan.inputs) {
     const input = request.inputs[p.index];

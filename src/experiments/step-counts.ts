@@ -4,6 +4,7 @@ import { candidateTag } from '../dispatch/answer-bytes.js';
 import { METRIC_OUTCOMES, type GatewayMetrics } from '../metrics.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import { hasFlag, type TrajectoryFlag } from '../protocol/memory-tag.js';
+import { candidateStarts } from '../protocol/request-limits.js';
 import type { BatchPlan, CompiledRoutes } from '../routing/plan.js';
 import type { Claims, Counters } from '../state/types.js';
 import { FEEDBACK_OUTCOMES, parseEnvFeedback } from './feedback.js';
@@ -22,7 +23,7 @@ export interface CountSink {
 export function countBatch(sink: CountSink, compiled: CompiledRoutes, request: IndexedAgentRequest, plan: BatchPlan, result: BatchResult, decisions: readonly StepDecision[]): void {
   feedbackMetric(sink.metrics, compiled, request, plan);
   if (decisions.length === 0) return;
-  const offsets = outputOffsets(request, result);
+  const offsets = candidateStarts(request.inputs);
   for (const d of decisions) {
     const key = countersKey(compiled.agent, d.route.name, d.experiment);
     if (d.cached) sink.store.incr(key, field.count(d.arm, 'cached'), 1);
@@ -141,12 +142,4 @@ function feedbackMetric(metrics: GatewayMetrics, compiled: CompiledRoutes, reque
       if (n > 0) executionFeedback.inc({ agent: compiled.agent, route: route.name, backend: tag.backend, outcome }, n);
     }
   }
-}
-
-function outputOffsets(request: IndexedAgentRequest, result: BatchResult): number[] {
-  const offsets = [0];
-  if (result.outputs.length === 0) return offsets;
-  let at = 0;
-  for (const input of request.inputs) offsets.push((at += input.num_outputs));
-  return offsets;
 }

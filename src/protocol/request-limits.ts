@@ -4,6 +4,22 @@ import type { AgentInput, ValidationIssue } from './types.js';
 /** A candidate's bytes besides its memory: a floor, so error candidates the gateway writes are never undercounted. */
 export const CANDIDATE_OVERHEAD_BYTES = 512;
 
+type Counted = readonly Pick<AgentInput, 'num_outputs'>[];
+
+/** Where each input's candidates start in an answer's `outputs` (the contract's order), the total last. */
+export function candidateStarts(inputs: Counted): number[] {
+  const starts = [0];
+  let at = 0;
+  for (const input of inputs) starts.push((at += input.num_outputs));
+  return starts;
+}
+
+export function candidateCount(inputs: Counted): number {
+  let n = 0;
+  for (const input of inputs) n += input.num_outputs;
+  return n;
+}
+
 interface BatchLimits {
   maxCandidates: number;
   maxAnswerBytes: number;
@@ -22,17 +38,13 @@ interface BatchLimits {
  * measured when it fits.
  */
 export function checkBatchLimits(
-  inputs: readonly Pick<AgentInput, 'num_outputs'>[],
+  inputs: Counted,
   memorySize: (index: number) => number,
   limits: BatchLimits,
   memoryBound?: number,
 ): ValidationIssue[] {
-  let candidates = 0;
-  let most = 0;
-  for (const input of inputs) {
-    candidates += input.num_outputs;
-    if (input.num_outputs > most) most = input.num_outputs;
-  }
+  const candidates = candidateCount(inputs);
+  const most = inputs.reduce((m, input) => Math.max(m, input.num_outputs), 0);
   if (candidates > limits.maxCandidates) {
     return [
       {
