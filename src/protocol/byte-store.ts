@@ -1,6 +1,8 @@
 /**
- * One large body in a resizable ArrayBuffer whose pages `resize(0)` gives back at once: a Buffer held for a batch
- * waits for a full GC, which V8 schedules by its heap (docs/memory-budget.md#where-the-bytes-live).
+ * One large body, given back when its batch ends: a Buffer held for a batch waits for a full GC, which V8 schedules
+ * by its heap, and its bytes start collections that free nothing (docs/memory-budget.md#where-the-bytes-live). A
+ * body of known length up to REUSE_MAX_BYTES is plain memory kept for the next one; a larger or chunked one is a
+ * resizable ArrayBuffer whose pages `resize(0)` gives back at once.
  */
 
 export interface StoreOwner {
@@ -19,24 +21,56 @@ export function shrinkStoresWith(fn: (ab: ArrayBuffer) => void): void {
 
 const stores = new WeakMap<ArrayBuffer, ByteStore>();
 
+/** A store's memory is kept for reuse from this size up to REUSE_MAX_BYTES, and at most IDLE_MAX_BYTES of it. */
+const REUSE_MIN_BYTES = 1024 * 1024;
+export const REUSE_MAX_BYTES = 8 * 1024 * 1024;
+const IDLE_MAX_BYTES = 32 * 1024 * 1024;
+const idle: ArrayBuffer[] = [];
+let idleBytes = 0;
+
+/** The latest given back that is large enough and at most four times `size`. */
+function reused(size: number): ArrayBuffer {
+  for (let i = idle.length - 1; i >= 0; i--) {
+    const ab = idle[i];
+    if (ab === undefined || ab.byteLength < size || ab.byteLength > 4 * size) continue;
+    idle.splice(i, 1);
+    idleBytes -= ab.byteLength;
+    return ab;
+  }
+  return new ArrayBuffer(size);
+}
+
 export class ByteStore {
   size = 0;
   private ab: ArrayBuffer;
   private released = false;
   private away = false;
+  private readonly limit: number;
 
   constructor(expected: number | undefined, max: number) {
-    const limit = Math.max(max, expected ?? 0, 1);
-    this.ab = new ArrayBuffer(Math.min(expected ?? FIRST_BYTES, limit), { maxByteLength: limit });
+    this.limit = Math.max(max, expected ?? 0, 1);
+    // Not resizable when it need not be: V8 reads views of a resizable buffer more slowly (S2's scan took a third more).
+    if (expected !== undefined && expected <= REUSE_MAX_BYTES) this.ab = reused(expected);
+    else this.ab = new ArrayBuffer(Math.min(expected ?? FIRST_BYTES, this.limit), { maxByteLength: this.limit });
     stores.set(this.ab, this);
   }
 
   append(chunk: Buffer): void {
     if (this.released || this.away) return;
     const need = this.size + chunk.length;
-    if (need > this.ab.byteLength) this.ab.resize(Math.min(this.ab.maxByteLength, Math.max(need, this.ab.byteLength * 2)));
+    if (need > this.ab.byteLength) this.grow(need);
     chunk.copy(new Uint8Array(this.ab, this.size, chunk.length));
     this.size = need;
+  }
+
+  /** Past a declared length (node's parser and undici never send more) a plain store moves into a resizable one. */
+  private grow(need: number): void {
+    const ab = this.ab;
+    const to = Math.min(this.limit, Math.max(need, ab.byteLength * 2));
+    if (ab.resizable) return ab.resize(to);
+    this.ab = new ArrayBuffer(to, { maxByteLength: this.limit });
+    new Uint8Array(this.ab).set(new Uint8Array(ab, 0, this.size));
+    stores.set(this.ab, this);
   }
 
   /** The bytes written, without a copy: valid until the owner releases the store (empty after). */
@@ -66,8 +100,15 @@ export class ByteStore {
   }
 
   private free(): void {
-    // Only when a reader thread that died kept the memory is this a plain, empty ArrayBuffer.
-    if (this.ab.resizable && this.ab.byteLength > 0) shrinker(this.ab);
+    const ab = this.ab;
+    const n = ab.byteLength;
+    if (n === 0) return; // a reader thread that died kept the memory
+    if (ab.resizable) return shrinker(ab);
+    // Moved, not copied: this store's views are empty from here, as after a shrink, and none sees the next body.
+    const moved = structuredClone(ab, { transfer: [ab] });
+    if (n < REUSE_MIN_BYTES || idleBytes + n > IDLE_MAX_BYTES) return;
+    idle.push(moved);
+    idleBytes += n;
   }
 }
 

@@ -4,8 +4,8 @@
  */
 import type { AbortLike } from '../abort.js';
 import { createHash } from 'node:crypto';
-import { joinBody, retainedBytes, type AnswerBody } from '../protocol/answer/answer-body.js';
-import { storeOf } from '../protocol/byte-store.js';
+import { joinBody, type AnswerBody } from '../protocol/answer/answer-body.js';
+import { ByteStore } from '../protocol/byte-store.js';
 import type { RedisLink } from './redis-link.js';
 import { arrayReply, bufferAt, REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
 import type { ReplayBegin, ReplayLease, StateConfig, StoreStats } from './types.js';
@@ -29,7 +29,8 @@ interface Packed {
 interface Done {
   state: 'done';
   hash: string;
-  body: string | AnswerBody | Packed;
+  /** A larger answer's copy is a store, given back when the entry goes: a hit copies it out. */
+  body: string | Packed | ByteStore;
   /** What the entry keeps alive (replayKept), counted against the cache's bound. */
   bytes: number;
   expiresAt: number;
@@ -84,7 +85,10 @@ export class LocalReplay {
   }
 
   clear(): void {
-    for (const [rid, entry] of this.entries) if (entry.state === 'pending') this.settle(rid, entry, undefined);
+    for (const [rid, entry] of this.entries) {
+      if (entry.state === 'pending') this.settle(rid, entry, undefined);
+      else letGo(entry.body);
+    }
     this.entries.clear();
     this.doneOrder.clear();
     this.bytes = 0;
@@ -106,20 +110,21 @@ export class LocalReplay {
     if (answer !== undefined) {
       const kept = replayKept(answer, this.limits.maxBytes);
       if (kept === undefined) this.stats.replayTooLarge++;
-      else this.store(requestId, entry.hash, kept.body, kept.bytes);
+      else this.store(requestId, entry.hash, kept);
     }
     this.waiters.wake(requestId);
   }
 
-  private store(requestId: string, hash: string, body: Done['body'], answerBytes: number): void {
+  private store(requestId: string, hash: string, kept: Kept): void {
     this.expire();
-    const bytes = answerBytes + ENTRY_BYTES;
+    const bytes = kept.bytes + ENTRY_BYTES;
     // One entry larger than the whole cache would evict every other one and then itself.
     if (bytes > this.limits.capBytes) {
+      letGo(kept.body);
       this.stats.replayTooLarge++;
       return;
     }
-    const done: Done = { state: 'done', hash, body, bytes, expiresAt: Date.now() + this.limits.ttlMs };
+    const done: Done = { state: 'done', hash, body: kept.body, bytes, expiresAt: Date.now() + this.limits.ttlMs };
     this.entries.set(requestId, done);
     this.doneOrder.push({ rid: requestId, entry: done });
     this.bytes += bytes;
@@ -146,6 +151,7 @@ export class LocalReplay {
     if (this.entries.get(requestId) !== entry) return false;
     this.entries.delete(requestId);
     this.bytes -= entry.bytes;
+    letGo(entry.body);
     return true;
   }
 }
@@ -293,31 +299,32 @@ function replayBytes(body: string | AnswerBody, max: number): string | Buffer | 
 const PACK_UNDER_BYTES = 64 * 1024;
 
 function unpacked(body: Done['body']): string | AnswerBody {
-  if (typeof body === 'string' || !('latin1' in body)) return body;
-  const bytes = Buffer.from(body.latin1, 'latin1');
+  if (typeof body === 'string') return body;
+  const bytes = body instanceof ByteStore ? Buffer.from(body.bytes()) : Buffer.from(body.latin1, 'latin1');
   return { parts: [bytes], length: bytes.length };
 }
 
+function letGo(body: Done['body']): void {
+  if (body instanceof ByteStore) body.release();
+}
+
+type Kept = Pick<Done, 'body' | 'bytes'>;
+
 /**
- * A small answer is packed. Larger pieces are kept uncopied (most stored answers are dropped unread), unless they
- * keep much more alive than their length (a small answer sliced from a large backend answer): then one copy, so
- * the cache's bound is what it holds.
+ * A small answer is packed; a larger one is copied into a store (byte-store.ts), given back when the entry goes and,
+ * past 1 MiB, kept for the next: held as they came, its pieces would keep a batch's memory alive (a store's pieces
+ * are empty once it ends) and, held past two young collections, start full ones that free nothing.
  */
-function replayKept(body: string | AnswerBody, max: number): { body: Done['body']; bytes: number } | undefined {
+function replayKept(body: string | AnswerBody, max: number): Kept | undefined {
   if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : { body, bytes: body.length };
   if (body.length > max) return undefined;
   if (body.length < PACK_UNDER_BYTES) {
     const latin1 = body.parts.map((p) => p.toString('latin1')).join('');
     return { body: { latin1 }, bytes: body.length };
   }
-  const bytes = retainedBytes(body);
-  // A piece of a body's store (protocol/byte-store.ts) is empty once its batch ends: such an answer is copied.
-  if (bytes <= 2 * body.length && !body.parts.some((p) => storeOf(p) !== undefined)) return { body, bytes };
-  // Not Buffer.concat: a small copy would come from Node's shared 8 KB slab, which the entry would then pin.
-  const joined = Buffer.allocUnsafeSlow(body.length);
-  let at = 0;
-  for (const p of body.parts) at += p.copy(joined, at);
-  return { body: { parts: [joined], length: joined.length }, bytes: joined.length };
+  const store = new ByteStore(body.length, body.length);
+  for (const p of body.parts) store.append(p);
+  return { body: store, bytes: body.length };
 }
 
 /** Without encoding `s` when its length tells (n UTF-16 units are n to 3n UTF-8 bytes): answers are megabytes. */

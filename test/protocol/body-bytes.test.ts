@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BodyBytes, GATHER_BYTES, LARGE_BODY_BYTES, STORE_BYTES } from '../../src/protocol/body-bytes.js';
-import { isOwn, storeOf, type ByteStore } from '../../src/protocol/byte-store.js';
+import { BodyBytes, GATHER_BYTES, LARGE_BODY_BYTES } from '../../src/protocol/body-bytes.js';
+import { isOwn, REUSE_MAX_BYTES, storeOf, type ByteStore } from '../../src/protocol/byte-store.js';
 
 const body = Buffer.from(Array.from({ length: 5000 }, (_, i) => String.fromCharCode(32 + (i % 90))).join(''), 'latin1');
 const pieces = (b: Buffer, n: number): Buffer[] => Array.from({ length: Math.ceil(b.length / n) }, (_, i) => b.subarray(i * n, (i + 1) * n));
-const large = Buffer.alloc(STORE_BYTES + 17, 'x');
+const large = Buffer.alloc(REUSE_MAX_BYTES + 17, 'x');
 large.write('head', 0);
 large.write('tail', large.length - 4);
 
@@ -35,17 +35,38 @@ describe('body bytes', () => {
     assert.equal(isOwn(got), true, 'memory of its own, whole: the reader thread may take it');
   });
 
-  it('a declared length over 1 MiB and up to STORE_BYTES: one Buffer of its own, not a store; chunked past 1 MiB: a store', () => {
-    const mid = Buffer.alloc(LARGE_BODY_BYTES * 2, 'm');
-    const declared = new BodyBytes({ declared: mid.length });
-    for (const c of pieces(mid, 65_536)) declared.add(c);
+  it('past 1 MiB, declared or chunked: a store; given back under REUSE_MAX_BYTES, its memory serves the next body, never its views', () => {
+    const first = Buffer.alloc(LARGE_BODY_BYTES * 2, 'm');
+    const next = Buffer.alloc(first.length - 1000, 'n');
+    const owner = new Owner();
+    const declared = new BodyBytes({ declared: first.length, owner });
+    for (const c of pieces(first, 65_536)) declared.add(c);
     const got = declared.received();
-    assert.equal(got.equals(mid), true);
-    assert.equal(storeOf(got), undefined);
-    assert.equal(isOwn(got), true);
-    const chunked = new BodyBytes({ max: mid.length });
-    for (const c of pieces(mid, 65_536)) chunked.add(c);
-    assert.ok(storeOf(chunked.received()) !== undefined);
+    assert.equal(got.equals(first), true);
+    assert.ok(storeOf(got) !== undefined, 'a declared length past 1 MiB: a store');
+    owner.release();
+    assert.equal(got.length, 0, 'given back: its views are empty');
+    // Memory made for this body would be its length: a longer one is the first body's, given back.
+    const again = new BodyBytes({ declared: next.length, max: next.length, owner: new Owner() });
+    for (const c of pieces(next, 65_536)) again.add(c);
+    const bytes = again.received();
+    assert.equal(bytes.equals(next), true);
+    assert.equal(bytes.buffer.byteLength, first.length, 'the memory given back served again');
+    assert.equal(got.length, 0, 'the first body\'s views stay empty: they never see the next one');
+    const chunked = new BodyBytes({ max: next.length });
+    for (const c of pieces(next, 65_536)) chunked.add(c);
+    assert.ok(storeOf(chunked.received()) !== undefined, 'chunked past 1 MiB: a store');
+  });
+
+  it('more than a declared length past 1 MiB (never sent by node or undici) is kept too, in order', () => {
+    // Past four times the declared length: more than any memory given back that a body of this length may take.
+    const sent = Buffer.alloc(7 * LARGE_BODY_BYTES);
+    for (let i = 0; i < sent.length; i++) sent[i] = (i * 31 + (i >> 9)) & 0xff;
+    const r = new BodyBytes({ declared: 1.5 * LARGE_BODY_BYTES, max: sent.length });
+    for (const c of pieces(sent, 65_536)) r.add(c);
+    const got = r.received();
+    assert.ok(storeOf(got) !== undefined);
+    assert.equal(got.equals(sent), true);
   });
 
   it('a small body in one chunk is that chunk, not a copy', () => {

@@ -24,29 +24,31 @@ function bytesOf(begin: ReplayBegin): string {
 }
 
 describe('local replay', () => {
-  it('keeps an answer in pieces as those pieces, and replays their bytes', async () => {
+  it('keeps a larger answer as a copy of its own, never its pieces, and each hit is a copy of that', async () => {
     const { replay: r } = replay(1024 * KB);
     const backing = Buffer.alloc(64 * KB, 'm');
     const parts = [Buffer.from('[', 'latin1'), backing.subarray(0, 40 * KB), backing.subarray(40 * KB), Buffer.from(']', 'latin1')];
     await store(r, 'a', { parts, length: 64 * KB + 2 });
+    backing.fill('x'); // the batch's memory, given back and written again
     const hit = await r.begin('a', 'h');
-    assert.ok(hit.kind === 'hit' && typeof hit.body !== 'string', 'replayed as pieces, not decoded into a string');
-    assert.equal(hit.body.parts[1], parts[1]);
+    assert.ok(hit.kind === 'hit' && typeof hit.body !== 'string', 'replayed as bytes, not decoded into a string');
     assert.equal(bytesOf(hit), `[${'m'.repeat(64 * KB)}]`);
+    for (const p of hit.body.parts) p.fill('y'); // what a hit is given is its own: the entry is not written through it
+    assert.equal(bytesOf(await r.begin('a', 'h')), `[${'m'.repeat(64 * KB)}]`);
   });
 
-  it('counts what the pieces keep alive: their backing stores, each once', async () => {
-    // 80 KB answers (large enough to be kept as pieces), each two slices of its own 150 KB store: room for two
-    // such stores, not three (by length, all three would fit; counting the store per slice, only one).
-    const { replay: r, stats } = replay(350 * KB);
+  it('counts a larger answer by its length, what its copy holds, however large the memory it was sliced from', async () => {
+    // 80 KB answers, each two slices of its own 150 KB buffer: with 1 KB of bookkeeping each, three fit in 250 KB.
+    const { replay: r, stats } = replay(250 * KB);
     for (const rid of ['a', 'b', 'c']) {
       const backing = Buffer.alloc(150 * KB, rid);
       await store(r, rid, { parts: [backing.subarray(0, 40 * KB), backing.subarray(40 * KB, 80 * KB)], length: 80 * KB });
     }
-    assert.equal(stats.replayEvicted, 1);
+    assert.equal(stats.replayEvicted, 0);
+    for (const rid of ['a', 'b', 'c']) assert.equal(bytesOf(await r.begin(rid, 'h')), rid.repeat(80 * KB));
+    await store(r, 'd', { parts: [Buffer.alloc(80 * KB, 'd')], length: 80 * KB });
+    assert.equal(stats.replayEvicted, 1, 'a fourth does not fit: the oldest goes');
     assert.equal((await r.begin('a', 'h')).kind, 'compute');
-    assert.equal(bytesOf(await r.begin('b', 'h')), 'b'.repeat(80 * KB));
-    assert.equal(bytesOf(await r.begin('c', 'h')), 'c'.repeat(80 * KB));
   });
 
   it('copies a small answer sliced from a large backing store instead of keeping the store', async () => {

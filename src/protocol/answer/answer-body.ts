@@ -56,15 +56,3 @@ export function joinBody(body: AnswerBody): Buffer {
   // A piece of a body's store (protocol/byte-store.ts) is empty once its batch ends: what outlives it is a copy.
   return body.parts.length === 1 && only !== undefined && storeOf(only) === undefined ? only : Buffer.concat(body.parts, body.length);
 }
-
-/** A slice holds its whole backing store, counted once however many pieces share it. */
-export function retainedBytes(body: AnswerBody): number {
-  const seen = new Set<ArrayBufferLike>();
-  let n = 0;
-  for (const p of body.parts) {
-    if (seen.has(p.buffer)) continue;
-    seen.add(p.buffer);
-    n += p.buffer.byteLength;
-  }
-  return n;
-}
