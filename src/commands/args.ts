@@ -29,6 +29,12 @@ export function usageExit(err: unknown, command: string, usage: string, io: Comm
   return 2;
 }
 
+/** A failure after the arguments were read: one line, exit code 1. */
+export function commandFailed(io: CommandIo, command: string, message: string): 1 {
+  io.err(`magma-gateway ${command}: ${message}\n`);
+  return 1;
+}
+
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 export interface Parsed {

@@ -4,8 +4,8 @@
  */
 import { join } from 'node:path';
 import {
-  adminHeaders, authHint, baseUrl, DEFAULT_ADMIN_URL, errorText, parseCommandLine, processIo, positiveOption, usageExit,
-  type CommandIo, type Parsed,
+  adminHeaders, authHint, baseUrl, commandFailed, DEFAULT_ADMIN_URL, errorText, parseCommandLine, processIo, positiveOption,
+  usageExit, type CommandIo, type Parsed,
 } from './args.js';
 import { isJsonObject, parseJsonOrUndefined } from '../protocol/schemas.js';
 import { episodeFiles, readResultFile, type ResultLimits } from './results-files.js';
@@ -152,8 +152,7 @@ export async function outcomesCommand(argv: string[], io: CommandIo = processIo)
   try {
     read = readResults(dir, { maxFileBytes: Math.floor(maxMb * 1024 * 1024), maxFiles: Math.floor(maxFiles) });
   } catch (err) {
-    io.err(`magma-gateway outcomes: ${err instanceof Error ? err.message : String(err)}\n`);
-    return 1;
+    return commandFailed(io, 'outcomes', err instanceof Error ? err.message : String(err));
   }
   const totals: Record<string, number> = {};
   const dry = values['dry-run'] === true;
@@ -164,10 +163,7 @@ export async function outcomesCommand(argv: string[], io: CommandIo = processIo)
     const chunk = read.episodes.slice(i, i + CHUNK);
     const outcomes = chunk.map((e) => ({ trace_hash: e.trace_hash, episode: e.episode_id, success: e.success }));
     const s = await post(endpoint, values.token, JSON.stringify(dry ? { outcomes, dry_run: true } : { outcomes }), Math.ceil(seconds * 1000));
-    if ('problem' in s) {
-      io.err(`magma-gateway outcomes: ${s.problem}${i > 0 && !dry ? ` (the first ${i} episodes were posted; posting again is safe)` : ''}\n`);
-      return 1;
-    }
+    if ('problem' in s) return commandFailed(io, 'outcomes', `${s.problem}${i > 0 && !dry ? ` (the first ${i} episodes were posted; posting again is safe)` : ''}`);
     for (const [k, n] of Object.entries(s.results)) totals[k] = (totals[k] ?? 0) + n;
     chunk.forEach((e, k) => {
       const m = s.matches[k];

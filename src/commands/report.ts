@@ -1,8 +1,8 @@
 /** `magma-gateway report [<admin-url>]`: GET /gateway/experiments for a terminal, the verdict first. */
 import { writeFileSync } from 'node:fs';
 import {
-  adminHeaders, authHint, baseUrl, cell, DEFAULT_ADMIN_URL, errorText, flagOrPositional, parseCommandLine, processIo,
-  positiveOption, usageExit, type CommandIo, type Parsed,
+  adminHeaders, authHint, baseUrl, cell, commandFailed, DEFAULT_ADMIN_URL, errorText, flagOrPositional, parseCommandLine,
+  processIo, positiveOption, usageExit, type CommandIo, type Parsed,
 } from './args.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { ROOT_AGENT } from '../config/schema.js';
@@ -234,26 +234,18 @@ export async function reportCommand(argv: string[], io: CommandIo = processIo): 
   try {
     const res = await fetch(endpoint, { headers, signal: AbortSignal.timeout(Math.ceil(seconds * 1000)) });
     const text = await res.text();
-    if (!res.ok) {
-      io.err(`magma-gateway report: ${endpoint} answered HTTP ${res.status}${authHint(res.status)}: ${cell(text).slice(0, 200)}\n`);
-      return 1;
-    }
+    if (!res.ok) return commandFailed(io, 'report', `${endpoint} answered HTTP ${res.status}${authHint(res.status)}: ${cell(text).slice(0, 200)}`);
     body = JSON.parse(text);
   } catch (err) {
-    io.err(`magma-gateway report: cannot read ${endpoint}: ${errorText(err)}\n`);
-    return 1;
+    return commandFailed(io, 'report', `cannot read ${endpoint}: ${errorText(err)}`);
   }
-  if (!isReport(body)) {
-    io.err(`magma-gateway report: ${endpoint} did not answer an experiments report\n`);
-    return 1;
-  }
+  if (!isReport(body)) return commandFailed(io, 'report', `${endpoint} did not answer an experiments report`);
   let shown: ExperimentsReport = body;
   if (typeof values.agent === 'string') {
     const one = reportForAgent(body, values.agent);
     if (one === undefined) {
       const known = [...new Set(body.experiments.map((e) => e.agent))].map(cell).join(', ') || 'none with an experiment';
-      io.err(`magma-gateway report: the gateway has no agent "${cell(values.agent)}" (agents: ${known})\n`);
-      return 1;
+      return commandFailed(io, 'report', `the gateway has no agent "${cell(values.agent)}" (agents: ${known})`);
     }
     shown = one;
   }
@@ -264,14 +256,10 @@ export async function reportCommand(argv: string[], io: CommandIo = processIo): 
     try {
       const res = await fetch(`${endpoint}/trajectories${csv ? '?format=csv' : ''}`, { headers, signal: AbortSignal.timeout(Math.ceil(seconds * 1000)) });
       const text = await res.text();
-      if (!res.ok) {
-        io.err(`magma-gateway report: ${endpoint}/trajectories answered HTTP ${res.status}: ${cell(text).slice(0, 200)}\n`);
-        return 1;
-      }
+      if (!res.ok) return commandFailed(io, 'report', `${endpoint}/trajectories answered HTTP ${res.status}: ${cell(text).slice(0, 200)}`);
       writeFileSync(file, text);
     } catch (err) {
-      io.err(`magma-gateway report: cannot write the trajectories to ${file}: ${errorText(err)}\n`);
-      return 1;
+      return commandFailed(io, 'report', `cannot write the trajectories to ${file}: ${errorText(err)}`);
     }
   }
   return 0;
