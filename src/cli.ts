@@ -239,8 +239,7 @@ async function run(args: string[]): Promise<number> {
 // A reader that stops early (`| head`) ends the output, not the command with a stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
-  process.stderr.write(`magma-gateway: standard output: ${err.message}\n`);
-  process.exit(1);
+  process.exit(runtimeError(`standard output: ${err.message}`));
 });
 
 run(process.argv.slice(2)).then(
@@ -254,7 +253,6 @@ run(process.argv.slice(2)).then(
     }
     // Anything else is the gateway's own fault: one line for the operator, the stack only when asked for.
     const detail = err instanceof Error ? (process.env.MAGMA_GATEWAY_DEBUG ? (err.stack ?? err.message) : err.message) : String(err);
-    process.stderr.write(`magma-gateway: ${detail}\n`);
-    process.exit(1);
+    process.exit(runtimeError(detail));
   },
 );
