@@ -95,8 +95,7 @@ export class RedisCache implements CacheEntries {
   async generations(scopes: readonly string[]): Promise<string[] | undefined> {
     if (scopes.length === 0) return [];
     try {
-      const values = await this.link.run((c) => c.mget(...scopes.map((s) => this.genKey(s))));
-      return values.map((v) => v ?? '0');
+      return (await this.link.run((c) => c.mget(...scopes.map((s) => this.genKey(s))))).map((v) => v ?? '0');
     } catch {
       return undefined;
     }
@@ -104,8 +103,7 @@ export class RedisCache implements CacheEntries {
 
   async get(keys: readonly string[]): Promise<(Buffer | undefined)[] | undefined> {
     try {
-      const values = await Promise.all(keys.map((k) => this.link.run((c) => c.getBuffer(this.entryKey(k)))));
-      return values.map((v) => v ?? undefined);
+      return (await Promise.all(keys.map((k) => this.link.run((c) => c.getBuffer(this.entryKey(k)))))).map((v) => v ?? undefined);
     } catch {
       return undefined;
     }

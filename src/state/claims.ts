@@ -105,8 +105,7 @@ export class RedisClaims {
 
   async read(key: string): Promise<string | undefined> {
     try {
-      const v = await this.link.run((c) => c.get(`${this.prefix}claim:${key}`));
-      return v ?? this.local.read(key);
+      return (await this.link.run((c) => c.get(`${this.prefix}claim:${key}`))) ?? this.local.read(key);
     } catch {
       this.stats.fallbacks++;
       return this.local.read(key);

@@ -66,8 +66,7 @@ export class RedisShared {
   onMessage(m: SharedMessage): void {
     if (m.o === this.origin) return; // applied and announced locally already
     const now = Date.now();
-    const expiresAt = m.v === undefined ? now + FRESH_MS : now + (m.ttl ?? 0);
-    this.cache.set(m.k, { value: m.v, expiresAt, fetchedAt: now, dirty: false });
+    this.cache.set(m.k, { value: m.v, expiresAt: m.v === undefined ? now + FRESH_MS : now + (m.ttl ?? 0), fetchedAt: now, dirty: false });
     this.listeners.emit(m.k, m.v);
   }
 

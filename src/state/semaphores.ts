@@ -197,8 +197,7 @@ export class RedisSemaphores {
 
   async close(): Promise<void> {
     clearInterval(this.renewTimer);
-    const sends = [...this.held.values()].map((h) => this.release(h));
-    await Promise.allSettled(sends);
+    await Promise.allSettled([...this.held.values()].map((h) => this.release(h)));
   }
 
   private async acquireLocal(key: string, limit: number, opts: AcquireOptions): Promise<Permit | undefined> {
