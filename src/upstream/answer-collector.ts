@@ -68,8 +68,7 @@ export class AnswerCollector implements AnswerHandler {
       return;
     }
     if (this.call.opts.raw === true) {
-      const bytes = this.body?.received() ?? Buffer.alloc(0);
-      this.call.settle({ ok: true, status, text: '', bytes, contentType: this.contentType });
+      this.call.settle({ ok: true, status, text: '', bytes: this.body?.received() ?? Buffer.alloc(0), contentType: this.contentType });
       return;
     }
     // Decoded like undici's body.text(): UTF-8, a leading byte order mark dropped.

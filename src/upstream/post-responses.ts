@@ -32,8 +32,7 @@ export async function postResponses(replica: Replica, c: ResponsesCall): Promise
   let r: CallResult | ContinueResult = first;
   // undici cannot read past an unasked `100 Continue`: asked once more through node:http, in the time left.
   if (!first.ok && first.unaskedContinue === true && signal?.aborted !== true) {
-    const left = timeoutMs - (performance.now() - started);
-    r = await postReadingPastContinue(replica, { body, headers, timeoutMs: left, signal, memory });
+    r = await postReadingPastContinue(replica, { body, headers, timeoutMs: timeoutMs - (performance.now() - started), signal, memory });
   }
   if (!r.ok) return r;
   if (r.status >= 200 && r.status < 300) return { ok: true, status: r.status, bytes: r.bytes ?? Buffer.alloc(0), streamed: 'streamed' in r && r.streamed === true };

@@ -68,8 +68,7 @@ export class Prober {
       .finally(() => {
         s.running = undefined;
         if (this.stopped) return;
-        const wait = Math.max(0, started + this.config.probe_interval_s * 1000 - Date.now());
-        s.timer = setTimeout(() => void this.run(r, s), wait);
+        s.timer = setTimeout(() => void this.run(r, s), Math.max(0, started + this.config.probe_interval_s * 1000 - Date.now()));
         s.timer.unref();
       });
   }
