@@ -16,8 +16,7 @@ export interface ArmCounts extends Record<ScalarCount, number> {
 const ZEROS = Object.fromEntries(Object.keys(SCALAR_FIELDS).map((k) => [k, 0])) as Record<ScalarCount, number>; // every key
 
 export function emptyArm(): ArmCounts {
-  const rerouted = { not_ready: 0, ejected: 0 };
-  return { ...ZEROS, rerouted, codes: new Map(), feedback: emptyFeedback(), latency: new Map(), strata: new Map() };
+  return { ...ZEROS, rerouted: { not_ready: 0, ejected: 0 }, codes: new Map(), feedback: emptyFeedback(), latency: new Map(), strata: new Map() };
 }
 
 /** Field suffix (after `<arm>|`) -> the count it adds to. */

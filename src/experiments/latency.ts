@@ -7,8 +7,7 @@ export const LATENCY_BOUNDS_MS: readonly number[] = Array.from({ length: 69 }, (
 
 export function latencyBucket(ms: number): number {
   if (!(ms > 5)) return 0;
-  const i = Math.ceil(4 * Math.log2(ms / 5) - 1e-9);
-  return Math.min(i, LATENCY_BOUNDS_MS.length);
+  return Math.min(Math.ceil(4 * Math.log2(ms / 5) - 1e-9), LATENCY_BOUNDS_MS.length);
 }
 
 /** Linear inside the bucket holding the rank, as Prometheus' histogram_quantile; past the last bound: that bound. */

@@ -275,8 +275,7 @@ export class Experiments {
     trajectory: string,
   ): Promise<{ kind: 'continue'; of: string } | { kind: 'supersede'; inherit: { id: string; record: TrajectoryRecord } } | { kind: 'diverge' }> {
     const successor = await store.readClaim(keys.superseded(ended.of));
-    const last = lastStepOf(await store.readSet(keys.steps(successor ?? ended.of)));
-    const how = endOfReplay(ended, successor, last);
+    const how = endOfReplay(ended, successor, lastStepOf(await store.readSet(keys.steps(successor ?? ended.of))));
     if (how === 'continue' && successor !== undefined) return { kind: 'continue', of: successor };
     if (how !== 'supersede') return { kind: 'diverge' };
     const record = parseTrajectoryRecord(await store.readClaim(keys.trajectory(ended.of)));
@@ -316,8 +315,7 @@ export class Experiments {
     // A trajectory without a key was drawn on its own: its unit is itself, under an id no key hash takes.
     const keyless = p.assignKey === undefined;
     const id = p.assignKey === undefined ? trajectory.slice(0, 16) : keyId(experiment, p.assignKey);
-    const counter = keyCountersKey(agent, route.name, experiment);
-    const admitted = await this.slots.keyAdmitted(store, experiment, id, cfg.max_keys, ttlMs, counter);
+    const admitted = await this.slots.keyAdmitted(store, experiment, id, cfg.max_keys, ttlMs, keyCountersKey(agent, route.name, experiment));
     if (admitted) members.key = id;
     return { members, keyless, keysOver: !admitted };
   }

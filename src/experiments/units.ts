@@ -13,8 +13,7 @@ export const MISSING_VALUE = '(missing)';
 
 export function valueText(v: unknown): string | undefined {
   if (v === undefined) return undefined;
-  const text = typeof v === 'string' ? v : JSON.stringify(v);
-  return text.slice(0, STRATUM_LABEL_MAX);
+  return (typeof v === 'string' ? v : JSON.stringify(v)).slice(0, STRATUM_LABEL_MAX);
 }
 
 export function keyId(experiment: string, keyText: string): string {

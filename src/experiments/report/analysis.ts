@@ -66,8 +66,7 @@ export function analyse(arms: readonly ArmInput[], control: string, o: AnalysisO
   if (o.unit === 'key') warnings.push(...keyWarnings(arms));
   const few = arms.filter((a) => a.counts.units > 0 && a.counts.units < o.burnIn).map((a) => a.arm);
   if (few.length > 0) warnings.push(`few trajectories (under ${o.burnIn}) on ${few.join(', ')}: intervals there under-cover; no always-valid result yet`);
-  const crossed = arms.filter((a) => a.counts.crossed > 0);
-  for (const a of crossed) {
+  for (const a of arms.filter((x) => x.counts.crossed > 0)) {
     warnings.push(`${a.counts.crossed} of ${a.counts.units} trajectories of ${a.arm} had a step served by another backend (crossover): they stay credited to ${a.arm}, which dilutes the difference toward 0`);
   }
   let outcomeCoverage: Analysis['outcome_coverage'] = null;
