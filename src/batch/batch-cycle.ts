@@ -170,8 +170,7 @@ export class BatchCycle {
     if (p.dispatched.inputs.some((x) => x.shadows.length > 0)) {
       void startShadows(Object.assign({ limiter: runtime.shadows, memory: gw.memory }, deps), request, p.dispatched, batch.then((r) => r.outputs), this.b.headers, span);
     }
-    const result = await batch;
-    return this.finish(p, result, beforeDispatch);
+    return this.finish(p, await batch, beforeDispatch);
   }
 
   /** A streamed answer's candidates are not held: no order check (it holds by construction), no replay entry. */

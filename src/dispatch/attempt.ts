@@ -151,8 +151,7 @@ export class Attempt {
       );
       if (res.failure.notSent) {
         upstreams.recordConnectFailure(replica, res.failure.message);
-        const tried = new Set(this.tried).add(replica);
-        return this.unserved({ kind: 'refused', failure: res.failure, backend: replica.backend, tried });
+        return this.unserved({ kind: 'refused', failure: res.failure, backend: replica.backend, tried: new Set(this.tried).add(replica) });
       }
       // A client's refusal, the gateway's own memory budget and an unasked 100 Continue (undici refuses the
       // interim, docs/limits-and-edges.md#1xx-answers-from-backends) say nothing of the replica's health.
@@ -205,8 +204,7 @@ export class Attempt {
       upstreams.recordSuccess(replica, ms);
       return result;
     }
-    const gone = ctx.clientGone?.() === true;
-    if (gone) {
+    if (ctx.clientGone?.() === true) {
       this.ended('cancelled', ms, 'the client closed the connection');
       return result;
     }

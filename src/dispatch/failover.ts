@@ -134,8 +134,7 @@ export function faultySlots(items: readonly Item[], rows: readonly (readonly Slo
     let run = 0;
     for (let c = 0; c <= it.count; c++) {
       const slot = c < it.count ? row[c] : undefined;
-      const isBad = c < it.count && (slot === undefined || !slot.ok);
-      if (isBad) {
+      if (c < it.count && (slot === undefined || !slot.ok)) {
         bad++;
         if (first === undefined && slot !== undefined && !slot.ok) first = slot.reason;
         if (start < 0) start = c;
