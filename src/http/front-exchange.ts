@@ -103,8 +103,7 @@ export class FrontExchange {
   private decideClient(): boolean {
     const table = this.host.gateway.current.clients;
     if (table === undefined && this.pathKey === undefined) return true;
-    const keyed = accessFor(table, this.req, this.pathKey, 'required');
-    const access = decideAgent(keyed, this.agent === '' ? ROOT_AGENT : this.agent);
+    const access = decideAgent(accessFor(table, this.req, this.pathKey, 'required'), this.agent === '' ? ROOT_AGENT : this.agent);
     this.label = accessLabel(access);
     if (access.ok) {
       this.client = access.client?.name;
@@ -133,8 +132,7 @@ export class FrontExchange {
     const { req, res } = this;
     if (res.destroyed) return;
     this.hold = hold;
-    const declared = Number(req.headers['content-length']);
-    this.body = new BodyBytes({ declared, max: this.host.bodyLimit, owner: hold });
+    this.body = new BodyBytes({ declared: Number(req.headers['content-length']), max: this.host.bodyLimit, owner: hold });
     this.front.slots.receivingBody(req.socket);
     this.front.deadlines.track(req, res, () => this.timedOut());
     // Fresh memory's pages fault in as chunks are copied: ten 50 MB bodies read 2 MB a turn held /health past 100 ms.
