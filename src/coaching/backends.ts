@@ -12,8 +12,7 @@ import { errorBody } from '../errors.js';
 const MAX_SESSIONS_PER_BACKEND = 10_000;
 
 function coachingReplicas(runtime: GatewayRuntime, backend: string): Replica[] {
-  const replicas = runtime.upstreams.backends.get(backend)?.replicas ?? [];
-  return replicas.filter((r) => r.state === 'ready' && r.info?.capabilities.coaching === true);
+  return (runtime.upstreams.backends.get(backend)?.replicas ?? []).filter((r) => r.state === 'ready' && r.info?.capabilities.coaching === true);
 }
 
 /** With no replica ready, a backend counts when its last info said coaching: a 503 rather than silently skipped. */

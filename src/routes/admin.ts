@@ -80,8 +80,7 @@ export async function adminRoutes(app: FastifyInstance, opts: AdminRoutesOptions
     if (agent !== undefined) scope.agent = agent;
     if (backend !== undefined) scope.backend = backend;
     try {
-      const emptied = await cache.clear(scope);
-      return { emptied, store: cache.entries.kind };
+      return { emptied: await cache.clear(scope), store: cache.entries.kind };
     } catch {
       return reply.code(503).send(errorBody('GATEWAY_ERR_CACHE_UNAVAILABLE', 'redis is unavailable: the cache was not emptied; retry once it is back'));
     }

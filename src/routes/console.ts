@@ -12,8 +12,7 @@ interface ConsoleOptions {
 
 export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions): Promise<void> {
   const root = opts.root ?? CONSOLE_ROOT;
-  const files = consoleFiles(root);
-  if (files.length > 0) {
+  if (consoleFiles(root).length > 0) {
     // Loaded here: only a gateway with an admin listener pays for it (the import measured half a second under load).
     const { default: fastifyStatic } = await import('@fastify/static');
     await app.register(fastifyStatic, {
