@@ -16,8 +16,7 @@ export function openFileLimit(limitsText?: string): number | undefined {
   }
   for (const line of text.split('\n')) {
     if (!line.startsWith('Max open files')) continue;
-    const soft = line.slice('Max open files'.length).trim().split(/\s+/)[0];
-    const n = Number(soft);
+    const n = Number(line.slice('Max open files'.length).trim().split(/\s+/)[0]);
     return Number.isInteger(n) && n > 0 ? n : undefined;
   }
   return undefined;

@@ -58,8 +58,7 @@ export function parseCommandLine(argv: readonly string[], options: Options, maxP
     const message = err instanceof Error ? err.message : String(err);
     const opt = quoted(message);
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-      const name = (opt ?? '').replace(/^-+/, '');
-      const near = closest(name, Object.keys(options));
+      const near = closest((opt ?? '').replace(/^-+/, ''), Object.keys(options));
       throw new UsageError(`unknown option ${opt ?? ''}${near === undefined ? '' : ` (did you mean --${near}?)`}`);
     }
     if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {

@@ -35,8 +35,7 @@ export interface ProbeTarget {
 }
 
 export function openTarget(base: string, timeoutMs: number): ProbeTarget {
-  const dispatcher = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connect: { timeout: timeoutMs } });
-  return { base, timeoutMs, dispatcher };
+  return { base, timeoutMs, dispatcher: new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connect: { timeout: timeoutMs } }) };
 }
 
 /** Errno of an error or of its causes (undici may nest them); DOMExceptions' numeric codes don't count. */

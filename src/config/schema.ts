@@ -201,8 +201,7 @@ const clientSchema = z.strictObject({
 });
 
 const clientsSchema = z.record(name, clientSchema).superRefine((clients, ctx) => {
-  const names = Object.keys(clients);
-  if (names.length === 0) {
+  if (Object.keys(clients).length === 0) {
     ctx.addIssue({ code: 'custom', message: 'at least one client (or remove "clients" to serve without keys)' });
   }
   const byKey = new Map<string, string>();

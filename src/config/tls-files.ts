@@ -35,8 +35,7 @@ function readPem(key: string, path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
-    throw new TlsFileError(`${key}: cannot read ${path}: ${why}`, { cause: err });
+    throw new TlsFileError(`${key}: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
 }
 
