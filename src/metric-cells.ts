@@ -37,8 +37,7 @@ export class MetricCells<L extends string> {
   }
 
   flush(): void {
-    const cells = this.dirty.splice(0);
-    for (const cell of cells) {
+    for (const cell of this.dirty.splice(0)) {
       const n = cell.pending;
       cell.pending = 0;
       cell.listed = false;

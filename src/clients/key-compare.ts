@@ -16,6 +16,5 @@ export function tokenMatches(given: string, expected: string): boolean {
 /** `Authorization: Bearer <token>`, the scheme case-insensitive (RFC 6750). */
 export function bearerToken(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
-  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  return m?.[1];
+  return /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header)?.[1];
 }

@@ -159,8 +159,7 @@ export class MemoryBudget {
       return hold;
     }
     hold.arrival = arrival;
-    const left = Math.max(0, this.opts.timeoutMs() - (this.now() - arrival));
-    hold.cancelTimer = this.startTimer(() => this.timedOut(hold), left);
+    hold.cancelTimer = this.startTimer(() => this.timedOut(hold), Math.max(0, this.opts.timeoutMs() - (this.now() - arrival)));
     this.queue.push(hold);
     this.waiters++;
     return hold;

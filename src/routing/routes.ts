@@ -45,8 +45,7 @@ export interface CompiledRoutes {
 
 function members(route: RouteConfig): Member[] {
   if (route.backend !== undefined) return [{ name: route.backend, weight: 1 }];
-  const weighted = route.split ?? route.ensemble ?? {};
-  return Object.entries(weighted).map(([name, weight]) => ({ name, weight }));
+  return Object.entries(route.split ?? route.ensemble ?? {}).map(([name, weight]) => ({ name, weight }));
 }
 
 /** Members then fallbacks, without duplicates: /health needs one of them ready per route. */
