@@ -39,9 +39,8 @@ export interface StepFeedback {
 export function stepFeedback(instruction: StepInstruction): StepFeedback {
   if (instruction.type !== 'env') return { succeeded: 0, lines: 0, envError: false, failureReason: false };
   const c = parseEnvFeedback(instruction.content);
-  const succeeded = Math.min(MAX_LINES_PER_STEP, c.tool_succeeded);
   return {
-    succeeded,
+    succeeded: Math.min(MAX_LINES_PER_STEP, c.tool_succeeded),
     lines: Math.min(MAX_LINES_PER_STEP, c.tool_succeeded + c.tool_failed),
     envError: c.env_error > 0,
     failureReason: c.failure_reason > 0,

@@ -154,9 +154,8 @@ export class ExperimentHistory {
 
   /** Oldest first; entries written by something else are skipped. */
   async read(): Promise<HistoryPoint[]> {
-    const raw = await this.host().store.readList(HISTORY_KEY);
     const out: HistoryPoint[] = [];
-    for (const r of raw) {
+    for (const r of await this.host().store.readList(HISTORY_KEY)) {
       const p = parseJsonOrUndefined(r) as HistoryPoint | null | undefined; // written by snapshot() above; the fields read are checked next
       if (typeof p?.at === 'string' && Array.isArray(p.experiments)) out.push(p);
     }

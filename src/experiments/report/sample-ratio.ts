@@ -51,8 +51,6 @@ export function perArm(counts: Record<string, number>): string {
 }
 
 export function srmWarning(srm: Srm): string {
-  const obs = perArm(srm.observed);
-  const exp = perArm(srm.expected);
   const p = srm.p_value === null ? 'n/a' : srm.p_value.toExponential(2);
-  return `sample-ratio mismatch (p = ${p}): ${srm.unit === 'key' ? 'keys' : 'trajectories'} ${obs}, expected ${exp}${srm.cause === null ? '' : `; cause: ${srm.cause}`}. The comparison is not trustworthy: do not stop on a win; fix the cause, then reset the experiment`;
+  return `sample-ratio mismatch (p = ${p}): ${srm.unit === 'key' ? 'keys' : 'trajectories'} ${perArm(srm.observed)}, expected ${perArm(srm.expected)}${srm.cause === null ? '' : `; cause: ${srm.cause}`}. The comparison is not trustworthy: do not stop on a win; fix the cause, then reset the experiment`;
 }

@@ -58,10 +58,9 @@ function interval(c: Comparison): string {
 function notTrustworthy(i: VerdictInput): string | null {
   if (i.srm?.flagged === true) {
     const s = i.srm;
-    const what = s.unit === 'key' ? 'keys' : 'trajectories';
     const p = s.p_value === null ? '' : `, p = ${s.p_value.toExponential(2)}`;
     const cause = s.cause === null ? 'no arm was rerouted, so something else chose the arms (a filter, a client, a restart)' : s.cause;
-    return `not trustworthy: sample-ratio mismatch (${what} ${perArm(s.observed)}; expected ${perArm(s.expected)}${p}); cause: ${cause}. Do not stop on a win: fix the cause, then reset the experiment`;
+    return `not trustworthy: sample-ratio mismatch (${s.unit === 'key' ? 'keys' : 'trajectories'} ${perArm(s.observed)}; expected ${perArm(s.expected)}${p}); cause: ${cause}. Do not stop on a win: fix the cause, then reset the experiment`;
   }
   if (i.primary !== 'outcome') return null;
   if (i.mixed) return 'not trustworthy: both success and score outcomes were posted to this experiment, and the primary outcome comparison is refused; reset the experiment and import one kind';
