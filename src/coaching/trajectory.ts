@@ -53,10 +53,9 @@ export function findTarget(body: JsonObject, memoryKey: string): CoachingTarget 
 
 function normalizeInput(raw: JsonObject): AgentInput {
   const ins = isJsonObject(raw.instruction) ? raw.instruction : {};
-  const type = ins.type === 'env' ? 'env' : 'user';
   return {
     id: isStrictInt(raw.id) ? raw.id : 0,
-    instruction: { type, content: typeof ins.content === 'string' ? ins.content : '' },
+    instruction: { type: ins.type === 'env' ? 'env' : 'user', content: typeof ins.content === 'string' ? ins.content : '' },
     tools: Array.isArray(raw.tools) ? raw.tools.filter(isJsonObject) : [],
     attributes: isJsonObject(raw.attributes) ? raw.attributes : {},
     memory: isJsonObject(raw.memory) ? raw.memory : {},

@@ -230,9 +230,8 @@ export class RedisSemaphores {
 
   private async sendRelease(key: string, id: string): Promise<void> {
     const [holders, queue, alive] = this.keys(key);
-    const message = JSON.stringify({ t: 'sem', k: key });
     try {
-      await this.link.script(SEM_RELEASE, [holders, queue, alive], [id, this.link.channel, message]);
+      await this.link.script(SEM_RELEASE, [holders, queue, alive], [id, this.link.channel, JSON.stringify({ t: 'sem', k: key })]);
     } catch {
       this.unsentReleases.set(id, key);
     }
