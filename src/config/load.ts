@@ -208,8 +208,7 @@ type Schema = z.core.$ZodType;
 
 /** The schemas a value at this level may be checked against (several for a union). */
 function unwrap(s: Schema): Schema[] {
-  if (s instanceof z.ZodOptional || s instanceof z.ZodNullable) return unwrap(s.unwrap());
-  if (s instanceof z.ZodDefault || s instanceof z.ZodPrefault) return unwrap(s.unwrap());
+  if (s instanceof z.ZodOptional || s instanceof z.ZodNullable || s instanceof z.ZodDefault || s instanceof z.ZodPrefault) return unwrap(s.unwrap());
   if (s instanceof z.ZodPipe) return unwrap(s.in);
   if (s instanceof z.ZodUnion) return s.options.flatMap(unwrap);
   return [s];
