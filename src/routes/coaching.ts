@@ -161,11 +161,10 @@ async function coachingBody(app: FastifyInstance, { runtime, req, reply }: Call)
 async function coach(app: FastifyInstance, affinity: SessionAffinity, c: Call): Promise<FastifyReply> {
   const { runtime, agent, req, reply, span } = c;
   const compiled = agent.routes;
-  const { memoryKey } = compiled;
   const read = await coachingBody(app, c);
   if ('sent' in read) return read.sent;
   const { body, hold } = read;
-  const target = findTarget(body, memoryKey);
+  const target = findTarget(body, compiled.memoryKey);
   if ('loc' in target) return send422(reply, [target]);
   const capable = coachingBackends(runtime, agent);
   if (capable.length === 0) return unavailable(reply, NO_COACHING);
@@ -183,7 +182,7 @@ async function coach(app: FastifyInstance, affinity: SessionAffinity, c: Call): 
   const replica = affinity.pick(runtime, backend, runId);
   if (replica === undefined) return unavailable(reply, `backend ${backend} (chosen by ${via}) has no ready replica offering coaching`);
 
-  const stripped = stripGatewayTags(body, memoryKey);
+  const stripped = stripGatewayTags(body, compiled.memoryKey);
   const headers = coachingHeaders(req.headers, true);
   if (span.recording) {
     span.set({
