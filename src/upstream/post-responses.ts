@@ -1,10 +1,9 @@
 /** The POST /v1/responses call of a sub-request or a shadow. */
-import type { AbortLike } from '../abort.js';
 import { codeForStatus, type AttemptFailure } from '../errors.js';
 import { safeReason } from '../protocol/describe.js';
 import { callReplica } from './call-replica.js';
-import type { AnswerCharge, CallOptions, CallResult } from './call-types.js';
-import { postReadingPastContinue, type ContinueResult } from './read-past-continue.js';
+import type { CallOptions, CallResult } from './call-types.js';
+import { postReadingPastContinue, type ContinueCall, type ContinueResult } from './read-past-continue.js';
 import type { Replica } from './replica.js';
 import { textOf } from './text-body.js';
 
@@ -13,13 +12,8 @@ type ResponsesResult =
   | { ok: true; status: number; bytes: Buffer; streamed: boolean }
   | { ok: false; failure: AttemptFailure; status?: number; unaskedContinue?: boolean };
 
-interface ResponsesCall {
-  body: string | Buffer;
-  headers: Record<string, string>;
-  timeoutMs: number;
-  signal?: AbortLike;
+interface ResponsesCall extends ContinueCall {
   stream?: CallOptions['stream'];
-  memory?: AnswerCharge;
 }
 
 export async function postResponses(replica: Replica, c: ResponsesCall): Promise<ResponsesResult> {

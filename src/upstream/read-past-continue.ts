@@ -15,7 +15,7 @@ import type { Replica } from './replica.js';
 
 export type ContinueResult = { ok: true; status: number; bytes: Buffer } | { ok: false; failure: AttemptFailure; status?: number };
 
-interface ContinueCall {
+export interface ContinueCall {
   body: string | Buffer;
   headers: Record<string, string>;
   timeoutMs: number;
