@@ -29,8 +29,7 @@ export async function forward(replica: Replica, opts: ForwardOptions, parent: Tr
   const span = parent.recording
     ? parent.client(`${opts.method} ${replica.backend}`, replicaCallAttributes(replica, opts.method, opts.path))
     : undefined;
-  const headers = withTraceparent(opts.headers, (span ?? parent).traceparent);
-  const r = await callReplica(replica, { ...opts, headers, raw: true });
+  const r = await callReplica(replica, { ...opts, headers: withTraceparent(opts.headers, (span ?? parent).traceparent), raw: true });
   const failure = r.ok ? undefined : r.failure;
   if (span !== undefined) endAttemptSpan(span, coachingOutcome(r.status, failure?.code), r.status, failure?.message);
   if (!r.ok) {
