@@ -256,8 +256,7 @@ export class GatewayMetrics {
       for (const backend of reached) for (const code of GATEWAY_ERROR_CODES) this.candidateErrors.inc({ agent, backend, code }, 0);
     }
     const clients = config.clients === undefined ? [ANONYMOUS_CLIENT] : Object.keys(config.clients);
-    const endpoints = tables.some((t) => t.virtual) ? [BATCH_ENDPOINT, AGENT_BATCH_ENDPOINT] : [BATCH_ENDPOINT];
-    for (const endpoint of endpoints) {
+    for (const endpoint of tables.some((t) => t.virtual) ? [BATCH_ENDPOINT, AGENT_BATCH_ENDPOINT] : [BATCH_ENDPOINT]) {
       for (const client of clients) {
         this.httpRequests.inc({ endpoint, status_code: '200', client }, 0);
         this.zeroHistogram(this.httpDuration, { endpoint, client });
