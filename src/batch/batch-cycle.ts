@@ -209,7 +209,7 @@ export class BatchCycle {
     if (this.lease === undefined || Object.keys(result.errorCodes).some(isGatewayErrorCode)) return false;
     const tooLarge = body.length > runtime.config.state.replay_max_bytes;
     if (tooLarge) gw.metrics.replay.inc({ outcome: 'too_large' });
-    // The store's copy (a joined Buffer) is counted until the store has it (docs/memory-budget.md#what-is-counted).
+    // The store's copy (its own store, or a Buffer for Redis) is counted until it is kept (docs/memory-budget.md#what-is-counted).
     const copy = tooLarge ? undefined : gw.memory.reserve(body.length);
     if (tooLarge) return false;
     if (copy === undefined) {
