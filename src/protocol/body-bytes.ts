@@ -73,7 +73,8 @@ export class BodyBytes {
       this.chunks.push(whole.subarray(0, this.filled));
       this.whole = undefined;
     } else if (this.pieces === 0 && declared !== undefined && chunk.length < declared) {
-      // Never from node's pool: the reader thread may take its memory whole (markOwn).
+      // Never from node's pool: a slab shared with other Buffers would live as long as this body does. Marked its
+      // own as a hand-over to the reader thread needs, though bodies this small (at most 1 MiB) stay on the event loop.
       const buf = markOwn(Buffer.allocUnsafeSlow(declared));
       chunk.copy(buf, 0);
       this.whole = buf;
