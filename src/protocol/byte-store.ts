@@ -101,14 +101,51 @@ export class ByteStore {
 
   private free(): void {
     const ab = this.ab;
-    const n = ab.byteLength;
-    if (n === 0) return; // a reader thread that died kept the memory
+    if (ab.byteLength === 0) return; // a reader thread that died kept the memory
     if (ab.resizable) return shrinker(ab);
     // Moved, not copied: this store's views are empty from here, as after a shrink, and none sees the next body.
-    const moved = structuredClone(ab, { transfer: [ab] });
-    if (n < REUSE_MIN_BYTES || idleBytes + n > IDLE_MAX_BYTES) return;
-    idle.push(moved);
-    idleBytes += n;
+    // Not when nobody is to reuse it: the move makes a new ArrayBuffer, whose bytes V8 counts as young memory.
+    if (keepable(ab)) keep(structuredClone(ab, { transfer: [ab] }));
+  }
+}
+
+const keepable = (ab: ArrayBuffer): boolean => ab.byteLength >= REUSE_MIN_BYTES && idleBytes + ab.byteLength <= IDLE_MAX_BYTES;
+
+function keep(ab: ArrayBuffer): void {
+  idle.push(ab);
+  idleBytes += ab.byteLength;
+}
+
+/**
+ * A copy whose views never leave its owner (replay's stored answers: a hit is a copy of it), in the same reused
+ * memory, given back as it is. A store's memory is moved when given back so that no view of it sees the next body;
+ * here there is no such view, and each move would make V8 count megabytes as new memory, a young collection every
+ * few batches (docs/memory-budget.md#where-the-bytes-live).
+ */
+export class PooledCopy {
+  readonly length: number;
+  private ab: ArrayBuffer | undefined;
+
+  constructor(parts: readonly Uint8Array[], length: number) {
+    this.length = length;
+    const ab = reused(length);
+    let at = 0;
+    for (const p of parts) {
+      new Uint8Array(ab, at, p.length).set(p);
+      at += p.length;
+    }
+    this.ab = ab;
+  }
+
+  /** A Buffer of its own with the bytes (empty once released). */
+  copy(): Buffer {
+    return this.ab === undefined ? Buffer.alloc(0) : Buffer.from(new Uint8Array(this.ab, 0, this.length));
+  }
+
+  release(): void {
+    const ab = this.ab;
+    this.ab = undefined;
+    if (ab !== undefined && keepable(ab)) keep(ab);
   }
 }
 

@@ -5,7 +5,7 @@
 import type { AbortLike } from '../abort.js';
 import { createHash } from 'node:crypto';
 import { joinBody, type AnswerBody } from '../protocol/answer/answer-body.js';
-import { ByteStore } from '../protocol/byte-store.js';
+import { PooledCopy } from '../protocol/byte-store.js';
 import type { RedisLink } from './redis-link.js';
 import { arrayReply, bufferAt, REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
 import type { ReplayBegin, ReplayLease, StateConfig, StoreStats } from './types.js';
@@ -29,8 +29,8 @@ interface Packed {
 interface Done {
   state: 'done';
   hash: string;
-  /** A larger answer's copy is a store, given back when the entry goes: a hit copies it out. */
-  body: string | Packed | ByteStore;
+  /** A larger answer's copy is in reused memory, given back when the entry goes: a hit copies it out. */
+  body: string | Packed | PooledCopy;
   /** What the entry keeps alive (replayKept), counted against the cache's bound. */
   bytes: number;
   expiresAt: number;
@@ -300,20 +300,20 @@ const PACK_UNDER_BYTES = 64 * 1024;
 
 function unpacked(body: Done['body']): string | AnswerBody {
   if (typeof body === 'string') return body;
-  const bytes = body instanceof ByteStore ? Buffer.from(body.bytes()) : Buffer.from(body.latin1, 'latin1');
+  const bytes = body instanceof PooledCopy ? body.copy() : Buffer.from(body.latin1, 'latin1');
   return { parts: [bytes], length: bytes.length };
 }
 
 function letGo(body: Done['body']): void {
-  if (body instanceof ByteStore) body.release();
+  if (body instanceof PooledCopy) body.release();
 }
 
 type Kept = Pick<Done, 'body' | 'bytes'>;
 
 /**
- * A small answer is packed; a larger one is copied into a store (byte-store.ts), given back when the entry goes and,
- * past 1 MiB, kept for the next: held as they came, its pieces would keep a batch's memory alive (a store's pieces
- * are empty once it ends) and, held past two young collections, start full ones that free nothing.
+ * A small answer is packed; a larger one is copied into memory earlier batches gave back (byte-store.ts), given back
+ * when the entry goes: held as they came, its pieces would keep a batch's memory alive (a store's pieces are empty
+ * once it ends) and, held past two young collections, start full ones that free nothing.
  */
 function replayKept(body: string | AnswerBody, max: number): Kept | undefined {
   if (typeof body === 'string') return utf8Exceeds(body, max) ? undefined : { body, bytes: body.length };
@@ -322,9 +322,7 @@ function replayKept(body: string | AnswerBody, max: number): Kept | undefined {
     const latin1 = body.parts.map((p) => p.toString('latin1')).join('');
     return { body: { latin1 }, bytes: body.length };
   }
-  const store = new ByteStore(body.length, body.length);
-  for (const p of body.parts) store.append(p);
-  return { body: store, bytes: body.length };
+  return { body: new PooledCopy(body.parts, body.length), bytes: body.length };
 }
 
 /** Without encoding `s` when its length tells (n UTF-16 units are n to 3n UTF-8 bytes): answers are megabytes. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BodyBytes, GATHER_BYTES, LARGE_BODY_BYTES } from '../../src/protocol/body-bytes.js';
-import { isOwn, REUSE_MAX_BYTES, storeOf, type ByteStore } from '../../src/protocol/byte-store.js';
+import { isOwn, PooledCopy, REUSE_MAX_BYTES, storeOf, type ByteStore } from '../../src/protocol/byte-store.js';
 
 const body = Buffer.from(Array.from({ length: 5000 }, (_, i) => String.fromCharCode(32 + (i % 90))).join(''), 'latin1');
 const pieces = (b: Buffer, n: number): Buffer[] => Array.from({ length: Math.ceil(b.length / n) }, (_, i) => b.subarray(i * n, (i + 1) * n));
@@ -56,6 +56,26 @@ describe('body bytes', () => {
     const chunked = new BodyBytes({ max: next.length });
     for (const c of pieces(next, 65_536)) chunked.add(c);
     assert.ok(storeOf(chunked.received()) !== undefined, 'chunked past 1 MiB: a store');
+  });
+
+  it('a pooled copy (replay): bytes as given, copied out; given back, its memory serves the next body', () => {
+    const parts = [Buffer.alloc(LARGE_BODY_BYTES, 'a'), Buffer.from('middle'), Buffer.alloc(LARGE_BODY_BYTES, 'z')];
+    const whole = Buffer.concat(parts);
+    const kept = new PooledCopy(parts, whole.length);
+    parts[0]!.fill('q'); // the batch's memory, written over after the copy
+    const out = kept.copy();
+    assert.equal(out.equals(whole), true);
+    out.fill(0);
+    assert.equal(kept.copy().equals(whole), true, 'a copy out is its own: writing it changes nothing kept');
+    kept.release();
+    assert.equal(kept.copy().length, 0, 'given back: nothing more to copy');
+    // Memory made for this body would be its length: a longer one is the copy's, given back.
+    const next = Buffer.alloc(whole.length - 1000, 'n');
+    const again = new BodyBytes({ declared: next.length, max: next.length, owner: new Owner() });
+    for (const c of pieces(next, 65_536)) again.add(c);
+    const bytes = again.received();
+    assert.equal(bytes.equals(next), true);
+    assert.equal(bytes.buffer.byteLength, whole.length, 'the memory given back served again');
   });
 
   it('more than a declared length past 1 MiB (never sent by node or undici) is kept too, in order', () => {
