@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { indexAgentRequest, type IndexLimits, type RequestIndex, type Span } from '../../src/protocol/request/request-index.js';
 import { IndexReject, JsonScanner } from '../../src/protocol/json/json-index.js';
+import { createStringScan, stringScan } from '../../src/protocol/json/string-scan.js';
 import { seededRandom } from '../../bench/lib/seeded-random.js';
 
 const LIMITS: IndexLimits = { maxOutputsPerInput: 16, maxJsonDepth: 32, memoryKey: '_gw' };
@@ -113,9 +114,9 @@ test('strings are refused with a control character, a bad escape or no end; lone
   assert.match(refused(rq(`${long}\\q${long}`)), /escape/);
 });
 
-test('a string that runs into the last bytes of a body (past its last whole word) is scanned byte by byte, as strictly', () => {
-  // The word-at-a-time scan leaves the body's last 0-3 bytes to the byte loop: a control character or a bad escape
-  // there must still be named as such, not taken for the end of an unterminated string.
+test('a string that runs into the last bytes of a body is refused for what is there, not taken for unterminated', () => {
+  // The SIMD scan reads sixteen bytes at a time and stops at the zeros after the bytes: a control character or a bad
+  // escape in the last bytes must still be named as such.
   for (let pad = 0; pad < 8; pad++) {
     for (let shift = 0; shift < 4; shift++) {
       for (const [tail, reason] of [['\u0001', /control/], ['\\q', /escape/], ['', /unterminated/]] as const) {
@@ -147,17 +148,22 @@ function stringByBytes(b: Buffer, open: number): number | { at: number; reason: 
   return { at: b.length, reason: 'unterminated string' };
 }
 
-test('every string ends, or is refused at the byte and for the reason, of a byte-by-byte reading, whatever its length, escapes and alignment', () => {
+test('every string ends, or is refused at the byte and for the reason, of a byte-by-byte reading, whatever its length, escapes, alignment and scan', () => {
+  assert.ok(stringScan !== undefined, 'WebAssembly is there: strings are read sixteen bytes at a time');
+  // The scan as the gateway runs it (1 MiB windows), with windows small enough that strings and escapes cross their
+  // edges all the time, and the byte-by-byte reading used without WebAssembly.
+  const scans = [['default', stringScan], ['17-byte windows', createStringScan(17)], ['64-byte windows', createStringScan(64)], ['bytes', undefined]] as const;
   const random = seededRandom(20261205);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
-  // Mostly plain text with, now and then, an escape, a control character or a bad escape, at every alignment of the
-  // word-at-a-time scan and in the last bytes it leaves to the byte loop.
-  const rare = ['\\n', '\\"', '\\u00e9', '\\q', '\\u12g4', '\u0001', '\u001f', 'é', '€'];
+  // Plain text with escapes, control characters and bad escapes now and then or every few bytes (a serialized
+  // memory's history), at every alignment and in the body's last bytes.
+  const rare = ['\\n', '\\"', '\\\\', '\\u00e9', '\\q', '\\u12g4', '\u0001', '\u001f', 'é', '€'];
   for (let c = 0; c < 3000; c++) {
+    const density = pick([0.01, 0.01, 0.2]);
     const strings = Array.from({ length: 1 + Math.floor(random() * 6) }, () => {
-      const len = pick([0, 3, 40, 63, 64, 65, 100, 300, 2000]);
+      const len = pick([0, 3, 15, 16, 17, 40, 63, 64, 65, 100, 300, 2000]);
       let t = '';
-      while (t.length < len) t += random() < 0.01 ? pick(rare) : 'abcdefgh'.charAt(Math.floor(random() * 8));
+      while (t.length < len) t += random() < density ? pick(rare) : 'abcdefgh'.charAt(Math.floor(random() * 8));
       return t;
     });
     const unterminated = random() < 0.1;
@@ -166,19 +172,23 @@ test('every string ends, or is refused at the byte and for the reason, of a byte
     const backing = Buffer.alloc(text.length * 3 + 8, 0x22);
     const n = backing.write(text, shift);
     const buf = backing.subarray(shift, shift + n);
-    const scanner = new JsonScanner(buf, 8);
-    for (let open = 0; open < buf.length; ) {
-      const want = stringByBytes(buf, open);
-      let got: number | { at: number; reason: string };
-      try {
-        got = scanner.string(open);
-      } catch (err) {
-        if (!(err instanceof IndexReject)) throw err;
-        got = { at: err.at, reason: err.reason };
+    for (const [name, scan] of scans) {
+      const scanner = new JsonScanner(buf, 8, scan);
+      for (let open = 0; open < buf.length; ) {
+        const want = stringByBytes(buf, open);
+        let got: number | { at: number; reason: string };
+        try {
+          got = scanner.string(open);
+        } catch (err) {
+          if (!(err instanceof IndexReject)) throw err;
+          got = { at: err.at, reason: err.reason };
+        }
+        const where = `case ${c} ${name} shift ${shift} string at ${open}: ${JSON.stringify(text.slice(open, open + 80))}`;
+        assert.deepEqual(got, want, where);
+        if (typeof got !== 'number') break;
+        assert.equal(scanner.escaped, buf.subarray(open + 1, got - 1).includes(0x5c), `escaped, ${where}`);
+        open = got + 1; // past the comma
       }
-      assert.deepEqual(got, want, `case ${c} shift ${shift} string at ${open}: ${JSON.stringify(text.slice(open, open + 80))}`);
-      if (typeof got !== 'number') break;
-      open = got + 1; // past the comma
     }
   }
 });

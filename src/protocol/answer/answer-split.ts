@@ -2,8 +2,16 @@
  * A backend's answer array cut into its elements as its bytes arrive (docs/protocol-fidelity.md#streamed-answers);
  * each element is then proved by the byte indexer, so what is accepted is what indexing the whole answer accepts.
  */
-import { wordView } from '../json/json-index.js';
+import { endianness } from 'node:os';
 import { QUOTE, BACKSLASH, COMMA, LBRACKET, RBRACKET, LBRACE, RBRACE } from '../json/json-bytes.js';
+
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+/** Word k holds bytes 4k - base .. 4k - base + 3 of `buf`; undefined on big-endian hosts (byte by byte). */
+function wordView(buf: Buffer): { words: Uint32Array | undefined; base: number } {
+  const base = buf.byteOffset & 3;
+  return { words: LITTLE_ENDIAN ? new Uint32Array(buf.buffer, buf.byteOffset - base, (buf.length + base) >>> 2) : undefined, base };
+}
 
 const BOM = [0xef, 0xbb, 0xbf];
 

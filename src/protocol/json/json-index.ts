@@ -1,10 +1,10 @@
 /**
  * Proves bytes RFC 8259 JSON within server.max_json_depth, numbers finite, building no value; string interiors,
- * most of a memory, are skipped a 32-bit word at a time (docs/protocol-fidelity.md#how-a-batch-is-read).
+ * most of a memory, are crossed sixteen bytes at a time (string-scan.ts, docs/protocol-fidelity.md#how-a-batch-is-read).
  */
-import { endianness } from 'node:os';
 import { GatewayError } from '../../errors.js';
 import { QUOTE, BACKSLASH } from './json-bytes.js';
+import { ESCAPE, stringScan, type StringScan } from './string-scan.js';
 
 /** Why a scan refused the bytes: the offset of the offending byte and a short reason (never client text). */
 export class IndexReject extends GatewayError {
@@ -17,14 +17,6 @@ export class IndexReject extends GatewayError {
   }
 }
 
-const LITTLE_ENDIAN = endianness() === 'LE';
-
-/** Word k holds bytes 4k - base .. 4k - base + 3 of `buf`; undefined on big-endian hosts (byte by byte). */
-export function wordView(buf: Buffer): { words: Uint32Array | undefined; base: number } {
-  const base = buf.byteOffset & 3;
-  return { words: LITTLE_ENDIAN ? new Uint32Array(buf.buffer, buf.byteOffset - base, (buf.length + base) >>> 2) : undefined, base };
-}
-
 /** Per byte after a backslash: 1 for a one-character escape, 2 for `u`, 0 for an invalid escape. */
 const ESCAPES = new Uint8Array(256);
 for (const c of '"\\/bfnrt') ESCAPES[c.charCodeAt(0)] = 1;
@@ -32,15 +24,8 @@ ESCAPES[0x75] = 2;
 const HEX = new Uint8Array(256);
 for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
 
-/**
- * Per little-endian pair of bytes: bit 0 when the first is a quote, a backslash or below 0x20, bit 1 for the second.
- * Two loads of this 64 KiB table classify a word exactly, faster than arithmetic on its bytes.
- */
-const SPECIAL_PAIR = new Uint8Array(65536);
-for (let v = 0; v < 65536; v++) {
-  const special = (c: number): boolean => c === QUOTE || c === BACKSLASH || c < 0x20;
-  SPECIAL_PAIR[v] = (special(v & 0xff) ? 1 : 0) | (special(v >>> 8) ? 2 : 0);
-}
+/** Numbers each scanner: the string scan's window belongs to one. */
+let scans = 0;
 
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 
@@ -58,8 +43,7 @@ export interface NumberToken {
 /** A method reading a token takes the offset where it starts, returns the one past it or throws IndexReject. */
 export class JsonScanner {
   readonly len: number;
-  private readonly words: Uint32Array | undefined;
-  private readonly base: number;
+  private readonly id = ++scans;
   /** The container kinds of the value being skipped, one per nesting level. */
   private readonly stack: Uint8Array;
   /** The last string read held a backslash (its text differs from its bytes). */
@@ -71,9 +55,10 @@ export class JsonScanner {
   constructor(
     readonly buf: Buffer,
     readonly maxDepth: number,
+    /** Undefined without WebAssembly (node --jitless): strings are read byte by byte. */
+    private readonly strings: StringScan | undefined = stringScan,
   ) {
     this.len = buf.length;
-    ({ words: this.words, base: this.base } = wordView(buf));
     this.stack = new Uint8Array(maxDepth + 2);
   }
 
@@ -95,47 +80,28 @@ export class JsonScanner {
   string(open: number): number {
     if (this.at(open) !== QUOTE) throw new IndexReject(open, 'expected a string');
     this.escaped = false;
-    const close = this.words === undefined ? this.stringEndBytes(open + 1) : this.stringEndWords(open + 1);
+    const close = this.strings === undefined ? this.stringEndBytes(open + 1) : this.stringEnd(this.strings, open + 1);
     return close + 1;
   }
 
-  /**
-   * The closing quote of a string whose interior starts at `p`, read a word at a time: each flagged byte of a word
-   * is looked at in turn (escapes are a few bytes apart in a serialized memory); a flag below `next` is in an
-   * escape already read or before the string.
-   */
-  private stringEndWords(p: number): number {
-    const b = this.buf;
-    const base = this.base;
-    const w = this.words as Uint32Array; // string() takes this path only when the view exists
-    const kEnd = (this.len + base) >>> 2;
-    let next = p;
-    let k = (p + base) >>> 2;
-    while (k < kEnd) {
-      let m: number;
-      do {
-        const x = w[k] ?? 0;
-        m = (SPECIAL_PAIR[x & 0xffff] ?? 0) | ((SPECIAL_PAIR[x >>> 16] ?? 0) << 2);
-      } while (m === 0 && ++k < kEnd);
-      if (m === 0) break;
-      const wordStart = (k << 2) - base;
-      do {
-        const at = wordStart + 31 - Math.clz32(m & -m);
-        m &= m - 1;
-        if (at < next) continue;
-        const c = b[at] ?? -1;
-        if (c === QUOTE) return at;
-        if (c !== BACKSLASH) throw new IndexReject(at, 'control character in a string');
-        // The common escapes (\" \\ \n ...) inline; \u and errors in escape().
-        if (at + 1 < this.len && ESCAPES[b[at + 1] ?? 0] === 1) {
-          this.escaped = true;
-          next = at + 2;
-        } else next = this.escape(at);
-      } while (m !== 0);
-      k++;
+  /** The closing quote of a string whose interior starts at `p`; escapes other than the one-character ones here. */
+  private stringEnd(scan: StringScan, p: number): number {
+    let escaped = false;
+    for (;;) {
+      const r = scan.end(this.id, this.buf, p);
+      escaped ||= scan.escaped;
+      if (r >= 0) {
+        this.escaped = escaped;
+        return r;
+      }
+      if (r === ESCAPE) {
+        p = this.escape(scan.at);
+        escaped = true;
+        continue;
+      }
+      if (scan.at >= this.len) throw new IndexReject(this.len, 'unterminated string');
+      throw new IndexReject(scan.at, 'control character in a string');
     }
-    // Past the last whole word: the tail is read byte by byte.
-    return this.stringEndBytes(Math.max(next, (kEnd << 2) - base));
   }
 
   private stringEndBytes(p: number): number {
