@@ -2,7 +2,7 @@
  * Where a JSON string ends, found sixteen bytes at a time by a WebAssembly SIMD loop (string-scan.wat). Strings
  * are most of a batch's bytes (a memory's history), with a quote or backslash every 20 bytes or so; JavaScript reads
  * a 32-bit word at best and branches at every such byte, this reads sixteen and steps over the escapes in place, about
- * 2.5x as fast on S2's bodies (docs/performance.md). No library offers a string scan that reports positions in a
+ * twice as fast on S2's bodies (docs/performance.md). No library offers a string scan that reports positions in a
  * Buffer, hence this one (about 60 lines of WebAssembly text).
  *
  * The bytes are copied into the module's memory a window at a time (at most WINDOW_BYTES), so its memory stays
