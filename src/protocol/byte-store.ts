@@ -104,8 +104,10 @@ export class ByteStore {
     if (ab.byteLength === 0) return; // a reader thread that died kept the memory
     if (ab.resizable) return shrinker(ab);
     // Moved, not copied: this store's views are empty from here, as after a shrink, and none sees the next body.
-    // Not when nobody is to reuse it: the move makes a new ArrayBuffer, whose bytes V8 counts as young memory.
-    if (keepable(ab)) keep(structuredClone(ab, { transfer: [ab] }));
+    // Moved also when not kept: the new ArrayBuffer dies young, so its bytes go at the next young collection, where
+    // the old one, promoted during its batch, would hold them until a full one (S6: 411 MB peak instead of 365).
+    const moved = structuredClone(ab, { transfer: [ab] });
+    if (keepable(moved)) keep(moved);
   }
 }
 
