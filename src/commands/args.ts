@@ -23,10 +23,30 @@ export const processIo: CommandIo = {
   err: (t) => void process.stderr.write(t),
 };
 
-export function usageExit(err: unknown, command: string, usage: string, io: CommandIo): 2 {
-  if (!(err instanceof UsageError)) throw err;
-  io.err(`magma-gateway ${command}: ${err.message}\n${usage}`);
-  return 2;
+/**
+ * A command's arguments, as `read` takes them from the command line: `--help` prints the usage (exit 0), a usage error
+ * its message and the usage (exit 2); any other error is no fault of the arguments and goes on up.
+ */
+export function commandArgs<T>(
+  argv: readonly string[],
+  options: Options,
+  maxPositionals: number,
+  command: { name: string; usage: string; io: CommandIo },
+  read: (parsed: Parsed) => T,
+): { args: T } | { exit: 0 | 2 } {
+  const { name, usage, io } = command;
+  try {
+    const parsed = parseCommandLine(argv, options, maxPositionals);
+    if (parsed.values.help === true) {
+      io.out(usage);
+      return { exit: 0 };
+    }
+    return { args: read(parsed) };
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.err(`magma-gateway ${name}: ${err.message}\n${usage}`);
+    return { exit: 2 };
+  }
 }
 
 /** A failure after the arguments were read: one line, exit code 1. */

@@ -2,7 +2,7 @@
  * `magma-gateway check <agent-url>`: a conformance probe against the MAGMA Agent HTTP contract v2.0. Checks run one
  * at a time, as BENCH sends requests, so an agent is judged on its contract, not its concurrency.
  */
-import { baseUrl, cell, parseCommandLine, processIo, positiveOption, urlArgument, usageExit, type CommandIo } from './args.js';
+import { baseUrl, cell, commandArgs, processIo, positiveOption, urlArgument, type CommandIo } from './args.js';
 import { checkBatch, checkEmpty, checkMemory, checkOrdering } from './check-cases.js';
 import { describeError, openTarget, TransportError, type CheckResult, type ProbeTarget } from './check-http.js';
 import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } from './check-probes.js';
@@ -98,21 +98,13 @@ const CHECK_FLAGS = {
 } as const;
 
 export async function checkCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
-  let base: string;
-  let seconds: number;
-  let json: boolean;
-  try {
-    const parsed = parseCommandLine(argv, CHECK_FLAGS, 1);
-    if (parsed.values.help === true) {
-      io.out(CHECK_USAGE);
-      return 0;
-    }
-    seconds = positiveOption(parsed.values.timeout, '--timeout', DEFAULT_TIMEOUT_MS / 1000);
-    json = parsed.values.json === true;
-    base = baseUrl(urlArgument(parsed, 'agent URL'), 'agent URL');
-  } catch (err) {
-    return usageExit(err, 'check', CHECK_USAGE, io);
-  }
+  const a = commandArgs(argv, CHECK_FLAGS, 1, { name: 'check', usage: CHECK_USAGE, io }, (parsed) => ({
+    seconds: positiveOption(parsed.values.timeout, '--timeout', DEFAULT_TIMEOUT_MS / 1000),
+    json: parsed.values.json === true,
+    base: baseUrl(urlArgument(parsed, 'agent URL'), 'agent URL'),
+  }));
+  if ('exit' in a) return a.exit;
+  const { base, seconds, json } = a.args;
 
   const results = await runChecks(base, { timeoutMs: Math.ceil(seconds * 1000) });
   const passed = results.filter((r) => r.ok).length;

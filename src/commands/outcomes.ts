@@ -4,8 +4,7 @@
  */
 import { join } from 'node:path';
 import {
-  adminHeaders, authHint, baseUrl, commandFailed, DEFAULT_ADMIN_URL, errorText, parseCommandLine, processIo, positiveOption,
-  usageExit, type CommandIo, type Parsed,
+  adminHeaders, authHint, baseUrl, commandArgs, commandFailed, DEFAULT_ADMIN_URL, errorText, processIo, positiveOption, type CommandIo,
 } from './args.js';
 import { isJsonObject, parseJsonOrUndefined } from '../protocol/schemas.js';
 import { episodeFiles, readResultFile, type ResultLimits } from './results-files.js';
@@ -124,30 +123,21 @@ async function post(endpoint: string, token: string | boolean | undefined, body:
 }
 
 export async function outcomesCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
-  let values: Parsed['values'];
-  let dir: string;
-  let base: string;
-  let seconds: number;
-  let maxMb: number;
-  let maxFiles: number;
-  try {
-    const parsed = parseCommandLine(argv, FLAGS, 2);
-    values = parsed.values;
-    if (values.help === true) {
-      io.out(OUTCOMES_USAGE);
-      return 0;
-    }
-    if (parsed.positionals[0] !== 'import') throw new GatewayError('GATEWAY_ERR_USAGE', 'expected "outcomes import <BENCH results dir>"');
-    const d = parsed.positionals[1];
-    if (d === undefined) throw new GatewayError('GATEWAY_ERR_USAGE', 'missing the BENCH results directory');
-    dir = d;
-    base = baseUrl(typeof values.url === 'string' ? values.url : DEFAULT_ADMIN_URL, 'admin URL');
-    seconds = positiveOption(values.timeout, '--timeout', 60);
-    maxMb = positiveOption(values['max-episode-mb'], '--max-episode-mb', DEFAULT_MAX_EPISODE_MB, 'MB');
-    maxFiles = positiveOption(values['max-files'], '--max-files', DEFAULT_MAX_FILES, 'files');
-  } catch (err) {
-    return usageExit(err, 'outcomes', OUTCOMES_USAGE, io);
-  }
+  const a = commandArgs(argv, FLAGS, 2, { name: 'outcomes', usage: OUTCOMES_USAGE, io }, ({ values, positionals }) => {
+    if (positionals[0] !== 'import') throw new GatewayError('GATEWAY_ERR_USAGE', 'expected "outcomes import <BENCH results dir>"');
+    const dir = positionals[1];
+    if (dir === undefined) throw new GatewayError('GATEWAY_ERR_USAGE', 'missing the BENCH results directory');
+    return {
+      values,
+      dir,
+      base: baseUrl(typeof values.url === 'string' ? values.url : DEFAULT_ADMIN_URL, 'admin URL'),
+      seconds: positiveOption(values.timeout, '--timeout', 60),
+      maxMb: positiveOption(values['max-episode-mb'], '--max-episode-mb', DEFAULT_MAX_EPISODE_MB, 'MB'),
+      maxFiles: positiveOption(values['max-files'], '--max-files', DEFAULT_MAX_FILES, 'files'),
+    };
+  });
+  if ('exit' in a) return a.exit;
+  const { values, dir, base, seconds, maxMb, maxFiles } = a.args;
   let read: ReadResult;
   try {
     read = readResults(dir, { maxFileBytes: Math.floor(maxMb * 1024 * 1024), maxFiles: Math.floor(maxFiles) });

@@ -1,8 +1,8 @@
 /** `magma-gateway report [<admin-url>]`: GET /gateway/experiments for a terminal, the verdict first. */
 import { writeFileSync } from 'node:fs';
 import {
-  adminHeaders, authHint, baseUrl, cell, commandFailed, DEFAULT_ADMIN_URL, errorText, flagOrPositional, parseCommandLine,
-  processIo, positiveOption, usageExit, type CommandIo, type Parsed,
+  adminHeaders, authHint, baseUrl, cell, commandArgs, commandFailed, DEFAULT_ADMIN_URL, errorText, flagOrPositional, processIo,
+  positiveOption, type CommandIo,
 } from './args.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { ROOT_AGENT } from '../config/schema.js';
@@ -212,21 +212,13 @@ function reportForAgent(report: ExperimentsReport, agent: string): ExperimentsRe
 }
 
 export async function reportCommand(argv: string[], io: CommandIo = processIo): Promise<number> {
-  let base: string;
-  let seconds: number;
-  let values: Parsed['values'];
-  try {
-    const parsed = parseCommandLine(argv, REPORT_FLAGS, 1);
-    values = parsed.values;
-    if (values.help === true) {
-      io.out(REPORT_USAGE);
-      return 0;
-    }
-    base = baseUrl(flagOrPositional(parsed, 'url', 'admin URL') ?? DEFAULT_ADMIN_URL, 'admin URL');
-    seconds = positiveOption(values.timeout, '--timeout', 30);
-  } catch (err) {
-    return usageExit(err, 'report', REPORT_USAGE, io);
-  }
+  const a = commandArgs(argv, REPORT_FLAGS, 1, { name: 'report', usage: REPORT_USAGE, io }, (parsed) => ({
+    values: parsed.values,
+    base: baseUrl(flagOrPositional(parsed, 'url', 'admin URL') ?? DEFAULT_ADMIN_URL, 'admin URL'),
+    seconds: positiveOption(parsed.values.timeout, '--timeout', 30),
+  }));
+  if ('exit' in a) return a.exit;
+  const { values, base, seconds } = a.args;
   const endpoint = `${base}/gateway/experiments`;
   const headers = adminHeaders(values.token, { accept: 'application/json' });
 

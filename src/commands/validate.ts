@@ -5,7 +5,7 @@
 import { ConfigError, loadConfigFile, type Env } from '../config/load.js';
 import { formatSummary } from '../config/summary.js';
 import { configWarnings, formatWarning } from '../config/warnings.js';
-import { flagOrPositional, parseCommandLine, UsageError, usageExit, type CommandIo } from './args.js';
+import { commandArgs, flagOrPositional, UsageError, type CommandIo } from './args.js';
 
 export const VALIDATE_USAGE = `usage: magma-gateway validate [--config FILE]
   Checks a config file as the gateway would at start (without starting) and prints what it would run.
@@ -14,18 +14,14 @@ export const VALIDATE_USAGE = `usage: magma-gateway validate [--config FILE]
 `;
 
 export function validateCommand(argv: readonly string[], io: CommandIo, env: Env): number {
-  let path: string | undefined;
-  try {
-    const parsed = parseCommandLine(argv, { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } }, 1);
-    if (parsed.values.help === true) {
-      io.out(VALIDATE_USAGE);
-      return 0;
-    }
-    path = flagOrPositional(parsed, 'config', 'config file') ?? (env.MAGMA_GATEWAY_CONFIG === '' ? undefined : env.MAGMA_GATEWAY_CONFIG);
+  const flags = { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } as const;
+  const a = commandArgs(argv, flags, 1, { name: 'validate', usage: VALIDATE_USAGE, io }, (parsed) => {
+    const path = flagOrPositional(parsed, 'config', 'config file') ?? (env.MAGMA_GATEWAY_CONFIG === '' ? undefined : env.MAGMA_GATEWAY_CONFIG);
     if (path === undefined) throw new UsageError('no config file given (--config FILE or MAGMA_GATEWAY_CONFIG)');
-  } catch (err) {
-    return usageExit(err, 'validate', VALIDATE_USAGE, io);
-  }
+    return path;
+  });
+  if ('exit' in a) return a.exit;
+  const path = a.args;
   let config;
   try {
     config = loadConfigFile(path, env);
