@@ -39,6 +39,15 @@ test('long strings with escapes at every offset are crossed whole, however the c
   }
 });
 
+test('what a string may not hold (a control character, a bad escape) does not move the cuts: the element is refused later', () => {
+  const long = 'x'.repeat(70);
+  const elements = [`"${long}\u0001,]${long}"`, `{"k":"\\q,]\\u00e9\\u12"}`, `"${long}\\\\"`, '7'];
+  const text = Buffer.from(`[${elements.join(',')}]`, 'latin1');
+  for (const cut of [1, 2, 5, 16, 17, 64, 1000]) {
+    assert.deepEqual(split(text, cut).elements, elements.map((e) => `[${e}]`), `chunks of ${cut}`);
+  }
+});
+
 test('a byte order mark may open the answer, split across chunks too', () => {
   const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('[1,2]')]);
   for (const cut of [1, 2, 8]) assert.deepEqual(split(bom, cut).elements, ['[1]', '[2]']);

@@ -2,16 +2,8 @@
  * A backend's answer array cut into its elements as its bytes arrive (docs/protocol-fidelity.md#streamed-answers);
  * each element is then proved by the byte indexer, so what is accepted is what indexing the whole answer accepts.
  */
-import { endianness } from 'node:os';
 import { QUOTE, BACKSLASH, COMMA, LBRACKET, RBRACKET, LBRACE, RBRACE } from '../json/json-bytes.js';
-
-const LITTLE_ENDIAN = endianness() === 'LE';
-
-/** Word k holds bytes 4k - base .. 4k - base + 3 of `buf`; undefined on big-endian hosts (byte by byte). */
-function wordView(buf: Buffer): { words: Uint32Array | undefined; base: number } {
-  const base = buf.byteOffset & 3;
-  return { words: LITTLE_ENDIAN ? new Uint32Array(buf.buffer, buf.byteOffset - base, (buf.length + base) >>> 2) : undefined, base };
-}
+import { CONTROL, newOwner, stringScan } from '../json/string-scan.js';
 
 const BOM = [0xef, 0xbb, 0xbf];
 
@@ -43,7 +35,7 @@ export class ElementSplitter {
     const n = chunk.length;
     let i = 0;
     let from = 0;
-    const { words, base } = wordView(chunk);
+    const owner = newOwner();
     while (i < n) {
       const state = this.state;
       if (state === 'element') {
@@ -53,10 +45,15 @@ export class ElementSplitter {
             i++;
             continue;
           }
-          // Long strings (memory) are crossed four bytes at a time, escapes stepped over on the way.
+          // Long strings (memory) are crossed sixteen bytes at a time, escapes stepped over on the way; what is not
+          // valid in them is the element's indexer's to refuse.
           for (;;) {
-            i = stringStop(chunk, words, base, i, n);
+            i = stringStop(owner, chunk, i);
             if (i === n || chunk[i] === QUOTE) break;
+            if (chunk[i] !== BACKSLASH) {
+              i++;
+              continue;
+            }
             if (i + 1 === n) {
               this.escape = true;
               i = n;
@@ -144,29 +141,12 @@ export class ElementSplitter {
   }
 }
 
-/** The first quote or backslash in `b` from `p`, or `n`; `words` is undefined on big-endian hosts. */
-function stringStop(b: Buffer, words: Uint32Array | undefined, base: number, p: number, n: number): number {
-  if (words !== undefined) {
-    while (p < n && ((p + base) & 3) !== 0) {
-      const c = b[p];
-      if (c === QUOTE || c === BACKSLASH) return p;
-      p++;
-    }
-    const kEnd = (n + base) >>> 2;
-    for (let k = (p + base) >>> 2; k < kEnd; k++) {
-      const x = words[k] ?? 0;
-      const q = x ^ 0x22222222;
-      const s = x ^ 0x5c5c5c5c;
-      // High bit of a byte set: that byte is a quote or a backslash (exact for the lowest such byte).
-      const m = (((q - 0x01010101) & ~q) | ((s - 0x01010101) & ~s)) & 0x80808080;
-      if (m !== 0) return (k << 2) - base + ((31 - Math.clz32(m & -m)) >>> 3);
-    }
-    p = Math.max(p, (kEnd << 2) - base);
+/** The closing quote of the string `b` is in from `p`, a byte the scan stops at inside it, or `b.length`. */
+function stringStop(owner: number, b: Buffer, p: number): number {
+  if (stringScan !== undefined) {
+    const r = stringScan.end(owner, b, p);
+    return r >= 0 ? r : r === CONTROL ? Math.min(stringScan.at, b.length) : stringScan.at;
   }
-  while (p < n) {
-    const c = b[p];
-    if (c === QUOTE || c === BACKSLASH) return p;
-    p++;
-  }
-  return n;
+  while (p < b.length && b[p] !== QUOTE && b[p] !== BACKSLASH) p++;
+  return p;
 }

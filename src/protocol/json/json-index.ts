@@ -4,7 +4,7 @@
  */
 import { GatewayError } from '../../errors.js';
 import { QUOTE, BACKSLASH } from './json-bytes.js';
-import { ESCAPE, stringScan, type StringScan } from './string-scan.js';
+import { ESCAPE, newOwner, stringScan, type StringScan } from './string-scan.js';
 
 /** Why a scan refused the bytes: the offset of the offending byte and a short reason (never client text). */
 export class IndexReject extends GatewayError {
@@ -24,9 +24,6 @@ ESCAPES[0x75] = 2;
 const HEX = new Uint8Array(256);
 for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
 
-/** Numbers each scanner: the string scan's window belongs to one. */
-let scans = 0;
-
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 
 const OBJECT = 1;
@@ -43,7 +40,7 @@ export interface NumberToken {
 /** A method reading a token takes the offset where it starts, returns the one past it or throws IndexReject. */
 export class JsonScanner {
   readonly len: number;
-  private readonly id = ++scans;
+  private readonly id = newOwner();
   /** The container kinds of the value being skipped, one per nesting level. */
   private readonly stack: Uint8Array;
   /** The last string read held a backslash (its text differs from its bytes). */

@@ -40,13 +40,18 @@ function instantiate(windowBytes: number): Exports | undefined {
   }
 }
 
+let owners = 0;
+
+/** A number for a new owner of the window (a scan of one body, or of one chunk). */
+export const newOwner = (): number => ++owners;
+
 export class StringScan {
   /** After `end`: the string held an escape before the stop. */
   escaped = false;
   /** After `end` returned CONTROL or ESCAPE: where. CONTROL at or past the bytes' length is their end. */
   at = 0;
   private readonly mem: Uint8Array;
-  /** The scan (json-index.ts numbers each) whose bytes the window holds. */
+  /** The owner (newOwner) whose bytes the window holds. */
   private owner = 0;
   private start = 0;
   private stop = 0;
