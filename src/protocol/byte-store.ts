@@ -103,26 +103,28 @@ export class ByteStore {
     const ab = this.ab;
     if (ab.byteLength === 0) return; // a reader thread that died kept the memory
     if (ab.resizable) return shrinker(ab);
-    // Moved, not copied: this store's views are empty from here, as after a shrink, and none sees the next body.
-    // Moved also when not kept: the new ArrayBuffer dies young, so its bytes go at the next young collection, where
-    // the old one, promoted during its batch, would hold them until a full one (S6: 411 MB peak instead of 365).
-    const moved = structuredClone(ab, { transfer: [ab] });
-    if (keepable(moved)) keep(moved);
+    giveBack(ab, true);
   }
 }
 
-const keepable = (ab: ArrayBuffer): boolean => ab.byteLength >= REUSE_MIN_BYTES && idleBytes + ab.byteLength <= IDLE_MAX_BYTES;
-
-function keep(ab: ArrayBuffer): void {
-  idle.push(ab);
-  idleBytes += ab.byteLength;
+/**
+ * Kept for the next body if there is room. Moved (transferred) when views of it may be out, so that they are empty
+ * from here, as after a shrink, and none sees the next body; and when not kept, so that it dies young: the new
+ * ArrayBuffer's bytes go at the next young collection, where the old one, promoted during its batch, would hold
+ * them until a full one (S6 peaked at 411 MB instead of 365). Each move counts its bytes as new memory for V8.
+ */
+function giveBack(ab: ArrayBuffer, viewsOut: boolean): void {
+  const kept = ab.byteLength >= REUSE_MIN_BYTES && idleBytes + ab.byteLength <= IDLE_MAX_BYTES;
+  const moved = viewsOut || !kept ? structuredClone(ab, { transfer: [ab] }) : ab;
+  if (!kept) return;
+  idle.push(moved);
+  idleBytes += moved.byteLength;
 }
 
 /**
  * A copy whose views never leave its owner (replay's stored answers: a hit is a copy of it), in the same reused
- * memory, given back as it is. A store's memory is moved when given back so that no view of it sees the next body;
- * here there is no such view, and each move would make V8 count megabytes as new memory, a young collection every
- * few batches (docs/memory-budget.md#where-the-bytes-live).
+ * memory, kept without a move: no view of it is out, and a move for every entry made a young collection every few
+ * batches (docs/memory-budget.md#where-the-bytes-live).
  */
 export class PooledCopy {
   readonly length: number;
@@ -145,9 +147,8 @@ export class PooledCopy {
   }
 
   release(): void {
-    const ab = this.ab;
+    if (this.ab !== undefined) giveBack(this.ab, false);
     this.ab = undefined;
-    if (ab !== undefined && keepable(ab)) keep(ab);
   }
 }
 
