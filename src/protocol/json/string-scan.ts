@@ -22,8 +22,8 @@ export const ESCAPE = -3;
 
 interface Exports {
   memory: WebAssembly.Memory;
-  errAt: WebAssembly.Global;
-  escSeen: WebAssembly.Global;
+  errAt: { readonly value: number };
+  escSeen: { readonly value: number };
   stringEnd: (p: number) => number;
 }
 
@@ -74,7 +74,7 @@ export class StringScan {
         return (r >>> 1) - DATA + this.start;
       }
       this.escaped = escaped ||= this.wasm.escSeen.value !== 0;
-      const at = (this.wasm.errAt.value as number) - DATA + this.start;
+      const at = this.wasm.errAt.value - DATA + this.start;
       // The zeros after a window that is not the last: the string goes on in the next one.
       if (r === CONTROL && at === this.stop && at < buf.length) {
         p = at;
