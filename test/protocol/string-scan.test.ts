@@ -7,12 +7,24 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { indexAgentRequest } from '../../src/protocol/request/request-index.js';
+import { ESCAPE, createStringScan, newOwner } from '../../src/protocol/json/string-scan.js';
 
 const LIMITS = { maxOutputsPerInput: 16, maxJsonDepth: 32, memoryKey: '_gw' };
 
 test('string-scan-wasm.ts is what scripts/build-wasm.mjs assembles from string-scan.wat', () => {
   const r = spawnSync(process.execPath, ['scripts/build-wasm.mjs', '--check'], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
+});
+
+test('valid escapes are stepped over inside the scan; only one it cannot read comes back, at its backslash', () => {
+  const scan = createStringScan();
+  assert.ok(scan !== undefined);
+  const text = Buffer.from('a\\"b\\\\c\\u00e9\\n\\/d" then \\q"', 'latin1');
+  assert.equal(scan.end(newOwner(), text, 0), text.indexOf('" then'));
+  assert.equal(scan.escaped, true);
+  const bad = text.subarray(text.indexOf('" then') + 1);
+  assert.equal(scan.end(newOwner(), bad, 0), ESCAPE);
+  assert.equal(scan.at, bad.indexOf('\\q'));
 });
 
 test('strings of megabytes, escapes across the 1 MiB windows, are read as JSON.parse reads them', () => {

@@ -3,7 +3,7 @@
  * most of a memory, are crossed sixteen bytes at a time (string-scan.ts, docs/protocol-fidelity.md#how-a-batch-is-read).
  */
 import { GatewayError } from '../../errors.js';
-import { QUOTE, BACKSLASH } from './json-bytes.js';
+import { QUOTE, BACKSLASH, ESCAPES, HEX } from './json-bytes.js';
 import { ESCAPE, newOwner, stringScan, type StringScan } from './string-scan.js';
 
 /** Why a scan refused the bytes: the offset of the offending byte and a short reason (never client text). */
@@ -17,12 +17,6 @@ export class IndexReject extends GatewayError {
   }
 }
 
-/** Per byte after a backslash: 1 for a one-character escape, 2 for `u`, 0 for an invalid escape. */
-const ESCAPES = new Uint8Array(256);
-for (const c of '"\\/bfnrt') ESCAPES[c.charCodeAt(0)] = 1;
-ESCAPES[0x75] = 2;
-const HEX = new Uint8Array(256);
-for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
 
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 

@@ -8,6 +8,7 @@
  * The bytes are copied into the module's memory a window at a time (at most WINDOW_BYTES), so its memory stays
  * bounded whatever the body's size; a string running past a window goes on in the next.
  */
+import { ESCAPES, HEX } from './json-bytes.js';
 import { STRING_SCAN_WASM } from './string-scan-wasm.js';
 
 /** The window's first byte in the module's memory: below it, the escape and hex tables. */
@@ -33,6 +34,7 @@ function instantiate(windowBytes: number): Exports | undefined {
     // The module's exports are these four by construction (string-scan.wat); WebAssembly types them as unknowns.
     const exports = new WebAssembly.Instance(mod).exports as unknown as Exports;
     exports.memory.grow(Math.ceil((DATA + windowBytes + PAD) / 65536));
+    new Uint8Array(exports.memory.buffer).set([...ESCAPES, ...HEX]);
     return exports;
   } catch {
     // node --jitless has no WebAssembly: json-index.ts reads byte by byte.
