@@ -3,7 +3,7 @@
  * each element is then proved by the byte indexer, so what is accepted is what indexing the whole answer accepts.
  */
 import { QUOTE, BACKSLASH, COMMA, LBRACKET, RBRACKET, LBRACE, RBRACE } from '../json/json-bytes.js';
-import { CONTROL, newOwner, stringScan } from '../json/string-scan.js';
+import { newOwner, stringScan } from '../json/string-scan.js';
 
 const BOM = [0xef, 0xbb, 0xbf];
 
@@ -145,7 +145,7 @@ export class ElementSplitter {
 function stringStop(owner: number, b: Buffer, p: number): number {
   if (stringScan !== undefined) {
     const r = stringScan.end(owner, b, p);
-    return r >= 0 ? r : r === CONTROL ? Math.min(stringScan.at, b.length) : stringScan.at;
+    return r >= 0 ? r : stringScan.at; // a control character, a backslash, or b.length
   }
   while (p < b.length && b[p] !== QUOTE && b[p] !== BACKSLASH) p++;
   return p;

@@ -17,7 +17,6 @@ export class IndexReject extends GatewayError {
   }
 }
 
-
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 
 const OBJECT = 1;

@@ -34,7 +34,8 @@ function instantiate(windowBytes: number): Exports | undefined {
     // The module's exports are these four by construction (string-scan.wat); WebAssembly types them as unknowns.
     const exports = new WebAssembly.Instance(mod).exports as unknown as Exports;
     exports.memory.grow(Math.ceil((DATA + windowBytes + PAD) / 65536));
-    new Uint8Array(exports.memory.buffer).set([...ESCAPES, ...HEX]);
+    new Uint8Array(exports.memory.buffer).set(ESCAPES, 0);
+    new Uint8Array(exports.memory.buffer).set(HEX, 256);
     return exports;
   } catch {
     // node --jitless has no WebAssembly: json-index.ts reads byte by byte.
