@@ -23,6 +23,7 @@
  * Exit code: 1 when the harness could not measure something (a target failed to start or answered wrongly);
  * a figure missing its target never fails the run.
  */
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { readResults } from './lib/compare.js';
@@ -32,29 +33,46 @@ import { DEFAULT_OUT, runBench, writeResults } from './lib/run.js';
 import { runMemoryRows } from './memory-rows.js';
 import { MEMORY_ROWS, SCENARIOS, SOAK } from './scenarios.js';
 
-function parseBenchArgs(argv: string[]): BenchOptions {
-  const { values: a } = parseArgs({
-    args: argv,
-    options: {
-      quick: { type: 'boolean', default: false },
-      full: { type: 'boolean', default: false },
-      soak: { type: 'boolean', default: false },
-      'soak-s': { type: 'string' },
-      scenario: { type: 'string' },
-      duration: { type: 'string' },
-      warmup: { type: 'string' },
-      rounds: { type: 'string' },
-      'no-nginx': { type: 'boolean', default: false },
-      'log-level': { type: 'string', default: 'warn' },
-      'cpu-prof': { type: 'boolean', default: false },
-      'gateway-extra': { type: 'string' },
-      'gateway-node-args': { type: 'string' },
-      out: { type: 'string' },
-      'keep-tmp': { type: 'boolean', default: false },
-      compare: { type: 'string' },
-      'compare-tolerance': { type: 'string', default: '10' },
-    },
-  });
+/** This file's header: the usage is written once. */
+const USAGE = (readFileSync(new URL(import.meta.url), 'utf8').split('*/')[0] ?? '')
+  .split('\n')
+  .filter((l) => l.startsWith(' *'))
+  .map((l) => l.replace(/^ \* ?/, ''))
+  .join('\n');
+
+class BenchUsageError extends Error {}
+
+function parseBenchArgs(argv: string[]): BenchOptions | undefined {
+  if (argv.includes('--help') || argv.includes('-h')) return undefined;
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        quick: { type: 'boolean', default: false },
+        full: { type: 'boolean', default: false },
+        soak: { type: 'boolean', default: false },
+        'soak-s': { type: 'string' },
+        scenario: { type: 'string' },
+        duration: { type: 'string' },
+        warmup: { type: 'string' },
+        rounds: { type: 'string' },
+        'no-nginx': { type: 'boolean', default: false },
+        'log-level': { type: 'string', default: 'warn' },
+        'cpu-prof': { type: 'boolean', default: false },
+        'gateway-extra': { type: 'string' },
+        'gateway-node-args': { type: 'string' },
+        out: { type: 'string' },
+        'keep-tmp': { type: 'boolean', default: false },
+        compare: { type: 'string' },
+        'compare-tolerance': { type: 'string', default: '10' },
+      },
+    });
+  } catch (err) {
+    // node's own words name the option; the stack would not help.
+    throw new BenchUsageError(err instanceof Error ? err.message : String(err));
+  }
+  const a = parsed.values;
   const tolerancePct = Number(a['compare-tolerance']);
   if (!Number.isFinite(tolerancePct) || tolerancePct < 0) throw new Error(`--compare-tolerance ${a['compare-tolerance']}: expected a percentage >= 0`);
   // Read now, before anything runs: a wrong path fails in a second, and --out may overwrite the file later.
@@ -84,6 +102,10 @@ function parseBenchArgs(argv: string[]): BenchOptions {
 
 async function main(): Promise<number> {
   const opts = parseBenchArgs(process.argv.slice(2));
+  if (opts === undefined) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   const t0 = Date.now();
   if (opts.scenarios.includes(MEMORY_ROWS.id)) {
     // Its own gateway and backends (bench/memory-rows.ts); its table is printed before the others run.
@@ -102,6 +124,10 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
+    if (err instanceof BenchUsageError) {
+      process.stderr.write(`bench: ${err.message} (npm run bench -- --help)\n`);
+      process.exit(2);
+    }
     process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);
   },
