@@ -110,6 +110,9 @@ function candidate(g: Gen, requestId: string, sourceId: string, index: number): 
   else if (m === 13) members.push(['output', completed ? '{"say":"x","tool_calls":[{"name":"p","target_robot_name":""}]}' : 'null']);
   else if (m === 14) members.push(['error', completed ? 'null' : '{"code":"c","message":"m","component":3}']);
   else if (m === 15) members.reverse();
+  // A repeated field counts by its last occurrence: a broken one before a valid one is valid.
+  else if (m === 16) members.unshift(g.pick([['request_id', '""'], ['source_id', '1.0'], ['status', '"x"'], ['memory', '[]'], ['internal_steps', '[1]'], ['output', '{"say":1}'], ['error', '3']]));
+  else if (m === 17) members.push(completed ? ['output', '{"say":1,"tool_calls":5,"say":"x","tool_calls":[{"name":"p","arguments":1,"target_robot_name":"r","arguments":{}}]}'] : ['error', '{"code":"","component":3,"code":"c","message":"m","component":null}']);
   if (g.chance(0.3)) members.sort(() => g.sign());
   return `{${members.map(([k, v]) => `${g.ws()}"${k}"${g.ws()}:${g.ws()}${v}`).join(',')}}`;
 }
@@ -157,7 +160,7 @@ function check(text: string, label: string): 'whole' | 'slots' {
         assert.equal(slot.ok ? '' : slot.reason, want.ok ? '' : want.reason, `${label}: slot ${i}/${c} reason`);
         return;
       }
-      if (!(slot.candidate instanceof IndexedCandidate)) return;
+      assert.ok(slot.candidate instanceof IndexedCandidate, `${label}: slot ${i}/${c}: the indexer refused what the oracle accepts\n${text}`);
       // The candidate as the client gets it: the backend's bytes (offsets are byte offsets), decoded equal to
       // today's candidate.
       const tag = { backend: 'a', route: 'default' };

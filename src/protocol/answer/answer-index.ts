@@ -91,6 +91,7 @@ class AnswerIndexer extends ProtocolWalker {
     const s = this.s;
     const tok = this.tok;
     const endAt = this.endAt;
+    /** False once an unknown key is met, wherever it stands; a field's own validity is its last read's. */
     let ok = true;
     let requestId: string | undefined;
     let sourceKey: string | undefined;
@@ -100,7 +101,11 @@ class AnswerIndexer extends ProtocolWalker {
     let internalSteps: Span | undefined;
     let output: Span | undefined;
     let error: Span | undefined;
-    // Repeated keys: the last occurrence counts, as JSON.parse keeps; a field is reset before each read.
+    let stepsOk = true;
+    let outputOk = true;
+    let errorOk = true;
+    // Repeated keys: the last occurrence counts, as JSON.parse keeps; a field and its validity are reset before each
+    // read, so an invalid value followed by a valid one is as valid as the decoded answer.
     const intAt = (v: number, nonNegative: boolean): string | undefined => {
       if (!isNumberStart(s.at(v))) {
         endAt.at = s.value(v, 2);
@@ -117,25 +122,20 @@ class AnswerIndexer extends ProtocolWalker {
       switch (name) {
         case 'request_id':
           requestId = this.nonEmptyAt(v, 2);
-          if (requestId === undefined) ok = false;
           return endAt.at;
         case 'source_id':
           sourceKey = intAt(v, false);
-          if (sourceKey === undefined) ok = false;
           return endAt.at;
         case 'candidate_index':
           indexKey = intAt(v, true);
-          if (indexKey === undefined) ok = false;
           return endAt.at;
         case 'status': {
           const t = this.stringAt(v, 2);
           status = t === 'completed' || t === 'error' ? t : undefined;
-          if (status === undefined) ok = false;
           return endAt.at;
         }
         case 'memory': {
           if (c !== LBRACE) {
-            ok = false;
             memory = undefined;
             return s.value(v, 2);
           }
@@ -143,12 +143,10 @@ class AnswerIndexer extends ProtocolWalker {
           return memory.end;
         }
         case 'internal_steps': {
-          if (c !== LBRACKET) {
-            ok = false;
-            return s.value(v, 2);
-          }
+          stepsOk = c === LBRACKET;
+          if (!stepsOk) return s.value(v, 2);
           const e = this.elements(v, 3, (q) => {
-            if (s.at(q) !== LBRACE) ok = false;
+            if (s.at(q) !== LBRACE) stepsOk = false;
             return s.value(q, 3);
           });
           internalSteps = { start: v, end: e };
@@ -158,18 +156,24 @@ class AnswerIndexer extends ProtocolWalker {
         case 'error': {
           let e: number;
           let span: Span | undefined;
+          let valid = true;
           if (c === 0x6e) e = s.value(v, 2); // null (or a refused literal: s.value throws on anything else)
           else if (c !== LBRACE) {
-            ok = false;
+            valid = false;
             e = s.value(v, 2);
           } else {
             const r = name === 'output' ? this.decision(v) : this.agentError(v);
-            if (!r.ok) ok = false;
+            valid = r.ok;
             e = r.end;
             span = { start: v, end: e };
           }
-          if (name === 'output') output = span;
-          else error = span;
+          if (name === 'output') {
+            output = span;
+            outputOk = valid;
+          } else {
+            error = span;
+            errorOk = valid;
+          }
           return e;
         }
         default:
@@ -177,7 +181,7 @@ class AnswerIndexer extends ProtocolWalker {
           return s.value(v, 2);
       }
     });
-    if (!ok || requestId === undefined || sourceKey === undefined || indexKey === undefined || status === undefined || memory === undefined) {
+    if (!ok || !stepsOk || !outputOk || !errorOk || requestId === undefined || sourceKey === undefined || indexKey === undefined || status === undefined || memory === undefined) {
       return { end, candidate: undefined };
     }
     // agentOutputSchema's refinement: completed needs a decision and no error; error the reverse.
@@ -205,33 +209,34 @@ class AnswerIndexer extends ProtocolWalker {
 
   private readonly endAt = { at: 0 };
 
+  /** A repeated `say` or `tool_calls` is judged by its last occurrence, as candidate() judges its fields. */
   private decision(p: number): { end: number; ok: boolean } {
     const s = this.s;
     let ok = true;
+    let sayOk = true;
+    let callsOk = true;
     const end = this.members(p, 3, (name, v) => {
       if (name === 'say') {
-        if (this.stringAt(v, 3) === undefined) ok = false;
+        sayOk = this.stringAt(v, 3) !== undefined;
         return this.endAt.at;
       }
       if (name === 'tool_calls') {
-        if (s.at(v) !== LBRACKET) {
-          ok = false;
-          return s.value(v, 3);
-        }
+        callsOk = s.at(v) === LBRACKET;
+        if (!callsOk) return s.value(v, 3);
         return this.elements(v, 4, (q) => {
           if (s.at(q) !== LBRACE) {
-            ok = false;
+            callsOk = false;
             return s.value(q, 4);
           }
           const r = this.toolCall(q);
-          if (!r.ok) ok = false;
+          if (!r.ok) callsOk = false;
           return r.end;
         });
       }
       ok = false;
       return s.value(v, 3);
     });
-    return { end, ok };
+    return { end, ok: ok && sayOk && callsOk };
   }
 
   private toolCall(p: number): { end: number; ok: boolean } {
@@ -254,6 +259,8 @@ class AnswerIndexer extends ProtocolWalker {
     let ok = true;
     let first: string | undefined;
     let second: string | undefined;
+    // Repeated, each field counts by its last occurrence; an unknown field refuses wherever it stands.
+    let otherValid = true;
     const end = this.members(p, depth, (field, v) => {
       if (field === required[0] || field === required[1]) {
         const t = this.nonEmptyAt(v, depth);
@@ -261,9 +268,10 @@ class AnswerIndexer extends ProtocolWalker {
         else second = t;
         return this.endAt.at;
       }
-      if (field !== other || !otherOk(s.at(v))) ok = false;
+      if (field === other) otherValid = otherOk(s.at(v));
+      else ok = false;
       return s.value(v, depth);
     });
-    return { end, ok: ok && first !== undefined && second !== undefined };
+    return { end, ok: ok && otherValid && first !== undefined && second !== undefined };
   }
 }
