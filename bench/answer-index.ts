@@ -11,13 +11,13 @@
 import { isUtf8 } from 'node:buffer';
 import { parseArgs } from 'node:util';
 import { answerBody, CandidateWriter } from '../src/dispatch/answer-bytes.js';
-import { fromBackend } from '../src/dispatch/candidates.js';
 import { indexAgentResponse } from '../src/protocol/answer/answer-index.js';
 import { parseExact, stringifyExact } from '../src/protocol/json/exact-json.js';
 import { readAgentRequest } from '../src/protocol/request/read-request.js';
-import { checkIndexedResponse, checkSubResponse, IndexedCandidate } from '../src/protocol/answer/response-check.js';
+import { checkIndexedResponse } from '../src/protocol/answer/response-check.js';
 import type { AgentOutput } from '../src/protocol/types.js';
 import { bodyText, fillerText, historyRequest } from './lib/bodies.js';
+import { checkSubResponse, fromBackend } from './lib/decoded-answer.js';
 import { MicroBench } from './lib/micro.js';
 
 const { values } = parseArgs({ options: { 'min-ms': { type: 'string', default: '600' } } });
@@ -70,7 +70,7 @@ measure('after: index + check + slices + answerBody', buf.length, () => {
   const writer = new CandidateWriter(request.request_id, KEY);
   const outputs = check.slots.map((row, i) => {
     const s = row[0]!;
-    if (!s.ok || !(s.candidate instanceof IndexedCandidate)) throw new Error('not indexed');
+    if (!s.ok) throw new Error(s.reason);
     return writer.fromIndexed(request.request_id, request.inputs[i]!, 0, s.candidate, tag);
   });
   return answerBody(outputs);

@@ -13,7 +13,8 @@
 import { parseArgs } from 'node:util';
 import { parseExact, stringifyExact } from '../src/protocol/json/exact-json.js';
 import { parseAgentRequest } from '../src/protocol/request.js';
-import { checkSubResponse, type SubRequestShape } from '../src/protocol/answer/response-check.js';
+import type { SubRequestShape } from '../src/protocol/answer/response-check.js';
+import { checkSubResponse } from './lib/decoded-answer.js';
 import { makeResponder } from './lib/agent-response.js';
 import { bodyText, historyRequest } from './lib/bodies.js';
 import { median } from './lib/stats.js';

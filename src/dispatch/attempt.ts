@@ -7,7 +7,6 @@ import { withTraceparent } from '../protocol/correlation.js';
 import type { IndexedCandidate, Slot } from '../protocol/answer/response-check.js';
 import { subRequestBody } from '../protocol/request/sub-request.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
-import type { AgentOutput } from '../protocol/types.js';
 import { postResponses } from '../upstream/post-responses.js';
 import type { Replica } from '../upstream/replica.js';
 import type { Permit } from '../state/index.js';
@@ -29,7 +28,7 @@ export interface BatchInputs {
 export type AttemptResult = {
   workMs: number;
 } & (
-  | { kind: 'answered'; ms: number; rows: Slot<AgentOutput | IndexedCandidate>[][] }
+  | { kind: 'answered'; ms: number; rows: Slot<IndexedCandidate>[][] }
   /** Aborted by the gateway, not failed by the backend. */
   | { kind: 'aborted'; ms: number; clientGone: boolean }
   | { kind: 'unserved'; why: Unserved<Replica> }

@@ -1,6 +1,6 @@
 /** The (input, candidate) slots of one batch: the only writer of the slots, the error counts and the leg outcomes. */
 import { countedCode, GatewayError, type AttemptFailure, type GatewayErrorCode } from '../errors.js';
-import { IndexedCandidate, type Slot } from '../protocol/answer/response-check.js';
+import type { IndexedCandidate, Slot } from '../protocol/answer/response-check.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
 import type { CallOutcome, LegOutcome } from './batch-types.js';
@@ -8,7 +8,7 @@ import type { BatchObserver } from './batch-observer.js';
 import type { Item } from './batch-item.js';
 import { candidateTagOf, tagWithFlag } from '../protocol/memory-tag.js';
 import { CandidateWriter } from './answer-bytes.js';
-import { ErrorCandidate, fromBackend } from './candidates.js';
+import { ErrorCandidate } from './candidates.js';
 
 export class BatchSlots {
   private readonly slots: AgentOutput[][];
@@ -19,7 +19,7 @@ export class BatchSlots {
 
   constructor(
     private readonly request: IndexedAgentRequest,
-    private readonly memoryKey: string,
+    memoryKey: string,
     private readonly observer: BatchObserver,
   ) {
     this.slots = request.inputs.map((inp) => new Array<AgentOutput>(inp.num_outputs));
@@ -61,7 +61,7 @@ export class BatchSlots {
   /** A malformed or missing slot fails only itself, unless `leaveBad(item)`: then its fallback fills it. */
   answer(
     items: readonly Item[],
-    rows: Slot<AgentOutput | IndexedCandidate>[][],
+    rows: Slot<IndexedCandidate>[][],
     ms: number,
     leaveBad: (it: Item) => boolean = () => false,
   ): void {
@@ -79,19 +79,16 @@ export class BatchSlots {
   }
 
   /** Candidate `c` of `it` from its checked slot, counted as answer() counts it but not kept (a streamed answer). */
-  candidate(it: Item, c: number, slot: Slot<AgentOutput | IndexedCandidate>): AgentOutput {
-    const { request, memoryKey } = this;
+  candidate(it: Item, c: number, slot: Slot<IndexedCandidate>): AgentOutput {
+    const { request } = this;
     const input = it.input;
     const idx = it.offset + c;
     let out: AgentOutput;
     if (!slot.ok) out = this.error(it, idx, 'gateway_backend_invalid_response', slot.reason);
     else {
       const cand = slot.candidate;
-      const status = cand instanceof IndexedCandidate ? cand.index.status : cand.status;
-      const tag = status === 'error' ? tagWithFlag(candidateTagOf(it), 'c') : candidateTagOf(it);
-      out = cand instanceof IndexedCandidate
-        ? this.writer.fromIndexed(request.request_id, input, idx, cand, tag)
-        : fromBackend(request.request_id, input, idx, cand, memoryKey, tag);
+      const tag = cand.index.status === 'error' ? tagWithFlag(candidateTagOf(it), 'c') : candidateTagOf(it);
+      out = this.writer.fromIndexed(request.request_id, input, idx, cand, tag);
     }
     this.observer.candidatesFilled(it.route, it.backend, out.status, 1);
     if (out.error) {

@@ -25,7 +25,7 @@ const LBRACKET = Buffer.from('[', 'latin1');
 const RBRACKET = Buffer.from(']', 'latin1');
 const COMMA = Buffer.from(',', 'latin1');
 /** Put in the place of a pushed candidate, so its bytes are freed. */
-const WRITTEN: Slot<AgentOutput | IndexedCandidate> = { ok: false, reason: 'written' };
+const WRITTEN: Slot<IndexedCandidate> = { ok: false, reason: 'written' };
 
 export interface StreamTarget {
   readonly slots: BatchSlots;
@@ -87,7 +87,7 @@ export class CandidateStream extends Transform {
   private offloaded = 0;
   private indexed: Promise<void> = Promise.resolve();
   private workMs = 0;
-  private readonly placement: Placement<AgentOutput | IndexedCandidate>;
+  private readonly placement: Placement<IndexedCandidate>;
 
   constructor(
     private readonly target: StreamTarget,

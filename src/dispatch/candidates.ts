@@ -1,30 +1,10 @@
 /** Error candidates keep complete memory (docs/protocol-fidelity.md#agent-and-http-errors). */
 import type { GatewayErrorCode } from '../errors.js';
-import { taggedInputMemory, tagMemory, type MemoryTag } from '../protocol/memory-tag.js';
+import { taggedInputMemory, type MemoryTag } from '../protocol/memory-tag.js';
 import type { PartsWriter } from '../protocol/answer/answer-body.js';
 import type { IndexedAgentInput } from '../protocol/request/indexed-request.js';
-import type { AgentError, AgentInput, AgentOutput, JsonObject } from '../protocol/types.js';
+import type { AgentError, JsonObject } from '../protocol/types.js';
 import { BytesCandidate, type CandidateWriter } from './answer-bytes.js';
-
-export function fromBackend(
-  requestId: string,
-  input: AgentInput,
-  candidateIndex: number,
-  cand: AgentOutput,
-  memoryKey: string,
-  tag: MemoryTag,
-): AgentOutput {
-  return {
-    request_id: requestId,
-    source_id: input.id,
-    candidate_index: candidateIndex,
-    status: cand.status,
-    memory: tagMemory(cand.memory, memoryKey, tag),
-    internal_steps: cand.internal_steps,
-    output: cand.output,
-    error: cand.error,
-  };
-}
 
 /** Written from its input's bytes; its memory is decoded only if something reads it. */
 export class ErrorCandidate extends BytesCandidate {

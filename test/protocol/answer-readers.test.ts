@@ -1,13 +1,18 @@
 /**
  * The answer indexer and the decoded reader (parseExact + agentOutputSchema, whose words every refusal uses) agree
- * on what a candidate is; answer-differential.test.ts checks it over generated answers, these name the cases.
+ * on what a candidate is; answer-differential.test.ts checks it over generated answers, these name the cases. A
+ * slot holds only what the indexer took: where they would disagree, the slot or the answer fails saying so.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkAnswerBytes, decisionOf } from '../../src/protocol/answer/answer-check.js';
-import { IndexedCandidate } from '../../src/protocol/answer/response-check.js';
+import { indexAgentResponse } from '../../src/protocol/answer/answer-index.js';
+import { checkAnswerBytes, decisionOf, placeAnswer } from '../../src/protocol/answer/answer-check.js';
+import { checkIndexedResponse, IndexedCandidate } from '../../src/protocol/answer/response-check.js';
 
 const KEY = '_gw';
+const SHAPE = { requestId: 'r1', inputs: [{ id: 1, count: 2 }] };
+const candidate = (c: number, extra = ''): string =>
+  `{"request_id":"r1","source_id":1,"candidate_index":${c},"status":"completed","memory":{}${extra},"output":{"say":"x"}}`;
 
 test('a field repeated with a broken value first counts by its last occurrence, as the decoded reader keeps it', () => {
   const text =
@@ -19,4 +24,35 @@ test('a field repeated with a broken value first counts by its last occurrence, 
   const slot = check.slots[0]?.[0];
   assert.ok(slot?.ok && slot.candidate instanceof IndexedCandidate, 'taken from its bytes by the indexer');
   assert.deepEqual(decisionOf(slot.candidate), { completed: true, output: { say: 'y', tool_calls: [{ name: 'p', arguments: {}, target_robot_name: 'r' }] } });
+});
+
+// No answer makes the readers disagree (the differential test would fail): the indexer's refusal is forced by
+// handing the placement what the indexer hands over when it refuses, for bytes the decoded reader accepts.
+
+test('an element the indexer refused and the decoded reader accepts fails its slot, saying the readers disagree', () => {
+  const buf = Buffer.from(`[${candidate(0)},${candidate(1, ',"extra":1')}]`);
+  const indexed = indexAgentResponse(buf, 16, KEY);
+  assert.ok(indexed.ok);
+  const [first, second] = indexed.elements;
+  assert.ok(first?.candidate !== undefined && second !== undefined && second.candidate === undefined);
+  // A refused element is its span and no candidate.
+  const check = checkIndexedResponse(buf, [{ span: first.span, candidate: undefined }, second], SHAPE);
+  assert.ok(check.ok);
+  assert.deepEqual(check.slots[0], [
+    { ok: false, reason: 'the indexer refused candidate 1/0, which the decoded reader accepts' },
+    // Refused by both: the schema's words.
+    { ok: false, reason: 'candidate 1/1 is malformed: (root): Unrecognized key: "extra"' },
+  ]);
+});
+
+test('an answer the indexer refused whole and the decoded reader reads as an array fails, saying the readers disagree', () => {
+  const refused = 'the answer is not a valid AgentResponse: forced at byte 0';
+  const outcome = { ok: false, skip: 0, reason: refused, decode: true } as const;
+  assert.deepEqual(placeAnswer(Buffer.from(`[${candidate(0)},${candidate(1)}]`), outcome, SHAPE, 16), {
+    ok: false,
+    reason: `the indexer refused the answer, which the decoded reader accepts (${refused})`,
+  });
+  // Refused by both: the decoded reader's words.
+  assert.deepEqual(placeAnswer(Buffer.from('{"a":1}'), outcome, SHAPE, 16), { ok: false, reason: 'the answer is not a JSON array of AgentOutput' });
+  assert.deepEqual(placeAnswer(Buffer.from(`[${candidate(0)}`), outcome, SHAPE, 16).ok, false);
 });

@@ -3,17 +3,17 @@ import { isUtf8 } from 'node:buffer';
 import { indexAgentResponse, TOO_MANY_ELEMENTS, type AnswerElement } from './answer-index.js';
 import { parseExact } from '../json/exact-json.js';
 import { exceedsDepth, tooDeepMessage } from '../json/json-depth.js';
-import { checkIndexedResponse, checkSubResponse, IndexedCandidate, type Slot, type SubRequestShape } from './response-check.js';
+import { checkIndexedResponse, readersDisagree, type IndexedCandidate, type Slot, type SubRequestShape } from './response-check.js';
 import { firstInvalidUtf8 } from '../json/utf8.js';
 import { agentDecisionSchema } from '../schemas.js';
 import { MemoryKeyRepeats } from '../request/protocol-walker.js';
-import type { AgentDecision, AgentOutput } from '../types.js';
+import type { AgentDecision } from '../types.js';
 
 export type AnswerCheck =
-  | { ok: true; slots: Slot<AgentOutput | IndexedCandidate>[][] }
+  | { ok: true; slots: Slot<IndexedCandidate>[][] }
   | { ok: false; reason: string };
 
-/** Answers refused by the indexer up to this size are decoded for a reason in the schema's words. */
+/** Answers refused by the indexer up to this size are decoded for a reason in the decoded reader's words. */
 const TEXT_CHECK_MAX_BYTES = 1024 * 1024;
 
 /** The half whose time grows with the answer, plain data so the reader thread can build it. */
@@ -46,7 +46,7 @@ export function askedOf(shape: SubRequestShape): number {
 
 export function placeAnswer(bytes: Buffer, outcome: AnswerIndexOutcome, shape: SubRequestShape, maxDepth: number): AnswerCheck {
   const body = bytes.subarray(outcome.skip);
-  if (!outcome.ok) return outcome.decode ? checkText(body.toString('utf8'), shape, maxDepth) : { ok: false, reason: outcome.reason };
+  if (!outcome.ok) return { ok: false, reason: outcome.decode ? checkText(body.toString('utf8'), maxDepth, outcome.reason) : outcome.reason };
   const check = checkIndexedResponse(body, outcome.elements, shape);
   return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
 }
@@ -55,24 +55,26 @@ export function checkAnswerBytes(bytes: Buffer, shape: SubRequestShape, maxDepth
   return placeAnswer(bytes, indexAnswer(bytes, askedOf(shape), maxDepth, memoryKey, maxKeyRepeats), shape, maxDepth);
 }
 
-function checkText(text: string, shape: SubRequestShape, maxDepth: number): AnswerCheck {
-  if (exceedsDepth(text, maxDepth) !== -1) return { ok: false, reason: `the answer is ${tooDeepMessage(maxDepth)}` };
-  let answer: unknown;
+/**
+ * Why the indexer refused the answer whole, in the decoded reader's words. Its refusals of an answer are JSON's
+ * (syntax, depth, a number that overflows) or that it is not an array, which the decoder words too: a decoded
+ * array is the readers disagreeing (`refused` is the indexer's reason).
+ */
+function checkText(text: string, maxDepth: number, refused: string): string {
+  if (exceedsDepth(text, maxDepth) !== -1) return `the answer is ${tooDeepMessage(maxDepth)}`;
   try {
     const parsed = parseExact(text);
-    if (parsed.nonFinite) return { ok: false, reason: 'the answer holds a non-finite number' };
-    answer = parsed.value;
+    if (parsed.nonFinite) return 'the answer holds a non-finite number';
+    if (!Array.isArray(parsed.value)) return 'the answer is not a JSON array of AgentOutput';
   } catch (err) {
     // parseExact throws only Error (SyntaxError or its own bound errors).
-    return { ok: false, reason: `the answer is not JSON: ${err instanceof Error ? err.message : String(err)}` };
+    return `the answer is not JSON: ${err instanceof Error ? err.message : String(err)}`;
   }
-  const check = checkSubResponse(answer, shape);
-  return check.ok ? { ok: true, slots: check.slots } : { ok: false, reason: check.reason };
+  return `${readersDisagree('the answer')} (${refused})`;
 }
 
-/** An indexed candidate decodes its `output` bytes only. */
-export function decisionOf(c: AgentOutput | IndexedCandidate): { completed: boolean; output: AgentDecision | null } {
-  if (!(c instanceof IndexedCandidate)) return { completed: c.status === 'completed', output: c.output ?? null };
+/** Decodes the candidate's `output` bytes only. */
+export function decisionOf(c: IndexedCandidate): { completed: boolean; output: AgentDecision | null } {
   const { buf, index } = c;
   const span = index.output;
   // The indexer proved the output a strict AgentDecision (answer-index.ts); the schema fills its defaults.

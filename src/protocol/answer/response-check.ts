@@ -12,11 +12,10 @@ export interface SubRequestShape {
 
 export type Slot<C> = { ok: true; candidate: C } | { ok: false; reason: string };
 
-type SubResponseCheckOf<C> =
+export type SubResponseCheckOf<C> =
   /** Not an array, or it names another request: the sub-request failed. */
   | { ok: false; reason: string }
   | { ok: true; slots: Slot<C>[][]; extras: number };
-type SubResponseCheck = SubResponseCheckOf<AgentOutput>;
 
 function slotKey(sourceId: unknown, candidateIndex: unknown): string | undefined {
   if (sourceId === undefined || candidateIndex === undefined) return undefined;
@@ -27,7 +26,7 @@ function slotKey(sourceId: unknown, candidateIndex: unknown): string | undefined
   }
 }
 
-interface ElementView<C> {
+export interface ElementView<C> {
   /** Undefined when not a real string (a number marker). */
   requestId: string | undefined;
   /** Undefined when either is missing or not an integer. */
@@ -88,7 +87,7 @@ export class Placement<C> {
   }
 }
 
-function place<C>(n: number, view: (k: number) => ElementView<C>, shape: SubRequestShape): SubResponseCheckOf<C> {
+export function place<C>(n: number, view: (k: number) => ElementView<C>, shape: SubRequestShape): SubResponseCheckOf<C> {
   const placement = new Placement<C>(shape);
   for (let k = 0; k < n; k++) {
     const placed = placement.add(k, view(k));
@@ -97,8 +96,19 @@ function place<C>(n: number, view: (k: number) => ElementView<C>, shape: SubRequ
   return { ok: true, slots: placement.filled(), extras: placement.extras };
 }
 
-/** Only a JSON object has fields; zod decides the rest. */
-function decodedView(raw: unknown): ElementView<AgentOutput> {
+/**
+ * The indexer refused `what`, which the decoded reader (parseExact + agentOutputSchema) accepts: the indexer's
+ * refusal stands, saying so, as request.ts's readersDisagree (answer-differential.test.ts keeps this unreached).
+ */
+export function readersDisagree(what: string): string {
+  return `the indexer refused ${what}, which the decoded reader accepts`;
+}
+
+/**
+ * An element the indexer refused, decoded only to word the refusal as the schema words it: only a JSON object has
+ * fields, zod says what is wrong with them. No slot is ever filled from the decoded value.
+ */
+export function refusedView(raw: unknown): ElementView<never> {
   const obj = isJsonObject(raw) ? raw : undefined;
   const rid = obj?.request_id;
   return {
@@ -106,22 +116,16 @@ function decodedView(raw: unknown): ElementView<AgentOutput> {
     key: obj ? slotKey(obj.source_id, obj.candidate_index) : undefined,
     validate: (key) => {
       const parsed = agentOutputSchema.safeParse(raw);
-      return parsed.success
-        ? { ok: true, candidate: parsed.data }
-        : {
-            ok: false,
-            // zod's messages are fixed text except unrecognized keys, which name the backend's keys: bounded.
-            reason: safeReason(
-              `candidate ${key} is malformed: ${parsed.error.issues.map((i) => `${describePath(i.path)}: ${i.message}`).join('; ')}`,
-            ),
-          };
+      if (parsed.success) return { ok: false, reason: readersDisagree(`candidate ${key}`) };
+      return {
+        ok: false,
+        // zod's messages are fixed text except unrecognized keys, which name the backend's keys: bounded.
+        reason: safeReason(
+          `candidate ${key} is malformed: ${parsed.error.issues.map((i) => `${describePath(i.path)}: ${i.message}`).join('; ')}`,
+        ),
+      };
     },
   };
-}
-
-export function checkSubResponse(body: unknown, shape: SubRequestShape): SubResponseCheck {
-  if (!Array.isArray(body)) return { ok: false, reason: 'the answer is not a JSON array of AgentOutput' };
-  return place(body.length, (k) => decodedView(body[k]), shape);
 }
 
 export class IndexedCandidate {
@@ -131,23 +135,23 @@ export class IndexedCandidate {
   ) {}
 }
 
-/** An element the indexer did not accept is decoded and judged as checkSubResponse judges it, in its words. */
+/** A slot holds only a candidate the indexer accepted; an element it refused fails its slot (refusedView). */
 export function checkIndexedResponse(
   buf: Buffer,
   elements: readonly AnswerElement[],
   shape: SubRequestShape,
-): SubResponseCheckOf<AgentOutput | IndexedCandidate> {
+): SubResponseCheckOf<IndexedCandidate> {
   // k < elements.length (place's loop bound)
-  return place<AgentOutput | IndexedCandidate>(elements.length, (k) => indexedView(buf, elements[k]!), shape);
+  return place<IndexedCandidate>(elements.length, (k) => indexedView(buf, elements[k]!), shape);
 }
 
-export function indexedView(buf: Buffer, el: AnswerElement): ElementView<AgentOutput | IndexedCandidate> {
+export function indexedView(buf: Buffer, el: AnswerElement): ElementView<IndexedCandidate> {
   const c = el.candidate;
   if (c !== undefined) {
     return { requestId: c.requestId, key: `${c.sourceKey}/${c.indexKey}`, validate: () => ({ ok: true, candidate: new IndexedCandidate(buf, c) }) };
   }
   // The indexer proved the whole answer JSON within the depth limit and its numbers finite: this parse holds.
-  return decodedView(parseExact(buf.toString('utf8', el.span.start, el.span.end)).value);
+  return refusedView(parseExact(buf.toString('utf8', el.span.start, el.span.end)).value);
 }
 
 /** AgentResponse.validate_request. */
