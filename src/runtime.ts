@@ -9,7 +9,7 @@ import { routeBackends } from './routing/plan.js';
 import { Prober } from './upstream/prober.js';
 import { SharedEjections } from './upstream/shared-ejections.js';
 import { Upstreams } from './upstream/upstreams.js';
-import type { SharedValues } from './state/types.js';
+import type { StorePorts } from './state/types.js';
 import type { TracingConfig } from './tracing/otel-tracing.js';
 import { NOOP_TRACING, type Tracing } from './tracing/trace-span.js';
 import { ClientTable } from './clients/client-table.js';
@@ -32,13 +32,13 @@ export class GatewayRuntime {
     readonly config: GatewayConfig,
     metrics: GatewayMetrics,
     private readonly log: Logger,
-    store?: SharedValues,
+    store?: Pick<StorePorts, 'shared'>,
     private readonly version = '0.0.0',
   ) {
     this.agents = compileAgents(config);
     metrics.initSeries(config, routeBackends);
     this.upstreams = new Upstreams(config, metrics);
-    this.ejections = store === undefined ? undefined : new SharedEjections(this.upstreams, store, log);
+    this.ejections = store === undefined ? undefined : new SharedEjections(this.upstreams, store.shared, log);
     this.prober = new Prober(this.upstreams, config, metrics, log);
     this.budget = new RetryBudget(config.retry_budget.ratio, config.retry_budget.min);
     this.shadows = new ShadowLimiter(config.shadow_max_in_flight);

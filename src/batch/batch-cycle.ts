@@ -102,7 +102,7 @@ export class BatchCycle {
     if (runtime.config.state.replay_ttl_s <= 0) return undefined;
     // Per agent: the same batch sent to two agents is two computations (their routes differ).
     const replayId = agent.virtual ? `agents/${agent.name}/${request.request_id}` : request.request_id;
-    const begin = await gw.store.replayBegin(replayId, this.b.rawHash ?? hashBody(this.b.raw), this.signal);
+    const begin = await gw.store.replay.begin(replayId, this.b.rawHash ?? hashBody(this.b.raw), this.signal);
     if (begin.kind === 'hit') {
       gw.metrics.replay.inc({ outcome: 'hit' });
       span.event(EVENT_REPLAY_HIT);
@@ -156,7 +156,7 @@ export class BatchCycle {
     const deps = { upstreams: runtime.upstreams, metrics: gw.metrics, log: ex.log, agent: compiled.agent, memoryKey: compiled.memoryKey };
     const stream = ex.stream !== undefined && streamable(compiled, p.dispatched) ? ex.stream : undefined;
     stream?.describe(this.requestId, p.cache?.hits);
-    const batch = runBatch(Object.assign({ budget: runtime.budget, permits: gw.store }, deps), request, p.dispatched, {
+    const batch = runBatch(Object.assign({ budget: runtime.budget, permits: gw.store.permits }, deps), request, p.dispatched, {
       deadline: this.deadline,
       headers: this.b.headers,
       signal: this.signal,

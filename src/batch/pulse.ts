@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { histogramByLabel, type GatewayMetrics } from '../metrics.js';
 import { parseJsonOrUndefined } from '../protocol/schemas.js';
-import type { CappedLists, Claims } from '../state/types.js';
+import type { StorePorts } from '../state/types.js';
 import { quantileMs, type LeCounts as Buckets } from '../stats/histogram-quantile.js';
 
 export interface PulseRaw {
@@ -202,16 +202,16 @@ function isRaw(v: unknown): v is PulseRaw {
  * list `pulse:<replica>` and names itself in `pulse:replicas`; both expire after twice the pulse's span unwritten,
  * so a replica gone for good drops out.
  */
-export function sharedPulse(store: CappedLists & Pick<Claims, 'addToSet' | 'readSet'>, replica: string = randomUUID()): PulseSink {
+export function sharedPulse(store: Pick<StorePorts, 'lists' | 'claims'>, replica: string = randomUUID()): PulseSink {
   return {
     async push(raw, points, intervalMs) {
       const ttlMs = 2 * points * intervalMs;
-      await store.addToSet(REPLICAS_KEY, replica, ttlMs, MAX_REPLICAS);
-      await store.pushCapped(`pulse:${replica}`, JSON.stringify(raw), points, ttlMs);
+      await store.claims.addMember(REPLICAS_KEY, replica, ttlMs, MAX_REPLICAS);
+      await store.lists.push(`pulse:${replica}`, JSON.stringify(raw), points, ttlMs);
     },
     async read() {
-      const replicas = (await store.readSet(REPLICAS_KEY)).slice(0, MAX_REPLICAS);
-      const lists = await Promise.all(replicas.map((r) => store.readList(`pulse:${r}`)));
+      const replicas = (await store.claims.members(REPLICAS_KEY)).slice(0, MAX_REPLICAS);
+      const lists = await Promise.all(replicas.map((r) => store.lists.read(`pulse:${r}`)));
       // A line that is not a sample of ours is skipped.
       return lists.flat().map(parseJsonOrUndefined).filter(isRaw);
     },

@@ -1,11 +1,11 @@
 /** A client's limits across replicas (docs/limits-and-edges.md#client-limits-across-replicas). */
 import type { AbortLike } from '../abort.js';
-import type { Permits, StoreHealth, TokenBuckets } from '../state/types.js';
+import type { StoreHealth, StorePorts } from '../state/types.js';
 import type { Admission, Granted, LimitName, LimitSettings } from './client-limiter.js';
 import { makePermit } from '../state/semaphores.js';
 
 interface ClusterLimitDeps {
-  store: Permits & TokenBuckets & Pick<StoreHealth, 'isUp'>;
+  store: Pick<StorePorts, 'permits' | 'tokens'> & Pick<StoreHealth, 'isUp'>;
   /** A batch admitted by this process's limits alone, Redis being unavailable. */
   localOnly(client: string, limit: LimitName): void;
   now(): number;
@@ -37,12 +37,12 @@ export async function admitCluster(
   };
   if (settings.maxInFlight !== undefined) {
     if (!store.isUp()) deps.localOnly(client, 'batches_in_flight');
-    slot = await store.acquire(clusterKey(client), settings.maxInFlight, { timeoutMs: Math.max(0, deadline - deps.now()), signal });
+    slot = await store.permits.acquire(clusterKey(client), settings.maxInFlight, { timeoutMs: Math.max(0, deadline - deps.now()), signal });
     if (slot === undefined) return refuse('batches_in_flight');
   }
   if (settings.perMinute !== undefined) {
     for (;;) {
-      const take = await store.takeTokens(clusterKey(client), settings.perMinute, candidates);
+      const take = await store.tokens.take(clusterKey(client), settings.perMinute, candidates);
       if (take === undefined) {
         deps.localOnly(client, 'candidates_per_minute');
         break;

@@ -2,7 +2,7 @@
  * Episode outcomes (docs/experiments.md#outcomes-from-bench), credited once, by trajectory id or trace hash, to the
  * arm its trajectory was assigned: the first per trajectory and per episode is kept (a set-once mark).
  */
-import type { Claims, Counters } from '../state/types.js';
+import type { StorePorts } from '../state/types.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { countersKey, field, keyCountersKey, keyField, keys, OUTCOME_COUNTERS_KEY, parseTrajectoryRecord, type KeySum, type TrajectoryRecord } from './keys.js';
 import { lastStepOf } from './replay.js';
@@ -70,14 +70,14 @@ function encode(o: Outcome): string {
   return 'success' in o ? `success:${o.success ? 1 : 0}` : `score:${o.score}`;
 }
 
-function credit(store: Counters & Claims, rec: TrajectoryRecord, o: Outcome): void {
+function credit(store: Pick<StorePorts, 'counters' | 'claims'>, rec: TrajectoryRecord, o: Outcome): void {
   const key = countersKey(rec.agent, rec.route, rec.experiment);
   const incr = (f: string, by = 1): void => {
-    store.incr(key, f, by);
-    if (rec.stratum !== undefined) store.incr(key, field.inStratum(rec.stratum, f), by);
+    store.counters.incr(key, f, by);
+    if (rec.stratum !== undefined) store.counters.incr(key, field.inStratum(rec.stratum, f), by);
   };
   const perKey = (what: KeySum, by: number): void => {
-    if (rec.key !== undefined) store.incr(keyCountersKey(rec.agent, rec.route, rec.experiment), keyField(rec.arm, rec.stratum ?? 0, rec.key, what), by);
+    if (rec.key !== undefined) store.counters.incr(keyCountersKey(rec.agent, rec.route, rec.experiment), keyField(rec.arm, rec.stratum ?? 0, rec.key, what), by);
   };
   if ('success' in o) {
     incr(field.count(rec.arm, 'outcomeReported'));
@@ -100,21 +100,21 @@ class Marks {
   private readonly local = new Map<string, string>();
 
   constructor(
-    private readonly store: Counters & Claims,
+    private readonly store: Pick<StorePorts, 'counters' | 'claims'>,
     private readonly ttlMs: number,
     readonly dry: boolean,
   ) {}
 
   async claim(key: string, value: string): Promise<{ first: boolean; value: string }> {
-    if (!this.dry) return this.store.claim(key, value, this.ttlMs);
-    const held = this.local.get(key) ?? (await this.store.readClaim(key));
+    if (!this.dry) return this.store.claims.claim(key, value, this.ttlMs);
+    const held = this.local.get(key) ?? (await this.store.claims.read(key));
     if (held !== undefined) return { first: false, value: held };
     this.local.set(key, value);
     return { first: true, value };
   }
 
   read(key: string): Promise<string | undefined> | string | undefined {
-    return this.local.get(key) ?? this.store.readClaim(key);
+    return this.local.get(key) ?? this.store.claims.read(key);
   }
 }
 
@@ -127,20 +127,20 @@ async function creditOnce(marks: Marks, id: string, rec: TrajectoryRecord, o: Ou
 }
 
 /** An outcome posted by trajectory id: a replay's credits what it replays, a superseded one's nothing. */
-async function byId(marks: Marks, store: Counters & Claims, id: string, o: Outcome): Promise<Matched> {
-  if ((await store.readClaim(keys.superseded(id))) !== undefined) return { result: 'superseded', trajectory: id };
-  const rec = parseTrajectoryRecord(await store.readClaim(keys.trajectory(id)));
+async function byId(marks: Marks, store: Pick<StorePorts, 'counters' | 'claims'>, id: string, o: Outcome): Promise<Matched> {
+  if ((await store.claims.read(keys.superseded(id))) !== undefined) return { result: 'superseded', trajectory: id };
+  const rec = parseTrajectoryRecord(await store.claims.read(keys.trajectory(id)));
   if (rec !== undefined) return creditOnce(marks, id, rec, o);
-  const original = await store.readClaim(keys.replayOf(id));
+  const original = await store.claims.read(keys.replayOf(id));
   if (original === undefined) return { result: 'unknown', trajectory: id };
   // The original may itself have been taken over by a resumed trajectory: that one holds the unit now.
-  const holder = (await store.readClaim(keys.superseded(original))) ?? original;
-  const orec = parseTrajectoryRecord(await store.readClaim(keys.trajectory(holder)));
+  const holder = (await store.claims.read(keys.superseded(original))) ?? original;
+  const orec = parseTrajectoryRecord(await store.claims.read(keys.trajectory(holder)));
   return orec === undefined ? { result: 'unknown', trajectory: id } : creditOnce(marks, holder, orec, o);
 }
 
-async function byHash(marks: Marks, store: Counters & Claims, hash: string, episode: string, o: Outcome): Promise<Matched> {
-  const members = await store.readSet(keys.hash(hash));
+async function byHash(marks: Marks, store: Pick<StorePorts, 'counters' | 'claims'>, hash: string, episode: string, o: Outcome): Promise<Matched> {
+  const members = await store.claims.members(keys.hash(hash));
   if (members.length === 0) return { result: 'unmatched' };
   const stepsOf = new Map<string, number[]>();
   for (const m of members) {
@@ -153,7 +153,7 @@ async function byHash(marks: Marks, store: Counters & Claims, hash: string, epis
   // Superseded trajectories are no units; an episode ends where its trajectory's last step did.
   const seen = await Promise.all(
     [...stepsOf].map(async ([id, steps]) => {
-      const [last, sup] = await Promise.all([store.readSet(keys.steps(id)), store.readClaim(keys.superseded(id))]);
+      const [last, sup] = await Promise.all([store.claims.members(keys.steps(id)), store.claims.read(keys.superseded(id))]);
       return { id, ended: steps.includes(lastStepOf(last)), superseded: sup !== undefined };
     }),
   );
@@ -162,7 +162,7 @@ async function byHash(marks: Marks, store: Counters & Claims, hash: string, epis
   if (units.length === 0) return { result: 'superseded', ...(seen[0] === undefined ? {} : { trajectory: seen[0].id }) };
   const ended = units.filter((t) => t.ended);
   const candidates = (ended.length > 0 ? ended : units).map((t) => t.id).sort();
-  const records = await Promise.all(candidates.map(async (id) => ({ id, rec: parseTrajectoryRecord(await store.readClaim(keys.trajectory(id))) })));
+  const records = await Promise.all(candidates.map(async (id) => ({ id, rec: parseTrajectoryRecord(await store.claims.read(keys.trajectory(id))) })));
   const known = records.flatMap((r) => (r.rec === undefined ? [] : [{ id: r.id, rec: r.rec }]));
   const [first] = known;
   if (first === undefined) return { result: 'unmatched' };
@@ -222,7 +222,7 @@ async function matchIn(marks: Marks, known: readonly Known[], hash: string, epis
 }
 
 export async function postOutcomes(
-  store: Counters & Claims,
+  store: Pick<StorePorts, 'counters' | 'claims'>,
   items: readonly OutcomeItem[],
   ttlMs: number,
   onResult?: (r: OutcomeResult) => void,
@@ -238,10 +238,10 @@ export async function postOutcomes(
     if (dryRun) {
       listed.push({ episode: 'episode' in item ? item.episode : null, trajectory: m.trajectory ?? null, arm: m.rec?.arm ?? null, outcome: item.outcome, result: m.result });
     } else {
-      store.incr(OUTCOME_COUNTERS_KEY, m.result);
+      store.counters.incr(OUTCOME_COUNTERS_KEY, m.result);
       onResult?.(m.result);
     }
   }
-  await store.flush();
+  await store.counters.flush();
   return { received: items.length, results, ...(dryRun ? { dry_run: listed } : {}) };
 }

@@ -8,7 +8,7 @@ import type { GatewayMetrics } from '../metrics.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan, CompiledRoute, CompiledRoutes, InputPlan } from '../routing/plan.js';
 import type { GatewayRuntime } from '../runtime.js';
-import type { CappedLists, Claims, Counters, SharedValues, StoreHealth } from '../state/types.js';
+import type { StoreHealth, StorePorts } from '../state/types.js';
 import { boundCountersKey, countersKey, field, keyCountersKey, keys, parseTrajectoryRecord, type TrajectoryRecord } from './keys.js';
 import { endOfReplay, lastStepOf, replayStep, type CacheHit } from './replay.js';
 import { hmacSigner, loadTagSecret } from './tag-signer.js';
@@ -25,7 +25,7 @@ import type { GatewayConfig } from '../config/schema.js';
 
 type ExperimentsConfig = GatewayConfig['experiments'];
 
-export type ExperimentsStore = Counters & Claims & CappedLists & SharedValues & Pick<StoreHealth, 'kind' | 'stats'>;
+export type ExperimentsStore = Pick<StorePorts, 'counters' | 'claims' | 'lists' | 'shared'> & Pick<StoreHealth, 'kind' | 'stats'>;
 
 /** Late-bound, so a config reload is seen at once. */
 export interface ExperimentsHost {
@@ -52,7 +52,7 @@ class TrajectoryBound {
   /** The last admission still deciding: the next one waits for it. */
   private readonly deciding = new Map<string, Promise<boolean>>();
 
-  admit(store: Counters, counterKey: string, max: number): Promise<boolean> {
+  admit(store: Pick<StorePorts, 'counters'>, counterKey: string, max: number): Promise<boolean> {
     if (this.full.has(counterKey)) return Promise.resolve(false);
     const before = this.deciding.get(counterKey) ?? Promise.resolve(true);
     const mine = before.then(
@@ -67,16 +67,16 @@ class TrajectoryBound {
     return mine;
   }
 
-  private async check(store: Counters, counterKey: string, max: number): Promise<boolean> {
+  private async check(store: Pick<StorePorts, 'counters'>, counterKey: string, max: number): Promise<boolean> {
     if (this.full.has(counterKey)) return false;
     // The read includes this process's increments not yet sent, so the admissions before this one are in it.
-    const recorded = (await store.readCounters(counterKey)).recorded ?? 0;
+    const recorded = (await store.counters.read(counterKey)).recorded ?? 0;
     if (recorded >= max) {
       if (this.full.size >= FULL_REMEMBERED) this.full.clear();
       this.full.add(counterKey);
       return false;
     }
-    store.incr(counterKey, 'recorded');
+    store.counters.incr(counterKey, 'recorded');
     return true;
   }
 }
@@ -197,7 +197,7 @@ export class Experiments {
             // Not trusted (docs/experiments.md#signed-tags): a trajectory of its own, never counted.
             const state = sign(withFlag(advance(previous, { id: key, experiment }, instruction, feedback), 'r'));
             p.trajectory = state;
-            const first = p.rejectedTag === undefined ? false : (await store.claim(keys.step(state.id, state.step), key, ttlMs)).first;
+            const first = p.rejectedTag === undefined ? false : (await store.claims.claim(keys.step(state.id, state.step), key, ttlMs)).first;
             const base = { index: p.index, route, arm, experiment, state, base: ZERO, counted: false, newUnit: false, cached: hit !== undefined, keyless: false, keysOver: false };
             return first && p.rejectedTag !== undefined ? Object.assign({}, base, { rejected: p.rejectedTag }) : base;
           }
@@ -222,7 +222,7 @@ export class Experiments {
             // Not counted: the original's steps were. An outcome posted for this id credits the original.
             const state = sign(Object.assign({}, advanced, { replay: step.of }));
             p.trajectory = state;
-            this.track(store.claim(keys.replayOf(state.id), step.of, ttlMs));
+            this.track(store.claims.claim(keys.replayOf(state.id), step.of, ttlMs));
             return Object.assign({}, common, { experiment: state.experiment, state, base: ZERO, counted: false, newUnit: false, replay: { of: step.of, first: !continuing } });
           }
           let state: TrajectoryState = live;
@@ -233,7 +233,7 @@ export class Experiments {
             base = ZERO;
             newUnit = true;
           }
-          let mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
+          let mark = await store.claims.claim(keys.step(state.id, state.step), key, ttlMs);
           if (!mark.first && mark.value !== key && previous !== undefined) {
             // A fork (docs/experiments.md#forks): its own trajectory, counting only what comes after.
             state = advance(forkStart(previous, forkedId(previous.id, key)), { id: key, experiment }, instruction, feedback);
@@ -243,7 +243,7 @@ export class Experiments {
             base = ZERO;
             newUnit = true;
             inherit = undefined;
-            mark = await store.claim(keys.step(state.id, state.step), key, ttlMs);
+            mark = await store.claims.claim(keys.step(state.id, state.step), key, ttlMs);
           }
           const counted = mark.first;
           state = sign(state);
@@ -274,13 +274,13 @@ export class Experiments {
     ttlMs: number,
     trajectory: string,
   ): Promise<{ kind: 'continue'; of: string } | { kind: 'supersede'; inherit: { id: string; record: TrajectoryRecord } } | { kind: 'diverge' }> {
-    const successor = await store.readClaim(keys.superseded(ended.of));
-    const how = endOfReplay(ended, successor, lastStepOf(await store.readSet(keys.steps(successor ?? ended.of))));
+    const successor = await store.claims.read(keys.superseded(ended.of));
+    const how = endOfReplay(ended, successor, lastStepOf(await store.claims.members(keys.steps(successor ?? ended.of))));
     if (how === 'continue' && successor !== undefined) return { kind: 'continue', of: successor };
     if (how !== 'supersede') return { kind: 'diverge' };
-    const record = parseTrajectoryRecord(await store.readClaim(keys.trajectory(ended.of)));
+    const record = parseTrajectoryRecord(await store.claims.read(keys.trajectory(ended.of)));
     if (record === undefined) return { kind: 'diverge' };
-    const took = await store.claim(keys.superseded(ended.of), trajectory, ttlMs);
+    const took = await store.claims.claim(keys.superseded(ended.of), trajectory, ttlMs);
     return took.first || took.value === trajectory ? { kind: 'supersede', inherit: { id: ended.of, record } } : { kind: 'diverge' };
   }
 
@@ -288,7 +288,7 @@ export class Experiments {
   private leftOut(p: InputPlan, state: TrajectoryState, started: { agent: string; route: string; experiment: string; arm: string } | undefined): undefined {
     p.trajectory = withFlag(state, 'o');
     if (started !== undefined) {
-      this.host().store.incr(countersKey(started.agent, started.route, started.experiment), field.count(started.arm, 'leftOut'));
+      this.host().store.counters.incr(countersKey(started.agent, started.route, started.experiment), field.count(started.arm, 'leftOut'));
       this.host().metrics.trajectoriesLeftOut.inc({ agent: started.agent, route: started.route });
     }
     return undefined;
@@ -296,7 +296,7 @@ export class Experiments {
 
   /** From the first input only (units.ts): they travel in the tag, and a fork inherits its parent's. */
   private async newUnit(
-    store: Claims & Counters,
+    store: Pick<StorePorts, 'claims' | 'counters'>,
     cfg: ExperimentsConfig,
     agent: string,
     route: CompiledRoute,
@@ -348,8 +348,8 @@ export class Experiments {
       const counted = decisions.filter((d) => d.counted);
       if (!delivered) {
         for (const d of counted) {
-          if (d.by !== undefined) this.track(store.releaseClaim(keys.step(d.state.id, d.state.step), d.by));
-          if (d.supersedes !== undefined) this.track(store.releaseClaim(keys.superseded(d.supersedes.id), d.state.id));
+          if (d.by !== undefined) this.track(store.claims.release(keys.step(d.state.id, d.state.step), d.by));
+          if (d.supersedes !== undefined) this.track(store.claims.release(keys.superseded(d.supersedes.id), d.state.id));
         }
         return;
       }

@@ -6,14 +6,14 @@ import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js
 import { hasFlag, type TrajectoryFlag } from '../protocol/memory-tag.js';
 import { candidateStarts } from '../protocol/request-limits.js';
 import type { BatchPlan, CompiledRoutes } from '../routing/plan.js';
-import type { Claims, Counters } from '../state/types.js';
+import type { StorePorts } from '../state/types.js';
 import { FEEDBACK_OUTCOMES, parseEnvFeedback } from './feedback.js';
 import { countersKey, field, keyCountersKey, keyField, keys, type KeySum } from './keys.js';
 import { latencyBucket } from './latency.js';
 import { armOf, routeIndex, type StepDecision } from './step-decision.js';
 
 export interface CountSink {
-  store: Counters & Claims;
+  store: Pick<StorePorts, 'counters' | 'claims'>;
   metrics: GatewayMetrics;
   ttlMs: number;
   now: () => Date;
@@ -26,10 +26,10 @@ export function countBatch(sink: CountSink, compiled: CompiledRoutes, request: I
   const offsets = candidateStarts(request.inputs);
   for (const d of decisions) {
     const key = countersKey(compiled.agent, d.route.name, d.experiment);
-    if (d.cached) sink.store.incr(key, field.count(d.arm, 'cached'), 1);
-    if (d.replay?.first === true) sink.store.incr(key, field.count(d.arm, 'replays'), 1);
+    if (d.cached) sink.store.counters.incr(key, field.count(d.arm, 'cached'), 1);
+    if (d.replay?.first === true) sink.store.counters.incr(key, field.count(d.arm, 'replays'), 1);
     if (d.rejected !== undefined) {
-      sink.store.incr(key, field.count(d.arm, 'rejectedTags'), 1);
+      sink.store.counters.incr(key, field.count(d.arm, 'rejectedTags'), 1);
       sink.metrics.rejectedTags.inc({ agent: compiled.agent, route: d.route.name, reason: d.rejected });
     }
     if (d.counted) countStep(sink, compiled.agent, request, result, d, offsets);
@@ -41,7 +41,7 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
   const { store, metrics } = sink;
   const key = countersKey(agent, d.route.name, d.experiment);
   const incr = (f: string, by = 1): void => {
-    if (by !== 0) store.incr(key, f, by);
+    if (by !== 0) store.counters.incr(key, f, by);
   };
   const { arm, state, base } = d;
   const st = state.stratum;
@@ -67,7 +67,7 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
     // Per-key totals are plain sums, so replicas merge them by addition; squares are taken at report time.
     const kk = keyCountersKey(agent, d.route.name, d.experiment);
     const keyIncr = (what: KeySum, by: number): void => {
-      if (by !== 0 && state.key !== undefined) store.incr(kk, keyField(arm, st ?? 0, state.key, what), by);
+      if (by !== 0 && state.key !== undefined) store.counters.incr(kk, keyField(arm, st ?? 0, state.key, what), by);
     };
     keyIncr('t', d.newUnit ? 1 : 0);
     keyIncr('s', state.s - base.s);
@@ -88,7 +88,7 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
   const crossed = d.route.kind === 'split' && result.legs.some((l) => l.input === d.index && l.backend !== arm);
   if (newly('x', crossed)) {
     incr(field.count(arm, 'crossed'));
-    sink.track(store.claim(keys.crossed(d.experiment, arm), sink.now().toISOString(), sink.ttlMs));
+    sink.track(store.claims.claim(keys.crossed(d.experiment, arm), sink.now().toISOString(), sink.ttlMs));
   }
 
   for (const out of outputs) {
@@ -108,7 +108,7 @@ function countStep(sink: CountSink, agent: string, request: IndexedAgentRequest,
   }
 }
 
-function countLatency(store: Counters, compiled: CompiledRoutes, result: BatchResult, decisions: readonly StepDecision[]): void {
+function countLatency(store: Pick<StorePorts, 'counters'>, compiled: CompiledRoutes, result: BatchResult, decisions: readonly StepDecision[]): void {
   const byInput = new Map(decisions.filter((d) => d.counted).map((d) => [d.index, d]));
   // Failed and timed-out calls count too; a split's leg is its trajectory's arm's (intention to treat). A call
   // the client's departure cut short says nothing of the arm.
@@ -119,8 +119,8 @@ function countLatency(store: Counters, compiled: CompiledRoutes, result: BatchRe
       if (d === undefined || result.cached?.has(d.index) === true) continue;
       const by = d.route.kind === 'ensemble' ? (armOf(d.route, { backend: call.backend, arm: leg.arm }) ?? d.arm) : d.arm;
       const key = countersKey(compiled.agent, d.route.name, d.experiment);
-      store.incr(key, field.latency(by, latencyBucket(call.ms)));
-      if (call.outcome !== 'ok') store.incr(key, field.count(by, 'failedCalls'));
+      store.counters.incr(key, field.latency(by, latencyBucket(call.ms)));
+      if (call.outcome !== 'ok') store.counters.incr(key, field.count(by, 'failedCalls'));
     }
   }
 }

@@ -2,7 +2,7 @@
  * The outcome index of a counted step (docs/experiments.md#outcomes-from-bench): the trace hash an imported episode
  * is matched by, the trajectory's step set (its last step is the export row), and a new unit's records.
  */
-import type { Claims, Counters, SharedValues } from '../state/types.js';
+import type { StorePorts } from '../state/types.js';
 import type { TrajectoryState } from '../protocol/memory-tag.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { countersKey, field, keys, type ExperimentRecord, type ScalarCount, type TrajectoryRecord } from './keys.js';
@@ -22,32 +22,32 @@ export class StepIndex {
     private readonly now: () => Date,
   ) {}
 
-  async write(store: Claims & SharedValues & Counters, metrics: GatewayMetrics, agent: string, d: StepDecision, cfg: GatewayConfig['experiments']): Promise<void> {
+  async write(store: Pick<StorePorts, 'claims' | 'shared' | 'counters'>, metrics: GatewayMetrics, agent: string, d: StepDecision, cfg: GatewayConfig['experiments']): Promise<void> {
     const ttlMs = cfg.index_ttl_s * 1000;
     const { state } = d;
     // A write an index bound leaves out is counted per arm, never silently dropped.
     const counted = (over: ScalarCount, index: string) => (kept: boolean): void => {
       if (kept) return;
-      store.incr(countersKey(agent, d.route.name, d.experiment), field.count(d.arm, over));
+      store.counters.incr(countersKey(agent, d.route.name, d.experiment), field.count(d.arm, over));
       metrics.indexDropped.inc({ agent, route: d.route.name, index });
     };
     const exported = counted('exportOver', 'export');
     const writes: Promise<unknown>[] = [
-      store.addToSet(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, cfg.hash_candidates_max).then(counted('hashOver', 'trace_hash')),
-      store.addToSet(keys.steps(state.id), stepMember(state), ttlMs, MAX_STEPS_INDEXED).then(counted('stepsOver', 'steps')),
+      store.claims.addMember(keys.hash(state.hash), `${state.id}:${state.step}`, ttlMs, cfg.hash_candidates_max).then(counted('hashOver', 'trace_hash')),
+      store.claims.addMember(keys.steps(state.id), stepMember(state), ttlMs, MAX_STEPS_INDEXED).then(counted('stepsOver', 'steps')),
     ];
     if (d.supersedes !== undefined) {
       // The resumed trajectory takes the superseded one's record and export place over.
-      writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories).then(exported));
-      writes.push(store.claim(keys.trajectory(state.id), JSON.stringify(d.supersedes.record), ttlMs));
+      writes.push(store.claims.addMember(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories).then(exported));
+      writes.push(store.claims.claim(keys.trajectory(state.id), JSON.stringify(d.supersedes.record), ttlMs));
     }
     if (d.newUnit) {
-      writes.push(store.addToSet(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories).then(exported));
+      writes.push(store.claims.addMember(keys.trajectories(d.experiment), state.id, ttlMs, cfg.export_max_trajectories).then(exported));
       const at = this.now().toISOString();
       const rec: TrajectoryRecord = { agent, route: d.route.name, experiment: d.experiment, arm: d.arm, started_at: at };
       if (state.stratum !== undefined) rec.stratum = state.stratum;
       if (state.key !== undefined) rec.key = state.key;
-      writes.push(store.claim(keys.trajectory(state.id), JSON.stringify(rec), ttlMs));
+      writes.push(store.claims.claim(keys.trajectory(state.id), JSON.stringify(rec), ttlMs));
       if (!this.recorded.has(d.experiment)) {
         this.recorded.add(d.experiment);
         // A reset experiment started at its reset, whenever its first trajectory came; one a reload started after
@@ -55,8 +55,8 @@ export class StepIndex {
         const epoch = await this.lifetimes.epoch(store, agent, d.route.name);
         const reset = epoch !== undefined && !(await epochTaken(store, agent, d.route.name, d.experiment, epoch));
         const exp: ExperimentRecord = { agent, route: d.route.name, name: d.route.experiment.name ?? null, started_at: reset ? epoch : at };
-        writes.push(store.claim(keys.experiment(d.experiment), JSON.stringify(exp), ttlMs));
-        writes.push(store.addToSet(keys.list(agent, d.route.name), d.experiment, ttlMs, MAX_EXPERIMENTS_LISTED));
+        writes.push(store.claims.claim(keys.experiment(d.experiment), JSON.stringify(exp), ttlMs));
+        writes.push(store.claims.addMember(keys.list(agent, d.route.name), d.experiment, ttlMs, MAX_EXPERIMENTS_LISTED));
       }
     }
     await Promise.all(writes);

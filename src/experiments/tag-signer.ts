@@ -31,12 +31,12 @@ export function tagSecretSource(configured: string | undefined, env: NodeJS.Proc
 }
 
 /** Rejects when Redis answered from this process's fallback: other replicas would reject its tags. */
-export async function loadTagSecret(configured: string | undefined, env: NodeJS.ProcessEnv, store: Pick<Claims, 'claim'> & Pick<StoreHealth, 'kind' | 'stats'>): Promise<string> {
+export async function loadTagSecret(configured: string | undefined, env: NodeJS.ProcessEnv, store: { claims: Pick<Claims, 'claim'> } & Pick<StoreHealth, 'kind' | 'stats'>): Promise<string> {
   if (configured !== undefined && configured !== '') return configured;
   const fromEnv = env[TAG_SECRET_ENV];
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
   const fallbacks = store.stats().fallbacks;
-  const c = await store.claim(TAG_SECRET_KEY, randomBytes(32).toString('base64url'), GENERATED_TTL_MS);
+  const c = await store.claims.claim(TAG_SECRET_KEY, randomBytes(32).toString('base64url'), GENERATED_TTL_MS);
   if (store.kind === 'redis' && store.stats().fallbacks !== fallbacks) throw new GatewayError('GATEWAY_ERR_STATE_UNAVAILABLE', 'Redis did not answer: the replicas\' shared tag secret is unknown');
   return c.value;
 }

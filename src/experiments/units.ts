@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { RatioSums } from '../stats/index.js';
-import type { Claims, Counters } from '../state/types.js';
+import type { StorePorts } from '../state/types.js';
 import { KEY_SUMS, keys, type KeySum } from './keys.js';
 
 const STRATUM_LABEL_MAX = 200;
@@ -31,7 +31,7 @@ export class UnitSlots {
   private readonly keyStatus = new Map<string, boolean>();
 
   /** Slot 1..max, or 0 (`other`) once every slot holds another value. */
-  async stratum(store: Claims, experiment: string, label: string, max: number, ttlMs: number): Promise<number> {
+  async stratum(store: Pick<StorePorts, 'claims'>, experiment: string, label: string, max: number, ttlMs: number): Promise<number> {
     let known = this.slots.get(experiment);
     if (known === undefined) {
       if (this.slots.size >= EXPERIMENTS_CACHED) this.slots.clear();
@@ -41,7 +41,7 @@ export class UnitSlots {
       const held = known[i - 1];
       if (held === label) return i;
       if (held !== undefined) continue;
-      const c = await store.claim(keys.slot(experiment, i), label, ttlMs);
+      const c = await store.claims.claim(keys.slot(experiment, i), label, ttlMs);
       // Slots are claimed in order, so the first unknown one is the next to learn.
       if (known.length === i - 1) known.push(c.value);
       if (c.value === label) return i;
@@ -50,13 +50,13 @@ export class UnitSlots {
   }
 
   /** The first `max` keys are units of their own. */
-  async keyAdmitted(store: Claims & Counters, experiment: string, id: string, max: number, ttlMs: number, counterKey: string): Promise<boolean> {
+  async keyAdmitted(store: Pick<StorePorts, 'claims' | 'counters'>, experiment: string, id: string, max: number, ttlMs: number, counterKey: string): Promise<boolean> {
     const cacheKey = `${experiment}:${id}`;
     const hit = this.keyStatus.get(cacheKey);
     if (hit !== undefined) return hit;
-    const seen = (await store.readCounters(counterKey)).keys ?? 0;
-    const c = await store.claim(keys.key(experiment, id), seen < max ? 'in' : 'over', ttlMs);
-    if (c.first && c.value === 'in') store.incr(counterKey, 'keys');
+    const seen = (await store.counters.read(counterKey)).keys ?? 0;
+    const c = await store.claims.claim(keys.key(experiment, id), seen < max ? 'in' : 'over', ttlMs);
+    if (c.first && c.value === 'in') store.counters.incr(counterKey, 'keys');
     const admitted = c.value === 'in';
     if (this.keyStatus.size >= KEYS_CACHED) this.keyStatus.clear();
     this.keyStatus.set(cacheKey, admitted);
@@ -64,8 +64,8 @@ export class UnitSlots {
   }
 }
 
-export async function slotLabels(store: Claims, experiment: string, max: number): Promise<(string | undefined)[]> {
-  return Promise.all(Array.from({ length: max }, (_, i) => store.readClaim(keys.slot(experiment, i + 1))));
+export async function slotLabels(store: Pick<StorePorts, 'claims'>, experiment: string, max: number): Promise<(string | undefined)[]> {
+  return Promise.all(Array.from({ length: max }, (_, i) => store.claims.read(keys.slot(experiment, i + 1))));
 }
 
 type KeyTotals = Record<KeySum, number>;

@@ -1,7 +1,7 @@
 /** Set-once values and bounded sets with a TTL (docs/experiments.md#what-the-gateway-stores). */
 import type { RedisLink } from './redis-link.js';
 import { CLAIM, CLAIM_RELEASE, SET_ADD } from './redis-scripts.js';
-import type { ClaimResult, StoreStats } from './types.js';
+import type { ClaimResult, Claims, StoreStats } from './types.js';
 
 export interface Entry<T> {
   value: T;
@@ -18,7 +18,7 @@ export function liveEntry<T>(map: Map<string, Entry<T>>, key: string, now: numbe
 }
 
 /** In this process (and the Redis store's fallback): past state.index_max_entries the oldest go first. */
-export class LocalClaims {
+export class LocalClaims implements Claims {
   private readonly claims = new Map<string, Entry<string>>();
   private readonly sets = new Map<string, Entry<Set<string>>>();
 
@@ -27,22 +27,22 @@ export class LocalClaims {
     private readonly now: () => number = Date.now,
   ) {}
 
-  claim(key: string, value: string, ttlMs: number): ClaimResult {
+  async claim(key: string, value: string, ttlMs: number): Promise<ClaimResult> {
     const hit = this.live(this.claims, key);
     if (hit !== undefined) return { first: false, value: hit.value };
     this.put(this.claims, key, { value, expiresAt: this.now() + ttlMs });
     return { first: true, value };
   }
 
-  read(key: string): string | undefined {
+  async read(key: string): Promise<string | undefined> {
     return this.live(this.claims, key)?.value;
   }
 
-  release(key: string, value: string): void {
+  async release(key: string, value: string): Promise<void> {
     if (this.live(this.claims, key)?.value === value) this.claims.delete(key);
   }
 
-  add(key: string, member: string, ttlMs: number, maxMembers: number): boolean {
+  async addMember(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean> {
     const hit = this.live(this.sets, key);
     const expiresAt = this.now() + ttlMs;
     if (hit === undefined) {
@@ -56,7 +56,7 @@ export class LocalClaims {
     return true;
   }
 
-  members(key: string): string[] {
+  async members(key: string): Promise<string[]> {
     return [...(this.live(this.sets, key)?.value ?? [])];
   }
 
@@ -84,7 +84,7 @@ export class LocalClaims {
  * Shared by every replica. While Redis is unavailable LocalClaims answers: a step replayed to another replica
  * during an outage may count twice (docs/experiments.md#what-the-gateway-stores).
  */
-export class RedisClaims {
+export class RedisClaims implements Claims {
   constructor(
     private readonly link: RedisLink,
     private readonly local: LocalClaims,
@@ -113,7 +113,7 @@ export class RedisClaims {
   }
 
   async release(key: string, value: string): Promise<void> {
-    this.local.release(key, value);
+    void this.local.release(key, value); // done at once (a map); not awaited, so the release below goes out in call order
     try {
       await this.link.script(CLAIM_RELEASE, [`${this.prefix}claim:${key}`], [value]);
     } catch {
@@ -121,19 +121,19 @@ export class RedisClaims {
     }
   }
 
-  async add(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean> {
+  async addMember(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean> {
     try {
       return (await this.link.script(SET_ADD, [`${this.prefix}set:${key}`], [member, Math.max(1, Math.ceil(ttlMs)), maxMembers])) !== 0;
     } catch {
       this.stats.fallbacks++;
     }
-    return this.local.add(key, member, ttlMs, maxMembers);
+    return this.local.addMember(key, member, ttlMs, maxMembers);
   }
 
   async members(key: string): Promise<string[]> {
     try {
       const remote = await this.link.run((c) => c.smembers(`${this.prefix}set:${key}`));
-      const local = this.local.members(key);
+      const local = await this.local.members(key);
       return local.length === 0 ? remote : [...new Set([...remote, ...local])];
     } catch {
       this.stats.fallbacks++;

@@ -4,7 +4,7 @@
  */
 import { isCommandError, type RedisLink } from './redis-link.js';
 import { COUNTERS_ADD } from './redis-scripts.js';
-import type { StoreStats } from './types.js';
+import type { Counters, StoreStats } from './types.js';
 
 const FLUSH_MS = 200;
 /** Far longer than any outage a batch is retried after. */
@@ -16,7 +16,7 @@ interface KeyState {
   pending: Map<string, number>;
 }
 
-export class RedisCounters {
+export class RedisCounters implements Counters {
   private readonly keys = new Map<string, KeyState>();
   /** What reads answer during an outage. */
   private readonly lastRead = new Map<string, Record<string, number>>();
@@ -35,7 +35,7 @@ export class RedisCounters {
     this.timer.unref();
   }
 
-  incr(key: string, field: string, by: number): void {
+  incr(key: string, field: string, by = 1): void {
     if (!Number.isFinite(by)) return; // Redis would refuse the whole batch, and every later one of this key
     let state = this.keys.get(key);
     if (state === undefined) this.keys.set(key, (state = { pending: new Map() }));

@@ -5,7 +5,7 @@
  */
 import type { RedisLink } from './redis-link.js';
 import { arrayReply, numberAt, SHARED_GET, SHARED_SET } from './redis-scripts.js';
-import type { SharedListener, StoreStats } from './types.js';
+import type { SharedListener, SharedValues, StoreStats } from './types.js';
 import type { Listeners } from './util.js';
 
 const FRESH_MS = 1000;
@@ -26,7 +26,7 @@ export interface SharedMessage {
   ttl?: number;
 }
 
-export class RedisShared {
+export class RedisShared implements SharedValues {
   private readonly cache = new Map<string, Cached>();
 
   constructor(
@@ -45,6 +45,10 @@ export class RedisShared {
     await this.send(key, entry);
   }
 
+  delete(key: string): Promise<void> {
+    return this.set(key, undefined, 0);
+  }
+
   async get(key: string): Promise<string | undefined> {
     const cached = this.cache.get(key);
     if (cached !== undefined && (cached.dirty || Date.now() - cached.fetchedAt < FRESH_MS)) return this.valid(key);
@@ -61,6 +65,10 @@ export class RedisShared {
       this.stats.fallbacks++;
     }
     return this.valid(key);
+  }
+
+  onChange(listener: SharedListener): () => void {
+    return this.listeners.add(listener);
   }
 
   onMessage(m: SharedMessage): void {

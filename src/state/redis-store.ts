@@ -13,7 +13,7 @@ import { LocalSemaphores, RedisSemaphores } from './semaphores.js';
 import { RedisShared, type SharedMessage } from './redis-shared.js';
 import { arrayReply, numberAt, TOKEN_TAKE } from './redis-scripts.js';
 import { isJsonObject, parseJsonOrUndefined } from '../protocol/schemas.js';
-import type { CacheEntries, StateConfig, StateLog, Store, TokenTake } from './types.js';
+import type { CacheEntries, CappedLists, StateConfig, StateLog, Store, TokenBuckets } from './types.js';
 import { StoreBase } from './store-base.js';
 import { newId } from './util.js';
 import { GatewayError } from '../errors.js';
@@ -34,15 +34,48 @@ function parseMessage(raw: string): Message | undefined {
 export class RedisStore extends StoreBase implements Store {
   readonly kind = 'redis' as const;
   private readonly link: RedisLink;
-  protected readonly semaphores: RedisSemaphores;
-  protected readonly replay: RedisReplay;
+  readonly permits: RedisSemaphores;
+  readonly replay: RedisReplay;
   private readonly localReplay: LocalReplay;
-  private readonly counters: RedisCounters;
-  private readonly shared: RedisShared;
-  protected readonly claims: RedisClaims;
+  readonly counters: RedisCounters;
+  readonly shared: RedisShared;
+  readonly claims: RedisClaims;
   private readonly localClaims: LocalClaims;
   private readonly prefix: string;
   private closing: Promise<void> | undefined;
+
+  readonly tokens: TokenBuckets = {
+    take: async (key, capacity, n) => {
+      if (!this.link.isUp()) return undefined;
+      try {
+        const replied = arrayReply(await this.link.script(TOKEN_TAKE, [`${this.prefix}bucket:{${key}}`], [capacity, n]));
+        return numberAt(replied, 0) === 1 ? { ok: true } : { ok: false, waitMs: numberAt(replied, 1) };
+      } catch {
+        this.counts.fallbacks++;
+        return undefined;
+      }
+    },
+  };
+
+  readonly lists: CappedLists = {
+    push: async (key, value, max, ttlMs) => {
+      const k = `${this.prefix}list:${key}`;
+      try {
+        // One MULTI on one key: atomic, and a single slot on Redis Cluster.
+        await this.link.run((c) => c.multi().rpush(k, value).ltrim(k, -Math.max(1, max), -1).pexpire(k, Math.ceil(ttlMs)).exec());
+      } catch {
+        this.counts.fallbacks++;
+      }
+    },
+    read: async (key) => {
+      try {
+        return await this.link.run((c) => c.lrange(`${this.prefix}list:${key}`, 0, -1));
+      } catch {
+        this.counts.fallbacks++;
+        return [];
+      }
+    },
+  };
 
   constructor(config: StateConfig, log: StateLog) {
     super(log);
@@ -54,7 +87,7 @@ export class RedisStore extends StoreBase implements Store {
     // Whole milliseconds: PEXPIRE and SET PX take integers only.
     const leaseMs = Math.ceil(config.lease_s * 1000);
     this.link = new RedisLink(redis, `${prefix}events`, log, (raw) => this.onMessage(raw));
-    this.semaphores = new RedisSemaphores(this.link, new LocalSemaphores(this.counts), this.counts, {
+    this.permits = new RedisSemaphores(this.link, new LocalSemaphores(this.counts), this.counts, {
       prefix,
       leaseMs,
     });
@@ -67,7 +100,7 @@ export class RedisStore extends StoreBase implements Store {
     this.shared = new RedisShared(this.link, this.counts, this.sharedListeners, prefix, origin);
     this.link.onUpChange((up) => {
       if (!up) return;
-      this.semaphores.onUp();
+      this.permits.onUp();
       this.replay.onUp();
       this.shared.onUp();
       void this.counters.flush();
@@ -82,41 +115,6 @@ export class RedisStore extends StoreBase implements Store {
     return this.link.onUpChange(listener);
   }
 
-  async takeTokens(key: string, capacity: number, n: number): Promise<TokenTake | undefined> {
-    if (!this.link.isUp()) return undefined;
-    try {
-      const replied = arrayReply(await this.link.script(TOKEN_TAKE, [`${this.prefix}bucket:{${key}}`], [capacity, n]));
-      return numberAt(replied, 0) === 1 ? { ok: true } : { ok: false, waitMs: numberAt(replied, 1) };
-    } catch {
-      this.counts.fallbacks++;
-      return undefined;
-    }
-  }
-
-  incr(key: string, field: string, by = 1): void {
-    this.counters.incr(key, field, by);
-  }
-
-  readCounters(key: string): Promise<Record<string, number>> {
-    return this.counters.read(key);
-  }
-
-  flush(): Promise<void> {
-    return this.counters.flush();
-  }
-
-  setShared(key: string, value: string, ttlMs: number): Promise<void> {
-    return this.shared.set(key, value, ttlMs);
-  }
-
-  deleteShared(key: string): Promise<void> {
-    return this.shared.set(key, undefined, 0);
-  }
-
-  getShared(key: string): Promise<string | undefined> {
-    return this.shared.get(key);
-  }
-
   /** max_mb bounds the memory cache only. */
   cacheEntries(): CacheEntries {
     return new RedisCache(this.link, this.prefix);
@@ -127,27 +125,8 @@ export class RedisStore extends StoreBase implements Store {
     return this.closing;
   }
 
-  async pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void> {
-    const k = `${this.prefix}list:${key}`;
-    try {
-      // One MULTI on one key: atomic, and a single slot on Redis Cluster.
-      await this.link.run((c) => c.multi().rpush(k, value).ltrim(k, -Math.max(1, max), -1).pexpire(k, Math.ceil(ttlMs)).exec());
-    } catch {
-      this.counts.fallbacks++;
-    }
-  }
-
-  async readList(key: string): Promise<string[]> {
-    try {
-      return await this.link.run((c) => c.lrange(`${this.prefix}list:${key}`, 0, -1));
-    } catch {
-      this.counts.fallbacks++;
-      return [];
-    }
-  }
-
   private async shutdown(): Promise<void> {
-    await Promise.allSettled([this.semaphores.close(), this.replay.close(), this.counters.close()]);
+    await Promise.allSettled([this.permits.close(), this.replay.close(), this.counters.close()]);
     this.localReplay.clear();
     this.localClaims.clear();
     await this.link.close();
@@ -156,7 +135,7 @@ export class RedisStore extends StoreBase implements Store {
   private onMessage(raw: string): void {
     const m = parseMessage(raw);
     if (m === undefined) return;
-    if (m.t === 'sem') this.semaphores.wake(m.k);
+    if (m.t === 'sem') this.permits.wake(m.k);
     else if (m.t === 'replay') this.replay.wake(m.k);
     else this.shared.onMessage(m);
   }

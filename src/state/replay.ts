@@ -8,7 +8,7 @@ import { joinBody, type AnswerBody } from '../protocol/answer/answer-body.js';
 import { PooledCopy } from '../protocol/byte-store.js';
 import type { RedisLink } from './redis-link.js';
 import { arrayReply, bufferAt, REPLAY_BEGIN, REPLAY_END, REPLAY_RENEW } from './redis-scripts.js';
-import type { ReplayBegin, ReplayLease, StateConfig, StoreStats } from './types.js';
+import type { ReplayBegin, ReplayLease, ReplayStore, StateConfig, StoreStats } from './types.js';
 import { Fifo, GAVE_UP, leaseRenewer, newId, raceAbort, Wakers } from './util.js';
 import { GatewayError } from '../errors.js';
 import { mbToBytes } from '../config/schema.js';
@@ -47,7 +47,7 @@ export function replayLimits(config: StateConfig): LocalReplayLimits {
   return { ttlMs: Math.ceil(config.replay_ttl_s * 1000), maxBytes: config.replay_max_bytes, capBytes: mbToBytes(config.replay_cache_mb) };
 }
 
-export class LocalReplay {
+export class LocalReplay implements ReplayStore {
   private readonly entries = new Map<string, Pending | Done>();
   /**
    * Stored answers, oldest first: with one ttl for all, the head is the next to expire or be evicted. Not a Set:
@@ -159,7 +159,7 @@ export class LocalReplay {
 /** A lapsed owner lease announces nothing. */
 const WAIT_POLL_MS = 200;
 
-export class RedisReplay {
+export class RedisReplay implements ReplayStore {
   private readonly waiters = new Wakers();
   private readonly owned = new Map<string, string>();
   /** Entries Redis may hold for this process that no one ends (an answer lost): abandoned once Redis is back. */

@@ -7,7 +7,7 @@
 import type { AbortLike } from '../abort.js';
 import type { RedisLink } from './redis-link.js';
 import { arrayReply, numberAt, SEM_ACQUIRE, SEM_HOLD, SEM_RELEASE } from './redis-scripts.js';
-import type { AcquireOptions, Permit, StoreStats } from './types.js';
+import type { AcquireOptions, Permit, Permits, StoreStats } from './types.js';
 import { abortableDelay, GAVE_UP, leaseRenewer, newId, onAbort, raceAbort, Wakers } from './util.js';
 
 interface Slot {
@@ -30,7 +30,7 @@ export function makePermit(onRelease: () => void, signal?: AbortLike): Permit {
   return { release };
 }
 
-export class LocalSemaphores {
+export class LocalSemaphores implements Permits {
   private readonly slots = new Map<string, Slot>();
   private seq = 0;
 
@@ -131,7 +131,7 @@ interface Held {
   releaseLocal: () => void;
 }
 
-export class RedisSemaphores {
+export class RedisSemaphores implements Permits {
   private readonly waiters = new Wakers();
   private readonly held = new Map<string, Held>();
   /** Releases Redis did not confirm: sent again once it is back, so no slot waits for a lease to lapse. */

@@ -1,6 +1,6 @@
 /**
- * The store's ports, one per concern; both stores implement them all as `Store`. Every method completes within its
- * own bounds whatever Redis does: the Redis store answers from per-process state while Redis is down or slow.
+ * The store's ports, one per concern; each store holds a part implementing each (`StorePorts`). Every method completes
+ * within its own bounds whatever Redis does: the Redis store answers from per-process state while Redis is down or slow.
  */
 import type { AbortLike } from '../abort.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
@@ -100,9 +100,9 @@ export interface StoreHealth {
   stats(): StoreStats;
 }
 
-interface ReplayStore {
+export interface ReplayStore {
   /** Waits while any replica computes an identical batch; if that is abandoned or its replica dies, one computes. */
-  replayBegin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin>;
+  begin(requestId: string, bodyHash: string, signal?: AbortLike): Promise<ReplayBegin>;
 }
 
 export interface Permits {
@@ -115,13 +115,13 @@ export interface TokenBuckets {
    * A bucket of `capacity` refilled at capacity per minute, starting full; a take larger than the bucket waits for a
    * full one, then takes it into debt. Undefined: Redis is unavailable. The memory store grants every take.
    */
-  takeTokens(key: string, capacity: number, n: number): Promise<TokenTake | undefined>;
+  take(key: string, capacity: number, n: number): Promise<TokenTake | undefined>;
 }
 
 export interface Counters {
   incr(key: string, field: string, by?: number): void;
   /** Cluster totals, including this process's increments not yet sent. */
-  readCounters(key: string): Promise<Record<string, number>>;
+  read(key: string): Promise<Record<string, number>>;
   /** Sends pending increments now (otherwise within ~200 ms). */
   flush(): Promise<void>;
 }
@@ -130,38 +130,49 @@ export type SharedListener = (key: string, value: string | undefined) => void;
 
 /** Small shared values that expire (ejections, probe results, experiment epochs). */
 export interface SharedValues {
-  setShared(key: string, value: string, ttlMs: number): Promise<void>;
-  deleteShared(key: string): Promise<void>;
+  set(key: string, value: string, ttlMs: number): Promise<void>;
+  delete(key: string): Promise<void>;
   /** At most ~1 s stale between replicas. */
-  getShared(key: string): Promise<string | undefined>;
+  get(key: string): Promise<string | undefined>;
   /** Every set or delete on any replica, this one's included; expiry is not announced. */
-  onSharedChange(listener: SharedListener): () => void;
+  onChange(listener: SharedListener): () => void;
 }
 
 /** Set-once values and bounded sets with a TTL: the experiment recorder's marks and index (claims.ts). */
 export interface Claims {
   claim(key: string, value: string, ttlMs: number): Promise<ClaimResult>;
-  readClaim(key: string): Promise<string | undefined>;
+  read(key: string): Promise<string | undefined>;
   /** Removes the claim while it still holds `value`: what was claimed for work that never reached its client. */
-  releaseClaim(key: string, value: string): Promise<void>;
+  release(key: string, value: string): Promise<void>;
   /** False: the set was full without `member` (callers count it, docs/experiments.md#bounds-and-sizing). */
-  addToSet(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean>;
-  readSet(key: string): Promise<string[]>;
+  addMember(key: string, member: string, ttlMs: number, maxMembers: number): Promise<boolean>;
+  members(key: string): Promise<string[]>;
 }
 
 /** Lists that keep their last entries (the experiment history). */
 export interface CappedLists {
   /** Keeps the last `max` entries; the list is forgotten `ttlMs` after its last append. */
-  pushCapped(key: string, value: string, max: number, ttlMs: number): Promise<void>;
+  push(key: string, value: string, max: number, ttlMs: number): Promise<void>;
   /** Empty while Redis is unavailable. */
-  readList(key: string): Promise<string[]>;
+  read(key: string): Promise<string[]>;
 }
 
 export interface CacheStore {
   cacheEntries(opts: CacheEntriesOptions): CacheEntries;
 }
 
-export interface Store extends StoreHealth, ReplayStore, Permits, TokenBuckets, Counters, SharedValues, Claims, CappedLists, CacheStore {
+/** A consumer names the parts it uses, `Pick<StorePorts, 'claims' | 'counters'>`, never the whole Store (test/state/ports.test.ts). */
+export interface StorePorts {
+  readonly replay: ReplayStore;
+  readonly permits: Permits;
+  readonly tokens: TokenBuckets;
+  readonly counters: Counters;
+  readonly shared: SharedValues;
+  readonly claims: Claims;
+  readonly lists: CappedLists;
+}
+
+export interface Store extends StoreHealth, StorePorts, CacheStore {
   /** Releases this process's permits and abandons its replay leases, sends pending counters, disconnects. */
   close(): Promise<void>;
 }

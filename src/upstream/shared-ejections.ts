@@ -17,7 +17,7 @@ export class SharedEjections {
 
   constructor(
     private readonly upstreams: Upstreams,
-    private readonly store: SharedValues,
+    private readonly shared: SharedValues,
     private readonly log: Logger,
   ) {
     for (const r of upstreams.all()) this.byKey.set(ejectionKey(r), r);
@@ -28,8 +28,8 @@ export class SharedEjections {
     return (r) => {
       const ttl = r.ejectedUntil - Date.now();
       if (ttl <= 0) return;
-      this.store
-        .setShared(ejectionKey(r), String(r.ejectedUntil), ttl)
+      this.shared
+        .set(ejectionKey(r), String(r.ejectedUntil), ttl)
         .catch((err: unknown) => this.log.debug({ err }, 'could not share an ejection'));
     };
   }
@@ -37,12 +37,12 @@ export class SharedEjections {
   /** Also catches up with the ejections already in force. */
   async start(): Promise<void> {
     this.upstreams.onEject = this.publisher();
-    this.unsubscribe = this.store.onSharedChange((key, value) => {
+    this.unsubscribe = this.shared.onChange((key, value) => {
       if (value !== undefined) this.apply(key, value);
     });
     await Promise.all(
       [...this.byKey.keys()].map(async (key) => {
-        const value = await this.store.getShared(key).catch(() => undefined);
+        const value = await this.shared.get(key).catch(() => undefined);
         if (value !== undefined) this.apply(key, value);
       }),
     );

@@ -1,6 +1,6 @@
 /**
- * The experiment history (src/experiments/history.ts) and the store methods under it (pushCapped, readList,
- * claim), on both stores: the memory store, and the Redis at 127.0.0.1:6379 under a unique prefix, where two
+ * The experiment history (src/experiments/history.ts) and the store parts under it (lists.push, lists.read,
+ * claims.claim), on both stores: the memory store, and the Redis at 127.0.0.1:6379 under a unique prefix, where two
  * gateway replicas sharing it write one snapshot per interval between them. Time is a StepClock.
  */
 import assert from 'node:assert/strict';
@@ -60,29 +60,29 @@ async function makeStore(kind: 'memory' | 'redis', prefix?: string): Promise<Sto
 
 for (const kind of ['memory', 'redis'] as const) {
   describe(`${kind} store: capped lists and claims`, () => {
-    test('pushCapped keeps the last max entries, oldest first; readList of nothing is empty', async () => {
+    test('lists.push keeps the last max entries, oldest first; lists.read of nothing is empty', async () => {
       const s = await makeStore(kind);
-      assert.deepEqual(await s.readList('l'), []);
-      for (const v of ['1', '2', '3', '4', '5']) await s.pushCapped('l', v, 3, 60_000);
-      assert.deepEqual(await s.readList('l'), ['3', '4', '5']);
-      await s.pushCapped('l', '6', 2, 60_000);
-      assert.deepEqual(await s.readList('l'), ['5', '6'], 'a smaller max trims at the next push');
+      assert.deepEqual(await s.lists.read('l'), []);
+      for (const v of ['1', '2', '3', '4', '5']) await s.lists.push('l', v, 3, 60_000);
+      assert.deepEqual(await s.lists.read('l'), ['3', '4', '5']);
+      await s.lists.push('l', '6', 2, 60_000);
+      assert.deepEqual(await s.lists.read('l'), ['5', '6'], 'a smaller max trims at the next push');
     });
 
     test('a list is forgotten ttlMs after its last push', async () => {
       const s = await makeStore(kind);
-      await s.pushCapped('short', 'x', 5, 400);
-      assert.deepEqual(await s.readList('short'), ['x']);
-      await waitFor('the list expired', async () => (await s.readList('short')).length === 0, { timeoutMs: 5000 });
+      await s.lists.push('short', 'x', 5, 400);
+      assert.deepEqual(await s.lists.read('short'), ['x']);
+      await waitFor('the list expired', async () => (await s.lists.read('short')).length === 0, { timeoutMs: 5000 });
     });
 
     test('claim: the first caller wins until the claim expires', async () => {
       const s = await makeStore(kind);
-      assert.deepEqual(await s.claim('slot-1', 'me', 400), { first: true, value: 'me' });
-      assert.deepEqual(await s.claim('slot-1', 'you', 400), { first: false, value: 'me' });
-      assert.deepEqual(await s.claim('slot-2', 'you', 400), { first: true, value: 'you' }, 'another key is its own claim');
-      await waitFor('the claim expired', async () => (await s.claim('slot-1', 'later', 400)).first, { timeoutMs: 5000 });
-      assert.deepEqual(await s.claim('slot-1', 'you', 400), { first: false, value: 'later' });
+      assert.deepEqual(await s.claims.claim('slot-1', 'me', 400), { first: true, value: 'me' });
+      assert.deepEqual(await s.claims.claim('slot-1', 'you', 400), { first: false, value: 'me' });
+      assert.deepEqual(await s.claims.claim('slot-2', 'you', 400), { first: true, value: 'you' }, 'another key is its own claim');
+      await waitFor('the claim expired', async () => (await s.claims.claim('slot-1', 'later', 400)).first, { timeoutMs: 5000 });
+      assert.deepEqual(await s.claims.claim('slot-1', 'you', 400), { first: false, value: 'later' });
     });
   });
 }
@@ -137,7 +137,7 @@ test('two replicas on one Redis write one snapshot per interval between them', a
   }
   assert.equal((await h1.read()).length, written);
   assert.deepEqual(await h1.read(), await h2.read(), 'the same history from either replica');
-  assert.equal((await g1.app.gateway.store.readList(HISTORY_KEY)).length, 3);
+  assert.equal((await g1.app.gateway.store.lists.read(HISTORY_KEY)).length, 3);
 });
 
 test('the first point as soon as an experiment has a result, written once between two replicas; none before', async () => {

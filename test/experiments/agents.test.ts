@@ -71,7 +71,7 @@ test('the report lists the default agent\'s experiments, then each virtual agent
 test('counters are kept per agent, route and experiment', async () => {
   const root = of('default')!;
   assert.equal(countersKey('default', 'ab', root.experiment.id), `experiments:default/ab/${root.experiment.id}`);
-  const counters = await gw.app.gateway.store.readCounters(countersKey('default', 'ab', root.experiment.id));
+  const counters = await gw.app.gateway.store.counters.read(countersKey('default', 'ab', root.experiment.id));
   const sum = Object.entries(counters).filter(([f]) => f.endsWith('|steps')).reduce((n, [, v]) => n + v, 0);
   assert.equal(sum, 1);
 });

@@ -39,7 +39,7 @@ async function send(gw: TestGateway, name: string, batches: number, size = PER_B
     last = await postOk(gw, `${name}${b}`, Array.from({ length: size }, (_, i) => first(`${name}${b}`, i)));
   }
   await gw.app.gateway.experiments.settled();
-  await gw.app.gateway.store.flush();
+  await gw.app.gateway.store.counters.flush();
   return last;
 }
 
@@ -127,7 +127,7 @@ test('redis: keys and bytes stop growing at max_trajectories; the docs size a tr
   // A second step of each recorded trajectory of the second half: what a step costs.
   await postOk(gw, 'step2', second.map((c) => mkInput(c.source_id, { instruction: { type: 'env', content: `feedback ${c.source_id}` }, memory: c.memory })));
   await gw.app.gateway.experiments.settled();
-  await gw.app.gateway.store.flush();
+  await gw.app.gateway.store.counters.flush();
   const stepped = await footprint(r, prefix);
   const perStep = (stepped.bytes - after.bytes) / (MAX / 2);
   console.log(`redis: ${half.keys} keys ${half.bytes} B at ${MAX / 2}; ${full.keys} keys ${full.bytes} B at ${MAX}; ${after.keys} keys ${after.bytes} B at ${TOTAL}; ${Math.round(perTrajectory)} B per trajectory, ${Math.round(perStep)} B per further step`);
@@ -154,7 +154,7 @@ async function passIndexBounds(gw: TestGateway): Promise<void> {
     [c] = await postOk(gw, `long${step}`, [mkInput(c.source_id, { instruction: { type: 'env', content: `feedback ${step}` }, memory: c.memory })]);
   }
   await gw.app.gateway.experiments.settled();
-  await gw.app.gateway.store.flush();
+  await gw.app.gateway.store.counters.flush();
 }
 
 async function assertIndexMetric(gw: TestGateway): Promise<void> {

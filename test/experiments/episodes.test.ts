@@ -176,7 +176,7 @@ test('tool success by trajectory: the sums and the delta-method interval, comput
   assert.deepEqual([rb!.tool_success.successes, rb!.tool_success.lines, rb!.tool_success.rate], [sum(B.s), sum(B.n), 0.5]);
   // The store's sums of squares and products are those of the trajectories.
   const id = report.experiments[0]!.experiment.id;
-  const c = await gw.app.gateway.store.readCounters(`experiments:default/ab/${id}`);
+  const c = await gw.app.gateway.store.counters.read(`experiments:default/ab/${id}`);
   assert.deepEqual([c['a|ss'], c['a|nn'], c['a|sn']], [dot(A.s, A.s), dot(A.n, A.n), dot(A.s, A.n)]);
   assert.deepEqual([c['b|ss'], c['b|nn'], c['b|sn']], [dot(B.s, B.s), dot(B.n, B.n), dot(B.s, B.n)]);
   // Delta method by hand: r = S/N, V = K/(K-1) (Qss - 2 r Qsn + r^2 Qnn) / N^2, interval r +- 1.959964 sqrt(V).

@@ -47,7 +47,7 @@ async function scenario(on: (k: number) => TestGateway): Promise<Run> {
   const branches = await postOk(on(6), 'r4', [mkInput(9, { num_outputs: 2 })]);
   const [b0] = await postOk(on(7), 'r5', [env(9, OK, branches[0]!.memory)]);
   const [b1] = await postOk(on(8), 'r6', [env(9, BAD, branches[1]!.memory)]);
-  for (const g of new Set([on(0), on(1)])) await g.app.gateway.store.flush();
+  for (const g of new Set([on(0), on(1)])) await g.app.gateway.store.counters.flush();
   const res = await fetch(`${on(0).adminUrl}/gateway/experiments`);
   return { report: (await res.json()) as ExperimentsReport, replayed: [r1, again], fork: { parent: r2[0]!, child: child! }, branches: [b0!, b1!] };
 }

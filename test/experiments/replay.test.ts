@@ -76,11 +76,13 @@ test('the secret: the config, else the environment, else one set once in the sto
   const store = {
     kind: 'redis' as const,
     stats: () => stats,
-    claim: (key: string, value: string): Promise<{ first: boolean; value: string }> => {
-      const held = claims.get(key);
-      if (held !== undefined) return Promise.resolve({ first: false, value: held });
-      claims.set(key, value);
-      return Promise.resolve({ first: true, value });
+    claims: {
+      claim: (key: string, value: string): Promise<{ first: boolean; value: string }> => {
+        const held = claims.get(key);
+        if (held !== undefined) return Promise.resolve({ first: false, value: held });
+        claims.set(key, value);
+        return Promise.resolve({ first: true, value });
+      },
     },
   };
   assert.equal(await loadTagSecret('from-config-0123456', { [TAG_SECRET_ENV]: 'env' }, store), 'from-config-0123456');
@@ -90,7 +92,7 @@ test('the secret: the config, else the environment, else one set once in the sto
   assert.equal(a, b, 'two replicas sharing the store agree');
   assert.equal(a.length, 43);
   // Redis unavailable: the store answered from this process alone; no secret rather than one only it knows.
-  const down = { ...store, claim: (key: string, value: string) => { stats.fallbacks++; return Promise.resolve({ first: true, value: `${key}${value}` }); } };
+  const down = { ...store, claims: { claim: (key: string, value: string) => { stats.fallbacks++; return Promise.resolve({ first: true, value: `${key}${value}` }); } } };
   await assert.rejects(loadTagSecret(undefined, {}, down), /shared tag secret is unknown/);
   assert.deepEqual(
     [tagSecretSource('x'.repeat(16), {}, 'memory'), tagSecretSource(undefined, { [TAG_SECRET_ENV]: 'v' }, 'memory'), tagSecretSource(undefined, {}, 'redis'), tagSecretSource(undefined, {}, 'memory')],

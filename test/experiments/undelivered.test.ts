@@ -16,7 +16,7 @@ const f = useFixtures();
 
 async function counts(gw: TestGateway): Promise<{ trajectories: number; steps: number; errors: number }> {
   await gw.app.gateway.experiments.settled();
-  await gw.app.gateway.store.flush();
+  await gw.app.gateway.store.counters.flush();
   const r = (await (await fetch(`${gw.adminUrl}/gateway/experiments`)).json()) as ExperimentsReport;
   const arms = r.experiments[0]?.arms ?? [];
   const sum = (k: (a: (typeof arms)[number]) => number): number => arms.reduce((x, a) => x + k(a), 0);

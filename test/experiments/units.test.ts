@@ -43,17 +43,17 @@ async function scenario(on: (k: number) => TestGateway): Promise<Run> {
   const second = await postOk(on(3), 'r3', starts.map((c, i) => mkInput(i, { instruction: { type: 'env', content: i % 3 === 0 ? BAD : OK }, memory: c.memory })));
   // A later step whose attributes changed: the stratum and the key stay those of the first step.
   const [later] = await postOk(on(4), 'r4', [mkInput(0, { instruction: { type: 'env', content: OK }, memory: second[0]?.memory ?? {}, attributes: { scenario: 's5', suite: 'mid' } })]);
-  for (const g of new Set([on(0), on(1)])) await g.app.gateway.store.flush();
+  for (const g of new Set([on(0), on(1)])) await g.app.gateway.store.counters.flush();
   // Every trajectory but the keyless last one is scored.
   const outcomes = starts.slice(0, N - 1).map((c, i) => ({ trajectory: c.memory._gateway?.trajectory, score: (i % 5) / 4 }));
   const posted = await http(`${on(5).adminUrl}/gateway/experiments/outcomes`, { method: 'POST', body: { outcomes } });
   assert.equal(posted.status, 200, posted.text);
-  for (const g of new Set([on(0), on(1)])) await g.app.gateway.store.flush();
+  for (const g of new Set([on(0), on(1)])) await g.app.gateway.store.counters.flush();
   const report = (await (await fetch(`${on(0).adminUrl}/gateway/experiments`)).json()) as ExperimentsReport;
   // A success outcome on top of the scores: the outcome comparison is refused, and says why.
   const more = await http(`${on(6).adminUrl}/gateway/experiments/outcomes`, { method: 'POST', body: { outcomes: [{ trajectory: starts[N - 1]?.memory._gateway?.trajectory, success: true }] } });
   assert.equal(more.status, 200, more.text);
-  for (const g of new Set([on(0), on(1)])) await g.app.gateway.store.flush();
+  for (const g of new Set([on(0), on(1)])) await g.app.gateway.store.counters.flush();
   const mixed = (await (await fetch(`${on(1).adminUrl}/gateway/experiments`)).json()) as ExperimentsReport;
   if (later === undefined) throw new Error('one input, one candidate');
   return { report, mixed, starts, later };

@@ -59,7 +59,7 @@ function permitsContract(harness: Harness): void {
       const gauge = { now: 0, max: 0 };
       const results = await Promise.all(
         Array.from({ length: 50 }, async () => {
-          const permit = await store.acquire(key, 2, { timeoutMs: 10_000 });
+          const permit = await store.permits.acquire(key, 2, { timeoutMs: 10_000 });
           if (permit === undefined) return false;
           await hold(permit, gauge, 3);
           return true;
@@ -73,11 +73,11 @@ function permitsContract(harness: Harness): void {
     it('grants waiters in FIFO order', async () => {
       const store = await harness.make();
       const key = uniqueKey();
-      const first = await store.acquire(key, 1, { timeoutMs: 0 });
+      const first = await store.permits.acquire(key, 1, { timeoutMs: 0 });
       assert.ok(first);
       const order: number[] = [];
       const waiters = Array.from({ length: 6 }, (_, i) =>
-        store.acquire(key, 1, { timeoutMs: 10_000 }).then(async (p) => {
+        store.permits.acquire(key, 1, { timeoutMs: 10_000 }).then(async (p) => {
           assert.ok(p);
           order.push(i);
           await sleep(2); // the holder's work: the next waiter must wait for this release, not be granted beside it
@@ -94,9 +94,9 @@ function permitsContract(harness: Harness): void {
     it('grants a free permit with timeoutMs 0 and refuses a busy one at once', async () => {
       const store = await harness.make();
       const key = uniqueKey();
-      const p = await store.acquire(key, 1, { timeoutMs: 0 });
+      const p = await store.permits.acquire(key, 1, { timeoutMs: 0 });
       assert.ok(p);
-      assert.equal(await store.acquire(key, 1, { timeoutMs: 0 }), undefined);
+      assert.equal(await store.permits.acquire(key, 1, { timeoutMs: 0 }), undefined);
       assert.equal(store.stats().acquireTimeouts, 1, 'refused as a timeout, without queueing');
       p.release();
       await harness.assertIdle(key);
@@ -110,10 +110,10 @@ function permitWaitsContract(harness: Harness): void {
     it('times out a waiter with undefined and counts it', async () => {
       const store = await harness.make();
       const key = uniqueKey();
-      const p = await store.acquire(key, 1, { timeoutMs: 0 });
+      const p = await store.permits.acquire(key, 1, { timeoutMs: 0 });
       assert.ok(p);
       let settled = false;
-      const waiting = store.acquire(key, 1, { timeoutMs: 150 }).finally(() => (settled = true));
+      const waiting = store.permits.acquire(key, 1, { timeoutMs: 150 }).finally(() => (settled = true));
       await harness.waitQueued(key, 1);
       assert.equal(settled, false, 'the waiter queued rather than being refused at once');
       assert.equal(await waiting, undefined);
@@ -125,10 +125,10 @@ function permitWaitsContract(harness: Harness): void {
     it('an aborted waiter leaves with undefined and takes nothing; an aborted holder gives its permit back', async () => {
       const store = await harness.make();
       const key = uniqueKey();
-      const p = await store.acquire(key, 1, { timeoutMs: 0 });
+      const p = await store.permits.acquire(key, 1, { timeoutMs: 0 });
       assert.ok(p);
       const ac = new AbortController();
-      const waiting = store.acquire(key, 1, { signal: ac.signal, timeoutMs: 10_000 });
+      const waiting = store.permits.acquire(key, 1, { signal: ac.signal, timeoutMs: 10_000 });
       await harness.waitQueued(key, 1);
       ac.abort();
       assert.equal(await waiting, undefined); // long before its 10 s timeout: the test would time out
@@ -136,12 +136,12 @@ function permitWaitsContract(harness: Harness): void {
       p.release();
       p.release(); // idempotent: must not free a second slot
       const again = new AbortController();
-      const q = await store.acquire(key, 1, { signal: again.signal, timeoutMs: 0 });
+      const q = await store.permits.acquire(key, 1, { signal: again.signal, timeoutMs: 0 });
       assert.ok(q, 'the slot is free: the aborted waiter took nothing');
-      assert.equal(await store.acquire(key, 1, { timeoutMs: 0 }), undefined, 'double release freed nothing');
+      assert.equal(await store.permits.acquire(key, 1, { timeoutMs: 0 }), undefined, 'double release freed nothing');
       again.abort(); // releases q by itself
-      assert.ok(await store.acquire(key, 1, { timeoutMs: 1000 }).then((r) => (r?.release(), r)));
-      assert.equal(await store.acquire(key, 1, { signal: AbortSignal.abort(), timeoutMs: 0 }), undefined);
+      assert.ok(await store.permits.acquire(key, 1, { timeoutMs: 1000 }).then((r) => (r?.release(), r)));
+      assert.equal(await store.permits.acquire(key, 1, { signal: AbortSignal.abort(), timeoutMs: 0 }), undefined);
       await harness.assertIdle(key);
     });
   });
@@ -154,10 +154,10 @@ function replayContract(harness: Harness): void {
       const store = await harness.make();
       const rid = randomUUID();
       const h = hashBody('{"a":1}');
-      const first = await store.replayBegin(rid, h);
+      const first = await store.replay.begin(rid, h);
       assert.equal(first.kind, 'compute');
       if (first.kind === 'compute') await first.lease.finish('[1]');
-      assert.deepEqual(replayed(await store.replayBegin(rid, h)), { kind: 'hit', body: '[1]' });
+      assert.deepEqual(replayed(await store.replay.begin(rid, h)), { kind: 'hit', body: '[1]' });
       assert.equal(store.stats().replayHits, 1);
       assert.equal(store.stats().replayStored, 1);
     });
@@ -167,32 +167,32 @@ function replayContract(harness: Harness): void {
       const rid = randomUUID();
       const parts = [Buffer.from('[{"s":"h\u00e9 \u{1f916}'), Buffer.from([0xe2, 0x82]), Buffer.from([0xac]), Buffer.from('","n":123456789012345678901234567890}]')];
       const bytes = Buffer.concat(parts);
-      const first = await store.replayBegin(rid, 'h');
+      const first = await store.replay.begin(rid, 'h');
       assert.equal(first.kind, 'compute');
       // The euro sign is split across two pieces: only the joined bytes are a character.
       if (first.kind === 'compute') await first.lease.finish({ parts, length: bytes.length });
-      const hit = await store.replayBegin(rid, 'h');
+      const hit = await store.replay.begin(rid, 'h');
       assert.deepEqual(replayed(hit), { kind: 'hit', body: bytes.toString('utf8') });
     });
 
     it('replay: a stored response is gone after replay_ttl_s, and the batch is computed again', async () => {
       const store = await harness.make({ replay_ttl_s: 0.3 });
       const rid = randomUUID();
-      const first = await store.replayBegin(rid, 'h');
+      const first = await store.replay.begin(rid, 'h');
       if (first.kind === 'compute') await first.lease.finish('[1]');
-      assert.equal((await store.replayBegin(rid, 'h')).kind, 'hit');
-      let again = await store.replayBegin(rid, 'h');
-      await waitFor('the stored response to expire', async () => (again = await store.replayBegin(rid, 'h')).kind === 'compute', { timeoutMs: 3000 });
+      assert.equal((await store.replay.begin(rid, 'h')).kind, 'hit');
+      let again = await store.replay.begin(rid, 'h');
+      await waitFor('the stored response to expire', async () => (again = await store.replay.begin(rid, 'h')).kind === 'compute', { timeoutMs: 3000 });
       if (again.kind === 'compute') await again.lease.finish('[2]');
-      assert.deepEqual(replayed(await store.replayBegin(rid, 'h')), { kind: 'hit', body: '[2]' });
+      assert.deepEqual(replayed(await store.replay.begin(rid, 'h')), { kind: 'hit', body: '[2]' });
     });
 
     it('replay: a response over replay_max_bytes is not stored, and counted', async () => {
       const store = await harness.make({ replay_max_bytes: 10 });
       const rid = randomUUID();
-      const first = await store.replayBegin(rid, 'h');
+      const first = await store.replay.begin(rid, 'h');
       if (first.kind === 'compute') await first.lease.finish('x'.repeat(11));
-      assert.equal((await store.replayBegin(rid, 'h')).kind, 'compute');
+      assert.equal((await store.replay.begin(rid, 'h')).kind, 'compute');
       assert.equal(store.stats().replayTooLarge, 1);
     });
   });
@@ -204,9 +204,9 @@ function replayWaitersContract(harness: Harness): void {
     it('replay: a duplicate waits for the first and gets its result', async () => {
       const store = await harness.make();
       const rid = randomUUID();
-      const first = await store.replayBegin(rid, 'h');
+      const first = await store.replay.begin(rid, 'h');
       assert.equal(first.kind, 'compute');
-      const second = store.replayBegin(rid, 'h');
+      const second = store.replay.begin(rid, 'h');
       await waitFor('the duplicate waiting', () => store.stats().replayWaits === 1);
       if (first.kind === 'compute') await first.lease.finish('answer');
       assert.deepEqual(replayed(await second), { kind: 'hit', body: 'answer' });
@@ -216,19 +216,19 @@ function replayWaitersContract(harness: Harness): void {
     it('replay: same request_id with another body is a conflict, computed and counted', async () => {
       const store = await harness.make();
       const rid = randomUUID();
-      const first = await store.replayBegin(rid, 'h1');
-      assert.deepEqual(await store.replayBegin(rid, 'h2'), { kind: 'conflict' });
+      const first = await store.replay.begin(rid, 'h1');
+      assert.deepEqual(await store.replay.begin(rid, 'h2'), { kind: 'conflict' });
       if (first.kind === 'compute') await first.lease.finish('x');
-      assert.deepEqual(await store.replayBegin(rid, 'h2'), { kind: 'conflict' });
+      assert.deepEqual(await store.replay.begin(rid, 'h2'), { kind: 'conflict' });
       assert.equal(store.stats().replayConflicts, 2);
     });
 
     it('replay: an abandoned computation hands over to one waiter', async () => {
       const store = await harness.make();
       const rid = randomUUID();
-      const first = await store.replayBegin(rid, 'h');
-      const a = store.replayBegin(rid, 'h');
-      const b = store.replayBegin(rid, 'h');
+      const first = await store.replay.begin(rid, 'h');
+      const a = store.replay.begin(rid, 'h');
+      const b = store.replay.begin(rid, 'h');
       await waitFor('both duplicates waiting', () => store.stats().replayWaits === 2);
       if (first.kind === 'compute') await first.lease.abandon();
       const next = await Promise.race([a, b]);
@@ -245,9 +245,9 @@ function replayWaitersContract(harness: Harness): void {
     it('replay: a waiter whose signal aborts leaves with "aborted"', async () => {
       const store = await harness.make();
       const rid = randomUUID();
-      const first = await store.replayBegin(rid, 'h');
+      const first = await store.replay.begin(rid, 'h');
       const ac = new AbortController();
-      const waiting = store.replayBegin(rid, 'h', ac.signal);
+      const waiting = store.replay.begin(rid, 'h', ac.signal);
       await waitFor('the duplicate waiting', () => store.stats().replayWaits === 1);
       ac.abort();
       assert.deepEqual(await waiting, { kind: 'aborted' });
@@ -262,13 +262,13 @@ function countersContract(harness: Harness): void {
     it('counters add up', async () => {
       const store = await harness.make();
       const key = `exp-${randomUUID()}`;
-      store.incr(key, 'qwen');
-      store.incr(key, 'qwen', 2);
-      store.incr(key, 'gpt', 0.5);
-      assert.deepEqual(await store.readCounters(key), { qwen: 3, gpt: 0.5 });
-      await store.flush();
-      assert.deepEqual(await store.readCounters(key), { qwen: 3, gpt: 0.5 });
-      assert.deepEqual(await store.readCounters(`none-${randomUUID()}`), {});
+      store.counters.incr(key, 'qwen');
+      store.counters.incr(key, 'qwen', 2);
+      store.counters.incr(key, 'gpt', 0.5);
+      assert.deepEqual(await store.counters.read(key), { qwen: 3, gpt: 0.5 });
+      await store.counters.flush();
+      assert.deepEqual(await store.counters.read(key), { qwen: 3, gpt: 0.5 });
+      assert.deepEqual(await store.counters.read(`none-${randomUUID()}`), {});
     });
   });
 }
@@ -280,15 +280,15 @@ function sharedValuesContract(harness: Harness): void {
       const store = await harness.make();
       const key = `eject:${randomUUID()}`;
       const seen: [string, string | undefined][] = [];
-      const off = store.onSharedChange((k, v) => {
+      const off = store.shared.onChange((k, v) => {
         if (k === key) seen.push([k, v]);
       });
-      await store.setShared(key, 'ejected', 10_000);
-      assert.equal(await store.getShared(key), 'ejected');
-      await store.deleteShared(key);
-      assert.equal(await store.getShared(key), undefined);
-      await store.setShared(key, 'briefly', 60);
-      await waitFor('the shared key to expire', async () => (await store.getShared(key)) === undefined, { timeoutMs: 1500 });
+      await store.shared.set(key, 'ejected', 10_000);
+      assert.equal(await store.shared.get(key), 'ejected');
+      await store.shared.delete(key);
+      assert.equal(await store.shared.get(key), undefined);
+      await store.shared.set(key, 'briefly', 60);
+      await waitFor('the shared key to expire', async () => (await store.shared.get(key)) === undefined, { timeoutMs: 1500 });
       off();
       assert.deepEqual(seen, [
         [key, 'ejected'],
@@ -305,37 +305,37 @@ function claimsContract(harness: Harness): void {
     it('claims: the first value stays, every caller learns it; sets keep at most maxMembers', async () => {
       const store = await harness.make();
       const key = `x:${randomUUID()}`;
-      assert.deepEqual(await store.claim(key, 'a', 10_000), { first: true, value: 'a' });
-      assert.deepEqual(await store.claim(key, 'b', 10_000), { first: false, value: 'a' });
-      assert.equal(await store.readClaim(key), 'a');
-      assert.equal(await store.readClaim(`none-${randomUUID()}`), undefined);
+      assert.deepEqual(await store.claims.claim(key, 'a', 10_000), { first: true, value: 'a' });
+      assert.deepEqual(await store.claims.claim(key, 'b', 10_000), { first: false, value: 'a' });
+      assert.equal(await store.claims.read(key), 'a');
+      assert.equal(await store.claims.read(`none-${randomUUID()}`), undefined);
       const set = `s:${randomUUID()}`;
       const kept: boolean[] = [];
-      for (const m of ['1', '2', '2', '3', '1']) kept.push(await store.addToSet(set, m, 10_000, 2));
+      for (const m of ['1', '2', '2', '3', '1']) kept.push(await store.claims.addMember(set, m, 10_000, 2));
       // A member already in a full set is kept; one that does not fit is reported left out.
       assert.deepEqual(kept, [true, true, true, false, true]);
-      assert.deepEqual((await store.readSet(set)).sort(), ['1', '2']);
-      assert.deepEqual(await store.readSet(`none-${randomUUID()}`), []);
+      assert.deepEqual((await store.claims.members(set)).sort(), ['1', '2']);
+      assert.deepEqual(await store.claims.members(`none-${randomUUID()}`), []);
     });
 
     it('claims: a release takes a claim back only while it holds the value released', async () => {
       const store = await harness.make();
       const key = `x:${randomUUID()}`;
-      await store.claim(key, 'a', 10_000);
-      await store.releaseClaim(key, 'b');
-      assert.equal(await store.readClaim(key), 'a', 'another value leaves the claim');
-      await store.releaseClaim(key, 'a');
-      assert.equal(await store.readClaim(key), undefined);
-      assert.deepEqual(await store.claim(key, 'b', 10_000), { first: true, value: 'b' });
-      await store.releaseClaim(`none-${randomUUID()}`, 'a');
+      await store.claims.claim(key, 'a', 10_000);
+      await store.claims.release(key, 'b');
+      assert.equal(await store.claims.read(key), 'a', 'another value leaves the claim');
+      await store.claims.release(key, 'a');
+      assert.equal(await store.claims.read(key), undefined);
+      assert.deepEqual(await store.claims.claim(key, 'b', 10_000), { first: true, value: 'b' });
+      await store.claims.release(`none-${randomUUID()}`, 'a');
     });
 
     it('claims: a claim is gone after its TTL, and the next caller is first again', async () => {
       const store = await harness.make();
       const key = `x:${randomUUID()}`;
-      await store.claim(key, 'a', 60);
-      await waitFor('the claim to expire', async () => (await store.readClaim(key)) === undefined, { timeoutMs: 1500 });
-      assert.deepEqual(await store.claim(key, 'b', 10_000), { first: true, value: 'b' });
+      await store.claims.claim(key, 'a', 60);
+      await waitFor('the claim to expire', async () => (await store.claims.read(key)) === undefined, { timeoutMs: 1500 });
+      assert.deepEqual(await store.claims.claim(key, 'b', 10_000), { first: true, value: 'b' });
     });
   });
 }
@@ -346,9 +346,9 @@ function cappedListsContract(harness: Harness): void {
     it('lists: keep the last max entries, oldest first', async () => {
       const store = await harness.make();
       const key = `l:${randomUUID()}`;
-      for (const v of ['1', '2', '3', '4']) await store.pushCapped(key, v, 3, 10_000);
-      assert.deepEqual(await store.readList(key), ['2', '3', '4']);
-      assert.deepEqual(await store.readList(`none-${randomUUID()}`), []);
+      for (const v of ['1', '2', '3', '4']) await store.lists.push(key, v, 3, 10_000);
+      assert.deepEqual(await store.lists.read(key), ['2', '3', '4']);
+      assert.deepEqual(await store.lists.read(`none-${randomUUID()}`), []);
     });
   });
 }

@@ -36,12 +36,12 @@ describe('redis cluster across replicas', { timeout: 30_000 }, () => {
     const d = cluster.deployment();
     const [a, b] = await Promise.all([d.replica(), d.replica()]);
     const seen: (string | undefined)[] = [];
-    b.onSharedChange((_k, v) => seen.push(v));
-    await a.setShared('eject:x', 'yes', 5000);
+    b.shared.onChange((_k, v) => seen.push(v));
+    await a.shared.set('eject:x', 'yes', 5000);
     await waitFor('pub/sub works on the cluster', () => seen.length === 1, { timeoutMs: 1000 });
     const rid = randomUUID();
-    const first = await a.replayBegin(rid, 'h');
-    const waiting = b.replayBegin(rid, 'h');
+    const first = await a.replay.begin(rid, 'h');
+    const waiting = b.replay.begin(rid, 'h');
     if (first.kind === 'compute') await first.lease.finish('body');
     assert.deepEqual(replayed(await waiting), { kind: 'hit', body: 'body' });
   });

@@ -56,36 +56,36 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
 
     // Two Redis permits held across the outage, and a waiter queued in Redis when it dies.
     const key = 'backend-a';
-    const held = await store.acquire(key, 2, { timeoutMs: 0 });
-    const full = await store.acquire(key, 2, { timeoutMs: 0 });
+    const held = await store.permits.acquire(key, 2, { timeoutMs: 0 });
+    const full = await store.permits.acquire(key, 2, { timeoutMs: 0 });
     assert.ok(held && full);
-    const waiting = store.acquire(key, 2, { timeoutMs: 10_000 });
+    const waiting = store.permits.acquire(key, 2, { timeoutMs: 10_000 });
     await waitFor('the waiter queued in redis', async () => Number(await redisCall(url, 'ZCARD', `${prefix}sem:{${key}}:queue`)) === 1);
 
     await killHard(servers.pop()!);
     await waitFor('down within 0.5 s', () => !store.isUp(), { timeoutMs: 500 });
 
     // Limits: local, with the same limit, counting the Redis permits still held here.
-    const other = await local('acquire (free key)', () => store.acquire('backend-b', 1, { timeoutMs: 0 }));
+    const other = await local('acquire (free key)', () => store.permits.acquire('backend-b', 1, { timeoutMs: 0 }));
     assert.ok(other);
-    assert.equal(await local('acquire (full key)', () => store.acquire(key, 2, { timeoutMs: 100 })), undefined);
+    assert.equal(await local('acquire (full key)', () => store.permits.acquire(key, 2, { timeoutMs: 100 })), undefined);
     full.release();
     const fromQueue = await local('queued waiter', () => waiting);
     assert.ok(fromQueue, 'the waiter queued in redis was served locally');
 
     // Replay: local within this process.
-    const first = await local('replayBegin', () => store.replayBegin('rid-1', 'h'));
+    const first = await local('replay.begin', () => store.replay.begin('rid-1', 'h'));
     assert.equal(first.kind, 'compute');
-    const second = store.replayBegin('rid-1', 'h');
+    const second = store.replay.begin('rid-1', 'h');
     if (first.kind === 'compute') await local('finish', () => first.lease.finish('body'));
     assert.deepEqual(replayed(await second), { kind: 'hit', body: 'body' });
 
     // Counters and shared values: kept here and sent once Redis is back.
-    store.incr('exp', 'qwen', 5);
-    await local('flush', () => store.flush());
-    assert.deepEqual(await local('readCounters', () => store.readCounters('exp')), { qwen: 5 });
-    await local('setShared', () => store.setShared('eject:x', 'yes', 60_000));
-    assert.equal(await local('getShared', () => store.getShared('eject:x')), 'yes');
+    store.counters.incr('exp', 'qwen', 5);
+    await local('counters.flush', () => store.counters.flush());
+    assert.deepEqual(await local('counters.read', () => store.counters.read('exp')), { qwen: 5 });
+    await local('shared.set', () => store.shared.set('eject:x', 'yes', 60_000));
+    assert.equal(await local('shared.get', () => store.shared.get('eject:x')), 'yes');
     assert.ok(store.stats().fallbacks > 0);
     assert.deepEqual(ups, [false]);
 
@@ -102,17 +102,17 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
     const replica = createStore(redisConfig(prefix, url), recordingLog());
     stores.push(replica);
     assert.ok(await waitUntilUp(replica, 3000));
-    await waitFor('counters sent', async () => (await replica.readCounters('exp')).qwen === 5, { timeoutMs: 2000 });
-    assert.equal(await replica.getShared('eject:x'), 'yes');
+    await waitFor('counters sent', async () => (await replica.counters.read('exp')).qwen === 5, { timeoutMs: 2000 });
+    assert.equal(await replica.shared.get('eject:x'), 'yes');
     await waitFor('the two permits still held here (one from Redis, one granted locally) count in Redis again', async () => {
-        const p = await replica.acquire(key, 2, { timeoutMs: 0 });
+        const p = await replica.permits.acquire(key, 2, { timeoutMs: 0 });
         p?.release();
         return p === undefined;
       }, { timeoutMs: 2000 });
     held.release();
     fromQueue.release();
     other.release();
-    const p = await replica.acquire(key, 2, { timeoutMs: 1000 });
+    const p = await replica.permits.acquire(key, 2, { timeoutMs: 1000 });
     assert.ok(p, 'released everywhere once Redis is back');
     p.release();
   });
@@ -124,9 +124,9 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
     const store = createStore(redisConfig(uniquePrefix(), url, { lease_s: 5 }), recordingLog());
     stores.push(store);
     assert.ok(await waitUntilUp(store, 3000));
-    const busy = await store.acquire('k', 1, { timeoutMs: 0 });
+    const busy = await store.permits.acquire('k', 1, { timeoutMs: 0 });
     assert.ok(busy);
-    const warm = await store.replayBegin('warm', 'h'); // loads the replay scripts, so Redis runs them later
+    const warm = await store.replay.begin('warm', 'h'); // loads the replay scripts, so Redis runs them later
     if (warm.kind === 'compute') await warm.lease.abandon();
 
     // The server answers no command for 1.5 s (connections stay open, as with a server stalled on a slow
@@ -141,14 +141,14 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
     };
     // A deadline shorter than the command timeout ends the call at the deadline: before the command timeout
     // (500 ms) of the call's own command, still unanswered, marks Redis down.
-    const limited = whilePaused('acquire with a 100 ms deadline', store.acquire('k', 1, { signal: AbortSignal.timeout(100), timeoutMs: 10_000 }));
+    const limited = whilePaused('acquire with a 100 ms deadline', store.permits.acquire('k', 1, { signal: AbortSignal.timeout(100), timeoutMs: 10_000 }));
     assert.equal(await limited, undefined);
     assert.equal(store.isUp(), true, 'ended at its deadline, not at the command timeout');
-    const replay = await whilePaused('replayBegin with a 100 ms deadline', store.replayBegin('r', 'h', AbortSignal.timeout(100)));
+    const replay = await whilePaused('replay.begin with a 100 ms deadline', store.replay.begin('r', 'h', AbortSignal.timeout(100)));
     assert.equal(replay.kind, 'aborted');
     assert.equal(store.isUp(), true, 'ended at its deadline, not at the command timeout');
     // Without a deadline, the command timeout marks Redis down and the call falls back.
-    const p = await whilePaused('acquire on a slow redis', store.acquire('free', 1, { timeoutMs: 5000 }));
+    const p = await whilePaused('acquire on a slow redis', store.permits.acquire('free', 1, { timeoutMs: 5000 }));
     assert.ok(p);
     assert.equal(store.isUp(), false);
     await answering;
@@ -156,7 +156,7 @@ describe('redis store when redis fails', { timeout: 30_000 }, () => {
     // The replay entry Redis created for the abandoned begin was cleaned up on reconnect, not left to its
     // lease (5 s): the same request_id computes at once, waiting for no owner.
     const waitsBefore = store.stats().replayWaits;
-    const again = await store.replayBegin('r', 'h');
+    const again = await store.replay.begin('r', 'h');
     assert.equal(again.kind, 'compute');
     assert.equal(store.stats().replayWaits, waitsBefore, 'no wait for the abandoned entry');
     if (again.kind === 'compute') await again.lease.abandon();

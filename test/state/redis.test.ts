@@ -31,7 +31,7 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     const gauge = { now: 0, max: 0 };
     const got = await Promise.all(
       Array.from({ length: 30 }, async (_, i) => {
-        const permit = await replicas[i % 3]!.acquire(key, 2, { timeoutMs: 10_000 });
+        const permit = await replicas[i % 3]!.permits.acquire(key, 2, { timeoutMs: 10_000 });
         if (permit === undefined) return 0;
         gauge.max = Math.max(gauge.max, ++gauge.now);
         await sleep(3); // the holder's work: it keeps the permit a while, so that holders overlap
@@ -44,13 +44,13 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     assert.equal(gauge.max, 2);
 
     // FIFO across replicas: waiters queued alternately on two replicas are served in arrival order.
-    const first = await replicas[0]!.acquire(key, 1, { timeoutMs: 0 });
+    const first = await replicas[0]!.permits.acquire(key, 1, { timeoutMs: 0 });
     assert.ok(first);
     const order: number[] = [];
     const waiters: Promise<void>[] = [];
     for (let i = 0; i < 6; i++) {
       waiters.push(
-        replicas[1 + (i % 2)]!.acquire(key, 1, { timeoutMs: 10_000 }).then((p) => {
+        replicas[1 + (i % 2)]!.permits.acquire(key, 1, { timeoutMs: 10_000 }).then((p) => {
           order.push(i);
           p?.release();
         }),
@@ -67,9 +67,9 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     const d = deployment();
     const [a, b] = await Promise.all([d.replica(), d.replica()]);
     const rid = randomUUID();
-    const first = await a.replayBegin(rid, 'h');
+    const first = await a.replay.begin(rid, 'h');
     assert.equal(first.kind, 'compute');
-    const waiting = b.replayBegin(rid, 'h');
+    const waiting = b.replay.begin(rid, 'h');
     await waitFor('b waiting for the batch in progress on a', () => b.stats().replayWaits === 1);
     const finished = Date.now();
     if (first.kind === 'compute') await first.lease.finish('{"ok":true}');
@@ -78,8 +78,8 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     // poll (every 200 ms, src/state/replay.ts) would come up to 200 ms later; 150 ms is as generous as it
     // can be while still telling the two apart.
     assert.ok(Date.now() - finished < 150, 'woken by pub/sub, not by the poll');
-    assert.deepEqual(replayed(await b.replayBegin(rid, 'h')), { kind: 'hit', body: '{"ok":true}' });
-    assert.deepEqual(await b.replayBegin(rid, 'other'), { kind: 'conflict' });
+    assert.deepEqual(replayed(await b.replay.begin(rid, 'h')), { kind: 'hit', body: '{"ok":true}' });
+    assert.deepEqual(await b.replay.begin(rid, 'other'), { kind: 'conflict' });
   });
 
   it('counters of two replicas add up to cluster totals', async () => {
@@ -87,35 +87,35 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     const [a, b] = await Promise.all([d.replica(), d.replica()]);
     const key = `exp-${randomUUID()}`;
     for (let i = 0; i < 100; i++) {
-      a.incr(key, 'qwen');
-      b.incr(key, 'qwen');
+      a.counters.incr(key, 'qwen');
+      b.counters.incr(key, 'qwen');
     }
-    b.incr(key, 'gpt', 7);
-    await Promise.all([a.flush(), b.flush()]);
-    assert.deepEqual(await a.readCounters(key), { qwen: 200, gpt: 7 });
-    assert.deepEqual(await b.readCounters(key), { qwen: 200, gpt: 7 });
+    b.counters.incr(key, 'gpt', 7);
+    await Promise.all([a.counters.flush(), b.counters.flush()]);
+    assert.deepEqual(await a.counters.read(key), { qwen: 200, gpt: 7 });
+    assert.deepEqual(await b.counters.read(key), { qwen: 200, gpt: 7 });
     // Without an explicit flush, increments still reach the others within the flush period.
-    a.incr(key, 'gpt');
-    await waitFor('the condition', async () => (await b.readCounters(key)).gpt === 8, { timeoutMs: 1000 });
+    a.counters.incr(key, 'gpt');
+    await waitFor('the condition', async () => (await b.counters.read(key)).gpt === 8, { timeoutMs: 1000 });
   });
 
   it('shows shared values set on one replica to the others, at once through the announcement', async () => {
     const d = deployment();
     const [a, b] = await Promise.all([d.replica(), d.replica()]);
     const key = `eject:${randomUUID()}`;
-    assert.equal(await b.getShared(key), undefined); // cached as absent...
+    assert.equal(await b.shared.get(key), undefined); // cached as absent...
     const seen: (string | undefined)[] = [];
-    b.onSharedChange((k, v) => k === key && seen.push(v));
-    await a.setShared(key, 'until-later', 10_000);
+    b.shared.onChange((k, v) => k === key && seen.push(v));
+    await a.shared.set(key, 'until-later', 10_000);
     await waitFor('announced to the other replica', () => seen.length === 1, { timeoutMs: 500 });
-    assert.equal(await b.getShared(key), 'until-later'); // ...and updated by the announcement
-    await a.deleteShared(key);
+    assert.equal(await b.shared.get(key), 'until-later'); // ...and updated by the announcement
+    await a.shared.delete(key);
     await waitFor('the condition', () => seen.length === 2, { timeoutMs: 500 });
     assert.deepEqual(seen, ['until-later', undefined]);
-    assert.equal(await b.getShared(key), undefined);
+    assert.equal(await b.shared.get(key), undefined);
     const c = await d.replica(); // a replica started later reads the current state
-    await a.setShared(key, 'again', 10_000);
-    assert.equal(await c.getShared(key), 'again');
+    await a.shared.set(key, 'again', 10_000);
+    assert.equal(await c.shared.get(key), 'again');
   });
 
   it('a replica killed with -9 gives back its permit and its replay computation within the lease', async () => {
@@ -135,13 +135,13 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
         once(child, 'exit').then(([code]) => Promise.reject(new Error(`holder exited with ${String(code)}`))),
       ]);
       assert.deepEqual(ready, { permit: true, replay: 'compute' });
-      assert.equal(await store.acquire(key, 1, { timeoutMs: 0 }), undefined, 'the child holds the only permit');
-      const waiting = store.replayBegin(rid, 'h');
+      assert.equal(await store.permits.acquire(key, 1, { timeoutMs: 0 }), undefined, 'the child holds the only permit');
+      const waiting = store.replay.begin(rid, 'h');
       await waitFor('the duplicate waiting for the child', () => store.stats().replayWaits === 1);
       await killHard(child);
       // The dead replica never releases: its permit comes back only when its lease (1 s) lapses, which must
       // happen within this acquire's own bound of three leases.
-      const permit = await store.acquire(key, 1, { timeoutMs: 3000 });
+      const permit = await store.permits.acquire(key, 1, { timeoutMs: 3000 });
       assert.ok(permit, 'the dead replica’s permit came back within its lease');
       permit.release();
       const took = await waiting;
@@ -156,11 +156,11 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     const d = deployment();
     const [a, b] = await Promise.all([d.replica(), d.replica()]);
     const key = `b-${randomUUID()}`;
-    const p = await a.acquire(key, 1, { timeoutMs: 0 });
+    const p = await a.permits.acquire(key, 1, { timeoutMs: 0 });
     assert.ok(p);
-    assert.equal(await b.acquire(key, 1, { timeoutMs: 1600 }), undefined, 'still held after 1.6 leases');
+    assert.equal(await b.permits.acquire(key, 1, { timeoutMs: 1600 }), undefined, 'still held after 1.6 leases');
     p.release();
-    assert.ok(await b.acquire(key, 1, { timeoutMs: 500 }).then((q) => (q?.release(), q)));
+    assert.ok(await b.permits.acquire(key, 1, { timeoutMs: 500 }).then((q) => (q?.release(), q)));
     assert.equal(a.stats().leasesLost, 0);
   });
 
@@ -169,8 +169,8 @@ describe('redis store across replicas', { timeout: 30_000 }, () => {
     const d = deployment({ lease_s: 60 });
     const [a, b] = await Promise.all([d.replica(), d.replica()]);
     const key = `b-${randomUUID()}`;
-    assert.ok(await a.acquire(key, 1, { timeoutMs: 0 }));
-    const waiting = b.acquire(key, 1, { timeoutMs: 5000 });
+    assert.ok(await a.permits.acquire(key, 1, { timeoutMs: 0 }));
+    const waiting = b.permits.acquire(key, 1, { timeoutMs: 5000 });
     await a.close();
     const p = await waiting;
     assert.ok(p, 'released by close, not by the lease');

@@ -39,10 +39,10 @@ function outcomeOf(raw: string | undefined): boolean | number | null {
 
 async function row(host: ReportHost, id: string): Promise<TrajectoryRow | undefined> {
   const [rec, steps, outcome, superseded] = await Promise.all([
-    host.store.readClaim(keys.trajectory(id)),
-    host.store.readSet(keys.steps(id)),
-    host.store.readClaim(keys.outcome(id)),
-    host.store.readClaim(keys.superseded(id)),
+    host.store.claims.read(keys.trajectory(id)),
+    host.store.claims.members(keys.steps(id)),
+    host.store.claims.read(keys.outcome(id)),
+    host.store.claims.read(keys.superseded(id)),
   ]);
   const r = parseTrajectoryRecord(rec);
   // A superseded trajectory is no unit: the resumed one that took it over has the row (docs/experiments.md#export).
@@ -72,7 +72,7 @@ export async function trajectoryRows(host: ReportHost): Promise<TrajectoryRow[]>
     for (const route of agent.routes.routes) {
       if (route.kind === 'backend') continue;
       const id = await host.experiments.lifetimes.id(host.store, agent.name, route);
-      const ids = await host.store.readSet(keys.trajectories(id));
+      const ids = await host.store.claims.members(keys.trajectories(id));
       const rows = (await Promise.all(ids.map((t) => row(host, t)))).filter((r): r is TrajectoryRow => r !== undefined);
       rows.sort((a, b) => a.started.localeCompare(b.started) || (a.trajectory < b.trajectory ? -1 : 1));
       out.push(...rows);

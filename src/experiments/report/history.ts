@@ -121,9 +121,9 @@ export class ExperimentHistory {
       const fresh = report.experiments.filter((e) => hasResult(e) && !this.resulted.has(e.experiment.id));
       if (fresh.length === 0) return false;
       for (const e of fresh) this.resulted.add(e.experiment.id);
-      const claims = await Promise.all(fresh.map((e) => host.store.claim(`${HISTORY_KEY}:first:${e.experiment.id}`, this.id, 2 * points * intervalMs)));
+      const claims = await Promise.all(fresh.map((e) => host.store.claims.claim(`${HISTORY_KEY}:first:${e.experiment.id}`, this.id, 2 * points * intervalMs)));
       if (!claims.some((c) => c.first)) return false;
-      await host.store.pushCapped(HISTORY_KEY, JSON.stringify(pointFromReport(report, this.clock.now())), points, 2 * points * intervalMs);
+      await host.store.lists.push(HISTORY_KEY, JSON.stringify(pointFromReport(report, this.clock.now())), points, 2 * points * intervalMs);
       return true;
     } catch (err) {
       this.log.warn({ err }, 'experiment history: first-result snapshot failed');
@@ -139,10 +139,10 @@ export class ExperimentHistory {
     try {
       const host = this.host();
       // The claim outlives its interval, so a replica whose timer fires late cannot write the same slot twice.
-      if (!(await host.store.claim(`${HISTORY_KEY}:slot:${intervalMs}:${slot}`, this.id, 2 * intervalMs)).first) return false;
+      if (!(await host.store.claims.claim(`${HISTORY_KEY}:slot:${intervalMs}:${slot}`, this.id, 2 * intervalMs)).first) return false;
       const report = await experimentsReport(host);
       // Kept as long as the whole history spans, twice over, then forgotten if nobody writes any more.
-      await host.store.pushCapped(HISTORY_KEY, JSON.stringify(pointFromReport(report, now)), points, 2 * points * intervalMs);
+      await host.store.lists.push(HISTORY_KEY, JSON.stringify(pointFromReport(report, now)), points, 2 * points * intervalMs);
       for (const e of report.experiments) if (hasResult(e)) this.resulted.add(e.experiment.id);
       await noteReport(host.store, report);
       return true;
@@ -155,7 +155,7 @@ export class ExperimentHistory {
   /** Oldest first; entries written by something else are skipped. */
   async read(): Promise<HistoryPoint[]> {
     const out: HistoryPoint[] = [];
-    for (const r of await this.host().store.readList(HISTORY_KEY)) {
+    for (const r of await this.host().store.lists.read(HISTORY_KEY)) {
       const p = parseJsonOrUndefined(r) as HistoryPoint | null | undefined; // written by snapshot() above; the fields read are checked next
       if (typeof p?.at === 'string' && Array.isArray(p.experiments)) out.push(p);
     }

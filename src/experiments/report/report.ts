@@ -77,7 +77,7 @@ export type ReportHost = ExperimentsHost & { experiments: Experiments };
  * the route already started after that reset (a reload started this one, at a time not known yet).
  */
 async function experimentInfo(host: ReportHost, id: string, route: CompiledRoute | undefined, agent?: string, epoch?: string): Promise<ExperimentInfo> {
-  const rec = parseExperimentRecord(await host.store.readClaim(keys.experiment(id)));
+  const rec = parseExperimentRecord(await host.store.claims.read(keys.experiment(id)));
   let started = rec?.started_at ?? null;
   if (started === null && epoch !== undefined && route !== undefined && agent !== undefined && !(await epochTaken(host.store, agent, route.name, id, epoch))) started = epoch;
   return { id, name: rec?.name ?? route?.experiment.name ?? null, started_at: started };
@@ -90,9 +90,9 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
   const epoch = await host.experiments.lifetimes.epoch(store, agent.name, route.name);
   const unit: Unit = route.kind === 'split' && route.assignBy !== undefined ? 'key' : 'trajectory';
   const [counters, experiment, keyCounters] = await Promise.all([
-    store.readCounters(countersKey(agent.name, route.name, id)),
+    store.counters.read(countersKey(agent.name, route.name, id)),
     experimentInfo(host, id, route, agent.name, epoch),
-    unit === 'key' ? store.readCounters(keyCountersKey(agent.name, route.name, id)) : Promise.resolve({}),
+    unit === 'key' ? store.counters.read(keyCountersKey(agent.name, route.name, id)) : Promise.resolve({}),
   ]);
   const parsed = parseCounters(counters);
   const perKey: KeyCounters = parseKeyCounters(keyCounters);
@@ -104,7 +104,7 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
     const c = parsed.get(name);
     if (!memberNames.includes(name) && c !== undefined) entries.push({ arm: name, weight: 0, member: false, counts: c });
   }
-  const since = await Promise.all(entries.map((e) => (e.counts.crossed > 0 ? store.readClaim(keys.crossed(id, e.arm)) : Promise.resolve(undefined))));
+  const since = await Promise.all(entries.map((e) => (e.counts.crossed > 0 ? store.claims.read(keys.crossed(id, e.arm)) : Promise.resolve(undefined))));
   const arms = entries.map((e, i) => armReport(e.arm, e.weight, e.member, e.counts, since[i] ?? null)).map((a) => (route.kind === 'ensemble' ? memberFigures(a) : a));
 
   const primary: Metric = route.experiment.primary ?? cfg.primary;
@@ -157,11 +157,11 @@ async function routeReport(host: ReportHost, agent: CompiledAgent, route: Compil
 async function earlierOf(host: ReportHost, agent: CompiledAgent, route: CompiledRoute, current: ExperimentInfo): Promise<EarlierExperiment[]> {
   const max = host.current.config.experiments.earlier_max;
   if (max === 0) return [];
-  const ids = (await host.store.readSet(keys.list(agent.name, route.name))).filter((id) => id !== current.id);
+  const ids = (await host.store.claims.members(keys.list(agent.name, route.name))).filter((id) => id !== current.id);
   const infos = await Promise.all(ids.map((id) => experimentInfo(host, id, undefined)));
   // Oldest last; ties (and records lost to a TTL) by id, so every replica orders them alike.
   const sorted = infos.sort((a, b) => (b.started_at ?? '').localeCompare(a.started_at ?? '') || (a.id < b.id ? -1 : 1)).slice(0, max);
-  const counters = await Promise.all(sorted.map((e) => host.store.readCounters(countersKey(agent.name, route.name, e.id))));
+  const counters = await Promise.all(sorted.map((e) => host.store.counters.read(countersKey(agent.name, route.name, e.id))));
   return sorted.map((e, i) => {
     const newer = i === 0 ? current.started_at : sorted[i - 1]?.started_at;
     const arms = [...parseCounters(counters[i] ?? {})].map(([arm, c]) => ({ arm, trajectories: c.units }));
@@ -171,7 +171,7 @@ async function earlierOf(host: ReportHost, agent: CompiledAgent, route: Compiled
 
 export async function experimentsReport(host: ReportHost, now: Date = new Date()): Promise<ExperimentsReport> {
   await host.experiments.settled();
-  await host.store.flush();
+  await host.store.counters.flush();
   const experiments: ExperimentReport[] = [];
   const earlier: EarlierExperiment[] = [];
   for (const agent of host.current.agents.all) {
