@@ -36,22 +36,14 @@ function redactOptions(value: unknown): unknown {
   return out;
 }
 
-type RedactedConfig = Omit<GatewayConfig, 'admin' | 'backends' | 'state' | 'tracing' | 'clients'> & {
-  tracing: Omit<GatewayConfig['tracing'], 'headers'> & { headers: Record<string, string> };
-  clients?: Record<string, Omit<NonNullable<GatewayConfig['clients']>[string], 'key'> & { key: string }>;
-  admin: { token: string | null; protect_metrics: boolean };
-  backends: Record<string, Omit<GatewayConfig['backends'][string], 'headers'> & { headers: Record<string, string> }>;
-  state: Omit<GatewayConfig['state'], 'redis'> & {
-    redis?: { url: string; key_prefix: string; options: unknown };
-  };
-};
-
-export function redactConfig(config: GatewayConfig): RedactedConfig {
-  const backends: RedactedConfig['backends'] = {};
-  for (const [name, b] of Object.entries(config.backends)) {
-    const url = b.url === undefined ? {} : { url: redactUrl(b.url) };
-    backends[name] = { ...b, ...url, urls: b.urls.map(redactUrl), headers: redactValues(b.headers) };
-  }
+/** The return type is inferred from what is built, so it cannot drift from it. */
+export function redactConfig(config: GatewayConfig) {
+  const backends = Object.fromEntries(
+    Object.entries(config.backends).map(([name, b]) => {
+      const url = b.url === undefined ? {} : { url: redactUrl(b.url) };
+      return [name, { ...b, ...url, urls: b.urls.map(redactUrl), headers: redactValues(b.headers) }];
+    }),
+  );
   const { redis, ...state } = config.state;
   const endpoint = config.tracing.otlp_endpoint;
   return {
