@@ -3,6 +3,7 @@
  * still running on an old config end their spans on its provider.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
 import { ExportResultCode, parseTraceParent, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -174,17 +175,8 @@ export class OtelTracing implements Tracing {
     await this.provider.forceFlush().catch(() => undefined);
   }
 
-  /** The SDK bounds each export by export_timeout_s; the timer bounds the whole of it besides. */
+  /** The SDK bounds each export by export_timeout_s; the timer bounds the whole of it besides, and never holds the process. */
   async shutdown(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, this.shutdownMs);
-      timer.unref();
-    });
-    try {
-      await Promise.race([this.provider.shutdown().catch(() => undefined), late]);
-    } finally {
-      clearTimeout(timer);
-    }
+    await Promise.race([this.provider.shutdown().catch(() => undefined), delay(this.shutdownMs, undefined, { ref: false })]);
   }
 }
