@@ -8,7 +8,7 @@ import { makePermit } from '../state/semaphores.js';
 
 export type LimitName = 'batches_in_flight' | 'candidates_per_minute';
 
-/** Injected, so tests step it instead of sleeping. */
+/** Injected, so tests step it instead of sleeping; the experiment history's clock too. */
 export interface LimiterClock {
   now(): number;
   setTimer(fn: () => void, ms: number): unknown;

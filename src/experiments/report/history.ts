@@ -7,6 +7,7 @@ import type { Logger } from '../../logging.js';
 import { parseJsonOrUndefined } from '../../protocol/schemas.js';
 import { experimentsReport, type ExperimentReport, type ExperimentsReport, type ReportHost } from './report.js';
 import { noteReport } from './finals.js';
+import type { LimiterClock } from '../../clients/client-limiter.js';
 
 /** How often, at most, a replica looks for an experiment's first result (docs/console.md#history). */
 const FIRST_RESULT_CHECK_MS = 5000;
@@ -64,13 +65,7 @@ function pointFromReport(report: ExperimentsReport, at: number): HistoryPoint {
 export const HISTORY_KEY = 'experiments:history';
 
 /** Wall-clock ms, so an interval's slot is the same on every replica. */
-export interface HistoryClock {
-  now(): number;
-  setTimer(fn: () => void, ms: number): unknown;
-  clearTimer(handle: unknown): void;
-}
-
-const wallClock: HistoryClock = {
+const wallClock: LimiterClock = {
   now: () => Date.now(),
   setTimer: (fn, ms) => {
     const t = setTimeout(fn, ms);
@@ -90,7 +85,7 @@ export class ExperimentHistory {
   constructor(
     private readonly host: () => ReportHost,
     private readonly log: Pick<Logger, 'warn'>,
-    private readonly clock: HistoryClock = wallClock,
+    private readonly clock: LimiterClock = wallClock,
   ) {}
 
   private get settings(): { intervalMs: number; points: number } {
