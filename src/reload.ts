@@ -2,6 +2,7 @@
  * Hot reload (docs/operations.md#hot-reload). Restart-only settings changed in the file are listed, not refused:
  * refusing would hold back a routing fix for a port edit that only a restart can apply anyway.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { deepFreeze, loadConfigFile } from './config/load.js';
 import { isLoopback, parseHostPort, type GatewayConfig } from './config/schema.js';
 import { GatewayRuntime } from './runtime.js';
@@ -49,15 +50,6 @@ function bookkeeping(state: GatewayState): Bookkeeping {
   return b;
 }
 
-/** Sorted keys: two configs compare by content, not by key order. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
-}
-
 function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config: GatewayConfig; kept: string[] } {
   const kept: string[] = [];
   for (const key of ['host', 'port', 'body_limit_mb', 'tls_handshake_timeout_s'] as const) {
@@ -65,14 +57,14 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): { config:
       kept.push(`server.${key}: ${String(next.server[key])} in the file, ${String(running.server[key])} until a restart`);
     }
   }
-  if (canonical(running.state) !== canonical(next.state)) kept.push('state: changed in the file, kept until a restart');
+  if (!isDeepStrictEqual(running.state, next.state)) kept.push('state: changed in the file, kept until a restart');
   // The admin socket is bound and the histograms' buckets are fixed at start.
   if (running.admin.listen !== next.admin.listen) {
     kept.push(`admin.listen: ${next.admin.listen ?? 'none'} in the file, ${running.admin.listen ?? 'none'} until a restart`);
   }
-  if (canonical(running.metrics) !== canonical(next.metrics)) kept.push('metrics: changed in the file, kept until a restart');
+  if (!isDeepStrictEqual(running.metrics, next.metrics)) kept.push('metrics: changed in the file, kept until a restart');
   // The response cache is built once with its store (docs/cache.md); routes' `cache` modes do reload.
-  if (canonical(running.cache) !== canonical(next.cache)) kept.push('cache: changed in the file, kept until a restart');
+  if (!isDeepStrictEqual(running.cache, next.cache)) kept.push('cache: changed in the file, kept until a restart');
   const admin = { ...next.admin, listen: running.admin.listen };
   const at = admin.listen === undefined ? undefined : parseHostPort(admin.listen);
   if (at !== undefined && !isLoopback(at.host) && (admin.token === undefined || admin.token === '')) {
@@ -93,7 +85,7 @@ function diffNamed(a: Record<string, unknown> | undefined, b: Record<string, unk
   return {
     added: after.filter((n) => !before.includes(n)),
     removed: before.filter((n) => !after.includes(n)),
-    changed: after.filter((n) => before.includes(n) && canonical(a?.[n]) !== canonical(b?.[n])),
+    changed: after.filter((n) => before.includes(n) && !isDeepStrictEqual(a?.[n], b?.[n])),
   };
 }
 
