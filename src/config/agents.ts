@@ -2,8 +2,8 @@
 import type { PathSegment } from './route-problems.js';
 import { ROOT_AGENT, type GatewayConfig, type RouteConfig } from './schema.js';
 
-interface AgentTable {
-  /** The `agent` label of its metrics. */
+export interface AgentTable {
+  /** ROOT_AGENT or the virtual agent's name: the `agent` label of its metrics. */
   readonly name: string;
   readonly virtual: boolean;
   readonly at: readonly PathSegment[];

@@ -1,17 +1,11 @@
 /** Every agent of a config compiled for the hot path (docs/routing.md#virtual-agents), immutable. */
-import { agentPrefix, agentTables } from '../config/agents.js';
+import { agentPrefix, agentTables, type AgentTable } from '../config/agents.js';
 import type { GatewayConfig, RouteConfig } from '../config/schema.js';
 import { assertRouteInvariants, compileRouteTable, routeBackends, type CompiledRoutes } from './routes.js';
 
-export interface CompiledAgent {
-  /** ROOT_AGENT or the virtual agent's name: the `agent` label of its metrics. */
-  readonly name: string;
-  readonly virtual: boolean;
+export interface CompiledAgent extends Pick<AgentTable, 'name' | 'virtual' | 'agentId' | 'agentVersion'> {
   /** Empty for the default agent, `/agents/<name>` otherwise. */
   readonly prefix: string;
-  readonly agentId: string;
-  /** Undefined: DEFAULT_AGENT_VERSION (config/schema.ts), never the package version. */
-  readonly agentVersion: string | undefined;
   readonly routes: CompiledRoutes;
   readonly sources: readonly RouteConfig[];
   /** Members and fallbacks (shadows only observe), in first-use order. */
