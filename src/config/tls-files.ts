@@ -7,14 +7,6 @@ import type { GatewayConfig } from './schema.js';
 type ServerTlsConfig = NonNullable<GatewayConfig['server']['tls']>;
 type BackendTlsConfig = NonNullable<GatewayConfig['backends'][string]['tls']>;
 
-interface ServerTlsOptions {
-  cert: Buffer;
-  key: Buffer;
-  ca?: Buffer;
-  requestCert: boolean;
-  rejectUnauthorized: boolean;
-}
-
 export interface BackendTlsOptions {
   ca?: Buffer;
   cert?: Buffer;
@@ -40,14 +32,14 @@ function readPem(key: string, path: string): Buffer {
 }
 
 /** Checks that the files make a usable context (a key that fits its certificate). */
-export function readServerTls(tls: ServerTlsConfig, prefix = 'server.tls'): ServerTlsOptions {
-  const opts: ServerTlsOptions = {
+export function readServerTls(tls: ServerTlsConfig, prefix = 'server.tls') {
+  const opts = {
     cert: readPem(`${prefix}.cert`, tls.cert),
     key: readPem(`${prefix}.key`, tls.key),
+    ca: tls.ca === undefined ? undefined : readPem(`${prefix}.ca`, tls.ca),
     requestCert: tls.request_cert,
     rejectUnauthorized: tls.reject_unauthorized,
   };
-  if (tls.ca !== undefined) opts.ca = readPem(`${prefix}.ca`, tls.ca);
   checkContext(prefix, opts);
   return opts;
 }
