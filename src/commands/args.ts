@@ -62,12 +62,6 @@ export interface Parsed {
   positionals: string[];
 }
 
-function quoted(message: string): string | undefined {
-  const a = message.indexOf("'");
-  const b = a < 0 ? -1 : message.indexOf("'", a + 1);
-  return b > a ? message.slice(a + 1, b) : undefined;
-}
-
 export function parseCommandLine(argv: readonly string[], options: Options, maxPositionals: number): Parsed {
   let parsed: Parsed;
   try {
@@ -76,7 +70,7 @@ export function parseCommandLine(argv: readonly string[], options: Options, maxP
   } catch (err) {
     const code: unknown = err instanceof Error && 'code' in err ? err.code : undefined; // node's parseArgs errors carry a code
     const message = err instanceof Error ? err.message : String(err);
-    const opt = quoted(message);
+    const opt = /'([^']*)'/.exec(message)?.[1]; // the option, as parseArgs quotes it
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
       const near = closest((opt ?? '').replace(/^-+/, ''), Object.keys(options));
       throw new UsageError(`unknown option ${opt ?? ''}${near === undefined ? '' : ` (did you mean --${near}?)`}`);
