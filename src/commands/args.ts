@@ -134,6 +134,14 @@ export function cell(text: string): string {
   return text.replace(/\s+/g, ' ').replace(/\p{Cc}/gu, '?').trim();
 }
 
+/** Columns padded to their widest cell (the `right` ones right-aligned), two spaces apart, no trailing spaces. */
+export function table(head: readonly string[], right: readonly boolean[], rows: readonly string[][]): string[] {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length))); // every row has one cell per column
+  const line = (r: readonly string[]): string =>
+    r.map((c, i) => (right[i] === true ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd(); // widths has one entry per column
+  return [line(head), ...rows.map(line)];
+}
+
 /** Where `admin.listen` points in config/gateway.yaml and the examples (Envoy's admin port). */
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9901';
 

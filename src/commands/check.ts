@@ -2,7 +2,7 @@
  * `magma-gateway check <agent-url>`: a conformance probe against the MAGMA Agent HTTP contract v2.0. Checks run one
  * at a time, as BENCH sends requests, so an agent is judged on its contract, not its concurrency.
  */
-import { baseUrl, cell, commandArgs, processIo, positiveOption, urlArgument, type CommandIo } from './args.js';
+import { baseUrl, cell, commandArgs, processIo, positiveOption, table, urlArgument, type CommandIo } from './args.js';
 import { checkBatch, checkEmpty, checkMemory, checkOrdering } from './check-cases.js';
 import { describeError, openTarget, TransportError, type CheckResult, type ProbeTarget } from './check-http.js';
 import { checkHealth, checkInfo, checkInvalid, HEALTH, INFO, INVALID_BODIES } from './check-probes.js';
@@ -72,13 +72,9 @@ async function runAll(target: ProbeTarget): Promise<CheckResult[]> {
 }
 
 export function formatTable(results: readonly CheckResult[]): string {
-  const head = { name: 'CHECK', result: 'RESULT', detail: 'DETAIL' };
-  const rows = results.map((r) => ({ name: cell(r.name), result: r.ok ? 'PASS' : 'FAIL', detail: cell(r.detail) }));
-  const w1 = Math.max(head.name.length, ...rows.map((r) => r.name.length));
-  const w2 = head.result.length;
-  const line = (r: typeof head): string => `${r.name.padEnd(w1)}  ${r.result.padEnd(w2)}  ${r.detail}`.trimEnd();
+  const rows = results.map((r) => [cell(r.name), r.ok ? 'PASS' : 'FAIL', cell(r.detail)]);
   const passed = results.filter((r) => r.ok).length;
-  return [line(head), ...rows.map(line), '', `${passed} passed, ${results.length - passed} failed`].join('\n');
+  return [...table(['CHECK', 'RESULT', 'DETAIL'], [], rows), '', `${passed} passed, ${results.length - passed} failed`].join('\n');
 }
 
 export const CHECK_USAGE = `usage: magma-gateway check <agent-url> [--timeout <seconds>] [--json]

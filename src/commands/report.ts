@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import {
   adminHeaders, authHint, baseUrl, cell, commandArgs, commandFailed, DEFAULT_ADMIN_URL, errorText, flagOrPositional, processIo,
-  positiveOption, type CommandIo,
+  positiveOption, table, type CommandIo,
 } from './args.js';
 import { isJsonObject } from '../protocol/schemas.js';
 import { ROOT_AGENT } from '../config/schema.js';
@@ -90,13 +90,6 @@ function armRow(a: ArmReport): string[] {
   ].map(cell);
 }
 
-function table(rows: string[][]): string[] {
-  const widths = HEAD.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length))); // every row has one cell per column
-  const line = (r: string[]): string =>
-    r.map((c, i) => (RIGHT[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd(); // widths has one entry per column
-  return [line(HEAD), ...rows.map(line)];
-}
-
 /** Under a sample-ratio mismatch a win is no reason to stop. */
 function stopAdvice(crossed: boolean, trustworthy: boolean): string {
   if (!trustworthy) return ' -> do not stop on this: the assignment is off (SRM); fix the cause and restart';
@@ -171,7 +164,7 @@ function experimentBlock(r: ExperimentReport): string[] {
   if (!r.trustworthy) out.push('NOT TRUSTWORTHY');
   for (const w of r.warnings) out.push(`! ${cell(w)}`);
   if (r.kind === 'split') out.push(unitLine(r));
-  out.push(...table(r.arms.map(armRow)), `  (${TABLE_UNITS})`);
+  out.push(...table(HEAD, RIGHT, r.arms.map(armRow)), `  (${TABLE_UNITS})`);
   for (const c of r.comparisons.filter((x) => x.primary)) out.push(...comparisonLines(c, r.trustworthy));
   for (const c of r.comparisons.filter((x) => !x.primary)) out.push(...comparisonLines(c, r.trustworthy));
   if (r.strata !== null) out.push(...strataLines(r.strata));
