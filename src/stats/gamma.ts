@@ -15,10 +15,7 @@ export function lnGamma(x: number): number {
   // Reflection keeps the Lanczos sum in its accurate range: Γ(x)Γ(1-x) = π / sin(πx).
   if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - lnGamma(1 - x);
   const y = x - 1;
-  let a = 0;
-  LANCZOS.forEach((c, i) => {
-    a += i === 0 ? c : c / (y + i);
-  });
+  const a = LANCZOS.reduce((sum, c, i) => sum + (i === 0 ? c : c / (y + i)), 0);
   const t = y + LANCZOS_G + 0.5;
   return HALF_LN_2PI + (y + 0.5) * Math.log(t) - t + Math.log(a);
 }
