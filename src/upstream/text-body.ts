@@ -1,5 +1,5 @@
 /** An answer's bytes as text, the way undici's body.text() gives it: UTF-8, a leading byte order mark dropped. */
-export const UTF8_BOM = 0xfeff;
+const UTF8_BOM = 0xfeff;
 
 export function textOf(bytes: Buffer | undefined): string {
   const text = bytes === undefined ? '' : bytes.toString('utf8');
