@@ -14,7 +14,7 @@ import { ConnectionSlots } from './connection-slots.js';
 import { ReceiveDeadlines } from './receive-deadlines.js';
 import { FrontExchange, type FrontHost, type FrontParts } from './front-exchange.js';
 import { bodyTimedOut, closing } from './front-rules.js';
-import { rememberPathKey, takeKeyPath } from './request-client.js';
+import { takeKeyPath } from './request-client.js';
 import { batchAgent } from './agent-path.js';
 
 export type { FrontHost };
@@ -90,7 +90,6 @@ export class BatchFront implements FrontParts {
   /** `continueAsked`: the client waits for `100 Continue` before it sends its body. */
   private take(req: IncomingMessage, res: ServerResponse, continueAsked = false): void {
     const pathKey = takeKeyPath(req);
-    if (pathKey !== undefined) rememberPathKey(req, pathKey);
     const socket = req.socket;
     this.slots.busy(socket);
     res.once('close', () => this.answered(socket));

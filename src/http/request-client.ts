@@ -12,17 +12,15 @@ const accesses = new WeakMap<IncomingMessage, Access>();
 
 const REDACTED_PREFIX = `${KEY_PREFIX}${REDACTED_KEY}`;
 
+/** A `/k/<key>` prefix taken off `req.url`, its key remembered for the request. */
 export function takeKeyPath(req: IncomingMessage): string | undefined {
   const url = req.url;
   if (url === undefined || !url.startsWith(KEY_PREFIX)) return undefined;
   const split = splitKeyPath(url);
   if (split === undefined) return undefined;
   req.url = split.rest;
+  pathKeys.set(req, split.key);
   return split.key;
-}
-
-export function rememberPathKey(req: IncomingMessage, key: string): void {
-  pathKeys.set(req, key);
 }
 
 export function pathKeyOf(req: IncomingMessage): string | undefined {
@@ -32,10 +30,7 @@ export function pathKeyOf(req: IncomingMessage): string | undefined {
 /** fastify's `rewriteUrl`, for requests that skip the front (`app.inject()`); its `originalUrl` is redacted. */
 export function rewriteKeyUrl(req: IncomingMessage & { originalUrl?: string }): string {
   // Not stripped twice: `/k/a/k/b/...` routes `/k/b/...`, a path nobody serves.
-  if (!pathKeys.has(req)) {
-    const key = takeKeyPath(req);
-    if (key !== undefined) pathKeys.set(req, key);
-  }
+  if (!pathKeys.has(req)) takeKeyPath(req);
   if (pathKeys.has(req)) req.originalUrl = REDACTED_PREFIX + (req.url ?? '/');
   return req.url ?? '/';
 }
