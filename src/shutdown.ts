@@ -3,6 +3,7 @@
  * to come says `Connection: close`, connections close as they become idle, and the process exits once the last
  * one has closed, not when an idle keep-alive socket would have timed out. `server.drain_timeout_s` bounds it.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 
 /** Written only by shutdownGateway. */
@@ -33,21 +34,15 @@ export async function shutdownGateway(app: FastifyInstance, drainTimeoutS: numbe
   const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
   // server.close() closes the connections idle at this instant; the rest close after their answer.
   server.closeIdleConnections();
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<ShutdownOutcome>((resolve) => {
-    timer = setTimeout(() => {
-      server.closeAllConnections();
-      resolve('timed_out');
-    }, drainTimeoutS * 1000);
+  const raced = new AbortController();
+  const timedOut = sleep(drainTimeoutS * 1000, undefined, { signal: raced.signal }).then((): ShutdownOutcome => {
+    server.closeAllConnections();
+    return 'timed_out';
   });
-  const drained = (async (): Promise<ShutdownOutcome> => {
-    await serverClosed;
-    await app.close();
-    return 'drained';
-  })();
+  const drained = serverClosed.then(() => app.close()).then((): ShutdownOutcome => 'drained');
   try {
     return await Promise.race([drained, timedOut]);
   } finally {
-    clearTimeout(timer);
+    raced.abort();
   }
 }
