@@ -9,11 +9,11 @@ import authPlugin from './plugins/auth.js';
 import clientKeysPlugin from './plugins/client-keys.js';
 import gatewayPlugin from './plugins/gateway.js';
 import { countAnswers, frameworkErrors, installHttpErrors } from './plugins/http-errors.js';
+import { AGENT_BATCH_ENDPOINT, BATCH_ENDPOINT } from './metrics.js';
 import { settleReloads } from './reload.js';
 import { identityRoutes } from './routes/identity.js';
 import { drainHeaders, logAnswer } from './http/front-rules.js';
 import { BatchFront } from './http/batch-front.js';
-import { AGENT_BATCH_PATTERN, BATCH_PATH } from './http/agent-path.js';
 import { clientLabelOf, rewriteKeyUrl } from './http/request-client.js';
 import { budgetedBodies } from './http/budgeted-body.js';
 import { lingerBounds } from './http/lingering-close.js';
@@ -65,8 +65,8 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
 
   // Before any route, so every route's path is known to the 405 check; fastify answers the batch paths' other methods.
   installHttpErrors(app, config.server.body_limit_mb, () => lingerBounds(app.gateway.current.config.server), [
-    { url: BATCH_PATH, method: 'POST' },
-    { url: AGENT_BATCH_PATTERN, method: 'POST' },
+    { url: BATCH_ENDPOINT, method: 'POST' },
+    { url: AGENT_BATCH_ENDPOINT, method: 'POST' },
   ]);
 
   await app.register(gatewayPlugin, {

@@ -5,11 +5,9 @@
 import type { FastifyReply } from 'fastify';
 import { unknownAgentDetail } from '../batch/handle-batch.js';
 import { errorBody } from '../errors.js';
-import { AGENT_BATCH_ENDPOINT, BATCH_ENDPOINT } from '../metrics.js';
+import { BATCH_ENDPOINT } from '../metrics.js';
 
-export const BATCH_PATH = BATCH_ENDPOINT;
 export const AGENT_PREFIX_PATTERN = '/agents/:agent';
-export const AGENT_BATCH_PATTERN = AGENT_BATCH_ENDPOINT;
 
 const AGENTS = '/agents/';
 
@@ -28,9 +26,9 @@ const MAX_SEGMENT = 100;
 /** `''` for the default agent's batch path, the name (percent-decoded, as fastify's) for a virtual agent's. */
 export function batchAgent(url: string): string | undefined {
   const path = pathOfUrl(url);
-  if (path === BATCH_PATH) return '';
-  const end = path.length - BATCH_PATH.length;
-  if (end - AGENTS.length <= 0 || !path.startsWith(AGENTS) || !path.endsWith(BATCH_PATH)) return undefined;
+  if (path === BATCH_ENDPOINT) return '';
+  const end = path.length - BATCH_ENDPOINT.length;
+  if (end - AGENTS.length <= 0 || !path.startsWith(AGENTS) || !path.endsWith(BATCH_ENDPOINT)) return undefined;
   const segment = path.slice(AGENTS.length, end);
   if (segment.length > MAX_SEGMENT || segment.includes('/')) return undefined;
   if (!segment.includes('%')) return segment;

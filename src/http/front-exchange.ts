@@ -8,6 +8,7 @@ import { ROOT_AGENT } from '../config/schema.js';
 import type { GatewayState } from '../batch/gateway-state.js';
 import { handleBatch, type BatchAnswer } from '../batch/handle-batch.js';
 import { errorBody, internalCode, messageOf } from '../errors.js';
+import { AGENT_BATCH_ENDPOINT, BATCH_ENDPOINT } from '../metrics.js';
 import { BodyBytes } from '../protocol/body-bytes.js';
 import { ReadPauses } from '../upstream/read-pauses.js';
 import type { AnswerBody } from '../protocol/answer/answer-body.js';
@@ -15,7 +16,6 @@ import { ANONYMOUS, accessLabel, decideAgent, refusalHeaders } from '../clients/
 import type { ConnectionSlots } from './connection-slots.js';
 import type { ReceiveDeadlines } from './receive-deadlines.js';
 import { accessFor } from './request-client.js';
-import { AGENT_BATCH_PATTERN, BATCH_PATH } from './agent-path.js';
 import { bodyLength, mayStream, ResponseWriter, writeAnswer } from './answer-write.js';
 import { answerAndLinger, lingerBounds } from './lingering-close.js';
 import {
@@ -70,7 +70,7 @@ export class FrontExchange {
     private readonly agent: string,
     private readonly pathKey: string | undefined,
   ) {
-    this.endpoint = agent === '' ? BATCH_PATH : AGENT_BATCH_PATTERN;
+    this.endpoint = agent === '' ? BATCH_ENDPOINT : AGENT_BATCH_ENDPOINT;
   }
 
   private get host(): FrontHost {
