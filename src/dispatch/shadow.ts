@@ -4,10 +4,8 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { BatchSignal } from '../abort.js';
-import type { Logger } from '../logging.js';
 import type { MemoryBudget } from '../memory/budget.js';
 import { withTraceparent, type CorrelationHeaders } from '../protocol/correlation.js';
-import type { GatewayMetrics } from '../metrics.js';
 import { decisionOf } from '../protocol/answer/answer-check.js';
 import { checkAnswerYielding } from '../reader/reader.js';
 import { subRequestBody } from '../protocol/request/sub-request.js';
@@ -16,7 +14,6 @@ import type { AgentDecision, AgentOutput } from '../protocol/types.js';
 import { candidateStarts } from '../protocol/request-limits.js';
 import type { BatchPlan } from '../routing/plan.js';
 import { postResponses } from '../upstream/post-responses.js';
-import type { Upstreams } from '../upstream/upstreams.js';
 import { attemptSpanName, endAttemptSpan, replicaCallAttributes } from './attempt-span.js';
 import {
   ATTR_AGREED,
@@ -29,21 +26,15 @@ import {
 } from '../tracing/attributes.js';
 import { NOOP_SPAN, type TraceSpan } from '../tracing/trace-span.js';
 import type { Replica } from '../upstream/replica.js';
+import type { DispatchDeps } from './batch-types.js';
 
 export class ShadowLimiter {
   inFlight = 0;
   constructor(readonly max: number) {}
 }
 
-interface ShadowDeps {
-  upstreams: Upstreams;
-  metrics: GatewayMetrics;
-  log: Logger;
-  agent: string;
-  memoryKey: string;
-  limiter: ShadowLimiter;
-  memory?: MemoryBudget;
-}
+/** A batch's dispatch deps without its retry budget and permits: a shadow never fails over and takes no permit. */
+type ShadowDeps = Pick<DispatchDeps, 'upstreams' | 'metrics' | 'log' | 'agent' | 'memoryKey'> & { limiter: ShadowLimiter; memory?: MemoryBudget };
 
 /** isDeepStrictEqual recurses: both decisions were checked against max_json_depth, far below an overflow. */
 function sameDecision(a: AgentDecision | null | undefined, b: AgentDecision | null | undefined): boolean {
