@@ -17,11 +17,6 @@ export class ReceiveDeadlines {
   /** @param timeoutMs for requests tracked from then on when a reload changes it */
   constructor(public timeoutMs: number) {}
 
-  /** Fixed at start: a deadline is honoured at most a second late. */
-  get intervalMs(): number {
-    return Math.max(1, Math.min(1000, Math.floor(this.timeoutMs / 2)));
-  }
-
   track(req: IncomingMessage, res: ServerResponse, expire: () => void): void {
     if (req.complete) return;
     this.receiving.set(req, { res, deadline: Date.now() + this.timeoutMs, expire });
@@ -34,7 +29,8 @@ export class ReceiveDeadlines {
 
   start(): void {
     if (this.timer !== undefined) return;
-    this.timer = setInterval(() => this.sweep(), this.intervalMs);
+    // Fixed at start: a deadline is honoured at most a second late.
+    this.timer = setInterval(() => this.sweep(), Math.max(1, Math.min(1000, Math.floor(this.timeoutMs / 2))));
     this.timer.unref();
   }
 
