@@ -15,9 +15,8 @@ export function runBatch(
   request: IndexedAgentRequest,
   plan: BatchPlan,
   ctx: BatchContext,
-  observer: BatchObserver = batchObserver(deps.metrics, deps.agent, ctx.span),
 ): Promise<BatchResult> {
-  return new BatchRun(deps, observer, request, plan, ctx).run();
+  return new BatchRun(deps, batchObserver(deps.metrics, deps.agent, ctx.span), request, plan, ctx).run();
 }
 
 /**
