@@ -14,7 +14,7 @@ import type { TraceSpan } from '../tracing/trace-span.js';
 import { checkAnswerYielding } from '../reader/reader.js';
 import { attemptAttributes, attemptSpanName, endAttemptSpan } from './attempt-span.js';
 import type { BatchContext, DispatchDeps } from './batch-types.js';
-import type { BatchObserver } from './batch-observer.js';
+import type { MetricsBatchObserver } from './batch-observer.js';
 import { coversRequest, type Item } from './batch-item.js';
 import { MIN_ATTEMPT_MS, type Unserved } from './failover.js';
 import type { StreamedAnswer } from './streamed-answer.js';
@@ -48,7 +48,7 @@ export class Attempt {
 
   constructor(
     private readonly deps: Pick<DispatchDeps, 'upstreams' | 'budget' | 'permits' | 'log' | 'memoryKey'>,
-    private readonly observer: BatchObserver,
+    private readonly observer: MetricsBatchObserver,
     private readonly batch: BatchInputs,
     private readonly ctx: BatchContext,
     readonly replica: Replica,

@@ -14,8 +14,6 @@ import type { TraceSpan } from '../tracing/trace-span.js';
 /** How a sub-request ended: `ok`, `cancelled` (the client went away), or a gateway_* failure code. */
 type AttemptOutcome = 'ok' | 'cancelled' | string;
 
-export type BatchObserver = MetricsBatchObserver;
-
 export class MetricsBatchObserver {
   constructor(
     private readonly metrics: GatewayMetrics,
@@ -84,6 +82,6 @@ class SpanEventsObserver extends MetricsBatchObserver {
   }
 }
 
-export function batchObserver(metrics: GatewayMetrics, agent: string, span: TraceSpan | undefined): BatchObserver {
+export function batchObserver(metrics: GatewayMetrics, agent: string, span: TraceSpan | undefined): MetricsBatchObserver {
   return span?.recording === true ? new SpanEventsObserver(metrics, agent, span) : new MetricsBatchObserver(metrics, agent);
 }

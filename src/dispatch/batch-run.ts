@@ -7,7 +7,7 @@ import type { AttemptFailure } from '../errors.js';
 import { Attempt, type AttemptResult, type BatchInputs } from './attempt.js';
 import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
 import { coversRequest, groupBy, itemsOf, type Item } from './batch-item.js';
-import type { BatchObserver } from './batch-observer.js';
+import type { MetricsBatchObserver } from './batch-observer.js';
 import { BatchSlots, count } from './batch-slots.js';
 import { StreamedAnswer } from './streamed-answer.js';
 import { abortedFailure, decideFailover, faultySlots, resolveMove, salvageable, type FailoverView, type Unserved } from './failover.js';
@@ -22,7 +22,7 @@ export class BatchRun {
 
   constructor(
     private readonly deps: DispatchDeps,
-    private readonly observer: BatchObserver,
+    private readonly observer: MetricsBatchObserver,
     request: IndexedAgentRequest,
     private readonly plan: BatchPlan,
     private readonly ctx: BatchContext,

@@ -4,7 +4,7 @@ import type { IndexedCandidate, Slot } from '../protocol/answer/response-check.j
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { AgentOutput } from '../protocol/types.js';
 import type { CallOutcome, LegOutcome } from './batch-types.js';
-import type { BatchObserver } from './batch-observer.js';
+import type { MetricsBatchObserver } from './batch-observer.js';
 import type { Item } from './batch-item.js';
 import { candidateTagOf, tagWithFlag } from '../protocol/memory-tag.js';
 import { CandidateWriter } from './answer-bytes.js';
@@ -20,7 +20,7 @@ export class BatchSlots {
   constructor(
     private readonly request: IndexedAgentRequest,
     memoryKey: string,
-    private readonly observer: BatchObserver,
+    private readonly observer: MetricsBatchObserver,
   ) {
     this.slots = request.inputs.map((inp) => new Array<AgentOutput>(inp.num_outputs));
     this.writer = new CandidateWriter(request.request_id, memoryKey);

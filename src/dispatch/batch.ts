@@ -3,7 +3,7 @@ import type { AttemptFailure } from '../errors.js';
 import type { IndexedAgentRequest } from '../protocol/request/indexed-request.js';
 import type { BatchPlan } from '../routing/plan.js';
 import type { BatchContext, BatchResult, DispatchDeps } from './batch-types.js';
-import { batchObserver, type BatchObserver } from './batch-observer.js';
+import { batchObserver, type MetricsBatchObserver } from './batch-observer.js';
 import { itemsOf } from './batch-item.js';
 import { BatchRun } from './batch-run.js';
 import { BatchSlots } from './batch-slots.js';
@@ -28,7 +28,7 @@ export function failBatch(
   request: IndexedAgentRequest,
   plan: BatchPlan,
   failure: AttemptFailure,
-  observer: BatchObserver,
+  observer: MetricsBatchObserver,
 ): BatchResult {
   const slots = new BatchSlots(request, memoryKey, observer);
   slots.fail(itemsOf(plan, request), failure);
