@@ -14,8 +14,6 @@ export class ConnectionSlots {
   private readonly tcpOf = new WeakMap<Socket, Socket>();
   /** A request injected in a test (light-my-request) has a socket of its own. */
   private readonly known = new WeakSet<Socket>();
-  evicted = 0;
-  refused = 0;
 
   constructor(public cap: number) {}
 
@@ -34,11 +32,9 @@ export class ConnectionSlots {
     if (this.open > this.cap) {
       const victim = this.idle.values().next().value ?? this.receiving.values().next().value;
       if (victim === undefined) {
-        this.refused++;
         socket.destroy();
         return;
       }
-      this.evicted++;
       this.idle.delete(victim);
       this.receiving.delete(victim);
       victim.destroy();
