@@ -17,8 +17,6 @@ import { bodyTimedOut, closing } from './front-rules.js';
 import { takeKeyPath } from './request-client.js';
 import { batchAgent } from './agent-path.js';
 
-export type { FrontHost };
-
 type FrontServerOptions = Pick<
   GatewayConfig['server'],
   'keep_alive_timeout_s' | 'headers_timeout_s' | 'body_timeout_s' | 'max_connections' | 'tls' | 'tls_handshake_timeout_s'
