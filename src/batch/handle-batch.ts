@@ -13,8 +13,6 @@ import type { CompiledAgent } from '../routing/agents.js';
 import { batchLogIds } from './batch-log.js';
 import { BatchCycle, type BatchAnswer, type BatchExchange } from './batch-cycle.js';
 
-export type { BatchAnswer } from './batch-cycle.js';
-
 export async function handleBatch(gw: GatewayState, ex: BatchExchange): Promise<BatchAnswer> {
   const runtime = gw.current;
   // Before any await: a reload while this batch waits must not close the pools it is about to use.

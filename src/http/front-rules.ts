@@ -1,6 +1,6 @@
 /** The HTTP rules of the agent listener, written once for the batch front (batch-front.ts) and fastify. */
 import type { IncomingMessage } from 'node:http';
-import type { BatchAnswer } from '../batch/handle-batch.js';
+import type { BatchAnswer } from '../batch/batch-cycle.js';
 import type { Logger } from '../logging.js';
 import { errorBody, registeredBody, type ErrorBody } from '../errors.js';
 import { loggableUrl } from './request-client.js';
