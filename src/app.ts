@@ -42,8 +42,6 @@ interface BuildOptions {
 export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
   const { config } = opts;
   const bodyLimit = mbToBytes(config.server.body_limit_mb);
-  // What fastify would set on a server it created itself; the front sets the rest.
-  const timeouts = { keepAliveTimeout: Math.round(config.server.keep_alive_timeout_s * 1000), requestTimeout: 0 };
   const front = new BatchFront(config.server);
   let closing = false;
   const drain = new Drain();
@@ -51,7 +49,6 @@ export async function buildApp(opts: BuildOptions): Promise<FastifyInstance> {
     logger: opts.logger ?? loggerOptions(config.log_level),
     bodyLimit,
     logController: new LogController({ disableRequestLogging: true }),
-    ...timeouts,
     return503OnClosing: true,
     frameworkErrors,
     serverFactory: (handler) => front.createServer(handler),
