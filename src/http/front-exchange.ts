@@ -74,22 +74,18 @@ export class FrontExchange {
     this.endpoint = agent === '' ? BATCH_ENDPOINT : AGENT_BATCH_ENDPOINT;
   }
 
-  private get host(): FrontHost {
-    return this.front.host;
-  }
-
   /** `continueAsked`: sent once the headers pass; a refusal before is the final answer, no body sent (RFC 9110 10.1.1). */
   serve(continueAsked: boolean): void {
     const { req, res } = this;
-    if (this.host.closing()) {
+    if (this.front.host.closing()) {
       this.answer(503, JSON.stringify(closingBody()), closing());
       req.resume();
       return;
     }
     if (!this.decideClient()) return;
     const declared = Number(req.headers['content-length']);
-    if (declared > this.host.bodyLimit) {
-      this.refuse(413, JSON.stringify(bodyTooLarge(this.host.bodyLimitMb)));
+    if (declared > this.front.host.bodyLimit) {
+      this.refuse(413, JSON.stringify(bodyTooLarge(this.front.host.bodyLimitMb)));
       return;
     }
     if (continueAsked) res.writeContinue();
@@ -102,7 +98,7 @@ export class FrontExchange {
 
   /** False when refused. */
   private decideClient(): boolean {
-    const table = this.host.gateway.current.clients;
+    const table = this.front.host.gateway.current.clients;
     if (table === undefined && this.pathKey === undefined) return true;
     const access = decideAgent(accessFor(table, this.req, this.pathKey, 'required'), this.agent === '' ? ROOT_AGENT : this.agent);
     this.label = accessLabel(access);
@@ -116,7 +112,7 @@ export class FrontExchange {
   }
 
   private admit(declared: number): void {
-    const { req, res, host } = this;
+    const { req, res, front: { host } } = this;
     if (res.destroyed || res.headersSent) return;
     // Waiting for room is not receiving: the body clock starts again once the request is admitted.
     this.front.deadlines.done(req);
@@ -133,7 +129,7 @@ export class FrontExchange {
     const { req, res } = this;
     if (res.destroyed) return;
     this.hold = hold;
-    this.body = new BodyBytes({ declared: Number(req.headers['content-length']), max: this.host.bodyLimit, owner: hold });
+    this.body = new BodyBytes({ declared: Number(req.headers['content-length']), max: this.front.host.bodyLimit, owner: hold });
     this.front.slots.receivingBody(req.socket);
     this.front.deadlines.track(req, res, () => this.timedOut());
     // Fresh memory's pages fault in as chunks are copied: ten 50 MB bodies read 2 MB a turn held /health past 100 ms.
@@ -147,8 +143,8 @@ export class FrontExchange {
   private add(chunk: Buffer): void {
     const body = this.body;
     if (this.stopped || body === undefined) return;
-    if (body.size + chunk.length > this.host.bodyLimit) {
-      this.refuse(413, JSON.stringify(bodyTooLarge(this.host.bodyLimitMb)));
+    if (body.size + chunk.length > this.front.host.bodyLimit) {
+      this.refuse(413, JSON.stringify(bodyTooLarge(this.front.host.bodyLimitMb)));
       return;
     }
     // Past its reservation (a chunked body larger than the whole budget, admitted alone) it is counted as it comes.
@@ -168,7 +164,7 @@ export class FrontExchange {
   }
 
   private async run(body: BodyBytes): Promise<void> {
-    const { req, res, host } = this;
+    const { req, res, front: { host } } = this;
     try {
       const a = await handleBatch(host.gateway, {
         agent: this.agent === '' ? undefined : this.agent,
@@ -192,8 +188,8 @@ export class FrontExchange {
 
   /** The unread body is dropped with the connection. */
   private overBudget(): void {
-    this.host.gateway.metrics.admissionTimeouts.inc();
-    this.answer(503, JSON.stringify(overBudgetBody(this.host.gateway.current.config.server.admission_timeout_s)), overBudgetHeaders());
+    this.front.host.gateway.metrics.admissionTimeouts.inc();
+    this.answer(503, JSON.stringify(overBudgetBody(this.front.host.gateway.current.config.server.admission_timeout_s)), overBudgetHeaders());
     this.req.resume();
   }
 
@@ -214,14 +210,14 @@ export class FrontExchange {
     this.hold?.release();
     this.front.deadlines.done(req);
     const headers = Object.assign(answerHeaders({}, performance.now() - this.t0), { 'content-type': 'application/json' }, closing());
-    answerAndLinger(req, res, status, headers, text, lingerBounds(this.host.gateway.current.config.server));
+    answerAndLinger(req, res, status, headers, text, lingerBounds(this.front.host.gateway.current.config.server));
     this.observe(status);
   }
 
   private answer(status: Status, body: string | AnswerBody, headers: Record<string, string>, facts: AnswerFacts = {}): void {
     const { res } = this;
     if (res.headersSent || res.destroyed) return;
-    Object.assign(headers, answerHeaders(facts, performance.now() - this.t0), drainHeaders(this.host.draining()));
+    Object.assign(headers, answerHeaders(facts, performance.now() - this.t0), drainHeaders(this.front.host.draining()));
     headers['content-type'] = 'application/json';
     headers['content-length'] = String(bodyLength(body));
     res.writeHead(status, headers);
@@ -231,12 +227,12 @@ export class FrontExchange {
 
   /** request_timeout_s bounds the answer too, a slow client's pace included. */
   private sendMs(): number {
-    return this.host.gateway.current.config.request_timeout_s * 1000;
+    return this.front.host.gateway.current.config.request_timeout_s * 1000;
   }
 
   private observe(status: number): void {
     const ms = performance.now() - this.t0;
-    this.host.gateway.metrics.observeHttp(this.endpoint, status, ms / 1000, this.label);
-    logAnswer(this.host.log, this.req, { url: this.req.url ?? '/', status, route: this.endpoint, client: this.label, ms });
+    this.front.host.gateway.metrics.observeHttp(this.endpoint, status, ms / 1000, this.label);
+    logAnswer(this.front.host.log, this.req, { url: this.req.url ?? '/', status, route: this.endpoint, client: this.label, ms });
   }
 }
