@@ -38,14 +38,14 @@ export function replicaCallAttributes(replica: Replica, method: string, path: st
   };
 }
 
-export function attemptAttributes(replica: Replica, path: string, items: readonly Item[], replicaRetry: boolean): SpanAttributes {
+export function attemptAttributes(replica: Replica, items: readonly Item[], replicaRetry: boolean): SpanAttributes {
   let candidates = 0;
   const routes: string[] = [];
   for (const it of items) {
     candidates += it.count;
     if (!routes.includes(it.route)) routes.push(it.route);
   }
-  return Object.assign({}, replicaCallAttributes(replica, 'POST', path), {
+  return Object.assign({}, replicaCallAttributes(replica, 'POST', '/v1/responses'), {
     [ATTR_INPUTS]: items.length,
     [ATTR_CANDIDATES]: candidates,
     [ATTR_ROUTES]: routes,

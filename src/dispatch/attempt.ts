@@ -35,8 +35,6 @@ export type AttemptResult = {
   | { kind: 'streamed'; ms: number; written: number }
 );
 
-const RESPONSES_PATH = '/v1/responses';
-
 export class Attempt {
   private workMs = 0;
   /** Only when the batch's span is recorded. */
@@ -63,7 +61,7 @@ export class Attempt {
     const replica = this.replica;
     const parent = this.ctx.span;
     if (parent?.recording === true) {
-      this.span = parent.client(attemptSpanName(replica), attemptAttributes(replica, RESPONSES_PATH, this.items, this.tried !== undefined));
+      this.span = parent.client(attemptSpanName(replica), attemptAttributes(replica, this.items, this.tried !== undefined));
     }
     budget.attemptStarted();
     let permit: Permit | undefined;
