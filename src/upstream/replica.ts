@@ -136,8 +136,4 @@ export class Replica {
   path(p: string): string {
     return this.basePath + p;
   }
-
-  async close(): Promise<void> {
-    await this.pool.close();
-  }
 }

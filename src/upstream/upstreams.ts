@@ -205,7 +205,7 @@ export class Upstreams {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.all().map((r) => r.close()));
+    await Promise.all(this.all().map((r) => r.pool.close()));
   }
 
   private eject(r: Replica, rec: ReplicaRecord, until: number): void {
