@@ -56,3 +56,20 @@ test('an answer the indexer refused whole and the decoded reader reads as an arr
   assert.deepEqual(placeAnswer(Buffer.from('{"a":1}'), outcome, SHAPE, 16), { ok: false, reason: 'the answer is not a JSON array of AgentOutput' });
   assert.deepEqual(placeAnswer(Buffer.from(`[${candidate(0)}`), outcome, SHAPE, 16).ok, false);
 });
+
+test('a say, a tool call and an error are judged by their string tokens, escapes and empty strings included', () => {
+  const take = (output: string, status = 'completed'): boolean => {
+    const body = `[{"request_id":"r1","source_id":1,"candidate_index":0,"status":"${status}","memory":{},${output}}]`;
+    const indexed = indexAgentResponse(Buffer.from(body), 16, KEY);
+    return indexed.ok && indexed.elements[0]?.candidate !== undefined;
+  };
+  // An empty say is a string; only a call's name and robot, and an error's code and message, must not be empty.
+  assert.equal(take('"output":{"say":""}'), true);
+  assert.equal(take('"output":{"say":"\\"\\u00e9\\\\"}'), true);
+  assert.equal(take('"output":{"say":null}'), false);
+  assert.equal(take('"output":{"say":"x","tool_calls":[{"name":"","arguments":{},"target_robot_name":"r"}]}'), false);
+  assert.equal(take('"output":{"say":"x","tool_calls":[{"name":"\\u0000","arguments":{},"target_robot_name":"r"}]}'), true);
+  assert.equal(take('"error":{"code":"c","message":""}', 'error'), false);
+  assert.equal(take('"error":{"code":"\\n","message":"m"}', 'error'), true);
+  assert.equal(take('"error":{"code":1,"message":"m"}', 'error'), false);
+});

@@ -207,6 +207,16 @@ class AnswerIndexer extends ProtocolWalker {
     return t !== undefined && t.length > 0 ? t : undefined;
   }
 
+  /**
+   * Whether the value is a string token of more than its two quotes, judged without decoding it: a say or an
+   * error's message can be megabytes, and decoding one only to learn its type kept the reader thread busy.
+   */
+  private isString(v: number, depth: number, nonEmpty: boolean): boolean {
+    const e = this.s.value(v, depth);
+    this.endAt.at = e;
+    return this.s.at(v) === QUOTE && (!nonEmpty || e - v > 2);
+  }
+
   private readonly endAt = { at: 0 };
 
   /** A repeated `say` or `tool_calls` is judged by its last occurrence, as candidate() judges its fields. */
@@ -217,7 +227,7 @@ class AnswerIndexer extends ProtocolWalker {
     let callsOk = true;
     const end = this.members(p, 3, (name, v) => {
       if (name === 'say') {
-        sayOk = this.stringAt(v, 3) !== undefined;
+        sayOk = this.isString(v, 3, false);
         return this.endAt.at;
       }
       if (name === 'tool_calls') {
@@ -257,13 +267,13 @@ class AnswerIndexer extends ProtocolWalker {
   ): { end: number; ok: boolean } {
     const s = this.s;
     let ok = true;
-    let first: string | undefined;
-    let second: string | undefined;
+    let first = false;
+    let second = false;
     // Repeated, each field counts by its last occurrence; an unknown field refuses wherever it stands.
     let otherValid = true;
     const end = this.members(p, depth, (field, v) => {
       if (field === required[0] || field === required[1]) {
-        const t = this.nonEmptyAt(v, depth);
+        const t = this.isString(v, depth, true);
         if (field === required[0]) first = t;
         else second = t;
         return this.endAt.at;
@@ -272,6 +282,6 @@ class AnswerIndexer extends ProtocolWalker {
       else ok = false;
       return s.value(v, depth);
     });
-    return { end, ok: ok && otherValid && first !== undefined && second !== undefined };
+    return { end, ok: ok && otherValid && first && second };
   }
 }
