@@ -121,7 +121,7 @@ class AnswerIndexer extends ProtocolWalker {
       const c = s.at(v);
       switch (name) {
         case 'request_id':
-          requestId = this.nonEmptyAt(v, 2);
+          requestId = this.stringAt(v, 2, true);
           return endAt.at;
         case 'source_id':
           sourceKey = intAt(v, false);
@@ -194,22 +194,14 @@ class AnswerIndexer extends ProtocolWalker {
     };
   }
 
-  /** `endAt` receives where the value ends. */
-  private stringAt(v: number, depth: number): string | undefined {
-    const s = this.s;
-    const e = s.value(v, depth);
-    this.endAt.at = e;
-    return s.at(v) === QUOTE ? s.text(v, e, s.escaped) : undefined;
-  }
-
-  private nonEmptyAt(v: number, depth: number): string | undefined {
-    const t = this.stringAt(v, depth);
-    return t !== undefined && t.length > 0 ? t : undefined;
+  /** Decoded only when the text itself is wanted (an id, a status); `endAt` receives where the value ends. */
+  private stringAt(v: number, depth: number, nonEmpty = false): string | undefined {
+    return this.isString(v, depth, nonEmpty) ? this.s.text(v, this.endAt.at, this.s.escaped) : undefined;
   }
 
   /**
-   * Whether the value is a string token of more than its two quotes, judged without decoding it: a say or an
-   * error's message can be megabytes, and decoding one only to learn its type kept the reader thread busy.
+   * Whether the value is a string token (of more than its two quotes, if `nonEmpty`), judged without decoding it: a
+   * say or an error's message can be megabytes, and decoding one only to learn its type kept the reader thread busy.
    */
   private isString(v: number, depth: number, nonEmpty: boolean): boolean {
     const e = this.s.value(v, depth);
@@ -273,9 +265,9 @@ class AnswerIndexer extends ProtocolWalker {
     let otherValid = true;
     const end = this.members(p, depth, (field, v) => {
       if (field === required[0] || field === required[1]) {
-        const t = this.isString(v, depth, true);
-        if (field === required[0]) first = t;
-        else second = t;
+        const given = this.isString(v, depth, true);
+        if (field === required[0]) first = given;
+        else second = given;
         return this.endAt.at;
       }
       if (field === other) otherValid = otherOk(s.at(v));
